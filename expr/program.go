@@ -1,0 +1,371 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	exprlang "github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Budgets of one expression.
+const (
+	// MaxExprLen is the most bytes an expression's source may have.
+	MaxExprLen = 8 << 10
+	// MaxNodes is the most AST nodes an expression may have.
+	MaxNodes = 2000
+	// MemoryBudget is expr-lang's vm memory budget: roughly the number of
+	// elements of the ranges, arrays and maps an evaluation may build.
+	MemoryBudget = 1_000_000
+	// ByteBudget is the most bytes the string-building operations (+ on
+	// strings, repeat, replace, join, split, toJSON, string, upper, …) may
+	// produce in one evaluation. expr-lang's memory budget does not count
+	// them, so without it `repeat` or a chain of `s + s` could exhaust memory.
+	ByteBudget = 32 << 20
+	// DefaultTimeout is the wall budget of one evaluation.
+	DefaultTimeout = 100 * time.Millisecond
+)
+
+// Program is a compiled bare expression (a condition, an exit test, a check).
+// It is immutable and safe for concurrent use.
+type Program struct {
+	code    string
+	pos     positions
+	prog    *vm.Program
+	roots   []string // the free top-level names, each once
+	whole   bool     // reads $env: give it the whole scope
+	guarded bool     // calls guarded functions: give it a guard
+	loops   bool     // has predicates: watch the clock
+	timeout time.Duration
+	now     func() time.Time
+}
+
+// Compile compiles a bare expression, enforcing the length and node
+// budgets. Errors are *Error. Compiled programs are cached (they are
+// immutable), so compiling the same code again is cheap.
+func Compile(code string) (*Program, error) {
+	if p := programs.get(code); p != nil {
+		return p, nil
+	}
+	p, err := compile(code)
+	if err != nil {
+		return nil, err
+	}
+	programs.put(code, p)
+	return p, nil
+}
+
+// Eval compiles code (through the cache) and evaluates it in s.
+func Eval(code string, s *Scope) (any, error) {
+	p, err := Compile(code)
+	if err != nil {
+		return nil, err
+	}
+	return p.Eval(s)
+}
+
+// String returns the program's source.
+func (p *Program) String() string { return p.code }
+
+// Eval evaluates the program in s within the memory budget, ByteBudget and
+// the wall budget (DefaultTimeout). A name s does not hold is nil, and so is
+// a member of nil or a missing map key. Errors are *Error; Eval never
+// panics.
+func (p *Program) Eval(s *Scope) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, errorAt(p.code, -1, nil, fmt.Sprintf("internal error: %v", r))
+		}
+	}()
+	env := p.env(s)
+	if p.guarded {
+		g := &guard{}
+		if p.loops {
+			g.now, g.timeout = p.now, p.timeout
+			g.deadline = g.now().Add(p.timeout)
+		}
+		env[guardName] = g
+	}
+	var machine vm.VM
+	machine.MemoryBudget = MemoryBudget
+	out, err := machine.Run(p.prog, env)
+	if err != nil {
+		return nil, p.runError(err)
+	}
+	return out, nil
+}
+
+// EvalBool evaluates the program and requires a bool result.
+func (p *Program) EvalBool(s *Scope) (bool, error) {
+	v, err := p.Eval(s)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, errorAt(p.code, -1, nil,
+			fmt.Sprintf("the result must be a bool (true or false), got %s", typeName(v)))
+	}
+	return b, nil
+}
+
+// env returns the environment for one evaluation: only the names the
+// program reads, unless it reads $env.
+func (p *Program) env(s *Scope) map[string]any {
+	if p.whole {
+		return s.Env()
+	}
+	env := make(map[string]any, len(p.roots)+1)
+	for _, name := range p.roots {
+		if v, ok := s.lookup(name); ok {
+			env[name] = v
+		}
+	}
+	return env
+}
+
+// runError converts an error of expr-lang's vm.
+func (p *Program) runError(err error) *Error {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return errorAt(p.code, -1, err, err.Error())
+	}
+	off := p.pos.byteOffset(fe.From)
+	var be *budgetError
+	switch {
+	case errors.As(fe.Prev, &be):
+		return errorAt(p.code, off, be.kind, be.msg)
+	case fe.Message == "memory budget exceeded":
+		return errorAt(p.code, off, ErrBudget,
+			fmt.Sprintf("memory budget exceeded: the expression built more than %d elements", MemoryBudget))
+	}
+	return errorAt(p.code, off, fe.Prev, fe.Message)
+}
+
+// withClock returns a copy of p that reads the time from now and stops
+// after timeout; tests use it.
+func (p *Program) withClock(now func() time.Time, timeout time.Duration) *Program {
+	c := *p
+	c.now, c.timeout = now, timeout
+	return &c
+}
+
+// compile compiles code without the cache.
+func compile(code string) (*Program, error) {
+	a, err := analyze(code)
+	if err != nil {
+		return nil, err
+	}
+	pt := &patcher{}
+	opts := make([]exprlang.Option, 0, len(compileOptions)+1)
+	opts = append(opts, compileOptions...)
+	opts = append(opts, exprlang.Patch(pt))
+	prog, err := exprlang.Compile(code, opts...)
+	if err != nil {
+		return nil, parseError(code, newPositions(code), err)
+	}
+	p := &Program{
+		code:    code,
+		pos:     newPositions(code),
+		prog:    prog,
+		whole:   a.env,
+		guarded: pt.guarded || a.loops,
+		loops:   a.loops,
+		timeout: DefaultTimeout,
+		now:     time.Now,
+	}
+	seen := make(map[string]bool, len(a.refs))
+	for _, r := range a.refs {
+		if !seen[r.Root] {
+			seen[r.Root] = true
+			p.roots = append(p.roots, r.Root)
+		}
+	}
+	return p, nil
+}
+
+// compileOptions configure every compilation: a map environment (fast
+// loads) where unknown names are nil, the node budget, and the guarded
+// builtins in place of expr-lang's.
+var compileOptions = func() []exprlang.Option {
+	opts := []exprlang.Option{
+		exprlang.Env(map[string]any{}),
+		exprlang.AllowUndefinedVariables(),
+		exprlang.MaxNodes(MaxNodes),
+		exprlang.Function(tickName, tick),
+		exprlang.Function(addName, add),
+	}
+	for _, name := range guardedNames {
+		opts = append(opts, exprlang.DisableBuiltin(name), guardedFunction(name))
+	}
+	return opts
+}()
+
+// patcher rewrites the AST before it is compiled:
+//   - member accesses become optional (`a.b` behaves as `a?.b`), so reading
+//     a member of nil, such as the output of a node that has not run, is nil;
+//   - the body of every predicate calls the guard first, which stops the loop
+//     once the wall budget is spent;
+//   - string concatenation and the guarded builtins get the guard as a
+//     hidden first argument and count the bytes they build.
+type patcher struct {
+	guarded bool
+}
+
+func (pt *patcher) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.MemberNode:
+		if n.Method {
+			return
+		}
+		n.Optional = true
+		if inner, ok := n.Node.(*ast.ChainNode); ok {
+			n.Node = inner.Node // one chain for the whole access path
+		}
+		ast.Patch(node, &ast.ChainNode{Node: n})
+	case *ast.ChainNode:
+		if inner, ok := n.Node.(*ast.ChainNode); ok {
+			*node = inner
+		}
+	case *ast.PredicateNode:
+		loc := n.Node.Location()
+		call := &ast.CallNode{
+			Callee:    identAt(tickName, loc),
+			Arguments: []ast.Node{identAt(guardName, loc), n.Node},
+		}
+		call.SetLocation(loc)
+		n.Node = call
+		pt.guarded = true
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok && isGuarded(id.Value) {
+			n.Arguments = append([]ast.Node{identAt(guardName, id.Location())}, n.Arguments...)
+			pt.guarded = true
+		}
+	case *ast.BinaryNode:
+		if n.Operator == "+" && mayBeString(n.Left) && mayBeString(n.Right) {
+			ast.Patch(node, &ast.CallNode{
+				Callee:    identAt(addName, n.Location()),
+				Arguments: []ast.Node{identAt(guardName, n.Location()), n.Left, n.Right},
+			})
+			pt.guarded = true
+		}
+	}
+}
+
+func identAt(name string, loc file.Location) *ast.IdentifierNode {
+	id := &ast.IdentifierNode{Value: name}
+	id.SetLocation(loc)
+	return id
+}
+
+// mayBeString reports whether the checker left open that n is a string.
+func mayBeString(n ast.Node) bool {
+	k := n.Type().Kind()
+	return k == reflect.String || k == reflect.Interface
+}
+
+// guard is the per-evaluation state the patched program reaches through the
+// hidden name $__guard: the clock and the bytes built so far.
+type guard struct {
+	now      func() time.Time
+	timeout  time.Duration
+	deadline time.Time
+	ticks    uint32
+	bytes    int
+}
+
+// tickEvery is how many predicate iterations pass between clock reads.
+const tickEvery = 32
+
+// tick is called by every predicate iteration: tick(guard, value) returns
+// value, or fails once the wall budget is spent.
+func tick(args ...any) (any, error) {
+	g, ok := args[0].(*guard)
+	if !ok || len(args) != 2 {
+		return nil, errors.New("internal error: bad guard call")
+	}
+	g.ticks++
+	if g.ticks%tickEvery == 0 && g.now != nil && g.now().After(g.deadline) {
+		return nil, &budgetError{
+			msg:  fmt.Sprintf("evaluation took longer than %v", g.timeout),
+			kind: ErrTimeout,
+		}
+	}
+	return args[1], nil
+}
+
+// reserve fails when building n more bytes would exceed ByteBudget.
+func (g *guard) reserve(what string, n int) error {
+	if n < 0 || n > ByteBudget-g.bytes {
+		return &budgetError{
+			msg:  fmt.Sprintf("memory budget exceeded: %s would take the bytes this evaluation built past %d", what, ByteBudget),
+			kind: ErrBudget,
+		}
+	}
+	return nil
+}
+
+// account counts n bytes built.
+func (g *guard) account(what string, n int) error {
+	if err := g.reserve(what, n); err != nil {
+		return err
+	}
+	g.bytes += n
+	return nil
+}
+
+// typeName names the type of an expression value in user terms.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case string:
+		return "a string"
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return "an integer"
+	case float32, float64:
+		return "a float"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	switch reflect.TypeOf(v).Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
+		return "a map"
+	}
+	return fmt.Sprintf("a value of type %T", v)
+}
+
+// programs caches compiled programs by source. It is bounded: when full it
+// starts over.
+var programs = &programCache{m: make(map[string]*Program)}
+
+const programCacheSize = 2048
+
+type programCache struct {
+	mu sync.RWMutex
+	m  map[string]*Program
+}
+
+func (c *programCache) get(code string) *Program {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[code]
+}
+
+func (c *programCache) put(code string, p *Program) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= programCacheSize {
+		clear(c.m)
+	}
+	c.m[code] = p
+}

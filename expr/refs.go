@@ -1,0 +1,299 @@
+package expr
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/builtin"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
+)
+
+// Ref is a free name an expression reads: a node id or a scope root, and the
+// constant member path read from it.
+//
+// Path holds the names of the member accesses that follow the root, as long
+// as they are constant (`a.b` and `a["b"]` both give "b"); it stops at the
+// first index that is not a string literal, so `fetch.body.items[0].name`
+// gives Root "fetch" and Path ["body", "items"]. Offset is the byte offset of
+// the root in the expression.
+type Ref struct {
+	Root   string
+	Path   []string
+	Offset int
+}
+
+// Names the guarded programs use internally; user code may not use the
+// prefix.
+const (
+	internalPrefix = "$__"
+	guardName      = "$__guard"
+	tickName       = "$__tick"
+	addName        = "$__add"
+	envName        = "$env"
+)
+
+// nodeLimitMsg is the message expr-lang's parser fails with when an
+// expression has more than the configured number of nodes.
+const nodeLimitMsg = "compilation failed: expression exceeds maximum allowed nodes"
+
+// parseConfig makes the parser see the AST Compile will see: the guarded
+// builtins are calls of functions rather than builtin nodes. The parser only
+// reads it.
+var parseConfig = func() *conf.Config {
+	c := &conf.Config{
+		MaxNodes:  MaxNodes,
+		Functions: conf.FunctionsTable{},
+		Disabled:  map[string]bool{},
+	}
+	for _, name := range guardedNames {
+		c.Functions[name] = &builtin.Function{Name: name}
+		c.Disabled[name] = true
+	}
+	return c
+}()
+
+// References returns the free names code reads, in source order, one Ref per
+// occurrence. Names bound inside the expression (let variables, the
+// predicate pointers #, #acc, #index and .field) and function names are not
+// references. Syntax errors, unknown functions and exceeded length or node
+// budgets are returned as *Error.
+//
+// References only parses; it neither type-checks nor compiles.
+func References(code string) ([]Ref, error) {
+	a, err := analyze(code)
+	if err != nil {
+		return nil, err
+	}
+	return a.refs, nil
+}
+
+// analysis is what one pass over an expression's AST finds.
+type analysis struct {
+	refs  []Ref
+	env   bool // reads $env, so needs the whole scope
+	loops bool // has predicates, which loop
+}
+
+// analyze checks the length budget, parses code and walks its AST.
+func analyze(code string) (a *analysis, err error) {
+	if len(code) > MaxExprLen {
+		return nil, errorAt(code, MaxExprLen, ErrBudget,
+			fmt.Sprintf("expression is %d bytes; the limit is %d", len(code), MaxExprLen))
+	}
+	pos := newPositions(code)
+	defer func() {
+		if r := recover(); r != nil {
+			a, err = nil, errorAt(code, -1, nil, fmt.Sprintf("internal error while parsing: %v", r))
+		}
+	}()
+	// A fresh parser each time: expr-lang's Parser does not fully reset its
+	// state between parses.
+	tree, perr := parser.ParseWithConfig(code, parseConfig)
+	if perr != nil {
+		return nil, parseError(code, pos, perr)
+	}
+	w := walker{pos: pos, a: &analysis{}}
+	w.walk(tree.Node)
+	if w.err != nil {
+		return nil, w.err
+	}
+	return w.a, nil
+}
+
+// parseError converts an error of expr-lang's parser or compiler.
+func parseError(code string, pos positions, err error) *Error {
+	var fe *file.Error
+	if !errors.As(err, &fe) {
+		return errorAt(code, -1, err, err.Error())
+	}
+	off := pos.byteOffset(fe.From)
+	if fe.Message == nodeLimitMsg {
+		return errorAt(code, off, ErrBudget,
+			fmt.Sprintf("expression has more than %d nodes; the limit is %d", MaxNodes, MaxNodes))
+	}
+	return errorAt(code, off, fe.Prev, fe.Message)
+}
+
+// walker collects the free names of an AST.
+type walker struct {
+	pos  positions
+	a    *analysis
+	lets []string // let variables in scope, innermost last
+	err  *Error
+}
+
+func (w *walker) bound(name string) bool {
+	for i := len(w.lets) - 1; i >= 0; i-- {
+		if w.lets[i] == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *walker) fail(loc file.Location, msg string) {
+	if w.err == nil {
+		w.err = errorAt(w.pos.code, w.pos.byteOffset(loc.From), nil, msg)
+	}
+}
+
+func (w *walker) ident(n *ast.IdentifierNode) bool {
+	if strings.HasPrefix(n.Value, internalPrefix) {
+		w.fail(n.Location(), fmt.Sprintf("the name %s is reserved", n.Value))
+		return false
+	}
+	return true
+}
+
+func (w *walker) walk(node ast.Node) {
+	if w.err != nil {
+		return
+	}
+	switch n := node.(type) {
+	case *ast.IdentifierNode:
+		if !w.ident(n) {
+			return
+		}
+		if n.Value == envName {
+			w.a.env = true
+			return
+		}
+		if !w.bound(n.Value) {
+			w.add(n.Value, nil, n.Location())
+		}
+	case *ast.MemberNode, *ast.ChainNode:
+		w.member(n)
+	case *ast.SliceNode:
+		w.walk(n.Node)
+		w.walk(n.From)
+		w.walk(n.To)
+	case *ast.CallNode:
+		switch callee := n.Callee.(type) {
+		case *ast.IdentifierNode:
+			if !w.ident(callee) {
+				return
+			}
+			if _, ok := parseConfig.Functions[callee.Value]; !ok {
+				w.fail(callee.Location(), fmt.Sprintf("unknown function %s", callee.Value))
+				return
+			}
+		case *ast.MemberNode:
+			if callee.Method {
+				// A method call: the method name is not part of the path.
+				w.member(callee.Node)
+				break
+			}
+			w.walk(callee)
+		default:
+			w.walk(callee)
+		}
+		for _, arg := range n.Arguments {
+			w.walk(arg)
+		}
+	case *ast.BuiltinNode:
+		for _, arg := range n.Arguments {
+			w.walk(arg)
+		}
+	case *ast.PredicateNode:
+		w.a.loops = true
+		w.walk(n.Node)
+	case *ast.UnaryNode:
+		w.walk(n.Node)
+	case *ast.BinaryNode:
+		w.walk(n.Left)
+		w.walk(n.Right)
+	case *ast.ConditionalNode:
+		w.walk(n.Cond)
+		w.walk(n.Exp1)
+		w.walk(n.Exp2)
+	case *ast.VariableDeclaratorNode:
+		w.walk(n.Value)
+		w.lets = append(w.lets, n.Name)
+		w.walk(n.Expr)
+		w.lets = w.lets[:len(w.lets)-1]
+	case *ast.SequenceNode:
+		for _, x := range n.Nodes {
+			w.walk(x)
+		}
+	case *ast.ArrayNode:
+		for _, x := range n.Nodes {
+			w.walk(x)
+		}
+	case *ast.MapNode:
+		for _, x := range n.Pairs {
+			w.walk(x)
+		}
+	case *ast.PairNode:
+		w.walk(n.Key)
+		w.walk(n.Value)
+	}
+	// Literals and pointers (#, #acc, .field) name nothing free.
+}
+
+// member walks a chain of member accesses: the base, then the properties.
+// When the base is a free name the chain's constant prefix is its path.
+func (w *walker) member(node ast.Node) {
+	var props []ast.Node // outermost first
+	base := node
+loop:
+	for {
+		switch n := base.(type) {
+		case *ast.ChainNode:
+			base = n.Node
+		case *ast.MemberNode:
+			props = append(props, n.Property)
+			base = n.Node
+		default:
+			break loop
+		}
+	}
+	i := len(props) - 1 // the innermost property
+	if id, ok := base.(*ast.IdentifierNode); ok && w.ident(id) && !w.bound(id.Value) {
+		root, loc := id.Value, id.Location()
+		if root == envName {
+			w.a.env = true
+			// $env.fetch.body reads fetch: the first property is the root.
+			s, ok := stringProp(props, i)
+			if !ok {
+				w.walkProps(props)
+				return
+			}
+			root, loc = s.Value, s.Location()
+			i--
+		}
+		var path []string
+		for ; i >= 0; i-- {
+			s, ok := stringProp(props, i)
+			if !ok {
+				break
+			}
+			path = append(path, s.Value)
+		}
+		w.add(root, path, loc)
+	} else {
+		w.walk(base)
+	}
+	w.walkProps(props)
+}
+
+func stringProp(props []ast.Node, i int) (*ast.StringNode, bool) {
+	if i < 0 {
+		return nil, false
+	}
+	s, ok := props[i].(*ast.StringNode)
+	return s, ok
+}
+
+func (w *walker) walkProps(props []ast.Node) {
+	for i := len(props) - 1; i >= 0; i-- {
+		w.walk(props[i])
+	}
+}
+
+func (w *walker) add(root string, path []string, loc file.Location) {
+	w.a.refs = append(w.a.refs, Ref{Root: root, Path: path, Offset: w.pos.byteOffset(loc.From)})
+}

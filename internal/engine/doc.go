@@ -1,0 +1,18 @@
+// Package engine runs workflows.
+//
+// The heart is the scheduler (Run): given a run's state and one event — the
+// run started, a task finished, a timer fired, a cancel was asked for — it
+// changes the state and returns what to do next: the tasks to start, the
+// timers to set, the step records and events to write. It does no I/O, starts
+// no goroutines and reads no clock, so it is tested exhaustively and fuzzed.
+//
+// Around it, drivers do the work: the local driver runs tasks as goroutines
+// with a concurrency limit and feeds their outcomes back.
+//
+// Loops run in frames. Every node has a home: the innermost loop or foreach
+// whose body holds it, or the run itself. Each pass of a loop, and each item
+// of a foreach, gets a fresh frame holding the state of the body's nodes and
+// edges, so concurrent foreach items never share state and every pass starts
+// clean. Cycles that are not loops re-arm the nodes after the target of the
+// back-edge inside the same frame, bounded by max_visits.
+package engine

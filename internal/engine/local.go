@@ -1,0 +1,593 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/node"
+)
+
+// StepRecord is the durable record of one step (one visit of one node), as
+// DESIGN §2.8 and the JSON output describe it.
+type StepRecord struct {
+	StepOrder  int            `json:"step_order"`
+	Node       string         `json:"node"`
+	Type       string         `json:"type"`
+	Status     Status         `json:"status"`
+	Visit      int            `json:"visit"`
+	Iteration  int            `json:"iteration"`
+	Attempts   int            `json:"attempts"`
+	Params     map[string]any `json:"params,omitempty"`
+	Output     map[string]any `json:"output,omitempty"`
+	Error      *node.Error    `json:"error,omitempty"`
+	Cached     bool           `json:"cached"`
+	Pinned     bool           `json:"pinned"`
+	StartedAt  *time.Time     `json:"started_at,omitempty"`
+	FinishedAt *time.Time     `json:"finished_at,omitempty"`
+	DurationMS int64          `json:"duration_ms"`
+	Tokens     int            `json:"tokens"`
+	CostUSD    float64        `json:"cost_usd"`
+}
+
+// TimedEvent is an event with its time, as written to events.jsonl.
+type TimedEvent struct {
+	Time time.Time `json:"time"`
+	Event
+}
+
+// Recorder receives a run's records as they happen, in order, from one
+// goroutine. The run folder, the database and the progress display are
+// recorders.
+type Recorder interface {
+	Step(rec *StepRecord) error
+	Event(ev TimedEvent) error
+}
+
+// Options configure one run.
+type Options struct {
+	RunID    string
+	Inputs   map[string]any
+	Trigger  string
+	Payload  map[string]any
+	Secrets  map[string]string
+	Recorder Recorder
+	// Concurrency caps the run's tasks running at once (default 16).
+	Concurrency int
+	// ArtifactDir returns the artifacts folder of a node.
+	ArtifactDir func(nodeID string) string
+	Services    map[string]any
+	// CancelGrace is how long running tasks may go on after a cancel
+	// before their context is cancelled; 0 lets them finish.
+	CancelGrace time.Duration
+	// Hard, when closed, cancels running tasks at once.
+	Hard <-chan struct{}
+}
+
+// Result is how a run ended.
+type Result struct {
+	RunID      string         `json:"execution_id"`
+	Workflow   string         `json:"workflow"`
+	Status     RunStatus      `json:"status"`
+	Outputs    map[string]any `json:"outputs"`
+	Error      *node.Error    `json:"error"`
+	Steps      []*StepRecord  `json:"steps"`
+	StartedAt  time.Time      `json:"started_at"`
+	FinishedAt time.Time      `json:"finished_at"`
+	DurationMS int64          `json:"duration_ms"`
+}
+
+// Driver runs plans on this machine: tasks are goroutines, bounded per run
+// and per process.
+type Driver struct {
+	Registry *node.Registry
+	Clock    clock.Clock
+	// slots bounds tasks across every run of this driver.
+	slots chan struct{}
+}
+
+// NewDriver returns a driver allowing maxTasks tasks at once over all runs.
+func NewDriver(reg *node.Registry, clk clock.Clock, maxTasks int) *Driver {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if maxTasks <= 0 {
+		maxTasks = 64
+	}
+	return &Driver{Registry: reg, Clock: clk, slots: make(chan struct{}, maxTasks)}
+}
+
+type taskDone struct {
+	id      int64
+	outcome Outcome
+	params  map[string]any
+	start   time.Time
+	end     time.Time
+}
+
+// runState is the driver's side of one run.
+type runState struct {
+	d        *Driver
+	plan     *Plan
+	opts     Options
+	sched    *Run
+	scope    expr.Scope
+	redact   func(string) string
+	steps    map[[2]int]*StepRecord // (node index, visit)
+	order    []*StepRecord
+	recErr   error
+	taskCtx  context.Context
+	cancelT  context.CancelCauseFunc
+	cancels  map[int64]context.CancelFunc
+	mu       sync.Mutex
+	events   chan func()
+	runSlots chan struct{}
+	wg       sync.WaitGroup
+	timers   map[int64]func() bool
+	started  time.Time
+	closed   chan struct{}
+}
+
+// ErrRecorder wraps a failure to record the run (a full or read-only disk).
+var ErrRecorder = errors.New("recording the run failed")
+
+// Execute runs a plan to the end and returns its result. Cancelling ctx
+// cancels the run (DESIGN §2.6); the result then has status cancelled.
+func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result, error) {
+	starts, err := plan.StartNodes(opts.Trigger)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 16
+	}
+	rs := &runState{
+		d: d, plan: plan, opts: opts,
+		sched:    NewRun(plan, opts.RunID),
+		steps:    map[[2]int]*StepRecord{},
+		cancels:  map[int64]context.CancelFunc{},
+		events:   make(chan func(), 64),
+		runSlots: make(chan struct{}, opts.Concurrency),
+		timers:   map[int64]func() bool{},
+		closed:   make(chan struct{}),
+	}
+	rs.redact = Redactor(opts.Secrets)
+	rs.started = d.Clock.Now()
+	secrets := make(map[string]any, len(opts.Secrets))
+	for k, v := range opts.Secrets {
+		secrets[k] = v
+	}
+	trig := opts.Payload
+	if trig == nil {
+		trig = map[string]any{}
+	}
+	rs.scope = expr.Scope{
+		Inputs:  opts.Inputs,
+		Trigger: trig,
+		Secrets: secrets,
+		Execution: map[string]any{
+			"id": opts.RunID, "workflow": plan.W.Name, "started_at": rs.started.UTC().Format(time.RFC3339),
+		},
+	}
+	rs.taskCtx, rs.cancelT = context.WithCancelCause(context.WithoutCancel(ctx))
+	defer rs.cancelT(nil)
+
+	payload := opts.Payload
+	if payload == nil {
+		payload = opts.Inputs
+	}
+	acts := rs.sched.Start(starts, payload)
+	done := rs.apply(acts)
+	cancelled := false
+	var graceStop func() bool
+	for !done {
+		select {
+		case fn := <-rs.events:
+			fn()
+			done = rs.sched.Ended() && rs.sched.Running() == 0
+		case <-ctx.Done():
+			if cancelled {
+				break
+			}
+			cancelled = true
+			done = rs.apply(rs.sched.Cancel())
+			if opts.CancelGrace > 0 {
+				graceStop = d.Clock.AfterFunc(opts.CancelGrace, func() {
+					rs.cancelT(errors.New("the run was cancelled and its grace period ran out"))
+				})
+			}
+			ctx = context.Background() // stop selecting on it
+		case <-opts.Hard:
+			rs.cancelT(errors.New("the run was cancelled"))
+			opts.Hard = nil
+		}
+	}
+	if graceStop != nil {
+		graceStop()
+	}
+	for _, stop := range rs.timers {
+		stop()
+	}
+	close(rs.closed)
+	rs.cancelT(nil)
+	rs.wg.Wait()
+	return rs.result(), rs.recErr
+}
+
+// apply carries out a scheduler step. It reports whether the run is over
+// and nothing runs any more.
+func (rs *runState) apply(a *Actions) bool {
+	now := rs.d.Clock.Now()
+	for _, su := range a.Steps {
+		rs.recordStep(su, now, nil)
+	}
+	for _, ev := range a.Events {
+		rs.recordEvent(ev, now)
+	}
+	for _, t := range a.Timers {
+		id := t.ID
+		rs.timers[id] = rs.d.Clock.AfterFunc(t.Delay, func() {
+			select {
+			case rs.events <- func() {
+				delete(rs.timers, id)
+				rs.apply(rs.sched.TimerFired(id))
+			}:
+			case <-rs.closed:
+			}
+		})
+	}
+	if a.CancelRunning {
+		rs.mu.Lock()
+		for _, c := range rs.cancels {
+			c()
+		}
+		rs.mu.Unlock()
+	}
+	for _, t := range a.Start {
+		rs.launch(t)
+	}
+	return rs.sched.Ended() && rs.sched.Running() == 0
+}
+
+func (rs *runState) recordEvent(ev Event, now time.Time) {
+	if ev.Data != nil {
+		ev.Data = RedactMap(ev.Data, rs.redact)
+	}
+	if rs.opts.Recorder != nil && rs.recErr == nil {
+		if err := rs.opts.Recorder.Event(TimedEvent{Time: now, Event: ev}); err != nil {
+			rs.recErr = fmt.Errorf("%w: %w", ErrRecorder, err)
+			rs.failRecording()
+		}
+	}
+}
+
+func (rs *runState) failRecording() {
+	rs.cancelT(rs.recErr)
+	rs.apply(rs.sched.Cancel())
+}
+
+func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
+	key := [2]int{su.Index, su.Visit}
+	rec, ok := rs.steps[key]
+	if !ok {
+		rec = &StepRecord{StepOrder: len(rs.order) + 1, Node: su.Node, Type: rs.plan.Nodes[su.Index].Type, Visit: su.Visit, Iteration: su.Iteration}
+		rs.steps[key] = rec
+		rs.order = append(rs.order, rec)
+	}
+	rec.Status = su.Status
+	if su.Attempt > rec.Attempts {
+		rec.Attempts = su.Attempt
+	}
+	switch su.Status {
+	case StatusRunning:
+		if rec.StartedAt == nil {
+			t := now
+			rec.StartedAt = &t
+		}
+		rec.FinishedAt = nil
+	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
+		t := now
+		if done != nil {
+			t = done.end
+			if done.params != nil {
+				rec.Params = RedactMap(done.params, rs.redact)
+			}
+		}
+		if rec.StartedAt == nil {
+			s := t
+			rec.StartedAt = &s
+		}
+		rec.FinishedAt = &t
+		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
+		if su.Output != nil {
+			rec.Output = RedactMap(su.Output, rs.redact)
+		}
+		if su.Error != nil {
+			e := *su.Error
+			e.Message = rs.redact(e.Message)
+			e.Details = RedactMap(e.Details, rs.redact)
+			rec.Error = &e
+		} else if su.Status == StatusSuccess {
+			rec.Error = nil
+		}
+		if u, ok := su.Output["_token_usage"].(map[string]any); ok {
+			if n, ok := u["total_tokens"].(int); ok {
+				rec.Tokens = n
+			}
+		}
+	}
+	if rs.opts.Recorder != nil && rs.recErr == nil {
+		if err := rs.opts.Recorder.Step(rec); err != nil {
+			rs.recErr = fmt.Errorf("%w: %w", ErrRecorder, err)
+			rs.failRecording()
+		}
+	}
+}
+
+// launch runs a task in a goroutine, within the run's and the process's
+// limits, and posts its outcome back to the loop.
+func (rs *runState) launch(t *Task) {
+	ctx, cancel := context.WithCancel(rs.taskCtx)
+	rs.mu.Lock()
+	rs.cancels[t.ID] = cancel
+	rs.mu.Unlock()
+	rs.wg.Add(1)
+	go func() {
+		defer rs.wg.Done()
+		defer cancel()
+		start := rs.d.Clock.Now()
+		var oc Outcome
+		var params map[string]any
+		select {
+		case rs.runSlots <- struct{}{}:
+			select {
+			case rs.d.slots <- struct{}{}:
+				start = rs.d.Clock.Now()
+				oc, params = rs.runTask(ctx, t)
+				<-rs.d.slots
+			case <-ctx.Done():
+				oc = Outcome{Err: node.AsError(context.Cause(ctx))}
+			}
+			<-rs.runSlots
+		case <-ctx.Done():
+			oc = Outcome{Err: node.AsError(context.Cause(ctx))}
+		}
+		if oc.Err != nil && ctx.Err() != nil && oc.Err.Category != node.CategoryTimeout {
+			oc.Err.Category = node.CategoryCancelled
+		}
+		end := rs.d.Clock.Now()
+		rs.mu.Lock()
+		delete(rs.cancels, t.ID)
+		rs.mu.Unlock()
+		rs.events <- func() {
+			a := rs.sched.Finished(t.ID, oc)
+			now := rs.d.Clock.Now()
+			td := &taskDone{id: t.ID, outcome: oc, params: params, start: start, end: end}
+			for _, su := range a.Steps {
+				if su.TaskID == t.ID {
+					rs.recordStep(su, now, td)
+				} else {
+					rs.recordStep(su, now, nil)
+				}
+			}
+			a.Steps = nil
+			rs.apply(a)
+		}
+	}()
+}
+
+// runTask renders the node's parameters and runs its kind.
+func (rs *runState) runTask(ctx context.Context, t *Task) (Outcome, map[string]any) {
+	pn := t.Node
+	scope := rs.scope
+	scope.Vars = t.Vars
+	scope.Loop = t.Loop
+	scope.Nodes = t.Nodes
+	params, err := RenderParams(pn, &scope)
+	if err != nil {
+		return Outcome{Err: err}, nil
+	}
+	kind, ok := rs.d.Registry.New(pn.Type)
+	if !ok {
+		return Outcome{Err: &node.Error{Code: "no_runner", Category: node.CategoryInternal, Permanent: true,
+			Message: fmt.Sprintf("node type %s cannot run in this build of skein", pn.Type)}}, params
+	}
+	if pn.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pn.Timeout)
+		defer cancel()
+	}
+	call := &node.Call{
+		RunID: rs.opts.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", rs.opts.RunID, pn.ID, t.Visit),
+		Emit:           func(string, map[string]any) {},
+		Redact:         rs.redact,
+		Eval: func(code string) (any, error) {
+			return expr.Eval(code, &scope)
+		},
+		Now:      rs.d.Clock.Now,
+		Passes:   t.Passes,
+		Services: rs.opts.Services,
+	}
+	if rs.opts.ArtifactDir != nil {
+		call.ArtifactDir = rs.opts.ArtifactDir(pn.ID)
+	}
+	out, runErr := safeRun(ctx, kind, call)
+	if runErr != nil {
+		e := node.AsError(runErr)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && e.Category != node.CategoryTimeout {
+			e = &node.Error{Code: "timeout", Category: node.CategoryTimeout, Err: runErr,
+				Message: fmt.Sprintf("node %s timed out after %s", pn.ID, pn.Timeout)}
+		}
+		return Outcome{Err: e}, params
+	}
+	clean, directives := expr.SplitDirectives(out)
+	return Outcome{Output: clean, Directives: directives}, params
+}
+
+func safeRun(ctx context.Context, k node.Kind, c *node.Call) (out map[string]any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &node.Error{Code: "panic", Category: node.CategoryInternal, Permanent: true,
+				Message: fmt.Sprintf("node %s crashed: %v", c.NodeID, p)}
+		}
+	}()
+	return k.Run(ctx, c)
+}
+
+// RenderParams renders a node's parameters in scope, with defaults filled in.
+// Bare expressions (conditions) are passed as written.
+func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error) {
+	params := make(map[string]any, len(pn.Spec.Params))
+	for _, p := range pn.Spec.Params {
+		v, ok := pn.Node.Params[p.Name]
+		if !ok {
+			if p.Default != nil {
+				params[p.Name] = p.Default
+			}
+			continue
+		}
+		if p.Expr || p.NoTemplate {
+			params[p.Name] = v
+			continue
+		}
+		if p.Type == node.List && len(p.Items) > 0 {
+			params[p.Name] = v // items hold conditions; the kind evaluates them
+			continue
+		}
+		rv, err := expr.RenderValue(v, scope)
+		if err != nil {
+			return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
+				Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
+		}
+		params[p.Name] = rv
+	}
+	return params, nil
+}
+
+func (rs *runState) result() *Result {
+	end := rs.d.Clock.Now()
+	res := &Result{
+		RunID: rs.opts.RunID, Workflow: rs.plan.W.Name, Steps: rs.order,
+		StartedAt: rs.started, FinishedAt: end, DurationMS: end.Sub(rs.started).Milliseconds(),
+	}
+	a := rs.sched
+	switch {
+	case a.failing:
+		res.Status, res.Error = RunFailed, a.failErr
+	case a.cancelling:
+		res.Status = RunCancelled
+		res.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	default:
+		res.Status = RunCompleted
+	}
+	if rs.recErr != nil {
+		res.Status = RunFailed
+		res.Error = &node.Error{Code: "recorder", Category: node.CategoryInternal, Message: rs.recErr.Error()}
+	}
+	if res.Error != nil {
+		res.Error.Message = rs.redact(res.Error.Message)
+	}
+	outs, err := rs.outputs()
+	if err != nil && res.Status == RunCompleted {
+		res.Status = RunFailed
+		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: rs.redact(err.Error())}
+	}
+	res.Outputs = RedactMap(outs, rs.redact)
+	return res
+}
+
+// outputs evaluates the workflow's outputs:, or returns the outputs of the
+// last nodes to finish (those with no out-edges) when it declares none.
+func (rs *runState) outputs() (map[string]any, error) {
+	w := rs.plan.W
+	scope := rs.scope
+	scope.Vars = rs.sched.Vars()
+	scope.Nodes = rs.sched.Latest()
+	out := map[string]any{}
+	if len(w.Outputs) > 0 {
+		for _, o := range w.Outputs {
+			v, err := expr.RenderValue(o.Value, &scope)
+			if err != nil {
+				return out, fmt.Errorf("output %s: %w", o.Name, err)
+			}
+			out[o.Name] = v
+		}
+		return out, nil
+	}
+	for _, pn := range rs.plan.Nodes {
+		if len(pn.out) > 0 || pn.ctrl == ctrlTrigger || pn.ctrl == ctrlEndLoop {
+			continue
+		}
+		if o, ok := scope.Nodes[pn.ID].(map[string]any); ok && o["success"] == true {
+			clean := make(map[string]any, len(o))
+			for k, v := range o {
+				if k != "success" && k != "error" {
+					clean[k] = v
+				}
+			}
+			out[pn.ID] = clean
+		}
+	}
+	return out, nil
+}
+
+// Redactor returns a function that replaces every secret value in a string
+// with ***. Longer secrets are replaced first so one that contains another
+// is not half-replaced.
+func Redactor(secrets map[string]string) func(string) string {
+	var vals []string
+	for _, v := range secrets {
+		if len(v) >= 3 {
+			vals = append(vals, v)
+		}
+	}
+	if len(vals) == 0 {
+		return func(s string) string { return s }
+	}
+	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
+	pairs := make([]string, 0, 2*len(vals))
+	for _, v := range vals {
+		pairs = append(pairs, v, "***")
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// RedactMap returns a copy of m with secrets replaced in every string.
+func RedactMap(m map[string]any, redact func(string) string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	v, _ := redactValue(m, redact).(map[string]any)
+	return v
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[redact(k)] = redactValue(e, redact)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
+}
+
+var _ = filepath.Join

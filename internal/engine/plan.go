@@ -1,0 +1,363 @@
+package engine
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// ctrl is how the scheduler treats a node kind.
+type ctrl uint8
+
+const (
+	ctrlAction ctrl = iota
+	ctrlTrigger
+	ctrlLoop
+	ctrlForEach
+	ctrlEndLoop
+	ctrlMerge
+	ctrlFail
+)
+
+// PlanNode is a node with everything the scheduler needs precomputed.
+type PlanNode struct {
+	Index int
+	ID    string
+	Type  string
+	Node  *workflow.Node
+	Spec  *node.Spec
+
+	ctrl          ctrl
+	Disabled      bool
+	FallThrough   string
+	MaxVisits     int
+	Retries       int
+	Backoff       time.Duration
+	Timeout       time.Duration
+	OnError       string
+	MergeAny      bool
+	MaxIterations int
+	Concurrency   int
+	// LoopOf is the loop an endloop closes (-1 otherwise).
+	LoopOf int
+	// Home is the innermost loop or foreach whose body holds the node, -1
+	// for the run itself; Slot is its place in that body.
+	Home int
+	Slot int
+	// Refs lists the nodes whose outputs the node's templates read.
+	Refs []int
+
+	in  []int // forward in-edges from nodes of the same home
+	out []int // every out-edge
+	// bodyIn counts in-edges that come from the loop that owns the node
+	// (the body handle); they are fired when a frame starts.
+	bodyIn int
+	// region lists the nodes whose home is this loop (loop and foreach only).
+	region []int
+	// regionEdges lists forward edges between nodes of the region.
+	regionEdges []int
+	// rearm lists, for a node that is the target of a back-edge (not an
+	// endloop one), the nodes of its home re-armed when that edge fires.
+	rearm []int
+}
+
+// Plan is a workflow prepared for running.
+type Plan struct {
+	W     *workflow.Workflow
+	G     *workflow.Graph
+	Nodes []*PlanNode
+	// root region: nodes whose home is the run.
+	rootRegion []int
+	rootEdges  []int
+	// EdgeSlot is each edge's place among its home's edges (-1 for edges that
+	// cross homes: body edges and endloop back-edges).
+	EdgeSlot []int
+}
+
+// NewPlan prepares a valid workflow. It reports graph shapes the scheduler
+// cannot run, such as an edge that jumps into a loop body from outside.
+func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
+	g := w.Graph()
+	p := &Plan{W: w, G: g, Nodes: make([]*PlanNode, len(g.Nodes))}
+	for i, n := range g.Nodes {
+		spec, ok := reg.Lookup(n.Type)
+		if !ok {
+			return nil, fmt.Errorf("node %q: unknown node type %q", n.ID, n.Type)
+		}
+		pn := &PlanNode{Index: i, ID: n.ID, Type: n.Type, Node: n, Spec: spec, LoopOf: -1, Home: -1}
+		pn.Disabled = n.Disabled
+		pn.FallThrough = spec.FallThrough
+		pn.MaxVisits = w.MaxVisitsOf(n)
+		pn.Retries = w.Defaults.Retries
+		if n.Retries != nil {
+			pn.Retries = *n.Retries
+		}
+		pn.Backoff = w.Defaults.RetryBackoff
+		if n.RetryBackoff != nil {
+			pn.Backoff = *n.RetryBackoff
+		}
+		pn.Timeout = w.Defaults.Timeout
+		if n.Timeout != nil {
+			pn.Timeout = *n.Timeout
+		}
+		pn.OnError = w.Defaults.OnError
+		if n.OnError != "" {
+			pn.OnError = n.OnError
+		}
+		switch {
+		case spec.Category == node.Trigger:
+			pn.ctrl = ctrlTrigger
+		case n.Type == "loop":
+			pn.ctrl = ctrlLoop
+			pn.MaxIterations = intParam(n.Params, "max_iterations", 10)
+		case n.Type == "foreach":
+			pn.ctrl = ctrlForEach
+			pn.Concurrency = max(1, intParam(n.Params, "concurrency", 1))
+		case n.Type == "endloop":
+			pn.ctrl = ctrlEndLoop
+			if l, ok := n.Params["loop"].(string); ok {
+				if li, ok := g.Index[l]; ok {
+					pn.LoopOf = li
+				}
+			}
+		case n.Type == "merge":
+			pn.ctrl = ctrlMerge
+			pn.MergeAny = n.Params["wait"] == "any"
+		case n.Type == "fail":
+			pn.ctrl = ctrlFail
+		}
+		p.Nodes[i] = pn
+	}
+	for ei, e := range g.Edges {
+		p.Nodes[e.From].out = append(p.Nodes[e.From].out, ei)
+	}
+	if err := p.regions(); err != nil {
+		return nil, err
+	}
+	if err := p.references(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func intParam(m map[string]any, k string, def int) int {
+	switch v := m[k].(type) {
+	case int:
+		return v
+	case float64:
+		return int(v)
+	}
+	return def
+}
+
+// regions finds each loop's body, the home of every node, and the edges
+// and re-arm sets of each home.
+func (p *Plan) regions() error {
+	g := p.G
+	n := len(p.Nodes)
+	var loops []int
+	body := map[int][]bool{}
+	for i, pn := range p.Nodes {
+		if pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach {
+			continue
+		}
+		loops = append(loops, i)
+		in := make([]bool, n)
+		var queue []int
+		for _, ei := range g.Out[i] {
+			if e := g.Edges[ei]; e.On == "body" && !e.Back && !in[e.To] && e.To != i {
+				in[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			for _, ei := range g.Out[c] {
+				e := g.Edges[ei]
+				if e.To == i || in[e.To] {
+					continue
+				}
+				if e.Back && p.Nodes[c].ctrl == ctrlEndLoop {
+					continue
+				}
+				in[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+		body[i] = in
+	}
+	size := func(l int) int {
+		c := 0
+		for _, b := range body[l] {
+			if b {
+				c++
+			}
+		}
+		return c
+	}
+	sizes := map[int]int{}
+	for _, l := range loops {
+		sizes[l] = size(l)
+	}
+	for i, pn := range p.Nodes {
+		best := -1
+		for _, l := range loops {
+			if body[l][i] && (best < 0 || sizes[l] < sizes[best]) {
+				best = l
+			}
+		}
+		pn.Home = best
+	}
+	for i, pn := range p.Nodes {
+		if pn.Home < 0 {
+			pn.Slot = len(p.rootRegion)
+			p.rootRegion = append(p.rootRegion, i)
+		} else {
+			h := p.Nodes[pn.Home]
+			pn.Slot = len(h.region)
+			h.region = append(h.region, i)
+		}
+	}
+	p.EdgeSlot = make([]int, len(g.Edges))
+	for ei, e := range g.Edges {
+		p.EdgeSlot[ei] = -1
+		from, to := p.Nodes[e.From], p.Nodes[e.To]
+		if e.Back {
+			if from.ctrl == ctrlEndLoop && from.LoopOf == e.To {
+				continue
+			}
+			if from.Home != to.Home {
+				return fmt.Errorf("edge %s → %s jumps out of a loop body; leave a loop through its done handle", from.ID, to.ID)
+			}
+		}
+		if from.Home == to.Home {
+			if e.Back {
+				continue
+			}
+			if from.Home < 0 {
+				p.EdgeSlot[ei] = len(p.rootEdges)
+				p.rootEdges = append(p.rootEdges, ei)
+			} else {
+				h := p.Nodes[from.Home]
+				p.EdgeSlot[ei] = len(h.regionEdges)
+				h.regionEdges = append(h.regionEdges, ei)
+			}
+			to.in = append(to.in, ei)
+			continue
+		}
+		if to.Home == e.From && e.On == "body" {
+			to.bodyIn++
+			continue
+		}
+		return fmt.Errorf("edge %s → %s crosses into or out of a loop body; enter a body only by the loop's body handle and leave it by its done handle", from.ID, to.ID)
+	}
+	// Re-arm sets: a back-edge into t re-arms t and every node of t's home
+	// reachable from t by forward edges.
+	for _, e := range g.Edges {
+		if !e.Back {
+			continue
+		}
+		from := p.Nodes[e.From]
+		if from.ctrl == ctrlEndLoop && from.LoopOf == e.To {
+			continue
+		}
+		t := p.Nodes[e.To]
+		if t.rearm != nil {
+			continue
+		}
+		seen := map[int]bool{e.To: true}
+		queue := []int{e.To}
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			for _, ei := range p.Nodes[c].out {
+				ge := g.Edges[ei]
+				if ge.Back || seen[ge.To] || p.Nodes[ge.To].Home != t.Home {
+					continue
+				}
+				seen[ge.To] = true
+				queue = append(queue, ge.To)
+			}
+		}
+		for k := range seen {
+			t.rearm = append(t.rearm, k)
+		}
+		sort.Ints(t.rearm)
+	}
+	return nil
+}
+
+// references records which nodes each node's templates read, so a task's
+// scope holds just those outputs.
+func (p *Plan) references() error {
+	for _, pn := range p.Nodes {
+		seen := map[int]bool{}
+		add := func(code string) {
+			refs, err := expr.References(code)
+			if err != nil {
+				return // Validate reported it.
+			}
+			for _, r := range refs {
+				if i, ok := p.G.Index[r.Root]; ok && !seen[i] {
+					seen[i] = true
+					pn.Refs = append(pn.Refs, i)
+				}
+			}
+		}
+		var walk func(v any, isExpr bool)
+		walk = func(v any, isExpr bool) {
+			switch x := v.(type) {
+			case string:
+				if isExpr {
+					add(x)
+					return
+				}
+				if !expr.HasTemplate(x) {
+					return
+				}
+				t, err := expr.ParseTemplate(x)
+				if err != nil {
+					return
+				}
+				for _, s := range t.Segments() {
+					add(s.Code)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e, isExpr)
+				}
+			case map[string]any:
+				for k, e := range x {
+					walk(e, isExpr || k == "condition")
+				}
+			}
+		}
+		for k, v := range pn.Node.Params {
+			prm, _ := pn.Spec.Param(k)
+			walk(v, prm.Expr)
+		}
+		for _, c := range pn.Node.Checks {
+			if c.Expr != "" {
+				walk(c.Expr, true)
+			}
+		}
+		sort.Ints(pn.Refs)
+	}
+	return nil
+}
+
+// Triggers returns the trigger nodes.
+func (p *Plan) Triggers() []*PlanNode {
+	var out []*PlanNode
+	for _, pn := range p.Nodes {
+		if pn.ctrl == ctrlTrigger {
+			out = append(out, pn)
+		}
+	}
+	return out
+}

@@ -1,0 +1,974 @@
+package engine
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+)
+
+// Edge states inside a frame.
+const (
+	edgeOpen uint8 = iota
+	edgeFired
+	edgeDead
+)
+
+// MaxBackoff caps the wait between retries.
+const MaxBackoff = 5 * time.Minute
+
+// Run is the scheduler's state for one run. Its methods are the events; each
+// returns the actions that follow. It is not safe for concurrent use: a
+// driver feeds it events one at a time.
+type Run struct {
+	plan    *Plan
+	runID   string
+	frames  map[int]*frame
+	nextFr  int
+	tasks   map[int64]*taskRef
+	nextID  int64
+	timers  map[int64]*timerRef
+	visits  []int
+	latest  []map[string]any
+	vars    map[string]any
+	reach   []bool
+	running int
+
+	started    bool
+	cancelling bool
+	failing    bool
+	finished   bool
+	failErr    *node.Error
+
+	act *Actions
+}
+
+type taskRef struct {
+	task  *Task
+	frame *frame
+	slot  int
+}
+
+type timerKind uint8
+
+const (
+	timerRetry timerKind = iota
+	timerDelay
+)
+
+type timerRef struct {
+	kind    timerKind
+	frame   *frame
+	node    int
+	task    *Task          // retry: the task to run again
+	handles []string       // delay: what to fire when the timer ends
+	output  map[string]any // delay: the output to publish
+}
+
+// frame holds the state of one home: the run itself, one pass of a loop
+// body, or one item of a foreach.
+type frame struct {
+	id     int
+	parent *frame
+	owner  int // loop or foreach node, -1 for the run
+	slotOf int // the owner's slot in the parent frame
+	region []int
+	pass   int
+	loop   map[string]any
+	st     []nstate
+	edge   []uint8
+	out    []map[string]any
+	active int // running tasks and timers
+	last   map[string]any
+	abort  bool // a foreach item that failed with on_error: continue
+	closed bool
+}
+
+type nstate struct {
+	status   Status
+	visits   int
+	resolved int
+	fired    int
+	started  bool // merge any: already activated
+	loop     *loopState
+	task     int64
+	visit    int // the run-wide visit number of the current activation
+}
+
+type loopState struct {
+	passes   int
+	items    []any
+	next     int
+	inFlight int
+	done     int
+	results  []any
+}
+
+// NewRun makes the scheduler state for a run of plan.
+func NewRun(plan *Plan, runID string) *Run {
+	n := len(plan.Nodes)
+	return &Run{
+		plan:   plan,
+		runID:  runID,
+		frames: map[int]*frame{},
+		tasks:  map[int64]*taskRef{},
+		timers: map[int64]*timerRef{},
+		visits: make([]int, n),
+		latest: make([]map[string]any, n),
+		vars:   map[string]any{},
+	}
+}
+
+// Vars returns the run's variables.
+func (r *Run) Vars() map[string]any { return r.vars }
+
+// Latest returns the last output of every node that produced one, by id,
+// with success and error fields.
+func (r *Run) Latest() map[string]any {
+	out := make(map[string]any)
+	for i, o := range r.latest {
+		if o != nil {
+			out[r.plan.Nodes[i].ID] = o
+		}
+	}
+	return out
+}
+
+func (r *Run) begin() *Actions {
+	r.act = &Actions{}
+	return r.act
+}
+
+func (r *Run) end() *Actions {
+	a := r.act
+	r.act = nil
+	return a
+}
+
+func (r *Run) event(typ string, pn *PlanNode, f *frame, data map[string]any) {
+	ev := Event{Type: typ, Data: data}
+	if pn != nil {
+		ev.Node = pn.ID
+		ev.Visit = r.visits[pn.Index]
+		if f != nil {
+			ev.Iteration = f.pass
+			ev.Visit = f.st[pn.Slot].visit
+		}
+	}
+	r.act.Events = append(r.act.Events, ev)
+}
+
+func (r *Run) step(f *frame, pn *PlanNode, attempt int, st Status, out map[string]any, err *node.Error, taskID int64) {
+	r.act.Steps = append(r.act.Steps, StepUpdate{
+		TaskID: taskID, Node: pn.ID, Index: pn.Index, Visit: f.st[pn.Slot].visit, Iteration: f.pass,
+		Attempt: attempt, Status: st, Output: out, Error: err,
+	})
+}
+
+// StartNodes returns the nodes a run starts from: the given trigger, else
+// the manual triggers, else every entry node.
+func (p *Plan) StartNodes(trigger string) ([]int, error) {
+	if trigger != "" {
+		i, ok := p.G.Index[trigger]
+		if !ok || p.Nodes[i].ctrl != ctrlTrigger {
+			var names []string
+			for _, t := range p.Triggers() {
+				names = append(names, t.ID)
+			}
+			return nil, fmt.Errorf("no trigger %q in the workflow (triggers: %v)", trigger, names)
+		}
+		return []int{i}, nil
+	}
+	var manual []int
+	for _, t := range p.Triggers() {
+		if t.Type == "trigger.manual" {
+			manual = append(manual, t.Index)
+		}
+	}
+	if len(manual) > 0 {
+		return manual, nil
+	}
+	var entries []int
+	for _, e := range p.G.Entries {
+		if p.Nodes[e].Home < 0 {
+			entries = append(entries, e)
+		}
+	}
+	if len(entries) == 0 && len(p.Nodes) > 0 {
+		return nil, fmt.Errorf("the workflow has no entry node (every node has an incoming edge)")
+	}
+	return entries, nil
+}
+
+// Start begins the run from the given start nodes; triggers among them
+// output payload.
+func (r *Run) Start(starts []int, payload map[string]any) *Actions {
+	r.begin()
+	r.started = true
+	p := r.plan
+	r.reach = p.G.Reachable(starts)
+	root := r.newFrame(nil, -1, p.rootRegion, len(p.rootEdges), 0, nil)
+	r.event(EventExecutionStarted, nil, nil, map[string]any{"starts": r.ids(starts)})
+	for _, i := range p.rootRegion {
+		if !r.reach[i] {
+			pn := p.Nodes[i]
+			r.event(EventWarning, pn, nil, map[string]any{"message": fmt.Sprintf("node %q is not reachable from the start and is ignored", pn.ID)})
+			root.st[pn.Slot].status = StatusSkipped
+		}
+	}
+	// Edges out of ignored nodes never fire.
+	for _, i := range p.rootRegion {
+		if !r.reach[i] {
+			r.killOut(root, p.Nodes[i])
+		}
+	}
+	for _, s := range starts {
+		pn := p.Nodes[s]
+		if pn.ctrl == ctrlTrigger {
+			r.visits[s]++
+			st := &root.st[pn.Slot]
+			st.status, st.visits, st.visit = StatusSuccess, st.visits+1, r.visits[s]
+			out := withStatus(copyMap(payload), true, "")
+			root.out[pn.Slot] = out
+			r.latest[s] = out
+			r.event(EventNodeStarted, pn, root, nil)
+			r.step(root, pn, 1, StatusSuccess, out, nil, 0)
+			r.event(EventNodeFinished, pn, root, map[string]any{"status": string(StatusSuccess)})
+			r.propagate(root, pn, []string{""})
+			continue
+		}
+		r.activate(root, pn, false)
+	}
+	r.settle(root)
+	return r.end()
+}
+
+func (r *Run) ids(idx []int) []string {
+	out := make([]string, len(idx))
+	for i, x := range idx {
+		out[i] = r.plan.Nodes[x].ID
+	}
+	return out
+}
+
+func (r *Run) newFrame(parent *frame, owner int, region []int, nedges int, pass int, loop map[string]any) *frame {
+	r.nextFr++
+	f := &frame{
+		id: r.nextFr, parent: parent, owner: owner, region: region, pass: pass, loop: loop,
+		st:   make([]nstate, len(region)),
+		edge: make([]uint8, nedges),
+		out:  make([]map[string]any, len(region)),
+	}
+	for i := range f.st {
+		f.st[i].status = StatusPending
+	}
+	r.frames[f.id] = f
+	return f
+}
+
+// killOut marks every forward out-edge of pn dead, in frame f.
+func (r *Run) killOut(f *frame, pn *PlanNode) {
+	for _, ei := range pn.out {
+		if slot := r.plan.EdgeSlot[ei]; slot >= 0 && f.edge[slot] == edgeOpen {
+			f.edge[slot] = edgeDead
+			r.resolve(f, r.plan.G.Edges[ei].To, false)
+		}
+	}
+}
+
+// propagate resolves pn's out-edges in f: edges whose handle is in
+// handles fire, the others die.
+func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
+	g := r.plan.G
+	for _, ei := range pn.out {
+		e := g.Edges[ei]
+		match := contains(handles, e.On)
+		if e.Back {
+			if pn.ctrl == ctrlEndLoop && pn.LoopOf == e.To {
+				continue
+			}
+			if match && !r.cancelling && !r.failing {
+				r.rearm(f, r.plan.Nodes[e.To])
+			}
+			continue
+		}
+		slot := r.plan.EdgeSlot[ei]
+		if slot < 0 || f.edge[slot] != edgeOpen {
+			continue
+		}
+		if match {
+			f.edge[slot] = edgeFired
+		} else {
+			f.edge[slot] = edgeDead
+		}
+		r.resolve(f, e.To, match)
+	}
+}
+
+// resolve counts one resolved in-edge of node to and acts when the node
+// becomes ready or dead.
+func (r *Run) resolve(f *frame, to int, fired bool) {
+	pn := r.plan.Nodes[to]
+	st := &f.st[pn.Slot]
+	if st.status != StatusPending {
+		return
+	}
+	st.resolved++
+	if fired {
+		st.fired++
+	}
+	if pn.MergeAny && fired && !st.started {
+		st.started = true
+		r.activate(f, pn, false)
+		return
+	}
+	if st.resolved < len(pn.in) {
+		return
+	}
+	// The body handle of the owning loop counts as a fired input.
+	if st.fired+pn.bodyIn > 0 {
+		if pn.MergeAny && st.started {
+			return
+		}
+		r.activate(f, pn, false)
+		return
+	}
+	r.skip(f, pn)
+}
+
+// skip marks a node whose inputs all died as skipped, and kills its
+// out-edges.
+func (r *Run) skip(f *frame, pn *PlanNode) {
+	st := &f.st[pn.Slot]
+	st.status = StatusSkipped
+	if r.reach[pn.Index] {
+		r.visits[pn.Index]++
+		st.visit = r.visits[pn.Index]
+		r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+	}
+	r.killOut(f, pn)
+}
+
+// rearm makes the target of a back-edge and the nodes after it pending
+// again, then starts the target.
+func (r *Run) rearm(f *frame, t *PlanNode) {
+	p := r.plan
+	set := map[int]bool{}
+	for _, i := range t.rearm {
+		set[i] = true
+	}
+	for _, i := range t.rearm {
+		pn := p.Nodes[i]
+		st := &f.st[pn.Slot]
+		if st.status == StatusRunning || st.status == StatusWaiting {
+			continue
+		}
+		visits := st.visits
+		*st = nstate{status: StatusPending, visits: visits}
+		for _, ei := range pn.in {
+			from := p.G.Edges[ei].From
+			if set[from] {
+				f.edge[p.EdgeSlot[ei]] = edgeOpen
+			}
+		}
+	}
+	// Recount what the re-armed nodes already have from outside the set.
+	for _, i := range t.rearm {
+		pn := p.Nodes[i]
+		st := &f.st[pn.Slot]
+		if st.status != StatusPending {
+			continue
+		}
+		for _, ei := range pn.in {
+			switch f.edge[p.EdgeSlot[ei]] {
+			case edgeFired:
+				st.resolved++
+				st.fired++
+			case edgeDead:
+				st.resolved++
+			}
+		}
+	}
+	r.activate(f, t, true)
+}
+
+// activate starts a node that is ready.
+func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
+	st := &f.st[pn.Slot]
+	if r.cancelling || r.failing || f.abort {
+		return
+	}
+	if pn.MaxVisits > 0 && st.visits >= pn.MaxVisits {
+		r.visits[pn.Index]++
+		st.visits++
+		st.visit = r.visits[pn.Index]
+		err := &node.Error{Code: "max_visits", Category: node.CategoryExecution, Permanent: true,
+			Message: fmt.Sprintf("node %q reached its visit limit (max_visits: %d); the cycle through it did not end", pn.ID, pn.MaxVisits)}
+		r.event(EventNodeStarted, pn, f, nil)
+		r.fail(f, pn, 1, nil, err, 0)
+		return
+	}
+	st.visits++
+	r.visits[pn.Index]++
+	st.visit = r.visits[pn.Index]
+	st.started = true
+	if pn.Disabled {
+		st.status = StatusSkipped
+		r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped), "disabled": true})
+		r.propagate(f, pn, []string{pn.FallThrough})
+		return
+	}
+	if pn.ctrl == ctrlEndLoop || pn.ctrl == ctrlMerge || pn.ctrl == ctrlTrigger {
+		out := withStatus(map[string]any{}, true, "")
+		st.status = StatusSuccess
+		f.out[pn.Slot] = out
+		r.latest[pn.Index] = out
+		r.event(EventNodeStarted, pn, f, nil)
+		r.step(f, pn, 1, StatusSuccess, out, nil, 0)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSuccess)})
+		r.propagate(f, pn, []string{""})
+		return
+	}
+	if pn.ctrl == ctrlLoop {
+		st.loop = &loopState{}
+	}
+	r.startTask(f, pn, 1)
+}
+
+func (r *Run) startTask(f *frame, pn *PlanNode, attempt int) {
+	st := &f.st[pn.Slot]
+	r.nextID++
+	t := &Task{
+		ID: r.nextID, Node: pn, Frame: f.id, Visit: st.visit, Iteration: f.pass,
+		Attempt: attempt, Vars: r.vars, Loop: r.loopCtx(f),
+	}
+	if st.loop != nil {
+		t.Passes = st.loop.passes
+	}
+	if len(pn.Refs) > 0 {
+		t.Nodes = make(map[string]any, len(pn.Refs))
+		for _, m := range pn.Refs {
+			if o := r.outputOf(f, m); o != nil {
+				t.Nodes[r.plan.Nodes[m].ID] = o
+			}
+		}
+	}
+	st.status = StatusRunning
+	st.task = t.ID
+	r.tasks[t.ID] = &taskRef{task: t, frame: f, slot: pn.Slot}
+	r.running++
+	f.active++
+	if attempt == 1 {
+		r.event(EventNodeStarted, pn, f, nil)
+	}
+	r.step(f, pn, attempt, StatusRunning, nil, nil, t.ID)
+	r.act.Start = append(r.act.Start, t)
+}
+
+func (r *Run) loopCtx(f *frame) map[string]any {
+	for ; f != nil; f = f.parent {
+		if f.loop != nil {
+			return f.loop
+		}
+	}
+	return nil
+}
+
+// outputOf finds the output of node m as seen from frame f: from the frame
+// that is m's home along f's chain, else m's latest output.
+func (r *Run) outputOf(f *frame, m int) map[string]any {
+	home := r.plan.Nodes[m].Home
+	for c := f; c != nil; c = c.parent {
+		if c.owner == home {
+			if o := c.out[r.plan.Nodes[m].Slot]; o != nil {
+				return o
+			}
+			break
+		}
+	}
+	return r.latest[m]
+}
+
+// Finished reports the outcome of a task.
+func (r *Run) Finished(taskID int64, oc Outcome) *Actions {
+	r.begin()
+	ref, ok := r.tasks[taskID]
+	if !ok {
+		return r.end()
+	}
+	delete(r.tasks, taskID)
+	r.running--
+	f, pn, t := ref.frame, ref.task.Node, ref.task
+	f.active--
+	if oc.Err != nil {
+		r.failed(f, pn, t, oc)
+	} else {
+		r.succeeded(f, pn, t, oc)
+	}
+	r.settle(f)
+	return r.end()
+}
+
+func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
+	err := oc.Err
+	if r.cancelling && (err.Category == node.CategoryCancelled) {
+		f.st[pn.Slot].status = StatusCancelled
+		r.step(f, pn, t.Attempt, StatusCancelled, nil, err, t.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
+		return
+	}
+	if r.failing && err.Category == node.CategoryCancelled {
+		f.st[pn.Slot].status = StatusCancelled
+		r.step(f, pn, t.Attempt, StatusCancelled, nil, err, t.ID)
+		return
+	}
+	if t.Attempt <= pn.Retries && !err.Permanent && !r.cancelling && !r.failing && !f.abort {
+		delay := r.backoff(pn, t)
+		if err.RetryAfter > delay {
+			delay = err.RetryAfter
+		}
+		f.st[pn.Slot].status = StatusFailed
+		r.step(f, pn, t.Attempt, StatusFailed, nil, err, t.ID)
+		r.event(EventRetry, pn, f, map[string]any{"attempt": t.Attempt + 1, "delay_ms": delay.Milliseconds(), "error": err.Message})
+		r.nextID++
+		id := r.nextID
+		r.timers[id] = &timerRef{kind: timerRetry, frame: f, node: pn.Index, task: t}
+		f.active++
+		r.act.Timers = append(r.act.Timers, Timer{ID: id, Delay: delay})
+		return
+	}
+	r.fail(f, pn, t.Attempt, oc.Output, err, t.ID)
+}
+
+// backoff is retry_backoff × 2^(attempt-1), with up to 20% jitter drawn
+// from the task's identity (so the scheduler stays deterministic), capped.
+func (r *Run) backoff(pn *PlanNode, t *Task) time.Duration {
+	d := pn.Backoff
+	for i := 1; i < t.Attempt && d < MaxBackoff; i++ {
+		d *= 2
+	}
+	if d > MaxBackoff {
+		d = MaxBackoff
+	}
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%s/%d/%d", r.runID, pn.ID, t.Visit, t.Attempt)
+	jitter := time.Duration(uint64(d) / 5 * uint64(h.Sum32()%1000) / 1000)
+	return min(d+jitter, MaxBackoff)
+}
+
+// fail applies on_error to a failure that will not be retried.
+func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, err *node.Error, taskID int64) {
+	st := &f.st[pn.Slot]
+	st.status = StatusFailed
+	out := withStatus(copyMap(partial), false, err.Message)
+	f.out[pn.Slot] = out
+	r.latest[pn.Index] = out
+	r.step(f, pn, attempt, StatusFailed, out, err, taskID)
+	r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusFailed), "error": err.Message, "category": err.Category})
+	onErr := pn.OnError
+	if pn.ctrl == ctrlFail {
+		onErr = "fail"
+	}
+	switch onErr {
+	case "continue":
+		if r.inForEach(f) {
+			f.abort = true
+			return
+		}
+		r.propagate(f, pn, []string{""})
+	case "route":
+		r.propagate(f, pn, []string{"error"})
+	default:
+		r.failing = true
+		r.failErr = &node.Error{Code: err.Code, Category: err.Category, Message: fmt.Sprintf("node %s: %s", pn.ID, err.Message), Details: err.Details}
+		if r.running > 0 {
+			r.act.CancelRunning = true
+		}
+		r.dropTimers()
+	}
+}
+
+func (r *Run) inForEach(f *frame) bool {
+	return f.owner >= 0 && r.plan.Nodes[f.owner].ctrl == ctrlForEach
+}
+
+func (r *Run) dropTimers() {
+	for id, tm := range r.timers {
+		tm.frame.active--
+		delete(r.timers, id)
+	}
+}
+
+func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
+	st := &f.st[pn.Slot]
+	out := withStatus(copyMap(oc.Output), true, "")
+	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok && len(patch) > 0 {
+		nv := make(map[string]any, len(r.vars)+len(patch))
+		for k, v := range r.vars {
+			nv[k] = v
+		}
+		keys := make([]string, 0, len(patch))
+		for k, v := range patch {
+			nv[k] = v
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		r.vars = nv
+		r.event(EventVariableSet, pn, f, map[string]any{"names": keys})
+	}
+	if r.cancelling || r.failing {
+		st.status = StatusSuccess
+		f.out[pn.Slot] = out
+		r.latest[pn.Index] = out
+		r.step(f, pn, t.Attempt, StatusSuccess, out, nil, t.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSuccess)})
+		return
+	}
+	switch pn.ctrl {
+	case ctrlLoop:
+		r.loopDecided(f, pn, t, out, oc)
+		return
+	case ctrlForEach:
+		r.forEachStarted(f, pn, t, out)
+		return
+	}
+	handles := []string{""}
+	if route, ok := routeOf(oc.Directives); ok {
+		handles = []string{route}
+		r.event(EventBranchEvaluated, pn, f, map[string]any{"handle": route})
+		if !r.hasEdge(pn, route) {
+			r.event(EventWarning, pn, f, map[string]any{"message": fmt.Sprintf("node %q chose route %q, but no edge leaves it by that handle", pn.ID, route)})
+		}
+	}
+	if d := delayOf(oc.Directives); d > 0 {
+		st.status = StatusWaiting
+		f.out[pn.Slot] = out
+		r.latest[pn.Index] = out
+		r.step(f, pn, t.Attempt, StatusWaiting, out, nil, t.ID)
+		r.nextID++
+		r.timers[r.nextID] = &timerRef{kind: timerDelay, frame: f, node: pn.Index, handles: handles, output: out, task: t}
+		f.active++
+		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d})
+		return
+	}
+	r.complete(f, pn, t.Attempt, out, handles, t.ID)
+}
+
+func (r *Run) hasEdge(pn *PlanNode, handle string) bool {
+	for _, ei := range pn.out {
+		if r.plan.G.Edges[ei].On == handle {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Run) complete(f *frame, pn *PlanNode, attempt int, out map[string]any, handles []string, taskID int64) {
+	st := &f.st[pn.Slot]
+	st.status = StatusSuccess
+	f.out[pn.Slot] = out
+	r.latest[pn.Index] = out
+	if pn.ctrl != ctrlEndLoop {
+		f.last = out
+	}
+	r.step(f, pn, attempt, StatusSuccess, out, nil, taskID)
+	r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSuccess)})
+	r.propagate(f, pn, handles)
+}
+
+func routeOf(d map[string]any) (string, bool) {
+	v, ok := d["_route"]
+	if !ok || v == nil {
+		return "", false
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case bool:
+		if x {
+			return "true", true
+		}
+		return "false", true
+	}
+	return fmt.Sprint(v), true
+}
+
+func delayOf(d map[string]any) time.Duration {
+	switch x := d["_delay_seconds"].(type) {
+	case int:
+		return time.Duration(x) * time.Second
+	case int64:
+		return time.Duration(x) * time.Second
+	case float64:
+		return time.Duration(x * float64(time.Second))
+	}
+	return 0
+}
+
+// loopDecided handles a loop node's evaluation: enter the body again or
+// leave by done.
+func (r *Run) loopDecided(f *frame, pn *PlanNode, t *Task, out map[string]any, oc Outcome) {
+	st := &f.st[pn.Slot]
+	ls := st.loop
+	route, _ := routeOf(oc.Directives)
+	if route == "" {
+		route = "body"
+	}
+	if route == "body" && ls.passes >= pn.MaxIterations {
+		r.event(EventWarning, pn, f, map[string]any{"message": fmt.Sprintf("loop %q stopped at max_iterations (%d) before its exit condition held", pn.ID, pn.MaxIterations)})
+		route = "done"
+	}
+	if route == "done" {
+		out["iterations"] = ls.passes
+		out["iteration"] = ls.passes
+		r.event(EventLoopExited, pn, f, map[string]any{"iterations": ls.passes})
+		st.loop = nil
+		r.complete(f, pn, t.Attempt, out, []string{"done"}, t.ID)
+		return
+	}
+	st.status = StatusWaiting
+	r.event(EventLoopIteration, pn, f, map[string]any{"iteration": ls.passes})
+	r.spawn(f, pn, ls.passes, map[string]any{"iteration": ls.passes, "index": ls.passes})
+}
+
+// forEachStarted takes the items a foreach evaluated and starts the first
+// frames.
+func (r *Run) forEachStarted(f *frame, pn *PlanNode, t *Task, out map[string]any) {
+	st := &f.st[pn.Slot]
+	items, _ := out["items"].([]any)
+	if raw, ok := out["items"]; ok && items == nil && raw != nil {
+		r.fail(f, pn, t.Attempt, nil, &node.Error{Code: "foreach_items", Category: node.CategoryTemplate, Permanent: true,
+			Message: fmt.Sprintf("foreach %q: items is a %T, not a list", pn.ID, raw)}, t.ID)
+		return
+	}
+	st.loop = &loopState{items: items, results: make([]any, len(items))}
+	if len(items) == 0 {
+		r.forEachDone(f, pn, t.Attempt, t.ID)
+		return
+	}
+	st.status = StatusWaiting
+	st.task = t.ID
+	r.forEachFill(f, pn)
+}
+
+func (r *Run) forEachFill(f *frame, pn *PlanNode) {
+	ls := f.st[pn.Slot].loop
+	for ls.inFlight < pn.Concurrency && ls.next < len(ls.items) && !r.cancelling && !r.failing {
+		i := ls.next
+		ls.next++
+		ls.inFlight++
+		r.event(EventLoopIteration, pn, f, map[string]any{"index": i, "total": len(ls.items)})
+		r.spawn(f, pn, i, map[string]any{"item": ls.items[i], "index": i, "total": len(ls.items), "iteration": i})
+	}
+}
+
+func (r *Run) forEachDone(f *frame, pn *PlanNode, attempt int, taskID int64) {
+	ls := f.st[pn.Slot].loop
+	results := ls.results
+	out := withStatus(expr.Normalize(results), true, "")
+	out["results"] = results
+	r.event(EventLoopExited, pn, f, map[string]any{"iterations": len(results)})
+	f.st[pn.Slot].loop = nil
+	r.complete(f, pn, attempt, out, []string{"done"}, taskID)
+}
+
+// spawn starts a body frame of loop pn for pass.
+func (r *Run) spawn(parent *frame, pn *PlanNode, pass int, loop map[string]any) {
+	child := r.newFrame(parent, pn.Index, pn.region, len(pn.regionEdges), pass, loop)
+	child.slotOf = pn.Slot
+	parent.active++ // the child frame keeps its parent busy
+	for _, i := range pn.region {
+		m := r.plan.Nodes[i]
+		if m.bodyIn > 0 && len(m.in) == 0 {
+			r.activate(child, m, false)
+		}
+	}
+	// Body starts that also have in-edges inside the body wait for them;
+	// resolve counts the body handle as a fired input.
+	r.settle(child)
+}
+
+// settle closes frames that have nothing left to do, walking up.
+func (r *Run) settle(f *frame) {
+	for f != nil && f.active == 0 && !f.closed {
+		f.closed = true
+		r.closeFrame(f)
+		if f.parent == nil {
+			r.finish()
+			return
+		}
+		parent := f.parent
+		parent.active--
+		r.frameDone(parent, f)
+		f = parent
+	}
+}
+
+// closeFrame marks what never ran in f as skipped.
+func (r *Run) closeFrame(f *frame) {
+	for _, i := range f.region {
+		pn := r.plan.Nodes[i]
+		st := &f.st[pn.Slot]
+		if st.status == StatusPending && r.reach[i] && !st.started {
+			st.status = StatusSkipped
+			if r.cancelling || r.failing {
+				r.visits[pn.Index]++
+				st.visit = r.visits[pn.Index]
+				r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+			}
+		}
+	}
+	delete(r.frames, f.id)
+}
+
+// frameDone tells a loop that one of its body frames ended.
+func (r *Run) frameDone(parent *frame, child *frame) {
+	pn := r.plan.Nodes[child.owner]
+	st := &parent.st[pn.Slot]
+	if st.loop == nil {
+		return
+	}
+	if r.failing || r.cancelling {
+		st.status = StatusCancelled
+		return
+	}
+	switch pn.ctrl {
+	case ctrlLoop:
+		st.loop.passes++
+		r.startTask(parent, pn, 1)
+	case ctrlForEach:
+		ls := st.loop
+		ls.inFlight--
+		ls.done++
+		if !child.abort {
+			ls.results[child.pass] = stripStatus(child.last)
+		}
+		if ls.done == len(ls.items) {
+			r.forEachDone(parent, pn, 1, st.task)
+			return
+		}
+		r.forEachFill(parent, pn)
+	}
+}
+
+// TimerFired reports that a timer set earlier ran out.
+func (r *Run) TimerFired(id int64) *Actions {
+	r.begin()
+	tm, ok := r.timers[id]
+	if !ok {
+		return r.end()
+	}
+	delete(r.timers, id)
+	f := tm.frame
+	f.active--
+	pn := r.plan.Nodes[tm.node]
+	switch tm.kind {
+	case timerRetry:
+		if !r.cancelling && !r.failing {
+			r.event(EventNodeStarted, pn, f, map[string]any{"attempt": tm.task.Attempt + 1})
+			r.startTask(f, pn, tm.task.Attempt+1)
+		}
+	case timerDelay:
+		if !r.cancelling && !r.failing {
+			r.complete(f, pn, tm.task.Attempt, tm.output, tm.handles, tm.task.ID)
+		}
+	}
+	r.settle(f)
+	return r.end()
+}
+
+// Cancel stops the run: nothing new starts; running tasks finish (the
+// driver may cancel them after a grace period); then the run ends cancelled.
+func (r *Run) Cancel() *Actions {
+	r.begin()
+	if r.finished || r.cancelling {
+		return r.end()
+	}
+	r.cancelling = true
+	r.dropTimers()
+	for _, f := range r.sortedFrames() {
+		r.settle(f)
+	}
+	return r.end()
+}
+
+func (r *Run) sortedFrames() []*frame {
+	fs := make([]*frame, 0, len(r.frames))
+	for _, f := range r.frames {
+		fs = append(fs, f)
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i].id > fs[j].id })
+	return fs
+}
+
+func (r *Run) finish() {
+	if r.finished {
+		return
+	}
+	r.finished = true
+	a := r.act
+	a.Done = true
+	switch {
+	case r.failing:
+		a.Status, a.Err = RunFailed, r.failErr
+	case r.cancelling:
+		a.Status = RunCancelled
+		a.Err = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	default:
+		a.Status = RunCompleted
+	}
+	r.event(EventExecutionFinished, nil, nil, map[string]any{"status": string(a.Status)})
+}
+
+// Running reports how many tasks are running.
+func (r *Run) Running() int { return r.running }
+
+// Ended reports whether the run has ended.
+func (r *Run) Ended() bool { return r.finished }
+
+func withStatus(m map[string]any, ok bool, errMsg string) map[string]any {
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["success"] = ok
+	if errMsg != "" {
+		m["error"] = errMsg
+	}
+	return m
+}
+
+// stripStatus returns m without the success and error fields the scheduler
+// adds.
+func stripStatus(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "success" && k != "error" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func copyMap(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m)+2)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,128 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/skeinhq/skein/node"
+)
+
+// Status is the status of one step (one visit of one node).
+type Status string
+
+// Step statuses (DESIGN §2.7).
+const (
+	StatusPending   Status = "pending"
+	StatusRunning   Status = "running"
+	StatusSuccess   Status = "success"
+	StatusFailed    Status = "failed"
+	StatusSkipped   Status = "skipped"
+	StatusWaiting   Status = "waiting"
+	StatusCancelled Status = "cancelled"
+)
+
+// Final reports whether s is a final status.
+func (s Status) Final() bool {
+	return s == StatusSuccess || s == StatusFailed || s == StatusSkipped || s == StatusCancelled
+}
+
+// RunStatus is the status of a run.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunPending   RunStatus = "pending"
+	RunRunning   RunStatus = "running"
+	RunWaiting   RunStatus = "waiting"
+	RunCompleted RunStatus = "completed"
+	RunFailed    RunStatus = "failed"
+	RunCancelled RunStatus = "cancelled"
+)
+
+// Task is one attempt of one node for a driver to run.
+type Task struct {
+	ID        int64
+	Node      *PlanNode
+	Frame     int
+	Visit     int // 1-based, counted over the whole run
+	Iteration int // the pass or item index of the innermost loop, 0 outside loops
+	Attempt   int // 1-based
+	// Nodes holds the outputs of the nodes the node's templates refer to.
+	Nodes map[string]any
+	// Vars is the run's variables when the task started.
+	Vars map[string]any
+	// Loop is {item, index, total, iteration} inside a loop or foreach
+	// body, nil elsewhere.
+	Loop map[string]any
+	// Passes is, for a loop node, how many times its body has run in this
+	// activation: 0 means enter the body without looking at exit.
+	Passes int
+}
+
+// Outcome is what a task produced.
+type Outcome struct {
+	// Output is the node's output object, directives removed.
+	Output map[string]any
+	// Directives are the _-prefixed keys of the result: _route,
+	// _state_patch, _delay_seconds, _token_usage.
+	Directives map[string]any
+	// Err is set when the attempt failed.
+	Err *node.Error
+}
+
+// StepUpdate is a change of one step's record.
+type StepUpdate struct {
+	TaskID    int64
+	Node      string
+	Index     int
+	Visit     int
+	Iteration int
+	Attempt   int
+	Status    Status
+	Output    map[string]any
+	Error     *node.Error
+}
+
+// Event is a line for events.jsonl.
+type Event struct {
+	Type      string
+	Node      string
+	Visit     int
+	Iteration int
+	Data      map[string]any
+}
+
+// Event types.
+const (
+	EventExecutionStarted  = "execution_started"
+	EventExecutionFinished = "execution_finished"
+	EventNodeStarted       = "node_started"
+	EventNodeFinished      = "node_finished"
+	EventBranchEvaluated   = "branch_evaluated"
+	EventVariableSet       = "variable_set"
+	EventRetry             = "retry"
+	EventLoopIteration     = "loop_iteration"
+	EventLoopExited        = "loop_exited"
+	EventWarning           = "warning"
+)
+
+// Timer asks the driver to call Run.TimerFired(ID) after Delay.
+type Timer struct {
+	ID    int64
+	Delay time.Duration
+}
+
+// Actions is what one scheduler step asks the driver to do, in order:
+// write the steps and events, set the timers, start the tasks.
+type Actions struct {
+	Start  []*Task
+	Timers []Timer
+	Steps  []StepUpdate
+	Events []Event
+	// CancelRunning asks the driver to cancel the tasks still running
+	// (the run failed).
+	CancelRunning bool
+	// Done is set when the run ended; Status and Err tell how.
+	Done   bool
+	Status RunStatus
+	Err    *node.Error
+}

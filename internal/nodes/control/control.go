@@ -1,0 +1,166 @@
+// Package control declares the control-flow kinds. Their behaviour lives
+// in the scheduler (internal/engine); here they declare their parameters and
+// handles.
+package control
+
+import (
+	"github.com/skeinhq/skein/node"
+)
+
+// Kind names.
+const (
+	If          = "if"
+	Switch      = "switch"
+	Loop        = "loop"
+	EndLoop     = "endloop"
+	ForEach     = "foreach"
+	Merge       = "merge"
+	Guardrail   = "guardrail"
+	Wait        = "wait"
+	Fail        = "fail"
+	Subworkflow = "subworkflow"
+)
+
+// SwitchCases returns the case names of a switch's parameters.
+func SwitchCases(params map[string]any) []string {
+	cases, _ := params["cases"].([]any)
+	var names []string
+	for _, c := range cases {
+		if m, ok := c.(map[string]any); ok {
+			if n, ok := m["name"].(string); ok {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+func oneOf(p map[string]any, names ...string) []node.ParamError {
+	n := 0
+	for _, k := range names {
+		if _, ok := p[k]; ok {
+			n++
+		}
+	}
+	if n == 1 {
+		return nil
+	}
+	msg := "set exactly one of " + names[0]
+	for _, k := range names[1:] {
+		msg += " or " + k
+	}
+	return []node.ParamError{{Param: names[0], Message: msg}}
+}
+
+func init() {
+	node.MustRegister(node.Spec{
+		Kind: If, Category: node.Control,
+		Description: "Follows `true` or `false` by a condition.",
+		Params: []node.Param{
+			{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; true follows the `true` handle."},
+		},
+		Handles: []string{"true", "false"}, FallThrough: "false",
+		Outputs: []string{"result"},
+	}, func() node.Kind { return ifKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Switch, Category: node.Control,
+		Description: "Follows the first case whose condition holds, else `default`.",
+		Params: []node.Param{
+			{Name: "cases", Type: node.List, Required: true, Description: "Cases in order: [{name, condition}].", Items: []node.Param{
+				{Name: "name", Type: node.String, Required: true, NoTemplate: true, Description: "The handle this case follows."},
+				{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; the first true case wins."},
+			}},
+		},
+		Handles: []string{"default"}, DynamicHandles: SwitchCases, FallThrough: "default",
+		Outputs: []string{"case"},
+		Check: func(p map[string]any) []node.ParamError {
+			seen := map[string]bool{}
+			var errs []node.ParamError
+			for _, n := range SwitchCases(p) {
+				if seen[n] {
+					errs = append(errs, node.ParamError{Param: "cases", Message: "case name " + n + " is used twice; each case needs its own handle"})
+				}
+				if n == "default" {
+					errs = append(errs, node.ParamError{Param: "cases", Message: "a case may not be called default: that handle is taken when no case matches"})
+				}
+				seen[n] = true
+			}
+			return errs
+		},
+	}, func() node.Kind { return switchKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Loop, Category: node.Control,
+		Description: "Do-while loop: runs `body`, then after each pass checks `exit`; true (or max_iterations reached) follows `done`.",
+		Params: []node.Param{
+			{Name: "exit", Type: node.String, Expr: true, Description: "Expression checked after each pass; true leaves the loop."},
+			{Name: "max_iterations", Type: node.Int, Default: 10, Description: "The most times the body runs."},
+		},
+		Handles: []string{"body", "done"}, FallThrough: "done",
+		Outputs: []string{"iteration", "iterations"},
+	}, func() node.Kind { return loopKind{} })
+	node.MustRegister(node.Spec{
+		Kind: EndLoop, Category: node.Control,
+		Description: "Ends one pass of a loop or foreach body and jumps back to it.",
+		Params: []node.Param{
+			{Name: "loop", Type: node.String, Required: true, NoTemplate: true, Description: "Id of the loop or foreach this body belongs to."},
+		},
+		Handles: []string{},
+	}, nil)
+	node.MustRegister(node.Spec{
+		Kind: ForEach, Category: node.Control,
+		Description: "Runs `body` once per item, then follows `done`; its output is the list of body results.",
+		Params: []node.Param{
+			{Name: "items", Type: node.Any, Required: true, Description: "A list, usually a template such as \"{{ fetch.body.items }}\"."},
+			{Name: "concurrency", Type: node.Int, Default: 1, Description: "How many items run at once."},
+		},
+		Handles: []string{"body", "done"}, FallThrough: "done",
+	}, func() node.Kind { return forEachKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Merge, Category: node.Control,
+		Description: "Joins branches: waits for all live inputs (or the first, with wait: any).",
+		Params: []node.Param{
+			{Name: "wait", Type: node.String, Default: "all", Enum: []string{"all", "any"}, NoTemplate: true, Description: "all: every live input; any: the first."},
+		},
+		Outputs: []string{"inputs"},
+	}, nil)
+	node.MustRegister(node.Spec{
+		Kind: Guardrail, Category: node.Control,
+		Description: "Follows `pass` or `fail` by a condition or an LLM judge.",
+		Params: []node.Param{
+			{Name: "condition", Type: node.String, Expr: true, Description: "Expression; true passes."},
+			{Name: "judge", Type: node.String, Description: "A prompt for the judge model, asking whether `value` passes."},
+			{Name: "value", Type: node.Any, Description: "What the judge looks at."},
+			{Name: "model", Type: node.String, NoTemplate: true, Description: "Name of a model from llm: (default: judge, then default)."},
+		},
+		Handles: []string{"pass", "fail"}, FallThrough: "pass",
+		Outputs: []string{"passed", "reason"},
+		Check:   func(p map[string]any) []node.ParamError { return oneOf(p, "condition", "judge") },
+	}, func() node.Kind { return guardrailKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Wait, Category: node.Control,
+		Description: "Waits for a duration or until a time, then goes on.",
+		Params: []node.Param{
+			{Name: "duration", Type: node.Duration, Description: "How long to wait, e.g. 30s."},
+			{Name: "until", Type: node.String, Description: "An RFC 3339 time to wait for."},
+		},
+		Outputs: []string{"waited_ms"},
+		Check:   func(p map[string]any) []node.ParamError { return oneOf(p, "duration", "until") },
+	}, func() node.Kind { return waitKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Fail, Category: node.Control,
+		Description: "Fails the run with a message.",
+		Params: []node.Param{
+			{Name: "message", Type: node.String, Required: true, Description: "The error message."},
+		},
+		Handles: []string{},
+	}, func() node.Kind { return failKind{} })
+	node.MustRegister(node.Spec{
+		Kind: Subworkflow, Category: node.Control,
+		Description: "Runs another workflow as a child run; its outputs become this step's output.",
+		Params: []node.Param{
+			{Name: "workflow", Type: node.String, Required: true, NoTemplate: true, Description: "Path of the child workflow file, relative to this one."},
+			{Name: "inputs", Type: node.Map, Description: "The child's inputs (templates)."},
+		},
+		Routes: true,
+	}, nil)
+}

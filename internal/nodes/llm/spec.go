@@ -1,0 +1,60 @@
+// Package llm declares the AI kinds: llm (one model call) and agent (a
+// model that calls MCP tools in a loop).
+package llm
+
+import "github.com/skeinhq/skein/node"
+
+// Kind names.
+const (
+	LLM   = "llm"
+	Agent = "agent"
+)
+
+// LLMSpec declares the llm kind.
+var LLMSpec = node.Spec{
+	Kind: LLM, Category: node.AI,
+	Description: "Calls a model with a prompt or messages; the reply is `text`, or `json` validated against `schema`.",
+	Params: []node.Param{
+		{Name: "prompt", Type: node.String, Description: "The user message."},
+		{Name: "messages", Type: node.List, Description: "A conversation: [{role, content}]."},
+		{Name: "system", Type: node.String, Description: "The system prompt."},
+		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Description: "Name of a model from llm:."},
+		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
+		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in the reply."},
+		{Name: "schema", Type: node.Map, Description: "JSON Schema the reply must match; the parsed reply is `json`."},
+		{Name: "images", Type: node.Strings, Description: "Artifact paths of images sent with the prompt."},
+	},
+	Outputs: []string{"text", "json", "usage", "model"},
+	Routes:  true,
+	Check: func(p map[string]any) []node.ParamError {
+		_, a := p["prompt"]
+		_, b := p["messages"]
+		if a == b {
+			return []node.ParamError{{Param: "prompt", Message: "set exactly one of prompt or messages"}}
+		}
+		return nil
+	},
+}
+
+// AgentSpec declares the agent kind.
+var AgentSpec = node.Spec{
+	Kind: Agent, Category: node.AI,
+	Description: "A model that calls MCP tools in a loop until it answers.",
+	Params: []node.Param{
+		{Name: "prompt", Type: node.String, Required: true, Description: "The task."},
+		{Name: "system", Type: node.String, Description: "The system prompt."},
+		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Description: "Name of a model from llm:."},
+		{Name: "tools", Type: node.Strings, Description: "Tools offered, as server.tool or server.* patterns."},
+		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
+		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
+		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
+		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
+	},
+	Outputs: []string{"text", "tool_calls", "usage", "model"},
+	Routes:  true,
+}
+
+func init() {
+	node.MustRegister(LLMSpec, nil)
+	node.MustRegister(AgentSpec, nil)
+}

@@ -1,0 +1,5 @@
+package shell
+
+import "github.com/skeinhq/skein/node"
+
+func init() { node.MustRegister(Spec, nil) }

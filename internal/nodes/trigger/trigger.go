@@ -1,0 +1,92 @@
+// Package trigger declares the kinds that start a run: manual, webhook,
+// schedule and chat. A trigger's output is the payload it fired with.
+package trigger
+
+import (
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/skeinhq/skein/node"
+)
+
+// Kind names.
+const (
+	Manual   = "trigger.manual"
+	Webhook  = "trigger.webhook"
+	Schedule = "trigger.schedule"
+	Chat     = "trigger.chat"
+)
+
+var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseCron parses a five-field cron expression or a descriptor (@daily).
+func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
+
+func init() {
+	node.MustRegister(node.Spec{
+		Kind:        Manual,
+		Category:    node.Trigger,
+		Description: "Starts a run by hand (skein run, the API). Its output is the run's inputs.",
+	}, nil)
+	node.MustRegister(node.Spec{
+		Kind:        Webhook,
+		Category:    node.Trigger,
+		Description: "Starts a run when an HTTP request arrives at /hooks/{workflow}/{path}.",
+		Params: []node.Param{
+			{Name: "path", Type: node.String, NoTemplate: true, Description: "The last part of the hook URL; defaults to the node id."},
+			{Name: "method", Type: node.String, Default: "POST", Enum: []string{"GET", "POST", "PUT", "PATCH", "DELETE"}, NoTemplate: true, Description: "The HTTP method the hook accepts."},
+			{Name: "auth", Type: node.Map, Description: "How callers prove who they are: {type: bearer|hmac, secret: \"{{ secrets.X }}\", header: X-Signature}."},
+		},
+		Outputs: []string{"body", "headers", "query", "method"},
+		Check: func(p map[string]any) []node.ParamError {
+			a, ok := p["auth"].(map[string]any)
+			if !ok {
+				return nil
+			}
+			var errs []node.ParamError
+			for k := range a {
+				if k != "type" && k != "secret" && k != "header" {
+					errs = append(errs, node.ParamError{Param: "auth", Message: "unknown key " + k + " in auth (keys: type, secret, header)"})
+				}
+			}
+			if t, _ := a["type"].(string); t != "bearer" && t != "hmac" && t != "none" {
+				errs = append(errs, node.ParamError{Param: "auth", Message: "auth.type must be bearer, hmac or none"})
+			}
+			return errs
+		},
+	}, nil)
+	node.MustRegister(node.Spec{
+		Kind:        Schedule,
+		Category:    node.Trigger,
+		Description: "Starts a run on a cron schedule while skein serve runs.",
+		Params: []node.Param{
+			{Name: "cron", Type: node.String, Required: true, NoTemplate: true, Description: "Five-field cron expression (minute hour day month weekday) or @hourly, @daily, @every 5m."},
+			{Name: "tz", Type: node.String, NoTemplate: true, Default: "UTC", Description: "IANA time zone the expression is read in."},
+		},
+		Outputs: []string{"scheduled_at"},
+		Check: func(p map[string]any) []node.ParamError {
+			var errs []node.ParamError
+			if c, ok := p["cron"].(string); ok {
+				if _, err := ParseCron(c); err != nil {
+					errs = append(errs, node.ParamError{Param: "cron", Message: "bad cron expression " + quote(c) + ": " + err.Error() + " (write e.g. \"*/5 * * * *\" or @daily)"})
+				}
+			}
+			if tz, ok := p["tz"].(string); ok {
+				if _, err := time.LoadLocation(tz); err != nil {
+					errs = append(errs, node.ParamError{Param: "tz", Message: "unknown time zone " + quote(tz) + " (write e.g. Europe/Paris or UTC)"})
+				}
+			}
+			return errs
+		},
+	}, nil)
+	node.MustRegister(node.Spec{
+		Kind:        Chat,
+		Category:    node.Trigger,
+		Description: "Starts a run with a chat message through the API; the run's outputs are the reply.",
+		Outputs:     []string{"message", "session"},
+	}, nil)
+}
+
+func quote(s string) string { return "\"" + strings.ReplaceAll(s, "\"", "\\\"") + "\"" }

@@ -1,0 +1,113 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Kind runs nodes of one kind. Run gets the node's parameters with every
+// template already rendered and returns the node's output object. Returning
+// an error fails the attempt; wrap it with Fail to give it a code and a
+// category, or with Retry to ask for another attempt after a delay.
+type Kind interface {
+	Run(ctx context.Context, call *Call) (map[string]any, error)
+}
+
+// Call is one attempt of one node.
+type Call struct {
+	RunID   string
+	NodeID  string
+	Visit   int
+	Attempt int
+	// Params are the resolved parameters, defaults filled in.
+	Params map[string]any
+	// IdempotencyKey is stable across attempts of one visit:
+	// run/node/visit. Actions may pass it on.
+	IdempotencyKey string
+	// Emit records an event on the node's log (tool calls, truncations).
+	// It is never nil.
+	Emit func(kind string, data map[string]any)
+	// Redact removes secret values from a string. It is never nil.
+	Redact func(string) string
+	// ArtifactDir is the folder for files this node produces.
+	ArtifactDir string
+	// Eval evaluates a bare expression (a condition) in the node's scope.
+	// It is never nil.
+	Eval func(code string) (any, error)
+	// Now is the run's clock. It is never nil.
+	Now func() time.Time
+	// Passes is, for a loop node, how many times its body has run in this
+	// activation (0: enter the body without checking exit).
+	Passes int
+	// Services lets the host hand kind-specific environments (an MCP pool,
+	// LLM providers, a subworkflow runner) to the kinds that need them.
+	Services map[string]any
+}
+
+// Error categories.
+const (
+	CategoryTemplate   = "template"
+	CategoryValidation = "validation"
+	CategoryTimeout    = "timeout"
+	CategoryCancelled  = "cancelled"
+	CategoryExecution  = "execution_failure"
+	CategoryHTTPStatus = "http_status"
+	CategoryConnection = "connection"
+	CategoryInternal   = "internal"
+)
+
+// Error is the structured error of a failed step.
+type Error struct {
+	Code     string         `json:"code"`
+	Category string         `json:"category"`
+	Message  string         `json:"message"`
+	Details  map[string]any `json:"details,omitempty"`
+	// RetryAfter, when positive, asks for the next attempt no sooner than
+	// this.
+	RetryAfter time.Duration `json:"-"`
+	// Permanent errors are not retried.
+	Permanent bool  `json:"-"`
+	Err       error `json:"-"`
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Fail wraps err as a node error of the given category.
+func Fail(category, code string, err error) *Error {
+	return &Error{Code: code, Category: category, Message: err.Error(), Err: err}
+}
+
+// Failf is Fail with a formatted message.
+func Failf(category, code, format string, args ...any) *Error {
+	return Fail(category, code, fmt.Errorf(format, args...))
+}
+
+// Retry asks for another attempt after d (when retries remain).
+func Retry(after time.Duration, err error) *Error {
+	e := AsError(err)
+	e.RetryAfter = after
+	return e
+}
+
+// AsError returns err as a *Error, wrapping plain errors in the execution
+// category.
+func AsError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	cat := CategoryExecution
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		cat = CategoryTimeout
+	case errors.Is(err, context.Canceled):
+		cat = CategoryCancelled
+	}
+	return &Error{Code: cat, Category: cat, Message: err.Error(), Err: err}
+}

@@ -1,0 +1,165 @@
+package node
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Type is the type of a parameter value as written in a workflow file.
+type Type string
+
+// Parameter types.
+const (
+	String   Type = "string"   // a string; a template unless the parameter is an Expr
+	Int      Type = "integer"  // a whole number
+	Number   Type = "number"   // any number
+	Bool     Type = "boolean"  // true or false
+	Duration Type = "duration" // a Go duration string such as "1m30s"
+	Strings  Type = "strings"  // a list of strings
+	List     Type = "list"     // a list of anything
+	Map      Type = "map"      // a map with string keys
+	Any      Type = "any"      // anything
+)
+
+// Category groups kinds for documentation and for the engine.
+type Category string
+
+// Categories of node kinds.
+const (
+	Trigger Category = "trigger"
+	Control Category = "control"
+	Data    Category = "data"
+	Action  Category = "action"
+	AI      Category = "ai"
+)
+
+// Param declares one parameter of a kind.
+type Param struct {
+	Name        string
+	Type        Type
+	Required    bool
+	Default     any
+	Description string
+	// Enum lists the allowed values of a String parameter.
+	Enum []string
+	// Expr marks a bare expression (condition, exit): it is compiled, not
+	// rendered as a template.
+	Expr bool
+	// Items describes the elements of a List whose elements are objects
+	// with declared fields (for example the cases of a switch).
+	Items []Param
+	// Template reports whether a string value may contain {{ }} parts.
+	// Every String and Strings parameter is a template unless NoTemplate is
+	// set.
+	NoTemplate bool
+}
+
+// Handles of the default action shape.
+const (
+	HandleDefault = ""
+	HandleError   = "error"
+)
+
+// Spec is everything Skein knows about a kind before running it.
+type Spec struct {
+	Kind        string
+	Category    Category
+	Description string
+	Params      []Param
+	// Outputs lists the output ports the kind promises. When it is not
+	// nil, a template reference to another port of a node of this kind is
+	// a validation error.
+	Outputs []string
+	// Handles lists the handles an out-edge may carry. Nil means the
+	// action shape: the default handle, and `error` with on_error: route.
+	Handles []string
+	// DynamicHandles computes the handles from the node's parameters (the
+	// case names of a switch); its result is added to Handles.
+	DynamicHandles func(params map[string]any) []string
+	// FallThrough is the handle followed when the node is disabled.
+	FallThrough string
+	// OutputsFrom computes further declared ports from the parameters (the
+	// keys of a set node's values).
+	OutputsFrom func(params map[string]any) []string
+	// Check validates parameters beyond their declared types (a cron
+	// expression, one-of rules). Values that hold templates are not known
+	// before the run and should be let through.
+	Check func(params map[string]any) []ParamError
+	// Routes reports that the kind may choose any handle at run time by
+	// returning _route, so edges with other labels are allowed.
+	Routes bool
+}
+
+// Param returns the declared parameter with the given name.
+func (s *Spec) Param(name string) (Param, bool) {
+	for _, p := range s.Params {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// ParamError is a problem with one parameter, found by Spec.Check.
+type ParamError struct {
+	Param   string
+	Message string
+}
+
+// DeclaredOutputs returns the output ports a node of this kind with these
+// parameters promises, or nil when the kind does not declare them.
+func (s *Spec) DeclaredOutputs(params map[string]any) []string {
+	if s.Outputs == nil && s.OutputsFrom == nil {
+		return nil
+	}
+	out := append([]string(nil), s.Outputs...)
+	if s.OutputsFrom != nil {
+		out = append(out, s.OutputsFrom(params)...)
+	}
+	return out
+}
+
+// AllHandles returns the handles a node of this kind with the given
+// parameters may use, in a stable order.
+func (s *Spec) AllHandles(params map[string]any) []string {
+	var hs []string
+	if s.Handles == nil {
+		hs = []string{HandleDefault, HandleError}
+	} else {
+		hs = append(hs, s.Handles...)
+	}
+	if s.DynamicHandles != nil {
+		hs = append(hs, s.DynamicHandles(params)...)
+	}
+	return hs
+}
+
+func (s *Spec) check() error {
+	if s.Kind == "" {
+		return fmt.Errorf("node: spec without a kind")
+	}
+	seen := map[string]bool{}
+	for _, p := range s.Params {
+		if p.Name == "" {
+			return fmt.Errorf("node: kind %q declares a parameter without a name", s.Kind)
+		}
+		if seen[p.Name] {
+			return fmt.Errorf("node: kind %q declares parameter %q twice", s.Kind, p.Name)
+		}
+		seen[p.Name] = true
+		if p.Type == "" {
+			return fmt.Errorf("node: kind %q parameter %q has no type", s.Kind, p.Name)
+		}
+	}
+	return nil
+}
+
+// sortedKinds returns the kinds of m in order.
+func sortedKinds[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

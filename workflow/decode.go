@@ -1,0 +1,754 @@
+package workflow
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Common fields of every node; every other key of a node is a parameter of
+// its kind.
+var CommonFields = []string{
+	"id", "type", "name", "description", "disabled", "retries", "retry_backoff",
+	"timeout", "on_error", "max_visits", "checks", "expect",
+}
+
+var topKeys = []string{
+	"version", "name", "description", "inputs", "secrets", "defaults", "mcp_servers",
+	"llm", "limits", "evidence", "nodes", "edges", "outputs",
+}
+
+// InputTypes are the types an input may declare.
+var InputTypes = []string{"string", "integer", "number", "boolean", "list", "map", "any"}
+
+// ReadFile reads a workflow file, refusing files over MaxFileSize before
+// reading them whole.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, fmt.Errorf("%s is a folder, not a workflow file", path)
+	}
+	if st.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s is %s; a workflow file may be at most %s", path, byteSize(st.Size()), byteSize(MaxFileSize))
+	}
+	buf := make([]byte, 0, st.Size()+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if len(buf) > MaxFileSize {
+			return nil, fmt.Errorf("%s is larger than %s, the most a workflow file may be", path, byteSize(MaxFileSize))
+		}
+		if err != nil {
+			break
+		}
+	}
+	return buf, nil
+}
+
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// Decode parses a workflow from YAML or JSON. JSON is recognised by a .json
+// file name or a leading "{". Decode checks the shape of the file (keys,
+// types, durations); Validate checks its meaning. The returned workflow is
+// nil only when the file could not be parsed at all.
+func Decode(file string, src []byte) (*Workflow, Diagnostics) {
+	d := &diags{file: file}
+	if len(src) > MaxFileSize {
+		d.errorf(Pos{}, "", "", "the file is %s; a workflow file may be at most %s", byteSize(int64(len(src))), byteSize(MaxFileSize))
+		return nil, d.list
+	}
+	if isBinary(src) {
+		d.errorf(Pos{1, 1}, "", "", "the file is not text (it holds NUL or invalid UTF-8 bytes); a workflow file is YAML or JSON")
+		return nil, d.list
+	}
+	var root *value
+	var perr *parseError
+	if strings.EqualFold(filepath.Ext(file), ".json") || looksLikeJSON(src) {
+		root, perr = parseJSON(src)
+		if perr != nil && !strings.EqualFold(filepath.Ext(file), ".json") {
+			// A YAML flow map also starts with "{"; let the YAML parser
+			// have a go before reporting the JSON error.
+			if r, yerr := parseYAML(src); yerr == nil {
+				root, perr = r, nil
+			}
+		}
+	} else {
+		root, perr = parseYAML(src)
+	}
+	if perr != nil {
+		d.errorf(perr.pos, "", "", "%s", perr.msg)
+		return nil, d.list
+	}
+	if root.kind == vNull {
+		d.errorf(Pos{1, 1}, "", "", "the file holds no workflow (it is empty)")
+		return nil, d.list
+	}
+	w := &Workflow{File: file}
+	dec := &decoder{d: d}
+	dec.workflow(w, root)
+	return w, d.list
+}
+
+func isBinary(src []byte) bool {
+	n := len(src)
+	if n > 8192 {
+		n = 8192
+	}
+	for _, c := range src[:n] {
+		if c == 0 {
+			return true
+		}
+	}
+	return !utf8Valid(src)
+}
+
+type decoder struct {
+	d *diags
+}
+
+// fields walks a map value, calling fn for each key in known and reporting
+// unknown keys with a suggestion.
+func (dec *decoder) fields(v *value, path, nodeID, what string, known []string, fn func(key string, val *value, kpos Pos)) {
+	for _, e := range v.keys {
+		if !contains(known, e.key) {
+			dec.d.errorf(e.keyPos, joinPath(path, e.key), nodeID, "unknown key %q in %s%s", e.key, what, didYouMean(e.key, known))
+			continue
+		}
+		fn(e.key, e.val, e.keyPos)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func (dec *decoder) typeErr(v *value, path, nodeID, want string) {
+	dec.d.errorf(v.pos, path, nodeID, "%s must be %s, not %s", lastKey(path), want, v.describe())
+}
+
+func lastKey(path string) string {
+	if i := strings.LastIndexAny(path, "."); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+func (dec *decoder) str(v *value, path, nodeID string) (string, bool) {
+	if v.kind != vString {
+		dec.typeErr(v, path, nodeID, "a string")
+		return "", false
+	}
+	return v.s, true
+}
+
+func (dec *decoder) integer(v *value, path, nodeID string, lo, hi int) (int, bool) {
+	if v.kind != vInt {
+		dec.typeErr(v, path, nodeID, "a whole number")
+		return 0, false
+	}
+	if v.i < int64(lo) || v.i > int64(hi) {
+		dec.d.errorf(v.pos, path, nodeID, "%s must be between %d and %d, not %d", lastKey(path), lo, hi, v.i)
+		return 0, false
+	}
+	return int(v.i), true
+}
+
+func (dec *decoder) boolean(v *value, path, nodeID string) (bool, bool) {
+	if v.kind != vBool {
+		dec.typeErr(v, path, nodeID, "true or false")
+		return false, false
+	}
+	return v.b, true
+}
+
+// ParseDuration reads a duration such as "1m30s", "500ms" or "2h".
+// A bare number is a number of seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q is negative", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	if strings.HasSuffix(s, "d") {
+		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write e.g. 500ms, 30s, 5m, 1h30m)", s)
+	}
+	if dur < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return dur, nil
+}
+
+func (dec *decoder) duration(v *value, path, nodeID string) (time.Duration, bool) {
+	var s string
+	switch v.kind {
+	case vString:
+		s = v.s
+	case vInt, vFloat:
+		s, _ = v.text()
+	default:
+		dec.typeErr(v, path, nodeID, "a duration such as 30s")
+		return 0, false
+	}
+	dur, err := ParseDuration(s)
+	if err != nil {
+		dec.d.errorf(v.pos, path, nodeID, "bad duration for %s: %v", lastKey(path), err)
+		return 0, false
+	}
+	return dur, true
+}
+
+func (dec *decoder) strings(v *value, path, nodeID string) ([]string, bool) {
+	if v.kind != vList {
+		dec.typeErr(v, path, nodeID, "a list of strings")
+		return nil, false
+	}
+	out := make([]string, 0, len(v.list))
+	ok := true
+	for i, e := range v.list {
+		s, isText := e.text()
+		if !isText {
+			dec.typeErr(e, fmt.Sprintf("%s[%d]", path, i), nodeID, "a string")
+			ok = false
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, ok
+}
+
+func (dec *decoder) stringMap(v *value, path, nodeID string) (map[string]string, bool) {
+	if v.kind != vMap {
+		dec.typeErr(v, path, nodeID, "a map of strings")
+		return nil, false
+	}
+	out := make(map[string]string, len(v.keys))
+	for _, e := range v.keys {
+		s, ok := e.val.text()
+		if !ok {
+			dec.typeErr(e.val, joinPath(path, e.key), nodeID, "a string")
+			continue
+		}
+		out[e.key] = s
+	}
+	return out, true
+}
+
+func (dec *decoder) workflow(w *Workflow, root *value) {
+	if root.kind != vMap {
+		dec.d.errorf(root.pos, "", "", "a workflow file holds a map with version, name and nodes, not a %s", root.kind)
+		return
+	}
+	w.pos = map[string]Pos{}
+	dec.fields(root, "", "", "the workflow", topKeys, func(key string, v *value, kpos Pos) {
+		w.pos[key] = kpos
+		switch key {
+		case "version":
+			if n, ok := dec.integer(v, key, "", 0, 1<<30); ok {
+				w.Version = n
+			}
+		case "name":
+			w.Name, _ = dec.str(v, key, "")
+		case "description":
+			w.Description, _ = dec.str(v, key, "")
+		case "inputs":
+			dec.inputs(w, v)
+		case "secrets":
+			w.Secrets, _ = dec.strings(v, key, "")
+		case "defaults":
+			dec.defaults(w, v)
+		case "mcp_servers":
+			dec.mcpServers(w, v)
+		case "llm":
+			dec.llm(w, v)
+		case "limits":
+			dec.limits(w, v)
+		case "evidence":
+			dec.evidence(w, v)
+		case "nodes":
+			dec.nodes(w, v)
+		case "edges":
+			dec.edges(w, v)
+		case "outputs":
+			if v.kind != vMap {
+				dec.typeErr(v, key, "", "a map of names to templates")
+				return
+			}
+			for _, e := range v.keys {
+				w.Outputs = append(w.Outputs, &Output{Name: e.key, Value: e.val.plain(), Pos: e.val.pos, raw: e.val})
+			}
+		}
+	})
+	w.Defaults.OnError = orDefault(w.Defaults.OnError, OnErrorFail)
+	if _, ok := w.pos["defaults"]; !ok {
+		w.Defaults.RetryBackoff = time.Second
+		w.Defaults.Timeout = 5 * time.Minute
+		w.Defaults.MaxVisits = 10
+	}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func (dec *decoder) inputs(w *Workflow, v *value) {
+	if v.kind != vMap {
+		dec.typeErr(v, "inputs", "", "a map of input names to {type, required, default}")
+		return
+	}
+	for _, e := range v.keys {
+		in := &Input{Name: e.key, Type: "string", Pos: e.keyPos}
+		path := "inputs." + e.key
+		switch e.val.kind {
+		case vString: // shorthand: `city: string`
+			in.Type = e.val.s
+		case vNull:
+		case vMap:
+			dec.fields(e.val, path, "", "input "+strconv.Quote(e.key), []string{"type", "required", "default", "description", "enum"}, func(k string, fv *value, _ Pos) {
+				switch k {
+				case "type":
+					in.Type, _ = dec.str(fv, path+".type", "")
+				case "required":
+					in.Required, _ = dec.boolean(fv, path+".required", "")
+				case "default":
+					in.Default = fv.plain()
+				case "description":
+					in.Description, _ = dec.str(fv, path+".description", "")
+				case "enum":
+					if fv.kind != vList {
+						dec.typeErr(fv, path+".enum", "", "a list")
+						return
+					}
+					in.Enum, _ = fv.plain().([]any)
+				}
+			})
+		default:
+			dec.typeErr(e.val, path, "", "a map {type, required, default}")
+		}
+		if !contains(InputTypes, in.Type) {
+			dec.d.errorf(e.val.pos, path+".type", "", "input %q has unknown type %q%s (types: %s)", e.key, in.Type, didYouMean(in.Type, InputTypes), strings.Join(InputTypes, ", "))
+		}
+		w.Inputs = append(w.Inputs, in)
+	}
+}
+
+func (dec *decoder) defaults(w *Workflow, v *value) {
+	w.Defaults = Defaults{RetryBackoff: time.Second, Timeout: 5 * time.Minute, MaxVisits: 10}
+	if v.kind != vMap {
+		dec.typeErr(v, "defaults", "", "a map")
+		return
+	}
+	dec.fields(v, "defaults", "", "defaults", []string{"retries", "retry_backoff", "timeout", "max_visits", "on_error"}, func(k string, fv *value, _ Pos) {
+		path := "defaults." + k
+		switch k {
+		case "retries":
+			w.Defaults.Retries, _ = dec.integer(fv, path, "", 0, 10)
+		case "retry_backoff":
+			w.Defaults.RetryBackoff, _ = dec.duration(fv, path, "")
+		case "timeout":
+			w.Defaults.Timeout, _ = dec.duration(fv, path, "")
+		case "max_visits":
+			w.Defaults.MaxVisits, _ = dec.integer(fv, path, "", 0, 1_000_000)
+		case "on_error":
+			w.Defaults.OnError = dec.onError(fv, path, "")
+		}
+	})
+}
+
+func (dec *decoder) onError(v *value, path, nodeID string) string {
+	s, ok := dec.str(v, path, nodeID)
+	if !ok {
+		return ""
+	}
+	opts := []string{OnErrorFail, OnErrorContinue, OnErrorRoute}
+	if !contains(opts, s) {
+		dec.d.errorf(v.pos, path, nodeID, "on_error must be fail, continue or route, not %q%s", s, didYouMean(s, opts))
+		return ""
+	}
+	return s
+}
+
+func (dec *decoder) mcpServers(w *Workflow, v *value) {
+	if v.kind != vMap {
+		dec.typeErr(v, "mcp_servers", "", "a map of server names to {command, args} or {url}")
+		return
+	}
+	for _, e := range v.keys {
+		s := &MCPServer{Name: e.key, Pos: e.keyPos}
+		path := "mcp_servers." + e.key
+		if e.val.kind != vMap {
+			dec.typeErr(e.val, path, "", "a map {command, args} or {url}")
+			continue
+		}
+		dec.fields(e.val, path, "", "MCP server "+strconv.Quote(e.key), []string{"command", "args", "env", "cwd", "url", "headers"}, func(k string, fv *value, _ Pos) {
+			p := path + "." + k
+			switch k {
+			case "command":
+				s.Command, _ = dec.str(fv, p, "")
+			case "args":
+				s.Args, _ = dec.strings(fv, p, "")
+			case "env":
+				s.Env, _ = dec.stringMap(fv, p, "")
+			case "cwd":
+				s.Cwd, _ = dec.str(fv, p, "")
+			case "url":
+				s.URL, _ = dec.str(fv, p, "")
+			case "headers":
+				s.Headers, _ = dec.stringMap(fv, p, "")
+			}
+		})
+		if (s.Command == "") == (s.URL == "") {
+			dec.d.errorf(e.keyPos, path, "", "MCP server %q needs either command (stdio) or url (streamable HTTP), not both or neither", e.key)
+		}
+		w.MCPServers = append(w.MCPServers, s)
+	}
+}
+
+// Providers are the LLM providers Skein speaks to.
+var Providers = []string{"openai", "anthropic"}
+
+func (dec *decoder) llm(w *Workflow, v *value) {
+	if v.kind != vMap {
+		dec.typeErr(v, "llm", "", "a map of model names to {provider, model}")
+		return
+	}
+	for _, e := range v.keys {
+		l := &LLMConfig{Name: e.key, Pos: e.keyPos}
+		path := "llm." + e.key
+		if e.val.kind != vMap {
+			dec.typeErr(e.val, path, "", "a map {provider, model}")
+			continue
+		}
+		dec.fields(e.val, path, "", "model "+strconv.Quote(e.key), []string{"provider", "model", "base_url", "api_key", "headers", "temperature", "max_tokens"}, func(k string, fv *value, _ Pos) {
+			p := path + "." + k
+			switch k {
+			case "provider":
+				l.Provider, _ = dec.str(fv, p, "")
+				if l.Provider != "" && !contains(Providers, l.Provider) {
+					dec.d.errorf(fv.pos, p, "", "unknown provider %q%s (providers: %s; any OpenAI-compatible server uses openai with base_url)", l.Provider, didYouMean(l.Provider, Providers), strings.Join(Providers, ", "))
+				}
+			case "model":
+				l.Model, _ = dec.str(fv, p, "")
+			case "base_url":
+				l.BaseURL, _ = dec.str(fv, p, "")
+			case "api_key":
+				l.APIKey, _ = dec.str(fv, p, "")
+			case "headers":
+				l.Headers, _ = dec.stringMap(fv, p, "")
+			case "temperature":
+				if fv.kind != vInt && fv.kind != vFloat {
+					dec.typeErr(fv, p, "", "a number")
+					return
+				}
+				t := fv.f
+				if fv.kind == vInt {
+					t = float64(fv.i)
+				}
+				l.Temperature = &t
+			case "max_tokens":
+				l.MaxTokens, _ = dec.integer(fv, p, "", 1, 10_000_000)
+			}
+		})
+		w.LLM = append(w.LLM, l)
+	}
+}
+
+func (dec *decoder) limits(w *Workflow, v *value) {
+	if v.kind != vMap {
+		dec.typeErr(v, "limits", "", "a map {max_tokens, max_cost_usd}")
+		return
+	}
+	dec.fields(v, "limits", "", "limits", []string{"max_tokens", "max_cost_usd"}, func(k string, fv *value, _ Pos) {
+		switch k {
+		case "max_tokens":
+			w.Limits.MaxTokens, _ = dec.integer(fv, "limits.max_tokens", "", 0, 1<<40)
+		case "max_cost_usd":
+			switch fv.kind {
+			case vInt:
+				w.Limits.MaxCostUSD = float64(fv.i)
+			case vFloat:
+				w.Limits.MaxCostUSD = fv.f
+			default:
+				dec.typeErr(fv, "limits.max_cost_usd", "", "a number")
+			}
+		}
+	})
+}
+
+func (dec *decoder) evidence(w *Workflow, v *value) {
+	if v.kind != vMap {
+		dec.typeErr(v, "evidence", "", "a map {server, tool, arguments}")
+		return
+	}
+	ev := &Evidence{Pos: v.pos}
+	dec.fields(v, "evidence", "", "evidence", []string{"server", "tool", "arguments"}, func(k string, fv *value, _ Pos) {
+		switch k {
+		case "server":
+			ev.Server, _ = dec.str(fv, "evidence.server", "")
+		case "tool":
+			ev.Tool, _ = dec.str(fv, "evidence.tool", "")
+		case "arguments":
+			if fv.kind != vMap {
+				dec.typeErr(fv, "evidence.arguments", "", "a map")
+				return
+			}
+			ev.Arguments, _ = fv.plain().(map[string]any)
+		}
+	})
+	w.Evidence = ev
+}
+
+func (dec *decoder) nodes(w *Workflow, v *value) {
+	if v.kind != vList {
+		dec.typeErr(v, "nodes", "", "a list of nodes")
+		return
+	}
+	if len(v.list) > MaxNodes {
+		dec.d.errorf(v.pos, "nodes", "", "the workflow has %d nodes; the limit is %d", len(v.list), MaxNodes)
+		return
+	}
+	w.Nodes = make([]*Node, 0, len(v.list))
+	for i, nv := range v.list {
+		path := "nodes[" + strconv.Itoa(i) + "]"
+		if nv.kind != vMap {
+			dec.typeErr(nv, path, "", "a map with id and type")
+			continue
+		}
+		n := &Node{Pos: nv.pos, raw: nv}
+		if idv, ok := nv.get("id"); ok {
+			n.ID, _ = idv.text()
+		}
+		for _, e := range nv.keys {
+			fv, p := e.val, path+"."+e.key
+			switch e.key {
+			case "id":
+				if _, ok := dec.str(fv, p, ""); !ok {
+					n.ID = ""
+				}
+			case "type":
+				n.Type, _ = dec.str(fv, p, n.ID)
+			case "name":
+				n.Name, _ = dec.str(fv, p, n.ID)
+			case "description":
+				n.Description, _ = dec.str(fv, p, n.ID)
+			case "disabled":
+				n.Disabled, _ = dec.boolean(fv, p, n.ID)
+			case "retries":
+				if r, ok := dec.integer(fv, p, n.ID, 0, 10); ok {
+					n.Retries = &r
+				}
+			case "retry_backoff":
+				if dur, ok := dec.duration(fv, p, n.ID); ok {
+					n.RetryBackoff = &dur
+				}
+			case "timeout":
+				if dur, ok := dec.duration(fv, p, n.ID); ok {
+					n.Timeout = &dur
+				}
+			case "on_error":
+				n.OnError = dec.onError(fv, p, n.ID)
+			case "max_visits":
+				if r, ok := dec.integer(fv, p, n.ID, 0, 1_000_000); ok {
+					n.MaxVisits = &r
+				}
+			case "checks":
+				dec.checks(n, fv, p)
+			case "expect":
+				n.Expect, _ = dec.str(fv, p, n.ID)
+			default:
+				if n.Params == nil {
+					n.Params = make(map[string]any, len(nv.keys))
+					n.paramPos = make(map[string]Pos, len(nv.keys))
+				}
+				n.Params[e.key] = fv.plain()
+				n.paramPos[e.key] = fv.pos
+			}
+		}
+		if _, ok := nv.get("id"); !ok {
+			dec.d.errorf(nv.pos, path, "", "node has no id (add `id: <name>`, e.g. id: fetch_%d)", i)
+		}
+		if _, ok := nv.get("type"); !ok {
+			dec.d.errorf(nv.pos, path, n.ID, "node has no type (add `type: <kind>`, e.g. type: shell)")
+		}
+		w.Nodes = append(w.Nodes, n)
+	}
+}
+
+// CheckTypes are the check types a node's checks may use, with the
+// parameters each takes besides name, type and on_fail.
+var CheckTypes = map[string][]string{
+	"expr":           {"expr"},
+	"contains":       {"value", "target"},
+	"not_contains":   {"value", "target"},
+	"regex":          {"pattern", "target"},
+	"json_schema":    {"schema", "target"},
+	"http_status":    {"status"},
+	"file_exists":    {"path"},
+	"text_present":   {"text"},
+	"text_absent":    {"text"},
+	"template_found": {"template"},
+	"window_title":   {"title"},
+}
+
+func checkTypeNames() []string {
+	names := make([]string, 0, len(CheckTypes))
+	for k := range CheckTypes {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (dec *decoder) checks(n *Node, v *value, path string) {
+	if v.kind != vList {
+		dec.typeErr(v, path, n.ID, "a list of checks")
+		return
+	}
+	for i, cv := range v.list {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		if cv.kind != vMap {
+			dec.typeErr(cv, p, n.ID, "a map {name, type, ...}")
+			continue
+		}
+		c := &Check{Pos: cv.pos}
+		if tv, ok := cv.get("type"); ok {
+			c.Type, _ = dec.str(tv, p+".type", n.ID)
+		} else {
+			dec.d.errorf(cv.pos, p, n.ID, "check has no type (one of %s)", strings.Join(checkTypeNames(), ", "))
+			continue
+		}
+		params, known := CheckTypes[c.Type]
+		if !known {
+			tv, _ := cv.get("type")
+			dec.d.errorf(tv.pos, p+".type", n.ID, "unknown check type %q%s", c.Type, didYouMean(c.Type, checkTypeNames()))
+			continue
+		}
+		keys := append([]string{"name", "type", "on_fail"}, params...)
+		dec.fields(cv, p, n.ID, c.Type+" check", keys, func(k string, fv *value, _ Pos) {
+			switch k {
+			case "type":
+			case "name":
+				c.Name, _ = dec.str(fv, p+".name", n.ID)
+			case "on_fail":
+				if s, ok := dec.str(fv, p+".on_fail", n.ID); ok {
+					if s != "fail" && s != "warn" {
+						dec.d.errorf(fv.pos, p+".on_fail", n.ID, "on_fail must be fail or warn, not %q", s)
+					}
+					c.OnFail = s
+				}
+			case "expr":
+				c.Expr, _ = dec.str(fv, p+".expr", n.ID)
+			default:
+				if c.Params == nil {
+					c.Params = map[string]any{}
+				}
+				c.Params[k] = fv.plain()
+			}
+		})
+		if c.OnFail == "" {
+			c.OnFail = "fail"
+		}
+		if c.Name == "" {
+			c.Name = fmt.Sprintf("%s #%d", c.Type, i+1)
+		}
+		for _, req := range params[:1] {
+			if req == "target" {
+				continue
+			}
+			if _, ok := cv.get(req); !ok {
+				dec.d.errorf(cv.pos, p, n.ID, "%s check %q needs %s", c.Type, c.Name, req)
+			}
+		}
+		n.Checks = append(n.Checks, c)
+	}
+}
+
+func (dec *decoder) edges(w *Workflow, v *value) {
+	if v.kind != vList {
+		dec.typeErr(v, "edges", "", "a list of {from, to, on}")
+		return
+	}
+	w.Edges = make([]*Edge, 0, len(v.list))
+	for i, ev := range v.list {
+		path := "edges[" + strconv.Itoa(i) + "]"
+		if ev.kind != vMap {
+			dec.typeErr(ev, path, "", "a map {from, to, on}")
+			continue
+		}
+		e := &Edge{Pos: ev.pos}
+		for _, f := range ev.keys {
+			switch f.key {
+			case "from":
+				e.From, _ = dec.str(f.val, path+".from", "")
+				e.fromPos = f.val.pos
+			case "to":
+				e.To, _ = dec.str(f.val, path+".to", "")
+				e.toPos = f.val.pos
+			case "on":
+				if f.val.kind == vNull {
+					continue
+				}
+				e.onPos = f.val.pos
+				s, ok := f.val.text()
+				if !ok {
+					dec.typeErr(f.val, path+".on", "", "a handle name")
+				}
+				e.On = s
+			default:
+				dec.d.errorf(f.keyPos, path+"."+f.key, "", "unknown key %q in an edge%s", f.key, didYouMean(f.key, []string{"from", "to", "on"}))
+			}
+		}
+		if _, ok := ev.get("from"); !ok {
+			dec.d.errorf(ev.pos, path, "", "edge has no from")
+		}
+		if _, ok := ev.get("to"); !ok {
+			dec.d.errorf(ev.pos, path, "", "edge has no to")
+		}
+		w.Edges = append(w.Edges, e)
+	}
+}

@@ -1,0 +1,14 @@
+package workflow
+
+// Limits on what a workflow file may be, so that a hostile or broken file
+// costs an error message and nothing more.
+const (
+	// MaxFileSize is the largest workflow file accepted.
+	MaxFileSize = 8 << 20
+	// MaxDepth is the deepest nesting of maps and lists.
+	MaxDepth = 64
+	// MaxValues caps the values a file may expand to, aliases included.
+	MaxValues = 2_000_000
+	// MaxNodes caps the nodes of one workflow.
+	MaxNodes = 50_000
+)

@@ -1,0 +1,291 @@
+package workflow
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+)
+
+// Names under the expression roots that are known before the run.
+var (
+	executionKeys = []string{"id", "workflow", "started_at"}
+	loopKeys      = []string{"item", "index", "total", "iteration"}
+	alwaysPorts   = []string{"success", "error"}
+)
+
+// refSite is where an expression was written.
+type refSite struct {
+	user      int  // index of the node that evaluates it; -1 for run outputs and config
+	allowSelf bool // checks may look at their own node
+	pos       Pos
+	path      string
+	nodeID    string
+	source    string // the template or expression, for messages
+	nodesOK   bool   // node outputs are in scope
+}
+
+// references compiles every template and expression and checks what it
+// refers to.
+func (v *validator) references() {
+	w := v.w
+	v.stamp = make([]int32, len(w.Nodes))
+	for i, n := range w.Nodes {
+		spec := v.specs[i]
+		if spec == nil {
+			continue
+		}
+		site := refSite{user: i, pos: n.Pos, nodeID: n.ID, nodesOK: true}
+		for _, p := range spec.Params {
+			raw := n.rawAt(p.Name)
+			if raw == nil {
+				continue
+			}
+			s := site
+			s.path = p.Name
+			if p.Expr {
+				if raw.kind == vString {
+					s.pos = raw.pos
+					v.expression(raw.s, s)
+				}
+				continue
+			}
+			if p.Type == node.List && len(p.Items) > 0 && raw.kind == vList {
+				for _, item := range raw.list {
+					for _, e := range item.keys {
+						ip := paramItem(p, e.key)
+						if ip.Expr && e.val.kind == vString {
+							s.pos = e.val.pos
+							v.expression(e.val.s, s)
+						} else if !ip.NoTemplate {
+							v.templates(e.val, s)
+						}
+					}
+				}
+				continue
+			}
+			if !p.NoTemplate {
+				v.templates(raw, s)
+			}
+		}
+		for _, c := range n.Checks {
+			if c.Type == "expr" && c.Expr != "" {
+				v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: "checks", nodesOK: true})
+			}
+		}
+	}
+	for _, o := range w.Outputs {
+		if raw, ok := w.outputRaw(o.Name); ok {
+			v.templates(raw, refSite{user: -1, pos: o.Pos, path: "outputs." + o.Name, nodesOK: true})
+		}
+	}
+	for _, s := range w.MCPServers {
+		for k, val := range s.Env {
+			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".env." + k})
+		}
+		for k, val := range s.Headers {
+			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".headers." + k})
+		}
+		for _, a := range s.Args {
+			v.templateString(a, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".args"})
+		}
+	}
+	for _, l := range w.LLM {
+		for _, val := range []string{l.APIKey, l.BaseURL, l.Model} {
+			v.templateString(val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name})
+		}
+	}
+}
+
+func paramItem(p node.Param, name string) node.Param {
+	for _, ip := range p.Items {
+		if ip.Name == name {
+			return ip
+		}
+	}
+	return node.Param{Name: name, Type: node.Any}
+}
+
+func (w *Workflow) outputRaw(name string) (*value, bool) {
+	for _, o := range w.Outputs {
+		if o.Name == name && o.raw != nil {
+			return o.raw, true
+		}
+	}
+	return nil, false
+}
+
+// templates walks a parsed value and checks every template string in it.
+func (v *validator) templates(val *value, site refSite) {
+	switch val.kind {
+	case vString:
+		site.pos = val.pos
+		v.templateString(val.s, site)
+	case vList:
+		for _, e := range val.list {
+			v.templates(e, site)
+		}
+	case vMap:
+		for _, e := range val.keys {
+			v.templates(e.val, site)
+		}
+	}
+}
+
+func (v *validator) templateString(s string, site refSite) {
+	if !expr.HasTemplate(s) {
+		return
+	}
+	t, err := expr.ParseTemplate(s)
+	if err != nil {
+		v.d.errorf(site.pos, site.path, site.nodeID, "bad template in %s: %v", site.path, err)
+		return
+	}
+	site.source = s
+	for _, seg := range t.Segments() {
+		v.refs(seg.Code, site)
+	}
+}
+
+func (v *validator) expression(code string, site refSite) {
+	site.source = code
+	v.refs(code, site)
+}
+
+func (v *validator) refs(code string, site refSite) {
+	refs, err := expr.References(code)
+	if err != nil {
+		v.d.errorf(site.pos, site.path, site.nodeID, "bad expression %q in %s: %v", clip(code), site.path, err)
+		return
+	}
+	for _, r := range refs {
+		v.ref(r, site)
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 60 {
+		return s[:60] + "…"
+	}
+	return s
+}
+
+func (v *validator) ref(r expr.Ref, site refSite) {
+	w := v.w
+	first := ""
+	if len(r.Path) > 0 {
+		first = r.Path[0]
+	}
+	errf := func(format string, args ...any) {
+		msg := fmt.Sprintf(format, args...)
+		v.d.errorf(site.pos, site.path, site.nodeID, "%s in %q", msg, clip(site.source))
+	}
+	switch r.Root {
+	case "inputs":
+		if first != "" && w.Input(first) == nil {
+			var names []string
+			for _, in := range w.Inputs {
+				names = append(names, in.Name)
+			}
+			errf("unknown input %q%s (declare it under inputs:)", first, didYouMean(first, names))
+		}
+		return
+	case "secrets":
+		if first != "" && !contains(w.Secrets, first) {
+			errf("secret %q is not declared%s (add it to secrets:)", first, didYouMean(first, w.Secrets))
+		}
+		return
+	case "execution":
+		if first != "" && !contains(executionKeys, first) {
+			errf("execution has no field %q%s (fields: %s)", first, didYouMean(first, executionKeys), strings.Join(executionKeys, ", "))
+		}
+		return
+	case "loop":
+		if first != "" && !contains(loopKeys, first) {
+			errf("loop has no field %q%s (fields: %s)", first, didYouMean(first, loopKeys), strings.Join(loopKeys, ", "))
+		}
+		return
+	case "trigger", "vars":
+		return
+	}
+	idx, isNode := v.g.Index[r.Root]
+	if !isNode || !site.nodesOK {
+		cands := append(append([]string(nil), v.ids...), expr.ScopeRoots...)
+		if !site.nodesOK {
+			errf("unknown name %q (only inputs and secrets are known here)", r.Root)
+			return
+		}
+		errf("unknown node %q%s", r.Root, didYouMean(r.Root, cands))
+		return
+	}
+	if site.user >= 0 {
+		if idx == site.user {
+			if !site.allowSelf && !v.onCycle(idx) {
+				errf("node %q refers to its own output, which does not exist before it runs", r.Root)
+				return
+			}
+		} else if !v.upstream(idx, site.user) {
+			errf("node %q is not upstream of %q, so its output is not there yet; add an edge path from %s to %s", r.Root, w.Nodes[site.user].ID, r.Root, w.Nodes[site.user].ID)
+			return
+		}
+	}
+	if first == "" || contains(alwaysPorts, first) {
+		return
+	}
+	spec := v.specs[idx]
+	if spec == nil {
+		return
+	}
+	ports := spec.DeclaredOutputs(w.Nodes[idx].Params)
+	if ports == nil || contains(ports, first) {
+		return
+	}
+	errf("node %q (%s) has no output %q%s (outputs: %s)", r.Root, w.Nodes[idx].Type, first, didYouMean(first, append(ports, alwaysPorts...)), strings.Join(append(ports, alwaysPorts...), ", "))
+}
+
+func (v *validator) onCycle(i int) bool {
+	for j := range v.comp {
+		if j != i && v.comp[j] == v.comp[i] {
+			return true
+		}
+	}
+	for _, ei := range v.g.Out[i] {
+		if v.g.Edges[ei].To == i {
+			return true
+		}
+	}
+	return false
+}
+
+// upstream reports whether a can reach b. Components are numbered in
+// reverse topological order, so a reaches b only when comp[a] >= comp[b];
+// the backward search from b prunes every node that comes before a.
+func (v *validator) upstream(a, b int) bool {
+	ca, cb := v.comp[a], v.comp[b]
+	if ca == cb {
+		return true
+	}
+	if ca < cb {
+		return false
+	}
+	v.epoch++
+	stack := []int{b}
+	v.stamp[b] = v.epoch
+	for len(stack) > 0 {
+		x := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, ei := range v.g.In[x] {
+			y := v.g.Edges[ei].From
+			if y == a {
+				return true
+			}
+			if v.stamp[y] == v.epoch || v.comp[y] > ca {
+				continue
+			}
+			v.stamp[y] = v.epoch
+			stack = append(stack, y)
+		}
+	}
+	return false
+}

@@ -1,0 +1,749 @@
+package workflow
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+)
+
+var (
+	nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+)
+
+// MaxIDLen is the longest node id.
+const MaxIDLen = 64
+
+// ValidID reports whether s may name a node: [a-z_][a-z0-9_]*, at most 64
+// characters. Ids name folders on disk and variables in expressions, so
+// nothing else is accepted.
+func ValidID(s string) bool {
+	if s == "" || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '_' || (c >= 'a' && c <= 'z'):
+		case c >= '0' && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Load reads, decodes and validates a workflow file.
+func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
+	src, err := ReadFile(path)
+	if err != nil {
+		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
+	}
+	w, ds := Decode(path, src)
+	if w == nil {
+		return nil, ds
+	}
+	ds = append(ds, Validate(w, reg)...)
+	ds.Sort()
+	return w, ds
+}
+
+// Validate checks a decoded workflow against the node kinds in reg and
+// returns every problem at once.
+func Validate(w *Workflow, reg *node.Registry) Diagnostics {
+	v := &validator{w: w, reg: reg, d: &diags{file: w.File}}
+	v.run()
+	return v.d.list
+}
+
+type validator struct {
+	w     *Workflow
+	reg   *node.Registry
+	d     *diags
+	specs []*node.Spec // by node index; nil when the type is unknown
+	g     *Graph
+	ids   []string
+	comp  []int // SCC of each node over every edge
+	stamp []int32
+	epoch int32
+}
+
+func (v *validator) run() {
+	w := v.w
+	if _, ok := w.pos["version"]; !ok {
+		v.d.errorf(Pos{1, 1}, "version", "", "the workflow has no version; add `version: 1` at the top")
+	} else if w.Version != 1 {
+		v.d.errorf(w.pos["version"], "version", "", "version %d is not supported; this Skein reads version 1", w.Version)
+	}
+	if _, ok := w.pos["name"]; !ok {
+		v.d.errorf(Pos{1, 1}, "name", "", "the workflow has no name; add e.g. `name: %s`", suggestName(w.File))
+	} else if !nameRe.MatchString(w.Name) {
+		v.d.errorf(w.pos["name"], "name", "", "workflow name %q must match [a-z0-9][a-z0-9_-]* (e.g. %q)", w.Name, suggestName(w.Name))
+	}
+	if len(w.Nodes) == 0 {
+		p := w.pos["nodes"]
+		if p.Line == 0 {
+			p = Pos{1, 1}
+		}
+		v.d.errorf(p, "nodes", "", "the workflow has no nodes; add a `nodes:` list")
+	}
+	v.inputsAndSecrets()
+	v.nodes()
+	v.g = w.Graph()
+	v.edges()
+	v.loops()
+	v.cycles()
+	v.reachability()
+	v.references()
+	v.servers()
+}
+
+func suggestName(s string) string {
+	s = strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))
+	s = strings.ToLower(s)
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('-')
+		}
+	}
+	out := strings.TrimLeft(b.String(), "-_")
+	if out == "" {
+		return "my-workflow"
+	}
+	return out
+}
+
+func (v *validator) inputsAndSecrets() {
+	seen := map[string]bool{}
+	for _, in := range v.w.Inputs {
+		if !ValidID(in.Name) {
+			v.d.errorf(in.Pos, "inputs."+in.Name, "", "input name %q must match [a-z_][a-z0-9_]*", in.Name)
+		}
+		if in.Default != nil && !valueHasType(in.Default, in.Type) {
+			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "default of input %q is not of its type %s", in.Name, in.Type)
+		}
+		seen[in.Name] = true
+	}
+	p := v.w.pos["secrets"]
+	dup := map[string]bool{}
+	for _, s := range v.w.Secrets {
+		if s == "" || strings.ContainsAny(s, " .{}") {
+			v.d.errorf(p, "secrets", "", "secret name %q must be a plain name such as API_KEY", s)
+		}
+		if dup[s] {
+			v.d.errorf(p, "secrets", "", "secret %q is declared twice", s)
+		}
+		dup[s] = true
+	}
+}
+
+// valueHasType reports whether a plain value fits an input or parameter
+// type.
+func valueHasType(val any, typ string) bool {
+	switch typ {
+	case "string":
+		_, ok := val.(string)
+		return ok
+	case "integer":
+		_, ok := val.(int)
+		if f, isF := val.(float64); isF && f == float64(int64(f)) {
+			return true
+		}
+		return ok
+	case "number":
+		switch val.(type) {
+		case int, float64:
+			return true
+		}
+		return false
+	case "boolean":
+		_, ok := val.(bool)
+		return ok
+	case "list", "strings":
+		_, ok := val.([]any)
+		return ok
+	case "map":
+		_, ok := val.(map[string]any)
+		return ok
+	}
+	return true
+}
+
+func (v *validator) nodes() {
+	w := v.w
+	v.specs = make([]*node.Spec, len(w.Nodes))
+	v.ids = make([]string, 0, len(w.Nodes))
+	first := make(map[string]*Node, len(w.Nodes))
+	kinds := v.reg.Kinds()
+	for i, n := range w.Nodes {
+		path := "nodes[" + strconv.Itoa(i) + "]"
+		idPos := n.ParamPosOf("id")
+		switch {
+		case n.ID == "":
+		case !ValidID(n.ID):
+			v.d.errorf(idPos, path+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
+		case contains(expr.ScopeRoots, n.ID):
+			v.d.errorf(idPos, path+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
+		}
+		if prev, dup := first[n.ID]; dup && n.ID != "" {
+			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first defined at line %d); node ids must be unique", n.ID, prev.Pos.Line)
+		} else if n.ID != "" {
+			first[n.ID] = n
+			v.ids = append(v.ids, n.ID)
+		}
+		if n.Type == "" {
+			continue
+		}
+		spec, ok := v.reg.Lookup(n.Type)
+		if !ok {
+			v.d.errorf(n.ParamPosOf("type"), path+".type", n.ID, "unknown node type %q%s", n.Type, didYouMean(n.Type, kinds))
+			continue
+		}
+		v.specs[i] = spec
+		v.params(n, spec, path)
+	}
+}
+
+func suggestID(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteRune('_')
+		}
+	}
+	out := b.String()
+	if out == "" || (out[0] >= '0' && out[0] <= '9') {
+		out = "n_" + out
+	}
+	if len(out) > MaxIDLen {
+		out = out[:MaxIDLen]
+	}
+	return out
+}
+
+// ParamPosOf returns the position of any key's value of the node as
+// written, params or common fields.
+func (n *Node) ParamPosOf(key string) Pos {
+	if n.raw != nil {
+		for _, e := range n.raw.keys {
+			if e.key == key {
+				return e.val.pos
+			}
+		}
+	}
+	return n.Pos
+}
+
+func (n *Node) keyPos(key string) Pos {
+	if n.raw != nil {
+		for _, e := range n.raw.keys {
+			if e.key == key {
+				return e.keyPos
+			}
+		}
+	}
+	return n.Pos
+}
+
+func (v *validator) params(n *Node, spec *node.Spec, path string) {
+	var known []string
+	for _, p := range spec.Params {
+		known = append(known, p.Name)
+	}
+	for name, val := range n.Params {
+		p, ok := spec.Param(name)
+		if !ok {
+			hint := didYouMean(name, append(append([]string(nil), known...), CommonFields...))
+			list := "it takes no parameters"
+			if len(known) > 0 {
+				list = "its parameters: " + strings.Join(known, ", ")
+			}
+			v.d.errorf(n.keyPos(name), path+"."+name, n.ID, "unknown key %q for node type %s%s (%s)", name, n.Type, hint, list)
+			continue
+		}
+		v.paramValue(n, p, val, n.ParamPos(name), path+"."+name)
+	}
+	for _, p := range spec.Params {
+		if _, ok := n.Params[p.Name]; p.Required && !ok {
+			v.d.errorf(n.Pos, path, n.ID, "node type %s needs parameter %q: %s", n.Type, p.Name, p.Description)
+		}
+	}
+	if spec.Check != nil {
+		for _, pe := range spec.Check(n.Params) {
+			v.d.errorf(n.ParamPos(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
+		}
+	}
+}
+
+func isTemplated(val any) bool {
+	s, ok := val.(string)
+	return ok && expr.HasTemplate(s)
+}
+
+// paramValue checks a value against a declared parameter type. Templates
+// stand for values known only at run time and are let through here (their
+// references are checked later).
+func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path string) {
+	if val == nil {
+		if p.Required {
+			v.d.errorf(pos, path, n.ID, "parameter %q of %s needs a value", p.Name, n.Type)
+		}
+		return
+	}
+	if isTemplated(val) && !p.NoTemplate && !p.Expr {
+		return
+	}
+	want := ""
+	switch p.Type {
+	case node.String:
+		if _, ok := val.(string); !ok {
+			want = "a string"
+		}
+	case node.Int:
+		if !valueHasType(val, "integer") {
+			want = "a whole number"
+		}
+	case node.Number:
+		if !valueHasType(val, "number") {
+			want = "a number"
+		}
+	case node.Bool:
+		if _, ok := val.(bool); !ok {
+			want = "true or false"
+		}
+	case node.Duration:
+		switch d := val.(type) {
+		case string:
+			if _, err := ParseDuration(d); err != nil {
+				v.d.errorf(pos, path, n.ID, "bad duration for %s: %v", p.Name, err)
+			}
+		case int, float64:
+		default:
+			want = "a duration such as 30s"
+		}
+	case node.Strings:
+		list, ok := val.([]any)
+		if !ok {
+			want = "a list of strings"
+			break
+		}
+		for _, e := range list {
+			if _, ok := e.(string); !ok {
+				want = "a list of strings"
+			}
+		}
+	case node.List:
+		list, ok := val.([]any)
+		if !ok {
+			want = "a list"
+			break
+		}
+		if len(p.Items) > 0 {
+			v.items(n, p, list, path)
+		}
+	case node.Map:
+		if _, ok := val.(map[string]any); !ok {
+			want = "a map"
+		}
+	}
+	if want != "" {
+		v.d.errorf(pos, path, n.ID, "parameter %q of %s must be %s, not %s", p.Name, n.Type, want, describePlain(val))
+		return
+	}
+	if len(p.Enum) > 0 {
+		if s, ok := val.(string); ok && !contains(p.Enum, s) {
+			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be one of %s, not %q%s", p.Name, n.Type, strings.Join(p.Enum, ", "), s, didYouMean(s, p.Enum))
+		}
+	}
+}
+
+func (v *validator) items(n *Node, p node.Param, list []any, path string) {
+	var names []string
+	for _, ip := range p.Items {
+		names = append(names, ip.Name)
+	}
+	raw := n.rawAt(p.Name)
+	for i, e := range list {
+		ipath := fmt.Sprintf("%s[%d]", path, i)
+		pos := n.ParamPos(p.Name)
+		var rawItem *value
+		if raw != nil && raw.kind == vList && i < len(raw.list) {
+			rawItem = raw.list[i]
+			pos = rawItem.pos
+		}
+		m, ok := e.(map[string]any)
+		if !ok {
+			v.d.errorf(pos, ipath, n.ID, "each entry of %s must be a map {%s}", p.Name, strings.Join(names, ", "))
+			continue
+		}
+		for k := range m {
+			if !contains(names, k) {
+				kp := pos
+				if rawItem != nil {
+					for _, re := range rawItem.keys {
+						if re.key == k {
+							kp = re.keyPos
+						}
+					}
+				}
+				v.d.errorf(kp, ipath+"."+k, n.ID, "unknown key %q in an entry of %s%s", k, p.Name, didYouMean(k, names))
+			}
+		}
+		for _, ip := range p.Items {
+			iv, ok := m[ip.Name]
+			if !ok {
+				if ip.Required {
+					v.d.errorf(pos, ipath, n.ID, "an entry of %s needs %q", p.Name, ip.Name)
+				}
+				continue
+			}
+			v.paramValue(n, ip, iv, pos, ipath+"."+ip.Name)
+		}
+	}
+}
+
+// rawAt returns the parsed value of a parameter.
+func (n *Node) rawAt(key string) *value {
+	if n.raw == nil {
+		return nil
+	}
+	val, _ := n.raw.get(key)
+	return val
+}
+
+func describePlain(val any) string {
+	switch x := val.(type) {
+	case string:
+		if len(x) > 20 {
+			x = x[:20] + "…"
+		}
+		return fmt.Sprintf("string %q", x)
+	case int:
+		return fmt.Sprintf("integer %d", x)
+	case float64:
+		return fmt.Sprintf("number %g", x)
+	case bool:
+		return fmt.Sprintf("boolean %t", x)
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a map"
+	}
+	return fmt.Sprintf("%T", val)
+}
+
+func (v *validator) spec(id string) (*Node, *node.Spec) {
+	i, ok := v.g.Index[id]
+	if !ok {
+		return nil, nil
+	}
+	return v.g.Nodes[i], v.specs[i]
+}
+
+func (v *validator) edges() {
+	w := v.w
+	type key struct{ from, to, on string }
+	seen := map[key]bool{}
+	handlesUsed := map[string]map[string]bool{}
+	for i, e := range w.Edges {
+		path := "edges[" + strconv.Itoa(i) + "]"
+		okFrom, okTo := true, true
+		if _, ok := v.g.Index[e.From]; !ok && e.From != "" {
+			v.d.errorf(orPos(e.fromPos, e.Pos), path+".from", "", "edge from unknown node %q%s", e.From, didYouMean(e.From, v.ids))
+			okFrom = false
+		}
+		if _, ok := v.g.Index[e.To]; !ok && e.To != "" {
+			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", "", "edge to unknown node %q%s", e.To, didYouMean(e.To, v.ids))
+			okTo = false
+		}
+		k := key{e.From, e.To, e.On}
+		if seen[k] {
+			v.d.warnf(e.Pos, path, e.From, "edge %s → %s is written twice", e.From, e.To)
+		}
+		seen[k] = true
+		if !okFrom || !okTo || e.From == "" {
+			continue
+		}
+		if handlesUsed[e.From] == nil {
+			handlesUsed[e.From] = map[string]bool{}
+		}
+		handlesUsed[e.From][e.On] = true
+		src, spec := v.spec(e.From)
+		if spec == nil {
+			continue
+		}
+		if dst, dspec := v.spec(e.To); dspec != nil && dspec.Category == node.Trigger {
+			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges", e.To)
+		}
+		allowed := spec.AllHandles(src.Params)
+		onErr := v.onError(src)
+		switch {
+		case e.On == HandleErrorName:
+			if onErr != OnErrorRoute {
+				v.d.errorf(orPos(e.onPos, e.Pos), path+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
+			}
+		case contains(allowed, e.On):
+		case spec.Routes:
+		case src.Type == "endloop" && e.On == "":
+			l, _ := src.Params["loop"].(string)
+			if e.To != l {
+				v.d.errorf(e.Pos, path, src.ID, "an endloop jumps back to its loop %q; an edge to %q is not allowed (continue after the loop from its done handle)", l, e.To)
+			}
+		default:
+			var named []string
+			for _, h := range allowed {
+				if h != "" && h != node.HandleError {
+					named = append(named, h)
+				}
+			}
+			msg := fmt.Sprintf("node %q (%s) has no handle %q", src.ID, src.Type, e.On)
+			switch {
+			case e.On == "" && len(named) > 0:
+				msg = fmt.Sprintf("an edge from %q (%s) must name a handle with `on:` (one of %s)", src.ID, src.Type, strings.Join(named, ", "))
+			case len(named) > 0:
+				msg += fmt.Sprintf("%s (handles: %s)", didYouMean(e.On, named), strings.Join(named, ", "))
+			case len(allowed) == 0:
+				msg = fmt.Sprintf("node %q (%s) has no out-edges", src.ID, src.Type)
+			default:
+				msg += "; leave `on:` out for the default handle"
+			}
+			v.d.errorf(orPos(e.onPos, e.Pos), path+".on", src.ID, "%s", msg)
+		}
+	}
+	for i, n := range w.Nodes {
+		spec := v.specs[i]
+		if spec == nil {
+			continue
+		}
+		used := handlesUsed[n.ID]
+		switch n.Type {
+		case "if":
+			for _, h := range []string{"true", "false"} {
+				if !used[h] {
+					v.d.warnf(n.Pos, "", n.ID, "if node %q has no %q edge; when the condition is %s the branch ends there", n.ID, h, h)
+				}
+			}
+		}
+		if v.onError(n) == OnErrorRoute && !used[HandleErrorName] {
+			v.d.warnf(n.ParamPosOf("on_error"), "", n.ID, "node %q has on_error: route but no edge with on: error; a failure ends the branch", n.ID)
+		}
+	}
+}
+
+// HandleErrorName is the handle followed on failure with on_error: route.
+const HandleErrorName = "error"
+
+func orPos(p, fallback Pos) Pos {
+	if p.Line == 0 {
+		return fallback
+	}
+	return p
+}
+
+func (v *validator) onError(n *Node) string {
+	if n.OnError != "" {
+		return n.OnError
+	}
+	return v.w.Defaults.OnError
+}
+
+// MaxVisitsOf returns the visit limit of a node, defaults applied.
+func (w *Workflow) MaxVisitsOf(n *Node) int {
+	if n.MaxVisits != nil {
+		return *n.MaxVisits
+	}
+	return w.Defaults.MaxVisits
+}
+
+func (v *validator) loops() {
+	w, g := v.w, v.g
+	ends := map[string][]int{} // loop id → endloop node indexes
+	for i, n := range w.Nodes {
+		if n.Type != "endloop" {
+			continue
+		}
+		l, _ := n.Params["loop"].(string)
+		if l == "" {
+			continue
+		}
+		target, tspec := v.spec(l)
+		switch {
+		case target == nil:
+			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names loop %q, but there is no such node%s", l, didYouMean(l, v.loopIDs()))
+		case tspec != nil && target.Type != "loop" && target.Type != "foreach":
+			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, which is a %s node, not a loop or foreach", l, target.Type)
+		default:
+			ends[l] = append(ends[l], i)
+		}
+	}
+	for i, n := range w.Nodes {
+		if n.Type != "loop" && n.Type != "foreach" {
+			continue
+		}
+		var starts []int
+		for _, ei := range g.Out[i] {
+			if e := g.Edges[ei]; e.On == "body" {
+				starts = append(starts, e.To)
+			}
+		}
+		if len(starts) == 0 {
+			v.d.errorf(n.Pos, "", n.ID, "%s %q has no body: add an edge {from: %s, to: <first node>, on: body}", n.Type, n.ID, n.ID)
+			continue
+		}
+		if len(ends[n.ID]) == 0 {
+			v.d.errorf(n.Pos, "", n.ID, "the body of %s %q never reaches an endloop; end the body with a node {type: endloop, loop: %s}", n.Type, n.ID, n.ID)
+			continue
+		}
+		// Walk the body without passing back through the loop itself.
+		seen := map[int]bool{i: true}
+		queue := append([]int(nil), starts...)
+		found := false
+		for len(queue) > 0 && !found {
+			c := queue[0]
+			queue = queue[1:]
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			for _, e := range ends[n.ID] {
+				if e == c {
+					found = true
+				}
+			}
+			for _, ei := range g.Out[c] {
+				if !g.Edges[ei].Back || g.Edges[ei].To != i {
+					queue = append(queue, g.Edges[ei].To)
+				}
+			}
+		}
+		if !found {
+			v.d.errorf(n.Pos, "", n.ID, "the body of %s %q never reaches its endloop %q; connect the last body node to it", n.Type, n.ID, w.Nodes[ends[n.ID][0]].ID)
+		}
+	}
+}
+
+func (v *validator) loopIDs() []string {
+	var out []string
+	for _, n := range v.w.Nodes {
+		if n.Type == "loop" || n.Type == "foreach" {
+			out = append(out, n.ID)
+		}
+	}
+	return out
+}
+
+// cycles reports cycles not closed by an endloop whose nodes have no visit
+// limit, since they could run forever.
+func (v *validator) cycles() {
+	g := v.g
+	comp, count := g.SCC(func(e GraphEdge) bool {
+		src := g.Nodes[e.From]
+		if src.Type != "endloop" {
+			return false
+		}
+		l, _ := src.Params["loop"].(string)
+		return l == g.Nodes[e.To].ID
+	})
+	size := make([]int, count)
+	for _, c := range comp {
+		size[c]++
+	}
+	selfLoop := make([]bool, len(g.Nodes))
+	for _, e := range g.Edges {
+		if e.From == e.To {
+			selfLoop[e.From] = true
+		}
+	}
+	reported := map[int]bool{}
+	for i, n := range g.Nodes {
+		c := comp[i]
+		if size[c] < 2 && !selfLoop[i] {
+			continue
+		}
+		if v.w.MaxVisitsOf(n) == 0 && !reported[i] {
+			reported[i] = true
+			var members []string
+			for j := range g.Nodes {
+				if comp[j] == c {
+					members = append(members, g.Nodes[j].ID)
+				}
+			}
+			v.d.errorf(n.Pos, "", n.ID, "node %q is on a cycle (%s) not closed by an endloop and has max_visits: 0; give it a visit limit (max_visits: 10) or use a loop node", n.ID, strings.Join(members, " → "))
+		}
+	}
+	v.comp, _ = g.SCC(nil)
+}
+
+func (v *validator) reachability() {
+	g := v.g
+	var starts []int
+	for _, i := range g.Entries {
+		starts = append(starts, i)
+	}
+	seen := g.Reachable(starts)
+	for i, n := range g.Nodes {
+		if !seen[i] {
+			v.d.warnf(n.Pos, "", n.ID, "node %q cannot be reached from any entry node and will not run", n.ID)
+		}
+	}
+}
+
+func (v *validator) servers() {
+	w := v.w
+	var names []string
+	for _, s := range w.MCPServers {
+		names = append(names, s.Name)
+	}
+	for i, n := range w.Nodes {
+		if v.specs[i] == nil {
+			continue
+		}
+		if srv, ok := n.Params["server"].(string); ok && n.Type == "mcp" && w.MCPServer(srv) == nil {
+			v.d.errorf(n.ParamPos("server"), "", n.ID, "node uses MCP server %q, which mcp_servers does not declare%s", srv, didYouMean(srv, names))
+		}
+		if tools, ok := n.Params["tools"].([]any); ok && n.Type == "agent" {
+			for _, t := range tools {
+				s, _ := t.(string)
+				srv, _, _ := strings.Cut(s, ".")
+				if w.MCPServer(srv) == nil {
+					v.d.errorf(n.ParamPos("tools"), "", n.ID, "tool %q names MCP server %q, which mcp_servers does not declare%s", s, srv, didYouMean(srv, names))
+				}
+			}
+		}
+		if m, ok := n.Params["model"].(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil && (n.Type == "llm" || n.Type == "agent" || n.Type == "guardrail") {
+			var ms []string
+			for _, l := range w.LLM {
+				ms = append(ms, l.Name)
+			}
+			v.d.errorf(n.ParamPos("model"), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, ms))
+		}
+		if n.Type == "subworkflow" {
+			if p, ok := n.Params["workflow"].(string); ok && w.File != "" && !strings.Contains(p, "{{") {
+				full := p
+				if !filepath.IsAbs(p) {
+					full = filepath.Join(filepath.Dir(w.File), p)
+				}
+				if _, err := os.Stat(full); err != nil {
+					v.d.errorf(n.ParamPos("workflow"), "", n.ID, "child workflow %q not found (looked for %s)", p, full)
+				}
+			}
+		}
+	}
+	if w.Evidence != nil && w.Evidence.Server != "" && w.MCPServer(w.Evidence.Server) == nil {
+		v.d.errorf(w.Evidence.Pos, "evidence.server", "", "evidence uses MCP server %q, which mcp_servers does not declare%s", w.Evidence.Server, didYouMean(w.Evidence.Server, names))
+	}
+	_ = sort.Strings
+}

@@ -1,0 +1,113 @@
+package workflow
+
+import (
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+)
+
+// kind of a parsed value.
+type vkind uint8
+
+const (
+	vNull vkind = iota
+	vBool
+	vInt
+	vFloat
+	vString
+	vList
+	vMap
+)
+
+func (k vkind) String() string {
+	return [...]string{"null", "boolean", "integer", "number", "string", "list", "map"}[k]
+}
+
+// value is a parsed YAML or JSON value that remembers where it was written.
+// Both decoders produce it, so everything after parsing is shared.
+type value struct {
+	kind vkind
+	pos  Pos
+	b    bool
+	i    int64
+	f    float64
+	s    string
+	list []*value
+	keys []mapEntry
+}
+
+type mapEntry struct {
+	key    string
+	keyPos Pos
+	val    *value
+}
+
+// get returns the entry for key.
+func (v *value) get(key string) (*value, bool) {
+	for i := range v.keys {
+		if v.keys[i].key == key {
+			return v.keys[i].val, true
+		}
+	}
+	return nil, false
+}
+
+// plain converts v into plain Go values: integers become int, other
+// numbers float64, maps map[string]any and lists []any.
+func (v *value) plain() any {
+	switch v.kind {
+	case vBool:
+		return v.b
+	case vInt:
+		return int(v.i)
+	case vFloat:
+		return v.f
+	case vString:
+		return v.s
+	case vList:
+		out := make([]any, len(v.list))
+		for i, e := range v.list {
+			out[i] = e.plain()
+		}
+		return out
+	case vMap:
+		out := make(map[string]any, len(v.keys))
+		for _, e := range v.keys {
+			out[e.key] = e.val.plain()
+		}
+		return out
+	}
+	return nil
+}
+
+// text returns the value of a scalar as the text a user wrote, for fields
+// that take strings: YAML's `on: true` is the handle "true".
+func (v *value) text() (string, bool) {
+	switch v.kind {
+	case vString:
+		return v.s, true
+	case vBool:
+		return strconv.FormatBool(v.b), true
+	case vInt:
+		return strconv.FormatInt(v.i, 10), true
+	case vFloat:
+		return strconv.FormatFloat(v.f, 'g', -1, 64), true
+	}
+	return "", false
+}
+
+func (v *value) describe() string {
+	switch v.kind {
+	case vString:
+		if len(v.s) > 20 {
+			return fmt.Sprintf("string %q", v.s[:20]+"…")
+		}
+		return fmt.Sprintf("string %q", v.s)
+	case vList, vMap, vNull:
+		return v.kind.String()
+	}
+	s, _ := v.text()
+	return v.kind.String() + " " + s
+}
+
+func utf8Valid(b []byte) bool { return utf8.Valid(b) }

@@ -1,0 +1,265 @@
+package workflow
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Workflow is a decoded workflow file. Decode fills it; Validate checks it
+// against the node kinds.
+type Workflow struct {
+	// File is the path the workflow was read from, used in diagnostics.
+	File        string
+	Version     int
+	Name        string
+	Description string
+	Inputs      []*Input
+	Secrets     []string
+	Defaults    Defaults
+	MCPServers  []*MCPServer
+	LLM         []*LLMConfig
+	Limits      Limits
+	Evidence    *Evidence
+	Nodes       []*Node
+	Edges       []*Edge
+	Outputs     []*Output
+
+	pos   map[string]Pos // top-level keys
+	index map[string]*Node
+}
+
+// Input is a typed parameter of a workflow.
+type Input struct {
+	Name        string
+	Type        string // string, integer, number, boolean, list, map, any
+	Required    bool
+	Default     any
+	Description string
+	Enum        []any
+	Pos         Pos
+}
+
+// Defaults apply to every node that does not set the field itself.
+type Defaults struct {
+	Retries      int
+	RetryBackoff time.Duration
+	Timeout      time.Duration
+	MaxVisits    int
+	OnError      string
+}
+
+// Limits bound a run's spending.
+type Limits struct {
+	MaxTokens  int
+	MaxCostUSD float64
+}
+
+// MCPServer is a server the workflow's mcp and agent nodes may call:
+// spawned over stdio (Command) or reached over streamable HTTP (URL).
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	URL     string
+	Headers map[string]string
+	Pos     Pos
+}
+
+// LLMConfig names a model: `default`, `vision`, `judge`, `repair` or any
+// name a node refers to with `model:`.
+type LLMConfig struct {
+	Name        string
+	Provider    string
+	Model       string
+	BaseURL     string
+	APIKey      string
+	Headers     map[string]string
+	Temperature *float64
+	MaxTokens   int
+	Pos         Pos
+}
+
+// Evidence is the MCP tool called after a checked node succeeds, whose image
+// becomes the node's evidence.
+type Evidence struct {
+	Server    string
+	Tool      string
+	Arguments map[string]any
+	Pos       Pos
+}
+
+// OnError values.
+const (
+	OnErrorFail     = "fail"
+	OnErrorContinue = "continue"
+	OnErrorRoute    = "route"
+)
+
+// Node is one step of a workflow.
+type Node struct {
+	ID           string
+	Type         string
+	Name         string
+	Description  string
+	Disabled     bool
+	Retries      *int
+	RetryBackoff *time.Duration
+	Timeout      *time.Duration
+	OnError      string
+	MaxVisits    *int
+	Checks       []*Check
+	Expect       string
+	// Params holds the kind's parameters as plain values (strings, int,
+	// float64, bool, []any, map[string]any), templates unrendered.
+	Params map[string]any
+	Pos    Pos
+
+	raw      *value // the node's map, for positions of nested values
+	paramPos map[string]Pos
+}
+
+// ParamPos returns the position of a parameter's value.
+func (n *Node) ParamPos(name string) Pos {
+	if p, ok := n.paramPos[name]; ok {
+		return p
+	}
+	return n.Pos
+}
+
+// Check is a verification of a node's outcome.
+type Check struct {
+	Name   string
+	Type   string
+	Expr   string
+	OnFail string // fail | warn
+	Params map[string]any
+	Pos    Pos
+}
+
+// Edge connects two nodes. On is the handle of the source it leaves from;
+// "" is the default handle.
+type Edge struct {
+	From string
+	To   string
+	On   string
+	Pos  Pos
+	// Implicit marks the back-edge an endloop makes to its loop without
+	// an edge written in the file.
+	Implicit bool
+
+	fromPos, toPos, onPos Pos
+}
+
+// Output is one named result of the run.
+type Output struct {
+	Name  string
+	Value any // a template or a plain value
+	Pos   Pos
+
+	raw *value
+}
+
+// Node returns the node with the given id.
+func (w *Workflow) Node(id string) *Node {
+	if w.index == nil {
+		w.index = make(map[string]*Node, len(w.Nodes))
+		for _, n := range w.Nodes {
+			if _, dup := w.index[n.ID]; !dup {
+				w.index[n.ID] = n
+			}
+		}
+	}
+	return w.index[id]
+}
+
+// Input returns the declared input with the given name.
+func (w *Workflow) Input(name string) *Input {
+	for _, in := range w.Inputs {
+		if in.Name == name {
+			return in
+		}
+	}
+	return nil
+}
+
+// LLMConfig returns the named model configuration.
+func (w *Workflow) LLMConfig(name string) *LLMConfig {
+	for _, l := range w.LLM {
+		if l.Name == name {
+			return l
+		}
+	}
+	return nil
+}
+
+// MCPServer returns the named MCP server.
+func (w *Workflow) MCPServer(name string) *MCPServer {
+	for _, s := range w.MCPServers {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes a node the way it is written in a workflow file:
+// common fields and parameters side by side.
+func (n *Node) MarshalJSON() ([]byte, error) {
+	return json.Marshal(n.Map())
+}
+
+// Map returns the node as a plain map, as written in a file.
+func (n *Node) Map() map[string]any {
+	m := make(map[string]any, len(n.Params)+8)
+	for k, v := range n.Params {
+		m[k] = v
+	}
+	m["id"] = n.ID
+	m["type"] = n.Type
+	set := func(k string, v any, ok bool) {
+		if ok {
+			m[k] = v
+		}
+	}
+	set("name", n.Name, n.Name != "")
+	set("description", n.Description, n.Description != "")
+	set("disabled", n.Disabled, n.Disabled)
+	if n.Retries != nil {
+		m["retries"] = *n.Retries
+	}
+	if n.RetryBackoff != nil {
+		m["retry_backoff"] = n.RetryBackoff.String()
+	}
+	if n.Timeout != nil {
+		m["timeout"] = n.Timeout.String()
+	}
+	set("on_error", n.OnError, n.OnError != "")
+	if n.MaxVisits != nil {
+		m["max_visits"] = *n.MaxVisits
+	}
+	set("expect", n.Expect, n.Expect != "")
+	if len(n.Checks) > 0 {
+		cs := make([]any, len(n.Checks))
+		for i, c := range n.Checks {
+			cm := map[string]any{}
+			for k, v := range c.Params {
+				cm[k] = v
+			}
+			cm["type"] = c.Type
+			if c.Name != "" {
+				cm["name"] = c.Name
+			}
+			if c.Expr != "" {
+				cm["expr"] = c.Expr
+			}
+			if c.OnFail != "" {
+				cm["on_fail"] = c.OnFail
+			}
+			cs[i] = cm
+		}
+		m["checks"] = cs
+	}
+	return m
+}
