@@ -156,7 +156,12 @@ func (p *Program) withClock(now func() time.Time, timeout time.Duration) *Progra
 }
 
 // compile compiles code without the cache.
-func compile(code string) (*Program, error) {
+func compile(code string) (_ *Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errorAt(code, -1, nil, fmt.Sprintf("internal error while compiling: %v", r))
+		}
+	}()
 	a, err := analyze(code)
 	if err != nil {
 		return nil, err
@@ -209,6 +214,8 @@ var compileOptions = func() []exprlang.Option {
 // patcher rewrites the AST before it is compiled:
 //   - member accesses become optional (`a.b` behaves as `a?.b`), so reading
 //     a member of nil, such as the output of a node that has not run, is nil;
+//   - nil is false for !, not, &&, ||, and, or and the condition of ?: and
+//     if/else, so `!later.success` holds while later has not run;
 //   - the body of every predicate calls the guard first, which stops the loop
 //     once the wall budget is spent;
 //   - string concatenation and the guarded builtins get the guard as a
@@ -246,7 +253,18 @@ func (pt *patcher) Visit(node *ast.Node) {
 			n.Arguments = append([]ast.Node{identAt(guardName, id.Location())}, n.Arguments...)
 			pt.guarded = true
 		}
+	case *ast.UnaryNode:
+		if n.Operator == "!" || n.Operator == "not" {
+			nilIsFalse(&n.Node)
+		}
+	case *ast.ConditionalNode:
+		nilIsFalse(&n.Cond)
 	case *ast.BinaryNode:
+		switch n.Operator {
+		case "&&", "||", "and", "or":
+			nilIsFalse(&n.Left)
+			nilIsFalse(&n.Right)
+		}
 		if n.Operator == "+" && mayBeString(n.Left) && mayBeString(n.Right) {
 			ast.Patch(node, &ast.CallNode{
 				Callee:    identAt(addName, n.Location()),
@@ -255,6 +273,21 @@ func (pt *patcher) Visit(node *ast.Node) {
 			pt.guarded = true
 		}
 	}
+}
+
+// nilIsFalse makes an operand of a boolean operator whose type is unknown
+// read nil as false (`x ?? false`), so that `!later.success` is true while
+// the node later has not run.
+func nilIsFalse(n *ast.Node) {
+	if (*n).Type().Kind() != reflect.Interface {
+		return
+	}
+	loc := (*n).Location()
+	f := &ast.BoolNode{Value: false}
+	f.SetLocation(loc)
+	c := &ast.BinaryNode{Operator: "??", Left: *n, Right: f}
+	c.SetLocation(loc)
+	*n = c
 }
 
 func identAt(name string, loc file.Location) *ast.IdentifierNode {

@@ -36,10 +36,18 @@ type jsonParser struct {
 	line      int
 	lineStart int
 	count     int
+	// colAt and col cache the last column computed on the current line, so
+	// long one-line documents cost linear time.
+	colAt, col int
 }
 
 func (p *jsonParser) pos() Pos {
-	return Pos{p.line, utf8.RuneCount(p.src[p.lineStart:p.i]) + 1}
+	if p.colAt < p.lineStart || p.colAt > p.i {
+		p.colAt, p.col = p.lineStart, 0
+	}
+	p.col += utf8.RuneCount(p.src[p.colAt:p.i])
+	p.colAt = p.i
+	return Pos{p.line, p.col + 1}
 }
 
 func (p *jsonParser) errf(format string, args ...any) *parseError {

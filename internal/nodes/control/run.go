@@ -151,4 +151,3 @@ func (failKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 	e.Permanent = true
 	return nil, e
 }
-

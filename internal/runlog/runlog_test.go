@@ -1,0 +1,585 @@
+package runlog_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/node"
+)
+
+var started = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
+
+type bundle struct {
+	root string // the .skein folder
+	w    *runlog.Writer
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), ".skein")
+	w, err := runlog.Open(root, "hello", "run1", started, map[string]any{"file": "hello.yaml"})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, w.Close()) })
+	return &bundle{root: root, w: w}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, v), "%s should hold JSON:\n%s", path, data)
+}
+
+// readLines parses every line of a JSON lines file.
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &m), "line %d of %s: %s", len(lines)+1, path, sc.Text())
+		lines = append(lines, m)
+	}
+	require.NoError(t, sc.Err())
+	return lines
+}
+
+// tree lists every path under dir with its kind, to show that nothing
+// changed.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out = append(out, fmt.Sprintf("%s %v", rel, d.Type()))
+		return nil
+	}))
+	return out
+}
+
+func TestOpenFolderName(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		workflow string
+		runID    string
+		started  time.Time
+		want     string
+	}{
+		{"utc", "hello", "run1", started, "runs/hello/2025-03-14_09-26-53_run1"},
+		{"other zone is shown in utc", "nightly-report", "01J9ZQ",
+			time.Date(2025, 12, 31, 23, 30, 0, 0, time.FixedZone("UTC-2", -2*3600)),
+			"runs/nightly-report/2026-01-01_01-30-00_01J9ZQ"},
+		{"fractions of a second dropped", "a_b", "r.7",
+			time.Date(2025, 1, 2, 3, 4, 5, 999_999_999, time.UTC), "runs/a_b/2025-01-02_03-04-05_r.7"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := filepath.Join(t.TempDir(), ".skein")
+			w, err := runlog.Open(root, tt.workflow, tt.runID, tt.started, nil)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, w.Close()) }()
+			require.Equal(t, filepath.Join(root, filepath.FromSlash(tt.want)), w.Dir())
+			fi, err := os.Stat(w.Dir())
+			require.NoError(t, err)
+			require.True(t, fi.IsDir(), "the run folder should be a folder")
+		})
+	}
+}
+
+func TestOpenWritesRunningRunJSON(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	// Read before anything else happens: a crash now must leave this.
+	var run map[string]any
+	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &run)
+	require.Equal(t, map[string]any{
+		"execution_id": "run1",
+		"workflow":     "hello",
+		"status":       "running",
+		"steps":        []any{},
+		"started_at":   "2025-03-14T09:26:53Z",
+		"meta":         map[string]any{"file": "hello.yaml"},
+	}, run)
+
+	data, err := os.ReadFile(filepath.Join(b.w.Dir(), "events.jsonl"))
+	require.NoError(t, err, "events.jsonl should exist from the start, for tail -f")
+	require.Empty(t, data)
+
+	entries, err := os.ReadDir(b.w.Dir())
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.ElementsMatch(t, []string{"run.json", "events.jsonl"}, names, "no temporary file should be left")
+}
+
+func TestOpenRefusesBadNames(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		workflow string
+		runID    string
+	}{
+		{"empty workflow", "", "run1"},
+		{"workflow climbs up", "..", "run1"},
+		{"workflow with parent", "../x", "run1"},
+		{"workflow with slash", "a/b", "run1"},
+		{"workflow with backslash", `a\b`, "run1"},
+		{"workflow starts with dot", ".hidden", "run1"},
+		{"empty run id", "hello", ""},
+		{"run id with slash", "hello", "a/../../b"},
+		{"run id with NUL", "hello", "a\x00b"},
+		{"run id too long", "hello", strings.Repeat("r", 129)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tmp := t.TempDir()
+			w, err := runlog.Open(filepath.Join(tmp, ".skein"), tt.workflow, tt.runID, started, nil)
+			require.ErrorIs(t, err, runlog.ErrInvalidName)
+			require.Nil(t, w)
+			require.Equal(t, []string{". d---------"}, tree(t, tmp), "nothing should be created")
+		})
+	}
+}
+
+func TestOpenRefusesExistingFolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, os.WriteFile(filepath.Join(b.w.Dir(), "keep"), []byte("x"), 0o644))
+
+	w, err := runlog.Open(b.root, "hello", "run1", started, nil)
+	require.ErrorIs(t, err, fs.ErrExist)
+	require.ErrorContains(t, err, b.w.Dir())
+	require.ErrorContains(t, err, "give each run its own id")
+	require.Nil(t, w)
+	require.FileExists(t, filepath.Join(b.w.Dir(), "keep"), "the existing folder should be left alone")
+}
+
+func TestOpenUnwritableRoot(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		root  func(t *testing.T) string
+		cause error
+		hint  string
+	}{
+		{
+			name: "read-only folder",
+			root: func(t *testing.T) string {
+				dir := filepath.Join(t.TempDir(), "ro")
+				require.NoError(t, os.Mkdir(dir, 0o755))
+				require.NoError(t, os.Chmod(dir, 0o555))
+				t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+				if f, err := os.Create(filepath.Join(dir, "probe")); err == nil {
+					_ = f.Close()
+					t.Skip("chmod does not stop this user (root) from writing; the file-in-the-way case covers the error")
+				}
+				return dir
+			},
+			cause: fs.ErrPermission,
+			hint:  "run from a writable folder or set --dir",
+		},
+		{
+			name: "file in the way",
+			root: func(t *testing.T) string {
+				file := filepath.Join(t.TempDir(), "file")
+				require.NoError(t, os.WriteFile(file, []byte("not a folder"), 0o644))
+				return file // the run folder would be <tmp>/file/runs/...
+			},
+			cause: syscall.ENOTDIR,
+			hint:  "a file stands where a folder is needed; move it, run from another folder or set --dir",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			root := tt.root(t)
+			w, err := runlog.Open(root, "hello", "run1", started, nil)
+			require.Error(t, err)
+			require.Nil(t, w)
+			require.ErrorIs(t, err, tt.cause)
+			want := filepath.Join(root, "runs", "hello", "2025-03-14_09-26-53_run1")
+			require.True(t, strings.HasPrefix(err.Error(), "cannot create run folder "+want+": "),
+				"the error should name the run folder first: %v", err)
+			require.ErrorContains(t, err, tt.hint)
+		})
+	}
+}
+
+func TestEventWritesRunAndNodeFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := time.Date(2025, 3, 14, 10, 26, 53, 123456789, time.FixedZone("CET", 3600))
+	events := []engine.Event{
+		{Type: engine.EventExecutionStarted},
+		{Type: engine.EventNodeStarted, Node: "fetch", Visit: 1},
+		{Type: "tool_call", Node: "fetch", Visit: 1, Iteration: 2, Data: map[string]any{"tool": "get", "html": "<b>&</b>"}},
+		{Type: engine.EventNodeStarted, Node: "greet", Visit: 1},
+		{Type: engine.EventNodeFinished, Node: "fetch", Visit: 1, Data: map[string]any{}},
+	}
+	for _, ev := range events {
+		require.NoError(t, b.w.Event(engine.TimedEvent{Time: at, Event: ev}))
+	}
+
+	// Read while the writer is open: every line must be flushed already.
+	wantAll := []map[string]any{
+		{"time": "2025-03-14T09:26:53.123456789Z", "type": "execution_started", "visit": 0.0, "iteration": 0.0},
+		{"time": "2025-03-14T09:26:53.123456789Z", "type": "node_started", "node": "fetch", "visit": 1.0, "iteration": 0.0},
+		{"time": "2025-03-14T09:26:53.123456789Z", "type": "tool_call", "node": "fetch", "visit": 1.0, "iteration": 2.0,
+			"data": map[string]any{"tool": "get", "html": "<b>&</b>"}},
+		{"time": "2025-03-14T09:26:53.123456789Z", "type": "node_started", "node": "greet", "visit": 1.0, "iteration": 0.0},
+		{"time": "2025-03-14T09:26:53.123456789Z", "type": "node_finished", "node": "fetch", "visit": 1.0, "iteration": 0.0},
+	}
+	tests := []struct {
+		name string
+		path string
+		want []map[string]any
+	}{
+		{"run", "events.jsonl", wantAll},
+		{"node fetch", "fetch/events.jsonl", []map[string]any{wantAll[1], wantAll[2], wantAll[4]}},
+		{"node greet", "greet/events.jsonl", []map[string]any{wantAll[3]}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, readLines(t, filepath.Join(b.w.Dir(), tt.path)))
+		})
+	}
+
+	raw, err := os.ReadFile(filepath.Join(b.w.Dir(), "events.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"<b>&</b>"`, "text should not be HTML-escaped")
+}
+
+func TestStepReplacesSameVisit(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t0 := started.Add(time.Second)
+	t1 := t0.Add(1500 * time.Millisecond)
+	rec := func(order int, id string, visit int, st engine.Status) *engine.StepRecord {
+		return &engine.StepRecord{StepOrder: order, Node: id, Type: "http", Status: st, Visit: visit, Attempts: 1}
+	}
+
+	a1 := rec(1, "a", 1, engine.StatusRunning)
+	a1.StartedAt = &t0
+	require.NoError(t, b.w.Step(a1))
+	require.NoError(t, b.w.Step(rec(2, "b", 1, engine.StatusRunning)))
+	// The engine updates the same record in place; the writer keeps copies.
+	a1.Status, a1.FinishedAt, a1.DurationMS = engine.StatusSuccess, &t1, 1500
+	a1.Output = map[string]any{"body": "ok"}
+	require.NoError(t, b.w.Step(a1))
+	a1.Status = engine.StatusFailed // not recorded: must not leak into the file
+	require.NoError(t, b.w.Step(rec(4, "a", 3, engine.StatusRunning)))
+	require.NoError(t, b.w.Step(rec(3, "a", 2, engine.StatusFailed)))
+
+	success := &engine.StepRecord{StepOrder: 1, Node: "a", Type: "http", Status: engine.StatusSuccess, Visit: 1, Attempts: 1,
+		Output: map[string]any{"body": "ok"}, StartedAt: &t0, FinishedAt: &t1, DurationMS: 1500}
+	tests := []struct {
+		name string
+		node string
+		want []*engine.StepRecord
+	}{
+		{"latest per visit in step order", "a", []*engine.StepRecord{
+			success, rec(3, "a", 2, engine.StatusFailed), rec(4, "a", 3, engine.StatusRunning),
+		}},
+		{"other node apart", "b", []*engine.StepRecord{rec(2, "b", 1, engine.StatusRunning)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got struct {
+				Node  string               `json:"node"`
+				Steps []*engine.StepRecord `json:"steps"`
+			}
+			readJSON(t, filepath.Join(b.w.Dir(), tt.node, "run.json"), &got)
+			require.Equal(t, tt.node, got.Node)
+			require.Len(t, got.Steps, len(tt.want))
+			for i := range tt.want {
+				require.Equal(t, *tt.want[i], *got.Steps[i], "step %d", i)
+			}
+			entries, err := os.ReadDir(filepath.Join(b.w.Dir(), tt.node))
+			require.NoError(t, err)
+			for _, e := range entries {
+				require.False(t, strings.HasSuffix(e.Name(), ".tmp"), "temporary file %s left behind", e.Name())
+			}
+		})
+	}
+}
+
+func TestFinishWritesResult(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	t0, t1 := started, started.Add(2*time.Second)
+	step := &engine.StepRecord{StepOrder: 1, Node: "a", Type: "http", Status: engine.StatusFailed, Visit: 1, Attempts: 2,
+		Error: &node.Error{Code: "http_500", Category: node.CategoryHTTPStatus, Message: "server error"}, StartedAt: &t0, FinishedAt: &t1, DurationMS: 2000}
+	require.NoError(t, b.w.Step(step))
+	require.NoError(t, b.w.Event(engine.TimedEvent{Time: t1, Event: engine.Event{Type: engine.EventNodeFinished, Node: "a", Visit: 1}}))
+	res := &engine.Result{
+		RunID: "run1", Workflow: "hello", Status: engine.RunFailed,
+		Outputs: map[string]any{"greeting": "hi"},
+		Error:   &node.Error{Code: "http_500", Category: node.CategoryHTTPStatus, Message: "server error"},
+		Steps:   []*engine.StepRecord{step}, StartedAt: t0, FinishedAt: t1, DurationMS: 2000,
+	}
+
+	require.NoError(t, b.w.Finish(res))
+
+	var got struct {
+		engine.Result
+		Meta map[string]any `json:"meta"`
+	}
+	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
+	require.Equal(t, *res, got.Result)
+	require.Equal(t, map[string]any{"file": "hello.yaml"}, got.Meta, "meta from Open should be kept")
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "a", "events.jsonl")), 1)
+
+	tests := []struct {
+		name string
+		call func() error
+		want error // nil: no error
+	}{
+		{"finish again", func() error { return b.w.Finish(res) }, nil},
+		{"close after finish", b.w.Close, nil},
+		{"step after finish", func() error { return b.w.Step(step) }, runlog.ErrClosed},
+		{"event after finish", func() error {
+			return b.w.Event(engine.TimedEvent{Time: t1, Event: engine.Event{Type: engine.EventWarning}})
+		}, runlog.ErrClosed},
+		{"node dir after finish", func() error { _, err := b.w.NodeDir("z"); return err }, runlog.ErrClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.call()
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+	var again struct{ Status string }
+	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &again)
+	require.Equal(t, "failed", again.Status, "a second Finish must not rewrite run.json")
+}
+
+func TestFinishNilStepsWritesEmptyList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.w.Finish(&engine.Result{RunID: "run1", Workflow: "hello", Status: engine.RunCompleted}))
+	var got map[string]any
+	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
+	require.Equal(t, []any{}, got["steps"])
+}
+
+func TestCloseWithoutFinish(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, b.w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: "a", Visit: 1}}))
+
+	require.NoError(t, b.w.Close())
+	require.NoError(t, b.w.Close(), "Close twice")
+	require.ErrorIs(t, b.w.Finish(&engine.Result{}), runlog.ErrClosed)
+
+	var run struct{ Status string }
+	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &run)
+	require.Equal(t, "running", run.Status, "run.json stays as Open wrote it")
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "a", "events.jsonl")), 1)
+}
+
+func TestNodeDirRefusesEscapes(t *testing.T) {
+	t.Parallel()
+	ids := []struct {
+		name string
+		id   string
+	}{
+		{"parent", "../x"},
+		{"dot dot", ".."},
+		{"dot", "."},
+		{"slash", "a/b"},
+		{"backslash", `a\b`},
+		{"absolute", "/tmp/x"},
+		{"empty", ""},
+		{"upper case", "UPPER"},
+		{"leading digit", "1a"},
+		{"NUL", "a\x00b"},
+		{"65 characters", strings.Repeat("a", 65)},
+	}
+	calls := []struct {
+		name string
+		call func(w *runlog.Writer, id string) error
+	}{
+		{"NodeDir", func(w *runlog.Writer, id string) error { _, err := w.NodeDir(id); return err }},
+		{"ArtifactDir", func(w *runlog.Writer, id string) error { _, err := w.ArtifactDir(id); return err }},
+		{"Step", func(w *runlog.Writer, id string) error {
+			return w.Step(&engine.StepRecord{StepOrder: 1, Node: id, Visit: 1})
+		}},
+		{"Event", func(w *runlog.Writer, id string) error {
+			return w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: id}})
+		}},
+	}
+	for _, tt := range ids {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			outside := filepath.Dir(b.root) // the temp folder holding .skein
+			before := tree(t, outside)
+			for _, c := range calls {
+				if c.name == "Event" && tt.id == "" {
+					continue // an event with no node is the run's own
+				}
+				err := c.call(b.w, tt.id)
+				require.ErrorIs(t, err, runlog.ErrInvalidName, "%s(%q)", c.name, tt.id)
+				require.ErrorContains(t, err, "[a-z_][a-z0-9_]*", "%s(%q) should say what an id looks like", c.name, tt.id)
+			}
+			require.Equal(t, before, tree(t, outside), "nothing should be created or changed")
+		})
+	}
+}
+
+func TestNodeDirRefusesWhatIsInTheWay(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		plant func(t *testing.T, dir, outside string) // puts something in the run folder
+		call  func(w *runlog.Writer) error
+		want  string
+	}{
+		{
+			name:  "symlink as node folder",
+			plant: func(t *testing.T, dir, outside string) { symlink(t, outside, filepath.Join(dir, "evil")) },
+			call:  func(w *runlog.Writer) error { _, err := w.NodeDir("evil"); return err },
+			want:  "is a symlink, not a folder",
+		},
+		{
+			name: "symlink as artifacts folder",
+			plant: func(t *testing.T, dir, outside string) {
+				mkdir(t, dir, "n")
+				symlink(t, outside, filepath.Join(dir, "n", "artifacts"))
+			},
+			call: func(w *runlog.Writer) error { _, err := w.ArtifactDir("n"); return err },
+			want: "is a symlink, not a folder",
+		},
+		{
+			name: "symlink as node events file",
+			plant: func(t *testing.T, dir, outside string) {
+				mkdir(t, dir, "n")
+				symlink(t, filepath.Join(outside, "log"), filepath.Join(dir, "n", "events.jsonl"))
+			},
+			call: func(w *runlog.Writer) error {
+				return w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: "n"}})
+			},
+			want: "is a symlink, not a file",
+		},
+		{
+			name: "file as node folder",
+			plant: func(t *testing.T, dir, _ string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "n"), nil, 0o644))
+			},
+			call: func(w *runlog.Writer) error { return w.Step(&engine.StepRecord{StepOrder: 1, Node: "n", Visit: 1}) },
+			want: "is a file, not a folder",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			outside := t.TempDir()
+			tt.plant(t, b.w.Dir(), outside)
+			before := tree(t, outside)
+
+			err := tt.call(b.w)
+			require.ErrorIs(t, err, runlog.ErrUnsafePath)
+			require.ErrorContains(t, err, tt.want)
+			require.ErrorContains(t, err, "remove it and run again")
+			require.Equal(t, before, tree(t, outside), "nothing should be written through the link")
+		})
+	}
+}
+
+func symlink(t *testing.T, target, link string) {
+	t.Helper()
+	if err := os.Symlink(target, link); err != nil {
+		t.Skipf("cannot create symlinks here: %v", err)
+	}
+}
+
+func mkdir(t *testing.T, dir, name string) {
+	t.Helper()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, name), 0o755))
+}
+
+func TestArtifactDir(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tests := []struct {
+		name string
+		id   string
+	}{
+		{"new node", "shoot"},
+		{"again", "shoot"},
+		{"longest id", strings.Repeat("a", 64)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir, err := b.w.ArtifactDir(tt.id)
+			require.NoError(t, err)
+			require.Equal(t, filepath.Join(b.w.Dir(), tt.id, "artifacts"), dir)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "shot.png"), []byte("png"), 0o644))
+			nd, err := b.w.NodeDir(tt.id)
+			require.NoError(t, err)
+			require.Equal(t, filepath.Dir(dir), nd)
+		})
+	}
+}
+
+// TestConcurrentUse runs the engine's pattern under -race: records from one
+// goroutine, artifact folders from the node tasks' goroutines.
+func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	nodes := []string{"a", "b", "c", "d"}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nodes)*10)
+	for _, id := range nodes {
+		wg.Go(func() {
+			for range 10 {
+				if _, err := b.w.ArtifactDir(id); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i, id := range nodes {
+		require.NoError(t, b.w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: id, Visit: 1}}))
+		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: i + 1, Node: id, Visit: 1, Status: engine.StatusRunning}))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), len(nodes))
+}

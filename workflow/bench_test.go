@@ -1,0 +1,93 @@
+package workflow_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	_ "github.com/skeinhq/skein/internal/nodes/standard"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// bigWorkflow generates a workflow of n nodes: a manual trigger, then a
+// chain of shell, template, set and if nodes in which every node reads the
+// output of the one before it, so validation checks n references.
+func bigWorkflow(n int) map[string]any {
+	nodes := []any{map[string]any{"id": "n0", "type": "trigger.manual"}}
+	var edges []any
+	for i := 1; i < n; i++ {
+		id, prev := fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", i-1)
+		var nd map[string]any
+		switch i % 3 {
+		case 0:
+			nd = map[string]any{"id": id, "type": "shell", "command": []any{"echo", "{{ " + prev + ".success }}"}, "timeout": "5s"}
+		case 1:
+			nd = map[string]any{"id": id, "type": "template", "text": "step " + id + " after {{ " + prev + ".success }}"}
+		case 2:
+			nd = map[string]any{"id": id, "type": "set", "values": map[string]any{"v": "{{ " + prev + ".text }}", "n": i}}
+		}
+		nodes = append(nodes, nd)
+		edges = append(edges, map[string]any{"from": prev, "to": id})
+	}
+	return map[string]any{"version": 1, "name": "big", "nodes": nodes, "edges": edges}
+}
+
+func bigYAML(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: big\nnodes:\n  - id: n0\n    type: trigger.manual\n")
+	for i := 1; i < n; i++ {
+		id, prev := fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", i-1)
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&b, "  - id: %s\n    type: shell\n    command: [echo, \"{{ %s.success }}\"]\n    timeout: 5s\n", id, prev)
+		case 1:
+			fmt.Fprintf(&b, "  - id: %s\n    type: template\n    text: \"step %s after {{ %s.success }}\"\n", id, id, prev)
+		case 2:
+			fmt.Fprintf(&b, "  - id: %s\n    type: set\n    values:\n      v: \"{{ %s.text }}\"\n      n: %d\n", id, prev, i)
+		}
+	}
+	b.WriteString("edges:\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - {from: n%d, to: n%d}\n", i-1, i)
+	}
+	return []byte(b.String())
+}
+
+func benchLoad(b *testing.B, file string, src []byte) {
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		w, ds := workflow.Decode(file, src)
+		if w == nil {
+			b.Fatal(ds.Error())
+		}
+		ds = append(ds, workflow.Validate(w, node.Default)...)
+		if ds.HasErrors() {
+			b.Fatal(ds.Error())
+		}
+	}
+}
+
+// BenchmarkLoad10k decodes and validates a generated 10,000-node workflow.
+func BenchmarkLoad10k(b *testing.B) {
+	b.Run("json", func(b *testing.B) {
+		src, _ := json.Marshal(bigWorkflow(10000))
+		benchLoad(b, "big.json", src)
+	})
+	b.Run("yaml", func(b *testing.B) {
+		benchLoad(b, "big.yaml", bigYAML(10000))
+	})
+}
+
+func BenchmarkValidate10k(b *testing.B) {
+	src, _ := json.Marshal(bigWorkflow(10000))
+	w, _ := workflow.Decode("big.json", src)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ds := workflow.Validate(w, node.Default); ds.HasErrors() {
+			b.Fatal(ds.Error())
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package workflow_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+func TestDecodeBadInputs(t *testing.T) {
+	t.Parallel()
+	deepFlow := strings.Repeat("[", 100000) + strings.Repeat("]", 100000)
+	var deepBlock strings.Builder
+	deepBlock.WriteString("version: 1\nname: deep\nnodes:\n")
+	for i := 0; i < 400; i++ {
+		deepBlock.WriteString(strings.Repeat(" ", i+1) + "- \n")
+	}
+	bomb := `version: 1
+name: bomb
+a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+	tests := []struct {
+		name string
+		file string
+		src  string
+		want string
+	}{
+		{"empty", "e.yaml", "", "empty"},
+		{"only comments", "e.yaml", "# nothing here\n", "empty"},
+		{"binary", "b.yaml", "\x00\x01\x02\xff\xfe", "not text"},
+		{"invalid utf8", "b.yaml", "name: \xff\xfe\n", "not text"},
+		{"deep flow", "d.yaml", deepFlow, "nesting"},
+		{"deep flow json", "d.json", deepFlow, "nesting"},
+		{"deep block", "d.yaml", deepBlock.String(), "nesting"},
+		{"duplicate key", "k.yaml", "version: 1\nversion: 2\n", "duplicate key"},
+		{"duplicate key json", "k.json", `{"version": 1, "version": 2}`, "duplicate key"},
+		{"alias bomb", "bomb.yaml", bomb, "more than"},
+		{"self alias", "s.yaml", "a: &a [*a]\n", "alias"},
+		{"scalar document", "s.yaml", "hello\n", "holds a map"},
+		{"two documents", "two.yaml", "version: 1\n---\nversion: 1\n", "several YAML documents"},
+		{"json trailing", "t.json", `{"version": 1} x`, "after the end"},
+		{"json unclosed", "t.json", `{"version": 1`, "end of file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w, ds := workflow.Decode(tc.file, []byte(tc.src))
+			if w != nil {
+				ds = append(ds, workflow.Validate(w, node.Default)...)
+			}
+			require.True(t, ds.HasErrors(), "want an error containing %q", tc.want)
+			require.Contains(t, ds.Error(), tc.want)
+			require.Contains(t, ds.Error(), tc.file+":")
+		})
+	}
+}
+
+func TestReadFileRefusesHugeFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "huge.yaml")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	chunk := bytes.Repeat([]byte("# padding line for a very large workflow file\n"), 1<<14)
+	for written := 0; written < 50<<20; written += len(chunk) {
+		_, err := f.Write(chunk)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Close())
+	_, ds := workflow.Load(path, node.Default)
+	require.True(t, ds.HasErrors())
+	require.Contains(t, ds.Error(), "MiB; a workflow file may be at most 8.0 MiB")
+	require.Contains(t, ds.Error(), path)
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	t.Parallel()
+	_, ds := workflow.Load(filepath.Join(t.TempDir(), "nope.yaml"), node.Default)
+	require.True(t, ds.HasErrors())
+	require.Contains(t, ds.Error(), "no such file")
+}
+
+func TestDecodeJSONAndYAMLAgree(t *testing.T) {
+	t.Parallel()
+	yamlSrc := `version: 1
+name: same
+inputs:
+  n: {type: integer, default: 2}
+nodes:
+  - {id: start, type: trigger.manual}
+  - id: pick
+    type: if
+    condition: "inputs.n > 1"
+  - {id: yes, type: template, text: "big {{ inputs.n }}"}
+edges:
+  - {from: start, to: pick}
+  - {from: pick, to: yes, on: true}
+`
+	jsonSrc := `{"version": 1, "name": "same", "inputs": {"n": {"type": "integer", "default": 2}},
+ "nodes": [{"id": "start", "type": "trigger.manual"},
+           {"id": "pick", "type": "if", "condition": "inputs.n > 1"},
+           {"id": "yes", "type": "template", "text": "big {{ inputs.n }}"}],
+ "edges": [{"from": "start", "to": "pick"}, {"from": "pick", "to": "yes", "on": true}]}`
+	wy, dy := workflow.Decode("f.yaml", []byte(yamlSrc))
+	wj, dj := workflow.Decode("f.json", []byte(jsonSrc))
+	require.Empty(t, dy)
+	require.Empty(t, dj)
+	require.Equal(t, len(wy.Nodes), len(wj.Nodes))
+	for i := range wy.Nodes {
+		require.Equal(t, wy.Nodes[i].Map(), wj.Nodes[i].Map())
+	}
+	require.Equal(t, "true", wy.Edges[1].On)
+	require.Equal(t, "true", wj.Edges[1].On)
+	require.Equal(t, 2, wj.Inputs[0].Default)
+	require.Empty(t, workflow.Validate(wy, node.Default).Errors())
+	require.Empty(t, workflow.Validate(wj, node.Default).Errors())
+}
+
+func TestJSONPositions(t *testing.T) {
+	t.Parallel()
+	src := "{\n  \"version\": 1,\n  \"name\": \"p\",\n  \"nodes\": [\n    {\"id\": \"a\", \"type\": \"shel\"}\n  ]\n}\n"
+	w, ds := workflow.Decode("p.json", []byte(src))
+	require.Empty(t, ds)
+	ds = workflow.Validate(w, node.Default)
+	require.Len(t, ds.Errors(), 1)
+	d := ds.Errors()[0]
+	require.Equal(t, 5, d.Line)
+	require.Equal(t, 25, d.Col) // the opening quote of "shel"
+	require.Contains(t, d.Message, `did you mean "shell"`)
+}
