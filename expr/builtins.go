@@ -9,7 +9,6 @@ import (
 
 	exprlang "github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/builtin"
-	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // guardedNames are the expr-lang builtins that build strings (or lists of
@@ -17,9 +16,10 @@ import (
 // replaces each with a function that first counts, against ByteBudget, the
 // bytes it is about to build and then calls the original builtin.
 //
-// Unguarded, `repeat("x", 999999)` builds a megabyte per call,
-// `replace(s, "x", s)` squares a string, and `let s2 = s + s; let s4 = s2 +
-// s2; …` doubles one per node, all outside the vm's memory budget.
+// Unguarded, `repeat(s, 999999)` builds a million copies of s,
+// `replace(s, "x", s)` squares a string, `join(map(1..1000, s))` copies one
+// a thousand times and `let s2 = s + s; let s4 = s2 + s2; …` doubles one per
+// few nodes, all outside the vm's memory budget.
 var guardedNames = []string{
 	"repeat", "replace", "join", "split", "splitAfter",
 	"toJSON", "string", "toBase64", "fromBase64", "fromJSON",
@@ -180,23 +180,6 @@ func callBuiltin(f *builtin.Function, args []any) (any, error) {
 		return f.Fast(args[0]), nil
 	}
 	return nil, fmt.Errorf("invalid number of arguments for %s (got %d)", f.Name, len(args))
-}
-
-// add is `+` for operands that may be strings: add(guard, a, b).
-func add(args ...any) (any, error) {
-	g, ok := argAt(args, 0).(*guard)
-	if !ok || len(args) != 3 {
-		return nil, errors.New("internal error: bad guard call")
-	}
-	if x, ok := args[1].(string); ok {
-		if y, ok := args[2].(string); ok {
-			if err := g.account("a string concatenation (+)", len(x)+len(y)); err != nil {
-				return nil, err
-			}
-			return x + y, nil
-		}
-	}
-	return runtime.Add(args[1], args[2]), nil
 }
 
 func argAt(args []any, i int) any {

@@ -2,6 +2,7 @@ package expr
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -102,8 +103,20 @@ func FuzzReferences(f *testing.F) {
 	} {
 		f.Add(s)
 	}
+	f.Add("fetch.body.items")
+	f.Add("  a.b  ")
+	f.Add("len.x")
+	f.Add("true.x")
 	f.Fuzz(func(t *testing.T, code string) {
 		refs, err := References(code)
+		if fast, ok := simplePath(code); ok {
+			// The fast path must agree with the parser.
+			a, perr := analyze(code)
+			if perr != nil || len(a.refs) != 1 || !reflect.DeepEqual(a.refs[0].Root, fast.Root) ||
+				!reflect.DeepEqual(append([]string{}, a.refs[0].Path...), append([]string{}, fast.Path...)) || a.refs[0].Offset != fast.Offset {
+				t.Fatalf("fast path %+v disagrees with the parser (%+v, %v) on %q", fast, a, perr, code)
+			}
+		}
 		if err != nil {
 			checkError(t, err, code)
 			return

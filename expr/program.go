@@ -72,10 +72,18 @@ func Eval(code string, s *Scope) (any, error) {
 // String returns the program's source.
 func (p *Program) String() string { return p.code }
 
-// Eval evaluates the program in s within the memory budget, ByteBudget and
-// the wall budget (DefaultTimeout). A name s does not hold is nil, and so is
-// a member of nil or a missing map key. Errors are *Error; Eval never
-// panics.
+// Eval evaluates the program in s within MemoryBudget, ByteBudget and the
+// wall budget (DefaultTimeout), and returns its value as it is: a value read
+// from s is not copied.
+//
+// A name s does not hold is nil, and so is a missing map key and a member of
+// nil: `later.body.x` is nil while the node later has not run. nil counts as
+// false for !, not, &&, ||, and, or and conditions (`!later.success` is
+// true). An index out of a list's range is an error.
+//
+// The wall budget is checked between iterations of predicates (map, filter,
+// all, …), the only loops expressions have; a single builtin call is not
+// interrupted. Errors are *Error; Eval never panics.
 func (p *Program) Eval(s *Scope) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -100,7 +108,9 @@ func (p *Program) Eval(s *Scope) (v any, err error) {
 	return out, nil
 }
 
-// EvalBool evaluates the program and requires a bool result.
+// EvalBool evaluates the program and requires a bool result; any other
+// result, nil included, is an error naming its type (never its value, which
+// may be secret). Write `x ?? false` to read nil as false.
 func (p *Program) EvalBool(s *Scope) (bool, error) {
 	v, err := p.Eval(s)
 	if err != nil {
@@ -300,56 +310,6 @@ func identAt(name string, loc file.Location) *ast.IdentifierNode {
 func mayBeString(n ast.Node) bool {
 	k := n.Type().Kind()
 	return k == reflect.String || k == reflect.Interface
-}
-
-// guard is the per-evaluation state the patched program reaches through the
-// hidden name $__guard: the clock and the bytes built so far.
-type guard struct {
-	now      func() time.Time
-	timeout  time.Duration
-	deadline time.Time
-	ticks    uint32
-	bytes    int
-}
-
-// tickEvery is how many predicate iterations pass between clock reads.
-const tickEvery = 32
-
-// tick is called by every predicate iteration: tick(guard, value) returns
-// value, or fails once the wall budget is spent.
-func tick(args ...any) (any, error) {
-	g, ok := args[0].(*guard)
-	if !ok || len(args) != 2 {
-		return nil, errors.New("internal error: bad guard call")
-	}
-	g.ticks++
-	if g.ticks%tickEvery == 0 && g.now != nil && g.now().After(g.deadline) {
-		return nil, &budgetError{
-			msg:  fmt.Sprintf("evaluation took longer than %v", g.timeout),
-			kind: ErrTimeout,
-		}
-	}
-	return args[1], nil
-}
-
-// reserve fails when building n more bytes would exceed ByteBudget.
-func (g *guard) reserve(what string, n int) error {
-	if n < 0 || n > ByteBudget-g.bytes {
-		return &budgetError{
-			msg:  fmt.Sprintf("memory budget exceeded: %s would take the bytes this evaluation built past %d", what, ByteBudget),
-			kind: ErrBudget,
-		}
-	}
-	return nil
-}
-
-// account counts n bytes built.
-func (g *guard) account(what string, n int) error {
-	if err := g.reserve(what, n); err != nil {
-		return err
-	}
-	g.bytes += n
-	return nil
 }
 
 // typeName names the type of an expression value in user terms.

@@ -36,6 +36,19 @@ const (
 	envName        = "$env"
 )
 
+// keywords are the words expr-lang's lexer reads as operators or literals;
+// a name spelled like one cannot be referenced.
+var keywords = map[string]bool{
+	"true": true, "false": true, "nil": true,
+	"not": true, "in": true, "and": true, "or": true, "let": true, "if": true, "else": true,
+	"matches": true, "contains": true, "startsWith": true, "endsWith": true,
+}
+
+// IsKeyword reports whether name is an expression keyword (in, not, and,
+// or, let, if, else, matches, contains, startsWith, endsWith, true, false,
+// nil). A node with such an id could not be referenced in expressions.
+func IsKeyword(name string) bool { return keywords[name] }
+
 // nodeLimitMsg is the message expr-lang's parser fails with when an
 // expression has more than the configured number of nodes.
 const nodeLimitMsg = "compilation failed: expression exceeds maximum allowed nodes"
@@ -64,6 +77,9 @@ var parseConfig = func() *conf.Config {
 //
 // References only parses; it neither type-checks nor compiles.
 func References(code string) ([]Ref, error) {
+	if r, ok := simplePath(code); ok {
+		return []Ref{r}, nil
+	}
 	a, err := analyze(code)
 	if err != nil {
 		return nil, err

@@ -241,3 +241,19 @@ func TestErrorMessage(t *testing.T) {
 	require.ErrorContains(t, err, `bbb…": unexpected token`)
 	require.ErrorContains(t, err, "(at offset 102)")
 }
+
+func TestIsKeyword(t *testing.T) {
+	t.Parallel()
+
+	for kw := range keywords {
+		require.True(t, IsKeyword(kw))
+		_, err := References(kw + ".x")
+		require.Error(t, err, "%s.x should not parse as a reference", kw)
+	}
+	for _, name := range []string{"fetch", "map", "len", "filter", "inputs", "node_1", "notes", "iff"} {
+		require.False(t, IsKeyword(name))
+		refs, err := References(name + ".x")
+		require.NoError(t, err)
+		require.Equal(t, []Ref{{Root: name, Path: []string{"x"}}}, refs)
+	}
+}

@@ -27,10 +27,6 @@ type Scope struct {
 	Nodes     map[string]any // node id → its output object, with "success" and "error"
 }
 
-// emptyObject stands in for a nil root map so that len(inputs) and the like
-// work; expressions cannot modify it.
-var emptyObject = map[string]any{}
-
 // Env returns the flat environment expressions see: the keys of ScopeRoots
 // and every node id. A node id equal to a scope root is shadowed by the root.
 // A nil root map is an empty object, except loop, which is nil outside loops.
@@ -88,7 +84,9 @@ func (s *Scope) lookup(name string) (any, bool) {
 		return v, ok
 	}
 	if m == nil {
-		return emptyObject, true
+		// An empty object, so that len(inputs) and the like work. A new one
+		// each time: a rendered value may be handed on and modified.
+		return map[string]any{}, true
 	}
 	return m, true
 }

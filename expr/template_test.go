@@ -91,7 +91,7 @@ func TestParseTemplateErrors(t *testing.T) {
 	}
 }
 
-// scopeBundle is the scope most render and eval tests read.
+// testScope returns the scope most render and eval tests read.
 func testScope() *Scope {
 	return &Scope{
 		Inputs: map[string]any{

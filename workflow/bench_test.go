@@ -91,3 +91,14 @@ func BenchmarkValidate10k(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkDecodeYAML10k(b *testing.B) {
+	src := bigYAML(10000)
+	b.SetBytes(int64(len(src)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if w, ds := workflow.Decode("big.yaml", src); w == nil {
+			b.Fatal(ds.Error())
+		}
+	}
+}

@@ -22,8 +22,7 @@ type refSite struct {
 	pos       Pos
 	path      string
 	nodeID    string
-	source    string // the template or expression, for messages
-	nodesOK   bool   // node outputs are in scope
+	nodesOK   bool // node outputs are in scope
 }
 
 // references compiles every template and expression and checks what it
@@ -52,9 +51,10 @@ func (v *validator) references() {
 				continue
 			}
 			if p.Type == node.List && len(p.Items) > 0 && raw.kind == vList {
-				for _, item := range raw.list {
+				for i, item := range raw.list {
 					for _, e := range item.keys {
 						ip := paramItem(p, e.key)
+						s.path = fmt.Sprintf("%s[%d].%s", p.Name, i, e.key)
 						if ip.Expr && e.val.kind == vString {
 							s.pos = e.val.pos
 							v.expression(e.val.s, s)
@@ -69,9 +69,9 @@ func (v *validator) references() {
 				v.templates(raw, s)
 			}
 		}
-		for _, c := range n.Checks {
+		for ci, c := range n.Checks {
 			if c.Type == "expr" && c.Expr != "" {
-				v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: "checks", nodesOK: true})
+				v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true})
 			}
 		}
 	}
@@ -87,15 +87,23 @@ func (v *validator) references() {
 		for k, val := range s.Headers {
 			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".headers." + k})
 		}
-		for _, a := range s.Args {
-			v.templateString(a, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".args"})
+		for i, a := range s.Args {
+			v.templateString(a, refSite{user: -1, pos: s.Pos, path: fmt.Sprintf("mcp_servers.%s.args[%d]", s.Name, i)})
 		}
 	}
 	for _, l := range w.LLM {
-		for _, val := range []string{l.APIKey, l.BaseURL, l.Model} {
-			v.templateString(val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name})
+		for _, f := range []struct{ key, val string }{{"model", l.Model}, {"base_url", l.BaseURL}, {"api_key", l.APIKey}} {
+			v.templateString(f.val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name + "." + f.key})
 		}
 	}
+}
+
+// diagPath is the site's path from the top of the file, for diagnostics.
+func (s refSite) diagPath() string {
+	if s.user >= 0 {
+		return fmt.Sprintf("nodes[%d].%s", s.user, s.path)
+	}
+	return s.path
 }
 
 func paramItem(p node.Param, name string) node.Param {
@@ -123,11 +131,15 @@ func (v *validator) templates(val *value, site refSite) {
 		site.pos = val.pos
 		v.templateString(val.s, site)
 	case vList:
-		for _, e := range val.list {
+		path := site.path
+		for i, e := range val.list {
+			site.path = fmt.Sprintf("%s[%d]", path, i)
 			v.templates(e, site)
 		}
 	case vMap:
+		path := site.path
 		for _, e := range val.keys {
+			site.path = joinPath(path, e.key)
 			v.templates(e.val, site)
 		}
 	}
@@ -139,24 +151,22 @@ func (v *validator) templateString(s string, site refSite) {
 	}
 	t, err := expr.ParseTemplate(s)
 	if err != nil {
-		v.d.errorf(site.pos, site.path, site.nodeID, "bad template in %s: %v", site.path, err)
+		v.d.errorf(site.pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
 		return
 	}
-	site.source = s
 	for _, seg := range t.Segments() {
 		v.refs(seg.Code, site)
 	}
 }
 
 func (v *validator) expression(code string, site refSite) {
-	site.source = code
 	v.refs(code, site)
 }
 
 func (v *validator) refs(code string, site refSite) {
 	refs, err := expr.References(code)
 	if err != nil {
-		v.d.errorf(site.pos, site.path, site.nodeID, "bad expression %q in %s: %v", clip(code), site.path, err)
+		v.d.errorf(site.pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
 		return
 	}
 	for _, r := range refs {
@@ -164,11 +174,12 @@ func (v *validator) refs(code string, site refSite) {
 	}
 }
 
-func clip(s string) string {
-	if len(s) > 60 {
-		return s[:60] + "…"
+// refText renders a reference as written: the root and its first member.
+func refText(r expr.Ref) string {
+	if len(r.Path) == 0 {
+		return r.Root
 	}
-	return s
+	return r.Root + "." + r.Path[0]
 }
 
 func (v *validator) ref(r expr.Ref, site refSite) {
@@ -177,9 +188,11 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	if len(r.Path) > 0 {
 		first = r.Path[0]
 	}
+	// Every message names the field and the reference it reads, then the
+	// problem and what to do.
 	errf := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
-		v.d.errorf(site.pos, site.path, site.nodeID, "%s in %q", msg, clip(site.source))
+		v.d.errorf(site.pos, site.diagPath(), site.nodeID, "%s reads %s, but %s", site.path, refText(r), msg)
 	}
 	switch r.Root {
 	case "inputs":
@@ -188,7 +201,7 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 			for _, in := range w.Inputs {
 				names = append(names, in.Name)
 			}
-			errf("unknown input %q%s (declare it under inputs:)", first, didYouMean(first, names))
+			errf("no input %q is declared%s (declare it under inputs:)", first, didYouMean(first, names))
 		}
 		return
 	case "secrets":
@@ -210,19 +223,23 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 		return
 	}
 	idx, isNode := v.g.Index[r.Root]
-	if !isNode || !site.nodesOK {
+	if !site.nodesOK {
+		errf("only inputs and secrets can be read here, not %q", r.Root)
+		return
+	}
+	if !isNode {
 		cands := append(append([]string(nil), v.ids...), expr.ScopeRoots...)
-		if !site.nodesOK {
-			errf("unknown name %q (only inputs and secrets are known here)", r.Root)
-			return
+		hint := didYouMean(r.Root, cands)
+		if hint == "" {
+			hint = " (a reference starts with a node id or one of " + strings.Join(expr.ScopeRoots, ", ") + ")"
 		}
-		errf("unknown node %q%s", r.Root, didYouMean(r.Root, cands))
+		errf("there is no node %q%s", r.Root, hint)
 		return
 	}
 	if site.user >= 0 {
 		if idx == site.user {
 			if !site.allowSelf && !v.onCycle(idx) {
-				errf("node %q refers to its own output, which does not exist before it runs", r.Root)
+				errf("that is the node's own output, which does not exist before it runs")
 				return
 			}
 		} else if !v.upstream(idx, site.user) {
@@ -241,7 +258,8 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	if ports == nil || contains(ports, first) {
 		return
 	}
-	errf("node %q (%s) has no output %q%s (outputs: %s)", r.Root, w.Nodes[idx].Type, first, didYouMean(first, append(ports, alwaysPorts...)), strings.Join(append(ports, alwaysPorts...), ", "))
+	all := append(ports, alwaysPorts...)
+	errf("node %q (%s) has no output %q%s (its outputs: %s)", r.Root, w.Nodes[idx].Type, first, didYouMean(first, all), strings.Join(all, ", "))
 }
 
 func (v *validator) onCycle(i int) bool {

@@ -72,6 +72,9 @@ type validator struct {
 	comp  []int // SCC of each node over every edge
 	stamp []int32
 	epoch int32
+
+	// brokenEdges is set when an edge names a node that does not exist.
+	brokenEdges bool
 }
 
 func (v *validator) run() {
@@ -98,6 +101,7 @@ func (v *validator) run() {
 	v.g = w.Graph()
 	v.edges()
 	v.loops()
+	v.loopBodies()
 	v.cycles()
 	v.reachability()
 	v.references()
@@ -127,10 +131,10 @@ func (v *validator) inputsAndSecrets() {
 	seen := map[string]bool{}
 	for _, in := range v.w.Inputs {
 		if !ValidID(in.Name) {
-			v.d.errorf(in.Pos, "inputs."+in.Name, "", "input name %q must match [a-z_][a-z0-9_]*", in.Name)
+			v.d.errorf(in.Pos, "inputs."+in.Name, "", "input name %q must match [a-z_][a-z0-9_]* (e.g. %q): inputs are read as inputs.<name>", in.Name, suggestID(in.Name))
 		}
 		if in.Default != nil && !valueHasType(in.Default, in.Type) {
-			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "default of input %q is not of its type %s", in.Name, in.Type)
+			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q is %s, which is not of its type %s; change the default or the type", in.Name, describePlain(in.Default), in.Type)
 		}
 		seen[in.Name] = true
 	}
@@ -196,7 +200,7 @@ func (v *validator) nodes() {
 			v.d.errorf(idPos, path+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
 		}
 		if prev, dup := first[n.ID]; dup && n.ID != "" {
-			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first defined at line %d); node ids must be unique", n.ID, prev.Pos.Line)
+			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first used at line %d); node ids must be unique, so rename one of them", n.ID, prev.Pos.Line)
 		} else if n.ID != "" {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
@@ -206,12 +210,34 @@ func (v *validator) nodes() {
 		}
 		spec, ok := v.reg.Lookup(n.Type)
 		if !ok {
-			v.d.errorf(n.ParamPosOf("type"), path+".type", n.ID, "unknown node type %q%s", n.Type, didYouMean(n.Type, kinds))
+			v.d.errorf(n.ParamPosOf("type"), path+".type", n.ID, "unknown node type %q%s", n.Type, typeHint(n.Type, kinds))
 			continue
 		}
 		v.specs[i] = spec
 		v.params(n, spec, path)
 	}
+}
+
+// typeHint suggests a node type close to typ. When the type has a known
+// prefix (trigger.x) it lists that family, since edit distance alone would
+// offer trigger.chat for trigger.cron; with no close type it lists them all.
+func typeHint(typ string, kinds []string) string {
+	hint := didYouMean(typ, kinds)
+	if prefix, _, ok := strings.Cut(typ, "."); ok {
+		var family []string
+		for _, k := range kinds {
+			if strings.HasPrefix(k, prefix+".") {
+				family = append(family, k)
+			}
+		}
+		if len(family) > 0 {
+			return hint + " (" + prefix + " types: " + strings.Join(family, ", ") + ")"
+		}
+	}
+	if hint == "" {
+		hint = " (node types: " + strings.Join(kinds, ", ") + ")"
+	}
+	return hint
 }
 
 func suggestID(s string) string {
@@ -278,14 +304,59 @@ func (v *validator) params(n *Node, spec *node.Spec, path string) {
 	}
 	for _, p := range spec.Params {
 		if _, ok := n.Params[p.Name]; p.Required && !ok {
-			v.d.errorf(n.Pos, path, n.ID, "node type %s needs parameter %q: %s", n.Type, p.Name, p.Description)
+			v.d.errorf(n.Pos, path, n.ID, "node type %s needs parameter %q (%s); add `%s:` to the node", n.Type, p.Name, p.Description, p.Name)
 		}
 	}
 	if spec.Check != nil {
 		for _, pe := range spec.Check(n.Params) {
-			v.d.errorf(n.ParamPos(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
+			v.d.errorf(n.posAt(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
 		}
 	}
+}
+
+// posAt returns the position of the value at a parameter path such as
+// "cases[1].name", as precisely as the path can be followed; a kind's Check
+// may name an element of a parameter this way.
+func (n *Node) posAt(path string) Pos {
+	name, rest := path, ""
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		name, rest = path[:i], path[i:]
+	}
+	cur := n.rawAt(name)
+	if cur == nil {
+		return n.ParamPos(name)
+	}
+	pos := cur.pos
+	for rest != "" {
+		switch {
+		case rest[0] == '[':
+			end := strings.IndexByte(rest, ']')
+			if end < 0 {
+				return pos
+			}
+			i, err := strconv.Atoi(rest[1:end])
+			if err != nil || cur.kind != vList || i < 0 || i >= len(cur.list) {
+				return pos
+			}
+			cur, rest = cur.list[i], rest[end+1:]
+		case rest[0] == '.':
+			key := rest[1:]
+			if j := strings.IndexAny(key, ".["); j >= 0 {
+				key, rest = key[:j], key[j:]
+			} else {
+				rest = ""
+			}
+			val, ok := cur.get(key)
+			if !ok {
+				return pos
+			}
+			cur = val
+		default:
+			return pos
+		}
+		pos = cur.pos
+	}
+	return pos
 }
 
 func isTemplated(val any) bool {
@@ -328,7 +399,7 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path str
 		switch d := val.(type) {
 		case string:
 			if _, err := ParseDuration(d); err != nil {
-				v.d.errorf(pos, path, n.ID, "bad duration for %s: %v", p.Name, err)
+				v.d.errorf(pos, path, n.ID, "parameter %q of %s is not a valid duration: %v", p.Name, n.Type, err)
 			}
 		case int, float64:
 		default:
@@ -471,10 +542,11 @@ func (v *validator) edges() {
 		}
 		k := key{e.From, e.To, e.On}
 		if seen[k] {
-			v.d.warnf(e.Pos, path, e.From, "edge %s → %s is written twice", e.From, e.To)
+			v.d.warnf(e.Pos, path, e.From, "edge %s → %s is written twice; remove one", e.From, e.To)
 		}
 		seen[k] = true
 		if !okFrom || !okTo || e.From == "" {
+			v.brokenEdges = true
 			continue
 		}
 		if handlesUsed[e.From] == nil {
@@ -486,7 +558,7 @@ func (v *validator) edges() {
 			continue
 		}
 		if dst, dspec := v.spec(e.To); dspec != nil && dspec.Category == node.Trigger {
-			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges", e.To)
+			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges; remove the edge", e.To)
 		}
 		allowed := spec.AllHandles(src.Params)
 		onErr := v.onError(src)
@@ -516,7 +588,7 @@ func (v *validator) edges() {
 			case len(named) > 0:
 				msg += fmt.Sprintf("%s (handles: %s)", didYouMean(e.On, named), strings.Join(named, ", "))
 			case len(allowed) == 0:
-				msg = fmt.Sprintf("node %q (%s) has no out-edges", src.ID, src.Type)
+				msg = fmt.Sprintf("node %q (%s) takes no out-edges; remove the edge", src.ID, src.Type)
 			default:
 				msg += "; leave `on:` out for the default handle"
 			}
@@ -584,7 +656,7 @@ func (v *validator) loops() {
 		case target == nil:
 			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names loop %q, but there is no such node%s", l, didYouMean(l, v.loopIDs()))
 		case tspec != nil && target.Type != "loop" && target.Type != "foreach":
-			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, which is a %s node, not a loop or foreach", l, target.Type)
+			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, which is a %s node, not a loop or foreach; set loop: to the id of the loop or foreach whose body it ends", l, target.Type)
 		default:
 			ends[l] = append(ends[l], i)
 		}
@@ -635,6 +707,93 @@ func (v *validator) loops() {
 	}
 }
 
+// loopBodies reports edges that enter a loop or foreach body other than by
+// the loop's body handle, or leave a body other than through its endloop.
+// The scheduler runs a body as a unit, once per pass, so such an edge has
+// no meaning (and the plan would refuse it). A body is every node reachable
+// from the body handle without passing the loop or an endloop's jump back;
+// a node belongs to the innermost body holding it.
+func (v *validator) loopBodies() {
+	g := v.g
+	n := len(g.Nodes)
+	var loops []int
+	body := map[int][]bool{}
+	size := map[int]int{}
+	for i, nd := range g.Nodes {
+		if nd.Type != "loop" && nd.Type != "foreach" {
+			continue
+		}
+		in := make([]bool, n)
+		var queue []int
+		for _, ei := range g.Out[i] {
+			if e := g.Edges[ei]; e.On == "body" && !e.Back && !in[e.To] && e.To != i {
+				in[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			size[i]++
+			for _, ei := range g.Out[c] {
+				e := g.Edges[ei]
+				if e.To == i || in[e.To] || (e.Back && g.Nodes[c].Type == "endloop") {
+					continue
+				}
+				in[e.To] = true
+				queue = append(queue, e.To)
+			}
+		}
+		loops = append(loops, i)
+		body[i] = in
+	}
+	if len(loops) == 0 {
+		return
+	}
+	home := make([]int, n)
+	for i := range home {
+		home[i] = -1
+		for _, l := range loops {
+			if body[l][i] && (home[i] < 0 || size[l] < size[home[i]]) {
+				home[i] = l
+			}
+		}
+	}
+	for _, e := range g.Edges {
+		from, to := g.Nodes[e.From], g.Nodes[e.To]
+		if e.Implicit || home[e.From] == home[e.To] {
+			continue
+		}
+		if from.Type == "endloop" {
+			if l, _ := from.Params["loop"].(string); l == to.ID {
+				continue
+			}
+		}
+		if !e.Back && e.On == "body" && home[e.To] == e.From {
+			continue
+		}
+		edge := fmt.Sprintf("edge %s → %s", from.ID, to.ID)
+		if h := home[e.To]; h >= 0 && !body[h][e.From] {
+			l := g.Nodes[h]
+			v.d.errorf(e.Pos, "", from.ID, "%s enters the body of %s %q from outside; a body is entered only by the %s's body handle, so send the edge to %q instead", edge, l.Type, l.ID, l.Type, l.ID)
+			continue
+		}
+		l := g.Nodes[home[e.From]]
+		if e.To == home[e.From] {
+			end := "an endloop node {type: endloop, loop: " + l.ID + "}"
+			for _, c := range g.Nodes {
+				if lp, _ := c.Params["loop"].(string); c.Type == "endloop" && lp == l.ID {
+					end = fmt.Sprintf("its endloop %q", c.ID)
+					break
+				}
+			}
+			v.d.errorf(e.Pos, "", from.ID, "%s jumps back to %s %q without its endloop; to start the next pass, send the edge to %s", edge, l.Type, l.ID, end)
+			continue
+		}
+		v.d.errorf(e.Pos, "", from.ID, "%s leaves the body of %s %q; end the body with its endloop and go on from the %s's done handle ({from: %s, to: %s, on: done})", edge, l.Type, l.ID, l.Type, l.ID, to.ID)
+	}
+}
+
 func (v *validator) loopIDs() []string {
 	var out []string
 	for _, n := range v.w.Nodes {
@@ -681,22 +840,39 @@ func (v *validator) cycles() {
 					members = append(members, g.Nodes[j].ID)
 				}
 			}
-			v.d.errorf(n.Pos, "", n.ID, "node %q is on a cycle (%s) not closed by an endloop and has max_visits: 0; give it a visit limit (max_visits: 10) or use a loop node", n.ID, strings.Join(members, " → "))
+			pos, limit, fix := n.Pos, "defaults sets max_visits: 0 (no limit)", "set max_visits (e.g. 10) in defaults or on the node"
+			if n.MaxVisits != nil {
+				pos, limit, fix = n.ParamPosOf("max_visits"), "it has max_visits: 0 (no limit)", "give it a visit limit (e.g. max_visits: 10)"
+			}
+			v.d.errorf(pos, "", n.ID, "node %q is on a cycle through %s that no endloop closes, and %s, so the cycle could run forever; %s, or use a loop node", n.ID, strings.Join(members, ", "), limit, fix)
 		}
 	}
 	v.comp, _ = g.SCC(nil)
 }
 
+// reachability warns about nodes no run reaches. A run starts at the trigger
+// that fired, so when the workflow has triggers a node is reached only from
+// them; without triggers every entry node starts.
 func (v *validator) reachability() {
+	if v.brokenEdges {
+		return // what is reachable is not known until the edges name real nodes
+	}
 	g := v.g
 	var starts []int
-	for _, i := range g.Entries {
-		starts = append(starts, i)
+	for i, spec := range v.specs {
+		if spec != nil && spec.Category == node.Trigger {
+			starts = append(starts, i)
+		}
+	}
+	from := "any trigger"
+	if len(starts) == 0 {
+		starts, from = g.Entries, "any entry node"
 	}
 	seen := g.Reachable(starts)
 	for i, n := range g.Nodes {
-		if !seen[i] {
-			v.d.warnf(n.Pos, "", n.ID, "node %q cannot be reached from any entry node and will not run", n.ID)
+		// Nodes with an unknown type or a duplicate id have errors already.
+		if !seen[i] && v.specs[i] != nil && g.Index[n.ID] == i {
+			v.d.warnf(n.Pos, "", n.ID, "node %q cannot be reached from %s and will not run; add an edge to it or remove it", n.ID, from)
 		}
 	}
 }

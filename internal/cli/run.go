@@ -28,6 +28,8 @@ type runFlags struct {
 	concurrency int
 	trigger     string
 	dir         string
+	secretsFile string
+	denyPrivate bool
 }
 
 func runCmd(e *env) *cobra.Command {
@@ -54,6 +56,8 @@ starts; a second Ctrl-C stops them at once.`,
 	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once")
 	fl.StringVar(&f.trigger, "trigger", "", "trigger node to start from")
 	fl.StringVar(&f.dir, "dir", ".skein", "folder for run records")
+	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
+	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
 	return cmd
 }
 
@@ -81,7 +85,7 @@ func runWorkflow(ctx context.Context, e *env, file string, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	secrets, err := resolveSecrets(w, os.LookupEnv)
+	secrets, err := resolveSecrets(w, os.LookupEnv, f.secretsFile)
 	if err != nil {
 		return err
 	}
@@ -148,6 +152,13 @@ func runWorkflow(ctx context.Context, e *env, file string, f runFlags) error {
 			return d
 		},
 		Hard: hard,
+		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
+			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": runID})
+			if err != nil {
+				return nil, nil, err
+			}
+			return crl, crl.Finish, nil
+		},
 	})
 	if res == nil {
 		return exit(ExitFailed, runErr)

@@ -69,6 +69,11 @@ type Options struct {
 	CancelGrace time.Duration
 	// Hard, when closed, cancels running tasks at once.
 	Hard <-chan struct{}
+	// Child records child runs of subworkflow nodes (nil: not recorded).
+	Child ChildFactory
+	// Stack lists the absolute paths of the parent workflows of this run,
+	// outermost first, to stop recursion.
+	Stack []string
 }
 
 // Result is how a run ended.
@@ -404,17 +409,29 @@ func (rs *runState) runTask(ctx context.Context, t *Task) (Outcome, map[string]a
 		ctx, cancel = context.WithTimeout(ctx, pn.Timeout)
 		defer cancel()
 	}
+	services := rs.opts.Services
+	if pn.Type == "subworkflow" {
+		services = make(map[string]any, len(rs.opts.Services)+1)
+		for k, v := range rs.opts.Services {
+			services[k] = v
+		}
+		services["subworkflow"] = &subRunner{rs: rs, task: t}
+	}
 	call := &node.Call{
 		RunID: rs.opts.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", rs.opts.RunID, pn.ID, t.Visit),
-		Emit:           func(string, map[string]any) {},
+		Emit: func(kind string, data map[string]any) {
+			rs.post(func() {
+				rs.recordEvent(Event{Type: kind, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
+			})
+		},
 		Redact:         rs.redact,
 		Eval: func(code string) (any, error) {
 			return expr.Eval(code, &scope)
 		},
 		Now:      rs.d.Clock.Now,
 		Passes:   t.Passes,
-		Services: rs.opts.Services,
+		Services: services,
 	}
 	if rs.opts.ArtifactDir != nil {
 		call.ArtifactDir = rs.opts.ArtifactDir(pn.ID)
@@ -440,6 +457,23 @@ func safeRun(ctx context.Context, k node.Kind, c *node.Call) (out map[string]any
 		}
 	}()
 	return k.Run(ctx, c)
+}
+
+// post runs fn on the run's loop goroutine.
+func (rs *runState) post(fn func()) {
+	select {
+	case rs.events <- fn:
+	case <-rs.closed:
+	}
+}
+
+// waiting marks a task's step as waiting (a subworkflow's parent while its
+// child runs).
+func (rs *runState) waiting(t *Task) {
+	rs.post(func() {
+		rs.recordStep(StepUpdate{TaskID: t.ID, Node: t.Node.ID, Index: t.Node.Index, Visit: t.Visit, Iteration: t.Iteration,
+			Attempt: t.Attempt, Status: StatusWaiting}, rs.d.Clock.Now(), nil)
+	})
 }
 
 // RenderParams renders a node's parameters in scope, with defaults filled in.

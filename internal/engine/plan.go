@@ -63,6 +63,27 @@ type PlanNode struct {
 	// rearm lists, for a node that is the target of a back-edge (not an
 	// endloop one), the nodes of its home re-armed when that edge fires.
 	rearm []int
+	// cycle is the cycle (strongly connected component, endloop back-edges
+	// aside) the node is on, nil when it is on none.
+	cycle *cycle
+	// cycles lists the cycles among the nodes of the region (loop and
+	// foreach only).
+	cycles []*cycle
+	// topo is the node's place in a topological order of the forward edges,
+	// file order breaking ties.
+	topo int
+}
+
+// cycle is a set of nodes that reach each other through edges other than
+// endloop back-edges. Its members share a home. While a cycle may still come
+// round again, the edges that leave it are held open instead of dying: a
+// node that did not take its exit on this visit may take it on the next.
+type cycle struct {
+	members []int
+	// entries are the forward edges into the cycle from outside it; exits
+	// the forward edges out of it.
+	entries []int
+	exits   []int
 }
 
 // Plan is a workflow prepared for running.
@@ -73,6 +94,7 @@ type Plan struct {
 	// root region: nodes whose home is the run.
 	rootRegion []int
 	rootEdges  []int
+	rootCycles []*cycle
 	// EdgeSlot is each edge's place among its home's edges (-1 for edges that
 	// cross homes: body edges and endloop back-edges).
 	EdgeSlot []int
@@ -141,7 +163,100 @@ func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
 	if err := p.references(); err != nil {
 		return nil, err
 	}
+	p.cycles()
+	p.topoOrder()
 	return p, nil
+}
+
+// isExit reports whether edge ei leaves a cycle.
+func (p *Plan) isExit(ei int) bool {
+	e := p.G.Edges[ei]
+	c := p.Nodes[e.From].cycle
+	return c != nil && !e.Back && p.EdgeSlot[ei] >= 0 && p.Nodes[e.To].cycle != c
+}
+
+// cycles finds the cycles that are not loops, with the edges into and out of
+// each.
+func (p *Plan) cycles() {
+	g := p.G
+	comp, count := g.SCC(func(e workflow.GraphEdge) bool {
+		from := p.Nodes[e.From]
+		return from.ctrl == ctrlEndLoop && from.LoopOf == e.To
+	})
+	size := make([]int, count)
+	for _, c := range comp {
+		size[c]++
+	}
+	selfLoop := make([]bool, len(p.Nodes))
+	for _, e := range g.Edges {
+		if e.From == e.To {
+			selfLoop[e.From] = true
+		}
+	}
+	byComp := make([]*cycle, count)
+	for i, pn := range p.Nodes {
+		c := comp[i]
+		if size[c] < 2 && !selfLoop[i] {
+			continue
+		}
+		if byComp[c] == nil {
+			byComp[c] = &cycle{}
+			if pn.Home < 0 {
+				p.rootCycles = append(p.rootCycles, byComp[c])
+			} else {
+				h := p.Nodes[pn.Home]
+				h.cycles = append(h.cycles, byComp[c])
+			}
+		}
+		byComp[c].members = append(byComp[c].members, i)
+		pn.cycle = byComp[c]
+	}
+	for ei, e := range g.Edges {
+		if e.Back || p.EdgeSlot[ei] < 0 {
+			continue
+		}
+		from, to := p.Nodes[e.From].cycle, p.Nodes[e.To].cycle
+		if from == to {
+			continue
+		}
+		if from != nil {
+			from.exits = append(from.exits, ei)
+		}
+		if to != nil {
+			to.entries = append(to.entries, ei)
+		}
+	}
+}
+
+// topoOrder ranks the nodes in a topological order of the forward edges
+// (Kahn's, starting from the entries in file order), so that "the last node
+// of a body" means the same whatever order the nodes finished in.
+func (p *Plan) topoOrder() {
+	g := p.G
+	indeg := make([]int, len(p.Nodes))
+	for _, e := range g.Edges {
+		if !e.Back {
+			indeg[e.To]++
+		}
+	}
+	queue := make([]int, 0, len(p.Nodes))
+	for i := range p.Nodes {
+		if indeg[i] == 0 {
+			queue = append(queue, i)
+		}
+	}
+	for k := 0; k < len(queue); k++ {
+		c := queue[k]
+		p.Nodes[c].topo = k
+		for _, ei := range g.Out[c] {
+			if e := g.Edges[ei]; !e.Back {
+				indeg[e.To]--
+				if indeg[e.To] == 0 {
+					queue = append(queue, e.To)
+				}
+			}
+		}
+	}
 }
 
 func intParam(m map[string]any, k string, def int) int {

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"sort"
 	"time"
 
@@ -82,9 +83,13 @@ type frame struct {
 	edge   []uint8
 	out    []map[string]any
 	active int // running tasks and timers
-	last   map[string]any
-	abort  bool // a foreach item that failed with on_error: continue
-	closed bool
+	// last is the output of the succeeded node that comes last in the
+	// plan's topological order (a foreach item's result); lastTopo is its
+	// rank.
+	last     map[string]any
+	lastTopo int
+	abort    bool // a foreach item that failed with on_error: continue
+	closed   bool
 }
 
 type nstate struct {
@@ -95,7 +100,14 @@ type nstate struct {
 	started  bool // merge any: already activated
 	loop     *loopState
 	task     int64
-	visit    int // the run-wide visit number of the current activation
+	timer    int64 // the retry or delay timer set for the node, 0 when none
+	visit    int   // the run-wide visit number of the current activation
+}
+
+// busy reports whether the node has work under way in its frame: a task,
+// a loop body, or a timer.
+func (st *nstate) busy() bool {
+	return st.status == StatusRunning || st.status == StatusWaiting || st.timer != 0
 }
 
 type loopState struct {
@@ -212,10 +224,12 @@ func (r *Run) Start(starts []int, payload map[string]any) *Actions {
 	r.reach = p.G.Reachable(starts)
 	root := r.newFrame(nil, -1, p.rootRegion, len(p.rootEdges), 0, nil)
 	r.event(EventExecutionStarted, nil, nil, map[string]any{"starts": r.ids(starts)})
-	for _, i := range p.rootRegion {
-		if !r.reach[i] {
-			pn := p.Nodes[i]
-			r.event(EventWarning, pn, nil, map[string]any{"message": fmt.Sprintf("node %q is not reachable from the start and is ignored", pn.ID)})
+	for i, pn := range p.Nodes {
+		if r.reach[i] {
+			continue
+		}
+		r.event(EventWarning, pn, nil, map[string]any{"message": fmt.Sprintf("node %q is not reachable from the start and is ignored", pn.ID)})
+		if pn.Home < 0 {
 			root.st[pn.Slot].status = StatusSkipped
 		}
 	}
@@ -258,9 +272,10 @@ func (r *Run) newFrame(parent *frame, owner int, region []int, nedges int, pass 
 	r.nextFr++
 	f := &frame{
 		id: r.nextFr, parent: parent, owner: owner, region: region, pass: pass, loop: loop,
-		st:   make([]nstate, len(region)),
-		edge: make([]uint8, nedges),
-		out:  make([]map[string]any, len(region)),
+		lastTopo: -1,
+		st:       make([]nstate, len(region)),
+		edge:     make([]uint8, nedges),
+		out:      make([]map[string]any, len(region)),
 	}
 	for i := range f.st {
 		f.st[i].status = StatusPending
@@ -269,14 +284,58 @@ func (r *Run) newFrame(parent *frame, owner int, region []int, nedges int, pass 
 	return f
 }
 
-// killOut marks every forward out-edge of pn dead, in frame f.
+// killOut marks every forward out-edge of pn dead, in frame f. Edges that
+// leave a cycle stay open until the cycle is over (see release).
 func (r *Run) killOut(f *frame, pn *PlanNode) {
 	for _, ei := range pn.out {
 		if slot := r.plan.EdgeSlot[ei]; slot >= 0 && f.edge[slot] == edgeOpen {
+			if pn.cycle != nil && r.plan.isExit(ei) {
+				continue
+			}
 			f.edge[slot] = edgeDead
 			r.resolve(f, r.plan.G.Edges[ei].To, false)
 		}
 	}
+}
+
+// release kills the held exits of the cycles of f that are over: no member
+// has work under way and every edge into the cycle is resolved, so no
+// member can run again. Killing exits may end other cycles, so it repeats
+// until nothing changes.
+func (r *Run) release(f *frame) {
+	cycles := r.plan.rootCycles
+	if f.owner >= 0 {
+		cycles = r.plan.Nodes[f.owner].cycles
+	}
+	for changed := len(cycles) > 0; changed; {
+		changed = false
+		for _, c := range cycles {
+			if !r.cycleOver(f, c) {
+				continue
+			}
+			for _, ei := range c.exits {
+				if slot := r.plan.EdgeSlot[ei]; f.edge[slot] == edgeOpen {
+					f.edge[slot] = edgeDead
+					changed = true
+					r.resolve(f, r.plan.G.Edges[ei].To, false)
+				}
+			}
+		}
+	}
+}
+
+func (r *Run) cycleOver(f *frame, c *cycle) bool {
+	for _, m := range c.members {
+		if f.st[r.plan.Nodes[m].Slot].busy() {
+			return false
+		}
+	}
+	for _, ei := range c.entries {
+		if f.edge[r.plan.EdgeSlot[ei]] == edgeOpen {
+			return false
+		}
+	}
+	return true
 }
 
 // propagate resolves pn's out-edges in f: edges whose handle is in
@@ -302,6 +361,9 @@ func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
 		if match {
 			f.edge[slot] = edgeFired
 		} else {
+			if pn.cycle != nil && r.plan.isExit(ei) {
+				continue // held: the cycle may come round to pn again
+			}
 			f.edge[slot] = edgeDead
 		}
 		r.resolve(f, e.To, match)
@@ -353,9 +415,14 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 }
 
 // rearm makes the target of a back-edge and the nodes after it pending
-// again, then starts the target.
+// again, then starts the target. Nodes with work under way are left alone;
+// a target with work under way is not started a second time.
 func (r *Run) rearm(f *frame, t *PlanNode) {
 	p := r.plan
+	if f.st[t.Slot].busy() {
+		r.event(EventWarning, t, f, map[string]any{"message": fmt.Sprintf("a cycle came back to node %q while it was still running; the jump back is ignored", t.ID)})
+		return
+	}
 	set := map[int]bool{}
 	for _, i := range t.rearm {
 		set[i] = true
@@ -363,7 +430,7 @@ func (r *Run) rearm(f *frame, t *PlanNode) {
 	for _, i := range t.rearm {
 		pn := p.Nodes[i]
 		st := &f.st[pn.Slot]
-		if st.status == StatusRunning || st.status == StatusWaiting {
+		if st.busy() {
 			continue
 		}
 		visits := st.visits
@@ -510,7 +577,19 @@ func (r *Run) Finished(taskID int64, oc Outcome) *Actions {
 		r.succeeded(f, pn, t, oc)
 	}
 	r.settle(f)
+	r.settleStopping()
 	return r.end()
+}
+
+// settleStopping settles every frame once the run is stopping: dropped
+// timers may have left frames with nothing to do.
+func (r *Run) settleStopping() {
+	if !r.failing && !r.cancelling {
+		return
+	}
+	for _, f := range r.sortedFrames() {
+		r.settle(f)
+	}
 }
 
 func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
@@ -537,6 +616,7 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.nextID++
 		id := r.nextID
 		r.timers[id] = &timerRef{kind: timerRetry, frame: f, node: pn.Index, task: t}
+		f.st[pn.Slot].timer = id
 		f.active++
 		r.act.Timers = append(r.act.Timers, Timer{ID: id, Delay: delay})
 		return
@@ -583,8 +663,14 @@ func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, 
 	case "route":
 		r.propagate(f, pn, []string{"error"})
 	default:
+		if r.cancelling {
+			return // the run ends cancelled, as asked
+		}
+		if !r.failing {
+			// The first failure is the run's error.
+			r.failErr = &node.Error{Code: err.Code, Category: err.Category, Message: fmt.Sprintf("node %s: %s", pn.ID, err.Message), Details: err.Details}
+		}
 		r.failing = true
-		r.failErr = &node.Error{Code: err.Code, Category: err.Category, Message: fmt.Sprintf("node %s: %s", pn.ID, err.Message), Details: err.Details}
 		if r.running > 0 {
 			r.act.CancelRunning = true
 		}
@@ -596,10 +682,27 @@ func (r *Run) inForEach(f *frame) bool {
 	return f.owner >= 0 && r.plan.Nodes[f.owner].ctrl == ctrlForEach
 }
 
+// dropTimers forgets every timer, as the run stops: a retry does not
+// happen (the failed attempt stays failed), and a node holding its
+// successors is cancelled. The frames involved are settled by the caller.
 func (r *Run) dropTimers() {
-	for id, tm := range r.timers {
-		tm.frame.active--
+	ids := make([]int64, 0, len(r.timers))
+	for id := range r.timers {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		tm := r.timers[id]
 		delete(r.timers, id)
+		f, pn := tm.frame, r.plan.Nodes[tm.node]
+		f.active--
+		st := &f.st[pn.Slot]
+		st.timer = 0
+		if tm.kind == timerDelay {
+			st.status = StatusCancelled
+			r.step(f, pn, tm.task.Attempt, StatusCancelled, tm.output, nil, tm.task.ID)
+			r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
+		}
 	}
 }
 
@@ -651,6 +754,7 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.step(f, pn, t.Attempt, StatusWaiting, out, nil, t.ID)
 		r.nextID++
 		r.timers[r.nextID] = &timerRef{kind: timerDelay, frame: f, node: pn.Index, handles: handles, output: out, task: t}
+		st.timer = r.nextID
 		f.active++
 		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d})
 		return
@@ -672,8 +776,8 @@ func (r *Run) complete(f *frame, pn *PlanNode, attempt int, out map[string]any, 
 	st.status = StatusSuccess
 	f.out[pn.Slot] = out
 	r.latest[pn.Index] = out
-	if pn.ctrl != ctrlEndLoop {
-		f.last = out
+	if pn.ctrl != ctrlEndLoop && pn.topo >= f.lastTopo {
+		f.last, f.lastTopo = out, pn.topo
 	}
 	r.step(f, pn, attempt, StatusSuccess, out, nil, taskID)
 	r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSuccess)})
@@ -697,16 +801,27 @@ func routeOf(d map[string]any) (string, bool) {
 	return fmt.Sprint(v), true
 }
 
+// delayOf reads _delay_seconds; a delay too long for a time.Duration is
+// the longest one.
 func delayOf(d map[string]any) time.Duration {
+	var secs float64
 	switch x := d["_delay_seconds"].(type) {
 	case int:
-		return time.Duration(x) * time.Second
+		secs = float64(x)
 	case int64:
-		return time.Duration(x) * time.Second
+		secs = float64(x)
 	case float64:
-		return time.Duration(x * float64(time.Second))
+		secs = x
+	default:
+		return 0
 	}
-	return 0
+	if !(secs > 0) { // NaN too
+		return 0
+	}
+	if secs >= float64(math.MaxInt64)/float64(time.Second) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // loopDecided handles a loop node's evaluation: enter the body again or
@@ -792,9 +907,14 @@ func (r *Run) spawn(parent *frame, pn *PlanNode, pass int, loop map[string]any) 
 	r.settle(child)
 }
 
-// settle closes frames that have nothing left to do, walking up.
+// settle ends the cycles of f that are over, then closes frames that have
+// nothing left to do, walking up.
 func (r *Run) settle(f *frame) {
-	for f != nil && f.active == 0 && !f.closed {
+	for f != nil && !f.closed {
+		r.release(f)
+		if f.active > 0 {
+			return
+		}
 		f.closed = true
 		r.closeFrame(f)
 		if f.parent == nil {
@@ -815,7 +935,7 @@ func (r *Run) closeFrame(f *frame) {
 		st := &f.st[pn.Slot]
 		if st.status == StatusPending && r.reach[i] && !st.started {
 			st.status = StatusSkipped
-			if r.cancelling || r.failing {
+			if r.cancelling || r.failing || f.abort {
 				r.visits[pn.Index]++
 				st.visit = r.visits[pn.Index]
 				r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
@@ -833,7 +953,17 @@ func (r *Run) frameDone(parent *frame, child *frame) {
 		return
 	}
 	if r.failing || r.cancelling {
+		// The loop ends with its last body frame.
+		if pn.ctrl == ctrlForEach {
+			st.loop.inFlight--
+			if st.loop.inFlight > 0 {
+				return
+			}
+		}
+		st.loop = nil
 		st.status = StatusCancelled
+		r.step(parent, pn, 1, StatusCancelled, nil, nil, st.task)
+		r.event(EventNodeFinished, pn, parent, map[string]any{"status": string(StatusCancelled)})
 		return
 	}
 	switch pn.ctrl {
@@ -866,6 +996,7 @@ func (r *Run) TimerFired(id int64) *Actions {
 	f := tm.frame
 	f.active--
 	pn := r.plan.Nodes[tm.node]
+	f.st[pn.Slot].timer = 0
 	switch tm.kind {
 	case timerRetry:
 		if !r.cancelling && !r.failing {
@@ -878,6 +1009,7 @@ func (r *Run) TimerFired(id int64) *Actions {
 		}
 	}
 	r.settle(f)
+	r.settleStopping()
 	return r.end()
 }
 
@@ -890,9 +1022,7 @@ func (r *Run) Cancel() *Actions {
 	}
 	r.cancelling = true
 	r.dropTimers()
-	for _, f := range r.sortedFrames() {
-		r.settle(f)
-	}
+	r.settleStopping()
 	return r.end()
 }
 

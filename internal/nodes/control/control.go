@@ -162,5 +162,5 @@ func init() {
 			{Name: "inputs", Type: node.Map, Description: "The child's inputs (templates)."},
 		},
 		Routes: true,
-	}, nil)
+	}, func() node.Kind { return subworkflowKind{} })
 }

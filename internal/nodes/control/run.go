@@ -151,3 +151,21 @@ func (failKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 	e.Permanent = true
 	return nil, e
 }
+
+// childRunner is what the engine offers subworkflow nodes.
+type childRunner interface {
+	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
+}
+
+// subworkflowKind runs a child workflow and outputs its outputs.
+type subworkflowKind struct{}
+
+func (subworkflowKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	r, ok := c.Services["subworkflow"].(childRunner)
+	if !ok {
+		return nil, node.Failf(node.CategoryInternal, "subworkflow_unavailable", "this host cannot run subworkflows")
+	}
+	path, _ := c.Params["workflow"].(string)
+	inputs, _ := c.Params["inputs"].(map[string]any)
+	return r.RunChild(ctx, path, inputs)
+}

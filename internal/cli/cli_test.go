@@ -1,0 +1,136 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+	_ "github.com/skeinhq/skein/internal/nodes/standard"
+)
+
+type result struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+func skein(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.Main(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+func runJSON(t *testing.T, args ...string) (result, map[string]any) {
+	t.Helper()
+	r := skein(t, append([]string{"run", "--output", "json", "--dir", t.TempDir()}, args...)...)
+	var m map[string]any
+	if r.stdout != "" {
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout)
+	}
+	return r, m
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	r := skein(t, "version")
+	require.Equal(t, 0, r.code)
+	require.True(t, strings.HasPrefix(r.stdout, "skein "), r.stdout)
+}
+
+func TestRunInputs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stderr   string
+		wantText string
+	}{
+		{"ok", []string{"testdata/ok.yaml", "-i", "city=Paris"}, 0, "", "Paris for 3 days"},
+		{"typed", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=5"}, 0, "", "Oslo for 5 days"},
+		{"missing required", []string{"testdata/ok.yaml"}, 2, "missing required input city", ""},
+		{"wrong type", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "days=many"}, 2, `input days: expected an integer, got "many"`, ""},
+		{"unknown input", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "cty=x"}, 2, `input cty: not declared; did you mean "city"?`, ""},
+		{"bad pair", []string{"testdata/ok.yaml", "-i", "city"}, 2, "write inputs as name=value", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, m := runJSON(t, tc.args...)
+			require.Equal(t, tc.code, r.code, r.stderr)
+			require.Contains(t, r.stderr, tc.stderr)
+			if tc.wantText != "" {
+				require.Equal(t, "completed", m["status"])
+				require.Equal(t, tc.wantText, m["outputs"].(map[string]any)["text"])
+			}
+		})
+	}
+}
+
+func TestRunExpressionErrorFailsNode(t *testing.T) {
+	t.Parallel()
+	r, m := runJSON(t, "testdata/typed.yaml", "-i", "city=Paris")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Equal(t, "failed", m["status"])
+	msg := m["error"].(map[string]any)["message"].(string)
+	require.Contains(t, msg, "node bad")
+	require.Contains(t, msg, "values")
+	require.Contains(t, msg, "line 9")
+}
+
+func TestRunInvalidWorkflowExits2(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: shel}\n"), 0o644))
+	r := skein(t, "run", "--dir", dir, file)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, file+`:4:20: error: unknown node type "shel"; did you mean "shell"?`)
+}
+
+func TestRunReadOnlyRunFolder(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
+	r := skein(t, "run", "--dir", filepath.Join(blocker, "runs"), "testdata/ok.yaml", "-i", "city=Paris")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "cannot create run folder")
+}
+
+func TestSubworkflowChain(t *testing.T) {
+	t.Parallel()
+	r, m := runJSON(t, "testdata/sub/parent.yaml", "-i", "n=1")
+	require.Equal(t, 0, r.code, r.stderr+r.stdout)
+	require.Equal(t, "child 2 > grandchild 3", m["outputs"].(map[string]any)["trail"])
+}
+
+func TestSubworkflowRecursionFails(t *testing.T) {
+	t.Parallel()
+	r, m := runJSON(t, "testdata/sub/self.yaml")
+	require.Equal(t, 1, r.code, r.stderr)
+	require.Contains(t, m["error"].(map[string]any)["message"], "recursion")
+}
+
+func TestValidateJSONOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: template, text: '{{ b.text }}'}\n"), 0o644))
+	r := skein(t, "validate", "--output", "json", file)
+	require.Equal(t, 2, r.code)
+	var ds []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ds))
+	require.Len(t, ds, 1)
+	require.Equal(t, "a", ds[0]["node"])
+	require.Equal(t, float64(4), ds[0]["line"])
+	require.Contains(t, ds[0]["message"], `no node "b"`)
+}

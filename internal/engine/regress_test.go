@@ -1,0 +1,191 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/node"
+)
+
+// TestSchedulerRegressions holds the cases that caught bugs in the
+// scheduler, each driven in the order that showed it.
+func TestSchedulerRegressions(t *testing.T) {
+	t.Parallel()
+	cancelErr := engine.Outcome{Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "context canceled"}}
+
+	t.Run("a run that fails while a foreach item waits for a retry ends", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ [1, 2] }}", concurrency: 2}
+  - {id: work, type: act, fail: "{{ loop.item == 1 ? -1 : 1 }}", permanent: "{{ loop.item == 1 }}", retries: 3}
+  - {id: eend, type: endloop, loop: each}
+`, `
+  - {from: start, to: each}
+  - {from: each, to: work, on: body}
+  - {from: work, to: eend}
+`))
+		s.start("")
+		s.finish("each")
+		require.Equal(t, []string{"work", "work"}, s.running())
+		// Item 2 fails and waits for its retry; item 1 fails for good.
+		t2 := s.tasks[1]
+		s.tasks = s.tasks[:1]
+		a := s.apply(s.run.Finished(t2.ID, execTask(t2)))
+		require.Len(t, a.Timers, 1)
+		a = s.finish("work")
+		require.True(t, a.Done, "the run ends: the retry timer is dropped\n%s", s.dump())
+		require.Equal(t, engine.RunFailed, a.Status)
+		require.Equal(t, cancelled, s.last("each").Status, "the foreach step gets a final status")
+	})
+
+	t.Run("the first failure is the run's error", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: first, type: act, fail: -1, permanent: true}
+  - {id: second, type: act, fail: -1, permanent: true}
+`, `
+  - {from: start, to: first}
+  - {from: start, to: second}
+`))
+		s.start("")
+		s.finish("first")
+		a := s.finish("second")
+		require.True(t, a.Done)
+		require.Equal(t, "node first: first attempt 1 failed", a.Err.Message)
+		require.Equal(t, failedSt, s.last("second").Status)
+	})
+
+	t.Run("a failure after a cancel leaves the run cancelled", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, fail: -1, permanent: true}
+  - {id: b, type: act}
+`, `
+  - {from: start, to: a}
+  - {from: start, to: b}
+`))
+		s.start("")
+		s.apply(s.run.Cancel())
+		s.finish("a")
+		a := s.finishWith("b", cancelErr)
+		require.True(t, a.Done)
+		require.Equal(t, engine.RunCancelled, a.Status)
+		require.Equal(t, failedSt, s.last("a").Status)
+		require.Equal(t, cancelled, s.last("b").Status)
+	})
+
+	t.Run("a node holding its successors is cancelled with the run", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: slow, type: act, delay: 60}
+  - {id: next, type: act}
+`, `
+  - {from: start, to: slow}
+  - {from: slow, to: next}
+`))
+		s.start("")
+		s.finish("slow")
+		require.Equal(t, waiting, s.last("slow").Status)
+		a := s.apply(s.run.Cancel())
+		require.True(t, a.Done)
+		require.Equal(t, engine.RunCancelled, a.Status)
+		require.Equal(t, cancelled, s.last("slow").Status)
+		require.Equal(t, skipped, s.last("next").Status)
+	})
+
+	t.Run("a loop whose body fails gets a final status", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: lp, type: loop, exit: "false"}
+  - {id: bad, type: act, fail: -1, permanent: true}
+  - {id: lend, type: endloop, loop: lp}
+`, `
+  - {from: start, to: lp}
+  - {from: lp, to: bad, on: body}
+  - {from: bad, to: lend}
+`))
+		s.start("")
+		s.drain()
+		require.Equal(t, engine.RunFailed, s.done.Status)
+		require.Equal(t, cancelled, s.last("lp").Status)
+		require.Equal(t, skipped, s.last("lend").Status)
+	})
+
+	t.Run("a foreach result does not depend on which branch finished last", func(t *testing.T) {
+		t.Parallel()
+		src := wf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ [1] }}"}
+  - {id: a, type: act, out: {from: a}}
+  - {id: b, type: act, out: {from: b}}
+  - {id: eend, type: endloop, loop: each}
+`, `
+  - {from: start, to: each}
+  - {from: each, to: a, on: body}
+  - {from: each, to: b, on: body}
+  - {from: a, to: eend}
+  - {from: b, to: eend}
+`)
+		var results []any
+		for _, order := range [][]string{{"a", "b"}, {"b", "a"}} {
+			s := newSim(t, src)
+			s.start("")
+			s.finish("each")
+			s.finish(order[0])
+			s.finish(order[1])
+			require.NotNil(t, s.done)
+			results = append(results, s.last("each").Output["results"])
+		}
+		require.Equal(t, results[0], results[1])
+		require.Equal(t, []any{map[string]any{"from": "b"}}, results[0], "the last body node in file order")
+	})
+
+	t.Run("a back-edge into a node that still runs does not start it twice", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: head, type: act, max_visits: 3}
+  - {id: x, type: act}
+  - {id: any, type: merge, wait: any, max_visits: 3}
+`, `
+  - {from: start, to: head}
+  - {from: start, to: x}
+  - {from: head, to: any}
+  - {from: x, to: any}
+  - {from: any, to: head}
+`))
+		s.start("")
+		s.finish("x") // the merge fires and jumps back to head, which runs
+		require.Equal(t, []string{"head"}, s.running(), "head runs once")
+		s.drain()
+		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
+	})
+
+	t.Run("the pending nodes of an item stopped by on_error continue are skipped", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ [1] }}"}
+  - {id: work, type: act, fail: -1, permanent: true, on_error: continue}
+  - {id: next, type: act}
+  - {id: eend, type: endloop, loop: each}
+`, `
+  - {from: start, to: each}
+  - {from: each, to: work, on: body}
+  - {from: work, to: next}
+  - {from: next, to: eend}
+`))
+		s.start("")
+		s.drain()
+		require.Equal(t, engine.RunCompleted, s.done.Status)
+		require.Equal(t, statusList(skipped), s.statuses("next"))
+		require.Equal(t, statusList(skipped), s.statuses("eend"))
+	})
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// MaxDepth is how deep subworkflows may nest.
+const MaxDepth = 10
+
+// SubRunner runs the child workflow of a subworkflow node. The driver hands
+// one to each subworkflow task through Call.Services["subworkflow"].
+type SubRunner interface {
+	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
+}
+
+// ChildFactory prepares the recording of a child run: the CLI gives each
+// child its own run folder.
+type ChildFactory func(w *workflow.Workflow, runID string) (Recorder, func(*Result) error, error)
+
+type subRunner struct {
+	rs   *runState
+	task *Task
+}
+
+// RunChild loads, checks and runs a child workflow to its end. The parent
+// step is waiting meanwhile, and gives its task slot back so the child can
+// use it.
+func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error) {
+	rs := s.rs
+	depth := len(rs.opts.Stack) + 1
+	if depth > MaxDepth {
+		return nil, &node.Error{Code: "subworkflow_depth", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("subworkflows nest deeper than %d levels (%s)", MaxDepth, strings.Join(append(rs.opts.Stack, rs.plan.W.File), " → "))}
+	}
+	full := path
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(filepath.Dir(rs.plan.W.File), path)
+	}
+	abs, err := filepath.Abs(full)
+	if err != nil {
+		abs = full
+	}
+	self, _ := filepath.Abs(rs.plan.W.File)
+	chain := append(append([]string(nil), rs.opts.Stack...), self)
+	for _, p := range chain {
+		if p == abs {
+			return nil, &node.Error{Code: "subworkflow_recursion", Category: node.CategoryValidation, Permanent: true,
+				Message: fmt.Sprintf("subworkflow recursion: %s → %s", strings.Join(chain, " → "), abs)}
+		}
+	}
+	w, ds := workflow.Load(full, rs.d.Registry)
+	if ds.HasErrors() {
+		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s is invalid:\n%s", path, ds.Error())}
+	}
+	in, err := w.ResolveInputs(inputs)
+	if err != nil {
+		return nil, &node.Error{Code: "subworkflow_inputs", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
+	}
+	plan, err := NewPlan(w, rs.d.Registry)
+	if err != nil {
+		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
+	}
+	childID := fmt.Sprintf("%s.%s%d", rs.opts.RunID, s.task.Node.ID, s.task.Visit)
+	opts := Options{
+		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
+		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
+		Stack: chain, Child: rs.opts.Child,
+	}
+	var finish func(*Result) error
+	if rs.opts.Child != nil {
+		rec, fin, err := rs.opts.Child(w, childID)
+		if err != nil {
+			return nil, node.Fail(node.CategoryInternal, "subworkflow_record", err)
+		}
+		opts.Recorder, finish = rec, fin
+		if d, ok := rec.(interface{ ArtifactDir(string) (string, error) }); ok {
+			opts.ArtifactDir = func(id string) string { p, _ := d.ArtifactDir(id); return p }
+		}
+	}
+	rs.waiting(s.task)
+	<-rs.d.slots // give the slot back while the child runs
+	res, runErr := rs.d.Execute(ctx, plan, opts)
+	rs.d.slots <- struct{}{}
+	if finish != nil && res != nil {
+		if err := finish(res); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if runErr != nil {
+		return nil, node.Fail(node.CategoryInternal, "subworkflow", runErr)
+	}
+	switch res.Status {
+	case RunCompleted:
+		out := map[string]any{}
+		for k, v := range res.Outputs {
+			out[k] = v
+		}
+		out["execution_id"] = childID
+		return out, nil
+	case RunCancelled:
+		return nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "child workflow " + path + " was cancelled"}
+	}
+	e := &node.Error{Code: "subworkflow_failed", Category: node.CategoryExecution, Message: fmt.Sprintf("child workflow %s failed", path),
+		Details: map[string]any{"execution_id": childID}}
+	if res.Error != nil {
+		e.Message += ": " + res.Error.Message
+		e.Details["category"] = res.Error.Category
+	}
+	return nil, e
+}

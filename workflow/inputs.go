@@ -1,0 +1,109 @@
+package workflow
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// InputError is a problem with the inputs given to a run.
+type InputError struct {
+	Input string
+	Msg   string
+}
+
+func (e *InputError) Error() string {
+	if e.Input == "" {
+		return e.Msg
+	}
+	return "input " + e.Input + ": " + e.Msg
+}
+
+// ResolveInputs checks the inputs given to a run against the declared ones:
+// unknown names, values of the wrong type and missing required inputs are
+// errors; defaults fill in the rest. Whole numbers given as float64 (as JSON
+// decodes them) become int.
+func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
+	var names []string
+	for _, in := range w.Inputs {
+		names = append(names, in.Name)
+	}
+	keys := make([]string, 0, len(given))
+	for k := range given {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]any, len(w.Inputs))
+	for _, k := range keys {
+		in := w.Input(k)
+		if in == nil {
+			if len(names) == 0 {
+				return nil, &InputError{k, "not declared: the workflow takes no inputs"}
+			}
+			return nil, &InputError{k, fmt.Sprintf("not declared%s (inputs: %s)", didYouMean(k, names), strings.Join(names, ", "))}
+		}
+		v := wholeNumbers(given[k])
+		if v != nil && !valueHasType(v, in.Type) {
+			return nil, &InputError{k, fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))}
+		}
+		if len(in.Enum) > 0 && !inEnum(v, in.Enum) {
+			return nil, &InputError{k, fmt.Sprintf("%v is not one of %v", v, in.Enum)}
+		}
+		out[k] = v
+	}
+	var missing []string
+	for _, in := range w.Inputs {
+		if _, ok := out[in.Name]; ok {
+			continue
+		}
+		switch {
+		case in.Default != nil:
+			out[in.Name] = in.Default
+		case in.Required:
+			missing = append(missing, in.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, &InputError{"", fmt.Sprintf("missing required input %s", strings.Join(missing, ", "))}
+	}
+	return out, nil
+}
+
+func article(typ string) string {
+	switch typ {
+	case "integer", "any":
+		return "an " + typ
+	}
+	return "a " + typ
+}
+
+func inEnum(v any, enum []any) bool {
+	for _, e := range enum {
+		if fmt.Sprint(e) == fmt.Sprint(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {
+			return int(x)
+		}
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = wholeNumbers(x[i])
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = wholeNumbers(e)
+		}
+		return out
+	}
+	return v
+}
