@@ -93,7 +93,7 @@ func TestRunInvalidWorkflowExits2(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: shel}\n"), 0o644))
 	r := skein(t, "run", "--dir", dir, file)
 	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, file+`:4:20: error: unknown node type "shel"; did you mean "shell"?`)
+	require.Contains(t, r.stderr, file+`:4:19: error: unknown node type "shel"; did you mean "shell"?`)
 }
 
 func TestRunReadOnlyRunFolder(t *testing.T) {
