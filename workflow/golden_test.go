@@ -114,8 +114,8 @@ func TestInvalidGolden(t *testing.T) {
 // TestAliasBombBounded checks that a YAML alias bomb is refused quickly and
 // without expanding it: the expansion would be 10^9 strings. The limit on
 // values (workflow.MaxValues) bounds the work, so the bound on allocation
-// here is 256 bytes per value (about twice what decoding takes). It does not run in parallel, so
-// that the allocation it measures is its own.
+// here is 256 bytes per value, about twice what decoding one takes. The
+// test does not run in parallel, so the allocation it measures is its own.
 func TestAliasBombBounded(t *testing.T) {
 	const path = "testdata/invalid/alias-bomb.yaml"
 	var before, after runtime.MemStats
@@ -167,7 +167,7 @@ func diagLines(ds workflow.Diagnostics) string {
 var runnableKinds = map[string]bool{
 	"trigger.manual": true, "if": true, "switch": true, "loop": true, "endloop": true,
 	"foreach": true, "merge": true, "guardrail": true, "wait": true, "fail": true,
-	"set": true, "template": true,
+	"set": true, "template": true, "subworkflow": true,
 }
 
 // TestExamplesRun runs every example that needs no outside service and
@@ -262,6 +262,10 @@ func TestExamplesRun(t *testing.T) {
 				require.NotNil(t, res.Error)
 				require.Contains(t, res.Error.Message, "node reject: cannot read oops as an amount")
 			},
+		},
+		{
+			name: "subworkflow", file: "subworkflow.yaml", status: engine.RunCompleted,
+			outputs: map[string]any{"url": "/blog/ten-things-about-go-generics"},
 		},
 		{
 			name: "json child", file: "sub/slugify.json", status: engine.RunCompleted,

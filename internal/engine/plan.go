@@ -61,7 +61,8 @@ type PlanNode struct {
 	// regionEdges lists forward edges between nodes of the region.
 	regionEdges []int
 	// rearm lists, for a node that is the target of a back-edge (not an
-	// endloop one), the nodes of its home re-armed when that edge fires.
+	// endloop one), the nodes of its home that may be re-armed when that
+	// edge fires (those it reaches by forward edges), in topological order.
 	rearm []int
 	// cycle is the cycle (strongly connected component, endloop back-edges
 	// aside) the node is on, nil when it is on none.
@@ -165,6 +166,10 @@ func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
 	}
 	p.cycles()
 	p.topoOrder()
+	for _, pn := range p.Nodes {
+		// Re-arming walks the set in order, so each node sees its inputs first.
+		sort.Slice(pn.rearm, func(i, j int) bool { return p.Nodes[pn.rearm[i]].topo < p.Nodes[pn.rearm[j]].topo })
+	}
 	return p, nil
 }
 

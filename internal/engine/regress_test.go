@@ -188,4 +188,54 @@ func TestSchedulerRegressions(t *testing.T) {
 		require.Equal(t, statusList(skipped), s.statuses("next"))
 		require.Equal(t, statusList(skipped), s.statuses("eend"))
 	})
+
+	t.Run("a join that ran on other inputs does not run again when a cycle before it comes round", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: side, type: act}
+  - {id: check, type: guardrail, condition: "(vars.fixes ?? 0) >= 1", max_visits: 3}
+  - {id: fix, type: set, vars: {fixes: "{{ (vars.fixes ?? 0) + 1 }}"}, max_visits: 3}
+  - {id: join, type: merge, wait: any}
+  - {id: after, type: act}
+`, `
+  - {from: start, to: side}
+  - {from: start, to: check}
+  - {from: check, to: join, on: pass}
+  - {from: check, to: fix, on: fail}
+  - {from: fix, to: check}
+  - {from: side, to: join}
+  - {from: join, to: after}
+`))
+		s.start("")
+		s.finish("side")
+		s.finish("after")
+		s.drain()
+		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
+		require.Equal(t, statusList(success, success), s.statuses("check"))
+		require.Equal(t, statusList(success), s.statuses("join"))
+		require.Equal(t, statusList(success), s.statuses("after"))
+	})
+
+	t.Run("a node after a cycle member runs again on each round", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: check, type: guardrail, condition: "(vars.fixes ?? 0) >= 2", max_visits: 3}
+  - {id: fix, type: set, vars: {fixes: "{{ (vars.fixes ?? 0) + 1 }}"}, max_visits: 3}
+  - {id: log, type: act, out: {n: "{{ vars.fixes }}"}}
+`, `
+  - {from: start, to: check}
+  - {from: check, to: fix, on: fail}
+  - {from: fix, to: check}
+  - {from: fix, to: log}
+`))
+		s.start("")
+		s.drain()
+		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
+		require.Equal(t, statusList(success, success, success), s.statuses("check"))
+		require.Equal(t, statusList(success, success, skipped), s.statuses("fix"))
+		require.Equal(t, []any{1, 2, nil}, outputsOf(s, "log", "n"))
+		require.Equal(t, statusList(success, success, skipped), s.statuses("log"))
+	})
 }

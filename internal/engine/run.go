@@ -414,41 +414,59 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 	r.killOut(f, pn)
 }
 
-// rearm makes the target of a back-edge and the nodes after it pending
-// again, then starts the target. Nodes with work under way are left alone;
-// a target with work under way is not started a second time.
+// rearm makes the target of a back-edge pending again, with the nodes after
+// it that the last round reached, then starts the target. A node after the
+// target is re-armed when an edge from a re-armed node into it was resolved
+// (fired or dead) — the last round got to it — and it has no work under way;
+// a node the last round did not get to keeps its state, so a join that ran
+// on other inputs does not run again. A target with work under way is not
+// started a second time.
 func (r *Run) rearm(f *frame, t *PlanNode) {
 	p := r.plan
 	if f.st[t.Slot].busy() {
 		r.event(EventWarning, t, f, map[string]any{"message": fmt.Sprintf("a cycle came back to node %q while it was still running; the jump back is ignored", t.ID)})
 		return
 	}
-	set := map[int]bool{}
-	for _, i := range t.rearm {
-		set[i] = true
+	reset := make(map[int]bool, len(t.rearm))
+	for _, i := range t.rearm { // topological order: t first
+		pn := p.Nodes[i]
+		if i != t.Index {
+			if f.st[pn.Slot].busy() {
+				continue
+			}
+			reached := false
+			for _, ei := range pn.in {
+				if reset[p.G.Edges[ei].From] && f.edge[p.EdgeSlot[ei]] != edgeOpen {
+					reached = true
+					break
+				}
+			}
+			if !reached {
+				continue
+			}
+		}
+		reset[i] = true
 	}
 	for _, i := range t.rearm {
-		pn := p.Nodes[i]
-		st := &f.st[pn.Slot]
-		if st.busy() {
+		if !reset[i] {
 			continue
 		}
-		visits := st.visits
-		*st = nstate{status: StatusPending, visits: visits}
+		pn := p.Nodes[i]
+		st := &f.st[pn.Slot]
+		*st = nstate{status: StatusPending, visits: st.visits}
 		for _, ei := range pn.in {
-			from := p.G.Edges[ei].From
-			if set[from] {
+			if reset[p.G.Edges[ei].From] {
 				f.edge[p.EdgeSlot[ei]] = edgeOpen
 			}
 		}
 	}
-	// Recount what the re-armed nodes already have from outside the set.
+	// Count what the re-armed nodes already have from the others.
 	for _, i := range t.rearm {
-		pn := p.Nodes[i]
-		st := &f.st[pn.Slot]
-		if st.status != StatusPending {
+		if !reset[i] {
 			continue
 		}
+		pn := p.Nodes[i]
+		st := &f.st[pn.Slot]
 		for _, ei := range pn.in {
 			switch f.edge[p.EdgeSlot[ei]] {
 			case edgeFired:

@@ -1,0 +1,85 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "skein-bin")
+	if err != nil {
+		panic(err)
+	}
+	bin = filepath.Join(dir, "skein")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestCtrlCCancels sends SIGINT to a running `skein run` and checks the run
+// ends cancelled with exit 130 and a complete run folder.
+func TestCtrlCCancels(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--dir", dir, "testdata/slow.yaml")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if strings.Contains(sc.Text(), "start") {
+			break
+		}
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 130, ee.ExitCode(), strings.Join(lines, "\n"))
+	require.Less(t, time.Since(start), 10*time.Second)
+
+	runs, err := filepath.Glob(filepath.Join(dir, "runs", "slow", "*", "run.json"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	data, err := os.ReadFile(runs[0])
+	require.NoError(t, err)
+	var res struct {
+		Status     string `json:"status"`
+		FinishedAt string `json:"finished_at"`
+		Steps      []struct {
+			Node, Status string
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(data, &res))
+	require.Equal(t, "cancelled", res.Status)
+	require.NotEmpty(t, res.FinishedAt)
+	statuses := map[string]string{}
+	for _, s := range res.Steps {
+		statuses[s.Node] = s.Status
+	}
+	require.Equal(t, "success", statuses["start"])
+	require.Equal(t, "skipped", statuses["after"])
+	events, err := os.ReadFile(filepath.Join(filepath.Dir(runs[0]), "events.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(events), `"execution_finished"`)
+}
