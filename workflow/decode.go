@@ -25,6 +25,12 @@ var topKeys = []string{
 // InputTypes are the types an input may declare.
 var InputTypes = []string{"string", "integer", "number", "boolean", "list", "map", "any"}
 
+// typeAliases maps type names from other languages to input types.
+var typeAliases = map[string]string{
+	"int": "integer", "float": "number", "double": "number", "bool": "boolean",
+	"str": "string", "text": "string", "array": "list", "object": "map", "dict": "map",
+}
+
 // ReadFile reads a workflow file, refusing files over MaxFileSize before
 // reading them whole.
 func ReadFile(path string) ([]byte, error) {
@@ -202,7 +208,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
 		if n < 0 {
-			return 0, fmt.Errorf("%q is negative", s)
+			return 0, fmt.Errorf("%q is negative; durations are 0 or more", s)
 		}
 		return time.Duration(n * float64(time.Second)), nil
 	}
@@ -216,7 +222,7 @@ func ParseDuration(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is not a duration (write e.g. 500ms, 30s, 5m, 1h30m)", s)
 	}
 	if dur < 0 {
-		return 0, fmt.Errorf("%q is negative", s)
+		return 0, fmt.Errorf("%q is negative; durations are 0 or more", s)
 	}
 	return dur, nil
 }
@@ -344,6 +350,7 @@ func (dec *decoder) inputs(w *Workflow, v *value) {
 	for _, e := range v.keys {
 		in := &Input{Name: e.key, Type: "string", Pos: e.keyPos}
 		path := "inputs." + e.key
+		typePos := e.val.pos
 		switch e.val.kind {
 		case vString: // shorthand: `city: string`
 			in.Type = e.val.s
@@ -353,6 +360,7 @@ func (dec *decoder) inputs(w *Workflow, v *value) {
 				switch k {
 				case "type":
 					in.Type, _ = dec.str(fv, path+".type", "")
+					typePos = fv.pos
 				case "required":
 					in.Required, _ = dec.boolean(fv, path+".required", "")
 				case "default":
@@ -371,7 +379,11 @@ func (dec *decoder) inputs(w *Workflow, v *value) {
 			dec.typeErr(e.val, path, "", "a map {type, required, default}")
 		}
 		if !contains(InputTypes, in.Type) {
-			dec.d.errorf(e.val.pos, path+".type", "", "input %q has unknown type %q%s (types: %s)", e.key, in.Type, didYouMean(in.Type, InputTypes), strings.Join(InputTypes, ", "))
+			hint := didYouMean(in.Type, InputTypes)
+			if alias, ok := typeAliases[strings.ToLower(in.Type)]; ok {
+				hint = fmt.Sprintf("; did you mean %q?", alias)
+			}
+			dec.d.errorf(typePos, path+".type", "", "input %q has unknown type %q%s (types: %s)", e.key, in.Type, hint, strings.Join(InputTypes, ", "))
 		}
 		w.Inputs = append(w.Inputs, in)
 	}

@@ -41,7 +41,7 @@ func checkNesting(src []byte) *parseError {
 			if c == ' ' {
 				indent++
 				if indent > 4*MaxDepth {
-					return &parseError{Pos{line, col}, fmt.Sprintf("nesting is too deep (indentation over %d columns)", 4*MaxDepth)}
+					return &parseError{Pos{line, 1}, fmt.Sprintf("nesting is too deep (indentation over %d columns); flatten the structure", 4*MaxDepth)}
 				}
 				continue
 			}
@@ -128,7 +128,7 @@ func yamlError(err error) *parseError {
 	if te, ok := err.(tokenError); ok {
 		msg := te.GetMessage()
 		if strings.Contains(msg, "already defined") {
-			msg = "duplicate key: " + msg
+			msg = "duplicate key: " + msg + "; remove one of them"
 		}
 		return &parseError{tokPos(te.GetToken()), "YAML: " + msg}
 	}
@@ -143,10 +143,24 @@ type yamlConv struct {
 	anchors map[string]ast.Node
 	count   int
 	active  map[ast.Node]bool // aliases being expanded, to stop cycles
+	// expanded counts values produced by expanding aliases; aliasAt is
+	// the outermost alias being expanded.
+	expanded int
+	aliasAt  Pos
 }
+
+// MaxAliasValues caps the values aliases may expand to, so a "billion
+// laughs" file is refused before it costs memory.
+const MaxAliasValues = 100_000
 
 func (c *yamlConv) conv(n ast.Node, depth int) (*value, *parseError) {
 	c.count++
+	if len(c.active) > 0 {
+		c.expanded++
+		if c.expanded > MaxAliasValues {
+			return nil, &parseError{c.aliasAt, fmt.Sprintf("aliases expand to more than %d values (an alias bomb?); write the values out or use fewer nested aliases", MaxAliasValues)}
+		}
+	}
 	if c.count > MaxValues {
 		return nil, &parseError{nodePos(n), fmt.Sprintf("the file expands to more than %d values (too many aliases?)", MaxValues)}
 	}
@@ -204,6 +218,9 @@ func (c *yamlConv) conv(n ast.Node, depth int) (*value, *parseError) {
 		}
 		if c.active == nil {
 			c.active = map[ast.Node]bool{}
+		}
+		if len(c.active) == 0 {
+			c.aliasAt = pos
 		}
 		if c.active[target] {
 			return nil, &parseError{pos, fmt.Sprintf("YAML: alias *%s refers to itself", name)}

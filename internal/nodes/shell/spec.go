@@ -1,5 +1,3 @@
-// Package shell runs commands as argv lists (or through /bin/sh only when
-// asked with shell: true).
 package shell
 
 import "github.com/skeinhq/skein/node"
@@ -10,15 +8,15 @@ const Kind = "shell"
 // Spec declares the shell kind.
 var Spec = node.Spec{
 	Kind: Kind, Category: node.Action,
-	Description: "Runs a command. The output is {stdout, stderr, exit_code, json}; json is stdout parsed when it is JSON.",
+	Description: "Runs a command. The output is {stdout, stderr, exit_code, truncated, json}; json is stdout parsed when it is JSON, and the `_` keys of a JSON object on stdout (`_route`, `_state_patch`) are directives.",
 	Params: []node.Param{
-		{Name: "command", Type: node.Any, Required: true, Description: "The argv list, e.g. [grep, -c, \"{{ inputs.word }}\", file.txt]; a string only with shell: true."},
-		{Name: "shell", Type: node.Bool, Default: false, Description: "Run command as a /bin/sh -c string. Templated values in it are not quoted."},
-		{Name: "env", Type: node.Map, Description: "Environment variables for the command; secrets reach it only through here."},
-		{Name: "cwd", Type: node.String, Description: "Working folder."},
-		{Name: "stdin", Type: node.String, Description: "Text written to the command's standard input."},
-		{Name: "allow_failure", Type: node.Bool, Default: false, Description: "A non-zero exit does not fail the node."},
-		{Name: "max_output", Type: node.Int, Default: 10 << 20, Description: "Bytes kept per stream; the rest is cut and noted."},
+		{Name: "command", Type: node.Any, Required: true, Description: "The argv list, e.g. [grep, -c, \"{{ inputs.word }}\", file.txt]; each element is one argument, never split or read by a shell. A string only with shell: true; with shell: true a list is the script followed by its arguments ($1, $2, …)."},
+		{Name: "shell", Type: node.Bool, Default: false, Description: "Run command through /bin/sh -c. Templated values in the script are not quoted; pass them as arguments instead."},
+		{Name: "env", Type: node.Map, Description: "Environment variables for the command. It also gets PATH, HOME, LANG, TMPDIR and USER from Skein's environment, and nothing else: secrets reach it only through here."},
+		{Name: "cwd", Type: node.String, Description: "Working folder; by default Skein's own."},
+		{Name: "stdin", Type: node.String, Description: "Text written to the command's standard input (a list or map is written as JSON). Without it, stdin is empty."},
+		{Name: "allow_failure", Type: node.Bool, Default: false, Description: "A non-zero exit does not fail the node; check exit_code instead."},
+		{Name: "max_output", Type: node.Int, Default: 10 << 20, Description: "Bytes kept of stdout and of stderr each; the rest is dropped, truncated.<stream> is set and an output_truncated event is recorded."},
 	},
 	Outputs: []string{"stdout", "stderr", "exit_code", "json", "truncated"},
 	Routes:  true,

@@ -1,0 +1,28 @@
+// Package shell implements the shell node kind: it runs one command per
+// attempt and returns {stdout, stderr, exit_code, truncated}, plus json when
+// stdout is JSON.
+//
+// The command is an argv list. Each element was rendered as a template by the
+// engine and is passed to the program as one argument, whatever it holds
+// (spaces, quotes, ";", "$(...)"): nothing is joined into a string or read by
+// a shell. Only shell: true runs a command through /bin/sh -c, and then
+// templated values in the script are not quoted; pass them as further list
+// elements, which the script reads as "$1", "$2", ….
+//
+// The child's environment is explicit: PATH, HOME, LANG, TMPDIR and USER
+// taken from Skein's own environment, plus the node's env. Nothing else is
+// inherited, so a secret in Skein's environment reaches only the commands it
+// is given to.
+//
+// Each command runs in its own process group. When the node's context ends
+// (its timeout, or the run's cancel) the group gets SIGTERM, then SIGKILL
+// after a short grace, and Run returns a timeout or cancelled error once the
+// command is reaped. Processes a command leaves in the background when it
+// exits normally are not stopped, but Run waits only briefly for them to
+// close its stdout and stderr; redirect their output (cmd > log 2>&1 &) to
+// keep them going.
+//
+// A JSON object on stdout may carry directives: its top-level keys that begin
+// with "_" (_route, _state_patch, …) are copied to the top of the result, so
+// a script routes by printing {"_route": "b"}.
+package shell
