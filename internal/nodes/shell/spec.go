@@ -1,9 +1,16 @@
 package shell
 
-import "github.com/skeinhq/skein/node"
+import (
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+)
 
 // Kind is the kind name.
 const Kind = "shell"
+
+// DefaultMaxOutput is how many bytes of each stream a command keeps unless
+// max_output says otherwise: 10 MiB.
+const DefaultMaxOutput = 10 << 20
 
 // Spec declares the shell kind.
 var Spec = node.Spec{
@@ -16,12 +23,18 @@ var Spec = node.Spec{
 		{Name: "cwd", Type: node.String, Description: "Working folder; by default Skein's own."},
 		{Name: "stdin", Type: node.String, Description: "Text written to the command's standard input (a list or map is written as JSON). Without it, stdin is empty."},
 		{Name: "allow_failure", Type: node.Bool, Default: false, Description: "A non-zero exit does not fail the node; check exit_code instead."},
-		{Name: "max_output", Type: node.Int, Default: 10 << 20, Description: "Bytes kept of stdout and of stderr each; the rest is dropped, truncated.<stream> is set and an output_truncated event is recorded."},
+		{Name: "max_output", Type: node.Int, Default: DefaultMaxOutput, Description: "Bytes kept of stdout and of stderr each; the rest is dropped, truncated.stdout or truncated.stderr is set and an output_truncated event is recorded."},
 	},
 	Outputs: []string{"stdout", "stderr", "exit_code", "json", "truncated"},
 	Routes:  true,
 	Check: func(p map[string]any) []node.ParamError {
+		if n, ok := p["max_output"].(int); ok && n < 0 {
+			return []node.ParamError{{Param: "max_output", Message: "max_output is negative; give the number of bytes to keep"}}
+		}
 		sh, _ := p["shell"].(bool)
+		if s, ok := p["shell"].(string); ok && expr.HasTemplate(s) {
+			sh = true // known at run time only
+		}
 		switch c := p["command"].(type) {
 		case []any:
 			if len(c) == 0 {
@@ -35,7 +48,7 @@ var Spec = node.Spec{
 				}
 			}
 		case string:
-			if !sh {
+			if !sh && !expr.HasTemplate(c) { // a template may give a list
 				return []node.ParamError{{Param: "command", Message: "command is a string; write it as an argv list ([echo, hi]) or set shell: true to run it through /bin/sh"}}
 			}
 		default:

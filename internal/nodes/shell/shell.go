@@ -1,0 +1,239 @@
+package shell
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/node"
+)
+
+// Stopping a command and waiting for its output, unless a Shell says
+// otherwise.
+const (
+	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
+	DefaultKillGrace = 2 * time.Second
+	// DefaultPipeWait is how long Run waits, once the command has exited,
+	// for processes it left behind to close its stdout and stderr.
+	DefaultPipeWait = time.Second
+)
+
+// Shell runs the commands of shell nodes. The zero value is ready to use; a
+// Shell holds no state between calls.
+type Shell struct {
+	// KillGrace is how long a command whose context ended has between
+	// SIGTERM and SIGKILL to its process group. Zero means DefaultKillGrace.
+	KillGrace time.Duration
+	// PipeWait bounds the wait for stdout and stderr to close once the
+	// command has exited; then they are closed. Zero means DefaultPipeWait.
+	PipeWait time.Duration
+}
+
+// Interface guard.
+var _ node.Kind = (*Shell)(nil)
+
+// Run runs the command of one attempt and waits for it. Its output is
+// {stdout, stderr, exit_code, truncated: {stdout, stderr}}, with json when
+// stdout is one JSON value and, when that value is an object, its "_" keys
+// (directives) at the top.
+//
+// A command that exits non-zero fails with code exit_code unless
+// allow_failure is set. A command that cannot be found fails with code
+// command_not_found, permanently. When ctx ends first, the command's process
+// group is stopped and Run fails with category timeout or cancelled.
+// Messages name the program, never its arguments.
+func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
+	cfg, err := parseParams(call.Params)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil {
+		return nil, stopped(ctx, cfg, "")
+	}
+	path, err := lookPath(cfg.argv[0], cfg.cwd, cfg.path)
+	if err != nil {
+		return nil, startError(cfg, err)
+	}
+	stdout := &capture{limit: cfg.maxOutput}
+	stderr := &capture{limit: cfg.maxOutput, keepEnd: true}
+	cmd := &exec.Cmd{
+		Path: path, Args: cfg.argv, Env: cfg.env, Dir: cfg.cwd,
+		Stdout: stdout, Stderr: stderr,
+		WaitDelay: orDefault(s.PipeWait, DefaultPipeWait),
+	}
+	if cfg.stdin != nil {
+		cmd.Stdin = strings.NewReader(*cfg.stdin)
+	}
+	newProcessGroup(cmd)
+	if err := cmd.Start(); err != nil {
+		return nil, startError(cfg, err)
+	}
+	interrupted, waitErr := s.wait(ctx, cmd)
+
+	outText, outDropped := stdout.kept()
+	errText, errDropped := stderr.kept()
+	for _, st := range []struct {
+		name    string
+		dropped int
+	}{{"stdout", outDropped}, {"stderr", errDropped}} {
+		if st.dropped > 0 {
+			call.Emit("output_truncated", map[string]any{"stream": st.name, "limit": cfg.maxOutput, "dropped_bytes": st.dropped})
+		}
+	}
+	if interrupted {
+		return nil, stopped(ctx, cfg, stderr.tail())
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return nil, node.Failf(node.CategoryExecution, "wait", "waiting for %s: %v", cfg.label, waitErr)
+	}
+	code := exitCode(cmd.ProcessState)
+	if code != 0 && !cfg.allowFailure {
+		e := node.Failf(node.CategoryExecution, "exit_code", "%s exited with status %d", cfg.label, code)
+		e.Details = map[string]any{"exit_code": code, "stderr": stderr.tail()}
+		return nil, e
+	}
+
+	out := map[string]any{
+		"stdout":    string(outText),
+		"stderr":    string(errText),
+		"exit_code": code,
+		"truncated": map[string]any{"stdout": outDropped > 0, "stderr": errDropped > 0},
+	}
+	if outDropped == 0 { // a cut JSON text is not JSON
+		if v, ok := parseJSON(outText); ok {
+			// json follows the extraction rule: an object's keys; a list's
+			// items, found, count and first element's fields; a scalar's
+			// value. Directives (_route, …) move to the top of the result,
+			// where the engine takes them from.
+			clean, directives := expr.SplitDirectives(expr.Normalize(v))
+			out["json"] = clean
+			if _, isObject := v.(map[string]any); isObject {
+				for k, x := range directives {
+					out[k] = x
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// wait waits for cmd to finish. When ctx ends first it stops the command's
+// process group (SIGTERM, then SIGKILL after the grace), reaps it and
+// reports interrupted. It returns only once the goroutine it starts is done.
+func (s *Shell) wait(ctx context.Context, cmd *exec.Cmd) (interrupted bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+	}
+	signalGroup(cmd.Process, syscall.SIGTERM)
+	grace := time.NewTimer(orDefault(s.KillGrace, DefaultKillGrace))
+	defer grace.Stop()
+	select {
+	case err = <-done:
+		// The leader is gone; whatever it left in its group goes too.
+		signalGroup(cmd.Process, syscall.SIGKILL)
+	case <-grace.C:
+		signalGroup(cmd.Process, syscall.SIGKILL)
+		// Bounded: the leader dies of SIGKILL, and WaitDelay closes
+		// pipes still held by processes that left the group.
+		err = <-done
+	}
+	return true, err
+}
+
+// stopped is the error of a command whose context ended: category timeout
+// for a deadline, cancelled otherwise.
+func stopped(ctx context.Context, cfg *config, stderrTail string) *node.Error {
+	e := &node.Error{Err: ctx.Err()}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		e.Code, e.Category = "timeout", node.CategoryTimeout
+		e.Message = cfg.label + " timed out; it was stopped with the processes it started"
+	} else {
+		e.Code, e.Category = "cancelled", node.CategoryCancelled
+		e.Message = cfg.label + " was cancelled; it was stopped with the processes it started"
+	}
+	if stderrTail != "" {
+		e.Details = map[string]any{"stderr": stderrTail}
+	}
+	return e
+}
+
+// errNotFound is the reason a program is missing from PATH.
+var errNotFound = errors.New("not found in PATH")
+
+// startError explains why the command did not start. A missing or
+// unusable program is permanent: another attempt would fail the same way.
+func startError(cfg *config, err error) *node.Error {
+	var e *node.Error
+	switch {
+	case errors.Is(err, errNotFound):
+		e = node.Failf(node.CategoryExecution, "command_not_found", "%s not found in PATH", cfg.label)
+	case errors.Is(err, fs.ErrNotExist):
+		e = node.Failf(node.CategoryExecution, "command_not_found", "%s not found: %v", cfg.label, unwrapPath(err))
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC), errors.Is(err, syscall.EISDIR):
+		e = node.Failf(node.CategoryExecution, "command_not_executable", "%s cannot be run: %v", cfg.label, unwrapPath(err))
+	default:
+		return node.Failf(node.CategoryExecution, "start", "starting %s: %v", cfg.label, unwrapPath(err))
+	}
+	e.Err = err
+	e.Permanent = true
+	return e
+}
+
+// lookPath finds the program the way a shell would with the child's PATH
+// (not Skein's). A name with a slash is taken as a path, relative to dir.
+// Relative folders in PATH (".", "") are skipped.
+func lookPath(name, dir, pathList string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", err
+		}
+		return name, nil // exec.Cmd takes a relative Path from Dir
+	}
+	for _, d := range filepath.SplitList(pathList) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errNotFound
+}
+
+// executable reports why path is not a program that can be run, or nil.
+func executable(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return &fs.PathError{Op: "exec", Path: path, Err: syscall.EISDIR}
+	case fi.Mode()&0o111 == 0:
+		return &fs.PathError{Op: "exec", Path: path, Err: fs.ErrPermission}
+	}
+	return nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
