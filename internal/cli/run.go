@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
+	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -152,6 +153,9 @@ func runWorkflow(ctx context.Context, e *env, file string, f runFlags) error {
 			return d
 		},
 		Hard: hard,
+		Services: map[string]any{
+			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
+		},
 		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
 			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": runID})
 			if err != nil {

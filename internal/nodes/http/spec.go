@@ -1,8 +1,10 @@
-// Package http calls URLs: method, headers, query, a JSON, text or form
-// body, auth, redirects and expected statuses.
 package http
 
-import "github.com/skeinhq/skein/node"
+import (
+	"strings"
+
+	"github.com/skeinhq/skein/node"
+)
 
 // Kind is the kind name.
 const Kind = "http"
@@ -10,34 +12,75 @@ const Kind = "http"
 // Spec declares the http kind.
 var Spec = node.Spec{
 	Kind: Kind, Category: node.Action,
-	Description: "Sends an HTTP request. The output is {status, headers, body}; JSON bodies are parsed.",
+	Description: "Sends an HTTP request. The output is {status, headers, body, truncated}; JSON bodies are parsed. " +
+		"Requests other than GET and HEAD carry the step's Idempotency-Key.",
 	Params: []node.Param{
 		{Name: "method", Type: node.String, Default: "GET", Enum: []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}, Description: "HTTP method."},
 		{Name: "url", Type: node.String, Required: true, Description: "The URL."},
-		{Name: "query", Type: node.Map, Description: "Query parameters added to the URL."},
+		{Name: "query", Type: node.Map, Description: "Query parameters merged into the URL; a list sends the name once per value."},
 		{Name: "headers", Type: node.Map, Description: "Request headers."},
-		{Name: "json", Type: node.Any, Description: "A value sent as a JSON body."},
-		{Name: "body", Type: node.String, Description: "A text body."},
+		{Name: "json", Type: node.Any, Description: "A value sent as a JSON body (Content-Type: application/json)."},
+		{Name: "body", Type: node.String, Description: "A text body (Content-Type: text/plain unless headers set one)."},
 		{Name: "form", Type: node.Map, Description: "A form body (application/x-www-form-urlencoded)."},
 		{Name: "auth", Type: node.Map, Description: "{type: bearer, token} or {type: basic, username, password}."},
-		{Name: "follow_redirects", Type: node.Bool, Default: true, Description: "Follow 3xx redirects."},
-		{Name: "expect_status", Type: node.List, Description: "Statuses that count as success (default: any 2xx)."},
-		{Name: "max_body", Type: node.Int, Default: 10 << 20, Description: "Bytes of response body kept."},
+		{Name: "follow_redirects", Type: node.Bool, Default: true, Description: "Follow 3xx redirects (at most 10)."},
+		{Name: "expect_status", Type: node.List, Description: "Statuses that count as success, such as [200, 404] or [\"2xx\"] (default: any 2xx, and any 3xx when follow_redirects is false)."},
+		{Name: "max_body", Type: node.Int, Default: 10 << 20, Description: "Bytes of response body kept; a longer body is cut and truncated is set."},
 	},
 	Outputs: []string{"status", "headers", "body", "truncated"},
-	Routes:  true,
-	Check: func(p map[string]any) []node.ParamError {
-		n := 0
-		for _, k := range []string{"json", "body", "form"} {
-			if _, ok := p[k]; ok {
-				n++
-			}
-		}
-		if n > 1 {
-			return []node.ParamError{{Param: "body", Message: "set at most one of json, body or form"}}
-		}
-		return nil
-	},
+	Check:   check,
 }
 
-func init() { node.MustRegister(Spec, nil) }
+func init() { node.MustRegister(Spec, func() node.Kind { return &HTTP{} }) }
+
+// check validates what can be known before the run; values that hold
+// templates are let through.
+func check(p map[string]any) []node.ParamError {
+	var errs []node.ParamError
+	n := 0
+	for _, k := range []string{"json", "body", "form"} {
+		if _, ok := p[k]; ok {
+			n++
+		}
+	}
+	if n > 1 {
+		errs = append(errs, node.ParamError{Param: "body", Message: "set at most one of json, body or form"})
+	}
+	if a, ok := p["auth"].(map[string]any); ok {
+		if typ, ok := a["type"].(string); ok && !isTemplate(typ) {
+			switch strings.ToLower(typ) {
+			case "bearer":
+				if _, ok := a["token"]; !ok {
+					errs = append(errs, node.ParamError{Param: "auth", Message: "bearer auth needs a token"})
+				}
+			case "basic":
+				if _, ok := a["username"]; !ok {
+					errs = append(errs, node.ParamError{Param: "auth", Message: "basic auth needs a username (and a password)"})
+				}
+			default:
+				errs = append(errs, node.ParamError{Param: "auth", Message: "auth type must be bearer or basic"})
+			}
+		} else if _, ok := a["type"]; !ok {
+			errs = append(errs, node.ParamError{Param: "auth", Message: "auth needs a type: bearer or basic"})
+		}
+	}
+	if list, ok := p["expect_status"].([]any); ok {
+		for _, v := range list {
+			if s, ok := v.(string); ok && isTemplate(s) {
+				continue
+			}
+			if _, ok := parseStatus(v); !ok {
+				errs = append(errs, node.ParamError{Param: "expect_status", Message: "expect_status holds statuses from 100 to 599 (such as 200) or classes (such as \"2xx\")"})
+				break
+			}
+		}
+	}
+	if m, ok := toInt(p["max_body"]); ok && m <= 0 {
+		if _, isText := p["max_body"].(string); !isText {
+			errs = append(errs, node.ParamError{Param: "max_body", Message: "max_body must be a positive number of bytes"})
+		}
+	}
+	return errs
+}
+
+func isTemplate(s string) bool { return strings.Contains(s, "{{") }

@@ -1,0 +1,58 @@
+package http
+
+import (
+	"context"
+	nethttp "net/http"
+	"time"
+
+	"github.com/skeinhq/skein/node"
+)
+
+// HTTP runs nodes of the http kind. It keeps no state of its own: the
+// connection pools it uses are shared per Policy across every node.
+type HTTP struct{}
+
+var _ node.Kind = (*HTTP)(nil)
+
+// Run sends the request the node's parameters describe and returns
+// {status, headers, body, truncated}. The request ends when ctx does (the
+// node's timeout). A status outside expect_status fails with an http_status
+// error; see the package documentation for the other failures.
+func (*HTTP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
+	pol, err := policyFrom(call.Services)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRequest(ctx, call)
+	if err != nil {
+		return nil, err
+	}
+	client := &nethttp.Client{Transport: transportFor(pol), CheckRedirect: r.checkRedirect}
+	start := time.Now()
+	resp, err := client.Do(r.req)
+	if err != nil {
+		return nil, requestError(r, err, time.Since(start))
+	}
+	defer resp.Body.Close()
+	body, truncated, err := readBody(resp.Body, r.maxBody)
+	elapsed := time.Since(start)
+	if err != nil {
+		return nil, requestError(r, err, elapsed)
+	}
+	if !r.expected(resp.StatusCode) {
+		return nil, statusError(r, resp, body, elapsed, call.Now())
+	}
+	if truncated {
+		ev := map[string]any{"port": "body", "limit_bytes": r.maxBody, "url": safeURL(resp.Request.URL)}
+		if resp.ContentLength > 0 {
+			ev["content_length"] = resp.ContentLength
+		}
+		call.Emit("output_truncated", ev)
+	}
+	return map[string]any{
+		"status":    resp.StatusCode,
+		"headers":   firstValues(resp.Header),
+		"body":      decodeBody(resp.Header, body, truncated),
+		"truncated": truncated,
+	}, nil
+}
