@@ -131,18 +131,46 @@ func (v *validator) templates(val *value, site refSite) {
 		site.pos = val.pos
 		v.templateString(val.s, site)
 	case vList:
-		path := site.path
 		for i, e := range val.list {
-			site.path = fmt.Sprintf("%s[%d]", path, i)
-			v.templates(e, site)
+			if !hasTemplates(e) {
+				continue
+			}
+			s := site
+			s.path = fmt.Sprintf("%s[%d]", site.path, i)
+			v.templates(e, s)
 		}
 	case vMap:
-		path := site.path
 		for _, e := range val.keys {
-			site.path = joinPath(path, e.key)
-			v.templates(e.val, site)
+			if !hasTemplates(e.val) {
+				continue
+			}
+			s := site
+			s.path = joinPath(site.path, e.key)
+			v.templates(e.val, s)
 		}
 	}
+}
+
+// hasTemplates reports whether a value holds a string with "{{" anywhere,
+// so paths are built only for values that need checking.
+func hasTemplates(val *value) bool {
+	switch val.kind {
+	case vString:
+		return expr.HasTemplate(val.s)
+	case vList:
+		for _, e := range val.list {
+			if hasTemplates(e) {
+				return true
+			}
+		}
+	case vMap:
+		for _, e := range val.keys {
+			if hasTemplates(e.val) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (v *validator) templateString(s string, site refSite) {

@@ -528,51 +528,50 @@ func (v *validator) edges() {
 	w := v.w
 	type key struct{ from, to, on string }
 	seen := map[key]bool{}
-	handlesUsed := map[string]map[string]bool{}
+	handlesUsed := make([][]string, len(w.Nodes))
 	for i, e := range w.Edges {
-		path := "edges[" + strconv.Itoa(i) + "]"
 		okFrom, okTo := true, true
 		if _, ok := v.g.Index[e.From]; !ok && e.From != "" {
-			v.d.errorf(orPos(e.fromPos, e.Pos), path+".from", "", "edge from unknown node %q%s", e.From, didYouMean(e.From, v.ids))
+			v.d.errorf(orPos(e.fromPos, e.Pos), edgePath(i)+".from", "", "edge from unknown node %q%s", e.From, didYouMean(e.From, v.ids))
 			okFrom = false
 		}
 		if _, ok := v.g.Index[e.To]; !ok && e.To != "" {
-			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", "", "edge to unknown node %q%s", e.To, didYouMean(e.To, v.ids))
+			v.d.errorf(orPos(e.toPos, e.Pos), edgePath(i)+".to", "", "edge to unknown node %q%s", e.To, didYouMean(e.To, v.ids))
 			okTo = false
 		}
 		k := key{e.From, e.To, e.On}
 		if seen[k] {
-			v.d.warnf(e.Pos, path, e.From, "edge %s → %s is written twice; remove one", e.From, e.To)
+			v.d.warnf(e.Pos, edgePath(i), e.From, "edge %s → %s is written twice; remove one", e.From, e.To)
 		}
 		seen[k] = true
 		if !okFrom || !okTo || e.From == "" {
 			v.brokenEdges = true
 			continue
 		}
-		if handlesUsed[e.From] == nil {
-			handlesUsed[e.From] = map[string]bool{}
+		fromIdx := v.g.Index[e.From]
+		if !contains(handlesUsed[fromIdx], e.On) {
+			handlesUsed[fromIdx] = append(handlesUsed[fromIdx], e.On)
 		}
-		handlesUsed[e.From][e.On] = true
 		src, spec := v.spec(e.From)
 		if spec == nil {
 			continue
 		}
 		if dst, dspec := v.spec(e.To); dspec != nil && dspec.Category == node.Trigger {
-			v.d.errorf(orPos(e.toPos, e.Pos), path+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges; remove the edge", e.To)
+			v.d.errorf(orPos(e.toPos, e.Pos), edgePath(i)+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges; remove the edge", e.To)
 		}
 		allowed := spec.AllHandles(src.Params)
 		onErr := v.onError(src)
 		switch {
 		case e.On == HandleErrorName:
 			if onErr != OnErrorRoute {
-				v.d.errorf(orPos(e.onPos, e.Pos), path+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
+				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
 			}
 		case contains(allowed, e.On):
 		case spec.Routes:
 		case src.Type == "endloop" && e.On == "":
 			l, _ := src.Params["loop"].(string)
 			if e.To != l {
-				v.d.errorf(e.Pos, path, src.ID, "an endloop jumps back to its loop %q; an edge to %q is not allowed (continue after the loop from its done handle)", l, e.To)
+				v.d.errorf(e.Pos, edgePath(i), src.ID, "an endloop jumps back to its loop %q; an edge to %q is not allowed (continue after the loop from its done handle)", l, e.To)
 			}
 		default:
 			var named []string
@@ -592,7 +591,7 @@ func (v *validator) edges() {
 			default:
 				msg += "; leave `on:` out for the default handle"
 			}
-			v.d.errorf(orPos(e.onPos, e.Pos), path+".on", src.ID, "%s", msg)
+			v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "%s", msg)
 		}
 	}
 	for i, n := range w.Nodes {
@@ -600,16 +599,16 @@ func (v *validator) edges() {
 		if spec == nil {
 			continue
 		}
-		used := handlesUsed[n.ID]
+		used := handlesUsed[i]
 		switch n.Type {
 		case "if":
 			for _, h := range []string{"true", "false"} {
-				if !used[h] {
+				if !contains(used, h) {
 					v.d.warnf(n.Pos, "", n.ID, "if node %q has no %q edge; when the condition is %s the branch ends there", n.ID, h, h)
 				}
 			}
 		}
-		if v.onError(n) == OnErrorRoute && !used[HandleErrorName] {
+		if v.onError(n) == OnErrorRoute && !contains(used, HandleErrorName) {
 			v.d.warnf(n.ParamPosOf("on_error"), "", n.ID, "node %q has on_error: route but no edge with on: error; a failure ends the branch", n.ID)
 		}
 	}
@@ -617,6 +616,8 @@ func (v *validator) edges() {
 
 // HandleErrorName is the handle followed on failure with on_error: route.
 const HandleErrorName = "error"
+
+func edgePath(i int) string { return "edges[" + strconv.Itoa(i) + "]" }
 
 func orPos(p, fallback Pos) Pos {
 	if p.Line == 0 {

@@ -425,7 +425,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task) (Outcome, map[string]a
 				rs.recordEvent(Event{Type: kind, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
 			})
 		},
-		Redact:         rs.redact,
+		Redact: rs.redact,
 		Eval: func(code string) (any, error) {
 			return expr.Eval(code, &scope)
 		},
