@@ -67,3 +67,7 @@ func simplePath(code string) (Ref, bool) {
 func identStart(c byte) bool { return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') }
 
 func identPart(c byte) bool { return identStart(c) || (c >= '0' && c <= '9') }
+
+// IsBuiltin reports whether name is a function expressions know, so it
+// cannot also name a node.
+func IsBuiltin(name string) bool { return builtinNames[name] || isGuarded(name) || IsKeyword(name) }
