@@ -35,6 +35,11 @@ type StepRecord struct {
 	DurationMS int64          `json:"duration_ms"`
 	Tokens     int            `json:"tokens"`
 	CostUSD    float64        `json:"cost_usd"`
+	// ConfigHash identifies what the step ran (see ConfigHash).
+	ConfigHash string `json:"config_hash,omitempty"`
+	// Directives are the step's _route and other directives, kept so a
+	// reused step routes as the original did.
+	Directives map[string]any `json:"-"`
 }
 
 // TimedEvent is an event with its time, as written to events.jsonl.
@@ -49,6 +54,13 @@ type TimedEvent struct {
 type Recorder interface {
 	Step(rec *StepRecord) error
 	Event(ev TimedEvent) error
+}
+
+// Flusher is a Recorder that buffers: the driver calls Flush after each
+// scheduler step and before starting the tasks it released, so a step is
+// durable before anything that depends on it runs.
+type Flusher interface {
+	Flush() error
 }
 
 // Options configure one run.
@@ -74,6 +86,9 @@ type Options struct {
 	// Stack lists the absolute paths of the parent workflows of this run,
 	// outermost first, to stop recursion.
 	Stack []string
+	// Reuse, when set, may answer a task from an earlier run instead of
+	// running it (resume and rerun --pin).
+	Reuse func(ReuseQuery) (Reused, bool)
 }
 
 // Result is how a run ended.
@@ -115,6 +130,9 @@ type taskDone struct {
 	params  map[string]any
 	start   time.Time
 	end     time.Time
+	hash    string
+	cached  bool
+	pinned  bool
 }
 
 // runState is the driver's side of one run.
@@ -138,6 +156,8 @@ type runState struct {
 	timers   map[int64]func() bool
 	started  time.Time
 	closed   chan struct{}
+	hashes   []string // latest step hash per node
+	defs     [][]byte // canonical definition per node
 }
 
 // ErrRecorder wraps a failure to record the run (a full or read-only disk).
@@ -162,6 +182,11 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		runSlots: make(chan struct{}, opts.Concurrency),
 		timers:   map[int64]func() bool{},
 		closed:   make(chan struct{}),
+		hashes:   make([]string, len(plan.Nodes)),
+		defs:     make([][]byte, len(plan.Nodes)),
+	}
+	for i, pn := range plan.Nodes {
+		rs.defs[i] = defOf(pn)
 	}
 	rs.redact = Redactor(opts.Secrets)
 	rs.started = d.Clock.Now()
@@ -236,6 +261,7 @@ func (rs *runState) apply(a *Actions) bool {
 	for _, ev := range a.Events {
 		rs.recordEvent(ev, now)
 	}
+	rs.flush()
 	for _, t := range a.Timers {
 		id := t.ID
 		rs.timers[id] = rs.d.Clock.AfterFunc(t.Delay, func() {
@@ -273,6 +299,15 @@ func (rs *runState) recordEvent(ev Event, now time.Time) {
 	}
 }
 
+func (rs *runState) flush() {
+	if f, ok := rs.opts.Recorder.(Flusher); ok && rs.recErr == nil {
+		if err := f.Flush(); err != nil {
+			rs.recErr = fmt.Errorf("%w: %w", ErrRecorder, err)
+			rs.failRecording()
+		}
+	}
+}
+
 func (rs *runState) failRecording() {
 	rs.cancelT(rs.recErr)
 	rs.apply(rs.sched.Cancel())
@@ -304,6 +339,9 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 			if done.params != nil {
 				rec.Params = RedactMap(done.params, rs.redact)
 			}
+			rec.ConfigHash = done.hash
+			rec.Cached, rec.Pinned = done.cached, done.pinned
+			rec.Directives = done.outcome.Directives
 		}
 		if rec.StartedAt == nil {
 			s := t
@@ -339,6 +377,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 // launch runs a task in a goroutine, within the run's and the process's
 // limits, and posts its outcome back to the loop.
 func (rs *runState) launch(t *Task) {
+	upstream := rs.upstreamHashes(t.Node)
 	ctx, cancel := context.WithCancel(rs.taskCtx)
 	rs.mu.Lock()
 	rs.cancels[t.ID] = cancel
@@ -350,12 +389,13 @@ func (rs *runState) launch(t *Task) {
 		start := rs.d.Clock.Now()
 		var oc Outcome
 		var params map[string]any
+		td := &taskDone{id: t.ID}
 		select {
 		case rs.runSlots <- struct{}{}:
 			select {
 			case rs.d.slots <- struct{}{}:
 				start = rs.d.Clock.Now()
-				oc, params = rs.runTask(ctx, t)
+				oc, params = rs.runTask(ctx, t, upstream, td)
 				<-rs.d.slots
 			case <-ctx.Done():
 				oc = Outcome{Err: node.AsError(context.Cause(ctx))}
@@ -374,7 +414,10 @@ func (rs *runState) launch(t *Task) {
 		rs.events <- func() {
 			a := rs.sched.Finished(t.ID, oc)
 			now := rs.d.Clock.Now()
-			td := &taskDone{id: t.ID, outcome: oc, params: params, start: start, end: end}
+			td.outcome, td.params, td.start, td.end = oc, params, start, end
+			if td.hash != "" && oc.Err == nil {
+				rs.hashes[t.Node.Index] = td.hash
+			}
 			for _, su := range a.Steps {
 				if su.TaskID == t.ID {
 					rs.recordStep(su, now, td)
@@ -389,7 +432,7 @@ func (rs *runState) launch(t *Task) {
 }
 
 // runTask renders the node's parameters and runs its kind.
-func (rs *runState) runTask(ctx context.Context, t *Task) (Outcome, map[string]any) {
+func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone) (Outcome, map[string]any) {
 	pn := t.Node
 	scope := rs.scope
 	scope.Vars = t.Vars
@@ -398,6 +441,13 @@ func (rs *runState) runTask(ctx context.Context, t *Task) (Outcome, map[string]a
 	params, err := RenderParams(pn, &scope)
 	if err != nil {
 		return Outcome{Err: err}, nil
+	}
+	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
+	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach {
+		if r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash}); ok {
+			td.cached, td.pinned = !r.Pinned, r.Pinned
+			return Outcome{Output: r.Output, Directives: r.Directives}, params
+		}
 	}
 	kind, ok := rs.d.Registry.New(pn.Type)
 	if !ok {

@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"sort"
+)
+
+// ReuseQuery describes a task about to run, for a host that can answer it
+// from an earlier run (resume reuses steps with the same hash; rerun --pin
+// reuses named nodes).
+type ReuseQuery struct {
+	Node      string
+	Visit     int
+	Iteration int
+	Hash      string
+}
+
+// Reused is an earlier step's result given back instead of running the
+// node.
+type Reused struct {
+	Output     map[string]any
+	Directives map[string]any
+	Pinned     bool // reused because the user pinned the node, not by hash
+}
+
+// ConfigHash is SHA-256 over the canonical node definition, its resolved
+// parameters, the loop context, and the hashes of the steps that fed it,
+// so a change anywhere upstream changes every hash after it.
+func ConfigHash(def []byte, params map[string]any, loop map[string]any, upstream []string) string {
+	h := sha256.New()
+	h.Write(def)
+	h.Write([]byte{0})
+	p, _ := json.Marshal(params) // maps marshal with sorted keys
+	h.Write(p)
+	h.Write([]byte{0})
+	if loop != nil {
+		l, _ := json.Marshal(loop)
+		h.Write(l)
+	}
+	h.Write([]byte{0})
+	up := append([]string(nil), upstream...)
+	sort.Strings(up)
+	for _, u := range up {
+		h.Write([]byte(u))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// defOf returns the canonical JSON of a node's definition.
+func defOf(pn *PlanNode) []byte {
+	b, _ := json.Marshal(pn.Node.Map())
+	return b
+}
+
+// upstreamHashes returns the latest step hashes of the nodes with edges
+// into pn (known at the time the task starts). Nodes the scheduler settles
+// itself (merge, endloop, triggers) have no hash; their own inputs stand in
+// for them.
+func (rs *runState) upstreamHashes(pn *PlanNode) []string {
+	var out []string
+	seen := map[int]bool{pn.Index: true}
+	var walk func(i int)
+	walk = func(i int) {
+		for _, ei := range rs.plan.G.In[i] {
+			from := rs.plan.G.Edges[ei].From
+			if seen[from] {
+				continue
+			}
+			seen[from] = true
+			if h := rs.hashes[from]; h != "" {
+				out = append(out, h)
+			} else {
+				walk(from)
+			}
+		}
+	}
+	walk(pn.Index)
+	return out
+}

@@ -1,0 +1,26 @@
+// Package store is where Skein keeps what outlives a process: versioned
+// workflows, runs, their steps and events, and the checkpoints a run resumes
+// from (DESIGN §3, §5).
+//
+// The package holds the row types and the [Store] interface only. An
+// implementation lives in a subpackage: store/sqlite for one machine
+// (.skein/skein.db), and later store/postgres for many. Every implementation
+// must pass the conformance suite in store/storetest, which is the executable
+// form of the contract documented here.
+//
+// Conventions every implementation keeps:
+//
+//   - Errors are matched with errors.Is: [ErrNotFound] for an unknown run,
+//     workflow or checkpoint, [ErrExists] for a run id used twice,
+//     [ErrLocked] when the database stays locked by someone else past the busy
+//     timeout, [ErrCorrupt] when the file is not a Skein database or is
+//     damaged, [ErrNewerSchema] when a newer Skein wrote the database.
+//   - Maps (inputs, outputs, parameters, event data, error details) are stored
+//     as JSON. A nil map comes back nil and an empty map comes back empty.
+//     JSON numbers that are whole and fit in an int come back as int; the
+//     others come back as float64, so outputs round-trip the way the engine
+//     produces them (an exit code stays an int).
+//   - Times are kept to the microsecond and come back in UTC.
+//   - Large step outputs are not the store's business: the caller writes them
+//     to a file, sets [Step.OutputRef] and leaves [Step.Output] nil.
+package store

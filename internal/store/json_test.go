@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+func TestDecodeMap(t *testing.T) {
+	t.Parallel()
+
+	for _, tc := range []struct {
+		name string
+		json string
+		want map[string]any
+	}{
+		{"absent", ``, nil},
+		{"empty", `{}`, map[string]any{}},
+		{"whole number", `{"n": 3}`, map[string]any{"n": 3}},
+		{"negative", `{"n": -3}`, map[string]any{"n": -3}},
+		{"fraction", `{"n": 2.5}`, map[string]any{"n": 2.5}},
+		{"whole with a fraction part", `{"n": 2.0}`, map[string]any{"n": 2}},
+		{"exponent", `{"n": 1e3}`, map[string]any{"n": 1000}},
+		{"past 2^53 with exponent", `{"n": 1e300}`, map[string]any{"n": 1e300}},
+		{"largest int", `{"n": 9223372036854775807}`, map[string]any{"n": 9223372036854775807}},
+		{"past int64", `{"n": 9223372036854775808}`, map[string]any{"n": 9223372036854775808.0}},
+		{"nested", `{"a": [1, {"b": 2.25}, [3]]}`, map[string]any{"a": []any{1, map[string]any{"b": 2.25}, []any{3}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := store.DecodeMap([]byte(tc.json))
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+		})
+	}
+
+	_, err := store.DecodeMap([]byte(`{"a": 1} {"b": 2}`))
+	require.Error(t, err, "trailing data is refused")
+	_, err = store.DecodeMap([]byte(`[1]`))
+	require.Error(t, err, "only objects are maps")
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	t.Parallel()
+
+	m := map[string]any{"html": "<a href='x'>&</a>", "n": 7, "f": 0.1}
+	data, err := store.EncodeMap(m)
+	require.NoError(t, err)
+	require.Contains(t, string(data), "<a href='x'>&</a>", "HTML is not escaped")
+	back, err := store.DecodeMap(data)
+	require.NoError(t, err)
+	require.Equal(t, m, back)
+
+	data, err = store.EncodeMap(nil)
+	require.NoError(t, err)
+	require.Nil(t, data, "a nil map is stored as NULL")
+
+	e := &node.Error{Code: "c", Category: "http", Message: "m", Details: map[string]any{"status": 404}, Permanent: true}
+	data, err = store.EncodeError(e)
+	require.NoError(t, err)
+	got, err := store.DecodeError(data)
+	require.NoError(t, err)
+	require.Equal(t, &node.Error{Code: "c", Category: "http", Message: "m", Details: map[string]any{"status": 404}}, got,
+		"the fields a node error shows round-trip")
+}

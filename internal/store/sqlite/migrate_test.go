@@ -1,0 +1,142 @@
+package sqlite
+
+import (
+	"io/fs"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// withMigrations returns the embedded migrations plus extra files.
+func withMigrations(t *testing.T, extra map[string]string) fs.FS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	embedded := embeddedMigrations()
+	names, err := fs.Glob(embedded, "*.sql")
+	require.NoError(t, err)
+	for _, name := range names {
+		data, err := fs.ReadFile(embedded, name)
+		require.NoError(t, err)
+		fsys[name] = &fstest.MapFile{Data: data}
+	}
+	for name, src := range extra {
+		fsys[name] = &fstest.MapFile{Data: []byte(src)}
+	}
+	return fsys
+}
+
+func schemaVersions(t *testing.T, s *Store) []int {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	require.NoError(t, err)
+	defer func() { _ = rows.Close() }()
+	var vs []int
+	for rows.Next() {
+		var v int
+		require.NoError(t, rows.Scan(&v))
+		vs = append(vs, v)
+	}
+	require.NoError(t, rows.Err())
+	return vs
+}
+
+func TestMigrate(t *testing.T) {
+	t.Parallel()
+
+	t.Run("OlderDatabaseMovesForward", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "skein.db")
+		s, err := Open(path)
+		require.NoError(t, err)
+		require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
+		require.NoError(t, s.Close())
+
+		s, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
+			"0002_run_labels.sql": `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+				CREATE TABLE schedules (workflow TEXT NOT NULL PRIMARY KEY, cron TEXT NOT NULL) STRICT;`,
+		})})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+
+		require.Equal(t, []int{1, 2}, schemaVersions(t, s))
+		r, err := s.Run(t.Context(), "r1")
+		require.NoError(t, err, "the data of the older schema is still there")
+		require.Equal(t, "w", r.Workflow)
+		var labels string
+		require.NoError(t, s.r.QueryRowContext(t.Context(), `SELECT labels FROM runs WHERE id = 'r1'`).Scan(&labels))
+		require.Empty(t, labels)
+	})
+
+	t.Run("AFailedMigrationChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "skein.db")
+		s, err := Open(path)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+
+		_, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
+			"0002_half.sql": `CREATE TABLE half (x INTEGER); CREATE TABLE broken (`,
+		})})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "schema version 2 (half)", "the error names the migration")
+
+		s = openT(t, path)
+		require.Equal(t, []int{1}, schemaVersions(t, s))
+		var n int
+		require.NoError(t, s.r.QueryRowContext(t.Context(),
+			`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'half'`).Scan(&n))
+		require.Zero(t, n, "the migration's first statement was rolled back")
+	})
+
+	t.Run("UpToDateDatabaseIsNotWritten", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "skein.db")
+		s := openT(t, path)
+		before := schemaVersions(t, s)
+		s2 := openT(t, path)
+		require.Equal(t, before, schemaVersions(t, s2))
+	})
+}
+
+func openT(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestLoadMigrations(t *testing.T) {
+	t.Parallel()
+
+	migs, err := loadMigrations(embeddedMigrations())
+	require.NoError(t, err, "the embedded migrations")
+	require.Equal(t, 1, migs[0].version)
+	require.Equal(t, "init", migs[0].name)
+
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  string
+	}{
+		{"none", nil, "no migrations"},
+		{"no number", []string{"init.sql"}, "NNNN_name.sql"},
+		{"zero", []string{"0000_init.sql"}, "NNNN_name.sql"},
+		{"gap", []string{"0001_init.sql", "0003_more.sql"}, "expected version 2"},
+		{"twice", []string{"0001_init.sql", "0002_a.sql", "002_b.sql"}, "expected version 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fsys := fstest.MapFS{}
+			for _, f := range tc.files {
+				fsys[f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
+			}
+			_, err := loadMigrations(fsys)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}

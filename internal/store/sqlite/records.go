@@ -1,0 +1,264 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// SaveSteps inserts or replaces steps, keyed by (run, node, visit), in one
+// transaction.
+func (s *Store) SaveSteps(ctx context.Context, runID string, steps []*store.Step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("saving steps of run %s", runID)
+	args := make([][]any, len(steps))
+	for i, st := range steps {
+		a, err := stepArgs(runID, st)
+		if err != nil {
+			return fmt.Errorf("%s: step %s visit %d: %w", op, st.Node, st.Visit, err)
+		}
+		args[i] = a
+	}
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		if err := runExists(ctx, tx, runID); err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO steps (run_id, node, visit, `+stepCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id, node, visit) DO UPDATE SET
+				step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
+				attempts = excluded.attempts, status = excluded.status, params = excluded.params,
+				output = excluded.output, output_ref = excluded.output_ref, error = excluded.error,
+				config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
+				started_at = excluded.started_at, finished_at = excluded.finished_at,
+				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd`)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stmt.Close() }()
+		for _, a := range args {
+			if _, err := stmt.ExecContext(ctx, a...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// stepCols are the columns of a step after its key, in stepArgs' order.
+const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd`
+
+func stepArgs(runID string, st *store.Step) ([]any, error) {
+	params, err := store.EncodeMap(st.Params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the parameters: %w", err)
+	}
+	output, err := store.EncodeMap(st.Output)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the output: %w", err)
+	}
+	stepErr, err := store.EncodeError(st.Error)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	return []any{runID, st.Node, st.Visit,
+		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, text(params), text(output), st.OutputRef, text(stepErr),
+		st.ConfigHash, st.Cached, st.Pinned, microsPtr(st.StartedAt), microsPtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD}, nil
+}
+
+// Steps returns a run's steps by step order.
+func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	rows, err := s.r.QueryContext(ctx, `SELECT run_id, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = ? ORDER BY step_order, node, visit`, runID)
+	if err != nil {
+		return nil, s.failed(op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var steps []*store.Step
+	for rows.Next() {
+		st, err := scanStep(rows)
+		if err != nil {
+			return nil, s.failed(op, err)
+		}
+		steps = append(steps, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failed(op, err)
+	}
+	if len(steps) == 0 {
+		if err := runExists(ctx, s.r, runID); err != nil {
+			return nil, s.failed(op, err)
+		}
+	}
+	return steps, nil
+}
+
+func scanStep(sc scanner) (*store.Step, error) {
+	var st store.Step
+	var params, output, stepErr []byte
+	var started, finished sql.NullInt64
+	if err := sc.Scan(&st.RunID, &st.Node, &st.Visit,
+		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
+		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD); err != nil {
+		return nil, err
+	}
+	var err error
+	if st.Params, err = store.DecodeMap(params); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the parameters: %w", st.Node, st.Visit, err)
+	}
+	if st.Output, err = store.DecodeMap(output); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the output: %w", st.Node, st.Visit, err)
+	}
+	if st.Error, err = store.DecodeError(stepErr); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the error: %w", st.Node, st.Visit, err)
+	}
+	st.StartedAt = fromMicrosPtr(started)
+	st.FinishedAt = fromMicrosPtr(finished)
+	return &st, nil
+}
+
+// AppendEvents adds events to the run's log, numbering them after the ones
+// already there, and sets their RunID and Seq.
+func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	op := fmt.Sprintf("appending events to run %s", runID)
+	data := make([][]byte, len(events))
+	for i := range events {
+		var err error
+		if data[i], err = store.EncodeMap(events[i].Data); err != nil {
+			return fmt.Errorf("%s: encoding the data of a %s event: %w", op, events[i].Type, err)
+		}
+	}
+	var last int64
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`,
+			len(events), runID).Scan(&last)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stmt.Close() }()
+		first := last - int64(len(events)) + 1
+		for i, ev := range events {
+			if _, err := stmt.ExecContext(ctx, runID, first+int64(i), micros(ev.Time), ev.Type, ev.Node,
+				ev.Visit, ev.Iteration, text(data[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	first := last - int64(len(events)) + 1
+	for i := range events {
+		events[i].RunID, events[i].Seq = runID, first+int64(i)
+	}
+	return nil
+}
+
+// Events returns up to limit of the run's events after afterSeq, in order.
+func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	op := fmt.Sprintf("reading the events of run %s", runID)
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT seq, time, type, node, visit, iteration, data FROM events
+		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, runID, afterSeq, limit)
+	if err != nil {
+		return nil, s.failed(op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var events []store.Event
+	for rows.Next() {
+		ev := store.Event{RunID: runID}
+		var t int64
+		var data []byte
+		if err := rows.Scan(&ev.Seq, &t, &ev.Type, &ev.Node, &ev.Visit, &ev.Iteration, &data); err != nil {
+			return nil, s.failed(op, err)
+		}
+		ev.Time = fromMicros(t)
+		if ev.Data, err = store.DecodeMap(data); err != nil {
+			return nil, fmt.Errorf("%s: event %d: decoding the data: %w", op, ev.Seq, err)
+		}
+		events = append(events, ev)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failed(op, err)
+	}
+	if len(events) == 0 {
+		if err := runExists(ctx, s.r, runID); err != nil {
+			return nil, s.failed(op, err)
+		}
+	}
+	return events, nil
+}
+
+// SaveCheckpoint replaces the run's checkpoint.
+func (s *Store) SaveCheckpoint(ctx context.Context, runID string, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	return s.write(ctx, "saving the checkpoint of run "+runID, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO checkpoints (run_id, data, updated_at)
+			SELECT id, ?, ? FROM runs WHERE id = ?
+			ON CONFLICT (run_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+			data, micros(now()), runID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// Checkpoint returns the run's checkpoint.
+func (s *Store) Checkpoint(ctx context.Context, runID string) ([]byte, error) {
+	var data []byte
+	err := s.r.QueryRowContext(ctx, `SELECT data FROM checkpoints WHERE run_id = ?`, runID).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("checkpoint of run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.failed("reading the checkpoint of run "+runID, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// runExists returns an error wrapping store.ErrNotFound when there is no
+// run id.
+func runExists(ctx context.Context, q querier, id string) error {
+	var one int
+	err := q.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,305 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// SaveWorkflow stores source as the next version of name, unless hash is
+// the latest version's.
+func (s *Store) SaveWorkflow(ctx context.Context, name string, source []byte, hash string) (store.WorkflowVersion, error) {
+	op := fmt.Sprintf("saving workflow %q", name)
+	if name == "" {
+		return store.WorkflowVersion{}, fmt.Errorf("%s: the name is empty", op)
+	}
+	var wv store.WorkflowVersion
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
+		latest, err := scanWorkflow(tx.QueryRowContext(ctx, `SELECT `+workflowCols+` FROM workflows
+			WHERE name = ? ORDER BY version DESC LIMIT 1`, name))
+		switch {
+		case err == nil && latest.Hash == hash:
+			wv = latest
+			return nil
+		case err == nil:
+			wv.Version = latest.Version + 1
+		case errors.Is(err, sql.ErrNoRows):
+			wv.Version = 1
+		default:
+			return err
+		}
+		wv.Name, wv.Hash, wv.CreatedAt = name, hash, now()
+		wv.Source = append([]byte{}, source...)
+		_, err = tx.ExecContext(ctx, `INSERT INTO workflows (name, version, hash, source, created_at) VALUES (?, ?, ?, ?, ?)`,
+			wv.Name, wv.Version, wv.Hash, wv.Source, micros(wv.CreatedAt))
+		return err
+	})
+	if err != nil {
+		return store.WorkflowVersion{}, err
+	}
+	return wv, nil
+}
+
+// Workflow returns a version of a workflow, the latest for version 0.
+func (s *Store) Workflow(ctx context.Context, name string, version int) (store.WorkflowVersion, error) {
+	what := fmt.Sprintf("workflow %q", name)
+	q := `SELECT ` + workflowCols + ` FROM workflows WHERE name = ? ORDER BY version DESC LIMIT 1`
+	args := []any{name}
+	if version != 0 {
+		what = fmt.Sprintf("workflow %q version %d", name, version)
+		q = `SELECT ` + workflowCols + ` FROM workflows WHERE name = ? AND version = ?`
+		args = append(args, version)
+	}
+	wv, err := scanWorkflow(s.r.QueryRowContext(ctx, q, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.WorkflowVersion{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.WorkflowVersion{}, s.failed("reading "+what, err)
+	}
+	return wv, nil
+}
+
+const workflowCols = `name, version, hash, source, created_at`
+
+func scanWorkflow(row *sql.Row) (store.WorkflowVersion, error) {
+	var wv store.WorkflowVersion
+	var created int64
+	if err := row.Scan(&wv.Name, &wv.Version, &wv.Hash, &wv.Source, &created); err != nil {
+		return store.WorkflowVersion{}, err
+	}
+	if wv.Source == nil {
+		wv.Source = []byte{}
+	}
+	wv.CreatedAt = fromMicros(created)
+	return wv, nil
+}
+
+// CreateRun stores a new run.
+func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
+	if r == nil || r.ID == "" {
+		return errors.New("creating a run: the run has no id")
+	}
+	op := fmt.Sprintf("creating run %s", r.ID)
+	if r.Status == "" {
+		r.Status = "pending"
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = now()
+	}
+	args, err := runArgs(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, `+runCols+`)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, append([]any{r.ID}, args...)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		}
+		return nil
+	})
+}
+
+// UpdateRun replaces the fields of the run r.ID.
+func (s *Store) UpdateRun(ctx context.Context, r *store.Run) error {
+	if r == nil || r.ID == "" {
+		return errors.New("updating a run: the run has no id")
+	}
+	op := fmt.Sprintf("updating run %s", r.ID)
+	args, err := runArgs(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	set := make([]string, 0, len(args))
+	for _, c := range strings.Split(runCols, ",") {
+		set = append(set, strings.TrimSpace(c)+" = ?")
+	}
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE runs SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, r.ID)...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("run %s: %w", r.ID, store.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// runCols are the columns of a run after its id, in runArgs' order.
+const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node, status,
+	inputs, outputs, error, started_at, finished_at, tokens, cost_usd`
+
+func runArgs(r *store.Run) ([]any, error) {
+	inputs, err := store.EncodeMap(r.Inputs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the inputs: %w", err)
+	}
+	outputs, err := store.EncodeMap(r.Outputs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the outputs: %w", err)
+	}
+	runErr, err := store.EncodeError(r.Error)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	return []any{r.Workflow, r.WorkflowVersion, r.File, r.Dir, r.ParentID, r.Trigger, r.Status,
+		text(inputs), text(outputs), text(runErr), micros(r.StartedAt), microsPtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
+}
+
+// Run returns the run id.
+func (s *Store) Run(ctx context.Context, id string) (*store.Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT id, `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.failed("reading run "+id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns the runs that match f, newest first.
+func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, error) {
+	var where []string
+	var args []any
+	if f.Workflow != "" {
+		where, args = append(where, "workflow = ?"), append(args, f.Workflow)
+	}
+	if f.Status != "" {
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if !f.Before.IsZero() {
+		where, args = append(where, "started_at < ?"), append(args, micros(f.Before))
+	}
+	q := `SELECT id, ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY started_at DESC, id DESC`
+	if f.Limit > 0 {
+		q += ` LIMIT ?`
+		args = append(args, f.Limit)
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, s.failed("listing runs", err)
+	}
+	runs, err := scanRuns(rows)
+	if err != nil {
+		return nil, s.failed("listing runs", err)
+	}
+	return runs, nil
+}
+
+// DeleteRuns deletes the runs started before the given time, with their
+// steps, events and checkpoints, and returns them oldest first.
+func (s *Store) DeleteRuns(ctx context.Context, before time.Time) ([]*store.Run, error) {
+	var runs []*store.Run
+	err := s.write(ctx, "deleting old runs", func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `DELETE FROM runs WHERE started_at < ? RETURNING id, `+runCols, micros(before))
+		if err != nil {
+			return err
+		}
+		runs, err = scanRuns(rows)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(runs, func(i, j int) bool {
+		if !runs[i].StartedAt.Equal(runs[j].StartedAt) {
+			return runs[i].StartedAt.Before(runs[j].StartedAt)
+		}
+		return runs[i].ID < runs[j].ID
+	})
+	return runs, nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanRuns(rows *sql.Rows) ([]*store.Run, error) {
+	defer func() { _ = rows.Close() }()
+	var runs []*store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return runs, rows.Close()
+}
+
+func scanRun(sc scanner) (*store.Run, error) {
+	var r store.Run
+	var inputs, outputs, runErr []byte
+	var started int64
+	var finished sql.NullInt64
+	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
+		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.Inputs, err = store.DecodeMap(inputs); err != nil {
+		return nil, fmt.Errorf("run %s: decoding the inputs: %w", r.ID, err)
+	}
+	if r.Outputs, err = store.DecodeMap(outputs); err != nil {
+		return nil, fmt.Errorf("run %s: decoding the outputs: %w", r.ID, err)
+	}
+	if r.Error, err = store.DecodeError(runErr); err != nil {
+		return nil, fmt.Errorf("run %s: decoding the error: %w", r.ID, err)
+	}
+	r.StartedAt = fromMicros(started)
+	r.FinishedAt = fromMicrosPtr(finished)
+	return &r, nil
+}
+
+// Times are stored as microseconds since the Unix epoch.
+
+func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func microsPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+func fromMicrosPtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// text passes JSON to a TEXT column: NULL for nil.
+func text(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}

@@ -1,0 +1,254 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// Options tune Open. The zero value gives the defaults.
+type Options struct {
+	// BusyTimeout is how long an operation waits for a lock another
+	// process holds before it fails with store.ErrLocked (default 5 s).
+	BusyTimeout time.Duration
+	// ReadConns caps the connections used for reads (default 4).
+	ReadConns int
+
+	// migrations replaces the embedded migrations (tests).
+	migrations fs.FS
+}
+
+// Store is a store.Store in one SQLite file.
+type Store struct {
+	path    string
+	timeout time.Duration
+	w       *sql.DB // one connection: every write, in order
+	r       *sql.DB // read-only connections
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the Skein database at path, creating it when the file does not
+// exist or is empty, and migrates it to the schema this binary knows.
+func Open(path string) (*Store, error) {
+	return OpenWithOptions(path, Options{})
+}
+
+// OpenWithOptions is Open with options.
+func OpenWithOptions(path string, opts Options) (*Store, error) {
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 5 * time.Second
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.migrations == nil {
+		opts.migrations = embeddedMigrations()
+	}
+	migs, err := loadMigrations(opts.migrations)
+	if err != nil {
+		return nil, fmt.Errorf("loading the database migrations: %w", err)
+	}
+
+	s := &Store{path: path, timeout: opts.BusyTimeout}
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
+	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=journal_size_limit(67108864)&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+
+	if err := s.prepare(migs); err != nil {
+		_ = s.w.Close()
+		return nil, err
+	}
+
+	s.r, err = sql.Open("sqlite", uri(path)+"?"+busy+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = s.w.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s.r.SetMaxOpenConns(opts.ReadConns)
+	s.r.SetMaxIdleConns(opts.ReadConns)
+	return s, nil
+}
+
+// prepare checks that the file is a Skein database (or a new one), turns
+// WAL on and migrates. It changes nothing before the checks pass.
+func (s *Store) prepare(migs []migration) error {
+	ctx := context.Background()
+	version, err := s.inspect(ctx)
+	if err != nil {
+		return err
+	}
+	if latest := migs[len(migs)-1].version; version > latest {
+		return s.newerSchema(version, latest)
+	}
+	var mode string
+	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return s.openFailed("turning on WAL mode", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("opening %s: the database stays in %s journal mode, not WAL (is it on a network file system?)", s.path, mode)
+	}
+	return s.migrate(ctx, migs, version)
+}
+
+// inspect returns the schema version of the database: 0 for a new one. A
+// database with tables but no schema_migrations is not Skein's.
+func (s *Store) inspect(ctx context.Context) (int, error) {
+	rows, err := s.w.QueryContext(ctx,
+		`SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\'`)
+	if err != nil {
+		return 0, s.openFailed("reading the schema", err)
+	}
+	var tables []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			_ = rows.Close()
+			return 0, s.openFailed("reading the schema", err)
+		}
+		tables = append(tables, name)
+	}
+	if err := rows.Close(); err != nil {
+		return 0, s.openFailed("reading the schema", err)
+	}
+	if err := rows.Err(); err != nil {
+		return 0, s.openFailed("reading the schema", err)
+	}
+	if len(tables) == 0 {
+		return 0, nil
+	}
+	found := false
+	for _, t := range tables {
+		found = found || t == "schema_migrations"
+	}
+	if !found {
+		return 0, &dbError{
+			msg: fmt.Sprintf("%s is a SQLite database but not a Skein database (it has tables %s and no schema_migrations); "+
+				"move it away or point --dir elsewhere — nothing was changed", s.path, strings.Join(tables, ", ")),
+			errs: []error{store.ErrCorrupt},
+		}
+	}
+	var v int
+	if err := s.w.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, s.openFailed("reading the schema version", err)
+	}
+	return v, nil
+}
+
+func (s *Store) newerSchema(have, know int) error {
+	return &dbError{
+		msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
+			"use a newer skein with it, or point --dir elsewhere — nothing was changed", s.path, have, know),
+		errs: []error{store.ErrNewerSchema},
+	}
+}
+
+// openFailed describes an error met while opening: a file that is not a
+// database gets the message that tells the user what to do.
+func (s *Store) openFailed(doing string, err error) error {
+	if code, ok := sqliteCode(err); ok && (code == sqlite3.SQLITE_NOTADB || code == sqlite3.SQLITE_CORRUPT) {
+		return &dbError{
+			msg: fmt.Sprintf("%s is not a Skein database (%v); move it away or point --dir elsewhere — nothing was changed",
+				s.path, err),
+			errs: []error{store.ErrCorrupt, err},
+		}
+	}
+	return s.failed(fmt.Sprintf("opening %s: %s", s.path, doing), err)
+}
+
+// failed wraps the error of an operation, telling a lock held too long and a
+// damaged file from other errors.
+func (s *Store) failed(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	code, ok := sqliteCode(err)
+	switch {
+	case ok && (code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED):
+		return &dbError{
+			msg: fmt.Sprintf("%s: %s is locked by another process (waited %s); stop the other skein or try again later",
+				op, s.path, s.timeout),
+			errs: []error{store.ErrLocked, err},
+		}
+	case ok && (code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB):
+		return &dbError{
+			msg:  fmt.Sprintf("%s: %s is damaged (%v)", op, s.path, err),
+			errs: []error{store.ErrCorrupt, err},
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// sqliteCode returns the primary result code of a SQLite error.
+func sqliteCode(err error) (int, bool) {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	return se.Code() & 0xff, true
+}
+
+// dbError is a condition (store.ErrLocked, …) with a message for people.
+type dbError struct {
+	msg  string
+	errs []error
+}
+
+func (e *dbError) Error() string   { return e.msg }
+func (e *dbError) Unwrap() []error { return e.errs }
+
+// uri returns path as a SQLite file: URI, so that names holding ? or # work.
+func uri(path string) string {
+	p := filepath.ToSlash(path)
+	if filepath.VolumeName(path) != "" {
+		p = "/" + p // file:/C:/dir/skein.db
+	}
+	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}
+
+// write runs fn in a write transaction.
+func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return s.failed(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return s.failed(op, err)
+	}
+	return s.failed(op, tx.Commit())
+}
+
+// Compact rebuilds the file without the pages freed by deleted rows and
+// truncates the write-ahead log, so the file shrinks.
+func (s *Store) Compact(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, "VACUUM"); err != nil {
+		return s.failed("compacting the database", err)
+	}
+	var busy, logPages, moved int
+	err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved)
+	return s.failed("compacting the database", err)
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}

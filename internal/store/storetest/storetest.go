@@ -1,0 +1,737 @@
+// Package storetest is the conformance suite of store.Store: every
+// implementation runs it, so they all keep the contract the store package
+// documents. Change the suite first, then the implementations.
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) store.Store {
+//			s, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+//			require.NoError(t, err)
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// Run runs the suite. open must return a new, empty store for the test it
+// is given and close it when the test ends (t.Cleanup); the subtests run in
+// parallel, each with a store of its own.
+func Run(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Helper()
+
+	type testBundle struct {
+		ctx context.Context
+		s   store.Store
+	}
+	setup := func(t *testing.T) *testBundle {
+		t.Helper()
+		return &testBundle{ctx: t.Context(), s: open(t)}
+	}
+
+	t.Run("Workflows", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("VersionsCountFromOne", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			before := time.Now().Add(-time.Second)
+			v1, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("name: triage # 1"), "h1")
+			require.NoError(t, err)
+			v2, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("name: triage # 2"), "h2")
+			require.NoError(t, err)
+
+			require.Equal(t, 1, v1.Version)
+			require.Equal(t, 2, v2.Version)
+			require.Equal(t, "triage", v2.Name)
+			require.Equal(t, "h2", v2.Hash)
+			require.Equal(t, []byte("name: triage # 2"), v2.Source)
+			require.WithinRange(t, v2.CreatedAt, before, time.Now().Add(time.Second), "CreatedAt is the time of saving")
+
+			latest, err := b.s.Workflow(b.ctx, "triage", 0)
+			require.NoError(t, err)
+			require.Equal(t, v2, latest, "version 0 is the latest")
+
+			first, err := b.s.Workflow(b.ctx, "triage", 1)
+			require.NoError(t, err)
+			require.Equal(t, v1, first)
+		})
+
+		t.Run("SameHashAsLatestStoresNothing", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			v1, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("a"), "h1")
+			require.NoError(t, err)
+			again, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("a, reformatted"), "h1")
+			require.NoError(t, err)
+			require.Equal(t, v1, again, "saving the latest hash again returns the latest version")
+
+			_, err = b.s.Workflow(b.ctx, "triage", 2)
+			require.ErrorIs(t, err, store.ErrNotFound, "no version 2 was stored")
+		})
+
+		t.Run("OlderHashIsANewVersion", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			for _, h := range []string{"h1", "h2"} {
+				_, err := b.s.SaveWorkflow(b.ctx, "triage", []byte(h), h)
+				require.NoError(t, err)
+			}
+			back, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("h1"), "h1")
+			require.NoError(t, err)
+			require.Equal(t, 3, back.Version, "only the latest version's hash is deduplicated")
+		})
+
+		t.Run("NamesAreCountedApart", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			_, err := b.s.SaveWorkflow(b.ctx, "a", []byte("a"), "h")
+			require.NoError(t, err)
+			wb, err := b.s.SaveWorkflow(b.ctx, "b", []byte("b"), "h")
+			require.NoError(t, err)
+			require.Equal(t, 1, wb.Version)
+
+			got, err := b.s.Workflow(b.ctx, "a", 0)
+			require.NoError(t, err)
+			require.Equal(t, []byte("a"), got.Source)
+		})
+
+		t.Run("EmptySource", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			_, err := b.s.SaveWorkflow(b.ctx, "empty", nil, "h")
+			require.NoError(t, err)
+			got, err := b.s.Workflow(b.ctx, "empty", 1)
+			require.NoError(t, err)
+			require.Empty(t, got.Source)
+		})
+
+		t.Run("NotFound", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			_, err := b.s.SaveWorkflow(b.ctx, "triage", []byte("a"), "h1")
+			require.NoError(t, err)
+
+			for _, tc := range []struct {
+				name    string
+				version int
+			}{
+				{"nope", 0},
+				{"nope", 1},
+				{"triage", 2},
+			} {
+				_, err := b.s.Workflow(b.ctx, tc.name, tc.version)
+				require.ErrorIs(t, err, store.ErrNotFound, "workflow %s version %d", tc.name, tc.version)
+				require.Contains(t, err.Error(), tc.name, "the error names the workflow")
+			}
+		})
+	})
+
+	t.Run("Runs", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("EveryFieldRoundTrips", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			finished := base.Add(90 * time.Second)
+			want := &store.Run{
+				ID: "r1", Workflow: "triage", WorkflowVersion: 3, File: "/flows/triage.yaml",
+				Dir: "/w/.skein/runs/triage/2025-03-01_12-00-00_r1", ParentID: "r0", Trigger: "start",
+				Status:  "failed",
+				Inputs:  map[string]any{"city": "Paris", "days": 3, "opts": map[string]any{"metric": true}},
+				Outputs: map[string]any{"summary": "rain", "scores": []any{1, 2.5}},
+				Error: &node.Error{Code: "http_status", Category: "http", Message: "GET returned 503",
+					Details: map[string]any{"status": 503, "body": "busy"}},
+				StartedAt: base, FinishedAt: &finished, Tokens: 1200, CostUSD: 0.0125,
+			}
+			require.NoError(t, b.s.CreateRun(b.ctx, clone(want)))
+
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, want, got)
+		})
+
+		t.Run("CreateFillsDefaults", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			before := time.Now().Add(-time.Second)
+			r := &store.Run{ID: "r1", Workflow: "triage"}
+			require.NoError(t, b.s.CreateRun(b.ctx, r))
+			require.Equal(t, "pending", r.Status, "an empty status becomes pending")
+			require.WithinRange(t, r.StartedAt, before, time.Now().Add(time.Second), "a zero StartedAt becomes now")
+
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, "pending", got.Status)
+			require.WithinDuration(t, r.StartedAt, got.StartedAt, time.Microsecond)
+			require.Nil(t, got.FinishedAt)
+		})
+
+		t.Run("MapsKeepNilAndEmptyApart", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "r1", Workflow: "w", StartedAt: base,
+				Inputs: map[string]any{}, Outputs: nil}))
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.NotNil(t, got.Inputs, "an empty map comes back empty")
+			require.Empty(t, got.Inputs)
+			require.Nil(t, got.Outputs, "a nil map comes back nil")
+			require.Nil(t, got.Error)
+		})
+
+		t.Run("DuplicateIDIsRefused", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			createRun(t, b.s, "r1", "w", base)
+			err := b.s.CreateRun(b.ctx, &store.Run{ID: "r1", Workflow: "other", StartedAt: base})
+			require.ErrorIs(t, err, store.ErrExists)
+
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, "w", got.Workflow, "the first run is kept")
+		})
+
+		t.Run("UpdateReplacesFields", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			r := createRun(t, b.s, "r1", "triage", base)
+			r.Status = "failed"
+			r.Error = &node.Error{Code: "x", Category: "internal", Message: "boom"}
+			require.NoError(t, b.s.UpdateRun(b.ctx, r))
+
+			finished := base.Add(time.Minute)
+			r.Status, r.Error, r.FinishedAt = "completed", nil, &finished
+			r.Outputs = map[string]any{"answer": 42}
+			r.Tokens, r.CostUSD, r.Dir = 10, 0.5, "/runs/r1"
+			require.NoError(t, b.s.UpdateRun(b.ctx, r))
+
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, r, got, "a nil error replaces the earlier one")
+		})
+
+		t.Run("UnknownRun", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			_, err := b.s.Run(b.ctx, "nope")
+			require.ErrorIs(t, err, store.ErrNotFound)
+			require.Contains(t, err.Error(), "nope", "the error names the run")
+
+			err = b.s.UpdateRun(b.ctx, &store.Run{ID: "nope", Workflow: "w", Status: "running", StartedAt: base})
+			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+
+		t.Run("List", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			// r1 is oldest; r4 and r5 start at the same time (ties go by id, descending).
+			for i, spec := range []struct{ id, workflow, status string }{
+				{"r1", "a", "completed"},
+				{"r2", "b", "failed"},
+				{"r3", "a", "failed"},
+				{"r4", "a", "completed"},
+				{"r5", "b", "completed"},
+			} {
+				started := base.Add(time.Duration(min(i, 3)) * time.Minute)
+				require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: spec.id, Workflow: spec.workflow,
+					Status: spec.status, StartedAt: started}))
+			}
+
+			for _, tc := range []struct {
+				name   string
+				filter store.RunFilter
+				want   []string
+			}{
+				{"all newest first", store.RunFilter{}, []string{"r5", "r4", "r3", "r2", "r1"}},
+				{"by workflow", store.RunFilter{Workflow: "a"}, []string{"r4", "r3", "r1"}},
+				{"by status", store.RunFilter{Status: "failed"}, []string{"r3", "r2"}},
+				{"by workflow and status", store.RunFilter{Workflow: "a", Status: "completed"}, []string{"r4", "r1"}},
+				{"limit", store.RunFilter{Limit: 2}, []string{"r5", "r4"}},
+				{"before", store.RunFilter{Before: base.Add(2 * time.Minute)}, []string{"r2", "r1"}},
+				{"next page", store.RunFilter{Before: base.Add(3 * time.Minute), Limit: 2}, []string{"r3", "r2"}},
+				{"no match", store.RunFilter{Workflow: "c"}, nil},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					runs, err := b.s.ListRuns(b.ctx, tc.filter)
+					require.NoError(t, err)
+					require.Equal(t, tc.want, runIDs(runs))
+				})
+			}
+
+			runs, err := b.s.ListRuns(b.ctx, store.RunFilter{Limit: 1})
+			require.NoError(t, err)
+			require.Equal(t, "b", runs[0].Workflow, "listed runs carry their fields")
+		})
+	})
+
+	t.Run("Steps", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("RetryAndFinishReplaceTheStep", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			started := base.Add(time.Second)
+			step := &store.Step{StepOrder: 1, Node: "fetch", Type: "http", Visit: 1, Attempts: 1, Status: "running",
+				StartedAt: &started}
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+
+			failed := base.Add(2 * time.Second)
+			step.Status, step.FinishedAt = "failed", &failed
+			step.Error = &node.Error{Code: "http_status", Category: "http", Message: "503"}
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+
+			step.Status, step.Attempts, step.FinishedAt = "running", 2, nil
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+
+			done := base.Add(5 * time.Second)
+			step.Status, step.Error, step.FinishedAt, step.DurationMS = "success", nil, &done, 4000
+			step.Output = map[string]any{"status": 200}
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Len(t, steps, 1, "saving (run, node, visit) again replaces the step")
+			want := *step
+			want.RunID = "r1"
+			require.Equal(t, &want, steps[0])
+		})
+
+		t.Run("ByStepOrder", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			mk := func(order int, nodeID string, visit int) *store.Step {
+				return &store.Step{StepOrder: order, Node: nodeID, Visit: visit, Status: "success"}
+			}
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{mk(3, "body", 2), mk(1, "start", 1)}))
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{mk(4, "done", 1), mk(2, "body", 1)}))
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			var got []string
+			for _, st := range steps {
+				got = append(got, fmt.Sprintf("%d:%s#%d", st.StepOrder, st.Node, st.Visit))
+			}
+			require.Equal(t, []string{"1:start#1", "2:body#1", "3:body#2", "4:done#1"}, got,
+				"each visit is a step of its own, listed by step order")
+		})
+
+		t.Run("ValuesRoundTrip", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			started, finished := base, base.Add(1500*time.Millisecond)
+			want := &store.Step{
+				RunID: "r1", StepOrder: 1, Node: "agent", Type: "agent", Visit: 2, Iteration: 1, Attempts: 3,
+				Status: "failed",
+				Params: map[string]any{"prompt": "<b>Say</b> \"hi\" & bye — ✓", "max_tool_calls": 5,
+					"tools": []any{"fs.read", map[string]any{"name": "web", "weight": 0.5}}},
+				Output: map[string]any{
+					"exit_code": 0, "negative": -7, "max": math.MaxInt64, "ratio": 2.5, "huge": 1e300,
+					"ok": true, "none": nil, "empty_list": []any{}, "empty_map": map[string]any{},
+					"nested": map[string]any{"items": []any{1, "two", false, nil, []any{3.25}}},
+				},
+				Error: &node.Error{Code: "tool_failed", Category: "mcp", Message: "tool fs.read failed",
+					Details: map[string]any{"attempt": 3, "args": map[string]any{"path": "/tmp/x"}}},
+				ConfigHash: "sha256:abc", StartedAt: &started, FinishedAt: &finished, DurationMS: 1500,
+				Tokens: 512, CostUSD: 0.003,
+			}
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{clone(want)}))
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Len(t, steps, 1)
+			require.Equal(t, want, steps[0], "whole numbers come back as int, others as float64")
+		})
+
+		t.Run("CachedPinnedAndOutputRef", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+				{StepOrder: 1, Node: "a", Visit: 1, Status: "success", Cached: true, ConfigHash: "h-a"},
+				{StepOrder: 2, Node: "b", Visit: 1, Status: "success", Pinned: true},
+				{StepOrder: 3, Node: "c", Visit: 1, Status: "success", OutputRef: "c/output.json"},
+			}))
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Len(t, steps, 3)
+			require.True(t, steps[0].Cached)
+			require.False(t, steps[0].Pinned)
+			require.Equal(t, "h-a", steps[0].ConfigHash)
+			require.True(t, steps[1].Pinned)
+			require.False(t, steps[1].Cached)
+			require.Equal(t, "c/output.json", steps[2].OutputRef)
+			require.Nil(t, steps[2].Output, "an output kept in a file leaves Output nil")
+			require.Nil(t, steps[2].StartedAt)
+		})
+
+		t.Run("ABatchIsSavedWholeOrNotAtAll", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			err := b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+				{StepOrder: 1, Node: "a", Visit: 1, Status: "success"},
+				{StepOrder: 2, Node: "b", Visit: 1, Status: "success", Output: map[string]any{"bad": math.NaN()}},
+			})
+			require.Error(t, err, "NaN cannot be encoded")
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Empty(t, steps, "no step of the failed batch was saved")
+		})
+
+		t.Run("UnknownRun", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			err := b.s.SaveSteps(b.ctx, "nope", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "running"}})
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = b.s.Steps(b.ctx, "nope")
+			require.ErrorIs(t, err, store.ErrNotFound)
+
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err, "a run without steps is not an error")
+			require.Empty(t, steps)
+		})
+	})
+
+	t.Run("Events", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("SeqCountsOnAcrossBatches", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+			createRun(t, b.s, "r2", "w", base)
+
+			first := []store.Event{
+				{Time: base, Type: "execution_started", Data: map[string]any{"inputs": map[string]any{"n": 1}}},
+				{Time: base.Add(time.Millisecond), Type: "node_started", Node: "a", Visit: 1},
+				{Time: base.Add(2 * time.Millisecond), Type: "loop_iteration", Node: "loop", Visit: 1, Iteration: 2,
+					Data: map[string]any{"iteration": 2, "ratio": 0.5}},
+			}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", first))
+			second := []store.Event{
+				{Time: base.Add(3 * time.Millisecond), Type: "node_finished", Node: "a", Visit: 1},
+				{Time: base.Add(4 * time.Millisecond), Type: "execution_finished", Data: map[string]any{}},
+			}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", second))
+			other := []store.Event{{Time: base, Type: "execution_started"}}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r2", other))
+
+			require.Equal(t, []int64{1, 2, 3}, seqs(first), "AppendEvents sets Seq in the slice")
+			require.Equal(t, []int64{4, 5}, seqs(second), "a later batch counts on")
+			require.Equal(t, []int64{1}, seqs(other), "each run counts from 1")
+			require.Equal(t, "r1", first[0].RunID, "AppendEvents sets RunID in the slice")
+
+			got, err := b.s.Events(b.ctx, "r1", 0, 0)
+			require.NoError(t, err)
+			require.Equal(t, append(first, second...), got)
+		})
+
+		t.Run("Paging", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			evs := make([]store.Event, 5)
+			for i := range evs {
+				evs[i] = store.Event{Time: base, Type: "tool_call", Node: "agent", Visit: 1}
+			}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", evs))
+
+			for _, tc := range []struct {
+				name     string
+				afterSeq int64
+				limit    int
+				want     []int64
+			}{
+				{"all", 0, 0, []int64{1, 2, 3, 4, 5}},
+				{"first page", 0, 2, []int64{1, 2}},
+				{"next page", 2, 2, []int64{3, 4}},
+				{"last page", 4, 2, []int64{5}},
+				{"past the end", 5, 2, nil},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					got, err := b.s.Events(b.ctx, "r1", tc.afterSeq, tc.limit)
+					require.NoError(t, err)
+					require.Equal(t, tc.want, seqs(got))
+				})
+			}
+		})
+
+		t.Run("ConcurrentAppendsGetDistinctSeqs", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			const writers, batches, size = 6, 5, 3
+			var wg sync.WaitGroup
+			errs := make(chan error, writers*batches)
+			for w := range writers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range batches {
+						evs := make([]store.Event, size)
+						for i := range evs {
+							evs[i] = store.Event{Time: base, Type: "tool_call", Node: fmt.Sprintf("n%d", w)}
+						}
+						errs <- b.s.AppendEvents(b.ctx, "r1", evs)
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+
+			got, err := b.s.Events(b.ctx, "r1", 0, 0)
+			require.NoError(t, err)
+			require.Len(t, got, writers*batches*size)
+			for i, ev := range got {
+				require.Equal(t, int64(i+1), ev.Seq, "seqs run 1, 2, 3… without gaps")
+			}
+		})
+
+		t.Run("EmptyBatch", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", nil))
+			evs := []store.Event{{Time: base, Type: "execution_started"}}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", evs))
+			require.Equal(t, int64(1), evs[0].Seq, "an empty batch uses no seq")
+		})
+
+		t.Run("UnknownRun", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			err := b.s.AppendEvents(b.ctx, "nope", []store.Event{{Time: base, Type: "execution_started"}})
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = b.s.Events(b.ctx, "nope", 0, 0)
+			require.ErrorIs(t, err, store.ErrNotFound)
+
+			got, err := b.s.Events(b.ctx, "r1", 0, 0)
+			require.NoError(t, err, "a run without events is not an error")
+			require.Empty(t, got)
+		})
+	})
+
+	t.Run("Checkpoints", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("SaveReplaces", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			_, err := b.s.Checkpoint(b.ctx, "r1")
+			require.ErrorIs(t, err, store.ErrNotFound, "no checkpoint yet")
+
+			require.NoError(t, b.s.SaveCheckpoint(b.ctx, "r1", []byte(`{"v":1}`)))
+			require.NoError(t, b.s.SaveCheckpoint(b.ctx, "r1", []byte{0, 1, 2, 0xff}))
+
+			got, err := b.s.Checkpoint(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, []byte{0, 1, 2, 0xff}, got, "the last checkpoint is kept, byte for byte")
+		})
+
+		t.Run("UnknownRun", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			err := b.s.SaveCheckpoint(b.ctx, "nope", []byte("x"))
+			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+	})
+
+	t.Run("DeleteRuns", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("RemovesOldRunsAndTheirRecords", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			cutoff := base.Add(time.Hour)
+			var old []*store.Run
+			for i, id := range []string{"old2", "old1", "old3"} {
+				r := createRun(t, b.s, id, "w", base.Add(time.Duration(i)*time.Minute))
+				r.Dir = "/runs/" + id
+				require.NoError(t, b.s.UpdateRun(b.ctx, r))
+				old = append(old, r)
+			}
+			createRun(t, b.s, "new1", "w", cutoff)
+			createRun(t, b.s, "new2", "w", cutoff.Add(time.Minute))
+			for _, id := range []string{"old1", "new1"} {
+				require.NoError(t, b.s.SaveSteps(b.ctx, id, []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
+				require.NoError(t, b.s.AppendEvents(b.ctx, id, []store.Event{{Time: base, Type: "execution_started"}}))
+				require.NoError(t, b.s.SaveCheckpoint(b.ctx, id, []byte("cp")))
+			}
+
+			deleted, err := b.s.DeleteRuns(b.ctx, cutoff)
+			require.NoError(t, err)
+			require.Equal(t, old, deleted, "the deleted runs come back whole, oldest first")
+
+			for _, id := range []string{"old1", "old2", "old3"} {
+				_, err := b.s.Run(b.ctx, id)
+				require.ErrorIs(t, err, store.ErrNotFound, "run %s", id)
+			}
+			_, err = b.s.Steps(b.ctx, "old1")
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = b.s.Events(b.ctx, "old1", 0, 0)
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = b.s.Checkpoint(b.ctx, "old1")
+			require.ErrorIs(t, err, store.ErrNotFound)
+
+			runs, err := b.s.ListRuns(b.ctx, store.RunFilter{})
+			require.NoError(t, err)
+			require.Equal(t, []string{"new2", "new1"}, runIDs(runs), "runs started at or after the time stay")
+			steps, err := b.s.Steps(b.ctx, "new1")
+			require.NoError(t, err)
+			require.Len(t, steps, 1)
+			evs, err := b.s.Events(b.ctx, "new1", 0, 0)
+			require.NoError(t, err)
+			require.Len(t, evs, 1)
+			cp, err := b.s.Checkpoint(b.ctx, "new1")
+			require.NoError(t, err)
+			require.Equal(t, []byte("cp"), cp)
+		})
+
+		t.Run("ARecreatedRunStartsClean", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			createRun(t, b.s, "r1", "w", base)
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", []store.Event{{Time: base, Type: "a"}, {Time: base, Type: "b"}}))
+			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Second))
+			require.NoError(t, err)
+
+			createRun(t, b.s, "r1", "w", base)
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Empty(t, steps)
+			evs := []store.Event{{Time: base, Type: "a"}}
+			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", evs))
+			require.Equal(t, int64(1), evs[0].Seq)
+		})
+
+		t.Run("NothingToDelete", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+
+			deleted, err := b.s.DeleteRuns(b.ctx, base)
+			require.NoError(t, err)
+			require.Empty(t, deleted, "a run started exactly at the time stays")
+		})
+
+		t.Run("CompactKeepsTheRest", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "old", "w", base)
+			createRun(t, b.s, "new", "w", base.Add(time.Hour))
+			require.NoError(t, b.s.AppendEvents(b.ctx, "new", []store.Event{{Time: base, Type: "a"}}))
+
+			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Minute))
+			require.NoError(t, err)
+			require.NoError(t, b.s.Compact(b.ctx))
+
+			r, err := b.s.Run(b.ctx, "new")
+			require.NoError(t, err)
+			require.Equal(t, "new", r.ID)
+			evs, err := b.s.Events(b.ctx, "new", 0, 0)
+			require.NoError(t, err)
+			require.Len(t, evs, 1)
+		})
+	})
+
+	t.Run("CancelledContext", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+
+		ctx, cancel := context.WithCancel(b.ctx)
+		cancel()
+		_, err := b.s.Run(ctx, "r1")
+		require.ErrorIs(t, err, context.Canceled)
+		err = b.s.CreateRun(ctx, &store.Run{ID: "r2", Workflow: "w", StartedAt: base})
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = b.s.Run(b.ctx, "r2")
+		require.ErrorIs(t, err, store.ErrNotFound, "a cancelled write writes nothing")
+	})
+}
+
+// base is the start of the suite's runs: microsecond precision, UTC, so
+// that it round-trips in every implementation.
+var base = time.Date(2025, 3, 1, 12, 0, 0, 123456000, time.UTC)
+
+func createRun(t *testing.T, s store.Store, id, workflow string, started time.Time) *store.Run {
+	t.Helper()
+	r := &store.Run{ID: id, Workflow: workflow, Status: "running", StartedAt: started}
+	require.NoError(t, s.CreateRun(t.Context(), r), "creating run %s", id)
+	return r
+}
+
+func runIDs(runs []*store.Run) []string {
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+func seqs(evs []store.Event) []int64 {
+	var s []int64
+	for _, ev := range evs {
+		s = append(s, ev.Seq)
+	}
+	return s
+}
+
+// clone returns a shallow copy, so a store that writes to what it is given
+// cannot make a comparison pass by accident.
+func clone[T any](v *T) *T {
+	c := *v
+	return &c
+}
