@@ -103,7 +103,7 @@ func TestRunReadOnlyRunFolder(t *testing.T) {
 	require.NoError(t, os.WriteFile(blocker, []byte("x"), 0o644))
 	r := skein(t, "run", "--dir", filepath.Join(blocker, "runs"), "testdata/ok.yaml", "-i", "city=Paris")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "cannot create run folder")
+	require.Contains(t, r.stderr, "run from a writable folder or set --dir")
 }
 
 func TestSubworkflowChain(t *testing.T) {

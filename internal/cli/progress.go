@@ -99,6 +99,16 @@ func fmtDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
+// header prints the run's first line, with its id, so an interrupted run
+// can be found and resumed.
+func (p *progress) header(runID, wf string, resumed bool) {
+	verb := "run"
+	if resumed {
+		verb = "resuming run"
+	}
+	fmt.Fprintln(p.w, p.paint(dim, fmt.Sprintf("▶ %s %s · %s", verb, runID, wf)))
+}
+
 // summary prints the run's last line and its outputs.
 func (p *progress) summary(res *engine.Result, dir string) {
 	var col, word string
@@ -123,6 +133,19 @@ func (p *progress) summary(res *engine.Result, dir string) {
 
 // tee sends records to several recorders; the first error wins.
 type tee []engine.Recorder
+
+// Flush flushes the recorders that buffer.
+func (t tee) Flush() error {
+	var first error
+	for _, r := range t {
+		if f, ok := r.(engine.Flusher); ok {
+			if err := f.Flush(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
 
 func (t tee) Step(rec *engine.StepRecord) error {
 	var first error

@@ -3,62 +3,92 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
-type runFlags struct {
-	inputs      []string
-	inputFile   string
+// execFlags are the flags shared by run, resume and rerun.
+type execFlags struct {
 	output      string
 	concurrency int
-	trigger     string
 	dir         string
 	secretsFile string
 	denyPrivate bool
 }
 
+func (f *execFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.output, "output", "o", "text", "text or json")
+	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once")
+	fl.StringVar(&f.dir, "dir", ".skein", "folder for the database and run records")
+	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
+	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+}
+
+func (f *execFlags) check() error {
+	if f.output != "text" && f.output != "json" {
+		return usagef("--output must be text or json, not %q", f.output)
+	}
+	if f.concurrency < 1 {
+		return usagef("--concurrency must be at least 1")
+	}
+	return nil
+}
+
 func runCmd(e *env) *cobra.Command {
-	var f runFlags
+	var f execFlags
+	var inputs []string
+	var inputFile, trigger string
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow and show its progress",
 		Long: `Run a workflow on this machine. Progress is shown per node as it ends
-(✓ success, ✗ failed, ⚠ warning, ↻ cached). The run is recorded under
-.skein/runs/<workflow>/<time>_<id>/.
+(✓ success, ✗ failed, ⚠ warning, ↻ cached or pinned). The run is recorded in
+.skein/skein.db and under .skein/runs/<workflow>/<time>_<id>/.
 
 Exit codes: 0 completed, 1 failed, 2 invalid workflow or usage, 3 checks
 failed, 130 cancelled. Ctrl-C cancels: running nodes finish, nothing new
 starts; a second Ctrl-C stops them at once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runWorkflow(cmd.Context(), e, args[0], f)
+			if err := f.check(); err != nil {
+				return err
+			}
+			w, err := loadWorkflow(e, args[0])
+			if err != nil {
+				return err
+			}
+			in, err := resolveInputs(w, inputs, inputFile)
+			if err != nil {
+				return err
+			}
+			return execute(cmd.Context(), e, &f, job{w: w, inputs: in, trigger: trigger, runID: newRunID()})
 		},
 	}
+	f.register(cmd)
 	fl := cmd.Flags()
-	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "input as name=value (repeatable)")
-	fl.StringVar(&f.inputFile, "input-file", "", "JSON file with inputs")
-	fl.StringVarP(&f.output, "output", "o", "text", "text or json")
-	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once")
-	fl.StringVar(&f.trigger, "trigger", "", "trigger node to start from")
-	fl.StringVar(&f.dir, "dir", ".skein", "folder for run records")
-	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
-	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	fl.StringArrayVarP(&inputs, "input", "i", nil, "input as name=value (repeatable)")
+	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
+	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
 	return cmd
 }
 
@@ -68,106 +98,141 @@ func newRunID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func runWorkflow(ctx context.Context, e *env, file string, f runFlags) error {
-	if f.output != "text" && f.output != "json" {
-		return usagef("--output must be text or json, not %q", f.output)
-	}
-	if f.concurrency < 1 {
-		return usagef("--concurrency must be at least 1")
-	}
+// loadWorkflow reads and validates a workflow, printing its problems.
+func loadWorkflow(e *env, file string) (*workflow.Workflow, error) {
 	w, ds := workflow.Load(file, node.Default)
 	if ds.HasErrors() {
 		for _, d := range ds {
 			fmt.Fprintln(e.stderr, d.String())
 		}
-		return exit(ExitInvalid, nil)
+		return nil, exit(ExitInvalid, nil)
 	}
-	inputs, err := resolveInputs(w, f.inputs, f.inputFile)
+	return w, nil
+}
+
+// job is one execution: a fresh run, a resumed one, or a rerun.
+type job struct {
+	w       *workflow.Workflow
+	inputs  map[string]any
+	trigger string
+	runID   string
+	// resume continues an existing run: its folder and row are reused.
+	resume *store.Run
+	reuse  *durable.Reuser
+	// parent is the run a rerun was made from.
+	parent string
+}
+
+func openStore(dir string) (store.Store, error) {
+	st, err := openSQLite(dir)
 	if err != nil {
-		return err
+		return nil, exit(ExitFailed, err)
 	}
+	return st, nil
+}
+
+// execute runs a job to its end: it records the run in the store and the
+// run folder, shows progress, and maps the outcome to an exit code.
+func execute(ctx context.Context, e *env, f *execFlags, j job) error {
+	w := j.w
 	secrets, err := resolveSecrets(w, os.LookupEnv, f.secretsFile)
 	if err != nil {
 		return err
 	}
 	plan, err := engine.NewPlan(w, node.Default)
 	if err != nil {
-		return exit(ExitInvalid, fmt.Errorf("%s: %w", file, err))
+		return exit(ExitInvalid, fmt.Errorf("%s: %w", w.File, err))
 	}
-	if _, err := plan.StartNodes(f.trigger); err != nil {
-		return usagef("%s: %v", file, err)
+	if _, err := plan.StartNodes(j.trigger); err != nil {
+		return usagef("%s: %v", w.File, err)
 	}
-	clk := clock.Real{}
-	runID := newRunID()
-	started := clk.Now()
-	rl, err := runlog.Open(f.dir, w.Name, runID, started, map[string]any{"file": file})
+	st, err := openStore(f.dir)
 	if err != nil {
-		return exit(ExitFailed, err)
+		return err
+	}
+	defer st.Close()
+
+	clk := clock.Real{}
+	started := clk.Now()
+	abs, _ := filepath.Abs(w.File)
+	meta := map[string]any{"file": abs}
+	var rl *runlog.Writer
+	run := j.resume
+	if run != nil {
+		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
+			return exit(ExitFailed, err)
+		}
+		run.Status, run.File, run.FinishedAt, run.Error = string(engine.RunRunning), abs, nil, nil
+		if err := st.UpdateRun(ctx, run); err != nil {
+			return exit(ExitFailed, err)
+		}
+	} else {
+		if rl, err = runlog.Open(f.dir, w.Name, j.runID, started, meta); err != nil {
+			return exit(ExitFailed, err)
+		}
+		src, _ := workflow.ReadFile(w.File)
+		sum := sha256.Sum256(src)
+		ver, err := st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+		if err != nil {
+			rl.Close()
+			return exit(ExitFailed, err)
+		}
+		run = &store.Run{
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
+			ParentID: j.parent, Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
+		}
+		if err := st.CreateRun(ctx, run); err != nil {
+			rl.Close()
+			return exit(ExitFailed, err)
+		}
 	}
 	defer rl.Close()
 
-	recs := tee{rl}
+	recs := tee{rl, durable.NewRecorder(st, run.ID, rl.Dir())}
 	var prog *progress
 	if f.output == "text" {
 		prog = &progress{w: e.stdout, color: isTerminal(e.stdout)}
+		prog.header(run.ID, w.Name, j.resume != nil)
 		recs = append(recs, prog)
 	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hard := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
-	go func() {
-		n := 0
-		for {
-			select {
-			case <-sigs:
-				n++
-				if n == 1 {
-					fmt.Fprintln(e.stderr, "\ncancelling: waiting for running nodes (Ctrl-C again to stop them now)")
-					cancel()
-				} else {
-					close(hard)
-					return
-				}
-			case <-runCtx.Done():
-				if ctx.Err() == nil {
-					return
-				}
-			}
-		}
-	}()
+	stopSignals := onSignals(e, cancel, hard)
+	defer stopSignals()
 
-	drv := engine.NewDriver(node.Default, clk, 0)
-	res, runErr := drv.Execute(runCtx, plan, engine.Options{
-		RunID:       runID,
-		Inputs:      inputs,
-		Trigger:     f.trigger,
-		Secrets:     secrets,
-		Recorder:    recs,
-		Concurrency: f.concurrency,
+	opts := engine.Options{
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
+		Concurrency: f.concurrency, Hard: hard,
 		ArtifactDir: func(id string) string {
 			d, _ := rl.ArtifactDir(id)
 			return d
 		},
-		Hard: hard,
 		Services: map[string]any{
 			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
 		},
 		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
-			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": runID})
+			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": run.ID})
 			if err != nil {
 				return nil, nil, err
 			}
 			return crl, crl.Finish, nil
 		},
-	})
+	}
+	if j.reuse != nil {
+		opts.Reuse = j.reuse.Reuse
+	}
+	res, runErr := engine.NewDriver(node.Default, clk, 0).Execute(runCtx, plan, opts)
 	if res == nil {
 		return exit(ExitFailed, runErr)
 	}
 	if err := rl.Finish(res); err != nil && runErr == nil {
+		runErr = err
+	}
+	fin := res.FinishedAt
+	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+	if err := st.UpdateRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
 		runErr = err
 	}
 	if f.output == "json" {
@@ -187,16 +252,42 @@ func runWorkflow(ctx context.Context, e *env, file string, f runFlags) error {
 	return exit(ExitFailed, nil)
 }
 
+// onSignals turns the first Ctrl-C (or SIGTERM) into a graceful cancel and
+// the second into a hard one.
+func onSignals(e *env, cancel context.CancelFunc, hard chan struct{}) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	done := make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-sigs:
+				n++
+				if n == 1 {
+					fmt.Fprintln(e.stderr, "\ncancelling: waiting for running nodes (Ctrl-C again to stop them now)")
+					cancel()
+				} else {
+					close(hard)
+					return
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
+}
+
 // jsonResult is the one object `skein run --output json` prints.
 func jsonResult(res *engine.Result) map[string]any {
 	steps := make([]map[string]any, 0, len(res.Steps))
 	for _, s := range res.Steps {
-		steps = append(steps, map[string]any{
-			"node": s.Node, "status": s.Status, "visit": s.Visit, "iteration": s.Iteration,
-			"attempts": s.Attempts, "output": s.Output, "error": s.Error, "cached": s.Cached,
-			"pinned": s.Pinned, "started_at": s.StartedAt, "finished_at": s.FinishedAt,
-			"duration_ms": s.DurationMS, "tokens": s.Tokens, "cost_usd": s.CostUSD,
-		})
+		steps = append(steps, jsonStep(s.Node, string(s.Status), s.Visit, s.Iteration, s.Attempts, s.Output, s.Error,
+			s.Cached, s.Pinned, s.StartedAt, s.FinishedAt, s.DurationMS, s.Tokens, s.CostUSD))
 	}
 	outputs := res.Outputs
 	if outputs == nil {
@@ -209,11 +300,19 @@ func jsonResult(res *engine.Result) map[string]any {
 	}
 }
 
+func jsonStep(nodeID, status string, visit, iteration, attempts int, output map[string]any, err *node.Error,
+	cached, pinned bool, started, finished *time.Time, durationMS int64, tokens int, cost float64) map[string]any {
+	return map[string]any{
+		"node": nodeID, "status": status, "visit": visit, "iteration": iteration,
+		"attempts": attempts, "output": output, "error": err, "cached": cached,
+		"pinned": pinned, "started_at": started, "finished_at": finished,
+		"duration_ms": durationMS, "tokens": tokens, "cost_usd": cost,
+	}
+}
+
 func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 }
-
-var _ = errors.New

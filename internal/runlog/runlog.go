@@ -94,6 +94,26 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any) 
 	return w, nil
 }
 
+// Reopen opens the existing folder of a run that goes on (skein resume):
+// events are appended after the ones already there, and run.json says
+// "running" again until Finish.
+func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any) (*Writer, error) {
+	if err := checkName("workflow name", workflow); err != nil {
+		return nil, err
+	}
+	if err := checkName("run id", runID); err != nil {
+		return nil, err
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, pathError("cannot open run folder", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("cannot open run folder %s: %w", dir, ErrUnsafePath)
+	}
+	return open(dir, workflow, runID, started, meta)
+}
+
 func open(dir, workflow, runID string, started time.Time, meta map[string]any) (*Writer, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {

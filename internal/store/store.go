@@ -143,6 +143,8 @@ type Store interface {
 	SaveSteps(ctx context.Context, runID string, steps []*Step) error
 	// Steps returns a run's steps by step order.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
+	// DeleteSteps removes a run's steps (resume writes them afresh).
+	DeleteSteps(ctx context.Context, runID string) error
 
 	// AppendEvents adds events to the run's log, numbering them after the
 	// ones already there, and sets RunID and Seq in the slice.

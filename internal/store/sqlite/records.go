@@ -232,6 +232,21 @@ func (s *Store) SaveCheckpoint(ctx context.Context, runID string, data []byte) e
 	})
 }
 
+// DeleteSteps removes a run's steps.
+func (s *Store) DeleteSteps(ctx context.Context, runID string) error {
+	return s.write(ctx, "deleting the steps of run "+runID, func(tx *sql.Tx) error {
+		var one int
+		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+			}
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM steps WHERE run_id = ?`, runID)
+		return err
+	})
+}
+
 // Checkpoint returns the run's checkpoint.
 func (s *Store) Checkpoint(ctx context.Context, runID string) ([]byte, error) {
 	var data []byte

@@ -428,6 +428,27 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			require.NoError(t, err, "a run without steps is not an error")
 			require.Empty(t, steps)
 		})
+
+		t.Run("DeleteSteps", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			createRun(t, b.s, "r1", "w", base)
+			createRun(t, b.s, "r2", "w", base)
+			for _, id := range []string{"r1", "r2"} {
+				require.NoError(t, b.s.SaveSteps(b.ctx, id, []*store.Step{
+					{StepOrder: 1, Node: "a", Visit: 1, Status: "success"},
+					{StepOrder: 2, Node: "b", Visit: 1, Status: "failed"},
+				}))
+			}
+			require.NoError(t, b.s.DeleteSteps(b.ctx, "r1"))
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Empty(t, steps, "r1's steps are gone")
+			steps, err = b.s.Steps(b.ctx, "r2")
+			require.NoError(t, err)
+			require.Len(t, steps, 2, "other runs keep theirs")
+			require.ErrorIs(t, b.s.DeleteSteps(b.ctx, "nope"), store.ErrNotFound)
+		})
 	})
 
 	t.Run("Events", func(t *testing.T) {
