@@ -63,6 +63,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		versionCmd(e),
 		validateCmd(e),
 		runCmd(e),
+		resumeCmd(e),
+		rerunCmd(e),
+		runsCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -1,0 +1,231 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// chain writes a five-node workflow whose nodes append their letter to a
+// log file; node d succeeds only once the flag file exists.
+func chain(t *testing.T, dir, bParam string) string {
+	t.Helper()
+	file := filepath.Join(dir, "chain.yaml")
+	src := `version: 1
+name: chain
+inputs:
+  log: {type: string, required: true}
+  flag: {type: string, required: true}
+nodes:
+  - {id: a, type: shell, command: [sh, -c, 'echo a >> "$1"', x, "{{ inputs.log }}"]}
+  - {id: b, type: shell, command: [sh, -c, 'echo b >> "$1"; echo ` + bParam + `', x, "{{ inputs.log }}"]}
+  - {id: c, type: shell, command: [sh, -c, 'echo c >> "$1"; echo "$2"', x, "{{ inputs.log }}", "{{ b.stdout }}"]}
+  - {id: d, type: shell, command: [sh, -c, 'test -f "$2" && echo d >> "$1"', x, "{{ inputs.log }}", "{{ inputs.flag }}"]}
+  - {id: e, type: shell, command: [sh, -c, 'echo e >> "$1"', x, "{{ inputs.log }}"]}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+  - {from: c, to: d}
+  - {from: d, to: e}
+`
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+	return file
+}
+
+type runOut struct {
+	ID     string `json:"execution_id"`
+	Status string `json:"status"`
+	Steps  []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+		Cached bool   `json:"cached"`
+		Pinned bool   `json:"pinned"`
+		Output struct {
+			Stdout string `json:"stdout"`
+		} `json:"output"`
+	} `json:"steps"`
+}
+
+func decode(t *testing.T, r result) runOut {
+	t.Helper()
+	var o runOut
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &o), r.stdout+r.stderr)
+	return o
+}
+
+func (o runOut) cached() (cached, ran []string) {
+	for _, s := range o.Steps {
+		if s.Cached || s.Pinned {
+			cached = append(cached, s.Node)
+		} else if s.Status == "success" {
+			ran = append(ran, s.Node)
+		}
+	}
+	return cached, ran
+}
+
+func readLog(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return strings.Join(strings.Fields(string(data)), "")
+}
+
+func TestResumeReusesSucceededSteps(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := chain(t, dir, "one")
+	log, flag := filepath.Join(dir, "log"), filepath.Join(dir, "flag")
+	sk := filepath.Join(dir, ".skein")
+
+	first := skein(t, "run", "--output", "json", "--dir", sk, file, "-i", "log="+log, "-i", "flag="+flag)
+	require.Equal(t, 1, first.code, first.stderr)
+	run := decode(t, first)
+	require.Equal(t, "failed", run.Status)
+	require.Equal(t, "abc", readLog(t, log))
+
+	plan := skein(t, "resume", "--plan", "--dir", sk, run.ID)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `reuse\s+a\s`, plan.stdout)
+	require.Regexp(t, `run\s+d\s+was failed`, plan.stdout)
+	require.Regexp(t, `run\s+e\s`, plan.stdout)
+	require.Equal(t, "abc", readLog(t, log), "--plan changes nothing")
+
+	require.NoError(t, os.WriteFile(flag, nil, 0o644))
+	second := skein(t, "resume", "--output", "json", "--dir", sk, run.ID)
+	require.Equal(t, 0, second.code, second.stderr)
+	res := decode(t, second)
+	require.Equal(t, run.ID, res.ID, "resume continues the same run")
+	require.Equal(t, "completed", res.Status)
+	cached, ran := res.cached()
+	require.Equal(t, []string{"a", "b", "c"}, cached)
+	require.Equal(t, []string{"d", "e"}, ran)
+	require.Equal(t, "abcde", readLog(t, log), "a, b and c ran once")
+
+	again := skein(t, "resume", "--dir", sk, run.ID)
+	require.Equal(t, 2, again.code)
+	require.Contains(t, again.stderr, "completed; there is nothing to resume")
+
+	show := skein(t, "runs", "show", "--dir", sk, run.ID)
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Contains(t, show.stdout, "success ↻ cached")
+}
+
+func TestResumeAfterEditRerunsChangedNodeAndDownstream(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := chain(t, dir, "one")
+	log, flag := filepath.Join(dir, "log"), filepath.Join(dir, "flag")
+	sk := filepath.Join(dir, ".skein")
+	first := skein(t, "run", "--output", "json", "--dir", sk, file, "-i", "log="+log, "-i", "flag="+flag)
+	require.Equal(t, 1, first.code, first.stderr)
+	run := decode(t, first)
+
+	chain(t, dir, "two") // node b changes
+	require.NoError(t, os.WriteFile(flag, nil, 0o644))
+	plan := skein(t, "resume", "--plan", "--dir", sk, run.ID)
+	require.Regexp(t, `run\s+b\s+definition changed`, plan.stdout)
+	require.Regexp(t, `run\s+c\s+after b`, plan.stdout)
+
+	second := skein(t, "resume", "--output", "json", "--dir", sk, run.ID)
+	require.Equal(t, 0, second.code, second.stderr)
+	cached, ran := decode(t, second).cached()
+	require.Equal(t, []string{"a"}, cached)
+	require.Equal(t, []string{"b", "c", "d", "e"}, ran)
+	require.Equal(t, "abc"+"bcde", readLog(t, log))
+}
+
+func TestRerunWithPin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sk := filepath.Join(dir, ".skein")
+	counter := filepath.Join(dir, "n")
+	file := filepath.Join(dir, "pin.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: pin
+inputs:
+  counter: {type: string}
+nodes:
+  - {id: a, type: shell, command: [sh, -c, 'echo x >> "$1"; wc -l < "$1"', x, "{{ inputs.counter }}"]}
+  - {id: b, type: template, text: "a said {{ trim(a.stdout) }}"}
+edges:
+  - {from: a, to: b}
+outputs:
+  said: "{{ b.text }}"
+`), 0o644))
+	first := skein(t, "run", "--output", "json", "--dir", sk, file, "-i", "counter="+counter)
+	require.Equal(t, 0, first.code, first.stderr)
+	id := decode(t, first).ID
+
+	pinned := skein(t, "rerun", "--output", "json", "--dir", sk, "--pin", "a", id)
+	require.Equal(t, 0, pinned.code, pinned.stderr)
+	var res map[string]any
+	require.NoError(t, json.Unmarshal([]byte(pinned.stdout), &res))
+	require.NotEqual(t, id, res["execution_id"], "rerun is a new run")
+	require.Equal(t, "a said 1", res["outputs"].(map[string]any)["said"], "a's output is reused although running it would print 2")
+	steps := res["steps"].([]any)
+	require.Equal(t, true, steps[0].(map[string]any)["pinned"])
+	require.Equal(t, "x", readLog(t, counter), "a did not run again")
+
+	fresh := skein(t, "rerun", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 0, fresh.code, fresh.stderr)
+	require.NoError(t, json.Unmarshal([]byte(fresh.stdout), &res))
+	require.Equal(t, "a said 2", res["outputs"].(map[string]any)["said"])
+
+	bad := skein(t, "rerun", "--dir", sk, "--pin", "zz", id)
+	require.Equal(t, 2, bad.code)
+	require.Contains(t, bad.stderr, `no node "zz"`)
+}
+
+func TestResumeBadInputs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sk := filepath.Join(dir, ".skein")
+	file := chain(t, dir, "one")
+	log, flag := filepath.Join(dir, "log"), filepath.Join(dir, "flag")
+	first := skein(t, "run", "--output", "json", "--dir", sk, file, "-i", "log="+log, "-i", "flag="+flag)
+	id := decode(t, first).ID
+
+	r := skein(t, "resume", "--dir", sk, "nope")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `no run "nope"`)
+
+	renamed := filepath.Join(dir, "renamed.yaml")
+	src, _ := os.ReadFile(file)
+	require.NoError(t, os.WriteFile(renamed, []byte(strings.ReplaceAll(string(src), "id: a,", "id: alpha,")), 0o644))
+	src2, _ := os.ReadFile(renamed)
+	require.NoError(t, os.WriteFile(renamed, []byte(strings.ReplaceAll(string(src2), "{from: a, to: b}", "{from: alpha, to: b}")), 0o644))
+	r = skein(t, "resume", "--dir", sk, "--workflow", renamed, id)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "has steps for node(s) a, which")
+}
+
+func TestRunsListAndPrune(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sk := filepath.Join(dir, ".skein")
+	for i := 0; i < 3; i++ {
+		r := skein(t, "run", "--output", "json", "--dir", sk, "testdata/ok.yaml", "-i", "city=Paris")
+		require.Equal(t, 0, r.code, r.stderr)
+	}
+	l := skein(t, "runs", "list", "--dir", sk)
+	require.Equal(t, 0, l.code, l.stderr)
+	require.Equal(t, 4, len(strings.Split(strings.TrimSpace(l.stdout), "\n")), l.stdout)
+	require.Contains(t, l.stdout, "completed")
+
+	ev := skein(t, "runs", "events", "--dir", sk, strings.Fields(strings.Split(l.stdout, "\n")[1])[0])
+	require.Equal(t, 0, ev.code, ev.stderr)
+	require.Contains(t, ev.stdout, `"type":"execution_finished"`)
+
+	p := skein(t, "runs", "prune", "--dir", sk, "--older-than", "0s")
+	require.Equal(t, 0, p.code, p.stderr)
+	require.Contains(t, p.stdout, "deleted 3 runs and 3 run folders")
+	folders, _ := filepath.Glob(filepath.Join(sk, "runs", "ok", "*"))
+	require.Empty(t, folders)
+	l = skein(t, "runs", "list", "--dir", sk)
+	require.Equal(t, 1, len(strings.Split(strings.TrimSpace(l.stdout), "\n")))
+}
