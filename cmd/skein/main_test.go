@@ -83,3 +83,63 @@ func TestCtrlCCancels(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, string(events), `"execution_finished"`)
 }
+
+// TestKillThenResume kills `skein run` with SIGKILL while a slow node runs,
+// then resumes the run: it completes, and the nodes that had completed
+// before the kill ran exactly once.
+func TestKillThenResume(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log, marker := filepath.Join(dir, "log"), filepath.Join(dir, "marker")
+	cmd := exec.Command(bin, "run", "--dir", dir, "testdata/killme.yaml", "-i", "log="+log, "-i", "marker="+marker)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	runID := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "▶" {
+			runID = f[2]
+		}
+		if strings.HasPrefix(line, "✓ b") {
+			break
+		}
+	}
+	require.NotEmpty(t, runID)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	out, err := exec.Command(bin, "resume", "--dir", dir, "--output", "json", runID).Output()
+	require.NoError(t, err, string(out))
+	var res struct {
+		ID     string `json:"execution_id"`
+		Status string `json:"status"`
+		Steps  []struct {
+			Node   string `json:"node"`
+			Cached bool   `json:"cached"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, runID, res.ID)
+	require.Equal(t, "completed", res.Status)
+	cached := map[string]bool{}
+	for _, s := range res.Steps {
+		cached[s.Node] = s.Cached
+	}
+	require.True(t, cached["a"])
+	require.True(t, cached["b"])
+	require.False(t, cached["c"])
+
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	lines := strings.Fields(string(data))
+	count := map[string]int{}
+	for _, l := range lines {
+		count[l]++
+	}
+	require.Equal(t, 1, count["a"], "a ran once: %v", lines)
+	require.Equal(t, 1, count["b"], "b ran once: %v", lines)
+	require.Equal(t, 1, count["c"], "c ran once: %v", lines)
+	require.GreaterOrEqual(t, count["s"], 1, "slow ran at least once (again after the kill when it had started)")
+}

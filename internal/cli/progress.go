@@ -16,6 +16,20 @@ import (
 type progress struct {
 	w     io.Writer
 	color bool
+	// lines wait for Flush, which comes after the records are durable, so
+	// a node shown done is never lost by a crash.
+	lines []string
+}
+
+// Flush prints the lines of the last scheduler step.
+func (p *progress) Flush() error {
+	for _, l := range p.lines {
+		if _, err := fmt.Fprintln(p.w, l); err != nil {
+			return err
+		}
+	}
+	p.lines = p.lines[:0]
+	return nil
 }
 
 func isTerminal(w io.Writer) bool {
@@ -70,19 +84,17 @@ func (p *progress) Step(rec *engine.StepRecord) error {
 	if rec.Status == engine.StatusFailed && rec.Error != nil {
 		line += "\n    " + p.paint(red, rec.Error.Message)
 	}
-	_, err := fmt.Fprintln(p.w, line)
-	return err
+	p.lines = append(p.lines, line)
+	return nil
 }
 
 func (p *progress) Event(ev engine.TimedEvent) error {
 	switch ev.Type {
 	case engine.EventWarning:
 		msg, _ := ev.Data["message"].(string)
-		_, err := fmt.Fprintln(p.w, p.paint(yellow, "⚠ "+msg))
-		return err
+		p.lines = append(p.lines, p.paint(yellow, "⚠ "+msg))
 	case engine.EventRetry:
-		_, err := fmt.Fprintln(p.w, p.paint(yellow, fmt.Sprintf("↺ %s retry %v in %vms: %v", ev.Node, ev.Data["attempt"], ev.Data["delay_ms"], ev.Data["error"])))
-		return err
+		p.lines = append(p.lines, p.paint(yellow, fmt.Sprintf("↺ %s retry %v in %vms: %v", ev.Node, ev.Data["attempt"], ev.Data["delay_ms"], ev.Data["error"])))
 	}
 	return nil
 }
@@ -111,6 +123,7 @@ func (p *progress) header(runID, wf string, resumed bool) {
 
 // summary prints the run's last line and its outputs.
 func (p *progress) summary(res *engine.Result, dir string) {
+	_ = p.Flush()
 	var col, word string
 	switch res.Status {
 	case engine.RunCompleted:
@@ -134,17 +147,18 @@ func (p *progress) summary(res *engine.Result, dir string) {
 // tee sends records to several recorders; the first error wins.
 type tee []engine.Recorder
 
-// Flush flushes the recorders that buffer.
+// Flush flushes the recorders that buffer, in order, stopping at the first
+// error: the store comes before the progress display, so nothing is shown
+// done that is not durable.
 func (t tee) Flush() error {
-	var first error
 	for _, r := range t {
 		if f, ok := r.(engine.Flusher); ok {
-			if err := f.Flush(); err != nil && first == nil {
-				first = err
+			if err := f.Flush(); err != nil {
+				return err
 			}
 		}
 	}
-	return first
+	return nil
 }
 
 func (t tee) Step(rec *engine.StepRecord) error {
