@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
@@ -16,19 +17,33 @@ import (
 type progress struct {
 	w     io.Writer
 	color bool
-	// lines wait for Flush, which comes after the records are durable, so
-	// a node shown done is never lost by a crash.
+	// lines wait for Flush; when later is set, Flush hands them to it to
+	// be printed once the records they describe are durable, so a node
+	// shown done is never lost by a crash.
 	lines []string
+	later func(func())
+	mu    sync.Mutex
 }
 
-// Flush prints the lines of the last scheduler step.
+// Flush prints the lines of the last scheduler step, or schedules them.
 func (p *progress) Flush() error {
-	for _, l := range p.lines {
-		if _, err := fmt.Fprintln(p.w, l); err != nil {
-			return err
+	if len(p.lines) == 0 {
+		return nil
+	}
+	lines := p.lines
+	p.lines = nil
+	print := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, l := range lines {
+			fmt.Fprintln(p.w, l)
 		}
 	}
-	p.lines = p.lines[:0]
+	if p.later != nil {
+		p.later(print)
+	} else {
+		print()
+	}
 	return nil
 }
 
@@ -123,7 +138,10 @@ func (p *progress) header(runID, wf string, resumed bool) {
 
 // summary prints the run's last line and its outputs.
 func (p *progress) summary(res *engine.Result, dir string) {
+	p.later = nil
 	_ = p.Flush()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	var col, word string
 	switch res.Status {
 	case engine.RunCompleted:

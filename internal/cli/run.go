@@ -188,13 +188,17 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	}
 	defer rl.Close()
 
-	recs := tee{rl, durable.NewRecorder(st, run.ID, rl.Dir())}
+	committer := durable.NewCommitter(st)
+	defer committer.Close()
+	rec := durable.NewRecorder(committer, run.ID, rl.Dir())
+	recs := tee{rl}
 	var prog *progress
 	if f.output == "text" {
-		prog = &progress{w: e.stdout, color: isTerminal(e.stdout)}
+		prog = &progress{w: e.stdout, color: isTerminal(e.stdout), later: rec.AfterCommit}
 		prog.header(run.ID, w.Name, j.resume != nil)
-		recs = append(recs, prog)
+		recs = append(recs, prog) // before rec: its lines wait for rec's commit
 	}
+	recs = append(recs, rec)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -226,6 +230,9 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	res, runErr := engine.NewDriver(node.Default, clk, 0).Execute(runCtx, plan, opts)
 	if res == nil {
 		return exit(ExitFailed, runErr)
+	}
+	if err := rec.Sync(); err != nil && runErr == nil {
+		runErr = err
 	}
 	if err := rl.Finish(res); err != nil && runErr == nil {
 		runErr = err

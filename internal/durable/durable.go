@@ -5,8 +5,8 @@
 package durable
 
 import (
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,6 +16,8 @@ import (
 	"github.com/skeinhq/skein/internal/store"
 )
 
+var errClosed = errors.New("the store committer is closed")
+
 // LargeOutput is the size above which a step's output is kept in a file of
 // the run folder instead of the database.
 const LargeOutput = 256 << 10
@@ -24,17 +26,21 @@ const LargeOutput = 256 << 10
 // so a reused step routes as it did.
 const directivesKey = "_directives"
 
-// Recorder writes one run's records into a store. Steps and events are
-// buffered and written by Flush, which the engine calls after each
-// scheduler step and before it starts the tasks that step released.
+// Recorder writes one run's records into a store through a Committer.
+// Steps and events are buffered and handed over by Flush, which the engine
+// calls after each scheduler step; the committer writes them in the next
+// group transaction. What must wait for durability (the progress display)
+// registers with AfterCommit.
 type Recorder struct {
-	st     store.Store
+	c      *Committer
 	runID  string
 	dir    string // the run folder, for large outputs
 	mu     sync.Mutex
 	steps  map[[2]any]*store.Step
 	order  [][2]any
 	events []store.Event
+	after  []func()
+	err    error // the first failed commit of this run
 }
 
 var (
@@ -42,9 +48,9 @@ var (
 	_ engine.Flusher  = (*Recorder)(nil)
 )
 
-// NewRecorder records run runID into st; large outputs go under dir.
-func NewRecorder(st store.Store, runID, dir string) *Recorder {
-	return &Recorder{st: st, runID: runID, dir: dir, steps: map[[2]any]*store.Step{}}
+// NewRecorder records run runID through c; large outputs go under dir.
+func NewRecorder(c *Committer, runID, dir string) *Recorder {
+	return &Recorder{c: c, runID: runID, dir: dir, steps: map[[2]any]*store.Step{}}
 }
 
 // Step buffers the latest state of a step.
@@ -70,33 +76,65 @@ func (r *Recorder) Event(ev engine.TimedEvent) error {
 	return nil
 }
 
-// Flush writes what is buffered: steps in one transaction, then events.
+// AfterCommit runs fn once everything recorded so far is committed.
+func (r *Recorder) AfterCommit(fn func()) {
+	r.mu.Lock()
+	r.after = append(r.after, fn)
+	r.mu.Unlock()
+}
+
+// Flush hands what is buffered to the committer. It returns the error of
+// an earlier commit of this run, so the engine stops a run whose records
+// cannot be written.
 func (r *Recorder) Flush() error {
 	r.mu.Lock()
+	if r.err != nil {
+		err := r.err
+		r.mu.Unlock()
+		return err
+	}
 	steps := make([]*store.Step, 0, len(r.order))
 	for _, k := range r.order {
 		steps = append(steps, r.steps[k])
 	}
-	events := r.events
-	r.steps, r.order, r.events = map[[2]any]*store.Step{}, nil, nil
+	events, after := r.events, r.after
+	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
 	r.mu.Unlock()
+	if len(steps) == 0 && len(events) == 0 && len(after) == 0 {
+		return nil
+	}
 	for _, s := range steps {
 		if err := r.offload(s); err != nil {
 			return err
 		}
 	}
-	ctx := context.Background()
-	if len(steps) > 0 {
-		if err := r.st.SaveSteps(ctx, r.runID, steps); err != nil {
-			return fmt.Errorf("saving steps of run %s: %w", r.runID, err)
+	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events}, func(err error) {
+		if err != nil {
+			r.mu.Lock()
+			if r.err == nil {
+				r.err = fmt.Errorf("saving the records of run %s: %w", r.runID, err)
+			}
+			r.mu.Unlock()
+			return
 		}
-	}
-	if len(events) > 0 {
-		if err := r.st.AppendEvents(ctx, r.runID, events); err != nil {
-			return fmt.Errorf("saving events of run %s: %w", r.runID, err)
+		for _, fn := range after {
+			fn()
 		}
-	}
+	})
 	return nil
+}
+
+// Sync flushes and waits until every record of the run is committed.
+func (r *Recorder) Sync() error {
+	if err := r.Flush(); err != nil {
+		return err
+	}
+	if err := r.c.Sync(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // offload moves an output larger than LargeOutput into a file.

@@ -13,6 +13,9 @@
 // whose body holds it, or the run itself. Each pass of a loop, and each item
 // of a foreach, gets a fresh frame holding the state of the body's nodes and
 // edges, so concurrent foreach items never share state and every pass starts
-// clean. Cycles that are not loops re-arm the nodes after the target of the
-// back-edge inside the same frame, bounded by max_visits.
+// clean. Cycles that are not loops re-arm the members of the cycle after the
+// back-edge's target in the same frame, bounded by max_visits; edges leaving
+// a cycle wait until it can no longer come round, and nodes off a cycle run
+// at most once per frame. A foreach item's result is the output of the body
+// node that comes last in the graph's order.
 package engine

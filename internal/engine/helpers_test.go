@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +58,17 @@ func newTestRegistry() *node.Registry {
 			{Name: "gate", Type: node.String, NoTemplate: true, Description: "The gate to wait at."},
 		},
 	}, func() node.Kind { return blockKind{} })
+	reg.MustRegister(node.Spec{
+		Kind: "noop", Category: node.Action,
+		Description: "Test action that does nothing.",
+	}, func() node.Kind { return noopKind{} })
 	return reg
 }
+
+// noopKind does nothing.
+type noopKind struct{}
+
+func (noopKind) Run(context.Context, *node.Call) (map[string]any, error) { return nil, nil }
 
 // actKind is a scripted action.
 type actKind struct{}
@@ -98,17 +108,33 @@ func (actKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 }
 
 // gates lets a driver test hold block nodes until it releases them. Each test
-// that uses block nodes gets its own gate set through Options.Services.
+// that uses block nodes gets its own gates through Options.Services; a block
+// node waits at the gate its `gate` parameter names, else at its own id.
 type gates struct {
 	started chan string
-	release chan struct{}
+	mu      sync.Mutex
+	gate    map[string]chan struct{}
 }
 
 func newGates() *gates {
-	return &gates{started: make(chan string, 64), release: make(chan struct{})}
+	return &gates{started: make(chan string, 64), gate: map[string]chan struct{}{}}
 }
 
-// blockKind reports that it started, then waits for the release or for its
+func (g *gates) get(name string) chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch, ok := g.gate[name]
+	if !ok {
+		ch = make(chan struct{})
+		g.gate[name] = ch
+	}
+	return ch
+}
+
+// open lets the block nodes at gate name go on.
+func (g *gates) open(name string) { close(g.get(name)) }
+
+// blockKind reports that it started, then waits for its gate or for its
 // context.
 type blockKind struct{}
 
@@ -117,9 +143,14 @@ func (blockKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if g == nil {
 		return map[string]any{"blocked": false}, nil
 	}
+	name, _ := c.Params["gate"].(string)
+	if name == "" {
+		name = c.NodeID
+	}
+	gate := g.get(name)
 	g.started <- c.NodeID
 	select {
-	case <-g.release:
+	case <-gate:
 		return map[string]any{"blocked": true}, nil
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)

@@ -61,8 +61,8 @@ type PlanNode struct {
 	// regionEdges lists forward edges between nodes of the region.
 	regionEdges []int
 	// rearm lists, for a node that is the target of a back-edge (not an
-	// endloop one), the nodes of its home that may be re-armed when that
-	// edge fires (those it reaches by forward edges), in topological order.
+	// endloop one), the nodes of its cycle that may be re-armed when that
+	// edge fires, in topological order.
 	rearm []int
 	// cycle is the cycle (strongly connected component, endloop back-edges
 	// aside) the node is on, nil when it is on none.
@@ -166,10 +166,7 @@ func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
 	}
 	p.cycles()
 	p.topoOrder()
-	for _, pn := range p.Nodes {
-		// Re-arming walks the set in order, so each node sees its inputs first.
-		sort.Slice(pn.rearm, func(i, j int) bool { return p.Nodes[pn.rearm[i]].topo < p.Nodes[pn.rearm[j]].topo })
-	}
+	p.rearmSets()
 	return p, nil
 }
 
@@ -233,6 +230,42 @@ func (p *Plan) cycles() {
 	}
 }
 
+// rearmSets finds what a back-edge into t re-arms: t and the nodes of its
+// cycle that t reaches by forward edges, in topological order so that
+// re-arming sees each node's inputs first. Nodes outside the cycle are never
+// re-armed: they run at most once per frame, when the cycle first reaches
+// them (or, through a held exit, when it ends).
+func (p *Plan) rearmSets() {
+	g := p.G
+	for _, e := range g.Edges {
+		if !e.Back {
+			continue
+		}
+		from, t := p.Nodes[e.From], p.Nodes[e.To]
+		if from.ctrl == ctrlEndLoop && from.LoopOf == e.To || t.rearm != nil || t.cycle == nil {
+			continue
+		}
+		seen := map[int]bool{e.To: true}
+		queue := []int{e.To}
+		for len(queue) > 0 {
+			c := queue[0]
+			queue = queue[1:]
+			for _, ei := range p.Nodes[c].out {
+				ge := g.Edges[ei]
+				if ge.Back || seen[ge.To] || p.Nodes[ge.To].cycle != t.cycle {
+					continue
+				}
+				seen[ge.To] = true
+				queue = append(queue, ge.To)
+			}
+		}
+		for k := range seen {
+			t.rearm = append(t.rearm, k)
+		}
+		sort.Slice(t.rearm, func(i, j int) bool { return p.Nodes[t.rearm[i]].topo < p.Nodes[t.rearm[j]].topo })
+	}
+}
+
 // topoOrder ranks the nodes in a topological order of the forward edges
 // (Kahn's, starting from the entries in file order), so that "the last node
 // of a body" means the same whatever order the nodes finished in.
@@ -274,8 +307,8 @@ func intParam(m map[string]any, k string, def int) int {
 	return def
 }
 
-// regions finds each loop's body, the home of every node, and the edges
-// and re-arm sets of each home.
+// regions finds each loop's body, the home of every node, and the edges of
+// each home.
 func (p *Plan) regions() error {
 	g := p.G
 	n := len(p.Nodes)
@@ -375,39 +408,6 @@ func (p *Plan) regions() error {
 			continue
 		}
 		return fmt.Errorf("edge %s → %s crosses into or out of a loop body; enter a body only by the loop's body handle and leave it by its done handle", from.ID, to.ID)
-	}
-	// Re-arm sets: a back-edge into t re-arms t and every node of t's home
-	// reachable from t by forward edges.
-	for _, e := range g.Edges {
-		if !e.Back {
-			continue
-		}
-		from := p.Nodes[e.From]
-		if from.ctrl == ctrlEndLoop && from.LoopOf == e.To {
-			continue
-		}
-		t := p.Nodes[e.To]
-		if t.rearm != nil {
-			continue
-		}
-		seen := map[int]bool{e.To: true}
-		queue := []int{e.To}
-		for len(queue) > 0 {
-			c := queue[0]
-			queue = queue[1:]
-			for _, ei := range p.Nodes[c].out {
-				ge := g.Edges[ei]
-				if ge.Back || seen[ge.To] || p.Nodes[ge.To].Home != t.Home {
-					continue
-				}
-				seen[ge.To] = true
-				queue = append(queue, ge.To)
-			}
-		}
-		for k := range seen {
-			t.rearm = append(t.rearm, k)
-		}
-		sort.Ints(t.rearm)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -45,18 +47,18 @@ func TestSchedulerRegressions(t *testing.T) {
 		t.Parallel()
 		s := newSim(t, wf(`
   - {id: start, type: trigger.manual}
-  - {id: first, type: act, fail: -1, permanent: true}
-  - {id: second, type: act, fail: -1, permanent: true}
+  - {id: early, type: act, fail: -1, permanent: true}
+  - {id: late, type: act, fail: -1, permanent: true}
 `, `
-  - {from: start, to: first}
-  - {from: start, to: second}
+  - {from: start, to: early}
+  - {from: start, to: late}
 `))
 		s.start("")
-		s.finish("first")
-		a := s.finish("second")
+		s.finish("early")
+		a := s.finish("late")
 		require.True(t, a.Done)
-		require.Equal(t, "node first: first attempt 1 failed", a.Err.Message)
-		require.Equal(t, failedSt, s.last("second").Status)
+		require.Equal(t, "node early: early attempt 1 failed", a.Err.Message)
+		require.Equal(t, failedSt, s.last("late").Status)
 	})
 
 	t.Run("a failure after a cancel leaves the run cancelled", func(t *testing.T) {
@@ -153,17 +155,18 @@ func TestSchedulerRegressions(t *testing.T) {
   - {id: start, type: trigger.manual}
   - {id: head, type: act, max_visits: 3}
   - {id: x, type: act}
-  - {id: any, type: merge, wait: any, max_visits: 3}
+  - {id: gather, type: merge, wait: any, max_visits: 3}
 `, `
   - {from: start, to: head}
   - {from: start, to: x}
-  - {from: head, to: any}
-  - {from: x, to: any}
-  - {from: any, to: head}
+  - {from: head, to: gather}
+  - {from: x, to: gather}
+  - {from: gather, to: head}
 `))
 		s.start("")
 		s.finish("x") // the merge fires and jumps back to head, which runs
 		require.Equal(t, []string{"head"}, s.running(), "head runs once")
+		require.Len(t, s.eventsOf(engine.EventWarning, "head"), 1)
 		s.drain()
 		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
 	})
@@ -196,16 +199,16 @@ func TestSchedulerRegressions(t *testing.T) {
   - {id: side, type: act}
   - {id: check, type: guardrail, condition: "(vars.fixes ?? 0) >= 1", max_visits: 3}
   - {id: fix, type: set, vars: {fixes: "{{ (vars.fixes ?? 0) + 1 }}"}, max_visits: 3}
-  - {id: join, type: merge, wait: any}
+  - {id: meet, type: merge, wait: any}
   - {id: after, type: act}
 `, `
   - {from: start, to: side}
   - {from: start, to: check}
-  - {from: check, to: join, on: pass}
+  - {from: check, to: meet, on: pass}
   - {from: check, to: fix, on: fail}
   - {from: fix, to: check}
-  - {from: side, to: join}
-  - {from: join, to: after}
+  - {from: side, to: meet}
+  - {from: meet, to: after}
 `))
 		s.start("")
 		s.finish("side")
@@ -213,11 +216,11 @@ func TestSchedulerRegressions(t *testing.T) {
 		s.drain()
 		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
 		require.Equal(t, statusList(success, success), s.statuses("check"))
-		require.Equal(t, statusList(success), s.statuses("join"))
+		require.Equal(t, statusList(success), s.statuses("meet"))
 		require.Equal(t, statusList(success), s.statuses("after"))
 	})
 
-	t.Run("a node after a cycle member runs again on each round", func(t *testing.T) {
+	t.Run("a node after a cycle member runs once, when the cycle first reaches it", func(t *testing.T) {
 		t.Parallel()
 		s := newSim(t, wf(`
   - {id: start, type: trigger.manual}
@@ -235,7 +238,104 @@ func TestSchedulerRegressions(t *testing.T) {
 		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
 		require.Equal(t, statusList(success, success, success), s.statuses("check"))
 		require.Equal(t, statusList(success, success, skipped), s.statuses("fix"))
-		require.Equal(t, []any{1, 2, nil}, outputsOf(s, "log", "n"))
-		require.Equal(t, statusList(success, success, skipped), s.statuses("log"))
+		require.Equal(t, []any{1}, outputsOf(s, "log", "n"))
+		require.Equal(t, statusList(success), s.statuses("log"), "a node off the cycle runs at most once per frame")
+	})
+
+	t.Run("a failure in a foreach item already stopped by on_error continue does not fail the run", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ [1] }}"}
+  - {id: a, type: act, fail: -1, permanent: true, on_error: continue}
+  - {id: b, type: act, fail: 1, retries: 1}
+  - {id: meet, type: merge}
+  - {id: eend, type: endloop, loop: each}
+  - {id: after, type: act}
+`, `
+  - {from: start, to: each}
+  - {from: each, to: a, on: body}
+  - {from: each, to: b, on: body}
+  - {from: a, to: meet}
+  - {from: b, to: meet}
+  - {from: meet, to: eend}
+  - {from: each, to: after, on: done}
+`))
+		s.start("")
+		s.finish("each")
+		s.finish("a") // stops the item
+		a := s.finish("b")
+		require.Empty(t, a.Timers, "no retry in a stopped item")
+		s.drain()
+		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
+		require.Equal(t, failedSt, s.last("b").Status)
+		require.Equal(t, []any{nil}, s.last("each").Output["results"])
+		require.Equal(t, statusList(success), s.statuses("after"))
+	})
+
+	t.Run("a retry timer that fires in a stopped foreach item starts nothing", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ [1] }}"}
+  - {id: a, type: act, fail: 1, retries: 1}
+  - {id: b, type: act, fail: -1, permanent: true, on_error: continue}
+  - {id: meet, type: merge}
+  - {id: eend, type: endloop, loop: each}
+`, `
+  - {from: start, to: each}
+  - {from: each, to: a, on: body}
+  - {from: each, to: b, on: body}
+  - {from: a, to: meet}
+  - {from: b, to: meet}
+  - {from: meet, to: eend}
+`))
+		s.start("")
+		s.finish("each")
+		a := s.finish("a")
+		require.Len(t, a.Timers, 1, "a waits for its retry")
+		s.finish("b") // stops the item
+		a = s.fire()
+		require.Empty(t, a.Start, "the item has stopped: no retry")
+		require.True(t, a.Done)
+		require.Equal(t, engine.RunCompleted, a.Status)
+		require.Equal(t, failedSt, s.last("a").Status)
+	})
+
+	t.Run("a merge with wait any that got an input after the run stopped is skipped", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, fail: -1, permanent: true, on_error: continue}
+  - {id: b, type: act}
+  - {id: meet, type: merge, wait: any}
+`, `
+  - {from: start, to: a}
+  - {from: start, to: b}
+  - {from: a, to: meet}
+  - {from: b, to: meet}
+`))
+		s.start("")
+		s.apply(s.run.Cancel())
+		s.finish("a") // continue: the failure flows on to the join
+		a := s.finishWith("b", cancelErr)
+		require.True(t, a.Done)
+		require.Equal(t, engine.RunCancelled, a.Status)
+		require.Equal(t, statusList(skipped), s.statuses("meet"), "pending when the run stopped")
+	})
+
+	t.Run("a delay too long for a duration is the longest one", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: slow, type: act, delay: 1000000000000}
+`, `
+  - {from: start, to: slow}
+`))
+		s.start("")
+		a := s.finish("slow")
+		require.Len(t, a.Timers, 1)
+		require.Equal(t, time.Duration(math.MaxInt64), a.Timers[0].Delay)
+		require.Equal(t, waiting, s.last("slow").Status)
 	})
 }

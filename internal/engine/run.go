@@ -339,21 +339,20 @@ func (r *Run) cycleOver(f *frame, c *cycle) bool {
 }
 
 // propagate resolves pn's out-edges in f: edges whose handle is in
-// handles fire, the others die.
+// handles fire, the others die (those leaving a cycle are held open until
+// the cycle is over). Then back-edges that fire re-arm their target, so a
+// round's forward edges are resolved before the next round starts, whatever
+// the order the edges are written in.
 func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
 	g := r.plan.G
+	back := false
 	for _, ei := range pn.out {
 		e := g.Edges[ei]
-		match := contains(handles, e.On)
 		if e.Back {
-			if pn.ctrl == ctrlEndLoop && pn.LoopOf == e.To {
-				continue
-			}
-			if match && !r.cancelling && !r.failing {
-				r.rearm(f, r.plan.Nodes[e.To])
-			}
+			back = true
 			continue
 		}
+		match := contains(handles, e.On)
 		slot := r.plan.EdgeSlot[ei]
 		if slot < 0 || f.edge[slot] != edgeOpen {
 			continue
@@ -367,6 +366,16 @@ func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
 			f.edge[slot] = edgeDead
 		}
 		r.resolve(f, e.To, match)
+	}
+	if !back || r.cancelling || r.failing {
+		return
+	}
+	for _, ei := range pn.out {
+		e := g.Edges[ei]
+		if !e.Back || pn.ctrl == ctrlEndLoop && pn.LoopOf == e.To || !contains(handles, e.On) {
+			continue
+		}
+		r.rearm(f, r.plan.Nodes[e.To])
 	}
 }
 
@@ -414,13 +423,12 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 	r.killOut(f, pn)
 }
 
-// rearm makes the target of a back-edge pending again, with the nodes after
-// it that the last round reached, then starts the target. A node after the
-// target is re-armed when an edge from a re-armed node into it was resolved
-// (fired or dead) — the last round got to it — and it has no work under way;
-// a node the last round did not get to keeps its state, so a join that ran
-// on other inputs does not run again. A target with work under way is not
-// started a second time.
+// rearm makes the target of a back-edge pending again, with the nodes of its
+// cycle after it that the last round reached, then starts the target. A
+// member is re-armed when an edge from a re-armed node into it was resolved
+// (fired or dead) — the last round got to it — and it has no work under way.
+// Nodes outside the cycle keep their state: they run at most once per
+// frame. A target with work under way is not started a second time.
 func (r *Run) rearm(f *frame, t *PlanNode) {
 	p := r.plan
 	if f.st[t.Slot].busy() {
@@ -667,6 +675,9 @@ func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, 
 	r.latest[pn.Index] = out
 	r.step(f, pn, attempt, StatusFailed, out, err, taskID)
 	r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusFailed), "error": err.Message, "category": err.Category})
+	if f.abort {
+		return // the foreach item has stopped: its failures no longer count
+	}
 	onErr := pn.OnError
 	if pn.ctrl == ctrlFail {
 		onErr = "fail"
@@ -951,7 +962,7 @@ func (r *Run) closeFrame(f *frame) {
 	for _, i := range f.region {
 		pn := r.plan.Nodes[i]
 		st := &f.st[pn.Slot]
-		if st.status == StatusPending && r.reach[i] && !st.started {
+		if st.status == StatusPending && r.reach[i] {
 			st.status = StatusSkipped
 			if r.cancelling || r.failing || f.abort {
 				r.visits[pn.Index]++
@@ -1017,7 +1028,7 @@ func (r *Run) TimerFired(id int64) *Actions {
 	f.st[pn.Slot].timer = 0
 	switch tm.kind {
 	case timerRetry:
-		if !r.cancelling && !r.failing {
+		if !r.cancelling && !r.failing && !f.abort {
 			r.event(EventNodeStarted, pn, f, map[string]any{"attempt": tm.task.Attempt + 1})
 			r.startTask(f, pn, tm.task.Attempt+1)
 		}

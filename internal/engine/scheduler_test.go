@@ -46,21 +46,21 @@ func TestSchedulerRules(t *testing.T) {
   - {id: cond, type: if, condition: "1 < 2"}
   - {id: yes, type: act, out: {branch: yes}}
   - {id: no, type: act, out: {branch: no}}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - {id: after, type: act, out: {got: "{{ yes.branch ?? no.branch }}"}}
 `, `
   - {from: start, to: cond}
   - {from: cond, to: yes, on: "true"}
   - {from: cond, to: no, on: "false"}
-  - {from: yes, to: join}
-  - {from: no, to: join}
-  - {from: join, to: after}
+  - {from: yes, to: meet}
+  - {from: no, to: meet}
+  - {from: meet, to: after}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
 				require.Equal(t, statusList(success), s.statuses("yes"))
 				require.Equal(t, statusList(skipped), s.statuses("no"))
-				require.Equal(t, statusList(success), s.statuses("join"))
+				require.Equal(t, statusList(success), s.statuses("meet"))
 				require.Equal(t, statusList(success), s.statuses("after"))
 				require.Equal(t, "yes", s.last("after").Output["got"])
 				require.Len(t, s.eventsOf(engine.EventBranchEvaluated, "cond"), 1)
@@ -73,20 +73,20 @@ func TestSchedulerRules(t *testing.T) {
   - {id: side, type: act}
   - {id: cond, type: if, condition: "1 > 2"}
   - {id: yes, type: act}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - {id: after, type: act}
 `, `
   - {from: start, to: cond}
   - {from: start, to: side}
   - {from: cond, to: yes, on: "true"}
-  - {from: yes, to: join}
-  - {from: side, to: join}
-  - {from: join, to: after}
+  - {from: yes, to: meet}
+  - {from: side, to: meet}
+  - {from: meet, to: after}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
 				require.Equal(t, statusList(skipped), s.statuses("yes"))
-				require.Equal(t, statusList(success), s.statuses("join"), "side fired, so the join runs")
+				require.Equal(t, statusList(success), s.statuses("meet"), "side fired, so the join runs")
 				require.Equal(t, statusList(success), s.statuses("after"))
 			},
 		},
@@ -97,19 +97,19 @@ func TestSchedulerRules(t *testing.T) {
   - {id: cond, type: if, condition: "false"}
   - {id: a, type: act}
   - {id: b, type: act}
-  - {id: join, type: merge, wait: any}
+  - {id: meet, type: merge, wait: any}
   - {id: after, type: act}
 `, `
   - {from: start, to: cond}
   - {from: cond, to: a, on: "true"}
   - {from: cond, to: b, on: "true"}
-  - {from: a, to: join}
-  - {from: b, to: join}
-  - {from: join, to: after}
+  - {from: a, to: meet}
+  - {from: b, to: meet}
+  - {from: meet, to: after}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
-				for _, id := range []string{"a", "b", "join", "after"} {
+				for _, id := range []string{"a", "b", "meet", "after"} {
 					require.Equal(t, statusList(skipped), s.statuses(id), id)
 				}
 			},
@@ -122,7 +122,7 @@ func TestSchedulerRules(t *testing.T) {
   - {id: inner, type: loop, exit: "false", max_iterations: 2}
   - {id: work, type: act, out: {outer: "{{ vars.o ?? 0 }}"}}
   - {id: iend, type: endloop, loop: inner}
-  - {id: count, type: set, vars: {o: "{{ (vars.o ?? 0) + 1 }}"}}
+  - {id: tally, type: set, vars: {o: "{{ (vars.o ?? 0) + 1 }}"}}
   - {id: oend, type: endloop, loop: outer}
   - {id: after, type: act}
 `, `
@@ -130,15 +130,15 @@ func TestSchedulerRules(t *testing.T) {
   - {from: outer, to: inner, on: body}
   - {from: inner, to: work, on: body}
   - {from: work, to: iend}
-  - {from: inner, to: count, on: done}
-  - {from: count, to: oend}
+  - {from: inner, to: tally, on: done}
+  - {from: tally, to: oend}
   - {from: outer, to: after, on: done}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
 				require.Equal(t, 6, s.count("work", success), "2 inner passes × 3 outer passes")
 				require.Equal(t, 3, s.count("inner", success), "the inner loop finishes once per outer pass")
-				require.Equal(t, 3, s.count("count", success))
+				require.Equal(t, 3, s.count("tally", success))
 				require.Equal(t, 3, s.run.Vars()["o"])
 				for _, st := range s.sortedSteps("inner") {
 					require.Equal(t, 2, st.Output["iterations"], "a fresh counter each outer pass")
@@ -189,7 +189,7 @@ func TestSchedulerRules(t *testing.T) {
   - {id: check, type: guardrail, condition: "(vars.fixes ?? 0) >= 2", max_visits: 3}
   - {id: fix, type: set, vars: {fixes: "{{ (vars.fixes ?? 0) + 1 }}"}, max_visits: 3}
   - {id: good, type: act}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - {id: after, type: act}
 `, `
   - {from: start, to: check}
@@ -197,9 +197,9 @@ func TestSchedulerRules(t *testing.T) {
   - {from: check, to: good, on: pass}
   - {from: check, to: fix, on: fail}
   - {from: fix, to: check}
-  - {from: good, to: join}
-  - {from: side, to: join}
-  - {from: join, to: after}
+  - {from: good, to: meet}
+  - {from: side, to: meet}
+  - {from: meet, to: after}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
@@ -207,7 +207,7 @@ func TestSchedulerRules(t *testing.T) {
 				require.Equal(t, []any{false, false, true}, outputsOf(s, "check", "passed"))
 				require.Equal(t, statusList(success, success, skipped), s.statuses("fix"))
 				require.Equal(t, statusList(success), s.statuses("good"))
-				require.Equal(t, statusList(success), s.statuses("join"), "the join waits for the cycle to end")
+				require.Equal(t, statusList(success), s.statuses("meet"), "the join waits for the cycle to end")
 				require.Equal(t, statusList(success), s.statuses("after"))
 				require.Equal(t, 2, s.run.Vars()["fixes"])
 			},
@@ -264,7 +264,7 @@ func TestSchedulerRules(t *testing.T) {
   - {id: t, type: act}
   - {id: f, type: act}
   - {id: sw, type: switch, cases: [{name: one, condition: "true"}], disabled: true}
-  - {id: one, type: act}
+  - {id: case_one, type: act}
   - {id: dflt, type: act}
   - {id: gr, type: guardrail, condition: "false", disabled: true}
   - {id: pass, type: act}
@@ -279,7 +279,7 @@ func TestSchedulerRules(t *testing.T) {
   - {from: cond, to: t, on: "true"}
   - {from: cond, to: f, on: "false"}
   - {from: f, to: sw}
-  - {from: sw, to: one, on: one}
+  - {from: sw, to: case_one, on: one}
   - {from: sw, to: dflt, on: default}
   - {from: dflt, to: gr}
   - {from: gr, to: pass, on: pass}
@@ -291,7 +291,7 @@ func TestSchedulerRules(t *testing.T) {
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
-				for _, id := range []string{"act1", "cond", "sw", "gr", "each", "t", "one", "fail"} {
+				for _, id := range []string{"act1", "cond", "sw", "gr", "each", "t", "case_one", "fail"} {
 					require.Equal(t, statusList(skipped), s.statuses(id), id)
 				}
 				for _, id := range []string{"f", "dflt", "pass", "edone"} {
@@ -483,14 +483,14 @@ func TestSchedulerRules(t *testing.T) {
   - {id: start, type: trigger.manual}
   - {id: fast, type: act}
   - {id: slow, type: act}
-  - {id: join, type: merge, wait: any}
+  - {id: meet, type: merge, wait: any}
   - {id: after, type: act}
 `, `
   - {from: start, to: fast}
   - {from: start, to: slow}
-  - {from: fast, to: join}
-  - {from: slow, to: join}
-  - {from: join, to: after}
+  - {from: fast, to: meet}
+  - {from: slow, to: meet}
+  - {from: meet, to: after}
 `),
 			drive: func(t *testing.T, s *sim) {
 				s.start("")
@@ -504,7 +504,7 @@ func TestSchedulerRules(t *testing.T) {
 			},
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
-				require.Equal(t, statusList(success), s.statuses("join"))
+				require.Equal(t, statusList(success), s.statuses("meet"))
 				require.Equal(t, statusList(success), s.statuses("after"))
 			},
 		},
@@ -514,14 +514,14 @@ func TestSchedulerRules(t *testing.T) {
   - {id: start, type: trigger.manual}
   - {id: fast, type: act}
   - {id: slow, type: act}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - {id: after, type: act}
 `, `
   - {from: start, to: fast}
   - {from: start, to: slow}
-  - {from: fast, to: join}
-  - {from: slow, to: join}
-  - {from: join, to: after}
+  - {from: fast, to: meet}
+  - {from: slow, to: meet}
+  - {from: meet, to: after}
 `),
 			drive: func(t *testing.T, s *sim) {
 				s.start("")
@@ -534,7 +534,7 @@ func TestSchedulerRules(t *testing.T) {
 			},
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
-				require.Equal(t, statusList(success), s.statuses("join"))
+				require.Equal(t, statusList(success), s.statuses("meet"))
 			},
 		},
 		{
@@ -678,18 +678,25 @@ func TestSchedulerRules(t *testing.T) {
   - {id: a, type: act}
   - {id: orphan, type: act}
   - {id: child, type: act}
+  - {id: olp, type: loop, exit: "true"}
+  - {id: obody, type: act}
+  - {id: oend, type: endloop, loop: olp}
 `, `
   - {from: start, to: a}
   - {from: orphan, to: child}
   - {from: child, to: a}
+  - {from: olp, to: obody, on: body}
+  - {from: obody, to: oend}
 `),
 			check: func(t *testing.T, s *sim) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
 				require.Equal(t, statusList(success), s.statuses("a"), "an edge from an ignored node does not hold a back")
 				require.Empty(t, s.statuses("orphan"))
 				require.Empty(t, s.statuses("child"))
-				require.Len(t, s.eventsOf(engine.EventWarning, "orphan"), 1)
-				require.Len(t, s.eventsOf(engine.EventWarning, "child"), 1)
+				for _, id := range []string{"orphan", "child", "olp", "obody", "oend"} {
+					require.Len(t, s.eventsOf(engine.EventWarning, id), 1, id)
+					require.Empty(t, s.statuses(id), id)
+				}
 			},
 		},
 		{
@@ -773,14 +780,14 @@ func TestSchedulerRules(t *testing.T) {
   - {id: after_bad, type: act}
   - {id: good, type: act}
   - {id: after_good, type: act}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
 `, `
   - {from: start, to: bad}
   - {from: bad, to: after_bad}
   - {from: start, to: good}
   - {from: good, to: after_good}
-  - {from: after_bad, to: join}
-  - {from: after_good, to: join}
+  - {from: after_bad, to: meet}
+  - {from: after_good, to: meet}
 `),
 			drive: func(t *testing.T, s *sim) {
 				s.start("")
@@ -793,7 +800,7 @@ func TestSchedulerRules(t *testing.T) {
 				require.Equal(t, engine.RunFailed, s.done.Status)
 				require.Equal(t, "node bad: bad attempt 1 failed", s.done.Err.Message)
 				require.Equal(t, statusList(success), s.statuses("good"), "running nodes finish")
-				for _, id := range []string{"after_bad", "after_good", "join"} {
+				for _, id := range []string{"after_bad", "after_good", "meet"} {
 					require.Equal(t, statusList(skipped), s.statuses(id), id)
 				}
 			},
@@ -838,7 +845,7 @@ func TestSchedulerCancel(t *testing.T) {
   - {id: c, type: act, fail: 1, retries: 2}
   - {id: d, type: act}
   - {id: a2, type: act}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - {id: after, type: act}
 `, `
   - {from: start, to: a}
@@ -846,11 +853,11 @@ func TestSchedulerCancel(t *testing.T) {
   - {from: start, to: c}
   - {from: start, to: d}
   - {from: a, to: a2}
-  - {from: a2, to: join}
-  - {from: b, to: join}
-  - {from: c, to: join}
-  - {from: d, to: join}
-  - {from: join, to: after}
+  - {from: a2, to: meet}
+  - {from: b, to: meet}
+  - {from: c, to: meet}
+  - {from: d, to: meet}
+  - {from: meet, to: after}
 `)
 	s := newSim(t, src)
 	s.start("")
@@ -873,7 +880,7 @@ func TestSchedulerCancel(t *testing.T) {
 	require.Equal(t, statusList(cancelled), s.statuses("b"))
 	require.Equal(t, statusList(failedSt), s.statuses("c"), "the attempt that failed stays failed; no retry")
 	require.Equal(t, statusList(success), s.statuses("d"))
-	for _, id := range []string{"a2", "join", "after"} {
+	for _, id := range []string{"a2", "meet", "after"} {
 		require.Equal(t, statusList(skipped), s.statuses(id), id)
 	}
 	for _, st := range s.steps {

@@ -26,7 +26,7 @@ nodes:
     condition: "len(inputs.who) > 3"
   - {id: long, type: set, values: {kind: long}}
   - {id: short, type: set, values: {kind: short}}
-  - {id: join, type: merge}
+  - {id: meet, type: merge}
   - id: lp
     type: loop
     exit: "vars.n >= 3"
@@ -41,9 +41,9 @@ edges:
   - {from: greet, to: pick}
   - {from: pick, to: long, on: "true"}
   - {from: pick, to: short, on: "false"}
-  - {from: long, to: join}
-  - {from: short, to: join}
-  - {from: join, to: lp}
+  - {from: long, to: meet}
+  - {from: short, to: meet}
+  - {from: meet, to: lp}
   - {from: lp, to: inc, on: body}
   - {from: inc, to: back}
   - {from: lp, to: each, on: done}

@@ -84,6 +84,13 @@ type Step struct {
 	CostUSD    float64
 }
 
+// Batch is one run's share of a SaveBatch.
+type Batch struct {
+	RunID  string
+	Steps  []*Step
+	Events []Event
+}
+
 // Event is one line of a run's event log. Seq numbers a run's events from
 // 1 in the order they were appended.
 type Event struct {
@@ -145,6 +152,10 @@ type Store interface {
 	Steps(ctx context.Context, runID string) ([]*Step, error)
 	// DeleteSteps removes a run's steps (resume writes them afresh).
 	DeleteSteps(ctx context.Context, runID string) error
+	// SaveBatch saves the steps (as SaveSteps) and appends the events (as
+	// AppendEvents) of several runs in one transaction, setting the
+	// events' RunID and Seq.
+	SaveBatch(ctx context.Context, batches []Batch) error
 
 	// AppendEvents adds events to the run's log, numbering them after the
 	// ones already there, and sets RunID and Seq in the slice.

@@ -16,19 +16,31 @@ func (s *Store) SaveSteps(ctx context.Context, runID string, steps []*store.Step
 		return nil
 	}
 	op := fmt.Sprintf("saving steps of run %s", runID)
+	args, err := stepsArgs(runID, steps)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return s.writeHot(ctx, op, func(tx *sql.Tx) error {
+		if err := s.runExistsTx(ctx, tx, runID); err != nil {
+			return err
+		}
+		return s.saveStepsTx(ctx, tx, args)
+	})
+}
+
+func stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 	args := make([][]any, len(steps))
 	for i, st := range steps {
 		a, err := stepArgs(runID, st)
 		if err != nil {
-			return fmt.Errorf("%s: step %s visit %d: %w", op, st.Node, st.Visit, err)
+			return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
 		}
 		args[i] = a
 	}
-	return s.write(ctx, op, func(tx *sql.Tx) error {
-		if err := runExists(ctx, tx, runID); err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO steps (run_id, node, visit, `+stepCols+`)
+	return args, nil
+}
+
+const upsertStep = `INSERT INTO steps (run_id, node, visit, ` + stepCols + `)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (run_id, node, visit) DO UPDATE SET
 				step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
@@ -36,18 +48,72 @@ func (s *Store) SaveSteps(ctx context.Context, runID string, steps []*store.Step
 				output = excluded.output, output_ref = excluded.output_ref, error = excluded.error,
 				config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
 				started_at = excluded.started_at, finished_at = excluded.finished_at,
-				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd`)
-		if err != nil {
+				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd`
+
+func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error {
+	stmt := tx.StmtContext(ctx, s.upsertStepSt)
+	for _, a := range args {
+		if _, err := stmt.ExecContext(ctx, a...); err != nil {
 			return err
 		}
-		defer func() { _ = stmt.Close() }()
-		for _, a := range args {
-			if _, err := stmt.ExecContext(ctx, a...); err != nil {
-				return err
+	}
+	return nil
+}
+
+// SaveBatch writes the steps and events of several runs in one
+// transaction: the group commit of the durable recorder.
+func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
+	type prepared struct {
+		runID string
+		steps [][]any
+		data  [][]byte
+		evs   []store.Event
+	}
+	ps := make([]prepared, 0, len(batches))
+	for _, b := range batches {
+		args, err := stepsArgs(b.RunID, b.Steps)
+		if err != nil {
+			return fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
+		}
+		data, err := eventData(b.Events)
+		if err != nil {
+			return fmt.Errorf("appending events to run %s: %w", b.RunID, err)
+		}
+		ps = append(ps, prepared{b.RunID, args, data, b.Events})
+	}
+	lasts := make([]int64, len(ps))
+	err := s.writeHot(ctx, "saving a batch of steps and events", func(tx *sql.Tx) error {
+		for i, p := range ps {
+			if len(p.steps) > 0 {
+				if len(p.evs) == 0 {
+					if err := s.runExistsTx(ctx, tx, p.runID); err != nil {
+						return err
+					}
+				}
+				if err := s.saveStepsTx(ctx, tx, p.steps); err != nil {
+					return err
+				}
+			}
+			if len(p.evs) > 0 {
+				last, err := s.appendEventsTx(ctx, tx, p.runID, p.evs, p.data)
+				if err != nil {
+					return err
+				}
+				lasts[i] = last
 			}
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for i, p := range ps {
+		first := lasts[i] - int64(len(p.evs)) + 1
+		for j := range p.evs {
+			p.evs[j].RunID, p.evs[j].Seq = p.runID, first+int64(j)
+		}
+	}
+	return nil
 }
 
 // stepCols are the columns of a step after its key, in stepArgs' order.
@@ -131,37 +197,15 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.E
 		return nil
 	}
 	op := fmt.Sprintf("appending events to run %s", runID)
-	data := make([][]byte, len(events))
-	for i := range events {
-		var err error
-		if data[i], err = store.EncodeMap(events[i].Data); err != nil {
-			return fmt.Errorf("%s: encoding the data of a %s event: %w", op, events[i].Type, err)
-		}
+	data, err := eventData(events)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	var last int64
-	err := s.write(ctx, op, func(tx *sql.Tx) error {
-		err := tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`,
-			len(events), runID).Scan(&last)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-		}
-		if err != nil {
-			return err
-		}
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = stmt.Close() }()
-		first := last - int64(len(events)) + 1
-		for i, ev := range events {
-			if _, err := stmt.ExecContext(ctx, runID, first+int64(i), micros(ev.Time), ev.Type, ev.Node,
-				ev.Visit, ev.Iteration, text(data[i])); err != nil {
-				return err
-			}
-		}
-		return nil
+	err = s.writeHot(ctx, op, func(tx *sql.Tx) error {
+		var err error
+		last, err = s.appendEventsTx(ctx, tx, runID, events, data)
+		return err
 	})
 	if err != nil {
 		return err
@@ -171,6 +215,52 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.E
 		events[i].RunID, events[i].Seq = runID, first+int64(i)
 	}
 	return nil
+}
+
+func eventData(events []store.Event) ([][]byte, error) {
+	data := make([][]byte, len(events))
+	for i := range events {
+		var err error
+		if data[i], err = store.EncodeMap(events[i].Data); err != nil {
+			return nil, fmt.Errorf("encoding the data of a %s event: %w", events[i].Type, err)
+		}
+	}
+	return data, nil
+}
+
+// appendEventsTx numbers and inserts events; it returns the last seq.
+const (
+	bumpSeq     = `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`
+	insertEvent = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+func (s *Store) runExistsTx(ctx context.Context, tx *sql.Tx, id string) error {
+	var one int
+	err := tx.StmtContext(ctx, s.runExistsSt).QueryRowContext(ctx, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return err
+}
+
+func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, runID string, events []store.Event, data [][]byte) (int64, error) {
+	var last int64
+	err := tx.StmtContext(ctx, s.bumpSeqSt).QueryRowContext(ctx, len(events), runID).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return 0, err
+	}
+	stmt := tx.StmtContext(ctx, s.insertEvSt)
+	first := last - int64(len(events)) + 1
+	for i, ev := range events {
+		if _, err := stmt.ExecContext(ctx, runID, first+int64(i), micros(ev.Time), ev.Type, ev.Node,
+			ev.Visit, ev.Iteration, text(data[i])); err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
 }
 
 // Events returns up to limit of the run's events after afterSeq, in order.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -34,6 +35,37 @@ type Store struct {
 	timeout time.Duration
 	w       *sql.DB // one connection: every write, in order
 	r       *sql.DB // read-only connections
+
+	// Statements of the hot write path, prepared once on w.
+	prepOnce     sync.Once
+	prepErr      error
+	upsertStepSt *sql.Stmt
+	bumpSeqSt    *sql.Stmt
+	insertEvSt   *sql.Stmt
+	runExistsSt  *sql.Stmt
+}
+
+// prepared prepares the hot write statements once.
+func (s *Store) prepared(ctx context.Context) error {
+	s.prepOnce.Do(func() {
+		prep := func(q string) *sql.Stmt {
+			if s.prepErr != nil {
+				return nil
+			}
+			// Not the caller's ctx: a cancelled first caller must not
+			// leave the statements unprepared for good.
+			st, err := s.w.PrepareContext(context.WithoutCancel(ctx), q)
+			if err != nil {
+				s.prepErr = err
+			}
+			return st
+		}
+		s.upsertStepSt = prep(upsertStep)
+		s.bumpSeqSt = prep(bumpSeq)
+		s.insertEvSt = prep(insertEvent)
+		s.runExistsSt = prep(`SELECT 1 FROM runs WHERE id = ?`)
+	})
+	return s.prepErr
 }
 
 var _ store.Store = (*Store)(nil)
@@ -225,6 +257,15 @@ func uri(path string) string {
 }
 
 // write runs fn in a write transaction.
+// writeHot is write for the statements prepared by prepared, which must be
+// prepared before the transaction takes the one write connection.
+func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if err := s.prepared(ctx); err != nil {
+		return s.failed(op, err)
+	}
+	return s.write(ctx, op, fn)
+}
+
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -250,5 +291,10 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.bumpSeqSt, s.insertEvSt, s.runExistsSt} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }

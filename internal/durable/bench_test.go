@@ -1,0 +1,93 @@
+package durable_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	_ "github.com/skeinhq/skein/internal/nodes/standard"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+func chainPlan(b *testing.B, n int) *engine.Plan {
+	var sb strings.Builder
+	sb.WriteString("version: 1\nname: chain\nnodes:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&sb, "  - {id: n%d, type: set, values: {i: %d}}\n", i, i)
+	}
+	sb.WriteString("edges:\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&sb, "  - {from: n%d, to: n%d}\n", i-1, i)
+	}
+	w, ds := workflow.Decode("chain.yaml", []byte(sb.String()))
+	if w == nil || workflow.Validate(w, node.Default).HasErrors() {
+		b.Fatal(ds.Error())
+	}
+	p, err := engine.NewPlan(w, node.Default)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkChain400 runs a chain of 400 no-op nodes in memory and with
+// every step group-committed to SQLite, and reports ns per node and step
+// completions per second.
+func BenchmarkChain400(b *testing.B) {
+	const n = 400
+	plan := chainPlan(b, n)
+	d := engine.NewDriver(node.Default, nil, 0)
+	b.Run("memory", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			res, err := d.Execute(context.Background(), plan, engine.Options{RunID: fmt.Sprint("r", i)})
+			if err != nil || res.Status != engine.RunCompleted {
+				b.Fatal(err, res.Error)
+			}
+		}
+		report(b, n)
+	})
+	b.Run("sqlite", func(b *testing.B) {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "skein.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		ctx := context.Background()
+		c := durable.NewCommitter(st)
+		defer c.Close()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			id := fmt.Sprint("r", i)
+			if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
+				b.Fatal(err)
+			}
+			rec := durable.NewRecorder(c, id, "")
+			res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Recorder: rec})
+			if err != nil || res.Status != engine.RunCompleted {
+				b.Fatal(err, res.Error)
+			}
+			if err := rec.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		report(b, n)
+	})
+}
+
+func report(b *testing.B, nodes int) {
+	perNode := float64(b.Elapsed().Nanoseconds()) / float64(b.N*nodes)
+	b.ReportMetric(perNode, "ns/node")
+	b.ReportMetric(1e9/perNode, "steps/s")
+}
