@@ -517,6 +517,10 @@ func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
 	}
 	if pn.ctrl == ctrlEndLoop || pn.ctrl == ctrlMerge || pn.ctrl == ctrlTrigger {
 		out := withStatus(map[string]any{}, true, "")
+		if pn.ctrl == ctrlMerge && !pn.MergeAny {
+			// With wait: any the inputs present would depend on timing.
+			out["inputs"] = r.mergeInputs(f, pn)
+		}
 		st.status = StatusSuccess
 		f.out[pn.Slot] = out
 		r.latest[pn.Index] = out
@@ -530,6 +534,22 @@ func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
 		st.loop = &loopState{}
 	}
 	r.startTask(f, pn, 1)
+}
+
+// mergeInputs returns the outputs of the nodes whose edges into a merge
+// fired, by node id.
+func (r *Run) mergeInputs(f *frame, pn *PlanNode) map[string]any {
+	in := map[string]any{}
+	for _, ei := range pn.in {
+		if f.edge[r.plan.EdgeSlot[ei]] != edgeFired {
+			continue
+		}
+		from := r.plan.G.Edges[ei].From
+		if o := r.outputOf(f, from); o != nil {
+			in[r.plan.Nodes[from].ID] = stripStatus(o)
+		}
+	}
+	return in
 }
 
 func (r *Run) startTask(f *frame, pn *PlanNode, attempt int) {
@@ -577,7 +597,10 @@ func (r *Run) outputOf(f *frame, m int) map[string]any {
 	home := r.plan.Nodes[m].Home
 	for c := f; c != nil; c = c.parent {
 		if c.owner == home {
-			if o := c.out[r.plan.Nodes[m].Slot]; o != nil {
+			o := c.out[r.plan.Nodes[m].Slot]
+			if o != nil || (home >= 0 && r.plan.Nodes[home].ctrl == ctrlForEach) {
+				// A foreach item sees only its own body's outputs: items
+				// run side by side and must not read each other's.
 				return o
 			}
 			break
