@@ -97,11 +97,7 @@ func (c *Committer) loop() {
 
 		err := failed
 		if err == nil {
-			batches := make([]store.Batch, len(subs))
-			for i, s := range subs {
-				batches[i] = s.batch
-			}
-			err = c.st.SaveBatch(context.Background(), batches)
+			err = c.st.SaveBatch(context.Background(), merge(subs))
 		}
 		for _, s := range subs {
 			if s.after != nil {
@@ -116,4 +112,39 @@ func (c *Committer) loop() {
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
+}
+
+// merge folds the submissions of one transaction into one batch per run:
+// a step written twice (running, then success) is written once, as its
+// latest state; events keep their order.
+func merge(subs []submission) []store.Batch {
+	byRun := map[string]int{}
+	var out []store.Batch
+	type stepKey struct {
+		node  string
+		visit int
+	}
+	index := map[string]map[stepKey]int{}
+	for _, s := range subs {
+		i, ok := byRun[s.batch.RunID]
+		if !ok {
+			i = len(out)
+			byRun[s.batch.RunID] = i
+			out = append(out, store.Batch{RunID: s.batch.RunID})
+			index[s.batch.RunID] = map[stepKey]int{}
+		}
+		b := &out[i]
+		idx := index[s.batch.RunID]
+		for _, st := range s.batch.Steps {
+			k := stepKey{st.Node, st.Visit}
+			if j, seen := idx[k]; seen {
+				b.Steps[j] = st
+				continue
+			}
+			idx[k] = len(b.Steps)
+			b.Steps = append(b.Steps, st)
+		}
+		b.Events = append(b.Events, s.batch.Events...)
+	}
+	return out
 }
