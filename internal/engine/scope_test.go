@@ -69,3 +69,22 @@ outputs:
 	require.Equal(t, engine.RunCompleted, res.Status)
 	require.Equal(t, map[string]any{"a": map[string]any{"x": 1}, "b": map[string]any{"y": 2}}, res.Outputs["got"])
 }
+
+// A foreach over a range expression gets a []int, not a []any.
+func TestForEachOverRange(t *testing.T) {
+	t.Parallel()
+	res := runYAML(t, `version: 1
+name: t
+nodes:
+  - {id: each, type: foreach, items: "{{ 1..3 }}"}
+  - {id: sq, type: set, values: {v: "{{ loop.item * loop.item }}"}}
+  - {id: back, type: endloop, loop: each}
+edges:
+  - {from: each, to: sq, on: body}
+  - {from: sq, to: back}
+outputs:
+  squares: "{{ map(each.results, .v) }}"
+`)
+	require.Equal(t, engine.RunCompleted, res.Status, "%v", res.Error)
+	require.Equal(t, []any{1, 4, 9}, res.Outputs["squares"])
+}

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/skeinhq/skein/node"
@@ -92,6 +93,14 @@ func (forEachKind) Run(_ context.Context, c *node.Call) (map[string]any, error) 
 		if l, ok := x["items"].([]any); ok {
 			return map[string]any{"items": l}, nil
 		}
+	}
+	// Other slices, such as the []int of a range `{{ 1..10 }}`.
+	if rv := reflect.ValueOf(items); rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+		l := make([]any, rv.Len())
+		for i := range l {
+			l[i] = rv.Index(i).Interface()
+		}
+		return map[string]any{"items": l}, nil
 	}
 	return nil, node.Failf(node.CategoryTemplate, "foreach_items", "items must be a list, got %T", items)
 }
