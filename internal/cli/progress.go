@@ -151,7 +151,11 @@ func (p *progress) summary(res *engine.Result, dir string) {
 	default:
 		col, word = red, string(res.Status)
 	}
-	fmt.Fprintf(p.w, "\n%s in %s  %s\n", p.paint(col, "run "+res.RunID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), p.paint(dim, dir))
+	usage := ""
+	if res.Tokens > 0 {
+		usage = fmt.Sprintf(" · %d tokens · $%.4f", res.Tokens, res.CostUSD)
+	}
+	fmt.Fprintf(p.w, "\n%s in %s%s  %s\n", p.paint(col, "run "+res.RunID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, p.paint(dim, dir))
 	if res.Error != nil && res.Status != engine.RunCancelled {
 		fmt.Fprintln(p.w, p.paint(red, "error: "+res.Error.Message))
 	}

@@ -239,6 +239,7 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	}
 	fin := res.FinishedAt
 	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	if err := st.UpdateRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -303,7 +304,7 @@ func jsonResult(res *engine.Result) map[string]any {
 	return map[string]any{
 		"execution_id": res.RunID, "workflow": res.Workflow, "status": res.Status,
 		"outputs": outputs, "error": res.Error, "steps": steps, "verdict": nil,
-		"duration_ms": res.DurationMS,
+		"duration_ms": res.DurationMS, "tokens": res.Tokens, "cost_usd": res.CostUSD,
 	}
 }
 

@@ -89,6 +89,9 @@ type Options struct {
 	// Reuse, when set, may answer a task from an earlier run instead of
 	// running it (resume and rerun --pin).
 	Reuse func(ReuseQuery) (Reused, bool)
+	// Budget counts the run's tokens and cost; nil makes one from the
+	// workflow's limits. Subworkflows share their parent's.
+	Budget *Budget
 }
 
 // Result is how a run ended.
@@ -102,6 +105,9 @@ type Result struct {
 	StartedAt  time.Time      `json:"started_at"`
 	FinishedAt time.Time      `json:"finished_at"`
 	DurationMS int64          `json:"duration_ms"`
+	// Tokens and CostUSD sum the steps' usage (subworkflows included).
+	Tokens  int     `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
 }
 
 // Driver runs plans on this machine: tasks are goroutines, bounded per run
@@ -158,6 +164,8 @@ type runState struct {
 	closed   chan struct{}
 	hashes   []string // latest step hash per node
 	defs     [][]byte // canonical definition per node
+	tokens   int      // this run's own usage
+	cost     float64
 }
 
 // ErrRecorder wraps a failure to record the run (a full or read-only disk).
@@ -173,6 +181,15 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 16
 	}
+	if opts.Budget == nil {
+		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
+	}
+	services := make(map[string]any, len(opts.Services)+1)
+	for k, v := range opts.Services {
+		services[k] = v
+	}
+	services[ServiceBudget] = opts.Budget
+	opts.Services = services
 	rs := &runState{
 		d: d, plan: plan, opts: opts,
 		sched:    NewRun(plan, opts.RunID),
@@ -360,10 +377,8 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		} else if su.Status == StatusSuccess {
 			rec.Error = nil
 		}
-		if u, ok := su.Output["_token_usage"].(map[string]any); ok {
-			if n, ok := u["total_tokens"].(int); ok {
-				rec.Tokens = n
-			}
+		if done != nil {
+			rec.Tokens, rec.CostUSD = usageOf(done.outcome.Directives)
 		}
 	}
 	if rs.opts.Recorder != nil && rs.recErr == nil {
@@ -417,6 +432,12 @@ func (rs *runState) launch(t *Task) {
 			td.outcome, td.params, td.start, td.end = oc, params, start, end
 			if td.hash != "" && oc.Err == nil {
 				rs.hashes[t.Node.Index] = td.hash
+			}
+			if !td.cached && !td.pinned {
+				tokens, cost := usageOf(oc.Directives)
+				rs.opts.Budget.Add(tokens, cost)
+				rs.tokens += tokens
+				rs.cost += cost
 			}
 			for _, su := range a.Steps {
 				if su.TaskID == t.ID {
@@ -561,6 +582,7 @@ func (rs *runState) result() *Result {
 	res := &Result{
 		RunID: rs.opts.RunID, Workflow: rs.plan.W.Name, Steps: rs.order,
 		StartedAt: rs.started, FinishedAt: end, DurationMS: end.Sub(rs.started).Milliseconds(),
+		Tokens: rs.tokens, CostUSD: rs.cost,
 	}
 	a := rs.sched
 	switch {

@@ -73,7 +73,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	opts := Options{
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
-		Stack: chain, Child: rs.opts.Child,
+		Stack: chain, Child: rs.opts.Child, Budget: rs.opts.Budget,
 	}
 	var finish func(*Result) error
 	if rs.opts.Child != nil {
@@ -98,6 +98,12 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	if runErr != nil {
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", runErr)
 	}
+	rs.post(func() {
+		// The child's usage is already in the shared budget; the parent's
+		// totals include it too.
+		rs.tokens += res.Tokens
+		rs.cost += res.CostUSD
+	})
 	switch res.Status {
 	case RunCompleted:
 		out := map[string]any{}
