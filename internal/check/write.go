@@ -1,0 +1,111 @@
+package check
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/skeinhq/skein/workflow"
+)
+
+// VerdictFile is the name of the verdict files in a run folder and in its
+// node folders.
+const VerdictFile = "verdict.json"
+
+// ErrInvalidNode is returned by Write for a node verdict whose node id
+// cannot name a folder.
+var ErrInvalidNode = errors.New("invalid node id in verdict")
+
+// Write stores v as <dir>/verdict.json and each node's verdict as
+// <dir>/<node>/verdict.json, creating node folders as needed. Node ids
+// must be valid node ids ([a-z_][a-z0-9_]*), each once; Write checks them
+// all before writing anything. Every file is replaced atomically, and
+// nothing is written outside dir, even through a symlink.
+func Write(dir string, v *RunVerdict) error {
+	if v == nil {
+		return errors.New("writing verdict: nil verdict")
+	}
+	seen := make(map[string]bool, len(v.Nodes))
+	for _, nv := range v.Nodes {
+		if !workflow.ValidID(nv.Node) {
+			return fmt.Errorf("%w: %q: a node id is [a-z_][a-z0-9_]*, at most %d characters", ErrInvalidNode, nv.Node, workflow.MaxIDLen)
+		}
+		if seen[nv.Node] {
+			return fmt.Errorf("%w: node %q has two verdicts", ErrInvalidNode, nv.Node)
+		}
+		seen[nv.Node] = true
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("writing verdict: %w", err)
+	}
+	defer root.Close()
+	all := *v
+	all.Nodes = make([]NodeVerdict, len(v.Nodes))
+	for i, nv := range v.Nodes {
+		if nv.Checks == nil {
+			nv.Checks = []CheckResult{}
+		}
+		all.Nodes[i] = nv
+		if err := mkdir(root, nv.Node); err != nil {
+			return fmt.Errorf("writing verdict of node %s: %w", nv.Node, err)
+		}
+		if err := writeJSON(root, filepath.Join(nv.Node, VerdictFile), nv); err != nil {
+			return fmt.Errorf("writing verdict of node %s: %w", nv.Node, err)
+		}
+	}
+	if err := writeJSON(root, VerdictFile, all); err != nil {
+		return fmt.Errorf("writing verdict: %w", err)
+	}
+	return nil
+}
+
+// mkdir creates the folder name unless it is there, refusing anything else
+// in its place.
+func mkdir(root *os.Root, name string) error {
+	fi, err := root.Lstat(name)
+	switch {
+	case err == nil && fi.IsDir():
+		return nil
+	case err == nil:
+		return fmt.Errorf("%s is not a folder (%s)", filepath.Join(root.Name(), name), fi.Mode().Type())
+	case !errors.Is(err, fs.ErrNotExist):
+		return err
+	}
+	return root.Mkdir(name, 0o755)
+}
+
+// writeJSON replaces name with v as indented JSON: a temporary file beside
+// it, renamed over.
+func writeJSON(root *os.Root, name string, v any) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b.Bytes())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = root.Remove(tmp)
+	}
+	return err
+}
