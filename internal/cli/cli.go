@@ -66,6 +66,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		resumeCmd(e),
 		rerunCmd(e),
 		runsCmd(e),
+		checkCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -16,9 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -206,6 +208,9 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	stopSignals := onSignals(e, cancel, hard)
 	defer stopSignals()
 
+	// MCP servers start on first use and stop when the run ends.
+	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
+	defer pool.Close()
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
 		Concurrency: f.concurrency, Hard: hard,
@@ -215,6 +220,7 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 		},
 		Services: map[string]any{
 			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
+			mcppool.Service:        pool,
 		},
 		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
 			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": run.ID})
@@ -231,6 +237,16 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	if res == nil {
 		return exit(ExitFailed, runErr)
 	}
+	verdict, verr := verify(context.WithoutCancel(ctx), w, res, rl.Dir())
+	if verr != nil && runErr == nil {
+		runErr = verr
+	}
+	if verdict != nil {
+		for _, ev := range verdictEvents(verdict, clk.Now()) {
+			_ = rl.Event(ev)
+			_ = rec.Event(ev)
+		}
+	}
 	if err := rec.Sync(); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -244,15 +260,25 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 		runErr = err
 	}
 	if f.output == "json" {
-		writeJSON(e.stdout, jsonResult(res))
+		js := jsonResult(res)
+		if verdict != nil {
+			js["verdict"] = verdict
+		}
+		writeJSON(e.stdout, js)
 	} else {
 		prog.summary(res, rl.Dir())
+		if verdict != nil {
+			fmt.Fprintln(e.stdout, check.Bar(verdict, prog.color))
+		}
 	}
 	if runErr != nil {
 		return exit(ExitFailed, runErr)
 	}
 	switch res.Status {
 	case engine.RunCompleted:
+		if verdict != nil && verdict.Status == check.StatusFailed {
+			return exit(ExitChecks, nil)
+		}
 		return nil
 	case engine.RunCancelled:
 		return exit(ExitCancelled, nil)

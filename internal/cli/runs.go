@@ -213,7 +213,7 @@ func runsCmd(e *env) *cobra.Command {
 	}
 	prune.Flags().StringVar(&olderThan, "older-than", "", "age of the runs to delete, e.g. 30d or 12h")
 
-	cmd.AddCommand(list, show, events, prune)
+	cmd.AddCommand(list, show, events, prune, verdictCmd(e, &dir))
 	return cmd
 }
 

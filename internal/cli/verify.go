@@ -1,0 +1,195 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// judgeFor returns the judge model of a workflow, or nil when it declares
+// none and the environment gives none. It is set by the AI kinds' package.
+var judgeFor = func(w *workflow.Workflow) check.Judge { return nil }
+
+// verify runs the evaluation pass of a finished run and writes its verdict
+// files; it returns nil when the workflow has no checks.
+func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string) (*check.RunVerdict, error) {
+	if !hasChecks(w) {
+		return nil, nil
+	}
+	v := check.Evaluate(ctx, check.Input{
+		Workflow: w, Result: res,
+		Events: func(node string) []map[string]any { return readEvents(filepath.Join(dir, node, "events.jsonl")) },
+		Images: func(node string) []string {
+			files, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.png"))
+			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
+			return append(files, jpgs...)
+		},
+		Judge: judgeFor(w),
+	})
+	if err := check.Write(dir, v); err != nil {
+		return v, err
+	}
+	return v, nil
+}
+
+func hasChecks(w *workflow.Workflow) bool {
+	for _, n := range w.Nodes {
+		if len(n.Checks) > 0 || n.Expect != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// readEvents reads a node's events.jsonl.
+func readEvents(path string) []map[string]any {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			if d, ok := m["data"].(map[string]any); ok {
+				for k, v := range d {
+					if _, taken := m[k]; !taken {
+						m[k] = v
+					}
+				}
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// verdictEvents turns a verdict into check_verdict events.
+func verdictEvents(v *check.RunVerdict, now time.Time) []engine.TimedEvent {
+	var out []engine.TimedEvent
+	for _, n := range v.Nodes {
+		for _, c := range n.Checks {
+			out = append(out, engine.TimedEvent{Time: now, Event: engine.Event{
+				Type: "check_verdict", Node: n.Node, Visit: n.Visit,
+				Data: map[string]any{"check": c.Check, "type": c.Type, "verdict": string(c.Verdict), "reasoning": c.Reasoning},
+			}})
+		}
+	}
+	return out
+}
+
+// resultFromStore rebuilds a run's result from its stored steps, for
+// `skein check`.
+func resultFromStore(run *store.Run, steps []*store.Step) *engine.Result {
+	res := &engine.Result{RunID: run.ID, Workflow: run.Workflow, Status: engine.RunStatus(run.Status), Outputs: run.Outputs, Error: run.Error}
+	for _, s := range steps {
+		out, directives, _ := durable.Output(s)
+		res.Steps = append(res.Steps, &engine.StepRecord{
+			StepOrder: s.StepOrder, Node: s.Node, Type: s.Type, Status: engine.Status(s.Status), Visit: s.Visit,
+			Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params, Output: out, Error: s.Error,
+			Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, ConfigHash: s.ConfigHash, Directives: directives,
+		})
+	}
+	return res
+}
+
+func checkCmd(e *env) *cobra.Command {
+	var dir, output string
+	cmd := &cobra.Command{
+		Use:   "check RUN_ID",
+		Short: "Run the evaluation pass of a recorded run again (checks and expect:)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := openStore(dir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			run, err := findRun(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			steps, err := st.Steps(ctx, run.ID)
+			if err != nil {
+				return exit(ExitFailed, err)
+			}
+			w, err := runWorkflowFile(e, run, "")
+			if err != nil {
+				return err
+			}
+			v, err := verify(ctx, w, resultFromStore(run, steps), run.Dir)
+			if err != nil {
+				return exit(ExitFailed, err)
+			}
+			if v == nil {
+				fmt.Fprintln(e.stdout, "the workflow has no checks")
+				return nil
+			}
+			if output == "json" {
+				writeJSON(e.stdout, v)
+			} else {
+				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+				fmt.Fprint(e.stdout, check.Details(v))
+			}
+			if v.Status == check.StatusFailed {
+				return exit(ExitChecks, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// verdictCmd is `skein runs verdict RUN_ID`.
+func verdictCmd(e *env, dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verdict RUN_ID",
+		Short: "Show a run's verdict, check by check",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := openStore(*dir)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			run, err := findRun(cmd.Context(), st, args[0])
+			if err != nil {
+				return err
+			}
+			data, err := os.ReadFile(filepath.Join(run.Dir, check.VerdictFile))
+			if os.IsNotExist(err) {
+				fmt.Fprintf(e.stdout, "run %s has no verdict (its workflow has no checks; `skein check %s` evaluates them)\n", run.ID, run.ID)
+				return nil
+			}
+			if err != nil {
+				return exit(ExitFailed, err)
+			}
+			var v check.RunVerdict
+			if err := json.Unmarshal(data, &v); err != nil {
+				return exit(ExitFailed, fmt.Errorf("reading %s: %w", filepath.Join(run.Dir, check.VerdictFile), err))
+			}
+			fmt.Fprintln(e.stdout, check.Bar(&v, isTerminal(e.stdout)))
+			fmt.Fprint(e.stdout, check.Details(&v))
+			return nil
+		},
+	}
+}
