@@ -268,6 +268,10 @@ func TestExamplesRun(t *testing.T) {
 			outputs: map[string]any{"url": "/blog/ten-things-about-go-generics"},
 		},
 		{
+			name: "checks", file: "checks.yaml", status: engine.RunCompleted,
+			outputs: map[string]any{"summary": "3 lines, 60 EUR"},
+		},
+		{
 			name: "json child", file: "sub/slugify.json", status: engine.RunCompleted,
 			inputs:  map[string]any{"title": "  Ten Things About   Go Generics "},
 			outputs: map[string]any{"slug": "ten-things-about-go-generics"},
