@@ -1,0 +1,67 @@
+package openai
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/llm"
+)
+
+func TestToolCallsCollector(t *testing.T) {
+	t.Parallel()
+	type delta struct {
+		index          int64
+		id, name, args string
+	}
+	tests := []struct {
+		name   string
+		deltas []delta
+		want   []llm.ToolCall
+	}{
+		{
+			name: "by index, interleaved",
+			deltas: []delta{
+				{0, "call_a", "get_weather", ""}, {1, "call_b", "get_time", ""},
+				{0, "", "", `{"city":`}, {1, "", "", `{"zone":`}, {1, "", "", `"UTC"}`}, {0, "", "", `"Paris"}`},
+			},
+			want: []llm.ToolCall{
+				{ID: "call_a", Name: "get_weather", Arguments: map[string]any{"city": "Paris"}, RawArguments: `{"city":"Paris"}`},
+				{ID: "call_b", Name: "get_time", Arguments: map[string]any{"zone": "UTC"}, RawArguments: `{"zone":"UTC"}`},
+			},
+		},
+		{
+			// Some OpenAI-compatible servers put every call at index 0.
+			name: "same index, different ids",
+			deltas: []delta{
+				{0, "call_a", "get_weather", `{"city":"Paris"}`},
+				{0, "call_b", "get_time", `{"zone":`}, {0, "", "", `"UTC"}`},
+			},
+			want: []llm.ToolCall{
+				{ID: "call_a", Name: "get_weather", Arguments: map[string]any{"city": "Paris"}, RawArguments: `{"city":"Paris"}`},
+				{ID: "call_b", Name: "get_time", Arguments: map[string]any{"zone": "UTC"}, RawArguments: `{"zone":"UTC"}`},
+			},
+		},
+		{
+			name:   "no id, no arguments",
+			deltas: []delta{{0, "", "ping", ""}},
+			want:   []llm.ToolCall{{ID: "call_0", Name: "ping", Arguments: map[string]any{}, RawArguments: ""}},
+		},
+		{
+			name:   "arguments that are not an object",
+			deltas: []delta{{0, "call_x", "f", `{"a":`}},
+			want:   []llm.ToolCall{{ID: "call_x", Name: "f", RawArguments: `{"a":`}},
+		},
+		{name: "none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c toolCalls
+			for _, d := range tt.deltas {
+				c.add(d.index, d.id, d.name, d.args)
+			}
+			require.Equal(t, tt.want, c.list())
+		})
+	}
+}
