@@ -22,6 +22,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
+	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -211,6 +212,8 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	// MCP servers start on first use and stop when the run ends.
 	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
 	defer pool.Close()
+	models := llmkind.NewModels(w, os.LookupEnv)
+	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
 		Concurrency: f.concurrency, Hard: hard,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -77,4 +78,23 @@ func resolveSecrets(w *workflow.Workflow, getenv func(string) (string, bool), fi
 		return nil, usagef("secret %s is not set; export SKEIN_SECRET_%s (or %s), or put it in a --secrets-file", missing[0], missing[0], missing[0])
 	}
 	return out, nil
+}
+
+// secretRenderer renders templates in model configs, which may read
+// secrets only (api_key: "{{ secrets.OPENAI_API_KEY }}").
+func secretRenderer(secrets map[string]string) func(string) (string, error) {
+	scope := &expr.Scope{Secrets: map[string]any{}}
+	for k, v := range secrets {
+		scope.Secrets[k] = v
+	}
+	return func(s string) (string, error) {
+		if !expr.HasTemplate(s) {
+			return s, nil
+		}
+		v, err := expr.RenderValue(s, scope)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprint(v), nil
+	}
 }

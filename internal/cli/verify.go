@@ -14,13 +14,18 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// judgeFor returns the judge model of a workflow, or nil when it declares
-// none and the environment gives none. It is set by the AI kinds' package.
-var judgeFor = func(w *workflow.Workflow) check.Judge { return nil }
+// judgeFor returns the judge of a workflow's checks: its judge model, else
+// vision, else default, else the environment's (SKEIN_LLM_*).
+var judgeFor = func(w *workflow.Workflow) check.Judge {
+	m := llmkind.NewModels(w, os.LookupEnv)
+	m.Render = secretRenderer(nil)
+	return &llmkind.Judge{Models: m}
+}
 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files; it returns nil when the workflow has no checks.

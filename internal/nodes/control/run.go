@@ -109,9 +109,33 @@ func (forEachKind) Run(_ context.Context, c *node.Call) (map[string]any, error) 
 // by the AI kinds.
 type guardrailKind struct{}
 
-func (guardrailKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+// valueJudge is what the AI kinds offer a guardrail with judge:.
+type valueJudge interface {
+	JudgeValue(ctx context.Context, model, prompt string, value any) (bool, string, map[string]any, error)
+}
+
+func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if _, ok := c.Params["condition"]; !ok {
-		return nil, node.Failf(node.CategoryValidation, "judge_unavailable", "guardrail with judge needs an LLM provider, which this build does not configure")
+		j, ok := c.Services["llm.models"].(valueJudge)
+		if !ok {
+			return nil, node.Failf(node.CategoryInternal, "judge_unavailable", "guardrail with judge: needs models, which this host does not configure")
+		}
+		if b, ok := c.Services["budget"].(interface{ Check() error }); ok {
+			if err := b.Check(); err != nil {
+				return nil, err
+			}
+		}
+		prompt, _ := c.Params["judge"].(string)
+		model, _ := c.Params["model"].(string)
+		pass, reason, usage, err := j.JudgeValue(ctx, model, prompt, c.Params["value"])
+		if err != nil {
+			return nil, err
+		}
+		route := "fail"
+		if pass {
+			route = "pass"
+		}
+		return map[string]any{"passed": pass, "reason": reason, "_route": route, "_token_usage": usage}, nil
 	}
 	ok, err := evalBool(c, "condition")
 	if err != nil {

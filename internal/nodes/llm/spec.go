@@ -55,6 +55,6 @@ var AgentSpec = node.Spec{
 }
 
 func init() {
-	node.MustRegister(LLMSpec, nil)
-	node.MustRegister(AgentSpec, nil)
+	node.MustRegister(LLMSpec, func() node.Kind { return LLMKind{} })
+	node.MustRegister(AgentSpec, func() node.Kind { return AgentKind{} })
 }

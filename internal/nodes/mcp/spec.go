@@ -1,4 +1,3 @@
-// Package mcp calls a tool of an MCP server declared in mcp_servers.
 package mcp
 
 import "github.com/skeinhq/skein/node"
@@ -18,4 +17,4 @@ var Spec = node.Spec{
 	Routes: true,
 }
 
-func init() { node.MustRegister(Spec, nil) }
+func init() { node.MustRegister(Spec, func() node.Kind { return &MCP{} }) }

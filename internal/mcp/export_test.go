@@ -1,0 +1,16 @@
+package mcp
+
+// ServerPID returns the pid of a started stdio server, or 0.
+func ServerPID(p *Pool, server string) int {
+	p.mu.Lock()
+	c := p.conns[server]
+	p.mu.Unlock()
+	if c == nil {
+		return 0
+	}
+	<-c.ready
+	if c.proc == nil {
+		return 0
+	}
+	return c.proc.cmd.Process.Pid
+}

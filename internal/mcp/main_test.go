@@ -1,0 +1,13 @@
+package mcp_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every goroutine a pool starts (starts, closes, process waits, the SDK's
+// readers) ends with Close.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

@@ -1,0 +1,76 @@
+// Package mcptest runs an MCP server inside a test process, reachable over
+// streamable HTTP on loopback, so tests of MCP clients need neither Node.js
+// nor a network.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is an in-process MCP server. Add tools before or while clients
+// use it.
+type Server struct {
+	// MCP is the SDK server, for what Server does not wrap.
+	MCP *sdk.Server
+	// URL is the endpoint to give a client (mcp_servers: {url: …}).
+	URL string
+
+	mu      sync.Mutex
+	headers http.Header // of the last request
+}
+
+// Handler answers a tool call with the arguments decoded from JSON.
+type Handler func(ctx context.Context, args map[string]any) (*sdk.CallToolResult, error)
+
+// New starts a server; the test's cleanup stops it.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{MCP: sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)}
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP }, nil)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.headers = r.Header.Clone()
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	s.URL = hs.URL
+	return s
+}
+
+// AddTool adds (or replaces) a tool with the given input schema; nil means
+// any object.
+func (s *Server) AddTool(name string, schema map[string]any, h Handler) {
+	if schema == nil {
+		schema = map[string]any{"type": "object"}
+	}
+	s.MCP.AddTool(&sdk.Tool{Name: name, Description: "test tool " + name, InputSchema: schema},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			args := map[string]any{}
+			if len(req.Params.Arguments) > 0 {
+				if err := json.Unmarshal(req.Params.Arguments, &args); err != nil {
+					return nil, err
+				}
+			}
+			return h(ctx, args)
+		})
+}
+
+// Header returns a header of the last request the server received.
+func (s *Server) Header(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.headers.Get(key)
+}
+
+// Text is a result with one text part.
+func Text(text string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}}}
+}

@@ -1,0 +1,269 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/node"
+)
+
+// AgentKind is a model that calls MCP tools in a loop until it answers.
+type AgentKind struct{}
+
+var _ node.Kind = (*AgentKind)(nil)
+
+// toolSep joins server and tool in the names offered to the model, since
+// model APIs allow only [a-zA-Z0-9_-] in tool names.
+const toolSep = "__"
+
+type offered struct {
+	server, tool string
+}
+
+// Run loops: send the conversation; when the reply asks for no tool, it is
+// the answer; else run each tool call through MCP (a tool outside
+// allowed_tools gets an error back, and the run goes on), record
+// tool_call/tool_result events, keep images as artifacts and summarise them
+// with the vision model when one is configured, and send the results back.
+// It stops at max_tool_calls with the last text and `stopped`.
+func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	ms, err := models(c)
+	if err != nil {
+		return nil, err
+	}
+	name, _ := c.Params["model"].(string)
+	p, modelName, err := ms.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	pool, _ := c.Services[mcp.Service].(*mcp.Pool)
+	patterns := strs(c.Params["tools"])
+	allowed := strs(c.Params["allowed_tools"])
+	maxCalls := 20
+	if n, ok := c.Params["max_tool_calls"].(int); ok {
+		maxCalls = n
+	}
+	imageMode, _ := c.Params["images"].(string)
+
+	var tools []llm.Tool
+	byName := map[string]offered{}
+	if len(patterns) > 0 {
+		if pool == nil {
+			return nil, node.Failf(node.CategoryInternal, "mcp_unavailable", "this host offers no MCP servers to agents")
+		}
+		servers := map[string]bool{}
+		for _, pat := range patterns {
+			srv, _, _ := strings.Cut(pat, ".")
+			servers[srv] = true
+		}
+		for srv := range servers {
+			list, err := pool.Tools(ctx, srv)
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range list {
+				if !matchAny(patterns, srv+"."+t.Name) {
+					continue
+				}
+				n := srv + toolSep + t.Name
+				byName[n] = offered{srv, t.Name}
+				schema := map[string]any{"type": "object"}
+				if t.InputSchema != nil {
+					if b, err := json.Marshal(t.InputSchema); err == nil {
+						_ = json.Unmarshal(b, &schema)
+					}
+				}
+				tools = append(tools, llm.Tool{Name: n, Description: t.Description, InputSchema: schema})
+			}
+		}
+	}
+
+	var msgs []llm.Message
+	if sys, _ := c.Params["system"].(string); sys != "" {
+		msgs = append(msgs, llm.System(sys))
+	}
+	prompt, _ := c.Params["prompt"].(string)
+	msgs = append(msgs, llm.User(prompt))
+	var total llm.Usage
+	calls, imagesSaved := 0, 0
+	var temp *float64
+	if t, ok := number(c.Params["temperature"]); ok {
+		temp = &t
+	}
+	finish := func(text, stopped string) (map[string]any, error) {
+		u := usage(modelName, total)
+		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "_token_usage": u}
+		if stopped != "" {
+			out["stopped"] = stopped
+		}
+		return out, nil
+	}
+	lastText := ""
+	for {
+		if err := checkBudget(c); err != nil {
+			return nil, err
+		}
+		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
+		resp, err := p.Chat(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp})
+		if err != nil {
+			return nil, err
+		}
+		total = total.Add(resp.Usage)
+		lastText = resp.Text
+		if len(resp.ToolCalls) == 0 {
+			return finish(resp.Text, "")
+		}
+		msgs = append(msgs, llm.Assistant(resp))
+		for _, tc := range resp.ToolCalls {
+			if calls >= maxCalls {
+				return finish(lastText, "max_tool_calls")
+			}
+			calls++
+			o, known := byName[tc.Name]
+			label := strings.Replace(tc.Name, toolSep, ".", 1)
+			c.Emit("tool_call", map[string]any{"tool": label, "arguments": redactAll(tc.Arguments, c.Redact), "call": calls})
+			start := time.Now()
+			var content string
+			var imgs []llm.Image
+			isErr := false
+			switch {
+			case !known:
+				content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
+			case len(allowed) > 0 && !matchAny(allowed, o.server+"."+o.tool):
+				content, isErr = fmt.Sprintf("error: tool %s is not allowed for this agent (allowed_tools: %s)", label, strings.Join(allowed, ", ")), true
+			default:
+				res, err := pool.CallTool(ctx, o.server, o.tool, tc.Arguments)
+				if err != nil {
+					content, isErr = "error: "+c.Redact(err.Error()), true
+					break
+				}
+				isErr = res.IsError
+				var texts []string
+				for _, ct := range res.Content {
+					switch x := ct.(type) {
+					case *sdk.TextContent:
+						texts = append(texts, x.Text)
+					case *sdk.ImageContent:
+						imagesSaved++
+						file := saveImage(c.ArtifactDir, o.tool, imagesSaved, x)
+						texts = append(texts, fmt.Sprintf("[image saved as %s]", filepath.Base(file)))
+						imgs = append(imgs, llm.Image{MIME: x.MIMEType, Data: x.Data})
+					}
+				}
+				content = strings.Join(texts, "\n")
+			}
+			c.Emit("tool_result", map[string]any{"tool": label, "text": clip(c.Redact(content), 2048), "images": len(imgs),
+				"is_error": isErr, "duration_ms": time.Since(start).Milliseconds()})
+			if len(imgs) > 0 && imageMode != "pass" && ms.Has("vision") {
+				summary, u, err := summarize(ctx, ms, imgs)
+				total = total.Add(u)
+				if err == nil {
+					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(summary, 2048)})
+					content += "\n[image summary] " + summary
+					imgs = nil
+				}
+			}
+			msgs = append(msgs, llm.ToolResult(tc.ID, content, imgs...))
+		}
+	}
+}
+
+// summarize describes images with the vision model.
+func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, llm.Usage, error) {
+	p, model, err := ms.Get("vision")
+	if err != nil {
+		return "", llm.Usage{}, err
+	}
+	resp, err := p.Chat(ctx, llm.Request{Model: model, Messages: []llm.Message{
+		llm.User("Describe what these images show, precisely and briefly, for someone who cannot see them.", imgs...),
+	}})
+	if err != nil {
+		return "", llm.Usage{}, err
+	}
+	return resp.Text, resp.Usage, nil
+}
+
+func saveImage(dir, tool string, n int, img *sdk.ImageContent) string {
+	if dir == "" {
+		return ""
+	}
+	ext := ".png"
+	switch img.MIMEType {
+	case "image/jpeg":
+		ext = ".jpg"
+	case "image/gif":
+		ext = ".gif"
+	case "image/webp":
+		ext = ".webp"
+	}
+	_ = os.MkdirAll(dir, 0o755)
+	file := filepath.Join(dir, fmt.Sprintf("agent-%s-%d%s", safe(tool), n, ext))
+	_ = os.WriteFile(file, img.Data, 0o644)
+	return file
+}
+
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func matchAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func strs(v any) []string {
+	list, _ := v.([]any)
+	out := make([]string, 0, len(list))
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func redactAll(v any, redact func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = redactAll(e, redact)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactAll(e, redact)
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,109 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/llm"
+)
+
+// Judge answers checks with the judge model (llm.judge, else llm.vision,
+// else llm.default): one call per node, with the node's output, its last
+// tool events and its images as evidence.
+type Judge struct {
+	Models *Models
+}
+
+var _ check.Judge = (*Judge)(nil)
+
+var verdictSchema = map[string]any{
+	"type":     "object",
+	"required": []any{"verdicts"},
+	"properties": map[string]any{
+		"verdicts": map[string]any{
+			"type": "array",
+			"items": map[string]any{
+				"type":     "object",
+				"required": []any{"check_name", "verdict", "reasoning"},
+				"properties": map[string]any{
+					"check_name": map[string]any{"type": "string"},
+					"verdict":    map[string]any{"type": "string", "enum": []any{"pass", "fail"}},
+					"reasoning":  map[string]any{"type": "string"},
+				},
+			},
+		},
+	},
+}
+
+// Judge implements check.Judge.
+func (j *Judge) Judge(ctx context.Context, req check.JudgeRequest) ([]check.JudgeVerdict, error) {
+	p, model, err := j.Models.Get("judge")
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "You verify whether the workflow step %q did what it should. Judge each check strictly from the evidence; when the evidence does not show it, the verdict is fail.\n\n", req.Node)
+	out, _ := json.MarshalIndent(req.Output, "", "  ")
+	fmt.Fprintf(&b, "The step's output:\n%s\n\n", clip(string(out), 16<<10))
+	if len(req.ToolEvents) > 0 {
+		ev, _ := json.MarshalIndent(req.ToolEvents, "", "  ")
+		fmt.Fprintf(&b, "Its last tool events:\n%s\n\n", clip(string(ev), 16<<10))
+	}
+	if len(req.Images) > 0 {
+		fmt.Fprintf(&b, "%d screenshot(s) of the result are attached.\n\n", len(req.Images))
+	}
+	b.WriteString("Checks:\n")
+	for _, c := range req.Checks {
+		fmt.Fprintf(&b, "- %s: %s\n", c.Name, c.Text)
+	}
+	b.WriteString("\nAnswer with one verdict per check, using the check names exactly.")
+	var paths []any
+	for _, p := range req.Images {
+		paths = append(paths, p)
+	}
+	imgs, err := images(paths)
+	if err != nil {
+		return nil, err
+	}
+	v, _, err := llm.ChatJSON(ctx, p, llm.Request{Model: model, Messages: []llm.Message{llm.User(b.String(), imgs...)}}, verdictSchema)
+	if err != nil {
+		return nil, err
+	}
+	raw, _ := json.Marshal(v)
+	var reply struct {
+		Verdicts []check.JudgeVerdict `json:"verdicts"`
+	}
+	if err := json.Unmarshal(raw, &reply); err != nil {
+		return nil, fmt.Errorf("the judge's reply has no verdicts: %w", err)
+	}
+	return reply.Verdicts, nil
+}
+
+// JudgeValue decides a guardrail's judge: prompt, asking whether value
+// passes. It returns the verdict, the model's reason and the usage.
+func (m *Models) JudgeValue(ctx context.Context, modelName, prompt string, value any) (bool, string, map[string]any, error) {
+	if modelName == "" {
+		modelName = "judge"
+	}
+	p, model, err := m.Get(modelName)
+	if err != nil {
+		return false, "", nil, err
+	}
+	val, _ := json.MarshalIndent(value, "", "  ")
+	schema := map[string]any{
+		"type": "object", "required": []any{"pass", "reason"},
+		"properties": map[string]any{"pass": map[string]any{"type": "boolean"}, "reason": map[string]any{"type": "string"}},
+	}
+	text := fmt.Sprintf("%s\n\nThe value to judge:\n%s\n\nAnswer pass (true or false) and a short reason.", prompt, clip(string(val), 16<<10))
+	v, resp, err := llm.ChatJSON(ctx, p, llm.Request{Model: model, Messages: []llm.Message{llm.User(text)}}, schema)
+	if err != nil {
+		return false, "", nil, err
+	}
+	obj, _ := v.(map[string]any)
+	pass, _ := obj["pass"].(bool)
+	reason, _ := obj["reason"].(string)
+	return pass, reason, usage(model, resp.Usage), nil
+}

@@ -1,0 +1,125 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"mime"
+	"os"
+	"path/filepath"
+
+	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/node"
+)
+
+// LLMKind calls a model once.
+type LLMKind struct{}
+
+var _ node.Kind = (*LLMKind)(nil)
+
+// Run sends the prompt (or messages) and returns {text} or, with a schema,
+// {json, text}, plus usage as the _token_usage directive.
+func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	ms, err := models(c)
+	if err != nil {
+		return nil, err
+	}
+	name, _ := c.Params["model"].(string)
+	p, modelName, err := ms.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBudget(c); err != nil {
+		return nil, err
+	}
+	req := llm.Request{Model: modelName}
+	if sys, _ := c.Params["system"].(string); sys != "" {
+		req.Messages = append(req.Messages, llm.System(sys))
+	}
+	if msgs, ok := c.Params["messages"].([]any); ok {
+		for i, m := range msgs {
+			mm, _ := m.(map[string]any)
+			role, _ := mm["role"].(string)
+			content, _ := mm["content"].(string)
+			if role == "" {
+				return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d] has no role (system, user or assistant)", i)
+			}
+			req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
+		}
+	}
+	if prompt, _ := c.Params["prompt"].(string); prompt != "" {
+		imgs, err := images(c.Params["images"])
+		if err != nil {
+			return nil, err
+		}
+		req.Messages = append(req.Messages, llm.User(prompt, imgs...))
+	}
+	if t, ok := number(c.Params["temperature"]); ok {
+		req.Temperature = &t
+	}
+	if n, ok := c.Params["max_tokens"].(int); ok {
+		req.MaxTokens = n
+	}
+	c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(req.Messages)})
+	out := map[string]any{"model": modelName}
+	var resp *llm.Response
+	if schema, ok := c.Params["schema"].(map[string]any); ok {
+		v, r, err := llm.ChatJSON(ctx, p, req, schema)
+		if err != nil {
+			return nil, err
+		}
+		resp = r
+		out["json"] = v
+		out["text"] = r.Text
+	} else {
+		r, err := p.Chat(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		resp = r
+		out["text"] = r.Text
+	}
+	u := usage(modelName, resp.Usage)
+	out["usage"] = u
+	out["_token_usage"] = u
+	return out, nil
+}
+
+// images reads image files named by the images parameter.
+func images(v any) ([]llm.Image, error) {
+	list, _ := v.([]any)
+	var out []llm.Image
+	for _, p := range list {
+		var path string
+		switch x := p.(type) {
+		case string:
+			path = x
+		case map[string]any: // an entry of an mcp node's images output
+			path, _ = x["path"].(string)
+		}
+		if path == "" {
+			continue
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, node.Failf(node.CategoryValidation, "image", "reading image %s: %v", path, err)
+		}
+		mt := mime.TypeByExtension(filepath.Ext(path))
+		if mt == "" {
+			mt = "image/png"
+		}
+		out = append(out, llm.Image{MIME: mt, Data: data})
+	}
+	return out, nil
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+var _ = fmt.Sprint

@@ -1,0 +1,122 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	mcpclient "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/node"
+)
+
+// MCP runs mcp nodes. It holds no state: sessions live in the run's pool.
+type MCP struct{}
+
+// Interface guard.
+var _ node.Kind = (*MCP)(nil)
+
+// Run calls the node's tool once and returns its result as the node's
+// output (see the package documentation).
+func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
+	server, _ := call.Params["server"].(string)
+	tool, _ := call.Params["tool"].(string)
+	if server == "" || tool == "" {
+		return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
+			Message: "an mcp node needs a server and a tool"}
+	}
+	args, err := arguments(call.Params["arguments"])
+	if err != nil {
+		return nil, err
+	}
+	pool, ok := call.Services[mcpclient.Service].(*mcpclient.Pool)
+	if !ok || pool == nil {
+		return nil, &node.Error{Code: "no_mcp_pool", Category: node.CategoryInternal, Permanent: true,
+			Message: fmt.Sprintf("node %s cannot call MCP server %q: this host gave it no MCP pool", call.NodeID, server)}
+	}
+	if call.Attempt > 1 {
+		pool.Evict(server) // DESIGN §2.5: caches go before a retry
+	}
+	t, err := pool.Tool(ctx, server, tool)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.CheckArguments(args); err != nil {
+		return nil, err
+	}
+
+	call.Emit("tool_call", map[string]any{"server": server, "tool": tool, "arguments": redactAll(args, call.Redact)})
+	start := call.Now()
+	res, err := pool.CallTool(ctx, server, tool, args)
+	ms := call.Now().Sub(start).Milliseconds()
+	if err != nil {
+		call.Emit("tool_result", map[string]any{
+			"server": server, "tool": tool, "duration_ms": ms, "is_error": true, "images": 0, "text": "",
+			"error": call.Redact(node.AsError(err).Message),
+		})
+		return nil, err
+	}
+	r := readResult(res)
+	text := call.Redact(r.text) // before clipping, so no secret is cut in two
+	ev := map[string]any{
+		"server": server, "tool": tool, "duration_ms": ms, "is_error": res.IsError,
+		"images": r.images, "text": clip(text, eventTextLimit),
+	}
+	if len(text) > eventTextLimit {
+		ev["text_truncated"] = true
+	}
+	call.Emit("tool_result", ev)
+	if res.IsError {
+		return nil, &node.Error{
+			Code: "mcp_error", Category: mcpclient.CategoryToolError,
+			Message: fmt.Sprintf("tool %q of MCP server %q failed: %s", tool, server, clip(strings.TrimSpace(r.text), 500)),
+			Details: map[string]any{"text": r.text, "server": server, "tool": tool},
+		}
+	}
+	return output(res, r.text, call.ArtifactDir, tool)
+}
+
+// arguments returns the arguments parameter as a map; none is an empty one.
+func arguments(v any) (map[string]any, error) {
+	switch a := v.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return a, nil
+	}
+	return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
+		Message: fmt.Sprintf("arguments must be a map, not %T", v)}
+}
+
+// redactAll returns a copy of v with redact applied to every string in it,
+// keys included.
+func redactAll(v any, redact func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[redact(k)] = redactAll(e, redact)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = redactAll(e, redact)
+		}
+		return out
+	case []string:
+		out := make([]string, len(x))
+		for i, e := range x {
+			out[i] = redact(e)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]string, len(x))
+		for k, e := range x {
+			out[redact(k)] = redact(e)
+		}
+		return out
+	}
+	return v
+}
