@@ -236,6 +236,7 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
 	}
+	opts.Evidence = evidenceHook(w, pool)
 	res, runErr := engine.NewDriver(node.Default, clk, 0).Execute(runCtx, plan, opts)
 	if res == nil {
 		return exit(ExitFailed, runErr)

@@ -92,6 +92,9 @@ type Options struct {
 	// Budget counts the run's tokens and cost; nil makes one from the
 	// workflow's limits. Subworkflows share their parent's.
 	Budget *Budget
+	// Evidence, when set, is called after a node with checks or expect:
+	// succeeds, to capture evidence (a screenshot) into its artifacts.
+	Evidence func(ctx context.Context, nodeID, artifactDir string)
 }
 
 // Result is how a run ended.
@@ -517,6 +520,9 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		return Outcome{Err: e}, params
 	}
 	clean, directives := expr.SplitDirectives(out)
+	if rs.opts.Evidence != nil && (len(pn.Node.Checks) > 0 || pn.Node.Expect != "") {
+		rs.opts.Evidence(ctx, pn.ID, call.ArtifactDir)
+	}
 	return Outcome{Output: clean, Directives: directives}, params
 }
 
