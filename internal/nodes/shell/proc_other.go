@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // newProcessGroup does nothing where process groups are not available.
@@ -21,3 +22,6 @@ func signalGroup(p *os.Process, sig syscall.Signal) {
 
 // exitCode is the command's exit status.
 func exitCode(ps *os.ProcessState) int { return ps.ExitCode() }
+
+// awaitGroup has no group to wait for here.
+func awaitGroup(*os.Process, time.Duration) {}

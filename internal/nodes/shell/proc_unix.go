@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 )
 
 // newProcessGroup makes the command the leader of a process group of its
@@ -27,4 +28,14 @@ func exitCode(ps *os.ProcessState) int {
 		return 128 + int(ws.Signal())
 	}
 	return ps.ExitCode()
+}
+
+// awaitGroup waits, at most limit, until no process of the group led by p
+// is left, so a stopped node has really stopped when Run returns. (Signal
+// delivery is asynchronous: a killed process may live a moment longer.)
+func awaitGroup(p *os.Process, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for syscall.Kill(-p.Pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -149,6 +149,7 @@ func (s *Shell) wait(ctx context.Context, cmd *exec.Cmd) (interrupted bool, err 
 		// pipes still held by processes that left the group.
 		err = <-done
 	}
+	awaitGroup(cmd.Process, 200*time.Millisecond)
 	return true, err
 }
 
