@@ -67,6 +67,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		rerunCmd(e),
 		runsCmd(e),
 		checkCmd(e),
+		mcpCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

@@ -1,0 +1,697 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// mcpPath is where `skein mcp --http` answers.
+const mcpPath = "/mcp"
+
+// Error codes of tool errors. Their category is node.CategoryValidation
+// unless said otherwise.
+const (
+	codeInvalidWorkflow  = "invalid_workflow"
+	codeInvalidInputs    = "invalid_inputs"
+	codeInvalidArguments = "invalid_arguments"
+	codeFileNotFound     = "file_not_found"
+	codeRunNotFound      = "run_not_found"
+	codeInternal         = "internal" // category internal
+)
+
+func mcpCmd(e *env) *cobra.Command {
+	var (
+		svc         = mcpService{flags: execFlags{output: "json"}}
+		addr, token string
+	)
+	cmd := &cobra.Command{
+		Use:   "mcp",
+		Short: "Serve Skein as an MCP server: tools to validate, run and inspect workflows",
+		Long: `Serve Skein over the Model Context Protocol, on stdin/stdout by default or
+over streamable HTTP with --http ADDR (at ` + mcpPath + `).
+
+Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run.
+Resources: skein://runs/{id}/events, a run's events as JSON lines.
+Runs are recorded in --dir like those of ` + "`skein run`" + `; workflow paths are
+taken from the folder skein mcp was started in.
+
+--http refuses an address other than loopback unless --token (or
+$SKEIN_MCP_TOKEN) is set; with a token every request must carry
+Authorization: Bearer <token>.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if svc.flags.concurrency < 1 {
+				return usagef("--concurrency must be at least 1")
+			}
+			if token == "" {
+				token = os.Getenv("SKEIN_MCP_TOKEN")
+			}
+			if addr != "" {
+				if err := checkMCPAddr(addr, token); err != nil {
+					return err
+				}
+			}
+			ctx, stop := context.WithCancel(cmd.Context())
+			srv := newMCPServer(ctx, &svc)
+			var err error
+			if addr == "" {
+				err = serveMCPStdio(ctx, e, srv)
+			} else {
+				err = serveMCPHTTP(ctx, e, srv, &svc, token, addr)
+			}
+			// Calls still running (the client left) are cancelled: a run
+			// ends cancelled and is recorded.
+			stop()
+			svc.drain()
+			return err
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
+	fl.StringVar(&token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
+	fl.StringVar(&svc.flags.dir, "dir", ".skein", "folder for the database and run records")
+	fl.IntVar(&svc.flags.concurrency, "concurrency", 16, "most nodes running at once, per run")
+	fl.StringVar(&svc.flags.secretsFile, "secrets-file", "", "dotenv file with secret values")
+	fl.BoolVar(&svc.flags.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	return cmd
+}
+
+// mcpService answers the tools. Each call opens what it needs and closes
+// it, so calls may run at once.
+type mcpService struct {
+	// flags are those of `skein run --output json`.
+	flags execFlags
+	calls inflight // requests being answered
+}
+
+// inflight counts work in progress; once closed it lets no more in.
+type inflight struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// enter reports whether the work may start; then leave must follow.
+func (f *inflight) enter() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.wg.Add(1)
+	return true
+}
+
+func (f *inflight) leave() { f.wg.Done() }
+
+// close lets no more work in and waits for the work in progress.
+func (f *inflight) close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// track counts the requests being answered, so drain can wait for them,
+// and cancels them when serving ends: a run in progress ends cancelled.
+func (s *mcpService) track(serving context.Context) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if !s.calls.enter() {
+				return nil, errors.New("skein mcp is shutting down")
+			}
+			defer s.calls.leave()
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(serving, cancel)()
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// drain refuses new requests and waits for those being answered.
+func (s *mcpService) drain() { s.calls.close() }
+
+// Tool inputs and outputs. Their JSON Schemas are derived from the types;
+// the jsonschema tags are the descriptions.
+type (
+	validateIn struct {
+		File string `json:"file,omitempty" jsonschema:"path of the workflow file (absolute, or relative to the folder skein mcp runs in)"`
+		YAML string `json:"yaml,omitempty" jsonschema:"the workflow itself, as YAML text; give file or yaml"`
+	}
+	validateOut struct {
+		Valid       bool                  `json:"valid" jsonschema:"true when there is no error (warnings allowed)"`
+		Diagnostics []workflow.Diagnostic `json:"diagnostics" jsonschema:"every problem found, errors and warnings, in file order"`
+	}
+
+	runIn struct {
+		File    string         `json:"file" jsonschema:"path of the workflow file (absolute, or relative to the folder skein mcp runs in)"`
+		Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the workflow's inputs by name, as JSON values of their declared types"`
+		Trigger string         `json:"trigger,omitempty" jsonschema:"id of the trigger node to start from (default: every entry node)"`
+	}
+	// runResult is the object `skein run --output json` prints (DESIGN §6).
+	runResult struct {
+		runCommon
+		DurationMS int64   `json:"duration_ms"`
+		Tokens     int     `json:"tokens"`
+		CostUSD    float64 `json:"cost_usd"`
+	}
+	runCommon struct {
+		ExecutionID string            `json:"execution_id" jsonschema:"the run's id"`
+		Workflow    string            `json:"workflow"`
+		Status      string            `json:"status" jsonschema:"pending, running, waiting, completed, failed or cancelled"`
+		Outputs     map[string]any    `json:"outputs"`
+		Error       *node.Error       `json:"error" jsonschema:"why the run failed, or null"`
+		Steps       []stepResult      `json:"steps" jsonschema:"the steps in the order they ran"`
+		Verdict     *check.RunVerdict `json:"verdict" jsonschema:"the checks' verdict, or null when the workflow has none"`
+	}
+	stepResult struct {
+		Node       string      `json:"node"`
+		Status     string      `json:"status" jsonschema:"pending, running, success, failed, skipped, waiting or cancelled"`
+		Visit      int         `json:"visit"`
+		Iteration  int         `json:"iteration"`
+		Attempts   int         `json:"attempts"`
+		Output     any         `json:"output"`
+		Error      *node.Error `json:"error"`
+		Cached     bool        `json:"cached"`
+		Pinned     bool        `json:"pinned"`
+		StartedAt  *time.Time  `json:"started_at"`
+		FinishedAt *time.Time  `json:"finished_at"`
+		DurationMS int64       `json:"duration_ms"`
+		Tokens     int         `json:"tokens"`
+		CostUSD    float64     `json:"cost_usd"`
+	}
+
+	listRunsIn struct {
+		Workflow string `json:"workflow,omitempty" jsonschema:"only runs of this workflow (its name)"`
+		Status   string `json:"status,omitempty" jsonschema:"only runs with this status"`
+		Limit    int    `json:"limit,omitempty" jsonschema:"most runs returned, newest first (default 20)"`
+	}
+	listRunsOut struct {
+		Runs []runSummary `json:"runs" jsonschema:"newest first"`
+	}
+	runSummary struct {
+		ID         string     `json:"id"`
+		Workflow   string     `json:"workflow"`
+		Status     string     `json:"status"`
+		StartedAt  time.Time  `json:"started_at"`
+		FinishedAt *time.Time `json:"finished_at"`
+	}
+
+	runIDIn struct {
+		ID string `json:"id" jsonschema:"the run's id (execution_id)"`
+	}
+	// runRecord is the object `skein runs show --output json` prints.
+	runRecord struct {
+		runCommon
+		StartedAt  time.Time      `json:"started_at"`
+		FinishedAt *time.Time     `json:"finished_at"`
+		Inputs     map[string]any `json:"inputs,omitempty"`
+		File       string         `json:"file" jsonschema:"the workflow file the run used"`
+		Dir        string         `json:"dir" jsonschema:"the run folder: run.json, events.jsonl, artifacts"`
+	}
+
+	resumeIn struct {
+		ID       string `json:"id" jsonschema:"the failed, cancelled or interrupted run to continue"`
+		Workflow string `json:"workflow,omitempty" jsonschema:"resume with this (edited) workflow file; its node ids must match the run's"`
+	}
+)
+
+// newMCPServer builds the MCP server with Skein's tools and resources.
+// Requests are cancelled when serving ends.
+func newMCPServer(serving context.Context, s *mcpService) *sdk.Server {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "skein", Title: "Skein", Version: Version}, &sdk.ServerOptions{
+		Instructions: "Skein runs workflows (YAML graphs of tools, commands and AI steps) and records every run. " +
+			"Validate a workflow before running it; a run's result lists its steps; failed or cancelled runs can be resumed. " +
+			"Tool errors carry a JSON object {code, category, message}.",
+	})
+	srv.AddReceivingMiddleware(s.track(serving), argumentErrors)
+	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
+
+	addTool(srv, &sdk.Tool{
+		Name:        "validate_workflow",
+		Title:       "Validate a workflow",
+		Description: "Check a workflow (a file, or YAML text) without running it: its shape, node parameters, edges, loops and template references. Returns every problem with its line and column.",
+		Annotations: readOnly,
+	}, s.validate)
+	addTool(srv, &sdk.Tool{
+		Name:  "run_workflow",
+		Title: "Run a workflow",
+		Description: "Run a workflow file to its end and return the run: status (completed, failed, cancelled), outputs, error and steps. " +
+			"A failed run is a result, not an error; an invalid workflow or bad inputs are errors. The run is recorded, so get_run and resume_run find it.",
+		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+	}, s.run)
+	addTool(srv, &sdk.Tool{
+		Name:        "list_runs",
+		Title:       "List runs",
+		Description: "List recorded runs, newest first.",
+		Annotations: readOnly,
+		InputSchema: listRunsSchema(),
+	}, s.listRuns)
+	addTool(srv, &sdk.Tool{
+		Name:        "get_run",
+		Title:       "Show a run",
+		Description: "Show a recorded run with its inputs, outputs, error and steps. Its events are the resource skein://runs/{id}/events.",
+		Annotations: readOnly,
+	}, s.getRun)
+	addTool(srv, &sdk.Tool{
+		Name:  "resume_run",
+		Title: "Resume a run",
+		Description: "Continue a failed, cancelled or interrupted run: steps that succeeded with unchanged definitions and inputs are reused (cached), the rest run again. " +
+			"Returns the run like run_workflow.",
+		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+	}, s.resume)
+
+	srv.AddResourceTemplate(&sdk.ResourceTemplate{
+		Name:        "run-events",
+		Title:       "A run's events",
+		Description: "The events of a run, one JSON object a line: execution_started, node_started, tool_call, node_finished, execution_finished and the rest.",
+		MIMEType:    "application/x-ndjson",
+		URITemplate: "skein://runs/{id}/events",
+	}, s.readEvents)
+	return srv
+}
+
+// addTool adds a tool whose schemas come from In and Out. A handler's
+// *node.Error becomes a tool error (isError) whose text is that error as
+// JSON; it carries no structured content, which clients would check
+// against the output schema.
+func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
+	if t.OutputSchema == nil {
+		schema, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
+		}
+		t.OutputSchema = schema
+	}
+	// Out is erased to any so that an error result keeps no structured
+	// content (the SDK would fill it with Out's zero value).
+	sdk.AddTool(srv, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
+		out, terr := h(ctx, in)
+		if terr != nil {
+			return toolErrorResult(terr), nil, nil
+		}
+		return nil, out, nil
+	})
+}
+
+func toolErrorResult(e *node.Error) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: toolErrorContent(e)}
+}
+
+func toolErrorContent(e *node.Error) []sdk.Content {
+	text, err := json.Marshal(e)
+	if err != nil { // details that do not encode
+		text, _ = json.Marshal(&node.Error{Code: e.Code, Category: e.Category, Message: e.Message})
+	}
+	return []sdk.Content{&sdk.TextContent{Text: string(text)}}
+}
+
+// argumentErrors gives the tool errors the SDK makes itself (arguments
+// that do not match the input schema) the shape of Skein's.
+func argumentErrors(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		if r, ok := res.(*sdk.CallToolResult); ok && r.IsError && r.GetError() != nil {
+			r.Content = toolErrorContent(validationError(codeInvalidArguments, "%v", r.GetError()))
+		}
+		return res, err
+	}
+}
+
+func listRunsSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[listRunsIn](nil)
+	if err != nil {
+		panic(fmt.Sprintf("list_runs: input schema: %v", err))
+	}
+	s.Properties["status"].Enum = []any{
+		string(engine.RunPending), string(engine.RunRunning), string(engine.RunWaiting),
+		string(engine.RunCompleted), string(engine.RunFailed), string(engine.RunCancelled),
+	}
+	s.Properties["limit"].Minimum = new(0.0)
+	return s
+}
+
+func validationError(code, format string, args ...any) *node.Error {
+	return &node.Error{Code: code, Category: node.CategoryValidation, Message: fmt.Sprintf(format, args...)}
+}
+
+// commandError turns what a command returned into a tool error. A usage
+// error is the caller's; an invalid workflow's diagnostics are what the
+// command printed on stderr.
+func commandError(err error, stderr string) *node.Error {
+	var ee *exitError
+	if !errors.As(err, &ee) {
+		return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
+	}
+	var ue *usageError
+	switch {
+	case ee.code == ExitInvalid && errors.As(ee.err, &ue):
+		return validationError(codeInvalidArguments, "%s", ue.msg)
+	case ee.code == ExitInvalid && ee.err == nil:
+		return validationError(codeInvalidWorkflow, "%s", strings.TrimSpace(stderr))
+	case ee.code == ExitInvalid:
+		return validationError(codeInvalidWorkflow, "%s", ee.err.Error())
+	case ee.err == nil:
+		msg := strings.TrimSpace(stderr)
+		if msg == "" {
+			msg = fmt.Sprintf("the command ended with exit code %d", ee.code)
+		}
+		return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: msg}
+	}
+	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: ee.err.Error()}
+}
+
+// commandRun reads the run a command printed as JSON. A run that ended,
+// whatever its status, is a result; a command that printed no run, or
+// could not record the one it ran, is an error.
+func commandRun[T any](stdout []byte, stderr string, err error) (T, *node.Error) {
+	var out T
+	var ee *exitError
+	if len(bytes.TrimSpace(stdout)) == 0 {
+		if err == nil {
+			err = errors.New("the command printed no run")
+		}
+		return out, commandError(err, stderr)
+	}
+	dec := json.NewDecoder(bytes.NewReader(stdout))
+	dec.UseNumber()
+	if derr := dec.Decode(&out); derr != nil {
+		return out, &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: fmt.Sprintf("reading the run: %v", derr)}
+	}
+	if err != nil && (!errors.As(err, &ee) || ee.err != nil) {
+		terr := commandError(err, stderr)
+		var id struct {
+			ID string `json:"execution_id"`
+		}
+		if json.Unmarshal(stdout, &id) == nil && id.ID != "" {
+			terr.Details = map[string]any{"execution_id": id.ID}
+		}
+		return out, terr
+	}
+	return out, nil
+}
+
+// bufferEnv is an env that keeps what a command prints.
+func bufferEnv() (e *env, stdout, stderr *bytes.Buffer) {
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	return &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}, stdout, stderr
+}
+
+// command runs one of skein's commands in-process, so a tool answers
+// exactly what the command line would.
+func command(ctx context.Context, newCmd func(*env) *cobra.Command, args ...string) (stdout []byte, stderr string, err error) {
+	e, out, errb := bufferEnv()
+	cmd := newCmd(e)
+	cmd.SetArgs(args)
+	cmd.SetIn(e.stdin)
+	cmd.SetOut(errb)
+	cmd.SetErr(errb)
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	err = cmd.ExecuteContext(ctx)
+	return out.Bytes(), errb.String(), err
+}
+
+func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
+	file := in.File
+	switch {
+	case (in.File == "") == (in.YAML == ""):
+		return validateOut{}, validationError(codeInvalidArguments, "give either file or yaml")
+	case in.YAML != "":
+		tmp, err := os.MkdirTemp("", "skein-mcp-")
+		if err != nil {
+			return validateOut{}, &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
+		}
+		defer os.RemoveAll(tmp)
+		file = filepath.Join(tmp, "inline.yaml")
+		if err := os.WriteFile(file, []byte(in.YAML), 0o600); err != nil {
+			return validateOut{}, &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
+		}
+	}
+	_, ds := workflow.Load(file, node.Default)
+	out := validateOut{Valid: !ds.HasErrors(), Diagnostics: make([]workflow.Diagnostic, 0, len(ds))}
+	for _, d := range ds {
+		if in.YAML != "" { // the temporary folder is gone when the caller reads this
+			d.File = "inline.yaml"
+			d.Message = strings.ReplaceAll(d.Message, file, "inline.yaml")
+		}
+		out.Diagnostics = append(out.Diagnostics, d)
+	}
+	return out, nil
+}
+
+func (s *mcpService) run(ctx context.Context, in runIn) (runResult, *node.Error) {
+	if terr := checkFile(in.File); terr != nil {
+		return runResult{}, terr
+	}
+	e, stdout, stderr := bufferEnv()
+	w, err := loadWorkflow(e, in.File)
+	if err != nil {
+		return runResult{}, commandError(err, stderr.String())
+	}
+	inputs, err := w.ResolveInputs(in.Inputs)
+	if err != nil {
+		return runResult{}, validationError(codeInvalidInputs, "%v", err)
+	}
+	f := s.flags
+	err = execute(ctx, e, &f, job{w: w, inputs: inputs, trigger: in.Trigger, runID: newRunID()})
+	return commandRun[runResult](stdout.Bytes(), stderr.String(), err)
+}
+
+// checkFile tells a missing workflow file from an invalid one.
+func checkFile(file string) *node.Error {
+	if file == "" {
+		return validationError(codeInvalidArguments, "file is required")
+	}
+	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
+		wd, _ := os.Getwd()
+		return validationError(codeFileNotFound, "no workflow file %s (relative paths are taken from %s)", file, wd)
+	}
+	return nil
+}
+
+func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, *node.Error) {
+	out := listRunsOut{Runs: []runSummary{}}
+	if !s.hasDatabase() {
+		return out, nil
+	}
+	st, err := openStore(s.flags.dir)
+	if err != nil {
+		return out, commandError(err, "")
+	}
+	defer st.Close()
+	filter := store.RunFilter{Workflow: in.Workflow, Status: in.Status, Limit: in.Limit}
+	if filter.Limit <= 0 {
+		filter.Limit = 20
+	}
+	runs, err := st.ListRuns(ctx, filter)
+	if err != nil {
+		return out, commandError(err, "")
+	}
+	for _, r := range runs {
+		out.Runs = append(out.Runs, runSummary{ID: r.ID, Workflow: r.Workflow, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt})
+	}
+	return out, nil
+}
+
+func (s *mcpService) getRun(ctx context.Context, in runIDIn) (runRecord, *node.Error) {
+	if terr := s.findRun(ctx, in.ID); terr != nil {
+		return runRecord{}, terr
+	}
+	return commandRun[runRecord](command(ctx, runsCmd, "show", "--dir", s.flags.dir, "--output", "json", "--", in.ID))
+}
+
+func (s *mcpService) resume(ctx context.Context, in resumeIn) (runResult, *node.Error) {
+	if terr := s.findRun(ctx, in.ID); terr != nil {
+		return runResult{}, terr
+	}
+	if in.Workflow != "" {
+		if terr := checkFile(in.Workflow); terr != nil {
+			return runResult{}, terr
+		}
+	}
+	f := s.flags
+	args := []string{"--output", "json", "--dir", f.dir, "--concurrency", strconv.Itoa(f.concurrency),
+		"--secrets-file", f.secretsFile, "--deny-private-networks=" + strconv.FormatBool(f.denyPrivate), "--workflow", in.Workflow, "--", in.ID}
+	return commandRun[runResult](command(ctx, resumeCmd, args...))
+}
+
+// readEvents answers skein://runs/{id}/events with what
+// `skein runs events ID` prints.
+func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+	uri := req.Params.URI
+	id, ok := strings.CutPrefix(uri, "skein://runs/")
+	if ok {
+		id, ok = strings.CutSuffix(id, "/events")
+	}
+	if !ok || id == "" || strings.Contains(id, "/") {
+		return nil, sdk.ResourceNotFoundError(uri)
+	}
+	if terr := s.findRun(ctx, id); terr != nil {
+		if terr.Code == codeRunNotFound {
+			return nil, sdk.ResourceNotFoundError(uri)
+		}
+		return nil, terr
+	}
+	stdout, stderr, err := command(ctx, runsCmd, "events", "--dir", s.flags.dir, "--", id)
+	if err != nil {
+		return nil, commandError(err, stderr)
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/x-ndjson", Text: string(stdout)}}}, nil
+}
+
+func (s *mcpService) hasDatabase() bool {
+	_, err := os.Stat(filepath.Join(s.flags.dir, "skein.db"))
+	return err == nil
+}
+
+// findRun reports a tool error unless the run is recorded.
+func (s *mcpService) findRun(ctx context.Context, id string) *node.Error {
+	if id == "" {
+		return validationError(codeInvalidArguments, "id is required")
+	}
+	notFound := validationError(codeRunNotFound, "no run %q in %s; list_runs shows the runs", id, s.flags.dir)
+	if !s.hasDatabase() {
+		return notFound
+	}
+	st, err := openStore(s.flags.dir)
+	if err != nil {
+		return commandError(err, "")
+	}
+	defer st.Close()
+	if _, err := st.Run(ctx, id); errors.Is(err, store.ErrNotFound) {
+		return notFound
+	} else if err != nil {
+		return commandError(err, "")
+	}
+	return nil
+}
+
+// serveMCPStdio serves one client on the command's stdin and stdout until
+// the client hangs up or ctx ends.
+func serveMCPStdio(ctx context.Context, e *env, srv *sdk.Server) error {
+	err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
+		return nil
+	}
+	return exit(ExitFailed, fmt.Errorf("mcp: %w", err))
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// checkMCPAddr refuses to listen beyond this machine without a token.
+func checkMCPAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--http %s: %v (write host:port, e.g. 127.0.0.1:7070)", addr, err)
+	}
+	if token != "" || isLoopbackHost(host) {
+		return nil
+	}
+	return usagef("--http %s is reachable from other machines; pass --token (clients then send Authorization: Bearer <token>) or listen on 127.0.0.1", addr)
+}
+
+func isLoopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// mcpHTTPHandler serves srv over streamable HTTP at mcpPath. With a
+// token, every request must carry it as a bearer token.
+func mcpHTTPHandler(srv *sdk.Server, token string) http.Handler {
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	h = http.NewCrossOriginProtection().Handler(h)
+	if token != "" {
+		h = requireBearer(token, h)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(mcpPath, h)
+	return mux
+}
+
+func requireBearer(token string, next http.Handler) http.Handler {
+	want := sha256.Sum256([]byte(token))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
+			http.Error(w, "a bearer token is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveMCPHTTP listens on addr until ctx ends. The calls being answered
+// then end (cancelled) and their results are sent before the server stops.
+func serveMCPHTTP(ctx context.Context, e *env, srv *sdk.Server, svc *mcpService, token, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return exit(ExitFailed, fmt.Errorf("--http: %w", err))
+	}
+	// posts are the requests that carry calls; their answers are written
+	// before the server stops. (GETs are event streams that never end.)
+	var posts inflight
+	h := mcpHTTPHandler(srv, token)
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			if !posts.enter() {
+				http.Error(w, "skein mcp is shutting down", http.StatusServiceUnavailable)
+				return
+			}
+			defer posts.leave()
+		}
+		h.ServeHTTP(w, r)
+	})}
+	fmt.Fprintf(e.stderr, "skein mcp: listening on http://%s%s\n", ln.Addr(), mcpPath)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return exit(ExitFailed, fmt.Errorf("--http: %w", err))
+	case <-ctx.Done():
+	}
+	svc.drain()
+	posts.close()
+	for ss := range srv.Sessions() {
+		_ = ss.Close() // ends the clients' event streams
+	}
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(stopCtx); err != nil {
+		_ = hs.Close()
+	}
+	<-served
+	return nil
+}

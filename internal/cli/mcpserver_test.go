@@ -1,0 +1,450 @@
+package cli_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+)
+
+const badWorkflow = `version: 1
+name: bad
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: say, type: nosuchkind}
+edges:
+  - {from: start, to: missing}
+`
+
+// flakyWorkflow fails until its marker file exists.
+const flakyWorkflow = `version: 1
+name: flaky
+inputs:
+  marker: {type: string, required: true}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: gate, type: shell, command: [test, -f, "{{ inputs.marker }}"]}
+edges:
+  - {from: start, to: gate}
+`
+
+const slowWorkflow = `version: 1
+name: slow
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: nap, type: wait, duration: 30s}
+edges:
+  - {from: start, to: nap}
+`
+
+type mcpBundle struct {
+	dir     string // the server's --dir
+	url     string
+	session *sdk.ClientSession
+}
+
+// setupMCP serves `skein mcp --http 127.0.0.1:0` in-process until the test
+// ends, with a temporary --dir, and connects a client to it.
+func setupMCP(t *testing.T, args ...string) *mcpBundle {
+	t.Helper()
+	b := &mcpBundle{dir: t.TempDir()}
+	b.url, _ = serveMCP(t, append([]string{"mcp", "--http", "127.0.0.1:0", "--dir", b.dir}, args...)...)
+	b.session = connectMCP(t, b.url, "")
+	return b
+}
+
+// serveMCP runs skein with args until stop is called or the test ends,
+// and returns the URL it listens on. stop returns the exit code.
+func serveMCP(t *testing.T, args ...string) (url string, stop func() int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Main(ctx, args, strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+	}()
+	stop = sync.OnceValue(func() int {
+		cancel()
+		return <-done
+	})
+	t.Cleanup(func() { require.Equal(t, cli.ExitOK, stop()) })
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
+	require.True(t, ok, "want the address on stderr, got %q", line)
+	return url, stop
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func connectMCP(t *testing.T, url, token string) *sdk.ClientSession {
+	t.Helper()
+	cs, err := dialMCP(url, token)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func dialMCP(url, token string) (*sdk.ClientSession, error) {
+	hc := &http.Client{}
+	if token != "" {
+		hc.Transport = bearer{token}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "skein-test", Version: "1"}, nil)
+	return client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+}
+
+func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
+	require.NoError(t, err)
+	return res
+}
+
+// toolResult decodes a successful call's structured content.
+func toolResult[T any](t *testing.T, res *sdk.CallToolResult) T {
+	t.Helper()
+	require.False(t, res.IsError, "want a result, got the error %s", toolText(res))
+	data, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	var out T
+	require.NoError(t, json.Unmarshal(data, &out), string(data))
+	return out
+}
+
+// toolError decodes a failed call's structured error.
+func toolError(t *testing.T, res *sdk.CallToolResult) mcpError {
+	t.Helper()
+	require.True(t, res.IsError, "want a tool error, got %s", toolText(res))
+	var out mcpError
+	require.NoError(t, json.Unmarshal([]byte(toolText(res)), &out), toolText(res))
+	return out
+}
+
+func toolText(res *sdk.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*sdk.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+type mcpError struct {
+	Code     string         `json:"code"`
+	Category string         `json:"category"`
+	Message  string         `json:"message"`
+	Details  map[string]any `json:"details"`
+}
+
+type mcpRun struct {
+	ID      string         `json:"execution_id"`
+	Status  string         `json:"status"`
+	Outputs map[string]any `json:"outputs"`
+	Error   *mcpError      `json:"error"`
+	File    string         `json:"file"`
+	Steps   []struct {
+		Node   string `json:"node"`
+		Status string `json:"status"`
+		Cached bool   `json:"cached"`
+	} `json:"steps"`
+}
+
+type mcpDiagnostic struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Col      int    `json:"col"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	Node     string `json:"node"`
+	Path     string `json:"path"`
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o600))
+	return path
+}
+
+func TestMCPTools(t *testing.T) {
+	t.Parallel()
+	b := setupMCP(t)
+	cs := b.session
+
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	names := map[string]bool{}
+	for _, tool := range tools.Tools {
+		names[tool.Name] = true
+		require.NotNil(t, tool.InputSchema, tool.Name)
+		require.NotNil(t, tool.OutputSchema, tool.Name)
+	}
+	require.Equal(t, map[string]bool{"validate_workflow": true, "run_workflow": true, "list_runs": true, "get_run": true, "resume_run": true}, names)
+
+	t.Run("validate", func(t *testing.T) {
+		t.Parallel()
+		bad := writeFile(t, "bad.yaml", badWorkflow)
+		tests := []struct {
+			name string
+			args map[string]any
+			file string
+		}{
+			{"file", map[string]any{"file": bad}, bad},
+			{"inline yaml", map[string]any{"yaml": badWorkflow}, "inline.yaml"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				out := toolResult[struct {
+					Valid       bool            `json:"valid"`
+					Diagnostics []mcpDiagnostic `json:"diagnostics"`
+				}](t, callTool(t, cs, "validate_workflow", tt.args))
+				require.False(t, out.Valid)
+				require.Equal(t, []mcpDiagnostic{
+					{File: tt.file, Line: 5, Col: 21, Severity: "error", Node: "say", Path: "nodes[1].type",
+						Message: out.Diagnostics[0].Message},
+					{File: tt.file, Line: 7, Col: 23, Severity: "error", Path: "edges[0].to", Message: `edge to unknown node "missing"`},
+				}, out.Diagnostics)
+				require.Contains(t, out.Diagnostics[0].Message, `unknown node type "nosuchkind"`)
+			})
+		}
+	})
+
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		out := toolResult[map[string]any](t, callTool(t, cs, "validate_workflow", map[string]any{"file": "testdata/ok.yaml"}))
+		require.Equal(t, map[string]any{"valid": true, "diagnostics": []any{}}, out)
+	})
+
+	t.Run("run, get, list, events", func(t *testing.T) {
+		t.Parallel()
+		res := callTool(t, cs, "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Paris"}})
+		run := toolResult[mcpRun](t, res)
+		require.Equal(t, "completed", run.Status)
+		require.Equal(t, "Paris for 3 days", run.Outputs["text"])
+		require.NotEmpty(t, run.ID)
+		require.Len(t, run.Steps, 2)
+		require.JSONEq(t, toolText(res), mustJSON(t, res.StructuredContent), "the text is the structured result")
+
+		got := toolResult[mcpRun](t, callTool(t, cs, "get_run", map[string]any{"id": run.ID}))
+		require.Equal(t, run.ID, got.ID)
+		require.Equal(t, "completed", got.Status)
+		require.Equal(t, run.Outputs, got.Outputs)
+		require.Len(t, got.Steps, 2)
+		require.True(t, filepath.IsAbs(got.File), got.File)
+
+		list := toolResult[struct {
+			Runs []struct {
+				ID, Workflow, Status string
+				StartedAt            string  `json:"started_at"`
+				FinishedAt           *string `json:"finished_at"`
+			} `json:"runs"`
+		}](t, callTool(t, cs, "list_runs", map[string]any{"workflow": "ok", "status": "completed"}))
+		require.NotEmpty(t, list.Runs)
+		found := false
+		for _, r := range list.Runs {
+			if r.ID == run.ID {
+				found = true
+				require.Equal(t, "ok", r.Workflow)
+				require.Equal(t, "completed", r.Status)
+				require.NotEmpty(t, r.StartedAt)
+				require.NotNil(t, r.FinishedAt)
+			}
+		}
+		require.True(t, found, "list_runs has run %s", run.ID)
+
+		uri := "skein://runs/" + run.ID + "/events"
+		rr, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: uri})
+		require.NoError(t, err)
+		require.Len(t, rr.Contents, 1)
+		require.Equal(t, "application/x-ndjson", rr.Contents[0].MIMEType)
+		var types []string
+		for _, line := range strings.Split(strings.TrimSpace(rr.Contents[0].Text), "\n") {
+			var ev struct{ Type string }
+			require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+			types = append(types, ev.Type)
+		}
+		require.Equal(t, "execution_started", types[0])
+		require.Equal(t, "execution_finished", types[len(types)-1])
+
+		_, err = cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "skein://runs/nosuchrun/events"})
+		require.ErrorContains(t, err, "not found")
+	})
+
+	t.Run("failed run resumes", func(t *testing.T) {
+		t.Parallel()
+		flaky := writeFile(t, "flaky.yaml", flakyWorkflow)
+		marker := filepath.Join(t.TempDir(), "marker")
+		run := toolResult[mcpRun](t, callTool(t, cs, "run_workflow", map[string]any{"file": flaky, "inputs": map[string]any{"marker": marker}}))
+		require.Equal(t, "failed", run.Status, "a failed run is a result")
+		require.NotNil(t, run.Error)
+
+		require.NoError(t, os.WriteFile(marker, nil, 0o600))
+		resumed := toolResult[mcpRun](t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
+		require.Equal(t, run.ID, resumed.ID)
+		require.Equal(t, "completed", resumed.Status)
+
+		again := toolError(t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
+		require.Equal(t, "invalid_arguments", again.Code)
+		require.Contains(t, again.Message, "nothing to resume")
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		t.Parallel()
+		bad := writeFile(t, "bad.yaml", badWorkflow)
+		tests := []struct {
+			name    string
+			tool    string
+			args    map[string]any
+			code    string
+			message string
+		}{
+			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "file_not_found", "no workflow file testdata/nosuch.yaml"},
+			{"invalid workflow", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", bad + ":5:21: error: unknown node type"},
+			{"missing input", "run_workflow", map[string]any{"file": "testdata/ok.yaml"}, "invalid_inputs", "missing required input city"},
+			{"mistyped input", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome", "days": "many"}}, "invalid_inputs", "days"},
+			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "invalid_arguments", "nosuch"},
+			{"unknown run", "get_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
+			{"resume unknown run", "resume_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
+			{"file and yaml", "validate_workflow", map[string]any{"file": bad, "yaml": badWorkflow}, "invalid_arguments", "either file or yaml"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				terr := toolError(t, callTool(t, cs, tt.tool, tt.args))
+				require.Equal(t, tt.code, terr.Code, terr.Message)
+				require.Equal(t, "validation", terr.Category)
+				require.Contains(t, terr.Message, tt.message)
+			})
+		}
+	})
+
+	t.Run("arguments against the schema", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name    string
+			tool    string
+			args    map[string]any
+			message string
+		}{
+			{"wrong type", "run_workflow", map[string]any{"file": 3}, "file"},
+			{"missing", "get_run", map[string]any{}, "id"},
+			{"unknown", "list_runs", map[string]any{"sort": "asc"}, "sort"},
+			{"not in enum", "list_runs", map[string]any{"status": "done"}, "status"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				t.Parallel()
+				terr := toolError(t, callTool(t, cs, tt.tool, tt.args))
+				require.Equal(t, "invalid_arguments", terr.Code, terr.Message)
+				require.Equal(t, "validation", terr.Category)
+				require.Contains(t, terr.Message, tt.message)
+			})
+		}
+	})
+}
+
+func TestMCPListRunsEmpty(t *testing.T) {
+	t.Parallel()
+	b := setupMCP(t)
+	out := toolResult[map[string]any](t, callTool(t, b.session, "list_runs", nil))
+	require.Equal(t, map[string]any{"runs": []any{}}, out)
+	_, err := os.Stat(filepath.Join(b.dir, "skein.db"))
+	require.ErrorIs(t, err, os.ErrNotExist, "listing creates no database")
+}
+
+func TestMCPToken(t *testing.T) {
+	t.Parallel()
+	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--token", "s3cret")
+
+	for _, token := range []string{"", "wrong"} {
+		_, err := dialMCP(url, token)
+		require.Error(t, err, "token %q", token)
+	}
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	cs := connectMCP(t, url, "s3cret")
+	out := toolResult[map[string]any](t, callTool(t, cs, "validate_workflow", map[string]any{"file": "testdata/ok.yaml"}))
+	require.Equal(t, true, out["valid"])
+}
+
+// TestMCPStopCancelsRuns stops the server while a run is in progress: the
+// run ends cancelled, is recorded so, and the client gets its result.
+func TestMCPStopCancelsRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	url, stop := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", dir)
+	cs := connectMCP(t, url, "")
+	slow := writeFile(t, "slow.yaml", slowWorkflow)
+
+	type call struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	calls := make(chan call, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_workflow", Arguments: map[string]any{"file": slow}})
+		calls <- call{res, err}
+	}()
+	require.Eventually(t, func() bool {
+		r := skein(t, "runs", "list", "--dir", dir, "--status", "running")
+		return strings.Contains(r.stdout, "slow")
+	}, 10*time.Second, 20*time.Millisecond, "the run starts")
+
+	require.Equal(t, cli.ExitOK, stop())
+	c := <-calls
+	require.NoError(t, c.err)
+	run := toolResult[mcpRun](t, c.res)
+	require.Equal(t, "cancelled", run.Status)
+
+	r := skein(t, "runs", "show", "--dir", dir, "--output", "json", run.ID)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"status": "cancelled"`)
+}
+
+func TestMCPRefusesOpenAddressWithoutToken(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:7070", "example.com:7070"} {
+		t.Run(addr, func(t *testing.T) {
+			t.Parallel()
+			r := skein(t, "mcp", "--http", addr, "--dir", t.TempDir())
+			require.Equal(t, cli.ExitInvalid, r.code)
+			require.Contains(t, r.stderr, "pass --token")
+		})
+	}
+	r := skein(t, "mcp", "--http", "nohost", "--dir", t.TempDir())
+	require.Equal(t, cli.ExitInvalid, r.code)
+	require.Contains(t, r.stderr, "host:port")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(data)
+}
