@@ -61,6 +61,7 @@ func runCmd(e *env) *cobra.Command {
 	var f execFlags
 	var inputs []string
 	var inputFile, trigger string
+	var rf repairFlags
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow and show its progress",
@@ -75,6 +76,12 @@ starts; a second Ctrl-C stops them at once.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
 				return err
+			}
+			if err := rf.check(); err != nil {
+				return err
+			}
+			if rf.on {
+				return runRepairing(cmd.Context(), e, &f, &rf, args[0], inputs, inputFile, trigger)
 			}
 			w, err := loadWorkflow(e, args[0])
 			if err != nil {
@@ -92,6 +99,7 @@ starts; a second Ctrl-C stops them at once.`,
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "input as name=value (repeatable)")
 	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
 	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
+	rf.register(cmd)
 	return cmd
 }
 
@@ -124,6 +132,10 @@ type job struct {
 	reuse  *durable.Reuser
 	// parent is the run a rerun was made from.
 	parent string
+	// finished, when set, sees the result once the run has ended and
+	// returns events to record with it (--auto-repair's business-error
+	// warnings).
+	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
 }
 
 func openStore(dir string) (store.Store, error) {
@@ -224,6 +236,7 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 		Services: map[string]any{
 			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
 			mcppool.Service:        pool,
+			llmkind.ServiceModels:  models,
 		},
 		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
 			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": run.ID})
@@ -240,6 +253,15 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	res, runErr := engine.NewDriver(node.Default, clk, 0).Execute(runCtx, plan, opts)
 	if res == nil {
 		return exit(ExitFailed, runErr)
+	}
+	if j.finished != nil {
+		for _, ev := range j.finished(res, clk.Now()) {
+			_ = rl.Event(ev)
+			_ = rec.Event(ev)
+			if prog != nil {
+				_ = prog.Event(ev)
+			}
+		}
 	}
 	verdict, verr := verify(context.WithoutCancel(ctx), w, res, rl.Dir())
 	if verr != nil && runErr == nil {

@@ -3,10 +3,13 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +69,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			srv, _, _ := strings.Cut(pat, ".")
 			servers[srv] = true
 		}
-		for srv := range servers {
+		// In a fixed order, so the same workflow sends the same request.
+		for _, srv := range slices.Sorted(maps.Keys(servers)) {
 			list, err := pool.Tools(ctx, srv)
 			if err != nil {
 				return nil, err
@@ -141,6 +145,10 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 				content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
 			case len(allowed) > 0 && !matchAny(allowed, o.server+"."+o.tool):
 				content, isErr = fmt.Sprintf("error: tool %s is not allowed for this agent (allowed_tools: %s)", label, strings.Join(allowed, ", ")), true
+			case tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
+				// The model wrote arguments that are not a JSON object; the
+				// tool would only see none.
+				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
 			default:
 				res, err := pool.CallTool(ctx, o.server, o.tool, tc.Arguments)
 				if err != nil {
@@ -155,8 +163,11 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 						texts = append(texts, x.Text)
 					case *sdk.ImageContent:
 						imagesSaved++
-						file := saveImage(c.ArtifactDir, o.tool, imagesSaved, x)
-						texts = append(texts, fmt.Sprintf("[image saved as %s]", filepath.Base(file)))
+						if file, err := saveImage(c.ArtifactDir, o.tool, imagesSaved, x); err == nil {
+							texts = append(texts, fmt.Sprintf("[image saved as %s]", filepath.Base(file)))
+						} else {
+							texts = append(texts, "[image]")
+						}
 						imgs = append(imgs, llm.Image{MIME: x.MIMEType, Data: x.Data})
 					}
 				}
@@ -193,9 +204,10 @@ func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, llm.U
 	return resp.Text, resp.Usage, nil
 }
 
-func saveImage(dir, tool string, n int, img *sdk.ImageContent) string {
+// saveImage writes an image a tool returned into the node's artifacts.
+func saveImage(dir, tool string, n int, img *sdk.ImageContent) (string, error) {
 	if dir == "" {
-		return ""
+		return "", errors.New("no artifact folder")
 	}
 	ext := ".png"
 	switch img.MIMEType {
@@ -206,10 +218,14 @@ func saveImage(dir, tool string, n int, img *sdk.ImageContent) string {
 	case "image/webp":
 		ext = ".webp"
 	}
-	_ = os.MkdirAll(dir, 0o755)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
 	file := filepath.Join(dir, fmt.Sprintf("agent-%s-%d%s", safe(tool), n, ext))
-	_ = os.WriteFile(file, img.Data, 0o644)
-	return file
+	if err := os.WriteFile(file, img.Data, 0o644); err != nil {
+		return "", err
+	}
+	return file, nil
 }
 
 func safe(s string) string {

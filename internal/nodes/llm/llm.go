@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"fmt"
 	"mime"
 	"os"
 	"path/filepath"
@@ -121,5 +120,3 @@ func number(v any) (float64, bool) {
 	}
 	return 0, false
 }
-
-var _ = fmt.Sprint

@@ -1,0 +1,28 @@
+// Package repair is the model side of `skein run --auto-repair` (DESIGN §4):
+// it decides which failures a model may fix, tells the model about them, reads
+// the corrected workflow it returns, and describes what changed.
+//
+// The pieces, in the order the loop in internal/cli uses them:
+//
+//   - FromDiagnostics turns validation errors into Problems; Assess reads a
+//     finished run into Problems (its failed steps), Warnings (API business
+//     errors in the outputs of http and mcp steps that succeeded) and, when a
+//     failure must not be repaired, the reason.
+//   - Repairable is the rule: template, validation and execution_failure
+//     errors, a 4xx http_status other than 401, 403, 408 and 429, and
+//     mcp_tool_error are repaired; authentication and budget errors never,
+//     nor timeouts, connection failures and server errors, which a retry
+//     rather than an edit may cure.
+//   - BusinessError finds `"ok": false`, `"success": false` and a GraphQL
+//     `errors` list in an output. Those are warnings on the node, not
+//     repaired: the request was well formed and the API said no.
+//   - Signature normalises problems (ids, times, numbers and paths removed)
+//     so the loop can stop when the same error comes back after a repair.
+//   - Prompt builds the conversation (workflow, problems with status, body
+//     and the fields upstream outputs offer, the run's steps, the kinds in
+//     use); Ask sends it through llm.ChatJSON and returns the workflow the
+//     model wrote.
+//   - Diff lists the changes between two workflows per node and field, with
+//     added and removed nodes and edges, for the `[repaired]` lines and the
+//     run's JSON output.
+package repair
