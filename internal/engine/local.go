@@ -382,6 +382,9 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		}
 		if done != nil {
 			rec.Tokens, rec.CostUSD = usageOf(done.outcome.Directives)
+			if done.outcome.Err != nil {
+				rec.Tokens, rec.CostUSD = failedUsage(done.outcome.Err)
+			}
 		}
 	}
 	if rs.opts.Recorder != nil && rs.recErr == nil {
@@ -438,6 +441,9 @@ func (rs *runState) launch(t *Task) {
 			}
 			if !td.cached && !td.pinned {
 				tokens, cost := usageOf(oc.Directives)
+				if oc.Err != nil {
+					tokens, cost = failedUsage(oc.Err)
+				}
 				rs.opts.Budget.Add(tokens, cost)
 				rs.tokens += tokens
 				rs.cost += cost

@@ -114,13 +114,13 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 	lastText := ""
 	for {
-		if err := checkBudget(c); err != nil {
-			return nil, err
+		if err := checkBudgetSpent(c, modelName, total); err != nil {
+			return nil, withUsage(err, modelName, total)
 		}
 		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
 		resp, err := p.Chat(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp})
 		if err != nil {
-			return nil, err
+			return nil, withUsage(err, modelName, total)
 		}
 		total = total.Add(resp.Usage)
 		lastText = resp.Text
@@ -282,4 +282,20 @@ func redactAll(v any, redact func(string) string) any {
 		return out
 	}
 	return v
+}
+
+// withUsage keeps what a failing step spent in its error, so the run's
+// totals and budget count it.
+func withUsage(err error, model string, u llm.Usage) error {
+	if u.TotalTokens == 0 {
+		return err
+	}
+	e := node.AsError(err)
+	cp := *e
+	cp.Details = make(map[string]any, len(e.Details)+1)
+	for k, v := range e.Details {
+		cp.Details[k] = v
+	}
+	cp.Details["token_usage"] = usage(model, u)
+	return &cp
 }

@@ -109,13 +109,21 @@ func usage(model string, u llm.Usage) map[string]any {
 }
 
 // budget is what the engine offers to stop AI steps once limits are spent.
-type budget interface{ Check() error }
+type budget interface {
+	CheckExtra(tokens int, cost float64) error
+}
 
-func checkBudget(c *node.Call) error {
-	if b, ok := c.Services["budget"].(budget); ok {
-		return b.Check()
+func checkBudget(c *node.Call) error { return checkBudgetSpent(c, "", llm.Usage{}) }
+
+// checkBudgetSpent checks the run's budget with what this step has spent so
+// far counted on top.
+func checkBudgetSpent(c *node.Call, model string, spent llm.Usage) error {
+	b, ok := c.Services["budget"].(budget)
+	if !ok {
+		return nil
 	}
-	return nil
+	cost, _ := llm.Cost(model, spent, nil)
+	return b.CheckExtra(spent.TotalTokens, cost)
 }
 
 func models(c *node.Call) (*Models, error) {
