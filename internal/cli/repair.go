@@ -48,7 +48,7 @@ const maxRepairAttempts = 3
 // repairModelFor returns the repair model of a workflow (w may be nil): its
 // llm.repair, else vision, else default, else the environment's
 // (SKEIN_LLM_*).
-var repairModelFor = func(w *workflow.Workflow, secrets map[string]string) (llm.Provider, string, error) {
+func repairModelFor(w *workflow.Workflow, secrets map[string]string) (llm.Provider, string, error) {
 	m := llmkind.NewModels(w, os.LookupEnv)
 	m.Render = secretRenderer(secrets)
 	return m.Get("repair")

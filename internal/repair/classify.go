@@ -225,8 +225,8 @@ func Assess(w *workflow.Workflow, reg *node.Registry, res *engine.Result) Assess
 		}
 	}
 	for _, s := range latest {
-		if s.Status != engine.StatusFailed || s.Error == nil {
-			continue
+		if s.Status != engine.StatusFailed || s.Error == nil || s.Error.Category == node.CategoryCancelled {
+			continue // a cancelled step follows another failure
 		}
 		if ok, why := Repairable(s.Error); !ok {
 			a.Problems, a.Blocked = nil, fmt.Sprintf("node %s failed (%s: %s); %s", s.Node, s.Error.Category, clip(s.Error.Message, 200), why)

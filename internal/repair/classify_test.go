@@ -184,8 +184,8 @@ func TestAssess(t *testing.T) {
 			problems: []repair.Problem{{Phase: repair.PhaseRuntime, Category: "template", Code: "template", Message: "outputs.x: no field"}},
 		},
 		{
-			name: "a spent budget",
-			res: &engine.Result{Status: engine.RunFailed, Error: &node.Error{Category: "budget_exceeded", Message: "limits.max_tokens spent"}},
+			name:    "a spent budget",
+			res:     &engine.Result{Status: engine.RunFailed, Error: &node.Error{Category: "budget_exceeded", Message: "limits.max_tokens spent"}},
 			blocked: "the run failed (budget_exceeded: limits.max_tokens spent); budget errors are never repaired",
 		},
 	}

@@ -273,8 +273,10 @@ func diffValues(path string, a, b any) []Change {
 			if path != "" {
 				p = path + "." + k
 			}
+			// A null is the same as leaving the field out.
 			av, ina := am[k]
 			bv, inb := bm[k]
+			ina, inb = ina && av != nil, inb && bv != nil
 			switch {
 			case !ina && empty(bv), !inb && empty(av):
 			case !ina:
