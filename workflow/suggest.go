@@ -2,6 +2,32 @@ package workflow
 
 import "fmt"
 
+// Closest returns the candidate closest to word by edit distance (a swap
+// of two letters counts once), when one is close enough to be a likely
+// typo.
+func Closest(word string, candidates []string) (string, bool) {
+	best, d := closest(word, candidates)
+	return best, best != "" && d <= typoLimit(word)
+}
+
+func typoLimit(word string) int {
+	if len(word) > 6 {
+		return 3
+	}
+	return 2
+}
+
+func closest(word string, candidates []string) (string, int) {
+	best, bestD := "", 0
+	for _, c := range candidates {
+		d := editDistance(word, c)
+		if best == "" || d < bestD || (d == bestD && c < best) {
+			best, bestD = c, d
+		}
+	}
+	return best, bestD
+}
+
 // didYouMean returns `; did you mean "x"?` for the candidate closest to
 // word, or "" when none is close enough.
 func didYouMean(word string, candidates []string) string {

@@ -684,27 +684,7 @@ func RedactMap(m map[string]any, redact func(string) string) map[string]any {
 	if m == nil {
 		return nil
 	}
-	v, _ := redactValue(m, redact).(map[string]any)
-	return v
-}
-
-func redactValue(v any, redact func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[redact(k)] = redactValue(e, redact)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = redactValue(e, redact)
-		}
-		return out
-	}
+	v, _ := node.RedactValue(m, redact).(map[string]any)
 	return v
 }
 

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"fmt"
+	"github.com/skeinhq/skein/workflow"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -49,36 +50,15 @@ func joinNames(names []string) string {
 
 // didYouMean suggests the name closest to s, when one is close.
 func didYouMean(s string, names []string) string {
-	best, bestD := "", len(s)/2+2
-	for _, n := range names {
-		if d := distance(strings.ToLower(s), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
-		}
+	lower := make([]string, len(names))
+	byLower := map[string]string{}
+	for i, n := range names {
+		lower[i] = strings.ToLower(n)
+		byLower[lower[i]] = n
 	}
-	if best == "" {
+	best, ok := workflow.Closest(strings.ToLower(s), lower)
+	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance between a and b.
-func distance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
+	return fmt.Sprintf(" (did you mean %q?)", byLower[best])
 }

@@ -135,7 +135,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			calls++
 			o, known := byName[tc.Name]
 			label := strings.Replace(tc.Name, toolSep, ".", 1)
-			c.Emit("tool_call", map[string]any{"tool": label, "arguments": redactAll(tc.Arguments, c.Redact), "call": calls})
+			c.Emit("tool_call", map[string]any{"tool": label, "arguments": node.RedactValue(tc.Arguments, c.Redact), "call": calls})
 			start := time.Now()
 			var content string
 			var imgs []llm.Image
@@ -262,26 +262,6 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func redactAll(v any, redact func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = redactAll(e, redact)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = redactAll(e, redact)
-		}
-		return out
-	}
-	return v
 }
 
 // withUsage keeps what a failing step spent in its error, so the run's

@@ -44,7 +44,7 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 		return nil, err
 	}
 
-	call.Emit("tool_call", map[string]any{"server": server, "tool": tool, "arguments": redactAll(args, call.Redact)})
+	call.Emit("tool_call", map[string]any{"server": server, "tool": tool, "arguments": node.RedactValue(args, call.Redact)})
 	start := call.Now()
 	res, err := pool.CallTool(ctx, server, tool, args)
 	ms := call.Now().Sub(start).Milliseconds()
@@ -85,38 +85,4 @@ func arguments(v any) (map[string]any, error) {
 	}
 	return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
 		Message: fmt.Sprintf("arguments must be a map, not %T", v)}
-}
-
-// redactAll returns a copy of v with redact applied to every string in it,
-// keys included.
-func redactAll(v any, redact func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return redact(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[redact(k)] = redactAll(e, redact)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = redactAll(e, redact)
-		}
-		return out
-	case []string:
-		out := make([]string, len(x))
-		for i, e := range x {
-			out[i] = redact(e)
-		}
-		return out
-	case map[string]string:
-		out := make(map[string]string, len(x))
-		for k, e := range x {
-			out[redact(k)] = redact(e)
-		}
-		return out
-	}
-	return v
 }

@@ -1,12 +1,10 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"mime"
 	"os"
 	"path/filepath"
@@ -56,7 +54,7 @@ func output(res *sdk.CallToolResult, text, dir, tool string) (map[string]any, er
 		}
 		out = expr.Normalize(v)
 	default:
-		if v, ok := parseJSON([]byte(text)); ok {
+		if v, ok := node.ParseJSON([]byte(text)); ok {
 			out = expr.Normalize(v)
 		} else {
 			out = map[string]any{"text": text}
@@ -220,20 +218,6 @@ func safeName(s string) string {
 
 // parseJSON returns b parsed as one JSON value, with whole numbers as int
 // and other numbers as float64. It reports false when b is empty or not
-// exactly one JSON value.
-func parseJSON(b []byte) (any, bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || !json.Valid(b) {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false
-	}
-	return plainNumbers(v)
-}
 
 // plainJSON returns v, a value decoded from JSON by the SDK, with numbers
 // as parseJSON gives them.
@@ -242,36 +226,7 @@ func plainJSON(v any) (any, bool) {
 	if err != nil {
 		return nil, false
 	}
-	return parseJSON(b)
-}
-
-// plainNumbers replaces the json.Numbers in v by int or float64, in place.
-func plainNumbers(v any) (any, bool) {
-	switch v := v.(type) {
-	case json.Number:
-		if n, err := v.Int64(); err == nil && n >= math.MinInt && n <= math.MaxInt {
-			return int(n), true
-		}
-		f, err := v.Float64()
-		return f, err == nil
-	case map[string]any:
-		for k, x := range v {
-			p, ok := plainNumbers(x)
-			if !ok {
-				return nil, false
-			}
-			v[k] = p
-		}
-	case []any:
-		for i, x := range v {
-			p, ok := plainNumbers(x)
-			if !ok {
-				return nil, false
-			}
-			v[i] = p
-		}
-	}
-	return v, true
+	return node.ParseJSON(b)
 }
 
 // clip returns at most n bytes of s, cut at a character boundary.

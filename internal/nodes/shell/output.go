@@ -1,9 +1,6 @@
 package shell
 
 import (
-	"bytes"
-	"encoding/json"
-	"math"
 	"unicode/utf8"
 )
 
@@ -85,46 +82,3 @@ func cutPartialRune(b []byte) []byte {
 
 // parseJSON returns b parsed as one JSON value, with whole numbers as int
 // and other numbers as float64. It reports false when b is empty, is not
-// exactly one JSON value, or holds a number beyond float64.
-func parseJSON(b []byte) (any, bool) {
-	b = bytes.TrimSpace(b)
-	if len(b) == 0 || !json.Valid(b) {
-		return nil, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false
-	}
-	return plainNumbers(v)
-}
-
-// plainNumbers replaces the json.Numbers in v by int or float64, in place.
-func plainNumbers(v any) (any, bool) {
-	switch v := v.(type) {
-	case json.Number:
-		if n, err := v.Int64(); err == nil && n >= math.MinInt && n <= math.MaxInt {
-			return int(n), true
-		}
-		f, err := v.Float64()
-		return f, err == nil
-	case map[string]any:
-		for k, x := range v {
-			p, ok := plainNumbers(x)
-			if !ok {
-				return nil, false
-			}
-			v[k] = p
-		}
-	case []any:
-		for i, x := range v {
-			p, ok := plainNumbers(x)
-			if !ok {
-				return nil, false
-			}
-			v[i] = p
-		}
-	}
-	return v, true
-}

@@ -108,7 +108,7 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 		"truncated": map[string]any{"stdout": outDropped > 0, "stderr": errDropped > 0},
 	}
 	if outDropped == 0 { // a cut JSON text is not JSON
-		if v, ok := parseJSON(outText); ok {
+		if v, ok := node.ParseJSON(outText); ok {
 			// json follows the extraction rule: an object's keys; a list's
 			// items, found, count and first element's fields; a scalar's
 			// value. Directives (_route, …) move to the top of the result,
