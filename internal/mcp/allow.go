@@ -2,10 +2,11 @@ package mcp
 
 import (
 	"fmt"
-	"github.com/skeinhq/skein/workflow"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/skeinhq/skein/workflow"
 )
 
 // AllowList returns an Allow hook that accepts only the listed programs: an
