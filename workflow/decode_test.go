@@ -142,3 +142,32 @@ func TestJSONPositions(t *testing.T) {
 	require.Equal(t, 25, d.Col) // the opening quote of "shel"
 	require.Contains(t, d.Message, `did you mean "shell"`)
 }
+
+// A reference error points at the reference inside its string when the
+// string's source maps byte for byte (plain, or quoted with nothing
+// escaped), and at the string otherwise.
+func TestReferencePositions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		value string
+		col   int
+	}{
+		{"plain", `x {{ nope.a }}`, 16},
+		{"double quoted", `"x {{ nope.a }}"`, 17},
+		{"single quoted", `'x {{ nope.a }}'`, 17},
+		{"escaped", `"\tx {{ nope.a }}"`, 11},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := "version: 1\nname: p\nnodes:\n  - id: a\n    type: template\n    text: " + tc.value + "\n"
+			w, ds := workflow.Decode("p.yaml", []byte(src))
+			require.Empty(t, ds)
+			errs := workflow.Validate(w, node.Default).Errors()
+			require.Len(t, errs, 1)
+			require.Equal(t, 6, errs[0].Line)
+			require.Equal(t, tc.col, errs[0].Col, errs[0].String())
+		})
+	}
+}

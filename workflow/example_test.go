@@ -23,5 +23,5 @@ edges:
 		fmt.Println(d)
 	}
 	// Output:
-	// typo.yaml:5:38: error: text reads fetch.bdy, but node "fetch" (http) has no output "bdy"; did you mean "body"? (its outputs: status, headers, body, truncated, success, error) (node show)
+	// typo.yaml:5:42: error: text reads fetch.bdy, but node "fetch" (http) has no output "bdy"; did you mean "body"? (its outputs: status, headers, body, truncated, success, error) (node show)
 }

@@ -95,11 +95,16 @@ func (p *jsonParser) value(depth int) (*value, *parseError) {
 	case c == '[':
 		return p.array(pos, depth)
 	case c == '"':
+		start := p.i
 		s, err := p.str()
 		if err != nil {
 			return nil, err
 		}
-		return &value{kind: vString, pos: pos, s: s}, nil
+		v := &value{kind: vString, pos: pos, s: s}
+		if p.i-start == len(s)+2 { // no escapes: offsets map onto the source
+			v.style = '"'
+		}
+		return v, nil
 	case c == 't' || c == 'f' || c == 'n':
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(p.src)-p.i >= len(lit) && string(p.src[p.i:p.i+len(lit)]) == lit {

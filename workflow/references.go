@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -20,9 +21,13 @@ type refSite struct {
 	user      int  // index of the node that evaluates it; -1 for run outputs and config
 	allowSelf bool // checks may look at their own node
 	pos       Pos
-	path      string
-	nodeID    string
-	nodesOK   bool // node outputs are in scope
+	// raw is the string being checked, when known, and base the offset in
+	// it of the expression at hand: diagnostics point at the reference.
+	raw     *value
+	base    int
+	path    string
+	nodeID  string
+	nodesOK bool // node outputs are in scope
 }
 
 // references compiles every template and expression and checks what it
@@ -45,7 +50,7 @@ func (v *validator) references() {
 			s.path = p.Name
 			if p.Expr {
 				if raw.kind == vString {
-					s.pos = raw.pos
+					s.pos, s.raw = raw.pos, raw
 					v.expression(raw.s, s)
 				}
 				continue
@@ -56,7 +61,7 @@ func (v *validator) references() {
 						ip := paramItem(p, e.key)
 						s.path = fmt.Sprintf("%s[%d].%s", p.Name, i, e.key)
 						if ip.Expr && e.val.kind == vString {
-							s.pos = e.val.pos
+							s.pos, s.raw = e.val.pos, e.val
 							v.expression(e.val.s, s)
 						} else if !ip.NoTemplate {
 							v.templates(e.val, s)
@@ -129,6 +134,7 @@ func (v *validator) templates(val *value, site refSite) {
 	switch val.kind {
 	case vString:
 		site.pos = val.pos
+		site.raw = val
 		v.templateString(val.s, site)
 	case vList:
 		for i, e := range val.list {
@@ -183,8 +189,17 @@ func (v *validator) templateString(s string, site refSite) {
 		return
 	}
 	for _, seg := range t.Segments() {
+		site.base = seg.Offset
 		v.refs(seg.Code, site)
 	}
+}
+
+// at is the position of byte off of the site's current expression.
+func (s refSite) at(off int) Pos {
+	if s.raw == nil {
+		return s.pos
+	}
+	return s.raw.posAt(s.base + off)
 }
 
 func (v *validator) expression(code string, site refSite) {
@@ -194,7 +209,12 @@ func (v *validator) expression(code string, site refSite) {
 func (v *validator) refs(code string, site refSite) {
 	refs, err := expr.References(code)
 	if err != nil {
-		v.d.errorf(site.pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
+		pos := site.pos
+		var xe *expr.Error
+		if errors.As(err, &xe) && xe.Offset >= 0 {
+			pos = site.at(xe.Offset)
+		}
+		v.d.errorf(pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
 		return
 	}
 	for _, r := range refs {
@@ -220,7 +240,7 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	// problem and what to do.
 	errf := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
-		v.d.errorf(site.pos, site.diagPath(), site.nodeID, "%s reads %s, but %s", site.path, refText(r), msg)
+		v.d.errorf(site.at(r.Offset), site.diagPath(), site.nodeID, "%s reads %s, but %s", site.path, refText(r), msg)
 	}
 	switch r.Root {
 	case "inputs":

@@ -28,12 +28,16 @@ func (k vkind) String() string {
 type value struct {
 	kind vkind
 	pos  Pos
-	b    bool
-	i    int64
-	f    float64
-	s    string
-	list []*value
-	keys []mapEntry
+	// style tells how a string was written, so a byte offset in it maps to
+	// a column: 'p' plain, '"' or '\'' quoted with nothing escaped; 0 when
+	// it cannot be mapped (block scalars, escapes, several lines).
+	style byte
+	b     bool
+	i     int64
+	f     float64
+	s     string
+	list  []*value
+	keys  []mapEntry
 }
 
 type mapEntry struct {
@@ -111,3 +115,16 @@ func (v *value) describe() string {
 }
 
 func utf8Valid(b []byte) bool { return utf8.Valid(b) }
+
+// posAt returns the position of byte off of a string value, when its style
+// allows mapping it; else the value's position.
+func (v *value) posAt(off int) Pos {
+	if v == nil || v.kind != vString || v.style == 0 || off < 0 || off > len(v.s) {
+		return v.pos
+	}
+	col := v.pos.Col + utf8.RuneCountInString(v.s[:off])
+	if v.style != 'p' {
+		col++ // the opening quote
+	}
+	return Pos{v.pos.Line, col}
+}

@@ -193,7 +193,7 @@ func (c *yamlConv) conv(n ast.Node, depth int) (*value, *parseError) {
 	case *ast.NanNode:
 		return &value{kind: vFloat, pos: pos, f: math.NaN()}, nil
 	case *ast.StringNode:
-		return &value{kind: vString, pos: pos, s: n.Value}, nil
+		return &value{kind: vString, pos: pos, s: n.Value, style: stringStyle(n)}, nil
 	case *ast.LiteralNode:
 		s := ""
 		if n.Value != nil {
@@ -382,4 +382,28 @@ func retag(n *ast.TagNode, v *value) (*value, *parseError) {
 func looksLikeJSON(src []byte) bool {
 	t := bytes.TrimLeft(src, " \t\r\n\ufeff")
 	return len(t) > 0 && t[0] == '{'
+}
+
+// stringStyle tells whether offsets in a scalar's value map one to one onto
+// its source: one line, and nothing that would have been escaped.
+func stringStyle(n *ast.StringNode) byte {
+	s := n.Value
+	if strings.ContainsAny(s, "\n\r") || n.Token == nil {
+		return 0
+	}
+	switch n.Token.Type {
+	case token.DoubleQuoteType:
+		if strings.ContainsAny(s, "\\\"\t") {
+			return 0
+		}
+		return '"'
+	case token.SingleQuoteType:
+		if strings.Contains(s, "'") {
+			return 0
+		}
+		return '\''
+	case token.StringType:
+		return 'p'
+	}
+	return 0
 }
