@@ -51,3 +51,34 @@ edges:
 	none, _ := filepath.Glob(filepath.Join(dir, "runs", "evidence", "*", "plain", "artifacts", "*"))
 	require.Empty(t, none, "a node without checks gets no evidence")
 }
+
+// A subworkflow's own mcp_servers serve its nodes: the parent declares none.
+func TestChildUsesItsOwnMCPServers(t *testing.T) {
+	t.Parallel()
+	everything, err := filepath.Abs(filepath.Join("..", "mcp", "testdata", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	require.NoError(t, err)
+	if _, err := os.Stat(everything); err != nil {
+		aiMissing(t, everything+" is missing")
+	}
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child.yaml"), []byte(`version: 1
+name: child
+mcp_servers:
+  ev: {command: node, args: ["`+everything+`", stdio]}
+nodes:
+  - {id: say, type: mcp, server: ev, tool: echo, arguments: {message: from the child}}
+outputs:
+  said: "{{ say.text ?? say.value ?? say }}"
+`), 0o644))
+	parent := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(parent, []byte(`version: 1
+name: parent
+nodes:
+  - {id: call, type: subworkflow, workflow: child.yaml}
+outputs:
+  said: "{{ call.said }}"
+`), 0o644))
+	r := skein(t, "run", "--output", "json", "--dir", dir, parent)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "from the child")
+}

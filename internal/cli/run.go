@@ -238,6 +238,17 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 			mcppool.Service:        pool,
 			llmkind.ServiceModels:  models,
 		},
+		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (map[string]any, func()) {
+			// A child uses the servers and models its own file declares.
+			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
+			cmodels := llmkind.NewModels(cw, os.LookupEnv)
+			cmodels.Render = secretRenderer(secrets)
+			return map[string]any{
+				httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
+				mcppool.Service:        cpool,
+				llmkind.ServiceModels:  cmodels,
+			}, func() { _ = cpool.Close() }
+		},
 		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
 			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": run.ID})
 			if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // StepRecord is the durable record of one step (one visit of one node), as
@@ -83,6 +84,10 @@ type Options struct {
 	Hard <-chan struct{}
 	// Child records child runs of subworkflow nodes (nil: not recorded).
 	Child ChildFactory
+	// ChildServices, when set, gives a child run the services of its own
+	// workflow (its MCP servers, its models) in place of the parent's; the
+	// returned function releases them when the child ends.
+	ChildServices func(w *workflow.Workflow, inputs map[string]any) (map[string]any, func())
 	// Stack lists the absolute paths of the parent workflows of this run,
 	// outermost first, to stop recursion.
 	Stack []string

@@ -73,7 +73,12 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	opts := Options{
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
-		Stack: chain, Child: rs.opts.Child, Budget: rs.opts.Budget,
+		Stack: chain, Child: rs.opts.Child, Budget: rs.opts.Budget, ChildServices: rs.opts.ChildServices,
+	}
+	if rs.opts.ChildServices != nil {
+		services, release := rs.opts.ChildServices(w, in)
+		defer release()
+		opts.Services = services
 	}
 	var finish func(*Result) error
 	if rs.opts.Child != nil {
