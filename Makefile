@@ -31,4 +31,4 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable
 
-ci: lint test fuzz
+ci: lint fuzz test
