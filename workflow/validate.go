@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -924,5 +923,4 @@ func (v *validator) servers() {
 	if w.Evidence != nil && w.Evidence.Server != "" && w.MCPServer(w.Evidence.Server) == nil {
 		v.d.errorf(w.Evidence.Pos, "evidence.server", "", "evidence uses MCP server %q, which mcp_servers does not declare%s", w.Evidence.Server, didYouMean(w.Evidence.Server, names))
 	}
-	_ = sort.Strings
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -692,5 +691,3 @@ func RedactMap(m map[string]any, redact func(string) string) map[string]any {
 	v, _ := node.RedactValue(m, redact).(map[string]any)
 	return v
 }
-
-var _ = filepath.Join
