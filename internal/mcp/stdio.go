@@ -15,12 +15,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/workflow"
 )
-
-// baseEnv names the variables a stdio server gets from Skein's own
-// environment; its env adds to them.
-var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"}
 
 // pipeWait bounds the wait for a dead server's stderr to close when
 // processes it left behind hold it open.
@@ -96,12 +93,7 @@ func prepareStdio(s *workflow.MCPServer, scope *expr.Scope) (*stdioCommand, erro
 		}
 		args[i] = v
 	}
-	vars := map[string]string{}
-	for _, k := range baseEnv {
-		if v, ok := os.LookupEnv(k); ok {
-			vars[k] = v
-		}
-	}
+	vars := proc.Base()
 	for k, raw := range s.Env {
 		v, err := renderString(raw, scope)
 		if err != nil {
@@ -113,10 +105,14 @@ func prepareStdio(s *workflow.MCPServer, scope *expr.Scope) (*stdioCommand, erro
 	for k, v := range vars {
 		env = append(env, k+"="+v)
 	}
-	path, err := lookPath(s.Command, s.Cwd, vars["PATH"])
+	path, err := proc.LookPath(s.Command, s.Cwd, vars["PATH"])
+	if err == nil && strings.Contains(path, "/") && !filepath.IsAbs(path) {
+		// The allowlist compares absolute paths.
+		path, err = filepath.Abs(filepath.Join(s.Cwd, path))
+	}
 	if err != nil {
 		switch {
-		case errors.Is(err, errNotFound), errors.Is(err, fs.ErrNotExist):
+		case errors.Is(err, proc.ErrNotFound), errors.Is(err, fs.ErrNotExist):
 			return nil, startError(s.Name, "command_not_found", true, "", "command %q not found (%v)", s.Command, err)
 		default:
 			return nil, startError(s.Name, "command_not_executable", true, "", "command %q cannot be run: %v", s.Command, err)
@@ -159,49 +155,6 @@ func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, e
 		close(p.exited)
 	}()
 	return p, outR, inW, nil
-}
-
-// errNotFound is why a program is missing from PATH.
-var errNotFound = errors.New("not in PATH")
-
-// lookPath finds a program the way a shell would, with the child's PATH,
-// and returns its absolute path. A name with a slash is a path, relative to
-// dir when dir is set.
-func lookPath(name, dir, pathList string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := executable(p); err != nil {
-			return "", err
-		}
-		return filepath.Abs(p)
-	}
-	for _, d := range filepath.SplitList(pathList) {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", errNotFound
-}
-
-// executable reports why path is not a program that can be run, or nil.
-func executable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return &fs.PathError{Op: "exec", Path: path, Err: syscall.EISDIR}
-	case fi.Mode()&0o111 == 0:
-		return &fs.PathError{Op: "exec", Path: path, Err: fs.ErrPermission}
-	}
-	return nil
 }
 
 // renderString renders one template to text.

@@ -13,15 +13,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/node"
 )
 
 // shellPath is the shell that runs commands with shell: true.
 const shellPath = "/bin/sh"
-
-// baseEnv names the variables a command gets from Skein's own environment.
-// Everything else it sees comes from the node's env.
-var baseEnv = []string{"PATH", "HOME", "LANG", "TMPDIR", "USER"}
 
 // defaultPath is the child's PATH when Skein itself has none.
 const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -134,12 +131,7 @@ func argv(v any, sh bool) ([]string, error) {
 // environ builds the child's environment from baseEnv and the env
 // parameter, and returns it with the child's PATH.
 func environ(v any) ([]string, string, error) {
-	vars := map[string]string{}
-	for _, k := range baseEnv {
-		if x, ok := os.LookupEnv(k); ok {
-			vars[k] = x
-		}
-	}
+	vars := proc.Base()
 	if _, ok := vars["PATH"]; !ok {
 		vars["PATH"] = defaultPath
 	}

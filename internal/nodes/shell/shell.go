@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -57,7 +56,7 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 	if ctx.Err() != nil {
 		return nil, stopped(ctx, cfg, "")
 	}
-	path, err := lookPath(cfg.argv[0], cfg.cwd, cfg.path)
+	path, err := proc.LookPath(cfg.argv[0], cfg.cwd, cfg.path)
 	if err != nil {
 		return nil, startError(cfg, err)
 	}
@@ -170,15 +169,12 @@ func stopped(ctx context.Context, cfg *config, stderrTail string) *node.Error {
 	return e
 }
 
-// errNotFound is the reason a program is missing from PATH.
-var errNotFound = errors.New("not found in PATH")
-
 // startError explains why the command did not start. A missing or
 // unusable program is permanent: another attempt would fail the same way.
 func startError(cfg *config, err error) *node.Error {
 	var e *node.Error
 	switch {
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, proc.ErrNotFound):
 		e = node.Failf(node.CategoryExecution, "command_not_found", "%s not found in PATH", cfg.label)
 	case errors.Is(err, fs.ErrNotExist):
 		e = node.Failf(node.CategoryExecution, "command_not_found", "%s not found: %v", cfg.label, unwrapPath(err))
@@ -190,46 +186,6 @@ func startError(cfg *config, err error) *node.Error {
 	e.Err = err
 	e.Permanent = true
 	return e
-}
-
-// lookPath finds the program the way a shell would with the child's PATH
-// (not Skein's). A name with a slash is taken as a path, relative to dir.
-// Relative folders in PATH (".", "") are skipped.
-func lookPath(name, dir, pathList string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) && dir != "" {
-			p = filepath.Join(dir, p)
-		}
-		if err := executable(p); err != nil {
-			return "", err
-		}
-		return name, nil // exec.Cmd takes a relative Path from Dir
-	}
-	for _, d := range filepath.SplitList(pathList) {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", errNotFound
-}
-
-// executable reports why path is not a program that can be run, or nil.
-func executable(path string) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err != nil:
-		return err
-	case fi.IsDir():
-		return &fs.PathError{Op: "exec", Path: path, Err: syscall.EISDIR}
-	case fi.Mode()&0o111 == 0:
-		return &fs.PathError{Op: "exec", Path: path, Err: fs.ErrPermission}
-	}
-	return nil
 }
 
 func orDefault(d, def time.Duration) time.Duration {
