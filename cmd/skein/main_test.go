@@ -68,6 +68,7 @@ func TestCtrlCCancels(t *testing.T) {
 		FinishedAt string `json:"finished_at"`
 		Steps      []struct {
 			Node, Status string
+			Output       map[string]any `json:"output"`
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal(data, &res))
@@ -78,7 +79,13 @@ func TestCtrlCCancels(t *testing.T) {
 		statuses[s.Node] = s.Status
 	}
 	require.Equal(t, "success", statuses["start"])
+	require.Equal(t, "cancelled", statuses["nap"], "the wait was stopped")
 	require.Equal(t, "skipped", statuses["after"])
+	for _, s := range res.Steps {
+		if s.Node == "nap" {
+			require.NotContains(t, s.Output, "waited_ms", "a stopped wait does not claim it waited")
+		}
+	}
 	events, err := os.ReadFile(filepath.Join(filepath.Dir(runs[0]), "events.jsonl"))
 	require.NoError(t, err)
 	require.Contains(t, string(events), `"execution_finished"`)

@@ -751,8 +751,11 @@ func (r *Run) dropTimers() {
 		st := &f.st[pn.Slot]
 		st.timer = 0
 		if tm.kind == timerDelay {
+			// The wait did not end: its output (what it would have waited)
+			// is not kept.
 			st.status = StatusCancelled
-			r.step(f, pn, tm.task.Attempt, StatusCancelled, tm.output, nil, tm.task.ID)
+			r.step(f, pn, tm.task.Attempt, StatusCancelled, nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled,
+				Message: "stopped while waiting to go on"}, tm.task.ID)
 			r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
 		}
 	}
