@@ -373,7 +373,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		}
 		rec.FinishedAt = &t
 		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
-		if su.Output != nil {
+		if su.Output != nil || su.Status == StatusCancelled {
 			rec.Output = RedactMap(su.Output, rs.redact)
 		}
 		if su.Error != nil {
