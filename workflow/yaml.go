@@ -81,6 +81,15 @@ func parseYAML(src []byte) (*value, *parseError) {
 	if perr := checkNesting(src); perr != nil {
 		return nil, perr
 	}
+	if v, ok := parseYAMLFast(src); ok {
+		return v, nil
+	}
+	return parseYAMLGoccy(src)
+}
+
+// parseYAMLGoccy parses one YAML document with go-yaml. It does not run
+// checkNesting; parseYAML does that first.
+func parseYAMLGoccy(src []byte) (*value, *parseError) {
 	f, err := parser.ParseBytes(src, 0)
 	if err != nil {
 		return nil, yamlError(err)
@@ -387,23 +396,36 @@ func looksLikeJSON(src []byte) bool {
 // stringStyle tells whether offsets in a scalar's value map one to one onto
 // its source: one line, and nothing that would have been escaped.
 func stringStyle(n *ast.StringNode) byte {
-	s := n.Value
-	if strings.ContainsAny(s, "\n\r") || n.Token == nil {
+	if n.Token == nil {
 		return 0
 	}
 	switch n.Token.Type {
 	case token.DoubleQuoteType:
+		return styleOf(n.Value, '"')
+	case token.SingleQuoteType:
+		return styleOf(n.Value, '\'')
+	case token.StringType:
+		return styleOf(n.Value, 'p')
+	}
+	return 0
+}
+
+// styleOf is the style of a one-line scalar s: q is the quote it was
+// written with (a double or single quote) or 'p' for plain. It is 0 when
+// offsets in s do not map onto the source.
+func styleOf(s string, q byte) byte {
+	if strings.ContainsAny(s, "\n\r") {
+		return 0
+	}
+	switch q {
+	case '"':
 		if strings.ContainsAny(s, "\\\"\t") {
 			return 0
 		}
-		return '"'
-	case token.SingleQuoteType:
+	case '\'':
 		if strings.Contains(s, "'") {
 			return 0
 		}
-		return '\''
-	case token.StringType:
-		return 'p'
 	}
-	return 0
+	return q
 }
