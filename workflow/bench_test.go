@@ -3,7 +3,6 @@ package workflow_test
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	_ "github.com/skeinhq/skein/internal/nodes/standard"
@@ -34,27 +33,6 @@ func bigWorkflow(n int) map[string]any {
 	return map[string]any{"version": 1, "name": "big", "nodes": nodes, "edges": edges}
 }
 
-func bigYAML(n int) []byte {
-	var b strings.Builder
-	b.WriteString("version: 1\nname: big\nnodes:\n  - id: n0\n    type: trigger.manual\n")
-	for i := 1; i < n; i++ {
-		id, prev := fmt.Sprintf("n%d", i), fmt.Sprintf("n%d", i-1)
-		switch i % 3 {
-		case 0:
-			fmt.Fprintf(&b, "  - id: %s\n    type: shell\n    command: [echo, \"{{ %s.success }}\"]\n    timeout: 5s\n", id, prev)
-		case 1:
-			fmt.Fprintf(&b, "  - id: %s\n    type: template\n    text: \"step %s after {{ %s.success }}\"\n", id, id, prev)
-		case 2:
-			fmt.Fprintf(&b, "  - id: %s\n    type: set\n    values:\n      v: \"{{ %s.text }}\"\n      n: %d\n", id, prev, i)
-		}
-	}
-	b.WriteString("edges:\n")
-	for i := 1; i < n; i++ {
-		fmt.Fprintf(&b, "  - {from: n%d, to: n%d}\n", i-1, i)
-	}
-	return []byte(b.String())
-}
-
 func benchLoad(b *testing.B, file string, src []byte) {
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
@@ -77,7 +55,7 @@ func BenchmarkLoad10k(b *testing.B) {
 		benchLoad(b, "big.json", src)
 	})
 	b.Run("yaml", func(b *testing.B) {
-		benchLoad(b, "big.yaml", bigYAML(10000))
+		benchLoad(b, "big.yaml", workflow.BigYAML(10000))
 	})
 }
 
@@ -93,7 +71,7 @@ func BenchmarkValidate10k(b *testing.B) {
 }
 
 func BenchmarkDecodeYAML10k(b *testing.B) {
-	src := bigYAML(10000)
+	src := workflow.BigYAML(10000)
 	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -28,6 +28,26 @@ func findRun(ctx context.Context, st store.Store, id string) (*store.Run, error)
 	return run, nil
 }
 
+// loadRun opens the store of dir and reads a run and its steps; on error
+// the store is closed, else the caller closes it.
+func loadRun(ctx context.Context, dir, id string) (store.Store, *store.Run, []*store.Step, error) {
+	st, err := openStore(dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	run, err := findRun(ctx, st, id)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	steps, err := st.Steps(ctx, run.ID)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, exit(ExitFailed, err)
+	}
+	return st, run, steps, nil
+}
+
 // runWorkflowFile loads the workflow a run used, or the one given instead.
 func runWorkflowFile(e *env, run *store.Run, override string) (*workflow.Workflow, error) {
 	file := run.File
@@ -78,19 +98,9 @@ match the run's. --plan shows what would be reused and changes nothing.`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(f.dir)
+			st, run, steps, err := loadRun(ctx, f.dir, args[0])
 			if err != nil {
 				return err
-			}
-			run, err := findRun(ctx, st, args[0])
-			if err != nil {
-				st.Close()
-				return err
-			}
-			steps, err := st.Steps(ctx, run.ID)
-			if err != nil {
-				st.Close()
-				return exit(ExitFailed, err)
 			}
 			switch engine.RunStatus(run.Status) {
 			case engine.RunCompleted:
@@ -161,20 +171,11 @@ even if running them now would give something else.`,
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := openStore(f.dir)
+			st, run, steps, err := loadRun(ctx, f.dir, args[0])
 			if err != nil {
 				return err
 			}
-			run, err := findRun(ctx, st, args[0])
-			if err != nil {
-				st.Close()
-				return err
-			}
-			steps, err := st.Steps(ctx, run.ID)
 			st.Close()
-			if err != nil {
-				return exit(ExitFailed, err)
-			}
 			w, err := runWorkflowFile(e, run, wfile)
 			if err != nil {
 				return err

@@ -1,0 +1,4 @@
+package workflow
+
+// BigYAML is bigYAML for the external benchmarks.
+var BigYAML = bigYAML
