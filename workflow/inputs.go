@@ -10,6 +10,8 @@ import (
 type InputError struct {
 	Input string
 	Msg   string
+	// Missing lists required inputs that were not given.
+	Missing []string
 }
 
 func (e *InputError) Error() string {
@@ -38,16 +40,16 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 		in := w.Input(k)
 		if in == nil {
 			if len(names) == 0 {
-				return nil, &InputError{k, "not declared: the workflow takes no inputs"}
+				return nil, &InputError{Input: k, Msg: "not declared: the workflow takes no inputs"}
 			}
-			return nil, &InputError{k, fmt.Sprintf("not declared%s (inputs: %s)", didYouMean(k, names), strings.Join(names, ", "))}
+			return nil, &InputError{Input: k, Msg: fmt.Sprintf("not declared%s (inputs: %s)", didYouMean(k, names), strings.Join(names, ", "))}
 		}
 		v := wholeNumbers(given[k])
 		if v != nil && !valueHasType(v, in.Type) {
-			return nil, &InputError{k, fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))}
+			return nil, &InputError{Input: k, Msg: fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))}
 		}
 		if len(in.Enum) > 0 && !inEnum(v, in.Enum) {
-			return nil, &InputError{k, fmt.Sprintf("%v is not one of %v", v, in.Enum)}
+			return nil, &InputError{Input: k, Msg: fmt.Sprintf("%v is not one of %v", v, in.Enum)}
 		}
 		out[k] = v
 	}
@@ -64,7 +66,7 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &InputError{"", fmt.Sprintf("missing required input %s", strings.Join(missing, ", "))}
+		return nil, &InputError{Msg: fmt.Sprintf("missing required input %s", strings.Join(missing, ", ")), Missing: missing}
 	}
 	return out, nil
 }

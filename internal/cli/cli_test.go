@@ -56,7 +56,7 @@ func TestRunInputs(t *testing.T) {
 	}{
 		{"ok", []string{"testdata/ok.yaml", "-i", "city=Paris"}, 0, "", "Paris for 3 days"},
 		{"typed", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=5"}, 0, "", "Oslo for 5 days"},
-		{"missing required", []string{"testdata/ok.yaml"}, 2, "missing required input city", ""},
+		{"missing required", []string{"testdata/ok.yaml"}, 2, "missing required input city (pass -i city=…)", ""},
 		{"wrong type", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "days=many"}, 2, `input days: expected an integer, got "many"`, ""},
 		{"unknown input", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "cty=x"}, 2, `input cty: not declared; did you mean "city"?`, ""},
 		{"bad pair", []string{"testdata/ok.yaml", "-i", "city"}, 2, "write inputs as name=value", ""},

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -46,6 +47,10 @@ func resolveInputs(w *workflow.Workflow, pairs []string, file string) (map[strin
 	}
 	out, err := w.ResolveInputs(raw)
 	if err != nil {
+		var ie *workflow.InputError
+		if errors.As(err, &ie) && len(ie.Missing) > 0 {
+			return nil, usagef("%v (pass -i %s=…)", err, ie.Missing[0])
+		}
 		return nil, usagef("%v", err)
 	}
 	return out, nil
