@@ -778,6 +778,15 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.vars = nv
 		r.event(EventVariableSet, pn, f, map[string]any{"names": keys})
 	}
+	if (r.cancelling || r.failing) && delayOf(oc.Directives) > 0 {
+		// It asked to hold its successors, but the run is stopping: the
+		// wait never happens, as when a cancel drops a running delay.
+		st.status = StatusCancelled
+		r.step(f, pn, t.Attempt, StatusCancelled, nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled,
+			Message: "stopped before its wait began"}, t.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
+		return
+	}
 	if r.cancelling || r.failing {
 		st.status = StatusSuccess
 		f.out[pn.Slot] = out
