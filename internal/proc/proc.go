@@ -2,7 +2,15 @@
 // the shell kind's commands and stdio MCP servers alike. A child gets an
 // explicit environment (never Skein's whole one, which may hold secrets),
 // its program is found with the child's own PATH, and it leads a process
-// group of its own so that stopping it stops everything it started.
+// group of its own so that stopping it stops everything it started (Apply,
+// SignalGroup, AwaitGroup).
+//
+// A child dies with Skein: on Linux the kernel kills it when Skein dies,
+// even of SIGKILL. What it started in turn is not reached that way, so the
+// group of a running step is recorded (node.Call.ProcessStarted), and a
+// resume kills a group its dead owner left (KillGroup) before it runs the
+// step again, so the new attempt does not run beside what the old one left
+// behind.
 package proc
 
 import (
