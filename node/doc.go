@@ -14,4 +14,11 @@
 //	}
 //
 // Tests that need a private set of kinds build their own Registry.
+//
+// A kind that starts processes leaves none behind: it starts each in a
+// process group of its own that dies with Skein (internal/proc does this
+// for the built-in kinds), stops the group when its context ends, and
+// reports the group through Call.ProcessStarted when that is set, so a
+// resume after a crash can kill what the group left running before the node
+// runs again.
 package node

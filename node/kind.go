@@ -44,6 +44,14 @@ type Call struct {
 	// Services lets the host hand kind-specific environments (an MCP pool,
 	// LLM providers, a subworkflow runner) to the kinds that need them.
 	Services map[string]any
+	// ProcessStarted, when not nil, is called by a kind right after it
+	// started a process group it owns for this attempt (the shell kind's
+	// command), with the group's id, from Run and before Run returns. The
+	// host records the group on the running step, so that when Skein dies
+	// mid-step a resume can kill what the group left running before it
+	// runs the node again. Call it once per group; the group is forgotten
+	// when the attempt ends.
+	ProcessStarted func(pgid int)
 }
 
 // Error categories.

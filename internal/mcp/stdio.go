@@ -70,7 +70,7 @@ func (p *process) status() string {
 // group even after a clean exit, so nothing the server started survives it.
 func (p *process) stop(grace time.Duration) {
 	p.exitedWithin(grace)
-	killGroup(p.cmd.Process)
+	proc.SignalGroup(p.cmd.Process, syscall.SIGKILL)
 	<-p.exited // bounded: SIGKILL cannot be ignored, and WaitDelay closes stray pipes
 }
 
@@ -122,8 +122,8 @@ func prepareStdio(s *workflow.MCPServer, scope *expr.Scope) (*stdioCommand, erro
 }
 
 // spawn starts the server and returns the ends of its stdout and stdin
-// that Skein reads and writes. The process leads its own group; its stderr
-// goes to a tail.
+// that Skein reads and writes. The process leads its own group and, on
+// Linux, dies with Skein (proc.Apply); its stderr goes to a tail.
 func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -140,7 +140,7 @@ func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, e
 		Path: c.path, Args: append([]string{c.path}, c.args...), Env: c.env, Dir: c.dir,
 		Stdin: inR, Stdout: outW, Stderr: p.stderr, WaitDelay: pipeWait,
 	}
-	newProcessGroup(p.cmd)
+	proc.Apply(p.cmd)
 	err = p.cmd.Start()
 	inR.Close() // the child has its own copies
 	outW.Close()

@@ -70,9 +70,12 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 	if cfg.stdin != nil {
 		cmd.Stdin = strings.NewReader(*cfg.stdin)
 	}
-	newProcessGroup(cmd)
+	proc.Apply(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, startError(cfg, err)
+	}
+	if pgid := proc.Group(cmd.Process); pgid != 0 && call.ProcessStarted != nil {
+		call.ProcessStarted(pgid)
 	}
 	interrupted, waitErr := s.wait(ctx, cmd)
 
@@ -135,20 +138,20 @@ func (s *Shell) wait(ctx context.Context, cmd *exec.Cmd) (interrupted bool, err 
 		return false, err
 	case <-ctx.Done():
 	}
-	signalGroup(cmd.Process, syscall.SIGTERM)
+	proc.SignalGroup(cmd.Process, syscall.SIGTERM)
 	grace := time.NewTimer(orDefault(s.KillGrace, DefaultKillGrace))
 	defer grace.Stop()
 	select {
 	case err = <-done:
 		// The leader is gone; whatever it left in its group goes too.
-		signalGroup(cmd.Process, syscall.SIGKILL)
+		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
 	case <-grace.C:
-		signalGroup(cmd.Process, syscall.SIGKILL)
+		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
 		// Bounded: the leader dies of SIGKILL, and WaitDelay closes
 		// pipes still held by processes that left the group.
 		err = <-done
 	}
-	awaitGroup(cmd.Process, 200*time.Millisecond)
+	proc.AwaitGroup(cmd.Process, 200*time.Millisecond)
 	return true, err
 }
 
