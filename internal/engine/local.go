@@ -37,6 +37,12 @@ type StepRecord struct {
 	CostUSD    float64        `json:"cost_usd"`
 	// ConfigHash identifies what the step ran (see ConfigHash).
 	ConfigHash string `json:"config_hash,omitempty"`
+	// ProcessGroup is the process group the running step's kind started
+	// (node.Call.ProcessStarted), recorded and flushed as soon as it
+	// starts, so a resume after Skein died can kill what it left running
+	// before it runs the node again. Only a running step holds one: it is 0
+	// once the attempt ends.
+	ProcessGroup int `json:"process_group,omitempty"`
 	// Directives are the step's _route and other directives, kept so a
 	// reused step routes as the original did.
 	Directives map[string]any `json:"-"`
@@ -346,6 +352,9 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rs.order = append(rs.order, rec)
 	}
 	rec.Status = su.Status
+	if su.Status != StatusRunning {
+		rec.ProcessGroup = 0 // the attempt that started it is over
+	}
 	if su.Attempt > rec.Attempts {
 		rec.Attempts = su.Attempt
 	}
@@ -391,12 +400,30 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 			}
 		}
 	}
+	rs.record(rec)
+}
+
+// record hands a step's record to the recorder.
+func (rs *runState) record(rec *StepRecord) {
 	if rs.opts.Recorder != nil && rs.recErr == nil {
 		if err := rs.opts.Recorder.Step(rec); err != nil {
 			rs.recErr = fmt.Errorf("%w: %w", ErrRecorder, err)
 			rs.failRecording()
 		}
 	}
+}
+
+// processStarted records the process group a running task's kind started
+// on its step and flushes the recorder at once: the group must reach the
+// store before Skein can die with it running.
+func (rs *runState) processStarted(t *Task, pgid int) {
+	rec := rs.steps[[2]int{t.Node.Index, t.Visit}]
+	if rec == nil || rec.Status != StatusRunning {
+		return
+	}
+	rec.ProcessGroup = pgid
+	rs.record(rec)
+	rs.flush()
 }
 
 // launch runs a task in a goroutine, within the run's and the process's
@@ -516,6 +543,11 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		Now:      rs.d.Clock.Now,
 		Passes:   t.Passes,
 		Services: services,
+		ProcessStarted: func(pgid int) {
+			// Posted before Run returns, so it reaches the loop before
+			// the task's end does.
+			rs.post(func() { rs.processStarted(t, pgid) })
+		},
 	}
 	if rs.opts.ArtifactDir != nil {
 		call.ArtifactDir = rs.opts.ArtifactDir(pn.ID)
