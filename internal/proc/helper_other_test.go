@@ -1,0 +1,7 @@
+//go:build !unix
+
+package proc_test
+
+import "os"
+
+func runHelper() { os.Exit(2) }
