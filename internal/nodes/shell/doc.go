@@ -22,6 +22,12 @@
 // close its stdout and stderr; redirect their output (cmd > log 2>&1 &) to
 // keep them going.
 //
+// A command dies with Skein: on Linux the kernel kills it when Skein dies,
+// even of SIGKILL. Processes it started are not reached that way; the group
+// is reported through node.Call.ProcessStarted as soon as the command
+// starts, so the engine records it on the running step and a resume kills
+// what is left of it before the node runs again.
+//
 // A JSON object on stdout may carry directives: its top-level keys that begin
 // with "_" (_route, _state_patch, …) are copied to the top of the result, so
 // a script routes by printing {"_route": "b"}.

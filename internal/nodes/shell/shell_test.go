@@ -744,3 +744,26 @@ func TestOutputCap(t *testing.T) {
 		})
 	}
 }
+
+// The command's process group is reported as soon as it starts, so the
+// engine can record it on the running step: it is the group the command
+// leads.
+func TestProcessStarted(t *testing.T) {
+	t.Parallel()
+
+	b := setup(t)
+	call := b.call(map[string]any{"command": []any{"sh", "-c", "echo $$"}})
+	var groups []int
+	call.ProcessStarted = func(pgid int) {
+		// Not yet reaped: the process is there to ask.
+		got, err := syscall.Getpgid(pgid)
+		require.NoError(t, err)
+		require.Equal(t, pgid, got, "the reported group is led by the command")
+		groups = append(groups, pgid)
+	}
+	out, err := (&shell.Shell{}).Run(t.Context(), call)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(out["stdout"].(string)))
+	require.NoError(t, err)
+	require.Equal(t, []int{pid}, groups, "called once, before Run returned, with the command's group")
+}
