@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -9,5 +10,9 @@ import (
 // Every goroutine a pool starts (starts, closes, process waits, the SDK's
 // readers) ends with Close.
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		runHelper()
+		return
+	}
 	goleak.VerifyTestMain(m)
 }
