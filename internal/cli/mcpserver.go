@@ -14,12 +14,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
@@ -77,7 +79,7 @@ Authorization: Bearer <token>.`,
 				}
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
-			srv := newMCPServer(ctx, &svc)
+			srv := newMCPServer(ctx, &svc, e.stderr)
 			var err error
 			if addr == "" {
 				err = serveMCPStdio(ctx, e, srv)
@@ -243,14 +245,15 @@ type (
 )
 
 // newMCPServer builds the MCP server with Skein's tools and resources.
-// Requests are cancelled when serving ends.
-func newMCPServer(serving context.Context, s *mcpService) *sdk.Server {
+// Requests are cancelled when serving ends; what goes wrong inside the
+// server (a handler that panicked) is written to log.
+func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Server {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "skein", Title: "Skein", Version: Version}, &sdk.ServerOptions{
 		Instructions: "Skein runs workflows (YAML graphs of tools, commands and AI steps) and records every run. " +
 			"Validate a workflow before running it; a run's result lists its steps; failed or cancelled runs can be resumed. " +
 			"Tool errors carry a JSON object {code, category, message}.",
 	})
-	srv.AddReceivingMiddleware(s.track(serving), argumentErrors)
+	srv.AddReceivingMiddleware(protocolErrors(log), s.track(serving), argumentErrors)
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 
 	addTool(srv, &sdk.Tool{
@@ -337,10 +340,41 @@ func toolErrorContent(e *node.Error) []sdk.Content {
 func argumentErrors(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		res, err := next(ctx, method, req)
-		if r, ok := res.(*sdk.CallToolResult); ok && r.IsError && r.GetError() != nil {
+		if err != nil {
+			// res may be a nil *CallToolResult (an unknown tool): it
+			// must not be looked into.
+			return nil, err
+		}
+		if r, ok := res.(*sdk.CallToolResult); ok && r != nil && r.IsError && r.GetError() != nil {
 			r.Content = toolErrorContent(validationError(codeInvalidArguments, "%v", r.GetError()))
 		}
-		return res, err
+		return res, nil
+	}
+}
+
+// protocolErrors keeps one request from ending the server: a handler that
+// panics is answered with an internal error (its stack goes to log), and
+// an error that is not a JSON-RPC error gets the internal error's code.
+// A tools/call without a tool name is invalid params.
+func protocolErrors(log io.Writer) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (res sdk.Result, err error) {
+			defer func() {
+				if v := recover(); v != nil {
+					fmt.Fprintf(log, "skein mcp: answering %s: panic: %v\n%s", method, v, debug.Stack())
+					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error answering %s: %v", method, v)}
+				}
+			}()
+			if r, ok := req.(*sdk.CallToolRequest); ok && (r.Params == nil || r.Params.Name == "") {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "tools/call needs params.name, the tool to call (tools/list lists them)"}
+			}
+			res, err = next(ctx, method, req)
+			var werr *jsonrpc.Error
+			if err != nil && !errors.As(err, &werr) {
+				err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+			}
+			return res, err
+		}
 	}
 }
 
