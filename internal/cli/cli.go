@@ -67,6 +67,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		rerunCmd(e),
 		runsCmd(e),
 		checkCmd(e),
+		cancelCmd(e),
 		mcpCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
@@ -75,7 +76,13 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
+		var de *diagnosticsError
+		switch {
+		case errors.As(ee.err, &de):
+			for _, d := range de.ds {
+				fmt.Fprintln(stderr, d.String())
+			}
+		case ee.err != nil:
 			fmt.Fprintln(stderr, "skein:", ee.err)
 		}
 		return ee.code

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +23,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -57,7 +55,8 @@ func mcpCmd(e *env) *cobra.Command {
 		Long: `Serve Skein over the Model Context Protocol, on stdin/stdout by default or
 over streamable HTTP with --http ADDR (at ` + mcpPath + `).
 
-Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run.
+Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run,
+cancel_run.
 Resources: skein://runs/{id}/events, a run's events as JSON lines.
 Runs are recorded in --dir like those of ` + "`skein run`" + `; workflow paths are
 taken from the folder skein mcp was started in.
@@ -90,6 +89,7 @@ Authorization: Bearer <token>.`,
 			// ends cancelled and is recorded.
 			stop()
 			svc.drain()
+			svc.close()
 			return err
 		},
 	}
@@ -103,12 +103,44 @@ Authorization: Bearer <token>.`,
 	return cmd
 }
 
-// mcpService answers the tools. Each call opens what it needs and closes
-// it, so calls may run at once.
+// mcpService answers the tools through one runner, opened on first use,
+// so calls may run at once and their records are committed together.
 type mcpService struct {
 	// flags are those of `skein run --output json`.
 	flags execFlags
 	calls inflight // requests being answered
+
+	mu sync.Mutex
+	r  *runner.Runner
+}
+
+// runner returns the service's runner, opening it; with create false it
+// returns nil when the folder has no database yet (nothing was run).
+func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		return s.r, nil
+	}
+	if !create && !s.hasDatabase() {
+		return nil, nil
+	}
+	r, err := runner.Open(runner.Config{Dir: s.flags.dir})
+	if err != nil {
+		return nil, toolError(err)
+	}
+	s.r = r
+	return r, nil
+}
+
+// close closes the runner.
+func (s *mcpService) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.r != nil {
+		_ = s.r.Close()
+		s.r = nil
+	}
 }
 
 // inflight counts work in progress; once closed it lets no more in.
@@ -176,39 +208,6 @@ type (
 		Inputs  map[string]any `json:"inputs,omitempty" jsonschema:"the workflow's inputs by name, as JSON values of their declared types"`
 		Trigger string         `json:"trigger,omitempty" jsonschema:"id of the trigger node to start from (default: every entry node)"`
 	}
-	// runResult is the object `skein run --output json` prints (DESIGN §6).
-	runResult struct {
-		runCommon
-		DurationMS int64   `json:"duration_ms"`
-		Tokens     int     `json:"tokens"`
-		CostUSD    float64 `json:"cost_usd"`
-	}
-	runCommon struct {
-		ExecutionID string            `json:"execution_id" jsonschema:"the run's id"`
-		Workflow    string            `json:"workflow"`
-		Status      string            `json:"status" jsonschema:"pending, running, waiting, completed, failed or cancelled"`
-		Outputs     map[string]any    `json:"outputs"`
-		Error       *node.Error       `json:"error" jsonschema:"why the run failed, or null"`
-		Steps       []stepResult      `json:"steps" jsonschema:"the steps in the order they ran"`
-		Verdict     *check.RunVerdict `json:"verdict" jsonschema:"the checks' verdict, or null when the workflow has none"`
-	}
-	stepResult struct {
-		Node       string      `json:"node"`
-		Status     string      `json:"status" jsonschema:"pending, running, success, failed, skipped, waiting or cancelled"`
-		Visit      int         `json:"visit"`
-		Iteration  int         `json:"iteration"`
-		Attempts   int         `json:"attempts"`
-		Output     any         `json:"output"`
-		Error      *node.Error `json:"error"`
-		Cached     bool        `json:"cached"`
-		Pinned     bool        `json:"pinned"`
-		StartedAt  *time.Time  `json:"started_at"`
-		FinishedAt *time.Time  `json:"finished_at"`
-		DurationMS int64       `json:"duration_ms"`
-		Tokens     int         `json:"tokens"`
-		CostUSD    float64     `json:"cost_usd"`
-	}
-
 	listRunsIn struct {
 		Workflow string `json:"workflow,omitempty" jsonschema:"only runs of this workflow (its name)"`
 		Status   string `json:"status,omitempty" jsonschema:"only runs with this status"`
@@ -228,14 +227,9 @@ type (
 	runIDIn struct {
 		ID string `json:"id" jsonschema:"the run's id (execution_id)"`
 	}
-	// runRecord is the object `skein runs show --output json` prints.
-	runRecord struct {
-		runCommon
-		StartedAt  time.Time      `json:"started_at"`
-		FinishedAt *time.Time     `json:"finished_at"`
-		Inputs     map[string]any `json:"inputs,omitempty"`
-		File       string         `json:"file" jsonschema:"the workflow file the run used"`
-		Dir        string         `json:"dir" jsonschema:"the run folder: run.json, events.jsonl, artifacts"`
+	cancelOut struct {
+		ExecutionID string `json:"execution_id"`
+		Status      string `json:"status" jsonschema:"the run's status once the cancel took effect (cancelled), or running when its owner has not stopped it yet"`
 	}
 
 	resumeIn struct {
@@ -289,6 +283,13 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 			"Returns the run like run_workflow.",
 		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.resume)
+	addTool(srv, &sdk.Tool{
+		Name:  "cancel_run",
+		Title: "Cancel a run",
+		Description: "Stop a running run, wherever it runs (this server, a skein run in a terminal): no new node starts and running nodes are stopped. " +
+			"Waits up to a minute for the run to end; the run can be resumed.",
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
+	}, s.cancel)
 
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		Name:        "run-events",
@@ -395,80 +396,39 @@ func validationError(code, format string, args ...any) *node.Error {
 	return &node.Error{Code: code, Category: node.CategoryValidation, Message: fmt.Sprintf(format, args...)}
 }
 
-// commandError turns what a command returned into a tool error. A usage
-// error is the caller's; an invalid workflow's diagnostics are what the
-// command printed on stderr.
-func commandError(err error, stderr string) *node.Error {
-	var ee *exitError
-	if !errors.As(err, &ee) {
-		return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
-	}
-	var ue *usageError
+// toolError turns a runner error into a tool error a program can branch
+// on.
+func toolError(err error) *node.Error {
+	var inv *runner.InvalidError
+	var use *runner.UsageError
 	switch {
-	case ee.code == ExitInvalid && errors.As(ee.err, &ue):
-		return validationError(codeInvalidArguments, "%s", ue.msg)
-	case ee.code == ExitInvalid && ee.err == nil:
-		return validationError(codeInvalidWorkflow, "%s", strings.TrimSpace(stderr))
-	case ee.code == ExitInvalid:
-		return validationError(codeInvalidWorkflow, "%s", ee.err.Error())
-	case ee.err == nil:
-		msg := strings.TrimSpace(stderr)
-		if msg == "" {
-			msg = fmt.Sprintf("the command ended with exit code %d", ee.code)
-		}
-		return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: msg}
+	case errors.As(err, &inv):
+		return validationError(codeInvalidWorkflow, "%s", err.Error())
+	case errors.As(err, &use):
+		return validationError(codeInvalidArguments, "%s", use.Msg)
+	case errors.Is(err, runner.ErrNotFound):
+		return validationError(codeRunNotFound, "%s", err.Error())
+	case errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
+		return validationError(codeInvalidArguments, "%s", err.Error())
+	case errors.Is(err, store.ErrOwned):
+		return &node.Error{Code: "run_owned", Category: node.CategoryValidation, Message: err.Error()}
 	}
-	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: ee.err.Error()}
+	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
 }
 
-// commandRun reads the run a command printed as JSON. A run that ended,
-// whatever its status, is a result; a command that printed no run, or
-// could not record the one it ran, is an error.
-func commandRun[T any](stdout []byte, stderr string, err error) (T, *node.Error) {
-	var out T
-	var ee *exitError
-	if len(bytes.TrimSpace(stdout)) == 0 {
-		if err == nil {
-			err = errors.New("the command printed no run")
-		}
-		return out, commandError(err, stderr)
+// runDoc is the tool result of an execution: a run that ended, whatever
+// its status, is a result; one that could not be recorded is an error.
+func (s *mcpService) runDoc(ctx context.Context, r *runner.Runner, res *runner.Result, err error) (*runner.RunDoc, *node.Error) {
+	if err != nil {
+		return nil, toolError(err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(stdout))
-	dec.UseNumber()
-	if derr := dec.Decode(&out); derr != nil {
-		return out, &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: fmt.Sprintf("reading the run: %v", derr)}
+	doc := r.Doc(ctx, res)
+	if res.Err != nil {
+		terr := toolError(res.Err)
+		terr.Details = map[string]any{"execution_id": doc.ExecutionID}
+		return doc, terr
 	}
-	if err != nil && (!errors.As(err, &ee) || ee.err != nil) {
-		terr := commandError(err, stderr)
-		var id struct {
-			ID string `json:"execution_id"`
-		}
-		if json.Unmarshal(stdout, &id) == nil && id.ID != "" {
-			terr.Details = map[string]any{"execution_id": id.ID}
-		}
-		return out, terr
-	}
-	return out, nil
-}
-
-// bufferEnv is an env that keeps what a command prints.
-func bufferEnv() (e *env, stdout, stderr *bytes.Buffer) {
-	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
-	return &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr}, stdout, stderr
-}
-
-// command runs one of skein's commands in-process, so a tool answers
-// exactly what the command line would.
-func command(ctx context.Context, newCmd func(*env) *cobra.Command, args ...string) (stdout []byte, stderr string, err error) {
-	e, out, errb := bufferEnv()
-	cmd := newCmd(e)
-	cmd.SetArgs(args)
-	cmd.SetIn(e.stdin)
-	cmd.SetOut(errb)
-	cmd.SetErr(errb)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	err = cmd.ExecuteContext(ctx)
-	return out.Bytes(), errb.String(), err
+	return doc, nil
 }
 
 func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
@@ -499,22 +459,30 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 	return out, nil
 }
 
-func (s *mcpService) run(ctx context.Context, in runIn) (runResult, *node.Error) {
+func (s *mcpService) run(ctx context.Context, in runIn) (*runner.RunDoc, *node.Error) {
 	if terr := checkFile(in.File); terr != nil {
-		return runResult{}, terr
+		return nil, terr
 	}
-	e, stdout, stderr := bufferEnv()
-	w, err := loadWorkflow(e, in.File)
+	r, terr := s.runner(true)
+	if terr != nil {
+		return nil, terr
+	}
+	w, err := r.Load(in.File)
 	if err != nil {
-		return runResult{}, commandError(err, stderr.String())
+		return nil, toolError(err)
 	}
 	inputs, err := w.ResolveInputs(in.Inputs)
 	if err != nil {
-		return runResult{}, validationError(codeInvalidInputs, "%v", err)
+		return nil, validationError(codeInvalidInputs, "%v", err)
 	}
+	res, err := r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: inputs, Trigger: in.Trigger, Options: s.options()})
+	return s.runDoc(ctx, r, res, err)
+}
+
+// options are the runner's options for the server's flags.
+func (s *mcpService) options() runner.Options {
 	f := s.flags
-	err = execute(ctx, e, &f, job{w: w, inputs: inputs, trigger: in.Trigger, runID: newRunID()})
-	return commandRun[runResult](stdout.Bytes(), stderr.String(), err)
+	return f.options(nil, nil)
 }
 
 // checkFile tells a missing workflow file from an invalid one.
@@ -531,52 +499,64 @@ func checkFile(file string) *node.Error {
 
 func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, *node.Error) {
 	out := listRunsOut{Runs: []runSummary{}}
-	if !s.hasDatabase() {
-		return out, nil
+	r, terr := s.runner(false)
+	if terr != nil || r == nil {
+		return out, terr
 	}
-	st, err := openStore(s.flags.dir)
+	limit := in.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	runs, err := r.List(ctx, runner.ListRequest{Workflow: in.Workflow, Status: in.Status, Limit: limit})
 	if err != nil {
-		return out, commandError(err, "")
+		return out, toolError(err)
 	}
-	defer st.Close()
-	filter := store.RunFilter{Workflow: in.Workflow, Status: in.Status, Limit: in.Limit}
-	if filter.Limit <= 0 {
-		filter.Limit = 20
-	}
-	runs, err := st.ListRuns(ctx, filter)
-	if err != nil {
-		return out, commandError(err, "")
-	}
-	for _, r := range runs {
-		out.Runs = append(out.Runs, runSummary{ID: r.ID, Workflow: r.Workflow, Status: r.Status, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt})
+	for _, run := range runs {
+		out.Runs = append(out.Runs, runSummary{ID: run.ID, Workflow: run.Workflow, Status: run.Status, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt})
 	}
 	return out, nil
 }
 
-func (s *mcpService) getRun(ctx context.Context, in runIDIn) (runRecord, *node.Error) {
-	if terr := s.findRun(ctx, in.ID); terr != nil {
-		return runRecord{}, terr
+func (s *mcpService) getRun(ctx context.Context, in runIDIn) (*runner.RunDoc, *node.Error) {
+	r, terr := s.findRun(ctx, in.ID)
+	if terr != nil {
+		return nil, terr
 	}
-	return commandRun[runRecord](command(ctx, runsCmd, "show", "--dir", s.flags.dir, "--output", "json", "--", in.ID))
+	doc, err := r.Get(ctx, in.ID)
+	if err != nil {
+		return nil, toolError(err)
+	}
+	return doc, nil
 }
 
-func (s *mcpService) resume(ctx context.Context, in resumeIn) (runResult, *node.Error) {
-	if terr := s.findRun(ctx, in.ID); terr != nil {
-		return runResult{}, terr
+func (s *mcpService) resume(ctx context.Context, in resumeIn) (*runner.RunDoc, *node.Error) {
+	r, terr := s.findRun(ctx, in.ID)
+	if terr != nil {
+		return nil, terr
 	}
 	if in.Workflow != "" {
 		if terr := checkFile(in.Workflow); terr != nil {
-			return runResult{}, terr
+			return nil, terr
 		}
 	}
-	f := s.flags
-	args := []string{"--output", "json", "--dir", f.dir, "--concurrency", strconv.Itoa(f.concurrency),
-		"--secrets-file", f.secretsFile, "--deny-private-networks=" + strconv.FormatBool(f.denyPrivate), "--workflow", in.Workflow, "--", in.ID}
-	return commandRun[runResult](command(ctx, resumeCmd, args...))
+	res, err := r.Resume(ctx, runner.ResumeRequest{RunID: in.ID, WorkflowFile: in.Workflow, Options: s.options()})
+	return s.runDoc(ctx, r, res, err)
 }
 
-// readEvents answers skein://runs/{id}/events with what
-// `skein runs events ID` prints.
+func (s *mcpService) cancel(ctx context.Context, in runIDIn) (cancelOut, *node.Error) {
+	r, terr := s.findRun(ctx, in.ID)
+	if terr != nil {
+		return cancelOut{}, terr
+	}
+	run, err := r.Cancel(ctx, runner.CancelRequest{RunID: in.ID, Wait: time.Minute})
+	if err != nil {
+		return cancelOut{}, toolError(err)
+	}
+	return cancelOut{ExecutionID: run.ID, Status: run.Status}, nil
+}
+
+// readEvents answers skein://runs/{id}/events with the run's events, one
+// JSON object a line, as `skein runs events ID` prints them.
 func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, ok := strings.CutPrefix(uri, "skein://runs/")
@@ -586,17 +566,26 @@ func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceReques
 	if !ok || id == "" || strings.Contains(id, "/") {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	if terr := s.findRun(ctx, id); terr != nil {
+	r, terr := s.findRun(ctx, id)
+	if terr != nil {
 		if terr.Code == codeRunNotFound {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
 		return nil, terr
 	}
-	stdout, stderr, err := command(ctx, runsCmd, "events", "--dir", s.flags.dir, "--", id)
+	evs, _, err := r.Events(ctx, id, 0, 0)
 	if err != nil {
-		return nil, commandError(err, stderr)
+		return nil, toolError(err)
 	}
-	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/x-ndjson", Text: string(stdout)}}}, nil
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for _, ev := range evs {
+		if err := enc.Encode(eventLine(ev)); err != nil {
+			return nil, err
+		}
+	}
+	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/x-ndjson", Text: b.String()}}}, nil
 }
 
 func (s *mcpService) hasDatabase() bool {
@@ -604,26 +593,25 @@ func (s *mcpService) hasDatabase() bool {
 	return err == nil
 }
 
-// findRun reports a tool error unless the run is recorded.
-func (s *mcpService) findRun(ctx context.Context, id string) *node.Error {
+// findRun returns the runner, or a tool error unless the run is recorded.
+func (s *mcpService) findRun(ctx context.Context, id string) (*runner.Runner, *node.Error) {
 	if id == "" {
-		return validationError(codeInvalidArguments, "id is required")
+		return nil, validationError(codeInvalidArguments, "id is required")
 	}
 	notFound := validationError(codeRunNotFound, "no run %q in %s; list_runs shows the runs", id, s.flags.dir)
-	if !s.hasDatabase() {
-		return notFound
+	r, terr := s.runner(false)
+	if terr != nil {
+		return nil, terr
 	}
-	st, err := openStore(s.flags.dir)
-	if err != nil {
-		return commandError(err, "")
+	if r == nil {
+		return nil, notFound
 	}
-	defer st.Close()
-	if _, err := st.Run(ctx, id); errors.Is(err, store.ErrNotFound) {
-		return notFound
+	if _, err := r.Get(ctx, id); errors.Is(err, runner.ErrNotFound) {
+		return nil, notFound
 	} else if err != nil {
-		return commandError(err, "")
+		return nil, toolError(err)
 	}
-	return nil
+	return r, nil
 }
 
 // serveMCPStdio serves one client on the command's stdin and stdout until

@@ -201,7 +201,7 @@ func TestMCPTools(t *testing.T) {
 		require.NotNil(t, tool.InputSchema, tool.Name)
 		require.NotNil(t, tool.OutputSchema, tool.Name)
 	}
-	require.Equal(t, map[string]bool{"validate_workflow": true, "run_workflow": true, "list_runs": true, "get_run": true, "resume_run": true}, names)
+	require.Equal(t, map[string]bool{"validate_workflow": true, "run_workflow": true, "list_runs": true, "get_run": true, "resume_run": true, "cancel_run": true}, names)
 
 	t.Run("validate", func(t *testing.T) {
 		t.Parallel()

@@ -8,43 +8,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
 )
 
 // progress prints one line per step as it ends: ✓ success, ✗ failed,
 // ⚠ warning, ↻ cached or pinned, – skipped. On a terminal it uses colour;
-// elsewhere plain lines.
+// elsewhere plain lines. It is the runner's Observer, so it sees a step
+// only once the step is committed: a node shown done is never lost by a
+// crash.
 type progress struct {
-	w     io.Writer
-	color bool
-	// lines wait for Flush; when later is set, Flush hands them to it to
-	// be printed once the records they describe are durable, so a node
-	// shown done is never lost by a crash.
-	lines []string
-	later func(func())
-	mu    sync.Mutex
+	w, errw io.Writer
+	color   bool
+	// notesOnly shows the repair loop's notes (on errw) and nothing else:
+	// stdout carries JSON.
+	notesOnly bool
+	mu        sync.Mutex
 }
 
-// Flush prints the lines of the last scheduler step, or schedules them.
-func (p *progress) Flush() error {
-	if len(p.lines) == 0 {
-		return nil
-	}
-	lines := p.lines
-	p.lines = nil
-	print := func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for _, l := range lines {
-			fmt.Fprintln(p.w, l)
-		}
-	}
-	if p.later != nil {
-		p.later(print)
-	} else {
-		print()
-	}
-	return nil
+var _ runner.Observer = (*progress)(nil)
+
+func newProgress(w, errw io.Writer, color bool) *progress {
+	return &progress{w: w, errw: errw, color: color}
 }
 
 func isTerminal(w io.Writer) bool {
@@ -66,13 +53,35 @@ const (
 )
 
 func (p *progress) paint(c, s string) string {
-	if !p.color {
+	if !p.color || c == "" {
 		return s
 	}
 	return c + s + reset
 }
 
-func (p *progress) Step(rec *engine.StepRecord) error {
+func (p *progress) println(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.w, s)
+}
+
+// Started prints the run's first line, with its id, so an interrupted run
+// can be found and resumed.
+func (p *progress) Started(run *store.Run, resumed bool) {
+	if p.notesOnly {
+		return
+	}
+	verb := "run"
+	if resumed {
+		verb = "resuming run"
+	}
+	p.println(p.paint(dim, fmt.Sprintf("▶ %s %s · %s", verb, run.ID, run.Workflow)))
+}
+
+func (p *progress) Step(rec engine.StepRecord) {
+	if p.notesOnly {
+		return
+	}
 	var mark, col string
 	switch {
 	case rec.Cached || rec.Pinned:
@@ -86,10 +95,7 @@ func (p *progress) Step(rec *engine.StepRecord) error {
 	case rec.Status == engine.StatusCancelled:
 		mark, col = "✗", yellow
 	default:
-		return nil
-	}
-	if rec.Status == engine.StatusFailed && rec.Error != nil && rec.Attempts > 0 && !rec.Status.Final() {
-		return nil
+		return
 	}
 	label := rec.Node
 	if rec.Visit > 1 {
@@ -99,19 +105,43 @@ func (p *progress) Step(rec *engine.StepRecord) error {
 	if rec.Status == engine.StatusFailed && rec.Error != nil {
 		line += "\n    " + p.paint(red, rec.Error.Message)
 	}
-	p.lines = append(p.lines, line)
-	return nil
+	p.println(line)
 }
 
-func (p *progress) Event(ev engine.TimedEvent) error {
+func (p *progress) Event(ev engine.TimedEvent) {
+	if p.notesOnly {
+		return
+	}
 	switch ev.Type {
 	case engine.EventWarning:
 		msg, _ := ev.Data["message"].(string)
-		p.lines = append(p.lines, p.paint(yellow, "⚠ "+msg))
+		p.println(p.paint(yellow, "⚠ "+msg))
 	case engine.EventRetry:
-		p.lines = append(p.lines, p.paint(yellow, fmt.Sprintf("↺ %s retry %v in %vms: %v", ev.Node, ev.Data["attempt"], ev.Data["delay_ms"], ev.Data["error"])))
+		p.println(p.paint(yellow, fmt.Sprintf("↺ %s retry %v in %vms: %v", ev.Node, ev.Data["attempt"], ev.Data["delay_ms"], ev.Data["error"])))
 	}
-	return nil
+}
+
+// Note prints a line of the repair loop: with the progress, or on stderr
+// when stdout carries JSON; diagnostics and why the loop stopped go to
+// stderr.
+func (p *progress) Note(n runner.Note) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch n.Kind {
+	case "diagnostic":
+		fmt.Fprintln(p.errw, n.Text)
+	case "stopped":
+		fmt.Fprintln(p.errw, "skein: "+n.Text)
+	case "repair":
+		fmt.Fprintln(p.w)
+		fmt.Fprintln(p.w, p.paint(cyan, n.Text))
+	case "repaired":
+		fmt.Fprintln(p.w, p.paint(cyan, n.Text))
+	case "problem":
+		fmt.Fprintln(p.w, p.paint(yellow, n.Text))
+	default:
+		fmt.Fprintln(p.w, p.paint(dim, n.Text))
+	}
 }
 
 func fmtDuration(d time.Duration) string {
@@ -126,36 +156,25 @@ func fmtDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-// header prints the run's first line, with its id, so an interrupted run
-// can be found and resumed.
-func (p *progress) header(runID, wf string, resumed bool) {
-	verb := "run"
-	if resumed {
-		verb = "resuming run"
-	}
-	fmt.Fprintln(p.w, p.paint(dim, fmt.Sprintf("▶ %s %s · %s", verb, runID, wf)))
-}
-
-// summary prints the run's last line and its outputs.
-func (p *progress) summary(res *engine.Result, dir string) {
-	p.later = nil
-	_ = p.Flush()
+// summary prints the run's last line, its outputs and its verdict.
+func (p *progress) summary(r *runner.Result) {
+	res, run := r.Engine, r.Run
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var col, word string
-	switch res.Status {
+	switch engine.RunStatus(run.Status) {
 	case engine.RunCompleted:
 		col, word = green, "completed"
 	case engine.RunCancelled:
 		col, word = yellow, "cancelled"
 	default:
-		col, word = red, string(res.Status)
+		col, word = red, run.Status
 	}
 	usage := ""
 	if res.Tokens > 0 {
 		usage = fmt.Sprintf(" · %d tokens · $%.4f", res.Tokens, res.CostUSD)
 	}
-	fmt.Fprintf(p.w, "\n%s in %s%s  %s\n", p.paint(col, "run "+res.RunID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, p.paint(dim, dir))
+	fmt.Fprintf(p.w, "\n%s in %s%s  %s\n", p.paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, p.paint(dim, run.Dir))
 	if res.Error != nil && res.Status != engine.RunCancelled {
 		fmt.Fprintln(p.w, p.paint(red, "error: "+res.Error.Message))
 	}
@@ -164,41 +183,7 @@ func (p *progress) summary(res *engine.Result, dir string) {
 		writeJSON(&b, res.Outputs)
 		fmt.Fprintf(p.w, "outputs: %s", b.String())
 	}
-}
-
-// tee sends records to several recorders; the first error wins.
-type tee []engine.Recorder
-
-// Flush flushes the recorders that buffer, in order, stopping at the first
-// error: the store comes before the progress display, so nothing is shown
-// done that is not durable.
-func (t tee) Flush() error {
-	for _, r := range t {
-		if f, ok := r.(engine.Flusher); ok {
-			if err := f.Flush(); err != nil {
-				return err
-			}
-		}
+	if r.Verdict != nil {
+		fmt.Fprintln(p.w, check.Bar(r.Verdict, p.color))
 	}
-	return nil
-}
-
-func (t tee) Step(rec *engine.StepRecord) error {
-	var first error
-	for _, r := range t {
-		if err := r.Step(rec); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
-}
-
-func (t tee) Event(ev engine.TimedEvent) error {
-	var first error
-	for _, r := range t {
-		if err := r.Event(ev); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
 }

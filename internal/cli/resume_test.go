@@ -221,11 +221,20 @@ func TestRunsListAndPrune(t *testing.T) {
 	require.Equal(t, 0, ev.code, ev.stderr)
 	require.Contains(t, ev.stdout, `"type":"execution_finished"`)
 
-	p := skein(t, "runs", "prune", "--dir", sk, "--older-than", "0s")
+	bare := skein(t, "runs", "prune", "--dir", sk, "--older-than", "30")
+	require.Equal(t, 2, bare.code, "a number without a unit is refused")
+	require.Contains(t, bare.stderr, "needs a unit: 30d")
+
+	dry := skein(t, "runs", "prune", "--dir", sk, "--older-than", "1ms", "--dry-run")
+	require.Equal(t, 0, dry.code, dry.stderr)
+	require.Contains(t, dry.stdout, "3 runs would be deleted (dry run: nothing was)")
+	folders, _ := filepath.Glob(filepath.Join(sk, "runs", "ok", "*"))
+	require.Len(t, folders, 3, "a dry run deletes nothing")
+
+	p := skein(t, "runs", "prune", "--dir", sk, "--older-than", "1ms")
 	require.Equal(t, 0, p.code, p.stderr)
 	require.Contains(t, p.stdout, "deleted 3 runs and 3 run folders")
-	folders, _ := filepath.Glob(filepath.Join(sk, "runs", "ok", "*"))
-	require.Empty(t, folders)
+	require.NoDirExists(t, filepath.Join(sk, "runs", "ok"), "the emptied workflow folder goes too")
 	l = skein(t, "runs", "list", "--dir", sk)
 	require.Equal(t, 1, len(strings.Split(strings.TrimSpace(l.stdout), "\n")))
 }

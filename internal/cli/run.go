@@ -2,30 +2,21 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	mcppool "github.com/skeinhq/skein/internal/mcp"
-	httpkind "github.com/skeinhq/skein/internal/nodes/http"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
-	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -57,11 +48,39 @@ func (f *execFlags) check() error {
 	return nil
 }
 
+// options are the runner's options for the flags; prog, when set, shows
+// the run's progress.
+func (f *execFlags) options(prog *progress, hard <-chan struct{}) runner.Options {
+	o := runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard}
+	if prog != nil {
+		o.Observer = prog
+	}
+	return o
+}
+
+// openRunner opens the runner of dir.
+func openRunner(dir string) (*runner.Runner, error) {
+	r, err := runner.Open(runner.Config{Dir: dir})
+	if err != nil {
+		return nil, exit(ExitFailed, err)
+	}
+	return r, nil
+}
+
+// openExisting opens the runner of dir for a command that reads runs.
+func openExisting(dir string) (*runner.Runner, error) {
+	r, err := runner.OpenExisting(runner.Config{Dir: dir})
+	if err != nil {
+		return nil, failure(err)
+	}
+	return r, nil
+}
+
 func runCmd(e *env) *cobra.Command {
 	var f execFlags
 	var inputs []string
 	var inputFile, trigger string
-	var rf repairFlags
+	var autoRepair, noUpdate bool
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow and show its progress",
@@ -77,21 +96,24 @@ starts; a second Ctrl-C stops them at once.`,
 			if err := f.check(); err != nil {
 				return err
 			}
-			if err := rf.check(); err != nil {
-				return err
+			if noUpdate && !autoRepair {
+				return usagef("--no-update goes with --auto-repair")
 			}
-			if rf.on {
-				return runRepairing(cmd.Context(), e, &f, &rf, args[0], inputs, inputFile, trigger)
-			}
-			w, err := loadWorkflow(e, args[0])
-			if err != nil {
-				return err
-			}
-			in, err := resolveInputs(w, inputs, inputFile)
-			if err != nil {
-				return err
-			}
-			return execute(cmd.Context(), e, &f, job{w: w, inputs: in, trigger: trigger, runID: newRunID()})
+			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
+				resolve := func(w *workflow.Workflow) (map[string]any, error) { return resolveInputs(w, inputs, inputFile) }
+				if autoRepair {
+					return r.StartRepairing(ctx, runner.RepairRequest{File: args[0], Inputs: resolve, Trigger: trigger, NoUpdate: noUpdate, Options: o})
+				}
+				w, err := r.Load(args[0])
+				if err != nil {
+					return nil, err
+				}
+				in, err := resolve(w)
+				if err != nil {
+					return nil, err
+				}
+				return r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
+			})
 		},
 	}
 	f.register(cmd)
@@ -99,221 +121,70 @@ starts; a second Ctrl-C stops them at once.`,
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "input as name=value (repeatable)")
 	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
 	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
-	rf.register(cmd)
+	fl.BoolVar(&autoRepair, "auto-repair", false, "on a validation error or a repairable node error, ask the repair model for a corrected workflow, show its diff and resume from the checkpoint (at most 3 attempts per phase); a repaired run that completes replaces FILE, keeping FILE.backup")
+	fl.BoolVar(&noUpdate, "no-update", false, "with --auto-repair: leave FILE as it is and keep the repaired workflow in <name>.repaired.yaml beside it")
 	return cmd
 }
 
-func newRunID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// loadWorkflow reads and validates a workflow, printing its problems.
-func loadWorkflow(e *env, file string) (*workflow.Workflow, error) {
-	w, ds := workflow.Load(file, node.Default)
-	if ds.HasErrors() {
-		for _, d := range ds {
-			fmt.Fprintln(e.stderr, d.String())
-		}
-		return nil, exit(ExitInvalid, nil)
-	}
-	return w, nil
-}
-
-// job is one execution: a fresh run, a resumed one, or a rerun.
-type job struct {
-	w       *workflow.Workflow
-	inputs  map[string]any
-	trigger string
-	runID   string
-	// resume continues an existing run: its folder and row are reused.
-	resume *store.Run
-	reuse  *durable.Reuser
-	// parent is the run a rerun was made from.
-	parent string
-	// finished, when set, sees the result once the run has ended and
-	// returns events to record with it (--auto-repair's business-error
-	// warnings).
-	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
-}
-
-func openStore(dir string) (store.Store, error) {
-	st, err := openSQLite(dir)
-	if err != nil {
-		return nil, exit(ExitFailed, err)
-	}
-	return st, nil
-}
-
-// execute runs a job to its end: it records the run in the store and the
-// run folder, shows progress, and maps the outcome to an exit code.
-func execute(ctx context.Context, e *env, f *execFlags, j job) error {
-	w := j.w
-	secrets, err := resolveSecrets(w, os.LookupEnv, f.secretsFile)
+// executing opens the runner, shows progress, carries out one execution
+// and renders its result.
+func executing(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error)) error {
+	r, err := openRunner(f.dir)
 	if err != nil {
 		return err
 	}
-	plan, err := engine.NewPlan(w, node.Default)
-	if err != nil {
-		return exit(ExitInvalid, fmt.Errorf("%s: %w", w.File, err))
-	}
-	if _, err := plan.StartNodes(j.trigger); err != nil {
-		return usagef("%s: %v", w.File, err)
-	}
-	st, err := openStore(f.dir)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-
-	clk := clock.Real{}
-	started := clk.Now()
-	abs, _ := filepath.Abs(w.File)
-	meta := map[string]any{"file": abs}
-	var rl *runlog.Writer
-	run := j.resume
-	if run != nil {
-		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
-			return exit(ExitFailed, err)
-		}
-		run.Status, run.File, run.FinishedAt, run.Error = string(engine.RunRunning), abs, nil, nil
-		if err := st.UpdateRun(ctx, run); err != nil {
-			return exit(ExitFailed, err)
-		}
-	} else {
-		if rl, err = runlog.Open(f.dir, w.Name, j.runID, started, meta); err != nil {
-			return exit(ExitFailed, err)
-		}
-		src, _ := workflow.ReadFile(w.File)
-		sum := sha256.Sum256(src)
-		ver, err := st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
-		if err != nil {
-			rl.Close()
-			return exit(ExitFailed, err)
-		}
-		run = &store.Run{
-			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
-			ParentID: j.parent, Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
-		}
-		if err := st.CreateRun(ctx, run); err != nil {
-			rl.Close()
-			return exit(ExitFailed, err)
-		}
-	}
-	defer rl.Close()
-
-	committer := durable.NewCommitter(st)
-	defer committer.Close()
-	rec := durable.NewRecorder(committer, run.ID, rl.Dir())
-	recs := tee{rl}
+	defer r.Close()
 	var prog *progress
 	if f.output == "text" {
-		prog = &progress{w: e.stdout, color: isTerminal(e.stdout), later: rec.AfterCommit}
-		prog.header(run.ID, w.Name, j.resume != nil)
-		recs = append(recs, prog) // before rec: its lines wait for rec's commit
+		prog = newProgress(e.stdout, e.stderr, isTerminal(e.stdout))
+	} else {
+		prog = &progress{notesOnly: true, w: e.stderr, errw: e.stderr}
 	}
-	recs = append(recs, rec)
-
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hard := make(chan struct{})
 	stopSignals := onSignals(e, cancel, hard)
 	defer stopSignals()
-
-	// MCP servers start on first use and stop when the run ends.
-	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
-	defer pool.Close()
-	models := llmkind.NewModels(w, os.LookupEnv)
-	models.Render = secretRenderer(secrets)
-	opts := engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
-		Concurrency: f.concurrency, Hard: hard,
-		ArtifactDir: func(id string) string {
-			d, _ := rl.ArtifactDir(id)
-			return d
-		},
-		Services: map[string]any{
-			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
-			mcppool.Service:        pool,
-			llmkind.ServiceModels:  models,
-		},
-		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (map[string]any, func()) {
-			// A child uses the servers and models its own file declares.
-			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, os.LookupEnv)
-			cmodels.Render = secretRenderer(secrets)
-			return map[string]any{
-				httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: f.denyPrivate},
-				mcppool.Service:        cpool,
-				llmkind.ServiceModels:  cmodels,
-			}, func() { _ = cpool.Close() }
-		},
-		Child: func(cw *workflow.Workflow, id string) (engine.Recorder, func(*engine.Result) error, error) {
-			crl, err := runlog.Open(f.dir, cw.Name, id, clk.Now(), map[string]any{"file": cw.File, "parent": run.ID})
-			if err != nil {
-				return nil, nil, err
-			}
-			return crl, crl.Finish, nil
-		},
-	}
-	if j.reuse != nil {
-		opts.Reuse = j.reuse.Reuse
-	}
-	opts.Evidence = evidenceHook(w, pool)
-	res, runErr := engine.NewDriver(node.Default, clk, 0).Execute(runCtx, plan, opts)
-	if res == nil {
-		return exit(ExitFailed, runErr)
-	}
-	if j.finished != nil {
-		for _, ev := range j.finished(res, clk.Now()) {
-			_ = rl.Event(ev)
-			_ = rec.Event(ev)
-			if prog != nil {
-				_ = prog.Event(ev)
-			}
-		}
-	}
-	verdict, verr := verify(context.WithoutCancel(ctx), w, res, rl.Dir())
-	if verr != nil && runErr == nil {
-		runErr = verr
-	}
-	if verdict != nil {
-		for _, ev := range verdictEvents(verdict, clk.Now()) {
-			_ = rl.Event(ev)
-			_ = rec.Event(ev)
-		}
-	}
-	if err := rec.Sync(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if err := rl.Finish(res); err != nil && runErr == nil {
-		runErr = err
-	}
-	fin := res.FinishedAt
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
-	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
-	if err := st.UpdateRun(context.WithoutCancel(ctx), run); err != nil && runErr == nil {
-		runErr = err
+	res, err := do(runCtx, r, f.options(prog, hard))
+	if err != nil {
+		return failure(err)
 	}
 	if f.output == "json" {
-		js := jsonResult(res)
-		if verdict != nil {
-			js["verdict"] = verdict
-		}
-		writeJSON(e.stdout, js)
+		writeJSON(e.stdout, resultJSON(ctx, r, res))
 	} else {
-		prog.summary(res, rl.Dir())
-		if verdict != nil {
-			fmt.Fprintln(e.stdout, check.Bar(verdict, prog.color))
-		}
+		prog.summary(res)
 	}
-	if runErr != nil {
-		return exit(ExitFailed, runErr)
+	return resultExit(res)
+}
+
+// resultJSON is the one run document, with what --auto-repair did.
+func resultJSON(ctx context.Context, r *runner.Runner, res *runner.Result) any {
+	doc := r.Doc(ctx, res)
+	if res.Repair == nil {
+		return doc
 	}
-	switch res.Status {
+	b, _ := json.Marshal(doc)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	var repaired any
+	if res.Repair.Workflow != nil {
+		repaired = string(res.Repair.Workflow)
+	}
+	m["repaired_workflow"] = repaired
+	m["repair"] = res.Repair
+	m["warnings"] = res.Repair.Warnings
+	return m
+}
+
+// resultExit maps how a run ended to the exit code (DESIGN §6): the one
+// place that does.
+func resultExit(res *runner.Result) error {
+	if res.Err != nil {
+		return exit(ExitFailed, res.Err)
+	}
+	switch engine.RunStatus(res.Run.Status) {
 	case engine.RunCompleted:
-		if verdict != nil && verdict.Status == check.StatusFailed {
+		if res.Verdict != nil && res.Verdict.Status == check.StatusFailed {
 			return exit(ExitChecks, nil)
 		}
 		return nil
@@ -322,6 +193,33 @@ func execute(ctx context.Context, e *env, f *execFlags, j job) error {
 	}
 	return exit(ExitFailed, nil)
 }
+
+// failure maps a runner error to its exit code; an invalid workflow's
+// problems were printed by the caller or are printed here.
+func failure(err error) error {
+	var inv *runner.InvalidError
+	var use *runner.UsageError
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.As(err, &inv):
+		if len(inv.Diagnostics) == 0 {
+			return exit(ExitInvalid, nil)
+		}
+		return exit(ExitInvalid, &diagnosticsError{inv.Diagnostics})
+	case errors.As(err, &use):
+		return exit(ExitInvalid, err)
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
+		return exit(ExitInvalid, err)
+	}
+	return exit(ExitFailed, err)
+}
+
+// diagnosticsError prints a workflow's problems one a line.
+type diagnosticsError struct{ ds workflow.Diagnostics }
+
+func (d *diagnosticsError) Error() string { return "" }
 
 // onSignals turns the first Ctrl-C (or SIGTERM) into a graceful cancel and
 // the second into a hard one.
@@ -353,37 +251,145 @@ func onSignals(e *env, cancel context.CancelFunc, hard chan struct{}) (stop func
 	}
 }
 
-// jsonResult is the one object `skein run --output json` prints.
-func jsonResult(res *engine.Result) map[string]any {
-	steps := make([]map[string]any, 0, len(res.Steps))
-	for _, s := range res.Steps {
-		steps = append(steps, jsonStep(s.Node, string(s.Status), s.Visit, s.Iteration, s.Attempts, s.Output, s.Error,
-			s.Cached, s.Pinned, s.StartedAt, s.FinishedAt, s.DurationMS, s.Tokens, s.CostUSD))
-	}
-	outputs := res.Outputs
-	if outputs == nil {
-		outputs = map[string]any{}
-	}
-	return map[string]any{
-		"execution_id": res.RunID, "workflow": res.Workflow, "status": res.Status,
-		"outputs": outputs, "error": res.Error, "steps": steps, "verdict": nil,
-		"duration_ms": res.DurationMS, "tokens": res.Tokens, "cost_usd": res.CostUSD,
-	}
-}
-
-func jsonStep(nodeID, status string, visit, iteration, attempts int, output map[string]any, err *node.Error,
-	cached, pinned bool, started, finished *time.Time, durationMS int64, tokens int, cost float64) map[string]any {
-	return map[string]any{
-		"node": nodeID, "status": status, "visit": visit, "iteration": iteration,
-		"attempts": attempts, "output": output, "error": err, "cached": cached,
-		"pinned": pinned, "started_at": started, "finished_at": finished,
-		"duration_ms": durationMS, "tokens": tokens, "cost_usd": cost,
-	}
-}
-
 func writeJSON(w io.Writer, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+func resumeCmd(e *env) *cobra.Command {
+	var f execFlags
+	var wfile string
+	var planOnly bool
+	cmd := &cobra.Command{
+		Use:   "resume RUN_ID",
+		Short: "Continue a failed, cancelled or interrupted run without redoing what succeeded",
+		Long: `Continue a run that failed, was cancelled, or was interrupted (its process
+died). Every step that succeeded before, with the same node definition, the
+same resolved parameters and unchanged upstream, is reused (↻, cached);
+changed nodes and everything downstream run again. Failed steps never count
+as done. Pass --workflow to resume with an edited file; its node ids must
+match the run's. --plan shows what would be reused and changes nothing.
+
+A run still running in another process is refused; of two resumes at once
+exactly one proceeds.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if planOnly {
+				r, err := openExisting(f.dir)
+				if err != nil {
+					return err
+				}
+				defer r.Close()
+				p, err := r.PlanResume(cmd.Context(), args[0], wfile)
+				if err != nil {
+					return failure(err)
+				}
+				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, p.File)
+				for _, v := range p.Verdicts {
+					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", v.Action, v.Node, v.Reason)
+				}
+				return nil
+			}
+			if _, err := os.Stat(f.dir); err != nil {
+				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
+			}
+			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
+				return r.Resume(ctx, runner.ResumeRequest{RunID: args[0], WorkflowFile: wfile, Options: o})
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&wfile, "workflow", "", "resume with this (edited) workflow file")
+	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
+	return cmd
+}
+
+func rerunCmd(e *env) *cobra.Command {
+	var f execFlags
+	var wfile string
+	var pins []string
+	cmd := &cobra.Command{
+		Use:   "rerun RUN_ID",
+		Short: "Start a new run with the same inputs, reusing the outputs of pinned nodes",
+		Long: `Start a new run of the same workflow with the same inputs. Nodes named with
+--pin are not run: their outputs are taken from the earlier run (↻, pinned),
+even if running them now would give something else.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			if _, err := os.Stat(f.dir); err != nil {
+				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
+			}
+			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
+				return r.Rerun(ctx, runner.RerunRequest{RunID: args[0], WorkflowFile: wfile, Pins: pins, Options: o})
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&wfile, "workflow", "", "run this workflow file instead of the run's")
+	cmd.Flags().StringSliceVar(&pins, "pin", nil, "nodes whose outputs are reused (comma-separated)")
+	return cmd
+}
+
+func cancelCmd(e *env) *cobra.Command {
+	var dir, output string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "cancel RUN_ID",
+		Short: "Stop a run that another process runs",
+		Long: `Ask the owner of a running run to cancel it, through the database, so it
+works from another terminal. No new node starts and running nodes are
+stopped; the run ends cancelled and can be resumed. A run whose process died
+is marked cancelled at once. Waits until the run has ended (--wait=false
+returns at once).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := openExisting(dir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			req := runner.CancelRequest{RunID: args[0]}
+			if wait {
+				req.Wait = time.Minute
+			}
+			run, err := r.Cancel(cmd.Context(), req)
+			if err != nil {
+				return failure(err)
+			}
+			if output == "json" {
+				writeJSON(e.stdout, map[string]any{"execution_id": run.ID, "status": run.Status})
+				return nil
+			}
+			switch run.Status {
+			case string(engine.RunCancelled):
+				fmt.Fprintf(e.stdout, "run %s cancelled\n", run.ID)
+			case string(engine.RunRunning), string(engine.RunWaiting):
+				fmt.Fprintf(e.stdout, "run %s: cancel requested; its owner (%s) stops it\n", run.ID, run.Owner)
+			default:
+				fmt.Fprintf(e.stdout, "run %s ended %s\n", run.ID, run.Status)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the run has ended (up to a minute)")
+	return cmd
+}
+
+// statusLine describes a run's status, with what to do for an interrupted
+// one.
+func statusLine(r *store.Run) string {
+	if r.Status == runner.StatusInterrupted {
+		return r.Status + " (skein resume " + r.ID + ")"
+	}
+	return r.Status
 }

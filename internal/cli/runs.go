@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -25,40 +24,40 @@ func runsCmd(e *env) *cobra.Command {
 		Short: "List and inspect recorded runs",
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
-	withStore := func(fn func(ctx context.Context, st store.Store, args []string) error) func(*cobra.Command, []string) error {
+	withRunner := func(fn func(ctx context.Context, r *runner.Runner, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			if _, err := os.Stat(filepath.Join(dir, "skein.db")); err != nil {
-				return usagef("no runs here: %s does not exist (run a workflow first, or pass --dir)", filepath.Join(dir, "skein.db"))
-			}
-			st, err := openStore(dir)
+			r, err := openExisting(dir)
 			if err != nil {
 				return err
 			}
-			defer st.Close()
-			return fn(cmd.Context(), st, args)
+			defer r.Close()
+			return fn(cmd.Context(), r, args)
 		}
 	}
 
-	var filter store.RunFilter
+	var filter runner.ListRequest
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
-		Args:  cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st store.Store, _ []string) error {
-			runs, err := st.ListRuns(ctx, filter)
+		Long: `List runs, newest first. A run whose process died before it ended is
+interrupted; resume it with skein resume RUN_ID.`,
+		Args: cobra.NoArgs,
+		RunE: withRunner(func(ctx context.Context, r *runner.Runner, _ []string) error {
+			runs, err := r.List(ctx, filter)
 			if err != nil {
-				return exit(ExitFailed, err)
+				return failure(err)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTARTED\tDURATION")
-			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.StartedAt.Local().Format("2006-01-02 15:04:05"), runDuration(r))
+			for _, run := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.ID, run.Workflow, statusLine(run), run.StartedAt.Local().Format("2006-01-02 15:04:05"), runDuration(run))
 			}
 			return tw.Flush()
 		}),
 	}
 	list.Flags().StringVar(&filter.Workflow, "workflow", "", "only runs of this workflow")
-	list.Flags().StringVar(&filter.Status, "status", "", "only runs with this status")
+	list.Flags().StringVar(&filter.Status, "status", "", "only runs with this status (interrupted: runs whose process died)")
+	list.Flags().StringVar(&filter.Parent, "parent", "", "only the child runs of this run")
 	list.Flags().IntVar(&filter.Limit, "limit", 20, "most runs shown (0: all)")
 
 	var output string
@@ -66,38 +65,34 @@ func runsCmd(e *env) *cobra.Command {
 		Use:   "show RUN_ID",
 		Short: "Show a run and its steps",
 		Args:  cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st store.Store, args []string) error {
-			run, err := findRun(ctx, st, args[0])
+		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
+			doc, err := r.Get(ctx, args[0])
 			if err != nil {
-				return err
-			}
-			steps, err := st.Steps(ctx, run.ID)
-			if err != nil {
-				return exit(ExitFailed, err)
+				return failure(err)
 			}
 			if output == "json" {
-				js := make([]map[string]any, 0, len(steps))
-				for _, s := range steps {
-					out, _, _ := durable.Output(s)
-					js = append(js, jsonStep(s.Node, s.Status, s.Visit, s.Iteration, s.Attempts, out, s.Error,
-						s.Cached, s.Pinned, s.StartedAt, s.FinishedAt, s.DurationMS, s.Tokens, s.CostUSD))
-				}
-				outputs := run.Outputs
-				if outputs == nil {
-					outputs = map[string]any{}
-				}
-				writeJSON(e.stdout, map[string]any{
-					"execution_id": run.ID, "workflow": run.Workflow, "status": run.Status, "outputs": outputs,
-					"error": run.Error, "steps": js, "verdict": nil, "started_at": run.StartedAt, "finished_at": run.FinishedAt,
-					"inputs": run.Inputs, "file": run.File, "dir": run.Dir,
-				})
+				writeJSON(e.stdout, doc)
 				return nil
 			}
-			fmt.Fprintf(e.stdout, "run %s · %s · %s · %s\n", run.ID, run.Workflow, run.Status, runDuration(run))
-			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", run.File, run.Dir)
+			dur := "-"
+			if doc.FinishedAt != nil {
+				dur = fmtDuration(doc.FinishedAt.Sub(doc.StartedAt))
+			}
+			status := doc.Status
+			if status == runner.StatusInterrupted {
+				status += " (skein resume " + doc.ExecutionID + ")"
+			}
+			fmt.Fprintf(e.stdout, "run %s · %s · %s · %s\n", doc.ExecutionID, doc.Workflow, status, dur)
+			if doc.ParentID != "" {
+				fmt.Fprintf(e.stdout, "child of run %s\n", doc.ParentID)
+			}
+			if doc.Owner != nil {
+				fmt.Fprintf(e.stdout, "running in pid %d on %s\n", doc.Owner.PID, doc.Owner.Host)
+			}
+			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", doc.File, doc.Dir)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\t")
-			for _, s := range steps {
+			for i, s := range doc.Steps {
 				st := s.Status
 				switch {
 				case s.Cached:
@@ -105,14 +100,14 @@ func runsCmd(e *env) *cobra.Command {
 				case s.Pinned:
 					st += " ↻ pinned"
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", s.StepOrder, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", i+1, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
 					fmtDuration(time.Duration(s.DurationMS)*time.Millisecond))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
 			}
-			if run.Error != nil {
-				fmt.Fprintf(e.stdout, "\nerror: %s\n", run.Error.Message)
+			if doc.Error != nil {
+				fmt.Fprintf(e.stdout, "\nerror: %s\n", doc.Error.Message)
 			}
 			return nil
 		}),
@@ -124,30 +119,19 @@ func runsCmd(e *env) *cobra.Command {
 		Use:   "events RUN_ID",
 		Short: "Print a run's events as JSON lines (-f follows a running run)",
 		Args:  cobra.ExactArgs(1),
-		RunE: withStore(func(ctx context.Context, st store.Store, args []string) error {
-			run, err := findRun(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
+		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
 			var after int64
 			enc := json.NewEncoder(e.stdout)
 			enc.SetEscapeHTML(false)
 			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
 			for {
-				evs, err := st.Events(ctx, run.ID, after, 1000)
+				evs, run, err := r.Events(ctx, args[0], after, 1000)
 				if err != nil {
-					return exit(ExitFailed, err)
+					return failure(err)
 				}
 				for _, ev := range evs {
-					line := map[string]any{"seq": ev.Seq, "time": ev.Time, "type": ev.Type, "visit": ev.Visit, "iteration": ev.Iteration}
-					if ev.Node != "" {
-						line["node"] = ev.Node
-					}
-					if len(ev.Data) > 0 {
-						line["data"] = ev.Data
-					}
-					if err := enc.Encode(line); err != nil {
+					if err := enc.Encode(eventLine(ev)); err != nil {
 						return err
 					}
 					after = ev.Seq
@@ -158,13 +142,9 @@ func runsCmd(e *env) *cobra.Command {
 				if !follow {
 					return nil
 				}
-				cur, err := st.Run(ctx, run.ID)
-				if err != nil {
-					return exit(ExitFailed, err)
-				}
-				if s := engine.RunStatus(cur.Status); s != engine.RunRunning && s != engine.RunPending && s != engine.RunWaiting {
+				if s := engine.RunStatus(run.Status); s != engine.RunRunning && s != engine.RunPending && s != engine.RunWaiting {
 					// One more read picks up what was written at the end.
-					if evs, err := st.Events(ctx, run.ID, after, 0); err == nil && len(evs) == 0 {
+					if evs, _, err := r.Events(ctx, args[0], after, 0); err == nil && len(evs) == 0 {
 						return nil
 					}
 					continue
@@ -180,41 +160,69 @@ func runsCmd(e *env) *cobra.Command {
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events until the run ends")
 
 	var olderThan string
+	var dryRun bool
 	prune := &cobra.Command{
 		Use:   "prune --older-than 30d",
-		Short: "Delete old runs: their rows and their run folders",
-		Args:  cobra.NoArgs,
-		RunE: withStore(func(ctx context.Context, st store.Store, _ []string) error {
-			if olderThan == "" {
-				return usagef("prune needs --older-than, e.g. --older-than 30d")
-			}
-			age, err := workflow.ParseDuration(olderThan)
+		Short: "Delete old runs: their rows, their child runs and their run folders",
+		Long: `Delete the runs started longer ago than --older-than (a number with a unit:
+30d, 12h, 90m), with their child runs and run folders. A run that is still
+running is never deleted. --dry-run lists what would go.`,
+		Args: cobra.NoArgs,
+		RunE: withRunner(func(ctx context.Context, r *runner.Runner, _ []string) error {
+			age, err := parseAge(olderThan)
 			if err != nil {
-				return usagef("--older-than: %v", err)
+				return err
 			}
-			runs, err := st.DeleteRuns(ctx, time.Now().Add(-age))
+			res, err := r.Prune(ctx, runner.PruneRequest{OlderThan: age, DryRun: dryRun})
 			if err != nil {
-				return exit(ExitFailed, err)
+				return failure(err)
 			}
-			removed := 0
-			for _, r := range runs {
-				if r.Dir != "" && strings.Contains(filepath.ToSlash(r.Dir), "/runs/") {
-					if err := os.RemoveAll(r.Dir); err == nil {
-						removed++
-					}
+			if dryRun {
+				for _, run := range res.Runs {
+					fmt.Fprintf(e.stdout, "would delete %s  %s  %s  %s\n", run.ID, run.Workflow, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04:05"))
 				}
+				fmt.Fprintf(e.stdout, "%d runs would be deleted (dry run: nothing was)\n", len(res.Runs))
+				return nil
 			}
-			if err := st.Compact(ctx); err != nil {
-				return exit(ExitFailed, err)
-			}
-			fmt.Fprintf(e.stdout, "deleted %d runs and %d run folders\n", len(runs), removed)
+			fmt.Fprintf(e.stdout, "deleted %d runs and %d run folders\n", len(res.Runs), res.Folders)
 			return nil
 		}),
 	}
-	prune.Flags().StringVar(&olderThan, "older-than", "", "age of the runs to delete, e.g. 30d or 12h")
+	prune.Flags().StringVar(&olderThan, "older-than", "", "age of the runs to delete, with a unit: 30d, 12h, 90m")
+	prune.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs that would be deleted, and delete nothing")
 
 	cmd.AddCommand(list, show, events, prune, verdictCmd(e, &dir))
 	return cmd
+}
+
+// parseAge reads --older-than: a duration that must say its unit, so
+// "30" is not silently thirty seconds.
+func parseAge(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, usagef("prune needs --older-than, e.g. --older-than 30d")
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		return 0, usagef("--older-than %s needs a unit: %sd (days), %sh (hours) or %sm (minutes)", s, s, s, s)
+	}
+	age, err := workflow.ParseDuration(s)
+	if err != nil {
+		return 0, usagef("--older-than: %v (write e.g. 30d, 12h, 90m)", err)
+	}
+	if age <= 0 {
+		return 0, usagef("--older-than must be more than 0")
+	}
+	return age, nil
+}
+
+func eventLine(ev store.Event) map[string]any {
+	line := map[string]any{"seq": ev.Seq, "time": ev.Time, "type": ev.Type, "visit": ev.Visit, "iteration": ev.Iteration}
+	if ev.Node != "" {
+		line["node"] = ev.Node
+	}
+	if len(ev.Data) > 0 {
+		line["data"] = ev.Data
+	}
+	return line
 }
 
 func runDuration(r *store.Run) string {
@@ -222,4 +230,68 @@ func runDuration(r *store.Run) string {
 		return "-"
 	}
 	return fmtDuration(r.FinishedAt.Sub(r.StartedAt))
+}
+
+func checkCmd(e *env) *cobra.Command {
+	var dir, output string
+	cmd := &cobra.Command{
+		Use:   "check RUN_ID",
+		Short: "Run the evaluation pass of a recorded run again (checks and expect:)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := openExisting(dir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			v, err := r.Check(cmd.Context(), args[0])
+			if err != nil {
+				return failure(err)
+			}
+			if v == nil {
+				fmt.Fprintln(e.stdout, "the workflow has no checks")
+				return nil
+			}
+			if output == "json" {
+				writeJSON(e.stdout, v)
+			} else {
+				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+				fmt.Fprint(e.stdout, check.Details(v))
+			}
+			if v.Status == check.StatusFailed {
+				return exit(ExitChecks, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
+}
+
+// verdictCmd is `skein runs verdict RUN_ID`.
+func verdictCmd(e *env, dir *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verdict RUN_ID",
+		Short: "Show a run's verdict, check by check",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := openExisting(*dir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			run, v, err := r.Verdict(cmd.Context(), args[0])
+			if err != nil {
+				return failure(err)
+			}
+			if v == nil {
+				fmt.Fprintf(e.stdout, "run %s has no verdict (its workflow has no checks; `skein check %s` evaluates them)\n", run.ID, run.ID)
+				return nil
+			}
+			fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+			fmt.Fprint(e.stdout, check.Details(v))
+			return nil
+		},
+	}
 }

@@ -134,6 +134,12 @@ func merge(subs []submission) []store.Batch {
 			index[s.batch.RunID] = map[stepKey]int{}
 		}
 		b := &out[i]
+		if s.batch.Token != "" {
+			b.Token = s.batch.Token
+		}
+		if s.batch.Finish != nil {
+			b.Finish = s.batch.Finish
+		}
 		idx := index[s.batch.RunID]
 		for _, st := range s.batch.Steps {
 			k := stepKey{st.Node, st.Visit}

@@ -32,9 +32,15 @@ const directivesKey = "_directives"
 // group transaction. What must wait for durability (the progress display)
 // registers with AfterCommit.
 type Recorder struct {
-	c      *Committer
-	runID  string
-	dir    string // the run folder, for large outputs
+	c     *Committer
+	runID string
+	dir   string // the run folder, for large outputs
+	// Generation is the run's execution the steps belong to (see
+	// store.Step); Token fences every batch with the owner's token. Set
+	// them before the run starts.
+	Generation int
+	Token      string
+
 	mu     sync.Mutex
 	steps  map[[2]any]*store.Step
 	order  [][2]any
@@ -108,7 +114,10 @@ func (r *Recorder) Flush() error {
 			return err
 		}
 	}
-	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events}, func(err error) {
+	for _, s := range steps {
+		s.Generation = r.Generation
+	}
+	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token}, func(err error) {
 		if err != nil {
 			r.mu.Lock()
 			if r.err == nil {
@@ -121,6 +130,45 @@ func (r *Recorder) Flush() error {
 			fn()
 		}
 	})
+	return nil
+}
+
+// Finish commits what is buffered together with the run's final record
+// (status, outputs, error, finish time, usage), in one transaction, and
+// waits for it. If it fails nothing of it was written: the run stays owned
+// until its lease runs out.
+func (r *Recorder) Finish(run *store.Run) error {
+	r.mu.Lock()
+	if r.err != nil {
+		err := r.err
+		r.mu.Unlock()
+		return err
+	}
+	steps := make([]*store.Step, 0, len(r.order))
+	for _, k := range r.order {
+		steps = append(steps, r.steps[k])
+	}
+	events, after := r.events, r.after
+	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
+	r.mu.Unlock()
+	for _, s := range steps {
+		s.Generation = r.Generation
+		if err := r.offload(s); err != nil {
+			return err
+		}
+	}
+	done := make(chan error, 1)
+	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token, Finish: run}, func(err error) {
+		if err == nil {
+			for _, fn := range after {
+				fn()
+			}
+		}
+		done <- err
+	})
+	if err := <-done; err != nil {
+		return fmt.Errorf("saving the end of run %s: %w", r.runID, err)
+	}
 	return nil
 }
 
@@ -173,6 +221,7 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		Iteration: rec.Iteration, Attempts: rec.Attempts, Status: string(rec.Status), Params: rec.Params,
 		Output: out, Error: rec.Error, ConfigHash: rec.ConfigHash, Cached: rec.Cached, Pinned: rec.Pinned,
 		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, DurationMS: rec.DurationMS, Tokens: rec.Tokens, CostUSD: rec.CostUSD,
+		ProcessGroup: rec.ProcessGroup,
 	}
 }
 

@@ -20,12 +20,38 @@ type Reuser struct {
 // ForResume reuses every successful step whose config hash matches: same
 // node definition, same resolved parameters, same upstream. Failed steps
 // never count as done.
+//
+// steps may hold several generations of a run (store.StepHistory): what
+// any execution completed counts. A later generation repeats, as cached
+// steps, what an earlier one completed, so for each node and hash the
+// steps of the generation that completed it most often are taken: the
+// same result is never offered twice, and a visit completed only by an
+// execution that was killed is still found.
 func ForResume(steps []*store.Step) *Reuser {
 	r := &Reuser{byHash: map[string][]*store.Step{}, used: map[*store.Step]bool{}}
+	type key struct{ node, hash string }
+	byGen := map[key]map[int][]*store.Step{}
+	var keys []key
 	for _, s := range steps {
-		if s.Status == string(engine.StatusSuccess) && s.ConfigHash != "" {
-			r.byHash[s.ConfigHash] = append(r.byHash[s.ConfigHash], s)
+		if s.Status != string(engine.StatusSuccess) || s.ConfigHash == "" {
+			continue
 		}
+		k := key{s.Node, s.ConfigHash}
+		if byGen[k] == nil {
+			byGen[k] = map[int][]*store.Step{}
+			keys = append(keys, k)
+		}
+		byGen[k][s.Generation] = append(byGen[k][s.Generation], s)
+	}
+	for _, k := range keys {
+		var best []*store.Step
+		bestGen := 0
+		for g, ss := range byGen[k] {
+			if len(ss) > len(best) || (len(ss) == len(best) && g > bestGen) {
+				best, bestGen = ss, g
+			}
+		}
+		r.byHash[k.hash] = append(r.byHash[k.hash], best...)
 	}
 	return r
 }
@@ -38,10 +64,24 @@ func ForPins(steps []*store.Step, pins []string) *Reuser {
 	for _, p := range pins {
 		want[p] = true
 	}
+	// Of several generations (store.StepHistory), the latest record of
+	// each visit counts.
+	type key struct {
+		node  string
+		visit int
+	}
+	latest := map[key]int{}
 	for _, s := range steps {
-		if want[s.Node] && s.Status == string(engine.StatusSuccess) {
-			r.pinned[s.Node] = append(r.pinned[s.Node], s)
+		if !want[s.Node] || s.Status != string(engine.StatusSuccess) {
+			continue
 		}
+		k := key{s.Node, s.Visit}
+		if i, ok := latest[k]; ok {
+			r.pinned[s.Node][i] = s
+			continue
+		}
+		latest[k] = len(r.pinned[s.Node])
+		r.pinned[s.Node] = append(r.pinned[s.Node], s)
 	}
 	return r
 }

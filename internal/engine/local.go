@@ -592,6 +592,7 @@ func (rs *runState) waiting(t *Task) {
 	rs.post(func() {
 		rs.recordStep(StepUpdate{TaskID: t.ID, Node: t.Node.ID, Index: t.Node.Index, Visit: t.Visit, Iteration: t.Iteration,
 			Attempt: t.Attempt, Status: StatusWaiting}, rs.d.Clock.Now(), nil)
+		rs.flush() // waiting is a state others look at: record it now
 	})
 }
 

@@ -19,9 +19,21 @@ type SubRunner interface {
 	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
 }
 
-// ChildFactory prepares the recording of a child run: the CLI gives each
-// child its own run folder.
-type ChildFactory func(w *workflow.Workflow, runID string) (Recorder, func(*Result) error, error)
+// ChildRun is how a child run is recorded: the runner stores each child as
+// a run of its own, with its own folder.
+type ChildRun struct {
+	Recorder Recorder
+	// ArtifactDir returns the artifacts folder of the child's node.
+	ArtifactDir func(nodeID string) string
+	// Reuse answers from an earlier execution of the same child run (the
+	// parent was resumed), like Options.Reuse.
+	Reuse func(ReuseQuery) (Reused, bool)
+	// Finish records the child's result.
+	Finish func(*Result) error
+}
+
+// ChildFactory prepares the recording of a child run.
+type ChildFactory func(w *workflow.Workflow, runID string) (*ChildRun, error)
 
 type subRunner struct {
 	rs   *runState
@@ -82,14 +94,11 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	}
 	var finish func(*Result) error
 	if rs.opts.Child != nil {
-		rec, fin, err := rs.opts.Child(w, childID)
+		cr, err := rs.opts.Child(w, childID)
 		if err != nil {
 			return nil, node.Fail(node.CategoryInternal, "subworkflow_record", err)
 		}
-		opts.Recorder, finish = rec, fin
-		if d, ok := rec.(interface{ ArtifactDir(string) (string, error) }); ok {
-			opts.ArtifactDir = func(id string) string { p, _ := d.ArtifactDir(id); return p }
-		}
+		opts.Recorder, opts.ArtifactDir, opts.Reuse, finish = cr.Recorder, cr.ArtifactDir, cr.Reuse, cr.Finish
 	}
 	rs.waiting(s.task)
 	<-rs.d.slots // give the slot back while the child runs

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/skeinhq/skein/node"
@@ -24,7 +25,44 @@ var (
 	// ErrNewerSchema: the database was written by a newer Skein, whose
 	// schema this binary does not know. Nothing is changed.
 	ErrNewerSchema = errors.New("the database was written by a newer version of skein")
+	// ErrOwned: the run has a live owner (its lease has not expired), so
+	// it cannot be claimed. The error is an *OwnedError.
+	ErrOwned = errors.New("the run is owned by a live process")
+	// ErrLeaseLost: the caller's owner token is no longer the run's (its
+	// lease expired and someone else claimed the run); nothing was written.
+	ErrLeaseLost = errors.New("the run's lease was lost to another owner")
 )
+
+// OwnedError says who owns a run that could not be claimed.
+type OwnedError struct {
+	RunID string
+	Owner Owner
+	// LeaseUntil is when the owner's lease runs out unless renewed.
+	LeaseUntil time.Time
+}
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("run %s is owned by %s (lease until %s)", e.RunID, e.Owner, e.LeaseUntil.Format(time.RFC3339))
+}
+
+// Is makes errors.Is(err, ErrOwned) hold.
+func (e *OwnedError) Is(target error) bool { return target == ErrOwned }
+
+// Owner is the process that runs a run: a CLI process, a server, or a
+// worker. Token is random per claim; the other fields describe the owner
+// to people and let a process on the same host see that the owner died.
+type Owner struct {
+	Host  string
+	PID   int
+	Token string
+}
+
+func (o Owner) String() string {
+	if o.Token == "" {
+		return "nobody"
+	}
+	return fmt.Sprintf("pid %d on %s", o.PID, o.Host)
+}
 
 // Run is one execution of a workflow.
 type Run struct {
@@ -41,8 +79,9 @@ type Run struct {
 	ParentID string
 	// Trigger is the id of the trigger node that fired.
 	Trigger string
-	// Status is a run status: pending, running, waiting, completed,
-	// failed, cancelled (DESIGN §2.7).
+	// Status is a run status as stored: pending, running, waiting,
+	// completed, failed, cancelled (DESIGN §2.7). A running or waiting run
+	// whose lease expired is interrupted; see LeaseExpired.
 	Status     string
 	Inputs     map[string]any
 	Outputs    map[string]any
@@ -51,12 +90,35 @@ type Run struct {
 	FinishedAt *time.Time
 	Tokens     int
 	CostUSD    float64
+
+	// Owner holds the run while it runs; its zero value means nobody.
+	Owner Owner
+	// LeaseUntil is when the owner's lease ends, by the database's clock;
+	// zero when nobody owns the run.
+	LeaseUntil time.Time
+	// LeaseExpired is set on reading: the run has no owner, or its lease
+	// ended, by the database's clock.
+	LeaseExpired bool
+	// LeaseTTL, given to CreateRun with an Owner, is how long the new
+	// lease lasts. It is not stored.
+	LeaseTTL time.Duration
+	// CancelRequested is when someone asked the owner to cancel the run.
+	CancelRequested *time.Time
+	// Generation counts the executions of the run: 1 for the first, one
+	// more for each resume. Steps are recorded per generation, so a resume
+	// never overwrites what an earlier execution recorded.
+	Generation int
 }
 
 // Step is the record of one visit of one node (DESIGN §2.8). A step is
-// keyed by (RunID, Node, Visit); saving it again replaces the record.
+// keyed by (RunID, Generation, Node, Visit); saving it again replaces the
+// record.
 type Step struct {
-	RunID     string
+	RunID string
+	// Generation is the run's execution that recorded the step (0 is
+	// taken as 1).
+	Generation int
+
 	StepOrder int
 	Node      string
 	Type      string
@@ -82,6 +144,10 @@ type Step struct {
 	DurationMS int64
 	Tokens     int
 	CostUSD    float64
+	// ProcessGroup is the process group of a command the running step
+	// started, so a process that outlived a dead owner can be stopped
+	// before the step runs again; 0 when none.
+	ProcessGroup int
 }
 
 // Batch is one run's share of a SaveBatch.
@@ -89,6 +155,14 @@ type Batch struct {
 	RunID  string
 	Steps  []*Step
 	Events []Event
+	// Token, when set, fences the batch: it is written only while the
+	// run's owner token is Token, else SaveBatch fails with ErrLeaseLost
+	// and writes nothing.
+	Token string
+	// Finish, when set, is the run's final record, written in the same
+	// transaction as the steps and events: its status, outputs, error,
+	// finish time and usage. The run's owner and lease are cleared.
+	Finish *Run
 }
 
 // Event is one line of a run's event log. Seq numbers a run's events from
@@ -117,7 +191,11 @@ type WorkflowVersion struct {
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
 type RunFilter struct {
 	Workflow string
-	Status   string
+	// Status is a stored status, or "interrupted": running or waiting
+	// runs whose lease expired.
+	Status string
+	// Parent keeps only the child runs of this run.
+	Parent string
 	// Limit caps the number of runs returned; 0 returns them all.
 	Limit int
 	// Before keeps only runs started strictly before this time; pass the
@@ -135,26 +213,49 @@ type Store interface {
 	// Workflow returns one version of a workflow; version 0 is the latest.
 	Workflow(ctx context.Context, name string, version int) (WorkflowVersion, error)
 
-	// CreateRun stores a new run. An empty Status becomes "pending" and a
-	// zero StartedAt becomes now; both are written back to r. A run id
-	// that exists already gives ErrExists.
+	// CreateRun stores a new run. An empty Status becomes "pending", a
+	// zero StartedAt becomes now and a zero Generation 1; they are written
+	// back to r. A run with an Owner gets a lease of LeaseTTL from now, by
+	// the database's clock. A run id that exists already gives ErrExists.
 	CreateRun(ctx context.Context, r *Run) error
-	// UpdateRun replaces every field of the run r.ID.
+	// UpdateRun replaces the run r.ID's description, status, results and
+	// usage; it leaves its owner, lease, cancel request and generation.
 	UpdateRun(ctx context.Context, r *Run) error
 	Run(ctx context.Context, id string) (*Run, error)
 	// ListRuns returns the runs that match f, newest first.
 	ListRuns(ctx context.Context, f RunFilter) ([]*Run, error)
 
-	// SaveSteps inserts or replaces steps, keyed by (run, node, visit), in
-	// one transaction. The steps' RunID fields are ignored.
+	// ClaimRun makes o the run's owner for ttl and starts its next
+	// generation, atomically: it succeeds only when the run has no owner,
+	// its lease expired (by the database's clock), or its owner token is
+	// takeover (an owner the caller found dead). The run's status becomes
+	// running, its cancel request, error and finish time are cleared. It
+	// returns the claimed run, or an *OwnedError (ErrOwned).
+	ClaimRun(ctx context.Context, id string, o Owner, ttl time.Duration, takeover string) (*Run, error)
+	// RenewLease extends the lease of the owner token for ttl from now and
+	// reports whether a cancel was requested. ErrLeaseLost when token is
+	// not the run's owner any more.
+	RenewLease(ctx context.Context, id, token string, ttl time.Duration) (cancelRequested bool, err error)
+	// RequestCancel asks the run's owner to cancel it; the owner sees it
+	// at its next RenewLease. It returns the run.
+	RequestCancel(ctx context.Context, id string) (*Run, error)
+
+	// SaveSteps inserts or replaces steps, keyed by (run, generation,
+	// node, visit), in one transaction. The steps' RunID fields are
+	// ignored.
 	SaveSteps(ctx context.Context, runID string, steps []*Step) error
-	// Steps returns a run's steps by step order.
+	// Steps returns the steps of the run's latest generation that has
+	// any, by step order.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
-	// DeleteSteps removes a run's steps (resume writes them afresh).
-	DeleteSteps(ctx context.Context, runID string) error
-	// SaveBatch saves the steps (as SaveSteps) and appends the events (as
-	// AppendEvents) of several runs in one transaction, setting the
-	// events' RunID and Seq.
+	// StepHistory returns every step of every generation of the run,
+	// oldest generation first, each by step order. Nothing recorded is
+	// ever deleted but with its run.
+	StepHistory(ctx context.Context, runID string) ([]*Step, error)
+	// SaveBatch saves the steps (as SaveSteps), appends the events (as
+	// AppendEvents) and writes the final run records of several runs in
+	// one transaction, setting the events' RunID and Seq. A batch whose
+	// Token is not its run's owner token fails the whole transaction with
+	// ErrLeaseLost.
 	SaveBatch(ctx context.Context, batches []Batch) error
 
 	// AppendEvents adds events to the run's log, numbering them after the
@@ -169,10 +270,12 @@ type Store interface {
 	Checkpoint(ctx context.Context, runID string) ([]byte, error)
 
 	// DeleteRuns deletes the runs started before the given time, with
-	// their steps, events and checkpoints, whatever their status. It
+	// their steps, events, checkpoints and child runs (whenever those
+	// started), except runs with a live lease and the runs under them. It
 	// returns the deleted runs, oldest first, so the caller can remove
-	// their folders.
-	DeleteRuns(ctx context.Context, before time.Time) ([]*Run, error)
+	// their folders. With dryRun it deletes nothing and returns what it
+	// would delete.
+	DeleteRuns(ctx context.Context, before time.Time, dryRun bool) ([]*Run, error)
 	// Compact gives the space of deleted rows back to the file system.
 	Compact(ctx context.Context) error
 	Close() error

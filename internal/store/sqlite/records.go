@@ -40,15 +40,16 @@ func stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 	return args, nil
 }
 
-const upsertStep = `INSERT INTO steps (run_id, node, visit, ` + stepCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (run_id, node, visit) DO UPDATE SET
+const upsertStep = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (run_id, generation, node, visit) DO UPDATE SET
 				step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
 				attempts = excluded.attempts, status = excluded.status, params = excluded.params,
 				output = excluded.output, output_ref = excluded.output_ref, error = excluded.error,
 				config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
 				started_at = excluded.started_at, finished_at = excluded.finished_at,
-				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd`
+				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
+				process_group = excluded.process_group`
 
 func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error {
 	stmt := tx.StmtContext(ctx, s.upsertStepSt)
@@ -64,10 +65,12 @@ func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error
 // transaction: the group commit of the durable recorder.
 func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 	type prepared struct {
-		runID string
-		steps [][]any
-		data  [][]byte
-		evs   []store.Event
+		runID  string
+		token  string
+		steps  [][]any
+		data   [][]byte
+		evs    []store.Event
+		finish []any
 	}
 	ps := make([]prepared, 0, len(batches))
 	for _, b := range batches {
@@ -79,17 +82,21 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 		if err != nil {
 			return fmt.Errorf("appending events to run %s: %w", b.RunID, err)
 		}
-		ps = append(ps, prepared{b.RunID, args, data, b.Events})
+		p := prepared{runID: b.RunID, token: b.Token, steps: args, data: data, evs: b.Events}
+		if b.Finish != nil {
+			if p.finish, err = finishArgs(b.Finish); err != nil {
+				return fmt.Errorf("finishing run %s: %w", b.RunID, err)
+			}
+		}
+		ps = append(ps, p)
 	}
 	lasts := make([]int64, len(ps))
 	err := s.writeHot(ctx, "saving a batch of steps and events", func(tx *sql.Tx) error {
 		for i, p := range ps {
+			if err := s.fenceTx(ctx, tx, p.runID, p.token); err != nil {
+				return err
+			}
 			if len(p.steps) > 0 {
-				if len(p.evs) == 0 {
-					if err := s.runExistsTx(ctx, tx, p.runID); err != nil {
-						return err
-					}
-				}
 				if err := s.saveStepsTx(ctx, tx, p.steps); err != nil {
 					return err
 				}
@@ -100,6 +107,11 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 					return err
 				}
 				lasts[i] = last
+			}
+			if p.finish != nil {
+				if _, err := tx.ExecContext(ctx, finishRun, append(p.finish, p.runID)...); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -118,7 +130,7 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 
 // stepCols are the columns of a step after its key, in stepArgs' order.
 const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
-	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd`
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group`
 
 func stepArgs(runID string, st *store.Step) ([]any, error) {
 	params, err := store.EncodeMap(st.Params)
@@ -133,16 +145,32 @@ func stepArgs(runID string, st *store.Step) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the error: %w", err)
 	}
-	return []any{runID, st.Node, st.Visit,
+	gen := st.Generation
+	if gen <= 0 {
+		gen = 1
+	}
+	return []any{runID, gen, st.Node, st.Visit,
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, text(params), text(output), st.OutputRef, text(stepErr),
-		st.ConfigHash, st.Cached, st.Pinned, microsPtr(st.StartedAt), microsPtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD}, nil
+		st.ConfigHash, st.Cached, st.Pinned, microsPtr(st.StartedAt), microsPtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
+		st.ProcessGroup}, nil
 }
 
-// Steps returns a run's steps by step order.
+// Steps returns the steps of the run's latest generation, by step order.
 func (s *Store) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	return s.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = ?1 AND generation = (SELECT MAX(generation) FROM steps WHERE run_id = ?1)
+		ORDER BY step_order, node, visit`)
+}
+
+// StepHistory returns the steps of every generation of the run.
+func (s *Store) StepHistory(ctx context.Context, runID string) ([]*store.Step, error) {
+	return s.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = ?1 ORDER BY generation, step_order, node, visit`)
+}
+
+func (s *Store) steps(ctx context.Context, runID, q string) ([]*store.Step, error) {
 	op := fmt.Sprintf("reading the steps of run %s", runID)
-	rows, err := s.r.QueryContext(ctx, `SELECT run_id, node, visit, `+stepCols+` FROM steps
-		WHERE run_id = ? ORDER BY step_order, node, visit`, runID)
+	rows, err := s.r.QueryContext(ctx, q, runID)
 	if err != nil {
 		return nil, s.failed(op, err)
 	}
@@ -170,9 +198,10 @@ func scanStep(sc scanner) (*store.Step, error) {
 	var st store.Step
 	var params, output, stepErr []byte
 	var started, finished sql.NullInt64
-	if err := sc.Scan(&st.RunID, &st.Node, &st.Visit,
+	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
 		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
-		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD); err != nil {
+		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
+		&st.ProcessGroup); err != nil {
 		return nil, err
 	}
 	var err error
@@ -235,12 +264,37 @@ const (
 )
 
 func (s *Store) runExistsTx(ctx context.Context, tx *sql.Tx, id string) error {
-	var one int
-	err := tx.StmtContext(ctx, s.runExistsSt).QueryRowContext(ctx, id).Scan(&one)
+	return s.fenceTx(ctx, tx, id, "")
+}
+
+// fenceTx checks that the run exists and, when token is set, that token
+// is its owner's.
+func (s *Store) fenceTx(ctx context.Context, tx *sql.Tx, id, token string) error {
+	var owner string
+	err := tx.StmtContext(ctx, s.runExistsSt).QueryRowContext(ctx, id).Scan(&owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
+	if err == nil && token != "" && owner != token {
+		return fmt.Errorf("run %s: %w", id, store.ErrLeaseLost)
+	}
 	return err
+}
+
+// finishRun writes a run's final record and releases its lease.
+const finishRun = `UPDATE runs SET status = ?, outputs = ?, error = ?, finished_at = ?, tokens = ?, cost_usd = ?,
+	owner_host = '', owner_pid = 0, owner_token = '', lease_until = 0 WHERE id = ?`
+
+func finishArgs(r *store.Run) ([]any, error) {
+	outputs, err := store.EncodeMap(r.Outputs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the outputs: %w", err)
+	}
+	runErr, err := store.EncodeError(r.Error)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	return []any{r.Status, text(outputs), text(runErr), microsPtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
 }
 
 func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, runID string, events []store.Event, data [][]byte) (int64, error) {
@@ -319,21 +373,6 @@ func (s *Store) SaveCheckpoint(ctx context.Context, runID string, data []byte) e
 			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
 		}
 		return nil
-	})
-}
-
-// DeleteSteps removes a run's steps.
-func (s *Store) DeleteSteps(ctx context.Context, runID string) error {
-	return s.write(ctx, "deleting the steps of run "+runID, func(tx *sql.Tx) error {
-		var one int
-		if err := tx.QueryRowContext(ctx, `SELECT 1 FROM runs WHERE id = ?`, runID).Scan(&one); err != nil {
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-			}
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM steps WHERE run_id = ?`, runID)
-		return err
 	})
 }
 

@@ -93,24 +93,106 @@ func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = now()
 	}
+	if r.Generation <= 0 {
+		r.Generation = 1
+	}
 	args, err := runArgs(r)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
+	args = append(args, r.Owner.Host, r.Owner.PID, r.Owner.Token, r.Generation)
+	lease := "0"
+	if r.Owner.Token != "" {
+		lease = dbNow + " + ?"
+		args = append(args, r.LeaseTTL.Microseconds())
+	}
 	return s.write(ctx, op, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO runs (id, `+runCols+`)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-			ON CONFLICT (id) DO NOTHING`, append([]any{r.ID}, args...)...)
+		var until int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO runs (id, `+runCols+`, owner_host, owner_pid, owner_token, generation, lease_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+lease+`)
+			ON CONFLICT (id) DO NOTHING RETURNING lease_until`, append([]any{r.ID}, args...)...).Scan(&until)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		}
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return err
-		} else if n == 0 {
-			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		if until > 0 {
+			r.LeaseUntil = fromMicros(until)
 		}
 		return nil
 	})
+}
+
+// dbNow is the database's clock in microseconds: leases are timed by it,
+// so the processes that share a database agree on who holds what.
+const dbNow = `CAST(unixepoch('subsec') * 1000000 AS INTEGER)`
+
+// ClaimRun makes o the owner of a run without a live owner.
+func (s *Store) ClaimRun(ctx context.Context, id string, o store.Owner, ttl time.Duration, takeover string) (*store.Run, error) {
+	if o.Token == "" {
+		return nil, fmt.Errorf("claiming run %s: the owner has no token", id)
+	}
+	var claimed *store.Run
+	err := s.write(ctx, "claiming run "+id, func(tx *sql.Tx) error {
+		r, err := scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner_host = ?, owner_pid = ?, owner_token = ?,
+				lease_until = `+dbNow+` + ?, generation = generation + 1, status = 'running',
+				cancel_requested_at = NULL, finished_at = NULL, error = NULL
+			WHERE id = ? AND (owner_token = '' OR lease_until < `+dbNow+` OR (? <> '' AND owner_token = ?))
+			RETURNING id, `+readCols, o.Host, o.PID, o.Token, ttl.Microseconds(), id, takeover, takeover))
+		if err == nil {
+			claimed = r
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		cur, err := scanRun(tx.QueryRowContext(ctx, `SELECT id, `+readCols+` FROM runs WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		return &store.OwnedError{RunID: id, Owner: cur.Owner, LeaseUntil: cur.LeaseUntil}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return claimed, nil
+}
+
+// RenewLease extends the lease of token and reports a cancel request.
+func (s *Store) RenewLease(ctx context.Context, id, token string, ttl time.Duration) (bool, error) {
+	var cancel sql.NullInt64
+	err := s.write(ctx, "renewing the lease of run "+id, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `UPDATE runs SET lease_until = `+dbNow+` + ?
+			WHERE id = ? AND owner_token = ? AND ? <> '' RETURNING cancel_requested_at`,
+			ttl.Microseconds(), id, token, token).Scan(&cancel)
+		if errors.Is(err, sql.ErrNoRows) {
+			if err := runExists(ctx, tx, id); err != nil {
+				return err
+			}
+			return fmt.Errorf("run %s: %w", id, store.ErrLeaseLost)
+		}
+		return err
+	})
+	return cancel.Valid, err
+}
+
+// RequestCancel records a cancel request for the run's owner.
+func (s *Store) RequestCancel(ctx context.Context, id string) (*store.Run, error) {
+	var r *store.Run
+	err := s.write(ctx, "requesting the cancel of run "+id, func(tx *sql.Tx) error {
+		var err error
+		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?)
+			WHERE id = ? RETURNING id, `+readCols, micros(now()), id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		return err
+	})
+	return r, err
 }
 
 // UpdateRun replaces the fields of the run r.ID.
@@ -145,6 +227,11 @@ func (s *Store) UpdateRun(ctx context.Context, r *store.Run) error {
 const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node, status,
 	inputs, outputs, error, started_at, finished_at, tokens, cost_usd`
 
+// readCols are what scanRun reads after the id: runCols, the owner, the
+// lease and whether it expired by the database's clock.
+const readCols = runCols + `, owner_host, owner_pid, owner_token, lease_until,
+	(owner_token = '' OR lease_until < ` + dbNow + `), cancel_requested_at, generation`
+
 func runArgs(r *store.Run) ([]any, error) {
 	inputs, err := store.EncodeMap(r.Inputs)
 	if err != nil {
@@ -164,7 +251,7 @@ func runArgs(r *store.Run) ([]any, error) {
 
 // Run returns the run id.
 func (s *Store) Run(ctx context.Context, id string) (*store.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT id, `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT id, `+readCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
@@ -181,13 +268,20 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	if f.Workflow != "" {
 		where, args = append(where, "workflow = ?"), append(args, f.Workflow)
 	}
-	if f.Status != "" {
+	switch f.Status {
+	case "":
+	case "interrupted":
+		where = append(where, "status IN ('running', 'waiting', 'pending') AND (owner_token = '' OR lease_until < "+dbNow+")")
+	default:
 		where, args = append(where, "status = ?"), append(args, f.Status)
+	}
+	if f.Parent != "" {
+		where, args = append(where, "parent_id = ?"), append(args, f.Parent)
 	}
 	if !f.Before.IsZero() {
 		where, args = append(where, "started_at < ?"), append(args, micros(f.Before))
 	}
-	q := `SELECT id, ` + runCols + ` FROM runs`
+	q := `SELECT id, ` + readCols + ` FROM runs`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
@@ -207,12 +301,29 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	return runs, nil
 }
 
-// DeleteRuns deletes the runs started before the given time, with their
-// steps, events and checkpoints, and returns them oldest first.
-func (s *Store) DeleteRuns(ctx context.Context, before time.Time) ([]*store.Run, error) {
+// DeleteRuns deletes the runs started before the given time and their
+// child runs, keeping those with a live lease and what is under them, and
+// returns them oldest first.
+func (s *Store) DeleteRuns(ctx context.Context, before time.Time, dryRun bool) ([]*store.Run, error) {
 	var runs []*store.Run
+	// doomed: the old top-level runs and, recursively, their children;
+	// live: runs with a live lease and, recursively, their parents, which
+	// are kept so a live child is never orphaned.
+	const doomed = `WITH RECURSIVE
+		live(id, parent_id) AS (
+			SELECT id, parent_id FROM runs WHERE owner_token <> '' AND lease_until >= ` + dbNow + `
+			UNION SELECT r.id, r.parent_id FROM runs r JOIN live ON r.id = live.parent_id),
+		old(id) AS (
+			SELECT id FROM runs WHERE started_at < ? AND (parent_id = '' OR parent_id NOT IN (SELECT id FROM runs))
+				AND id NOT IN (SELECT id FROM live)
+			UNION SELECT r.id FROM runs r JOIN old ON r.parent_id = old.id WHERE r.id NOT IN (SELECT id FROM live))
+		SELECT id FROM old`
 	err := s.write(ctx, "deleting old runs", func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `DELETE FROM runs WHERE started_at < ? RETURNING id, `+runCols, micros(before))
+		q := `DELETE FROM runs WHERE id IN (` + doomed + `) RETURNING id, ` + readCols
+		if dryRun {
+			q = `SELECT id, ` + readCols + ` FROM runs WHERE id IN (` + doomed + `)`
+		}
+		rows, err := tx.QueryContext(ctx, q, micros(before))
 		if err != nil {
 			return err
 		}
@@ -252,12 +363,17 @@ func scanRuns(rows *sql.Rows) ([]*store.Run, error) {
 func scanRun(sc scanner) (*store.Run, error) {
 	var r store.Run
 	var inputs, outputs, runErr []byte
-	var started int64
-	var finished sql.NullInt64
+	var started, lease int64
+	var finished, cancel sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
-		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD); err != nil {
+		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD,
+		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation); err != nil {
 		return nil, err
 	}
+	if lease > 0 {
+		r.LeaseUntil = fromMicros(lease)
+	}
+	r.CancelRequested = fromMicrosPtr(cancel)
 	var err error
 	if r.Inputs, err = store.DecodeMap(inputs); err != nil {
 		return nil, fmt.Errorf("run %s: decoding the inputs: %w", r.ID, err)

@@ -63,7 +63,7 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.upsertStepSt = prep(upsertStep)
 		s.bumpSeqSt = prep(bumpSeq)
 		s.insertEvSt = prep(insertEvent)
-		s.runExistsSt = prep(`SELECT 1 FROM runs WHERE id = ?`)
+		s.runExistsSt = prep(`SELECT owner_token FROM runs WHERE id = ?`)
 	})
 	return s.prepErr
 }

@@ -162,6 +162,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				Error: &node.Error{Code: "http_status", Category: "http", Message: "GET returned 503",
 					Details: map[string]any{"status": 503, "body": "busy"}},
 				StartedAt: base, FinishedAt: &finished, Tokens: 1200, CostUSD: 0.0125,
+				Generation: 1, LeaseExpired: true,
 			}
 			require.NoError(t, b.s.CreateRun(b.ctx, clone(want)))
 
@@ -320,7 +321,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			require.NoError(t, err)
 			require.Len(t, steps, 1, "saving (run, node, visit) again replaces the step")
 			want := *step
-			want.RunID = "r1"
+			want.RunID, want.Generation = "r1", 1
 			require.Equal(t, &want, steps[0])
 		})
 
@@ -352,7 +353,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 			started, finished := base, base.Add(1500*time.Millisecond)
 			want := &store.Step{
-				RunID: "r1", StepOrder: 1, Node: "agent", Type: "agent", Visit: 2, Iteration: 1, Attempts: 3,
+				RunID: "r1", Generation: 1, StepOrder: 1, Node: "agent", Type: "agent", Visit: 2, Iteration: 1, Attempts: 3,
 				Status: "failed",
 				Params: map[string]any{"prompt": "<b>Say</b> \"hi\" & bye — ✓", "max_tool_calls": 5,
 					"tools": []any{"fs.read", map[string]any{"name": "web", "weight": 0.5}}},
@@ -429,25 +430,34 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			require.Empty(t, steps)
 		})
 
-		t.Run("DeleteSteps", func(t *testing.T) {
+		t.Run("GenerationsAreKeptApart", func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			createRun(t, b.s, "r1", "w", base)
-			createRun(t, b.s, "r2", "w", base)
-			for _, id := range []string{"r1", "r2"} {
-				require.NoError(t, b.s.SaveSteps(b.ctx, id, []*store.Step{
-					{StepOrder: 1, Node: "a", Visit: 1, Status: "success"},
-					{StepOrder: 2, Node: "b", Visit: 1, Status: "failed"},
-				}))
-			}
-			require.NoError(t, b.s.DeleteSteps(b.ctx, "r1"))
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+				{StepOrder: 1, Node: "a", Visit: 1, Status: "success", ConfigHash: "ha"},
+				{StepOrder: 2, Node: "b", Visit: 1, Status: "running", ProcessGroup: 4242},
+			}))
+			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+				{Generation: 2, StepOrder: 1, Node: "a", Visit: 1, Status: "running"},
+			}))
+
 			steps, err := b.s.Steps(b.ctx, "r1")
 			require.NoError(t, err)
-			require.Empty(t, steps, "r1's steps are gone")
-			steps, err = b.s.Steps(b.ctx, "r2")
+			require.Len(t, steps, 1, "Steps shows the latest generation")
+			require.Equal(t, 2, steps[0].Generation)
+			require.Equal(t, "running", steps[0].Status)
+
+			hist, err := b.s.StepHistory(b.ctx, "r1")
 			require.NoError(t, err)
-			require.Len(t, steps, 2, "other runs keep theirs")
-			require.ErrorIs(t, b.s.DeleteSteps(b.ctx, "nope"), store.ErrNotFound)
+			require.Len(t, hist, 3, "a later generation overwrites nothing of an earlier one")
+			require.Equal(t, []int{1, 1, 2}, []int{hist[0].Generation, hist[1].Generation, hist[2].Generation})
+			require.Equal(t, "success", hist[0].Status)
+			require.Equal(t, "ha", hist[0].ConfigHash)
+			require.Equal(t, 4242, hist[1].ProcessGroup, "a running step's process group round-trips")
+
+			_, err = b.s.StepHistory(b.ctx, "nope")
+			require.ErrorIs(t, err, store.ErrNotFound)
 		})
 	})
 
@@ -629,7 +639,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 				require.NoError(t, b.s.SaveCheckpoint(b.ctx, id, []byte("cp")))
 			}
 
-			deleted, err := b.s.DeleteRuns(b.ctx, cutoff)
+			deleted, err := b.s.DeleteRuns(b.ctx, cutoff, false)
 			require.NoError(t, err)
 			require.Equal(t, old, deleted, "the deleted runs come back whole, oldest first")
 
@@ -665,7 +675,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			createRun(t, b.s, "r1", "w", base)
 			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
 			require.NoError(t, b.s.AppendEvents(b.ctx, "r1", []store.Event{{Time: base, Type: "a"}, {Time: base, Type: "b"}}))
-			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Second))
+			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Second), false)
 			require.NoError(t, err)
 
 			createRun(t, b.s, "r1", "w", base)
@@ -682,7 +692,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			b := setup(t)
 			createRun(t, b.s, "r1", "w", base)
 
-			deleted, err := b.s.DeleteRuns(b.ctx, base)
+			deleted, err := b.s.DeleteRuns(b.ctx, base, false)
 			require.NoError(t, err)
 			require.Empty(t, deleted, "a run started exactly at the time stays")
 		})
@@ -694,7 +704,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			createRun(t, b.s, "new", "w", base.Add(time.Hour))
 			require.NoError(t, b.s.AppendEvents(b.ctx, "new", []store.Event{{Time: base, Type: "a"}}))
 
-			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Minute))
+			_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Minute), false)
 			require.NoError(t, err)
 			require.NoError(t, b.s.Compact(b.ctx))
 
@@ -704,6 +714,161 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			evs, err := b.s.Events(b.ctx, "new", 0, 0)
 			require.NoError(t, err)
 			require.Len(t, evs, 1)
+		})
+	})
+
+	t.Run("Leases", func(t *testing.T) {
+		t.Parallel()
+		owner := func(tok string) store.Owner { return store.Owner{Host: "h1", PID: 100, Token: tok} }
+
+		t.Run("CreateWithOwnerHoldsALease", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			r := &store.Run{ID: "r1", Workflow: "w", Status: "running", StartedAt: base, Owner: owner("t1"), LeaseTTL: time.Hour}
+			require.NoError(t, b.s.CreateRun(b.ctx, r))
+			require.Equal(t, 1, r.Generation)
+			require.WithinDuration(t, time.Now().Add(time.Hour), r.LeaseUntil, time.Minute, "the lease runs from the database's now")
+
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, owner("t1"), got.Owner)
+			require.False(t, got.LeaseExpired)
+			require.Equal(t, r.LeaseUntil, got.LeaseUntil)
+
+			_, err = b.s.ClaimRun(b.ctx, "r1", owner("t2"), time.Hour, "")
+			require.ErrorIs(t, err, store.ErrOwned, "a live lease cannot be claimed")
+			var oe *store.OwnedError
+			require.ErrorAs(t, err, &oe)
+			require.Equal(t, owner("t1"), oe.Owner, "the refusal names the owner")
+
+			c, err := b.s.ClaimRun(b.ctx, "r1", owner("t2"), time.Hour, "t1")
+			require.NoError(t, err, "the caller that found t1 dead takes over")
+			require.Equal(t, owner("t2"), c.Owner)
+			require.Equal(t, 2, c.Generation, "a claim starts the next generation")
+		})
+
+		t.Run("AnExpiredLeaseIsInterruptedAndClaimedOnce", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running", StartedAt: base,
+				Owner: owner("t1"), LeaseTTL: -time.Second}))
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.True(t, got.LeaseExpired)
+			runs, err := b.s.ListRuns(b.ctx, store.RunFilter{Status: "interrupted"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"r1"}, runIDs(runs))
+
+			const n = 8
+			var wg sync.WaitGroup
+			errs := make([]error, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					_, errs[i] = b.s.ClaimRun(b.ctx, "r1", owner(fmt.Sprint("c", i)), time.Hour, "")
+				}(i)
+			}
+			wg.Wait()
+			won := 0
+			for _, err := range errs {
+				if err == nil {
+					won++
+				} else {
+					require.ErrorIs(t, err, store.ErrOwned)
+				}
+			}
+			require.Equal(t, 1, won, "exactly one of the claims at once proceeds")
+			runs, err = b.s.ListRuns(b.ctx, store.RunFilter{Status: "interrupted"})
+			require.NoError(t, err)
+			require.Empty(t, runs)
+		})
+
+		t.Run("RenewAndCancel", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running", StartedAt: base,
+				Owner: owner("t1"), LeaseTTL: time.Second}))
+			cancel, err := b.s.RenewLease(b.ctx, "r1", "t1", time.Hour)
+			require.NoError(t, err)
+			require.False(t, cancel)
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.WithinDuration(t, time.Now().Add(time.Hour), got.LeaseUntil, time.Minute)
+
+			r, err := b.s.RequestCancel(b.ctx, "r1")
+			require.NoError(t, err)
+			require.NotNil(t, r.CancelRequested)
+			cancel, err = b.s.RenewLease(b.ctx, "r1", "t1", time.Hour)
+			require.NoError(t, err)
+			require.True(t, cancel, "the owner sees the cancel request")
+
+			_, err = b.s.RenewLease(b.ctx, "r1", "other", time.Hour)
+			require.ErrorIs(t, err, store.ErrLeaseLost)
+			_, err = b.s.RenewLease(b.ctx, "nope", "t1", time.Hour)
+			require.ErrorIs(t, err, store.ErrNotFound)
+			_, err = b.s.RequestCancel(b.ctx, "nope")
+			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+
+		t.Run("FencedBatchAndFinishCommitTogether", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running", StartedAt: base,
+				Owner: owner("t1"), LeaseTTL: time.Hour}))
+			err := b.s.SaveBatch(b.ctx, []store.Batch{{RunID: "r1", Token: "stale",
+				Steps:  []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}},
+				Events: []store.Event{{Time: base, Type: "x"}}}})
+			require.ErrorIs(t, err, store.ErrLeaseLost)
+			steps, err := b.s.Steps(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Empty(t, steps, "a stale owner writes nothing")
+
+			fin := base.Add(time.Minute)
+			require.NoError(t, b.s.SaveBatch(b.ctx, []store.Batch{{RunID: "r1", Token: "t1",
+				Steps:  []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}},
+				Finish: &store.Run{Status: "completed", Outputs: map[string]any{"x": 1}, FinishedAt: &fin, Tokens: 7}}}))
+			got, err := b.s.Run(b.ctx, "r1")
+			require.NoError(t, err)
+			require.Equal(t, "completed", got.Status)
+			require.Equal(t, map[string]any{"x": 1}, got.Outputs)
+			require.Equal(t, 7, got.Tokens)
+			require.Equal(t, store.Owner{}, got.Owner, "finishing releases the run")
+			require.True(t, got.LeaseExpired)
+
+			c, err := b.s.ClaimRun(b.ctx, "r1", owner("t2"), time.Hour, "")
+			require.NoError(t, err, "a finished run can be claimed")
+			require.Equal(t, "running", c.Status)
+			require.Nil(t, c.FinishedAt)
+		})
+
+		t.Run("PruneSparesLiveRunsAndTakesChildren", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "live", Workflow: "w", Status: "running", StartedAt: base,
+				Owner: owner("t1"), LeaseTTL: time.Hour}))
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "livechild", ParentID: "live", Workflow: "c", Status: "completed", StartedAt: base}))
+			createRun(t, b.s, "old", "w", base)
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: "old.sub1", ParentID: "old", Workflow: "c", Status: "completed",
+				StartedAt: base.Add(2 * time.Hour)}))
+			createRun(t, b.s, "new", "w", base.Add(2*time.Hour))
+
+			cutoff := base.Add(time.Hour)
+			would, err := b.s.DeleteRuns(b.ctx, cutoff, true)
+			require.NoError(t, err)
+			require.Equal(t, []string{"old", "old.sub1"}, runIDs(would), "a child goes with its parent, a live run stays")
+			_, err = b.s.Run(b.ctx, "old")
+			require.NoError(t, err, "a dry run deletes nothing")
+
+			gone, err := b.s.DeleteRuns(b.ctx, cutoff, false)
+			require.NoError(t, err)
+			require.Equal(t, runIDs(would), runIDs(gone))
+			runs, err := b.s.ListRuns(b.ctx, store.RunFilter{})
+			require.NoError(t, err)
+			require.ElementsMatch(t, []string{"live", "livechild", "new"}, runIDs(runs))
+			kids, err := b.s.ListRuns(b.ctx, store.RunFilter{Parent: "live"})
+			require.NoError(t, err)
+			require.Equal(t, []string{"livechild"}, runIDs(kids))
 		})
 	})
 
@@ -731,6 +896,7 @@ func createRun(t *testing.T, s store.Store, id, workflow string, started time.Ti
 	t.Helper()
 	r := &store.Run{ID: id, Workflow: workflow, Status: "running", StartedAt: started}
 	require.NoError(t, s.CreateRun(t.Context(), r), "creating run %s", id)
+	r.LeaseExpired = true // it has no owner: it reads back so
 	return r
 }
 

@@ -1,15 +1,12 @@
-package cli
+package runner
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
@@ -19,17 +16,17 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// judgeFor returns the judge of a workflow's checks: its judge model, else
-// vision, else default, else the environment's (SKEIN_LLM_*).
-var judgeFor = func(w *workflow.Workflow) check.Judge {
-	m := llmkind.NewModels(w, os.LookupEnv)
+// defaultJudge returns the judge of a workflow's checks: its judge model,
+// else vision, else default, else the environment's (SKEIN_LLM_*).
+func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool)) check.Judge {
+	m := llmkind.NewModels(w, lookupEnv)
 	m.Render = secretRenderer(nil)
 	return &llmkind.Judge{Models: m}
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files; it returns nil when the workflow has no checks.
-func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string) (*check.RunVerdict, error) {
+func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, judge check.Judge) (*check.RunVerdict, error) {
 	if !hasChecks(w) {
 		return nil, nil
 	}
@@ -41,7 +38,7 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
 			return append(files, jpgs...)
 		},
-		Judge: judgeFor(w),
+		Judge: judge,
 	})
 	if err := check.Write(dir, v); err != nil {
 		return v, err
@@ -112,89 +109,4 @@ func resultFromStore(run *store.Run, steps []*store.Step) *engine.Result {
 		})
 	}
 	return res
-}
-
-func checkCmd(e *env) *cobra.Command {
-	var dir, output string
-	cmd := &cobra.Command{
-		Use:   "check RUN_ID",
-		Short: "Run the evaluation pass of a recorded run again (checks and expect:)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			st, err := openStore(dir)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			run, err := findRun(ctx, st, args[0])
-			if err != nil {
-				return err
-			}
-			steps, err := st.Steps(ctx, run.ID)
-			if err != nil {
-				return exit(ExitFailed, err)
-			}
-			w, err := runWorkflowFile(e, run, "")
-			if err != nil {
-				return err
-			}
-			v, err := verify(ctx, w, resultFromStore(run, steps), run.Dir)
-			if err != nil {
-				return exit(ExitFailed, err)
-			}
-			if v == nil {
-				fmt.Fprintln(e.stdout, "the workflow has no checks")
-				return nil
-			}
-			if output == "json" {
-				writeJSON(e.stdout, v)
-			} else {
-				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
-				fmt.Fprint(e.stdout, check.Details(v))
-			}
-			if v.Status == check.StatusFailed {
-				return exit(ExitChecks, nil)
-			}
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	return cmd
-}
-
-// verdictCmd is `skein runs verdict RUN_ID`.
-func verdictCmd(e *env, dir *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "verdict RUN_ID",
-		Short: "Show a run's verdict, check by check",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, err := openStore(*dir)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			run, err := findRun(cmd.Context(), st, args[0])
-			if err != nil {
-				return err
-			}
-			data, err := os.ReadFile(filepath.Join(run.Dir, check.VerdictFile))
-			if os.IsNotExist(err) {
-				fmt.Fprintf(e.stdout, "run %s has no verdict (its workflow has no checks; `skein check %s` evaluates them)\n", run.ID, run.ID)
-				return nil
-			}
-			if err != nil {
-				return exit(ExitFailed, err)
-			}
-			var v check.RunVerdict
-			if err := json.Unmarshal(data, &v); err != nil {
-				return exit(ExitFailed, fmt.Errorf("reading %s: %w", filepath.Join(run.Dir, check.VerdictFile), err))
-			}
-			fmt.Fprintln(e.stdout, check.Bar(&v, isTerminal(e.stdout)))
-			fmt.Fprint(e.stdout, check.Details(&v))
-			return nil
-		},
-	}
 }

@@ -1,45 +1,22 @@
-package cli
+package runner
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/repair"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
-
-// repairFlags are skein run's --auto-repair and --no-update.
-type repairFlags struct {
-	on       bool
-	noUpdate bool
-}
-
-func (r *repairFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.BoolVar(&r.on, "auto-repair", false, "on a validation error or a repairable node error, ask the repair model for a corrected workflow, show its diff and resume from the checkpoint (at most 3 attempts per phase); a repaired run that completes replaces FILE, keeping FILE.backup")
-	fl.BoolVar(&r.noUpdate, "no-update", false, "with --auto-repair: leave FILE as it is and keep the repaired workflow in <name>.repaired.yaml beside it")
-}
-
-func (r *repairFlags) check() error {
-	if r.noUpdate && !r.on {
-		return usagef("--no-update goes with --auto-repair")
-	}
-	return nil
-}
 
 // maxRepairAttempts is how many workflows the repair model is asked for in
 // each phase (validation, runtime); a reply that does not validate counts.
@@ -48,22 +25,49 @@ const maxRepairAttempts = 3
 // repairModelFor returns the repair model of a workflow (w may be nil): its
 // llm.repair, else vision, else default, else the environment's
 // (SKEIN_LLM_*).
-func repairModelFor(w *workflow.Workflow, secrets map[string]string) (llm.Provider, string, error) {
-	m := llmkind.NewModels(w, os.LookupEnv)
+func repairModelFor(w *workflow.Workflow, secrets map[string]string, lookupEnv func(string) (string, bool)) (llm.Provider, string, error) {
+	m := llmkind.NewModels(w, lookupEnv)
 	m.Render = secretRenderer(secrets)
 	return m.Get("repair")
 }
 
-// repairing is one `skein run --auto-repair`: the workflow as it is now, the
+// RepairRequest runs a workflow with --auto-repair: a validation error or
+// a repairable runtime error goes to the repair model, whose corrected
+// workflow is validated, shown as a diff (Observer.Note) and run, resuming
+// from the checkpoint.
+type RepairRequest struct {
+	File string
+	// Inputs resolves the run's inputs against the workflow as it is once
+	// it validates (a repair may change it).
+	Inputs  func(w *workflow.Workflow) (map[string]any, error)
+	Trigger string
+	// NoUpdate leaves File as it is and keeps the repaired workflow in
+	// <name>.repaired.yaml beside it.
+	NoUpdate bool
+	Options
+}
+
+// RepairReport is what the repair loop did, for the JSON result.
+type RepairReport struct {
+	// Workflow is the repaired workflow's text, when one was used.
+	Workflow []byte
+	Attempts []RepairAttempt  `json:"attempts"`
+	Diff     []repair.Change  `json:"diff"`
+	Changes  []string         `json:"changes"`
+	File     string           `json:"file"`
+	Backup   string           `json:"backup"`
+	Stopped  string           `json:"stopped"`
+	Tokens   int              `json:"tokens"`
+	CostUSD  float64          `json:"cost_usd"`
+	Warnings []repair.Warning `json:"-"`
+}
+
+// repairing is one run with --auto-repair: the workflow as it is now, the
 // attempts made, and what is reported at the end.
 type repairing struct {
-	e        *env
-	f        *execFlags
-	noUpdate bool
-	// notes is where repair lines go: stdout with the progress, stderr
-	// when stdout carries JSON.
-	notes io.Writer
-	color bool
+	r   *Runner
+	req RepairRequest
+	obs Observer
 
 	file  string // the workflow file as given
 	work  string // where repaired versions are written, beside file
@@ -77,7 +81,7 @@ type repairing struct {
 	attempts map[repair.Phase]int
 	seen     map[string]bool // signatures of the problems met so far
 	earlier  []string        // the changes made so far, one per line
-	log      []repairAttempt
+	log      []RepairAttempt
 	warnings []repair.Warning
 	stopped  string
 	tokens   int
@@ -89,13 +93,12 @@ type repairing struct {
 	modelErr  error
 
 	// Set by each execution.
-	last   *engine.Result
+	last   *Result
 	assess repair.Assessment
-	out    bytes.Buffer // the JSON an execution printed
 }
 
-// repairAttempt is one answer of the repair model, for the JSON output.
-type repairAttempt struct {
+// RepairAttempt is one answer of the repair model.
+type RepairAttempt struct {
 	Phase       repair.Phase     `json:"phase"`
 	Attempt     int              `json:"attempt"`
 	Problems    []repair.Problem `json:"problems"`
@@ -105,40 +108,39 @@ type repairAttempt struct {
 	Diagnostics []string         `json:"diagnostics,omitempty"`
 }
 
-// runRepairing is `skein run --auto-repair FILE`.
-func runRepairing(ctx context.Context, e *env, f *execFlags, rf *repairFlags, file string, inputs []string, inputFile, trigger string) error {
+// StartRepairing runs req.File, repairing it as needed. The result's
+// Repair says what was done; an error is returned only when no run was
+// made (the workflow stayed invalid, inputs are missing).
+func (r *Runner) StartRepairing(ctx context.Context, req RepairRequest) (*Result, error) {
 	s := &repairing{
-		e: e, f: f, noUpdate: rf.noUpdate, notes: e.stdout, color: isTerminal(e.stdout), file: file, work: repairedPath(file),
+		r: r, req: req, obs: req.Observer, file: req.File, work: repairedPath(req.File),
 		attempts: map[repair.Phase]int{}, seen: map[string]bool{},
 	}
-	if f.output == "json" {
-		s.notes, s.color = e.stderr, false
-	}
-	orig, err := workflow.ReadFile(file)
+	orig, err := workflow.ReadFile(req.File)
 	if err != nil {
-		_, err := loadWorkflow(e, file)
-		return err
+		_, err := r.Load(req.File)
+		return nil, err
 	}
 	s.orig, s.src = orig, orig
-	w, ds := workflow.Load(file, node.Default)
+	w, ds := workflow.Load(req.File, r.cfg.Registry)
 	s.origW, s.w = w, w
 	if ds.HasErrors() {
 		for _, d := range ds {
-			fmt.Fprintln(e.stderr, d.String())
+			s.note("diagnostic", "%s", d.String())
 		}
-		problems := repair.FromDiagnostics(w, node.Default, ds)
+		problems := repair.FromDiagnostics(w, r.cfg.Registry, ds)
 		s.seen[repair.Signature(problems)] = true
 		if s.fix(ctx, repair.PhaseValidation, problems, nil) == nil {
 			s.noteStop()
-			return exit(ExitInvalid, nil)
+			return nil, &InvalidError{File: req.File}
 		}
 	}
-	in, err := resolveInputs(s.w, inputs, inputFile)
+	in, err := req.Inputs(s.w)
 	if err != nil {
 		s.keepNote()
-		return err
+		return nil, err
 	}
-	return s.runtime(ctx, job{w: s.w, inputs: in, trigger: trigger, runID: newRunID()})
+	return s.runtime(ctx, job{w: s.w, inputs: in, trigger: req.Trigger, runID: NewRunID()})
 }
 
 // repairedPath is <name>.repaired.yaml beside file (.json for a JSON file).
@@ -153,43 +155,44 @@ func repairedPath(file string) string {
 
 // runtime runs the job and, while the run fails with problems that may be
 // repaired, repairs the workflow and resumes the run with it.
-func (s *repairing) runtime(ctx context.Context, j job) error {
+func (s *repairing) runtime(ctx context.Context, j job) (*Result, error) {
 	for {
-		err := s.execute(ctx, j)
-		res := s.last
-		if res == nil || res.Status != engine.RunFailed {
-			return s.finish(ctx, err, j.runID)
+		res, err := s.execute(ctx, j)
+		if err != nil {
+			return s.finish(ctx, nil, err)
+		}
+		if res.Run.Status != string(engine.RunFailed) {
+			return s.finish(ctx, res, nil)
 		}
 		if s.assess.Blocked != "" {
 			s.stopped = "not repaired: " + s.assess.Blocked
 			s.noteStop()
-			return s.finish(ctx, err, j.runID)
+			return s.finish(ctx, res, nil)
 		}
 		problems := s.assess.Problems
 		sig := repair.Signature(problems)
 		if s.seen[sig] {
 			s.stopped = fmt.Sprintf("the same error came back after the repair: %s", problemLine(problems[0]))
 			s.noteStop()
-			return s.finish(ctx, err, j.runID)
+			return s.finish(ctx, res, nil)
 		}
 		s.seen[sig] = true
-		if s.fix(ctx, repair.PhaseRuntime, problems, res) == nil {
+		if s.fix(ctx, repair.PhaseRuntime, problems, res.Engine) == nil {
 			s.noteStop()
-			return s.finish(ctx, err, j.runID)
+			return s.finish(ctx, res, nil)
 		}
-		if j, err = s.resume(ctx, j.runID); err != nil {
-			return err
+		if j, err = s.resume(ctx, res.Run.ID); err != nil {
+			return s.finish(ctx, res, err)
 		}
 	}
 }
 
-// execute runs one job, keeping its result and, in JSON mode, its output.
-func (s *repairing) execute(ctx context.Context, j job) error {
+// execute runs one job, keeping its result.
+func (s *repairing) execute(ctx context.Context, j job) (*Result, error) {
 	s.last, s.assess = nil, repair.Assessment{}
 	w := j.w
 	j.finished = func(res *engine.Result, now time.Time) []engine.TimedEvent {
-		s.last = res
-		s.assess = repair.Assess(w, node.Default, res)
+		s.assess = repair.Assess(w, s.r.cfg.Registry, res)
 		var evs []engine.TimedEvent
 		for _, wn := range s.assess.Warnings {
 			s.warnings = append(s.warnings, wn)
@@ -200,34 +203,27 @@ func (s *repairing) execute(ctx context.Context, j job) error {
 		}
 		return evs
 	}
-	e := s.e
-	if s.f.output == "json" {
-		s.out.Reset()
-		e = &env{stdin: s.e.stdin, stdout: &s.out, stderr: s.e.stderr}
-	}
-	return execute(ctx, e, s.f, j)
+	res, err := s.r.execute(ctx, j, s.req.Options)
+	s.last = res
+	return res, err
 }
 
 // resume prepares the job that continues run id with the current
 // workflow: succeeded steps whose node and inputs are unchanged are reused.
 func (s *repairing) resume(ctx context.Context, id string) (job, error) {
-	st, err := openStore(s.f.dir)
+	run, err := s.r.run(ctx, id)
 	if err != nil {
 		return job{}, err
 	}
-	defer st.Close()
-	run, err := findRun(ctx, st, id)
+	hist, err := s.r.st.StepHistory(ctx, run.ID)
 	if err != nil {
 		return job{}, err
 	}
-	steps, err := st.Steps(ctx, run.ID)
+	claimed, err := s.r.claim(ctx, run)
 	if err != nil {
-		return job{}, exit(ExitFailed, err)
+		return job{}, err
 	}
-	if err := st.DeleteSteps(ctx, run.ID); err != nil {
-		return job{}, exit(ExitFailed, err)
-	}
-	return job{w: s.w, inputs: run.Inputs, trigger: run.Trigger, runID: run.ID, resume: run, reuse: durable.ForResume(steps)}, nil
+	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist)}, nil
 }
 
 // fix asks the repair model for a workflow without the problems, until one
@@ -241,7 +237,7 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 	redact := s.redactor()
 	msgs := repair.Prompt(repair.Case{
 		File: s.file, Source: s.src, Problems: problems, Steps: steps,
-		Kinds: repair.Kinds(s.w, node.Default), Earlier: s.earlier, Redact: redact,
+		Kinds: repair.Kinds(s.w, s.r.cfg.Registry), Earlier: s.earlier, Redact: redact,
 	})
 	for {
 		if s.attempts[phase] >= maxRepairAttempts {
@@ -254,14 +250,13 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 		if len(problems) > 1 {
 			more = fmt.Sprintf(" (and %d more)", len(problems)-1)
 		}
-		fmt.Fprintln(s.notes)
-		s.note(cyan, "[repair] %s attempt %d/%d: %s%s", phase, n, maxRepairAttempts, problemLine(problems[0]), more)
+		s.note("repair", "[repair] %s attempt %d/%d: %s%s", phase, n, maxRepairAttempts, problemLine(problems[0]), more)
 		reply, err := s.ask(ctx, msgs)
 		if err != nil {
 			s.stopped = "the repair model failed: " + err.Error()
 			return nil
 		}
-		rec := repairAttempt{Phase: phase, Attempt: n, Problems: problems, Explanation: reply.Explanation}
+		rec := RepairAttempt{Phase: phase, Attempt: n, Problems: problems, Explanation: reply.Explanation}
 		cand, ds := s.decode(reply.Workflow)
 		if ds.HasErrors() {
 			rec.Outcome = "invalid"
@@ -269,11 +264,11 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 				rec.Diagnostics = append(rec.Diagnostics, d.String())
 			}
 			s.log = append(s.log, rec)
-			s.note(yellow, "[repair] the repaired workflow does not validate:")
+			s.note("problem", "[repair] the repaired workflow does not validate:")
 			for _, l := range rec.Diagnostics {
-				s.note("", "    %s", l)
+				s.note("detail", "    %s", l)
 			}
-			problems = repair.FromDiagnostics(cand, node.Default, ds)
+			problems = repair.FromDiagnostics(cand, s.r.cfg.Registry, ds)
 			sig := repair.Signature(problems)
 			if s.seen[sig] {
 				s.stopped = fmt.Sprintf("the same error came back after attempt %d: %s", n, problemLine(problems[0]))
@@ -300,11 +295,11 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 			return nil
 		}
 		for _, c := range changes {
-			s.note(cyan, "[repaired] %s", c)
+			s.note("repaired", "[repaired] %s", c)
 			s.earlier = append(s.earlier, c.String())
 		}
 		if reply.Explanation != "" {
-			s.note(dim, "           %s", reply.Explanation)
+			s.note("detail", "           %s", reply.Explanation)
 		}
 		s.src, s.w, s.repaired = reply.Workflow, cand, true
 		return cand
@@ -316,7 +311,7 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 func (s *repairing) ask(ctx context.Context, msgs []llm.Message) (*repair.Reply, error) {
 	if !s.modelDone {
 		s.modelDone = true
-		s.provider, s.model, s.modelErr = repairModelFor(s.w, s.secrets())
+		s.provider, s.model, s.modelErr = repairModelFor(s.w, s.secrets(), s.r.cfg.LookupEnv)
 	}
 	if s.modelErr != nil {
 		return nil, s.modelErr
@@ -335,7 +330,7 @@ func (s *repairing) secrets() map[string]string {
 	if s.w == nil {
 		return nil
 	}
-	sec, err := resolveSecrets(s.w, os.LookupEnv, s.f.secretsFile)
+	sec, err := resolveSecrets(s.w, s.r.cfg.LookupEnv, s.req.SecretsFile)
 	if err != nil {
 		return nil
 	}
@@ -358,67 +353,57 @@ func (s *repairing) decode(src []byte) (*workflow.Workflow, workflow.Diagnostics
 	if w == nil {
 		return nil, ds
 	}
-	ds = append(ds, workflow.Validate(w, node.Default)...)
+	ds = append(ds, workflow.Validate(w, s.r.cfg.Registry)...)
 	ds.Sort()
 	return w, ds
 }
 
-// finish saves the repaired workflow of a run that completed, prints the
-// JSON result with what repair did, and returns the run's error.
-func (s *repairing) finish(ctx context.Context, runErr error, runID string) error {
-	res := s.last
-	completed := res != nil && res.Status == engine.RunCompleted
+// finish saves the repaired workflow of a run that completed and puts
+// what repair did into the result.
+func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result, error) {
+	completed := res != nil && res.Run.Status == string(engine.RunCompleted)
 	var saved, backup string
 	switch {
 	case !s.repaired:
 	case !completed:
 		s.keepNote()
-	case s.noUpdate:
+	case s.req.NoUpdate:
 		saved = s.work
-		s.note(cyan, "[repaired] the repaired workflow is in %s; %s is unchanged (--no-update)", s.work, s.file)
+		s.note("repaired", "[repaired] the repaired workflow is in %s; %s is unchanged (--no-update)", s.work, s.file)
 	default:
-		var err error
-		if saved, backup, err = s.save(ctx, runID); err != nil {
-			fmt.Fprintf(s.e.stderr, "skein: cannot replace %s with the repaired workflow: %v; it is in %s\n", s.file, err, s.work)
+		var serr error
+		if saved, backup, serr = s.save(ctx, res.Run.ID); serr != nil {
+			s.note("stopped", "cannot replace %s with the repaired workflow: %v; it is in %s", s.file, serr, s.work)
 			saved = s.work
 		} else {
-			s.note(cyan, "[repaired] saved %s (the original is %s)", saved, backup)
+			s.note("repaired", "[repaired] saved %s (the original is %s)", saved, backup)
 		}
 	}
-	if s.f.output == "json" && s.out.Len() > 0 {
-		var m map[string]any
-		dec := json.NewDecoder(&s.out)
-		dec.UseNumber()
-		if err := dec.Decode(&m); err != nil {
-			return exit(ExitFailed, fmt.Errorf("reading the run's JSON result: %w", err))
-		}
-		var repaired any
-		if s.repaired {
-			repaired = string(s.src)
-		}
-		m["repaired_workflow"] = repaired
-		m["repair"] = s.report(saved, backup)
-		m["warnings"] = dedupWarnings(s.warnings)
-		writeJSON(s.e.stdout, m)
+	if res == nil {
+		return nil, err
 	}
-	return runErr
+	res.Repair = s.report(saved, backup)
+	return res, err
 }
 
-// report is the repair object of the JSON result.
-func (s *repairing) report(saved, backup string) map[string]any {
+// report is what repair did.
+func (s *repairing) report(saved, backup string) *RepairReport {
 	diff := []repair.Change{}
 	if s.repaired {
 		diff = append(diff, repair.Diff(s.origW, s.w)...)
 	}
 	log := s.log
 	if log == nil {
-		log = []repairAttempt{}
+		log = []RepairAttempt{}
 	}
-	return map[string]any{
-		"attempts": log, "diff": diff, "changes": repair.Lines(diff),
-		"file": saved, "backup": backup, "stopped": s.stopped,
-		"tokens": s.tokens, "cost_usd": s.costUSD,
+	rep := &RepairReport{
+		Attempts: log, Diff: diff, Changes: repair.Lines(diff), File: saved, Backup: backup, Stopped: s.stopped,
+		Tokens: s.tokens, CostUSD: s.costUSD, Warnings: dedupWarnings(s.warnings),
 	}
+	if s.repaired {
+		rep.Workflow = s.src
+	}
+	return rep
 }
 
 // save replaces the workflow file with the repaired one, keeping the
@@ -458,12 +443,9 @@ func (s *repairing) save(ctx context.Context, runID string) (saved, backup strin
 	}
 	_ = os.Remove(s.work)
 	// The run ran from the working copy; its record now names the file.
-	if st, err := openStore(s.f.dir); err == nil {
-		if run, err := st.Run(ctx, runID); err == nil {
-			run.File, _ = filepath.Abs(s.file)
-			_ = st.UpdateRun(context.WithoutCancel(ctx), run)
-		}
-		st.Close()
+	if run, err := s.r.st.Run(ctx, runID); err == nil {
+		run.File, _ = filepath.Abs(s.file)
+		_ = s.r.st.UpdateRun(context.WithoutCancel(ctx), run)
 	}
 	return s.file, backup, nil
 }
@@ -478,24 +460,22 @@ func fileMode(path string) os.FileMode {
 // keepNote says where the last repaired workflow is when it was not saved.
 func (s *repairing) keepNote() {
 	if s.repaired {
-		s.note(yellow, "[repair] the last repaired workflow is in %s; %s is unchanged", s.work, s.file)
+		s.note("problem", "[repair] the last repaired workflow is in %s; %s is unchanged", s.work, s.file)
 	}
 }
 
-// noteStop prints why the loop stopped.
+// noteStop says why the loop stopped.
 func (s *repairing) noteStop() {
 	if s.stopped != "" {
-		fmt.Fprintf(s.e.stderr, "skein: auto-repair stopped: %s\n", s.stopped)
+		s.note("stopped", "auto-repair stopped: %s", s.stopped)
 	}
 }
 
-// note prints one repair line with the progress.
-func (s *repairing) note(color, format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	if s.color && color != "" {
-		line = color + line + reset
+// note tells the observer one repair line.
+func (s *repairing) note(kind, format string, args ...any) {
+	if s.obs != nil {
+		s.obs.Note(Note{Kind: kind, Text: fmt.Sprintf(format, args...)})
 	}
-	fmt.Fprintln(s.notes, line)
 }
 
 // problemLine is a problem on one line: where, and the message.

@@ -1,0 +1,31 @@
+// Package runner is Skein's application layer: it starts, resumes, reruns,
+// cancels, shows, lists, prunes and checks runs. Every front end — the
+// command line, `skein mcp`, and later the HTTP server and the workers —
+// calls it with typed requests and gets typed results and typed errors;
+// none of them holds run logic.
+//
+// A Runner owns the store (.skein/skein.db), the group committer shared by
+// the runs it executes, and for each run its run folder, MCP servers,
+// models, checks and the repair loop.
+//
+// # Ownership
+//
+// A run that executes has one owner — the process executing it — recorded
+// in the store with a lease the owner renews while it runs (timed by the
+// database's clock, so processes on several machines agree). Resume and
+// rerun claim a run atomically: a run with a live owner is refused with an
+// *store.OwnedError that names the owner; of two claims at once exactly one
+// proceeds. A run whose owner died is interrupted: its lease ran out, or
+// its owner was a process on this host that no longer exists. Cancel is a
+// request written to the store that the owner picks up within
+// [Config.CancelPoll].
+//
+// # History
+//
+// Steps are recorded per generation (the first execution, then one per
+// resume) and never deleted but with their run, so a resume killed at any
+// instant leaves every completed step on record for the next one. A run's
+// final status is committed in the same transaction as its last steps; if
+// that write fails the run stays owned until its lease runs out, and is
+// then interrupted and resumable.
+package runner

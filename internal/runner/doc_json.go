@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// RunDoc is the one JSON shape of a run (DESIGN §6): `skein run -o json`,
+// `skein runs show -o json`, the MCP tools and the API print it, and
+// schema/run.schema.json describes it.
+type RunDoc struct {
+	ExecutionID string            `json:"execution_id"`
+	Workflow    string            `json:"workflow"`
+	Status      string            `json:"status"`
+	Outputs     map[string]any    `json:"outputs"`
+	Error       *node.Error       `json:"error"`
+	Steps       []StepDoc         `json:"steps"`
+	Verdict     *check.RunVerdict `json:"verdict"`
+	Inputs      map[string]any    `json:"inputs"`
+	Trigger     string            `json:"trigger,omitempty"`
+	ParentID    string            `json:"parent_id,omitempty"`
+	File        string            `json:"file"`
+	Dir         string            `json:"dir"`
+	// Generation counts the run's executions: 1, then one more per resume.
+	Generation int        `json:"generation"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	DurationMS int64      `json:"duration_ms"`
+	Tokens     int        `json:"tokens"`
+	CostUSD    float64    `json:"cost_usd"`
+	// Owner is the process running the run, while it runs.
+	Owner *OwnerDoc `json:"owner,omitempty"`
+}
+
+// OwnerDoc is who runs a run.
+type OwnerDoc struct {
+	Host       string    `json:"host"`
+	PID        int       `json:"pid"`
+	LeaseUntil time.Time `json:"lease_until"`
+}
+
+// StepDoc is one step in a RunDoc.
+type StepDoc struct {
+	Node       string         `json:"node"`
+	Type       string         `json:"type"`
+	Status     string         `json:"status"`
+	Visit      int            `json:"visit"`
+	Iteration  int            `json:"iteration"`
+	Attempts   int            `json:"attempts"`
+	Output     map[string]any `json:"output"`
+	Error      *node.Error    `json:"error"`
+	Cached     bool           `json:"cached"`
+	Pinned     bool           `json:"pinned"`
+	StartedAt  *time.Time     `json:"started_at"`
+	FinishedAt *time.Time     `json:"finished_at"`
+	DurationMS int64          `json:"duration_ms"`
+	Tokens     int            `json:"tokens"`
+	CostUSD    float64        `json:"cost_usd"`
+}
+
+// doc builds the document of a run from its records.
+func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *RunDoc {
+	d := &RunDoc{
+		ExecutionID: run.ID, Workflow: run.Workflow, Status: r.Status(run), Outputs: run.Outputs, Error: run.Error,
+		Steps: make([]StepDoc, 0, len(steps)), Verdict: v, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
+		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt,
+		Tokens: run.Tokens, CostUSD: run.CostUSD,
+	}
+	if d.Outputs == nil {
+		d.Outputs = map[string]any{}
+	}
+	if d.Inputs == nil {
+		d.Inputs = map[string]any{}
+	}
+	if run.FinishedAt != nil {
+		d.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
+	}
+	if run.Owner.Token != "" && !run.LeaseExpired {
+		d.Owner = &OwnerDoc{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
+	}
+	for _, s := range steps {
+		out, _, _ := durable.Output(s)
+		d.Steps = append(d.Steps, StepDoc{
+			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts,
+			Output: out, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD,
+		})
+	}
+	return d
+}
+
+// Doc returns the document of an execution's result, read back from the
+// store, so it is the same document Get returns.
+func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
+	steps, err := r.st.Steps(context.WithoutCancel(ctx), res.Run.ID)
+	if err != nil {
+		// The records could not be read: describe the execution itself.
+		steps = nil
+		for _, s := range res.Engine.Steps {
+			steps = append(steps, durable.StepFromRecord(res.Run.ID, s))
+		}
+	}
+	d := r.doc(res.Run, steps, res.Verdict)
+	if d.FinishedAt == nil && res.Engine != nil {
+		d.DurationMS = res.Engine.DurationMS
+	}
+	return d
+}
+
+func cancelledError() *node.Error {
+	return &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+}

@@ -1,0 +1,490 @@
+package runner
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	mcppool "github.com/skeinhq/skein/internal/mcp"
+	httpkind "github.com/skeinhq/skein/internal/nodes/http"
+	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// StartRequest starts a new run of a workflow.
+type StartRequest struct {
+	// Workflow is the validated workflow (Runner.Load).
+	Workflow *workflow.Workflow
+	// Inputs are the run's inputs, already resolved against the
+	// workflow's declared inputs (workflow.ResolveInputs).
+	Inputs  map[string]any
+	Trigger string
+	// RunID, when set, is the new run's id; default a random one.
+	RunID string
+	Options
+}
+
+// Start runs a workflow to its end.
+func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
+	id := req.RunID
+	if id == "" {
+		id = NewRunID()
+	}
+	return r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, runID: id}, req.Options)
+}
+
+// job is one execution: a fresh run, a resumed one, or a rerun.
+type job struct {
+	w       *workflow.Workflow
+	inputs  map[string]any
+	trigger string
+	runID   string
+	// resume continues a run this process has claimed: its folder and row
+	// are reused.
+	resume *store.Run
+	reuse  *durable.Reuser
+	// rerunOf is the run a rerun was made from.
+	rerunOf string
+	// finished, when set, sees the result once the run has ended and
+	// returns events to record with it (--auto-repair's business-error
+	// warnings).
+	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
+}
+
+// execute runs a job to its end: it records the run in the store and the
+// run folder, keeps its lease, and tells the observer.
+func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error) {
+	w := j.w
+	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := engine.NewPlan(w, r.cfg.Registry)
+	if err != nil {
+		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
+	}
+	if _, err := plan.StartNodes(j.trigger); err != nil {
+		return nil, usagef("%s: %v", w.File, err)
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+	started := r.clock.Now()
+	abs, _ := filepath.Abs(w.File)
+	meta := map[string]any{"file": abs}
+	if j.rerunOf != "" {
+		meta["rerun_of"] = j.rerunOf
+	}
+	var rl *runlog.Writer
+	run := j.resume
+	if run != nil {
+		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
+			r.release(ctx, run)
+			return nil, err
+		}
+		run.File = abs
+		if err := r.st.UpdateRun(ctx, run); err != nil {
+			rl.Close()
+			r.release(ctx, run)
+			return nil, err
+		}
+	} else {
+		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta); err != nil {
+			return nil, err
+		}
+		src, _ := workflow.ReadFile(w.File)
+		sum := sha256.Sum256(src)
+		ver, err := r.st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+		if err != nil {
+			rl.Close()
+			return nil, err
+		}
+		run = &store.Run{
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
+			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
+			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL,
+		}
+		if err := r.st.CreateRun(ctx, run); err != nil {
+			rl.Close()
+			return nil, err
+		}
+	}
+	defer rl.Close()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hard := make(chan struct{})
+	var hardOnce sync.Once
+	stopHard := func() { hardOnce.Do(func() { close(hard) }) }
+	if o.Hard != nil {
+		go func() {
+			select {
+			case <-o.Hard:
+				stopHard()
+			case <-runCtx.Done():
+			}
+		}()
+	}
+	lease := r.keep(runCtx, run, func() { cancel(); stopHard() })
+	defer lease.stop()
+
+	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
+	rec.Generation, rec.Token = run.Generation, run.Owner.Token
+	recs := tee{rl}
+	var obs *observed
+	if o.Observer != nil {
+		o.Observer.Started(run, j.resume != nil)
+		obs = &observed{o: o.Observer, later: rec.AfterCommit}
+		recs = append(recs, obs) // before rec: its calls wait for rec's commit
+	}
+	recs = append(recs, rec)
+
+	// MCP servers start on first use and stop when the run ends.
+	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
+	defer pool.Close()
+	models := llmkind.NewModels(w, r.cfg.LookupEnv)
+	models.Render = secretRenderer(secrets)
+	opts := engine.Options{
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
+		Concurrency: o.Concurrency, Hard: hard,
+		ArtifactDir: func(id string) string {
+			d, _ := rl.ArtifactDir(id)
+			return d
+		},
+		Services: map[string]any{
+			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: o.DenyPrivate},
+			mcppool.Service:        pool,
+			llmkind.ServiceModels:  models,
+		},
+		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (map[string]any, func()) {
+			// A child uses the servers and models its own file declares.
+			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
+			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
+			cmodels.Render = secretRenderer(secrets)
+			return map[string]any{
+				httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: o.DenyPrivate},
+				mcppool.Service:        cpool,
+				llmkind.ServiceModels:  cmodels,
+			}, func() { _ = cpool.Close() }
+		},
+		Child: r.childFactory(ctx, run, lease),
+	}
+	if j.reuse != nil {
+		opts.Reuse = j.reuse.Reuse
+	}
+	opts.Evidence = evidenceHook(w, pool)
+	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
+	if res == nil {
+		r.release(ctx, run)
+		return nil, runErr
+	}
+	if lease.lost() {
+		// Someone else owns the run now: write nothing more.
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
+	}
+	now := r.clock.Now()
+	var extra []engine.TimedEvent
+	if j.finished != nil {
+		extra = append(extra, j.finished(res, now)...)
+	}
+	verdict, verr := r.verify(context.WithoutCancel(ctx), w, res, rl.Dir())
+	if verr != nil && runErr == nil {
+		runErr = verr
+	}
+	if verdict != nil {
+		extra = append(extra, verdictEvents(verdict, now)...)
+	}
+	for _, ev := range extra {
+		_ = recs.Event(ev)
+	}
+	fin := res.FinishedAt
+	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
+	if obs != nil {
+		_ = obs.Flush()
+	}
+	lease.stop() // no renewal may race the release
+	if err := rec.Finish(run); err != nil {
+		// The run stays owned until its lease runs out: then it is
+		// interrupted, and resumable.
+		if runErr == nil {
+			runErr = err
+		}
+	} else {
+		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
+	}
+	if err := rl.Finish(res); err != nil && runErr == nil {
+		runErr = err
+	}
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
+}
+
+// release gives up a claimed run that could not start: it is left as it
+// was, failed or interrupted, for the next resume.
+func (r *Runner) release(ctx context.Context, run *store.Run) {
+	if run.Owner.Token == "" {
+		return
+	}
+	now := r.clock.Now()
+	fin := *run
+	fin.Status, fin.FinishedAt = string(engine.RunFailed), &now
+	if fin.Error == nil {
+		fin.Error = &node.Error{Code: "not_started", Category: node.CategoryInternal, Message: "the run could not start"}
+	}
+	_ = r.st.SaveBatch(context.WithoutCancel(ctx), []store.Batch{{RunID: run.ID, Token: run.Owner.Token, Finish: &fin}})
+}
+
+// lease keeps a run's lease and watches for cancel requests.
+type lease struct {
+	stopOnce sync.Once
+	done     chan struct{}
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	isLost   bool
+	// children are child runs that share the lease.
+	children map[string]bool
+}
+
+func (l *lease) stop() {
+	l.stopOnce.Do(func() { close(l.done) })
+	l.wg.Wait()
+}
+
+func (l *lease) lost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.isLost
+}
+
+func (l *lease) addChild(id string, on bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if on {
+		l.children[id] = true
+	} else {
+		delete(l.children, id)
+	}
+}
+
+// keep renews run's lease every LeaseTTL/3 and polls for a cancel request
+// every CancelPoll; on a cancel request, or when the lease is lost to
+// another owner, it calls stop.
+func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
+	l := &lease{done: make(chan struct{}), children: map[string]bool{}}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		poll := time.NewTicker(r.cfg.CancelPoll)
+		defer poll.Stop()
+		renewEvery := r.cfg.LeaseTTL / 3
+		next := time.Now().Add(renewEvery)
+		bg := context.WithoutCancel(ctx)
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-poll.C:
+			}
+			if time.Now().Before(next) {
+				cur, err := r.st.Run(bg, run.ID)
+				if err != nil {
+					continue
+				}
+				if cur.Owner.Token != run.Owner.Token {
+					l.mu.Lock()
+					l.isLost = true
+					l.mu.Unlock()
+					stop()
+					return
+				}
+				if cur.CancelRequested != nil {
+					stop()
+				}
+				continue
+			}
+			next = time.Now().Add(renewEvery)
+			cancelled, err := r.st.RenewLease(bg, run.ID, run.Owner.Token, r.cfg.LeaseTTL)
+			if errors.Is(err, store.ErrLeaseLost) {
+				l.mu.Lock()
+				l.isLost = true
+				l.mu.Unlock()
+				stop()
+				return
+			}
+			if cancelled {
+				stop()
+			}
+			l.mu.Lock()
+			kids := make([]string, 0, len(l.children))
+			for id := range l.children {
+				kids = append(kids, id)
+			}
+			l.mu.Unlock()
+			for _, id := range kids {
+				_, _ = r.st.RenewLease(bg, id, run.Owner.Token, r.cfg.LeaseTTL)
+			}
+		}
+	}()
+	return l
+}
+
+// childFactory records each subworkflow's child run as a run of its own,
+// owned with the parent's token, with its own folder. A child run that
+// exists already (the parent was resumed) is claimed again and reuses what
+// it completed.
+func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) engine.ChildFactory {
+	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
+		bg := context.WithoutCancel(ctx)
+		started := r.clock.Now()
+		abs, _ := filepath.Abs(cw.File)
+		var crl *runlog.Writer
+		var reuse *durable.Reuser
+		child, err := r.st.Run(bg, id)
+		switch {
+		case err == nil:
+			hist, herr := r.st.StepHistory(bg, id)
+			if herr != nil {
+				return nil, herr
+			}
+			if child, err = r.st.ClaimRun(bg, id, parent.Owner, r.cfg.LeaseTTL, child.Owner.Token); err != nil {
+				return nil, err
+			}
+			r.killOrphans(hist)
+			reuse = durable.ForResume(hist)
+			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+				return nil, err
+			}
+		case errors.Is(err, store.ErrNotFound):
+			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+				return nil, err
+			}
+			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
+				Status: string(engine.RunRunning), StartedAt: started, Owner: parent.Owner, LeaseTTL: r.cfg.LeaseTTL}
+			if err := r.st.CreateRun(bg, child); err != nil {
+				crl.Close()
+				return nil, err
+			}
+		default:
+			return nil, err
+		}
+		l.addChild(id, true)
+		rec := durable.NewRecorder(r.commit, id, crl.Dir())
+		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
+		cr := &engine.ChildRun{
+			Recorder: tee{crl, rec},
+			ArtifactDir: func(nodeID string) string {
+				d, _ := crl.ArtifactDir(nodeID)
+				return d
+			},
+			Finish: func(res *engine.Result) error {
+				defer l.addChild(id, false)
+				defer crl.Close()
+				fin := res.FinishedAt
+				child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+				child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
+				if err := rec.Finish(child); err != nil {
+					return err
+				}
+				return crl.Finish(res)
+			},
+		}
+		if reuse != nil {
+			cr.Reuse = reuse.Reuse
+		}
+		return cr, nil
+	}
+}
+
+// verify runs the evaluation pass of a finished run and writes its verdict
+// files; it returns nil when the workflow has no checks.
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, r.cfg.Judge(w, r.cfg.LookupEnv))
+}
+
+// tee sends every record to several recorders, in order.
+type tee []engine.Recorder
+
+func (t tee) Flush() error {
+	var first error
+	for _, r := range t {
+		if f, ok := r.(engine.Flusher); ok {
+			if err := f.Flush(); err != nil && first == nil {
+				first = err
+			}
+		}
+	}
+	return first
+}
+
+func (t tee) Step(rec *engine.StepRecord) error {
+	for _, r := range t {
+		if err := r.Step(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t tee) Event(ev engine.TimedEvent) error {
+	for _, r := range t {
+		if err := r.Event(ev); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observed hands a run's records to an Observer once they are committed.
+type observed struct {
+	o     Observer
+	later func(func())
+	mu    sync.Mutex
+	calls []func()
+	// out serialises the calls: commits call back from one goroutine,
+	// but the final flush may come from another.
+	out sync.Mutex
+}
+
+func (b *observed) Step(rec *engine.StepRecord) error {
+	c := *rec
+	b.mu.Lock()
+	b.calls = append(b.calls, func() { b.o.Step(c) })
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *observed) Event(ev engine.TimedEvent) error {
+	b.mu.Lock()
+	b.calls = append(b.calls, func() { b.o.Event(ev) })
+	b.mu.Unlock()
+	return nil
+}
+
+func (b *observed) Flush() error {
+	b.mu.Lock()
+	calls := b.calls
+	b.calls = nil
+	b.mu.Unlock()
+	if len(calls) == 0 {
+		return nil
+	}
+	b.later(func() {
+		b.out.Lock()
+		defer b.out.Unlock()
+		for _, c := range calls {
+			c()
+		}
+	})
+	return nil
+}

@@ -1,0 +1,270 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// run reads a run, with ErrNotFound when there is none.
+func (r *Runner) run(ctx context.Context, id string) (*store.Run, error) {
+	run, err := r.st.Run(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("no run %q in %s; `skein runs list` shows the runs: %w", id, r.cfg.Dir, ErrNotFound)
+	}
+	return run, err
+}
+
+// Status is the run's status as people should see it: a running or
+// waiting run whose owner is gone is interrupted.
+func (r *Runner) Status(run *store.Run) string {
+	switch engine.RunStatus(run.Status) {
+	case engine.RunRunning, engine.RunWaiting, engine.RunPending:
+		if live, _ := r.liveOwner(run); !live {
+			return StatusInterrupted
+		}
+	}
+	return run.Status
+}
+
+// StatusInterrupted is the status of a run whose owner died (DESIGN §2.7).
+const StatusInterrupted = "interrupted"
+
+// Get returns a run as a document: the run with its steps (of its latest
+// execution) and its verdict.
+func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := r.st.Steps(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	return r.doc(run, steps, readVerdict(run.Dir)), nil
+}
+
+// ListRequest selects runs.
+type ListRequest struct {
+	Workflow string
+	// Status is a run status, "interrupted" included.
+	Status string
+	// Parent lists the child runs of a run.
+	Parent string
+	Limit  int
+}
+
+// List returns the matching runs, newest first, with their status as
+// people should see it (Runner.Status).
+func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error) {
+	f := store.RunFilter{Workflow: req.Workflow, Status: req.Status, Parent: req.Parent, Limit: req.Limit}
+	if req.Status == StatusInterrupted || req.Status == string(engine.RunRunning) {
+		// A dead local owner is seen only here, not by the database.
+		f.Status, f.Limit = "", 0
+	}
+	runs, err := r.st.ListRuns(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	out := runs[:0]
+	for _, run := range runs {
+		run.Status = r.Status(run)
+		if req.Status != "" && run.Status != req.Status {
+			continue
+		}
+		out = append(out, run)
+		if req.Limit > 0 && len(out) == req.Limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Events returns up to limit of a run's events after seq afterSeq.
+func (r *Runner) Events(ctx context.Context, id string, afterSeq int64, limit int) ([]store.Event, *store.Run, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, err := r.st.Events(ctx, run.ID, afterSeq, limit)
+	run.Status = r.Status(run)
+	return evs, run, err
+}
+
+// CancelRequest asks a run's owner to stop it.
+type CancelRequest struct {
+	RunID string
+	// Wait is how long to wait for the run to end; 0 returns at once.
+	Wait time.Duration
+}
+
+// Cancel asks the owner of a running run to cancel it, through the store,
+// so it reaches an owner in another process. A run whose owner died is
+// marked cancelled at once. It returns the run as it is when Cancel
+// returns.
+func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, error) {
+	run, err := r.run(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status(run) == StatusInterrupted {
+		claimed, err := r.claim(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		now := r.clock.Now()
+		claimed.Status, claimed.FinishedAt = string(engine.RunCancelled), &now
+		claimed.Error = cancelledError()
+		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Finish: claimed}}); err != nil {
+			return nil, err
+		}
+		return r.run(ctx, run.ID)
+	}
+	switch engine.RunStatus(run.Status) {
+	case engine.RunRunning, engine.RunWaiting, engine.RunPending:
+	default:
+		return run, fmt.Errorf("run %s is %s: %w", run.ID, run.Status, ErrNotRunning)
+	}
+	if run, err = r.st.RequestCancel(ctx, run.ID); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(req.Wait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-tick.C:
+		}
+		if run, err = r.run(ctx, run.ID); err != nil {
+			return nil, err
+		}
+		if r.Status(run) != string(engine.RunRunning) {
+			break
+		}
+	}
+	run.Status = r.Status(run)
+	return run, nil
+}
+
+// PruneRequest deletes old runs.
+type PruneRequest struct {
+	OlderThan time.Duration
+	DryRun    bool
+}
+
+// PruneResult is what a prune deleted (or, dry, would delete).
+type PruneResult struct {
+	Runs    []*store.Run
+	Folders int
+}
+
+// Prune deletes the runs started more than OlderThan ago, with their child
+// runs and folders; runs with a live lease are kept. Workflow folders left
+// empty are removed too.
+func (r *Runner) Prune(ctx context.Context, req PruneRequest) (*PruneResult, error) {
+	if req.OlderThan <= 0 {
+		return nil, usagef("--older-than must be more than 0")
+	}
+	runs, err := r.st.DeleteRuns(ctx, r.clock.Now().Add(-req.OlderThan), req.DryRun)
+	if err != nil {
+		return nil, err
+	}
+	res := &PruneResult{Runs: runs}
+	if req.DryRun {
+		return res, nil
+	}
+	root := filepath.Join(r.cfg.Dir, "runs")
+	parents := map[string]bool{}
+	for _, run := range runs {
+		if run.Dir == "" || !within(root, run.Dir) {
+			continue
+		}
+		if err := os.RemoveAll(run.Dir); err == nil {
+			res.Folders++
+		}
+		parents[filepath.Dir(run.Dir)] = true
+	}
+	for p := range parents {
+		_ = os.Remove(p) // only when empty
+	}
+	if err := r.st.Compact(ctx); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// within reports whether path is inside root.
+func within(root, path string) bool {
+	ra, err1 := filepath.Abs(root)
+	pa, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	rel, err := filepath.Rel(ra, pa)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
+}
+
+// Check evaluates the checks of a recorded run again and writes its
+// verdict files; the verdict is nil when the workflow has no checks.
+func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	steps, err := r.st.Steps(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.workflowOf(run, "")
+	if err != nil {
+		return nil, err
+	}
+	return r.verify(ctx, w, resultFromStore(run, steps), run.Dir)
+}
+
+// Verdict reads a run's verdict file; nil when it has none.
+func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.RunVerdict, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := filepath.Join(run.Dir, check.VerdictFile)
+	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return run, nil, nil
+	}
+	if err != nil {
+		return run, nil, err
+	}
+	var v check.RunVerdict
+	if err := json.Unmarshal(data, &v); err != nil {
+		return run, nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return run, &v, nil
+}
+
+func readVerdict(dir string) *check.RunVerdict {
+	if dir == "" {
+		return nil
+	}
+	data, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
+	if err != nil {
+		return nil
+	}
+	var v check.RunVerdict
+	if json.Unmarshal(data, &v) != nil {
+		return nil
+	}
+	return &v
+}

@@ -1,0 +1,237 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/proc"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// ResumeRequest continues a failed, cancelled or interrupted run.
+type ResumeRequest struct {
+	RunID string
+	// WorkflowFile, when set, replaces the run's workflow file (an edited
+	// one; its node ids must match the run's).
+	WorkflowFile string
+	Options
+}
+
+// Resume claims a run whose owner is gone and runs what it did not
+// complete: every step that succeeded in any earlier execution, with the
+// same config hash, is reused. A run with a live owner is refused with an
+// *store.OwnedError; a completed one with ErrCompleted.
+func (r *Runner) Resume(ctx context.Context, req ResumeRequest) (*Result, error) {
+	run, w, hist, err := r.prepareResume(ctx, req.RunID, req.WorkflowFile)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := r.claim(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	r.killOrphans(hist)
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID,
+		resume: claimed, reuse: durable.ForResume(hist)}, req.Options)
+}
+
+// prepareResume reads a run, its history and the workflow to resume it
+// with, and checks that it can be resumed.
+func (r *Runner) prepareResume(ctx context.Context, id, file string) (*store.Run, *workflow.Workflow, []*store.Step, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if engine.RunStatus(run.Status) == engine.RunCompleted {
+		return nil, nil, nil, fmt.Errorf("run %s: %w; there is nothing to resume (`skein rerun %s` runs it again)", run.ID, ErrCompleted, run.ID)
+	}
+	if run.ParentID != "" {
+		return nil, nil, nil, usagef("run %s is a child run of %s; resume the parent: skein resume %s", run.ID, run.ParentID, run.ParentID)
+	}
+	if live, err := r.liveOwner(run); err != nil {
+		return nil, nil, nil, err
+	} else if live {
+		return nil, nil, nil, ownedError(run)
+	}
+	w, err := r.workflowOf(run, file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hist, err := r.st.StepHistory(ctx, run.ID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkNodeIDs(w, run, hist); err != nil {
+		return nil, nil, nil, err
+	}
+	return run, w, hist, nil
+}
+
+// claim takes a run over from its dead owner, atomically: of several
+// claims at once exactly one succeeds.
+func (r *Runner) claim(ctx context.Context, run *store.Run) (*store.Run, error) {
+	takeover := ""
+	if !run.LeaseExpired {
+		takeover = run.Owner.Token // liveOwner found it dead
+	}
+	claimed, err := r.st.ClaimRun(ctx, run.ID, r.newOwner(), r.cfg.LeaseTTL, takeover)
+	if errors.Is(err, store.ErrOwned) {
+		cur, rerr := r.st.Run(ctx, run.ID)
+		if rerr == nil {
+			return nil, ownedError(cur)
+		}
+	}
+	return claimed, err
+}
+
+// ownedError says who runs a run and what to do.
+func ownedError(run *store.Run) error {
+	return &OwnedError{OwnedError: store.OwnedError{RunID: run.ID, Owner: run.Owner, LeaseUntil: run.LeaseUntil}}
+}
+
+// OwnedError is a run that another live process runs.
+type OwnedError struct{ store.OwnedError }
+
+func (e *OwnedError) Error() string {
+	return fmt.Sprintf("run %s is running in %s; wait for it to end, or stop it with `skein cancel %s`",
+		e.RunID, e.Owner, e.RunID)
+}
+
+// Unwrap makes errors.Is(err, store.ErrOwned) hold.
+func (e *OwnedError) Unwrap() error { return store.ErrOwned }
+
+// liveOwner reports whether the run is owned by a process that is alive:
+// its lease has not run out and, when it is a process of this host, that
+// process exists.
+func (r *Runner) liveOwner(run *store.Run) (bool, error) {
+	if run.LeaseExpired || run.Owner.Token == "" {
+		return false, nil
+	}
+	if run.Owner.Host == r.host {
+		if run.Owner.PID == r.pid {
+			return true, nil
+		}
+		return processAlive(run.Owner.PID), nil
+	}
+	return true, nil
+}
+
+// killOrphans stops the process groups that steps left running by a dead
+// owner still have, before their nodes run again.
+func (r *Runner) killOrphans(hist []*store.Step) {
+	for _, s := range hist {
+		if s.ProcessGroup <= 0 || s.Status != string(engine.StatusRunning) || s.StartedAt == nil {
+			continue
+		}
+		_, _ = proc.KillGroup(s.ProcessGroup, *s.StartedAt)
+	}
+}
+
+// workflowOf loads the workflow a run used, or the one given instead.
+func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow, error) {
+	file := run.File
+	if override != "" {
+		file = override
+	}
+	if file == "" {
+		return nil, usagef("run %s has no workflow file on record; pass --workflow FILE", run.ID)
+	}
+	return r.Load(file)
+}
+
+// checkNodeIDs refuses a workflow that lost nodes the run has steps for:
+// their results could not be matched.
+func checkNodeIDs(w *workflow.Workflow, run *store.Run, steps []*store.Step) error {
+	var missing []string
+	seen := map[string]bool{}
+	for _, s := range steps {
+		if w.Node(s.Node) == nil && !seen[s.Node] {
+			seen[s.Node] = true
+			missing = append(missing, s.Node)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	sort.Strings(missing)
+	return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
+		run.ID, strings.Join(missing, ", "), w.File)
+}
+
+// ResumePlan is what a resume would do with each node.
+type ResumePlan struct {
+	Run      *store.Run
+	File     string
+	Verdicts []durable.Verdict
+}
+
+// PlanResume shows what a resume of run id would reuse and run again, and
+// changes nothing.
+func (r *Runner) PlanResume(ctx context.Context, id, file string) (*ResumePlan, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.workflowOf(run, file)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := r.st.StepHistory(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNodeIDs(w, run, hist); err != nil {
+		return nil, err
+	}
+	var old *workflow.Workflow
+	if v, err := r.st.Workflow(ctx, run.Workflow, run.WorkflowVersion); err == nil && run.WorkflowVersion > 0 {
+		old, _ = workflow.Decode(run.File, v.Source)
+	}
+	plan, err := engine.NewPlan(w, r.cfg.Registry)
+	if err != nil {
+		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
+	}
+	return &ResumePlan{Run: run, File: w.File, Verdicts: durable.PlanResume(plan, old, hist)}, nil
+}
+
+// RerunRequest starts a new run with an earlier run's inputs, reusing the
+// outputs of the pinned nodes.
+type RerunRequest struct {
+	RunID        string
+	WorkflowFile string
+	Pins         []string
+	Options
+}
+
+// Rerun starts a new run of the workflow of run id with its inputs; the
+// pinned nodes are not run, their outputs are taken from that run.
+func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
+	run, err := r.run(ctx, req.RunID)
+	if err != nil {
+		return nil, err
+	}
+	w, err := r.workflowOf(run, req.WorkflowFile)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range req.Pins {
+		if w.Node(p) == nil {
+			return nil, usagef("--pin %s: the workflow has no node %q", p, p)
+		}
+	}
+	hist, err := r.st.StepHistory(ctx, run.ID)
+	if err != nil {
+		return nil, err
+	}
+	reuse := durable.ForPins(hist, req.Pins)
+	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
+		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
+	}
+	return r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, runID: NewRunID(), reuse: reuse, rerunOf: run.ID}, req.Options)
+}

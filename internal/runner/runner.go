@@ -1,0 +1,216 @@
+package runner
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Defaults of Config.
+const (
+	DefaultLeaseTTL   = 15 * time.Second
+	DefaultCancelPoll = 200 * time.Millisecond
+)
+
+// Config configures a Runner. The zero value of every field but Dir has a
+// default.
+type Config struct {
+	// Dir holds skein.db and the run folders (.skein).
+	Dir string
+	// LookupEnv reads the environment (secrets, SKEIN_LLM_*); default
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// LeaseTTL is how long an owner's lease lasts without renewal; the
+	// owner renews it every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// CancelPoll is how often an owner looks for a cancel request.
+	CancelPoll time.Duration
+	// Judge returns the judge of a workflow's checks; default its judge
+	// model, else vision, else default, else SKEIN_LLM_*.
+	Judge func(w *workflow.Workflow, lookupEnv func(string) (string, bool)) check.Judge
+	// Registry holds the node kinds; default node.Default.
+	Registry *node.Registry
+}
+
+// Runner executes and inspects the runs of one Skein folder. It is safe
+// for concurrent use; Close it when done.
+type Runner struct {
+	cfg    Config
+	st     store.Store
+	commit *durable.Committer
+	clock  clock.Clock
+	host   string
+	pid    int
+}
+
+// Open opens the folder's store, creating the folder and the database when
+// they do not exist.
+func Open(cfg Config) (*Runner, error) {
+	if cfg.Dir == "" {
+		cfg.Dir = ".skein"
+	}
+	if cfg.LookupEnv == nil {
+		cfg.LookupEnv = os.LookupEnv
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
+	}
+	if cfg.CancelPoll <= 0 {
+		cfg.CancelPoll = DefaultCancelPoll
+	}
+	if cfg.Judge == nil {
+		cfg.Judge = defaultJudge
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = node.Default
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cannot create %s: %w; run from a writable folder or set --dir", cfg.Dir, err)
+	}
+	st, err := sqlite.Open(filepath.Join(cfg.Dir, "skein.db"))
+	if err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clock.Real{}, host: host, pid: os.Getpid()}, nil
+}
+
+// OpenExisting is Open for commands that only read: it fails with
+// ErrNoDatabase when the folder has no database yet.
+func OpenExisting(cfg Config) (*Runner, error) {
+	dir := cfg.Dir
+	if dir == "" {
+		dir = ".skein"
+	}
+	if _, err := os.Stat(filepath.Join(dir, "skein.db")); err != nil {
+		return nil, &UsageError{Msg: fmt.Sprintf("no runs here: %s does not exist (run a workflow first, or pass --dir)", filepath.Join(dir, "skein.db"))}
+	}
+	return Open(cfg)
+}
+
+// Close commits what is queued and closes the store.
+func (r *Runner) Close() error {
+	return errors.Join(r.commit.Close(), r.st.Close())
+}
+
+// Dir is the folder the runner keeps runs in.
+func (r *Runner) Dir() string { return r.cfg.Dir }
+
+// newOwner returns this process as an owner with a fresh token.
+func (r *Runner) newOwner() store.Owner {
+	return store.Owner{Host: r.host, PID: r.pid, Token: randomHex(16)}
+}
+
+// NewRunID returns a random run id.
+func NewRunID() string { return randomHex(6) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Errors a front end tells apart.
+var (
+	// ErrNotFound: no run has the given id.
+	ErrNotFound = errors.New("no such run")
+	// ErrCompleted: the run completed; there is nothing to resume.
+	ErrCompleted = errors.New("the run completed")
+	// ErrNotRunning: the run is not running, so it cannot be cancelled.
+	ErrNotRunning = errors.New("the run is not running")
+)
+
+// UsageError is a request that cannot be carried out as given: a missing
+// secret, an unknown node to pin, a workflow without the run's nodes. The
+// message says what to do.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// InvalidError is a workflow that does not validate; Diagnostics holds
+// every problem.
+type InvalidError struct {
+	File        string
+	Diagnostics workflow.Diagnostics
+}
+
+func (e *InvalidError) Error() string {
+	if len(e.Diagnostics) == 0 {
+		return e.File + " is not a valid workflow"
+	}
+	return e.Diagnostics.Error()
+}
+
+// Load reads and validates a workflow file.
+func (r *Runner) Load(file string) (*workflow.Workflow, error) {
+	w, ds := workflow.Load(file, r.cfg.Registry)
+	if ds.HasErrors() {
+		return nil, &InvalidError{File: file, Diagnostics: ds}
+	}
+	return w, nil
+}
+
+// Observer sees a run as it goes, for a progress display. Its methods are
+// called in order from one goroutine at a time, each only once the
+// records it describes are committed: a step shown done is on disk.
+type Observer interface {
+	// Started is called once the run is recorded, before any node runs.
+	Started(run *store.Run, resumed bool)
+	Step(rec engine.StepRecord)
+	Event(ev engine.TimedEvent)
+	// Note is a line of the repair loop ([repair], [repaired]).
+	Note(n Note)
+}
+
+// Note is a line of the repair loop for people.
+type Note struct {
+	// Kind is "repair", "repaired", "problem" or "detail".
+	Kind string
+	Text string
+}
+
+// Options are what every execution (start, resume, rerun) takes.
+type Options struct {
+	// Concurrency caps the nodes running at once (default 16).
+	Concurrency int
+	// SecretsFile is a dotenv file with secret values.
+	SecretsFile string
+	// DenyPrivate makes http nodes refuse private addresses.
+	DenyPrivate bool
+	// Observer, when set, sees the run's progress.
+	Observer Observer
+	// Hard, when closed, stops running nodes at once (a second Ctrl-C).
+	Hard <-chan struct{}
+}
+
+// Result is how an execution ended.
+type Result struct {
+	// Run is the stored run, final.
+	Run *store.Run
+	// Engine is the engine's result: every step of this execution.
+	Engine  *engine.Result
+	Verdict *check.RunVerdict
+	// Resumed is set when the execution continued an earlier one.
+	Resumed bool
+	// Repair is what --auto-repair did, when asked.
+	Repair *RepairReport
+	// Err is a failure to record or verify the run, beside its status.
+	Err error
+}
