@@ -36,7 +36,9 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	r.killOrphans(hist)
+	if run.Owner.Host == "" || run.Owner.Host == r.host {
+		r.killOrphans(hist)
+	}
 	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist)}, req.Options)
 }
@@ -123,7 +125,10 @@ func (r *Runner) liveOwner(run *store.Run) (bool, error) {
 }
 
 // killOrphans stops the process groups that steps left running by a dead
-// owner still have, before their nodes run again.
+// owner still have, before their nodes run again. Process groups are this
+// host's: the caller passes only the history of a run last owned here.
+// proc.KillGroup kills a group only if it has a process started since the
+// step started, so a recycled group id of an unrelated process is spared.
 func (r *Runner) killOrphans(hist []*store.Step) {
 	for _, s := range hist {
 		if s.ProcessGroup <= 0 || s.Status != string(engine.StatusRunning) || s.StartedAt == nil {

@@ -1,0 +1,335 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store/sqlite"
+)
+
+// started runs skein with args and returns once its progress shows the
+// run's id, with the process still running.
+func started(t *testing.T, args ...string) (cmd *exec.Cmd, runID string, rest *bufio.Scanner) {
+	t.Helper()
+	cmd = exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "▶" {
+			return cmd, f[len(f)-3], sc
+		}
+	}
+	t.Fatalf("skein %v printed no run id", args)
+	return nil, "", nil
+}
+
+type proc struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, args ...string) proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return proc{code, out.String(), errb.String()}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, limit time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf(msg, args...)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestOneResumeAtATime: two resumes of one failed run at once — exactly
+// one proceeds and the other is refused, naming the owner; a live run
+// cannot be resumed; a run whose process was killed is interrupted.
+func TestOneResumeAtATime(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	first := run(t, "run", "--dir", dir, "--output", "json", "testdata/gate.yaml", "-i", "open="+open)
+	require.Equal(t, 1, first.code, first.stderr)
+	var doc struct {
+		ID string `json:"execution_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(first.stdout), &doc))
+	require.NoError(t, os.WriteFile(open, nil, 0o644))
+
+	results := make(chan proc, 2)
+	for i := 0; i < 2; i++ {
+		go func() { results <- run(t, "resume", "--dir", dir, doc.ID) }()
+	}
+	a, b := <-results, <-results
+	if a.code != 0 {
+		a, b = b, a
+	}
+	require.Equal(t, 0, a.code, "one resume proceeds: %s", a.stderr)
+	require.Contains(t, a.stdout, "completed")
+	require.Equal(t, 1, b.code, "the other is refused: %s", b.stdout)
+	require.Contains(t, b.stderr, "run "+doc.ID+" is running in pid ")
+	require.Contains(t, b.stderr, "skein cancel "+doc.ID)
+
+	live, id, _ := started(t, "run", "--dir", dir, "testdata/long.yaml")
+	r := run(t, "resume", "--dir", dir, id)
+	require.Equal(t, 1, r.code, "a live run cannot be resumed")
+	require.Contains(t, r.stderr, "is running in pid "+strconv.Itoa(live.Process.Pid))
+
+	require.NoError(t, live.Process.Kill())
+	_ = live.Wait()
+	l := run(t, "runs", "list", "--dir", dir)
+	require.Equal(t, 0, l.code, l.stderr)
+	require.Contains(t, l.stdout, id)
+	require.Contains(t, l.stdout, "interrupted (skein resume "+id+")")
+	l = run(t, "runs", "list", "--dir", dir, "--status", "interrupted")
+	require.Contains(t, l.stdout, id)
+	require.NotContains(t, l.stdout, doc.ID, "only the interrupted run")
+}
+
+// TestKillResumeAnywhere kills `skein run` and then `skein resume` with
+// SIGKILL at 30 random instants over a 20-node workflow whose nodes append
+// to a file: a node that had completed never writes its line again, and
+// the run finally completes.
+func TestKillResumeAnywhere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	t.Logf("seed time %s", time.Now())
+
+	counts := func() map[string]int {
+		data, _ := os.ReadFile(log)
+		m := map[string]int{}
+		for _, l := range strings.Fields(string(data)) {
+			m[l]++
+		}
+		return m
+	}
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	completedNodes := func(id string) map[string]bool {
+		hist, err := st.StepHistory(context.Background(), id)
+		require.NoError(t, err)
+		done := map[string]bool{}
+		for _, s := range hist {
+			if s.Status == "success" {
+				done[s.Node] = true
+			}
+		}
+		return done
+	}
+
+	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/appender.yaml", "-i", "log="+log)
+	frozen := map[string]int{} // completed node → its line count then
+	kills := 0
+	for kills < 30 {
+		time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		kills++
+		now := counts()
+		for n, c := range frozen {
+			require.Equal(t, c, now[n], "node %s had completed, yet wrote its line again (kill %d)", n, kills)
+		}
+		for n := range completedNodes(id) {
+			if _, ok := frozen[n]; !ok {
+				frozen[n] = now[n]
+			}
+		}
+		cmd = exec.Command(bin, "resume", "--dir", dir, id)
+		var errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = io.Discard, &errb
+		require.NoError(t, cmd.Start())
+	}
+	_ = cmd.Wait()
+	final := run(t, "resume", "--dir", dir, "--output", "json", id)
+	if final.code != 0 {
+		require.Contains(t, final.stderr, "completed", "the run ends completed: %s", final.stderr)
+	}
+	show := run(t, "runs", "show", "--dir", dir, "--output", "json", id)
+	require.Equal(t, 0, show.code, show.stderr)
+	var doc struct {
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
+	require.Equal(t, "completed", doc.Status)
+	now := counts()
+	for n, c := range frozen {
+		require.Equal(t, c, now[n], "node %s had completed, yet wrote its line again", n)
+	}
+	for i := 0; i < 20; i++ {
+		require.GreaterOrEqual(t, now["n"+pad(i)], 1, "every node ran")
+	}
+	require.Equal(t, 30, kills)
+	t.Logf("%d kills, %d nodes completed before the last; lines per node %v", kills, len(frozen), now)
+}
+
+// alive reports whether a process exists and is not a zombie (an orphan
+// that was killed stays a zombie where nobody reaps it).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+func pad(i int) string {
+	if i < 10 {
+		return "0" + strconv.Itoa(i)
+	}
+	return strconv.Itoa(i)
+}
+
+// TestKilledShellLeavesNoOrphan kills `skein run` while a shell node's
+// background child sleeps before writing a file: the resume stops that
+// child first, so only the re-run node's own child writes.
+func TestKilledShellLeavesNoOrphan(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out, pidFile := filepath.Join(dir, "out"), filepath.Join(dir, "pid")
+	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/orphan.yaml", "-i", "out="+out, "-i", "pid="+pidFile)
+	var orphan int
+	eventually(t, 10*time.Second, func() bool {
+		data, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		orphan, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil
+	}, "the node never started its child")
+	require.NoError(t, os.Remove(pidFile))
+	// The step's process group is on record before the child can matter.
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	eventually(t, 5*time.Second, func() bool {
+		steps, err := st.Steps(context.Background(), id)
+		return err == nil && len(steps) == 1 && steps[0].ProcessGroup > 0
+	}, "the running step has no process group on record")
+
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	require.True(t, alive(orphan), "the sleeping child outlived skein (it is not its direct child)")
+
+	r := run(t, "resume", "--dir", dir, id)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.False(t, alive(orphan), "the resume stopped the child the dead run left")
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	require.Equal(t, "written\n", string(data), "only the re-run node's child wrote")
+}
+
+// TestCancelFromAnotherProcess cancels a run owned by another skein
+// process: it stops within a second and ends cancelled.
+func TestCancelFromAnotherProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, id, sc := started(t, "run", "--dir", dir, "testdata/long.yaml")
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "start") {
+			break
+		}
+	}
+	begin := time.Now()
+	c := run(t, "cancel", "--dir", dir, id)
+	err := cmd.Wait()
+	took := time.Since(begin)
+	require.Equal(t, 0, c.code, c.stderr)
+	require.Contains(t, c.stdout, "run "+id+" cancelled")
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 130, ee.ExitCode())
+	require.Less(t, took, time.Second, "the run stops within a second")
+
+	show := run(t, "runs", "show", "--dir", dir, "--output", "json", id)
+	var doc struct {
+		Status string `json:"status"`
+		Steps  []struct{ Node, Status string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
+	require.Equal(t, "cancelled", doc.Status)
+
+	again := run(t, "cancel", "--dir", dir, id)
+	require.Equal(t, 2, again.code, "an ended run cannot be cancelled")
+	require.Contains(t, again.stderr, "is cancelled")
+}
+
+// TestChildRunsAreRuns: a subworkflow's child run is listed and shown like
+// any run, and its parent step is waiting while it runs.
+func TestChildRunsAreRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/parent.yaml")
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	eventually(t, 10*time.Second, func() bool {
+		steps, err := st.Steps(context.Background(), id)
+		if err != nil {
+			return false
+		}
+		for _, s := range steps {
+			if s.Node == "sub" && s.Status == "waiting" {
+				return true
+			}
+		}
+		return false
+	}, "the parent step was never waiting")
+	require.NoError(t, cmd.Wait())
+
+	l := run(t, "runs", "list", "--dir", dir, "--parent", id)
+	require.Equal(t, 0, l.code, l.stderr)
+	child := id + ".sub1"
+	require.Contains(t, l.stdout, child)
+	s := run(t, "runs", "show", "--dir", dir, "--output", "json", child)
+	require.Equal(t, 0, s.code, s.stderr)
+	var doc struct {
+		Status   string `json:"status"`
+		ParentID string `json:"parent_id"`
+		Outputs  map[string]any
+		Steps    []struct{ Node, Status string }
+	}
+	require.NoError(t, json.Unmarshal([]byte(s.stdout), &doc))
+	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, id, doc.ParentID)
+	require.Equal(t, "hello", doc.Outputs["said"])
+	require.Len(t, doc.Steps, 2)
+}
