@@ -157,23 +157,9 @@ func executing(ctx context.Context, e *env, f *execFlags, do func(context.Contex
 	return resultExit(res)
 }
 
-// resultJSON is the one run document, with what --auto-repair did.
+// resultJSON is the one run document (with what --auto-repair did).
 func resultJSON(ctx context.Context, r *runner.Runner, res *runner.Result) any {
-	doc := r.Doc(ctx, res)
-	if res.Repair == nil {
-		return doc
-	}
-	b, _ := json.Marshal(doc)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	var repaired any
-	if res.Repair.Workflow != nil {
-		repaired = string(res.Repair.Workflow)
-	}
-	m["repaired_workflow"] = repaired
-	m["repair"] = res.Repair
-	m["warnings"] = res.Repair.Warnings
-	return m
+	return r.Doc(ctx, res)
 }
 
 // resultExit maps how a run ended to the exit code (DESIGN §6): the one

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -35,6 +36,13 @@ type RunDoc struct {
 	CostUSD    float64    `json:"cost_usd"`
 	// Owner is the process running the run, while it runs.
 	Owner *OwnerDoc `json:"owner,omitempty"`
+
+	// Warnings are the business errors (an API answering "ok": false)
+	// --auto-repair found and left alone.
+	Warnings []repair.Warning `json:"warnings"`
+	// RepairedWorkflow and Repair say what --auto-repair did.
+	RepairedWorkflow *string       `json:"repaired_workflow,omitempty"`
+	Repair           *RepairReport `json:"repair,omitempty"`
 }
 
 // OwnerDoc is who runs a run.
@@ -69,7 +77,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		ExecutionID: run.ID, Workflow: run.Workflow, Status: r.Status(run), Outputs: run.Outputs, Error: run.Error,
 		Steps: make([]StepDoc, 0, len(steps)), Verdict: v, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
 		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt,
-		Tokens: run.Tokens, CostUSD: run.CostUSD,
+		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{},
 	}
 	if d.Outputs == nil {
 		d.Outputs = map[string]any{}
@@ -97,7 +105,12 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 // Doc returns the document of an execution's result, read back from the
 // store, so it is the same document Get returns.
 func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
-	steps, err := r.st.Steps(context.WithoutCancel(ctx), res.Run.ID)
+	ctx = context.WithoutCancel(ctx)
+	run, err := r.st.Run(ctx, res.Run.ID)
+	if err != nil || run.Status != res.Run.Status {
+		run = res.Run // the final record could not be written
+	}
+	steps, err := r.st.Steps(ctx, res.Run.ID)
 	if err != nil {
 		// The records could not be read: describe the execution itself.
 		steps = nil
@@ -105,7 +118,17 @@ func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
 			steps = append(steps, durable.StepFromRecord(res.Run.ID, s))
 		}
 	}
-	d := r.doc(res.Run, steps, res.Verdict)
+	d := r.doc(run, steps, res.Verdict)
+	if rep := res.Repair; rep != nil {
+		d.Repair = rep
+		if rep.Warnings != nil {
+			d.Warnings = rep.Warnings
+		}
+		if rep.Workflow != nil {
+			src := string(rep.Workflow)
+			d.RepairedWorkflow = &src
+		}
+	}
 	if d.FinishedAt == nil && res.Engine != nil {
 		d.DurationMS = res.Engine.DurationMS
 	}

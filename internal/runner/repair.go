@@ -50,7 +50,7 @@ type RepairRequest struct {
 // RepairReport is what the repair loop did, for the JSON result.
 type RepairReport struct {
 	// Workflow is the repaired workflow's text, when one was used.
-	Workflow []byte
+	Workflow []byte           `json:"-"`
 	Attempts []RepairAttempt  `json:"attempts"`
 	Diff     []repair.Change  `json:"diff"`
 	Changes  []string         `json:"changes"`

@@ -1,0 +1,190 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	_ "github.com/skeinhq/skein/internal/nodes/standard"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+)
+
+var update = flag.Bool("update", false, "rewrite schema/run.schema.json from runner.RunDoc")
+
+const schemaFile = "../../schema/run.schema.json"
+
+type bundle struct {
+	ctx context.Context
+	r   *runner.Runner
+	dir string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	return &bundle{ctx: t.Context(), r: r, dir: dir}
+}
+
+func (b *bundle) write(t *testing.T, name, src string) string {
+	t.Helper()
+	p := filepath.Join(b.dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	return p
+}
+
+const chain = `version: 1
+name: chain
+inputs:
+  who: {type: string, default: world}
+nodes:
+  - {id: a, type: set, values: {x: 1}}
+  - {id: b, type: template, text: "hi {{ inputs.who }}"}
+edges:
+  - {from: a, to: b}
+`
+
+func TestRunSchemaUpToDate(t *testing.T) {
+	t.Parallel()
+	got, err := runner.RunSchema()
+	require.NoError(t, err)
+	if *update {
+		require.NoError(t, os.WriteFile(schemaFile, got, 0o644))
+	}
+	want, err := os.ReadFile(schemaFile)
+	require.NoError(t, err, "create it with: go test ./internal/runner -update")
+	require.Equal(t, string(want), string(got), "schema/run.schema.json is stale; refresh it with: go test ./internal/runner -update")
+}
+
+// compileSchema compiles schema/run.schema.json.
+func compileSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	data, err := os.ReadFile(schemaFile)
+	require.NoError(t, err)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource(runner.RunSchemaID, doc))
+	s, err := c.Compile(runner.RunSchemaID)
+	require.NoError(t, err)
+	return s
+}
+
+// ValidateRunDoc checks a run document (as JSON) against the schema.
+func validateDoc(t *testing.T, s *jsonschema.Schema, v any) {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	require.NoError(t, s.Validate(inst), "%s", b)
+}
+
+func TestStartGetAndTheOneShape(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "chain.yaml", chain))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"who": "Ada"}})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, store.Owner{}, res.Run.Owner, "a finished run has no owner")
+
+	doc := b.r.Doc(b.ctx, res)
+	got, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	docJSON, err := json.Marshal(doc)
+	require.NoError(t, err)
+	gotJSON, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(gotJSON), string(docJSON), "an execution's document is the stored run's")
+	require.Len(t, got.Steps, 2)
+	require.Equal(t, "hi Ada", got.Steps[1].Output["text"])
+	require.Equal(t, 1, got.Generation)
+
+	s := compileSchema(t)
+	validateDoc(t, s, got)
+}
+
+func TestErrorsAreTyped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	_, err := b.r.Get(b.ctx, "nope")
+	require.ErrorIs(t, err, runner.ErrNotFound)
+	_, err = b.r.Resume(b.ctx, runner.ResumeRequest{RunID: "nope"})
+	require.ErrorIs(t, err, runner.ErrNotFound)
+
+	_, err = b.r.Load(b.write(t, "bad.yaml", "version: 1\nname: bad\nnodes:\n  - {id: a, type: nope}\n"))
+	var inv *runner.InvalidError
+	require.ErrorAs(t, err, &inv)
+	require.NotEmpty(t, inv.Diagnostics)
+
+	w, err := b.r.Load(b.write(t, "chain.yaml", chain))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	_, err = b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.ErrorIs(t, err, runner.ErrCompleted)
+	_, err = b.r.Cancel(b.ctx, runner.CancelRequest{RunID: res.Run.ID})
+	require.ErrorIs(t, err, runner.ErrNotRunning)
+
+	_, err = b.r.Rerun(b.ctx, runner.RerunRequest{RunID: res.Run.ID, Pins: []string{"zz"}})
+	var use *runner.UsageError
+	require.ErrorAs(t, err, &use)
+	require.Contains(t, use.Msg, `no node "zz"`)
+
+	_, err = b.r.Prune(b.ctx, runner.PruneRequest{})
+	require.True(t, errors.As(err, &use))
+}
+
+// TestResumeReusesEveryGeneration: what any earlier execution completed
+// is reused, and a resume records a new generation beside the old one.
+func TestResumeReusesEveryGeneration(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	gate := filepath.Join(b.dir, "open")
+	src := `version: 1
+name: gated
+nodes:
+  - {id: a, type: shell, command: [sh, -c, 'echo a >> "$1"', x, "` + filepath.Join(b.dir, "log") + `"]}
+  - {id: gate, type: shell, command: [test, -f, "` + gate + `"]}
+edges:
+  - {from: a, to: gate}
+`
+	w, err := b.r.Load(b.write(t, "gated.yaml", src))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status)
+
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "failed", again.Run.Status)
+	require.Equal(t, 2, again.Run.Generation)
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	last, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", last.Run.Status)
+	require.Equal(t, 3, last.Run.Generation)
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.True(t, doc.Steps[0].Cached, "a is reused")
+
+	log, err := os.ReadFile(filepath.Join(b.dir, "log"))
+	require.NoError(t, err)
+	require.Equal(t, "a\n", string(log), "a ran once over three executions")
+}
