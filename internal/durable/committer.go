@@ -11,6 +11,12 @@ import (
 // goroutine, one transaction at a time: whatever was submitted while the
 // last transaction ran goes into the next one (group commit). Runs never
 // wait for the disk; Sync waits for what they submitted.
+//
+// A failure belongs to the run whose batch failed: when a group
+// transaction fails, each run's share is tried alone, so one run's
+// problem (a lost lease, a deleted run) never fails another's records.
+// Once a batch of a run (and owner token) failed, its later batches fail
+// with the same error: a run's records are never committed with a gap.
 type Committer struct {
 	st   store.Store
 	mu   sync.Mutex
@@ -21,8 +27,12 @@ type Committer struct {
 	submitted, committed uint64
 	closed               bool
 	done                 chan struct{}
-	err                  error // the first failure; later submissions fail with it
+	// failed holds the first error of each run (and owner token) whose
+	// records could not be written.
+	failed map[runKey]error
 }
+
+type runKey struct{ run, token string }
 
 type submission struct {
 	batch store.Batch
@@ -31,7 +41,7 @@ type submission struct {
 
 // NewCommitter starts a committer on st. Close stops it.
 func NewCommitter(st store.Store) *Committer {
-	c := &Committer{st: st, done: make(chan struct{})}
+	c := &Committer{st: st, done: make(chan struct{}), failed: map[runKey]error{}}
 	c.cond = sync.NewCond(&c.mu)
 	go c.loop()
 	return c
@@ -53,16 +63,15 @@ func (c *Committer) Submit(b store.Batch, after func(error)) {
 	c.cond.Broadcast()
 }
 
-// Sync waits until everything submitted before it was committed, and
-// returns the first commit error seen.
-func (c *Committer) Sync() error {
+// Sync waits until everything submitted before it was committed or has
+// failed; the outcome of each batch goes to its after function.
+func (c *Committer) Sync() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	target := c.submitted
-	for c.committed < target && c.err == nil {
+	for c.committed < target {
 		c.cond.Wait()
 	}
-	return c.err
 }
 
 // Close commits what is queued and stops the committer.
@@ -74,9 +83,7 @@ func (c *Committer) Close() error {
 	}
 	c.mu.Unlock()
 	<-c.done
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
+	return nil
 }
 
 func (c *Committer) loop() {
@@ -92,26 +99,73 @@ func (c *Committer) loop() {
 		}
 		subs := c.queue
 		c.queue = nil
-		failed := c.err
 		c.mu.Unlock()
 
-		err := failed
-		if err == nil {
-			err = c.st.SaveBatch(context.Background(), merge(subs))
-		}
-		for _, s := range subs {
+		errs := c.commit(subs)
+		for i, s := range subs {
 			if s.after != nil {
-				s.after(err)
+				s.after(errs[i])
 			}
 		}
 		c.mu.Lock()
 		c.committed += uint64(len(subs))
-		if err != nil && c.err == nil {
-			c.err = err
-		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
+}
+
+// commit writes subs in one transaction, or run by run when that fails,
+// and returns each submission's error.
+func (c *Committer) commit(subs []submission) []error {
+	errs := make([]error, len(subs))
+	keyOf := func(s submission) runKey { return runKey{s.batch.RunID, s.batch.Token} }
+	// Runs that failed before fail again, without a write.
+	var live []int
+	for i, s := range subs {
+		if err := c.failed[keyOf(s)]; err != nil {
+			errs[i] = err
+			continue
+		}
+		live = append(live, i)
+	}
+	if len(live) == 0 {
+		return errs
+	}
+	pick := func(idx []int) []submission {
+		out := make([]submission, len(idx))
+		for j, i := range idx {
+			out[j] = subs[i]
+		}
+		return out
+	}
+	err := c.st.SaveBatch(context.Background(), merge(pick(live)))
+	if err == nil {
+		return errs
+	}
+	byRun := map[runKey][]int{}
+	var order []runKey
+	for _, i := range live {
+		k := keyOf(subs[i])
+		if _, ok := byRun[k]; !ok {
+			order = append(order, k)
+		}
+		byRun[k] = append(byRun[k], i)
+	}
+	for _, k := range order {
+		idx := byRun[k]
+		rerr := err
+		if len(order) > 1 {
+			rerr = c.st.SaveBatch(context.Background(), merge(pick(idx)))
+		}
+		if rerr == nil {
+			continue
+		}
+		c.failed[k] = rerr
+		for _, i := range idx {
+			errs[i] = rerr
+		}
+	}
+	return errs
 }
 
 // merge folds the submissions of one transaction into one batch per run:

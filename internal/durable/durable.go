@@ -177,9 +177,7 @@ func (r *Recorder) Sync() error {
 	if err := r.Flush(); err != nil {
 		return err
 	}
-	if err := r.c.Sync(); err != nil {
-		return err
-	}
+	r.c.Sync()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err

@@ -43,6 +43,9 @@ type Config struct {
 	Judge func(w *workflow.Workflow, lookupEnv func(string) (string, bool)) check.Judge
 	// Registry holds the node kinds; default node.Default.
 	Registry *node.Registry
+	// Store, when set, is used instead of Dir/skein.db; Close does not
+	// close it.
+	Store store.Store
 }
 
 // Runner executes and inspects the runs of one Skein folder. It is safe
@@ -80,9 +83,12 @@ func Open(cfg Config) (*Runner, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w; run from a writable folder or set --dir", cfg.Dir, err)
 	}
-	st, err := sqlite.Open(filepath.Join(cfg.Dir, "skein.db"))
-	if err != nil {
-		return nil, err
+	st := cfg.Store
+	if st == nil {
+		var err error
+		if st, err = sqlite.Open(filepath.Join(cfg.Dir, "skein.db")); err != nil {
+			return nil, err
+		}
 	}
 	host, _ := os.Hostname()
 	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clock.Real{}, host: host, pid: os.Getpid()}, nil
@@ -101,9 +107,14 @@ func OpenExisting(cfg Config) (*Runner, error) {
 	return Open(cfg)
 }
 
-// Close commits what is queued and closes the store.
+// Close commits what is queued and closes the store (unless it was given
+// in Config.Store).
 func (r *Runner) Close() error {
-	return errors.Join(r.commit.Close(), r.st.Close())
+	err := r.commit.Close()
+	if r.cfg.Store == nil {
+		err = errors.Join(err, r.st.Close())
+	}
+	return err
 }
 
 // Dir is the folder the runner keeps runs in.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
@@ -16,6 +17,7 @@ import (
 	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
 var update = flag.Bool("update", false, "rewrite schema/run.schema.json from runner.RunDoc")
@@ -187,4 +189,62 @@ edges:
 	log, err := os.ReadFile(filepath.Join(b.dir, "log"))
 	require.NoError(t, err)
 	require.Equal(t, "a\n", string(log), "a ran once over three executions")
+}
+
+// failFinish is a store whose final run records cannot be written (a
+// full disk at the last moment).
+type failFinish struct {
+	store.Store
+	on bool
+}
+
+func (f *failFinish) SaveBatch(ctx context.Context, bs []store.Batch) error {
+	for _, b := range bs {
+		if b.Finish != nil && f.on {
+			return errors.New("disk full")
+		}
+	}
+	return f.Store.SaveBatch(ctx, bs)
+}
+
+// TestAFailedFinalWriteLeavesTheRunResumable: when the last records and
+// the final status cannot be written, nothing of them is, and once the
+// lease runs out the run is interrupted and resumes.
+func TestAFailedFinalWriteLeavesTheRunResumable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	fs := &failFinish{Store: st, on: true}
+	r, err := runner.Open(runner.Config{Dir: dir, Store: fs, LeaseTTL: 300 * time.Millisecond, CancelPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer r.Close()
+	flow := filepath.Join(dir, "chain.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(chain), 0o644))
+	w, err := r.Load(flow)
+	require.NoError(t, err)
+
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.ErrorContains(t, res.Err, "disk full")
+	stored, err := st.Run(t.Context(), res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", stored.Status, "no final status without the last records")
+
+	_, err = r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID})
+	require.ErrorIs(t, err, store.ErrOwned, "the lease has not run out yet")
+	require.Eventually(t, func() bool {
+		run, err := st.Run(t.Context(), res.Run.ID)
+		return err == nil && run.LeaseExpired
+	}, 5*time.Second, 10*time.Millisecond)
+	list, err := r.List(t.Context(), runner.ListRequest{Status: runner.StatusInterrupted})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+
+	fs.on = false
+	again, err := r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, again.Err)
+	require.Equal(t, "completed", again.Run.Status)
 }

@@ -1,0 +1,88 @@
+package durable_test
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
+)
+
+// TestAFailureBelongsToItsRun: when one run's batch cannot be written (its
+// owner lost the lease), the other runs committed in the same group are
+// not failed with it, and the failed run's later batches fail too, so its
+// records never have a gap.
+func TestAFailureBelongsToItsRun(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	for _, id := range []string{"good", "stale"} {
+		require.NoError(t, st.CreateRun(ctx, &store.Run{ID: id, Workflow: "w", Status: "running",
+			Owner: store.Owner{Host: "h", PID: 1, Token: "tok-" + id}, LeaseTTL: time.Hour}))
+	}
+	gate := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	c := durable.NewCommitter(gate)
+	defer c.Close()
+
+	// The first transaction is held, so the next two batches queue and
+	// are committed together.
+	var wg sync.WaitGroup
+	results := map[string]error{}
+	var mu sync.Mutex
+	submit := func(name string, b store.Batch) {
+		wg.Add(1)
+		c.Submit(b, func(err error) {
+			mu.Lock()
+			results[name] = err
+			mu.Unlock()
+			wg.Done()
+		})
+	}
+	step := func(node string) []*store.Step {
+		return []*store.Step{{StepOrder: 1, Node: node, Visit: 1, Status: "success"}}
+	}
+	submit("first", store.Batch{RunID: "good", Token: "tok-good", Steps: step("a")})
+	<-gate.entered
+	submit("good", store.Batch{RunID: "good", Token: "tok-good", Steps: step("b")})
+	submit("stale", store.Batch{RunID: "stale", Token: "someone-else", Steps: step("x")})
+	close(gate.release)
+	wg.Wait()
+
+	require.NoError(t, results["first"])
+	require.NoError(t, results["good"], "the good run's batch is committed despite the stale one in its group")
+	require.ErrorIs(t, results["stale"], store.ErrLeaseLost)
+	steps, err := st.Steps(ctx, "good")
+	require.NoError(t, err)
+	require.Len(t, steps, 2)
+
+	// The stale owner's later batch fails without a write, even a valid one.
+	done := make(chan error, 1)
+	c.Submit(store.Batch{RunID: "stale", Token: "someone-else"}, func(err error) { done <- err })
+	require.ErrorIs(t, <-done, store.ErrLeaseLost)
+}
+
+// gatedStore holds its first SaveBatch until release is closed.
+type gatedStore struct {
+	store.Store
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
+	first := false
+	g.once.Do(func() { first = true })
+	if first {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.SaveBatch(ctx, bs)
+}
