@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,11 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/node"
 )
 
 // conformanceDir holds the MCP conformance suite and Node 24, installed
@@ -67,6 +73,49 @@ func TestMCPConformance(t *testing.T) {
 	slices.Sort(notPassing)
 	require.Equal(t, want, notPassing,
 		"the scenarios that do not pass are not those listed in %s (a new failure is a regression; a scenario that passes now leaves the list). Not passing:\n%s", conformanceDoc, report.String())
+}
+
+// TestMCPConformanceFixtures runs the scenarios of features Skein offers
+// that call the reference server's fixtures by name against Skein's MCP
+// server with those fixtures added, built and served as `skein mcp
+// --http` builds and serves it: they must pass.
+func TestMCPConformanceFixtures(t *testing.T) {
+	t.Parallel()
+	nodeBin, suite := conformanceSuite(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h := cli.MCPHandler(ctx, t.TempDir(), io.Discard, func(srv *sdk.Server) {
+		type none struct{}
+		cli.AddMCPTool(srv, &sdk.Tool{Name: "test_simple_text", Description: "answers text"},
+			func(context.Context, none) (map[string]string, *node.Error) {
+				return map[string]string{"text": "This is a simple text response for testing."}, nil
+			})
+		cli.AddMCPTool(srv, &sdk.Tool{Name: "test_error_handling", Description: "answers a tool error"},
+			func(context.Context, none) (none, *node.Error) {
+				return none{}, &node.Error{Code: "internal", Category: node.CategoryInternal, Message: "This tool intentionally returns an error for testing"}
+			})
+		srv.AddResourceTemplate(&sdk.ResourceTemplate{Name: "template", URITemplate: "test://template/{id}/data", MIMEType: "application/json"},
+			func(_ context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+				id := strings.TrimSuffix(strings.TrimPrefix(req.Params.URI, "test://template/"), "/data")
+				return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json",
+					Text: fmt.Sprintf(`{"id":%q,"templateTest":true,"data":"Data for ID: %s"}`, id, id)}}}, nil
+			})
+	})
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+
+	for _, sc := range []string{"tools-call-simple-text", "tools-call-error", "resources-templates-read"} {
+		results := t.TempDir()
+		cmd := exec.CommandContext(ctx, nodeBin, suite, "server", "--url", hs.URL+"/mcp", "--scenario", sc, "--output-dir", results)
+		cmd.Dir = t.TempDir()
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, ctx.Err(), "the suite did not finish in time:\n%s", out)
+		failures := readConformanceResults(t, results)
+		require.Contains(t, failures, sc, "%s left no results:\n%s", sc, out)
+		require.Empty(t, failures[sc], "%s", sc)
+		require.NoError(t, err, "%s", out)
+	}
 }
 
 // conformanceSuite finds Node 24 and the suite. Without them the test is
