@@ -1,8 +1,9 @@
 # Skein — build and test.
 GO ?= go
 NPM ?= npm
-# npm packages the tests use (real MCP servers), pinned by their lock files.
-NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json))
+# npm packages the tests use (real MCP servers; the MCP conformance suite
+# and the Node 24 it runs on), pinned by their lock files.
+NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json)) internal/cli/testdata/conformance/
 
 .PHONY: build test deps ci lint fuzz bench
 

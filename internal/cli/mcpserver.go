@@ -46,8 +46,8 @@ const (
 
 func mcpCmd(e *env) *cobra.Command {
 	var (
-		svc         = mcpService{flags: execFlags{output: "json"}}
-		addr, token string
+		svc = mcpService{flags: execFlags{output: "json"}}
+		hc  mcpHTTPConfig
 	)
 	cmd := &cobra.Command{
 		Use:   "mcp",
@@ -63,27 +63,32 @@ taken from the folder skein mcp was started in.
 
 --http refuses an address other than loopback unless --token (or
 $SKEIN_MCP_TOKEN) is set; with a token every request must carry
-Authorization: Bearer <token>.`,
+Authorization: Bearer <token>. An HTTP session that receives no request
+for --session-idle is closed; a request naming it is then answered 404
+Not Found, and the client starts a new session.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if svc.flags.concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
 			}
-			if token == "" {
-				token = os.Getenv("SKEIN_MCP_TOKEN")
+			if hc.sessionIdle < 0 {
+				return usagef("--session-idle must not be negative")
 			}
-			if addr != "" {
-				if err := checkMCPAddr(addr, token); err != nil {
+			if hc.token == "" {
+				hc.token = os.Getenv("SKEIN_MCP_TOKEN")
+			}
+			if hc.addr != "" {
+				if err := checkMCPAddr(hc.addr, hc.token); err != nil {
 					return err
 				}
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
 			srv := newMCPServer(ctx, &svc, e.stderr)
 			var err error
-			if addr == "" {
+			if hc.addr == "" {
 				err = serveMCPStdio(ctx, e, srv)
 			} else {
-				err = serveMCPHTTP(ctx, e, srv, &svc, token, addr)
+				err = serveMCPHTTP(ctx, e, srv, &svc, hc)
 			}
 			// Calls still running (the client left) are cancelled: a run
 			// ends cancelled and is recorded.
@@ -94,8 +99,9 @@ Authorization: Bearer <token>.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
-	fl.StringVar(&token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
+	fl.StringVar(&hc.addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
+	fl.StringVar(&hc.token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
+	fl.DurationVar(&hc.sessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
 	fl.StringVar(&svc.flags.dir, "dir", ".skein", "folder for the database and run records")
 	fl.IntVar(&svc.flags.concurrency, "concurrency", 16, "most nodes running at once, per run")
 	fl.StringVar(&svc.flags.secretsFile, "secrets-file", "", "dotenv file with secret values")
@@ -648,18 +654,77 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// mcpHTTPConfig is how `skein mcp --http` serves.
+type mcpHTTPConfig struct {
+	addr  string
+	token string // bearer token every request must carry, if set
+	// sessionIdle is how long a session may go without a request before
+	// it is closed and forgotten (0: never). A call in progress keeps its
+	// session open; a client that only listens on its event stream must
+	// ping.
+	sessionIdle time.Duration
+}
+
 // mcpHTTPHandler serves srv over streamable HTTP at mcpPath. With a
 // token, every request must carry it as a bearer token.
-func mcpHTTPHandler(srv *sdk.Server, token string) http.Handler {
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+func mcpHTTPHandler(srv *sdk.Server, hc mcpHTTPConfig) http.Handler {
+	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+		SessionTimeout: hc.sessionIdle,
+	})
+	h = answerClosedSessions(h)
 	h = http.NewCrossOriginProtection().Handler(h)
-	if token != "" {
-		h = requireBearer(token, h)
+	if hc.token != "" {
+		h = requireBearer(hc.token, h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(mcpPath, h)
 	return mux
 }
+
+// answerClosedSessions answers 404 Not Found to a POST on a session that
+// the SDK's handler left without any answer. The handler does that to a
+// request that arrives while its session is being closed (an idle one,
+// say): the session has stopped but is not yet forgotten. 404 is what
+// the protocol answers for a session that no longer exists, and tells
+// the client to start a new one; an empty 200 would tell it nothing.
+func answerClosedSessions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		aw := &answerWriter{ResponseWriter: w}
+		next.ServeHTTP(aw, r)
+		if !aw.answered {
+			http.Error(w, "session not found", http.StatusNotFound)
+		}
+	})
+}
+
+// answerWriter notes whether anything was written. Flushes go through it
+// (http.ResponseController finds FlushError first), so that a flushed
+// status counts.
+type answerWriter struct {
+	http.ResponseWriter
+	answered bool
+}
+
+func (w *answerWriter) WriteHeader(code int) {
+	w.answered = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *answerWriter) Write(p []byte) (int, error) {
+	w.answered = true
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *answerWriter) FlushError() error {
+	w.answered = true
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func requireBearer(token string, next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(token))
@@ -677,15 +742,15 @@ func requireBearer(token string, next http.Handler) http.Handler {
 
 // serveMCPHTTP listens on addr until ctx ends. The calls being answered
 // then end (cancelled) and their results are sent before the server stops.
-func serveMCPHTTP(ctx context.Context, e *env, srv *sdk.Server, svc *mcpService, token, addr string) error {
-	ln, err := net.Listen("tcp", addr)
+func serveMCPHTTP(ctx context.Context, e *env, srv *sdk.Server, svc *mcpService, hc mcpHTTPConfig) error {
+	ln, err := net.Listen("tcp", hc.addr)
 	if err != nil {
 		return exit(ExitFailed, fmt.Errorf("--http: %w", err))
 	}
 	// posts are the requests that carry calls; their answers are written
 	// before the server stops. (GETs are event streams that never end.)
 	var posts inflight
-	h := mcpHTTPHandler(srv, token)
+	h := mcpHTTPHandler(srv, hc)
 	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			if !posts.enter() {

@@ -448,3 +448,70 @@ func mustJSON(t *testing.T, v any) string {
 	require.NoError(t, err)
 	return string(data)
 }
+
+// TestMCPSessionIdle leaves HTTP sessions unused for longer than
+// --session-idle: the server closes them, answers a request naming one
+// with 404 Not Found, and the client can start a new session.
+func TestMCPSessionIdle(t *testing.T) {
+	t.Parallel()
+	r := skein(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--session-idle", "-1s")
+	require.Equal(t, cli.ExitInvalid, r.code)
+	require.Contains(t, r.stderr, "--session-idle")
+
+	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--session-idle", "200ms")
+	deadline := func(t *testing.T) context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	t.Run("raw", func(t *testing.T) {
+		t.Parallel()
+		ctx := deadline(t)
+		rs := &rawSession{url: url}
+		rs.initialize(t)
+		// The session's event stream is no request: it ends when the
+		// server closes the session.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", rs.sessionID)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err, "the server ends the event stream of an idle session")
+
+		rep := rs.call(t, "tools/call", `{"name":"list_runs","arguments":{}}`)
+		require.Equal(t, http.StatusNotFound, rep.HTTPStatus, rep.Body)
+
+		again := &rawSession{url: url}
+		again.initialize(t)
+		rep = again.call(t, "tools/call", `{"name":"list_runs","arguments":{}}`)
+		require.Equal(t, http.StatusOK, rep.HTTPStatus, rep.Body)
+		require.Nil(t, rep.Error, rep.Body)
+	})
+
+	t.Run("sdk client", func(t *testing.T) {
+		t.Parallel()
+		ctx := deadline(t)
+		cs, err := dialMCP(url, "")
+		require.NoError(t, err)
+		defer cs.Close()
+		callTool(t, cs, "list_runs", nil)
+		waited := make(chan error, 1)
+		go func() { waited <- cs.Wait() }()
+		select {
+		case <-waited:
+		case <-ctx.Done():
+			t.Fatal("the client's session did not end")
+		}
+		_, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "list_runs"})
+		require.Error(t, err, "a call on an expired session fails")
+
+		cs2 := connectMCP(t, url, "")
+		toolResult[map[string]any](t, callTool(t, cs2, "list_runs", nil))
+	})
+}

@@ -1,0 +1,404 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+)
+
+// mcpTransport reaches a `skein mcp` served over one transport.
+type mcpTransport struct {
+	name string
+	// connect returns an initialised SDK client session.
+	connect func(t *testing.T) *sdk.ClientSession
+	// raw returns an initialised session that sends JSON-RPC as written,
+	// for what the SDK client will not send.
+	raw func(t *testing.T) *rawSession
+}
+
+// mcpTransports serves `skein mcp` over stdio (one server per client, as
+// a client would start it) and over streamable HTTP (one server for the
+// test), each with a temporary --dir.
+func mcpTransports(t *testing.T) []mcpTransport {
+	t.Helper()
+	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir())
+	return []mcpTransport{
+		{
+			name: "stdio",
+			connect: func(t *testing.T) *sdk.ClientSession {
+				t.Helper()
+				r, w := serveMCPStdio(t)
+				client := sdk.NewClient(&sdk.Implementation{Name: "skein-test", Version: "1"}, nil)
+				cs, err := client.Connect(context.Background(), &sdk.IOTransport{Reader: r, Writer: w}, nil)
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = cs.Close() })
+				return cs
+			},
+			raw: func(t *testing.T) *rawSession {
+				t.Helper()
+				r, w := serveMCPStdio(t)
+				rs := &rawSession{stdin: w, stdout: bufio.NewReader(r)}
+				rs.initialize(t)
+				return rs
+			},
+		},
+		{
+			name:    "http",
+			connect: func(t *testing.T) *sdk.ClientSession { return connectMCP(t, url, "") },
+			raw: func(t *testing.T) *rawSession {
+				rs := &rawSession{url: url}
+				rs.initialize(t)
+				return rs
+			},
+		},
+	}
+}
+
+// serveMCPStdio runs `skein mcp` on pipes until the test ends, when its
+// stdin is closed and it must exit 0. It returns the server's stdout and
+// stdin.
+func serveMCPStdio(t *testing.T) (stdout io.ReadCloser, stdin io.WriteCloser) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	var stderr lockedBuffer
+	go func() {
+		done <- cli.Main(context.Background(), []string{"mcp", "--dir", t.TempDir()}, inR, outW, &stderr)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		go func() { _, _ = io.Copy(io.Discard, outR) }()
+		select {
+		case code := <-done:
+			require.Equal(t, cli.ExitOK, code, "skein mcp exits 0 when stdin ends; stderr: %s", stderr.String())
+		case <-time.After(10 * time.Second):
+			t.Errorf("skein mcp did not exit after its stdin ended; stderr: %s", stderr.String())
+		}
+	})
+	return outR, inW
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// rawSession speaks JSON-RPC to skein mcp as written: over stdio (stdin,
+// stdout) or streamable HTTP (url).
+type rawSession struct {
+	stdin  io.Writer
+	stdout *bufio.Reader
+
+	url, sessionID string
+
+	nextID int
+}
+
+// rawReply is the answer to one request.
+type rawReply struct {
+	HTTPStatus int // 0 over stdio
+	Body       string
+	Result     json.RawMessage `json:"result"`
+	Error      *jsonrpc.Error  `json:"error"`
+}
+
+func (rs *rawSession) initialize(t *testing.T) {
+	t.Helper()
+	rep := rs.call(t, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	require.Nil(t, rep.Error, rep.Body)
+	rs.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// call sends a request with method and params (JSON, or "" for none) and
+// returns its answer.
+func (rs *rawSession) call(t *testing.T, method, params string) rawReply {
+	t.Helper()
+	rs.nextID++
+	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q`, rs.nextID, method)
+	if params != "" {
+		msg += `,"params":` + params
+	}
+	msg += "}"
+	resp, body := rs.send(t, msg)
+	rep := rawReply{Body: body}
+	if resp != nil {
+		rep.HTTPStatus = resp.StatusCode
+		if resp.StatusCode != http.StatusOK {
+			return rep
+		}
+		if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+			rs.sessionID = id
+		}
+	}
+	// The answer is the message with our id; skip notifications.
+	for _, line := range strings.Split(body, "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "data: ")
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal([]byte(line), &m) == nil && string(m.ID) == fmt.Sprint(rs.nextID) {
+			require.NoError(t, json.Unmarshal([]byte(line), &rep), line)
+			rep.Body = line
+			return rep
+		}
+	}
+	t.Fatalf("no answer to %s in %q", msg, body)
+	return rep
+}
+
+// send writes one message. Over HTTP it returns the response and its
+// body; over stdio, for a request, the line that answers it.
+func (rs *rawSession) send(t *testing.T, msg string) (*http.Response, string) {
+	t.Helper()
+	if rs.url == "" {
+		_, err := io.WriteString(rs.stdin, msg+"\n")
+		require.NoError(t, err)
+		if !strings.Contains(msg, `"id"`) {
+			return nil, ""
+		}
+		for {
+			line, err := rs.stdout.ReadString('\n')
+			require.NoError(t, err, "skein mcp answers %s", msg)
+			if strings.Contains(line, fmt.Sprintf(`"id":%d,`, rs.nextID)) {
+				return nil, line
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rs.url, strings.NewReader(msg))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if rs.sessionID != "" {
+		req.Header.Set("Mcp-Session-Id", rs.sessionID)
+		req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp, string(body)
+}
+
+// rpcCode is the JSON-RPC error code err carries, or 0.
+func rpcCode(err error) int64 {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr.Code
+	}
+	return 0
+}
+
+// mcpToolArgs are valid arguments of each tool, and how each parameter
+// can be given a value of the wrong JSON type.
+var mcpToolArgs = []struct {
+	tool     string
+	valid    map[string]any
+	required []string
+	wrong    map[string][]any // parameter → values of a wrong type
+}{
+	{
+		tool:  "validate_workflow",
+		valid: map[string]any{"file": "testdata/ok.yaml"},
+		wrong: map[string][]any{"file": notString, "yaml": notString},
+	},
+	{
+		tool:     "run_workflow",
+		valid:    map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Paris"}},
+		required: []string{"file"},
+		wrong:    map[string][]any{"file": notString, "inputs": {"Paris", 3, []any{"Paris"}}, "trigger": notString},
+	},
+	{
+		tool:  "list_runs",
+		valid: map[string]any{"limit": 5},
+		wrong: map[string][]any{"workflow": notString, "status": append([]any{"done"}, notString...), "limit": {"ten", 1.5, true, -1}},
+	},
+	{
+		tool:     "get_run",
+		valid:    map[string]any{"id": "nosuchrun"},
+		required: []string{"id"},
+		wrong:    map[string][]any{"id": notString},
+	},
+	{
+		tool:     "resume_run",
+		valid:    map[string]any{"id": "nosuchrun"},
+		required: []string{"id"},
+		wrong:    map[string][]any{"id": notString, "workflow": notString},
+	},
+}
+
+// notString are JSON values that are not strings.
+var notString = []any{3, true, []any{"a"}, map[string]any{"a": "b"}, nil}
+
+// TestMCPBadCalls calls every tool the wrong way over stdio and HTTP:
+// each call is answered with an error, and the server answers the next
+// call.
+func TestMCPBadCalls(t *testing.T) {
+	t.Parallel()
+	for _, tr := range mcpTransports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			cs := tr.connect(t)
+			alive := func(t *testing.T) {
+				t.Helper()
+				out := toolResult[map[string]any](t, callTool(t, cs, "validate_workflow", map[string]any{"file": "testdata/ok.yaml"}))
+				require.Equal(t, true, out["valid"], "the server still answers")
+			}
+
+			for _, tc := range mcpToolArgs {
+				t.Run(tc.tool, func(t *testing.T) {
+					// The calls share one session, in order.
+					for _, name := range []string{tc.tool + "_x", strings.ToUpper(tc.tool), " " + tc.tool, "", "skein." + tc.tool} {
+						_, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: tc.valid})
+						require.Error(t, err, "tool name %q", name)
+						require.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(err), "tool name %q: %v", name, err)
+						alive(t)
+					}
+
+					badArgs := func(what string, args any, mention string) {
+						t.Helper()
+						res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tc.tool, Arguments: args})
+						require.NoError(t, err, what)
+						terr := toolError(t, res)
+						require.Equal(t, "invalid_arguments", terr.Code, "%s: %s", what, terr.Message)
+						require.Equal(t, "validation", terr.Category, what)
+						require.Contains(t, terr.Message, mention, what)
+						alive(t)
+					}
+					for param, values := range tc.wrong {
+						for _, v := range values {
+							args := clone(tc.valid)
+							args[param] = v
+							badArgs(fmt.Sprintf("%s=%s", param, mustJSON(t, v)), args, param)
+						}
+					}
+					for _, param := range tc.required {
+						args := clone(tc.valid)
+						delete(args, param)
+						badArgs("without "+param, args, param)
+					}
+					badArgs("an unknown parameter", with(tc.valid, "nosuch", 1), "nosuch")
+					for _, args := range []any{3, "file", []any{tc.valid}} {
+						badArgs("arguments "+mustJSON(t, args), args, "arguments")
+					}
+				})
+			}
+
+			t.Run("validate_workflow without file or yaml", func(t *testing.T) {
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "validate_workflow", Arguments: map[string]any{}})
+				require.NoError(t, err)
+				terr := toolError(t, res)
+				require.Equal(t, "invalid_arguments", terr.Code)
+				require.Contains(t, terr.Message, "either file or yaml")
+				alive(t)
+			})
+		})
+	}
+}
+
+// TestMCPMalformedCalls sends tools/call requests the SDK client would not
+// send: each gets a JSON-RPC error (or, over HTTP, a request without
+// params a 400), and the server answers the next call.
+func TestMCPMalformedCalls(t *testing.T) {
+	t.Parallel()
+	for _, tr := range mcpTransports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			rs := tr.raw(t)
+			alive := func(t *testing.T) {
+				t.Helper()
+				rep := rs.call(t, "tools/call", `{"name":"validate_workflow","arguments":{"file":"testdata/ok.yaml"}}`)
+				require.Nil(t, rep.Error, rep.Body)
+				var res struct {
+					IsError           bool           `json:"isError"`
+					StructuredContent map[string]any `json:"structuredContent"`
+				}
+				require.NoError(t, json.Unmarshal(rep.Result, &res), rep.Body)
+				require.False(t, res.IsError, rep.Body)
+				require.Equal(t, true, res.StructuredContent["valid"], "the server still answers: %s", rep.Body)
+			}
+
+			for _, tc := range mcpToolArgs {
+				args := mustJSON(t, tc.valid)
+				for _, params := range []string{
+					`{"arguments":` + args + `}`,
+					`{"name":"","arguments":` + args + `}`,
+					`{"name":null,"arguments":` + args + `}`,
+					`{"name":3,"arguments":` + args + `}`,
+					`{"name":["` + tc.tool + `"],"arguments":` + args + `}`,
+					`{"tool":"` + tc.tool + `","arguments":` + args + `}`,
+				} {
+					rep := rs.call(t, "tools/call", params)
+					require.NotNil(t, rep.Error, "params %s: want an error, got %s", params, rep.Body)
+					require.Equal(t, int64(jsonrpc.CodeInvalidParams), rep.Error.Code, "params %s: %s", params, rep.Body)
+					alive(t)
+				}
+			}
+
+			for _, params := range []string{`[]`, `"validate_workflow"`, `3`} {
+				rep := rs.call(t, "tools/call", params)
+				require.NotNil(t, rep.Error, "params %s: want an error, got %s", params, rep.Body)
+				require.Equal(t, int64(jsonrpc.CodeInvalidParams), rep.Error.Code, "params %s: %s", params, rep.Body)
+				alive(t)
+			}
+
+			// Without params the SDK rejects the request before Skein sees
+			// it: over stdio as an invalid request, over HTTP with a 400.
+			for _, params := range []string{"", "null"} {
+				rep := rs.call(t, "tools/call", params)
+				if rep.HTTPStatus == http.StatusBadRequest {
+					require.Contains(t, rep.Body, "params")
+				} else {
+					require.NotNil(t, rep.Error, "params %q: want an error, got %s", params, rep.Body)
+					require.Equal(t, int64(jsonrpc.CodeInvalidRequest), rep.Error.Code, "params %q: %s", params, rep.Body)
+				}
+				alive(t)
+			}
+		})
+	}
+}
+
+func clone(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func with(m map[string]any, k string, v any) map[string]any {
+	out := clone(m)
+	out[k] = v
+	return out
+}
