@@ -424,17 +424,17 @@ func toolError(err error) *node.Error {
 
 // runDoc is the tool result of an execution: a run that ended, whatever
 // its status, is a result; one that could not be recorded is an error.
-func (s *mcpService) runDoc(ctx context.Context, r *runner.Runner, res *runner.Result, err error) (*runner.RunDoc, *node.Error) {
+func (s *mcpService) runDoc(ctx context.Context, r *runner.Runner, res *runner.Result, err error) (runner.RunDoc, *node.Error) {
 	if err != nil {
-		return nil, toolError(err)
+		return runner.RunDoc{}, toolError(err)
 	}
 	doc := r.Doc(ctx, res)
 	if res.Err != nil {
 		terr := toolError(res.Err)
 		terr.Details = map[string]any{"execution_id": doc.ExecutionID}
-		return doc, terr
+		return *doc, terr
 	}
-	return doc, nil
+	return *doc, nil
 }
 
 func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
@@ -465,21 +465,21 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 	return out, nil
 }
 
-func (s *mcpService) run(ctx context.Context, in runIn) (*runner.RunDoc, *node.Error) {
+func (s *mcpService) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Error) {
 	if terr := checkFile(in.File); terr != nil {
-		return nil, terr
+		return runner.RunDoc{}, terr
 	}
 	r, terr := s.runner(true)
 	if terr != nil {
-		return nil, terr
+		return runner.RunDoc{}, terr
 	}
 	w, err := r.Load(in.File)
 	if err != nil {
-		return nil, toolError(err)
+		return runner.RunDoc{}, toolError(err)
 	}
 	inputs, err := w.ResolveInputs(in.Inputs)
 	if err != nil {
-		return nil, validationError(codeInvalidInputs, "%v", err)
+		return runner.RunDoc{}, validationError(codeInvalidInputs, "%v", err)
 	}
 	res, err := r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: inputs, Trigger: in.Trigger, Options: s.options()})
 	return s.runDoc(ctx, r, res, err)
@@ -523,26 +523,26 @@ func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, 
 	return out, nil
 }
 
-func (s *mcpService) getRun(ctx context.Context, in runIDIn) (*runner.RunDoc, *node.Error) {
+func (s *mcpService) getRun(ctx context.Context, in runIDIn) (runner.RunDoc, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
-		return nil, terr
+		return runner.RunDoc{}, terr
 	}
 	doc, err := r.Get(ctx, in.ID)
 	if err != nil {
-		return nil, toolError(err)
+		return runner.RunDoc{}, toolError(err)
 	}
-	return doc, nil
+	return *doc, nil
 }
 
-func (s *mcpService) resume(ctx context.Context, in resumeIn) (*runner.RunDoc, *node.Error) {
+func (s *mcpService) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
-		return nil, terr
+		return runner.RunDoc{}, terr
 	}
 	if in.Workflow != "" {
 		if terr := checkFile(in.Workflow); terr != nil {
-			return nil, terr
+			return runner.RunDoc{}, terr
 		}
 	}
 	res, err := r.Resume(ctx, runner.ResumeRequest{RunID: in.ID, WorkflowFile: in.Workflow, Options: s.options()})

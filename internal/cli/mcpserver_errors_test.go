@@ -256,6 +256,12 @@ var mcpToolArgs = []struct {
 		required: []string{"id"},
 		wrong:    map[string][]any{"id": notString, "workflow": notString},
 	},
+	{
+		tool:     "cancel_run",
+		valid:    map[string]any{"id": "nosuchrun"},
+		required: []string{"id"},
+		wrong:    map[string][]any{"id": notString},
+	},
 }
 
 // notString are JSON values that are not strings.

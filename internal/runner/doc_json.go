@@ -54,21 +54,22 @@ type OwnerDoc struct {
 
 // StepDoc is one step in a RunDoc.
 type StepDoc struct {
-	Node       string         `json:"node"`
-	Type       string         `json:"type"`
-	Status     string         `json:"status"`
-	Visit      int            `json:"visit"`
-	Iteration  int            `json:"iteration"`
-	Attempts   int            `json:"attempts"`
-	Output     map[string]any `json:"output"`
-	Error      *node.Error    `json:"error"`
-	Cached     bool           `json:"cached"`
-	Pinned     bool           `json:"pinned"`
-	StartedAt  *time.Time     `json:"started_at"`
-	FinishedAt *time.Time     `json:"finished_at"`
-	DurationMS int64          `json:"duration_ms"`
-	Tokens     int            `json:"tokens"`
-	CostUSD    float64        `json:"cost_usd"`
+	Node      string `json:"node"`
+	Type      string `json:"type"`
+	Status    string `json:"status"`
+	Visit     int    `json:"visit"`
+	Iteration int    `json:"iteration"`
+	Attempts  int    `json:"attempts"`
+	// Output is the step's output object; null when it has none.
+	Output     any         `json:"output"`
+	Error      *node.Error `json:"error"`
+	Cached     bool        `json:"cached"`
+	Pinned     bool        `json:"pinned"`
+	StartedAt  *time.Time  `json:"started_at"`
+	FinishedAt *time.Time  `json:"finished_at"`
+	DurationMS int64       `json:"duration_ms"`
+	Tokens     int         `json:"tokens"`
+	CostUSD    float64     `json:"cost_usd"`
 }
 
 // doc builds the document of a run from its records.
@@ -93,9 +94,13 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 	}
 	for _, s := range steps {
 		out, _, _ := durable.Output(s)
+		var output any
+		if out != nil {
+			output = out
+		}
 		d.Steps = append(d.Steps, StepDoc{
 			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts,
-			Output: out, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD,
 		})
 	}

@@ -113,7 +113,7 @@ func TestStartGetAndTheOneShape(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(gotJSON), string(docJSON), "an execution's document is the stored run's")
 	require.Len(t, got.Steps, 2)
-	require.Equal(t, "hi Ada", got.Steps[1].Output["text"])
+	require.Equal(t, "hi Ada", got.Steps[1].Output.(map[string]any)["text"])
 	require.Equal(t, 1, got.Generation)
 
 	s := compileSchema(t)

@@ -19,6 +19,7 @@ func RunSchema() ([]byte, error) {
 	s.Properties["status"].Enum = []any{"pending", "running", "waiting", "completed", "failed", "cancelled", StatusInterrupted}
 	s.Properties["status"].Description = "interrupted: the process running it died; skein resume continues it"
 	step := s.Properties["steps"].Items
+	step.Properties["output"] = &jsonschema.Schema{Types: []string{"null", "object"}, Description: "the step's output object; null when it has none"}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
