@@ -226,7 +226,8 @@ func (w *Writer) NodeDir(nodeID string) (string, error) {
 // <dir>/<node>/artifacts/, without creating it: a node kind that saves
 // files creates it (os.MkdirAll), so the folder exists only for nodes that
 // have artifacts. It refuses what NodeDir refuses, and a symlink or file in
-// the place of the node's folder or of its artifacts folder.
+// the place of the node's folder or of its artifacts folder of a reopened
+// run.
 func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -237,8 +238,10 @@ func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 		return "", err
 	}
 	name := filepath.Join(nodeID, artifactsDir)
-	if !w.checked[nodeID] {
-		// Checked once per node: the engine asks for every visit.
+	// A folder Open made has nothing in it the Writer did not put there
+	// (only its owner can write in it); a reopened one is checked, once
+	// per node: the engine asks for every visit.
+	if !w.fresh && !w.checked[nodeID] {
 		for _, n := range []string{nodeID, name} {
 			if err := w.checkDir(n); err != nil {
 				return "", err
@@ -523,17 +526,28 @@ func (w *Writer) Finish(res *engine.Result) error {
 		return err
 	}
 	w.mu.Unlock()
-	err := w.stop()
-	if err == nil {
+	// The result holds every step: encode it while the node files are
+	// written, the engine being done with the other core.
+	type encoded struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan encoded, 1)
+	go func() {
 		ff := finalFile{Result: *res, Meta: w.meta}
 		if ff.Steps == nil {
 			ff.Steps = []*engine.StepRecord{}
 		}
-		data, eerr := encodeJSON(ff, true)
-		if eerr != nil {
-			err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), eerr)
+		data, err := encodeJSON(ff, true)
+		ch <- encoded{data, err}
+	}()
+	err := w.stop()
+	enc := <-ch
+	if err == nil {
+		if enc.err != nil {
+			err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), enc.err)
 		} else {
-			err = w.writeAtomic(runFile, data, true)
+			err = w.writeAtomic(runFile, enc.data, true)
 		}
 	}
 	if err == nil {

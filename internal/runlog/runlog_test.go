@@ -492,7 +492,14 @@ func TestNodeDirRefusesWhatIsInTheWay(t *testing.T) {
 				mkdir(t, dir, "n")
 				symlink(t, outside, filepath.Join(dir, "n", "artifacts"))
 			},
-			call: func(w *runlog.Writer) error { _, err := w.ArtifactDir("n"); return err },
+			call: func(w *runlog.Writer) error {
+				// Checked in a reopened folder (a resumed run).
+				rw, err := runlog.Reopen(w.Dir(), "hello", "run1", started, nil)
+				require.NoError(t, err)
+				defer rw.Close()
+				_, err = rw.ArtifactDir("n")
+				return err
+			},
 			want: "is a symlink, not a folder",
 		},
 		{
