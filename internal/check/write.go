@@ -65,18 +65,21 @@ func Write(dir string, v *RunVerdict) error {
 }
 
 // mkdir creates the folder name unless it is there, refusing anything else
-// in its place.
+// in its place. The run folder's writer may create the same node folder at
+// the same moment: a folder made by someone else in between is fine.
 func mkdir(root *os.Root, name string) error {
-	fi, err := root.Lstat(name)
-	switch {
-	case err == nil && fi.IsDir():
-		return nil
-	case err == nil:
-		return fmt.Errorf("%s is not a folder (%s)", filepath.Join(root.Name(), name), fi.Mode().Type())
-	case !errors.Is(err, fs.ErrNotExist):
+	err := root.Mkdir(name, 0o755)
+	if err == nil || !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return root.Mkdir(name, 0o755)
+	fi, err := root.Lstat(name)
+	switch {
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a folder (%s)", filepath.Join(root.Name(), name), fi.Mode().Type())
+	}
+	return nil
 }
 
 // writeJSON replaces name with v as indented JSON: a temporary file beside

@@ -226,8 +226,8 @@ func TestAgentExample(t *testing.T) {
 	require.NoError(t, filepath.WalkDir(runs, func(path string, d fs.DirEntry, err error) error {
 		require.NoError(t, err)
 		switch {
-		case d.Name() == "events.jsonl" && filepath.Base(filepath.Dir(path)) == "helper":
-			events = append(events, path)
+		case d.Name() == "events.jsonl" && filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(path)))) == "runs":
+			events = append(events, path) // the run's events; the node's are those naming it
 		case d.Name() == "agent-get-tiny-image-1.png":
 			image = append(image, path)
 		}
@@ -247,9 +247,12 @@ func TestAgentExample(t *testing.T) {
 	for sc.Scan() {
 		var ev struct {
 			Type string `json:"type"`
+			Node string `json:"node"`
 		}
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &ev))
-		kinds[ev.Type]++
+		if ev.Node == "helper" {
+			kinds[ev.Type]++
+		}
 	}
 	require.NoError(t, sc.Err())
 	require.Equal(t, 3, kinds["tool_call"])

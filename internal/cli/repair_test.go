@@ -364,8 +364,8 @@ nodes:
 				require.Len(t, warnings, 1)
 				require.Equal(t, "post", warnings[0].(map[string]any)["node"])
 				require.Equal(t, `the API answered "ok": false (error: channel_not_found)`, warnings[0].(map[string]any)["message"])
-				events := readFile(t, filepath.Join(runDir(t, b.sk), "post", "events.jsonl"))
-				require.Contains(t, events, `"type":"warning"`, "the warning is on the node")
+				events := readFile(t, filepath.Join(runDir(t, b.sk), "events.jsonl"))
+				require.Contains(t, events, `"type":"warning","node":"post"`, "the warning is on the node")
 			}
 			require.Equal(t, tc.flow, readFile(t, b.file))
 		})

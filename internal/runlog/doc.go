@@ -7,21 +7,33 @@
 //		run.json        the run: "running" from the start, the full result at the end
 //		events.jsonl    every event of the run, one JSON object a line
 //		<node>/run.json       {"node": id, "steps": [...]}, the node's steps in step_order
-//		<node>/events.jsonl   the node's events
-//		<node>/artifacts/     files the node produced (screenshots, downloads)
+//		<node>/artifacts/     files the node produced (screenshots, downloads), made by
+//		                      the node kind when it has some
 //
 // where root is usually ".skein" and the time is the run's start in UTC, so
-// folders sort by start whatever the machine's time zone.
+// folders sort by start whatever the machine's time zone. There is no
+// per-node events file: a node's events are the lines of events.jsonl that
+// name it (and the database's events table).
 //
-// A Writer is the engine's Recorder for one run. Open creates the folder and
-// writes run.json at once, so a run that crashes still leaves a readable
-// folder. Step keeps the latest record of each (node, visit) and rewrites the
-// node's run.json atomically (temporary file and rename), so a reader never
-// sees half a file. Event appends a line to events.jsonl, and to the node's
-// events.jsonl when the event belongs to a node, flushing after every line so
-// `tail -f` follows the run; nothing is fsynced until Finish, which writes the
-// result and syncs the files. Close releases the files of a run that could
-// not finish.
+// The database is the source of truth; the folder is a view of it, written
+// off the engine's path. A Writer is the engine's Recorder for one run, but
+// Step and Event only buffer: Flush hands the buffer over, through Later
+// once the records are committed (the durable recorder's AfterCommit), and
+// the Writer's own goroutine writes it. Each handed-over batch is appended
+// to events.jsonl in one write, so `tail -f` follows the run one commit
+// group at a time. A node's run.json is written once, when its only visit
+// ends; a node visited more than once (in a loop or a foreach) has its
+// run.json written when the run ends, with every visit, so a long loop
+// costs the same per visit as a short one. Files are replaced atomically
+// (temporary file and rename), so a reader never sees half a file.
+//
+// Open creates the folder and writes run.json at once, so a run that
+// crashes still leaves a readable folder. Finish writes what is still
+// queued, the node files not yet written and the result, then syncs the
+// folder once (syncfs(2) on Linux): when it returns the folder is
+// complete. Close does the same without a result, for a run that could not
+// finish. ArtifactDir returns a node's artifacts folder without creating
+// it.
 //
 // Node ids name folders, so the Writer checks every one it is given, even
 // though the workflow package has validated them already: an id must be a
@@ -31,5 +43,6 @@
 // Writer writes lands outside it.
 //
 // A Writer is safe for use by several goroutines: the engine records from
-// one, while node tasks ask for their artifact folders from their own.
+// one, node tasks ask for their artifact folders from their own, and Later
+// calls back from the committer's.
 package runlog

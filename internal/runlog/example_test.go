@@ -32,7 +32,7 @@ func ExampleOpen() {
 
 	rel, _ := filepath.Rel(tmp, w.Dir())
 	fmt.Println(filepath.ToSlash(rel))
-	line, _ := os.ReadFile(filepath.Join(w.Dir(), "greet", "events.jsonl"))
+	line, _ := os.ReadFile(filepath.Join(w.Dir(), "events.jsonl"))
 	fmt.Print(string(line))
 	// Output:
 	// .skein/runs/hello/2025-03-14_09-26-53_run1

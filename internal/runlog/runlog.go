@@ -1,7 +1,6 @@
 package runlog
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -44,21 +43,59 @@ const (
 	maxNameLen = 128
 )
 
-// Writer writes one run's folder. It is the engine's Recorder for that run.
+// Writer writes one run's folder. It is the engine's Recorder for that
+// run: Step and Event only buffer, Flush hands the buffer to the Writer's
+// goroutine (at once, or through Later once the records are committed),
+// and that goroutine writes the files. Finish and Close stop it.
 type Writer struct {
 	dir      string
 	runID    string
 	workflow string
 	meta     map[string]any
+	root     *os.Root // the run folder; every file operation goes through it
+	// fresh is set when Open made the folder: no stale file can be in it.
+	fresh bool
 
-	mu         sync.Mutex
-	root       *os.Root // the run folder; every file operation goes through it
-	events     *lineFile
-	nodeEvents map[string]*lineFile
-	steps      map[string]map[int]*engine.StepRecord // node → visit → latest record
-	closed     bool
-	finished   bool
-	finishErr  error
+	// Later, when set before the run starts, receives what each Flush
+	// hands over and must call it once the records are committed (the
+	// durable recorder's AfterCommit), so the folder holds committed
+	// records only. Without it Flush queues the batch at once.
+	Later func(func())
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	pending batch   // recorded since the last Flush
+	queue   []batch // handed over, not written yet
+	// queued and written count batches, for Wait.
+	queued, written int
+	stopping        bool // Finish or Close asked the goroutine to stop
+	closed          bool
+	finished        bool
+	// finishErr is what Finish returned.
+	finishErr error
+	// err is the first error of the goroutine; Flush and Finish return it.
+	err  error
+	done chan struct{}
+
+	// Owned by the goroutine until done is closed, then by Finish or Close.
+	events  *os.File
+	nodes   map[string]*nodeState
+	writes  int             // counts calls of write
+	checked map[string]bool // node ids whose artifact folder was checked; under mu
+}
+
+// batch is what one Flush hands over.
+type batch struct {
+	steps  []engine.StepRecord
+	events []engine.TimedEvent
+}
+
+// nodeState is what the Writer knows of one node's steps.
+type nodeState struct {
+	visits map[int]*engine.StepRecord
+	made   bool // the node's folder exists
+	dirty  bool // run.json is behind visits
+	seen   int  // the last write that touched the node
 }
 
 // Open creates the run folder
@@ -85,7 +122,7 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any) 
 		}
 		return nil, pathError("cannot create run folder", dir, err)
 	}
-	w, err := open(dir, workflow, runID, started, meta)
+	w, err := open(dir, workflow, runID, started, meta, true)
 	if err != nil {
 		// The folder is ours, made just now; don't leave half of it.
 		_ = os.RemoveAll(dir)
@@ -111,28 +148,34 @@ func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any)
 	if !st.IsDir() {
 		return nil, fmt.Errorf("cannot open run folder %s: %w", dir, ErrUnsafePath)
 	}
-	return open(dir, workflow, runID, started, meta)
+	return open(dir, workflow, runID, started, meta, false)
 }
 
-func open(dir, workflow, runID string, started time.Time, meta map[string]any) (*Writer, error) {
+func open(dir, workflow, runID string, started time.Time, meta map[string]any, fresh bool) (*Writer, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, pathError("cannot open run folder", dir, err)
 	}
 	w := &Writer{
 		dir: dir, runID: runID, workflow: workflow, meta: maps.Clone(meta),
-		root:       r,
-		nodeEvents: map[string]*lineFile{},
-		steps:      map[string]map[int]*engine.StepRecord{},
+		root: r, fresh: fresh,
+		nodes:   map[string]*nodeState{},
+		checked: map[string]bool{},
+		done:    make(chan struct{}),
 	}
-	w.events, err = w.openLineFileLocked(eventsFile)
+	w.cond = sync.NewCond(&w.mu)
+	w.events, err = w.openAppend(eventsFile)
 	if err == nil {
-		err = w.writeRunningLocked(started)
+		err = w.writeRunning(started)
 	}
 	if err != nil {
-		_ = w.closeLocked(false)
+		if w.events != nil {
+			_ = w.events.Close()
+		}
+		_ = r.Close()
 		return nil, err
 	}
+	go w.loop()
 	return w, nil
 }
 
@@ -146,7 +189,7 @@ type runningFile struct {
 	Meta      map[string]any       `json:"meta,omitempty"`
 }
 
-func (w *Writer) writeRunningLocked(started time.Time) error {
+func (w *Writer) writeRunning(started time.Time) error {
 	data, err := encodeJSON(runningFile{
 		RunID: w.runID, Workflow: w.workflow, Status: engine.RunRunning,
 		Steps: []*engine.StepRecord{}, StartedAt: started, Meta: w.meta,
@@ -154,7 +197,7 @@ func (w *Writer) writeRunningLocked(started time.Time) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Join(w.dir, runFile), err)
 	}
-	return w.writeAtomicLocked(runFile, data, false)
+	return w.writeAtomic(runFile, data, !w.fresh)
 }
 
 // Dir returns the run folder.
@@ -170,26 +213,41 @@ func (w *Writer) NodeDir(nodeID string) (string, error) {
 	if err := w.usableLocked(); err != nil {
 		return "", err
 	}
-	if err := w.nodeDirLocked(nodeID); err != nil {
+	if err := w.checkID(nodeID); err != nil {
+		return "", err
+	}
+	if err := w.mkdir(nodeID); err != nil {
 		return "", err
 	}
 	return filepath.Join(w.dir, nodeID), nil
 }
 
-// ArtifactDir returns the artifacts folder of a node, <dir>/<node>/artifacts/,
-// creating it if need be, with the checks of NodeDir.
+// ArtifactDir returns the artifacts folder of a node,
+// <dir>/<node>/artifacts/, without creating it: a node kind that saves
+// files creates it (os.MkdirAll), so the folder exists only for nodes that
+// have artifacts. It refuses what NodeDir refuses, and a symlink or file in
+// the place of the node's folder or of its artifacts folder of a reopened
+// run.
 func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
 		return "", err
 	}
-	if err := w.nodeDirLocked(nodeID); err != nil {
+	if err := w.checkID(nodeID); err != nil {
 		return "", err
 	}
 	name := filepath.Join(nodeID, artifactsDir)
-	if err := w.mkdirLocked(name); err != nil {
-		return "", err
+	// A folder Open made has nothing in it the Writer did not put there
+	// (only its owner can write in it); a reopened one is checked, once
+	// per node: the engine asks for every visit.
+	if !w.fresh && !w.checked[nodeID] {
+		for _, n := range []string{nodeID, name} {
+			if err := w.checkDir(n); err != nil {
+				return "", err
+			}
+		}
+		w.checked[nodeID] = true
 	}
 	return filepath.Join(w.dir, name), nil
 }
@@ -200,10 +258,11 @@ type nodeFile struct {
 	Steps []*engine.StepRecord `json:"steps"`
 }
 
-// Step records the latest state of one step: it replaces the earlier record
-// of the same (node, visit) and rewrites <node>/run.json, the node's records
-// in step_order, atomically. The Writer keeps a copy of rec, so the caller
-// may go on changing it.
+// Step buffers the latest state of one step; Flush hands it over. The
+// Writer keeps a copy of rec, so the caller may go on changing it.
+// <node>/run.json, the node's records in step_order with the latest of
+// each (node, visit), is written once a node's only visit has ended, and
+// for a node visited more than once when the run ends.
 func (w *Writer) Step(rec *engine.StepRecord) error {
 	if rec == nil {
 		return errors.New("recording a step: nil step record")
@@ -213,35 +272,11 @@ func (w *Writer) Step(rec *engine.StepRecord) error {
 	if err := w.usableLocked(); err != nil {
 		return err
 	}
-	if err := w.nodeDirLocked(rec.Node); err != nil {
+	if err := w.checkID(rec.Node); err != nil {
 		return err
 	}
-	visits := w.steps[rec.Node]
-	if visits == nil {
-		visits = map[int]*engine.StepRecord{}
-		w.steps[rec.Node] = visits
-	}
-	prev, had := visits[rec.Visit]
-	cp := *rec
-	visits[rec.Visit] = &cp
-	recs := slices.SortedFunc(maps.Values(visits), func(a, b *engine.StepRecord) int {
-		if a.StepOrder != b.StepOrder {
-			return a.StepOrder - b.StepOrder
-		}
-		return a.Visit - b.Visit
-	})
-	name := filepath.Join(rec.Node, runFile)
-	data, err := encodeJSON(nodeFile{Node: rec.Node, Steps: recs}, true)
-	if err != nil {
-		// Keep what was written last, so the next step can still be.
-		if had {
-			visits[rec.Visit] = prev
-		} else {
-			delete(visits, rec.Visit)
-		}
-		return fmt.Errorf("encoding step %s visit %d for %s: %w", rec.Node, rec.Visit, filepath.Join(w.dir, name), err)
-	}
-	return w.writeAtomicLocked(name, data, false)
+	w.pending.steps = append(w.pending.steps, *rec)
+	return nil
 }
 
 // eventLine is one line of events.jsonl.
@@ -254,51 +289,214 @@ type eventLine struct {
 	Data      map[string]any `json:"data,omitempty"`
 }
 
-// Event appends one JSON line to <dir>/events.jsonl and, when the event
-// belongs to a node, to <dir>/<node>/events.jsonl. Each file is flushed
-// after the line, so `tail -f` sees it at once; it is synced only by
-// Finish.
+// Event buffers one event; Flush hands it over, and the events of one
+// Flush are appended to <dir>/events.jsonl in one write. The event's Data
+// must not change after the call.
 func (w *Writer) Event(ev engine.TimedEvent) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
 		return err
 	}
-	line, err := encodeJSON(eventLine{
-		Time: ev.Time.UTC(), Type: ev.Type, Node: ev.Node,
-		Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data,
-	}, false)
-	if err != nil {
-		return fmt.Errorf("encoding %s event for %s: %w", ev.Type, w.events.path, err)
-	}
-	var nf *lineFile
 	if ev.Node != "" {
-		if nf, err = w.nodeEventsLocked(ev.Node); err != nil {
+		if err := w.checkID(ev.Node); err != nil {
 			return err
 		}
 	}
-	if err := w.events.write(line); err != nil {
+	w.pending.events = append(w.pending.events, ev)
+	return nil
+}
+
+// Flush hands what was recorded since the last Flush to the Writer's
+// goroutine: through Later when it is set, else at once. It returns the
+// first error met writing an earlier batch, so the engine stops a run whose
+// folder cannot be written.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	if err := w.usableLocked(); err != nil {
+		w.mu.Unlock()
 		return err
 	}
-	if nf != nil {
-		return nf.write(line)
+	if w.err != nil {
+		err := w.err
+		w.mu.Unlock()
+		return err
+	}
+	b := w.pending
+	w.pending = batch{}
+	later := w.Later
+	if len(b.steps) == 0 && len(b.events) == 0 {
+		w.mu.Unlock()
+		return nil
+	}
+	if later == nil {
+		w.enqueueLocked(b)
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	later(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if !w.stopping {
+			w.enqueueLocked(b)
+		}
+	})
+	return nil
+}
+
+func (w *Writer) enqueueLocked(b batch) {
+	w.queue = append(w.queue, b)
+	w.queued++
+	w.cond.Broadcast()
+}
+
+// Wait waits until every batch queued so far is written (what Flush
+// handed through Later is queued once Later calls back) and returns the
+// first error met writing.
+func (w *Writer) Wait() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.queued
+	for w.written < target && w.err == nil && !w.stopping {
+		w.cond.Wait()
+	}
+	return w.err
+}
+
+// loop writes the batches handed over until Finish or Close stops it.
+func (w *Writer) loop() {
+	defer close(w.done)
+	var enc eventEncoder
+	for {
+		w.mu.Lock()
+		for len(w.queue) == 0 && !w.stopping {
+			w.cond.Wait()
+		}
+		q := w.queue
+		w.queue = nil
+		stop := w.stopping && len(q) == 0
+		failed := w.err != nil
+		w.mu.Unlock()
+		if stop {
+			return
+		}
+		var err error
+		if !failed { // else drop: the first error is reported
+			err = w.write(q, &enc)
+		}
+		w.mu.Lock()
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		w.written += len(q)
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// write writes batches: their events in one append, and the run.json of
+// each node whose only visit has ended.
+func (w *Writer) write(q []batch, enc *eventEncoder) error {
+	enc.buf.Reset()
+	w.writes++
+	var touched []*nodeState
+	var ids []string
+	for _, b := range q {
+		for _, ev := range b.events {
+			if err := enc.add(ev); err != nil {
+				return fmt.Errorf("encoding %s event for %s: %w", ev.Type, filepath.Join(w.dir, eventsFile), err)
+			}
+		}
+		for i := range b.steps {
+			rec := &b.steps[i]
+			ns := w.nodes[rec.Node]
+			if ns == nil {
+				ns = &nodeState{visits: map[int]*engine.StepRecord{}}
+				w.nodes[rec.Node] = ns
+			}
+			ns.visits[rec.Visit] = rec
+			ns.dirty = true
+			if ns.seen != w.writes {
+				ns.seen = w.writes
+				touched = append(touched, ns)
+				ids = append(ids, rec.Node)
+			}
+		}
+	}
+	if enc.buf.Len() > 0 {
+		if _, err := w.events.Write(enc.buf.Bytes()); err != nil {
+			return pathError("cannot write", filepath.Join(w.dir, eventsFile), err)
+		}
+	}
+	for i, ns := range touched {
+		if len(ns.visits) != 1 {
+			continue // written when the run ends, all visits at once
+		}
+		for _, rec := range ns.visits {
+			if rec.Status == engine.StatusRunning || rec.Status == engine.StatusPending {
+				continue
+			}
+			if err := w.writeNode(ids[i], ns); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-func (w *Writer) nodeEventsLocked(nodeID string) (*lineFile, error) {
-	if lf, ok := w.nodeEvents[nodeID]; ok {
-		return lf, nil
-	}
-	if err := w.nodeDirLocked(nodeID); err != nil {
-		return nil, err
-	}
-	lf, err := w.openLineFileLocked(filepath.Join(nodeID, eventsFile))
+// writeNode writes <node>/run.json.
+func (w *Writer) writeNode(id string, ns *nodeState) error {
+	recs := slices.SortedFunc(maps.Values(ns.visits), func(a, b *engine.StepRecord) int {
+		if a.StepOrder != b.StepOrder {
+			return a.StepOrder - b.StepOrder
+		}
+		return a.Visit - b.Visit
+	})
+	name := filepath.Join(id, runFile)
+	data, err := encodeJSON(nodeFile{Node: id, Steps: recs}, true)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("encoding the steps of %s for %s: %w", id, filepath.Join(w.dir, name), err)
 	}
-	w.nodeEvents[nodeID] = lf
-	return lf, nil
+	stale := true
+	if !ns.made {
+		if w.fresh {
+			// A node folder made just now, in a folder made by Open,
+			// cannot hold a stale file.
+			stale = false
+		}
+		if err := w.mkdir(id); err != nil {
+			return err
+		}
+		ns.made = true
+	}
+	if err := w.writeAtomic(name, data, stale); err != nil {
+		return err
+	}
+	ns.dirty = false
+	return nil
+}
+
+// eventEncoder encodes events as JSON lines into one buffer.
+type eventEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+func (e *eventEncoder) add(ev engine.TimedEvent) error {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	n := e.buf.Len()
+	err := e.enc.Encode(eventLine{
+		Time: ev.Time.UTC(), Type: ev.Type, Node: ev.Node,
+		Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data,
+	})
+	if err != nil {
+		e.buf.Truncate(n)
+	}
+	return err
 }
 
 // finalFile is run.json once the run has ended.
@@ -307,8 +505,11 @@ type finalFile struct {
 	Meta map[string]any `json:"meta,omitempty"`
 }
 
-// Finish writes run.json as the run's result (with the meta given to
-// Open), syncs it and the events files, and closes the files. Calling it
+// Finish writes what is still queued (what Flush handed over through Later
+// is queued once committed; what was recorded since the last Flush is
+// queued now), the run.json of every node not written yet, and run.json as
+// the run's result (with the meta given to Open); then it syncs the folder
+// once and closes it. When it returns, the folder is complete. Calling it
 // again returns what the first call returned. After Close it returns
 // ErrClosed.
 func (w *Writer) Finish(res *engine.Result) error {
@@ -316,59 +517,95 @@ func (w *Writer) Finish(res *engine.Result) error {
 		return errors.New("finishing run folder: nil result")
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.finished {
+		defer w.mu.Unlock()
 		return w.finishErr
 	}
 	if err := w.usableLocked(); err != nil {
+		w.mu.Unlock()
 		return err
 	}
-	ff := finalFile{Result: *res, Meta: w.meta}
-	if ff.Steps == nil {
-		ff.Steps = []*engine.StepRecord{}
+	w.mu.Unlock()
+	// The result holds every step: encode it while the node files are
+	// written, the engine being done with the other core.
+	type encoded struct {
+		data []byte
+		err  error
 	}
-	data, err := encodeJSON(ff, true)
-	if err != nil {
-		err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), err)
-	} else {
-		err = w.writeAtomicLocked(runFile, data, true)
+	ch := make(chan encoded, 1)
+	go func() {
+		ff := finalFile{Result: *res, Meta: w.meta}
+		if ff.Steps == nil {
+			ff.Steps = []*engine.StepRecord{}
+		}
+		data, err := encodeJSON(ff, true)
+		ch <- encoded{data, err}
+	}()
+	err := w.stop()
+	enc := <-ch
+	if err == nil {
+		if enc.err != nil {
+			err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), enc.err)
+		} else {
+			err = w.writeAtomic(runFile, enc.data, true)
+		}
 	}
-	err = errors.Join(err, w.closeLocked(true))
+	if err == nil {
+		err = w.sync()
+	}
+	err = errors.Join(err, w.closeFiles())
+	w.mu.Lock()
 	w.finished, w.finishErr = true, err
+	w.mu.Unlock()
 	return err
 }
 
-// Close flushes and closes the files without writing a result, for a run
-// that could not finish: run.json keeps status "running". It does nothing
-// after Finish or an earlier Close.
+// Close writes what is queued and the run.json of the nodes not written
+// yet, without a result, for a run that could not finish: run.json keeps
+// status "running". What Later calls after Close is dropped. It does
+// nothing after Finish or an earlier Close.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.closed {
+		w.mu.Unlock()
 		return nil
 	}
-	return w.closeLocked(false)
+	w.mu.Unlock()
+	return errors.Join(w.stop(), w.closeFiles())
 }
 
-func (w *Writer) closeLocked(sync bool) error {
+// stop takes no more records, lets the goroutine write what is queued, and
+// writes the nodes still behind. It returns the first write error.
+func (w *Writer) stop() error {
+	w.mu.Lock()
 	w.closed = true
-	var errs []error
-	if w.events != nil {
-		errs = append(errs, w.events.close(sync))
+	if len(w.pending.steps) > 0 || len(w.pending.events) > 0 {
+		w.queue = append(w.queue, w.pending)
+		w.pending = batch{}
 	}
-	for _, id := range slices.Sorted(maps.Keys(w.nodeEvents)) {
-		errs = append(errs, w.nodeEvents[id].close(sync))
+	w.stopping = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err
 	}
-	if sync {
-		// Make the renames durable too. Best effort: not every system can
-		// sync a folder, and the files themselves are synced above.
-		if d, err := w.root.Open("."); err == nil {
-			_ = d.Sync()
-			_ = d.Close()
+	for _, id := range slices.Sorted(maps.Keys(w.nodes)) {
+		if ns := w.nodes[id]; ns.dirty {
+			if err := w.writeNode(id, ns); err != nil {
+				return err
+			}
 		}
 	}
-	errs = append(errs, w.root.Close())
-	return errors.Join(errs...)
+	return nil
+}
+
+func (w *Writer) closeFiles() error {
+	return errors.Join(w.events.Close(), w.root.Close())
 }
 
 func (w *Writer) usableLocked() error {
@@ -378,8 +615,8 @@ func (w *Writer) usableLocked() error {
 	return nil
 }
 
-// nodeDirLocked checks a node id and creates its folder.
-func (w *Writer) nodeDirLocked(id string) error {
+// checkID checks a node id, which names a folder.
+func (w *Writer) checkID(id string) error {
 	if !workflow.ValidID(id) {
 		return fmt.Errorf("%w: node id %q in run folder %s: a node id is [a-z_][a-z0-9_]*, at most %d characters",
 			ErrInvalidName, id, w.dir, workflow.MaxIDLen)
@@ -390,48 +627,65 @@ func (w *Writer) nodeDirLocked(id string) error {
 	if err != nil || rel != id {
 		return fmt.Errorf("%w: node id %q resolves outside the run folder %s", ErrInvalidName, id, w.dir)
 	}
-	return w.mkdirLocked(id)
+	return nil
 }
 
-// mkdirLocked creates the folder name (relative to the run folder) unless
-// it is there already, refusing a symlink or a file in its place.
-func (w *Writer) mkdirLocked(name string) error {
-	path := filepath.Join(w.dir, name)
+// checkDir refuses a symlink or a file at name (relative to the run
+// folder); nothing there is fine.
+func (w *Writer) checkDir(name string) error {
 	fi, err := w.root.Lstat(name)
 	switch {
 	case err == nil && fi.IsDir():
 		return nil
 	case err == nil:
-		return fmt.Errorf("%w: %s is %s, not a folder; remove it and run again", ErrUnsafePath, path, describe(fi))
-	case !errors.Is(err, fs.ErrNotExist):
-		return pathError("cannot read", path, err)
+		return fmt.Errorf("%w: %s is %s, not a folder; remove it and run again", ErrUnsafePath, filepath.Join(w.dir, name), describe(fi))
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	default:
+		return pathError("cannot read", filepath.Join(w.dir, name), err)
 	}
-	if err := w.root.Mkdir(name, 0o755); err != nil {
+}
+
+// mkdir creates the folder name (relative to the run folder) unless it is
+// there already, refusing a symlink or a file in its place.
+func (w *Writer) mkdir(name string) error {
+	path := filepath.Join(w.dir, name)
+	err := w.root.Mkdir(name, 0o755)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrExist) {
 		return pathError("cannot create folder", path, err)
+	}
+	fi, err := w.root.Lstat(name)
+	switch {
+	case err != nil:
+		return pathError("cannot read", path, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: %s is %s, not a folder; remove it and run again", ErrUnsafePath, path, describe(fi))
 	}
 	return nil
 }
 
-// writeAtomicLocked replaces the file name (relative to the run folder)
-// with data: it writes a temporary file beside it and renames it over, so
-// readers see the old file or the new one, never a part. With sync, the
-// data reaches the disk before the rename.
-func (w *Writer) writeAtomicLocked(name string, data []byte, sync bool) error {
+// writeAtomic replaces the file name (relative to the run folder) with
+// data: it writes a temporary file beside it and renames it over, so
+// readers see the old file or the new one, never a part. With stale, a
+// temporary file a crash may have left is removed first.
+func (w *Writer) writeAtomic(name string, data []byte, stale bool) error {
 	path := filepath.Join(w.dir, name)
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
 	// A stale temporary file (from a crash) is removed, never opened: it
 	// could be a symlink.
-	if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return pathError("cannot write", path, err)
+	if stale {
+		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return pathError("cannot write", path, err)
+		}
 	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return pathError("cannot write", path, err)
 	}
 	_, err = f.Write(data)
-	if err == nil && sync {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -445,14 +699,9 @@ func (w *Writer) writeAtomicLocked(name string, data []byte, sync bool) error {
 	return nil
 }
 
-// lineFile is an append-only file of JSON lines, flushed after each line.
-type lineFile struct {
-	path string
-	f    *os.File
-	buf  *bufio.Writer
-}
-
-func (w *Writer) openLineFileLocked(name string) (*lineFile, error) {
+// openAppend opens the file name (relative to the run folder) for
+// appending, refusing anything but a regular file in its place.
+func (w *Writer) openAppend(name string) (*os.File, error) {
 	path := filepath.Join(w.dir, name)
 	if fi, err := w.root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is %s, not a file; remove it and run again", ErrUnsafePath, path, describe(fi))
@@ -461,30 +710,7 @@ func (w *Writer) openLineFileLocked(name string) (*lineFile, error) {
 	if err != nil {
 		return nil, pathError("cannot open", path, err)
 	}
-	return &lineFile{path: path, f: f, buf: bufio.NewWriter(f)}, nil
-}
-
-// write appends line, which ends in a newline, and flushes.
-func (l *lineFile) write(line []byte) error {
-	_, _ = l.buf.Write(line) // a failed write makes Flush fail too
-	if err := l.buf.Flush(); err != nil {
-		return pathError("cannot write", l.path, err)
-	}
-	return nil
-}
-
-func (l *lineFile) close(sync bool) error {
-	err := l.buf.Flush()
-	if err == nil && sync {
-		err = l.f.Sync()
-	}
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return pathError("cannot write", l.path, err)
-	}
-	return nil
+	return f, nil
 }
 
 // encodeJSON encodes v without escaping <, > and &, which keeps text such

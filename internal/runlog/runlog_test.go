@@ -14,11 +14,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/node"
 )
+
+// TestMain checks that every Writer's goroutine stops with Finish or Close.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var started = time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
 
@@ -230,7 +234,7 @@ func TestOpenUnwritableRoot(t *testing.T) {
 	}
 }
 
-func TestEventWritesRunAndNodeFiles(t *testing.T) {
+func TestEventsAppendedPerFlush(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	at := time.Date(2025, 3, 14, 10, 26, 53, 123456789, time.FixedZone("CET", 3600))
@@ -244,8 +248,11 @@ func TestEventWritesRunAndNodeFiles(t *testing.T) {
 	for _, ev := range events {
 		require.NoError(t, b.w.Event(engine.TimedEvent{Time: at, Event: ev}))
 	}
+	require.Empty(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), "nothing is written before Flush")
+	require.NoError(t, b.w.Flush())
+	require.NoError(t, b.w.Wait())
 
-	// Read while the writer is open: every line must be flushed already.
+	// Read while the writer is open: every flushed line is there.
 	wantAll := []map[string]any{
 		{"time": "2025-03-14T09:26:53.123456789Z", "type": "execution_started", "visit": 0.0, "iteration": 0.0},
 		{"time": "2025-03-14T09:26:53.123456789Z", "type": "node_started", "node": "fetch", "visit": 1.0, "iteration": 0.0},
@@ -260,8 +267,6 @@ func TestEventWritesRunAndNodeFiles(t *testing.T) {
 		want []map[string]any
 	}{
 		{"run", "events.jsonl", wantAll},
-		{"node fetch", "fetch/events.jsonl", []map[string]any{wantAll[1], wantAll[2], wantAll[4]}},
-		{"node greet", "greet/events.jsonl", []map[string]any{wantAll[3]}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,6 +275,9 @@ func TestEventWritesRunAndNodeFiles(t *testing.T) {
 		})
 	}
 
+	for _, node := range []string{"fetch", "greet"} {
+		require.NoFileExists(t, filepath.Join(b.w.Dir(), node, "events.jsonl"), "no per-node events file")
+	}
 	raw, err := os.ReadFile(filepath.Join(b.w.Dir(), "events.jsonl"))
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"<b>&</b>"`, "text should not be HTML-escaped")
@@ -295,6 +303,7 @@ func TestStepReplacesSameVisit(t *testing.T) {
 	a1.Status = engine.StatusFailed // not recorded: must not leak into the file
 	require.NoError(t, b.w.Step(rec(4, "a", 3, engine.StatusRunning)))
 	require.NoError(t, b.w.Step(rec(3, "a", 2, engine.StatusFailed)))
+	require.NoError(t, b.w.Close(), "Close writes the nodes not written yet")
 
 	success := &engine.StepRecord{StepOrder: 1, Node: "a", Type: "http", Status: engine.StatusSuccess, Visit: 1, Attempts: 1,
 		Output: map[string]any{"body": "ok"}, StartedAt: &t0, FinishedAt: &t1, DurationMS: 1500}
@@ -355,7 +364,11 @@ func TestFinishWritesResult(t *testing.T) {
 	require.Equal(t, *res, got.Result)
 	require.Equal(t, map[string]any{"file": "hello.yaml"}, got.Meta, "meta from Open should be kept")
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
-	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "a", "events.jsonl")), 1)
+	require.NoFileExists(t, filepath.Join(b.w.Dir(), "a", "events.jsonl"))
+	require.NoDirExists(t, filepath.Join(b.w.Dir(), "a", "artifacts"), "no artifacts folder for a node without artifacts")
+	var nf struct{ Steps []*engine.StepRecord }
+	readJSON(t, filepath.Join(b.w.Dir(), "a", "run.json"), &nf)
+	require.Equal(t, []*engine.StepRecord{step}, nf.Steps)
 
 	tests := []struct {
 		name string
@@ -406,7 +419,7 @@ func TestCloseWithoutFinish(t *testing.T) {
 	var run struct{ Status string }
 	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &run)
 	require.Equal(t, "running", run.Status, "run.json stays as Open wrote it")
-	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "a", "events.jsonl")), 1)
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1, "what was recorded is written")
 }
 
 func TestNodeDirRefusesEscapes(t *testing.T) {
@@ -479,26 +492,34 @@ func TestNodeDirRefusesWhatIsInTheWay(t *testing.T) {
 				mkdir(t, dir, "n")
 				symlink(t, outside, filepath.Join(dir, "n", "artifacts"))
 			},
-			call: func(w *runlog.Writer) error { _, err := w.ArtifactDir("n"); return err },
+			call: func(w *runlog.Writer) error {
+				// Checked in a reopened folder (a resumed run).
+				rw, err := runlog.Reopen(w.Dir(), "hello", "run1", started, nil)
+				require.NoError(t, err)
+				defer rw.Close()
+				_, err = rw.ArtifactDir("n")
+				return err
+			},
 			want: "is a symlink, not a folder",
 		},
 		{
-			name: "symlink as node events file",
-			plant: func(t *testing.T, dir, outside string) {
-				mkdir(t, dir, "n")
-				symlink(t, filepath.Join(outside, "log"), filepath.Join(dir, "n", "events.jsonl"))
-			},
+			name:  "symlink as node folder, for a step",
+			plant: func(t *testing.T, dir, outside string) { symlink(t, outside, filepath.Join(dir, "evil")) },
 			call: func(w *runlog.Writer) error {
-				return w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: "n"}})
+				require.NoError(t, w.Step(&engine.StepRecord{StepOrder: 1, Node: "evil", Visit: 1, Status: engine.StatusSuccess}))
+				return w.Finish(&engine.Result{})
 			},
-			want: "is a symlink, not a file",
+			want: "is a symlink, not a folder",
 		},
 		{
 			name: "file as node folder",
 			plant: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "n"), nil, 0o644))
 			},
-			call: func(w *runlog.Writer) error { return w.Step(&engine.StepRecord{StepOrder: 1, Node: "n", Visit: 1}) },
+			call: func(w *runlog.Writer) error {
+				require.NoError(t, w.Step(&engine.StepRecord{StepOrder: 1, Node: "n", Visit: 1}))
+				return w.Finish(&engine.Result{})
+			},
 			want: "is a file, not a folder",
 		},
 	}
@@ -547,6 +568,8 @@ func TestArtifactDir(t *testing.T) {
 			dir, err := b.w.ArtifactDir(tt.id)
 			require.NoError(t, err)
 			require.Equal(t, filepath.Join(b.w.Dir(), tt.id, "artifacts"), dir)
+			// The folder is made by the kind that has files to keep.
+			require.NoError(t, os.MkdirAll(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "shot.png"), []byte("png"), 0o644))
 			nd, err := b.w.NodeDir(tt.id)
 			require.NoError(t, err)
@@ -576,10 +599,66 @@ func TestConcurrentUse(t *testing.T) {
 		require.NoError(t, b.w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: id, Visit: 1}}))
 		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: i + 1, Node: id, Visit: 1, Status: engine.StatusRunning}))
 	}
+	require.NoError(t, b.w.Flush())
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
+	require.NoError(t, b.w.Wait())
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), len(nodes))
+}
+
+// TestNodeFilesWhenVisitsEnd: a node's run.json appears once its only visit
+// has ended; a node visited several times (a loop) gets one file with every
+// visit when the run ends, not a rewrite per visit.
+func TestNodeFilesWhenVisitsEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	step := func(order int, id string, visit int, st engine.Status) {
+		t.Helper()
+		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: order, Node: id, Type: "set", Visit: visit, Status: st}))
+	}
+	nodeFile := func(id string) string { return filepath.Join(b.w.Dir(), id, "run.json") }
+
+	step(1, "first", 1, engine.StatusRunning)
+	require.NoError(t, b.w.Flush())
+	require.NoError(t, b.w.Wait())
+	require.NoFileExists(t, nodeFile("first"), "a running node has no file yet")
+
+	step(1, "first", 1, engine.StatusSuccess)
+	step(2, "body", 1, engine.StatusSuccess)
+	step(3, "body", 2, engine.StatusSuccess)
+	require.NoError(t, b.w.Flush())
+	require.NoError(t, b.w.Wait())
+	require.FileExists(t, nodeFile("first"), "a node's file is written when its only visit ends")
+	require.NoFileExists(t, nodeFile("body"), "a node visited twice is written when the run ends")
+
+	require.NoError(t, b.w.Finish(&engine.Result{RunID: "run1", Status: engine.RunCompleted}))
+	var got struct{ Steps []engine.StepRecord }
+	readJSON(t, nodeFile("body"), &got)
+	require.Len(t, got.Steps, 2)
+	require.Equal(t, []int{1, 2}, []int{got.Steps[0].Visit, got.Steps[1].Visit})
+	require.NoDirExists(t, filepath.Join(b.w.Dir(), "first", "artifacts"))
+}
+
+// TestLaterWritesCommittedRecords: with Later set, what Flush hands over is
+// written only once Later calls back (the records are committed).
+func TestLaterWritesCommittedRecords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var commits []func()
+	b.w.Later = func(fn func()) { commits = append(commits, fn) }
+	require.NoError(t, b.w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: engine.EventNodeStarted, Node: "a", Visit: 1}}))
+	require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: 1, Node: "a", Visit: 1, Status: engine.StatusSuccess}))
+	require.NoError(t, b.w.Flush())
+	require.NoError(t, b.w.Wait())
+	require.Empty(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), "not committed yet")
+	require.NoFileExists(t, filepath.Join(b.w.Dir(), "a", "run.json"))
+
+	require.Len(t, commits, 1)
+	commits[0]()
+	require.NoError(t, b.w.Wait())
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
+	require.FileExists(t, filepath.Join(b.w.Dir(), "a", "run.json"))
 }

@@ -141,6 +141,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
+	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
 	if o.Observer != nil {
@@ -198,7 +199,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.finished != nil {
 		extra = append(extra, j.finished(res, now)...)
 	}
-	verdict, verr := r.verify(context.WithoutCancel(ctx), w, res, rl.Dir())
+	var verdict *check.RunVerdict
+	var verr error
+	if hasChecks(w) {
+		verr = rec.Sync() // the judge reads the node's events from the store
+	}
+	if verr == nil {
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir())
+	}
 	if verr != nil && runErr == nil {
 		runErr = verr
 	}
@@ -211,6 +219,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	fin := res.FinishedAt
 	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
+	_ = rl.Flush() // written once rec.Finish commits it
 	if obs != nil {
 		_ = obs.Flush()
 	}
@@ -381,6 +390,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 		l.addChild(id, true)
 		rec := durable.NewRecorder(r.commit, id, crl.Dir())
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
+		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
 			Recorder: tee{crl, rec},
 			ArtifactDir: func(nodeID string) string {
@@ -393,6 +403,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 				fin := res.FinishedAt
 				child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
 				child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
+				_ = crl.Flush()
 				if err := rec.Finish(child); err != nil {
 					return err
 				}
@@ -408,8 +419,8 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files; it returns nil when the workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, r.cfg.Judge(w, r.cfg.LookupEnv))
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv))
 }
 
 // tee sends every record to several recorders, in order.

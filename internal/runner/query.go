@@ -230,7 +230,7 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	if err != nil {
 		return nil, err
 	}
-	return r.verify(ctx, w, resultFromStore(run, steps), run.Dir)
+	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir)
 }
 
 // Verdict reads a run's verdict file; nil when it has none.

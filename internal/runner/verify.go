@@ -1,11 +1,9 @@
 package runner
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
@@ -25,14 +23,15 @@ func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool)) c
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict
-// files; it returns nil when the workflow has no checks.
-func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, judge check.Judge) (*check.RunVerdict, error) {
+// files; it returns nil when the workflow has no checks. events gives a
+// node's events (storedEvents).
+func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, events func(string) []map[string]any, judge check.Judge) (*check.RunVerdict, error) {
 	if !hasChecks(w) {
 		return nil, nil
 	}
 	v := check.Evaluate(ctx, check.Input{
 		Workflow: w, Result: res,
-		Events: func(node string) []map[string]any { return readEvents(filepath.Join(dir, node, "events.jsonl")) },
+		Events: events,
 		Images: func(node string) []string {
 			files, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.png"))
 			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
@@ -55,30 +54,38 @@ func hasChecks(w *workflow.Workflow) bool {
 	return false
 }
 
-// readEvents reads a node's events.jsonl.
-func readEvents(path string) []map[string]any {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	var out []map[string]any
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			if d, ok := m["data"].(map[string]any); ok {
-				for k, v := range d {
+// storedEvents returns a node's events from the store, read once for the
+// whole run on first use: the run folder has no per-node events file, and
+// the store is the source of truth. Each event is a map of its fields
+// (type, node, visit, iteration, time) with its data merged in.
+func storedEvents(ctx context.Context, st store.Store, runID string) func(node string) []map[string]any {
+	var once sync.Once
+	var byNode map[string][]map[string]any
+	return func(node string) []map[string]any {
+		once.Do(func() {
+			byNode = map[string][]map[string]any{}
+			evs, err := st.Events(ctx, runID, 0, 0)
+			if err != nil {
+				return
+			}
+			for _, ev := range evs {
+				if ev.Node == "" {
+					continue
+				}
+				m := map[string]any{"time": ev.Time.UTC(), "type": ev.Type, "node": ev.Node, "visit": ev.Visit, "iteration": ev.Iteration}
+				if ev.Data != nil {
+					m["data"] = ev.Data
+				}
+				for k, v := range ev.Data {
 					if _, taken := m[k]; !taken {
 						m[k] = v
 					}
 				}
+				byNode[ev.Node] = append(byNode[ev.Node], m)
 			}
-			out = append(out, m)
-		}
+		})
+		return byNode[node]
 	}
-	return out
 }
 
 // verdictEvents turns a verdict into check_verdict events.

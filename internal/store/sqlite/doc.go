@@ -1,6 +1,16 @@
 // Package sqlite is the [store.Store] of one machine: a SQLite file
 // (.skein/skein.db) opened through the pure-Go driver modernc.org/sqlite.
 //
+// Durability: the file runs in WAL mode with synchronous=NORMAL. A
+// committed transaction (a step shown done) survives the crash or kill of
+// the process, being in the write-ahead log; a power loss or OS crash may
+// lose the last transactions before it, never the database's consistency,
+// and a resume runs the lost steps again. synchronous=FULL, which would
+// make a step shown done survive power loss too, was measured (see
+// BENCHMARKS.md): +7 µs a node through `skein run`, but 200 concurrent
+// runs fell from ~19,500 to ~14,000 steps/s, under the 20,000 target,
+// because every group commit then waits for an fsync of the log.
+//
 // The file runs in WAL mode with synchronous=NORMAL, foreign keys on and a
 // busy timeout (5 s unless [Options] say otherwise). Writes go through one
 // connection, each in a BEGIN IMMEDIATE transaction, so they queue in the

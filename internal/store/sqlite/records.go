@@ -232,6 +232,9 @@ func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.E
 	}
 	var last int64
 	err = s.writeHot(ctx, op, func(tx *sql.Tx) error {
+		if err := s.runExistsTx(ctx, tx, runID); err != nil {
+			return err
+		}
 		var err error
 		last, err = s.appendEventsTx(ctx, tx, runID, events, data)
 		return err
@@ -258,8 +261,17 @@ func eventData(events []store.Event) ([][]byte, error) {
 }
 
 // appendEventsTx numbers and inserts events; it returns the last seq.
+//
+// The next seq is read as the run's largest, through the events' primary
+// key (run_id, seq): one B-tree descent, and nothing written but the events
+// themselves. The runs.event_seq counter of schema version 1 is no longer
+// kept: updating it on every commit rewrote the run's whole row (inputs,
+// outputs and all) into the write-ahead log each time. Events are only ever
+// deleted with their run, so the largest seq is the last one given out.
+// Seqs stay unique and increasing because every write goes through the one
+// write connection in a BEGIN IMMEDIATE transaction.
 const (
-	bumpSeq     = `UPDATE runs SET event_seq = event_seq + ? WHERE id = ? RETURNING event_seq`
+	lastSeq     = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?`
 	insertEvent = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
@@ -298,16 +310,13 @@ func finishArgs(r *store.Run) ([]any, error) {
 }
 
 func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, runID string, events []store.Event, data [][]byte) (int64, error) {
-	var last int64
-	err := tx.StmtContext(ctx, s.bumpSeqSt).QueryRowContext(ctx, len(events), runID).Scan(&last)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-	}
-	if err != nil {
+	var prev int64
+	if err := tx.StmtContext(ctx, s.lastSeqSt).QueryRowContext(ctx, runID).Scan(&prev); err != nil {
 		return 0, err
 	}
 	stmt := tx.StmtContext(ctx, s.insertEvSt)
-	first := last - int64(len(events)) + 1
+	first := prev + 1
+	last := prev + int64(len(events))
 	for i, ev := range events {
 		if _, err := stmt.ExecContext(ctx, runID, first+int64(i), micros(ev.Time), ev.Type, ev.Node,
 			ev.Visit, ev.Iteration, text(data[i])); err != nil {

@@ -40,7 +40,7 @@ type Store struct {
 	prepOnce     sync.Once
 	prepErr      error
 	upsertStepSt *sql.Stmt
-	bumpSeqSt    *sql.Stmt
+	lastSeqSt    *sql.Stmt
 	insertEvSt   *sql.Stmt
 	runExistsSt  *sql.Stmt
 }
@@ -61,7 +61,7 @@ func (s *Store) prepared(ctx context.Context) error {
 			return st
 		}
 		s.upsertStepSt = prep(upsertStep)
-		s.bumpSeqSt = prep(bumpSeq)
+		s.lastSeqSt = prep(lastSeq)
 		s.insertEvSt = prep(insertEvent)
 		s.runExistsSt = prep(`SELECT owner_token FROM runs WHERE id = ?`)
 	})
@@ -291,7 +291,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.bumpSeqSt, s.insertEvSt, s.runExistsSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt} {
 		if st != nil {
 			_ = st.Close()
 		}
