@@ -410,15 +410,18 @@ outputs:
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		require.NotContains(t, string(data), secret, "%s holds the secret", path)
-		if filepath.Base(path) == "run.json" && filepath.Base(filepath.Dir(path)) == "explicit" {
-			var nf struct {
+		if filepath.Base(path) == "run.json" {
+			var doc struct {
 				Steps []struct {
+					Node   string         `json:"node"`
 					Params map[string]any `json:"params"`
 				} `json:"steps"`
 			}
-			require.NoError(t, json.Unmarshal(data, &nf))
-			for _, s := range nf.Steps {
-				prompts = append(prompts, fmt.Sprint(s.Params["prompt"]))
+			require.NoError(t, json.Unmarshal(data, &doc))
+			for _, s := range doc.Steps {
+				if s.Node == "explicit" {
+					prompts = append(prompts, fmt.Sprint(s.Params["prompt"]))
+				}
 			}
 		}
 		return nil

@@ -4,9 +4,9 @@
 // A run lives in
 //
 //	<root>/runs/<workflow>/<YYYY-MM-DD_HH-MM-SS>_<run id>/
-//		run.json        the run: "running" from the start, the full result at the end
+//		run.json        the run: "running" from the start, the run document
+//		                (schema/run.schema.json, every step) at the end
 //		events.jsonl    every event of the run, one JSON object a line
-//		<node>/run.json       {"node": id, "steps": [...]}, the node's steps in step_order
 //		<node>/artifacts/     files the node produced (screenshots, downloads), made by
 //		                      the node kind when it has some
 //
@@ -21,16 +21,16 @@
 // once the records are committed (the durable recorder's AfterCommit), and
 // the Writer's own goroutine writes it. Each handed-over batch is appended
 // to events.jsonl in one write, so `tail -f` follows the run one commit
-// group at a time. A node's run.json is written once, when its only visit
-// ends; a node visited more than once (in a loop or a foreach) has its
-// run.json written when the run ends, with every visit, so a long loop
-// costs the same per visit as a short one. Files are replaced atomically
-// (temporary file and rename), so a reader never sees half a file.
+// group at a time. Steps are not written one by one: the database holds
+// them, and run.json holds every step once the run ends, so a node gets a
+// folder only when it has something to keep (artifacts, a large output, a
+// verdict) and a long loop costs the same per visit as a short one. Files
+// are replaced atomically (temporary file and rename), so a reader never
+// sees half a file.
 //
 // Open creates the folder and writes run.json at once, so a run that
 // crashes still leaves a readable folder. Finish writes what is still
-// queued, the node files not yet written and the result, then syncs the
-// folder once (syncfs(2) on Linux): when it returns the folder is
+// queued and the run's document, then syncs the folder once (syncfs(2) on Linux): when it returns the folder is
 // complete. Close does the same without a result, for a run that could not
 // finish. ArtifactDir returns a node's artifacts folder without creating
 // it.

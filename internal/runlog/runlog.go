@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -79,23 +78,12 @@ type Writer struct {
 
 	// Owned by the goroutine until done is closed, then by Finish or Close.
 	events  *os.File
-	nodes   map[string]*nodeState
-	writes  int             // counts calls of write
 	checked map[string]bool // node ids whose artifact folder was checked; under mu
 }
 
 // batch is what one Flush hands over.
 type batch struct {
-	steps  []engine.StepRecord
 	events []engine.TimedEvent
-}
-
-// nodeState is what the Writer knows of one node's steps.
-type nodeState struct {
-	visits map[int]*engine.StepRecord
-	made   bool // the node's folder exists
-	dirty  bool // run.json is behind visits
-	seen   int  // the last write that touched the node
 }
 
 // Open creates the run folder
@@ -159,7 +147,6 @@ func open(dir, workflow, runID string, started time.Time, meta map[string]any, f
 	w := &Writer{
 		dir: dir, runID: runID, workflow: workflow, meta: maps.Clone(meta),
 		root: r, fresh: fresh,
-		nodes:   map[string]*nodeState{},
 		checked: map[string]bool{},
 		done:    make(chan struct{}),
 	}
@@ -252,17 +239,8 @@ func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 	return filepath.Join(w.dir, name), nil
 }
 
-// nodeFile is <node>/run.json.
-type nodeFile struct {
-	Node  string               `json:"node"`
-	Steps []*engine.StepRecord `json:"steps"`
-}
-
-// Step buffers the latest state of one step; Flush hands it over. The
-// Writer keeps a copy of rec, so the caller may go on changing it.
-// <node>/run.json, the node's records in step_order with the latest of
-// each (node, visit), is written once a node's only visit has ended, and
-// for a node visited more than once when the run ends.
+// Step checks the step's node id. Steps are not written one by one: the
+// database holds them, and run.json holds every step once the run ends.
 func (w *Writer) Step(rec *engine.StepRecord) error {
 	if rec == nil {
 		return errors.New("recording a step: nil step record")
@@ -272,11 +250,7 @@ func (w *Writer) Step(rec *engine.StepRecord) error {
 	if err := w.usableLocked(); err != nil {
 		return err
 	}
-	if err := w.checkID(rec.Node); err != nil {
-		return err
-	}
-	w.pending.steps = append(w.pending.steps, *rec)
-	return nil
+	return w.checkID(rec.Node)
 }
 
 // eventLine is one line of events.jsonl.
@@ -325,7 +299,7 @@ func (w *Writer) Flush() error {
 	b := w.pending
 	w.pending = batch{}
 	later := w.Later
-	if len(b.steps) == 0 && len(b.events) == 0 {
+	if len(b.events) == 0 {
 		w.mu.Unlock()
 		return nil
 	}
@@ -395,32 +369,13 @@ func (w *Writer) loop() {
 	}
 }
 
-// write writes batches: their events in one append, and the run.json of
-// each node whose only visit has ended.
+// write writes batches: their events in one append.
 func (w *Writer) write(q []batch, enc *eventEncoder) error {
 	enc.buf.Reset()
-	w.writes++
-	var touched []*nodeState
-	var ids []string
 	for _, b := range q {
 		for _, ev := range b.events {
 			if err := enc.add(ev); err != nil {
 				return fmt.Errorf("encoding %s event for %s: %w", ev.Type, filepath.Join(w.dir, eventsFile), err)
-			}
-		}
-		for i := range b.steps {
-			rec := &b.steps[i]
-			ns := w.nodes[rec.Node]
-			if ns == nil {
-				ns = &nodeState{visits: map[int]*engine.StepRecord{}}
-				w.nodes[rec.Node] = ns
-			}
-			ns.visits[rec.Visit] = rec
-			ns.dirty = true
-			if ns.seen != w.writes {
-				ns.seen = w.writes
-				touched = append(touched, ns)
-				ids = append(ids, rec.Node)
 			}
 		}
 	}
@@ -429,51 +384,6 @@ func (w *Writer) write(q []batch, enc *eventEncoder) error {
 			return pathError("cannot write", filepath.Join(w.dir, eventsFile), err)
 		}
 	}
-	for i, ns := range touched {
-		if len(ns.visits) != 1 {
-			continue // written when the run ends, all visits at once
-		}
-		for _, rec := range ns.visits {
-			if rec.Status == engine.StatusRunning || rec.Status == engine.StatusPending {
-				continue
-			}
-			if err := w.writeNode(ids[i], ns); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// writeNode writes <node>/run.json.
-func (w *Writer) writeNode(id string, ns *nodeState) error {
-	recs := slices.SortedFunc(maps.Values(ns.visits), func(a, b *engine.StepRecord) int {
-		if a.StepOrder != b.StepOrder {
-			return a.StepOrder - b.StepOrder
-		}
-		return a.Visit - b.Visit
-	})
-	name := filepath.Join(id, runFile)
-	data, err := encodeJSON(nodeFile{Node: id, Steps: recs}, true)
-	if err != nil {
-		return fmt.Errorf("encoding the steps of %s for %s: %w", id, filepath.Join(w.dir, name), err)
-	}
-	stale := true
-	if !ns.made {
-		if w.fresh {
-			// A node folder made just now, in a folder made by Open,
-			// cannot hold a stale file.
-			stale = false
-		}
-		if err := w.mkdir(id); err != nil {
-			return err
-		}
-		ns.made = true
-	}
-	if err := w.writeAtomic(name, data, stale); err != nil {
-		return err
-	}
-	ns.dirty = false
 	return nil
 }
 
@@ -499,21 +409,14 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 	return err
 }
 
-// finalFile is run.json once the run has ended.
-type finalFile struct {
-	engine.Result
-	Meta map[string]any `json:"meta,omitempty"`
-}
-
 // Finish writes what is still queued (what Flush handed over through Later
 // is queued once committed; what was recorded since the last Flush is
-// queued now), the run.json of every node not written yet, and run.json as
-// the run's result (with the meta given to Open); then it syncs the folder
-// once and closes it. When it returns, the folder is complete. Calling it
-// again returns what the first call returned. After Close it returns
-// ErrClosed.
-func (w *Writer) Finish(res *engine.Result) error {
-	if res == nil {
+// queued now) and run.json as result, the run's document; then it syncs the
+// folder once and closes it. When it returns, the folder is complete.
+// Calling it again returns what the first call returned. After Close it
+// returns ErrClosed.
+func (w *Writer) Finish(result any) error {
+	if result == nil {
 		return errors.New("finishing run folder: nil result")
 	}
 	w.mu.Lock()
@@ -526,19 +429,14 @@ func (w *Writer) Finish(res *engine.Result) error {
 		return err
 	}
 	w.mu.Unlock()
-	// The result holds every step: encode it while the node files are
-	// written, the engine being done with the other core.
+	// Encode the document while the goroutine writes what is queued.
 	type encoded struct {
 		data []byte
 		err  error
 	}
 	ch := make(chan encoded, 1)
 	go func() {
-		ff := finalFile{Result: *res, Meta: w.meta}
-		if ff.Steps == nil {
-			ff.Steps = []*engine.StepRecord{}
-		}
-		data, err := encodeJSON(ff, true)
+		data, err := encodeJSON(result, true)
 		ch <- encoded{data, err}
 	}()
 	err := w.stop()
@@ -579,7 +477,7 @@ func (w *Writer) Close() error {
 func (w *Writer) stop() error {
 	w.mu.Lock()
 	w.closed = true
-	if len(w.pending.steps) > 0 || len(w.pending.events) > 0 {
+	if len(w.pending.events) > 0 {
 		w.queue = append(w.queue, w.pending)
 		w.pending = batch{}
 	}
@@ -589,19 +487,8 @@ func (w *Writer) stop() error {
 	<-w.done
 
 	w.mu.Lock()
-	err := w.err
-	w.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	for _, id := range slices.Sorted(maps.Keys(w.nodes)) {
-		if ns := w.nodes[id]; ns.dirty {
-			if err := w.writeNode(id, ns); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	defer w.mu.Unlock()
+	return w.err
 }
 
 func (w *Writer) closeFiles() error {

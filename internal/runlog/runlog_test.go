@@ -283,60 +283,26 @@ func TestEventsAppendedPerFlush(t *testing.T) {
 	require.Contains(t, string(raw), `"<b>&</b>"`, "text should not be HTML-escaped")
 }
 
-func TestStepReplacesSameVisit(t *testing.T) {
+// TestStepsMakeNoNodeFiles: steps are not written one by one (the
+// database holds them, run.json holds them all at the end), so a node with
+// nothing to keep gets no folder.
+func TestStepsMakeNoNodeFiles(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	t0 := started.Add(time.Second)
-	t1 := t0.Add(1500 * time.Millisecond)
-	rec := func(order int, id string, visit int, st engine.Status) *engine.StepRecord {
-		return &engine.StepRecord{StepOrder: order, Node: id, Type: "http", Status: st, Visit: visit, Attempts: 1}
+	for i, st := range []engine.Status{engine.StatusRunning, engine.StatusSuccess} {
+		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: 1, Node: "a", Type: "set", Status: st, Visit: 1}))
+		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: 2, Node: "b", Type: "set", Status: st, Visit: i + 1}))
 	}
-
-	a1 := rec(1, "a", 1, engine.StatusRunning)
-	a1.StartedAt = &t0
-	require.NoError(t, b.w.Step(a1))
-	require.NoError(t, b.w.Step(rec(2, "b", 1, engine.StatusRunning)))
-	// The engine updates the same record in place; the writer keeps copies.
-	a1.Status, a1.FinishedAt, a1.DurationMS = engine.StatusSuccess, &t1, 1500
-	a1.Output = map[string]any{"body": "ok"}
-	require.NoError(t, b.w.Step(a1))
-	a1.Status = engine.StatusFailed // not recorded: must not leak into the file
-	require.NoError(t, b.w.Step(rec(4, "a", 3, engine.StatusRunning)))
-	require.NoError(t, b.w.Step(rec(3, "a", 2, engine.StatusFailed)))
-	require.NoError(t, b.w.Close(), "Close writes the nodes not written yet")
-
-	success := &engine.StepRecord{StepOrder: 1, Node: "a", Type: "http", Status: engine.StatusSuccess, Visit: 1, Attempts: 1,
-		Output: map[string]any{"body": "ok"}, StartedAt: &t0, FinishedAt: &t1, DurationMS: 1500}
-	tests := []struct {
-		name string
-		node string
-		want []*engine.StepRecord
-	}{
-		{"latest per visit in step order", "a", []*engine.StepRecord{
-			success, rec(3, "a", 2, engine.StatusFailed), rec(4, "a", 3, engine.StatusRunning),
-		}},
-		{"other node apart", "b", []*engine.StepRecord{rec(2, "b", 1, engine.StatusRunning)}},
+	require.NoError(t, b.w.Flush())
+	require.NoError(t, b.w.Finish(map[string]any{"status": "completed"}))
+	entries, err := os.ReadDir(b.w.Dir())
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var got struct {
-				Node  string               `json:"node"`
-				Steps []*engine.StepRecord `json:"steps"`
-			}
-			readJSON(t, filepath.Join(b.w.Dir(), tt.node, "run.json"), &got)
-			require.Equal(t, tt.node, got.Node)
-			require.Len(t, got.Steps, len(tt.want))
-			for i := range tt.want {
-				require.Equal(t, *tt.want[i], *got.Steps[i], "step %d", i)
-			}
-			entries, err := os.ReadDir(filepath.Join(b.w.Dir(), tt.node))
-			require.NoError(t, err)
-			for _, e := range entries {
-				require.False(t, strings.HasSuffix(e.Name(), ".tmp"), "temporary file %s left behind", e.Name())
-			}
-		})
-	}
+	require.ElementsMatch(t, []string{"run.json", "events.jsonl"}, names)
+	require.ErrorIs(t, b.w.Step(&engine.StepRecord{Node: "../x"}), runlog.ErrClosed)
 }
 
 func TestFinishWritesResult(t *testing.T) {
@@ -356,19 +322,11 @@ func TestFinishWritesResult(t *testing.T) {
 
 	require.NoError(t, b.w.Finish(res))
 
-	var got struct {
-		engine.Result
-		Meta map[string]any `json:"meta"`
-	}
+	var got engine.Result
 	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
-	require.Equal(t, *res, got.Result)
-	require.Equal(t, map[string]any{"file": "hello.yaml"}, got.Meta, "meta from Open should be kept")
+	require.Equal(t, *res, got, "run.json is the document Finish was given")
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
-	require.NoFileExists(t, filepath.Join(b.w.Dir(), "a", "events.jsonl"))
-	require.NoDirExists(t, filepath.Join(b.w.Dir(), "a", "artifacts"), "no artifacts folder for a node without artifacts")
-	var nf struct{ Steps []*engine.StepRecord }
-	readJSON(t, filepath.Join(b.w.Dir(), "a", "run.json"), &nf)
-	require.Equal(t, []*engine.StepRecord{step}, nf.Steps)
+	require.NoDirExists(t, filepath.Join(b.w.Dir(), "a"), "no folder for a node with nothing to keep")
 
 	tests := []struct {
 		name string
@@ -396,15 +354,6 @@ func TestFinishWritesResult(t *testing.T) {
 	var again struct{ Status string }
 	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &again)
 	require.Equal(t, "failed", again.Status, "a second Finish must not rewrite run.json")
-}
-
-func TestFinishNilStepsWritesEmptyList(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	require.NoError(t, b.w.Finish(&engine.Result{RunID: "run1", Workflow: "hello", Status: engine.RunCompleted}))
-	var got map[string]any
-	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
-	require.Equal(t, []any{}, got["steps"])
 }
 
 func TestCloseWithoutFinish(t *testing.T) {
@@ -503,22 +452,13 @@ func TestNodeDirRefusesWhatIsInTheWay(t *testing.T) {
 			want: "is a symlink, not a folder",
 		},
 		{
-			name:  "symlink as node folder, for a step",
-			plant: func(t *testing.T, dir, outside string) { symlink(t, outside, filepath.Join(dir, "evil")) },
-			call: func(w *runlog.Writer) error {
-				require.NoError(t, w.Step(&engine.StepRecord{StepOrder: 1, Node: "evil", Visit: 1, Status: engine.StatusSuccess}))
-				return w.Finish(&engine.Result{})
-			},
-			want: "is a symlink, not a folder",
-		},
-		{
 			name: "file as node folder",
 			plant: func(t *testing.T, dir, _ string) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "n"), nil, 0o644))
 			},
 			call: func(w *runlog.Writer) error {
-				require.NoError(t, w.Step(&engine.StepRecord{StepOrder: 1, Node: "n", Visit: 1}))
-				return w.Finish(&engine.Result{})
+				_, err := w.NodeDir("n")
+				return err
 			},
 			want: "is a file, not a folder",
 		},
@@ -609,39 +549,6 @@ func TestConcurrentUse(t *testing.T) {
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), len(nodes))
 }
 
-// TestNodeFilesWhenVisitsEnd: a node's run.json appears once its only visit
-// has ended; a node visited several times (a loop) gets one file with every
-// visit when the run ends, not a rewrite per visit.
-func TestNodeFilesWhenVisitsEnd(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	step := func(order int, id string, visit int, st engine.Status) {
-		t.Helper()
-		require.NoError(t, b.w.Step(&engine.StepRecord{StepOrder: order, Node: id, Type: "set", Visit: visit, Status: st}))
-	}
-	nodeFile := func(id string) string { return filepath.Join(b.w.Dir(), id, "run.json") }
-
-	step(1, "first", 1, engine.StatusRunning)
-	require.NoError(t, b.w.Flush())
-	require.NoError(t, b.w.Wait())
-	require.NoFileExists(t, nodeFile("first"), "a running node has no file yet")
-
-	step(1, "first", 1, engine.StatusSuccess)
-	step(2, "body", 1, engine.StatusSuccess)
-	step(3, "body", 2, engine.StatusSuccess)
-	require.NoError(t, b.w.Flush())
-	require.NoError(t, b.w.Wait())
-	require.FileExists(t, nodeFile("first"), "a node's file is written when its only visit ends")
-	require.NoFileExists(t, nodeFile("body"), "a node visited twice is written when the run ends")
-
-	require.NoError(t, b.w.Finish(&engine.Result{RunID: "run1", Status: engine.RunCompleted}))
-	var got struct{ Steps []engine.StepRecord }
-	readJSON(t, nodeFile("body"), &got)
-	require.Len(t, got.Steps, 2)
-	require.Equal(t, []int{1, 2}, []int{got.Steps[0].Visit, got.Steps[1].Visit})
-	require.NoDirExists(t, filepath.Join(b.w.Dir(), "first", "artifacts"))
-}
-
 // TestLaterWritesCommittedRecords: with Later set, what Flush hands over is
 // written only once Later calls back (the records are committed).
 func TestLaterWritesCommittedRecords(t *testing.T) {
@@ -654,11 +561,9 @@ func TestLaterWritesCommittedRecords(t *testing.T) {
 	require.NoError(t, b.w.Flush())
 	require.NoError(t, b.w.Wait())
 	require.Empty(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), "not committed yet")
-	require.NoFileExists(t, filepath.Join(b.w.Dir(), "a", "run.json"))
 
 	require.Len(t, commits, 1)
 	commits[0]()
 	require.NoError(t, b.w.Wait())
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
-	require.FileExists(t, filepath.Join(b.w.Dir(), "a", "run.json"))
 }

@@ -60,6 +60,9 @@ type StepDoc struct {
 	Visit     int    `json:"visit"`
 	Iteration int    `json:"iteration"`
 	Attempts  int    `json:"attempts"`
+	// Params are the node's parameters as they were resolved, secrets
+	// masked; absent for a step that never resolved them.
+	Params map[string]any `json:"params,omitempty"`
 	// Output is the step's output object; null when it has none.
 	Output     any         `json:"output"`
 	Error      *node.Error `json:"error"`
@@ -99,7 +102,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 			output = out
 		}
 		d.Steps = append(d.Steps, StepDoc{
-			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts,
+			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params,
 			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD,
 		})

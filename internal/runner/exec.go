@@ -226,15 +226,17 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	lease.stop() // no renewal may race the release
 	if err := rec.Finish(run); err != nil {
 		// The run stays owned until its lease runs out: then it is
-		// interrupted, and resumable.
+		// interrupted, and resumable. Its folder's run.json keeps
+		// saying running, as the database does.
 		if runErr == nil {
 			runErr = err
 		}
 	} else {
 		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-	}
-	if err := rl.Finish(res); err != nil && runErr == nil {
-		runErr = err
+		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil}
+		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
 }
@@ -407,7 +409,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 				if err := rec.Finish(child); err != nil {
 					return err
 				}
-				return crl.Finish(res)
+				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
 			},
 		}
 		if reuse != nil {
