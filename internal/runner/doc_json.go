@@ -80,7 +80,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 	d := &RunDoc{
 		ExecutionID: run.ID, Workflow: run.Workflow, Status: r.Status(run), Outputs: run.Outputs, Error: run.Error,
 		Steps: make([]StepDoc, 0, len(steps)), Verdict: v, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
-		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt,
+		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: usec(run.StartedAt), FinishedAt: usecPtr(run.FinishedAt),
 		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{},
 	}
 	if d.Outputs == nil {
@@ -89,8 +89,8 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 	if d.Inputs == nil {
 		d.Inputs = map[string]any{}
 	}
-	if run.FinishedAt != nil {
-		d.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
+	if d.FinishedAt != nil {
+		d.DurationMS = d.FinishedAt.Sub(d.StartedAt).Milliseconds()
 	}
 	if run.Owner.Token != "" && !run.LeaseExpired {
 		d.Owner = &OwnerDoc{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
@@ -103,30 +103,26 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		}
 		d.Steps = append(d.Steps, StepDoc{
 			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params,
-			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
+			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: usecPtr(s.StartedAt), FinishedAt: usecPtr(s.FinishedAt),
 			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD,
 		})
 	}
 	return d
 }
 
-// Doc returns the document of an execution's result, read back from the
-// store, so it is the same document Get returns.
-func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
-	ctx = context.WithoutCancel(ctx)
-	run, err := r.st.Run(ctx, res.Run.ID)
-	if err != nil || run.Status != res.Run.Status {
-		run = res.Run // the final record could not be written
-	}
-	steps, err := r.st.Steps(ctx, res.Run.ID)
-	if err != nil {
-		// The records could not be read: describe the execution itself.
-		steps = nil
+// Doc returns the document of an execution's result. It is built from the
+// execution's own records the way Get builds it from the stored ones (times
+// to the microsecond, as stored), so the two are the same document; it
+// reads nothing back.
+func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
+	var steps []*store.Step
+	if res.Engine != nil {
+		steps = make([]*store.Step, 0, len(res.Engine.Steps))
 		for _, s := range res.Engine.Steps {
 			steps = append(steps, durable.StepFromRecord(res.Run.ID, s))
 		}
 	}
-	d := r.doc(run, steps, res.Verdict)
+	d := r.doc(res.Run, steps, res.Verdict)
 	if rep := res.Repair; rep != nil {
 		d.Repair = rep
 		if rep.Warnings != nil {
@@ -141,6 +137,17 @@ func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
 		d.DurationMS = res.Engine.DurationMS
 	}
 	return d
+}
+
+// usec is t as the store keeps it: UTC, to the microsecond.
+func usec(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func usecPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := usec(*t)
+	return &u
 }
 
 func cancelledError() *node.Error {

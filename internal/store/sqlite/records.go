@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -41,7 +42,10 @@ func stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 }
 
 const upsertStep = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertStepTail
+
+// upsertStepTail replaces a step saved again (a retry, a finish).
+const upsertStepTail = `
 			ON CONFLICT (run_id, generation, node, visit) DO UPDATE SET
 				step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
 				attempts = excluded.attempts, status = excluded.status, params = excluded.params,
@@ -52,13 +56,61 @@ const upsertStep = `INSERT INTO steps (run_id, generation, node, visit, ` + step
 				process_group = excluded.process_group`
 
 func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error {
-	stmt := tx.StmtContext(ctx, s.upsertStepSt)
-	for _, a := range args {
-		if _, err := stmt.ExecContext(ctx, a...); err != nil {
+	return s.insertRows(ctx, tx, s.upsertStepSt, insertStepHead, upsertStepTail, args)
+}
+
+const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `) VALUES `
+
+// maxRowsPerInsert bounds the rows of one multi-row INSERT (22 columns ×
+// 64 rows stays far below SQLite's limit of bound variables).
+const maxRowsPerInsert = 64
+
+// insertRows inserts rows with as few statements as it can: a statement
+// costs more than a row, so rows go by multi-row INSERTs of 64, 16 and 4
+// rows, the rest one by one with single (prepared once).
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, head, tail string, rows [][]any) error {
+	for len(rows) > 0 {
+		n := 1
+		for _, m := range multiRowSizes {
+			if len(rows) >= m {
+				n = m
+				break
+			}
+		}
+		if n == 1 {
+			if _, err := tx.StmtContext(ctx, single).ExecContext(ctx, rows[0]...); err != nil {
+				return err
+			}
+			rows = rows[1:]
+			continue
+		}
+		st := s.multiStmt(head, n)
+		args := make([]any, 0, n*len(rows[0]))
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 			return err
 		}
+		rows = rows[n:]
 	}
 	return nil
+}
+
+// multiRowSizes are the row counts of the multi-row INSERTs prepared with
+// the hot statements.
+var multiRowSizes = []int{maxRowsPerInsert, 16, 4}
+
+// multiInsert is the statement head (?, …), … tail of n rows of cols
+// values each.
+func multiInsert(head, tail string, cols, n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
+	return head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + tail
+}
+
+// multiStmt returns the prepared multi-row INSERT of head with n rows.
+func (s *Store) multiStmt(head string, n int) *sql.Stmt {
+	return s.multi[multiKey{head, n}]
 }
 
 // SaveBatch writes the steps and events of several runs in one
@@ -271,8 +323,9 @@ func eventData(events []store.Event) ([][]byte, error) {
 // Seqs stay unique and increasing because every write goes through the one
 // write connection in a BEGIN IMMEDIATE transaction.
 const (
-	lastSeq     = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?`
-	insertEvent = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	lastSeq         = `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?`
+	insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
+	insertEvent     = insertEventHead + `(?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 func (s *Store) runExistsTx(ctx context.Context, tx *sql.Tx, id string) error {
@@ -314,14 +367,14 @@ func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, runID string, ev
 	if err := tx.StmtContext(ctx, s.lastSeqSt).QueryRowContext(ctx, runID).Scan(&prev); err != nil {
 		return 0, err
 	}
-	stmt := tx.StmtContext(ctx, s.insertEvSt)
 	first := prev + 1
 	last := prev + int64(len(events))
+	rows := make([][]any, len(events))
 	for i, ev := range events {
-		if _, err := stmt.ExecContext(ctx, runID, first+int64(i), micros(ev.Time), ev.Type, ev.Node,
-			ev.Visit, ev.Iteration, text(data[i])); err != nil {
-			return 0, err
-		}
+		rows[i] = []any{runID, first + int64(i), micros(ev.Time), ev.Type, ev.Node, ev.Visit, ev.Iteration, text(data[i])}
+	}
+	if err := s.insertRows(ctx, tx, s.insertEvSt, insertEventHead, "", rows); err != nil {
+		return 0, err
 	}
 	return last, nil
 }

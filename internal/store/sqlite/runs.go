@@ -100,17 +100,11 @@ func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	args = append(args, r.Owner.Host, r.Owner.PID, r.Owner.Token, r.Generation)
-	lease := "0"
-	if r.Owner.Token != "" {
-		lease = dbNow + " + ?"
-		args = append(args, r.LeaseTTL.Microseconds())
-	}
-	return s.write(ctx, op, func(tx *sql.Tx) error {
+	args = append([]any{r.ID}, args...)
+	args = append(args, r.Owner.Host, r.Owner.PID, r.Owner.Token, r.Generation, r.Owner.Token, r.LeaseTTL.Microseconds())
+	return s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		var until int64
-		err := tx.QueryRowContext(ctx, `INSERT INTO runs (id, `+runCols+`, owner_host, owner_pid, owner_token, generation, lease_until)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+lease+`)
-			ON CONFLICT (id) DO NOTHING RETURNING lease_until`, append([]any{r.ID}, args...)...).Scan(&until)
+		err := tx.StmtContext(ctx, s.insertRunSt).QueryRowContext(ctx, args...).Scan(&until)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 		}
@@ -123,6 +117,12 @@ func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 		return nil
 	})
 }
+
+// insertRun creates a run; a run with an owner gets a lease of the given
+// length from the database's now.
+const insertRun = `INSERT INTO runs (id, ` + runCols + `, owner_host, owner_pid, owner_token, generation, lease_until)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, CASE WHEN ? <> '' THEN ` + dbNow + ` + ? ELSE 0 END)
+	ON CONFLICT (id) DO NOTHING RETURNING lease_until`
 
 // dbNow is the database's clock in microseconds: leases are timed by it,
 // so the processes that share a database agree on who holds what.

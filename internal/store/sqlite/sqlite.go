@@ -43,6 +43,16 @@ type Store struct {
 	lastSeqSt    *sql.Stmt
 	insertEvSt   *sql.Stmt
 	runExistsSt  *sql.Stmt
+	insertRunSt  *sql.Stmt
+
+	// multi holds the statements that insert several rows at once, by
+	// statement head and row count.
+	multi map[multiKey]*sql.Stmt
+}
+
+type multiKey struct {
+	q    string
+	rows int
 }
 
 // prepared prepares the hot write statements once.
@@ -64,6 +74,12 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.lastSeqSt = prep(lastSeq)
 		s.insertEvSt = prep(insertEvent)
 		s.runExistsSt = prep(`SELECT owner_token FROM runs WHERE id = ?`)
+		s.insertRunSt = prep(insertRun)
+		s.multi = map[multiKey]*sql.Stmt{}
+		for _, n := range multiRowSizes {
+			s.multi[multiKey{insertStepHead, n}] = prep(multiInsert(insertStepHead, upsertStepTail, 22, n))
+			s.multi[multiKey{insertEventHead, n}] = prep(multiInsert(insertEventHead, "", 8, n))
+		}
 	})
 	return s.prepErr
 }
@@ -291,7 +307,12 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt, s.insertRunSt} {
+		if st != nil {
+			_ = st.Close()
+		}
+	}
+	for _, st := range s.multi {
 		if st != nil {
 			_ = st.Close()
 		}
