@@ -1,7 +1,12 @@
 // Package durable makes runs survive their process: it records a run's
-// steps and events into the store as they happen, group-committed once per
-// scheduler step and before any node it unblocks starts, and it answers the
-// engine's reuse questions for resume (same config hash) and rerun --pin.
+// steps and events into the store as they happen, handed over once per
+// scheduler step and written in the background by one committer goroutine
+// that folds whatever queued meanwhile into one transaction (group
+// commit). Nodes released by a step do not wait for its commit; what must
+// not run ahead of the disk (progress lines, the run's final record)
+// waits for it through AfterCommit and Finish. It also answers the
+// engine's reuse questions for resume (same config hash, over every
+// generation of the run) and rerun --pin.
 package durable
 
 import (

@@ -63,8 +63,14 @@ type Recorder interface {
 }
 
 // Flusher is a Recorder that buffers: the driver calls Flush after each
-// scheduler step and before starting the tasks it released, so a step is
-// durable before anything that depends on it runs.
+// scheduler step, before starting the tasks it released, so the records
+// of a step are handed over in the order they happened. Handing over is
+// not committing: a recorder that writes in the background (the durable
+// recorder's group commit) may still be writing a step when the nodes it
+// released start. What must not run ahead of the disk — progress lines,
+// the run's result — waits for the commit (durable.Recorder.AfterCommit,
+// Finish). A node that ran but whose step was not committed when the
+// process died runs again on resume (at-least-once, DESIGN §3).
 type Flusher interface {
 	Flush() error
 }
