@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/store/sqlite"
@@ -268,6 +269,11 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 			break
 		}
 	}
+	// A live run is never pruned, however young the cut-off.
+	p := run(t, "runs", "prune", "--dir", dir, "--older-than", "1ms")
+	require.Equal(t, 0, p.code, p.stderr)
+	require.Contains(t, p.stdout, "deleted 0 runs")
+
 	begin := time.Now()
 	c := run(t, "cancel", "--dir", dir, id)
 	err := cmd.Wait()
@@ -332,4 +338,34 @@ func TestChildRunsAreRuns(t *testing.T) {
 	require.Equal(t, id, doc.ParentID)
 	require.Equal(t, "hello", doc.Outputs["said"])
 	require.Len(t, doc.Steps, 2)
+}
+
+// TestKilledMCPServerLeavesAnInterruptedRun: a `skein mcp` killed while a
+// run_workflow call runs leaves that run interrupted, not running for good.
+func TestKilledMCPServerLeavesAnInterruptedRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "mcp", "--dir", dir)
+	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(t.Context(), &sdk.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_workflow",
+			Arguments: map[string]any{"file": "testdata/long.yaml"}})
+	}()
+	var id string
+	eventually(t, 10*time.Second, func() bool {
+		l := run(t, "runs", "list", "--dir", dir, "--status", "running")
+		f := strings.Fields(l.stdout)
+		if l.code == 0 && len(f) > 5 {
+			id = f[5]
+		}
+		return id != ""
+	}, "the run never started")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	l := run(t, "runs", "list", "--dir", dir)
+	require.Contains(t, l.stdout, "interrupted (skein resume "+id+")")
 }

@@ -248,3 +248,28 @@ func TestAFailedFinalWriteLeavesTheRunResumable(t *testing.T) {
 	require.NoError(t, again.Err)
 	require.Equal(t, "completed", again.Run.Status)
 }
+
+// TestCancelAnInterruptedRun: a run whose owner is gone is marked
+// cancelled at once, and it can still be resumed later.
+func TestCancelAnInterruptedRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	require.NoError(t, st.CreateRun(t.Context(), &store.Run{ID: "dead", Workflow: "w", Status: "running",
+		Owner: store.Owner{Host: "elsewhere", PID: 1, Token: "gone"}, LeaseTTL: -time.Second}))
+	r, err := runner.Open(runner.Config{Dir: dir, Store: st})
+	require.NoError(t, err)
+	defer r.Close()
+
+	list, err := r.List(t.Context(), runner.ListRequest{})
+	require.NoError(t, err)
+	require.Equal(t, runner.StatusInterrupted, list[0].Status)
+
+	run, err := r.Cancel(t.Context(), runner.CancelRequest{RunID: "dead"})
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", run.Status)
+	require.Equal(t, store.Owner{}, run.Owner)
+	require.NotNil(t, run.FinishedAt)
+}
