@@ -98,31 +98,11 @@ func (r *Recorder) AfterCommit(fn func()) {
 // an earlier commit of this run, so the engine stops a run whose records
 // cannot be written.
 func (r *Recorder) Flush() error {
-	r.mu.Lock()
-	if r.err != nil {
-		err := r.err
-		r.mu.Unlock()
+	b, after, err := r.take()
+	if err != nil || (len(b.Steps) == 0 && len(b.Events) == 0 && len(after) == 0) {
 		return err
 	}
-	steps := make([]*store.Step, 0, len(r.order))
-	for _, k := range r.order {
-		steps = append(steps, r.steps[k])
-	}
-	events, after := r.events, r.after
-	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
-	r.mu.Unlock()
-	if len(steps) == 0 && len(events) == 0 && len(after) == 0 {
-		return nil
-	}
-	for _, s := range steps {
-		if err := r.offload(s); err != nil {
-			return err
-		}
-	}
-	for _, s := range steps {
-		s.Generation = r.Generation
-	}
-	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token}, func(err error) {
+	r.c.Submit(b, func(err error) {
 		if err != nil {
 			r.mu.Lock()
 			if r.err == nil {
@@ -143,27 +123,13 @@ func (r *Recorder) Flush() error {
 // waits for it. If it fails nothing of it was written: the run stays owned
 // until its lease runs out.
 func (r *Recorder) Finish(run *store.Run) error {
-	r.mu.Lock()
-	if r.err != nil {
-		err := r.err
-		r.mu.Unlock()
+	b, after, err := r.take()
+	if err != nil {
 		return err
 	}
-	steps := make([]*store.Step, 0, len(r.order))
-	for _, k := range r.order {
-		steps = append(steps, r.steps[k])
-	}
-	events, after := r.events, r.after
-	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
-	r.mu.Unlock()
-	for _, s := range steps {
-		s.Generation = r.Generation
-		if err := r.offload(s); err != nil {
-			return err
-		}
-	}
+	b.Finish = run
 	done := make(chan error, 1)
-	r.c.Submit(store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token, Finish: run}, func(err error) {
+	r.c.Submit(b, func(err error) {
 		if err == nil {
 			for _, fn := range after {
 				fn()
@@ -175,6 +141,32 @@ func (r *Recorder) Finish(run *store.Run) error {
 		return fmt.Errorf("saving the end of run %s: %w", r.runID, err)
 	}
 	return nil
+}
+
+// take empties the buffer into a batch, large outputs moved to files,
+// with the functions waiting for its commit; it returns the error of an
+// earlier commit of this run instead.
+func (r *Recorder) take() (store.Batch, []func(), error) {
+	r.mu.Lock()
+	if r.err != nil {
+		err := r.err
+		r.mu.Unlock()
+		return store.Batch{}, nil, err
+	}
+	steps := make([]*store.Step, 0, len(r.order))
+	for _, k := range r.order {
+		steps = append(steps, r.steps[k])
+	}
+	events, after := r.events, r.after
+	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
+	r.mu.Unlock()
+	for _, s := range steps {
+		s.Generation = r.Generation
+		if err := r.offload(s); err != nil {
+			return store.Batch{}, nil, err
+		}
+	}
+	return store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token}, after, nil
 }
 
 // Sync flushes and waits until every record of the run is committed.
