@@ -10,7 +10,6 @@
 package durable
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -185,7 +184,7 @@ func (r *Recorder) offload(s *store.Step) error {
 	if s.Output == nil || r.dir == "" {
 		return nil
 	}
-	data, err := json.Marshal(s.Output)
+	data, err := store.EncodeMap(s.Output)
 	if err != nil || len(data) <= LargeOutput {
 		return nil
 	}
@@ -216,7 +215,7 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		Iteration: rec.Iteration, Attempts: rec.Attempts, Status: string(rec.Status), Params: rec.Params,
 		Output: out, Error: rec.Error, ConfigHash: rec.ConfigHash, Cached: rec.Cached, Pinned: rec.Pinned,
 		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, DurationMS: rec.DurationMS, Tokens: rec.Tokens, CostUSD: rec.CostUSD,
-		ProcessGroup: rec.ProcessGroup,
+		ProcessGroup: rec.ProcessGroup, Masked: rec.Masked,
 	}
 }
 
@@ -229,7 +228,7 @@ func Output(s *store.Step) (out, directives map[string]any, err error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("reading the stored output of %s: %w", s.Node, err)
 		}
-		if err := json.Unmarshal(data, &out); err != nil {
+		if out, err = store.DecodeMap(data); err != nil {
 			return nil, nil, fmt.Errorf("reading the stored output of %s: %w", s.Node, err)
 		}
 	}

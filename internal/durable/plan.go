@@ -24,11 +24,13 @@ type Verdict struct {
 // compares by hash at run time.
 func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) []Verdict {
 	succeeded := map[string]bool{}
+	masked := map[string]bool{}
 	status := map[string]string{}
 	for _, s := range steps {
 		status[s.Node] = s.Status
 		if s.Status == string(engine.StatusSuccess) {
 			succeeded[s.Node] = true
+			masked[s.Node] = masked[s.Node] || s.Masked
 		}
 	}
 	g := plan.G
@@ -55,6 +57,8 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 			v.Reason = "did not run"
 		case old != nil && changed(old.Node(n.ID), n):
 			v.Reason = "definition changed"
+		case masked[n.ID]:
+			v.Reason = "its output held a secret, stored masked: not reused"
 		case upstreamRuns != "":
 			v.Reason = "after " + upstreamRuns + ", which runs again"
 		default:

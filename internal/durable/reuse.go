@@ -13,7 +13,8 @@ type Reuser struct {
 	byHash  map[string][]*store.Step // successful steps by config hash, in step order
 	pinned  map[string][]*store.Step // pinned node → its successful steps by visit
 	used    map[*store.Step]bool
-	Reused  int // how many tasks were answered
+	masked  map[string]bool // node + "\x00" + hash of steps stored masked
+	Reused  int             // how many tasks were answered
 	problem error
 }
 
@@ -28,12 +29,17 @@ type Reuser struct {
 // same result is never offered twice, and a visit completed only by an
 // execution that was killed is still found.
 func ForResume(steps []*store.Step) *Reuser {
-	r := &Reuser{byHash: map[string][]*store.Step{}, used: map[*store.Step]bool{}}
+	r := &Reuser{byHash: map[string][]*store.Step{}, used: map[*store.Step]bool{}, masked: map[string]bool{}}
 	type key struct{ node, hash string }
 	byGen := map[key]map[int][]*store.Step{}
 	var keys []key
 	for _, s := range steps {
 		if s.Status != string(engine.StatusSuccess) || s.ConfigHash == "" {
+			continue
+		}
+		if s.Masked {
+			// Its output held a secret and is stored masked: never data.
+			r.masked[s.Node+"\x00"+s.ConfigHash] = true
 			continue
 		}
 		k := key{s.Node, s.ConfigHash}
@@ -112,6 +118,9 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 		}
 	}
 	if s == nil {
+		if r.masked[q.Node+"\x00"+q.Hash] {
+			return engine.Reused{Miss: "its earlier output held a secret value, stored masked, so it is not reused"}, false
+		}
 		return engine.Reused{}, false
 	}
 	out, directives, err := Output(s)

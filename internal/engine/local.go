@@ -43,6 +43,10 @@ type StepRecord struct {
 	// before it runs the node again. Only a running step holds one: it is 0
 	// once the attempt ends.
 	ProcessGroup int `json:"process_group,omitempty"`
+	// Masked is set when the output held a secret value, so what is
+	// recorded is not what the run saw: a resume runs the node again
+	// rather than reuse "***".
+	Masked bool `json:"masked,omitempty"`
 	// Directives are the step's _route and other directives, kept so a
 	// reused step routes as the original did.
 	Directives map[string]any `json:"-"`
@@ -389,7 +393,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rec.FinishedAt = &t
 		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
 		if su.Output != nil || su.Status == StatusCancelled {
-			rec.Output = RedactMap(su.Output, rs.redact)
+			rec.Output, rec.Masked = redactOutput(su.Output, rs.redact, len(rs.opts.Secrets) > 0)
 		}
 		if su.Error != nil {
 			e := *su.Error
@@ -511,9 +515,17 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 	}
 	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
 	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach {
-		if r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash}); ok {
+		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
+		if ok {
 			td.cached, td.pinned = !r.Pinned, r.Pinned
 			return Outcome{Output: r.Output, Directives: r.Directives}, params
+		}
+		if r.Miss != "" {
+			msg := fmt.Sprintf("node %s runs again: %s", pn.ID, r.Miss)
+			rs.post(func() {
+				rs.recordEvent(Event{Type: EventWarning, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration,
+					Data: map[string]any{"message": msg, "reuse": "masked"}}, rs.d.Clock.Now())
+			})
 		}
 	}
 	kind, ok := rs.d.Registry.New(pn.Type)
@@ -720,6 +732,22 @@ func Redactor(secrets map[string]string) func(string) string {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
+}
+
+// redactOutput redacts an output and reports whether a secret was in it.
+func redactOutput(m map[string]any, redact func(string) string, secrets bool) (map[string]any, bool) {
+	if !secrets {
+		return RedactMap(m, redact), false
+	}
+	masked := false
+	out := RedactMap(m, func(s string) string {
+		r := redact(s)
+		if r != s {
+			masked = true
+		}
+		return r
+	})
+	return out, masked
 }
 
 // RedactMap returns a copy of m with secrets replaced in every string.

@@ -23,6 +23,10 @@ type Reused struct {
 	Output     map[string]any
 	Directives map[string]any
 	Pinned     bool // reused because the user pinned the node, not by hash
+	// Miss, when the answer is no, says why an earlier result of the same
+	// node and hash could not be reused (it was stored masked); the driver
+	// shows it as a warning.
+	Miss string
 }
 
 // ConfigHash is SHA-256 over the canonical node definition, its resolved

@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/skeinhq/skein/node"
 )
@@ -14,11 +16,65 @@ import (
 // maps and node errors, so that values round-trip alike in each of them.
 
 // EncodeMap returns m as JSON, or nil (a NULL column) when m is nil.
+// Strings that are not valid UTF-8 (a command's raw bytes) are kept
+// losslessly: JSON would turn their bad bytes into U+FFFD, so such a string
+// is written as {"$skein.bytes": "<base64>"}, which DecodeMap turns back
+// into the same string. That one-key object is reserved.
 func EncodeMap(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
+	if v, changed := protect(m); changed {
+		return encode(v)
+	}
 	return encode(m)
+}
+
+// BytesKey marks a string that is not valid UTF-8, kept as base64.
+const BytesKey = "$skein.bytes"
+
+// protect returns v with every string that is not valid UTF-8 replaced by
+// its {BytesKey: base64} form; it copies only what it changes.
+func protect(v any) (any, bool) {
+	switch x := v.(type) {
+	case string:
+		if utf8.ValidString(x) {
+			return x, false
+		}
+		return map[string]any{BytesKey: base64.StdEncoding.EncodeToString([]byte(x))}, true
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			if p, changed := protect(e); changed {
+				if out == nil {
+					out = make(map[string]any, len(x))
+					for k2, e2 := range x {
+						out[k2] = e2
+					}
+				}
+				out[k] = p
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	case []any:
+		var out []any
+		for i, e := range x {
+			if p, changed := protect(e); changed {
+				if out == nil {
+					out = append([]any(nil), x...)
+				}
+				out[i] = p
+			}
+		}
+		if out == nil {
+			return x, false
+		}
+		return out, true
+	}
+	return v, false
 }
 
 // EncodeError returns e as JSON, or nil when e is nil. Only the fields a
@@ -103,6 +159,11 @@ func normalize(v any) any {
 		}
 		return f
 	case map[string]any:
+		if b, ok := x[BytesKey].(string); ok && len(x) == 1 {
+			if raw, err := base64.StdEncoding.DecodeString(b); err == nil {
+				return string(raw)
+			}
+		}
 		return normalizeMap(x)
 	case []any:
 		for i, e := range x {

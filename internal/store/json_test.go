@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -65,4 +66,19 @@ func TestEncodeRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, &node.Error{Code: "c", Category: "http", Message: "m", Details: map[string]any{"status": 404}}, got,
 		"the fields a node error shows round-trip")
+}
+
+// TestBytesThatAreNotUTF8RoundTrip: a command's raw bytes come back as
+// they were, not with U+FFFD in place of the bad ones.
+func TestBytesThatAreNotUTF8RoundTrip(t *testing.T) {
+	t.Parallel()
+	raw := "\xff\xfeok\x80"
+	in := map[string]any{"stdout": raw, "list": []any{"fine", raw}, "nested": map[string]any{"b": raw}, "plain": "é"}
+	data, err := store.EncodeMap(in)
+	require.NoError(t, err)
+	require.True(t, utf8.Valid(data), "the stored JSON is valid UTF-8")
+	out, err := store.DecodeMap(data)
+	require.NoError(t, err)
+	require.Equal(t, in, out)
+	require.Equal(t, "\xff\xfeok\x80", in["stdout"], "the caller's map is not changed")
 }

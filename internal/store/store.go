@@ -144,6 +144,9 @@ type Step struct {
 	DurationMS int64
 	Tokens     int
 	CostUSD    float64
+	// Masked is set when the step's output held a secret value and is
+	// stored with it masked: it is never reused as data (DESIGN §3).
+	Masked bool
 	// ProcessGroup is the process group of a command the running step
 	// started, so a process that outlived a dead owner can be stopped
 	// before the step runs again; 0 when none.

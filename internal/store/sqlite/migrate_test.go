@@ -56,13 +56,13 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, s.Close())
 
 		s, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
-			"0003_run_labels.sql": `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+			"0004_run_labels.sql": `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
 				CREATE TABLE schedules (workflow TEXT NOT NULL PRIMARY KEY, cron TEXT NOT NULL) STRICT;`,
 		})})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 
-		require.Equal(t, []int{1, 2, 3}, schemaVersions(t, s))
+		require.Equal(t, []int{1, 2, 3, 4}, schemaVersions(t, s))
 		r, err := s.Run(t.Context(), "r1")
 		require.NoError(t, err, "the data of the older schema is still there")
 		require.Equal(t, "w", r.Workflow)
@@ -79,13 +79,13 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, s.Close())
 
 		_, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
-			"0003_half.sql": `CREATE TABLE half (x INTEGER); CREATE TABLE broken (`,
+			"0004_half.sql": `CREATE TABLE half (x INTEGER); CREATE TABLE broken (`,
 		})})
 		require.Error(t, err)
-		require.Contains(t, err.Error(), "schema version 3 (half)", "the error names the migration")
+		require.Contains(t, err.Error(), "schema version 4 (half)", "the error names the migration")
 
 		s = openT(t, path)
-		require.Equal(t, []int{1, 2}, schemaVersions(t, s))
+		require.Equal(t, []int{1, 2, 3}, schemaVersions(t, s))
 		var n int
 		require.NoError(t, s.r.QueryRowContext(t.Context(),
 			`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'half'`).Scan(&n))

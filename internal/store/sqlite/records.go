@@ -42,7 +42,7 @@ func stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 }
 
 const upsertStep = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertStepTail
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertStepTail
 
 // upsertStepTail replaces a step saved again (a retry, a finish).
 const upsertStepTail = `
@@ -53,7 +53,7 @@ const upsertStepTail = `
 				config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
 				started_at = excluded.started_at, finished_at = excluded.finished_at,
 				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
-				process_group = excluded.process_group`
+				process_group = excluded.process_group, masked = excluded.masked`
 
 func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error {
 	return s.insertRows(ctx, tx, s.upsertStepSt, insertStepHead, upsertStepTail, args)
@@ -61,7 +61,7 @@ func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error
 
 const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `) VALUES `
 
-// maxRowsPerInsert bounds the rows of one multi-row INSERT (22 columns ×
+// maxRowsPerInsert bounds the rows of one multi-row INSERT (23 columns ×
 // 64 rows stays far below SQLite's limit of bound variables).
 const maxRowsPerInsert = 64
 
@@ -96,6 +96,9 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, he
 	}
 	return nil
 }
+
+// stepArgCount is the number of values of a step row: its key and stepCols.
+var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
 
 // multiRowSizes are the row counts of the multi-row INSERTs prepared with
 // the hot statements.
@@ -182,7 +185,7 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 
 // stepCols are the columns of a step after its key, in stepArgs' order.
 const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
-	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group`
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked`
 
 func stepArgs(runID string, st *store.Step) ([]any, error) {
 	params, err := store.EncodeMap(st.Params)
@@ -204,7 +207,7 @@ func stepArgs(runID string, st *store.Step) ([]any, error) {
 	return []any{runID, gen, st.Node, st.Visit,
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, text(params), text(output), st.OutputRef, text(stepErr),
 		st.ConfigHash, st.Cached, st.Pinned, microsPtr(st.StartedAt), microsPtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
-		st.ProcessGroup}, nil
+		st.ProcessGroup, st.Masked}, nil
 }
 
 // Steps returns the steps of the run's latest generation, by step order.
@@ -253,7 +256,7 @@ func scanStep(sc scanner) (*store.Step, error) {
 	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
 		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
 		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
-		&st.ProcessGroup); err != nil {
+		&st.ProcessGroup, &st.Masked); err != nil {
 		return nil, err
 	}
 	var err error

@@ -77,7 +77,7 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.insertRunSt = prep(insertRun)
 		s.multi = map[multiKey]*sql.Stmt{}
 		for _, n := range multiRowSizes {
-			s.multi[multiKey{insertStepHead, n}] = prep(multiInsert(insertStepHead, upsertStepTail, 22, n))
+			s.multi[multiKey{insertStepHead, n}] = prep(multiInsert(insertStepHead, upsertStepTail, stepArgCount, n))
 			s.multi[multiKey{insertEventHead, n}] = prep(multiInsert(insertEventHead, "", 8, n))
 		}
 	})

@@ -95,14 +95,14 @@ func TestOpen(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		db := rawDB(t, path)
-		_, err = db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (3, 'future', 0), (37, 'far_future', 0)`)
+		_, err = db.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (4, 'future', 0), (37, 'far_future', 0)`)
 		require.NoError(t, err)
 		require.NoError(t, db.Close())
 
 		_, err = sqlite.Open(path)
 		require.ErrorIs(t, err, store.ErrNewerSchema)
 		require.Contains(t, err.Error(), "schema version 37")
-		require.Contains(t, err.Error(), "knows versions up to 2")
+		require.Contains(t, err.Error(), "knows versions up to 3")
 		require.Contains(t, err.Error(), "nothing was changed")
 	})
 
@@ -140,7 +140,7 @@ func TestOpen(t *testing.T) {
 		require.Equal(t, "wal", mode)
 		var version int
 		require.NoError(t, db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&version))
-		require.Equal(t, 2, version)
+		require.Equal(t, 3, version)
 	})
 
 	t.Run("PathWithURICharacters", func(t *testing.T) {

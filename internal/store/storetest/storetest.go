@@ -435,7 +435,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			b := setup(t)
 			createRun(t, b.s, "r1", "w", base)
 			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
-				{StepOrder: 1, Node: "a", Visit: 1, Status: "success", ConfigHash: "ha"},
+				{StepOrder: 1, Node: "a", Visit: 1, Status: "success", ConfigHash: "ha", Masked: true},
 				{StepOrder: 2, Node: "b", Visit: 1, Status: "running", ProcessGroup: 4242},
 			}))
 			require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
@@ -454,6 +454,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			require.Equal(t, []int{1, 1, 2}, []int{hist[0].Generation, hist[1].Generation, hist[2].Generation})
 			require.Equal(t, "success", hist[0].Status)
 			require.Equal(t, "ha", hist[0].ConfigHash)
+			require.True(t, hist[0].Masked, "a masked step stays marked")
+			require.False(t, hist[1].Masked)
 			require.Equal(t, 4242, hist[1].ProcessGroup, "a running step's process group round-trips")
 
 			_, err = b.s.StepHistory(b.ctx, "nope")
