@@ -51,7 +51,7 @@ func TestCheckVerdicts(t *testing.T) {
 			require.Equal(t, tc.code, c.code, c.stderr)
 			require.Contains(t, c.stdout, tc.bar)
 			v := skein(t, "runs", "verdict", "--dir", dir, id)
-			require.Equal(t, 0, v.code, v.stderr)
+			require.Equal(t, tc.code, v.code, "runs verdict exits like check: %s", v.stderr)
 			require.Contains(t, v.stdout, "order › has lines (expr)")
 		})
 	}

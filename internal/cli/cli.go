@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -55,6 +56,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -98,8 +101,56 @@ func versionCmd(e *env) *cobra.Command {
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(e.stdout, "skein %s\n", Version)
+			fmt.Fprintln(e.stdout, versionLine())
 			return nil
 		},
 	}
+}
+
+// versionLine is "skein <version>", with the module version and the
+// commit the binary was built from when the build recorded them.
+func versionLine() string {
+	v := Version
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "skein " + v
+	}
+	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		v = info.Main.Version
+	}
+	var commit, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(commit) > 12 {
+		commit = commit[:12]
+	}
+	if commit != "" {
+		return fmt.Sprintf("skein %s (commit %s%s, %s)", v, commit, dirty, info.GoVersion)
+	}
+	return fmt.Sprintf("skein %s (%s)", v, info.GoVersion)
+}
+
+// groupCmd is the RunE of a command that only groups others: called with
+// an unknown subcommand it is a usage error (exit 2), not help and exit 0.
+func groupCmd(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		_ = cmd.Help()
+		return usagef("%s needs a subcommand", cmd.CommandPath())
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", s[0])
+	}
+	return usagef("%s (see %s --help)", msg, cmd.CommandPath())
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -22,6 +23,8 @@ func runsCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runs",
 		Short: "List and inspect recorded runs",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupCmd,
 	}
 	cmd.PersistentFlags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
 	withRunner := func(fn func(ctx context.Context, r *runner.Runner, args []string) error) func(*cobra.Command, []string) error {
@@ -36,6 +39,7 @@ func runsCmd(e *env) *cobra.Command {
 	}
 
 	var filter runner.ListRequest
+	var listOutput string
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
@@ -43,9 +47,25 @@ func runsCmd(e *env) *cobra.Command {
 interrupted; resume it with skein resume RUN_ID.`,
 		Args: cobra.NoArgs,
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, _ []string) error {
+			if err := checkStatus(filter.Status); err != nil {
+				return err
+			}
 			runs, err := r.List(ctx, filter)
 			if err != nil {
 				return failure(err)
+			}
+			if listOutput == "json" {
+				out := make([]map[string]any, 0, len(runs))
+				for _, run := range runs {
+					m := map[string]any{"execution_id": run.ID, "workflow": run.Workflow, "status": run.Status,
+						"started_at": run.StartedAt, "finished_at": run.FinishedAt}
+					if run.ParentID != "" {
+						m["parent_id"] = run.ParentID
+					}
+					out = append(out, m)
+				}
+				writeJSON(e.stdout, out)
+				return nil
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTARTED\tDURATION")
@@ -59,6 +79,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 	list.Flags().StringVar(&filter.Status, "status", "", "only runs with this status (interrupted: runs whose process died)")
 	list.Flags().StringVar(&filter.Parent, "parent", "", "only the child runs of this run")
 	list.Flags().IntVar(&filter.Limit, "limit", 20, "most runs shown (0: all)")
+	list.Flags().StringVarP(&listOutput, "output", "o", "text", "text or json")
 
 	var output string
 	show := &cobra.Command{
@@ -195,6 +216,22 @@ running is never deleted. --dry-run lists what would go.`,
 	return cmd
 }
 
+// runStatuses are the statuses a run can have, interrupted included.
+var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", runner.StatusInterrupted}
+
+// checkStatus refuses a --status that no run can have.
+func checkStatus(s string) error {
+	if s == "" {
+		return nil
+	}
+	for _, ok := range runStatuses {
+		if s == ok {
+			return nil
+		}
+	}
+	return usagef("--status %q is not a run status; use one of %s", s, strings.Join(runStatuses, ", "))
+}
+
 // parseAge reads --older-than: a duration that must say its unit, so
 // "30" is not silently thirty seconds.
 func parseAge(s string) (time.Duration, error) {
@@ -271,9 +308,10 @@ func checkCmd(e *env) *cobra.Command {
 
 // verdictCmd is `skein runs verdict RUN_ID`.
 func verdictCmd(e *env, dir *string) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "verdict RUN_ID",
-		Short: "Show a run's verdict, check by check",
+		Short: "Show a run's verdict, check by check (exit 3 when it FAILED)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := openExisting(*dir)
@@ -285,13 +323,26 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
+			if v == nil && output == "json" {
+				fmt.Fprintln(e.stdout, "null")
+				return nil
+			}
 			if v == nil {
 				fmt.Fprintf(e.stdout, "run %s has no verdict (its workflow has no checks; `skein check %s` evaluates them)\n", run.ID, run.ID)
 				return nil
 			}
-			fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
-			fmt.Fprint(e.stdout, check.Details(v))
+			if output == "json" {
+				writeJSON(e.stdout, v)
+			} else {
+				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+				fmt.Fprint(e.stdout, check.Details(v))
+			}
+			if v.Status == check.StatusFailed {
+				return exit(ExitChecks, nil)
+			}
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	return cmd
 }
