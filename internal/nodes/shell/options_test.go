@@ -191,3 +191,35 @@ func TestTemplatedOptionInjection(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionWarnings is what skein validate reports from the command as
+// written: a warning for each element the run could refuse, nothing where
+// the run will not check.
+func TestOptionWarnings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		params map[string]any
+		want   []string // the warned parameters
+	}{
+		{"templated elements", map[string]any{"command": []any{"git", "{{ a }}", "x{{ b }}", "{{ c }}", "--", "{{ d }}"}}, []string{"command[1]", "command[3]"}},
+		{"whole command templated", map[string]any{"command": "{{ inputs.argv }}"}, []string{"command"}},
+		{"allow_option_args", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": true}, nil},
+		{"allow_option_args templated", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": "{{ inputs.allow }}"}, nil},
+		{"allow_option_args false", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": false}, []string{"command[1]"}},
+		{"shell true", map[string]any{"command": []any{`git clone -- "$1"`, "{{ a }}"}, "shell": true}, nil},
+		{"shell templated", map[string]any{"command": []any{"git", "{{ a }}"}, "shell": "{{ inputs.sh }}"}, nil},
+		{"templated program", map[string]any{"command": []any{"{{ inputs.tool }}", "run"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, pe := range shell.Spec.Check(tt.params) {
+				require.True(t, pe.Warning, "%s should be a warning: %s", pe.Param, pe.Message)
+				got = append(got, pe.Param)
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
