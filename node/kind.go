@@ -23,6 +23,13 @@ type Call struct {
 	Attempt int
 	// Params are the resolved parameters, defaults filled in.
 	Params map[string]any
+	// Written are the node's parameters as written in the workflow, before
+	// any template was rendered and without defaults, so that a kind can
+	// tell a value that came from a template from one written literally
+	// (the shell kind refuses a templated argv element that would be read
+	// as an option). Read it, never change it. Nil when the host does not
+	// know the written form.
+	Written map[string]any
 	// IdempotencyKey is stable across attempts of one visit:
 	// run/node/visit. Actions may pass it on.
 	IdempotencyKey string

@@ -83,7 +83,8 @@ type Spec struct {
 	OutputsFrom func(params map[string]any) []string
 	// Check validates parameters beyond their declared types (a cron
 	// expression, one-of rules). Values that hold templates are not known
-	// before the run and should be let through.
+	// before the run and should be let through. It gets the parameters as
+	// written; a ParamError with Warning set is reported as a warning.
 	Check func(params map[string]any) []ParamError
 	// Routes reports that the kind may choose any handle at run time by
 	// returning _route, so edges with other labels are allowed.
@@ -100,10 +101,14 @@ func (s *Spec) Param(name string) (Param, bool) {
 	return Param{}, false
 }
 
-// ParamError is a problem with one parameter, found by Spec.Check.
+// ParamError is a problem with one parameter, found by Spec.Check. Param
+// may name an element, as in "command[2]" or "cases[1].name".
 type ParamError struct {
 	Param   string
 	Message string
+	// Warning marks a risk rather than a mistake: it is reported, but the
+	// workflow stays valid.
+	Warning bool
 }
 
 // DeclaredOutputs returns the output ports a node of this kind with these

@@ -310,7 +310,11 @@ func (v *validator) params(n *Node, spec *node.Spec, path string) {
 	}
 	if spec.Check != nil {
 		for _, pe := range spec.Check(n.Params) {
-			v.d.errorf(n.posAt(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
+			sev := Error
+			if pe.Warning {
+				sev = Warning
+			}
+			v.d.add(sev, n.posAt(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
 		}
 	}
 }

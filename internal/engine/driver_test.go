@@ -152,6 +152,23 @@ func TestDriverWait(t *testing.T) {
 	require.Equal(t, engine.StatusSuccess, stepsOf(res, "after")[0].Status)
 }
 
+// TestDriverWrittenParams gives a kind its parameters as written next to
+// the rendered ones, so it can tell a templated value from a literal one.
+func TestDriverWrittenParams(t *testing.T) {
+	t.Parallel()
+	b := setupDriver(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: w, type: written, value: [git, "--", "{{ '--upload-pack=' + 'x' }}"]}
+`, `
+  - {from: start, to: w}
+`))
+	res := result(t, b.execute(context.Background(), engine.Options{}))
+	require.Equal(t, engine.RunCompleted, res.Status, "%v", res.Error)
+	out := stepsOf(res, "w")[0].Output
+	require.Equal(t, []any{"git", "--", "--upload-pack=x"}, out["rendered"])
+	require.Equal(t, []any{"git", "--", "{{ '--upload-pack=' + 'x' }}"}, out["written"])
+}
+
 const threeBranches = `
   - {id: start, type: trigger.manual}
   - {id: a, type: block, gate: all}

@@ -59,6 +59,11 @@ func newTestRegistry() *node.Registry {
 		},
 	}, func() node.Kind { return blockKind{} })
 	reg.MustRegister(node.Spec{
+		Kind: "written", Category: node.Action,
+		Description: "Test action: outputs its value parameter as rendered and as written.",
+		Params:      []node.Param{{Name: "value", Type: node.Any, Description: "Any value."}},
+	}, func() node.Kind { return writtenKind{} })
+	reg.MustRegister(node.Spec{
 		Kind: "noop", Category: node.Action,
 		Description: "Test action that does nothing.",
 	}, func() node.Kind { return noopKind{} })
@@ -69,6 +74,14 @@ func newTestRegistry() *node.Registry {
 type noopKind struct{}
 
 func (noopKind) Run(context.Context, *node.Call) (map[string]any, error) { return nil, nil }
+
+// writtenKind outputs {rendered, written}: its value parameter from
+// Call.Params and from Call.Written.
+type writtenKind struct{}
+
+func (writtenKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	return map[string]any{"rendered": c.Params["value"], "written": c.Written["value"]}, nil
+}
 
 // actKind is a scripted action.
 type actKind struct{}

@@ -548,6 +548,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 	}
 	call := &node.Call{
 		RunID: rs.opts.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
+		Written:        pn.Node.Params,
 		IdempotencyKey: fmt.Sprintf("%s/%s/%d", rs.opts.RunID, pn.ID, t.Visit),
 		Emit: func(kind string, data map[string]any) {
 			rs.post(func() {

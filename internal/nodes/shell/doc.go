@@ -9,6 +9,18 @@
 // templated values in the script are not quoted; pass them as further list
 // elements, which the script reads as "$1", "$2", ….
 //
+// A program reads an argument that begins with "-" as an option, so data
+// could become one: [git, clone, "{{ inputs.repo }}"] with repo
+// "--upload-pack=…" runs a command. An argv element whose first character
+// comes from a template and that renders to text beginning with "-" ("-"
+// alone excepted) therefore fails the node before the program starts,
+// unless a literal "--" element precedes it or the node sets
+// allow_option_args: true. Kinds learn which elements were templated from
+// node.Call.Written. With shell: true nothing is checked: the script is the
+// program, and it should write `--` before "$1" where it passes one to a
+// program that takes options. skein validate warns about every templated
+// element the rule could refuse.
+//
 // The child's environment is explicit: PATH, HOME, LANG, TMPDIR and USER
 // taken from Skein's own environment, plus the node's env. Nothing else is
 // inherited, so a secret in Skein's environment reaches only the commands it

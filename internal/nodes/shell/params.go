@@ -35,6 +35,9 @@ type config struct {
 	stdin        *string
 	allowFailure bool
 	maxOutput    int
+	// checkOptions is set when templated arguments that begin with "-"
+	// must be refused: an argv list without allow_option_args.
+	checkOptions bool
 }
 
 // parseParams reads the rendered parameters. Its errors are permanent: the
@@ -48,6 +51,11 @@ func parseParams(p map[string]any) (*config, error) {
 	if c.allowFailure, err = boolParam(p, "allow_failure"); err != nil {
 		return nil, err
 	}
+	allowOptions, err := boolParam(p, "allow_option_args")
+	if err != nil {
+		return nil, err
+	}
+	c.checkOptions = !sh && !allowOptions
 	if c.argv, err = argv(p["command"], sh); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,10 @@ var _ node.Kind = (*Shell)(nil)
 // stdout is one JSON value and, when that value is an object, its "_" keys
 // (directives) at the top.
 //
+// A templated argv element that would be read as an option (see
+// allow_option_args) fails the node with code option_argument, permanently,
+// before the command starts.
+//
 // A command that exits non-zero fails with code exit_code unless
 // allow_failure is set. A command that cannot be found fails with code
 // command_not_found, permanently. When ctx ends first, the command's process
@@ -52,6 +56,11 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 	cfg, err := parseParams(call.Params)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.checkOptions {
+		if err := checkOptions(call.NodeID, cfg.label, call.Written["command"], cfg.argv); err != nil {
+			return nil, err
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, stopped(ctx, cfg, "")

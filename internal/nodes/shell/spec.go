@@ -17,11 +17,12 @@ var Spec = node.Spec{
 	Kind: Kind, Category: node.Action,
 	Description: "Runs a command. The output is {stdout, stderr, exit_code, truncated, json}; json is stdout parsed when it is JSON, and the `_` keys of a JSON object on stdout (`_route`, `_state_patch`) are directives.",
 	Params: []node.Param{
-		{Name: "command", Type: node.Any, Required: true, Description: "The argv list, e.g. [grep, -c, \"{{ inputs.word }}\", file.txt]; each element is one argument, never split or read by a shell. A string only with shell: true; with shell: true a list is the script followed by its arguments ($1, $2, …)."},
+		{Name: "command", Type: node.Any, Required: true, Description: "The argv list, e.g. [grep, -c, --, \"{{ inputs.word }}\", file.txt]; each element is one argument, never split or read by a shell, and a templated one that begins with \"-\" is refused unless it follows a literal \"--\" (see allow_option_args). A string only with shell: true; with shell: true a list is the script followed by its arguments ($1, $2, …)."},
 		{Name: "shell", Type: node.Bool, Default: false, Description: "Run command through /bin/sh -c. Templated values in the script are not quoted; pass them as arguments instead."},
 		{Name: "env", Type: node.Map, Description: "Environment variables for the command. It also gets PATH, HOME, LANG, TMPDIR and USER from Skein's environment, and nothing else: secrets reach it only through here."},
 		{Name: "cwd", Type: node.String, Description: "Working folder; by default Skein's own."},
 		{Name: "stdin", Type: node.String, Description: "Text written to the command's standard input (a list or map is written as JSON). Without it, stdin is empty."},
+		{Name: "allow_option_args", Type: node.Bool, Default: false, Description: "Let templated arguments begin with \"-\". Without it, an argv element whose first character comes from a template and that renders to text beginning with \"-\" (\"-\" alone excepted) fails the node before the program starts, since the program would read it as an option ([git, clone, \"{{ inputs.repo }}\"] with repo --upload-pack=… runs a command); elements after a literal \"--\" element are not checked, nor are those of shell: true, whose script decides how it uses its arguments. Set it only when the template is meant to give options."},
 		{Name: "allow_failure", Type: node.Bool, Default: false, Description: "A non-zero exit does not fail the node; check exit_code instead."},
 		{Name: "max_output", Type: node.Int, Default: DefaultMaxOutput, Description: "Bytes kept of stdout and of stderr each; the rest is dropped, truncated.stdout or truncated.stderr is set and an output_truncated event is recorded."},
 	},
@@ -54,6 +55,6 @@ var Spec = node.Spec{
 		default:
 			return []node.ParamError{{Param: "command", Message: "command must be an argv list of strings"}}
 		}
-		return nil
+		return optionWarnings(p)
 	},
 }
