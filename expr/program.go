@@ -176,7 +176,7 @@ func compile(code string) (_ *Program, err error) {
 	if err != nil {
 		return nil, err
 	}
-	pt := &patcher{}
+	pt := &patcher{shadowed: a.shadowed}
 	opts := make([]exprlang.Option, 0, len(compileOptions)+1)
 	opts = append(opts, compileOptions...)
 	opts = append(opts, exprlang.Patch(pt))
@@ -222,6 +222,8 @@ var compileOptions = func() []exprlang.Option {
 }()
 
 // patcher rewrites the AST before it is compiled:
+//   - a free name spelled like a built-in function but not called, such as
+//     join in `join.text`, reads the node of that name from the environment;
 //   - member accesses become optional (`a.b` behaves as `a?.b`), so reading
 //     a member of nil, such as the output of a node that has not run, is nil;
 //   - nil is false for !, not, &&, ||, and, or and the condition of ?: and
@@ -231,11 +233,24 @@ var compileOptions = func() []exprlang.Option {
 //   - string concatenation and the guarded builtins get the guard as a
 //     hidden first argument and count the bytes they build.
 type patcher struct {
-	guarded bool
+	guarded  bool
+	shadowed map[int]bool // see analysis.shadowed
 }
 
 func (pt *patcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		if pt.shadowed[n.Location().From] {
+			// A node named like a built-in function: the checker would take
+			// the bare name for the function, so read it as $env["name"].
+			loc := n.Location()
+			prop := &ast.StringNode{Value: n.Value}
+			prop.SetLocation(loc)
+			m := &ast.MemberNode{Node: identAt(envName, loc), Property: prop}
+			m.SetLocation(loc)
+			m.SetType(anyType)
+			ast.Patch(node, m)
+		}
 	case *ast.MemberNode:
 		if n.Method {
 			return

@@ -92,6 +92,10 @@ type analysis struct {
 	refs  []Ref
 	env   bool // reads $env, so needs the whole scope
 	loops bool // has predicates, which loop
+	// shadowed holds the rune offsets of the free names spelled like a
+	// built-in function that are read, not called (`join.text`): they name
+	// a node, and compile reads them from the environment.
+	shadowed map[int]bool
 }
 
 // analyze checks the length budget, parses code and walks its AST.
@@ -179,6 +183,7 @@ func (w *walker) walk(node ast.Node) {
 			return
 		}
 		if !w.bound(n.Value) {
+			w.shadow(n)
 			w.add(n.Value, nil, n.Location())
 		}
 	case *ast.MemberNode, *ast.ChainNode:
@@ -281,6 +286,9 @@ loop:
 			root, loc = s.Value, s.Location()
 			i--
 		}
+		if root == id.Value {
+			w.shadow(id)
+		}
 		var path []string
 		for ; i >= 0; i-- {
 			s, ok := stringProp(props, i)
@@ -308,6 +316,18 @@ func (w *walker) walkProps(props []ast.Node) {
 	for i := len(props) - 1; i >= 0; i-- {
 		w.walk(props[i])
 	}
+}
+
+// shadow records a free name that is read rather than called when a
+// built-in function has the same name.
+func (w *walker) shadow(id *ast.IdentifierNode) {
+	if !isFunction(id.Value) {
+		return
+	}
+	if w.a.shadowed == nil {
+		w.a.shadowed = make(map[int]bool)
+	}
+	w.a.shadowed[id.Location().From] = true
 }
 
 func (w *walker) add(root string, path []string, loc file.Location) {

@@ -197,8 +197,10 @@ func (v *validator) nodes() {
 			v.d.errorf(idPos, path+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
 		case contains(expr.ScopeRoots, n.ID):
 			v.d.errorf(idPos, path+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
-		case expr.IsBuiltin(n.ID):
-			v.d.errorf(idPos, path+".id", n.ID, "node id %q is the name of a built-in expression function or keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
+		case expr.IsKeyword(n.ID):
+			// Built-in function names are fine (the node shadows the
+			// function); a keyword cannot be read at all.
+			v.d.errorf(idPos, path+".id", n.ID, "node id %q is an expression keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
 		}
 		if prev, dup := first[n.ID]; dup && n.ID != "" {
 			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first used at line %d); node ids must be unique, so rename one of them", n.ID, prev.Pos.Line)
