@@ -40,6 +40,7 @@ type Program struct {
 	roots   []string // the free top-level names, each once
 	whole   bool     // reads $env: give it the whole scope
 	guarded bool     // calls guarded functions: give it a guard
+	plain   bool     // a plain member chain: its value is data read from the scope
 	loops   bool     // has predicates: watch the clock
 	timeout time.Duration
 	now     func() time.Time
@@ -104,6 +105,11 @@ func (p *Program) Eval(s *Scope) (v any, err error) {
 	out, err := machine.Run(p.prog, env)
 	if err != nil {
 		return nil, p.runError(err)
+	}
+	if !p.plain {
+		if where, f, ok := nonFinite(out, 0); ok {
+			return nil, errorAt(p.code, codeStart(p.code), ErrNotFinite, notFiniteMsg(where, f))
+		}
 	}
 	return out, nil
 }
@@ -192,6 +198,7 @@ func compile(code string) (_ *Program, err error) {
 		guarded: pt.guarded || a.loops,
 		loops:   a.loops,
 		timeout: DefaultTimeout,
+		plain:   isPlain(code),
 		now:     time.Now,
 	}
 	seen := make(map[string]bool, len(a.refs))
