@@ -96,6 +96,9 @@ func (v *validator) run() {
 		v.d.errorf(p, "nodes", "", "the workflow has no nodes; add a `nodes:` list")
 	}
 	v.inputsAndSecrets()
+	if _, ok := w.pos["defaults"]; ok {
+		v.bounded(w.pos["defaults"], "defaults.max_visits", "", "defaults: max_visits", w.Defaults.MaxVisits, 1, MaxVisitLimit)
+	}
 	v.nodes()
 	v.g = w.Graph()
 	v.edges()
@@ -148,6 +151,38 @@ func (v *validator) inputsAndSecrets() {
 		}
 		dup[s] = true
 	}
+}
+
+// bounded reports an integer outside lo..hi. Every bounded number of a
+// workflow (max_visits, max_iterations, …) is checked here, so the messages
+// agree.
+func (v *validator) bounded(pos Pos, path, nodeID, name string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.d.errorf(pos, path, nodeID, "%s must be between %s and %s, not %d", name, groupDigits(lo), groupDigits(hi), n)
+	}
+}
+
+// groupDigits writes n with thousands separators: 1,000,000.
+func groupDigits(n int) string {
+	if n < 0 {
+		return "-" + groupDigits(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// toInt converts a whole number that valueHasType accepted as an integer.
+func toInt(val any) int {
+	switch x := val.(type) {
+	case int:
+		return x
+	case float64:
+		return int(x)
+	}
+	return 0
 }
 
 // valueHasType reports whether a plain value fits an input or parameter
@@ -207,6 +242,9 @@ func (v *validator) nodes() {
 		} else if n.ID != "" {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
+		}
+		if n.MaxVisits != nil {
+			v.bounded(n.ParamPosOf("max_visits"), path+".max_visits", n.ID, "max_visits", *n.MaxVisits, 1, MaxVisitLimit)
 		}
 		if n.Type == "" {
 			continue
@@ -389,6 +427,8 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path str
 	case node.Int:
 		if !valueHasType(val, "integer") {
 			want = "a whole number"
+		} else if p.Max != 0 {
+			v.bounded(pos, path, n.ID, p.Name, toInt(val), p.Min, p.Max)
 		}
 	case node.Number:
 		if !valueHasType(val, "number") {
@@ -808,49 +848,10 @@ func (v *validator) loopIDs() []string {
 	return out
 }
 
-// cycles reports cycles not closed by an endloop whose nodes have no visit
-// limit, since they could run forever.
+// cycles finds the strongly connected components of the graph. Every node
+// has a visit limit of at least 1 (see bounded), so no cycle runs forever.
 func (v *validator) cycles() {
 	g := v.g
-	comp, count := g.SCC(func(e GraphEdge) bool {
-		src := g.Nodes[e.From]
-		if src.Type != "endloop" {
-			return false
-		}
-		l, _ := src.Params["loop"].(string)
-		return l == g.Nodes[e.To].ID
-	})
-	size := make([]int, count)
-	for _, c := range comp {
-		size[c]++
-	}
-	selfLoop := make([]bool, len(g.Nodes))
-	for _, e := range g.Edges {
-		if e.From == e.To {
-			selfLoop[e.From] = true
-		}
-	}
-	reported := map[int]bool{}
-	for i, n := range g.Nodes {
-		c := comp[i]
-		if size[c] < 2 && !selfLoop[i] {
-			continue
-		}
-		if v.w.MaxVisitsOf(n) == 0 && !reported[i] {
-			reported[i] = true
-			var members []string
-			for j := range g.Nodes {
-				if comp[j] == c {
-					members = append(members, g.Nodes[j].ID)
-				}
-			}
-			pos, limit, fix := n.Pos, "defaults sets max_visits: 0 (no limit)", "set max_visits (e.g. 10) in defaults or on the node"
-			if n.MaxVisits != nil {
-				pos, limit, fix = n.ParamPosOf("max_visits"), "it has max_visits: 0 (no limit)", "give it a visit limit (e.g. max_visits: 10)"
-			}
-			v.d.errorf(pos, "", n.ID, "node %q is on a cycle through %s that no endloop closes, and %s, so the cycle could run forever; %s, or use a loop node", n.ID, strings.Join(members, ", "), limit, fix)
-		}
-	}
 	v.comp, _ = g.SCC(nil)
 }
 
