@@ -74,3 +74,34 @@ func TestNonFiniteInTemplate(t *testing.T) {
 		})
 	}
 }
+
+func TestInspectWarnsOfConstantDivisionByZero(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		code    string
+		offsets []int
+	}{
+		{name: "integer zero", code: "a.n / 0", offsets: []int{6}},
+		{name: "float zero", code: "1 + x / 0.0", offsets: []int{8}},
+		{name: "remainder", code: "x % 0", offsets: []int{4}},
+		{name: "two", code: "[1 / 0, 2 / 0]", offsets: []int{5, 12}},
+		{name: "nonzero divisor", code: "x / 2", offsets: nil},
+		{name: "variable divisor", code: "x / y", offsets: nil},
+		{name: "plain path", code: "a.b", offsets: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, warnings, err := Inspect(tt.code)
+			require.NoError(t, err)
+			var offsets []int
+			for _, w := range warnings {
+				require.Contains(t, w.Msg, "by the constant 0")
+				offsets = append(offsets, w.Offset)
+			}
+			require.Equal(t, tt.offsets, offsets)
+		})
+	}
+}
