@@ -48,7 +48,20 @@ func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 	if w == nil {
 		return nil, ds
 	}
-	ds = append(ds, Validate(w, reg)...)
+	refused := map[string]bool{}
+	for _, d := range ds {
+		if d.Severity == Error && d.Path != "" {
+			refused[d.Path] = true
+		}
+	}
+	for _, d := range Validate(w, reg) {
+		// A value decoding refused was replaced by its zero value; do not
+		// report that zero again.
+		if d.Severity == Error && refused[d.Path] {
+			continue
+		}
+		ds = append(ds, d)
+	}
 	ds.Sort()
 	return w, ds
 }
