@@ -15,7 +15,12 @@
 // directives out of them. A name the scope does not hold, a missing map key
 // and a member of nil are all nil, so reading the output of a node that has
 // not run is not an error; workflow validation catches typos statically with
-// References, which only parses and is fast.
+// References (or Inspect, which adds warnings), which only parse and are
+// fast.
+//
+// A node may be named like a built-in function. Read (`join`, `join.text`)
+// the name is the node; called (`join(xs, ",")`) it is the function.
+// `$env.join` and `::join(…)` say which explicitly.
 //
 // Values from the scope are data. Rendering evaluates only the template's
 // own source: a node output that contains "{{ secrets.X }}" renders as that
@@ -25,5 +30,7 @@
 // nodes, expr-lang's MemoryBudget, ByteBudget bytes of strings built, and
 // DefaultTimeout of wall time. Errors are *Error values carrying the source
 // and the byte offset of the problem; errors.Is(err, ErrBudget) and
-// errors.Is(err, ErrTimeout) tell budget failures apart.
+// errors.Is(err, ErrTimeout) tell budget failures apart. A value that is or
+// holds NaN or an infinity is an error too (ErrNotFinite): a run records
+// values as JSON, which has no such numbers.
 package expr

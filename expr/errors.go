@@ -15,6 +15,11 @@ var (
 	// ErrTimeout is wrapped by the error of an evaluation stopped because it
 	// ran longer than its wall budget.
 	ErrTimeout = errors.New("expression timed out")
+
+	// ErrNotFinite is wrapped by the error of an evaluation whose value is,
+	// or holds, NaN or an infinity (1 / 0, 0.0 / 0): they are not data a
+	// run can record.
+	ErrNotFinite = errors.New("expression value is not a finite number")
 )
 
 // Error is an expression error: a syntax error, an unknown function, a

@@ -54,9 +54,6 @@ func simplePath(code string) (Ref, bool) {
 			return Ref{}, false
 		}
 	}
-	if builtinNames[parts[0]] || isGuarded(parts[0]) {
-		return Ref{}, false
-	}
 	r := Ref{Root: parts[0], Offset: start}
 	if len(parts) > 1 {
 		r.Path = parts[1:]
@@ -68,6 +65,11 @@ func identStart(c byte) bool { return c == '_' || (c >= 'a' && c <= 'z') || (c >
 
 func identPart(c byte) bool { return identStart(c) || (c >= '0' && c <= '9') }
 
-// IsBuiltin reports whether name is a function expressions know, so it
-// cannot also name a node.
-func IsBuiltin(name string) bool { return builtinNames[name] || isGuarded(name) || IsKeyword(name) }
+// IsBuiltin reports whether name is a function or a keyword expressions
+// know. A node may still have the name of a function: read without a call
+// (`join.text`, `join`) the name is the node, called (`join(xs, ",")`) it is
+// the function. Keywords cannot name anything.
+func IsBuiltin(name string) bool { return isFunction(name) || IsKeyword(name) }
+
+// isFunction reports whether name is a built-in function.
+func isFunction(name string) bool { return builtinNames[name] || isGuarded(name) }

@@ -40,6 +40,7 @@ type Program struct {
 	roots   []string // the free top-level names, each once
 	whole   bool     // reads $env: give it the whole scope
 	guarded bool     // calls guarded functions: give it a guard
+	plain   bool     // a plain member chain: its value is data read from the scope
 	loops   bool     // has predicates: watch the clock
 	timeout time.Duration
 	now     func() time.Time
@@ -104,6 +105,11 @@ func (p *Program) Eval(s *Scope) (v any, err error) {
 	out, err := machine.Run(p.prog, env)
 	if err != nil {
 		return nil, p.runError(err)
+	}
+	if !p.plain {
+		if where, f, ok := nonFinite(out, 0); ok {
+			return nil, errorAt(p.code, codeStart(p.code), ErrNotFinite, notFiniteMsg(where, f))
+		}
 	}
 	return out, nil
 }
@@ -176,7 +182,7 @@ func compile(code string) (_ *Program, err error) {
 	if err != nil {
 		return nil, err
 	}
-	pt := &patcher{}
+	pt := &patcher{shadowed: a.shadowed}
 	opts := make([]exprlang.Option, 0, len(compileOptions)+1)
 	opts = append(opts, compileOptions...)
 	opts = append(opts, exprlang.Patch(pt))
@@ -192,6 +198,7 @@ func compile(code string) (_ *Program, err error) {
 		guarded: pt.guarded || a.loops,
 		loops:   a.loops,
 		timeout: DefaultTimeout,
+		plain:   isPlain(code),
 		now:     time.Now,
 	}
 	seen := make(map[string]bool, len(a.refs))
@@ -222,6 +229,8 @@ var compileOptions = func() []exprlang.Option {
 }()
 
 // patcher rewrites the AST before it is compiled:
+//   - a free name spelled like a built-in function but not called, such as
+//     join in `join.text`, reads the node of that name from the environment;
 //   - member accesses become optional (`a.b` behaves as `a?.b`), so reading
 //     a member of nil, such as the output of a node that has not run, is nil;
 //   - nil is false for !, not, &&, ||, and, or and the condition of ?: and
@@ -231,11 +240,24 @@ var compileOptions = func() []exprlang.Option {
 //   - string concatenation and the guarded builtins get the guard as a
 //     hidden first argument and count the bytes they build.
 type patcher struct {
-	guarded bool
+	guarded  bool
+	shadowed map[int]bool // see analysis.shadowed
 }
 
 func (pt *patcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
+	case *ast.IdentifierNode:
+		if pt.shadowed[n.Location().From] {
+			// A node named like a built-in function: the checker would take
+			// the bare name for the function, so read it as $env["name"].
+			loc := n.Location()
+			prop := &ast.StringNode{Value: n.Value}
+			prop.SetLocation(loc)
+			m := &ast.MemberNode{Node: identAt(envName, loc), Property: prop}
+			m.SetLocation(loc)
+			m.SetType(anyType)
+			ast.Patch(node, m)
+		}
 	case *ast.MemberNode:
 		if n.Method {
 			return

@@ -87,11 +87,39 @@ func References(code string) ([]Ref, error) {
 	return a.refs, nil
 }
 
+// Warning is something about an expression that is likely a mistake
+// although it compiles, such as a division by the constant 0. Offset is a
+// byte offset into the expression.
+type Warning struct {
+	Offset int
+	Msg    string
+}
+
+// Inspect returns what References returns, plus warnings about the
+// expression: a division (/) by a literal 0, whose NaN or infinity is an
+// error once it is (part of) the value, and a remainder (%) by a literal 0,
+// which always fails.
+func Inspect(code string) ([]Ref, []Warning, error) {
+	if r, ok := simplePath(code); ok {
+		return []Ref{r}, nil, nil
+	}
+	a, err := analyze(code)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.refs, a.warnings, nil
+}
+
 // analysis is what one pass over an expression's AST finds.
 type analysis struct {
 	refs  []Ref
 	env   bool // reads $env, so needs the whole scope
 	loops bool // has predicates, which loop
+	// shadowed holds the rune offsets of the free names spelled like a
+	// built-in function that are read, not called (`join.text`): they name
+	// a node, and compile reads them from the environment.
+	shadowed map[int]bool
+	warnings []Warning
 }
 
 // analyze checks the length budget, parses code and walks its AST.
@@ -179,6 +207,7 @@ func (w *walker) walk(node ast.Node) {
 			return
 		}
 		if !w.bound(n.Value) {
+			w.shadow(n)
 			w.add(n.Value, nil, n.Location())
 		}
 	case *ast.MemberNode, *ast.ChainNode:
@@ -220,6 +249,13 @@ func (w *walker) walk(node ast.Node) {
 	case *ast.UnaryNode:
 		w.walk(n.Node)
 	case *ast.BinaryNode:
+		if (n.Operator == "/" || n.Operator == "%") && isZero(n.Right) {
+			msg := "divides by the constant 0, which gives NaN or an infinity: an error when it ends up in the expression's value"
+			if n.Operator == "%" {
+				msg = "takes a remainder by the constant 0, which fails when it is evaluated"
+			}
+			w.a.warnings = append(w.a.warnings, Warning{Offset: w.pos.byteOffset(n.Right.Location().From), Msg: msg})
+		}
 		w.walk(n.Left)
 		w.walk(n.Right)
 	case *ast.ConditionalNode:
@@ -281,6 +317,9 @@ loop:
 			root, loc = s.Value, s.Location()
 			i--
 		}
+		if root == id.Value {
+			w.shadow(id)
+		}
 		var path []string
 		for ; i >= 0; i-- {
 			s, ok := stringProp(props, i)
@@ -296,6 +335,17 @@ loop:
 	w.walkProps(props)
 }
 
+// isZero reports whether n is the literal 0 (or 0.0).
+func isZero(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.IntegerNode:
+		return n.Value == 0
+	case *ast.FloatNode:
+		return n.Value == 0
+	}
+	return false
+}
+
 func stringProp(props []ast.Node, i int) (*ast.StringNode, bool) {
 	if i < 0 {
 		return nil, false
@@ -308,6 +358,18 @@ func (w *walker) walkProps(props []ast.Node) {
 	for i := len(props) - 1; i >= 0; i-- {
 		w.walk(props[i])
 	}
+}
+
+// shadow records a free name that is read rather than called when a
+// built-in function has the same name.
+func (w *walker) shadow(id *ast.IdentifierNode) {
+	if !isFunction(id.Value) {
+		return
+	}
+	if w.a.shadowed == nil {
+		w.a.shadowed = make(map[int]bool)
+	}
+	w.a.shadowed[id.Location().From] = true
 }
 
 func (w *walker) add(root string, path []string, loc file.Location) {

@@ -42,6 +42,9 @@ type Param struct {
 	Description string
 	// Enum lists the allowed values of a String parameter.
 	Enum []string
+	// Min and Max bound an Int parameter, both included, when Max is not
+	// 0: validation refuses other numbers and the JSON Schema states them.
+	Min, Max int
 	// Expr marks a bare expression (condition, exit): it is compiled, not
 	// rendered as a template.
 	Expr bool

@@ -11,4 +11,7 @@ const (
 	MaxValues = 2_000_000
 	// MaxNodes caps the nodes of one workflow.
 	MaxNodes = 50_000
+	// MaxVisitLimit is the largest max_visits, on a node or in defaults;
+	// the smallest is 1: every node has a visit limit.
+	MaxVisitLimit = 1_000_000
 )

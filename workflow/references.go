@@ -207,7 +207,7 @@ func (v *validator) expression(code string, site refSite) {
 }
 
 func (v *validator) refs(code string, site refSite) {
-	refs, err := expr.References(code)
+	refs, warnings, err := expr.Inspect(code)
 	if err != nil {
 		pos := site.pos
 		var xe *expr.Error
@@ -219,6 +219,9 @@ func (v *validator) refs(code string, site refSite) {
 	}
 	for _, r := range refs {
 		v.ref(r, site)
+	}
+	for _, wn := range warnings {
+		v.d.warnf(site.at(wn.Offset), site.diagPath(), site.nodeID, "%s %s", site.path, wn.Msg)
 	}
 }
 

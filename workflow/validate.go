@@ -48,7 +48,20 @@ func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 	if w == nil {
 		return nil, ds
 	}
-	ds = append(ds, Validate(w, reg)...)
+	refused := map[string]bool{}
+	for _, d := range ds {
+		if d.Severity == Error && d.Path != "" {
+			refused[d.Path] = true
+		}
+	}
+	for _, d := range Validate(w, reg) {
+		// A value decoding refused was replaced by its zero value; do not
+		// report that zero again.
+		if d.Severity == Error && refused[d.Path] {
+			continue
+		}
+		ds = append(ds, d)
+	}
 	ds.Sort()
 	return w, ds
 }
@@ -96,6 +109,9 @@ func (v *validator) run() {
 		v.d.errorf(p, "nodes", "", "the workflow has no nodes; add a `nodes:` list")
 	}
 	v.inputsAndSecrets()
+	if _, ok := w.pos["defaults"]; ok {
+		v.bounded(w.pos["defaults"], "defaults.max_visits", "", "defaults: max_visits", w.Defaults.MaxVisits, 1, MaxVisitLimit)
+	}
 	v.nodes()
 	v.g = w.Graph()
 	v.edges()
@@ -150,6 +166,38 @@ func (v *validator) inputsAndSecrets() {
 	}
 }
 
+// bounded reports an integer outside lo..hi. Every bounded number of a
+// workflow (max_visits, max_iterations, …) is checked here, so the messages
+// agree.
+func (v *validator) bounded(pos Pos, path, nodeID, name string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.d.errorf(pos, path, nodeID, "%s must be between %s and %s, not %d", name, groupDigits(lo), groupDigits(hi), n)
+	}
+}
+
+// groupDigits writes n with thousands separators: 1,000,000.
+func groupDigits(n int) string {
+	if n < 0 {
+		return "-" + groupDigits(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// toInt converts a whole number that valueHasType accepted as an integer.
+func toInt(val any) int {
+	switch x := val.(type) {
+	case int:
+		return x
+	case float64:
+		return int(x)
+	}
+	return 0
+}
+
 // valueHasType reports whether a plain value fits an input or parameter
 // type.
 func valueHasType(val any, typ string) bool {
@@ -197,14 +245,19 @@ func (v *validator) nodes() {
 			v.d.errorf(idPos, path+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
 		case contains(expr.ScopeRoots, n.ID):
 			v.d.errorf(idPos, path+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
-		case expr.IsBuiltin(n.ID):
-			v.d.errorf(idPos, path+".id", n.ID, "node id %q is the name of a built-in expression function or keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
+		case expr.IsKeyword(n.ID):
+			// Built-in function names are fine (the node shadows the
+			// function); a keyword cannot be read at all.
+			v.d.errorf(idPos, path+".id", n.ID, "node id %q is an expression keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
 		}
 		if prev, dup := first[n.ID]; dup && n.ID != "" {
 			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first used at line %d); node ids must be unique, so rename one of them", n.ID, prev.Pos.Line)
 		} else if n.ID != "" {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
+		}
+		if n.MaxVisits != nil {
+			v.bounded(n.ParamPosOf("max_visits"), path+".max_visits", n.ID, "max_visits", *n.MaxVisits, 1, MaxVisitLimit)
 		}
 		if n.Type == "" {
 			continue
@@ -391,6 +444,8 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path str
 	case node.Int:
 		if !valueHasType(val, "integer") {
 			want = "a whole number"
+		} else if p.Max != 0 {
+			v.bounded(pos, path, n.ID, p.Name, toInt(val), p.Min, p.Max)
 		}
 	case node.Number:
 		if !valueHasType(val, "number") {
@@ -810,49 +865,10 @@ func (v *validator) loopIDs() []string {
 	return out
 }
 
-// cycles reports cycles not closed by an endloop whose nodes have no visit
-// limit, since they could run forever.
+// cycles finds the strongly connected components of the graph. Every node
+// has a visit limit of at least 1 (see bounded), so no cycle runs forever.
 func (v *validator) cycles() {
 	g := v.g
-	comp, count := g.SCC(func(e GraphEdge) bool {
-		src := g.Nodes[e.From]
-		if src.Type != "endloop" {
-			return false
-		}
-		l, _ := src.Params["loop"].(string)
-		return l == g.Nodes[e.To].ID
-	})
-	size := make([]int, count)
-	for _, c := range comp {
-		size[c]++
-	}
-	selfLoop := make([]bool, len(g.Nodes))
-	for _, e := range g.Edges {
-		if e.From == e.To {
-			selfLoop[e.From] = true
-		}
-	}
-	reported := map[int]bool{}
-	for i, n := range g.Nodes {
-		c := comp[i]
-		if size[c] < 2 && !selfLoop[i] {
-			continue
-		}
-		if v.w.MaxVisitsOf(n) == 0 && !reported[i] {
-			reported[i] = true
-			var members []string
-			for j := range g.Nodes {
-				if comp[j] == c {
-					members = append(members, g.Nodes[j].ID)
-				}
-			}
-			pos, limit, fix := n.Pos, "defaults sets max_visits: 0 (no limit)", "set max_visits (e.g. 10) in defaults or on the node"
-			if n.MaxVisits != nil {
-				pos, limit, fix = n.ParamPosOf("max_visits"), "it has max_visits: 0 (no limit)", "give it a visit limit (e.g. max_visits: 10)"
-			}
-			v.d.errorf(pos, "", n.ID, "node %q is on a cycle through %s that no endloop closes, and %s, so the cycle could run forever; %s, or use a loop node", n.ID, strings.Join(members, ", "), limit, fix)
-		}
-	}
 	v.comp, _ = g.SCC(nil)
 }
 

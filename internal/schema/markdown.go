@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/skeinhq/skein/node"
@@ -137,6 +138,8 @@ func typeText(p node.Param) string {
 			names[i] = ip.Name
 		}
 		t = "list of {" + strings.Join(names, ", ") + "}"
+	case p.Type == node.Int && p.Max != 0:
+		t = fmt.Sprintf("integer (%s–%s)", digits(p.Min), digits(p.Max))
 	default:
 		t = string(p.Type)
 	}
@@ -192,4 +195,16 @@ func outputs(s *node.Spec) string {
 func cell(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	return strings.ReplaceAll(s, "|", "\\|")
+}
+
+// digits writes n with thousands separators: 1,000,000.
+func digits(n int) string {
+	s := strconv.Itoa(n)
+	if n < 0 {
+		return "-" + digits(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

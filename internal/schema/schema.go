@@ -114,7 +114,7 @@ func commonFields() []field {
 			"Longest one attempt may run (default from defaults, else 5m)."},
 		{"on_error", "`fail` \\| `continue` \\| `route`", object{"type": "string", "enum": onErrorValues},
 			"After the last attempt fails: fail stops the run, continue goes on with success false, route follows the `error` handle."},
-		{"max_visits", "integer", object{"type": "integer", "minimum": 0, "maximum": maxVisits},
+		{"max_visits", "integer (1–1,000,000)", object{"type": "integer", "minimum": 1, "maximum": maxVisits},
 			"Most times the node may run in one run, when it sits on a cycle (default from defaults, else 10)."},
 		{"checks", "list of checks", object{"type": "array", "items": ref("check")},
 			"Checks of the node's outcome, evaluated after the run."},
@@ -279,7 +279,7 @@ func build(reg *node.Registry) (object, error) {
 					"retries":       object{"type": "integer", "minimum": 0, "maximum": maxRetries, "default": 0, "description": "Retries of a node that sets none."},
 					"retry_backoff": withDesc(ref("duration"), "First wait between retries of a node that sets none.", "1s"),
 					"timeout":       withDesc(ref("duration"), "Timeout of one attempt of a node that sets none.", "5m"),
-					"max_visits":    object{"type": "integer", "minimum": 0, "maximum": maxVisits, "default": 10, "description": "Visit limit of a node on a cycle that sets none."},
+					"max_visits":    object{"type": "integer", "minimum": 1, "maximum": maxVisits, "default": 10, "description": "Visit limit of a node on a cycle that sets none."},
 					"on_error":      object{"type": "string", "enum": onErrorValues, "default": "fail", "description": "on_error of a node that sets none."},
 				},
 				"additionalProperties": false,
@@ -461,6 +461,9 @@ func paramSchema(p node.Param) (object, error) {
 		}
 	case node.Int, node.Number, node.Bool:
 		s = object{"type": string(p.Type)}
+		if p.Type == node.Int && p.Max != 0 {
+			s["minimum"], s["maximum"] = p.Min, p.Max
+		}
 	case node.Duration:
 		s = ref("duration")
 	case node.Strings:

@@ -21,6 +21,10 @@ const (
 	Subworkflow = "subworkflow"
 )
 
+// maxIterations is the largest max_iterations of a loop, as large as the
+// largest max_visits (workflow.MaxVisitLimit).
+const maxIterations = 1_000_000
+
 // SwitchCases returns the case names of a switch's parameters.
 func SwitchCases(params map[string]any) []string {
 	cases, _ := params["cases"].([]any)
@@ -93,7 +97,7 @@ func init() {
 		Description: "Do-while loop: runs `body`, then after each pass checks `exit`; true (or max_iterations reached) follows `done`.",
 		Params: []node.Param{
 			{Name: "exit", Type: node.String, Expr: true, Description: "Expression checked after each pass; true leaves the loop."},
-			{Name: "max_iterations", Type: node.Int, Default: 10, Description: "The most times the body runs."},
+			{Name: "max_iterations", Type: node.Int, Default: 10, Min: 1, Max: maxIterations, Description: "The most times the body runs."},
 		},
 		Handles: []string{"body", "done"}, FallThrough: "done",
 		Outputs: []string{"iteration", "iterations"},
