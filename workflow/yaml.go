@@ -237,6 +237,19 @@ type yamlConv struct {
 	// the outermost alias being expanded.
 	expanded int
 	aliasAt  Pos
+	// slab hands out values from blocks, one allocation for many.
+	slab []value
+}
+
+// val returns a pointer to a copy of v, allocated from the slab.
+func (c *yamlConv) val(v value) *value {
+	if len(c.slab) == 0 {
+		c.slab = make([]value, 256)
+	}
+	p := &c.slab[0]
+	*p = v
+	c.slab = c.slab[1:]
+	return p
 }
 
 func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
@@ -260,7 +273,7 @@ func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
 	case yaml.AliasNode:
 		return c.alias(n, pos, depth)
 	case yaml.SequenceNode:
-		v := &value{kind: vList, pos: pos, list: make([]*value, 0, len(n.Content))}
+		v := c.val(value{kind: vList, pos: pos, list: make([]*value, 0, len(n.Content))})
 		for _, e := range n.Content {
 			ev, err := c.conv(e, depth+1)
 			if err != nil {
@@ -270,7 +283,7 @@ func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
 		}
 		return v, nil
 	case yaml.MappingNode:
-		v := &value{kind: vMap, pos: pos, keys: make([]mapEntry, 0, len(n.Content)/2)}
+		v := c.val(value{kind: vMap, pos: pos, keys: make([]mapEntry, 0, len(n.Content)/2)})
 		if len(n.Content) > 0 {
 			v.pos = Pos{n.Content[0].Line, n.Content[0].Column}
 		}
@@ -282,7 +295,7 @@ func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
 		return v, nil
 	case yaml.DocumentNode:
 		if len(n.Content) == 0 {
-			return &value{kind: vNull, pos: pos}, nil
+			return c.val(value{kind: vNull, pos: pos}), nil
 		}
 		return c.conv(n.Content[0], depth)
 	}
@@ -309,10 +322,10 @@ func (c *yamlConv) alias(n *yaml.Node, pos Pos, depth int) (*value, *parseError)
 	if err != nil {
 		return nil, err
 	}
-	cp := *v
+	cp := c.val(*v)
 	cp.pos = pos
 	cp.style = 0 // the text is the anchor's, not written here
-	return &cp, nil
+	return cp, nil
 }
 
 // scalar resolves a scalar by its tag: the implicit one of a plain scalar
@@ -321,13 +334,13 @@ func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
 	tag := n.ShortTag()
 	switch tag {
 	case "!!null":
-		return &value{kind: vNull, pos: pos}, nil
+		return c.val(value{kind: vNull, pos: pos}), nil
 	case "!!bool":
 		b, err := strconv.ParseBool(n.Value)
 		if err != nil {
 			return nil, &parseError{pos, fmt.Sprintf("YAML: %q is not a boolean", n.Value)}
 		}
-		return &value{kind: vBool, pos: pos, b: b}, nil
+		return c.val(value{kind: vBool, pos: pos, b: b}), nil
 	case "!!int", "!!float":
 		var x any
 		if err := n.Decode(&x); err != nil {
@@ -339,20 +352,20 @@ func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
 		}
 		switch x := x.(type) {
 		case int:
-			return &value{kind: vInt, pos: pos, i: int64(x)}, nil
+			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
 		case int64:
-			return &value{kind: vInt, pos: pos, i: x}, nil
+			return c.val(value{kind: vInt, pos: pos, i: x}), nil
 		case uint64:
 			if x > math.MaxInt64 {
-				return &value{kind: vFloat, pos: pos, f: float64(x)}, nil
+				return c.val(value{kind: vFloat, pos: pos, f: float64(x)}), nil
 			}
-			return &value{kind: vInt, pos: pos, i: int64(x)}, nil
+			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
 		case float64:
-			return &value{kind: vFloat, pos: pos, f: x}, nil
+			return c.val(value{kind: vFloat, pos: pos, f: x}), nil
 		}
 	}
 	// Strings, and what Skein reads as text: timestamps, binary, custom tags.
-	return &value{kind: vString, pos: pos, s: n.Value, style: c.style(n)}, nil
+	return c.val(value{kind: vString, pos: pos, s: n.Value, style: c.style(n)}), nil
 }
 
 // style tells whether byte offsets in a string scalar map one to one onto
@@ -396,7 +409,7 @@ func (c *yamlConv) style(n *yaml.Node) byte {
 // offset converts a line and a column (in characters) to a byte offset.
 func (c *yamlConv) offset(line, col int) (int, bool) {
 	if c.lineStart == nil {
-		c.lineStart = append(make([]int, 0, 64), 0)
+		c.lineStart = append(make([]int, 0, bytes.Count(c.src, []byte{'\n'})+1), 0)
 		for i, b := range c.src {
 			if b == '\n' {
 				c.lineStart = append(c.lineStart, i+1)
