@@ -50,6 +50,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 		{"duplicate key json", "k.json", `{"version": 1, "version": 2}`, "duplicate key"},
 		{"alias bomb", "bomb.yaml", bomb, "more than"},
 		{"self alias", "s.yaml", "a: &a [*a]\n", "alias"},
+		{"unknown alias", "u.yaml", "version: 1\nname: *nope\n", "u.yaml:2:7: error: YAML: alias *nope names no anchor defined before it"},
 		{"scalar document", "s.yaml", "hello\n", "holds a map"},
 		{"two documents", "two.yaml", "version: 1\n---\nversion: 1\n", "several YAML documents"},
 		{"json trailing", "t.json", `{"version": 1} x`, "after the end"},
