@@ -50,6 +50,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 		{"duplicate key json", "k.json", `{"version": 1, "version": 2}`, "duplicate key"},
 		{"alias bomb", "bomb.yaml", bomb, "more than"},
 		{"self alias", "s.yaml", "a: &a [*a]\n", "alias"},
+		{"tab indentation", "t.yaml", "version: 1\nname: x\nnodes:\n\t- id: a\n", "t.yaml:4:1: error: YAML: this line is indented with a tab; YAML indents with spaces only"},
 		{"unknown alias", "u.yaml", "version: 1\nname: *nope\n", "u.yaml:2:7: error: YAML: alias *nope names no anchor defined before it"},
 		{"scalar document", "s.yaml", "hello\n", "holds a map"},
 		{"two documents", "two.yaml", "version: 1\n---\nversion: 1\n", "several YAML documents"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -167,7 +168,11 @@ func yamlError(src []byte, err error) *parseError {
 		// yaml/v3 numbers the lines of parser (not scanner) errors from 0.
 		line++
 	}
-	return &parseError{Pos{line, firstCol(src, line)}, "YAML: " + msg}
+	col := firstCol(src, line)
+	if msg == "found character that cannot start any token" && col > 1 && lineHasTabIndent(src, line) {
+		return &parseError{Pos{line, 1}, "YAML: this line is indented with a tab; YAML indents with spaces only"}
+	}
+	return &parseError{Pos{line, col}, "YAML: " + msg}
 }
 
 // parserProblems are the messages of yaml/v3's parser errors, whose line
@@ -188,34 +193,64 @@ var parserProblems = map[string]bool{
 
 // posOf is the line and column (in characters) of byte off of src.
 func posOf(src []byte, off int) Pos {
-	line, start := 1, 0
-	for i := 0; i < off; i++ {
-		if src[i] == '\n' {
-			line, start = line+1, i+1
+	starts := lineStarts(src)
+	line := sort.SearchInts(starts, off+1) // starts[line-1] <= off
+	return Pos{line, utf8.RuneCount(src[starts[line-1]:off]) + 1}
+}
+
+// lineStarts returns the byte offset of the start of each line, breaking
+// lines where yaml/v3 does: at LF, CRLF, a lone CR, NEL, LS and PS.
+func lineStarts(src []byte) []int {
+	starts := append(make([]int, 0, bytes.Count(src, []byte{'\n'})+1), 0)
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '\n':
+			starts = append(starts, i+1)
+		case c == '\r':
+			if i+1 < len(src) && src[i+1] == '\n' {
+				i++
+			}
+			starts = append(starts, i+1)
+		case c == 0xC2 && i+1 < len(src) && src[i+1] == 0x85: // NEL
+			i++
+			starts = append(starts, i+1)
+		case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && (src[i+2] == 0xA8 || src[i+2] == 0xA9): // LS, PS
+			i += 2
+			starts = append(starts, i+1)
 		}
 	}
-	return Pos{line, utf8.RuneCount(src[start:off]) + 1}
+	return starts
+}
+
+// lineIndent returns the bytes of line's indentation (spaces and tabs);
+// ok is false when src has no such line.
+func lineIndent(src []byte, line int) (indent []byte, start int, ok bool) {
+	starts := lineStarts(src)
+	if line < 1 || line > len(starts) {
+		return nil, 0, false
+	}
+	start = starts[line-1]
+	end := start
+	for end < len(src) && (src[end] == ' ' || src[end] == '\t') {
+		end++
+	}
+	return src[start:end], start, true
 }
 
 // firstCol is the column of the first character of line that is not a
 // space or a tab, or 1.
 func firstCol(src []byte, line int) int {
-	start := 0
-	for l := 1; l < line; l++ {
-		i := bytes.IndexByte(src[start:], '\n')
-		if i < 0 {
-			return 1
-		}
-		start += i + 1
-	}
-	col := 1
-	for i := start; i < len(src) && (src[i] == ' ' || src[i] == '\t'); i++ {
-		col++
-	}
-	if start == 0 && bytes.HasPrefix(src, []byte("\ufeff")) {
+	indent, start, ok := lineIndent(src, line)
+	if !ok || start == 0 && bytes.HasPrefix(src, []byte("\ufeff")) {
 		return 1
 	}
-	return col
+	return len(indent) + 1
+}
+
+// lineHasTabIndent reports whether line's indentation holds a tab.
+func lineHasTabIndent(src []byte, line int) bool {
+	indent, _, _ := lineIndent(src, line)
+	return bytes.IndexByte(indent, '\t') >= 0
 }
 
 // MaxAliasValues caps the values aliases may expand to, so a "billion
@@ -409,12 +444,7 @@ func (c *yamlConv) style(n *yaml.Node) byte {
 // offset converts a line and a column (in characters) to a byte offset.
 func (c *yamlConv) offset(line, col int) (int, bool) {
 	if c.lineStart == nil {
-		c.lineStart = append(make([]int, 0, bytes.Count(c.src, []byte{'\n'})+1), 0)
-		for i, b := range c.src {
-			if b == '\n' {
-				c.lineStart = append(c.lineStart, i+1)
-			}
-		}
+		c.lineStart = lineStarts(c.src)
 	}
 	if line < 1 || line > len(c.lineStart) || col < 1 {
 		return 0, false
@@ -424,7 +454,7 @@ func (c *yamlConv) offset(line, col int) (int, bool) {
 		off += 3
 	}
 	for ; col > 1; col-- {
-		if off >= len(c.src) || c.src[off] == '\n' {
+		if off >= len(c.src) || c.src[off] == '\n' || c.src[off] == '\r' {
 			return 0, false
 		}
 		_, size := utf8.DecodeRune(c.src[off:])
@@ -447,6 +477,8 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 			maps = []*value{src}
 		case vList:
 			maps = src.list
+		default:
+			return &parseError{Pos{vn.Line, vn.Column}, "YAML: a merge key (<<) takes a map or a list of maps"}
 		}
 		for _, sm := range maps {
 			if sm.kind != vMap {

@@ -198,6 +198,31 @@ func normal(v any) any {
 	return v
 }
 
+// hasTimeKey reports whether a map in v has a timestamp for a key.
+func hasTimeKey(v any) bool {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			if hasTimeKey(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if hasTimeKey(e) {
+				return true
+			}
+		}
+	case map[any]any:
+		for k, e := range v {
+			if _, ok := k.(time.Time); ok || hasTimeKey(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func keyText(k any) string {
 	switch k := k.(type) {
 	case nil:
@@ -208,8 +233,6 @@ func keyText(k any) string {
 		return strconv.FormatBool(k)
 	case float64:
 		return strconv.FormatFloat(k, 'g', -1, 64)
-	case time.Time:
-		return fmt.Sprint(k)
 	}
 	return fmt.Sprint(normal(k))
 }
@@ -290,7 +313,10 @@ func checkPositions(t *testing.T, src []byte, v *value) {
 			if !ok {
 				t.Fatalf("%s: key %q has position %v outside the file\n%s", path, e.key, e.keyPos, src)
 			}
-			if rest := src[off:]; keyChecked(e.key, rest) && !strings.EqualFold(string(rest[:min(len(rest), len(e.key))]), e.key) {
+			// A plain key may run over several lines, folded into spaces:
+			// compare its first word.
+			word, _, _ := strings.Cut(e.key, " ")
+			if rest := src[off:]; keyChecked(word, rest) && !strings.EqualFold(string(rest[:min(len(rest), len(word))]), word) {
 				t.Fatalf("%s: key %q is not at %v\n%s", path, e.key, e.keyPos, src)
 			}
 			walk(path+"."+e.key, e.val)
@@ -333,6 +359,9 @@ func checkYAML(t *testing.T, src []byte) bool {
 			t.Fatalf("the decoder accepted what yaml/v3 Unmarshal refuses (%v):\n%s", err, src)
 		}
 		return true
+	}
+	if hasTimeKey(other) {
+		return true // the key's text cannot be had back from the time
 	}
 	if d := sameValue("$", normal(v.plain()), normal(other)); d != "" {
 		t.Fatalf("%s\n%s", d, src)
