@@ -45,6 +45,7 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 		{"invalid utf8", "b.yaml", "name: \xff\xfe\n", "not text"},
 		{"deep flow", "d.yaml", deepFlow, "nesting"},
 		{"deep flow json", "d.json", deepFlow, "nesting"},
+		{"deep flow, CR line ends", "cr.yaml", "version: 1\rname: x\rnodes: " + deepFlow + "\r", "cr.yaml:3:72: error: nesting is deeper than 64 levels"},
 		{"deep block", "d.yaml", deepBlock.String(), "nesting"},
 		{"duplicate key", "k.yaml", "version: 1\nversion: 2\n", "duplicate key"},
 		{"duplicate key json", "k.json", `{"version": 1, "version": 2}`, "duplicate key"},

@@ -39,7 +39,7 @@ func preScan(src []byte) *parseError {
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		col++
-		if c == '\n' {
+		if c == '\n' || c == '\r' && (i+1 == len(src) || src[i+1] != '\n') {
 			line, col, lineStart, indent = line+1, 0, true, 0
 			continue
 		}
