@@ -25,7 +25,7 @@ lint:
 # Short fuzz runs of the parsers and the scheduler.
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecode -fuzztime=30s ./workflow
-	$(GO) test -run='^$$' -fuzz=FuzzYAMLFast -fuzztime=20s ./workflow
+	$(GO) test -run='^$$' -fuzz=FuzzYAMLDifferential -fuzztime=20s ./workflow
 	$(GO) test -run='^$$' -fuzz=FuzzParseTemplate -fuzztime=15s ./expr
 	$(GO) test -run='^$$' -fuzz=FuzzReferences -fuzztime=15s ./expr
 	$(GO) test -run='^$$' -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine

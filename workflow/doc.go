@@ -13,6 +13,10 @@
 //		fmt.Println(d) // flow.yaml:12:11: error: … (node fetch)
 //	}
 //
+// YAML is read with go.yaml.in/yaml/v3's Node API, which keeps the line and
+// column of every value; JSON with a small strict parser of this package's
+// own, because encoding/json reports no positions.
+//
 // Graph gives the validated workflow as indexed nodes and edges with
 // back-edges marked; the engine plans runs from it. Decoding is bounded:
 // files over MaxFileSize, nesting deeper than MaxDepth and alias expansion

@@ -113,9 +113,9 @@ func TestInvalidGolden(t *testing.T) {
 
 // TestAliasBombBounded checks that a YAML alias bomb is refused quickly and
 // without expanding it: the expansion would be 10^9 strings. The limit on
-// values aliases may expand to (workflow.MaxAliasValues) bounds the work, so
-// the bound on allocation here is 1 KiB per value. The
-// test does not run in parallel, so the allocation it measures is its own.
+// values aliases may expand to (workflow.MaxAliasValues) bounds the work.
+// The test does not run in parallel, so the allocation it measures is its
+// own.
 func TestAliasBombBounded(t *testing.T) {
 	const path = "testdata/invalid/alias-bomb.yaml"
 	var before, after runtime.MemStats
@@ -129,11 +129,10 @@ func TestAliasBombBounded(t *testing.T) {
 	require.Nil(t, w, "the bomb must not decode")
 	require.True(t, ds.HasErrors())
 	require.Contains(t, ds.Error(), "aliases expand to more than")
-	require.Less(t, elapsed, 20*time.Second, "refusing the bomb took too long")
+	require.Less(t, elapsed, time.Second, "refusing the bomb took too long")
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("refused in %v after allocating %d MiB", elapsed, allocated>>20)
-	const bound = uint64(workflow.MaxAliasValues) * 1024
-	require.Less(t, allocated, bound, "refusing the bomb allocated %d MiB", allocated>>20)
+	require.Less(t, allocated, uint64(100<<20), "refusing the bomb allocated %d MiB", allocated>>20)
 }
 
 // TestExamplesValid checks that every example validates without errors or

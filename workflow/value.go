@@ -44,6 +44,7 @@ type mapEntry struct {
 	key    string
 	keyPos Pos
 	val    *value
+	merged bool // came from a YAML merge key (<<); an explicit key overrides it
 }
 
 // get returns the entry for key.

@@ -2,14 +2,16 @@ package workflow
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
-	"github.com/goccy/go-yaml/token"
+	"go.yaml.in/yaml/v3"
 )
 
 // parseError is a problem found while turning bytes into values.
@@ -20,25 +22,35 @@ type parseError struct {
 
 func (e *parseError) Error() string { return e.msg }
 
-// checkNesting refuses files whose nesting alone would make the YAML parser
-// slow: flow collections nested deeper than MaxDepth, or block indentation
-// so deep that no workflow needs it. It is a cheap pre-pass over the bytes.
-func checkNesting(src []byte) *parseError {
+// preScan refuses, with a cheap pass over the bytes and before any parse,
+// files whose nesting or aliases alone would make parsing costly:
+//   - flow collections nested deeper than MaxDepth;
+//   - block indentation (counting "- " and "? " indicators, which nest
+//     without indenting) so deep that no workflow needs it;
+//   - more alias tokens ("*name") than MaxAliasValues. Each alias expands to
+//     at least one value, so such a file would fail the expansion limit
+//     anyway; refusing it here saves parsing it. Aliases are counted even
+//     inside quotes, so an unbalanced quote cannot hide them; the count is
+//     an upper bound and only matters to files no one writes by hand.
+func preScan(src []byte) *parseError {
 	depth, line, col, lineStart := 0, 1, 0, true
-	indent := 0
+	indent, aliases := 0, 0
 	var quote byte
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		col++
-		if c == '\n' {
+		if c == '\n' || c == '\r' && (i+1 == len(src) || src[i+1] != '\n') {
 			line, col, lineStart, indent = line+1, 0, true, 0
-			if quote == '"' || quote == '\'' {
-				continue
-			}
 			continue
 		}
+		if c == '*' && i+1 < len(src) && isAliasStart(src, i) {
+			aliases++
+			if aliases > MaxAliasValues {
+				return &parseError{Pos{line, col}, fmt.Sprintf("the file holds more than %d aliases (an alias bomb?); write the values out or use fewer aliases", MaxAliasValues)}
+			}
+		}
 		if lineStart {
-			if c == ' ' {
+			if c == ' ' || ((c == '-' || c == '?') && i+1 < len(src) && src[i+1] == ' ') {
 				indent++
 				if indent > 4*MaxDepth {
 					return &parseError{Pos{line, 1}, fmt.Sprintf("nesting is too deep (indentation over %d columns); flatten the structure", 4*MaxDepth)}
@@ -58,10 +70,9 @@ func checkNesting(src []byte) *parseError {
 		case c == '"' || c == '\'':
 			quote = c
 		case c == '#' && (i == 0 || src[i-1] == ' ' || src[i-1] == '\t'):
-			for i < len(src) && src[i] != '\n' {
+			for i+1 < len(src) && src[i+1] != '\n' {
 				i++
 			}
-			i--
 		case c == '[' || c == '{':
 			depth++
 			if depth > MaxDepth {
@@ -76,93 +87,208 @@ func checkNesting(src []byte) *parseError {
 	return nil
 }
 
-// parseYAML parses one YAML document into a value tree.
-func parseYAML(src []byte) (*value, *parseError) {
-	if perr := checkNesting(src); perr != nil {
-		return nil, perr
-	}
-	if v, ok := parseYAMLFast(src); ok {
-		return v, nil
-	}
-	return parseYAMLGoccy(src)
-}
-
-// parseYAMLGoccy parses one YAML document with go-yaml. It does not run
-// checkNesting; parseYAML does that first.
-func parseYAMLGoccy(src []byte) (*value, *parseError) {
-	f, err := parser.ParseBytes(src, 0)
-	if err != nil {
-		return nil, yamlError(err)
-	}
-	var docs []*ast.DocumentNode
-	for _, d := range f.Docs {
-		if d.Body != nil {
-			docs = append(docs, d)
+// isAliasStart reports whether the '*' at src[i] may start an alias: at
+// the start of a token and followed by a character of a name.
+func isAliasStart(src []byte, i int) bool {
+	if i > 0 {
+		switch src[i-1] {
+		case ' ', '\t', '\n', '\r', '[', '{', ',', ':', '-', '?':
+		default:
+			return false
 		}
 	}
-	if len(docs) == 0 {
+	if i+1 >= len(src) {
+		return false
+	}
+	switch src[i+1] {
+	case ' ', '\t', '\n', '\r', ',', '[', ']', '{', '}':
+		return false
+	}
+	return true
+}
+
+// parseYAML parses one YAML document into a value tree with go.yaml.in/yaml/v3
+// (its Node API keeps the line and column of every value). preScan
+// runs first, so hostile nesting costs a byte scan and no parse.
+func parseYAML(src []byte) (*value, *parseError) {
+	if perr := preScan(src); perr != nil {
+		return nil, perr
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &parseError{Pos{1, 1}, "the file holds no workflow (it is empty)"}
+		}
+		return nil, yamlError(src, err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, &parseError{Pos{next.Line, next.Column}, "the file holds several YAML documents; a workflow file holds one"}
+	case !errors.Is(err, io.EOF):
+		return nil, yamlError(src, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, &parseError{Pos{1, 1}, "the file holds no workflow (it is empty)"}
 	}
-	if len(docs) > 1 {
-		return nil, &parseError{tokPos(docs[1].Start), "the file holds several YAML documents; a workflow file holds one"}
-	}
-	c := &yamlConv{anchors: map[string]ast.Node{}}
-	v, perr := c.conv(docs[0].Body, 0)
-	if perr != nil {
-		return nil, perr
-	}
-	return v, nil
+	c := &yamlConv{src: src}
+	return c.conv(doc.Content[0], 0)
 }
 
-func tokPos(t *token.Token) Pos {
-	if t == nil || t.Position == nil {
-		return Pos{}
-	}
-	return Pos{t.Position.Line, t.Position.Column}
-}
-
-func nodePos(n ast.Node) Pos {
-	if n == nil {
-		return Pos{}
-	}
-	return tokPos(n.GetToken())
-}
-
-// yamlError turns a go-yaml error into a positioned message.
-func yamlError(err error) *parseError {
-	type tokenError interface {
-		GetToken() *token.Token
-		GetMessage() string
-	}
-	if te, ok := err.(tokenError); ok {
-		msg := te.GetMessage()
-		if strings.Contains(msg, "already defined") {
-			msg = "duplicate key: " + msg + "; remove one of them"
-		}
-		return &parseError{tokPos(te.GetToken()), "YAML: " + msg}
-	}
-	msg := err.Error()
+// yamlError turns a yaml/v3 error ("yaml: line 11: did not find expected
+// ',' or '}'") into a positioned message. The library reports a line but no
+// column, so the message points at the line's first character that is not
+// white space.
+func yamlError(src []byte, err error) *parseError {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	return &parseError{Pos{1, 1}, "YAML: " + msg}
+	if name, ok := strings.CutPrefix(msg, "unknown anchor '"); ok {
+		name = strings.TrimSuffix(name, "' referenced")
+		pos := Pos{1, 1}
+		if i := bytes.Index(src, []byte("*"+name)); i >= 0 {
+			pos = posOf(src, i)
+		}
+		return &parseError{pos, fmt.Sprintf("YAML: alias *%s names no anchor defined before it", name)}
+	}
+	line := 0
+	if rest, ok := strings.CutPrefix(msg, "line "); ok {
+		if num, after, ok := strings.Cut(rest, ": "); ok {
+			if n, err := strconv.Atoi(num); err == nil {
+				line, msg = n, after
+			}
+		}
+	}
+	if line == 0 {
+		return &parseError{Pos{1, 1}, "YAML: " + msg}
+	}
+	if parserProblems[msg] {
+		// yaml/v3 numbers the lines of parser (not scanner) errors from 0.
+		line++
+	}
+	col := firstCol(src, line)
+	if msg == "found character that cannot start any token" && col > 1 && lineHasTabIndent(src, line) {
+		return &parseError{Pos{line, 1}, "YAML: this line is indented with a tab; YAML indents with spaces only"}
+	}
+	return &parseError{Pos{line, col}, "YAML: " + msg}
 }
 
+// parserProblems are the messages of yaml/v3's parser errors, whose line
+// the library reports counted from 0 (scanner errors count from 1).
+var parserProblems = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found duplicate %YAML directive":        true,
+	"found duplicate %TAG directive":         true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// posOf is the line and column (in characters) of byte off of src.
+func posOf(src []byte, off int) Pos {
+	starts := lineStarts(src)
+	line := sort.SearchInts(starts, off+1) // starts[line-1] <= off
+	return Pos{line, utf8.RuneCount(src[starts[line-1]:off]) + 1}
+}
+
+// lineStarts returns the byte offset of the start of each line, breaking
+// lines where yaml/v3 does: at LF, CRLF, a lone CR, NEL, LS and PS.
+func lineStarts(src []byte) []int {
+	starts := append(make([]int, 0, bytes.Count(src, []byte{'\n'})+1), 0)
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; {
+		case c == '\n':
+			starts = append(starts, i+1)
+		case c == '\r':
+			if i+1 < len(src) && src[i+1] == '\n' {
+				i++
+			}
+			starts = append(starts, i+1)
+		case c == 0xC2 && i+1 < len(src) && src[i+1] == 0x85: // NEL
+			i++
+			starts = append(starts, i+1)
+		case c == 0xE2 && i+2 < len(src) && src[i+1] == 0x80 && (src[i+2] == 0xA8 || src[i+2] == 0xA9): // LS, PS
+			i += 2
+			starts = append(starts, i+1)
+		}
+	}
+	return starts
+}
+
+// lineIndent returns the bytes of line's indentation (spaces and tabs);
+// ok is false when src has no such line.
+func lineIndent(src []byte, line int) (indent []byte, start int, ok bool) {
+	starts := lineStarts(src)
+	if line < 1 || line > len(starts) {
+		return nil, 0, false
+	}
+	start = starts[line-1]
+	end := start
+	for end < len(src) && (src[end] == ' ' || src[end] == '\t') {
+		end++
+	}
+	return src[start:end], start, true
+}
+
+// firstCol is the column of the first character of line that is not a
+// space or a tab, or 1.
+func firstCol(src []byte, line int) int {
+	indent, start, ok := lineIndent(src, line)
+	if !ok || start == 0 && bytes.HasPrefix(src, []byte("\ufeff")) {
+		return 1
+	}
+	return len(indent) + 1
+}
+
+// lineHasTabIndent reports whether line's indentation holds a tab.
+func lineHasTabIndent(src []byte, line int) bool {
+	indent, _, _ := lineIndent(src, line)
+	return bytes.IndexByte(indent, '\t') >= 0
+}
+
+// MaxAliasValues caps the values aliases may expand to, so a "billion
+// laughs" file is refused after a bounded amount of work, before it costs
+// memory.
+const MaxAliasValues = 100_000
+
+// yamlConv turns a yaml/v3 node tree into values. Aliases are expanded
+// (the rest of the decoder sees plain values), and every value an
+// expansion produces is counted against MaxAliasValues, so the work is
+// linear in the file plus at most MaxAliasValues.
 type yamlConv struct {
-	anchors map[string]ast.Node
-	count   int
-	active  map[ast.Node]bool // aliases being expanded, to stop cycles
+	src []byte
+	// lineStart caches the byte offset of each line, built on first use.
+	lineStart []int
+	count     int
+	active    map[*yaml.Node]bool // aliases being expanded, to stop cycles
 	// expanded counts values produced by expanding aliases; aliasAt is
 	// the outermost alias being expanded.
 	expanded int
 	aliasAt  Pos
+	// slab hands out values from blocks, one allocation for many.
+	slab []value
 }
 
-// MaxAliasValues caps the values aliases may expand to, so a "billion
-// laughs" file is refused before it costs memory.
-const MaxAliasValues = 100_000
+// val returns a pointer to a copy of v, allocated from the slab.
+func (c *yamlConv) val(v value) *value {
+	if len(c.slab) == 0 {
+		c.slab = make([]value, 256)
+	}
+	p := &c.slab[0]
+	*p = v
+	c.slab = c.slab[1:]
+	return p
+}
 
-func (c *yamlConv) conv(n ast.Node, depth int) (*value, *parseError) {
+func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
+	pos := Pos{n.Line, n.Column}
 	c.count++
 	if len(c.active) > 0 {
 		c.expanded++
@@ -171,124 +297,177 @@ func (c *yamlConv) conv(n ast.Node, depth int) (*value, *parseError) {
 		}
 	}
 	if c.count > MaxValues {
-		return nil, &parseError{nodePos(n), fmt.Sprintf("the file expands to more than %d values (too many aliases?)", MaxValues)}
+		return nil, &parseError{pos, fmt.Sprintf("the file expands to more than %d values (too many aliases?)", MaxValues)}
 	}
 	if depth > MaxDepth {
-		return nil, &parseError{nodePos(n), fmt.Sprintf("nesting is deeper than %d levels", MaxDepth)}
+		return nil, &parseError{pos, fmt.Sprintf("nesting is deeper than %d levels", MaxDepth)}
 	}
-	pos := nodePos(n)
-	switch n := n.(type) {
-	case nil:
-		return &value{kind: vNull}, nil
-	case *ast.NullNode:
-		return &value{kind: vNull, pos: pos}, nil
-	case *ast.BoolNode:
-		return &value{kind: vBool, pos: pos, b: n.Value}, nil
-	case *ast.IntegerNode:
-		switch x := n.Value.(type) {
-		case int64:
-			return &value{kind: vInt, pos: pos, i: x}, nil
-		case uint64:
-			if x > math.MaxInt64 {
-				return &value{kind: vFloat, pos: pos, f: float64(x)}, nil
-			}
-			return &value{kind: vInt, pos: pos, i: int64(x)}, nil
-		}
-		return &value{kind: vString, pos: pos, s: n.GetToken().Value}, nil
-	case *ast.FloatNode:
-		return &value{kind: vFloat, pos: pos, f: n.Value}, nil
-	case *ast.InfinityNode:
-		return &value{kind: vFloat, pos: pos, f: n.Value}, nil
-	case *ast.NanNode:
-		return &value{kind: vFloat, pos: pos, f: math.NaN()}, nil
-	case *ast.StringNode:
-		return &value{kind: vString, pos: pos, s: n.Value, style: stringStyle(n)}, nil
-	case *ast.LiteralNode:
-		s := ""
-		if n.Value != nil {
-			s = n.Value.Value
-		}
-		return &value{kind: vString, pos: pos, s: s}, nil
-	case *ast.AnchorNode:
-		name := ""
-		if n.Name != nil {
-			name = n.Name.GetToken().Value
-		}
-		c.anchors[name] = n.Value
-		return c.conv(n.Value, depth)
-	case *ast.AliasNode:
-		name := ""
-		if n.Value != nil {
-			name = n.Value.GetToken().Value
-		}
-		target, ok := c.anchors[name]
-		if !ok {
-			return nil, &parseError{pos, fmt.Sprintf("YAML: alias *%s names no anchor defined before it", name)}
-		}
-		if c.active == nil {
-			c.active = map[ast.Node]bool{}
-		}
-		if len(c.active) == 0 {
-			c.aliasAt = pos
-		}
-		if c.active[target] {
-			return nil, &parseError{pos, fmt.Sprintf("YAML: alias *%s refers to itself", name)}
-		}
-		c.active[target] = true
-		v, err := c.conv(target, depth)
-		delete(c.active, target)
-		if err != nil {
-			return nil, err
-		}
-		cp := *v
-		cp.pos = pos
-		return &cp, nil
-	case *ast.TagNode:
-		v, err := c.conv(n.Value, depth)
-		if err != nil {
-			return nil, err
-		}
-		return retag(n, v)
-	case *ast.SequenceNode:
-		v := &value{kind: vList, pos: pos, list: make([]*value, 0, len(n.Values))}
-		for _, e := range n.Values {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return c.scalar(n, pos)
+	case yaml.AliasNode:
+		return c.alias(n, pos, depth)
+	case yaml.SequenceNode:
+		v := c.val(value{kind: vList, pos: pos, list: make([]*value, 0, len(n.Content))})
+		for _, e := range n.Content {
 			ev, err := c.conv(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
-			if ev.pos.Line == 0 {
-				ev.pos = nodePos(e)
-			}
 			v.list = append(v.list, ev)
 		}
 		return v, nil
-	case *ast.MappingNode:
-		v := &value{kind: vMap, pos: pos, keys: make([]mapEntry, 0, len(n.Values))}
-		if len(n.Values) > 0 {
-			v.pos = nodePos(n.Values[0].Key)
+	case yaml.MappingNode:
+		v := c.val(value{kind: vMap, pos: pos, keys: make([]mapEntry, 0, len(n.Content)/2)})
+		if len(n.Content) > 0 {
+			v.pos = Pos{n.Content[0].Line, n.Content[0].Column}
 		}
-		for _, mv := range n.Values {
-			if err := c.entry(v, mv, depth); err != nil {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := c.entry(v, n.Content[i], n.Content[i+1], depth); err != nil {
 				return nil, err
 			}
 		}
 		return v, nil
-	case *ast.MappingValueNode:
-		v := &value{kind: vMap, pos: nodePos(n.Key)}
-		if err := c.entry(v, n, depth); err != nil {
-			return nil, err
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return c.val(value{kind: vNull, pos: pos}), nil
 		}
-		return v, nil
-	case *ast.CommentGroupNode, *ast.CommentNode:
-		return &value{kind: vNull, pos: pos}, nil
+		return c.conv(n.Content[0], depth)
 	}
-	return nil, &parseError{pos, fmt.Sprintf("YAML: unsupported construct %s", n.Type())}
+	return nil, &parseError{pos, "YAML: unsupported construct"}
 }
 
-// entry adds one key/value pair to a map value, honouring merge keys.
-func (c *yamlConv) entry(m *value, mv *ast.MappingValueNode, depth int) *parseError {
-	if _, ok := mv.Key.(*ast.MergeKeyNode); ok {
-		src, err := c.conv(mv.Value, depth+1)
+func (c *yamlConv) alias(n *yaml.Node, pos Pos, depth int) (*value, *parseError) {
+	target := n.Alias
+	if target == nil {
+		return nil, &parseError{pos, fmt.Sprintf("YAML: alias *%s names no anchor defined before it", n.Value)}
+	}
+	if c.active == nil {
+		c.active = map[*yaml.Node]bool{}
+	}
+	if len(c.active) == 0 {
+		c.aliasAt = pos
+	}
+	if c.active[target] {
+		return nil, &parseError{pos, fmt.Sprintf("YAML: alias *%s refers to itself", n.Value)}
+	}
+	c.active[target] = true
+	v, err := c.conv(target, depth)
+	delete(c.active, target)
+	if err != nil {
+		return nil, err
+	}
+	cp := c.val(*v)
+	cp.pos = pos
+	cp.style = 0 // the text is the anchor's, not written here
+	return cp, nil
+}
+
+// scalar resolves a scalar by its tag: the implicit one of a plain scalar
+// (YAML 1.2 core schema as yaml/v3 resolves it) or an explicit !!tag.
+func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
+	tag := n.ShortTag()
+	switch tag {
+	case "!!null":
+		return c.val(value{kind: vNull, pos: pos}), nil
+	case "!!bool":
+		b, err := strconv.ParseBool(n.Value)
+		if err != nil {
+			return nil, &parseError{pos, fmt.Sprintf("YAML: %q is not a boolean", n.Value)}
+		}
+		return c.val(value{kind: vBool, pos: pos, b: b}), nil
+	case "!!int", "!!float":
+		var x any
+		if err := n.Decode(&x); err != nil {
+			what := "an integer"
+			if tag == "!!float" {
+				what = "a number"
+			}
+			return nil, &parseError{pos, fmt.Sprintf("YAML: %q is not %s", n.Value, what)}
+		}
+		switch x := x.(type) {
+		case int:
+			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
+		case int64:
+			return c.val(value{kind: vInt, pos: pos, i: x}), nil
+		case uint64:
+			if x > math.MaxInt64 {
+				return c.val(value{kind: vFloat, pos: pos, f: float64(x)}), nil
+			}
+			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
+		case float64:
+			return c.val(value{kind: vFloat, pos: pos, f: x}), nil
+		}
+	}
+	// Strings, and what Skein reads as text: timestamps, binary, custom tags.
+	return c.val(value{kind: vString, pos: pos, s: n.Value, style: c.style(n)}), nil
+}
+
+// style tells whether byte offsets in a string scalar map one to one onto
+// its source (see value.style): the source at the scalar's position must
+// spell its value exactly, on one line, closed by its quote if quoted.
+func (c *yamlConv) style(n *yaml.Node) byte {
+	var q byte
+	switch n.Style {
+	case 0, yaml.FlowStyle:
+		q = 'p'
+	case yaml.DoubleQuotedStyle:
+		q = '"'
+	case yaml.SingleQuotedStyle:
+		q = '\''
+	default:
+		return 0
+	}
+	if strings.ContainsAny(n.Value, "\n\r") {
+		return 0
+	}
+	off, ok := c.offset(n.Line, n.Column)
+	if !ok {
+		return 0
+	}
+	if q != 'p' {
+		if off >= len(c.src) || c.src[off] != q {
+			return 0
+		}
+		off++
+	}
+	end := off + len(n.Value)
+	if end > len(c.src) || string(c.src[off:end]) != n.Value {
+		return 0
+	}
+	if q != 'p' && (end >= len(c.src) || c.src[end] != q) {
+		return 0
+	}
+	return q
+}
+
+// offset converts a line and a column (in characters) to a byte offset.
+func (c *yamlConv) offset(line, col int) (int, bool) {
+	if c.lineStart == nil {
+		c.lineStart = lineStarts(c.src)
+	}
+	if line < 1 || line > len(c.lineStart) || col < 1 {
+		return 0, false
+	}
+	off := c.lineStart[line-1]
+	if line == 1 && bytes.HasPrefix(c.src, []byte("\ufeff")) {
+		off += 3
+	}
+	for ; col > 1; col-- {
+		if off >= len(c.src) || c.src[off] == '\n' || c.src[off] == '\r' {
+			return 0, false
+		}
+		_, size := utf8.DecodeRune(c.src[off:])
+		off += size
+	}
+	return off, true
+}
+
+// entry adds one key/value pair to a map value, honouring merge keys and
+// refusing duplicate keys.
+func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
+	if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!merge" {
+		src, err := c.conv(vn, depth+1)
 		if err != nil {
 			return err
 		}
@@ -298,134 +477,60 @@ func (c *yamlConv) entry(m *value, mv *ast.MappingValueNode, depth int) *parseEr
 			maps = []*value{src}
 		case vList:
 			maps = src.list
+		default:
+			return &parseError{Pos{vn.Line, vn.Column}, "YAML: a merge key (<<) takes a map or a list of maps"}
 		}
 		for _, sm := range maps {
 			if sm.kind != vMap {
-				return &parseError{nodePos(mv.Value), "YAML: a merge key (<<) takes a map or a list of maps"}
+				return &parseError{Pos{vn.Line, vn.Column}, "YAML: a merge key (<<) takes a map or a list of maps"}
 			}
 			for _, e := range sm.keys {
 				if _, dup := m.get(e.key); !dup {
+					e.merged = true
 					m.keys = append(m.keys, e)
 				}
 			}
 		}
 		return nil
 	}
-	kv, err := c.conv(mv.Key, depth+1)
+	kv, err := c.conv(kn, depth+1)
 	if err != nil {
 		return err
 	}
 	key, ok := kv.text()
-	if !ok {
-		return &parseError{nodePos(mv.Key), "YAML: map keys must be strings"}
-	}
 	if kv.kind == vNull {
-		key = "null"
+		key, ok = "null", true
 	}
-	kpos := nodePos(mv.Key)
-	for i := range m.keys {
-		if m.keys[i].key == key {
-			// Merged keys are overridden by explicit ones.
-			val, err := c.conv(mv.Value, depth+1)
-			if err != nil {
-				return err
-			}
-			m.keys[i] = mapEntry{key: key, keyPos: kpos, val: fixPos(val, mv)}
-			return nil
-		}
+	kpos := Pos{kn.Line, kn.Column}
+	if !ok {
+		return &parseError{kpos, "YAML: map keys must be strings"}
 	}
-	val, err := c.conv(mv.Value, depth+1)
+	val, err := c.conv(vn, depth+1)
 	if err != nil {
 		return err
 	}
-	m.keys = append(m.keys, mapEntry{key: key, keyPos: kpos, val: fixPos(val, mv)})
+	if val.kind == vNull && vn.Kind == yaml.ScalarNode && vn.Value == "" && vn.Style == 0 {
+		// Nothing written after "key:": the key's position.
+		val.pos = kpos
+	}
+	for i := range m.keys {
+		if m.keys[i].key != key {
+			continue
+		}
+		if m.keys[i].merged {
+			// Merged keys are overridden by explicit ones.
+			m.keys[i] = mapEntry{key: key, keyPos: kpos, val: val}
+			return nil
+		}
+		prev := m.keys[i].keyPos
+		return &parseError{kpos, fmt.Sprintf("YAML: duplicate key: mapping key %q already defined at [%d:%d]; remove one of them", key, prev.Line, prev.Col)}
+	}
+	m.keys = append(m.keys, mapEntry{key: key, keyPos: kpos, val: val})
 	return nil
-}
-
-// fixPos gives null values (an empty value after "key:") the key's position.
-func fixPos(v *value, mv *ast.MappingValueNode) *value {
-	if v.pos.Line == 0 {
-		v.pos = nodePos(mv.Key)
-	}
-	return v
-}
-
-func retag(n *ast.TagNode, v *value) (*value, *parseError) {
-	tag := n.Start.Value
-	switch tag {
-	case "!!str":
-		if s, ok := v.text(); ok {
-			return &value{kind: vString, pos: v.pos, s: s}, nil
-		}
-	case "!!int":
-		if s, ok := v.text(); ok {
-			i, err := strconv.ParseInt(s, 0, 64)
-			if err != nil {
-				return nil, &parseError{v.pos, fmt.Sprintf("YAML: %q is not an integer", s)}
-			}
-			return &value{kind: vInt, pos: v.pos, i: i}, nil
-		}
-	case "!!float":
-		if s, ok := v.text(); ok {
-			f, err := strconv.ParseFloat(s, 64)
-			if err != nil {
-				return nil, &parseError{v.pos, fmt.Sprintf("YAML: %q is not a number", s)}
-			}
-			return &value{kind: vFloat, pos: v.pos, f: f}, nil
-		}
-	case "!!bool":
-		if s, ok := v.text(); ok {
-			b, err := strconv.ParseBool(s)
-			if err != nil {
-				return nil, &parseError{v.pos, fmt.Sprintf("YAML: %q is not a boolean", s)}
-			}
-			return &value{kind: vBool, pos: v.pos, b: b}, nil
-		}
-	case "!!null":
-		return &value{kind: vNull, pos: v.pos}, nil
-	}
-	return v, nil
 }
 
 // looksLikeJSON reports whether src starts (after white space) with "{".
 func looksLikeJSON(src []byte) bool {
 	t := bytes.TrimLeft(src, " \t\r\n\ufeff")
 	return len(t) > 0 && t[0] == '{'
-}
-
-// stringStyle tells whether offsets in a scalar's value map one to one onto
-// its source: one line, and nothing that would have been escaped.
-func stringStyle(n *ast.StringNode) byte {
-	if n.Token == nil {
-		return 0
-	}
-	switch n.Token.Type {
-	case token.DoubleQuoteType:
-		return styleOf(n.Value, '"')
-	case token.SingleQuoteType:
-		return styleOf(n.Value, '\'')
-	case token.StringType:
-		return styleOf(n.Value, 'p')
-	}
-	return 0
-}
-
-// styleOf is the style of a one-line scalar s: q is the quote it was
-// written with (a double or single quote) or 'p' for plain. It is 0 when
-// offsets in s do not map onto the source.
-func styleOf(s string, q byte) byte {
-	if strings.ContainsAny(s, "\n\r") {
-		return 0
-	}
-	switch q {
-	case '"':
-		if strings.ContainsAny(s, "\\\"\t") {
-			return 0
-		}
-	case '\'':
-		if strings.Contains(s, "'") {
-			return 0
-		}
-	}
-	return q
 }
