@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -405,7 +406,7 @@ func (dec *decoder) defaults(w *Workflow, v *value) {
 		case "timeout":
 			w.Defaults.Timeout, _ = dec.duration(fv, path, "")
 		case "max_visits":
-			w.Defaults.MaxVisits, _ = dec.integer(fv, path, "", 0, 1_000_000)
+			w.Defaults.MaxVisits, _ = dec.integer(fv, path, "", math.MinInt32, math.MaxInt32) // validate checks the range
 		case "on_error":
 			w.Defaults.OnError = dec.onError(fv, path, "")
 		}
@@ -605,7 +606,7 @@ func (dec *decoder) nodes(w *Workflow, v *value) {
 			case "on_error":
 				n.OnError = dec.onError(fv, p, n.ID)
 			case "max_visits":
-				if r, ok := dec.integer(fv, p, n.ID, 0, 1_000_000); ok {
+				if r, ok := dec.integer(fv, p, n.ID, math.MinInt32, math.MaxInt32); ok { // validate checks the range
 					n.MaxVisits = &r
 				}
 			case "checks":
