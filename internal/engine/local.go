@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"sort"
 	"strings"
 	"sync"
@@ -714,13 +717,28 @@ func (rs *runState) outputs() (map[string]any, error) {
 }
 
 // Redactor returns a function that replaces every secret value in a string
-// with ***. Longer secrets are replaced first so one that contains another
-// is not half-replaced.
+// with ***, and the forms a secret takes when a program encodes it on its
+// own: base64 (standard and URL alphabets, with and without padding),
+// URL-encoded (query and path escaping) and hex (lower and upper case).
+// Encoded forms are masked for secrets of 6 bytes or more, so a short
+// secret's hex does not mask unrelated text. Longer strings are replaced
+// first so one that contains another is not half-replaced.
 func Redactor(secrets map[string]string) func(string) string {
+	seen := map[string]bool{}
 	var vals []string
-	for _, v := range secrets {
-		if len(v) >= 3 {
+	add := func(v string) {
+		if len(v) >= 3 && !seen[v] {
+			seen[v] = true
 			vals = append(vals, v)
+		}
+	}
+	for _, v := range secrets {
+		add(v)
+		if len(v) < 6 {
+			continue
+		}
+		for _, form := range encodedForms(v) {
+			add(form)
 		}
 	}
 	if len(vals) == 0 {
@@ -733,6 +751,17 @@ func Redactor(secrets map[string]string) func(string) string {
 	}
 	r := strings.NewReplacer(pairs...)
 	return r.Replace
+}
+
+// encodedForms are the encodings of a secret that Redactor masks too.
+func encodedForms(v string) []string {
+	b := []byte(v)
+	return []string{
+		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
+		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
+		url.QueryEscape(v), url.PathEscape(v),
+		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
+	}
 }
 
 // redactOutput redacts an output and reports whether a secret was in it.
