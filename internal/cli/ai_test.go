@@ -370,6 +370,7 @@ secrets: [API_TOKEN]
   - id: explicit
     type: llm
     prompt: "Remember this token: {{ secrets.API_TOKEN }}"
+    send_secrets: true
 edges:
   - {from: fetch, to: probe}
   - {from: probe, to: summary}
@@ -427,4 +428,32 @@ outputs:
 		return nil
 	}))
 	require.Equal(t, []string{"Remember this token: ***"}, prompts, "the stored prompt is redacted")
+}
+
+// TestSecretInPromptNeedsOptIn: a prompt that reads a secret would send it
+// to the model's provider: validate refuses it unless the node says
+// send_secrets: true.
+func TestSecretInPromptNeedsOptIn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(extra string) string {
+		f := filepath.Join(dir, fmt.Sprintf("p%d.yaml", len(extra)))
+		require.NoError(t, os.WriteFile(f, []byte(`version: 1
+name: p
+secrets: [API_TOKEN]
+llm:
+  default: {provider: openai, model: m, base_url: "http://127.0.0.1:9/v1"}
+nodes:
+  - id: ask
+    type: llm
+    system: "You are careful."
+    prompt: "Token is {{ secrets.API_TOKEN }}"
+`+extra), 0o644))
+		return f
+	}
+	r := skein(t, "validate", write(""))
+	require.Equal(t, 2, r.code, r.stdout)
+	require.Contains(t, r.stdout+r.stderr, "prompt reads secrets.API_TOKEN, which would be sent to the model's provider; set send_secrets: true")
+	r = skein(t, "validate", write("    send_secrets: true\n"))
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 }

@@ -23,6 +23,7 @@ var LLMSpec = node.Spec{
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in the reply."},
 		{Name: "schema", Type: node.Map, Description: "JSON Schema the reply must match; the parsed reply is `json`."},
 		{Name: "images", Type: node.Strings, Description: "Artifact paths of images sent with the prompt."},
+		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt, system prompt or messages to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
 	Outputs: []string{"text", "json", "usage", "model"},
 	Routes:  true,
@@ -32,7 +33,7 @@ var LLMSpec = node.Spec{
 		if a == b {
 			return []node.ParamError{{Param: "prompt", Message: "set exactly one of prompt or messages"}}
 		}
-		return nil
+		return checkSecrets(p)
 	},
 }
 
@@ -49,9 +50,11 @@ var AgentSpec = node.Spec{
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
 		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
+		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt or system prompt to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
 	Outputs: []string{"text", "tool_calls", "usage", "model"},
 	Routes:  true,
+	Check:   checkSecrets,
 }
 
 func init() {
