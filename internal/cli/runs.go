@@ -289,16 +289,7 @@ func checkCmd(e *env) *cobra.Command {
 				fmt.Fprintln(e.stdout, "the workflow has no checks")
 				return nil
 			}
-			if output == "json" {
-				writeJSON(e.stdout, v)
-			} else {
-				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
-				fmt.Fprint(e.stdout, check.Details(v))
-			}
-			if v.Status == check.StatusFailed {
-				return exit(ExitChecks, nil)
-			}
-			return nil
+			return printVerdict(e, v, output)
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
@@ -331,18 +322,24 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 				fmt.Fprintf(e.stdout, "run %s has no verdict (its workflow has no checks; `skein check %s` evaluates them)\n", run.ID, run.ID)
 				return nil
 			}
-			if output == "json" {
-				writeJSON(e.stdout, v)
-			} else {
-				fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
-				fmt.Fprint(e.stdout, check.Details(v))
-			}
-			if v.Status == check.StatusFailed {
-				return exit(ExitChecks, nil)
-			}
-			return nil
+			return printVerdict(e, v, output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	return cmd
+}
+
+// printVerdict shows a verdict, as JSON or as the bar and its checks; a
+// FAILED verdict exits 3.
+func printVerdict(e *env, v *check.RunVerdict, output string) error {
+	if output == "json" {
+		writeJSON(e.stdout, v)
+	} else {
+		fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+		fmt.Fprint(e.stdout, check.Details(v))
+	}
+	if v.Status == check.StatusFailed {
+		return exit(ExitChecks, nil)
+	}
+	return nil
 }
