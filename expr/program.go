@@ -283,6 +283,11 @@ func (pt *patcher) Visit(node *ast.Node) {
 	case *ast.CallNode:
 		if id, ok := n.Callee.(*ast.IdentifierNode); ok && isGuarded(id.Value) {
 			n.Arguments = append([]ast.Node{identAt(guardName, id.Location())}, n.Arguments...)
+			// A check before this patch may have picked an overload for
+			// the call without the guard (join(l, s) matches join's
+			// one-list form when l and s are of unknown type); forget it,
+			// so the check after the patch picks one for every argument.
+			id.SetType(nil)
 			pt.guarded = true
 		}
 	case *ast.UnaryNode:

@@ -335,3 +335,30 @@ func TestEvalConcurrently(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+// TestGuardedCallsWithUnknownArguments: a guarded builtin whose arguments
+// are all read from data (types unknown until the run) compiles and runs;
+// join(list, sep) once picked join's one-list form and crashed the
+// compiler.
+func TestGuardedCallsWithUnknownArguments(t *testing.T) {
+	t.Parallel()
+	s := &Scope{Nodes: map[string]any{
+		"a": map[string]any{"items": []any{"x", "y"}},
+		"b": map[string]any{"sep": "-", "n": 3},
+	}}
+	for _, tc := range []struct{ code, want string }{
+		{"join(a.items, b.sep)", "x-y"},
+		{"join(['p', 'q'], a.items[0])", "pxq"},
+		{"join(a.items)", "xy"},
+		{"repeat(b.sep, b.n)", "---"},
+		{"replace(join(a.items, b.sep), b.sep, a.items[1])", "xyy"},
+	} {
+		got, err := Eval(tc.code, s)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.code, err)
+		}
+		if got != tc.want {
+			t.Fatalf("%s = %v, want %q", tc.code, got, tc.want)
+		}
+	}
+}
