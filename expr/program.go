@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,6 +189,12 @@ func compile(code string) (_ *Program, err error) {
 	opts = append(opts, exprlang.Patch(pt))
 	prog, err := exprlang.Compile(code, opts...)
 	if err != nil {
+		if msg := err.Error(); strings.Contains(msg, "\ngoroutine ") {
+			// expr-lang recovered from a panic of its own and attached the
+			// stack: the first line is what a user can act on.
+			first, _, _ := strings.Cut(msg, "\n")
+			return nil, errorAt(code, -1, nil, "internal error while compiling: "+first)
+		}
 		return nil, parseError(code, newPositions(code), err)
 	}
 	p := &Program{
