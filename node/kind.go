@@ -48,9 +48,11 @@ type Call struct {
 	// Passes is, for a loop node, how many times its body has run in this
 	// activation (0: enter the body without checking exit).
 	Passes int
-	// Services lets the host hand kind-specific environments (an MCP pool,
-	// LLM providers, a subworkflow runner) to the kinds that need them.
-	Services map[string]any
+	// Services are the host's typed services (MCP servers, models,
+	// budget, child runs, judge, HTTP policy); reach one through its key,
+	// as in node.BudgetService.Get(call). Never nil when a host runs the
+	// kind.
+	Services *Services
 	// ProcessStarted, when not nil, is called by a kind right after it
 	// started a process group it owns for this attempt (the shell kind's
 	// command), with the group's id, from Run and before Run returns. The

@@ -33,6 +33,39 @@ const (
 	AI      Category = "ai"
 )
 
+// Role is what a kind is to the engine, the validator and the resume
+// planner: they look at a kind's role, never at its name. Most kinds are
+// actions (the zero Role). A role implies the parameters the engine reads
+// itself, named below.
+type Role string
+
+// Roles of kinds.
+const (
+	RoleAction      Role = ""            // runs, then follows its default or error handle
+	RoleTrigger     Role = "trigger"     // starts a run; its output is the run's payload
+	RoleBranch      Role = "branch"      // routes to one of its handles (if, switch, guardrail)
+	RoleLoop        Role = "loop"        // repeats a body; reads max_iterations
+	RoleForEach     Role = "foreach"     // runs a body per item; reads concurrency
+	RoleLoopEnd     Role = "loop_end"    // closes the body of the loop its `loop` parameter names
+	RoleJoin        Role = "join"        // waits for its inputs; reads wait (all or any)
+	RoleFail        Role = "fail"        // fails the run
+	RoleWait        Role = "wait"        // holds its successors for a while
+	RoleSubworkflow Role = "subworkflow" // runs a child workflow, given node.ChildrenService
+)
+
+// Ref says what a parameter's value names, so that validation checks it
+// against the workflow.
+type Ref string
+
+// Things a parameter may name.
+const (
+	RefNone      Ref = ""
+	RefMCPServer Ref = "mcp_server" // a server of mcp_servers:
+	RefMCPTools  Ref = "mcp_tools"  // server.tool or server.* patterns
+	RefModel     Ref = "model"      // a model of llm:
+	RefWorkflow  Ref = "workflow"   // a workflow file, relative to this one
+)
+
 // Param declares one parameter of a kind.
 type Param struct {
 	Name        string
@@ -51,6 +84,9 @@ type Param struct {
 	// Items describes the elements of a List whose elements are objects
 	// with declared fields (for example the cases of a switch).
 	Items []Param
+	// Ref says what the value names (a server, a model, a file), for
+	// validation to check.
+	Ref Ref
 	// Template reports whether a string value may contain {{ }} parts.
 	// Every String and Strings parameter is a template unless NoTemplate is
 	// set.
@@ -65,10 +101,15 @@ const (
 
 // Spec is everything Skein knows about a kind before running it.
 type Spec struct {
-	Kind        string
-	Category    Category
-	Description string
-	Params      []Param
+	Kind     string
+	Category Category
+	// Role is what the kind is to the engine (RoleAction when zero).
+	Role Role
+	// StartsByDefault marks a trigger that starts a run when none is
+	// named (the manual trigger).
+	StartsByDefault bool
+	Description     string
+	Params          []Param
 	// Outputs lists the output ports the kind promises. When it is not
 	// nil, a template reference to another port of a node of this kind is
 	// a validation error.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

@@ -2,12 +2,14 @@ package workflow
 
 import (
 	"fmt"
+	"github.com/skeinhq/skein/node"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -203,30 +205,10 @@ func (dec *decoder) boolean(v *value, path, nodeID string) (bool, bool) {
 	return v.b, true
 }
 
-// ParseDuration reads a duration such as "1m30s", "500ms" or "2h".
-// A bare number is a number of seconds.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 {
-			return 0, fmt.Errorf("%q is negative; durations are 0 or more", s)
-		}
-		return time.Duration(n * float64(time.Second)), nil
-	}
-	if strings.HasSuffix(s, "d") {
-		if n, err := strconv.Atoi(strings.TrimSuffix(s, "d")); err == nil && n >= 0 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	}
-	dur, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration (write e.g. 500ms, 30s, 5m, 1h30m)", s)
-	}
-	if dur < 0 {
-		return 0, fmt.Errorf("%q is negative; durations are 0 or more", s)
-	}
-	return dur, nil
-}
+// ParseDuration reads a duration such as "1m30s", "500ms", "2h" or "2d";
+// a bare number is a number of seconds. It is node.ParseDuration, the one
+// duration parser validation and kinds share.
+func ParseDuration(s string) (time.Duration, error) { return node.ParseDuration(s) }
 
 func (dec *decoder) duration(v *value, path, nodeID string) (time.Duration, bool) {
 	var s string
@@ -462,8 +444,32 @@ func (dec *decoder) mcpServers(w *Workflow, v *value) {
 	}
 }
 
-// Providers are the LLM providers Skein speaks to.
-var Providers = []string{"openai", "anthropic"}
+// providerNames are the LLM providers registered with RegisterProvider.
+var providerNames struct {
+	sync.RWMutex
+	list []string
+}
+
+// RegisterProvider declares an LLM provider name that llm: entries may use.
+// The LLM client package calls it for every provider it registers, so
+// validation knows exactly the providers this build speaks to.
+func RegisterProvider(name string) {
+	providerNames.Lock()
+	defer providerNames.Unlock()
+	if !contains(providerNames.list, name) {
+		providerNames.list = append(providerNames.list, name)
+		sort.Strings(providerNames.list)
+	}
+}
+
+// Providers lists the registered LLM providers, sorted. When none is
+// registered (a program that decodes workflows without the LLM client),
+// provider names are not checked.
+func Providers() []string {
+	providerNames.RLock()
+	defer providerNames.RUnlock()
+	return append([]string(nil), providerNames.list...)
+}
 
 func (dec *decoder) llm(w *Workflow, v *value) {
 	if v.kind != vMap {
@@ -482,8 +488,8 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 			switch k {
 			case "provider":
 				l.Provider, _ = dec.str(fv, p, "")
-				if l.Provider != "" && !contains(Providers, l.Provider) {
-					dec.d.errorf(fv.pos, p, "", "unknown provider %q%s (providers: %s; any OpenAI-compatible server uses openai with base_url)", l.Provider, didYouMean(l.Provider, Providers), strings.Join(Providers, ", "))
+				if known := Providers(); l.Provider != "" && len(known) > 0 && !contains(known, l.Provider) {
+					dec.d.errorf(fv.pos, p, "", "unknown provider %q%s (providers: %s; any OpenAI-compatible server uses openai with base_url)", l.Provider, didYouMean(l.Provider, known), strings.Join(known, ", "))
 				}
 			case "model":
 				l.Model, _ = dec.str(fv, p, "")

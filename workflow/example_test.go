@@ -3,8 +3,8 @@ package workflow_test
 import (
 	"fmt"
 
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

@@ -1,5 +1,7 @@
 package workflow
 
+import "github.com/skeinhq/skein/node"
+
 // Graph is the workflow's nodes and edges by index, with back-edges marked:
 // the edges from an endloop to its loop (written or implicit) and any other
 // edge that closes a cycle. Everything after validation (planning, the
@@ -47,7 +49,7 @@ func (w *Workflow) Graph() *Graph {
 	hasWritten := map[[2]string]bool{}
 	for _, e := range w.Edges {
 		back := false
-		if src := w.Node(e.From); src != nil && src.Type == "endloop" {
+		if src := w.Node(e.From); src != nil && w.role(src) == node.RoleLoopEnd {
 			if l, _ := src.Params["loop"].(string); l == e.To {
 				back = true
 			}
@@ -56,14 +58,14 @@ func (w *Workflow) Graph() *Graph {
 		add(e, back)
 	}
 	for _, n := range w.Nodes {
-		if n.Type != "endloop" {
+		if w.role(n) != node.RoleLoopEnd {
 			continue
 		}
 		l, _ := n.Params["loop"].(string)
 		if l == "" || hasWritten[[2]string{n.ID, l}] {
 			continue
 		}
-		if target := w.Node(l); target != nil && (target.Type == "loop" || target.Type == "foreach") {
+		if target := w.Node(l); target != nil && w.isLoop(target) {
 			add(&Edge{From: n.ID, To: l, Pos: n.Pos, Implicit: true}, true)
 		}
 	}
@@ -229,4 +231,23 @@ func (g *Graph) SCC(skip func(GraphEdge) bool) (comp []int, count int) {
 		}
 	}
 	return comp, count
+}
+
+// role returns the role of a node's kind in the registry the workflow was
+// validated against (node.Default before validation).
+func (w *Workflow) role(n *Node) node.Role {
+	reg := w.kinds
+	if reg == nil {
+		reg = node.Default
+	}
+	if spec, ok := reg.Lookup(n.Type); ok {
+		return spec.Role
+	}
+	return node.RoleAction
+}
+
+// isLoop reports whether a node repeats a body: a loop or a foreach.
+func (w *Workflow) isLoop(n *Node) bool {
+	r := w.role(n)
+	return r == node.RoleLoop || r == node.RoleForEach
 }

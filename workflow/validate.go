@@ -69,6 +69,7 @@ func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 // Validate checks a decoded workflow against the node kinds in reg and
 // returns every problem at once.
 func Validate(w *Workflow, reg *node.Registry) Diagnostics {
+	w.kinds = reg
 	v := &validator{w: w, reg: reg, d: &diags{file: w.File}}
 	v.run()
 	return v.d.list
@@ -435,70 +436,36 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path str
 	if isTemplated(val) && !p.NoTemplate && !p.Expr {
 		return
 	}
-	want := ""
-	switch p.Type {
-	case node.String:
-		if _, ok := val.(string); !ok {
-			want = "a string"
-		}
-	case node.Int:
-		if !valueHasType(val, "integer") {
-			want = "a whole number"
-		} else if p.Max != 0 {
-			v.bounded(pos, path, n.ID, p.Name, toInt(val), p.Min, p.Max)
-		}
-	case node.Number:
-		if !valueHasType(val, "number") {
-			want = "a number"
-		}
-	case node.Bool:
-		if _, ok := val.(bool); !ok {
-			want = "true or false"
-		}
-	case node.Duration:
-		switch d := val.(type) {
-		case string:
-			if _, err := ParseDuration(d); err != nil {
-				v.d.errorf(pos, path, n.ID, "parameter %q of %s is not a valid duration: %v", p.Name, n.Type, err)
-			}
-		case int, float64:
-		default:
-			want = "a duration such as 30s"
-		}
-	case node.Strings:
-		list, ok := val.([]any)
-		if !ok {
-			want = "a list of strings"
-			break
-		}
-		for _, e := range list {
-			if _, ok := e.(string); !ok {
-				want = "a list of strings"
-			}
-		}
-	case node.List:
-		list, ok := val.([]any)
-		if !ok {
-			want = "a list"
-			break
-		}
-		if len(p.Items) > 0 {
-			v.items(n, p, list, path)
-		}
-	case node.Map:
-		if _, ok := val.(map[string]any); !ok {
-			want = "a map"
-		}
-	}
-	if want != "" {
-		v.d.errorf(pos, path, n.ID, "parameter %q of %s must be %s, not %s", p.Name, n.Type, want, describePlain(val))
+	if p.NoTemplate && p.Type != node.String && isTemplated(val) {
+		v.d.errorf(pos, path, n.ID, "parameter %q of %s is read before the run starts, so it cannot be a template; write a value", p.Name, n.Type)
 		return
 	}
-	if len(p.Enum) > 0 {
-		if s, ok := val.(string); ok && !contains(p.Enum, s) {
-			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be one of %s, not %q%s", p.Name, n.Type, strings.Join(p.Enum, ", "), s, didYouMean(s, p.Enum))
+	if p.Expr {
+		if _, ok := val.(string); !ok {
+			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be an expression, not %s", p.Name, n.Type, describePlain(val))
 		}
+		return
 	}
+	if p.Type == node.List && len(p.Items) > 0 {
+		list, ok := val.([]any)
+		if !ok {
+			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be a list, not %s", p.Name, n.Type, describePlain(val))
+			return
+		}
+		v.items(n, p, list, path)
+		return
+	}
+	if _, err := p.Coerce(val); err != nil {
+		v.d.errorf(pos, path, n.ID, "parameter %q of %s: %v%s", p.Name, n.Type, err, enumHint(p, val))
+	}
+}
+
+// enumHint suggests the closest allowed value of an enum parameter.
+func enumHint(p node.Param, val any) string {
+	if s, ok := val.(string); ok && len(p.Enum) > 0 {
+		return didYouMean(s, p.Enum)
+	}
+	return ""
 }
 
 func (v *validator) items(n *Node, p node.Param, list []any, path string) {
@@ -628,7 +595,7 @@ func (v *validator) edges() {
 			}
 		case contains(allowed, e.On):
 		case spec.Routes:
-		case src.Type == "endloop" && e.On == "":
+		case v.w.role(src) == node.RoleLoopEnd && e.On == "":
 			l, _ := src.Params["loop"].(string)
 			if e.To != l {
 				v.d.errorf(e.Pos, edgePath(i), src.ID, "an endloop jumps back to its loop %q; an edge to %q is not allowed (continue after the loop from its done handle)", l, e.To)
@@ -705,7 +672,7 @@ func (v *validator) loops() {
 	w, g := v.w, v.g
 	ends := map[string][]int{} // loop id → endloop node indexes
 	for i, n := range w.Nodes {
-		if n.Type != "endloop" {
+		if v.w.role(n) != node.RoleLoopEnd {
 			continue
 		}
 		l, _ := n.Params["loop"].(string)
@@ -716,14 +683,14 @@ func (v *validator) loops() {
 		switch {
 		case target == nil:
 			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names loop %q, but there is no such node%s", l, didYouMean(l, v.loopIDs()))
-		case tspec != nil && target.Type != "loop" && target.Type != "foreach":
+		case tspec != nil && !v.w.isLoop(target):
 			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, which is a %s node, not a loop or foreach; set loop: to the id of the loop or foreach whose body it ends", l, target.Type)
 		default:
 			ends[l] = append(ends[l], i)
 		}
 	}
 	for i, n := range w.Nodes {
-		if n.Type != "loop" && n.Type != "foreach" {
+		if !v.w.isLoop(n) {
 			continue
 		}
 		var starts []int
@@ -781,7 +748,7 @@ func (v *validator) loopBodies() {
 	body := map[int][]bool{}
 	size := map[int]int{}
 	for i, nd := range g.Nodes {
-		if nd.Type != "loop" && nd.Type != "foreach" {
+		if !v.w.isLoop(nd) {
 			continue
 		}
 		in := make([]bool, n)
@@ -798,7 +765,7 @@ func (v *validator) loopBodies() {
 			size[i]++
 			for _, ei := range g.Out[c] {
 				e := g.Edges[ei]
-				if e.To == i || in[e.To] || (e.Back && g.Nodes[c].Type == "endloop") {
+				if e.To == i || in[e.To] || (e.Back && v.w.role(g.Nodes[c]) == node.RoleLoopEnd) {
 					continue
 				}
 				in[e.To] = true
@@ -825,7 +792,7 @@ func (v *validator) loopBodies() {
 		if e.Implicit || home[e.From] == home[e.To] {
 			continue
 		}
-		if from.Type == "endloop" {
+		if v.w.role(from) == node.RoleLoopEnd {
 			if l, _ := from.Params["loop"].(string); l == to.ID {
 				continue
 			}
@@ -843,7 +810,7 @@ func (v *validator) loopBodies() {
 		if e.To == home[e.From] {
 			end := "an endloop node {type: endloop, loop: " + l.ID + "}"
 			for _, c := range g.Nodes {
-				if lp, _ := c.Params["loop"].(string); c.Type == "endloop" && lp == l.ID {
+				if lp, _ := c.Params["loop"].(string); v.w.role(c) == node.RoleLoopEnd && lp == l.ID {
 					end = fmt.Sprintf("its endloop %q", c.ID)
 					break
 				}
@@ -858,7 +825,7 @@ func (v *validator) loopBodies() {
 func (v *validator) loopIDs() []string {
 	var out []string
 	for _, n := range v.w.Nodes {
-		if n.Type == "loop" || n.Type == "foreach" {
+		if v.w.isLoop(n) {
 			out = append(out, n.ID)
 		}
 	}
@@ -905,37 +872,46 @@ func (v *validator) servers() {
 	for _, s := range w.MCPServers {
 		names = append(names, s.Name)
 	}
+	var models []string
+	for _, l := range w.LLM {
+		models = append(models, l.Name)
+	}
 	for i, n := range w.Nodes {
 		if v.specs[i] == nil {
 			continue
 		}
-		if srv, ok := n.Params["server"].(string); ok && n.Type == "mcp" && w.MCPServer(srv) == nil {
-			v.d.errorf(n.ParamPos("server"), "", n.ID, "node uses MCP server %q, which mcp_servers does not declare%s", srv, didYouMean(srv, names))
-		}
-		if tools, ok := n.Params["tools"].([]any); ok && n.Type == "agent" {
-			for _, t := range tools {
-				s, _ := t.(string)
-				srv, _, _ := strings.Cut(s, ".")
-				if w.MCPServer(srv) == nil {
-					v.d.errorf(n.ParamPos("tools"), "", n.ID, "tool %q names MCP server %q, which mcp_servers does not declare%s", s, srv, didYouMean(srv, names))
-				}
+		for _, p := range v.specs[i].Params {
+			val, ok := n.Params[p.Name]
+			if !ok || p.Ref == node.RefNone {
+				continue
 			}
-		}
-		if m, ok := n.Params["model"].(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil && (n.Type == "llm" || n.Type == "agent" || n.Type == "guardrail") {
-			var ms []string
-			for _, l := range w.LLM {
-				ms = append(ms, l.Name)
-			}
-			v.d.errorf(n.ParamPos("model"), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, ms))
-		}
-		if n.Type == "subworkflow" {
-			if p, ok := n.Params["workflow"].(string); ok && w.File != "" && !strings.Contains(p, "{{") {
-				full := p
-				if !filepath.IsAbs(p) {
-					full = filepath.Join(filepath.Dir(w.File), p)
+			switch p.Ref {
+			case node.RefMCPServer:
+				if srv, ok := val.(string); ok && w.MCPServer(srv) == nil {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "node uses MCP server %q, which mcp_servers does not declare%s", srv, didYouMean(srv, names))
 				}
-				if _, err := os.Stat(full); err != nil {
-					v.d.errorf(n.ParamPos("workflow"), "", n.ID, "child workflow %q not found (looked for %s)", p, full)
+			case node.RefMCPTools:
+				tools, _ := val.([]any)
+				for _, t := range tools {
+					s, _ := t.(string)
+					srv, _, _ := strings.Cut(s, ".")
+					if w.MCPServer(srv) == nil && !expr.HasTemplate(s) {
+						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "tool %q names MCP server %q, which mcp_servers does not declare%s", s, srv, didYouMean(srv, names))
+					}
+				}
+			case node.RefModel:
+				if m, ok := val.(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, models))
+				}
+			case node.RefWorkflow:
+				if f, ok := val.(string); ok && w.File != "" && !expr.HasTemplate(f) {
+					full := f
+					if !filepath.IsAbs(f) {
+						full = filepath.Join(filepath.Dir(w.File), f)
+					}
+					if _, err := os.Stat(full); err != nil {
+						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
+					}
 				}
 			}
 		}

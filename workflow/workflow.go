@@ -3,11 +3,16 @@ package workflow
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/skeinhq/skein/node"
 )
 
 // Workflow is a decoded workflow file. Decode fills it; Validate checks it
 // against the node kinds.
 type Workflow struct {
+	// kinds is the registry the workflow was validated against; its specs
+	// give the nodes' roles.
+	kinds *node.Registry
 	// File is the path the workflow was read from, used in diagnostics.
 	File        string
 	Version     int

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/skeinhq/skein/internal/cli"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 func main() {

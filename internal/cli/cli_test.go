@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cli"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 type result struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -49,7 +50,7 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 			}
 		}
 		switch {
-		case n.Type == "trigger.manual" || n.Type == "trigger.webhook" || n.Type == "trigger.schedule" || n.Type == "trigger.chat":
+		case plan.Nodes[i].Spec.Role == node.RoleTrigger:
 			v.Action, v.Reason = "reuse", "trigger: the run's inputs"
 		case !succeeded[n.ID] && status[n.ID] != "":
 			v.Reason = "was " + status[n.ID]

@@ -7,10 +7,6 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// ServiceBudget is the key of Call.Services under which AI kinds find the
-// run's Budget.
-const ServiceBudget = "budget"
-
 // Budget counts the tokens and cost of a run (and of its subworkflows,
 // which share their parent's) against the workflow's limits.
 type Budget struct {

@@ -31,7 +31,7 @@ func (b *driverBundle) execute(ctx context.Context, opts engine.Options) <-chan 
 	if opts.RunID == "" {
 		opts.RunID = "run-1"
 	}
-	opts.Services = map[string]any{"gates": b.gates}
+	opts.Services = gatesService.Provide(nil, b.gates)
 	out := make(chan *engine.Result, 1)
 	go func() {
 		res, err := b.drv.Execute(ctx, b.plan, opts)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/engine"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -129,6 +129,8 @@ type gates struct {
 	gate    map[string]chan struct{}
 }
 
+var gatesService = node.NewService[*gates]("test gates")
+
 func newGates() *gates {
 	return &gates{started: make(chan string, 64), gate: map[string]chan struct{}{}}
 }
@@ -152,7 +154,7 @@ func (g *gates) open(name string) { close(g.get(name)) }
 type blockKind struct{}
 
 func (blockKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
-	g, _ := c.Services["gates"].(*gates)
+	g, _ := gatesService.Lookup(c.Services)
 	if g == nil {
 		return map[string]any{"blocked": false}, nil
 	}

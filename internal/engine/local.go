@@ -94,7 +94,9 @@ type Options struct {
 	Concurrency int
 	// ArtifactDir returns the artifacts folder of a node.
 	ArtifactDir func(nodeID string) string
-	Services    map[string]any
+	// Services are handed to the kinds; the driver adds the run's budget
+	// (node.BudgetService) and, for subworkflow nodes, child runs.
+	Services *node.Services
 	// CancelGrace is how long running tasks may go on after a cancel
 	// before their context is cancelled; 0 lets them finish.
 	CancelGrace time.Duration
@@ -105,7 +107,7 @@ type Options struct {
 	// ChildServices, when set, gives a child run the services of its own
 	// workflow (its MCP servers, its models) in place of the parent's; the
 	// returned function releases them when the child ends.
-	ChildServices func(w *workflow.Workflow, inputs map[string]any) (map[string]any, func())
+	ChildServices func(w *workflow.Workflow, inputs map[string]any) (*node.Services, func())
 	// Stack lists the absolute paths of the parent workflows of this run,
 	// outermost first, to stop recursion.
 	Stack []string
@@ -210,12 +212,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	if opts.Budget == nil {
 		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
 	}
-	services := make(map[string]any, len(opts.Services)+1)
-	for k, v := range opts.Services {
-		services[k] = v
-	}
-	services[ServiceBudget] = opts.Budget
-	opts.Services = services
+	opts.Services = node.BudgetService.Provide(opts.Services, opts.Budget)
 	rs := &runState{
 		d: d, plan: plan, opts: opts,
 		sched:    NewRun(plan, opts.RunID),
@@ -542,12 +539,8 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		defer cancel()
 	}
 	services := rs.opts.Services
-	if pn.Type == "subworkflow" {
-		services = make(map[string]any, len(rs.opts.Services)+1)
-		for k, v := range rs.opts.Services {
-			services[k] = v
-		}
-		services["subworkflow"] = &subRunner{rs: rs, task: t}
+	if pn.Spec.Role == node.RoleSubworkflow {
+		services = node.ChildrenService.Provide(services, &subRunner{rs: rs, task: t})
 	}
 	call := &node.Call{
 		RunID: rs.opts.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
@@ -618,32 +611,48 @@ func (rs *runState) waiting(t *Task) {
 	})
 }
 
-// RenderParams renders a node's parameters in scope, with defaults filled in.
-// Bare expressions (conditions) are passed as written.
+// RenderParams renders a node's parameters in scope, coerces each to its
+// declared type (node.Param.Coerce) and fills in defaults. Bare expressions
+// (conditions) are passed as written. A value that cannot be coerced, or a
+// required parameter whose template renders null, fails the node with code
+// param_type: the same value written literally is a validation error.
 func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error) {
 	params := make(map[string]any, len(pn.Spec.Params))
 	for _, p := range pn.Spec.Params {
 		v, ok := pn.Node.Params[p.Name]
-		if !ok {
+		if !ok || v == nil {
 			if p.Default != nil {
 				params[p.Name] = p.Default
 			}
 			continue
 		}
-		if p.Expr || p.NoTemplate {
-			params[p.Name] = v
+		if p.Expr || p.Type == node.List && len(p.Items) > 0 {
+			params[p.Name] = v // conditions and items holding them: the kind evaluates them
 			continue
 		}
-		if p.Type == node.List && len(p.Items) > 0 {
-			params[p.Name] = v // items hold conditions; the kind evaluates them
-			continue
+		rv := v
+		if !p.NoTemplate {
+			var err error
+			if rv, err = expr.RenderValue(v, scope); err != nil {
+				return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
+					Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
+			}
 		}
-		rv, err := expr.RenderValue(v, scope)
+		cv, err := p.Coerce(rv)
 		if err != nil {
-			return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
+			return nil, &node.Error{Code: "param_type", Category: node.CategoryValidation, Permanent: true, Err: err,
 				Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
 		}
-		params[p.Name] = rv
+		if cv == nil {
+			if p.Default != nil {
+				params[p.Name] = p.Default
+			} else if p.Required {
+				return nil, &node.Error{Code: "param_type", Category: node.CategoryValidation, Permanent: true,
+					Message: fmt.Sprintf("parameter %s (line %d) is required, but its value is null", p.Name, pn.Node.ParamPos(p.Name).Line)}
+			}
+			continue
+		}
+		params[p.Name] = cv
 	}
 	return params, nil
 }

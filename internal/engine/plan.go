@@ -132,25 +132,25 @@ func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
 			pn.OnError = n.OnError
 		}
 		switch {
-		case spec.Category == node.Trigger:
+		case spec.Role == node.RoleTrigger:
 			pn.ctrl = ctrlTrigger
-		case n.Type == "loop":
+		case spec.Role == node.RoleLoop:
 			pn.ctrl = ctrlLoop
-			pn.MaxIterations = intParam(n.Params, "max_iterations", 10)
-		case n.Type == "foreach":
+			pn.MaxIterations = intParam(spec, n.Params, "max_iterations", 10)
+		case spec.Role == node.RoleForEach:
 			pn.ctrl = ctrlForEach
-			pn.Concurrency = max(1, intParam(n.Params, "concurrency", 1))
-		case n.Type == "endloop":
+			pn.Concurrency = max(1, intParam(spec, n.Params, "concurrency", 1))
+		case spec.Role == node.RoleLoopEnd:
 			pn.ctrl = ctrlEndLoop
 			if l, ok := n.Params["loop"].(string); ok {
 				if li, ok := g.Index[l]; ok {
 					pn.LoopOf = li
 				}
 			}
-		case n.Type == "merge":
+		case spec.Role == node.RoleJoin:
 			pn.ctrl = ctrlMerge
 			pn.MergeAny = n.Params["wait"] == "any"
-		case n.Type == "fail":
+		case spec.Role == node.RoleFail:
 			pn.ctrl = ctrlFail
 		}
 		p.Nodes[i] = pn
@@ -297,12 +297,12 @@ func (p *Plan) topoOrder() {
 	}
 }
 
-func intParam(m map[string]any, k string, def int) int {
-	switch v := m[k].(type) {
-	case int:
-		return v
-	case float64:
-		return int(v)
+func intParam(spec *node.Spec, m map[string]any, k string, def int) int {
+	p, _ := spec.Param(k)
+	if n, err := p.Coerce(m[k]); err == nil {
+		if n, ok := n.(int); ok {
+			return n
+		}
 	}
 	return def
 }

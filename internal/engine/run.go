@@ -196,7 +196,7 @@ func (p *Plan) StartNodes(trigger string) ([]int, error) {
 	}
 	var manual []int
 	for _, t := range p.Triggers() {
-		if t.Type == "trigger.manual" {
+		if t.Spec.StartsByDefault {
 			manual = append(manual, t.Index)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

@@ -93,6 +93,7 @@ func (r *registry) register(name string, f Factory) error {
 		return fmt.Errorf("llm: provider %q registered twice", name)
 	}
 	r.m[name] = f
+	workflow.RegisterProvider(name)
 	return nil
 }
 

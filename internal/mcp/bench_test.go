@@ -39,7 +39,7 @@ func BenchmarkEcho(b *testing.B) {
 		Redact:      func(s string) string { return s },
 		ArtifactDir: b.TempDir(),
 		Now:         time.Now,
-		Services:    map[string]any{mcp.Service: pool},
+		Services:    mcp.Service.Provide(nil, pool),
 	}
 	viaSDK := func(b *testing.B) {
 		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "echo", Arguments: args})

@@ -19,8 +19,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/mcp"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -215,7 +215,7 @@ func execute(t *testing.T, w *workflow.Workflow, inputs map[string]any, secrets 
 	res, err := engine.NewDriver(node.Default, nil, 8).Execute(context.Background(), plan, engine.Options{
 		RunID: "r1", Inputs: in, Secrets: secrets, Recorder: rec,
 		ArtifactDir: func(id string) string { return filepath.Join(arts, id, "artifacts") },
-		Services:    map[string]any{mcp.Service: pool},
+		Services:    mcp.Service.Provide(nil, pool),
 	})
 	require.NoError(t, err)
 	require.NoError(t, pool.Close())
@@ -281,7 +281,7 @@ func callKind(ctx context.Context, t *testing.T, pool *mcp.Pool, server, tool st
 		ArtifactDir: t.TempDir(),
 		Eval:        func(string) (any, error) { return nil, nil },
 		Now:         time.Now,
-		Services:    map[string]any{mcp.Service: pool},
+		Services:    mcp.Service.Provide(nil, pool),
 	}
 	k, ok := node.Default.New("mcp")
 	require.True(t, ok, "the mcp kind is registered")

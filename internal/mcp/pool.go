@@ -20,7 +20,7 @@ import (
 )
 
 // Service is the key of the run's *Pool in node.Call.Services.
-const Service = "mcp"
+var Service = node.NewService[*Pool]("MCP servers")
 
 // Defaults of a Pool's timings.
 const (

@@ -6,9 +6,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

@@ -163,21 +163,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			d, _ := rl.ArtifactDir(id)
 			return d
 		},
-		Services: map[string]any{
-			httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: o.DenyPrivate},
-			mcppool.Service:        pool,
-			llmkind.ServiceModels:  models,
-		},
-		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (map[string]any, func()) {
+		Services: runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
 			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
 			cmodels.Render = secretRenderer(secrets)
-			return map[string]any{
-				httpkind.ServicePolicy: httpkind.Policy{DenyPrivate: o.DenyPrivate},
-				mcppool.Service:        cpool,
-				llmkind.ServiceModels:  cmodels,
-			}, func() { _ = cpool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
 		},
 		Child: r.childFactory(ctx, run, lease),
 	}
@@ -500,4 +492,13 @@ func (b *observed) Flush() error {
 		}
 	})
 	return nil
+}
+
+// runServices are the services the kinds of one run get: the HTTP policy,
+// the run's MCP servers, its models, and the models as the judge.
+func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
+	s := httpkind.PolicyService.Provide(nil, pol)
+	s = mcppool.Service.Provide(s, pool)
+	s = llmkind.ModelsService.Provide(s, models)
+	return node.JudgeService.Provide(s, models)
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 var update = flag.Bool("update", false, "rewrite schema/run.schema.json from runner.RunDoc")

@@ -10,10 +10,10 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

@@ -46,6 +46,10 @@ func ExampleGenerate() {
 	//       "type": "integer"
 	//     },
 	//     {
+	//       "pattern": "^\\s*[-+]?[0-9]+\\s*$",
+	//       "type": "string"
+	//     },
+	//     {
 	//       "$ref": "#/$defs/template"
 	//     }
 	//   ],

@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard" // registers the providers too
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -27,7 +29,7 @@ func TestMirrorsWorkflowPackage(t *testing.T) {
 	}{
 		{"common node fields", fields, workflow.CommonFields},
 		{"input types", inputTypes, workflow.InputTypes},
-		{"providers", providers, workflow.Providers},
+		{"providers", providers, llm.Providers()},
 		{"check types", checkTypes, workflow.CheckTypes},
 		{"on_error values", onErrorValues, []string{workflow.OnErrorFail, workflow.OnErrorContinue, workflow.OnErrorRoute}},
 		{"longest node id", maxIDLen, workflow.MaxIDLen},

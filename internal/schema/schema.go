@@ -46,7 +46,7 @@ var (
 	// inputTypes are the types an input may declare.
 	inputTypes = []string{"string", "integer", "number", "boolean", "list", "map", "any"}
 	// providers are the LLM providers.
-	providers = []string{"openai", "anthropic"}
+	providers = []string{"anthropic", "openai"}
 	// checkTypes are the check types and the keys each takes besides name,
 	// type and on_fail; the first key is required unless it is target.
 	checkTypes = map[string][]string{
@@ -448,26 +448,40 @@ func kindSchema(spec *node.Spec) (object, error) {
 }
 
 // paramSchema describes one parameter's value.
+// anyValue is every JSON type but null.
+var anyValue = []string{"string", "number", "boolean", "object", "array"}
+
 func paramSchema(p node.Param) (object, error) {
 	if len(p.Enum) > 0 && p.Type != node.String {
 		return nil, fmt.Errorf("parameter %q: an enum needs type %s, not %s", p.Name, node.String, p.Type)
 	}
+	// The schemas follow node.Param.Coerce: what validation accepts, the
+	// schema accepts (a number for a string parameter, "42" for an integer).
 	var s object
 	switch p.Type {
 	case node.String:
-		s = object{"type": "string"}
+		s = object{"type": anyValue}
 		if len(p.Enum) > 0 {
-			s["enum"] = p.Enum
+			s = object{"type": "string", "enum": p.Enum}
 		}
-	case node.Int, node.Number, node.Bool:
-		s = object{"type": string(p.Type)}
-		if p.Type == node.Int && p.Max != 0 {
+	case node.Int:
+		s = object{"type": "integer"}
+		if p.Max != 0 {
 			s["minimum"], s["maximum"] = p.Min, p.Max
+		} else {
+			s = object{"anyOf": []any{s, object{"type": "string", "pattern": `^\s*[-+]?[0-9]+\s*$`}}}
 		}
+	case node.Number:
+		s = object{"anyOf": []any{object{"type": "number"}, object{"type": "string", "pattern": `^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$`}}}
+	case node.Bool:
+		s = object{"anyOf": []any{object{"type": "boolean"}, object{"type": "string", "pattern": `^\s*([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\s*$`}}}
 	case node.Duration:
 		s = ref("duration")
 	case node.Strings:
-		s = object{"type": "array", "items": object{"type": "string"}}
+		s = object{"anyOf": []any{
+			object{"type": "array", "items": object{"type": anyValue}},
+			object{"type": []string{"string", "number", "boolean"}},
+		}}
 	case node.List:
 		s = object{"type": "array"}
 		if len(p.Items) > 0 {
@@ -485,7 +499,11 @@ func paramSchema(p node.Param) (object, error) {
 		return nil, fmt.Errorf("parameter %q has unknown type %q", p.Name, p.Type)
 	}
 	if templatable(p) && !acceptsAnyString(p) {
-		s = object{"anyOf": []any{s, ref("template")}}
+		if alts, ok := s["anyOf"].([]any); ok {
+			s["anyOf"] = append(alts, ref("template"))
+		} else {
+			s = object{"anyOf": []any{s, ref("template")}}
+		}
 	}
 	if p.Description != "" {
 		s["description"] = p.Description
@@ -502,7 +520,7 @@ func templatable(p node.Param) bool { return !p.NoTemplate && !p.Expr }
 // acceptsAnyString reports whether the plain schema of a parameter already
 // takes every string, so a template needs no alternative.
 func acceptsAnyString(p node.Param) bool {
-	return p.Type == node.Any || (p.Type == node.String && len(p.Enum) == 0)
+	return p.Type == node.Any || (p.Type == node.String && len(p.Enum) == 0) || p.Type == node.Strings
 }
 
 // itemSchema describes an element of a list of objects with declared

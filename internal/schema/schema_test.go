@@ -12,9 +12,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/internal/schema"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 var update = flag.Bool("update", false, "rewrite schema/workflow.schema.json and docs/nodes.md from the node kinds")
@@ -175,8 +175,12 @@ func TestSchemaValidatesWorkflows(t *testing.T) {
 		{"http method outside the enum", wf(`[{"id": "h", "type": "http", "url": "https://x", "method": "FETCH"}]`, `[]`), "at '/nodes/0/method'"},
 		{"http method as a template", wf(`[{"id": "h", "type": "http", "url": "https://x", "method": "{{ inputs.m }}"}]`, `[]`), ""},
 		{"plain enum refuses a template", wf(`[{"id": "m", "type": "merge", "wait": "{{ inputs.w }}"}]`, `[]`), "at '/nodes/0/wait': value must be one of 'all', 'any'"},
-		{"integer as a template", wf(`[{"id": "l", "type": "loop", "max_iterations": "{{ inputs.n }}"}]`, `[]`), ""},
-		{"integer as other text", wf(`[{"id": "l", "type": "loop", "max_iterations": "ten"}]`, `[]`), "at '/nodes/0/max_iterations'"},
+		{"integer as a template", wf(`[{"id": "s", "type": "shell", "command": ["a"], "max_output": "{{ inputs.n }}"}]`, `[]`), ""},
+		{"integer as its text", wf(`[{"id": "s", "type": "shell", "command": ["a"], "max_output": " 42 "}]`, `[]`), ""},
+		{"integer as other text", wf(`[{"id": "s", "type": "shell", "command": ["a"], "max_output": "ten"}]`, `[]`), "at '/nodes/0/max_output'"},
+		{"bounded integer refuses a template", wf(`[{"id": "l", "type": "loop", "max_iterations": "{{ inputs.n }}"}]`, `[]`), "at '/nodes/0/max_iterations'"},
+		{"string parameter takes a number", wf(`[{"id": "t", "type": "template", "text": 3}]`, `[]`), ""},
+		{"boolean as its text", wf(`[{"id": "s", "type": "shell", "command": ["a"], "shell": "True"}]`, `[]`), ""},
 		{"boolean as a template", wf(`[{"id": "s", "type": "shell", "command": ["a"], "shell": "{{ inputs.sh }}"}]`, `[]`), ""},
 		{"boolean as a number", wf(`[{"id": "s", "type": "shell", "command": ["a"], "shell": 1}]`, `[]`), "got number, want boolean"},
 		{"switch cases", wf(`[{"id": "sw", "type": "switch", "cases": [{"name": "big", "condition": "inputs.n > 10"}]}]`, `[]`), ""},
@@ -247,14 +251,17 @@ func TestParamTypes(t *testing.T) {
 	}{
 		{"string", "s", `"hello"`, true},
 		{"string template", "s", `"{{ a.b }}"`, true},
-		{"string given a number", "s", `1`, false},
+		{"string given a number", "s", `1`, true},
+		{"string given an object", "s", `{"a": 1}`, true},
+		{"string given null", "s", `null`, false},
 		{"plain string", "plain", `"x"`, true},
 		{"expression", "cond", `"a.b > 1"`, true},
 		{"integer", "i", `3`, true},
 		{"integer written as 3.0", "i", `3.0`, true},
 		{"integer given a fraction", "i", `3.5`, false},
 		{"integer template", "i", `"{{ inputs.n }}"`, true},
-		{"integer given text", "i", `"3"`, false},
+		{"integer given its text", "i", `"3"`, true},
+		{"integer given other text", "i", `"three"`, false},
 		{"bounded integer", "bounded", `5`, true},
 		{"bounded integer below", "bounded", `0`, false},
 		{"bounded integer above", "bounded", `6`, false},
@@ -274,7 +281,9 @@ func TestParamTypes(t *testing.T) {
 		{"duration nonsense", "d", `"soon"`, false},
 		{"plain duration refuses a template", "plain_d", `"{{ x }}"`, false},
 		{"strings", "ss", `["a", "{{ b }}"]`, true},
-		{"strings with a number", "ss", `["a", 1]`, false},
+		{"strings with a number", "ss", `["a", 1]`, true},
+		{"strings given one string", "ss", `"a"`, true},
+		{"strings given a map", "ss", `{"a": 1}`, false},
 		{"strings template", "ss", `"{{ x.list }}"`, true},
 		{"list", "l", `[1, "a", {}]`, true},
 		{"list given a map", "l", `{}`, false},

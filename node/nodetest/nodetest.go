@@ -71,7 +71,7 @@ func emptyCall(t *testing.T) *node.Call {
 		Eval:           func(string) (any, error) { return nil, nil },
 		Now:            time.Now,
 		ArtifactDir:    t.TempDir(),
-		Services:       map[string]any{},
+		Services:       &node.Services{},
 	}
 }
 

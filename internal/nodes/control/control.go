@@ -58,7 +58,7 @@ func oneOf(p map[string]any, names ...string) []node.ParamError {
 
 func init() {
 	node.MustRegister(node.Spec{
-		Kind: If, Category: node.Control,
+		Kind: If, Category: node.Control, Role: node.RoleBranch,
 		Description: "Follows `true` or `false` by a condition.",
 		Params: []node.Param{
 			{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; true follows the `true` handle."},
@@ -67,7 +67,7 @@ func init() {
 		Outputs: []string{"result"},
 	}, func() node.Kind { return ifKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Switch, Category: node.Control,
+		Kind: Switch, Category: node.Control, Role: node.RoleBranch,
 		Description: "Follows the first case whose condition holds, else `default`.",
 		Params: []node.Param{
 			{Name: "cases", Type: node.List, Required: true, Description: "Cases in order: [{name, condition}].", Items: []node.Param{
@@ -93,17 +93,17 @@ func init() {
 		},
 	}, func() node.Kind { return switchKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Loop, Category: node.Control,
+		Kind: Loop, Category: node.Control, Role: node.RoleLoop,
 		Description: "Do-while loop: runs `body`, then after each pass checks `exit`; true (or max_iterations reached) follows `done`.",
 		Params: []node.Param{
 			{Name: "exit", Type: node.String, Expr: true, Description: "Expression checked after each pass; true leaves the loop."},
-			{Name: "max_iterations", Type: node.Int, Default: 10, Min: 1, Max: maxIterations, Description: "The most times the body runs."},
+			{Name: "max_iterations", Type: node.Int, Default: 10, Min: 1, Max: maxIterations, NoTemplate: true, Description: "The most times the body runs (read before the run starts: no template)."},
 		},
 		Handles: []string{"body", "done"}, FallThrough: "done",
 		Outputs: []string{"iteration", "iterations"},
 	}, func() node.Kind { return loopKind{} })
 	node.MustRegister(node.Spec{
-		Kind: EndLoop, Category: node.Control,
+		Kind: EndLoop, Category: node.Control, Role: node.RoleLoopEnd,
 		Description: "Ends one pass of a loop or foreach body and jumps back to it.",
 		Params: []node.Param{
 			{Name: "loop", Type: node.String, Required: true, NoTemplate: true, Description: "Id of the loop or foreach this body belongs to."},
@@ -111,16 +111,16 @@ func init() {
 		Handles: []string{},
 	}, nil)
 	node.MustRegister(node.Spec{
-		Kind: ForEach, Category: node.Control,
+		Kind: ForEach, Category: node.Control, Role: node.RoleForEach,
 		Description: "Runs `body` once per item, then follows `done`; its output is the list of body results.",
 		Params: []node.Param{
 			{Name: "items", Type: node.Any, Required: true, Description: "A list, usually a template such as \"{{ fetch.body.items }}\"."},
-			{Name: "concurrency", Type: node.Int, Default: 1, Description: "How many items run at once."},
+			{Name: "concurrency", Type: node.Int, Default: 1, Min: 1, Max: 10000, NoTemplate: true, Description: "How many items run at once (1 to 10,000; read before the run starts: no template)."},
 		},
 		Handles: []string{"body", "done"}, FallThrough: "done",
 	}, func() node.Kind { return forEachKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Merge, Category: node.Control,
+		Kind: Merge, Category: node.Control, Role: node.RoleJoin,
 		Description: "Joins branches: waits for all live inputs (or the first, with wait: any).",
 		Params: []node.Param{
 			{Name: "wait", Type: node.String, Default: "all", Enum: []string{"all", "any"}, NoTemplate: true, Description: "all: every live input; any: the first."},
@@ -128,20 +128,20 @@ func init() {
 		Outputs: []string{"inputs"},
 	}, nil)
 	node.MustRegister(node.Spec{
-		Kind: Guardrail, Category: node.Control,
+		Kind: Guardrail, Category: node.Control, Role: node.RoleBranch,
 		Description: "Follows `pass` or `fail` by a condition or an LLM judge.",
 		Params: []node.Param{
 			{Name: "condition", Type: node.String, Expr: true, Description: "Expression; true passes."},
 			{Name: "judge", Type: node.String, Description: "A prompt for the judge model, asking whether `value` passes."},
 			{Name: "value", Type: node.Any, Description: "What the judge looks at."},
-			{Name: "model", Type: node.String, NoTemplate: true, Description: "Name of a model from llm: (default: judge, then default)."},
+			{Name: "model", Type: node.String, NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm: (default: judge, then default)."},
 		},
 		Handles: []string{"pass", "fail"}, FallThrough: "pass",
 		Outputs: []string{"passed", "reason"},
 		Check:   func(p map[string]any) []node.ParamError { return oneOf(p, "condition", "judge") },
 	}, func() node.Kind { return guardrailKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Wait, Category: node.Control,
+		Kind: Wait, Category: node.Control, Role: node.RoleWait,
 		Description: "Waits for a duration or until a time, then goes on.",
 		Params: []node.Param{
 			{Name: "duration", Type: node.Duration, Description: "How long to wait, e.g. 30s."},
@@ -151,7 +151,7 @@ func init() {
 		Check:   func(p map[string]any) []node.ParamError { return oneOf(p, "duration", "until") },
 	}, func() node.Kind { return waitKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Fail, Category: node.Control,
+		Kind: Fail, Category: node.Control, Role: node.RoleFail,
 		Description: "Fails the run with a message.",
 		Params: []node.Param{
 			{Name: "message", Type: node.String, Required: true, Description: "The error message."},
@@ -159,10 +159,10 @@ func init() {
 		Handles: []string{},
 	}, func() node.Kind { return failKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Subworkflow, Category: node.Control,
+		Kind: Subworkflow, Category: node.Control, Role: node.RoleSubworkflow,
 		Description: "Runs another workflow as a child run; its outputs become this step's output.",
 		Params: []node.Param{
-			{Name: "workflow", Type: node.String, Required: true, NoTemplate: true, Description: "Path of the child workflow file, relative to this one."},
+			{Name: "workflow", Type: node.String, Required: true, NoTemplate: true, Ref: node.RefWorkflow, Description: "Path of the child workflow file, relative to this one."},
 			{Name: "inputs", Type: node.Map, Description: "The child's inputs (templates)."},
 		},
 		Routes: true,

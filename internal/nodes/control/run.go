@@ -21,7 +21,7 @@ func (ifKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 }
 
 func evalBool(c *node.Call, param string) (bool, error) {
-	code, _ := c.Params[param].(string)
+	code := c.String(param)
 	v, err := c.Eval(code)
 	if err != nil {
 		return false, node.Failf(node.CategoryTemplate, "expression", "%s %q: %v", param, code, err)
@@ -39,8 +39,7 @@ func evalBool(c *node.Call, param string) (bool, error) {
 type switchKind struct{}
 
 func (switchKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
-	cases, _ := c.Params["cases"].([]any)
-	for _, cs := range cases {
+	for _, cs := range c.List("cases") {
 		m, _ := cs.(map[string]any)
 		name, _ := m["name"].(string)
 		code, _ := m["condition"].(string)
@@ -64,7 +63,7 @@ func (loopKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 		out["_route"] = "body"
 		return out, nil
 	}
-	if code, _ := c.Params["exit"].(string); code != "" {
+	if c.String("exit") != "" {
 		done, err := evalBool(c, "exit")
 		if err != nil {
 			return nil, err
@@ -109,25 +108,20 @@ func (forEachKind) Run(_ context.Context, c *node.Call) (map[string]any, error) 
 // by the AI kinds.
 type guardrailKind struct{}
 
-// valueJudge is what the AI kinds offer a guardrail with judge:.
-type valueJudge interface {
-	JudgeValue(ctx context.Context, model, prompt string, value any) (bool, string, map[string]any, error)
-}
-
 func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
-	if _, ok := c.Params["condition"]; !ok {
-		j, ok := c.Services["llm.models"].(valueJudge)
-		if !ok {
-			return nil, node.Failf(node.CategoryInternal, "judge_unavailable", "guardrail with judge: needs models, which this host does not configure")
+	if !c.Has("condition") {
+		j, err := node.JudgeService.Get(c)
+		if err != nil {
+			return nil, err
 		}
-		if b, ok := c.Services["budget"].(interface{ Check() error }); ok {
-			if err := b.Check(); err != nil {
-				return nil, err
-			}
+		b, err := node.BudgetService.Get(c)
+		if err != nil {
+			return nil, err
 		}
-		prompt, _ := c.Params["judge"].(string)
-		model, _ := c.Params["model"].(string)
-		pass, reason, usage, err := j.JudgeValue(ctx, model, prompt, c.Params["value"])
+		if err := b.CheckExtra(0, 0); err != nil {
+			return nil, err
+		}
+		pass, reason, usage, err := j.JudgeValue(ctx, c.String("model"), c.String("judge"), c.Params["value"])
 		if err != nil {
 			return nil, err
 		}
@@ -152,20 +146,8 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 type waitKind struct{}
 
 func (waitKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
-	var d time.Duration
-	switch v := c.Params["duration"].(type) {
-	case string:
-		dd, err := time.ParseDuration(v)
-		if err != nil {
-			return nil, node.Failf(node.CategoryValidation, "duration", "duration %q: %v", v, err)
-		}
-		d = dd
-	case int:
-		d = time.Duration(v) * time.Second
-	case float64:
-		d = time.Duration(v * float64(time.Second))
-	}
-	if u, ok := c.Params["until"].(string); ok {
+	d := c.Duration("duration")
+	if u := c.String("until"); u != "" {
 		t, err := time.Parse(time.RFC3339, u)
 		if err != nil {
 			return nil, node.Failf(node.CategoryValidation, "until", "until %q is not an RFC 3339 time: %v", u, err)
@@ -179,26 +161,18 @@ func (waitKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 type failKind struct{}
 
 func (failKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
-	msg, _ := c.Params["message"].(string)
-	e := node.Failf(node.CategoryExecution, "fail_node", "%s", msg)
+	e := node.Failf(node.CategoryExecution, "fail_node", "%s", c.String("message"))
 	e.Permanent = true
 	return nil, e
-}
-
-// childRunner is what the engine offers subworkflow nodes.
-type childRunner interface {
-	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
 }
 
 // subworkflowKind runs a child workflow and outputs its outputs.
 type subworkflowKind struct{}
 
 func (subworkflowKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
-	r, ok := c.Services["subworkflow"].(childRunner)
-	if !ok {
-		return nil, node.Failf(node.CategoryInternal, "subworkflow_unavailable", "this host cannot run subworkflows")
+	r, err := node.ChildrenService.Get(c)
+	if err != nil {
+		return nil, err
 	}
-	path, _ := c.Params["workflow"].(string)
-	inputs, _ := c.Params["inputs"].(map[string]any)
-	return r.RunChild(ctx, path, inputs)
+	return r.RunChild(ctx, c.String("workflow"), c.Map("inputs"))
 }

@@ -11,12 +11,10 @@ type setKind struct{}
 
 func (setKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 	out := map[string]any{}
-	if vals, ok := c.Params["values"].(map[string]any); ok {
-		for k, v := range vals {
-			out[k] = v
-		}
+	for k, v := range c.Map("values") {
+		out[k] = v
 	}
-	if vars, ok := c.Params["vars"].(map[string]any); ok && len(vars) > 0 {
+	if vars := c.Map("vars"); len(vars) > 0 {
 		out["_state_patch"] = vars
 	}
 	return out, nil
@@ -26,6 +24,5 @@ func (setKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 type templateKind struct{}
 
 func (templateKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
-	text, _ := c.Params["text"].(string)
-	return map[string]any{"text": text}, nil
+	return map[string]any{"text": c.String("text")}, nil
 }

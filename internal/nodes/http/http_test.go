@@ -80,7 +80,7 @@ func (b *bundle) call(params map[string]any) *node.Call {
 		Redact:   func(s string) string { return s },
 		Eval:     func(string) (any, error) { return nil, errors.New("the http kind evaluates no expressions") },
 		Now:      time.Now,
-		Services: map[string]any{},
+		Services: &node.Services{},
 	}
 }
 
@@ -566,7 +566,7 @@ func TestRunInvalid(t *testing.T) {
 	tests := []struct {
 		name     string
 		params   map[string]any
-		services map[string]any
+		services *node.Services
 		category string
 		message  string
 	}{
@@ -591,7 +591,6 @@ func TestRunInvalid(t *testing.T) {
 		{"bad follow_redirects", map[string]any{"url": "http://example.com", "follow_redirects": "sometimes"}, nil, node.CategoryValidation, "follow_redirects must be true or false"},
 		{"zero max_body", map[string]any{"url": "http://example.com", "max_body": 0}, nil, node.CategoryValidation, "max_body is 0"},
 		{"fractional max_body", map[string]any{"url": "http://example.com", "max_body": 1.5}, nil, node.CategoryValidation, "max_body must be a whole number"},
-		{"a policy of the wrong type", map[string]any{"url": "http://example.com"}, map[string]any{ServicePolicy: true}, node.CategoryInternal, `the service "http.policy" is a bool`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,10 +14,9 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// ServicePolicy is the key of node.Call.Services under which the host hands
-// the http kind its Policy, as a Policy or a *Policy. Without it every
-// address may be reached.
-const ServicePolicy = "http.policy"
+// PolicyService is the service under which the host hands the http kind
+// its Policy. Without it every address may be reached.
+var PolicyService = node.NewService[Policy]("an HTTP policy")
 
 // Policy decides which addresses the http kind may connect to. The zero
 // value allows every address.
@@ -216,20 +215,7 @@ func newTransport(p Policy) *nethttp.Transport {
 }
 
 // policyFrom reads the policy the host put in the call's services.
-func policyFrom(services map[string]any) (Policy, error) {
-	switch p := services[ServicePolicy].(type) {
-	case nil:
-		return Policy{}, nil
-	case Policy:
-		return p, nil
-	case *Policy:
-		if p == nil {
-			return Policy{}, nil
-		}
-		return *p, nil
-	default:
-		// Fail closed: a policy we cannot read might have denied the call.
-		return Policy{}, &node.Error{Code: "bad_service", Category: node.CategoryInternal, Permanent: true,
-			Message: fmt.Sprintf("the service %q is a %T, not an http.Policy", ServicePolicy, p)}
-	}
+func policyFrom(services *node.Services) (Policy, error) {
+	p, _ := PolicyService.Lookup(services)
+	return p, nil
 }

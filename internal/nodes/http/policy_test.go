@@ -177,7 +177,7 @@ func TestRunPrivateNetworks(t *testing.T) {
 	tests := []struct {
 		name      string
 		url       func(n *network) string
-		policy    any                     // what the host puts in Services
+		policy    Policy                  // what the host puts in Services
 		refused   func(n *network) string // regexp of the refused address
 		reason    string
 		reachable bool // with the guard off, the request gets through
@@ -189,7 +189,7 @@ func TestRunPrivateNetworks(t *testing.T) {
 			reasonLoopback, true, false},
 		{"IPv4-mapped IPv6 loopback",
 			func(n *network) string { return "http://[::ffff:127.0.0.1]:" + n.port() + "/" },
-			&deny, func(n *network) string { return `127\.0\.0\.1:` + n.port() },
+			deny, func(n *network) string { return `127\.0\.0\.1:` + n.port() },
 			reasonLoopback, true, false},
 		{"a name that resolves to loopback",
 			func(n *network) string { return "http://localhost:" + n.port() + "/" },
@@ -219,7 +219,7 @@ func TestRunPrivateNetworks(t *testing.T) {
 			}
 			b := &bundle{}
 			call := b.call(map[string]any{"url": tt.url(n)})
-			call.Services[ServicePolicy] = tt.policy
+			call.Services = PolicyService.Provide(call.Services, tt.policy)
 			_, err := run(t, call)
 			require.NotNil(t, err, "the guard refuses %s", tt.url(n))
 			require.Equal(t, node.CategoryConnection, err.Category)
@@ -238,9 +238,6 @@ func TestRunPrivateNetworks(t *testing.T) {
 				return
 			}
 			off := b.call(map[string]any{"url": tt.url(n)})
-			if _, ok := tt.policy.(*Policy); ok {
-				off.Services[ServicePolicy] = (*Policy)(nil) // a nil policy is no policy
-			}
 			out, err := run(t, off)
 			require.Nil(t, err, "with the guard off %s is reachable", tt.url(n))
 			require.Equal(t, 200, out["status"])

@@ -44,25 +44,23 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	name, _ := c.Params["model"].(string)
-	p, modelName, err := ms.Get(name)
+	p, modelName, err := ms.Get(c.String("model"))
 	if err != nil {
 		return nil, err
 	}
-	pool, _ := c.Services[mcp.Service].(*mcp.Pool)
-	patterns := strs(c.Params["tools"])
-	allowed := strs(c.Params["allowed_tools"])
+	patterns, allowed := c.Strings("tools"), c.Strings("allowed_tools")
 	maxCalls := 20
-	if n, ok := c.Params["max_tool_calls"].(int); ok {
+	if n, ok := c.Int("max_tool_calls"); ok {
 		maxCalls = n
 	}
-	imageMode, _ := c.Params["images"].(string)
+	imageMode := c.String("images")
 
+	var pool *mcp.Pool
 	var tools []llm.Tool
 	byName := map[string]offered{}
 	if len(patterns) > 0 {
-		if pool == nil {
-			return nil, node.Failf(node.CategoryInternal, "mcp_unavailable", "this host offers no MCP servers to agents")
+		if pool, err = mcp.Service.Get(c); err != nil {
+			return nil, err
 		}
 		servers := map[string]bool{}
 		for _, pat := range patterns {
@@ -93,15 +91,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 
 	var msgs []llm.Message
-	if sys, _ := c.Params["system"].(string); sys != "" {
+	if sys := c.String("system"); sys != "" {
 		msgs = append(msgs, llm.System(sys))
 	}
-	prompt, _ := c.Params["prompt"].(string)
-	msgs = append(msgs, llm.User(prompt))
+	msgs = append(msgs, llm.User(c.String("prompt")))
 	var total llm.Usage
 	calls, imagesSaved := 0, 0
 	var temp *float64
-	if t, ok := number(c.Params["temperature"]); ok {
+	if t, ok := c.Number("temperature"); ok {
 		temp = &t
 	}
 	finish := func(text, stopped string) (map[string]any, error) {

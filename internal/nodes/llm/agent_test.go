@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/mcp"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -90,7 +91,7 @@ func TestAgentEverything(t *testing.T) {
 				"system": "You use the tools you are given.",
 				"prompt": "Echo hello, then fetch the tiny image.",
 				"tools":  []any{"everything.*"},
-			}, map[string]any{mcp.Service: pool})
+			}, mcp.Service.Provide(nil, pool))
 
 			out, err := b.run(t, nodellm.AgentKind{})
 			require.Nil(t, err, "the agent should finish")
@@ -180,7 +181,7 @@ func TestAgentAllowedTools(t *testing.T) {
 		"prompt":        "Add 2 and 3.",
 		"tools":         []any{"everything.*"},
 		"allowed_tools": []any{"everything.echo"},
-	}, map[string]any{mcp.Service: pool})
+	}, mcp.Service.Provide(nil, pool))
 
 	out, err := b.run(t, nodellm.AgentKind{})
 	require.Nil(t, err, "a refused tool is not a failed step")
@@ -234,7 +235,7 @@ func TestAgentVision(t *testing.T) {
 				"prompt": "What does the tiny image show?",
 				"tools":  []any{"everything.get-tiny-image"},
 				"images": tc.images,
-			}, map[string]any{mcp.Service: pool})
+			}, mcp.Service.Provide(nil, pool))
 
 			out, err := b.run(t, nodellm.AgentKind{})
 			require.Nil(t, err)
@@ -287,7 +288,7 @@ func TestAgentMaxToolCalls(t *testing.T) {
 	})
 	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI), map[string]any{
 		"prompt": "Echo one and two.", "tools": []any{"everything.echo"}, "max_tool_calls": 1,
-	}, map[string]any{mcp.Service: pool})
+	}, mcp.Service.Provide(nil, pool))
 	out, err := b.run(t, nodellm.AgentKind{})
 	require.Nil(t, err)
 	require.Equal(t, "max_tool_calls", out["stopped"])
@@ -306,11 +307,11 @@ func TestAgentRefuses(t *testing.T) {
 	tests := []struct {
 		name     string
 		params   map[string]any
-		services map[string]any
+		services *node.Services
 		code     string
 	}{
-		{"budget spent", map[string]any{"prompt": "hi"}, map[string]any{engine.ServiceBudget: spent}, "budget_exceeded"},
-		{"tools without an MCP pool", map[string]any{"prompt": "hi", "tools": []any{"everything.*"}}, nil, "mcp_unavailable"},
+		{"budget spent", map[string]any{"prompt": "hi"}, node.BudgetService.Provide(nil, spent), "budget_exceeded"},
+		{"tools without an MCP pool", map[string]any{"prompt": "hi", "tools": []any{"everything.*"}}, nil, "service_unavailable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -360,7 +361,7 @@ func TestAgentToolTrouble(t *testing.T) {
 			pool := everythingPool(t)
 			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.CallTools(tc.call), llmtest.Reply("ok")})
 			b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
-				map[string]any{"prompt": "go", "tools": []any{"everything.*"}}, map[string]any{mcp.Service: pool})
+				map[string]any{"prompt": "go", "tools": []any{"everything.*"}}, mcp.Service.Provide(nil, pool))
 			if tc.noArtifacts {
 				b.call.ArtifactDir = ""
 			}
@@ -394,7 +395,7 @@ func TestAgentTwoServers(t *testing.T) {
 		llmtest.Reply("ok"),
 	})
 	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
-		map[string]any{"prompt": "go", "tools": []any{"beta.echo", "alpha.get-sum", "alpha.echo"}}, map[string]any{mcp.Service: pool})
+		map[string]any{"prompt": "go", "tools": []any{"beta.echo", "alpha.get-sum", "alpha.echo"}}, mcp.Service.Provide(nil, pool))
 	_, err := b.run(t, nodellm.AgentKind{})
 	require.Nil(t, err)
 	names := toolNames(srv.Requests()[0])

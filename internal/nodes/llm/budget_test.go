@@ -8,7 +8,9 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/mcp"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/node"
 )
 
 // An agent that crosses max_tokens between two turns stops there, and the
@@ -22,7 +24,7 @@ func TestAgentStopsAtBudgetMidLoop(t *testing.T) {
 	budget := &engine.Budget{MaxTokens: 60}
 	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
 		map[string]any{"prompt": "echo hi", "tools": []any{"everything.echo"}},
-		map[string]any{engine.ServiceBudget: budget, "mcp": pool})
+		mcp.Service.Provide(node.BudgetService.Provide(nil, budget), pool))
 	out, err := b.run(t, nodellm.AgentKind{})
 	require.Nil(t, out)
 	require.NotNil(t, err)

@@ -89,13 +89,13 @@ type bundle struct {
 
 // setup builds a call of a kind with params, the models, and the extra
 // services given (an MCP pool, a budget).
-func setup(t *testing.T, ms *nodellm.Models, params map[string]any, services map[string]any) *bundle {
+func setup(t *testing.T, ms *nodellm.Models, params map[string]any, services *node.Services) *bundle {
 	t.Helper()
 	ev := &events{}
-	svc := map[string]any{nodellm.ServiceModels: ms}
-	for k, v := range services {
-		svc[k] = v
+	if _, ok := node.BudgetService.Lookup(services); !ok {
+		services = node.BudgetService.Provide(services, &engine.Budget{}) // the engine always gives one
 	}
+	svc := nodellm.ModelsService.Provide(services, ms)
 	secrets := map[string]string{"TOKEN": "s3cr3t-token"}
 	return &bundle{events: ev, call: &node.Call{
 		RunID: "r1", NodeID: "n", Visit: 1, Attempt: 1, IdempotencyKey: "r1/n/1",

@@ -15,8 +15,8 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
 )
 

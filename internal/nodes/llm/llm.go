@@ -22,8 +22,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, _ := c.Params["model"].(string)
-	p, modelName, err := ms.Get(name)
+	p, modelName, err := ms.Get(c.String("model"))
 	if err != nil {
 		return nil, err
 	}
@@ -31,37 +30,38 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		return nil, err
 	}
 	req := llm.Request{Model: modelName}
-	if sys, _ := c.Params["system"].(string); sys != "" {
+	if sys := c.String("system"); sys != "" {
 		req.Messages = append(req.Messages, llm.System(sys))
 	}
-	if msgs, ok := c.Params["messages"].([]any); ok {
-		for i, m := range msgs {
-			mm, _ := m.(map[string]any)
-			role, _ := mm["role"].(string)
-			content, _ := mm["content"].(string)
-			if role == "" {
-				return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d] has no role (system, user or assistant)", i)
-			}
-			req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
+	for i, m := range c.List("messages") {
+		mm, _ := m.(map[string]any)
+		role, _ := mm["role"].(string)
+		if role == "" {
+			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d] has no role (system, user or assistant)", i)
 		}
+		content, err := node.Text(mm["content"])
+		if err != nil {
+			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d].content %v", i, err)
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
 	}
-	if prompt, _ := c.Params["prompt"].(string); prompt != "" {
+	if prompt := c.String("prompt"); prompt != "" {
 		imgs, err := images(c.Params["images"])
 		if err != nil {
 			return nil, err
 		}
 		req.Messages = append(req.Messages, llm.User(prompt, imgs...))
 	}
-	if t, ok := number(c.Params["temperature"]); ok {
+	if t, ok := c.Number("temperature"); ok {
 		req.Temperature = &t
 	}
-	if n, ok := c.Params["max_tokens"].(int); ok {
+	if n, ok := c.Int("max_tokens"); ok {
 		req.MaxTokens = n
 	}
 	c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(req.Messages)})
 	out := map[string]any{"model": modelName}
 	var resp *llm.Response
-	if schema, ok := c.Params["schema"].(map[string]any); ok {
+	if schema := c.Map("schema"); schema != nil {
 		v, r, err := llm.ChatJSON(ctx, p, req, schema)
 		if err != nil {
 			return nil, err
@@ -109,14 +109,4 @@ func images(v any) ([]llm.Image, error) {
 		out = append(out, llm.Image{MIME: mt, Data: data})
 	}
 	return out, nil
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
 }

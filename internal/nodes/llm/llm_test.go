@@ -223,19 +223,19 @@ func TestLLMRefuses(t *testing.T) {
 	tests := []struct {
 		name     string
 		params   map[string]any
-		services map[string]any
+		services *node.Services
 		noModels bool
 		category string
 		code     string
 	}{
 		{
 			name: "token budget spent", params: map[string]any{"prompt": "hi"},
-			services: map[string]any{engine.ServiceBudget: spent},
+			services: node.BudgetService.Provide(nil, spent),
 			category: engine.CategoryBudget, code: "budget_exceeded",
 		},
 		{
 			name: "cost budget spent", params: map[string]any{"prompt": "hi"},
-			services: map[string]any{engine.ServiceBudget: costly},
+			services: node.BudgetService.Provide(nil, costly),
 			category: engine.CategoryBudget, code: "budget_exceeded",
 		},
 		{
@@ -250,7 +250,7 @@ func TestLLMRefuses(t *testing.T) {
 		},
 		{
 			name: "no models on this host", params: map[string]any{"prompt": "hi"}, noModels: true,
-			category: node.CategoryInternal, code: "llm_unavailable",
+			category: node.CategoryInternal, code: "service_unavailable",
 		},
 	}
 	for _, tc := range tests {
@@ -259,7 +259,7 @@ func TestLLMRefuses(t *testing.T) {
 			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("should not be asked")})
 			b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI), tc.params, tc.services)
 			if tc.noModels {
-				delete(b.call.Services, nodellm.ServiceModels)
+				b.call.Services = node.BudgetService.Provide(nil, &engine.Budget{})
 			}
 			out, err := b.run(t, nodellm.LLMKind{})
 			require.Nil(t, out)
@@ -280,7 +280,7 @@ func TestLLMBudgetLeft(t *testing.T) {
 	budget := &engine.Budget{MaxTokens: 1000}
 	budget.Add(999, 0)
 	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
-		map[string]any{"prompt": "hi"}, map[string]any{engine.ServiceBudget: budget})
+		map[string]any{"prompt": "hi"}, node.BudgetService.Provide(nil, budget))
 	out, err := b.run(t, nodellm.LLMKind{})
 	require.Nil(t, err)
 	require.Equal(t, "ok", out["text"])

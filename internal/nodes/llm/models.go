@@ -12,9 +12,9 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// ServiceModels is the key of Call.Services under which the AI kinds find
-// the run's models.
-const ServiceModels = "llm.models"
+// ModelsService is the service under which the AI kinds find the run's
+// models.
+var ModelsService = node.NewService[*Models]("LLM models")
 
 // Models resolves the model names of a workflow's llm: section (with the
 // environment fallbacks of llm.New) into providers, once per run.
@@ -108,28 +108,19 @@ func usage(model string, u llm.Usage) map[string]any {
 	}
 }
 
-// budget is what the engine offers to stop AI steps once limits are spent.
-type budget interface {
-	CheckExtra(tokens int, cost float64) error
-}
-
 func checkBudget(c *node.Call) error { return checkBudgetSpent(c, "", llm.Usage{}) }
 
 // checkBudgetSpent checks the run's budget with what this step has spent so
 // far counted on top.
 func checkBudgetSpent(c *node.Call, model string, spent llm.Usage) error {
-	b, ok := c.Services["budget"].(budget)
-	if !ok {
-		return nil
+	b, err := node.BudgetService.Get(c)
+	if err != nil {
+		return err
 	}
 	cost, _ := llm.Cost(model, spent, nil)
 	return b.CheckExtra(spent.TotalTokens, cost)
 }
 
 func models(c *node.Call) (*Models, error) {
-	m, ok := c.Services[ServiceModels].(*Models)
-	if !ok {
-		return nil, node.Failf(node.CategoryInternal, "llm_unavailable", "this host has no models configured for AI nodes")
-	}
-	return m, nil
+	return ModelsService.Get(c)
 }

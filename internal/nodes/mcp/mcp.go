@@ -18,8 +18,7 @@ var _ node.Kind = (*MCP)(nil)
 // Run calls the node's tool once and returns its result as the node's
 // output (see the package documentation).
 func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
-	server, _ := call.Params["server"].(string)
-	tool, _ := call.Params["tool"].(string)
+	server, tool := call.String("server"), call.String("tool")
 	if server == "" || tool == "" {
 		return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
 			Message: "an mcp node needs a server and a tool"}
@@ -28,10 +27,9 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	pool, ok := call.Services[mcpclient.Service].(*mcpclient.Pool)
-	if !ok || pool == nil {
-		return nil, &node.Error{Code: "no_mcp_pool", Category: node.CategoryInternal, Permanent: true,
-			Message: fmt.Sprintf("node %s cannot call MCP server %q: this host gave it no MCP pool", call.NodeID, server)}
+	pool, err := mcpclient.Service.Get(call)
+	if err != nil {
+		return nil, err
 	}
 	if call.Attempt > 1 {
 		pool.Evict(server) // DESIGN §2.5: caches go before a retry

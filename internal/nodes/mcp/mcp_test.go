@@ -71,7 +71,7 @@ func (b *bundle) run(t *testing.T, tool string, args any, attempt int) result {
 		ArtifactDir: b.dir,
 		Eval:        func(string) (any, error) { return nil, nil },
 		Now:         time.Now,
-		Services:    map[string]any{mcpclient.Service: b.pool},
+		Services:    mcpclient.Service.Provide(nil, b.pool),
 	}
 	out, err := (&mcpkind.MCP{}).Run(context.Background(), call)
 	r.out, r.err = out, node.AsError(err)
@@ -220,14 +220,14 @@ func TestBadParameters(t *testing.T) {
 	cases := []struct {
 		name     string
 		params   map[string]any
-		services map[string]any
+		services *node.Services
 		code     string
 	}{
-		{"no server", map[string]any{"tool": "x"}, map[string]any{mcpclient.Service: b.pool}, "invalid_params"},
-		{"no tool", map[string]any{"server": "test"}, map[string]any{mcpclient.Service: b.pool}, "invalid_params"},
-		{"arguments not a map", map[string]any{"server": "test", "tool": "x", "arguments": []any{1}}, map[string]any{mcpclient.Service: b.pool}, "invalid_params"},
-		{"no pool", map[string]any{"server": "test", "tool": "x"}, map[string]any{}, "no_mcp_pool"},
-		{"unknown server", map[string]any{"server": "other", "tool": "x"}, map[string]any{mcpclient.Service: b.pool}, "unknown_server"},
+		{"no server", map[string]any{"tool": "x"}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
+		{"no tool", map[string]any{"server": "test"}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
+		{"arguments not a map", map[string]any{"server": "test", "tool": "x", "arguments": []any{1}}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
+		{"no pool", map[string]any{"server": "test", "tool": "x"}, &node.Services{}, "service_unavailable"},
+		{"unknown server", map[string]any{"server": "other", "tool": "x"}, mcpclient.Service.Provide(nil, b.pool), "unknown_server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

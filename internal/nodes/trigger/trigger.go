@@ -26,13 +26,16 @@ func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spe
 
 func init() {
 	node.MustRegister(node.Spec{
-		Kind:        Manual,
-		Category:    node.Trigger,
-		Description: "Starts a run by hand (skein run, the API). Its output is the run's inputs.",
+		Kind:            Manual,
+		Category:        node.Trigger,
+		Role:            node.RoleTrigger,
+		StartsByDefault: true,
+		Description:     "Starts a run by hand (skein run, the API). Its output is the run's inputs.",
 	}, nil)
 	node.MustRegister(node.Spec{
 		Kind:        Webhook,
 		Category:    node.Trigger,
+		Role:        node.RoleTrigger,
 		Description: "Starts a run when an HTTP request arrives at /hooks/{workflow}/{path}.",
 		Params: []node.Param{
 			{Name: "path", Type: node.String, NoTemplate: true, Description: "The last part of the hook URL; defaults to the node id."},
@@ -60,6 +63,7 @@ func init() {
 	node.MustRegister(node.Spec{
 		Kind:        Schedule,
 		Category:    node.Trigger,
+		Role:        node.RoleTrigger,
 		Description: "Starts a run on a cron schedule while skein serve runs.",
 		Params: []node.Param{
 			{Name: "cron", Type: node.String, Required: true, NoTemplate: true, Description: "Five-field cron expression (minute hour day month weekday) or @hourly, @daily, @every 5m."},
@@ -84,6 +88,7 @@ func init() {
 	node.MustRegister(node.Spec{
 		Kind:        Chat,
 		Category:    node.Trigger,
+		Role:        node.RoleTrigger,
 		Description: "Starts a run with a chat message through the API; the run's outputs are the reply.",
 		Outputs:     []string{"message", "session"},
 	}, nil)

@@ -3,9 +3,9 @@ package standard_test
 import (
 	"testing"
 
-	_ "github.com/skeinhq/skein/internal/nodes/standard"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/node/nodetest"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 // TestConformance runs the node conformance suite over every built-in kind.

@@ -1,0 +1,107 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"maps"
+)
+
+// Services are what a host gives kinds besides their parameters: the run's
+// MCP servers, its models, its budget, a way to run child workflows, a
+// judge, the HTTP policy. Each is reached through a typed key, a
+// *Service[T] declared by the package that defines T (the standard ones
+// below; the MCP pool in the mcp client, the models in the AI kinds), so a
+// kind gets its service in its own type, checked by the compiler, and a
+// service the host did not provide is an error the kind reports, never a
+// check it silently skips.
+//
+// Keys rather than one struct field per service keep this package free of
+// the MCP and model types, whose packages depend on it.
+type Services struct {
+	m map[any]any
+}
+
+// Service is the typed key of one service.
+type Service[T any] struct {
+	name string
+}
+
+// NewService declares a service. name says what it is in errors: "this
+// host does not provide <name>".
+func NewService[T any](name string) *Service[T] { return &Service[T]{name: name} }
+
+// Name is the service's name.
+func (k *Service[T]) Name() string { return k.name }
+
+// Provide returns services holding s's services and v as k's; s is not
+// changed. s may be nil.
+func (k *Service[T]) Provide(s *Services, v T) *Services {
+	out := &Services{m: make(map[any]any, 8)}
+	if s != nil {
+		maps.Copy(out.m, s.m)
+	}
+	out.m[k] = v
+	return out
+}
+
+// Lookup returns the service of s, and whether the host provided it.
+func (k *Service[T]) Lookup(s *Services) (T, bool) {
+	var zero T
+	if s == nil {
+		return zero, false
+	}
+	v, ok := s.m[k].(T)
+	return v, ok
+}
+
+// Get returns the service a call's host provided, or a permanent error
+// that names the service and the node when there is none.
+func (k *Service[T]) Get(c *Call) (T, error) {
+	v, ok := k.Lookup(c.Services)
+	if !ok {
+		e := Failf(CategoryInternal, "service_unavailable", "node %s needs %s, which this host does not provide", c.NodeID, k.name)
+		e.Permanent = true
+		return v, e
+	}
+	return v, nil
+}
+
+// Budget is the run's budget of tokens and cost.
+type Budget interface {
+	// CheckExtra fails once the run's spending plus tokens and costUSD
+	// passes a limit.
+	CheckExtra(tokens int, costUSD float64) error
+}
+
+// Children runs child workflows (the subworkflow kind).
+type Children interface {
+	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
+}
+
+// Judge judges a value with a model (a guardrail with judge:). It returns
+// whether the value passed, the judge's reasons and the token usage
+// directive of the call.
+type Judge interface {
+	JudgeValue(ctx context.Context, model, prompt string, value any) (bool, string, map[string]any, error)
+}
+
+// The standard services.
+var (
+	BudgetService   = NewService[Budget]("the run's budget")
+	ChildrenService = NewService[Children]("a way to run child workflows")
+	JudgeService    = NewService[Judge]("a judge model")
+)
+
+// String lists the services held, for debugging.
+func (s *Services) String() string {
+	if s == nil {
+		return "no services"
+	}
+	names := make([]string, 0, len(s.m))
+	for k := range s.m {
+		if n, ok := k.(interface{ Name() string }); ok {
+			names = append(names, n.Name())
+		}
+	}
+	return fmt.Sprint(names)
+}
