@@ -94,6 +94,10 @@ type Options struct {
 	Concurrency int
 	// ArtifactDir returns the artifacts folder of a node.
 	ArtifactDir func(nodeID string) string
+	// Files is the file-access policy every node call gets (node.Call.Files):
+	// the runner allows the run's folder and the workflow's files:. Nil
+	// allows the folders of the workflow's files: only.
+	Files *node.Files
 	// Services are handed to the kinds; the driver adds the run's budget
 	// (node.BudgetService) and, for subworkflow nodes, child runs.
 	Services *node.Services
@@ -213,6 +217,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
 	}
 	opts.Services = node.BudgetService.Provide(opts.Services, opts.Budget)
+	if opts.Files == nil {
+		opts.Files = node.NewFiles(plan.W.Dir(), plan.W.FileRoots()...)
+	}
 	rs := &runState{
 		d: d, plan: plan, opts: opts,
 		sched:    NewRun(plan, opts.RunID),
@@ -552,6 +559,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 			})
 		},
 		Redact: rs.redact,
+		Files:  rs.opts.Files,
 		Eval: func(code string) (any, error) {
 			return expr.Eval(code, &scope)
 		},

@@ -159,11 +159,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard,
-		ArtifactDir: func(id string) string {
-			d, _ := rl.ArtifactDir(id)
-			return d
-		},
-		Services: runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		ArtifactDir: artifactDir(rl),
+		Files:       runFiles(w, rl.Dir()),
+		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
@@ -386,11 +384,9 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
-			Recorder: tee{crl, rec},
-			ArtifactDir: func(nodeID string) string {
-				d, _ := crl.ArtifactDir(nodeID)
-				return d
-			},
+			Recorder:    tee{crl, rec},
+			ArtifactDir: artifactDir(crl),
+			Files:       runFiles(cw, crl.Dir()),
 			Finish: func(res *engine.Result) error {
 				defer l.addChild(id, false)
 				defer crl.Close()
@@ -415,6 +411,37 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 // files; it returns nil when the workflow has no checks.
 func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string) (*check.RunVerdict, error) {
 	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv))
+}
+
+// artifactDir gives each node its artifacts folder in the run folder, as an
+// absolute path: the paths of saved files a node outputs (an mcp node's
+// images) are read by later nodes whose relative paths resolve against the
+// workflow's folder, not the working directory.
+func artifactDir(rl *runlog.Writer) func(nodeID string) string {
+	return func(nodeID string) string {
+		d, err := rl.ArtifactDir(nodeID)
+		if err != nil || d == "" {
+			return d
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
+}
+
+// runFiles is the file-access policy of a run's nodes and its judge: they
+// may read the run's folder (its artifacts) and the workflow's files:, and
+// relative paths are relative to the workflow's folder.
+func runFiles(w *workflow.Workflow, runDir string) *node.Files {
+	roots := w.FileRoots()
+	if runDir != "" {
+		if abs, err := filepath.Abs(runDir); err == nil {
+			runDir = abs
+		}
+		roots = append(roots, runDir)
+	}
+	return node.NewFiles(w.Dir(), roots...)
 }
 
 // tee sends every record to several recorders, in order.

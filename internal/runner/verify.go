@@ -29,6 +29,9 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 	if !hasChecks(w) {
 		return nil, nil
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
 	v := check.Evaluate(ctx, check.Input{
 		Workflow: w, Result: res,
 		Events: events,
@@ -37,6 +40,7 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
 			return append(files, jpgs...)
 		},
+		Files: runFiles(w, dir),
 		Judge: judge,
 	})
 	if err := check.Write(dir, v); err != nil {
