@@ -144,3 +144,35 @@ outputs:
 	require.Len(t, sent, 1)
 	require.Equal(t, data, sent[0].Data, "the model received the saved image")
 }
+
+// TestSubworkflowReadsItsOwnFiles checks that a child workflow's llm node
+// reads images from the child's files:, relative to the child's folder.
+func TestSubworkflowReadsItsOwnFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pics := filepath.Join(dir, "child", "pics")
+	require.NoError(t, os.MkdirAll(pics, 0o755))
+	png := []byte("\x89PNG\r\n\x1a\nchild")
+	require.NoError(t, os.WriteFile(filepath.Join(pics, "a.png"), png, 0o644))
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("seen")})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child", "child.yaml"), []byte(`version: 1
+name: child
+files: [./pics]
+`+llmSection(srv)+`nodes:
+  - {id: look, type: llm, prompt: Look., images: [pics/a.png]}
+outputs:
+  text: "{{ look.text }}"
+`), 0o644))
+	parent := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(parent, []byte(`version: 1
+name: parent
+nodes:
+  - {id: call, type: subworkflow, workflow: child/child.yaml}
+outputs:
+  text: "{{ call.text }}"
+`), 0o644))
+	r := skein(t, "run", "--output", "json", "--dir", filepath.Join(dir, ".skein"), parent)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Equal(t, "seen", decodeAIRun(t, r).Outputs["text"])
+	require.Equal(t, png, srv.Last().Messages[0].Images[0].Data)
+}
