@@ -209,6 +209,12 @@ type Options struct {
 	Observer Observer
 	// Hard, when closed, stops running nodes at once (a second Ctrl-C).
 	Hard <-chan struct{}
+	// Leave, when closed, stops the execution as a cancel does (nothing
+	// new starts; running nodes finish, or stop when Hard closes) but
+	// does not end the run: what completed is committed, the lease is
+	// given up, and the run is left interrupted for a resume or another
+	// server to continue (a server that shuts down).
+	Leave <-chan struct{}
 }
 
 // Result is how an execution ended.
