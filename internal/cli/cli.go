@@ -72,6 +72,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		checkCmd(e),
 		cancelCmd(e),
 		mcpCmd(e),
+		serveCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
