@@ -73,6 +73,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		cancelCmd(e),
 		mcpCmd(e),
 		serveCmd(e),
+		tokenCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

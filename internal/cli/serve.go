@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/server"
 )
 
@@ -63,8 +64,14 @@ left interrupted, to be resumed.`,
 			}
 			defer r.Close()
 			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace}
+			var tokenPath string
+			var made bool
 			if !noAuth {
-				return usagef("serving with API tokens is not built yet; pass --no-auth on a loopback address")
+				tokens := r.Tokens()
+				if tokenPath, made, err = server.EnsureAdminToken(cmd.Context(), tokens, f.dir); err != nil {
+					return exit(ExitFailed, err)
+				}
+				cfg.Auth = tokens
 			}
 			srv, err := server.New(cfg)
 			if err != nil {
@@ -73,6 +80,16 @@ left interrupted, to be resumed.`,
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
 				return exit(ExitFailed, fmt.Errorf("--addr: %w", err))
+			}
+			if noAuth {
+				log.Warn("serving without authentication (--no-auth): anyone on this machine may start and cancel runs")
+			} else {
+				msg := "admin token in " + tokenPath
+				if made {
+					msg = "made an admin token, written to " + tokenPath + " (mode 0600)"
+				}
+				log.Info(msg, "use", fmt.Sprintf(`curl -H "Authorization: Bearer $(cat %s)" http://%s/api/workflows`, tokenPath, ln.Addr()),
+					"more_tokens", "skein token create --scope read|run|admin --dir "+f.dir)
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
@@ -100,6 +117,49 @@ left interrupted, to be resumed.`,
 	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once, per run")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
 	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	return cmd
+}
+
+func tokenCmd(e *env) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Make API tokens for skein serve",
+		Args:  cobra.ArbitraryArgs,
+		RunE:  groupCmd,
+	}
+	var dir, scope, name string
+	create := &cobra.Command{
+		Use:   "create --scope read|run|admin [--name NAME]",
+		Short: "Make an API token and print it (once: only its hash is kept)",
+		Long: `Make an API token for skein serve's API and print it on stdout. It is shown
+this once: the database keeps only its SHA-256. Scopes: read (list and show
+workflows and runs, follow events), run (also start, cancel, resume and
+rerun runs), admin (everything).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			sc, err := auth.ParseScope(scope)
+			if err != nil {
+				return usagef("--scope: %v", err)
+			}
+			r, err := openRunner(dir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			text, rec, err := r.Tokens().Create(cmd.Context(), sc, name)
+			if err != nil {
+				return exit(ExitFailed, err)
+			}
+			fmt.Fprintln(e.stdout, text)
+			fmt.Fprintf(e.stderr, "token %s (scope %s) made; it is not shown again. Send it as Authorization: Bearer <token>\n", rec.ID, rec.Scope)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db (the one skein serve uses)")
+	create.Flags().StringVar(&scope, "scope", "", "read, run or admin")
+	create.Flags().StringVar(&name, "name", "", "a name to remember the token by")
+	_ = create.MarkFlagRequired("scope")
+	cmd.AddCommand(create)
 	return cmd
 }
 

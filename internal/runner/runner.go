@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
@@ -116,6 +117,9 @@ func (r *Runner) Close() error {
 	}
 	return err
 }
+
+// Tokens are the API tokens of `skein serve`, kept in the runner's store.
+func (r *Runner) Tokens() *auth.Tokens { return auth.New(r.st) }
 
 // Dir is the folder the runner keeps runs in.
 func (r *Runner) Dir() string { return r.cfg.Dir }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -130,7 +131,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeJSONStatus(w http.ResponseWriter, contentType string, status int, v any) {
-	data, err := json.Marshal(v)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		slog.Error("encoding an answer", "err", err)
 		contentType, status = "application/problem+json", http.StatusInternalServerError
