@@ -129,11 +129,15 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var hardOnce sync.Once
 	stopHard := func() { hardOnce.Do(func() { close(hard) }) }
 	if o.Hard != nil {
+		// Hard is watched until the execution returns, not only until
+		// runCtx ends: a hard stop follows a cancel.
+		ended := make(chan struct{})
+		defer close(ended)
 		go func() {
 			select {
 			case <-o.Hard:
 				stopHard()
-			case <-runCtx.Done():
+			case <-ended:
 			}
 		}()
 	}
