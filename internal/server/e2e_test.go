@@ -575,3 +575,88 @@ func TestShutdownLeavesRunsResumable(t *testing.T) {
 	require.Equal(t, "completed", doc["status"])
 	require.Equal(t, true, step(doc, "count")["cached"])
 }
+
+// TestAuthMatrix: no route but /healthz answers without a valid token; a
+// read token reads but cannot start, cancel, resume or rerun.
+func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
+	s := serve(t, serveOpts{})
+	id := s.start("quick", nil)
+	s.ended(id)
+	read := tokenCreate(t, s.dir, "read")
+	run := tokenCreate(t, s.dir, "run")
+
+	routes := routesOf(t)
+	require.NotEmpty(t, routes)
+	for _, rt := range routes {
+		path := strings.NewReplacer("{name}", "quick", "{id}", id).Replace(rt.Path)
+		t.Run(rt.Method+" "+rt.Path, func(t *testing.T) {
+			for _, tok := range []string{"", "skn_000000000000_nope", "not-a-token"} {
+				a := s.do(rt.Method, path, tok, nil)
+				if rt.Path == "/healthz" {
+					require.Equal(t, http.StatusOK, a.status)
+					continue
+				}
+				require.Equal(t, http.StatusUnauthorized, a.status, "token %q: %s", tok, a.body)
+				require.Equal(t, "application/problem+json", a.header.Get("Content-Type"))
+				require.Equal(t, "unauthorized", a.json(t)["code"])
+				require.Contains(t, a.header.Get("WWW-Authenticate"), "Bearer")
+			}
+			a := s.do(rt.Method, path, read, nil)
+			if rt.Scope.String() == "run" || rt.Scope.String() == "admin" {
+				require.Equal(t, http.StatusForbidden, a.status, string(a.body))
+				require.Equal(t, "forbidden", a.json(t)["code"])
+			} else {
+				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, a.status, string(a.body))
+			}
+		})
+	}
+	// Unknown routes are denied too, before anything is told about them.
+	require.Equal(t, http.StatusUnauthorized, s.do("GET", "/api/secret", "", nil).status)
+	require.Equal(t, http.StatusNotFound, s.do("GET", "/api/secret", read, nil).status)
+
+	// A run token starts and cancels.
+	s.start("quick", nil)
+	a := s.do("POST", "/api/workflows/quick/runs", run, nil)
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	a = s.do("POST", "/api/runs/"+a.json(t)["execution_id"].(string)+"/cancel?wait=5s", run, nil)
+	require.Contains(t, []int{http.StatusOK, http.StatusConflict}, a.status, "cancelled, or ended before: %s", a.body)
+
+	info, err := os.Stat(filepath.Join(s.dir, "admin.token"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the admin token is for its owner only")
+}
+
+// tokenCreate makes a token with `skein token create`.
+func tokenCreate(t *testing.T, dir, scope string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "token", "create", "--scope", scope, "--name", "test", "--dir", dir).Output()
+	require.NoError(t, err)
+	tok := strings.TrimSpace(string(out))
+	require.True(t, strings.HasPrefix(tok, "skn_"), tok)
+	return tok
+}
+
+func TestNoAuth(t *testing.T) {
+	t.Parallel()
+	for _, addr := range []string{"0.0.0.0:0", "[::]:0", "192.0.2.1:7420", ":7420"} {
+		t.Run("refused on "+addr, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(bin, "serve", "--no-auth", "--addr", addr, "--dir", t.TempDir(), "--workflows", "testdata/flows")
+			out, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, string(out))
+			require.Equal(t, 2, ee.ExitCode(), string(out))
+			require.Contains(t, string(out), "--no-auth is only allowed on a loopback address")
+		})
+	}
+	t.Run("loopback serves without a token", func(t *testing.T) {
+		t.Parallel()
+		s := serve(t, serveOpts{args: []string{"--no-auth"}})
+		require.Empty(t, s.token, "no admin token is made")
+		a := s.do("GET", "/api/workflows", "", nil)
+		require.Equal(t, http.StatusOK, a.status, string(a.body))
+		a = s.do("POST", "/api/workflows/quick/runs", "", nil)
+		require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	})
+}
