@@ -328,6 +328,9 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"cancel unknown run", "POST", "/api/runs/000000000000/cancel", nil, 404, "not_found"},
 		{"unknown route", "GET", "/api/nothing", nil, 404, "not_found"},
 		{"wrong method", "DELETE", "/api/runs", nil, 405, "method_not_allowed"},
+		{"body too large", "POST", "/api/workflows/validate", strings.Repeat("#", 1<<20+1), 413, "too_large"},
+		{"bad cancel wait", "POST", "/api/runs/000000000000/cancel?wait=forever", nil, 400, "bad_request"},
+		{"bad Last-Event-ID", "GET", "/api/runs/000000000000/events?after=x", nil, 400, "bad_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := s.do(tc.method, tc.path, s.token, tc.body)
