@@ -103,6 +103,7 @@ func loadCatalog(dir string, load func(file string) (*workflow.Workflow, error))
 			c.Problems = append(c.Problems, p)
 			continue
 		}
+		w.Node("") // builds the node index now: runs share w from here on
 		if other := c.byName[w.Name]; other != nil {
 			c.Problems = append(c.Problems, FileProblem{File: file,
 				Message: "workflow " + w.Name + " is already served from " + other.File + "; give each workflow its own name"})
