@@ -72,6 +72,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		checkCmd(e),
 		cancelCmd(e),
 		mcpCmd(e),
+		serveCmd(e),
+		tokenCmd(e),
 	)
 	err := root.ExecuteContext(ctx)
 	if err == nil {

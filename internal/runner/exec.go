@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
@@ -128,16 +129,31 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var hardOnce sync.Once
 	stopHard := func() { hardOnce.Do(func() { close(hard) }) }
 	if o.Hard != nil {
+		// Hard is watched until the execution returns, not only until
+		// runCtx ends: a hard stop follows a cancel.
+		ended := make(chan struct{})
+		defer close(ended)
 		go func() {
 			select {
 			case <-o.Hard:
 				stopHard()
-			case <-runCtx.Done():
+			case <-ended:
 			}
 		}()
 	}
 	lease := r.keep(runCtx, run, func() { cancel(); stopHard() })
 	defer lease.stop()
+	var left atomic.Bool
+	if o.Leave != nil {
+		go func() {
+			select {
+			case <-o.Leave:
+				left.Store(true)
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
+	}
 
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
@@ -183,6 +199,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
+	}
+	if left.Load() && res.Status == engine.RunCancelled {
+		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
 	}
 	now := r.clock.Now()
 	var extra []engine.TimedEvent
@@ -230,6 +249,30 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
 }
+
+// leave ends an execution stopped by Options.Leave without ending its
+// run: its records are committed with the run still running and no owner,
+// so it is interrupted, and a resume continues it (reusing what succeeded).
+// The run folder keeps saying running, as after a crash.
+func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, rl *runlog.Writer, l *lease, runErr error, resumed bool) *Result {
+	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionLeft,
+		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
+	_ = rl.Flush()
+	l.stop()
+	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
+	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
+	if err := rec.Finish(run); err != nil && runErr == nil {
+		runErr = err
+	} else if err == nil {
+		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
+	}
+	run.Status = StatusInterrupted
+	return &Result{Run: run, Engine: res, Resumed: resumed, Err: runErr}
+}
+
+// EventExecutionLeft is the event recorded when an execution stops
+// without ending its run (Options.Leave): the run is interrupted.
+const EventExecutionLeft = "execution_left"
 
 // release gives up a claimed run that could not start: it is left as it
 // was, failed or interrupted, for the next resume.
