@@ -120,6 +120,9 @@ type Spec struct {
 	// DynamicHandles computes the handles from the node's parameters (the
 	// case names of a switch); its result is added to Handles.
 	DynamicHandles func(params map[string]any) []string
+	// DynamicHandlesDoc says in a few words which handles DynamicHandles
+	// adds, for the reference docs ("one per case name").
+	DynamicHandlesDoc string
 	// FallThrough is the handle followed when the node is disabled.
 	FallThrough string
 	// OutputsFrom computes further declared ports from the parameters (the

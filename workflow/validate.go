@@ -646,6 +646,9 @@ func (v *validator) edges() {
 				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
 			}
 		case contains(allowed, e.On):
+			if spec.Role == node.RoleWait && e.On == HandleTimeoutName && src.Timeout == nil {
+				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its timeout handle, but the node has no timeout:; give it one (timeout: 24h) or remove the edge", src.ID)
+			}
 		case spec.Routes:
 		case v.w.role(src) == node.RoleLoopEnd && e.On == "":
 			l, _ := src.Params["loop"].(string)
@@ -687,6 +690,9 @@ func (v *validator) edges() {
 				}
 			}
 		}
+		if spec.Role == node.RoleWait && n.Params["until"] == "signal" && n.Timeout != nil && !contains(used, HandleTimeoutName) {
+			v.d.warnf(n.ParamPosOf("timeout"), "", n.ID, "wait %q has a timeout: but no edge with on: timeout; when no signal comes in time the branch ends there", n.ID)
+		}
 		if v.onError(n) == OnErrorRoute && !contains(used, HandleErrorName) {
 			v.d.warnf(n.ParamPosOf("on_error"), "", n.ID, "node %q has on_error: route but no edge with on: error; a failure ends the branch", n.ID)
 		}
@@ -695,6 +701,10 @@ func (v *validator) edges() {
 
 // HandleErrorName is the handle followed on failure with on_error: route.
 const HandleErrorName = "error"
+
+// HandleTimeoutName is the handle a wait for a signal follows when its
+// timeout: passes first.
+const HandleTimeoutName = "timeout"
 
 func edgePath(i int) string { return "edges[" + strconv.Itoa(i) + "]" }
 

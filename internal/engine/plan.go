@@ -21,6 +21,7 @@ const (
 	ctrlEndLoop
 	ctrlMerge
 	ctrlFail
+	ctrlWait
 )
 
 // PlanNode is a node with everything the scheduler needs precomputed.
@@ -42,6 +43,10 @@ type PlanNode struct {
 	MergeAny      bool
 	MaxIterations int
 	Concurrency   int
+	// SignalTimeout is how long a wait node waits for a signal before it
+	// follows its timeout handle: the node's own timeout:, never the
+	// workflow's default (0: no limit).
+	SignalTimeout time.Duration
 	// LoopOf is the loop an endloop closes (-1 otherwise).
 	LoopOf int
 	// Home is the innermost loop or foreach whose body holds the node, -1
@@ -152,6 +157,11 @@ func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
 			pn.MergeAny = n.Params["wait"] == "any"
 		case spec.Role == node.RoleFail:
 			pn.ctrl = ctrlFail
+		case spec.Role == node.RoleWait:
+			pn.ctrl = ctrlWait
+			if n.Timeout != nil {
+				pn.SignalTimeout = *n.Timeout
+			}
 		}
 		p.Nodes[i] = pn
 	}

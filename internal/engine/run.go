@@ -18,6 +18,10 @@ const (
 	edgeDead
 )
 
+// HandleTimeout is the handle a wait node follows when no signal came
+// before its timeout.
+const HandleTimeout = "timeout"
+
 // MaxBackoff caps the wait between retries.
 const MaxBackoff = 5 * time.Minute
 
@@ -32,6 +36,7 @@ type Run struct {
 	tasks   map[int64]*taskRef
 	nextID  int64
 	timers  map[int64]*timerRef
+	awaits  map[int64]*awaitRef // by task id
 	visits  []int
 	latest  []map[string]any
 	vars    map[string]any
@@ -58,6 +63,7 @@ type timerKind uint8
 const (
 	timerRetry timerKind = iota
 	timerDelay
+	timerTimeout // a signal wait's timeout
 )
 
 type timerRef struct {
@@ -67,6 +73,15 @@ type timerRef struct {
 	task    *Task          // retry: the task to run again
 	handles []string       // delay: what to fire when the timer ends
 	output  map[string]any // delay: the output to publish
+}
+
+// awaitRef is a wait node's step waiting for a signal.
+type awaitRef struct {
+	frame *frame
+	node  int
+	task  *Task
+	out   map[string]any
+	timer int64 // its timeout, 0 when it has none
 }
 
 // frame holds the state of one home: the run itself, one pass of a loop
@@ -128,6 +143,7 @@ func NewRun(plan *Plan, runID string) *Run {
 		frames: map[int]*frame{},
 		tasks:  map[int64]*taskRef{},
 		timers: map[int64]*timerRef{},
+		awaits: map[int64]*awaitRef{},
 		visits: make([]int, n),
 		latest: make([]map[string]any, n),
 		vars:   map[string]any{},
@@ -667,7 +683,7 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.timers[id] = &timerRef{kind: timerRetry, frame: f, node: pn.Index, task: t}
 		f.st[pn.Slot].timer = id
 		f.active++
-		r.act.Timers = append(r.act.Timers, Timer{ID: id, Delay: delay})
+		r.act.Timers = append(r.act.Timers, Timer{ID: id, Delay: delay, Index: pn.Index, Visit: t.Visit})
 		return
 	}
 	r.fail(f, pn, t.Attempt, oc.Output, err, t.ID)
@@ -734,9 +750,10 @@ func (r *Run) inForEach(f *frame) bool {
 	return f.owner >= 0 && r.plan.Nodes[f.owner].ctrl == ctrlForEach
 }
 
-// dropTimers forgets every timer, as the run stops: a retry does not
-// happen (the failed attempt stays failed), and a node holding its
-// successors is cancelled. The frames involved are settled by the caller.
+// dropTimers forgets every timer and every wait for a signal, as the run
+// stops: a retry does not happen (the failed attempt stays failed), and a
+// node holding its successors is cancelled. The frames involved are
+// settled by the caller.
 func (r *Run) dropTimers() {
 	ids := make([]int64, 0, len(r.timers))
 	for id := range r.timers {
@@ -759,6 +776,21 @@ func (r *Run) dropTimers() {
 			r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
 		}
 	}
+	ids = ids[:0]
+	for id := range r.awaits {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, id := range ids {
+		a := r.awaits[id]
+		delete(r.awaits, id)
+		f, pn := a.frame, r.plan.Nodes[a.node]
+		f.active--
+		f.st[pn.Slot].status = StatusCancelled
+		r.step(f, pn, a.task.Attempt, StatusCancelled, nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled,
+			Message: "stopped while waiting for a signal"}, a.task.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusCancelled)})
+	}
 }
 
 func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
@@ -778,7 +810,8 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.vars = nv
 		r.event(EventVariableSet, pn, f, map[string]any{"names": keys})
 	}
-	if (r.cancelling || r.failing) && delayOf(oc.Directives) > 0 {
+	awaits := pn.ctrl == ctrlWait && oc.Directives[DirectiveAwait] == AwaitSignal
+	if (r.cancelling || r.failing) && (delayOf(oc.Directives) > 0 || awaits) {
 		// It asked to hold its successors, but the run is stopping: the
 		// wait never happens, as when a cancel drops a running delay.
 		st.status = StatusCancelled
@@ -811,6 +844,10 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 			r.event(EventWarning, pn, f, map[string]any{"message": fmt.Sprintf("node %q chose route %q, but no edge leaves it by that handle", pn.ID, route)})
 		}
 	}
+	if awaits {
+		r.await(f, pn, t, out)
+		return
+	}
 	if d := delayOf(oc.Directives); d > 0 {
 		st.status = StatusWaiting
 		f.out[pn.Slot] = out
@@ -820,10 +857,78 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.timers[r.nextID] = &timerRef{kind: timerDelay, frame: f, node: pn.Index, handles: handles, output: out, task: t}
 		st.timer = r.nextID
 		f.active++
-		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d})
+		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d, Hold: true, Index: pn.Index, Visit: st.visit})
 		return
 	}
 	r.complete(f, pn, t.Attempt, out, handles, t.ID)
+}
+
+// await makes a wait node's step wait for a signal, and for its timeout
+// when it has one.
+func (r *Run) await(f *frame, pn *PlanNode, t *Task, out map[string]any) {
+	st := &f.st[pn.Slot]
+	st.status = StatusWaiting
+	r.step(f, pn, t.Attempt, StatusWaiting, out, nil, t.ID)
+	a := &awaitRef{frame: f, node: pn.Index, task: t, out: out}
+	r.awaits[t.ID] = a
+	f.active++
+	data := map[string]any{}
+	if d := pn.SignalTimeout; d > 0 {
+		r.nextID++
+		r.timers[r.nextID] = &timerRef{kind: timerTimeout, frame: f, node: pn.Index, task: t}
+		st.timer, a.timer = r.nextID, r.nextID
+		f.active++
+		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d, Hold: true, Timeout: true, Index: pn.Index, Visit: st.visit})
+		data["timeout_ms"] = d.Milliseconds()
+	}
+	r.act.Awaits = append(r.act.Awaits, Await{Node: pn.ID, Index: pn.Index, Visit: st.visit, Task: t.ID})
+	r.event(EventSignalAwaited, pn, f, data)
+}
+
+// Signal delivers a signal to the step of node nodeID at visit, when that
+// step waits for one: the node succeeds with {data, signaled_at,
+// timed_out: false} and follows its default handle. It reports whether
+// the step waited; a signal for a step that does not wait changes nothing.
+func (r *Run) Signal(nodeID string, visit int, data any, at time.Time) (*Actions, bool) {
+	r.begin()
+	var a *awaitRef
+	for _, c := range r.awaits {
+		if pn := r.plan.Nodes[c.node]; pn.ID == nodeID && c.frame.st[pn.Slot].visit == visit {
+			a = c
+			break
+		}
+	}
+	if a == nil {
+		return r.end(), false
+	}
+	delete(r.awaits, a.task.ID)
+	f, pn := a.frame, r.plan.Nodes[a.node]
+	f.active--
+	if a.timer != 0 {
+		delete(r.timers, a.timer)
+		f.active--
+		f.st[pn.Slot].timer = 0
+	}
+	out := copyMap(a.out)
+	out["data"] = data
+	out["signaled_at"] = at.UTC().Format(time.RFC3339Nano)
+	out["timed_out"] = false
+	r.event(EventSignalReceived, pn, f, nil)
+	r.complete(f, pn, a.task.Attempt, out, []string{""}, a.task.ID)
+	r.settle(f)
+	r.settleStopping()
+	return r.end(), true
+}
+
+// Awaiting returns the steps waiting for a signal, oldest first.
+func (r *Run) Awaiting() []Await {
+	out := make([]Await, 0, len(r.awaits))
+	for _, a := range r.awaits {
+		pn := r.plan.Nodes[a.node]
+		out = append(out, Await{Node: pn.ID, Index: pn.Index, Visit: a.frame.st[pn.Slot].visit, Task: a.task.ID})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
+	return out
 }
 
 func (r *Run) hasEdge(pn *PlanNode, handle string) bool {
@@ -1071,6 +1176,16 @@ func (r *Run) TimerFired(id int64) *Actions {
 		if !r.cancelling && !r.failing {
 			r.complete(f, pn, tm.task.Attempt, tm.output, tm.handles, tm.task.ID)
 		}
+	case timerTimeout:
+		// No signal came in time: the node follows its timeout handle.
+		a := r.awaits[tm.task.ID]
+		delete(r.awaits, tm.task.ID)
+		f.active--
+		out := copyMap(a.out)
+		out["data"] = nil
+		out["timed_out"] = true
+		r.event(EventBranchEvaluated, pn, f, map[string]any{"handle": HandleTimeout})
+		r.complete(f, pn, tm.task.Attempt, out, []string{HandleTimeout}, tm.task.ID)
 	}
 	r.settle(f)
 	r.settleStopping()

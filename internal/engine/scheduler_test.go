@@ -440,7 +440,7 @@ func TestSchedulerRules(t *testing.T) {
 			drive: func(t *testing.T, s *sim) {
 				s.start("")
 				a := s.finish("slow")
-				require.Equal(t, []engine.Timer{{ID: a.Timers[0].ID, Delay: 30 * time.Second}}, a.Timers)
+				require.Equal(t, []engine.Timer{{ID: a.Timers[0].ID, Delay: 30 * time.Second, Hold: true, Index: 1, Visit: 1}}, a.Timers)
 				require.Empty(t, a.Start, "successors wait for the timer")
 				require.Equal(t, waiting, s.last("slow").Status)
 				require.Equal(t, 1, s.last("slow").Output["x"])

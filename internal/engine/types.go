@@ -103,12 +103,42 @@ const (
 	EventLoopIteration     = "loop_iteration"
 	EventLoopExited        = "loop_exited"
 	EventWarning           = "warning"
+	// EventSignalAwaited: a wait node waits for a signal (its step is
+	// waiting); EventSignalReceived: the signal came and the node goes on.
+	EventSignalAwaited  = "signal_awaited"
+	EventSignalReceived = "signal_received"
+)
+
+// DirectiveAwait is the directive by which a wait node (node.RoleWait)
+// asks to wait for a signal: its value is AwaitSignal. Other kinds'
+// _await is ignored.
+const (
+	DirectiveAwait = "_await"
+	AwaitSignal    = "signal"
 )
 
 // Timer asks the driver to call Run.TimerFired(ID) after Delay.
 type Timer struct {
 	ID    int64
 	Delay time.Duration
+	// Hold is set for a timer that holds a step's successors — a wait, a
+	// _delay_seconds, a signal wait's timeout (Timeout) — rather than one
+	// that retries: Index and Visit name the step. A driver records the
+	// step's wake-up time, so the wait can outlive the process.
+	Hold    bool
+	Timeout bool
+	Index   int
+	Visit   int
+}
+
+// Await is a wait node's step waiting for a signal: Run.Signal with its
+// node and visit ends the wait.
+type Await struct {
+	Node  string
+	Index int
+	Visit int
+	// Task is the id of the task whose step waits.
+	Task int64
 }
 
 // Actions is what one scheduler step asks the driver to do, in order:
@@ -118,6 +148,8 @@ type Actions struct {
 	Timers []Timer
 	Steps  []StepUpdate
 	Events []Event
+	// Awaits are the steps that began waiting for a signal.
+	Awaits []Await
 	// CancelRunning asks the driver to cancel the tasks still running
 	// (the run failed).
 	CancelRunning bool

@@ -154,8 +154,8 @@ func handles(s *node.Spec) string {
 	if s.Handles == nil {
 		parts = append(parts, "default (an edge without `on`); `error` when `on_error: route`")
 	}
-	if s.DynamicHandles != nil {
-		parts = append(parts, "one per case name")
+	if s.DynamicHandles != nil && s.DynamicHandlesDoc != "" {
+		parts = append(parts, s.DynamicHandlesDoc)
 	}
 	for _, h := range s.Handles {
 		if h == node.HandleDefault {

@@ -355,7 +355,7 @@ func TestMarkdown(t *testing.T) {
 			{Name: "mode", Type: node.String, Default: "fast", Enum: []string{"fast", "slow"}},
 			{Name: "when", Type: node.String, Expr: true},
 		},
-		Handles: []string{"other"}, DynamicHandles: func(map[string]any) []string { return nil }, FallThrough: "other",
+		Handles: []string{"other"}, DynamicHandles: func(map[string]any) []string { return nil }, DynamicHandlesDoc: "one per case name", FallThrough: "other",
 		Outputs: []string{"way"},
 	}, nil)
 	reg.MustRegister(node.Spec{Kind: "act", Category: node.Action, Routes: true}, nil)

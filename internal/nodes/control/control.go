@@ -4,6 +4,10 @@
 package control
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/skeinhq/skein/node"
 )
 
@@ -37,6 +41,32 @@ func SwitchCases(params map[string]any) []string {
 		}
 	}
 	return names
+}
+
+// UntilSignal is the until: of a wait for a signal.
+const UntilSignal = "signal"
+
+// waitHandles: a wait for a signal may follow timeout (when the node has a
+// timeout:, which the validator checks).
+func waitHandles(p map[string]any) []string {
+	if p["until"] == UntilSignal {
+		return []string{"timeout"}
+	}
+	return nil
+}
+
+func checkWait(p map[string]any) []node.ParamError {
+	if errs := oneOf(p, "duration", "until"); errs != nil {
+		return errs
+	}
+	u, ok := p["until"].(string)
+	if !ok || u == UntilSignal || strings.Contains(u, "{{") {
+		return nil
+	}
+	if _, err := time.Parse(time.RFC3339, u); err != nil {
+		return []node.ParamError{{Param: "until", Message: fmt.Sprintf("until %q is neither an RFC 3339 time (like 2026-01-02T15:04:05Z) nor signal", u)}}
+	}
+	return nil
 }
 
 func oneOf(p map[string]any, names ...string) []node.ParamError {
@@ -75,7 +105,7 @@ func init() {
 				{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; the first true case wins."},
 			}},
 		},
-		Handles: []string{"default"}, DynamicHandles: SwitchCases, FallThrough: "default",
+		Handles: []string{"default"}, DynamicHandles: SwitchCases, DynamicHandlesDoc: "one per case name", FallThrough: "default",
 		Outputs: []string{"case"},
 		Check: func(p map[string]any) []node.ParamError {
 			seen := map[string]bool{}
@@ -142,13 +172,17 @@ func init() {
 	}, func() node.Kind { return guardrailKind{} })
 	node.MustRegister(node.Spec{
 		Kind: Wait, Category: node.Control, Role: node.RoleWait,
-		Description: "Waits for a duration or until a time, then goes on.",
+		Description: "Waits for a duration, until a time, or until a signal (`until: signal`: `skein signal` or " +
+			"POST /api/runs/{id}/signals/{node}; the signal's data is the output `data`; with the node's own " +
+			"`timeout:` it follows `timeout` when no signal came in time). A long wait outlives the process.",
 		Params: []node.Param{
 			{Name: "duration", Type: node.Duration, Description: "How long to wait, e.g. 30s."},
-			{Name: "until", Type: node.String, Description: "An RFC 3339 time to wait for."},
+			{Name: "until", Type: node.String, Description: "An RFC 3339 time to wait for, or `signal` to wait for a signal."},
 		},
-		Outputs: []string{"waited_ms"},
-		Check:   func(p map[string]any) []node.ParamError { return oneOf(p, "duration", "until") },
+		DynamicHandles:    waitHandles,
+		DynamicHandlesDoc: "`timeout` (with `until: signal` and the node's own `timeout:`)",
+		Outputs:           []string{"waited_ms", "data", "signaled_at", "timed_out"},
+		Check:             checkWait,
 	}, func() node.Kind { return waitKind{} })
 	node.MustRegister(node.Spec{
 		Kind: Fail, Category: node.Control, Role: node.RoleFail,

@@ -147,10 +147,15 @@ type waitKind struct{}
 
 func (waitKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 	d := c.Duration("duration")
-	if u := c.String("until"); u != "" {
+	u := c.String("until")
+	if u == UntilSignal {
+		// The scheduler holds the step until the signal, or its timeout.
+		return map[string]any{"_await": UntilSignal}, nil
+	}
+	if u != "" {
 		t, err := time.Parse(time.RFC3339, u)
 		if err != nil {
-			return nil, node.Failf(node.CategoryValidation, "until", "until %q is not an RFC 3339 time: %v", u, err)
+			return nil, node.Failf(node.CategoryValidation, "until", "until %q is neither an RFC 3339 time nor signal: %v", u, err)
 		}
 		d = max(0, t.Sub(c.Now()))
 	}
