@@ -80,8 +80,9 @@ type Run struct {
 	// Trigger is the id of the trigger node that fired.
 	Trigger string
 	// Status is a run status as stored: pending, running, waiting,
-	// completed, failed, cancelled (DESIGN §2.7). A running or waiting run
-	// whose lease expired is interrupted; see LeaseExpired.
+	// completed, failed, cancelled (DESIGN §2.7). A running or pending run
+	// whose lease expired is interrupted; see LeaseExpired. A waiting run
+	// has no owner: it was left waiting for a signal or a timer (WakeAt).
 	Status     string
 	Inputs     map[string]any
 	Outputs    map[string]any
@@ -108,6 +109,10 @@ type Run struct {
 	// more for each resume. Steps are recorded per generation, so a resume
 	// never overwrites what an earlier execution recorded.
 	Generation int
+	// WakeAt is, for a waiting run, the earliest wake-up time of its
+	// waits; nil when only a signal can wake it. It is written with a
+	// Batch's Finish and cleared by ClaimRun.
+	WakeAt *time.Time
 }
 
 // Step is the record of one visit of one node (DESIGN §2.8). A step is
@@ -151,6 +156,24 @@ type Step struct {
 	// started, so a process that outlived a dead owner can be stopped
 	// before the step runs again; 0 when none.
 	ProcessGroup int
+	// WakeAt is when a step that holds its successors (a wait, a
+	// _delay_seconds, a signal's timeout) lets them go on; nil otherwise.
+	WakeAt *time.Time
+}
+
+// Signal is data sent to a wait node of a run (a wait with until:
+// signal), for one visit of that node: the visit that waited when the
+// signal was sent.
+type Signal struct {
+	RunID string
+	Node  string
+	Visit int
+	// Seq numbers a run's signals from 1 in the order they were saved.
+	Seq int64
+	// Data is any JSON value: a map, a list, a string, a number, a bool
+	// or nil. It round-trips as maps' values do.
+	Data      any
+	CreatedAt time.Time
 }
 
 // Batch is one run's share of a SaveBatch.
@@ -216,6 +239,9 @@ type RunFilter struct {
 	// Before keeps only runs started strictly before this time; pass the
 	// StartedAt of the last run of a page to get the next page.
 	Before time.Time
+	// DueBy, when set, keeps only the waiting runs with no live owner
+	// whose WakeAt is at or before it: the runs a timer should wake.
+	DueBy time.Time
 }
 
 // Store keeps workflows, runs, steps, events and checkpoints. It is safe
@@ -244,7 +270,8 @@ type Store interface {
 	// generation, atomically: it succeeds only when the run has no owner,
 	// its lease expired (by the database's clock), or its owner token is
 	// takeover (an owner the caller found dead). The run's status becomes
-	// running, its cancel request, error and finish time are cleared. It
+	// running, its cancel request, error, finish time and wake-up time are
+	// cleared. It
 	// returns the claimed run, or an *OwnedError (ErrOwned).
 	ClaimRun(ctx context.Context, id string, o Owner, ttl time.Duration, takeover string) (*Run, error)
 	// RenewLease extends the lease of the owner token for ttl from now and
@@ -279,6 +306,14 @@ type Store interface {
 	// Events returns up to limit of the run's events with Seq > afterSeq,
 	// in order; limit 0 returns them all.
 	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error)
+
+	// SaveSignal records a signal for the visit of a node of a run,
+	// setting its Seq and, when zero, its CreatedAt (now). A visit takes
+	// one signal: a second for the same run, node and visit gives
+	// ErrExists; an unknown run ErrNotFound.
+	SaveSignal(ctx context.Context, s *Signal) error
+	// Signals returns the run's signals with Seq > afterSeq, in order.
+	Signals(ctx context.Context, runID string, afterSeq int64) ([]Signal, error)
 
 	// CreateToken stores an API token; an id used already gives
 	// ErrExists. A zero CreatedAt becomes now and is written back.

@@ -42,7 +42,7 @@ func stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 }
 
 const upsertStep = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertStepTail
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)` + upsertStepTail
 
 // upsertStepTail replaces a step saved again (a retry, a finish).
 const upsertStepTail = `
@@ -53,7 +53,7 @@ const upsertStepTail = `
 				config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
 				started_at = excluded.started_at, finished_at = excluded.finished_at,
 				duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
-				process_group = excluded.process_group, masked = excluded.masked`
+				process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at`
 
 func (s *Store) saveStepsTx(ctx context.Context, tx *sql.Tx, args [][]any) error {
 	return s.insertRows(ctx, tx, s.upsertStepSt, insertStepHead, upsertStepTail, args)
@@ -185,7 +185,7 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 
 // stepCols are the columns of a step after its key, in stepArgs' order.
 const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
-	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked`
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at`
 
 func stepArgs(runID string, st *store.Step) ([]any, error) {
 	params, err := store.EncodeMap(st.Params)
@@ -207,7 +207,7 @@ func stepArgs(runID string, st *store.Step) ([]any, error) {
 	return []any{runID, gen, st.Node, st.Visit,
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, text(params), text(output), st.OutputRef, text(stepErr),
 		st.ConfigHash, st.Cached, st.Pinned, microsPtr(st.StartedAt), microsPtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
-		st.ProcessGroup, st.Masked}, nil
+		st.ProcessGroup, st.Masked, microsPtr(st.WakeAt)}, nil
 }
 
 // Steps returns the steps of the run's latest generation, by step order.
@@ -252,11 +252,11 @@ func (s *Store) steps(ctx context.Context, runID, q string) ([]*store.Step, erro
 func scanStep(sc scanner) (*store.Step, error) {
 	var st store.Step
 	var params, output, stepErr []byte
-	var started, finished sql.NullInt64
+	var started, finished, wake sql.NullInt64
 	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
 		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
 		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
-		&st.ProcessGroup, &st.Masked); err != nil {
+		&st.ProcessGroup, &st.Masked, &wake); err != nil {
 		return nil, err
 	}
 	var err error
@@ -271,6 +271,7 @@ func scanStep(sc scanner) (*store.Step, error) {
 	}
 	st.StartedAt = fromMicrosPtr(started)
 	st.FinishedAt = fromMicrosPtr(finished)
+	st.WakeAt = fromMicrosPtr(wake)
 	return &st, nil
 }
 
@@ -350,7 +351,7 @@ func (s *Store) fenceTx(ctx context.Context, tx *sql.Tx, id, token string) error
 }
 
 // finishRun writes a run's final record and releases its lease.
-const finishRun = `UPDATE runs SET status = ?, outputs = ?, error = ?, finished_at = ?, tokens = ?, cost_usd = ?,
+const finishRun = `UPDATE runs SET status = ?, outputs = ?, error = ?, finished_at = ?, tokens = ?, cost_usd = ?, wake_at = ?,
 	owner_host = '', owner_pid = 0, owner_token = '', lease_until = 0 WHERE id = ?`
 
 func finishArgs(r *store.Run) ([]any, error) {
@@ -362,7 +363,7 @@ func finishArgs(r *store.Run) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding the error: %w", err)
 	}
-	return []any{r.Status, text(outputs), text(runErr), microsPtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
+	return []any{r.Status, text(outputs), text(runErr), microsPtr(r.FinishedAt), r.Tokens, r.CostUSD, microsPtr(r.WakeAt)}, nil
 }
 
 func (s *Store) appendEventsTx(ctx context.Context, tx *sql.Tx, runID string, events []store.Event, data [][]byte) (int64, error) {
@@ -470,4 +471,70 @@ func runExists(ctx context.Context, q querier, id string) error {
 		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 	}
 	return err
+}
+
+// SaveSignal records a signal; a second one for the same node and visit
+// gives store.ErrExists.
+func (s *Store) SaveSignal(ctx context.Context, sig *store.Signal) error {
+	op := fmt.Sprintf("saving a signal for node %s of run %s", sig.Node, sig.RunID)
+	data, err := store.EncodeMap(map[string]any{"data": sig.Data})
+	if err != nil {
+		return fmt.Errorf("%s: encoding the data: %w", op, err)
+	}
+	if sig.CreatedAt.IsZero() {
+		sig.CreatedAt = now()
+	}
+	return s.write(ctx, op, func(tx *sql.Tx) error {
+		if err := runExists(ctx, tx, sig.RunID); err != nil {
+			return err
+		}
+		var seq int64
+		err := tx.QueryRowContext(ctx, `INSERT INTO signals (run_id, node, visit, seq, data, created_at)
+			SELECT ?1, ?2, ?3, COALESCE(MAX(seq), 0) + 1, ?4, ?5 FROM signals WHERE run_id = ?1
+			ON CONFLICT (run_id, node, visit) DO NOTHING RETURNING seq`,
+			sig.RunID, sig.Node, sig.Visit, string(data), micros(sig.CreatedAt)).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("node %s visit %d of run %s has a signal already: %w", sig.Node, sig.Visit, sig.RunID, store.ErrExists)
+		}
+		if err != nil {
+			return err
+		}
+		sig.Seq = seq
+		return nil
+	})
+}
+
+// Signals returns the run's signals after afterSeq, in order.
+func (s *Store) Signals(ctx context.Context, runID string, afterSeq int64) ([]store.Signal, error) {
+	op := fmt.Sprintf("reading the signals of run %s", runID)
+	rows, err := s.r.QueryContext(ctx, `SELECT node, visit, seq, data, created_at FROM signals
+		WHERE run_id = ? AND seq > ? ORDER BY seq`, runID, afterSeq)
+	if err != nil {
+		return nil, s.failed(op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []store.Signal
+	for rows.Next() {
+		sig := store.Signal{RunID: runID}
+		var data []byte
+		var created int64
+		if err := rows.Scan(&sig.Node, &sig.Visit, &sig.Seq, &data, &created); err != nil {
+			return nil, s.failed(op, err)
+		}
+		m, err := store.DecodeMap(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: signal %d: decoding the data: %w", op, sig.Seq, err)
+		}
+		sig.Data, sig.CreatedAt = m["data"], fromMicros(created)
+		out = append(out, sig)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.failed(op, err)
+	}
+	if len(out) == 0 {
+		if err := runExists(ctx, s.r, runID); err != nil {
+			return nil, s.failed(op, err)
+		}
+	}
+	return out, nil
 }

@@ -137,7 +137,7 @@ func (s *Store) ClaimRun(ctx context.Context, id string, o store.Owner, ttl time
 	err := s.write(ctx, "claiming run "+id, func(tx *sql.Tx) error {
 		r, err := scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET owner_host = ?, owner_pid = ?, owner_token = ?,
 				lease_until = `+dbNow+` + ?, generation = generation + 1, status = 'running',
-				cancel_requested_at = NULL, finished_at = NULL, error = NULL
+				cancel_requested_at = NULL, finished_at = NULL, error = NULL, wake_at = NULL
 			WHERE id = ? AND (owner_token = '' OR lease_until < `+dbNow+` OR (? <> '' AND owner_token = ?))
 			RETURNING id, `+readCols, o.Host, o.PID, o.Token, ttl.Microseconds(), id, takeover, takeover))
 		if err == nil {
@@ -230,7 +230,7 @@ const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node,
 // readCols are what scanRun reads after the id: runCols, the owner, the
 // lease and whether it expired by the database's clock.
 const readCols = runCols + `, owner_host, owner_pid, owner_token, lease_until,
-	(owner_token = '' OR lease_until < ` + dbNow + `), cancel_requested_at, generation`
+	(owner_token = '' OR lease_until < ` + dbNow + `), cancel_requested_at, generation, wake_at`
 
 func runArgs(r *store.Run) ([]any, error) {
 	inputs, err := store.EncodeMap(r.Inputs)
@@ -271,7 +271,8 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	switch f.Status {
 	case "":
 	case "interrupted":
-		where = append(where, "status IN ('running', 'waiting', 'pending') AND (owner_token = '' OR lease_until < "+dbNow+")")
+		// A waiting run has no owner by design: it is not interrupted.
+		where = append(where, "status IN ('running', 'pending') AND (owner_token = '' OR lease_until < "+dbNow+")")
 	default:
 		where, args = append(where, "status = ?"), append(args, f.Status)
 	}
@@ -280,6 +281,10 @@ func (s *Store) ListRuns(ctx context.Context, f store.RunFilter) ([]*store.Run, 
 	}
 	if !f.Before.IsZero() {
 		where, args = append(where, "started_at < ?"), append(args, micros(f.Before))
+	}
+	if !f.DueBy.IsZero() {
+		where = append(where, "status = 'waiting' AND wake_at <= ? AND (owner_token = '' OR lease_until < "+dbNow+")")
+		args = append(args, micros(f.DueBy))
 	}
 	q := `SELECT id, ` + readCols + ` FROM runs`
 	if len(where) > 0 {
@@ -364,16 +369,17 @@ func scanRun(sc scanner) (*store.Run, error) {
 	var r store.Run
 	var inputs, outputs, runErr []byte
 	var started, lease int64
-	var finished, cancel sql.NullInt64
+	var finished, cancel, wake sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
 		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD,
-		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation); err != nil {
+		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake); err != nil {
 		return nil, err
 	}
 	if lease > 0 {
 		r.LeaseUntil = fromMicros(lease)
 	}
 	r.CancelRequested = fromMicrosPtr(cancel)
+	r.WakeAt = fromMicrosPtr(wake)
 	var err error
 	if r.Inputs, err = store.DecodeMap(inputs); err != nil {
 		return nil, fmt.Errorf("run %s: decoding the inputs: %w", r.ID, err)
