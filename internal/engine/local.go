@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -53,6 +54,11 @@ type StepRecord struct {
 	// Directives are the step's _route and other directives, kept so a
 	// reused step routes as the original did.
 	Directives map[string]any `json:"-"`
+	// WakeAt is, for a step that holds its successors (a wait, a
+	// _delay_seconds, a signal's timeout), when it lets them go on. It is
+	// kept once the wait is over, and an execution that resumes the run
+	// waits until then, not a whole wait more (Options.Wakes).
+	WakeAt *time.Time `json:"wake_at,omitempty"`
 }
 
 // TimedEvent is an event with its time, as written to events.jsonl.
@@ -124,6 +130,40 @@ type Options struct {
 	// Evidence, when set, is called after a node with checks or expect:
 	// succeeds, to capture evidence (a screenshot) into its artifacts.
 	Evidence func(ctx context.Context, nodeID, artifactDir string)
+	// Park, when set, lets the execution end while the run only waits,
+	// rather than hold it in this process; see Park.
+	Park *Park
+	// Wakes returns the wake-up time an earlier execution recorded for
+	// the step of node at visit that ran with config hash: a resumed wait
+	// ends when it was due.
+	Wakes func(node string, visit int, hash string) (time.Time, bool)
+	// Signals were recorded before the execution started; each is applied
+	// as soon as its step waits for it. SignalCh brings those that arrive
+	// while it runs.
+	Signals  []Signal
+	SignalCh <-chan Signal
+}
+
+// Park says when an execution ends with its run waiting (Result.Status
+// waiting): when no task runs, no retry is due, and every live branch
+// waits for a signal or for a timer that ends more than After from now.
+// The run is then continued by a resume: when a signal comes, or at
+// Result.WakeAt.
+type Park struct {
+	After time.Duration
+	// SignalsOnly parks only when a branch waits for a signal: a run that
+	// only waits for timers (a wait: 1h) is held in this process.
+	SignalsOnly bool
+}
+
+// Signal is data sent to a wait node's step waiting for a signal (see
+// Run.Signal). At is when it was sent: a signal sent after its step's
+// timeout passed is too late and is ignored.
+type Signal struct {
+	Node  string
+	Visit int
+	Data  any
+	At    time.Time
 }
 
 // Result is how a run ended.
@@ -140,6 +180,12 @@ type Result struct {
 	// Tokens and CostUSD sum the steps' usage (subworkflows included).
 	Tokens  int     `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
+	// WakeAt is, for a run left waiting (Options.Park), the earliest
+	// wake-up time of its waits; nil when only signals can wake it.
+	WakeAt *time.Time `json:"wake_at,omitempty"`
+	// Awaiting lists, for a run left waiting, the steps that wait for a
+	// signal.
+	Awaiting []Await `json:"-"`
 }
 
 // Driver runs plans on this machine: tasks are goroutines, bounded per run
@@ -192,12 +238,24 @@ type runState struct {
 	runSlots chan struct{}
 	wg       sync.WaitGroup
 	timers   map[int64]func() bool
-	started  time.Time
-	closed   chan struct{}
-	hashes   []string // latest step hash per node
-	defs     [][]byte // canonical definition per node
-	tokens   int      // this run's own usage
-	cost     float64
+	// holds are the timers that hold a step (Timer.Hold), by id.
+	holds map[int64]Timer
+	// wakeAt is the wake-up time of each holding step, by node index and
+	// visit; signals keep the signals not yet applied, by node and visit.
+	wakeAt  map[[2]int]time.Time
+	signals map[sigKey]Signal
+	parked  bool
+	started time.Time
+	closed  chan struct{}
+	hashes  []string // latest step hash per node
+	defs    [][]byte // canonical definition per node
+	tokens  int      // this run's own usage
+	cost    float64
+}
+
+type sigKey struct {
+	node  string
+	visit int
 }
 
 // ErrRecorder wraps a failure to record the run (a full or read-only disk).
@@ -228,6 +286,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		events:   make(chan func(), 64),
 		runSlots: make(chan struct{}, opts.Concurrency),
 		timers:   map[int64]func() bool{},
+		holds:    map[int64]Timer{},
+		wakeAt:   map[[2]int]time.Time{},
+		signals:  map[sigKey]Signal{},
 		closed:   make(chan struct{}),
 		hashes:   make([]string, len(plan.Nodes)),
 		defs:     make([][]byte, len(plan.Nodes)),
@@ -260,14 +321,27 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	if payload == nil {
 		payload = opts.Inputs
 	}
+	for _, sig := range opts.Signals {
+		rs.keepSignal(sig)
+	}
 	acts := rs.sched.Start(starts, payload)
 	done := rs.apply(acts)
 	cancelled := false
 	var graceStop func() bool
+	sigCh := opts.SignalCh
 	for !done {
 		select {
 		case fn := <-rs.events:
 			fn()
+			done = rs.sched.Ended() && rs.sched.Running() == 0
+		case sig, ok := <-sigCh:
+			if !ok {
+				sigCh = nil
+				break
+			}
+			if rs.keepSignal(sig) {
+				rs.deliver(sig)
+			}
 			done = rs.sched.Ended() && rs.sched.Running() == 0
 		case <-ctx.Done():
 			if cancelled {
@@ -284,6 +358,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		case <-opts.Hard:
 			rs.cancelT(errors.New("the run was cancelled"))
 			opts.Hard = nil
+		}
+		if !done && !cancelled && rs.mayPark() {
+			rs.parked, done = true, true
 		}
 	}
 	if graceStop != nil {
@@ -302,6 +379,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 // and nothing runs any more.
 func (rs *runState) apply(a *Actions) bool {
 	now := rs.d.Clock.Now()
+	rs.holdUntil(a, now, nil)
 	for _, su := range a.Steps {
 		rs.recordStep(su, now, nil)
 	}
@@ -309,12 +387,25 @@ func (rs *runState) apply(a *Actions) bool {
 		rs.recordEvent(ev, now)
 	}
 	rs.flush()
+	for _, id := range a.Stop {
+		if stop, ok := rs.timers[id]; ok {
+			stop()
+			delete(rs.timers, id)
+			delete(rs.holds, id)
+		}
+	}
 	for _, t := range a.Timers {
 		id := t.ID
-		rs.timers[id] = rs.d.Clock.AfterFunc(t.Delay, func() {
+		delay := t.Delay
+		if t.Hold {
+			rs.holds[id] = t
+			delay = max(0, rs.wakeAt[[2]int{t.Index, t.Visit}].Sub(now))
+		}
+		rs.timers[id] = rs.d.Clock.AfterFunc(delay, func() {
 			select {
 			case rs.events <- func() {
 				delete(rs.timers, id)
+				delete(rs.holds, id)
 				rs.apply(rs.sched.TimerFired(id))
 			}:
 			case <-rs.closed:
@@ -331,7 +422,115 @@ func (rs *runState) apply(a *Actions) bool {
 	for _, t := range a.Start {
 		rs.launch(t)
 	}
+	for _, aw := range a.Awaits {
+		if sig, ok := rs.signals[sigKey{aw.Node, aw.Visit}]; ok {
+			rs.deliver(sig)
+		}
+	}
 	return rs.sched.Ended() && rs.sched.Running() == 0
+}
+
+// holdUntil sets the wake-up time of each step a timer of a will hold:
+// the one an earlier execution recorded for it (Options.Wakes), else now
+// plus the timer's delay. td is the task whose end set the timers, when
+// one did.
+func (rs *runState) holdUntil(a *Actions, now time.Time, td *taskDone) {
+	for _, t := range a.Timers {
+		if !t.Hold {
+			continue
+		}
+		key := [2]int{t.Index, t.Visit}
+		if _, ok := rs.wakeAt[key]; ok {
+			continue // a step holds once: set when its task ended
+		}
+		wake := now.Add(t.Delay)
+		if t.Delay == time.Duration(math.MaxInt64) || wake.Before(now) {
+			wake = farFuture // a delay beyond time.Time's reach
+		}
+		if rs.opts.Wakes != nil && td != nil && td.hash != "" {
+			if w, ok := rs.opts.Wakes(rs.plan.Nodes[t.Index].ID, t.Visit, td.hash); ok {
+				wake = w
+			}
+		}
+		rs.wakeAt[key] = wake
+	}
+}
+
+// farFuture stands for a wake-up time too far to reach.
+var farFuture = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// keepSignal keeps a signal until its step waits; the first signal for a
+// step counts. It reports whether sig was kept.
+func (rs *runState) keepSignal(sig Signal) bool {
+	k := sigKey{sig.Node, sig.Visit}
+	if _, ok := rs.signals[k]; ok {
+		return false
+	}
+	if sig.At.IsZero() {
+		sig.At = rs.d.Clock.Now()
+	}
+	rs.signals[k] = sig
+	return true
+}
+
+// deliver applies a signal to its step, when the step waits for it and
+// the signal came before the step's timeout.
+func (rs *runState) deliver(sig Signal) {
+	for _, aw := range rs.sched.Awaiting() {
+		if aw.Node != sig.Node || aw.Visit != sig.Visit {
+			continue
+		}
+		if rs.hasTimeout(aw) {
+			if wake := rs.wakeAt[[2]int{aw.Index, aw.Visit}]; sig.At.After(wake) {
+				rs.recordEvent(Event{Type: EventWarning, Node: sig.Node, Visit: sig.Visit, Data: map[string]any{
+					"message": fmt.Sprintf("the signal for %s came at %s, after its timeout (%s): ignored", sig.Node,
+						sig.At.UTC().Format(time.RFC3339), wake.UTC().Format(time.RFC3339))}}, rs.d.Clock.Now())
+				return
+			}
+		}
+		if a, ok := rs.sched.Signal(sig.Node, sig.Visit, sig.Data, sig.At); ok {
+			rs.apply(a)
+		}
+		return
+	}
+}
+
+// hasTimeout reports whether a waiting step has a timeout timer.
+func (rs *runState) hasTimeout(aw Await) bool {
+	for _, t := range rs.holds {
+		if t.Timeout && t.Index == aw.Index && t.Visit == aw.Visit {
+			return true
+		}
+	}
+	return false
+}
+
+// mayPark reports whether the execution may end with its run waiting
+// (Options.Park): nothing runs, no retry is due, and every hold ends
+// more than Park.After from now.
+func (rs *runState) mayPark() bool {
+	p := rs.opts.Park
+	if p == nil || rs.sched.Ended() || rs.sched.Running() > 0 || rs.recErr != nil {
+		return false
+	}
+	awaits := len(rs.sched.Awaiting())
+	if awaits == 0 && (p.SignalsOnly || len(rs.timers) == 0) {
+		return false
+	}
+	now := rs.d.Clock.Now()
+	for id := range rs.timers {
+		t, ok := rs.holds[id]
+		if !ok {
+			return false // a retry
+		}
+		if p.SignalsOnly && !t.Timeout {
+			return false
+		}
+		if rs.wakeAt[[2]int{t.Index, t.Visit}].Sub(now) <= p.After {
+			return false
+		}
+	}
+	return true
 }
 
 func (rs *runState) recordEvent(ev Event, now time.Time) {
@@ -396,6 +595,9 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		if rec.StartedAt == nil {
 			s := t
 			rec.StartedAt = &s
+		}
+		if w, ok := rs.wakeAt[[2]int{su.Index, su.Visit}]; ok && su.Status == StatusWaiting {
+			rec.WakeAt = &w
 		}
 		rec.FinishedAt = &t
 		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
@@ -484,6 +686,7 @@ func (rs *runState) launch(t *Task) {
 			a := rs.sched.Finished(t.ID, oc)
 			now := rs.d.Clock.Now()
 			td.outcome, td.params, td.start, td.end = oc, params, start, end
+			rs.holdUntil(a, now, td)
 			if td.hash != "" && oc.Err == nil {
 				rs.hashes[t.Node.Index] = td.hash
 			}
@@ -679,6 +882,14 @@ func (rs *runState) result() *Result {
 	case a.cancelling:
 		res.Status = RunCancelled
 		res.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	case rs.parked:
+		res.Status = RunWaiting
+		res.Awaiting = a.Awaiting()
+		for _, t := range rs.holds {
+			if w := rs.wakeAt[[2]int{t.Index, t.Visit}]; res.WakeAt == nil || w.Before(*res.WakeAt) {
+				res.WakeAt = &w
+			}
+		}
 	default:
 		res.Status = RunCompleted
 	}
@@ -688,6 +899,10 @@ func (rs *runState) result() *Result {
 	}
 	if res.Error != nil {
 		res.Error.Message = rs.redact(res.Error.Message)
+	}
+	if res.Status == RunWaiting {
+		res.Outputs = map[string]any{} // the run has not ended
+		return res
 	}
 	outs, err := rs.outputs()
 	if err != nil && res.Status == RunCompleted {

@@ -774,6 +774,17 @@ func (fr *frun) apply(a *engine.Actions, finished *pendingItem) {
 		}
 		fr.pending = append(fr.pending, pendingItem{task: tk})
 	}
+	for _, id := range a.Stop {
+		found := false
+		for i, it := range fr.pending {
+			if it.task == nil && it.await == nil && it.timer.ID == id {
+				fr.pending = append(fr.pending[:i], fr.pending[i+1:]...)
+				found = true
+				break
+			}
+		}
+		require.True(t, found, "timer %d was stopped but is not set", id)
+	}
 	for i := range a.Awaits {
 		require.False(t, fr.cancelled, "a wait began after the cancel")
 		fr.pending = append(fr.pending, pendingItem{await: &a.Awaits[i]})

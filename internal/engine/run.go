@@ -760,6 +760,7 @@ func (r *Run) dropTimers() {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	r.act.Stop = append(r.act.Stop, ids...)
 	for _, id := range ids {
 		tm := r.timers[id]
 		delete(r.timers, id)
@@ -906,6 +907,7 @@ func (r *Run) Signal(nodeID string, visit int, data any, at time.Time) (*Actions
 	f.active--
 	if a.timer != 0 {
 		delete(r.timers, a.timer)
+		r.act.Stop = append(r.act.Stop, a.timer)
 		f.active--
 		f.st[pn.Slot].timer = 0
 	}

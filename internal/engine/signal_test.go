@@ -60,6 +60,7 @@ func TestSchedulerSignals(t *testing.T) {
 		a, ok := s.run.Signal("approve", 1, map[string]any{"by": "Ada"}, signalAt)
 		s.apply(a)
 		require.True(t, ok)
+		require.Equal(t, []int64{tm.ID}, a.Stop, "the timeout is stopped")
 		require.Equal(t, []string{"send"}, s.running())
 		st := s.last("approve")
 		require.Equal(t, success, st.Status)

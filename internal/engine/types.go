@@ -150,6 +150,10 @@ type Actions struct {
 	Events []Event
 	// Awaits are the steps that began waiting for a signal.
 	Awaits []Await
+	// Stop lists timers set earlier that no longer matter (a signal came
+	// before its timeout; the run stops): a driver may stop them. One that
+	// fires anyway changes nothing.
+	Stop []int64
 	// CancelRunning asks the driver to cancel the tasks still running
 	// (the run failed).
 	CancelRunning bool
