@@ -29,7 +29,8 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 	status := map[string]string{}
 	for _, s := range steps {
 		status[s.Node] = s.Status
-		if s.Status == string(engine.StatusSuccess) {
+		// A waiting step did its work: it goes on waiting (see ForResume).
+		if s.Status == string(engine.StatusSuccess) || s.Status == string(engine.StatusWaiting) && s.ConfigHash != "" {
 			succeeded[s.Node] = true
 			masked[s.Node] = masked[s.Node] || s.Masked
 		}
@@ -62,6 +63,8 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 			v.Reason = "its output held a secret, stored masked: not reused"
 		case upstreamRuns != "":
 			v.Reason = "after " + upstreamRuns + ", which runs again"
+		case status[n.ID] == string(engine.StatusWaiting):
+			v.Action, v.Reason = "reuse", "waiting, unchanged: waits on until its signal or wake-up time"
 		default:
 			v.Action, v.Reason = "reuse", "succeeded, unchanged"
 		}

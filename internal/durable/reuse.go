@@ -2,6 +2,7 @@ package durable
 
 import (
 	"sync"
+	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
@@ -20,7 +21,10 @@ type Reuser struct {
 
 // ForResume reuses every successful step whose config hash matches: same
 // node definition, same resolved parameters, same upstream. Failed steps
-// never count as done.
+// never count as done. A waiting step with a config hash did its work and
+// only held its successors (a wait, a _delay_seconds, a wait for a
+// signal): it is reused too, and holds them again until its wake-up time
+// (Wakes) or its signal.
 //
 // steps may hold several generations of a run (store.StepHistory): what
 // any execution completed counts. A later generation repeats, as cached
@@ -34,7 +38,7 @@ func ForResume(steps []*store.Step) *Reuser {
 	byGen := map[key]map[int][]*store.Step{}
 	var keys []key
 	for _, s := range steps {
-		if s.Status != string(engine.StatusSuccess) || s.ConfigHash == "" {
+		if s.Status != string(engine.StatusSuccess) && s.Status != string(engine.StatusWaiting) || s.ConfigHash == "" {
 			continue
 		}
 		if s.Masked {
@@ -148,4 +152,24 @@ func (r *Reuser) Missing(pins []string) []string {
 		}
 	}
 	return out
+}
+
+// Wakes answers the engine's Options.Wakes from a run's steps of every
+// generation: the wake-up time recorded last for a step of the node, visit
+// and config hash, so a resumed wait ends when it was due.
+func Wakes(steps []*store.Step) func(node string, visit int, hash string) (time.Time, bool) {
+	type key struct {
+		node, hash string
+		visit      int
+	}
+	wakes := map[key]time.Time{}
+	for _, s := range steps { // oldest generation first: later ones win
+		if s.WakeAt != nil && s.ConfigHash != "" {
+			wakes[key{s.Node, s.ConfigHash, s.Visit}] = *s.WakeAt
+		}
+	}
+	return func(node string, visit int, hash string) (time.Time, bool) {
+		w, ok := wakes[key{node, hash, visit}]
+		return w, ok
+	}
 }

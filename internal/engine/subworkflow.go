@@ -33,6 +33,9 @@ type ChildRun struct {
 	Reuse func(ReuseQuery) (Reused, bool)
 	// Finish records the child's result.
 	Finish func(*Result) error
+	// Signals and SignalCh bring the child's signals, like Options'.
+	Signals  []Signal
+	SignalCh <-chan Signal
 }
 
 // ChildFactory prepares the recording of a child run.
@@ -102,6 +105,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 			return nil, node.Fail(node.CategoryInternal, "subworkflow_record", err)
 		}
 		opts.Recorder, opts.ArtifactDir, opts.Reuse, opts.Files, finish = cr.Recorder, cr.ArtifactDir, cr.Reuse, cr.Files, cr.Finish
+		opts.Signals, opts.SignalCh = cr.Signals, cr.SignalCh
 	}
 	rs.waiting(s.task)
 	<-rs.d.slots // give the slot back while the child runs

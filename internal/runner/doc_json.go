@@ -36,6 +36,9 @@ type RunDoc struct {
 	CostUSD    float64    `json:"cost_usd"`
 	// Owner is the process running the run, while it runs.
 	Owner *OwnerDoc `json:"owner,omitempty"`
+	// WakeAt is, for a waiting run, the earliest wake-up time of its
+	// waits; absent when only a signal can wake it.
+	WakeAt *time.Time `json:"wake_at,omitempty"`
 
 	// Warnings are the business errors (an API answering "ok": false)
 	// --auto-repair found and left alone.
@@ -73,6 +76,9 @@ type StepDoc struct {
 	DurationMS int64       `json:"duration_ms"`
 	Tokens     int         `json:"tokens"`
 	CostUSD    float64     `json:"cost_usd"`
+	// WakeAt is, for a step that holds its successors (a wait, a
+	// _delay_seconds, a signal's timeout), when it lets them go on.
+	WakeAt *time.Time `json:"wake_at,omitempty"`
 }
 
 // doc builds the document of a run from its records.
@@ -81,7 +87,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		ExecutionID: run.ID, Workflow: run.Workflow, Status: r.Status(run), Outputs: run.Outputs, Error: run.Error,
 		Steps: make([]StepDoc, 0, len(steps)), Verdict: v, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
 		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: usec(run.StartedAt), FinishedAt: usecPtr(run.FinishedAt),
-		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{},
+		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{}, WakeAt: usecPtr(run.WakeAt),
 	}
 	if d.Outputs == nil {
 		d.Outputs = map[string]any{}
@@ -104,7 +110,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		d.Steps = append(d.Steps, StepDoc{
 			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params,
 			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: usecPtr(s.StartedAt), FinishedAt: usecPtr(s.FinishedAt),
-			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD,
+			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, WakeAt: usecPtr(s.WakeAt),
 		})
 	}
 	return d

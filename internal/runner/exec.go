@@ -42,7 +42,22 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
 	if id == "" {
 		id = NewRunID()
 	}
-	return r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, runID: id}, req.Options)
+	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, runID: id}, req.Options)
+	return r.continueSignalled(ctx, res, err, req.Options)
+}
+
+// continueSignalled resumes a run whose execution parked while a signal
+// for it was being saved (see park), until an execution ends otherwise.
+// When another process resumed it first, the parked result stands.
+func (r *Runner) continueSignalled(ctx context.Context, res *Result, err error, o Options) (*Result, error) {
+	for err == nil && res.signalled {
+		next, nerr := r.resume(ctx, ResumeRequest{RunID: res.Run.ID, Options: o})
+		if errors.Is(nerr, store.ErrOwned) {
+			return res, nil
+		}
+		res, err = next, nerr
+	}
+	return res, err
 }
 
 // job is one execution: a fresh run, a resumed one, or a rerun.
@@ -55,6 +70,8 @@ type job struct {
 	// are reused.
 	resume *store.Run
 	reuse  *durable.Reuser
+	// wakes keeps the wake-up times of the waits a resumed run recorded.
+	wakes func(node string, visit int, hash string) (time.Time, bool)
 	// rerunOf is the run a rerun was made from.
 	rerunOf string
 	// finished, when set, sees the result once the run has ended and
@@ -155,6 +172,21 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}()
 	}
 
+	var signals []engine.Signal
+	var sigCh chan engine.Signal
+	if awaitsSignals(w, r.cfg.Registry) {
+		// Signals recorded while no process ran the run are applied as soon
+		// as their steps wait; later ones come through the lease's poll.
+		sigs, err := r.st.Signals(ctx, run.ID, 0)
+		if err != nil {
+			r.release(ctx, run)
+			return nil, err
+		}
+		signals = engineSignals(sigs)
+		sigCh = make(chan engine.Signal, signalBuffer)
+		lease.watchSignals(run.ID, lastSeq(sigs), sigCh)
+	}
+
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
@@ -185,7 +217,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cmodels.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
 		},
-		Child: r.childFactory(ctx, run, lease),
+		Child:   r.childFactory(ctx, run, lease),
+		Park:    o.Park,
+		Wakes:   j.wakes,
+		Signals: signals,
+	}
+	if sigCh != nil {
+		opts.SignalCh = sigCh
 	}
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
@@ -202,6 +240,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if left.Load() && res.Status == engine.RunCancelled {
 		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
+	}
+	if res.Status == engine.RunWaiting {
+		return r.park(ctx, run, res, rec, recs, obs, rl, lease, runErr, j.resume != nil), nil
 	}
 	now := r.clock.Now()
 	var extra []engine.TimedEvent
@@ -274,6 +315,54 @@ func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, 
 // without ending its run (Options.Leave): the run is interrupted.
 const EventExecutionLeft = "execution_left"
 
+// park ends an execution whose run only waits (Options.Park): its records
+// are committed with the run waiting, its earliest wake-up time and no
+// owner, and the process holds nothing for it. A signal (Runner.Signal)
+// or its wake-up time (Runner.Due) resumes it.
+func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, obs *observed,
+	rl *runlog.Writer, l *lease, runErr error, resumed bool) *Result {
+	data := map[string]any{"reason": "every live branch waits; a signal or the wake-up time resumes the run"}
+	var awaiting []any
+	for _, a := range res.Awaiting {
+		awaiting = append(awaiting, map[string]any{"node": a.Node, "visit": a.Visit})
+	}
+	if len(awaiting) > 0 {
+		data["awaiting"] = awaiting
+	}
+	if res.WakeAt != nil {
+		data["wake_at"] = res.WakeAt.UTC().Format(time.RFC3339Nano)
+	}
+	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionParked, Data: data}})
+	_ = rl.Flush()
+	if obs != nil {
+		_ = obs.Flush()
+	}
+	l.stop()
+	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
+	run.WakeAt = usecPtr(res.WakeAt)
+	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
+	out := &Result{Run: run, Engine: res, Resumed: resumed}
+	if err := rec.Finish(run); err != nil {
+		// The run stays owned until its lease runs out: then it is
+		// interrupted, and a resume continues it.
+		out.Err = errors.Join(runErr, err)
+		return out
+	}
+	run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
+	out.Err = runErr
+	if err := rl.Finish(r.Doc(ctx, out)); err != nil && out.Err == nil {
+		out.Err = err
+	}
+	// A signal saved while this execution parked found the run owned and
+	// left it to its owner, which no longer looks: it is resumed for it.
+	out.signalled = r.signalled(context.WithoutCancel(ctx), run.ID, res.Awaiting)
+	return out
+}
+
+// EventExecutionParked is the event recorded when an execution ends with
+// its run waiting (Options.Park).
+const EventExecutionParked = "execution_parked"
+
 // release gives up a claimed run that could not start: it is left as it
 // was, failed or interrupted, for the next resume.
 func (r *Runner) release(ctx context.Context, run *store.Run) {
@@ -298,6 +387,25 @@ type lease struct {
 	isLost   bool
 	// children are child runs that share the lease.
 	children map[string]bool
+	// watches are the runs whose signals the lease polls for.
+	watches map[string]*signalWatch
+}
+
+// signalWatch hands the signals of one run to its execution.
+type signalWatch struct {
+	seq int64 // the last signal handed over; only the keeper changes it
+	ch  chan<- engine.Signal
+}
+
+// signalBuffer is how many signals wait for an execution to take them.
+const signalBuffer = 16
+
+// watchSignals makes the lease poll the signals of run id after seq and
+// hand them to ch.
+func (l *lease) watchSignals(id string, seq int64, ch chan<- engine.Signal) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.watches[id] = &signalWatch{seq: seq, ch: ch}
 }
 
 func (l *lease) stop() {
@@ -318,14 +426,15 @@ func (l *lease) addChild(id string, on bool) {
 		l.children[id] = true
 	} else {
 		delete(l.children, id)
+		delete(l.watches, id)
 	}
 }
 
 // keep renews run's lease every LeaseTTL/3 and polls for a cancel request
-// every CancelPoll; on a cancel request, or when the lease is lost to
-// another owner, it calls stop.
+// and for signals (lease.watchSignals) every CancelPoll; on a cancel
+// request, or when the lease is lost to another owner, it calls stop.
 func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
-	l := &lease{done: make(chan struct{}), children: map[string]bool{}}
+	l := &lease{done: make(chan struct{}), children: map[string]bool{}, watches: map[string]*signalWatch{}}
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -340,6 +449,7 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 				return
 			case <-poll.C:
 			}
+			r.pollSignals(bg, l)
 			if time.Now().Before(next) {
 				cur, err := r.st.Run(bg, run.ID)
 				if err != nil {
@@ -381,6 +491,32 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 		}
 	}()
 	return l
+}
+
+// pollSignals hands each watched run's new signals to its execution. A
+// signal that does not fit in the buffer waits for the next poll.
+func (r *Runner) pollSignals(ctx context.Context, l *lease) {
+	l.mu.Lock()
+	ws := make(map[string]*signalWatch, len(l.watches))
+	for id, w := range l.watches {
+		ws[id] = w
+	}
+	l.mu.Unlock()
+	for id, w := range ws {
+		sigs, err := r.st.Signals(ctx, id, w.seq)
+		if err != nil {
+			continue
+		}
+	handing:
+		for _, sg := range sigs {
+			select {
+			case w.ch <- engineSignal(sg):
+				w.seq = sg.Seq
+			default:
+				break handing
+			}
+		}
+	}
 }
 
 // childFactory records each subworkflow's child run as a run of its own,
@@ -430,18 +566,31 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			Recorder:    tee{crl, rec},
 			ArtifactDir: artifactDir(crl),
 			Files:       runFiles(cw, crl.Dir()),
-			Finish: func(res *engine.Result) error {
-				defer l.addChild(id, false)
-				defer crl.Close()
-				fin := res.FinishedAt
-				child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
-				child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
-				_ = crl.Flush()
-				if err := rec.Finish(child); err != nil {
-					return err
-				}
-				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
-			},
+		}
+		if awaitsSignals(cw, r.cfg.Registry) {
+			// A child waits in its parent's process: the parent's lease
+			// polls the child's signals.
+			sigs, err := r.st.Signals(bg, id, 0)
+			if err != nil {
+				l.addChild(id, false)
+				crl.Close()
+				return nil, err
+			}
+			ch := make(chan engine.Signal, signalBuffer)
+			cr.Signals, cr.SignalCh = engineSignals(sigs), ch
+			l.watchSignals(id, lastSeq(sigs), ch)
+		}
+		cr.Finish = func(res *engine.Result) error {
+			defer l.addChild(id, false)
+			defer crl.Close()
+			fin := res.FinishedAt
+			child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+			child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
+			_ = crl.Flush()
+			if err := rec.Finish(child); err != nil {
+				return err
+			}
+			return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
 		}
 		if reuse != nil {
 			cr.Reuse = reuse.Reuse

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
 )
 
 // run reads a run, with ErrNotFound when there is none.
@@ -24,11 +25,12 @@ func (r *Runner) run(ctx context.Context, id string) (*store.Run, error) {
 	return run, err
 }
 
-// Status is the run's status as people should see it: a running or
-// waiting run whose owner is gone is interrupted.
+// Status is the run's status as people should see it: a running run
+// whose owner is gone is interrupted. A waiting run has no owner: it was
+// left waiting for a signal or a timer (Options.Park).
 func (r *Runner) Status(run *store.Run) string {
 	switch engine.RunStatus(run.Status) {
-	case engine.RunRunning, engine.RunWaiting, engine.RunPending:
+	case engine.RunRunning, engine.RunPending:
 		if live, _ := r.liveOwner(run); !live {
 			return StatusInterrupted
 		}
@@ -149,15 +151,30 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	if err != nil {
 		return nil, err
 	}
-	if r.Status(run) == StatusInterrupted {
+	if st := r.Status(run); st == StatusInterrupted || st == string(engine.RunWaiting) {
+		// Nobody runs it: it is cancelled here, and its waiting steps
+		// with it.
 		claimed, err := r.claim(ctx, run)
 		if err != nil {
 			return nil, err
 		}
+		steps, err := r.st.Steps(ctx, run.ID)
+		if err != nil {
+			return nil, err
+		}
 		now := r.clock.Now()
+		var stopped []*store.Step
+		for _, s := range steps {
+			if s.Status == string(engine.StatusWaiting) {
+				c := *s
+				c.Status, c.FinishedAt = string(engine.StatusCancelled), &now
+				c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
+				stopped = append(stopped, &c)
+			}
+		}
 		claimed.Status, claimed.FinishedAt = string(engine.RunCancelled), &now
 		claimed.Error = cancelledError()
-		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Finish: claimed}}); err != nil {
+		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
 			return nil, err
 		}
 		return r.run(ctx, run.ID)

@@ -27,7 +27,15 @@ type ResumeRequest struct {
 // complete: every step that succeeded in any earlier execution, with the
 // same config hash, is reused. A run with a live owner is refused with an
 // *store.OwnedError; a completed one with ErrCompleted.
+//
+// A waiting run (Options.Park) resumes too: its waits go on until their
+// wake-up times, and the signals recorded meanwhile are applied.
 func (r *Runner) Resume(ctx context.Context, req ResumeRequest) (*Result, error) {
+	res, err := r.resume(ctx, req)
+	return r.continueSignalled(ctx, res, err, req.Options)
+}
+
+func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error) {
 	run, w, hist, err := r.prepareResume(ctx, req.RunID, req.WorkflowFile)
 	if err != nil {
 		return nil, err
@@ -40,7 +48,7 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) (*Result, error)
 		r.killOrphans(hist)
 	}
 	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID,
-		resume: claimed, reuse: durable.ForResume(hist)}, req.Options)
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, req.Options)
 }
 
 // prepareResume reads a run, its history and the workflow to resume it
@@ -238,5 +246,6 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
 		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
 	}
-	return r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, runID: NewRunID(), reuse: reuse, rerunOf: run.ID}, req.Options)
+	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, runID: NewRunID(), reuse: reuse, rerunOf: run.ID}, req.Options)
+	return r.continueSignalled(ctx, res, err, req.Options)
 }

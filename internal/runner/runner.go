@@ -47,6 +47,9 @@ type Config struct {
 	// Store, when set, is used instead of Dir/skein.db; Close does not
 	// close it.
 	Store store.Store
+	// Clock tells the time of runs (their timers, wake-up times, steps'
+	// times); default the wall clock. Leases are timed by the store.
+	Clock clock.Clock
 }
 
 // Runner executes and inspects the runs of one Skein folder. It is safe
@@ -92,7 +95,11 @@ func Open(cfg Config) (*Runner, error) {
 		}
 	}
 	host, _ := os.Hostname()
-	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clock.Real{}, host: host, pid: os.Getpid()}, nil
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clk, host: host, pid: os.Getpid()}, nil
 }
 
 // OpenExisting is Open for commands that only read: it fails with
@@ -219,6 +226,11 @@ type Options struct {
 	// given up, and the run is left interrupted for a resume or another
 	// server to continue (a server that shuts down).
 	Leave <-chan struct{}
+	// Park, when set, ends an execution whose run only waits (for a
+	// signal, or a timer due later than Park.After) with the run left
+	// waiting and owned by nobody, instead of holding it in this process.
+	// A signal (Signal) or its wake-up time (Due) resumes it.
+	Park *engine.Park
 }
 
 // Result is how an execution ended.
@@ -234,4 +246,8 @@ type Result struct {
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.
 	Err error
+
+	// signalled: the execution parked while a signal for a waiting step
+	// was being saved, so it must be resumed at once.
+	signalled bool
 }
