@@ -142,6 +142,11 @@ type Options struct {
 	// while it runs.
 	Signals  []Signal
 	SignalCh <-chan Signal
+	// Leave, when closed, ends the execution without ending the run (its
+	// process stops): a run that only waits ends waiting (as Park does,
+	// whatever the time left); any other is cancelled as when ctx ends,
+	// for the caller to leave it interrupted.
+	Leave <-chan struct{}
 }
 
 // Park says when an execution ends with its run waiting (Result.Status
@@ -258,6 +263,9 @@ type sigKey struct {
 	visit int
 }
 
+// closedChan is a closed channel: a select case on it is always ready.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // ErrRecorder wraps a failure to record the run (a full or read-only disk).
 var ErrRecorder = errors.New("recording the run failed")
 
@@ -329,6 +337,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	cancelled := false
 	var graceStop func() bool
 	sigCh := opts.SignalCh
+	leave, ctxDone := opts.Leave, ctx.Done()
 	for !done {
 		select {
 		case fn := <-rs.events:
@@ -343,7 +352,15 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 				rs.deliver(sig)
 			}
 			done = rs.sched.Ended() && rs.sched.Running() == 0
-		case <-ctx.Done():
+		case <-leave:
+			leave = nil
+			if rs.mayPark(true) {
+				// It only waits: it is left waiting, to go on later.
+				rs.parked, done = true, true
+				break
+			}
+			ctxDone = closedChan
+		case <-ctxDone:
 			if cancelled {
 				break
 			}
@@ -354,12 +371,12 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 					rs.cancelT(errors.New("the run was cancelled and its grace period ran out"))
 				})
 			}
-			ctx = context.Background() // stop selecting on it
+			ctxDone = nil // stop selecting on it
 		case <-opts.Hard:
 			rs.cancelT(errors.New("the run was cancelled"))
 			opts.Hard = nil
 		}
-		if !done && !cancelled && rs.mayPark() {
+		if !done && !cancelled && rs.mayPark(false) {
 			rs.parked, done = true, true
 		}
 	}
@@ -507,9 +524,13 @@ func (rs *runState) hasTimeout(aw Await) bool {
 
 // mayPark reports whether the execution may end with its run waiting
 // (Options.Park): nothing runs, no retry is due, and every hold ends
-// more than Park.After from now.
-func (rs *runState) mayPark() bool {
+// more than Park.After from now. With now set (Options.Leave), any wait
+// will do.
+func (rs *runState) mayPark(now bool) bool {
 	p := rs.opts.Park
+	if now {
+		p = &Park{After: -1 << 62}
+	}
 	if p == nil || rs.sched.Ended() || rs.sched.Running() > 0 || rs.recErr != nil {
 		return false
 	}
@@ -517,7 +538,7 @@ func (rs *runState) mayPark() bool {
 	if awaits == 0 && (p.SignalsOnly || len(rs.timers) == 0) {
 		return false
 	}
-	now := rs.d.Clock.Now()
+	clk := rs.d.Clock.Now()
 	for id := range rs.timers {
 		t, ok := rs.holds[id]
 		if !ok {
@@ -526,7 +547,7 @@ func (rs *runState) mayPark() bool {
 		if p.SignalsOnly && !t.Timeout {
 			return false
 		}
-		if rs.wakeAt[[2]int{t.Index, t.Visit}].Sub(now) <= p.After {
+		if rs.wakeAt[[2]int{t.Index, t.Visit}].Sub(clk) <= p.After {
 			return false
 		}
 	}

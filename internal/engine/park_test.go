@@ -210,3 +210,49 @@ func TestDriverSignals(t *testing.T) {
 		}
 	})
 }
+
+// TestDriverLeave: when the process stops (Options.Leave), a run that
+// only waits ends waiting, whatever the time left; one with a task running
+// is cancelled, for its caller to leave it interrupted.
+func TestDriverLeave(t *testing.T) {
+	t.Parallel()
+	t.Run("a run that only waits ends waiting", func(t *testing.T) {
+		t.Parallel()
+		b := setupDriver(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: pause, type: wait, duration: 5s}
+  - {id: after, type: act}
+`, `
+  - {from: start, to: pause}
+  - {from: pause, to: after}
+`))
+		leave := make(chan struct{})
+		w := newWaitWatch()
+		done := b.execute(context.Background(), engine.Options{Leave: leave, Recorder: w})
+		w.await(t, "pause")
+		close(leave)
+		res := result(t, done)
+		require.Equal(t, engine.RunWaiting, res.Status)
+		wake := b.clk.Now().Add(5 * time.Second)
+		require.Equal(t, &wake, res.WakeAt)
+	})
+	t.Run("a run with a task running is cancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setupDriver(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: pause, type: wait, duration: 5s}
+  - {id: busy, type: block}
+`, `
+  - {from: start, to: pause}
+  - {from: start, to: busy}
+`))
+		leave := make(chan struct{})
+		done := b.execute(context.Background(), engine.Options{Leave: leave})
+		b.started(1)
+		close(leave)
+		b.gates.open("busy")
+		res := result(t, done)
+		require.Equal(t, engine.RunCancelled, res.Status)
+		require.Equal(t, engine.StatusCancelled, stepsOf(res, "pause")[0].Status)
+	})
+}

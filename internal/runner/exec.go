@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
@@ -160,17 +159,6 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	lease := r.keep(runCtx, run, func() { cancel(); stopHard() })
 	defer lease.stop()
-	var left atomic.Bool
-	if o.Leave != nil {
-		go func() {
-			select {
-			case <-o.Leave:
-				left.Store(true)
-				cancel()
-			case <-runCtx.Done():
-			}
-		}()
-	}
 
 	var signals []engine.Signal
 	var sigCh chan engine.Signal
@@ -221,6 +209,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Park:    o.Park,
 		Wakes:   j.wakes,
 		Signals: signals,
+		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
@@ -238,7 +227,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		// Someone else owns the run now: write nothing more.
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
 	}
-	if left.Load() && res.Status == engine.RunCancelled {
+	if left(o.Leave) && res.Status == engine.RunCancelled {
 		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
 	}
 	if res.Status == engine.RunWaiting {
@@ -309,6 +298,16 @@ func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, 
 	}
 	run.Status = StatusInterrupted
 	return &Result{Run: run, Engine: res, Resumed: resumed, Err: runErr}
+}
+
+// left reports whether Options.Leave is closed.
+func left(leave <-chan struct{}) bool {
+	select {
+	case <-leave:
+		return true
+	default:
+		return false
+	}
 }
 
 // EventExecutionLeft is the event recorded when an execution stops

@@ -224,7 +224,9 @@ type Options struct {
 	// new starts; running nodes finish, or stop when Hard closes) but
 	// does not end the run: what completed is committed, the lease is
 	// given up, and the run is left interrupted for a resume or another
-	// server to continue (a server that shuts down).
+	// server to continue (a server that shuts down). A run that only
+	// waits (nothing runs) is left waiting instead, with its wake-up
+	// time, as Park leaves it.
 	Leave <-chan struct{}
 	// Park, when set, ends an execution whose run only waits (for a
 	// signal, or a timer due later than Park.After) with the run left
