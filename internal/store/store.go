@@ -310,7 +310,9 @@ type Store interface {
 	// SaveSignal records a signal for the visit of a node of a run,
 	// setting its Seq and, when zero, its CreatedAt (now). A visit takes
 	// one signal: a second for the same run, node and visit gives
-	// ErrExists; an unknown run ErrNotFound.
+	// ErrExists; an unknown run ErrNotFound. In the same transaction a
+	// waiting run becomes due (its WakeAt is at most CreatedAt), so a
+	// server resumes it even when whoever saved the signal did not.
 	SaveSignal(ctx context.Context, s *Signal) error
 	// Signals returns the run's signals with Seq > afterSeq, in order.
 	Signals(ctx context.Context, runID string, afterSeq int64) ([]Signal, error)

@@ -500,7 +500,9 @@ func (s *Store) SaveSignal(ctx context.Context, sig *store.Signal) error {
 			return err
 		}
 		sig.Seq = seq
-		return nil
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET wake_at = MIN(COALESCE(wake_at, ?1), ?1)
+			WHERE id = ?2 AND status = 'waiting'`, micros(sig.CreatedAt), sig.RunID)
+		return err
 	})
 }
 
