@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/server"
 )
 
@@ -25,7 +26,7 @@ func serveCmd(e *env) *cobra.Command {
 	var f execFlags
 	var addr, flows string
 	var noAuth bool
-	var grace time.Duration
+	var grace, parkAfter time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API: start, follow, cancel, resume and rerun the runs of a folder of workflows",
@@ -40,9 +41,14 @@ Every route but /healthz needs an API token (Authorization: Bearer
 skein token create makes more. --no-auth serves without tokens, and only on
 a loopback address.
 
+A run whose every branch waits — for a signal (POST
+/api/runs/{id}/signals/{node}), or for timers due later than --park-after —
+is left waiting, held by nothing; a signal resumes it, and so does the
+server (this one or the next) when its wake-up time comes.
+
 SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
-left interrupted, to be resumed.`,
+left interrupted, to be resumed (or waiting, when they only wait).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.concurrency < 1 {
@@ -63,7 +69,11 @@ left interrupted, to be resumed.`,
 				return err
 			}
 			defer r.Close()
-			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace}
+			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, ParkAfter: parkAfter}
+			cfg.Options.Park = nil // the server's: --park-after
+			if parkAfter >= 0 {
+				cfg.Options.Park = &engine.Park{After: parkAfter}
+			}
 			var tokenPath string
 			var made bool
 			if !noAuth {
@@ -114,6 +124,7 @@ left interrupted, to be resumed.`,
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
+	fl.DurationVar(&parkAfter, "park-after", time.Minute, "a run whose branches all wait, for signals or for timers due later than this, is left waiting and held by nothing (negative: hold every wait)")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once, per run")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
 	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")

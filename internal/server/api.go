@@ -526,3 +526,65 @@ func live(status string) bool {
 	}
 	return false
 }
+
+// SignalAnswer is the answer of POST /api/runs/{id}/signals/{node}: the
+// recorded signal and the run.
+type SignalAnswer struct {
+	ExecutionID string `json:"execution_id"`
+	Node        string `json:"node"`
+	// Visit is the visit of the node whose waiting step takes the signal.
+	Visit      int       `json:"visit"`
+	Seq        int64     `json:"seq"`
+	SignaledAt time.Time `json:"signaled_at"`
+	// Run is the run once the signal is recorded: resumed when nobody ran
+	// it, else still in the hands of its owner, which applies the signal.
+	Run *runner.RunDoc `json:"run"`
+}
+
+// signalRun records the body (any JSON value; an empty body is {}) as the
+// signal of the run's wait node, then resumes the run when no process runs
+// it. 202: the signal is on record and will be applied.
+func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) error {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return err
+	}
+	var data any = map[string]any{}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&data); err != nil {
+			return problemf(http.StatusBadRequest, CodeBadRequest, "the body is not JSON: %v", err)
+		}
+		if dec.More() {
+			return problemf(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
+		}
+		// Numbers stay json.Numbers: the store keeps them as JSON, and the
+		// run reads them back as ints or floats.
+	}
+	id, nodeID := r.PathValue("id"), r.PathValue("node")
+	res, err := s.cfg.Runner.Signal(r.Context(), runner.SignalRequest{RunID: id, Node: nodeID, Data: data})
+	if err != nil {
+		return err
+	}
+	s.log.Info("signal recorded", "run", id, "node", nodeID, "visit", res.Signal.Visit)
+	if res.Resume != "" {
+		root := res.Resume
+		_, err := s.launch(r.Context(), "run resumed by a signal", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+			return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: root, Options: o})
+		})
+		if err != nil && !errors.Is(err, store.ErrOwned) {
+			// The signal is on record and its run due: the next resume
+			// (this server's waker, or its successor's) applies it.
+			s.log.Warn("resuming a signalled run", "run", root, "err", err)
+		}
+	}
+	doc, err := s.cfg.Runner.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/runs/"+id)
+	writeJSON(w, http.StatusAccepted, SignalAnswer{ExecutionID: id, Node: nodeID, Visit: res.Signal.Visit, Seq: res.Signal.Seq,
+		SignaledAt: res.Signal.CreatedAt, Run: doc})
+	return nil
+}

@@ -297,7 +297,7 @@ func TestStartGetAndListWithPagination(t *testing.T) {
 	for _, w := range wfs["workflows"].([]any) {
 		names = append(names, w.(map[string]any)["name"].(string))
 	}
-	require.Equal(t, []string{"chatty", "gate", "quick"}, names)
+	require.Equal(t, []string{"approval", "approval_quick", "chatty", "gate", "pause", "quick"}, names)
 	require.Len(t, wfs["problems"], 1, "the broken file is reported, not served")
 	w := s.admin("GET", "/api/workflows/quick", nil, http.StatusOK)
 	require.Contains(t, w["source"], "name: quick")

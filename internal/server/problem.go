@@ -26,6 +26,7 @@ const (
 	CodeRunOwned         = "run_owned"
 	CodeCompleted        = "completed"
 	CodeNotRunning       = "not_running"
+	CodeNotWaiting       = "not_waiting"
 	CodeIdempotencyReuse = "idempotency_key_reused"
 	CodeTooLarge         = "too_large"
 	CodeShuttingDown     = "shutting_down"
@@ -45,6 +46,7 @@ var titles = map[string]string{
 	CodeRunOwned:         "The run is running in another process",
 	CodeCompleted:        "The run completed",
 	CodeNotRunning:       "The run is not running",
+	CodeNotWaiting:       "The node is not waiting for a signal",
 	CodeIdempotencyReuse: "The idempotency key was used for a different request",
 	CodeTooLarge:         "The request body is too large",
 	CodeShuttingDown:     "The server is shutting down",
@@ -91,8 +93,10 @@ func problemOf(err error) *Problem {
 		return p
 	case errors.As(err, &use):
 		return problemf(http.StatusBadRequest, CodeBadRequest, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound):
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode):
 		return problemf(http.StatusNotFound, CodeNotFound, "%s", err.Error())
+	case errors.Is(err, runner.ErrNotWaiting):
+		return problemf(http.StatusConflict, CodeNotWaiting, "%s", err.Error())
 	case errors.Is(err, runner.ErrCompleted):
 		return problemf(http.StatusConflict, CodeCompleted, "%s", err.Error())
 	case errors.Is(err, runner.ErrNotRunning):

@@ -36,6 +36,7 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/cancel", auth.Run, s.cancelRun},
 		{"POST", "/api/runs/{id}/resume", auth.Run, s.resumeRun},
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
+		{"POST", "/api/runs/{id}/signals/{node}", auth.Run, s.signalRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
 	}
 	for _, rt := range s.routes {

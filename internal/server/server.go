@@ -48,6 +48,16 @@ type Config struct {
 	// run this server does not execute (one of the CLI's or another
 	// server's); default 250 ms.
 	EventPoll time.Duration
+	// ParkAfter: an execution whose run only waits — for a signal, or for
+	// timers due later than this — ends and leaves the run waiting, held
+	// by no goroutine; a signal, or the server when the wake-up time comes,
+	// resumes it. Default (0) 1 minute; negative holds every wait in the
+	// process. Options.Park, when set, is used instead.
+	ParkAfter time.Duration
+	// WakePoll is how often the server looks in the store for waiting runs
+	// whose wake-up time has come (its own, and those the CLI or another
+	// server left); default 1 s.
+	WakePoll time.Duration
 }
 
 // Server is Skein's HTTP API over a runner. Create it with New, serve its
@@ -88,6 +98,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventPoll <= 0 {
 		cfg.EventPoll = 250 * time.Millisecond
 	}
+	if cfg.Options.Park == nil && cfg.ParkAfter >= 0 {
+		after := cfg.ParkAfter
+		if after == 0 {
+			after = time.Minute
+		}
+		cfg.Options.Park = &engine.Park{After: after}
+	}
+	if cfg.WakePoll <= 0 {
+		cfg.WakePoll = time.Second
+	}
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{})}
 	s.hub.init()
 	s.keys.init()
@@ -118,6 +138,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs.RegisterOnShutdown(s.closeStreams)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
+	wakeCtx, stopWaking := context.WithCancel(ctx)
+	waking := make(chan struct{})
+	go func() {
+		defer close(waking)
+		s.wake(wakeCtx)
+	}()
+	defer func() {
+		stopWaking()
+		<-waking
+	}()
 	s.log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "workflows", s.cfg.Workflows,
 		"auth", s.cfg.Auth != nil)
 	var err error
@@ -222,6 +252,13 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 			s.log.Error("run ended with an error", append(attrs, "err", res.Err)...)
 			return
 		}
+		if res.Run.Status == string(engine.RunWaiting) {
+			if res.Run.WakeAt != nil {
+				attrs = append(attrs, "wake_at", res.Run.WakeAt.Format(time.RFC3339))
+			}
+			s.log.Info("run waiting", attrs...)
+			return
+		}
 		s.log.Info("run ended", attrs...)
 	}()
 	select {
@@ -230,6 +267,39 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 		return run, nil
 	case err := <-failed:
 		return nil, err
+	}
+}
+
+// wake resumes, every Config.WakePoll until ctx ends, the waiting runs
+// whose wake-up time has come: a timer of theirs is due, or a signal was
+// recorded for them (runner.Due). A run another process resumed first is
+// left to it.
+func (s *Server) wake(ctx context.Context) {
+	t := time.NewTicker(s.cfg.WakePoll)
+	defer t.Stop()
+	for {
+		due, err := s.cfg.Runner.Due(ctx)
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("looking for waiting runs to wake", "err", err)
+		}
+		for _, run := range due {
+			id := run.ID
+			_, err := s.launch(ctx, "run woken", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+				return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
+			})
+			switch {
+			case err == nil, errors.Is(err, store.ErrOwned):
+			case errors.Is(err, errShuttingDown):
+				return
+			default:
+				s.log.Error("waking a waiting run", "run", id, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 
@@ -243,7 +313,10 @@ type observer struct {
 
 func (o *observer) Started(run *store.Run, _ bool) {
 	o.runID.Store(run.ID)
-	o.started <- run
+	select {
+	case o.started <- run:
+	default: // started again: resumed at once for a signal (launch took the first)
+	}
 }
 
 func (o *observer) Step(engine.StepRecord)  { o.wake() }
