@@ -13,10 +13,13 @@ import (
 
 // Exit codes (DESIGN §6).
 const (
-	ExitOK        = 0
-	ExitFailed    = 1
-	ExitInvalid   = 2
-	ExitChecks    = 3
+	ExitOK      = 0
+	ExitFailed  = 1
+	ExitInvalid = 2
+	ExitChecks  = 3
+	// ExitWaiting: the run waits for a signal (skein signal) and no
+	// process holds it; it has not ended.
+	ExitWaiting   = 4
 	ExitCancelled = 130
 )
 
@@ -71,6 +74,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		runsCmd(e),
 		checkCmd(e),
 		cancelCmd(e),
+		signalCmd(e),
 		mcpCmd(e),
 		serveCmd(e),
 		tokenCmd(e),

@@ -84,6 +84,8 @@ func (p *progress) Step(rec engine.StepRecord) {
 	}
 	var mark, col string
 	switch {
+	case rec.Status == engine.StatusWaiting:
+		mark, col = "⏸", yellow
 	case rec.Cached || rec.Pinned:
 		mark, col = "↻", cyan
 	case rec.Status == engine.StatusSuccess:
@@ -105,7 +107,27 @@ func (p *progress) Step(rec engine.StepRecord) {
 	if rec.Status == engine.StatusFailed && rec.Error != nil {
 		line += "\n    " + p.paint(red, rec.Error.Message)
 	}
+	if rec.Status == engine.StatusWaiting {
+		line = fmt.Sprintf("%s %-24s %s", p.paint(col, mark), label, p.paint(dim, fmt.Sprintf("%-10s %s", rec.Type, waitingFor(rec))))
+	}
 	p.println(line)
+}
+
+// waitingFor says what a waiting step waits for.
+func waitingFor(rec engine.StepRecord) string {
+	at := ""
+	if rec.WakeAt != nil {
+		at = rec.WakeAt.Local().Format("2006-01-02 15:04:05")
+	}
+	switch {
+	case rec.Params["until"] == "signal" && at != "":
+		return "waits for a signal (timeout " + at + ")"
+	case rec.Params["until"] == "signal":
+		return "waits for a signal"
+	case at != "":
+		return "waits until " + at
+	}
+	return "waits"
 }
 
 func (p *progress) Event(ev engine.TimedEvent) {
@@ -167,6 +189,8 @@ func (p *progress) summary(r *runner.Result) {
 		col, word = green, "completed"
 	case engine.RunCancelled:
 		col, word = yellow, "cancelled"
+	case engine.RunWaiting:
+		col, word = yellow, "waiting"
 	default:
 		col, word = red, run.Status
 	}
@@ -185,5 +209,14 @@ func (p *progress) summary(r *runner.Result) {
 	}
 	if r.Verdict != nil {
 		fmt.Fprintln(p.w, check.Bar(r.Verdict, p.color))
+	}
+	if engine.RunStatus(run.Status) == engine.RunWaiting {
+		for _, a := range res.Awaiting {
+			fmt.Fprintf(p.w, "%s waits for a signal: skein signal %s %s --data '{\"approved\": true}'\n", a.Node, run.ID, a.Node)
+		}
+		if run.WakeAt != nil {
+			fmt.Fprintf(p.w, "or it goes on at %s: skein resume %s then (skein serve on this folder does it by itself)\n",
+				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID)
+		}
 	}
 }

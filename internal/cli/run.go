@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,12 +52,18 @@ func (f *execFlags) check() error {
 // options are the runner's options for the flags; prog, when set, shows
 // the run's progress.
 func (f *execFlags) options(prog *progress, hard <-chan struct{}) runner.Options {
-	o := runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard}
+	o := runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark}
 	if prog != nil {
 		o.Observer = prog
 	}
 	return o
 }
+
+// cliPark: a command line execution ends (exit 4) when its run waits for
+// a signal — nobody else could end that wait here — unless a timer ends
+// it within a minute; waits for timers alone keep the process, as sleep
+// would.
+var cliPark = &engine.Park{After: time.Minute, SignalsOnly: true}
 
 // openRunner opens the runner of dir.
 func openRunner(dir string) (*runner.Runner, error) {
@@ -89,8 +96,12 @@ func runCmd(e *env) *cobra.Command {
 .skein/skein.db and under .skein/runs/<workflow>/<time>_<id>/.
 
 Exit codes: 0 completed, 1 failed, 2 invalid workflow or usage, 3 checks
-failed, 130 cancelled. Ctrl-C cancels: running nodes finish, nothing new
-starts; a second Ctrl-C stops them at once.`,
+failed, 4 waiting for a signal, 130 cancelled. Ctrl-C cancels: running
+nodes finish, nothing new starts; a second Ctrl-C stops them at once.
+
+A run whose every branch waits for a signal (a wait with until: signal)
+is left waiting and the command ends with exit code 4, printing how to
+send it: skein signal RUN NODE --data '{...}' continues it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(); err != nil {
@@ -149,6 +160,9 @@ func executing(ctx context.Context, e *env, f *execFlags, do func(context.Contex
 	if err != nil {
 		return failure(err)
 	}
+	if res == nil {
+		return nil // nothing ran here; do said why
+	}
 	if f.output == "json" {
 		writeJSON(e.stdout, resultJSON(ctx, r, res))
 	} else {
@@ -176,6 +190,8 @@ func resultExit(res *runner.Result) error {
 		return nil
 	case engine.RunCancelled:
 		return exit(ExitCancelled, nil)
+	case engine.RunWaiting:
+		return exit(ExitWaiting, nil)
 	}
 	return exit(ExitFailed, nil)
 }
@@ -196,7 +212,8 @@ func failure(err error) error {
 		return exit(ExitInvalid, &diagnosticsError{inv.Diagnostics})
 	case errors.As(err, &use):
 		return exit(ExitInvalid, err)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning),
+		errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNotWaiting):
 		return exit(ExitInvalid, err)
 	}
 	return exit(ExitFailed, err)
@@ -374,8 +391,107 @@ returns at once).`,
 // statusLine describes a run's status, with what to do for an interrupted
 // one.
 func statusLine(r *store.Run) string {
-	if r.Status == runner.StatusInterrupted {
+	switch r.Status {
+	case runner.StatusInterrupted:
 		return r.Status + " (skein resume " + r.ID + ")"
+	case string(engine.RunWaiting):
+		if r.WakeAt != nil {
+			return r.Status + " (until " + r.WakeAt.Local().Format("2006-01-02 15:04:05") + " or a signal)"
+		}
+		return r.Status + " (for a signal: skein signal " + r.ID + " NODE)"
 	}
 	return r.Status
+}
+
+func signalCmd(e *env) *cobra.Command {
+	var f execFlags
+	var data, dataFile string
+	cmd := &cobra.Command{
+		Use:   "signal RUN_ID NODE [--data JSON]",
+		Short: "Send a signal to a wait node of a run (an approval), and continue the run",
+		Long: `Send a signal to the wait node NODE (until: signal) of a run: --data (any
+JSON value, default {}) becomes the node's output data ({{ NODE.data }}).
+The signal is recorded first, then the run goes on: when no process runs it
+(it waits, or its process died) it is resumed here, with its progress shown,
+reusing what completed; when another process runs it (skein serve, a skein
+run in another terminal) that process applies it.
+
+Exit codes: those of skein run for the resumed run (0 completed, 4 waiting
+again, …); 0 when its owner applies the signal; 2 when the run or node does
+not exist or the node is not waiting for a signal.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			value, err := signalData(data, dataFile, e.stdin)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(f.dir); err != nil {
+				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
+			}
+			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
+				sig, err := r.Signal(ctx, runner.SignalRequest{RunID: args[0], Node: args[1], Data: value})
+				if err != nil {
+					return nil, err
+				}
+				if sig.Resume == "" {
+					if f.output == "json" {
+						writeJSON(e.stdout, map[string]any{"execution_id": sig.Run.ID, "node": sig.Signal.Node, "visit": sig.Signal.Visit,
+							"seq": sig.Signal.Seq, "signaled_at": sig.Signal.CreatedAt, "status": sig.Run.Status})
+						return nil, nil
+					}
+					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; its owner (%s) applies it\n",
+						sig.Signal.Node, sig.Signal.Visit, sig.Run.ID, sig.Run.Owner)
+					return nil, nil
+				}
+				w := e.stdout
+				if f.output == "json" {
+					w = e.stderr
+				}
+				fmt.Fprintf(w, "signal recorded for %s (visit %d) of run %s\n", sig.Signal.Node, sig.Signal.Visit, sig.Run.ID)
+				return r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: o})
+			})
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&data, "data", "", "the signal's data: any JSON value (default {})")
+	cmd.Flags().StringVar(&dataFile, "data-file", "", "read the signal's data from this JSON file (- for stdin)")
+	return cmd
+}
+
+// signalData parses the data of skein signal.
+func signalData(data, file string, stdin io.Reader) (any, error) {
+	src := []byte(data)
+	name := "--data"
+	switch {
+	case data != "" && file != "":
+		return nil, usagef("give --data or --data-file, not both")
+	case file == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, usagef("--data-file -: %v", err)
+		}
+		src, name = b, "--data-file -"
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usagef("--data-file: %v", err)
+		}
+		src, name = b, "--data-file "+file
+	}
+	if len(strings.TrimSpace(string(src))) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(src)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, usagef("%s is not JSON: %v (quote it for the shell: --data '{\"approved\": true}')", name, err)
+	}
+	if dec.More() {
+		return nil, usagef("%s holds more than one JSON value", name)
+	}
+	return v, nil // numbers are stored as JSON and come back as the engine's
 }

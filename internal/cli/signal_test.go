@@ -1,0 +1,96 @@
+package cli_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestSignalWithoutAServer: `skein run` leaves a run that waits for an
+// approval waiting (exit 4, saying how to send it), and `skein signal`
+// records the approval and finishes the run in its own process.
+func TestSignalWithoutAServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "approval.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: approval
+nodes:
+  - {id: draft, type: template, text: "hello"}
+  - {id: approve, type: wait, until: signal, timeout: 24h}
+  - {id: send, type: template, text: "{{ draft.text }}, approved by {{ approve.data.by }}"}
+  - {id: expired, type: template, text: "not approved in time"}
+edges:
+  - {from: draft, to: approve}
+  - {from: approve, to: send}
+  - {from: approve, to: expired, on: timeout}
+outputs:
+  message: "{{ send.text ?? expired.text }}"
+`), 0o644))
+	skeinDir := filepath.Join(dir, ".skein")
+
+	r := skein(t, "run", "--dir", skeinDir, "--output", "json", flow)
+	require.Equal(t, 4, r.code, "waiting: exit 4\n%s", r.stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Equal(t, "waiting", doc["status"])
+	id := doc["execution_id"].(string)
+
+	r = skein(t, "run", "--dir", skeinDir, flow)
+	require.Equal(t, 4, r.code)
+	require.Contains(t, r.stdout, "⏸ approve")
+	require.Contains(t, r.stdout, "waits for a signal")
+	require.Regexp(t, `run [0-9a-f]+ waiting`, r.stdout)
+	require.Regexp(t, `approve waits for a signal: skein signal [0-9a-f]+ approve --data`, r.stdout)
+
+	list := skein(t, "runs", "list", "--dir", skeinDir, "--status", "waiting")
+	require.Equal(t, 0, list.code, list.stderr)
+	require.Contains(t, list.stdout, id)
+	require.Contains(t, list.stdout, "or a signal")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad data", []string{"--data", "{oops"}, "--data is not JSON"},
+		{"unknown node", []string{"--data", "{}"}, `no node "nope"`},
+		{"not waiting", []string{}, "not waiting for a signal"},
+	} {
+		node := "approve"
+		switch tc.name {
+		case "unknown node":
+			node = "nope"
+		case "not waiting":
+			node = "send"
+		}
+		r := skein(t, append([]string{"signal", "--dir", skeinDir, id, node}, tc.args...)...)
+		require.Equal(t, 2, r.code, tc.name)
+		require.Contains(t, r.stderr, tc.want, tc.name)
+	}
+
+	r = skein(t, "signal", "--dir", skeinDir, id, "approve", "--data", `{"by": "Ada"}`)
+	require.Equal(t, 0, r.code, "%s\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "signal recorded for approve (visit 1) of run "+id)
+	require.Contains(t, r.stdout, "resuming run "+id)
+	require.Contains(t, r.stdout, "run "+id+" completed")
+	require.Contains(t, r.stdout, `"message": "hello, approved by Ada"`)
+
+	r = skein(t, "signal", "--dir", skeinDir, id, "approve", "--data", `{"by": "Bo"}`)
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "completed")
+
+	show := skein(t, "runs", "show", "--dir", skeinDir, "-o", "json", id)
+	require.Equal(t, 0, show.code, show.stderr)
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
+	require.Equal(t, "completed", doc["status"])
+	for _, s := range doc["steps"].([]any) {
+		st := s.(map[string]any)
+		if st["node"] == "draft" {
+			require.Equal(t, true, st["cached"], "draft ran once")
+		}
+	}
+}
