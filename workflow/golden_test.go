@@ -180,6 +180,7 @@ func TestExamplesRun(t *testing.T) {
 		status  engine.RunStatus
 		outputs map[string]any // checked key by key
 		check   func(t *testing.T, res *engine.Result)
+		opts    engine.Options // Park and Signals
 	}{
 		{
 			name: "hello", file: "hello.yaml", status: engine.RunCompleted,
@@ -271,6 +272,19 @@ func TestExamplesRun(t *testing.T) {
 			outputs: map[string]any{"summary": "3 lines, 60 EUR"},
 		},
 		{
+			name: "approval waits", file: "approval.yaml", status: engine.RunWaiting,
+			opts: engine.Options{Park: &engine.Park{After: time.Minute}},
+			check: func(t *testing.T, res *engine.Result) {
+				require.Equal(t, "approve", res.Awaiting[0].Node)
+				require.NotNil(t, res.WakeAt, "its timeout")
+			},
+		},
+		{
+			name: "approval approved", file: "approval.yaml", status: engine.RunCompleted,
+			opts:    engine.Options{Signals: []engine.Signal{{Node: "approve", Visit: 1, Data: map[string]any{"approved": true, "by": "Grace"}}}},
+			outputs: map[string]any{"result": "To team@example.com: the release is ready. (approved by Grace)"},
+		},
+		{
 			name: "json child", file: "sub/slugify.json", status: engine.RunCompleted,
 			inputs:  map[string]any{"title": "  Ten Things About   Go Generics "},
 			outputs: map[string]any{"slug": "ten-things-about-go-generics"},
@@ -311,7 +325,9 @@ func TestExamplesRun(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			res, err := engine.NewDriver(node.Default, nil, 8).Execute(ctx, plan, engine.Options{RunID: "example", Inputs: inputs})
+			opts := tc.opts
+			opts.RunID, opts.Inputs = "example", inputs
+			res, err := engine.NewDriver(node.Default, nil, 8).Execute(ctx, plan, opts)
 			require.NoError(t, err)
 			require.Equal(t, tc.status, res.Status, "run error: %+v", res.Error)
 			for k, want := range tc.outputs {

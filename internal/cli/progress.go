@@ -215,7 +215,7 @@ func (p *progress) summary(r *runner.Result) {
 			fmt.Fprintf(p.w, "%s waits for a signal: skein signal %s %s --data '{\"approved\": true}'\n", a.Node, run.ID, a.Node)
 		}
 		if run.WakeAt != nil {
-			fmt.Fprintf(p.w, "or it goes on at %s: skein resume %s then (skein serve on this folder does it by itself)\n",
+			fmt.Fprintf(p.w, "without a signal by %s, skein resume %s then follows the timeout (skein serve on this folder does it by itself)\n",
 				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID)
 		}
 	}

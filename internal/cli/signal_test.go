@@ -94,3 +94,26 @@ outputs:
 		}
 	}
 }
+
+// TestApprovalExample runs examples/approval.yaml: approved, it sends;
+// refused, it does not.
+func TestApprovalExample(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		data, want string
+	}{
+		{`{"approved": true, "by": "Grace"}`, "To ada@example.com: the release is ready. (approved by Grace)"},
+		{`{"approved": false, "by": "Linus"}`, "not sent: Linus said no"},
+	} {
+		dir := t.TempDir()
+		r := skein(t, "run", "--dir", dir, "-o", "json", "../../examples/approval.yaml", "-i", "to=ada@example.com")
+		require.Equal(t, 4, r.code, r.stderr)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		r = skein(t, "signal", "--dir", dir, "-o", "json", doc["execution_id"].(string), "approve", "--data", tc.data)
+		require.Equal(t, 0, r.code, r.stderr)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		require.Equal(t, "completed", doc["status"])
+		require.Equal(t, tc.want, doc["outputs"].(map[string]any)["result"])
+	}
+}
