@@ -436,22 +436,32 @@ not exist or the node is not waiting for a signal.`,
 				if err != nil {
 					return nil, err
 				}
-				if sig.Resume == "" {
+				// applied says who applies the signal when not this process.
+				applied := func(by string) (*runner.Result, error) {
 					if f.output == "json" {
 						writeJSON(e.stdout, map[string]any{"execution_id": sig.Run.ID, "node": sig.Signal.Node, "visit": sig.Signal.Visit,
-							"seq": sig.Signal.Seq, "signaled_at": sig.Signal.CreatedAt, "status": sig.Run.Status})
+							"seq": sig.Signal.Seq, "signaled_at": sig.Signal.CreatedAt, "status": sig.Run.Status, "applied_by": by})
 						return nil, nil
 					}
-					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; its owner (%s) applies it\n",
-						sig.Signal.Node, sig.Signal.Visit, sig.Run.ID, sig.Run.Owner)
+					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; %s applies it\n",
+						sig.Signal.Node, sig.Signal.Visit, sig.Run.ID, by)
 					return nil, nil
+				}
+				if sig.Resume == "" {
+					return applied(sig.Run.Owner.String())
 				}
 				w := e.stdout
 				if f.output == "json" {
 					w = e.stderr
 				}
 				fmt.Fprintf(w, "signal recorded for %s (visit %d) of run %s\n", sig.Signal.Node, sig.Signal.Visit, sig.Run.ID)
-				return r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: o})
+				res, err := r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: o})
+				var owned *runner.OwnedError
+				if errors.As(err, &owned) {
+					// Another process (a server on this folder) resumed it first.
+					return applied(owned.Owner.String())
+				}
+				return res, err
 			})
 		},
 	}

@@ -277,22 +277,37 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 func (s *Server) wake(ctx context.Context) {
 	t := time.NewTicker(s.cfg.WakePoll)
 	defer t.Stop()
+	// A run that cannot be resumed (its workflow file is gone or no
+	// longer valid) stays due: it is tried again after a growing pause,
+	// not at every poll.
+	type retry struct {
+		at    time.Time
+		pause time.Duration
+	}
+	failed := map[string]retry{}
 	for {
 		due, err := s.cfg.Runner.Due(ctx)
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("looking for waiting runs to wake", "err", err)
 		}
+		now := time.Now()
 		for _, run := range due {
 			id := run.ID
+			if f, ok := failed[id]; ok && now.Before(f.at) {
+				continue
+			}
 			_, err := s.launch(ctx, "run woken", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 				return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
 			})
 			switch {
 			case err == nil, errors.Is(err, store.ErrOwned):
+				delete(failed, id)
 			case errors.Is(err, errShuttingDown):
 				return
 			default:
-				s.log.Error("waking a waiting run", "run", id, "err", err)
+				pause := min(max(2*failed[id].pause, time.Minute), time.Hour)
+				failed[id] = retry{at: now.Add(pause), pause: pause}
+				s.log.Error("waking a waiting run", "run", id, "err", err, "next_try_in", pause.String())
 			}
 		}
 		select {

@@ -155,13 +155,17 @@ func TestAWaitOutlivesAKilledServer(t *testing.T) {
 }
 
 // TestSignalReachesARunOfTheCLI: a `skein run` in a terminal holds a wait
-// whose timeout is under a minute; a signal through the API of a server on
-// the same folder reaches it through the store.
+// whose timeout is under a minute; a signal — through the API of a server
+// on the same folder, or `skein signal` in another terminal — reaches it
+// through the store.
 func TestSignalReachesARunOfTheCLI(t *testing.T) {
 	t.Parallel()
-	s := serve(t, serveOpts{})
-	flow := filepath.Join(s.tmp, "held.yaml")
-	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+	for _, via := range []string{"api", "skein signal"} {
+		t.Run(via, func(t *testing.T) {
+			t.Parallel()
+			s := serve(t, serveOpts{})
+			flow := filepath.Join(s.tmp, "held.yaml")
+			require.NoError(t, os.WriteFile(flow, []byte(`version: 1
 name: held
 nodes:
   - {id: approve, type: wait, until: signal, timeout: 30s}
@@ -171,35 +175,43 @@ edges:
 outputs:
   message: "{{ send.text }}"
 `), 0o644))
-	cmd := exec.Command(bin, "run", "--dir", s.dir, "--output", "json", flow)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+			cmd := exec.Command(bin, "run", "--dir", s.dir, "--output", "json", flow)
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			require.NoError(t, cmd.Start())
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
 
-	var id string
-	deadline := time.Now().Add(30 * time.Second)
-	for id == "" {
-		list := s.admin("GET", "/api/runs?workflow=held", nil, http.StatusOK)
-		if runs := list["runs"].([]any); len(runs) > 0 {
-			id = runs[0].(map[string]any)["execution_id"].(string)
-		}
-		require.True(t, time.Now().Before(deadline), "the CLI's run did not show up")
-		time.Sleep(20 * time.Millisecond) // polling another process: nothing to wait on
-	}
-	doc := s.waitingFor(id, "approve")
-	require.Equal(t, "running", doc["status"], "the CLI holds it")
-	require.NotNil(t, doc["owner"])
-	ans := s.admin("POST", "/api/runs/"+id+"/signals/approve", map[string]any{"by": "Ada"}, http.StatusAccepted)
-	require.Equal(t, "running", ans["run"].(map[string]any)["status"], "left to its owner")
+			var id string
+			deadline := time.Now().Add(30 * time.Second)
+			for id == "" {
+				list := s.admin("GET", "/api/runs?workflow=held", nil, http.StatusOK)
+				if runs := list["runs"].([]any); len(runs) > 0 {
+					id = runs[0].(map[string]any)["execution_id"].(string)
+				}
+				require.True(t, time.Now().Before(deadline), "the CLI's run did not show up")
+				time.Sleep(20 * time.Millisecond) // polling another process: nothing to wait on
+			}
+			doc := s.waitingFor(id, "approve")
+			require.Equal(t, "running", doc["status"], "the CLI holds it")
+			require.NotNil(t, doc["owner"])
+			if via == "api" {
+				ans := s.admin("POST", "/api/runs/"+id+"/signals/approve", map[string]any{"by": "Ada"}, http.StatusAccepted)
+				require.Equal(t, "running", ans["run"].(map[string]any)["status"], "left to its owner")
+			} else {
+				sig, err := exec.Command(bin, "signal", "--dir", s.dir, "-o", "json", id, "approve", "--data", `{"by": "Ada"}`).Output()
+				require.NoError(t, err)
+				require.Contains(t, string(sig), `"applied_by": "pid `, "left to its owner")
+			}
 
-	select {
-	case err := <-exited:
-		require.NoError(t, err, errb.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("skein run did not take the signal:\n%s", errb.String())
+			select {
+			case err := <-exited:
+				require.NoError(t, err, errb.String())
+			case <-time.After(30 * time.Second):
+				t.Fatalf("skein run did not take the signal:\n%s", errb.String())
+			}
+			require.Contains(t, out.String(), `"message": "approved by Ada"`)
+		})
 	}
-	require.Contains(t, out.String(), `"message": "approved by Ada"`)
 }
