@@ -1,5 +1,5 @@
 // Package runner is Skein's application layer: it starts, resumes, reruns,
-// cancels, shows, lists, prunes and checks runs. Every front end — the
+// cancels, signals, shows, lists, prunes and checks runs. Every front end — the
 // command line, `skein mcp`, and later the HTTP server and the workers —
 // calls it with typed requests and gets typed results and typed errors;
 // none of them holds run logic.
@@ -18,7 +18,17 @@
 // proceeds. A run whose owner died is interrupted: its lease ran out, or
 // its owner was a process on this host that no longer exists. Cancel is a
 // request written to the store that the owner picks up within
-// [Config.CancelPoll].
+// [Config.CancelPoll]; so is a signal (Signal), which a run nobody owns
+// gets when it is resumed.
+//
+// # Waiting
+//
+// An execution given Options.Park ends when its run only waits — for a
+// signal, or for timers due later than Park.After — and leaves the run
+// waiting: no owner, no lease, its waiting steps and its earliest wake-up
+// time on record. Resume continues it with the signals recorded meanwhile
+// and the recorded wake-up times (a wait ends when it was due); Due lists
+// the waiting runs whose time has come, for a server to resume.
 //
 // # History
 //
