@@ -1,10 +1,11 @@
 // Package engine runs workflows.
 //
 // The heart is the scheduler (Run): given a run's state and one event — the
-// run started, a task finished, a timer fired, a cancel was asked for — it
-// changes the state and returns what to do next: the tasks to start, the
-// timers to set, the step records and events to write. It does no I/O, starts
-// no goroutines and reads no clock, so it is tested exhaustively and fuzzed.
+// run started, a task finished, a timer fired, a signal came, a cancel was
+// asked for — it changes the state and returns what to do next: the tasks
+// to start, the timers to set, the step records and events to write. It does
+// no I/O, starts no goroutines and reads no clock, so it is tested
+// exhaustively and fuzzed.
 //
 // Around it, drivers do the work: the local driver runs tasks as goroutines
 // with a concurrency limit and feeds their outcomes back.

@@ -1,6 +1,7 @@
 // Package server is Skein's HTTP API (`skein serve`): the workflows of a
-// folder, runs started, listed, shown, cancelled, resumed and rerun, and
-// each run's events as Server-Sent Events — a front end over the runner,
+// folder, runs started, listed, shown, cancelled, resumed, rerun and
+// signalled, and each run's events as Server-Sent Events — a front end
+// over the runner,
 // holding no run logic. docs/api.md describes the API and
 // docs/openapi.yaml specifies it; a test keeps the two and the routes
 // registered here the same.
@@ -10,7 +11,10 @@
 // Authentication denies by default: every route but /healthz needs a bearer
 // token whose scope (read < run < admin) the route allows.
 //
-// Executions the server starts outlive their request. On shutdown nothing
-// new starts in them, running nodes get a grace period to finish, and each
-// run is left interrupted: recorded, unowned and resumable.
+// Executions the server starts outlive their request. A run that only
+// waits (a signal, a long timer) is parked: left waiting, held by nothing;
+// the server's wake-up poll resumes the waiting runs whose time has come.
+// On shutdown nothing new starts in the executions, running nodes get a
+// grace period to finish, and each run is left interrupted — recorded,
+// unowned and resumable — or waiting, when it only waits.
 package server
