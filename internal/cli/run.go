@@ -267,9 +267,10 @@ func resumeCmd(e *env) *cobra.Command {
 	var planOnly bool
 	cmd := &cobra.Command{
 		Use:   "resume RUN_ID",
-		Short: "Continue a failed, cancelled or interrupted run without redoing what succeeded",
-		Long: `Continue a run that failed, was cancelled, or was interrupted (its process
-died). Every step that succeeded before, with the same node definition, the
+		Short: "Continue a failed, cancelled, interrupted or waiting run without redoing what succeeded",
+		Long: `Continue a run that failed, was cancelled, was interrupted (its process
+died), or waits (its waits go on until their wake-up times; signals recorded
+meanwhile are applied). Every step that succeeded before, with the same node definition, the
 same resolved parameters and unchanged upstream, is reused (↻, cached);
 changed nodes and everything downstream run again. Failed steps never count
 as done. Pass --workflow to resume with an edited file; its node ids must
