@@ -37,10 +37,22 @@ const (
 // through it again without an allocation.
 type Redactor struct {
 	forms    []string // longest first
-	bforms   [][]byte // forms as bytes
 	replacer *strings.Replacer
 	shortest int
+	// short are the forms under 4 bytes, looked for one by one. The
+	// others are found in one pass: heads holds, per hash of a form's
+	// first 4 bytes, one bit; a window of text whose bit is set is checked
+	// against byHead, the forms that begin with those 4 bytes.
+	short  []string
+	heads  []uint64
+	byHead map[uint32][]string
 }
+
+// headBits is the size of the heads table, in bits of hash: 2^16 bits,
+// 8 KiB, sparse enough that text with no secret rarely hits a set bit.
+const headBits = 16
+
+func headHash(w uint32) uint32 { return (w * 2654435761) >> (32 - headBits) }
 
 // New returns the Redactor of a run's secrets (name → value), or nil when
 // none is long enough to mask (MinLen).
@@ -91,11 +103,19 @@ func New(secrets map[string]string) *Redactor {
 	for _, f := range forms {
 		pairs = append(pairs, f, Mask)
 	}
-	bforms := make([][]byte, len(forms))
-	for i, f := range forms {
-		bforms[i] = []byte(f)
+	r := &Redactor{forms: forms, replacer: strings.NewReplacer(pairs...), shortest: len(forms[len(forms)-1]),
+		heads: make([]uint64, (1<<headBits)/64), byHead: map[uint32][]string{}}
+	for _, f := range forms {
+		if len(f) < 4 {
+			r.short = append(r.short, f)
+			continue
+		}
+		w := uint32(f[0])<<24 | uint32(f[1])<<16 | uint32(f[2])<<8 | uint32(f[3])
+		h := headHash(w)
+		r.heads[h/64] |= 1 << (h % 64)
+		r.byHead[w] = append(r.byHead[w], f)
 	}
-	return &Redactor{forms: forms, bforms: bforms, replacer: strings.NewReplacer(pairs...), shortest: len(forms[len(forms)-1])}
+	return r
 }
 
 // encodedForms are the encodings of a secret that New masks too.
@@ -206,12 +226,7 @@ func (r *Redactor) Contains(s string) bool {
 	if r == nil || len(s) < r.shortest {
 		return false
 	}
-	for _, f := range r.forms {
-		if strings.Contains(s, f) {
-			return true
-		}
-	}
-	return false
+	return contains(r, s)
 }
 
 // ContainsBytes reports whether b holds a secret, in any of the masked
@@ -220,9 +235,32 @@ func (r *Redactor) ContainsBytes(b []byte) bool {
 	if r == nil || len(b) < r.shortest {
 		return false
 	}
-	for _, f := range r.bforms {
-		if bytes.Contains(b, f) {
+	return contains(r, b)
+}
+
+// contains looks for every form in one pass over s (strings.Contains per
+// form took ~50 passes, 60 MB/s for two secrets).
+func contains[T string | []byte](r *Redactor, s T) bool {
+	for _, f := range r.short {
+		if strings.Contains(string(s), f) {
 			return true
+		}
+	}
+	if len(s) < 4 {
+		return false
+	}
+	w := uint32(s[0])<<16 | uint32(s[1])<<8 | uint32(s[2])
+	for i := 3; i < len(s); i++ {
+		w = w<<8 | uint32(s[i])
+		h := headHash(w)
+		if r.heads[h/64]&(1<<(h%64)) == 0 {
+			continue
+		}
+		rest := s[i-3:]
+		for _, f := range r.byHead[w] {
+			if len(rest) >= len(f) && string(rest[:len(f)]) == f {
+				return true
+			}
 		}
 	}
 	return false

@@ -155,3 +155,45 @@ func BenchmarkRedactorLargeString(b *testing.B) {
 		r.String(s)
 	}
 }
+
+func TestRedactorJSON(t *testing.T) {
+	t.Parallel()
+	r := redact.New(map[string]string{"TOKEN": secret})
+	clean := []byte(`{"a": 1}` + "\n")
+	got, err := r.JSON(clean, "  ")
+	require.NoError(t, err)
+	require.Equal(t, string(clean), string(got), "nothing to mask: the bytes as they were")
+
+	in, err := json.Marshal(map[string]any{"z": secret, "n": 12345678901234567, "list": []any{"x " + secret}})
+	require.NoError(t, err)
+	got, err = r.JSON(append(in, '\n'), "  ")
+	require.NoError(t, err)
+	require.Equal(t, "{\n  \"list\": [\n    \"x ***\"\n  ],\n  \"n\": 12345678901234567,\n  \"z\": \"***\"\n}\n", string(got))
+	got, err = r.JSON(in, "")
+	require.NoError(t, err)
+	require.Equal(t, `{"list":["x ***"],"n":12345678901234567,"z":"***"}`, string(got))
+}
+
+func TestInto(t *testing.T) {
+	t.Parallel()
+	type rec struct {
+		Status string         `json:"status"`
+		Notes  []string       `json:"notes"`
+		Data   map[string]any `json:"data"`
+		Skip   string         `json:"-"`
+	}
+	r := redact.New(map[string]string{"TOKEN": secret})
+	v := &rec{Status: "ok", Notes: []string{"saw " + secret}, Data: map[string]any{"k": secret}, Skip: "kept out"}
+	got, err := redact.Into(r, v)
+	require.NoError(t, err)
+	require.Equal(t, &rec{Status: "ok", Notes: []string{"saw ***"}, Data: map[string]any{"k": "***"}}, got)
+	require.Equal(t, "saw "+secret, v.Notes[0], "the argument is not changed")
+
+	clean := &rec{Status: "ok"}
+	got, err = redact.Into(r, clean)
+	require.NoError(t, err)
+	require.Same(t, clean, got)
+	got, err = redact.Into[*rec](nil, v)
+	require.NoError(t, err)
+	require.Same(t, v, got)
+}
