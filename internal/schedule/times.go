@@ -93,6 +93,9 @@ func (t *Times) Spec() string {
 	return t.expr + " | " + t.tz
 }
 
+// Expr returns the expression and the time zone as given.
+func (t *Times) Expr() (expr, tz string) { return t.expr, t.tz }
+
 // Location is the time zone the expression is read in.
 func (t *Times) Location() *time.Location { return t.loc }
 

@@ -27,6 +27,7 @@ func (s *Server) register() {
 	s.routes = []Route{
 		{"GET", "/healthz", auth.None, s.healthz},
 		{"GET", "/readyz", auth.Read, s.readyz},
+		{"GET", "/metrics", auth.Read, s.metrics},
 		{"GET", "/api/workflows", auth.Read, s.listWorkflows},
 		{"GET", "/api/workflows/{name}", auth.Read, s.getWorkflow},
 		{"POST", "/api/workflows/validate", auth.Read, s.validateWorkflow},
@@ -37,6 +38,7 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/resume", auth.Run, s.resumeRun},
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+		{"GET", "/api/schedules", auth.Read, s.listSchedules},
 	}
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.guard(rt))

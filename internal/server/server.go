@@ -11,9 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/schedule"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -48,6 +53,13 @@ type Config struct {
 	// run this server does not execute (one of the CLI's or another
 	// server's); default 250 ms.
 	EventPoll time.Duration
+	// Clock is the schedules' clock; default the wall clock.
+	Clock clock.Clock
+	// Metrics are served at /metrics; default NewMetrics().
+	Metrics *Metrics
+	// Tracer, when set, gets a span per execution and per node step
+	// (TracerFromEnv).
+	Tracer trace.TracerProvider
 }
 
 // Server is Skein's HTTP API over a runner. Create it with New, serve its
@@ -60,6 +72,12 @@ type Server struct {
 	routes  []Route
 	hub     hub
 	keys    keyLocks
+	sched   *schedule.Scheduler
+	tracer  trace.Tracer
+	// loops are the background loops Serve starts (takeover, schedules,
+	// workflow versions); reloaded wakes the versions loop.
+	loops    sync.WaitGroup
+	reloaded chan struct{}
 
 	// Executions in progress. leave and hard are closed on Shutdown.
 	mu       sync.Mutex
@@ -88,7 +106,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventPoll <= 0 {
 		cfg.EventPoll = 250 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{})}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
+		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server")}
+	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
+		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
 	s.keys.init()
 	if err := s.Reload(); err != nil {
@@ -109,6 +136,10 @@ func (s *Server) Handler() http.Handler {
 // requests, ends event streams, lets running nodes finish within
 // Config.Grace (then stops them) and leaves unfinished runs interrupted,
 // for a resume. It returns once every execution has stopped.
+//
+// While it serves, it fires the schedules of the served workflows, stores
+// each workflow's version as it is loaded, and on start takes over the
+// runs a dead owner left running (takeover).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -120,6 +151,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { served <- hs.Serve(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "workflows", s.cfg.Workflows,
 		"auth", s.cfg.Auth != nil)
+	stopLoops := s.startLoops(ctx)
 	var err error
 	select {
 	case err = <-served:
@@ -132,6 +164,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 		<-served
 	}
+	stopLoops()
 	s.Shutdown()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -202,13 +235,15 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
+	tel := s.observe(ctx, obs)
 	o := s.cfg.Options
-	o.Observer, o.Leave, o.Hard = obs, s.leave, s.hard
+	o.Observer, o.Leave, o.Hard = tel, s.leave, s.hard
 	failed := make(chan error, 1)
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
 		res, err := do(bg, o)
+		tel.end(res)
 		if err != nil {
 			failed <- err
 			return
