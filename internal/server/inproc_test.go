@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/server"
 	"github.com/skeinhq/skein/internal/store"
@@ -43,9 +44,18 @@ type inproc struct {
 	served chan error
 }
 
-// newInproc opens a runner on a fresh folder with the test workflows;
-// prepare, when set, may write runs into its store before serving.
-func newInproc(t *testing.T, prepare func(st store.Store, flows string)) *inproc {
+type inprocOpts struct {
+	// flows is the folder of workflows to serve; default a copy of
+	// testdata/flows.
+	flows string
+	// prepare, when set, may write runs into the store before serving.
+	prepare func(st store.Store, flows string)
+	// clock is the schedules' clock.
+	clock clock.Clock
+}
+
+// newInproc opens a runner on a fresh folder and serves it.
+func newInproc(t *testing.T, o inprocOpts) *inproc {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
@@ -54,13 +64,17 @@ func newInproc(t *testing.T, prepare func(st store.Store, flows string)) *inproc
 	r, err := runner.Open(runner.Config{Dir: dir, Store: st})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
-	p := &inproc{t: t, r: r, st: st, flows: copyFlows(t), spans: tracetest.NewInMemoryExporter(), logs: newLogWaiter()}
-	if prepare != nil {
-		prepare(st, p.flows)
+	if o.flows == "" {
+		o.flows = copyFlows(t)
+	}
+	p := &inproc{t: t, r: r, st: st, flows: o.flows, spans: tracetest.NewInMemoryExporter(), logs: newLogWaiter()}
+	if o.prepare != nil {
+		o.prepare(st, p.flows)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(p.spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	p.srv, err = server.New(server.Config{Runner: r, Workflows: p.flows, Tracer: tp, Log: slog.New(p.logs), Grace: 5 * time.Second})
+	p.srv, err = server.New(server.Config{Runner: r, Workflows: p.flows, Tracer: tp, Log: slog.New(p.logs), Grace: 5 * time.Second,
+		Clock: o.clock})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -141,55 +155,65 @@ func (p *inproc) metrics() string {
 	return rec.Body.String()
 }
 
-// logWaiter is a slog handler that keeps messages and lets a test wait
-// for one.
+// logWaiter is a slog handler that keeps log lines ("msg key=value …")
+// and lets a test wait for one.
 type logWaiter struct {
 	mu      sync.Mutex
-	msgs    []string
-	waiters map[string][]chan struct{}
+	lines   []string
+	waiters []logWait
 }
 
-func newLogWaiter() *logWaiter { return &logWaiter{waiters: map[string][]chan struct{}{}} }
+type logWait struct {
+	prefix string
+	ch     chan struct{}
+}
+
+func newLogWaiter() *logWaiter { return &logWaiter{} }
 
 func (l *logWaiter) Enabled(context.Context, slog.Level) bool { return true }
 func (l *logWaiter) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *logWaiter) WithGroup(string) slog.Handler            { return l }
 func (l *logWaiter) Handle(_ context.Context, r slog.Record) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	line := r.Message
 	r.Attrs(func(a slog.Attr) bool {
 		line += " " + a.Key + "=" + a.Value.String()
 		return true
 	})
-	l.msgs = append(l.msgs, line)
-	for _, ch := range l.waiters[r.Message] {
-		close(ch)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, line)
+	kept := l.waiters[:0]
+	for _, w := range l.waiters {
+		if strings.HasPrefix(line, w.prefix) {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
 	}
-	delete(l.waiters, r.Message)
+	l.waiters = kept
 	return nil
 }
 
-// seen returns a channel closed when a record with the message is logged
-// (at once if it was).
-func (l *logWaiter) seen(msg string) <-chan struct{} {
+// seen returns a channel closed once a line that begins with prefix is
+// logged (at once if one was).
+func (l *logWaiter) seen(prefix string) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ch := make(chan struct{})
-	for _, m := range l.msgs {
-		if m == msg || strings.HasPrefix(m, msg+" ") {
+	for _, line := range l.lines {
+		if strings.HasPrefix(line, prefix) {
 			close(ch)
 			return ch
 		}
 	}
-	l.waiters[msg] = append(l.waiters[msg], ch)
+	l.waiters = append(l.waiters, logWait{prefix, ch})
 	return ch
 }
 
 func (l *logWaiter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return strings.Join(l.msgs, "\n")
+	return strings.Join(l.lines, "\n")
 }
 
 // deadPID is the pid of a process of this host that has exited.

@@ -19,7 +19,7 @@ func TestTakeoverOnStart(t *testing.T) {
 	dead := store.Owner{Host: hostname(t), PID: deadPID(t), Token: "dead-owner"}
 	now := time.Now().UTC()
 	var before map[string]*store.Run
-	p := newInproc(t, func(st store.Store, flows string) {
+	p := newInproc(t, inprocOpts{prepare: func(st store.Store, flows string) {
 		quick, err := filepath.Abs(filepath.Join(flows, "quick.yaml"))
 		require.NoError(t, err)
 		for _, run := range []*store.Run{
@@ -39,7 +39,7 @@ func TestTakeoverOnStart(t *testing.T) {
 		for _, r := range runs {
 			before[r.ID] = r
 		}
-	})
+	}})
 	<-p.logs.seen("took over the runs left by a dead owner")
 	require.Equal(t, "completed", p.waitEnd("abandoned"), p.logs.String())
 	status, body := p.do("GET", "/api/runs/abandoned", "")

@@ -13,7 +13,7 @@ import (
 // it one per node.
 func TestMetricsAndTraces(t *testing.T) {
 	t.Parallel()
-	p := newInproc(t, nil)
+	p := newInproc(t, inprocOpts{})
 	ids := []string{p.start("quick", `{"who": "A"}`), p.start("quick", `{"who": "B"}`)}
 	for _, id := range ids {
 		require.Equal(t, "completed", p.waitEnd(id))
