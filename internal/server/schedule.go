@@ -14,13 +14,19 @@ import (
 )
 
 // scheduleTriggers are the schedule triggers of the workflows a catalog
-// serves. Their parameters were checked when the workflow was validated.
-func scheduleTriggers(c *Catalog) []schedule.Trigger {
+// serves. Their parameters were checked when the workflow was validated; a
+// workflow a schedule cannot start (a required input without a default)
+// is reported now, and each of its fires will fail.
+func (s *Server) scheduleTriggers(c *Catalog) []schedule.Trigger {
 	var out []schedule.Trigger
 	for _, e := range c.Workflows {
 		for _, n := range e.W.Nodes {
 			if n.Type != trigger.Schedule || n.Disabled {
 				continue
+			}
+			if _, err := e.W.ResolveInputs(map[string]any{}); err != nil {
+				s.log.Warn("a schedule gives no inputs, so its runs cannot start; give the inputs defaults", "workflow", e.Name,
+					"trigger", n.ID, "err", err)
 			}
 			str := func(name, def string) string {
 				if v, ok := n.Params[name].(string); ok && v != "" {
