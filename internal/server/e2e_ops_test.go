@@ -1,16 +1,22 @@
 package server_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skeinhq/skein/internal/schedule"
 )
@@ -160,4 +166,60 @@ func TestScheduleAcrossRestart(t *testing.T) {
 	require.Equal(t, lost, missed, "every second without a run was reported missed:\n%s\n%s", s.log(), s2.log())
 	require.Contains(t, metrics, `skein_runs_started_total{source="schedule",workflow="tick"}`)
 	require.True(t, strings.Contains(metrics, `skein_schedule_fires_total{outcome="fired",trigger="every",workflow="tick"}`), metrics)
+}
+
+// TestTracesOverOTLP: with OTEL_EXPORTER_OTLP_ENDPOINT set, skein serve
+// sends a span per run and per node by OTLP/HTTP (here to a collector the
+// test plays), at the latest when it shuts down.
+func TestTracesOverOTLP(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var spans []*tracepb.Span
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil || r.URL.Path != "/v1/traces" {
+			http.Error(w, "unexpected", http.StatusBadRequest)
+			return
+		}
+		var req coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range req.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans = append(spans, ss.Spans...)
+			}
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(nil)
+	}))
+	defer collector.Close()
+
+	s := serve(t, serveOpts{env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + collector.URL}})
+	id := s.start("quick", map[string]any{"who": "Ada"})
+	require.Equal(t, "completed", s.ended(id)["status"])
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
+
+	mu.Lock()
+	defer mu.Unlock()
+	var names []string
+	var run *tracepb.Span
+	for _, sp := range spans {
+		names = append(names, sp.Name)
+		if sp.Name == "run quick" {
+			run = sp
+		}
+	}
+	require.NotNil(t, run, "a span for the run: %v", names)
+	children := 0
+	for _, sp := range spans {
+		if string(sp.ParentSpanId) == string(run.SpanId) {
+			children++
+			require.Contains(t, []string{"node start", "node greet"}, sp.Name)
+		}
+	}
+	require.Equal(t, 2, children, "a span per node: %v", names)
 }

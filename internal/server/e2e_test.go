@@ -58,6 +58,7 @@ type serveOpts struct {
 	dir   string // reuse the folder of an earlier server
 	flows string
 	args  []string
+	env   []string // more environment variables, NAME=value
 }
 
 // serve starts `skein serve` on 127.0.0.1:0 with the test workflows and
@@ -74,6 +75,7 @@ func serve(t *testing.T, o serveOpts) *served {
 	}
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", s.dir, "--workflows", s.flows, "--shutdown-grace", "5s"}, o.args...)
 	s.cmd = exec.Command(bin, args...)
+	s.cmd.Env = append(os.Environ(), o.env...)
 	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, s.cmd.Start())
