@@ -65,7 +65,7 @@ func NewMetrics() *Metrics {
 		}, []string{"workflow", "status"}),
 		nodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "skein_node_duration_seconds",
-			Help:    "How long node steps ran, by node type and status (success, failed, cancelled); reused (cached, pinned) steps are not counted.",
+			Help:    "How long node steps ran, by node type and status (success, failed, cancelled); reused (cached, pinned) steps and triggers are not counted.",
 			Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600},
 		}, []string{"type", "status"}),
 		runsRunning: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -63,7 +63,7 @@ func (sr scheduleRuns) Start(ctx context.Context, fire schedule.Fire) error {
 		return fmt.Errorf("a schedule gives no inputs: %w", err)
 	}
 	payload := map[string]any{"scheduled_at": fire.At.Format(time.RFC3339), "missed": fire.Missed}
-	_, err = s.launch(withSource(ctx, SourceSchedule), "run started by schedule "+fire.Trigger,
+	_, err = s.launch(withSource(ctx, SourceSchedule), "run started by a schedule",
 		func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 			return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: fire.Trigger,
 				Payload: payload, RunID: fire.RunID, Options: o})

@@ -46,7 +46,7 @@ func TestNightlyReportAsWritten(t *testing.T) {
 	require.Nil(t, sc["last_fire"])
 
 	clk.Advance(time.Second)
-	<-p.logs.seen("run started by schedule nightly")
+	<-p.logs.seen("run started by a schedule")
 	id := schedule.RunID("nightly-report", "nightly", time.Date(2026, 3, 29, 1, 0, 0, 0, time.UTC))
 	p.waitEnd(id) // completed or not, as the machine's backups go
 	status, body := p.do("GET", "/api/runs/"+id, "")

@@ -17,6 +17,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
 )
 
 // TracerFromEnv returns the tracer provider of skein serve: spans sent by
@@ -47,9 +48,12 @@ func TracerFromEnv(ctx context.Context, lookupEnv func(string) (string, bool), v
 // the run (this execution of it) and, in it, one per node step. It passes
 // everything on to the next observer.
 type telemetry struct {
-	next    runner.Observer
-	m       *Metrics
-	tracer  trace.Tracer
+	next   runner.Observer
+	m      *Metrics
+	tracer trace.Tracer
+	// trigger tells the node types that are triggers: their steps are
+	// the run's start, not work, and are not timed.
+	trigger func(nodeType string) bool
 	ctx     context.Context
 	source  string
 	mu      sync.Mutex
@@ -62,7 +66,11 @@ type telemetry struct {
 // queued until its run is recorded.
 func (s *Server) observe(ctx context.Context, next runner.Observer) *telemetry {
 	s.cfg.Metrics.queueDepth.Inc()
-	return &telemetry{next: next, m: s.cfg.Metrics, tracer: s.tracer, ctx: context.WithoutCancel(ctx), source: sourceOf(ctx)}
+	return &telemetry{next: next, m: s.cfg.Metrics, tracer: s.tracer, ctx: context.WithoutCancel(ctx), source: sourceOf(ctx),
+		trigger: func(nodeType string) bool {
+			spec, ok := s.registry().Lookup(nodeType)
+			return ok && spec.Role == node.RoleTrigger
+		}}
 }
 
 var _ runner.Observer = (*telemetry)(nil)
@@ -89,7 +97,7 @@ func (t *telemetry) Step(rec engine.StepRecord) {
 	switch rec.Status {
 	case engine.StatusSuccess, engine.StatusFailed, engine.StatusCancelled:
 		if rec.StartedAt != nil && rec.FinishedAt != nil {
-			if !rec.Cached && !rec.Pinned {
+			if !rec.Cached && !rec.Pinned && !t.trigger(rec.Type) {
 				t.m.NodeFinished(rec.Type, string(rec.Status), rec.FinishedAt.Sub(*rec.StartedAt))
 			}
 			t.nodeSpan(rec)

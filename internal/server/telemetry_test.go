@@ -34,6 +34,7 @@ func TestMetricsAndTraces(t *testing.T) {
 	} {
 		require.Contains(t, m, line+"\n")
 	}
+	require.NotContains(t, m, `type="trigger.manual"`, "a trigger's step is the run's start, not work to time")
 
 	spans := p.spans.GetSpans()
 	runs := map[string]tracetest.SpanStub{}
