@@ -75,7 +75,9 @@ edges:
 `), 0o644))
 	r := skein(t, "run", "--dir", dir, flow)
 	require.Equal(t, 1, r.code, r.stdout)
-	require.Contains(t, r.stdout+r.stderr, "no space left on device")
+	// Whether the run folder or the database meets the full disk first
+	// depends on their sizes (one table more in the schema tips it).
+	require.Regexp(t, "no space left on device|database or disk is full", r.stdout+r.stderr)
 
 	l := skein(t, "runs", "list", "--dir", dir)
 	require.Equal(t, 0, l.code, "the database still opens: %s", l.stderr)

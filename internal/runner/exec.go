@@ -16,6 +16,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -30,6 +31,10 @@ type StartRequest struct {
 	// workflow's declared inputs (workflow.ResolveInputs).
 	Inputs  map[string]any
 	Trigger string
+	// Payload is what the trigger fired with (a schedule's time): the
+	// trigger node's output and the templates' `trigger`. Nil: the
+	// trigger outputs the inputs and `trigger` is empty.
+	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
 	Options
@@ -41,7 +46,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
 	if id == "" {
 		id = NewRunID()
 	}
-	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, runID: id}, req.Options)
+	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload, runID: id}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }
 
@@ -64,6 +69,7 @@ type job struct {
 	w       *workflow.Workflow
 	inputs  map[string]any
 	trigger string
+	payload map[string]any
 	runID   string
 	// resume continues a run this process has claimed: its folder and row
 	// are reused.
@@ -87,6 +93,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	// The one Redactor of the run: every writer of its records gets it.
+	red := redact.New(secrets)
 	plan, err := engine.NewPlan(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
@@ -106,7 +114,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var rl *runlog.Writer
 	run := j.resume
 	if run != nil {
-		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
+		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
 			r.release(ctx, run)
 			return nil, err
 		}
@@ -117,7 +125,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			return nil, err
 		}
 	} else {
-		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta); err != nil {
+		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
 		src, _ := workflow.ReadFile(w.File)
@@ -175,14 +183,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		lease.watchSignals(run.ID, lastSeq(sigs), sigCh)
 	}
 
-	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
+	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
 	if o.Observer != nil {
 		o.Observer.Started(run, j.resume != nil)
-		obs = &observed{o: o.Observer, later: rec.AfterCommit}
+		obs = &observed{o: o.Observer, later: rec.AfterCommit, redact: red}
 		recs = append(recs, obs) // before rec: its calls wait for rec's commit
 	}
 	recs = append(recs, rec)
@@ -193,7 +201,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models := llmkind.NewModels(w, r.cfg.LookupEnv)
 	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
@@ -205,7 +213,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cmodels.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
 		},
-		Child:   r.childFactory(ctx, run, lease),
+		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
 		Wakes:   j.wakes,
 		Signals: signals,
@@ -225,13 +233,15 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
-		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
 	}
 	if left(o.Leave) && res.Status == engine.RunCancelled {
-		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
+		out := r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil)
+		out.redact = red
+		return out, nil
 	}
 	if res.Status == engine.RunWaiting {
-		return r.park(ctx, run, res, rec, recs, obs, rl, lease, runErr, j.resume != nil), nil
+		return r.park(ctx, run, res, rec, recs, obs, rl, lease, runErr, j.resume != nil, red), nil
 	}
 	now := r.clock.Now()
 	var extra []engine.TimedEvent
@@ -244,7 +254,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		verr = rec.Sync() // the judge reads the node's events from the store
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir())
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), red)
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -272,12 +282,12 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	} else {
 		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil}
+		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
 }
 
 // leave ends an execution stopped by Options.Leave without ending its
@@ -319,7 +329,7 @@ const EventExecutionLeft = "execution_left"
 // owner, and the process holds nothing for it. A signal (Runner.Signal)
 // or its wake-up time (Runner.Due) resumes it.
 func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, obs *observed,
-	rl *runlog.Writer, l *lease, runErr error, resumed bool) *Result {
+	rl *runlog.Writer, l *lease, runErr error, resumed bool, red *redact.Redactor) *Result {
 	data := map[string]any{"reason": "every live branch waits; a signal or the wake-up time resumes the run"}
 	var awaiting []any
 	for _, a := range res.Awaiting {
@@ -340,7 +350,7 @@ func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, r
 	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
 	run.WakeAt = usecPtr(res.WakeAt)
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
-	out := &Result{Run: run, Engine: res, Resumed: resumed}
+	out := &Result{Run: run, Engine: res, Resumed: resumed, redact: red}
 	if err := rec.Finish(run); err != nil {
 		// The run stays owned until its lease runs out: then it is
 		// interrupted, and a resume continues it.
@@ -522,7 +532,7 @@ func (r *Runner) pollSignals(ctx context.Context, l *lease) {
 // owned with the parent's token, with its own folder. A child run that
 // exists already (the parent was resumed) is claimed again and reuses what
 // it completed.
-func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) engine.ChildFactory {
+func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, red *redact.Redactor) engine.ChildFactory {
 	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
 		bg := context.WithoutCancel(ctx)
 		started := r.clock.Now()
@@ -541,11 +551,11 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
-			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, store.ErrNotFound):
-			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
@@ -558,7 +568,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			return nil, err
 		}
 		l.addChild(id, true)
-		rec := durable.NewRecorder(r.commit, id, crl.Dir())
+		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
@@ -589,7 +599,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			if err := rec.Finish(child); err != nil {
 				return err
 			}
-			return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
+			return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res, redact: red}))
 		}
 		if reuse != nil {
 			cr.Reuse = reuse.Reuse
@@ -599,9 +609,10 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict
-// files; it returns nil when the workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv))
+// files, masking the run's secrets with red; it returns nil when the
+// workflow has no checks.
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, red *redact.Redactor) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv), red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an
@@ -669,11 +680,14 @@ func (t tee) Event(ev engine.TimedEvent) error {
 }
 
 // observed hands a run's records to an Observer once they are committed.
+// Events come from the engine and from the runner (verdicts, repair
+// warnings): their data is masked with the run's Redactor here.
 type observed struct {
-	o     Observer
-	later func(func())
-	mu    sync.Mutex
-	calls []func()
+	o      Observer
+	later  func(func())
+	redact *redact.Redactor
+	mu     sync.Mutex
+	calls  []func()
 	// out serialises the calls: commits call back from one goroutine,
 	// but the final flush may come from another.
 	out sync.Mutex
@@ -688,6 +702,7 @@ func (b *observed) Step(rec *engine.StepRecord) error {
 }
 
 func (b *observed) Event(ev engine.TimedEvent) error {
+	ev.Data, _ = b.redact.Map(ev.Data)
 	b.mu.Lock()
 	b.calls = append(b.calls, func() { b.o.Event(ev) })
 	b.mu.Unlock()

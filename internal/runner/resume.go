@@ -47,7 +47,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		r.killOrphans(hist)
 	}
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID,
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: payloadOf(claimed, hist), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, req.Options)
 }
 

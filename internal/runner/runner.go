@@ -14,6 +14,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
@@ -248,6 +249,8 @@ type Result struct {
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.
 	Err error
+	// redact masks the run's secrets in its document (Doc).
+	redact *redact.Redactor
 
 	// signalled: the execution parked while a signal for a waiting step
 	// was being saved, so it must be resumed at once.

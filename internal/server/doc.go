@@ -1,8 +1,7 @@
 // Package server is Skein's HTTP API (`skein serve`): the workflows of a
 // folder, runs started, listed, shown, cancelled, resumed, rerun and
 // signalled, and each run's events as Server-Sent Events — a front end
-// over the runner,
-// holding no run logic. docs/api.md describes the API and
+// over the runner, holding no run logic. docs/api.md describes the API and
 // docs/openapi.yaml specifies it; a test keeps the two and the routes
 // registered here the same.
 //
@@ -16,5 +15,14 @@
 // the server's wake-up poll resumes the waiting runs whose time has come.
 // On shutdown nothing new starts in the executions, running nodes get a
 // grace period to finish, and each run is left interrupted — recorded,
-// unowned and resumable — or waiting, when it only waits.
+// unowned and resumable — or waiting, when it only waits. On start the
+// server takes over the interrupted runs, and those of any dead owner,
+// through their leases (takeover.go); waiting runs are left to the
+// wake-up poll.
+//
+// While it serves, the schedule triggers of its workflows fire (package
+// schedule keeps their times in the store; schedule.go starts their runs),
+// and every execution is counted for GET /metrics and, when a tracer is
+// configured, traced: a span per run and per node (metrics.go,
+// telemetry.go, fed by the runner's observer, not by the engine).
 package server

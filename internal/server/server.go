@@ -11,9 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/schedule"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -58,6 +63,13 @@ type Config struct {
 	// whose wake-up time has come (its own, and those the CLI or another
 	// server left); default 1 s.
 	WakePoll time.Duration
+	// Clock is the schedules' clock; default the wall clock.
+	Clock clock.Clock
+	// Metrics are served at /metrics; default NewMetrics().
+	Metrics *Metrics
+	// Tracer, when set, gets a span per execution and per node step
+	// (TracerFromEnv).
+	Tracer trace.TracerProvider
 }
 
 // Server is Skein's HTTP API over a runner. Create it with New, serve its
@@ -70,6 +82,12 @@ type Server struct {
 	routes  []Route
 	hub     hub
 	keys    keyLocks
+	sched   *schedule.Scheduler
+	tracer  trace.Tracer
+	// loops are the background loops Serve starts (takeover, schedules,
+	// workflow versions); reloaded wakes the versions loop.
+	loops    sync.WaitGroup
+	reloaded chan struct{}
 
 	// Executions in progress. leave and hard are closed on Shutdown.
 	mu       sync.Mutex
@@ -108,7 +126,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WakePoll <= 0 {
 		cfg.WakePoll = time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{})}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
+		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server")}
+	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
+		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
 	s.keys.init()
 	if err := s.Reload(); err != nil {
@@ -129,6 +156,11 @@ func (s *Server) Handler() http.Handler {
 // requests, ends event streams, lets running nodes finish within
 // Config.Grace (then stops them) and leaves unfinished runs interrupted,
 // for a resume. It returns once every execution has stopped.
+//
+// While it serves, it fires the schedules of the served workflows, stores
+// each workflow's version as it is loaded, resumes the waiting runs whose
+// wake-up time has come (wake), and on start takes over the runs a dead
+// owner left running (takeover; waiting runs are not taken over).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -138,18 +170,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs.RegisterOnShutdown(s.closeStreams)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
-	wakeCtx, stopWaking := context.WithCancel(ctx)
-	waking := make(chan struct{})
-	go func() {
-		defer close(waking)
-		s.wake(wakeCtx)
-	}()
-	defer func() {
-		stopWaking()
-		<-waking
-	}()
 	s.log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "workflows", s.cfg.Workflows,
 		"auth", s.cfg.Auth != nil)
+	stopLoops := s.startLoops(ctx)
 	var err error
 	select {
 	case err = <-served:
@@ -162,6 +185,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 		<-served
 	}
+	stopLoops()
 	s.Shutdown()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -232,13 +256,15 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
+	tel := s.observe(ctx, obs)
 	o := s.cfg.Options
-	o.Observer, o.Leave, o.Hard = obs, s.leave, s.hard
+	o.Observer, o.Leave, o.Hard = tel, s.leave, s.hard
 	failed := make(chan error, 1)
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
 		res, err := do(bg, o)
+		tel.end(res)
 		if err != nil {
 			failed <- err
 			return
@@ -296,7 +322,7 @@ func (s *Server) wake(ctx context.Context) {
 			if f, ok := failed[id]; ok && now.Before(f.at) {
 				continue
 			}
-			_, err := s.launch(ctx, "run woken", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+			_, err := s.launch(withSource(ctx, SourceWake), "run woken", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 				return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
 			})
 			switch {

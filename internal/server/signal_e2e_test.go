@@ -113,9 +113,10 @@ func TestALateSignal(t *testing.T) {
 
 // TestAWaitOutlivesAKilledServer: a wait's wake-up time is stored. A run
 // parked on a 3 s wait (--park-after 1s) survives a kill -9 and the next
-// server wakes it at the time it was due; a run held in its process on
-// the same wait is interrupted by the kill, and its resume keeps the
-// wake-up time too.
+// server wakes it at the time it was due (it is not taken over: it
+// waits); a run held in its process on the same wait is left running by
+// the kill, the next server takes it over on start, and the resume keeps
+// the wake-up time too.
 func TestAWaitOutlivesAKilledServer(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -140,12 +141,17 @@ func TestAWaitOutlivesAKilledServer(t *testing.T) {
 
 			s2 := serve(t, serveOpts{dir: s.dir, flows: s.flows, args: tc.args})
 			if !tc.parked {
-				doc = s2.admin("GET", "/api/runs/"+id, nil, http.StatusOK)
-				require.Equal(t, "interrupted", doc["status"])
-				s2.admin("POST", "/api/runs/"+id+"/resume", nil, http.StatusAccepted)
+				s2.until(id, "taken over", func(doc map[string]any) bool { return doc["generation"] == float64(2) })
 			}
 			doc = s2.ended(id)
 			require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+			if tc.parked {
+				require.Empty(t, s2.logged("run taken over"), "a waiting run is not taken over")
+				require.Len(t, s2.logged("run woken"), 1)
+			} else {
+				require.Len(t, s2.logged("run taken over"), 1)
+				require.Empty(t, s2.logged("run woken"))
+			}
 			pause := step(doc, "pause")
 			require.Equal(t, wake, parseTime(t, pause["wake_at"]), "the wait kept its wake-up time")
 			require.False(t, parseTime(t, pause["finished_at"]).Before(wake), "and did not end before it")
