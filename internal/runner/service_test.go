@@ -102,6 +102,9 @@ func TestAbandoned(t *testing.T) {
 		run.Workflow, run.StartedAt = "w", now
 		require.NoError(t, st.CreateRun(ctx, run))
 	}
+	// The database's clock counts milliseconds (unixepoch('subsec')): a
+	// lease of 1µs has run out once the next millisecond begins.
+	time.Sleep(2 * time.Millisecond)
 	runs, err := r.Abandoned(ctx)
 	require.NoError(t, err)
 	var ids []string
