@@ -536,11 +536,13 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 
 func (dec *decoder) limits(w *Workflow, v *value) {
 	if v.kind != vMap {
-		dec.typeErr(v, "limits", "", "a map {max_tokens, max_cost_usd}")
+		dec.typeErr(v, "limits", "", "a map {max_tokens, max_cost_usd, max_output_memory}")
 		return
 	}
-	dec.fields(v, "limits", "", "limits", []string{"max_tokens", "max_cost_usd"}, func(k string, fv *value, _ Pos) {
+	dec.fields(v, "limits", "", "limits", []string{"max_tokens", "max_cost_usd", "max_output_memory"}, func(k string, fv *value, _ Pos) {
 		switch k {
+		case "max_output_memory":
+			w.Limits.MaxOutputMemory, _ = dec.byteSize(fv, "limits.max_output_memory", MinOutputMemory, MaxOutputMemory)
 		case "max_tokens":
 			w.Limits.MaxTokens, _ = dec.integer(fv, "limits.max_tokens", "", 0, 1<<40)
 		case "max_cost_usd":

@@ -68,6 +68,10 @@ type Defaults struct {
 type Limits struct {
 	MaxTokens  int
 	MaxCostUSD float64
+	// MaxOutputMemory is how many bytes of output values a run keeps in
+	// memory before it keeps even small ones in files; 0 means the
+	// default (256 MiB).
+	MaxOutputMemory int64
 }
 
 // MCPServer is a server the workflow's mcp and agent nodes may call:

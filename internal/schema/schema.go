@@ -305,6 +305,10 @@ func build(reg *node.Registry) (object, error) {
 				"properties": object{
 					"max_tokens":   object{"type": "integer", "minimum": 0, "description": "Most LLM tokens a run may spend."},
 					"max_cost_usd": object{"type": "number", "description": "Most a run may spend on LLM calls, in US dollars."},
+					"max_output_memory": object{
+						"type":        []string{"integer", "string"},
+						"description": "Bytes of output values a run keeps in memory (default 256MiB): a number of bytes or a size such as 512MiB or 2GiB, between 1MiB and 1TiB. Values over 64 KiB always go to files of the run folder (blobs/); once a run has kept this much, every value of 1 KiB or more does too.",
+					},
 				},
 				"additionalProperties": false,
 				"description":          "Bounds on a run's spending.",
