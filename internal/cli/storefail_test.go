@@ -65,7 +65,7 @@ func TestDiskFullMidRun(t *testing.T) {
 name: big
 nodes:
   - {id: each, type: foreach, items: "{{ 1..40 }}"}
-  - {id: blob, type: shell, command: [head, -c, "300000", /dev/zero]}
+  - {id: blob, type: shell, command: [head, -c, "300000", /dev/urandom]}
   - {id: back, type: endloop, loop: each}
 edges:
   - {from: each, to: blob, on: body}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -165,6 +166,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
+	blobs, err := blob.NewStore(rl.Dir(), holdsSecret(red))
+	if err != nil {
+		return nil, err
+	}
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
@@ -182,7 +187,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Recorder: recs,
-		Concurrency: o.Concurrency, Hard: hard,
+		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
 		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
@@ -434,7 +439,12 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
+		blobs, err := blob.NewStore(crl.Dir(), holdsSecret(red))
+		if err != nil {
+			return nil, err
+		}
 		cr := &engine.ChildRun{
+			Blobs:       blobs,
 			Recorder:    tee{crl, rec},
 			ArtifactDir: artifactDir(crl),
 			Files:       runFiles(cw, crl.Dir()),
@@ -584,4 +594,13 @@ func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models
 	s = mcppool.Service.Provide(s, pool)
 	s = llmkind.ModelsService.Provide(s, models)
 	return node.JudgeService.Provide(s, models)
+}
+
+// holdsSecret is how a run's blobs tell a value that holds a secret: none
+// without secrets.
+func holdsSecret(red *redact.Redactor) func(string) bool {
+	if red == nil {
+		return nil
+	}
+	return red.Contains
 }

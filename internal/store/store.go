@@ -130,8 +130,9 @@ type Step struct {
 	Status string
 	Params map[string]any
 	Output map[string]any
-	// OutputRef is the path of a file holding the output when it is too
-	// large to keep in the database; Output is then nil.
+	// OutputRef is the path of a file holding the whole output, as
+	// versions before blobs kept a large one; Output is then nil. New steps
+	// keep their big values in blobs instead (see the package doc).
 	OutputRef string
 	Error     *node.Error
 	// ConfigHash is the hash of the node's definition and resolved inputs,
