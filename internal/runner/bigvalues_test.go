@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,25 @@ edges:
 	require.Equal(t, 40, kept+moved)
 	require.InDelta(t, 25, kept, 2, "about 1 MiB of 40 KB values stays in memory")
 	require.Positive(t, moved)
+}
+
+// TestABudgetRaisesTheMemoryLimit: a run whose workflow keeps more output
+// values in memory raises the process's soft memory limit to match, when
+// the process has one (skein sets one); it never lowers it. Not parallel:
+// the limit is the process's.
+func TestABudgetRaisesTheMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "m.yaml", "version: 1\nname: m\nlimits: {max_output_memory: 1GiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
+	require.NoError(t, err)
+	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1))
+
+	w, err = b.r.Load(b.write(t, "s.yaml", "version: 1\nname: s\nlimits: {max_output_memory: 2MiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
+	require.NoError(t, err)
+	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1), "not lowered")
 }

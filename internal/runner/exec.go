@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +92,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
+	raiseMemoryLimit(w.Limits.MaxOutputMemory)
 	started := r.clock.Now()
 	abs, _ := filepath.Abs(w.File)
 	meta := map[string]any{"file": abs}
@@ -603,4 +606,27 @@ func holdsSecret(red *redact.Redactor) func(string) bool {
 		return nil
 	}
 	return red.Contains
+}
+
+// MemoryLimit is the soft memory limit (GOMEMLIMIT) a process needs to run
+// a run that keeps up to budget bytes of output values in memory: twice
+// that, and room for the rest, so that the garbage collector keeps the
+// garbage of big values under it without running all the time.
+func MemoryLimit(budget int64) int64 {
+	return 2*budget + 64<<20
+}
+
+var memoryLimitMu sync.Mutex
+
+// raiseMemoryLimit raises the process's soft memory limit, when it has
+// one, to what a run with this output budget needs.
+func raiseMemoryLimit(budget int64) {
+	if budget <= 0 {
+		budget = blob.DefaultBudget
+	}
+	memoryLimitMu.Lock()
+	defer memoryLimitMu.Unlock()
+	if cur := debug.SetMemoryLimit(-1); cur != math.MaxInt64 && cur < MemoryLimit(budget) {
+		debug.SetMemoryLimit(MemoryLimit(budget))
+	}
 }
