@@ -36,8 +36,8 @@ const directivesKey = "_directives"
 //
 // Every record goes through the run's Redactor on its way in — steps
 // (parameters, output, directives, error), events, the run's final record
-// (outputs, error) — so no secret reaches the database or a large output's
-// file, whoever made the record.
+// (outputs, error) — so no secret reaches the database or a blob it
+// writes, whoever made the record.
 type Recorder struct {
 	c      *Committer
 	runID  string
