@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/skeinhq/skein/node"
 )
@@ -242,5 +244,83 @@ func resolve(v any, depth int) (any, bool, error) {
 	return v, false, nil
 }
 
-// ErrNotFound: a blob's file is missing.
-var ErrNotFound = errors.New("blob not found")
+// Preview returns v with each Blob in it replaced by a value to show: a
+// text by its first n bytes (with " … (N bytes)" after them when it is
+// longer), a list or object by itself when its JSON is n bytes or less.
+// Blobs that cannot be read, and longer lists and objects, stay
+// references. v is not modified.
+func Preview(v any, n int) any {
+	out, _, _ := preview(v, n, 0)
+	return out
+}
+
+func preview(v any, n, depth int) (any, bool, error) {
+	if depth > maxDepth {
+		return v, false, nil
+	}
+	switch x := v.(type) {
+	case *Blob:
+		if x.typ == JSON {
+			if x.size > int64(n) {
+				return v, false, nil
+			}
+			l, err := x.Load()
+			if err != nil {
+				return v, false, nil
+			}
+			return l, true, nil
+		}
+		f, err := x.Open()
+		if err != nil {
+			return v, false, nil
+		}
+		defer f.Close()
+		head := make([]byte, min(int64(n), x.size))
+		if _, err := io.ReadFull(f, head); err != nil {
+			return v, false, nil
+		}
+		if x.size <= int64(n) {
+			return string(head), true, nil
+		}
+		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(head[i]) {
+				if !utf8.FullRune(head[i:]) {
+					head = head[:i]
+				}
+				break
+			}
+		}
+		return fmt.Sprintf("%s … (%d bytes)", head, x.size), true, nil
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			r, changed, _ := preview(e, n, depth+1)
+			if changed {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = r
+			}
+		}
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
+	case []any:
+		var out []any
+		for i, e := range x {
+			r, changed, _ := preview(e, n, depth+1)
+			if changed {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = r
+			}
+		}
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
+	}
+	return v, false, nil
+}

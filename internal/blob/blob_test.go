@@ -192,3 +192,19 @@ func TestResolve(t *testing.T) {
 	_, err = blob.Resolve(in)
 	require.ErrorContains(t, err, "reading a big value")
 }
+
+func TestPreview(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	long, err := b.st.Put(strings.Repeat("é", 100))
+	require.NoError(t, err)
+	short, err := b.st.Put("short")
+	require.NoError(t, err)
+	list, err := b.st.PutJSON([]any{1, 2})
+	require.NoError(t, err)
+	in := map[string]any{"long": long, "nested": []any{short, list}, "n": 1}
+	got := blob.Preview(in, 11)
+	require.Equal(t, map[string]any{"long": "ééééé … (200 bytes)", "nested": []any{"short", []any{1, 2}}, "n": 1}, got)
+	require.Same(t, long, in["long"], "the input is not modified")
+	require.Equal(t, map[string]any{"big": list}, blob.Preview(map[string]any{"big": list}, 2), "a longer list stays a reference")
+}
