@@ -208,3 +208,15 @@ func TestPreview(t *testing.T) {
 	require.Same(t, long, in["long"], "the input is not modified")
 	require.Equal(t, map[string]any{"big": list}, blob.Preview(map[string]any{"big": list}, 2), "a longer list stays a reference")
 }
+
+func TestRemoveStale(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	require.NoError(t, b.st.RemoveStale(), "no folder yet")
+	v, err := b.st.Put(strings.Repeat("kept", 1000))
+	require.NoError(t, err)
+	stale := filepath.Join(b.st.Dir(), ".tmp-12345")
+	require.NoError(t, os.WriteFile(stale, []byte("half a value"), 0o644))
+	require.NoError(t, b.st.RemoveStale())
+	require.Equal(t, []string{v.(*blob.Blob).Digest()}, b.files(t))
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"unicode/utf8"
 	"unsafe"
@@ -49,6 +50,27 @@ func NewStore(runDir string, holdsSecret func(string) bool) (*Store, error) {
 		return nil, fmt.Errorf("the blobs folder of %s: %w", runDir, err)
 	}
 	return &Store{dir: abs, holds: holdsSecret}, nil
+}
+
+// RemoveStale removes the temporary files a process that died while it
+// wrote blobs left in the folder. Call it before a resumed run writes
+// any: no other process writes a run's blobs.
+func (s *Store) RemoveStale() error {
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return s.fail(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".tmp-") && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return s.fail(err)
+			}
+		}
+	}
+	return nil
 }
 
 // Dir is the blobs folder.

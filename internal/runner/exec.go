@@ -134,6 +134,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	defer rl.Close()
+	blobs, err := blob.NewStore(rl.Dir(), holdsSecret(red))
+	if err == nil && j.resume != nil {
+		err = blobs.RemoveStale() // what a killed execution was writing
+	}
+	if err != nil {
+		r.release(ctx, run)
+		return nil, err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -169,10 +177,6 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
-	blobs, err := blob.NewStore(rl.Dir(), holdsSecret(red))
-	if err != nil {
-		return nil, err
-	}
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
@@ -443,6 +447,9 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
 		blobs, err := blob.NewStore(crl.Dir(), holdsSecret(red))
+		if err == nil && reuse != nil {
+			err = blobs.RemoveStale()
+		}
 		if err != nil {
 			return nil, err
 		}
