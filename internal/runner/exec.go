@@ -31,6 +31,11 @@ type StartRequest struct {
 	// workflow's declared inputs (workflow.ResolveInputs).
 	Inputs  map[string]any
 	Trigger string
+	// Payload is what the trigger fired with (a webhook's body and
+	// headers, a chat message): the trigger node's output and the
+	// `trigger` of expressions. Nil: the trigger's output is the inputs.
+	// A resume or rerun reads it back from the trigger's recorded step.
+	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
 	Options
@@ -42,7 +47,7 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
 	if id == "" {
 		id = NewRunID()
 	}
-	return r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, runID: id}, req.Options)
+	return r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload, runID: id}, req.Options)
 }
 
 // job is one execution: a fresh run, a resumed one, or a rerun.
@@ -50,6 +55,7 @@ type job struct {
 	w       *workflow.Workflow
 	inputs  map[string]any
 	trigger string
+	payload map[string]any
 	runID   string
 	// resume continues a run this process has claimed: its folder and row
 	// are reused.
@@ -173,7 +179,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models := llmkind.NewModels(w, r.cfg.LookupEnv)
 	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
