@@ -60,6 +60,7 @@ type Server struct {
 	routes  []Route
 	hub     hub
 	keys    keyLocks
+	hooks   atomic.Pointer[hookCache]
 
 	// Executions in progress. leave and hard are closed on Shutdown.
 	mu       sync.Mutex
