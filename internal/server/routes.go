@@ -37,6 +37,7 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/resume", auth.Run, s.resumeRun},
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 	}
 	s.routes = append(s.routes, s.hookRoutes()...)
 	for _, rt := range s.routes {
