@@ -252,6 +252,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
+		if w.Delivery != nil {
+			r.deliver(ctx, w, run, j, secrets, o)
+		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
 }

@@ -42,11 +42,13 @@ func copyDir(t *testing.T, src string) string {
 	return dst
 }
 
-// serveHooks serves testdata/hooks with the hooks' secrets.
-func serveHooks(t *testing.T) *served {
+// serveHooks serves testdata/hooks with the hooks' secrets and more
+// (NAME=value lines).
+func serveHooks(t *testing.T, more ...string) *served {
 	t.Helper()
 	secrets := filepath.Join(t.TempDir(), "secrets.env")
-	require.NoError(t, os.WriteFile(secrets, []byte("HOOK_SECRET="+hookSecret+"\nHOOK_TOKEN="+hookToken+"\n"), 0o600))
+	lines := append([]string{"HOOK_SECRET=" + hookSecret, "HOOK_TOKEN=" + hookToken}, more...)
+	require.NoError(t, os.WriteFile(secrets, []byte(strings.Join(lines, "\n")+"\n"), 0o600))
 	return serve(t, serveOpts{flows: copyDir(t, "testdata/hooks"), args: []string{"--secrets-file", secrets}})
 }
 
