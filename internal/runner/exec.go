@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -110,15 +108,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta); err != nil {
 			return nil, err
 		}
-		src, _ := workflow.ReadFile(w.File)
-		sum := sha256.Sum256(src)
-		ver, err := r.st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+		ver, err := r.saveWorkflow(ctx, w)
 		if err != nil {
 			rl.Close()
 			return nil, err
 		}
 		run = &store.Run{
-			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
 			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL,
 		}
