@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -181,6 +182,11 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	}()
 
 	fmt.Printf("# %d CPUs, %s/%s, %s for %s at %d/s, %d connections\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, skein, duration, rate, conns)
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("# load average before: %s", load)
+	}
+	serverCPU0, _ := procCPU(cmd.Process.Pid)
+	clientCPU0 := selfCPU()
 	total := int(duration.Seconds() * float64(rate))
 	lat := make([]time.Duration, total)
 	status := make([]int, total)
@@ -267,6 +273,8 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	drained := time.Since(drainStart)
 	close(stopRSS)
 	<-rssDone
+	serverCPU1, _ := procCPU(cmd.Process.Pid)
+	clientCPU := selfCPU() - clientCPU0
 
 	counts := map[int]int{}
 	var ok []time.Duration
@@ -295,6 +303,13 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(pct(0.999)), ms(pct(1)))
 	fmt.Printf("runs of the accepted deliveries, as recorded: %v; last one ended %.1f s after the last answer; %d runs in the store\n",
 		byStatus, drained.Seconds(), len(final))
+	if n := len(accepted); n > 0 {
+		fmt.Printf("CPU per accepted request: server %.0f µs, this client %.0f µs\n",
+			float64((serverCPU1-serverCPU0).Microseconds())/float64(n), float64(clientCPU.Microseconds())/float64(n))
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("# load average after: %s", load)
+	}
 	rssMu.Lock()
 	defer rssMu.Unlock()
 	if len(rss) > 0 {
@@ -353,6 +368,26 @@ func rssKB(pid int) (int64, error) {
 		}
 	}
 	return 0, errors.New("no VmRSS")
+}
+
+// procCPU is the CPU time (user and system) process pid has used.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100, nil // clock ticks: USER_HZ is 100 on Linux
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
