@@ -341,12 +341,14 @@ func (h *hookSpec) bearerWhere() string {
 	return "as Authorization: Bearer <secret>"
 }
 
-// hookCache holds the hooks of the workflows of one catalog, built on
-// first use (their secrets rendered once); a reload starts a new cache.
+// hookCache holds the hooks of the served workflows, built on first use
+// (their secrets rendered once), for one catalog: a reload starts a new
+// cache. Tables are kept by entry, so a request that looked its workflow
+// up just before a reload gets the hooks of what it looked up.
 type hookCache struct {
 	c  *Catalog
 	mu sync.Mutex
-	m  map[string]map[string]*hookSpec // workflow → path → hook
+	m  map[*Entry]map[string]*hookSpec // path → hook
 }
 
 // hookOf returns the webhook trigger of a served workflow that has path.
@@ -354,7 +356,7 @@ func (s *Server) hookOf(e *Entry, path string) (*hookSpec, error) {
 	c := s.Catalog()
 	hc := s.hooks.Load()
 	if hc == nil || hc.c != c {
-		fresh := &hookCache{c: c, m: map[string]map[string]*hookSpec{}}
+		fresh := &hookCache{c: c, m: map[*Entry]map[string]*hookSpec{}}
 		if s.hooks.CompareAndSwap(hc, fresh) {
 			hc = fresh
 		} else {
@@ -362,10 +364,10 @@ func (s *Server) hookOf(e *Entry, path string) (*hookSpec, error) {
 		}
 	}
 	hc.mu.Lock()
-	table, ok := hc.m[e.Name]
+	table, ok := hc.m[e]
 	if !ok {
 		table = s.buildHooks(e)
-		hc.m[e.Name] = table
+		hc.m[e] = table
 	}
 	hc.mu.Unlock()
 	if h := table[path]; h != nil {

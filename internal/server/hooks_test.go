@@ -368,3 +368,31 @@ func TestHookReadsNoMoreThanTheLimit(t *testing.T) {
 		require.LessOrEqual(t, body.read.Load(), limit+1, "%s read %d bytes", path, body.read.Load())
 	}
 }
+
+// TestHooksFollowReloads: a hook whose path changes on disk is served at
+// its new path once the folder is reloaded, not at the old one.
+func TestHooksFollowReloads(t *testing.T) {
+	t.Parallel()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	flows := t.TempDir()
+	write := func(path string) {
+		src := "version: 1\nname: moving\nnodes:\n  - {id: hook, type: trigger.webhook, path: " + path + ", auth: {type: none}}\n"
+		require.NoError(t, os.WriteFile(filepath.Join(flows, "moving.yaml"), []byte(src), 0o644))
+	}
+	write("before")
+	srv, err := server.New(server.Config{Runner: r, Workflows: flows, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	status := func(path string) int {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/hooks/moving/"+path, nil))
+		return rec.Code
+	}
+	require.Equal(t, http.StatusAccepted, status("before"))
+	write("after")
+	require.NoError(t, srv.Reload())
+	require.Equal(t, http.StatusNotFound, status("before"))
+	require.Equal(t, http.StatusAccepted, status("after"))
+}
