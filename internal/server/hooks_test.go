@@ -396,3 +396,35 @@ func TestHooksFollowReloads(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, status("before"))
 	require.Equal(t, http.StatusAccepted, status("after"))
 }
+
+// TestBusy: with every execution slot taken, a request that would start
+// another waits, then is answered 503 busy with Retry-After; once the
+// slot is free the next one is taken.
+func TestBusy(t *testing.T) {
+	t.Parallel()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	srv, err := server.New(server.Config{Runner: r, Workflows: copyDir(t, "testdata/hooks"), MaxRunning: 1, Log: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	post := func(body string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest("POST", "/hooks/slow/hook", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		srv.Handler().ServeHTTP(rec, req)
+		return rec
+	}
+	marker := filepath.Join(t.TempDir(), "marker")
+	first := post(fmt.Sprintf(`{"marker": %q}`, marker))
+	require.Equal(t, http.StatusAccepted, first.Code, first.Body.String())
+
+	busy := post(`{"marker": "/nonexistent"}`)
+	require.Equal(t, http.StatusServiceUnavailable, busy.Code, busy.Body.String())
+	require.Contains(t, busy.Body.String(), `"code":"busy"`)
+	require.Equal(t, "1", busy.Header().Get("Retry-After"))
+
+	require.NoError(t, os.WriteFile(marker, nil, 0o644))
+	next := post(fmt.Sprintf(`{"marker": %q}`, marker))
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, next.Code, "the slot frees when the first run ends: %s", next.Body.String())
+}

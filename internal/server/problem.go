@@ -31,6 +31,7 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeDeliveryReplayed     = "delivery_replayed"
 	CodeShuttingDown         = "shutting_down"
+	CodeBusy                 = "busy"
 	CodeNotReady             = "not_ready"
 	CodeInternal             = "internal"
 )
@@ -52,6 +53,7 @@ var titles = map[string]string{
 	CodeUnsupportedMediaType: "The body's content type is not one the route takes",
 	CodeDeliveryReplayed:     "The delivery was received before",
 	CodeShuttingDown:         "The server is shutting down",
+	CodeBusy:                 "The server is busy",
 	CodeNotReady:             "The server is not ready",
 	CodeInternal:             "Internal error",
 }
@@ -109,6 +111,8 @@ func problemOf(err error) *Problem {
 		return p
 	case errors.As(err, &tooBig):
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, errBusy):
+		return busyProblem()
 	case errors.Is(err, errShuttingDown):
 		return problemf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; try again on its successor")
 	}
@@ -120,8 +124,11 @@ var errShuttingDown = errors.New("the server is shutting down")
 // writeProblem answers with err as a problem; a server error is logged.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(err)
-	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady {
+	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady && p.Code != CodeBusy {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if p.Code == CodeBusy {
+		w.Header().Set("Retry-After", "1")
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)

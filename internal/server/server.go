@@ -48,6 +48,10 @@ type Config struct {
 	// run this server does not execute (one of the CLI's or another
 	// server's); default 250 ms.
 	EventPoll time.Duration
+	// MaxRunning bounds the executions in progress; a request that would
+	// start one more waits a second for a slot, then is answered 503
+	// busy. Default DefaultMaxRunning.
+	MaxRunning int
 }
 
 // Server is Skein's HTTP API over a runner. Create it with New, serve its
@@ -61,6 +65,7 @@ type Server struct {
 	hub     hub
 	keys    keyLocks
 	hooks   atomic.Pointer[hookCache]
+	slots   slots
 
 	// Executions in progress. leave and hard are closed on Shutdown.
 	mu       sync.Mutex
@@ -89,7 +94,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventPoll <= 0 {
 		cfg.EventPoll = 250 * time.Millisecond
 	}
-	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{})}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
+		slots: make(slots, cfg.MaxRunning)}
 	s.hub.init()
 	s.keys.init()
 	if err := s.Reload(); err != nil {
@@ -199,7 +208,11 @@ func (s *Server) enter() bool {
 // run is recorded (or the execution failed before that). The execution
 // outlives the request: it ends with its run, or on Shutdown.
 func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*store.Run, error) {
+	if err := s.slots.acquire(ctx); err != nil {
+		return nil, err
+	}
 	if !s.enter() {
+		s.slots.release()
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
@@ -209,6 +222,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
+		defer s.slots.release()
 		res, err := do(bg, o)
 		if err != nil {
 			failed <- err
