@@ -29,6 +29,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzParseTemplate -fuzztime=15s ./expr
 	$(GO) test -run='^$$' -fuzz=FuzzReferences -fuzztime=15s ./expr
 	$(GO) test -run='^$$' -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
+	$(GO) test -run='^$$' -fuzz=FuzzContains -fuzztime=10s ./internal/redact
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable

@@ -41,6 +41,13 @@ Every route but /healthz needs an API token (Authorization: Bearer
 skein token create makes more. --no-auth serves without tokens, and only on
 a loopback address.
 
+Schedule triggers fire while the server runs; their fire times are kept in
+the database, so a restart neither skips nor doubles a fire. On start the
+server takes over the runs a dead process left running (of the workflows it
+serves), reusing their completed steps. GET /metrics is in the Prometheus
+format; set OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per
+node by OTLP/HTTP.
+
 SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
 left interrupted, to be resumed.`,
@@ -65,6 +72,21 @@ left interrupted, to be resumed.`,
 			}
 			defer r.Close()
 			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns}
+			tp, stopTracing, err := server.TracerFromEnv(cmd.Context(), os.LookupEnv, Version)
+			if err != nil {
+				return exit(ExitFailed, fmt.Errorf("OpenTelemetry tracing: %w", err))
+			}
+			if tp != nil {
+				cfg.Tracer = tp
+				log.Info("sending traces by OTLP/HTTP", "endpoint", firstEnv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"))
+				defer func() {
+					ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 5*time.Second)
+					defer cancel()
+					if err := stopTracing(ctx); err != nil {
+						log.Warn("sending the last traces", "err", err)
+					}
+				}()
+			}
 			var tokenPath string
 			var made bool
 			if !noAuth {
@@ -163,6 +185,16 @@ rerun runs), admin (everything).`,
 	_ = create.MarkFlagRequired("scope")
 	cmd.AddCommand(create)
 	return cmd
+}
+
+// firstEnv returns the value of the first of the variables that is set.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v, ok := os.LookupEnv(n); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // checkServeAddr refuses an address that is not host:port, and --no-auth

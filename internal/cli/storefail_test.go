@@ -73,8 +73,9 @@ edges:
 `), 0o644))
 	r := skein(t, "run", "--dir", dir, flow)
 	require.Equal(t, 1, r.code, r.stdout)
-	// Whichever fills the disk first, the output file or the database.
-	require.Regexp(t, `no space left on device|database or disk is full`, r.stdout+r.stderr)
+	// Whether the run folder or the database meets the full disk first
+	// depends on their sizes (one table more in the schema tips it).
+	require.Regexp(t, "no space left on device|database or disk is full", r.stdout+r.stderr)
 
 	l := skein(t, "runs", "list", "--dir", dir)
 	require.Equal(t, 0, l.code, "the database still opens: %s", l.stderr)

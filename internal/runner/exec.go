@@ -15,6 +15,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -29,10 +30,11 @@ type StartRequest struct {
 	// workflow's declared inputs (workflow.ResolveInputs).
 	Inputs  map[string]any
 	Trigger string
-	// Payload is what the trigger fired with (a webhook's body and
-	// headers, a chat message): the trigger node's output and the
-	// `trigger` of expressions. Nil: the trigger's output is the inputs.
-	// A resume or rerun reads it back from the trigger's recorded step.
+	// Payload is what the trigger fired with (a webhook's request, a chat
+	// message, a schedule's time): the trigger node's output and the
+	// templates' `trigger`. Nil: the trigger outputs the inputs and
+	// `trigger` is empty. A resume or rerun reads it back from the
+	// trigger's recorded step.
 	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
@@ -75,6 +77,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	// The one Redactor of the run: every writer of its records gets it.
+	red := redact.New(secrets)
 	plan, err := engine.NewPlan(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
@@ -94,7 +98,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var rl *runlog.Writer
 	run := j.resume
 	if run != nil {
-		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
+		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
 			r.release(ctx, run)
 			return nil, err
 		}
@@ -105,7 +109,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			return nil, err
 		}
 	} else {
-		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta); err != nil {
+		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
 		ver, err := r.saveWorkflow(ctx, w)
@@ -157,14 +161,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}()
 	}
 
-	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
+	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
 	if o.Observer != nil {
 		o.Observer.Started(run, j.resume != nil)
-		obs = &observed{o: o.Observer, later: rec.AfterCommit}
+		obs = &observed{o: o.Observer, later: rec.AfterCommit, redact: red}
 		recs = append(recs, obs) // before rec: its calls wait for rec's commit
 	}
 	recs = append(recs, rec)
@@ -187,7 +191,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cmodels.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
 		},
-		Child: r.childFactory(ctx, run, lease),
+		Child: r.childFactory(ctx, run, lease, red),
 	}
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
@@ -200,7 +204,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
-		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
 	}
 	if left.Load() && res.Status == engine.RunCancelled {
 		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
@@ -216,7 +220,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		verr = rec.Sync() // the judge reads the node's events from the store
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir())
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), red)
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -244,7 +248,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	} else {
 		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil}
+		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
@@ -252,7 +256,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
 }
 
 // leave ends an execution stopped by Options.Leave without ending its
@@ -392,7 +396,7 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 // owned with the parent's token, with its own folder. A child run that
 // exists already (the parent was resumed) is claimed again and reuses what
 // it completed.
-func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) engine.ChildFactory {
+func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, red *redact.Redactor) engine.ChildFactory {
 	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
 		bg := context.WithoutCancel(ctx)
 		started := r.clock.Now()
@@ -411,11 +415,11 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
-			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, store.ErrNotFound):
-			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
@@ -428,7 +432,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			return nil, err
 		}
 		l.addChild(id, true)
-		rec := durable.NewRecorder(r.commit, id, crl.Dir())
+		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
@@ -445,7 +449,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 				if err := rec.Finish(child); err != nil {
 					return err
 				}
-				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
+				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res, redact: red}))
 			},
 		}
 		if reuse != nil {
@@ -456,9 +460,10 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict
-// files; it returns nil when the workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv))
+// files, masking the run's secrets with red; it returns nil when the
+// workflow has no checks.
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, red *redact.Redactor) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv), red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an
@@ -526,11 +531,14 @@ func (t tee) Event(ev engine.TimedEvent) error {
 }
 
 // observed hands a run's records to an Observer once they are committed.
+// Events come from the engine and from the runner (verdicts, repair
+// warnings): their data is masked with the run's Redactor here.
 type observed struct {
-	o     Observer
-	later func(func())
-	mu    sync.Mutex
-	calls []func()
+	o      Observer
+	later  func(func())
+	redact *redact.Redactor
+	mu     sync.Mutex
+	calls  []func()
 	// out serialises the calls: commits call back from one goroutine,
 	// but the final flush may come from another.
 	out sync.Mutex
@@ -545,6 +553,7 @@ func (b *observed) Step(rec *engine.StepRecord) error {
 }
 
 func (b *observed) Event(ev engine.TimedEvent) error {
+	ev.Data, _ = b.redact.Map(ev.Data)
 	b.mu.Lock()
 	b.calls = append(b.calls, func() { b.o.Event(ev) })
 	b.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -263,7 +264,10 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	if err != nil {
 		return nil, err
 	}
-	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir)
+	// The records are masked already; the judge's reply may not be. The
+	// secrets set now are masked in it (the run's may be set no longer).
+	red := redact.New(knownSecrets(w, r.cfg.LookupEnv))
+	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, red)
 }
 
 // Verdict reads a run's verdict file; nil when it has none.

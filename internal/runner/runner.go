@@ -15,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
@@ -237,4 +238,6 @@ type Result struct {
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.
 	Err error
+	// redact masks the run's secrets in its document (Doc).
+	redact *redact.Redactor
 }

@@ -146,6 +146,11 @@ func (s *Server) Reload() error {
 	}
 	s.log.Info("workflows loaded", "dir", s.cfg.Workflows, "served", len(c.Workflows), "problems", len(c.Problems), "names", names)
 	s.catalog.Store(c)
+	s.sched.Set(s.scheduleTriggers(c))
+	select {
+	case s.reloaded <- struct{}{}: // the new files get their versions
+	default:
+	}
 	return nil
 }
 

@@ -102,7 +102,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		hist[i] = map[string]any{"role": m.Role, "content": m.Content, "execution_id": m.ExecutionID}
 	}
 	payload := map[string]any{"message": body.Message, "session": body.Conversation, "history": hist}
-	run, err := s.launch(r.Context(), "run started by chat", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+	run, err := s.launch(withSource(r.Context(), SourceChat), "run started by chat", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: node, Payload: payload, Options: o})
 	})
 	if err != nil {

@@ -12,5 +12,13 @@
 //
 // Executions the server starts outlive their request. On shutdown nothing
 // new starts in them, running nodes get a grace period to finish, and each
-// run is left interrupted: recorded, unowned and resumable.
+// run is left interrupted: recorded, unowned and resumable. On start the
+// server takes over such runs, and those of any dead owner, through their
+// leases (takeover.go).
+//
+// While it serves, the schedule triggers of its workflows fire (package
+// schedule keeps their times in the store; schedule.go starts their runs),
+// and every execution is counted for GET /metrics and, when a tracer is
+// configured, traced: a span per run and per node (metrics.go,
+// telemetry.go, fed by the runner's observer, not by the engine).
 package server

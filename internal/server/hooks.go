@@ -72,6 +72,36 @@ const maxDeliveryID = 255
 // id again — even at the same instant — is 409 delivery_replayed and
 // starts nothing.
 func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
+	var m hookMetric
+	err := s.takeHook(w, r, &m)
+	if m.outcome == "" {
+		m.outcome = hookOutcome(err)
+	}
+	s.cfg.Metrics.Webhook(m.workflow, m.trigger, m.outcome)
+	return err
+}
+
+// hookMetric is how a delivery is counted in skein_webhook_deliveries_total:
+// its workflow and trigger once they are known to be served (so requests
+// cannot make series at will), and its outcome.
+type hookMetric struct{ workflow, trigger, outcome string }
+
+// hookOutcome is the outcome of a delivery, by the answer's problem.
+func hookOutcome(err error) string {
+	if err == nil {
+		return "accepted"
+	}
+	switch p := problemOf(err); p.Code {
+	case CodeDeliveryReplayed:
+		return "duplicate"
+	case CodeInvalidInputs, CodeUnsupportedMediaType:
+		return CodeBadRequest
+	default:
+		return p.Code
+	}
+}
+
+func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric) error {
 	e, err := s.entry(r.PathValue("workflow"))
 	if err != nil {
 		return err
@@ -80,6 +110,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	m.workflow, m.trigger = e.Name, hk.node
 	if r.Method != hk.cfg.Method {
 		w.Header().Set("Allow", hk.cfg.Method)
 		return problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the hook %s takes %s requests", r.URL.Path, hk.cfg.Method)
@@ -103,6 +134,9 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 	}
 	if hk.cfg.Auth == trigger.AuthHMAC {
 		if err := hk.verifier.Verify(raw, r.Header); err != nil {
+			if errors.Is(err, standardwebhooks.ErrMessageTooOld) || errors.Is(err, standardwebhooks.ErrMessageTooNew) {
+				m.outcome = "expired"
+			}
 			return hookUnauthorized("%s", signatureProblem(err))
 		}
 	}
@@ -139,7 +173,7 @@ func (s *Server) hook(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	run, err := s.launch(r.Context(), "run started by webhook", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+	run, err := s.launch(withSource(r.Context(), SourceWebhook), "run started by webhook", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: hk.node, Payload: payload, RunID: runID, Options: o})
 	})
 	if errors.Is(err, store.ErrExists) && runID != "" {

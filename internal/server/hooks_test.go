@@ -28,20 +28,6 @@ var (
 	hookToken  = "tok-3f2a9c1e0b7d"
 )
 
-// copyDir copies a folder of testdata to a folder of the test's own.
-func copyDir(t *testing.T, src string) string {
-	t.Helper()
-	dst := t.TempDir()
-	ents, err := os.ReadDir(src)
-	require.NoError(t, err)
-	for _, e := range ents {
-		data, err := os.ReadFile(filepath.Join(src, e.Name()))
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), data, 0o644))
-	}
-	return dst
-}
-
 // serveHooks serves testdata/hooks with the hooks' secrets and more
 // (NAME=value lines).
 func serveHooks(t *testing.T, more ...string) *served {
@@ -128,6 +114,17 @@ func TestHookSignatures(t *testing.T) {
 		})
 	}
 	require.Equal(t, 1, s.runsOf("hooked"), "nothing but the first delivery made a run")
+
+	metrics := string(s.do("GET", "/metrics", s.token, nil).body)
+	for _, line := range []string{
+		`skein_webhook_deliveries_total{outcome="accepted",trigger="signed",workflow="hooked"} 1`,
+		`skein_webhook_deliveries_total{outcome="duplicate",trigger="signed",workflow="hooked"} 1`,
+		`skein_webhook_deliveries_total{outcome="expired",trigger="signed",workflow="hooked"} 2`,
+		`skein_webhook_deliveries_total{outcome="unauthorized",trigger="signed",workflow="hooked"} 3`,
+		`skein_runs_started_total{source="webhook",workflow="hooked"} 1`,
+	} {
+		require.Contains(t, metrics, line)
+	}
 }
 
 // TestHookConcurrentDeliveries sends one delivery 50 times at once: one

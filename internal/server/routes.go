@@ -27,6 +27,7 @@ func (s *Server) register() {
 	s.routes = []Route{
 		{"GET", "/healthz", auth.None, s.healthz},
 		{"GET", "/readyz", auth.Read, s.readyz},
+		{"GET", "/metrics", auth.Read, s.metrics},
 		{"GET", "/api/workflows", auth.Read, s.listWorkflows},
 		{"GET", "/api/workflows/{name}", auth.Read, s.getWorkflow},
 		{"POST", "/api/workflows/validate", auth.Read, s.validateWorkflow},
@@ -38,6 +39,7 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
+		{"GET", "/api/schedules", auth.Read, s.listSchedules},
 	}
 	s.routes = append(s.routes, s.hookRoutes()...)
 	for _, rt := range s.routes {
@@ -127,7 +129,7 @@ func (s *Server) logRequests(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r)
 		level := slog.LevelInfo
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || r.URL.Path == "/metrics" {
 			level = slog.LevelDebug
 		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,

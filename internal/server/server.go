@@ -11,9 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/schedule"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -52,6 +57,13 @@ type Config struct {
 	// start one more waits a second for a slot, then is answered 503
 	// busy. Default DefaultMaxRunning.
 	MaxRunning int
+	// Clock is the schedules' clock; default the wall clock.
+	Clock clock.Clock
+	// Metrics are served at /metrics; default NewMetrics().
+	Metrics *Metrics
+	// Tracer, when set, gets a span per execution and per node step
+	// (TracerFromEnv).
+	Tracer trace.TracerProvider
 }
 
 // Server is Skein's HTTP API over a runner. Create it with New, serve its
@@ -66,6 +78,12 @@ type Server struct {
 	keys    keyLocks
 	hooks   atomic.Pointer[hookCache]
 	slots   slots
+	sched   *schedule.Scheduler
+	tracer  trace.Tracer
+	// loops are the background loops Serve starts (takeover, schedules,
+	// workflow versions); reloaded wakes the versions loop.
+	loops    sync.WaitGroup
+	reloaded chan struct{}
 
 	// Executions in progress. leave and hard are closed on Shutdown.
 	mu       sync.Mutex
@@ -97,8 +115,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = DefaultMaxRunning
 	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = noop.NewTracerProvider()
+	}
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
+		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
 		slots: make(slots, cfg.MaxRunning)}
+	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
+		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
 	s.keys.init()
 	if err := s.Reload(); err != nil {
@@ -119,6 +146,10 @@ func (s *Server) Handler() http.Handler {
 // requests, ends event streams, lets running nodes finish within
 // Config.Grace (then stops them) and leaves unfinished runs interrupted,
 // for a resume. It returns once every execution has stopped.
+//
+// While it serves, it fires the schedules of the served workflows, stores
+// each workflow's version as it is loaded, and on start takes over the
+// runs a dead owner left running (takeover).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
@@ -130,6 +161,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	go func() { served <- hs.Serve(ln) }()
 	s.log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "workflows", s.cfg.Workflows,
 		"auth", s.cfg.Auth != nil)
+	stopLoops := s.startLoops(ctx)
 	var err error
 	select {
 	case err = <-served:
@@ -142,6 +174,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 		<-served
 	}
+	stopLoops()
 	s.Shutdown()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
@@ -216,14 +249,16 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
+	tel := s.observe(ctx, obs)
 	o := s.cfg.Options
-	o.Observer, o.Leave, o.Hard = obs, s.leave, s.hard
+	o.Observer, o.Leave, o.Hard = tel, s.leave, s.hard
 	failed := make(chan error, 1)
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
 		defer s.slots.release()
 		res, err := do(bg, o)
+		tel.end(res)
 		if err != nil {
 			failed <- err
 			return

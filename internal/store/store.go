@@ -217,6 +217,28 @@ type ChatTurn struct {
 	Run *Run
 }
 
+// Schedule is the state of one schedule trigger of a workflow (DESIGN §5):
+// when it fires next and what it fired last. Several servers on one store
+// share it: a fire is claimed by moving NextFire with AdvanceSchedule,
+// which succeeds for one of them only.
+type Schedule struct {
+	Workflow string
+	// Trigger is the id of the trigger node.
+	Trigger string
+	// Spec names the fire times (the cron expression and time zone). A
+	// schedule saved with another Spec starts afresh.
+	Spec string
+	// NextFire is when the schedule fires next.
+	NextFire time.Time
+	// LastFire is the time of the last fire that started a run (its
+	// scheduled time, not when it ran); zero before the first.
+	LastFire time.Time
+	// LastRunID is the run the last fire started.
+	LastRunID string
+	// UpdatedAt is when the schedule was last written.
+	UpdatedAt time.Time
+}
+
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
 type RunFilter struct {
 	Workflow string
@@ -307,6 +329,19 @@ type Store interface {
 	// ChatTurns returns the last limit messages of a conversation (all of
 	// them when limit is 0), oldest first, each with its Run.
 	ChatTurns(ctx context.Context, workflow, conversation string, limit int) ([]*ChatTurn, error)
+
+	// SetSchedule stores a schedule that is new or whose Spec changed, as
+	// given, and otherwise keeps the stored one (its fire times go on). It
+	// returns the schedule as stored.
+	SetSchedule(ctx context.Context, s Schedule) (Schedule, error)
+	// AdvanceSchedule writes s (NextFire, LastFire, LastRunID) only when
+	// the stored schedule has the same Spec and its NextFire is still
+	// from, and reports whether it did: of several callers advancing one
+	// schedule from the same time exactly one succeeds. An unknown
+	// schedule is ErrNotFound.
+	AdvanceSchedule(ctx context.Context, s Schedule, from time.Time) (bool, error)
+	// Schedules returns every stored schedule, by workflow and trigger.
+	Schedules(ctx context.Context) ([]Schedule, error)
 
 	// SaveCheckpoint replaces the run's checkpoint.
 	SaveCheckpoint(ctx context.Context, runID string, data []byte) error

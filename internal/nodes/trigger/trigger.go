@@ -6,8 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
+	"github.com/skeinhq/skein/internal/schedule"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -18,11 +17,6 @@ const (
 	Schedule = "trigger.schedule"
 	Chat     = "trigger.chat"
 )
-
-var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ParseCron parses a five-field cron expression or a descriptor (@daily).
-func ParseCron(spec string) (cron.Schedule, error) { return cronParser.Parse(spec) }
 
 func init() {
 	node.MustRegister(node.Spec{
@@ -52,19 +46,25 @@ func init() {
 		},
 	}, nil)
 	node.MustRegister(node.Spec{
-		Kind:        Schedule,
-		Category:    node.Trigger,
-		Role:        node.RoleTrigger,
-		Description: "Starts a run on a cron schedule while skein serve runs.",
+		Kind:     Schedule,
+		Category: node.Trigger,
+		Role:     node.RoleTrigger,
+		Description: "Starts a run on a cron schedule while skein serve runs. A fixed time of day is read on the wall clock of tz: " +
+			"a time the clocks skip fires once when they jump, a time they repeat fires once, the first time; " +
+			"an expression with * in its minute or hour field follows the clock, and @every is real time.",
 		Params: []node.Param{
 			{Name: "cron", Type: node.String, Required: true, NoTemplate: true, Description: "Five-field cron expression (minute hour day month weekday) or @hourly, @daily, @every 5m."},
 			{Name: "tz", Type: node.String, NoTemplate: true, Default: "UTC", Description: "IANA time zone the expression is read in."},
+			{Name: "missed", Type: node.String, NoTemplate: true, Default: schedule.MissedSkip, Enum: []string{schedule.MissedSkip, schedule.MissedRunOnce},
+				Description: "Fire times that passed while no server ran (or found more than a minute late): skip drops them, run_once starts one run for them all."},
+			{Name: "overlap", Type: node.String, NoTemplate: true, Default: schedule.OverlapSkip, Enum: []string{schedule.OverlapSkip, schedule.OverlapAllow},
+				Description: "A fire while the previous fire's run still runs or waits: skip does not start another, allow does."},
 		},
-		Outputs: []string{"scheduled_at"},
+		Outputs: []string{"scheduled_at", "missed"},
 		Check: func(p map[string]any) []node.ParamError {
 			var errs []node.ParamError
 			if c, ok := p["cron"].(string); ok {
-				if _, err := ParseCron(c); err != nil {
+				if err := schedule.CheckCron(c); err != nil {
 					errs = append(errs, node.ParamError{Param: "cron", Message: "bad cron expression " + quote(c) + ": " + err.Error() + " (write e.g. \"*/5 * * * *\" or @daily)"})
 				}
 			}

@@ -60,7 +60,7 @@ func TestMigrate(t *testing.T) {
 		next := len(have) + 1
 		s, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
 			fmt.Sprintf("%04d_run_labels.sql", next): `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
-				CREATE TABLE schedules (workflow TEXT NOT NULL PRIMARY KEY, cron TEXT NOT NULL) STRICT;`,
+				CREATE TABLE run_notes (run_id TEXT NOT NULL PRIMARY KEY, note TEXT NOT NULL) STRICT;`,
 		})})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })

@@ -1,4 +1,4 @@
--- Skein schema, version 5: the messages of chat conversations
+-- Skein schema, version 6: the messages of chat conversations
 -- (POST /api/chat/{workflow}), numbered per conversation from 1, each with
 -- the run that answered it; its reply is that run's output. A message goes
 -- with its run when the run is pruned.

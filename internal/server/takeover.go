@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// Outcomes of a takeover, the outcome label of skein_takeovers_total.
+const (
+	takeoverResumed   = "resumed"
+	takeoverOwned     = "owned"
+	takeoverFailed    = "failed"
+	takeoverNotServed = "not_served"
+)
+
+// takeover resumes the runs a dead owner left running (a server killed, a
+// machine that rebooted), of the workflows this server serves: each is
+// claimed through its lease (runner.Resume claims it atomically, so of two
+// servers starting at once one takes it) and goes on in the background,
+// reusing the steps that completed. Runs that ended, that wait, or whose
+// owner is alive are not touched; a run of a workflow not served here is
+// left interrupted for `skein resume`.
+func (s *Server) takeover(ctx context.Context) {
+	runs, err := s.cfg.Runner.Abandoned(ctx)
+	if err != nil {
+		s.log.Error("looking for runs to take over", "err", err)
+		return
+	}
+	if len(runs) == 0 {
+		return
+	}
+	c := s.Catalog()
+	taken := 0
+	for _, run := range runs {
+		if ctx.Err() != nil {
+			return
+		}
+		if e := c.Lookup(run.Workflow); e == nil || !sameFile(e.File, run.File) {
+			s.log.Info("run left interrupted: its workflow file is not served here; resume it with skein resume",
+				"run", run.ID, "workflow", run.Workflow, "file", run.File)
+			s.cfg.Metrics.Takeover(takeoverNotServed)
+			continue
+		}
+		id := run.ID
+		_, err := s.launch(withSource(ctx, SourceTakeover), "run taken over", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+			return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
+		})
+		switch {
+		case err == nil:
+			taken++
+			s.cfg.Metrics.Takeover(takeoverResumed)
+		case errors.Is(err, errShuttingDown):
+			return
+		case errors.Is(err, store.ErrOwned):
+			s.log.Info("run taken over by another process", "run", id)
+			s.cfg.Metrics.Takeover(takeoverOwned)
+		default:
+			s.log.Error("could not take over a run; it stays interrupted", "run", id, "workflow", run.Workflow, "err", err)
+			s.cfg.Metrics.Takeover(takeoverFailed)
+		}
+	}
+	s.log.Info("took over the runs left by a dead owner", "found", len(runs), "resumed", taken)
+}
+
+// sameFile reports whether two paths name one file.
+func sameFile(a, b string) bool {
+	if a == "" || b == "" {
+		return false
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	if aa == ab {
+		return true
+	}
+	ra, err1 := filepath.EvalSymlinks(aa)
+	rb, err2 := filepath.EvalSymlinks(ab)
+	return err1 == nil && err2 == nil && ra == rb
+}

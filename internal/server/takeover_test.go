@@ -1,0 +1,63 @@
+package server_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// TestTakeoverOnStart: a server starting on a folder resumes the runs a
+// dead owner left running, of the workflows it serves; runs that ended or
+// wait, and runs of workflows it does not serve, are not touched.
+func TestTakeoverOnStart(t *testing.T) {
+	t.Parallel()
+	dead := store.Owner{Host: hostname(t), PID: deadPID(t), Token: "dead-owner"}
+	now := time.Now().UTC()
+	var before map[string]*store.Run
+	p := newInproc(t, inprocOpts{prepare: func(st store.Store, flows string) {
+		quick, err := filepath.Abs(filepath.Join(flows, "quick.yaml"))
+		require.NoError(t, err)
+		for _, run := range []*store.Run{
+			{ID: "abandoned", Workflow: "quick", File: quick, Status: "running", Owner: dead, LeaseTTL: time.Hour,
+				Inputs: map[string]any{"who": "Taken", "n": 3}},
+			{ID: "notserved", Workflow: "elsewhere", File: "/nowhere/elsewhere.yaml", Status: "running", Owner: dead, LeaseTTL: time.Hour},
+			{ID: "waiting", Workflow: "quick", File: quick, Status: "waiting"},
+			{ID: "completed", Workflow: "quick", File: quick, Status: "completed", FinishedAt: &now},
+			{ID: "failed", Workflow: "quick", File: quick, Status: "failed", FinishedAt: &now},
+		} {
+			run.Dir, run.StartedAt = t.TempDir(), now
+			require.NoError(t, st.CreateRun(t.Context(), run))
+		}
+		before = map[string]*store.Run{}
+		runs, err := st.ListRuns(t.Context(), store.RunFilter{})
+		require.NoError(t, err)
+		for _, r := range runs {
+			before[r.ID] = r
+		}
+	}})
+	<-p.logs.seen("took over the runs left by a dead owner")
+	require.Equal(t, "completed", p.waitEnd("abandoned"), p.logs.String())
+	status, body := p.do("GET", "/api/runs/abandoned", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"text":"Hello, Taken #3!"`)
+	p.stop()
+
+	for _, id := range []string{"notserved", "waiting", "completed", "failed"} {
+		run, err := p.st.Run(t.Context(), id)
+		require.NoError(t, err)
+		require.Equal(t, before[id], run, "run %s is not touched", id)
+	}
+	run, err := p.st.Run(t.Context(), "abandoned")
+	require.NoError(t, err)
+	require.Equal(t, 2, run.Generation, "claimed once")
+	require.Equal(t, "completed", run.Status)
+	m := p.metrics()
+	require.Contains(t, m, `skein_takeovers_total{outcome="resumed"} 1`+"\n")
+	require.Contains(t, m, `skein_takeovers_total{outcome="not_served"} 1`+"\n")
+	require.Contains(t, m, `skein_runs_started_total{source="takeover",workflow="quick"} 1`+"\n")
+}
