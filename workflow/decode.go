@@ -22,7 +22,7 @@ var CommonFields = []string{
 
 var topKeys = []string{
 	"version", "name", "description", "inputs", "secrets", "files", "defaults", "mcp_servers",
-	"llm", "limits", "evidence", "nodes", "edges", "outputs",
+	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs",
 }
 
 // InputTypes are the types an input may declare.
@@ -298,6 +298,8 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 			dec.limits(w, v)
 		case "evidence":
 			dec.evidence(w, v)
+		case "delivery":
+			dec.delivery(w, v)
 		case "nodes":
 			dec.nodes(w, v)
 		case "edges":

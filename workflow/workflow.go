@@ -29,9 +29,11 @@ type Workflow struct {
 	LLM        []*LLMConfig
 	Limits     Limits
 	Evidence   *Evidence
-	Nodes      []*Node
-	Edges      []*Edge
-	Outputs    []*Output
+	// Delivery, when set, POSTs the run's result somewhere when it ends.
+	Delivery *Delivery
+	Nodes    []*Node
+	Edges    []*Edge
+	Outputs  []*Output
 
 	pos   map[string]Pos // top-level keys
 	index map[string]*Node

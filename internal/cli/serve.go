@@ -26,6 +26,7 @@ func serveCmd(e *env) *cobra.Command {
 	var addr, flows string
 	var noAuth bool
 	var grace time.Duration
+	var maxRuns int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API: start, follow, cancel, resume and rerun the runs of a folder of workflows",
@@ -70,7 +71,7 @@ left interrupted, to be resumed.`,
 				return err
 			}
 			defer r.Close()
-			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace}
+			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns}
 			tp, stopTracing, err := server.TracerFromEnv(cmd.Context(), os.LookupEnv, Version)
 			if err != nil {
 				return exit(ExitFailed, fmt.Errorf("OpenTelemetry tracing: %w", err))
@@ -137,6 +138,7 @@ left interrupted, to be resumed.`,
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once, per run")
+	fl.IntVar(&maxRuns, "max-runs", server.DefaultMaxRunning, "most executions in progress at once; a request that would start one more waits a second, then gets 503 busy")
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
 	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
 	return cmd

@@ -2,8 +2,6 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -35,9 +33,11 @@ type StartRequest struct {
 	// workflow's declared inputs (workflow.ResolveInputs).
 	Inputs  map[string]any
 	Trigger string
-	// Payload is what the trigger fired with (a schedule's time): the
-	// trigger node's output and the templates' `trigger`. Nil: the
-	// trigger outputs the inputs and `trigger` is empty.
+	// Payload is what the trigger fired with (a webhook's request, a chat
+	// message, a schedule's time): the trigger node's output and the
+	// templates' `trigger`. Nil: the trigger outputs the inputs and
+	// `trigger` is empty. A resume or rerun reads it back from the
+	// trigger's recorded step.
 	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
@@ -116,15 +116,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
-		src, _ := workflow.ReadFile(w.File)
-		sum := sha256.Sum256(src)
-		ver, err := r.st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+		ver, err := r.saveWorkflow(ctx, w)
 		if err != nil {
 			rl.Close()
 			return nil, err
 		}
 		run = &store.Run{
-			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
 			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL,
 		}
@@ -265,6 +263,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
+		}
+		if w.Delivery != nil {
+			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil

@@ -39,7 +39,7 @@ func (r *Runner) Resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		r.killOrphans(hist)
 	}
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: payloadOf(claimed, hist), runID: claimed.ID,
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: r.triggerPayload(hist, claimed.Trigger), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist)}, req.Options)
 }
 
@@ -238,5 +238,6 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
 		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
 	}
-	return r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, runID: NewRunID(), reuse: reuse, rerunOf: run.ID}, req.Options)
+	return r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: NewRunID(),
+		reuse: reuse, rerunOf: run.ID}, req.Options)
 }

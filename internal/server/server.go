@@ -53,6 +53,10 @@ type Config struct {
 	// run this server does not execute (one of the CLI's or another
 	// server's); default 250 ms.
 	EventPoll time.Duration
+	// MaxRunning bounds the executions in progress; a request that would
+	// start one more waits a second for a slot, then is answered 503
+	// busy. Default DefaultMaxRunning.
+	MaxRunning int
 	// Clock is the schedules' clock; default the wall clock.
 	Clock clock.Clock
 	// Metrics are served at /metrics; default NewMetrics().
@@ -72,6 +76,8 @@ type Server struct {
 	routes  []Route
 	hub     hub
 	keys    keyLocks
+	hooks   atomic.Pointer[hookCache]
+	slots   slots
 	sched   *schedule.Scheduler
 	tracer  trace.Tracer
 	// loops are the background loops Serve starts (takeover, schedules,
@@ -106,6 +112,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.EventPoll <= 0 {
 		cfg.EventPoll = 250 * time.Millisecond
 	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
@@ -113,7 +122,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
-		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server")}
+		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
+		slots: make(slots, cfg.MaxRunning)}
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
@@ -231,7 +241,11 @@ func (s *Server) enter() bool {
 // run is recorded (or the execution failed before that). The execution
 // outlives the request: it ends with its run, or on Shutdown.
 func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*store.Run, error) {
+	if err := s.slots.acquire(ctx); err != nil {
+		return nil, err
+	}
 	if !s.enter() {
+		s.slots.release()
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
@@ -242,6 +256,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
+		defer s.slots.release()
 		res, err := do(bg, o)
 		tel.end(res)
 		if err != nil {
