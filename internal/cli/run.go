@@ -196,10 +196,20 @@ func failure(err error) error {
 		return exit(ExitInvalid, &diagnosticsError{inv.Diagnostics})
 	case errors.As(err, &use):
 		return exit(ExitInvalid, err)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrAmbiguous), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
 		return exit(ExitInvalid, err)
 	}
 	return exit(ExitFailed, err)
+}
+
+// runID resolves a run id, or the unique prefix of one, given on the
+// command line.
+func runID(ctx context.Context, r *runner.Runner, arg string) (string, error) {
+	id, err := r.ResolveRunID(ctx, arg)
+	if err != nil {
+		return "", failure(err)
+	}
+	return id, nil
 }
 
 // diagnosticsError prints a workflow's problems one a line.
@@ -271,7 +281,11 @@ exactly one proceeds.`,
 					return err
 				}
 				defer r.Close()
-				p, err := r.PlanResume(cmd.Context(), args[0], wfile)
+				id, err := runID(cmd.Context(), r, args[0])
+				if err != nil {
+					return err
+				}
+				p, err := r.PlanResume(cmd.Context(), id, wfile)
 				if err != nil {
 					return failure(err)
 				}
@@ -285,7 +299,11 @@ exactly one proceeds.`,
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
-				return r.Resume(ctx, runner.ResumeRequest{RunID: args[0], WorkflowFile: wfile, Options: o})
+				id, err := r.ResolveRunID(ctx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				return r.Resume(ctx, runner.ResumeRequest{RunID: id, WorkflowFile: wfile, Options: o})
 			})
 		},
 	}
@@ -314,7 +332,11 @@ even if running them now would give something else.`,
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
-				return r.Rerun(ctx, runner.RerunRequest{RunID: args[0], WorkflowFile: wfile, Pins: pins, Options: o})
+				id, err := r.ResolveRunID(ctx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				return r.Rerun(ctx, runner.RerunRequest{RunID: id, WorkflowFile: wfile, Pins: pins, Options: o})
 			})
 		},
 	}
@@ -342,7 +364,11 @@ returns at once).`,
 				return err
 			}
 			defer r.Close()
-			req := runner.CancelRequest{RunID: args[0]}
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			req := runner.CancelRequest{RunID: id}
 			if wait {
 				req.Wait = time.Minute
 			}

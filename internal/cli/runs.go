@@ -50,6 +50,13 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if err := checkStatus(filter.Status); err != nil {
 				return err
 			}
+			if filter.Parent != "" {
+				id, err := runID(ctx, r, filter.Parent)
+				if err != nil {
+					return err
+				}
+				filter.Parent = id
+			}
 			runs, err := r.List(ctx, filter)
 			if err != nil {
 				return failure(err)
@@ -87,7 +94,11 @@ interrupted; resume it with skein resume RUN_ID.`,
 		Short: "Show a run and its steps",
 		Args:  cobra.ExactArgs(1),
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
-			doc, err := r.Get(ctx, args[0])
+			id, err := runID(ctx, r, args[0])
+			if err != nil {
+				return err
+			}
+			doc, err := r.Get(ctx, id)
 			if err != nil {
 				return failure(err)
 			}
@@ -141,13 +152,17 @@ interrupted; resume it with skein resume RUN_ID.`,
 		Short: "Print a run's events as JSON lines (-f follows a running run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
+			id, err := runID(ctx, r, args[0])
+			if err != nil {
+				return err
+			}
 			var after int64
 			enc := json.NewEncoder(e.stdout)
 			enc.SetEscapeHTML(false)
 			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
 			for {
-				evs, run, err := r.Events(ctx, args[0], after, 1000)
+				evs, run, err := r.Events(ctx, id, after, 1000)
 				if err != nil {
 					return failure(err)
 				}
@@ -165,7 +180,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 				}
 				if s := engine.RunStatus(run.Status); s != engine.RunRunning && s != engine.RunPending && s != engine.RunWaiting {
 					// One more read picks up what was written at the end.
-					if evs, _, err := r.Events(ctx, args[0], after, 0); err == nil && len(evs) == 0 {
+					if evs, _, err := r.Events(ctx, id, after, 0); err == nil && len(evs) == 0 {
 						return nil
 					}
 					continue
@@ -281,7 +296,11 @@ func checkCmd(e *env) *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			v, err := r.Check(cmd.Context(), args[0])
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			v, err := r.Check(cmd.Context(), id)
 			if err != nil {
 				return failure(err)
 			}
@@ -310,7 +329,11 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 				return err
 			}
 			defer r.Close()
-			run, v, err := r.Verdict(cmd.Context(), args[0])
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			run, v, err := r.Verdict(cmd.Context(), id)
 			if err != nil {
 				return failure(err)
 			}
