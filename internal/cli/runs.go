@@ -26,10 +26,10 @@ func runsCmd(e *env) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupCmd,
 	}
-	cmd.PersistentFlags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
+	addDirFlag(cmd.PersistentFlags(), &dir)
 	withRunner := func(fn func(ctx context.Context, r *runner.Runner, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(dir)
+			r, err := e.openExisting(dir)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 	list.Flags().StringVar(&filter.Status, "status", "", "only runs with this status (interrupted: runs whose process died)")
 	list.Flags().StringVar(&filter.Parent, "parent", "", "only the child runs of this run")
 	list.Flags().IntVar(&filter.Limit, "limit", 20, "most runs shown (0: all)")
-	list.Flags().StringVarP(&listOutput, "output", "o", "text", "text or json")
+	addOutputFlag(list, &listOutput)
 
 	var output string
 	show := &cobra.Command{
@@ -144,7 +144,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 			return nil
 		}),
 	}
-	show.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(show, &output)
 
 	var follow bool
 	events := &cobra.Command{
@@ -291,7 +291,7 @@ func checkCmd(e *env) *cobra.Command {
 		Short: "Run the evaluation pass of a recorded run again (checks and expect:)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(dir)
+			r, err := e.openExisting(dir)
 			if err != nil {
 				return err
 			}
@@ -311,8 +311,8 @@ func checkCmd(e *env) *cobra.Command {
 			return printVerdict(e, v, output)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addDirFlag(cmd.Flags(), &dir)
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 
@@ -324,7 +324,7 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 		Short: "Show a run's verdict, check by check (exit 3 when it FAILED)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(*dir)
+			r, err := e.openExisting(*dir)
 			if err != nil {
 				return err
 			}
@@ -348,7 +348,7 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 			return printVerdict(e, v, output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 
