@@ -5,10 +5,14 @@ NPM ?= npm
 # and the Node 24 it runs on), pinned by their lock files.
 NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json)) internal/cli/testdata/conformance/
 
-.PHONY: build test deps ci lint fuzz bench
+.PHONY: build test deps ci lint fuzz bench man
 
 build:
 	$(GO) build -o skein ./cmd/skein
+
+# Man pages, one per command, generated from the commands' definitions.
+man:
+	$(GO) run ./cmd/skein man man
 
 # Everything the tests need that Go does not fetch itself.
 deps:

@@ -96,7 +96,9 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		checkCmd(e),
 		cancelCmd(e),
 		mcpCmd(e),
+		manCmd(e),
 	)
+	e.setCompletions(root)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
