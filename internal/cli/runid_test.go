@@ -51,6 +51,8 @@ func TestRunIDPrefixes(t *testing.T) {
 		{"cancel", []string{"cancel", prefix}, 2, "run " + id + " is failed"},
 		{"ambiguous", []string{"runs", "show", "zz"}, 2, "run id \"zz\" is ambiguous: 2 runs begin with it; type more of the id:\n  zz0000000002  twins  completed"},
 		{"ambiguous cancel", []string{"cancel", "zz"}, 2, "zz0000000001  twins  completed"},
+		{"ambiguous parent", []string{"runs", "list", "--parent", "zz"}, 2, `run id "zz" is ambiguous`},
+		{"unknown parent", []string{"runs", "list", "--parent", "nope"}, 2, `no run "nope"`},
 		{"unknown", []string{"runs", "verdict", "nope"}, 2, `no run "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
