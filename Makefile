@@ -53,6 +53,7 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=15s ./expr
 	$(FUZZ) -fuzz=FuzzReferences -fuzztime=15s ./expr
 	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
+	$(FUZZ) -fuzz=FuzzContains -fuzztime=10s ./internal/redact
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable

@@ -40,6 +40,13 @@ type Call struct {
 	Redact func(string) string
 	// ArtifactDir is the folder for files this node produces.
 	ArtifactDir string
+	// Files is the run's file-access policy: a kind that reads a file a
+	// parameter names, to send its bytes on (an llm node's images), reads
+	// it through Files.Read, which allows only regular files inside the
+	// run's folder and the folders the workflow declares under files:.
+	// The host always sets it (the engine gives a kind no nil Files; were
+	// it nil, Read would refuse every path).
+	Files *Files
 	// Eval evaluates a bare expression (a condition) in the node's scope.
 	// It is never nil.
 	Eval func(code string) (any, error)

@@ -21,7 +21,7 @@ var CommonFields = []string{
 }
 
 var topKeys = []string{
-	"version", "name", "description", "inputs", "secrets", "defaults", "mcp_servers",
+	"version", "name", "description", "inputs", "secrets", "files", "defaults", "mcp_servers",
 	"llm", "limits", "evidence", "nodes", "edges", "outputs",
 }
 
@@ -286,6 +286,8 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 			dec.inputs(w, v)
 		case "secrets":
 			w.Secrets, _ = dec.strings(v, key, "")
+		case "files":
+			dec.files(w, v)
 		case "defaults":
 			dec.defaults(w, v)
 		case "mcp_servers":
@@ -323,6 +325,21 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func (dec *decoder) files(w *Workflow, v *value) {
+	if v.kind != vList {
+		dec.typeErr(v, "files", "", "a list of folder paths, such as [./assets]")
+		return
+	}
+	for i, e := range v.list {
+		s, ok := e.text()
+		if !ok {
+			dec.typeErr(e, fmt.Sprintf("files[%d]", i), "", "a folder path")
+			continue
+		}
+		w.Files = append(w.Files, &FilesFolder{Path: s, Pos: e.pos})
+	}
 }
 
 func (dec *decoder) inputs(w *Workflow, v *value) {

@@ -174,3 +174,27 @@ func TestReferencePositions(t *testing.T) {
 		})
 	}
 }
+
+// TestFileRoots checks that the folders of files: are resolved against the
+// workflow file's folder, whatever the working directory, and that a valid
+// declaration passes validation.
+func TestFileRoots(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "flows", "assets"), 0o755))
+	shared := filepath.Join(dir, "shared")
+	require.NoError(t, os.MkdirAll(shared, 0o755))
+	file := filepath.Join(dir, "flows", "f.yaml")
+	src := "version: 1\nname: f\nfiles: [./assets, " + shared + ", ../shared/]\nnodes:\n  - {id: start, type: trigger.manual}\n"
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+
+	w, ds := workflow.Load(file, node.Default)
+	require.Empty(t, ds.Errors(), "a files: of existing folders is valid")
+	require.Len(t, ds, 1)
+	require.Contains(t, ds[0].Message, `folder "../shared/" is declared twice in files:`)
+	require.Len(t, w.Files, 3)
+	require.Equal(t, "./assets", w.Files[0].Path, "kept as written")
+	require.Equal(t, workflow.Pos{Line: 3, Col: 9}, w.Files[0].Pos)
+	require.Equal(t, []string{filepath.Join(dir, "flows", "assets"), shared, shared}, w.FileRoots())
+	require.Equal(t, filepath.Join(dir, "flows"), w.Dir())
+}

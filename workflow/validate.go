@@ -1,7 +1,9 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -110,6 +112,7 @@ func (v *validator) run() {
 		v.d.errorf(p, "nodes", "", "the workflow has no nodes; add a `nodes:` list")
 	}
 	v.inputsAndSecrets()
+	v.files()
 	if _, ok := w.pos["defaults"]; ok {
 		v.bounded(w.pos["defaults"], "defaults.max_visits", "", "defaults: max_visits", w.Defaults.MaxVisits, 1, MaxVisitLimit)
 	}
@@ -165,6 +168,55 @@ func (v *validator) inputsAndSecrets() {
 		}
 		dup[s] = true
 	}
+}
+
+// files checks the folders of files: — each must exist and be a folder. A
+// relative path is relative to the workflow's folder, so with no file name
+// only absolute ones are checked.
+func (v *validator) files() {
+	seen := map[string]bool{}
+	for i, f := range v.w.Files {
+		path := fmt.Sprintf("files[%d]", i)
+		switch {
+		case strings.TrimSpace(f.Path) == "":
+			v.d.errorf(f.Pos, path, "", "files[%d] is empty; give a folder path such as ./assets", i)
+			continue
+		case strings.Contains(f.Path, "{{"):
+			v.d.errorf(f.Pos, path, "", "folder %q of files: is a template; folders are checked before the run, so write the path itself", f.Path)
+			continue
+		case !filepath.IsAbs(f.Path) && v.w.File == "":
+			continue
+		}
+		if abs := v.w.resolve(f.Path); seen[abs] {
+			v.d.warnf(f.Pos, path, "", "folder %q is declared twice in files:", f.Path)
+		} else {
+			seen[abs] = true
+		}
+		full := f.Path // as the user would find it from here
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(filepath.Dir(v.w.File), full)
+		}
+		fi, err := os.Stat(full)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			v.d.errorf(f.Pos, path, "", "folder %q of files: does not exist (looked for %s); create it or fix the path (relative paths are relative to the workflow file's folder)", f.Path, full)
+		case err != nil:
+			v.d.errorf(f.Pos, path, "", "folder %q of files: cannot be read: %v", f.Path, unwrapPathErr(err))
+		case !fi.IsDir():
+			v.d.errorf(f.Pos, path, "", "%q in files: is not a folder (%s); declare the folder that holds the files", f.Path, full)
+		case filepath.Dir(full) == full:
+			v.d.warnf(f.Pos, path, "", "files: %q lets nodes send any file of this machine to a model; declare the folders they need", f.Path)
+		}
+	}
+}
+
+// unwrapPathErr drops the path a *fs.PathError repeats.
+func unwrapPathErr(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // bounded reports an integer outside lo..hi. Every bounded number of a

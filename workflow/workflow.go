@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"time"
 
 	"github.com/skeinhq/skein/node"
@@ -20,17 +21,27 @@ type Workflow struct {
 	Description string
 	Inputs      []*Input
 	Secrets     []string
-	Defaults    Defaults
-	MCPServers  []*MCPServer
-	LLM         []*LLMConfig
-	Limits      Limits
-	Evidence    *Evidence
-	Nodes       []*Node
-	Edges       []*Edge
-	Outputs     []*Output
+	// Files are the folders, besides the run's own folder, whose files
+	// nodes may read to send on (an llm node's images): `files:`.
+	Files      []*FilesFolder
+	Defaults   Defaults
+	MCPServers []*MCPServer
+	LLM        []*LLMConfig
+	Limits     Limits
+	Evidence   *Evidence
+	Nodes      []*Node
+	Edges      []*Edge
+	Outputs    []*Output
 
 	pos   map[string]Pos // top-level keys
 	index map[string]*Node
+}
+
+// FilesFolder is one folder of `files:`, as written: a relative path is
+// relative to the workflow file's folder (FileRoots resolves it).
+type FilesFolder struct {
+	Path string
+	Pos  Pos
 }
 
 // Input is a typed parameter of a workflow.
@@ -197,6 +208,39 @@ func (w *Workflow) LLMConfig(name string) *LLMConfig {
 		}
 	}
 	return nil
+}
+
+// Dir is the absolute folder of the workflow file, which relative paths in
+// the workflow (files:, subworkflows, an llm node's images) are relative
+// to. With no file it is the working directory.
+func (w *Workflow) Dir() string {
+	dir := filepath.Dir(w.File)
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
+}
+
+// FileRoots returns the folders of files: as absolute, clean paths, a
+// relative one joined to the workflow's folder (Dir). Symlinks are left as
+// written: the file-access policy (node.Files) resolves them on each read.
+func (w *Workflow) FileRoots() []string {
+	out := make([]string, 0, len(w.Files))
+	for _, f := range w.Files {
+		if f.Path == "" {
+			continue
+		}
+		out = append(out, w.resolve(f.Path))
+	}
+	return out
+}
+
+// resolve makes a path of the workflow absolute against its folder.
+func (w *Workflow) resolve(path string) string {
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path)
+	}
+	return filepath.Join(w.Dir(), path)
 }
 
 // MCPServer returns the named MCP server.

@@ -150,3 +150,38 @@ func TestKillThenResume(t *testing.T) {
 	require.Equal(t, 1, count["c"], "c ran once: %v", lines)
 	require.GreaterOrEqual(t, count["s"], 1, "slow ran at least once (again after the kill when it had started)")
 }
+
+// TestSecondCtrlCStopsRunningNodes: the first SIGINT lets a running shell
+// command go on, the second stops it at once and the run ends cancelled.
+func TestSecondCtrlCStopsRunningNodes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--dir", dir, "testdata/long.yaml")
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "start") {
+			break
+		}
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	errs := bufio.NewScanner(stderr)
+	for errs.Scan() {
+		if strings.Contains(errs.Text(), "cancelling") {
+			break
+		}
+	}
+	start := time.Now()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 130, ee.ExitCode())
+	require.Less(t, time.Since(start), 10*time.Second, "the sleep 30 was stopped")
+}

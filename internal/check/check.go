@@ -11,6 +11,7 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -90,6 +91,9 @@ type Input struct {
 	Events func(node string) []map[string]any
 	// Images returns the paths of a node's image evidence; nil means none.
 	Images func(node string) []string
+	// Files is the file-access policy the judge reads images through: the
+	// run's folder and the workflow's files:. Nil lets it read none.
+	Files *node.Files
 	// Judge answers screen checks and expect; nil makes them "error".
 	Judge Judge
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -26,6 +27,8 @@ type JudgeRequest struct {
 	ToolEvents []map[string]any
 	// Images are paths of the node's image evidence.
 	Images []string
+	// Files is the policy the judge reads Images through (Input.Files).
+	Files  *node.Files
 	Checks []JudgeCheck
 }
 
@@ -97,7 +100,7 @@ func (e *evaluator) judge(ctx context.Context, node string, visit int, out map[s
 		checks[i] = p.check
 		checks[i].Name = name
 	}
-	req := JudgeRequest{Node: node, Output: out}
+	req := JudgeRequest{Node: node, Output: out, Files: e.in.Files}
 	if e.in.Events != nil {
 		req.ToolEvents = toolEvents(e.in.Events(node), visit)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -24,8 +25,10 @@ var ErrInvalidNode = errors.New("invalid node id in verdict")
 // <dir>/<node>/verdict.json, creating node folders as needed. Node ids
 // must be valid node ids ([a-z_][a-z0-9_]*), each once; Write checks them
 // all before writing anything. Every file is replaced atomically, and
-// nothing is written outside dir, even through a symlink.
-func Write(dir string, v *RunVerdict) error {
+// nothing is written outside dir, even through a symlink. What the files
+// would hold of the run's secrets (a judge's reasoning that quotes one) is
+// masked with red, the run's Redactor (nil when it has no secrets).
+func Write(dir string, v *RunVerdict, red *redact.Redactor) error {
 	if v == nil {
 		return errors.New("writing verdict: nil verdict")
 	}
@@ -54,11 +57,11 @@ func Write(dir string, v *RunVerdict) error {
 		if err := mkdir(root, nv.Node); err != nil {
 			return fmt.Errorf("writing verdict of node %s: %w", nv.Node, err)
 		}
-		if err := writeJSON(root, filepath.Join(nv.Node, VerdictFile), nv); err != nil {
+		if err := writeJSON(root, filepath.Join(nv.Node, VerdictFile), nv, red); err != nil {
 			return fmt.Errorf("writing verdict of node %s: %w", nv.Node, err)
 		}
 	}
-	if err := writeJSON(root, VerdictFile, all); err != nil {
+	if err := writeJSON(root, VerdictFile, all, red); err != nil {
 		return fmt.Errorf("writing verdict: %w", err)
 	}
 	return nil
@@ -82,14 +85,18 @@ func mkdir(root *os.Root, name string) error {
 	return nil
 }
 
-// writeJSON replaces name with v as indented JSON: a temporary file beside
-// it, renamed over.
-func writeJSON(root *os.Root, name string, v any) error {
+// writeJSON replaces name with v as indented JSON, secrets masked: a
+// temporary file beside it, renamed over.
+func writeJSON(root *os.Root, name string, v any, red *redact.Redactor) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	data, err := red.JSON(b.Bytes(), "  ")
+	if err != nil {
 		return err
 	}
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
@@ -100,7 +107,7 @@ func writeJSON(root *os.Root, name string, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(b.Bytes())
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -74,7 +75,7 @@ func TestWriteGolden(t *testing.T) {
 	t.Parallel()
 	v := sampleVerdict(t)
 	dir := t.TempDir()
-	require.NoError(t, check.Write(dir, v))
+	require.NoError(t, check.Write(dir, v, nil))
 
 	var files []string
 	require.NoError(t, filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -121,9 +122,9 @@ func TestWriteReplaces(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	first := &check.RunVerdict{Status: check.StatusFailed, Nodes: []check.NodeVerdict{{Node: "a", Visit: 1, Verdict: check.Fail}}}
-	require.NoError(t, check.Write(dir, first))
+	require.NoError(t, check.Write(dir, first, nil))
 	second := &check.RunVerdict{Status: check.StatusPassed, Nodes: []check.NodeVerdict{{Node: "a", Visit: 2, Verdict: check.Pass}}}
-	require.NoError(t, check.Write(dir, second))
+	require.NoError(t, check.Write(dir, second, nil))
 
 	var got check.NodeVerdict
 	data, err := os.ReadFile(filepath.Join(dir, "a", "verdict.json"))
@@ -139,7 +140,7 @@ func TestWriteReplaces(t *testing.T) {
 func TestWriteNoChecks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	require.NoError(t, check.Write(dir, &check.RunVerdict{}))
+	require.NoError(t, check.Write(dir, &check.RunVerdict{}, nil))
 	data, err := os.ReadFile(filepath.Join(dir, "verdict.json"))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"status": "", "nodes": []}`, string(data))
@@ -169,7 +170,7 @@ func TestWriteRefusesBadNodeIDs(t *testing.T) {
 			for _, id := range tc.ids {
 				v.Nodes = append(v.Nodes, check.NodeVerdict{Node: id, Verdict: check.Pass})
 			}
-			err := check.Write(dir, v)
+			err := check.Write(dir, v, nil)
 			require.ErrorIs(t, err, check.ErrInvalidNode)
 			entries, rerr := os.ReadDir(dir)
 			require.NoError(t, rerr)
@@ -202,7 +203,7 @@ func TestWriteUnsafeNodeFolder(t *testing.T) {
 			t.Parallel()
 			dir, outside := t.TempDir(), t.TempDir()
 			tc.plant(t, dir, outside)
-			err := check.Write(dir, &check.RunVerdict{Status: check.StatusPassed, Nodes: []check.NodeVerdict{{Node: "fetch", Verdict: check.Pass}}})
+			err := check.Write(dir, &check.RunVerdict{Status: check.StatusPassed, Nodes: []check.NodeVerdict{{Node: "fetch", Verdict: check.Pass}}}, nil)
 			if tc.wantErr {
 				require.Error(t, err)
 			} else {
@@ -213,4 +214,22 @@ func TestWriteUnsafeNodeFolder(t *testing.T) {
 			require.Empty(t, entries, "nothing is written outside the run folder")
 		})
 	}
+}
+
+// A judge's reasoning that quotes a secret is masked in every verdict file.
+func TestWriteMasksSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "canary-s3cr3t-value"
+	dir := t.TempDir()
+	v := &check.RunVerdict{Status: check.StatusFailed, Nodes: []check.NodeVerdict{{Node: "fetch", Verdict: check.Fail,
+		Checks: []check.CheckResult{{Node: "fetch", Check: "expect", Type: "expect", Verdict: check.Fail,
+			Reasoning: "the page shows the token " + secret}}}}}
+	require.NoError(t, check.Write(dir, v, redact.New(map[string]string{"TOKEN": secret})))
+	for _, f := range []string{check.VerdictFile, filepath.Join("fetch", check.VerdictFile)} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		require.NoError(t, err)
+		require.NotContains(t, string(data), secret, f)
+		require.Contains(t, string(data), "the page shows the token ***", f)
+	}
+	require.Contains(t, v.Nodes[0].Checks[0].Reasoning, secret, "the verdict given is not changed")
 }

@@ -96,6 +96,8 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		checkCmd(e),
 		cancelCmd(e),
 		mcpCmd(e),
+		serveCmd(e),
+		tokenCmd(e),
 		manCmd(e),
 	)
 	e.setCompletions(root)

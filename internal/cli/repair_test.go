@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -435,4 +436,45 @@ func TestAutoRepairUsage(t *testing.T) {
 	r := skein(t, "run", "--no-update", "--dir", t.TempDir(), "testdata/ok.yaml")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--no-update goes with --auto-repair")
+}
+
+// TestAutoRepairKeepsSecretsOut: the repair model never gets a secret, a
+// repaired workflow that writes one into the file is refused, and a
+// model's explanation that quotes one is shown masked.
+func TestAutoRepairKeepsSecretsOut(t *testing.T) {
+	const secret = "repair-canary-Zx81/q"
+	t.Setenv("SKEIN_SECRET_TOK", secret)
+	const flow = `version: 1
+name: leaky
+secrets: [TOK]
+nodes:
+  - id: bad
+    type: shell
+    command: [sh, -c, 'echo "refused $0" >&2; exit 3', "{{ secrets.TOK }}"]
+`
+	withSecret := strings.Replace(flow, "exit 3', \"{{ secrets.TOK }}\"", "exit 0', \""+secret+"\"", 1)
+	fixed := strings.Replace(flow, "exit 3", "exit 0", 1)
+	model := repairModel(t,
+		repaired(withSecret, "I wrote the token "+secret+" in"),
+		repaired(fixed, "exit 0 instead; the token was "+secret))
+	b := repairSetup(t, flow)
+
+	r, m := b.runJSON(t)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "completed", m["status"])
+	require.Equal(t, 2, model.Calls())
+	require.Contains(t, r.stderr, "the repaired workflow holds the value of a secret")
+	require.Contains(t, r.stderr, "the token was ***")
+	for _, req := range model.Requests() {
+		require.NotContains(t, string(req.Raw), secret, "what the repair model is sent")
+	}
+	require.NotContains(t, r.stdout+r.stderr, secret)
+	require.Equal(t, fixed, readFile(t, b.file))
+	require.NoError(t, filepath.WalkDir(b.dir, func(path string, d fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		if !d.IsDir() {
+			require.NotContains(t, readFile(t, path), secret, path)
+		}
+		return nil
+	}))
 }

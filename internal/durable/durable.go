@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -35,10 +36,16 @@ const directivesKey = "_directives"
 // calls after each scheduler step; the committer writes them in the next
 // group transaction. What must wait for durability (the progress display)
 // registers with AfterCommit.
+//
+// Every record goes through the run's Redactor on its way in — steps
+// (parameters, output, directives, error), events, the run's final record
+// (outputs, error) — so no secret reaches the database or a large output's
+// file, whoever made the record.
 type Recorder struct {
-	c     *Committer
-	runID string
-	dir   string // the run folder, for large outputs
+	c      *Committer
+	runID  string
+	dir    string // the run folder, for large outputs
+	redact *redact.Redactor
 	// Generation is the run's execution the steps belong to (see
 	// store.Step); Token fences every batch with the owner's token. Set
 	// them before the run starts.
@@ -58,9 +65,10 @@ var (
 	_ engine.Flusher  = (*Recorder)(nil)
 )
 
-// NewRecorder records run runID through c; large outputs go under dir.
-func NewRecorder(c *Committer, runID, dir string) *Recorder {
-	return &Recorder{c: c, runID: runID, dir: dir, steps: map[[2]any]*store.Step{}}
+// NewRecorder records run runID through c, masking the run's secrets
+// with red (nil when it has none); large outputs go under dir.
+func NewRecorder(c *Committer, runID, dir string, red *redact.Redactor) *Recorder {
+	return &Recorder{c: c, runID: runID, dir: dir, redact: red, steps: map[[2]any]*store.Step{}}
 }
 
 // Step buffers the latest state of a step.
@@ -68,7 +76,7 @@ func (r *Recorder) Step(rec *engine.StepRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := [2]any{rec.Node, rec.Visit}
-	s := StepFromRecord(r.runID, rec)
+	s := RedactStep(r.redact, StepFromRecord(r.runID, rec))
 	if _, ok := r.steps[key]; !ok {
 		r.order = append(r.order, key)
 	}
@@ -80,8 +88,9 @@ func (r *Recorder) Step(rec *engine.StepRecord) error {
 func (r *Recorder) Event(ev engine.TimedEvent) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	data, _ := r.redact.Map(ev.Data)
 	r.events = append(r.events, store.Event{
-		RunID: r.runID, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data,
+		RunID: r.runID, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: data,
 	})
 	return nil
 }
@@ -126,7 +135,7 @@ func (r *Recorder) Finish(run *store.Run) error {
 	if err != nil {
 		return err
 	}
-	b.Finish = run
+	b.Finish = RedactRun(r.redact, run)
 	done := make(chan error, 1)
 	r.c.Submit(b, func(err error) {
 		if err == nil {
@@ -217,6 +226,38 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, DurationMS: rec.DurationMS, Tokens: rec.Tokens, CostUSD: rec.CostUSD,
 		ProcessGroup: rec.ProcessGroup, Masked: rec.Masked,
 	}
+}
+
+// RedactStep returns s with red's secrets masked in its parameters, output
+// (directives included) and error: s itself when it holds none, else a
+// copy, marked Masked when its output had to be.
+func RedactStep(red *redact.Redactor, s *store.Step) *store.Step {
+	params, inParams := red.Map(s.Params)
+	out, inOutput := red.Map(s.Output)
+	e, inError := red.Error(s.Error)
+	if !inParams && !inOutput && !inError {
+		return s
+	}
+	c := *s
+	c.Params, c.Output, c.Error = params, out, e
+	c.Masked = s.Masked || inOutput
+	return &c
+}
+
+// RedactRun returns run with red's secrets masked in its outputs and
+// error: run itself when they hold none, else a copy.
+func RedactRun(red *redact.Redactor, run *store.Run) *store.Run {
+	if run == nil {
+		return nil
+	}
+	outs, inOutputs := red.Map(run.Outputs)
+	e, inError := red.Error(run.Error)
+	if !inOutputs && !inError {
+		return run
+	}
+	c := *run
+	c.Outputs, c.Error = outs, e
+	return &c
 }
 
 // Output returns a step's output and directives, reading it back from its

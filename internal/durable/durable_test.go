@@ -12,8 +12,10 @@ import (
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
+	"github.com/skeinhq/skein/node"
 )
 
 // A step output over 256 KiB is kept in a file of the run folder, not in
@@ -28,7 +30,7 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
 	c := durable.NewCommitter(st)
 	defer c.Close()
-	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"))
+	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"), nil)
 
 	big := strings.Repeat("x", 300<<10)
 	now := time.Now()
@@ -53,4 +55,73 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	info, err := os.Stat(filepath.Join(dir, "skein.db"))
 	require.NoError(t, err)
 	require.Less(t, info.Size(), int64(256<<10), "the database stays small")
+}
+
+// The recorder masks every record on its way to the store, whoever made
+// it: a step's parameters, output, directives and error, an event's data,
+// the run's outputs and error; a large output's file too. A step whose
+// output (or directives) had to be masked is marked.
+func TestRecorderMasksSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2-canary-value"
+	dir := t.TempDir()
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	c := durable.NewCommitter(st)
+	defer c.Close()
+	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"), redact.New(map[string]string{"TOKEN": secret}))
+
+	now := time.Now()
+	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 1, Node: "call", Visit: 1, Status: engine.StatusFailed,
+		Params: map[string]any{"headers": map[string]any{"Authorization": "Bearer " + secret}},
+		Error: &node.Error{Code: "http_status", Message: "401 for " + secret,
+			Details: map[string]any{"body": map[string]any{"error": "bad token " + secret}}},
+		StartedAt: &now, FinishedAt: &now}))
+	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 2, Node: "patch", Visit: 1, Status: engine.StatusSuccess,
+		Output: map[string]any{"ok": 1}, Directives: map[string]any{"_state_patch": map[string]any{"tok": secret}},
+		StartedAt: &now, FinishedAt: &now}))
+	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 3, Node: "big", Visit: 1, Status: engine.StatusSuccess,
+		Output: map[string]any{"stdout": strings.Repeat("x", 300<<10) + secret}, StartedAt: &now, FinishedAt: &now}))
+	require.NoError(t, rec.Event(engine.TimedEvent{Time: now, Event: engine.Event{Type: "tool_result", Node: "call", Visit: 1,
+		Data: map[string]any{"text": "echo " + secret}}}))
+	fin := &store.Run{ID: "r1", Workflow: "w", Status: "failed", Outputs: map[string]any{"seen": secret},
+		Error: &node.Error{Message: "node call failed", Details: map[string]any{"stderr": secret}}, FinishedAt: &now}
+	require.NoError(t, rec.Finish(fin))
+	require.Equal(t, secret, fin.Outputs["seen"], "the caller's record is not changed")
+
+	steps, err := st.Steps(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, steps, 3)
+	require.Equal(t, map[string]any{"Authorization": "Bearer ***"}, steps[0].Params["headers"])
+	require.Equal(t, "401 for ***", steps[0].Error.Message)
+	require.Equal(t, map[string]any{"error": "bad token ***"}, steps[0].Error.Details["body"])
+	_, directives, err := durable.Output(steps[1])
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"_state_patch": map[string]any{"tok": "***"}}, directives)
+	require.True(t, steps[1].Masked, "a masked _state_patch marks the step")
+	require.True(t, steps[2].Masked)
+	out, _, err := durable.Output(steps[2])
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(out["stdout"].(string), "x***"))
+	evs, err := st.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, "echo ***", evs[0].Data["text"])
+	run, err := st.Run(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, "***", run.Outputs["seen"])
+	require.Equal(t, "***", run.Error.Details["stderr"])
+
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		require.NoError(t, err)
+		if d.IsDir() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		require.NotContains(t, string(data), secret, path)
+		return nil
+	}))
 }

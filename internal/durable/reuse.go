@@ -107,6 +107,11 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 				}
 			}
 		}
+		if s != nil && s.Masked {
+			// *** is not the value the step produced: pinning it would
+			// feed the mask downstream as data.
+			return engine.Reused{Miss: "it is pinned, but its earlier output held a secret value, stored masked, so it runs again"}, false
+		}
 		pinned = s != nil
 	}
 	if s == nil {

@@ -2,18 +2,14 @@ package engine
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -94,6 +90,10 @@ type Options struct {
 	Concurrency int
 	// ArtifactDir returns the artifacts folder of a node.
 	ArtifactDir func(nodeID string) string
+	// Files is the file-access policy every node call gets (node.Call.Files):
+	// the runner allows the run's folder and the workflow's files:. Nil
+	// allows the folders of the workflow's files: only.
+	Files *node.Files
 	// Services are handed to the kinds; the driver adds the run's budget
 	// (node.BudgetService) and, for subworkflow nodes, child runs.
 	Services *node.Services
@@ -176,7 +176,7 @@ type runState struct {
 	opts     Options
 	sched    *Run
 	scope    expr.Scope
-	redact   func(string) string
+	redact   *redact.Redactor
 	steps    map[[2]int]*StepRecord // (node index, visit)
 	order    []*StepRecord
 	recErr   error
@@ -213,6 +213,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
 	}
 	opts.Services = node.BudgetService.Provide(opts.Services, opts.Budget)
+	if opts.Files == nil {
+		opts.Files = node.NewFiles(plan.W.Dir(), plan.W.FileRoots()...)
+	}
 	rs := &runState{
 		d: d, plan: plan, opts: opts,
 		sched:    NewRun(plan, opts.RunID),
@@ -228,7 +231,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	for i, pn := range plan.Nodes {
 		rs.defs[i] = defOf(pn)
 	}
-	rs.redact = Redactor(opts.Secrets)
+	rs.redact = redact.New(opts.Secrets)
 	rs.started = d.Clock.Now()
 	secrets := make(map[string]any, len(opts.Secrets))
 	for k, v := range opts.Secrets {
@@ -328,9 +331,7 @@ func (rs *runState) apply(a *Actions) bool {
 }
 
 func (rs *runState) recordEvent(ev Event, now time.Time) {
-	if ev.Data != nil {
-		ev.Data = RedactMap(ev.Data, rs.redact)
-	}
+	ev.Data, _ = rs.redact.Map(ev.Data)
 	if rs.opts.Recorder != nil && rs.recErr == nil {
 		if err := rs.opts.Recorder.Event(TimedEvent{Time: now, Event: ev}); err != nil {
 			rs.recErr = fmt.Errorf("%w: %w", ErrRecorder, err)
@@ -377,14 +378,17 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rec.FinishedAt = nil
 	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
 		t := now
+		directivesMasked := false
 		if done != nil {
 			t = done.end
 			if done.params != nil {
-				rec.Params = RedactMap(done.params, rs.redact)
+				rec.Params, _ = rs.redact.Map(done.params)
 			}
 			rec.ConfigHash = done.hash
 			rec.Cached, rec.Pinned = done.cached, done.pinned
-			rec.Directives = done.outcome.Directives
+			// Directives are reused with the output on resume: a masked
+			// _state_patch marks the step like a masked output.
+			rec.Directives, directivesMasked = rs.redact.Map(done.outcome.Directives)
 		}
 		if rec.StartedAt == nil {
 			s := t
@@ -393,13 +397,13 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rec.FinishedAt = &t
 		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
 		if su.Output != nil || su.Status == StatusCancelled {
-			rec.Output, rec.Masked = redactOutput(su.Output, rs.redact, len(rs.opts.Secrets) > 0)
+			var masked bool
+			rec.Output, masked = rs.redact.Map(su.Output)
+			rec.Masked = masked
 		}
+		rec.Masked = rec.Masked || directivesMasked
 		if su.Error != nil {
-			e := *su.Error
-			e.Message = rs.redact(e.Message)
-			e.Details = RedactMap(e.Details, rs.redact)
-			rec.Error = &e
+			rec.Error, _ = rs.redact.Error(su.Error)
 		} else if su.Status == StatusSuccess {
 			rec.Error = nil
 		}
@@ -551,7 +555,8 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 				rs.recordEvent(Event{Type: kind, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
 			})
 		},
-		Redact: rs.redact,
+		Redact: rs.redact.Func(),
+		Files:  rs.opts.Files,
 		Eval: func(code string) (any, error) {
 			return expr.Eval(code, &scope)
 		},
@@ -678,15 +683,15 @@ func (rs *runState) result() *Result {
 		res.Status = RunFailed
 		res.Error = &node.Error{Code: "recorder", Category: node.CategoryInternal, Message: rs.recErr.Error()}
 	}
-	if res.Error != nil {
-		res.Error.Message = rs.redact(res.Error.Message)
-	}
 	outs, err := rs.outputs()
 	if err != nil && res.Status == RunCompleted {
 		res.Status = RunFailed
-		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: rs.redact(err.Error())}
+		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
 	}
-	res.Outputs = RedactMap(outs, rs.redact)
+	// The run's error is the failed step's, details and all (a command's
+	// stderr, a response body): masked like the step's.
+	res.Error, _ = rs.redact.Error(res.Error)
+	res.Outputs, _ = rs.redact.Map(outs)
 	return res
 }
 
@@ -725,75 +730,8 @@ func (rs *runState) outputs() (map[string]any, error) {
 	return out, nil
 }
 
-// Redactor returns a function that replaces every secret value in a string
-// with ***, and the forms a secret takes when a program encodes it on its
-// own: base64 (standard and URL alphabets, with and without padding),
-// URL-encoded (query and path escaping) and hex (lower and upper case).
-// Encoded forms are masked for secrets of 6 bytes or more, so a short
-// secret's hex does not mask unrelated text. Longer strings are replaced
-// first so one that contains another is not half-replaced.
+// Redactor returns a function that masks the secrets' values, and their
+// encoded forms, in a string (see redact.New).
 func Redactor(secrets map[string]string) func(string) string {
-	seen := map[string]bool{}
-	var vals []string
-	add := func(v string) {
-		if len(v) >= 3 && !seen[v] {
-			seen[v] = true
-			vals = append(vals, v)
-		}
-	}
-	for _, v := range secrets {
-		add(v)
-		if len(v) < 6 {
-			continue
-		}
-		for _, form := range encodedForms(v) {
-			add(form)
-		}
-	}
-	if len(vals) == 0 {
-		return func(s string) string { return s }
-	}
-	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
-	pairs := make([]string, 0, 2*len(vals))
-	for _, v := range vals {
-		pairs = append(pairs, v, "***")
-	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
-}
-
-// encodedForms are the encodings of a secret that Redactor masks too.
-func encodedForms(v string) []string {
-	b := []byte(v)
-	return []string{
-		base64.StdEncoding.EncodeToString(b), base64.RawStdEncoding.EncodeToString(b),
-		base64.URLEncoding.EncodeToString(b), base64.RawURLEncoding.EncodeToString(b),
-		url.QueryEscape(v), url.PathEscape(v),
-		hex.EncodeToString(b), strings.ToUpper(hex.EncodeToString(b)),
-	}
-}
-
-// redactOutput redacts an output and reports whether a secret was in it.
-func redactOutput(m map[string]any, redact func(string) string, secrets bool) (map[string]any, bool) {
-	if !secrets {
-		return RedactMap(m, redact), false
-	}
-	masked := false
-	out := RedactMap(m, func(s string) string {
-		r := redact(s)
-		if r != s {
-			masked = true
-		}
-		return r
-	})
-	return out, masked
-}
-
-// RedactMap returns a copy of m with secrets replaced in every string.
-func RedactMap(m map[string]any, redact func(string) string) map[string]any {
-	if m == nil {
-		return nil
-	}
-	v, _ := node.RedactValue(m, redact).(map[string]any)
-	return v
+	return redact.New(secrets).Func()
 }

@@ -25,6 +25,9 @@ type ChildRun struct {
 	Recorder Recorder
 	// ArtifactDir returns the artifacts folder of the child's node.
 	ArtifactDir func(nodeID string) string
+	// Files is the child's file-access policy (its own run folder and
+	// files:); nil allows the child workflow's files: only.
+	Files *node.Files
 	// Reuse answers from an earlier execution of the same child run (the
 	// parent was resumed), like Options.Reuse.
 	Reuse func(ReuseQuery) (Reused, bool)
@@ -98,7 +101,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		if err != nil {
 			return nil, node.Fail(node.CategoryInternal, "subworkflow_record", err)
 		}
-		opts.Recorder, opts.ArtifactDir, opts.Reuse, finish = cr.Recorder, cr.ArtifactDir, cr.Reuse, cr.Finish
+		opts.Recorder, opts.ArtifactDir, opts.Reuse, opts.Files, finish = cr.Recorder, cr.ArtifactDir, cr.Reuse, cr.Files, cr.Finish
 	}
 	rs.waiting(s.task)
 	<-rs.d.slots // give the slot back while the child runs

@@ -199,6 +199,13 @@ func sections(w *workflow.Workflow) map[string]any {
 	if len(w.Secrets) > 0 {
 		m["secrets"] = w.Secrets
 	}
+	if len(w.Files) > 0 {
+		f := make([]string, len(w.Files))
+		for i, x := range w.Files {
+			f[i] = x.Path
+		}
+		m["files"] = f
+	}
 	if w.Defaults != (workflow.Defaults{}) {
 		d := w.Defaults
 		m["defaults"] = map[string]any{"retries": d.Retries, "retry_backoff": d.RetryBackoff.String(),

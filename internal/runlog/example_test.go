@@ -18,7 +18,7 @@ func ExampleOpen() {
 	defer os.RemoveAll(tmp)
 
 	start := time.Date(2025, 3, 14, 9, 26, 53, 0, time.UTC)
-	w, err := runlog.Open(filepath.Join(tmp, ".skein"), "hello", "run1", start, nil)
+	w, err := runlog.Open(filepath.Join(tmp, ".skein"), "hello", "run1", start, nil, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -52,6 +53,8 @@ type Writer struct {
 	workflow string
 	meta     map[string]any
 	root     *os.Root // the run folder; every file operation goes through it
+	// redact masks the run's secrets in everything written.
+	redact *redact.Redactor
 	// fresh is set when Open made the folder: no stale file can be in it.
 	fresh bool
 
@@ -91,8 +94,10 @@ type batch struct {
 // started in UTC, and writes its run.json with status "running" and meta
 // (the workflow file, inputs, trigger: whatever the caller wants kept) at
 // once, so a run that crashes still leaves a readable folder. The folder
-// must not exist yet.
-func Open(root, workflow, runID string, started time.Time, meta map[string]any) (*Writer, error) {
+// must not exist yet. Every file the Writer writes goes through red, the
+// run's Redactor (nil when it has no secrets): what holds a secret is
+// masked before it is written.
+func Open(root, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*Writer, error) {
 	if err := checkName("workflow name", workflow); err != nil {
 		return nil, err
 	}
@@ -110,7 +115,7 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any) 
 		}
 		return nil, pathError("cannot create run folder", dir, err)
 	}
-	w, err := open(dir, workflow, runID, started, meta, true)
+	w, err := open(dir, workflow, runID, started, meta, true, red)
 	if err != nil {
 		// The folder is ours, made just now; don't leave half of it.
 		_ = os.RemoveAll(dir)
@@ -121,8 +126,8 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any) 
 
 // Reopen opens the existing folder of a run that goes on (skein resume):
 // events are appended after the ones already there, and run.json says
-// "running" again until Finish.
-func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any) (*Writer, error) {
+// "running" again until Finish. red is as for Open.
+func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*Writer, error) {
 	if err := checkName("workflow name", workflow); err != nil {
 		return nil, err
 	}
@@ -136,17 +141,17 @@ func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any)
 	if !st.IsDir() {
 		return nil, fmt.Errorf("cannot open run folder %s: %w", dir, ErrUnsafePath)
 	}
-	return open(dir, workflow, runID, started, meta, false)
+	return open(dir, workflow, runID, started, meta, false, red)
 }
 
-func open(dir, workflow, runID string, started time.Time, meta map[string]any, fresh bool) (*Writer, error) {
+func open(dir, workflow, runID string, started time.Time, meta map[string]any, fresh bool, red *redact.Redactor) (*Writer, error) {
 	r, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, pathError("cannot open run folder", dir, err)
 	}
 	w := &Writer{
 		dir: dir, runID: runID, workflow: workflow, meta: maps.Clone(meta),
-		root: r, fresh: fresh,
+		root: r, fresh: fresh, redact: red,
 		checked: map[string]bool{},
 		done:    make(chan struct{}),
 	}
@@ -177,7 +182,7 @@ type runningFile struct {
 }
 
 func (w *Writer) writeRunning(started time.Time) error {
-	data, err := encodeJSON(runningFile{
+	data, err := w.encode(runningFile{
 		RunID: w.runID, Workflow: w.workflow, Status: engine.RunRunning,
 		Steps: []*engine.StepRecord{}, StartedAt: started, Meta: w.meta,
 	}, true)
@@ -341,7 +346,7 @@ func (w *Writer) Wait() error {
 // loop writes the batches handed over until Finish or Close stops it.
 func (w *Writer) loop() {
 	defer close(w.done)
-	var enc eventEncoder
+	enc := eventEncoder{redact: w.redact}
 	for {
 		w.mu.Lock()
 		for len(w.queue) == 0 && !w.stopping {
@@ -387,10 +392,12 @@ func (w *Writer) write(q []batch, enc *eventEncoder) error {
 	return nil
 }
 
-// eventEncoder encodes events as JSON lines into one buffer.
+// eventEncoder encodes events as JSON lines into one buffer, masking the
+// run's secrets in each.
 type eventEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	redact *redact.Redactor
 }
 
 func (e *eventEncoder) add(ev engine.TimedEvent) error {
@@ -405,8 +412,17 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 	})
 	if err != nil {
 		e.buf.Truncate(n)
+		return err
 	}
-	return err
+	if line := e.buf.Bytes()[n:]; e.redact.ContainsBytes(line) {
+		masked, err := e.redact.JSON(line, "")
+		e.buf.Truncate(n)
+		if err != nil {
+			return err
+		}
+		e.buf.Write(masked)
+	}
+	return nil
 }
 
 // Finish writes what is still queued (what Flush handed over through Later
@@ -436,7 +452,7 @@ func (w *Writer) Finish(result any) error {
 	}
 	ch := make(chan encoded, 1)
 	go func() {
-		data, err := encodeJSON(result, true)
+		data, err := w.encode(result, true)
 		ch <- encoded{data, err}
 	}()
 	err := w.stop()
@@ -598,6 +614,19 @@ func (w *Writer) openAppend(name string) (*os.File, error) {
 		return nil, pathError("cannot open", path, err)
 	}
 	return f, nil
+}
+
+// encode encodes v as encodeJSON does, with the run's secrets masked: when
+// the encoding holds one, it is masked as a JSON value.
+func (w *Writer) encode(v any, indent bool) ([]byte, error) {
+	data, err := encodeJSON(v, indent)
+	if err != nil {
+		return nil, err
+	}
+	if indent {
+		return w.redact.JSON(data, "  ")
+	}
+	return w.redact.JSON(data, "")
 }
 
 // encodeJSON encodes v without escaping <, > and &, which keeps text such

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/node"
 )
@@ -34,7 +35,7 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), ".skein")
-	w, err := runlog.Open(root, "hello", "run1", started, map[string]any{"file": "hello.yaml"})
+	w, err := runlog.Open(root, "hello", "run1", started, map[string]any{"file": "hello.yaml"}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, w.Close()) })
 	return &bundle{root: root, w: w}
@@ -100,7 +101,7 @@ func TestOpenFolderName(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := filepath.Join(t.TempDir(), ".skein")
-			w, err := runlog.Open(root, tt.workflow, tt.runID, tt.started, nil)
+			w, err := runlog.Open(root, tt.workflow, tt.runID, tt.started, nil, nil)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, w.Close()) }()
 			require.Equal(t, filepath.Join(root, filepath.FromSlash(tt.want)), w.Dir())
@@ -162,7 +163,7 @@ func TestOpenRefusesBadNames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tmp := t.TempDir()
-			w, err := runlog.Open(filepath.Join(tmp, ".skein"), tt.workflow, tt.runID, started, nil)
+			w, err := runlog.Open(filepath.Join(tmp, ".skein"), tt.workflow, tt.runID, started, nil, nil)
 			require.ErrorIs(t, err, runlog.ErrInvalidName)
 			require.Nil(t, w)
 			require.Equal(t, []string{". d---------"}, tree(t, tmp), "nothing should be created")
@@ -175,7 +176,7 @@ func TestOpenRefusesExistingFolder(t *testing.T) {
 	b := setup(t)
 	require.NoError(t, os.WriteFile(filepath.Join(b.w.Dir(), "keep"), []byte("x"), 0o644))
 
-	w, err := runlog.Open(b.root, "hello", "run1", started, nil)
+	w, err := runlog.Open(b.root, "hello", "run1", started, nil, nil)
 	require.ErrorIs(t, err, fs.ErrExist)
 	require.ErrorContains(t, err, b.w.Dir())
 	require.ErrorContains(t, err, "give each run its own id")
@@ -222,7 +223,7 @@ func TestOpenUnwritableRoot(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			root := tt.root(t)
-			w, err := runlog.Open(root, "hello", "run1", started, nil)
+			w, err := runlog.Open(root, "hello", "run1", started, nil, nil)
 			require.Error(t, err)
 			require.Nil(t, w)
 			require.ErrorIs(t, err, tt.cause)
@@ -443,7 +444,7 @@ func TestNodeDirRefusesWhatIsInTheWay(t *testing.T) {
 			},
 			call: func(w *runlog.Writer) error {
 				// Checked in a reopened folder (a resumed run).
-				rw, err := runlog.Reopen(w.Dir(), "hello", "run1", started, nil)
+				rw, err := runlog.Reopen(w.Dir(), "hello", "run1", started, nil, nil)
 				require.NoError(t, err)
 				defer rw.Close()
 				_, err = rw.ArtifactDir("n")
@@ -566,4 +567,40 @@ func TestLaterWritesCommittedRecords(t *testing.T) {
 	commits[0]()
 	require.NoError(t, b.w.Wait())
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
+}
+
+// Whatever the Writer is handed, it writes no secret: an event's data, the
+// run's document (any type) are masked before they are written.
+func TestWriterMasksSecrets(t *testing.T) {
+	t.Parallel()
+	const secret = `canary"s3cr3t/value`
+	root := filepath.Join(t.TempDir(), ".skein")
+	w, err := runlog.Open(root, "hello", "run1", started, nil, redact.New(map[string]string{"TOKEN": secret}))
+	require.NoError(t, err)
+	require.NoError(t, w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: "tool_result", Node: "a", Visit: 1,
+		Data: map[string]any{"text": "got " + secret, "n": 1}}}))
+	require.NoError(t, w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: "node_finished", Node: "a", Visit: 1,
+		Data: map[string]any{"status": "success"}}}))
+	require.NoError(t, w.Flush())
+	type doc struct {
+		Status string         `json:"status"`
+		Error  *node.Error    `json:"error"`
+		Output map[string]any `json:"output"`
+	}
+	require.NoError(t, w.Finish(&doc{Status: "failed", Error: &node.Error{Message: "m", Details: map[string]any{"stderr": secret + "\n"}},
+		Output: map[string]any{"k": []any{"x", secret}}}))
+
+	lines := readLines(t, filepath.Join(w.Dir(), "events.jsonl"))
+	require.Len(t, lines, 2)
+	require.Equal(t, "got ***", lines[0]["data"].(map[string]any)["text"])
+	require.Equal(t, "node_finished", lines[1]["type"])
+	var got map[string]any
+	readJSON(t, filepath.Join(w.Dir(), "run.json"), &got)
+	require.Equal(t, map[string]any{"status": "failed", "error": map[string]any{"code": "", "category": "", "message": "m",
+		"details": map[string]any{"stderr": "***\n"}}, "output": map[string]any{"k": []any{"x", "***"}}}, got)
+	for _, f := range []string{"events.jsonl", "run.json"} {
+		data, err := os.ReadFile(filepath.Join(w.Dir(), f))
+		require.NoError(t, err)
+		require.NotContains(t, string(data), "s3cr3t", f)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -113,23 +114,28 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 // Doc returns the document of an execution's result. It is built from the
 // execution's own records the way Get builds it from the stored ones (times
 // to the microsecond, as stored), so the two are the same document; it
-// reads nothing back.
+// reads nothing back. Every part of it goes through the run's Redactor, as
+// the stored records did: the document every front end prints holds no
+// secret.
 func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
+	red := res.redact
 	var steps []*store.Step
 	if res.Engine != nil {
 		steps = make([]*store.Step, 0, len(res.Engine.Steps))
 		for _, s := range res.Engine.Steps {
-			steps = append(steps, durable.StepFromRecord(res.Run.ID, s))
+			steps = append(steps, durable.RedactStep(red, durable.StepFromRecord(res.Run.ID, s)))
 		}
 	}
-	d := r.doc(res.Run, steps, res.Verdict)
+	verdict, _ := redact.Into(red, res.Verdict)
+	d := r.doc(durable.RedactRun(red, res.Run), steps, verdict)
 	if rep := res.Repair; rep != nil {
-		d.Repair = rep
+		masked, _ := redact.Into(red, rep) // JSON fields only: the rest is read from rep
+		d.Repair = masked
 		if rep.Warnings != nil {
-			d.Warnings = rep.Warnings
+			d.Warnings, _ = redact.Into(red, rep.Warnings)
 		}
 		if rep.Workflow != nil {
-			src := string(rep.Workflow)
+			src := red.String(string(rep.Workflow))
 			d.RepairedWorkflow = &src
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
@@ -16,6 +17,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -70,6 +72,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
+	// The one Redactor of the run: every writer of its records gets it.
+	red := redact.New(secrets)
 	plan, err := engine.NewPlan(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
@@ -89,7 +93,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var rl *runlog.Writer
 	run := j.resume
 	if run != nil {
-		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta); err != nil {
+		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
 			r.release(ctx, run)
 			return nil, err
 		}
@@ -100,7 +104,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			return nil, err
 		}
 	} else {
-		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta); err != nil {
+		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
 		src, _ := workflow.ReadFile(w.File)
@@ -128,25 +132,40 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var hardOnce sync.Once
 	stopHard := func() { hardOnce.Do(func() { close(hard) }) }
 	if o.Hard != nil {
+		// Hard is watched until the execution returns, not only until
+		// runCtx ends: a hard stop follows a cancel.
+		ended := make(chan struct{})
+		defer close(ended)
 		go func() {
 			select {
 			case <-o.Hard:
 				stopHard()
-			case <-runCtx.Done():
+			case <-ended:
 			}
 		}()
 	}
 	lease := r.keep(runCtx, run, func() { cancel(); stopHard() })
 	defer lease.stop()
+	var left atomic.Bool
+	if o.Leave != nil {
+		go func() {
+			select {
+			case <-o.Leave:
+				left.Store(true)
+				cancel()
+			case <-runCtx.Done():
+			}
+		}()
+	}
 
-	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir())
+	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
 	var obs *observed
 	if o.Observer != nil {
 		o.Observer.Started(run, j.resume != nil)
-		obs = &observed{o: o.Observer, later: rec.AfterCommit}
+		obs = &observed{o: o.Observer, later: rec.AfterCommit, redact: red}
 		recs = append(recs, obs) // before rec: its calls wait for rec's commit
 	}
 	recs = append(recs, rec)
@@ -159,11 +178,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Secrets: secrets, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard,
-		ArtifactDir: func(id string) string {
-			d, _ := rl.ArtifactDir(id)
-			return d
-		},
-		Services: runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		ArtifactDir: artifactDir(rl),
+		Files:       runFiles(w, rl.Dir()),
+		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
@@ -171,7 +188,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cmodels.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
 		},
-		Child: r.childFactory(ctx, run, lease),
+		Child: r.childFactory(ctx, run, lease, red),
 	}
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
@@ -184,7 +201,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
-		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost)}, nil
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
+	}
+	if left.Load() && res.Status == engine.RunCancelled {
+		return r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil), nil
 	}
 	now := r.clock.Now()
 	var extra []engine.TimedEvent
@@ -197,7 +217,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		verr = rec.Sync() // the judge reads the node's events from the store
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir())
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), red)
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -225,13 +245,37 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	} else {
 		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil}
+		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
 }
+
+// leave ends an execution stopped by Options.Leave without ending its
+// run: its records are committed with the run still running and no owner,
+// so it is interrupted, and a resume continues it (reusing what succeeded).
+// The run folder keeps saying running, as after a crash.
+func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, rl *runlog.Writer, l *lease, runErr error, resumed bool) *Result {
+	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionLeft,
+		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
+	_ = rl.Flush()
+	l.stop()
+	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
+	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
+	if err := rec.Finish(run); err != nil && runErr == nil {
+		runErr = err
+	} else if err == nil {
+		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
+	}
+	run.Status = StatusInterrupted
+	return &Result{Run: run, Engine: res, Resumed: resumed, Err: runErr}
+}
+
+// EventExecutionLeft is the event recorded when an execution stops
+// without ending its run (Options.Leave): the run is interrupted.
+const EventExecutionLeft = "execution_left"
 
 // release gives up a claimed run that could not start: it is left as it
 // was, failed or interrupted, for the next resume.
@@ -346,7 +390,7 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 // owned with the parent's token, with its own folder. A child run that
 // exists already (the parent was resumed) is claimed again and reuses what
 // it completed.
-func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) engine.ChildFactory {
+func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, red *redact.Redactor) engine.ChildFactory {
 	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
 		bg := context.WithoutCancel(ctx)
 		started := r.clock.Now()
@@ -365,11 +409,11 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
-			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, store.ErrNotFound):
-			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}); err != nil {
+			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
@@ -382,15 +426,13 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 			return nil, err
 		}
 		l.addChild(id, true)
-		rec := durable.NewRecorder(r.commit, id, crl.Dir())
+		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
-			Recorder: tee{crl, rec},
-			ArtifactDir: func(nodeID string) string {
-				d, _ := crl.ArtifactDir(nodeID)
-				return d
-			},
+			Recorder:    tee{crl, rec},
+			ArtifactDir: artifactDir(crl),
+			Files:       runFiles(cw, crl.Dir()),
 			Finish: func(res *engine.Result) error {
 				defer l.addChild(id, false)
 				defer crl.Close()
@@ -401,7 +443,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 				if err := rec.Finish(child); err != nil {
 					return err
 				}
-				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res}))
+				return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res, redact: red}))
 			},
 		}
 		if reuse != nil {
@@ -412,9 +454,41 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease) 
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict
-// files; it returns nil when the workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv))
+// files, masking the run's secrets with red; it returns nil when the
+// workflow has no checks.
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, red *redact.Redactor) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv), red)
+}
+
+// artifactDir gives each node its artifacts folder in the run folder, as an
+// absolute path: the paths of saved files a node outputs (an mcp node's
+// images) are read by later nodes whose relative paths resolve against the
+// workflow's folder, not the working directory.
+func artifactDir(rl *runlog.Writer) func(nodeID string) string {
+	return func(nodeID string) string {
+		d, err := rl.ArtifactDir(nodeID)
+		if err != nil || d == "" {
+			return d
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			return abs
+		}
+		return d
+	}
+}
+
+// runFiles is the file-access policy of a run's nodes and its judge: they
+// may read the run's folder (its artifacts) and the workflow's files:, and
+// relative paths are relative to the workflow's folder.
+func runFiles(w *workflow.Workflow, runDir string) *node.Files {
+	roots := w.FileRoots()
+	if runDir != "" {
+		if abs, err := filepath.Abs(runDir); err == nil {
+			runDir = abs
+		}
+		roots = append(roots, runDir)
+	}
+	return node.NewFiles(w.Dir(), roots...)
 }
 
 // tee sends every record to several recorders, in order.
@@ -451,11 +525,14 @@ func (t tee) Event(ev engine.TimedEvent) error {
 }
 
 // observed hands a run's records to an Observer once they are committed.
+// Events come from the engine and from the runner (verdicts, repair
+// warnings): their data is masked with the run's Redactor here.
 type observed struct {
-	o     Observer
-	later func(func())
-	mu    sync.Mutex
-	calls []func()
+	o      Observer
+	later  func(func())
+	redact *redact.Redactor
+	mu     sync.Mutex
+	calls  []func()
 	// out serialises the calls: commits call back from one goroutine,
 	// but the final flush may come from another.
 	out sync.Mutex
@@ -470,6 +547,7 @@ func (b *observed) Step(rec *engine.StepRecord) error {
 }
 
 func (b *observed) Event(ev engine.TimedEvent) error {
+	ev.Data, _ = b.redact.Map(ev.Data)
 	b.mu.Lock()
 	b.calls = append(b.calls, func() { b.o.Event(ev) })
 	b.mu.Unlock()

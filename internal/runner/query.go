@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -61,6 +62,16 @@ type ListRequest struct {
 	// Parent lists the child runs of a run.
 	Parent string
 	Limit  int
+	// After, when set, is the last run of the previous page: only runs
+	// listed after it (older, or as old with a smaller id) are returned.
+	After *Cursor
+}
+
+// Cursor is a place in the list of runs, newest first: a run's start time
+// and id.
+type Cursor struct {
+	StartedAt time.Time
+	ID        string
 }
 
 // List returns the matching runs, newest first, with their status as
@@ -71,22 +82,45 @@ func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error
 		// A dead local owner is seen only here, not by the database.
 		f.Status, f.Limit = "", 0
 	}
-	runs, err := r.st.ListRuns(ctx, f)
-	if err != nil {
-		return nil, err
+	if c := req.After; c != nil {
+		// The store pages by start time alone; runs that started in the
+		// same microsecond as the cursor are told apart by id here.
+		f.Before = c.StartedAt.Add(time.Microsecond)
+		if f.Limit > 0 {
+			f.Limit += 16
+		}
 	}
+	for {
+		runs, err := r.st.ListRuns(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out, full := r.page(runs, req)
+		if full || f.Limit == 0 || len(runs) < f.Limit {
+			return out, nil
+		}
+		f.Limit *= 4 // many runs at the cursor's instant: read further
+	}
+}
+
+// page keeps the runs of a store page that match req, up to its limit,
+// and reports whether the limit was reached.
+func (r *Runner) page(runs []*store.Run, req ListRequest) ([]*store.Run, bool) {
 	out := runs[:0]
 	for _, run := range runs {
+		if c := req.After; c != nil && run.StartedAt.Equal(c.StartedAt) && run.ID >= c.ID {
+			continue
+		}
 		run.Status = r.Status(run)
 		if req.Status != "" && run.Status != req.Status {
 			continue
 		}
 		out = append(out, run)
 		if req.Limit > 0 && len(out) == req.Limit {
-			break
+			return out, true
 		}
 	}
-	return out, nil
+	return out, false
 }
 
 // Events returns up to limit of a run's events after seq afterSeq.
@@ -230,7 +264,10 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	if err != nil {
 		return nil, err
 	}
-	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir)
+	// The records are masked already; the judge's reply may not be. The
+	// secrets set now are masked in it (the run's may be set no longer).
+	red := redact.New(knownSecrets(w, r.cfg.LookupEnv))
+	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, red)
 }
 
 // Verdict reads a run's verdict file; nil when it has none.

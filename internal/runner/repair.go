@@ -14,6 +14,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -234,10 +235,10 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 	if res != nil {
 		steps = repair.Steps(s.w, res)
 	}
-	redact := s.redactor()
+	red := s.redactor()
 	msgs := repair.Prompt(repair.Case{
 		File: s.file, Source: s.src, Problems: problems, Steps: steps,
-		Kinds: repair.Kinds(s.w, s.r.cfg.Registry), Earlier: s.earlier, Redact: redact,
+		Kinds: repair.Kinds(s.w, s.r.cfg.Registry), Earlier: s.earlier, Redact: red.Func(),
 	})
 	for {
 		if s.attempts[phase] >= maxRepairAttempts {
@@ -256,8 +257,17 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 			s.stopped = "the repair model failed: " + err.Error()
 			return nil
 		}
+		// A model that quotes a secret (one it read in a screenshot) has
+		// it masked in what is shown and recorded.
+		reply.Explanation = red.String(reply.Explanation)
 		rec := RepairAttempt{Phase: phase, Attempt: n, Problems: problems, Explanation: reply.Explanation}
 		cand, ds := s.decode(reply.Workflow)
+		if !ds.HasErrors() && red.Contains(string(reply.Workflow)) && !red.Contains(string(s.src)) {
+			// The file would keep the secret on disk, and in its backups.
+			ds = append(ds, workflow.Diagnostic{File: s.work, Line: 1, Col: 1, Severity: workflow.Error,
+				Message: "the repaired workflow holds the value of a secret; refer to it as {{ secrets.NAME }}"})
+			reply.Workflow = []byte(red.String(string(reply.Workflow)))
+		}
 		if ds.HasErrors() {
 			rec.Outcome = "invalid"
 			for _, d := range ds.Errors() {
@@ -277,7 +287,7 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 			s.seen[sig] = true
 			answer, _ := json.Marshal(map[string]string{"workflow": string(reply.Workflow), "explanation": reply.Explanation})
 			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: string(answer)},
-				llm.User(redact("That workflow does not validate:\n"+strings.Join(rec.Diagnostics, "\n")+
+				llm.User(red.String("That workflow does not validate:\n"+strings.Join(rec.Diagnostics, "\n")+
 					"\nFix these errors too and reply with the whole corrected workflow again.")))
 			continue
 		}
@@ -337,9 +347,10 @@ func (s *repairing) secrets() map[string]string {
 	return sec
 }
 
-// redactor hides the secret values from the repair model.
-func (s *repairing) redactor() func(string) string {
-	return engine.Redactor(s.secrets())
+// redactor hides the secret values from the repair model, and from what
+// the loop shows and records.
+func (s *repairing) redactor() *redact.Redactor {
+	return redact.New(s.secrets())
 }
 
 // decode reads and validates a workflow the model wrote, as if it were the
@@ -471,10 +482,10 @@ func (s *repairing) noteStop() {
 	}
 }
 
-// note tells the observer one repair line.
+// note tells the observer one repair line, secrets masked.
 func (s *repairing) note(kind, format string, args ...any) {
 	if s.obs != nil {
-		s.obs.Note(Note{Kind: kind, Text: fmt.Sprintf(format, args...)})
+		s.obs.Note(Note{Kind: kind, Text: s.redactor().String(fmt.Sprintf(format, args...))})
 	}
 }
 

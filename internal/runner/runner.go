@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
@@ -117,6 +119,9 @@ func (r *Runner) Close() error {
 	return err
 }
 
+// Tokens are the API tokens of `skein serve`, kept in the runner's store.
+func (r *Runner) Tokens() *auth.Tokens { return auth.New(r.st) }
+
 // Dir is the folder the runner keeps runs in.
 func (r *Runner) Dir() string { return r.cfg.Dir }
 
@@ -209,6 +214,12 @@ type Options struct {
 	Observer Observer
 	// Hard, when closed, stops running nodes at once (a second Ctrl-C).
 	Hard <-chan struct{}
+	// Leave, when closed, stops the execution as a cancel does (nothing
+	// new starts; running nodes finish, or stop when Hard closes) but
+	// does not end the run: what completed is committed, the lease is
+	// given up, and the run is left interrupted for a resume or another
+	// server to continue (a server that shuts down).
+	Leave <-chan struct{}
 }
 
 // Result is how an execution ended.
@@ -224,4 +235,6 @@ type Result struct {
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.
 	Err error
+	// redact masks the run's secrets in its document (Doc).
+	redact *redact.Redactor
 }

@@ -57,6 +57,21 @@ func resolveSecrets(w *workflow.Workflow, getenv func(string) (string, bool), fi
 	return out, nil
 }
 
+// knownSecrets returns the values of the workflow's secrets that are set
+// in the environment (SKEIN_SECRET_<NAME>, then <NAME>), skipping the
+// others: for masking what a run that is over produces.
+func knownSecrets(w *workflow.Workflow, getenv func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	for _, name := range w.Secrets {
+		if v, ok := getenv("SKEIN_SECRET_" + name); ok {
+			out[name] = v
+		} else if v, ok := getenv(name); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
 // secretRenderer renders templates in model configs, which may read
 // secrets only (api_key: "{{ secrets.OPENAI_API_KEY }}").
 func secretRenderer(secrets map[string]string) func(string) (string, error) {

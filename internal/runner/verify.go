@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -24,10 +26,15 @@ func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool)) c
 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files; it returns nil when the workflow has no checks. events gives a
-// node's events (storedEvents).
-func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, events func(string) []map[string]any, judge check.Judge) (*check.RunVerdict, error) {
+// node's events (storedEvents). The verdict it returns and writes has the
+// run's secrets masked with red: a judge may quote one it read in a
+// screenshot.
+func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, events func(string) []map[string]any, judge check.Judge, red *redact.Redactor) (*check.RunVerdict, error) {
 	if !hasChecks(w) {
 		return nil, nil
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
 	}
 	v := check.Evaluate(ctx, check.Input{
 		Workflow: w, Result: res,
@@ -37,9 +44,14 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
 			return append(files, jpgs...)
 		},
+		Files: runFiles(w, dir),
 		Judge: judge,
 	})
-	if err := check.Write(dir, v); err != nil {
+	v, err := redact.Into(red, v)
+	if err != nil {
+		return nil, fmt.Errorf("masking secrets in the verdict: %w", err)
+	}
+	if err := check.Write(dir, v, red); err != nil {
 		return v, err
 	}
 	return v, nil

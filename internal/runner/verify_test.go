@@ -60,7 +60,7 @@ nodes:
 	}}
 	judge := &judgeFake{}
 
-	v, err := verify(ctx, w, res, dir, storedEvents(ctx, st, "r1"), judge)
+	v, err := verify(ctx, w, res, dir, storedEvents(ctx, st, "r1"), judge, nil)
 	require.NoError(t, err)
 	require.NotNil(t, v)
 	require.Len(t, judge.reqs, 1)

@@ -273,6 +273,11 @@ func build(reg *node.Registry) (object, error) {
 				"uniqueItems": true,
 				"description": "Names of secrets the workflow may read as {{ secrets.NAME }}; their values are never logged.",
 			},
+			"files": object{
+				"type":        "array",
+				"items":       object{"type": "string", "minLength": 1},
+				"description": "Folders whose files nodes may read to send on (an llm node's images), besides the run's own folder; relative paths are relative to the workflow file's folder.",
+			},
 			"defaults": object{
 				"type": "object",
 				"properties": object{

@@ -191,6 +191,18 @@ type WorkflowVersion struct {
 	CreatedAt time.Time
 }
 
+// Token is an API token of skein serve, as stored: its secret is kept only
+// as a hash (see internal/auth).
+type Token struct {
+	// ID is the token's public part, unique.
+	ID    string
+	Name  string
+	Scope string
+	// Hash is the SHA-256 of the whole token.
+	Hash      []byte
+	CreatedAt time.Time
+}
+
 // RunFilter selects runs for ListRuns. Zero fields do not filter.
 type RunFilter struct {
 	Workflow string
@@ -267,6 +279,12 @@ type Store interface {
 	// Events returns up to limit of the run's events with Seq > afterSeq,
 	// in order; limit 0 returns them all.
 	Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error)
+
+	// CreateToken stores an API token; an id used already gives
+	// ErrExists. A zero CreatedAt becomes now and is written back.
+	CreateToken(ctx context.Context, t *Token) error
+	// Token returns the API token id, or ErrNotFound.
+	Token(ctx context.Context, id string) (*Token, error)
 
 	// SaveCheckpoint replaces the run's checkpoint.
 	SaveCheckpoint(ctx context.Context, runID string, data []byte) error

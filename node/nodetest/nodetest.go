@@ -63,6 +63,7 @@ func cancelled() context.Context {
 }
 
 func emptyCall(t *testing.T) *node.Call {
+	dir := t.TempDir()
 	return &node.Call{
 		RunID: "conformance", NodeID: "n", Visit: 1, Attempt: 1, Params: map[string]any{},
 		IdempotencyKey: "conformance/n/1",
@@ -70,7 +71,8 @@ func emptyCall(t *testing.T) *node.Call {
 		Redact:         func(s string) string { return s },
 		Eval:           func(string) (any, error) { return nil, nil },
 		Now:            time.Now,
-		ArtifactDir:    t.TempDir(),
+		ArtifactDir:    dir,
+		Files:          node.NewFiles(dir, dir),
 		Services:       &node.Services{},
 	}
 }

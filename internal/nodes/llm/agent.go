@@ -176,7 +176,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 				summary, u, err := summarize(ctx, ms, imgs)
 				total = total.Add(u)
 				if err == nil {
-					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(summary, 2048)})
+					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(c.Redact(summary), 2048)}) // masked before it is cut
 					content += "\n[image summary] " + summary
 					imgs = nil
 				}

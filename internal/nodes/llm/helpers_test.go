@@ -97,12 +97,14 @@ func setup(t *testing.T, ms *nodellm.Models, params map[string]any, services *no
 	}
 	svc := nodellm.ModelsService.Provide(services, ms)
 	secrets := map[string]string{"TOKEN": "s3cr3t-token"}
+	run := t.TempDir()
 	return &bundle{events: ev, call: &node.Call{
 		RunID: "r1", NodeID: "n", Visit: 1, Attempt: 1, IdempotencyKey: "r1/n/1",
 		Params:      params,
 		Emit:        ev.emit,
 		Redact:      engine.Redactor(secrets),
-		ArtifactDir: filepath.Join(t.TempDir(), "n", "artifacts"),
+		ArtifactDir: filepath.Join(run, "n", "artifacts"),
+		Files:       node.NewFiles(run, run), // the run's folder only
 		Eval:        func(string) (any, error) { return nil, nil },
 		Now:         time.Now,
 		Services:    svc,

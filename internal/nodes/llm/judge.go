@@ -64,7 +64,7 @@ func (j *Judge) Judge(ctx context.Context, req check.JudgeRequest) ([]check.Judg
 	for _, p := range req.Images {
 		paths = append(paths, p)
 	}
-	imgs, err := images(paths)
+	imgs, err := images(req.Files, "evidence image", paths)
 	if err != nil {
 		return nil, err
 	}

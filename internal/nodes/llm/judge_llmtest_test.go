@@ -88,6 +88,7 @@ edges:
 			}
 			return nil
 		},
+		Files: node.NewFiles(dir, dir), // the run's folder
 	})
 
 	reqs := srv.Requests()

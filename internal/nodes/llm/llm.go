@@ -2,8 +2,8 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"mime"
-	"os"
 	"path/filepath"
 
 	"github.com/skeinhq/skein/internal/llm"
@@ -46,7 +46,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
 	}
 	if prompt := c.String("prompt"); prompt != "" {
-		imgs, err := images(c.Params["images"])
+		imgs, err := images(c.Files, "images", c.Params["images"])
 		if err != nil {
 			return nil, err
 		}
@@ -83,11 +83,15 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	return out, nil
 }
 
-// images reads image files named by the images parameter.
-func images(v any) ([]llm.Image, error) {
+// images reads the image files named by a list of paths, or of entries
+// {path, mime} of an mcp node's images output, through the run's
+// file-access policy: a path from an upstream output is read only when it
+// lies in the run's folder or a folder of files:. param names the list in
+// errors.
+func images(files *node.Files, param string, v any) ([]llm.Image, error) {
 	list, _ := v.([]any)
 	var out []llm.Image
-	for _, p := range list {
+	for i, p := range list {
 		var path string
 		switch x := p.(type) {
 		case string:
@@ -98,9 +102,11 @@ func images(v any) ([]llm.Image, error) {
 		if path == "" {
 			continue
 		}
-		data, err := os.ReadFile(path)
+		data, err := files.Read(path)
 		if err != nil {
-			return nil, node.Failf(node.CategoryValidation, "image", "reading image %s: %v", path, err)
+			e := node.AsError(err)
+			e.Message = fmt.Sprintf("%s[%d]: %s", param, i, e.Message)
+			return nil, e
 		}
 		mt := mime.TypeByExtension(filepath.Ext(path))
 		if mt == "" {

@@ -18,9 +18,11 @@ import (
 // pngBytes starts like a PNG; the kinds pass image bytes on untouched.
 var pngBytes = []byte("\x89PNG\r\n\x1a\nnot-really-pixels")
 
-func writeImage(t *testing.T, name string) string {
+// writeImage writes an image into dir and returns its path.
+func writeImage(t *testing.T, dir, name string) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, pngBytes, 0o644))
 	return path
 }
@@ -32,7 +34,9 @@ func ptr[T any](v T) *T { return &v }
 // output and the `_token_usage` directive.
 func TestLLM(t *testing.T) {
 	t.Parallel()
-	img := writeImage(t, "shot.png")
+	// The workflow's folder, declared readable (files: [.]).
+	assets := t.TempDir()
+	img := writeImage(t, assets, "shot.png")
 	tests := []struct {
 		name   string
 		params map[string]any
@@ -82,6 +86,11 @@ func TestLLM(t *testing.T) {
 			sent:   []llm.Message{llm.User("What is this?", llm.Image{MIME: "image/png", Data: pngBytes})},
 		},
 		{
+			name:   "images relative to the workflow's folder",
+			params: map[string]any{"prompt": "What is this?", "images": []any{"./shot.png"}},
+			sent:   []llm.Message{llm.User("What is this?", llm.Image{MIME: "image/png", Data: pngBytes})},
+		},
+		{
 			name: "images as an mcp node's images output",
 			params: map[string]any{"prompt": "What is this?", "images": []any{
 				map[string]any{"path": img, "mime": "image/png"},
@@ -101,6 +110,7 @@ func TestLLM(t *testing.T) {
 				{Text: "hi there", Usage: llm.Usage{InputTokens: 100, OutputTokens: 20}},
 			})
 			b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI), tc.params, nil)
+			b.call.Files = node.NewFiles(assets, assets)
 			out, err := b.run(t, nodellm.LLMKind{})
 			require.Nil(t, err, "the llm node should succeed")
 
@@ -245,8 +255,13 @@ func TestLLMRefuses(t *testing.T) {
 		},
 		{
 			name:     "image that does not exist",
-			params:   map[string]any{"prompt": "hi", "images": []any{filepath.Join(t.TempDir(), "gone.png")}},
-			category: node.CategoryValidation, code: "image",
+			params:   map[string]any{"prompt": "hi", "images": []any{"gone.png"}},
+			category: node.CategoryValidation, code: node.CodeFileNotFound,
+		},
+		{
+			name:     "image outside the readable folders",
+			params:   map[string]any{"prompt": "hi", "images": []any{"/etc/passwd"}},
+			category: node.CategoryValidation, code: node.CodeFileNotAllowed,
 		},
 		{
 			name: "no models on this host", params: map[string]any{"prompt": "hi"}, noModels: true,

@@ -22,7 +22,7 @@ var LLMSpec = node.Spec{
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in the reply."},
 		{Name: "schema", Type: node.Map, Description: "JSON Schema the reply must match; the parsed reply is `json`."},
-		{Name: "images", Type: node.List, Description: "Images sent with the prompt: file paths, or the images output of an mcp node ({path, mime_type} entries)."},
+		{Name: "images", Type: node.List, Description: "Images sent with the prompt: file paths (relative to the workflow's folder), or the images output of an mcp node ({path, mime} entries). Only regular files in the run's folder or a folder of `files:` are read, at most 20 MiB each; any other path fails the node with `file_not_allowed`."},
 		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt, system prompt or messages to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
 	Outputs: []string{"text", "json", "usage", "model"},

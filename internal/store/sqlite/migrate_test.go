@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"testing"
@@ -53,16 +54,18 @@ func TestMigrate(t *testing.T) {
 		s, err := Open(path)
 		require.NoError(t, err)
 		require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
+		have := schemaVersions(t, s)
 		require.NoError(t, s.Close())
 
+		next := len(have) + 1
 		s, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
-			"0004_run_labels.sql": `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
+			fmt.Sprintf("%04d_run_labels.sql", next): `ALTER TABLE runs ADD COLUMN labels TEXT NOT NULL DEFAULT '';
 				CREATE TABLE schedules (workflow TEXT NOT NULL PRIMARY KEY, cron TEXT NOT NULL) STRICT;`,
 		})})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = s.Close() })
 
-		require.Equal(t, []int{1, 2, 3, 4}, schemaVersions(t, s))
+		require.Equal(t, append(have, next), schemaVersions(t, s))
 		r, err := s.Run(t.Context(), "r1")
 		require.NoError(t, err, "the data of the older schema is still there")
 		require.Equal(t, "w", r.Workflow)
@@ -76,16 +79,18 @@ func TestMigrate(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "skein.db")
 		s, err := Open(path)
 		require.NoError(t, err)
+		have := schemaVersions(t, s)
 		require.NoError(t, s.Close())
 
+		next := len(have) + 1
 		_, err = OpenWithOptions(path, Options{migrations: withMigrations(t, map[string]string{
-			"0004_half.sql": `CREATE TABLE half (x INTEGER); CREATE TABLE broken (`,
+			fmt.Sprintf("%04d_half.sql", next): `CREATE TABLE half (x INTEGER); CREATE TABLE broken (`,
 		})})
 		require.Error(t, err)
-		require.Contains(t, err.Error(), "schema version 4 (half)", "the error names the migration")
+		require.Contains(t, err.Error(), fmt.Sprintf("schema version %d (half)", next), "the error names the migration")
 
 		s = openT(t, path)
-		require.Equal(t, []int{1, 2, 3}, schemaVersions(t, s))
+		require.Equal(t, have, schemaVersions(t, s))
 		var n int
 		require.NoError(t, s.r.QueryRowContext(t.Context(),
 			`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'half'`).Scan(&n))

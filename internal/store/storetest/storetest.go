@@ -590,6 +590,36 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 		})
 	})
 
+	t.Run("Tokens", func(t *testing.T) {
+		t.Parallel()
+
+		t.Run("RoundTripAndUniqueID", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			hash := make([]byte, 32)
+			hash[0], hash[31] = 0xff, 0x01
+			tok := &store.Token{ID: "abc123", Name: "ci", Scope: "run", Hash: hash}
+			require.NoError(t, b.s.CreateToken(b.ctx, tok))
+			require.False(t, tok.CreatedAt.IsZero(), "CreatedAt is written back")
+
+			got, err := b.s.Token(b.ctx, "abc123")
+			require.NoError(t, err)
+			require.Equal(t, "ci", got.Name)
+			require.Equal(t, "run", got.Scope)
+			require.Equal(t, hash, got.Hash, "the hash comes back byte for byte")
+			require.True(t, got.CreatedAt.Equal(tok.CreatedAt.Truncate(time.Microsecond)))
+
+			err = b.s.CreateToken(b.ctx, &store.Token{ID: "abc123", Scope: "admin", Hash: hash})
+			require.ErrorIs(t, err, store.ErrExists)
+			got, err = b.s.Token(b.ctx, "abc123")
+			require.NoError(t, err)
+			require.Equal(t, "run", got.Scope, "a second token with the id changes nothing")
+
+			_, err = b.s.Token(b.ctx, "nope")
+			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+	})
+
 	t.Run("Checkpoints", func(t *testing.T) {
 		t.Parallel()
 

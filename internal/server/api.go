@@ -1,0 +1,528 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// maxBody bounds a request body (a workflow's text, a run's inputs).
+const maxBody = 1 << 20
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz answers 200 when the server takes work: it is not shutting down
+// and its store answers.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	s.mu.Lock()
+	stopping := s.stopping
+	s.mu.Unlock()
+	if stopping {
+		return problemf(http.StatusServiceUnavailable, CodeNotReady, "the server is shutting down")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if _, err := s.cfg.Runner.List(ctx, runner.ListRequest{Limit: 1}); err != nil {
+		return problemf(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer: %v", err)
+	}
+	c := s.Catalog()
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "workflows": len(c.Workflows), "problems": len(c.Problems)})
+	return nil
+}
+
+// WorkflowDoc describes a served workflow.
+type WorkflowDoc struct {
+	Name        string       `json:"name"`
+	Description string       `json:"description,omitempty"`
+	File        string       `json:"file"`
+	Inputs      []InputDoc   `json:"inputs"`
+	Triggers    []TriggerDoc `json:"triggers"`
+	// Source is the file's text (GET /api/workflows/{name} only).
+	Source   string                `json:"source,omitempty"`
+	Warnings []workflow.Diagnostic `json:"warnings,omitempty"`
+}
+
+// InputDoc is a declared input of a workflow.
+type InputDoc struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Required    bool   `json:"required"`
+	Default     any    `json:"default,omitempty"`
+	Description string `json:"description,omitempty"`
+	Enum        []any  `json:"enum,omitempty"`
+}
+
+// TriggerDoc is a trigger node of a workflow.
+type TriggerDoc struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+}
+
+func (s *Server) workflowDoc(e *Entry, withSource bool) WorkflowDoc {
+	d := WorkflowDoc{Name: e.Name, Description: e.W.Description, File: e.File, Inputs: []InputDoc{}, Triggers: []TriggerDoc{}}
+	for _, in := range e.W.Inputs {
+		d.Inputs = append(d.Inputs, InputDoc{Name: in.Name, Type: in.Type, Required: in.Required, Default: in.Default,
+			Description: in.Description, Enum: in.Enum})
+	}
+	for _, n := range e.W.Nodes {
+		if spec, ok := s.registry().Lookup(n.Type); ok && spec.Role == node.RoleTrigger {
+			d.Triggers = append(d.Triggers, TriggerDoc{ID: n.ID, Type: n.Type})
+		}
+	}
+	if withSource {
+		d.Source = string(e.Source)
+		d.Warnings = e.Warnings
+	}
+	return d
+}
+
+func (s *Server) registry() *node.Registry {
+	if s.cfg.Registry != nil {
+		return s.cfg.Registry
+	}
+	return node.Default
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, _ *http.Request) error {
+	c := s.Catalog()
+	out := struct {
+		Workflows []WorkflowDoc `json:"workflows"`
+		Problems  []FileProblem `json:"problems"`
+	}{Workflows: []WorkflowDoc{}, Problems: c.Problems}
+	if out.Problems == nil {
+		out.Problems = []FileProblem{}
+	}
+	for _, e := range c.Workflows {
+		out.Workflows = append(out.Workflows, s.workflowDoc(e, false))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// entry returns the served workflow name, or the problem that it is not.
+func (s *Server) entry(name string) (*Entry, error) {
+	c := s.Catalog()
+	if e := c.Lookup(name); e != nil {
+		return e, nil
+	}
+	if p := c.problemFor(name); p != nil {
+		prob := problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "%s is not served: %s", p.File, p.Message)
+		prob.Diagnostics = p.Diagnostics
+		return nil, prob
+	}
+	return nil, problemf(http.StatusNotFound, CodeNotFound, "no workflow %q in %s; GET /api/workflows lists them", name, c.Dir)
+}
+
+func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entry(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.workflowDoc(e, true))
+	return nil
+}
+
+// ValidateResult is the answer of POST /api/workflows/validate.
+type ValidateResult struct {
+	Valid       bool                  `json:"valid"`
+	Diagnostics []workflow.Diagnostic `json:"diagnostics"`
+}
+
+// validateWorkflow checks the workflow text of the body as `skein
+// validate` checks a file (named inline.yaml, or inline.json for a JSON
+// content type; a subworkflow it names by a relative path is not found).
+// An invalid workflow is a 200 answer with valid false.
+func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error {
+	src, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return err
+	}
+	name := "inline.yaml"
+	if strings.Contains(r.Header.Get("Content-Type"), "json") {
+		name = "inline.json"
+	}
+	tmp, err := os.MkdirTemp("", "skein-validate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, name)
+	if err := os.WriteFile(file, src, 0o600); err != nil {
+		return err
+	}
+	_, ds := workflow.Load(file, s.registry())
+	out := ValidateResult{Valid: !ds.HasErrors(), Diagnostics: make([]workflow.Diagnostic, 0, len(ds))}
+	for _, d := range ds {
+		d.File = name
+		d.Message = strings.ReplaceAll(d.Message, file, name)
+		out.Diagnostics = append(out.Diagnostics, d)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// decodeBody reads a JSON object body into v; an empty body leaves v as
+// it is. Unknown fields are refused.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return problemf(http.StatusBadRequest, CodeBadRequest, "the body is not the JSON object expected: %v", err)
+	}
+	if dec.More() {
+		return problemf(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// StartBody is the body of POST /api/workflows/{name}/runs.
+type StartBody struct {
+	Inputs  map[string]any `json:"inputs"`
+	Trigger string         `json:"trigger"`
+}
+
+// maxKeyLen bounds an Idempotency-Key.
+const maxKeyLen = 255
+
+// startRun starts a run of a served workflow and answers 202 with the run
+// as soon as it is recorded. With an Idempotency-Key, the run that key
+// started before, if any, is the answer (200) — also when several requests
+// with the key arrive at once: the key names the run (its id is derived
+// from the workflow and the key), so one run exists per key.
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
+	e, err := s.entry(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	var body StartBody
+	if err := decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	inputs, err := e.W.ResolveInputs(numbers(body.Inputs))
+	if err != nil {
+		return problemf(http.StatusBadRequest, CodeInvalidInputs, "%v", err)
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if len(key) > maxKeyLen {
+		return problemf(http.StatusBadRequest, CodeBadRequest, "the Idempotency-Key is longer than %d bytes", maxKeyLen)
+	}
+	runID := ""
+	if key != "" {
+		runID = keyRunID(e.Name, key)
+		unlock := s.keys.lock(runID)
+		defer unlock()
+		if done, err := s.replay(w, r, runID, inputs); done || err != nil {
+			return err
+		}
+	}
+	run, err := s.launch(r.Context(), "run started", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: body.Trigger, RunID: runID, Options: o})
+	})
+	if errors.Is(err, store.ErrExists) && runID != "" {
+		// Another process started the key's run meanwhile.
+		if done, err := s.replay(w, r, runID, inputs); done || err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return s.accepted(w, r, run.ID)
+}
+
+// replay answers with the run an idempotency key started, when it exists:
+// 200, or 422 when that run had other inputs.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request, runID string, inputs map[string]any) (bool, error) {
+	doc, err := s.cfg.Runner.Get(r.Context(), runID)
+	if errors.Is(err, runner.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	if !sameJSON(doc.Inputs, inputs) {
+		p := problemf(http.StatusUnprocessableEntity, CodeIdempotencyReuse,
+			"the Idempotency-Key started run %s with other inputs; use a new key for a new request", runID)
+		p.ExecutionID = runID
+		return true, p
+	}
+	w.Header().Set("Location", "/api/runs/"+runID)
+	w.Header().Set("Idempotent-Replayed", "true")
+	writeJSON(w, http.StatusOK, doc)
+	return true, nil
+}
+
+// keyRunID is the id of the run an idempotency key starts: a run id is 12
+// hex digits, as random ones are.
+func keyRunID(workflowName, key string) string {
+	sum := sha256.Sum256([]byte("skein idempotency\x00" + workflowName + "\x00" + key))
+	return hex.EncodeToString(sum[:6])
+}
+
+func sameJSON(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+}
+
+// numbers turns the json.Numbers of a decoded body into int (when whole)
+// or float64, as the engine's values are.
+func numbers(v map[string]any) map[string]any {
+	if v == nil {
+		return map[string]any{}
+	}
+	for k, x := range v {
+		v[k] = number(x)
+	}
+	return v
+}
+
+func number(x any) any {
+	switch t := x.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil && int64(int(i)) == i {
+			return int(i)
+		}
+		f, _ := t.Float64()
+		return f
+	case map[string]any:
+		return numbers(t)
+	case []any:
+		for i := range t {
+			t[i] = number(t[i])
+		}
+	}
+	return x
+}
+
+// accepted answers 202 with the run an execution started or continued.
+func (s *Server) accepted(w http.ResponseWriter, r *http.Request, id string) error {
+	doc, err := s.cfg.Runner.Get(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/api/runs/"+id)
+	writeJSON(w, http.StatusAccepted, doc)
+	return nil
+}
+
+// RunSummary is a run in a list: the fields of the run document without
+// its steps, inputs and outputs.
+type RunSummary struct {
+	ExecutionID string      `json:"execution_id"`
+	Workflow    string      `json:"workflow"`
+	Status      string      `json:"status"`
+	Trigger     string      `json:"trigger,omitempty"`
+	ParentID    string      `json:"parent_id,omitempty"`
+	Error       *node.Error `json:"error"`
+	Generation  int         `json:"generation"`
+	StartedAt   time.Time   `json:"started_at"`
+	FinishedAt  *time.Time  `json:"finished_at"`
+	DurationMS  int64       `json:"duration_ms"`
+	Tokens      int         `json:"tokens"`
+	CostUSD     float64     `json:"cost_usd"`
+}
+
+// RunList is a page of runs, newest first; Next, when set, is the cursor
+// of the next page.
+type RunList struct {
+	Runs []RunSummary `json:"runs"`
+	Next string       `json:"next,omitempty"`
+}
+
+// Page sizes of GET /api/runs.
+const (
+	defaultPage = 50
+	maxPage     = 500
+)
+
+var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", runner.StatusInterrupted}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	req := runner.ListRequest{Workflow: q.Get("workflow"), Status: q.Get("status"), Parent: q.Get("parent"), Limit: defaultPage}
+	if req.Status != "" && !contains(runStatuses, req.Status) {
+		return problemf(http.StatusBadRequest, CodeBadRequest, "status %q is not a run status; use one of %s", req.Status, strings.Join(runStatuses, ", "))
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPage {
+			return problemf(http.StatusBadRequest, CodeBadRequest, "limit must be a whole number from 1 to %d", maxPage)
+		}
+		req.Limit = n
+	}
+	if v := q.Get("cursor"); v != "" {
+		c, err := parseCursor(v)
+		if err != nil {
+			return problemf(http.StatusBadRequest, CodeBadRequest, "cursor %q is not one this server gave (use the next of a page)", v)
+		}
+		req.After = c
+	}
+	limit := req.Limit
+	req.Limit++ // one more tells whether there is a next page
+	runs, err := s.cfg.Runner.List(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	out := RunList{Runs: make([]RunSummary, 0, len(runs))}
+	if len(runs) > limit {
+		runs = runs[:limit]
+		last := runs[limit-1]
+		out.Next = formatCursor(runner.Cursor{StartedAt: last.StartedAt, ID: last.ID})
+	}
+	for _, run := range runs {
+		out.Runs = append(out.Runs, summary(run))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func summary(run *store.Run) RunSummary {
+	sm := RunSummary{ExecutionID: run.ID, Workflow: run.Workflow, Status: run.Status, Trigger: run.Trigger, ParentID: run.ParentID,
+		Error: run.Error, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Tokens: run.Tokens, CostUSD: run.CostUSD}
+	if run.FinishedAt != nil {
+		sm.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
+	}
+	return sm
+}
+
+// A cursor is the start time (µs) and id of the last run of a page,
+// base64url-encoded: opaque to clients.
+func formatCursor(c runner.Cursor) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.StartedAt.UnixMicro(), 10) + ":" + c.ID))
+}
+
+func parseCursor(s string) (*runner.Cursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	us, id, ok := strings.Cut(string(raw), ":")
+	n, err := strconv.ParseInt(us, 10, 64)
+	if !ok || err != nil || id == "" {
+		return nil, errors.New("malformed cursor")
+	}
+	return &runner.Cursor{StartedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	doc, err := s.cfg.Runner.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// maxCancelWait bounds ?wait= of a cancel.
+const maxCancelWait = time.Minute
+
+// cancelRun asks the run's owner to cancel it (wherever it runs) and
+// answers with the run: cancelled, or still running when ?wait= (default
+// 0, at most a minute) passed before its owner stopped it.
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > maxCancelWait {
+			return problemf(http.StatusBadRequest, CodeBadRequest, "wait must be a duration from 0s to %s, like 5s", maxCancelWait)
+		}
+		wait = d
+	}
+	run, err := s.cfg.Runner.Cancel(r.Context(), runner.CancelRequest{RunID: r.PathValue("id"), Wait: wait})
+	if err != nil {
+		return err
+	}
+	doc, err := s.cfg.Runner.Get(r.Context(), run.ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// resumeRun continues a failed, cancelled or interrupted run in the
+// background and answers 202 with it once it is claimed.
+func (s *Server) resumeRun(w http.ResponseWriter, r *http.Request) error {
+	if err := decodeBody(w, r, &struct{}{}); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	run, err := s.launch(r.Context(), "run resumed", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+		return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
+	})
+	if err != nil {
+		return err
+	}
+	return s.accepted(w, r, run.ID)
+}
+
+// RerunBody is the body of POST /api/runs/{id}/rerun.
+type RerunBody struct {
+	// Pins are nodes whose outputs are taken from the run instead of
+	// running them again.
+	Pins []string `json:"pins"`
+}
+
+// rerunRun starts a new run with the run's workflow and inputs, reusing
+// the pinned nodes' outputs, and answers 202 with the new run.
+func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) error {
+	var body RerunBody
+	if err := decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	run, err := s.launch(r.Context(), "run started (rerun of "+id+")", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
+		return s.cfg.Runner.Rerun(ctx, runner.RerunRequest{RunID: id, Pins: body.Pins, Options: o})
+	})
+	if err != nil {
+		return err
+	}
+	return s.accepted(w, r, run.ID)
+}
+
+// live reports whether a run with this status may still change.
+func live(status string) bool {
+	switch engine.RunStatus(status) {
+	case engine.RunRunning, engine.RunPending, engine.RunWaiting:
+		return true
+	}
+	return false
+}

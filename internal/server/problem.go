@@ -1,0 +1,148 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Codes of the problems the API answers with: stable, for programs to
+// branch on (docs/api.md lists them with their statuses).
+const (
+	CodeBadRequest       = "bad_request"
+	CodeInvalidInputs    = "invalid_inputs"
+	CodeInvalidWorkflow  = "invalid_workflow"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeRunOwned         = "run_owned"
+	CodeCompleted        = "completed"
+	CodeNotRunning       = "not_running"
+	CodeIdempotencyReuse = "idempotency_key_reused"
+	CodeTooLarge         = "too_large"
+	CodeShuttingDown     = "shutting_down"
+	CodeNotReady         = "not_ready"
+	CodeInternal         = "internal"
+)
+
+// titles are the problems' titles, one per code.
+var titles = map[string]string{
+	CodeBadRequest:       "The request is not valid",
+	CodeInvalidInputs:    "The inputs do not match the workflow's inputs",
+	CodeInvalidWorkflow:  "The workflow is not valid",
+	CodeUnauthorized:     "A valid API token is required",
+	CodeForbidden:        "The token's scope does not allow this",
+	CodeNotFound:         "Not found",
+	CodeMethodNotAllowed: "Method not allowed",
+	CodeRunOwned:         "The run is running in another process",
+	CodeCompleted:        "The run completed",
+	CodeNotRunning:       "The run is not running",
+	CodeIdempotencyReuse: "The idempotency key was used for a different request",
+	CodeTooLarge:         "The request body is too large",
+	CodeShuttingDown:     "The server is shutting down",
+	CodeNotReady:         "The server is not ready",
+	CodeInternal:         "Internal error",
+}
+
+// Problem is an error answer, an RFC 9457 problem details object with a
+// stable code.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+	Code   string `json:"code"`
+	// Diagnostics are the problems of an invalid workflow.
+	Diagnostics []workflow.Diagnostic `json:"diagnostics,omitempty"`
+	// ExecutionID names the run the problem is about, when there is one.
+	ExecutionID string `json:"execution_id,omitempty"`
+}
+
+func (p *Problem) Error() string { return p.Detail }
+
+// problemf makes a problem with a code and a detail.
+func problemf(status int, code, format string, args ...any) *Problem {
+	return &Problem{Type: "https://skein.dev/problems/" + code, Title: titles[code], Status: status,
+		Detail: fmt.Sprintf(format, args...), Code: code}
+}
+
+// problemOf maps an error to its problem: the one place that decides
+// statuses and codes.
+func problemOf(err error) *Problem {
+	var p *Problem
+	var inv *runner.InvalidError
+	var use *runner.UsageError
+	var owned *store.OwnedError
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &inv):
+		p = problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "%s", err.Error())
+		p.Diagnostics = inv.Diagnostics
+		return p
+	case errors.As(err, &use):
+		return problemf(http.StatusBadRequest, CodeBadRequest, "%s", use.Msg)
+	case errors.Is(err, runner.ErrNotFound):
+		return problemf(http.StatusNotFound, CodeNotFound, "%s", err.Error())
+	case errors.Is(err, runner.ErrCompleted):
+		return problemf(http.StatusConflict, CodeCompleted, "%s", err.Error())
+	case errors.Is(err, runner.ErrNotRunning):
+		return problemf(http.StatusConflict, CodeNotRunning, "%s", err.Error())
+	case errors.As(err, &owned), errors.Is(err, store.ErrOwned):
+		p = problemf(http.StatusConflict, CodeRunOwned, "%s", err.Error())
+		if owned != nil {
+			p.ExecutionID = owned.RunID
+		}
+		return p
+	case errors.As(err, &tooBig):
+		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, errShuttingDown):
+		return problemf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; try again on its successor")
+	}
+	return problemf(http.StatusInternalServerError, CodeInternal, "%s", err.Error())
+}
+
+var errShuttingDown = errors.New("the server is shutting down")
+
+// writeProblem answers with err as a problem; a server error is logged.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemOf(err)
+	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady {
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if p.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
+	}
+	writeJSONStatus(w, "application/problem+json", p.Status, p)
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeJSONStatus(w, "application/json", status, v)
+}
+
+func writeJSONStatus(w http.ResponseWriter, contentType string, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if err != nil {
+		slog.Error("encoding an answer", "err", err)
+		contentType, status = "application/problem+json", http.StatusInternalServerError
+		data, _ = json.Marshal(problemf(status, CodeInternal, "the answer could not be encoded: %v", err))
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}

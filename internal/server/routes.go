@@ -1,0 +1,154 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/skeinhq/skein/internal/auth"
+)
+
+// Route is one route of the API: a method, a ServeMux path pattern and the
+// scope a token needs for it (auth.None: no token).
+type Route struct {
+	Method string
+	Path   string
+	Scope  auth.Scope
+	h      func(w http.ResponseWriter, r *http.Request) error
+}
+
+// Routes returns the routes the server answers, in registration order.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// register builds the route table and the mux.
+func (s *Server) register() {
+	s.routes = []Route{
+		{"GET", "/healthz", auth.None, s.healthz},
+		{"GET", "/readyz", auth.Read, s.readyz},
+		{"GET", "/api/workflows", auth.Read, s.listWorkflows},
+		{"GET", "/api/workflows/{name}", auth.Read, s.getWorkflow},
+		{"POST", "/api/workflows/validate", auth.Read, s.validateWorkflow},
+		{"POST", "/api/workflows/{name}/runs", auth.Run, s.startRun},
+		{"GET", "/api/runs", auth.Read, s.listRuns},
+		{"GET", "/api/runs/{id}", auth.Read, s.getRun},
+		{"POST", "/api/runs/{id}/cancel", auth.Run, s.cancelRun},
+		{"POST", "/api/runs/{id}/resume", auth.Run, s.resumeRun},
+		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
+		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+	}
+	for _, rt := range s.routes {
+		s.mux.Handle(rt.Method+" "+rt.Path, s.guard(rt))
+	}
+	// Unknown paths, and other methods on known paths, are problems too.
+	s.mux.Handle("/", http.HandlerFunc(s.noRoute))
+}
+
+// noRoute answers a request no route takes: 405 when the path has routes
+// for other methods, else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pat := s.mux.Handler(probe); strings.HasPrefix(pat, m+" ") {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) == 0 {
+		s.writeProblem(w, r, problemf(http.StatusNotFound, CodeNotFound, "no route %s %s; docs/api.md lists the routes", r.Method, r.URL.Path))
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeProblem(w, r, problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "%s %s: use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+}
+
+// guard checks the request's scope against the route's, then runs it; an
+// error it returns is answered as a problem.
+func (s *Server) guard(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if have := scopeOf(r.Context()); !have.Allows(rt.Scope) {
+			s.writeProblem(w, r, problemf(http.StatusForbidden, CodeForbidden,
+				"%s %s needs a token of scope %s; this token's scope is %s", rt.Method, rt.Path, rt.Scope, have))
+			return
+		}
+		if err := rt.h(w, r); err != nil {
+			s.writeProblem(w, r, err)
+		}
+	})
+}
+
+type scopeKey struct{}
+
+// scopeOf is the scope the request was authenticated with.
+func scopeOf(ctx context.Context) auth.Scope {
+	sc, _ := ctx.Value(scopeKey{}).(auth.Scope)
+	return sc
+}
+
+// authenticate denies by default: every request but GET /healthz needs a
+// valid bearer token (401 otherwise), whose scope the routes check. With
+// no Authenticator (--no-auth) every request has scope admin.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Auth == nil {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, auth.Admin)))
+			return
+		}
+		if r.URL.Path == "/healthz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			s.writeProblem(w, r, problemf(http.StatusUnauthorized, CodeUnauthorized,
+				"send an API token as Authorization: Bearer <token> (skein token create makes one)"))
+			return
+		}
+		sc, err := s.cfg.Auth.Authenticate(r.Context(), token)
+		if err != nil || sc == auth.None {
+			s.log.WarnContext(r.Context(), "token refused", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+			s.writeProblem(w, r, problemf(http.StatusUnauthorized, CodeUnauthorized, "the API token is not valid"))
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, sc)))
+	})
+}
+
+// logRequests logs each request once it is answered.
+func (s *Server) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		level := slog.LevelInfo
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"duration_ms", time.Since(start).Milliseconds(), "remote", r.RemoteAddr)
+	})
+}
+
+// statusWriter notes the status of an answer. Flushes go through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.wroteHeader = true
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,329 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// Authenticator tells the scope of a bearer token; a token it does not
+// know is an error.
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (auth.Scope, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Runner carries out and inspects the runs; required.
+	Runner *runner.Runner
+	// Workflows is the folder whose workflow files are served; required.
+	Workflows string
+	// Auth checks the bearer tokens of requests. Nil serves without
+	// authentication: every request may do everything (--no-auth, for
+	// loopback addresses only).
+	Auth Authenticator
+	// Registry holds the node kinds; default node.Default.
+	Registry *node.Registry
+	// Log receives the server's structured logs; default slog.Default().
+	Log *slog.Logger
+	// Options are the options of every execution the server starts
+	// (concurrency, secrets file, network policy).
+	Options runner.Options
+	// Grace is how long running nodes may take to finish when the server
+	// shuts down, before they are stopped; default 30 s.
+	Grace time.Duration
+	// EventPoll is how often an event stream looks for new events of a
+	// run this server does not execute (one of the CLI's or another
+	// server's); default 250 ms.
+	EventPoll time.Duration
+}
+
+// Server is Skein's HTTP API over a runner. Create it with New, serve its
+// Handler, and call Shutdown to stop.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	catalog atomic.Pointer[Catalog]
+	mux     *http.ServeMux
+	routes  []Route
+	hub     hub
+	keys    keyLocks
+
+	// Executions in progress. leave and hard are closed on Shutdown.
+	mu       sync.Mutex
+	stopping bool
+	runs     sync.WaitGroup
+	leave    chan struct{}
+	hard     chan struct{}
+	// closing is closed when HTTP serving stops: event streams end.
+	closing     chan struct{}
+	closingOnce sync.Once
+}
+
+// New makes a server and loads its workflows. A workflow file that does
+// not validate is logged and not served; a folder that cannot be read is
+// an error.
+func New(cfg Config) (*Server, error) {
+	if cfg.Runner == nil || cfg.Workflows == "" {
+		return nil, errors.New("server: Config.Runner and Config.Workflows are required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 30 * time.Second
+	}
+	if cfg.EventPoll <= 0 {
+		cfg.EventPoll = 250 * time.Millisecond
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{})}
+	s.hub.init()
+	s.keys.init()
+	if err := s.Reload(); err != nil {
+		return nil, fmt.Errorf("loading the workflows of %s: %w", cfg.Workflows, err)
+	}
+	s.mux = http.NewServeMux()
+	s.register()
+	return s, nil
+}
+
+// Handler is the server's HTTP handler: every route, behind
+// authentication and request logging.
+func (s *Server) Handler() http.Handler {
+	return s.logRequests(s.authenticate(s.mux))
+}
+
+// Serve serves HTTP on ln until ctx ends, then shuts down: it stops taking
+// requests, ends event streams, lets running nodes finish within
+// Config.Grace (then stops them) and leaves unfinished runs interrupted,
+// for a resume. It returns once every execution has stopped.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(s.closeStreams)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	s.log.Info("listening", "addr", ln.Addr().String(), "url", "http://"+ln.Addr().String(), "workflows", s.cfg.Workflows,
+		"auth", s.cfg.Auth != nil)
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		s.log.Info("shutting down", "grace", s.cfg.Grace.String())
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		if serr := hs.Shutdown(stopCtx); serr != nil {
+			_ = hs.Close()
+		}
+		cancel()
+		<-served
+	}
+	s.Shutdown()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// closeStreams ends the event streams being served.
+func (s *Server) closeStreams() { s.closingOnce.Do(func() { close(s.closing) }) }
+
+// Shutdown stops the executions the server runs: nothing new starts in
+// them, running nodes get Config.Grace to finish and are then stopped, and
+// each run is left interrupted (resumable). No execution starts after it.
+// It returns once every execution has stopped.
+func (s *Server) Shutdown() {
+	s.closeStreams()
+	s.mu.Lock()
+	if s.stopping {
+		s.mu.Unlock()
+		s.runs.Wait()
+		return
+	}
+	s.stopping = true
+	close(s.leave)
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.runs.Wait(); close(done) }()
+	t := time.NewTimer(s.cfg.Grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("grace period over: stopping running nodes")
+		s.StopNow()
+		<-done
+	}
+	s.log.Info("executions stopped")
+}
+
+// StopNow stops the running nodes of the executions at once, without
+// waiting for the grace period of a Shutdown (a second Ctrl-C).
+func (s *Server) StopNow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.hard:
+	default:
+		close(s.hard)
+	}
+}
+
+// enter counts an execution in, unless the server is shutting down.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.runs.Add(1)
+	return true
+}
+
+// launch carries out an execution in the background and returns once its
+// run is recorded (or the execution failed before that). The execution
+// outlives the request: it ends with its run, or on Shutdown.
+func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*store.Run, error) {
+	if !s.enter() {
+		return nil, errShuttingDown
+	}
+	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
+	o := s.cfg.Options
+	o.Observer, o.Leave, o.Hard = obs, s.leave, s.hard
+	failed := make(chan error, 1)
+	bg := context.WithoutCancel(ctx)
+	go func() {
+		defer s.runs.Done()
+		res, err := do(bg, o)
+		if err != nil {
+			failed <- err
+			return
+		}
+		s.hub.notify(res.Run.ID)
+		attrs := []any{"run", res.Run.ID, "workflow", res.Run.Workflow, "status", res.Run.Status}
+		if res.Run.FinishedAt != nil {
+			attrs = append(attrs, "duration_ms", res.Run.FinishedAt.Sub(res.Run.StartedAt).Milliseconds())
+		}
+		if res.Err != nil {
+			s.log.Error("run ended with an error", append(attrs, "err", res.Err)...)
+			return
+		}
+		s.log.Info("run ended", attrs...)
+	}()
+	select {
+	case run := <-obs.started:
+		s.log.Info(what, "run", run.ID, "workflow", run.Workflow, "generation", run.Generation)
+		return run, nil
+	case err := <-failed:
+		return nil, err
+	}
+}
+
+// observer hears of one execution: when its run is recorded, and each
+// committed step and event, which wake the run's event streams.
+type observer struct {
+	started chan *store.Run
+	hub     *hub
+	runID   atomic.Value
+}
+
+func (o *observer) Started(run *store.Run, _ bool) {
+	o.runID.Store(run.ID)
+	o.started <- run
+}
+
+func (o *observer) Step(engine.StepRecord)  { o.wake() }
+func (o *observer) Event(engine.TimedEvent) { o.wake() }
+func (o *observer) Note(runner.Note)        {}
+
+func (o *observer) wake() {
+	if id, ok := o.runID.Load().(string); ok {
+		o.hub.notify(id)
+	}
+}
+
+// hub wakes the event streams of a run when its records are committed.
+type hub struct {
+	mu   sync.Mutex
+	subs map[string]chan struct{}
+}
+
+func (h *hub) init() { h.subs = map[string]chan struct{}{} }
+
+// wait returns a channel closed at the run's next notify.
+func (h *hub) wait(id string) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.subs[id]
+	if ch == nil {
+		ch = make(chan struct{})
+		h.subs[id] = ch
+	}
+	return ch
+}
+
+func (h *hub) notify(id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch := h.subs[id]; ch != nil {
+		close(ch)
+		delete(h.subs, id)
+	}
+}
+
+// forget drops the run's channel when no stream waits on it any more (a
+// run of another process, never notified).
+func (h *hub) forget(id string, ch <-chan struct{}) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if cur, ok := h.subs[id]; ok && (<-chan struct{})(cur) == ch {
+		delete(h.subs, id)
+	}
+}
+
+// keyLocks serialises the requests that carry one idempotency key.
+type keyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyLocks) init() { k.locks = map[string]*keyLock{} }
+
+func (k *keyLocks) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{}
+		k.locks[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -1,0 +1,49 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// CreateToken stores an API token.
+func (s *Store) CreateToken(ctx context.Context, t *store.Token) error {
+	if t == nil || t.ID == "" || len(t.Hash) == 0 || t.Scope == "" {
+		return errors.New("creating a token: the token needs an id, a scope and a hash")
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now()
+	}
+	return s.write(ctx, "creating token "+t.ID, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `INSERT INTO api_tokens (id, name, scope, hash, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (id) DO NOTHING`, t.ID, t.Name, t.Scope, t.Hash, micros(t.CreatedAt))
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("token %s: %w", t.ID, store.ErrExists)
+		}
+		return nil
+	})
+}
+
+// Token returns the API token id.
+func (s *Store) Token(ctx context.Context, id string) (*store.Token, error) {
+	var t store.Token
+	var created int64
+	err := s.r.QueryRowContext(ctx, `SELECT id, name, scope, hash, created_at FROM api_tokens WHERE id = ?`, id).
+		Scan(&t.ID, &t.Name, &t.Scope, &t.Hash, &created)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("token %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, s.failed("reading token "+id, err)
+	}
+	t.CreatedAt = fromMicros(created)
+	return &t, nil
+}
