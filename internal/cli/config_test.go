@@ -203,7 +203,7 @@ func TestFlagNames(t *testing.T) {
 		require.Contains(t, r.stderr, `invalid argument "yaml" for "-o, --output" flag: must be text or json`, args)
 	}
 
-	for _, cmd := range []string{"run", "resume", "rerun", "mcp"} {
+	for _, cmd := range []string{"run", "resume", "rerun", "mcp", "serve"} {
 		h := skein(t, cmd, "--help")
 		require.Equal(t, 0, h.code)
 		for _, flag := range []string{"--dir string", "--concurrency int", "--model string", "--secrets-file string", "--deny-private-networks"} {
