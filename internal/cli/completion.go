@@ -88,6 +88,9 @@ func (e *env) setCompletions(root *cobra.Command) {
 		if c.Flags().Lookup("parent") != nil {
 			_ = c.RegisterFlagCompletionFunc("parent", e.completeRunIDFlag)
 		}
+		if c.Flags().Lookup("scope") != nil {
+			_ = c.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"read", "run", "admin"}, cobra.ShellCompDirectiveNoFileComp))
+		}
 		if c.Flags().Lookup("status") != nil {
 			_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
 		}

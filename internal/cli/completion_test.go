@@ -62,6 +62,8 @@ func TestDynamicCompletion(t *testing.T) {
 	require.Equal(t, ":8", directive, "workflow files by extension")
 	got, _ = complete("runs", "list", "--status", "")
 	require.Contains(t, got, "interrupted")
+	got, _ = complete("token", "create", "--scope", "")
+	require.Equal(t, []string{"read", "run", "admin"}, got)
 	got, _ = complete("validate", "-o", "")
 	require.Equal(t, []string{"text", "json"}, got)
 }
