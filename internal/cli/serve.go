@@ -66,7 +66,7 @@ left interrupted, to be resumed.`,
 				return usagef("--workflows %s: %v", flows, err)
 			}
 			log := newLogger(e)
-			r, err := openRunner(f.dir)
+			r, err := e.openRunner(f.dir)
 			if err != nil {
 				return err
 			}
@@ -133,14 +133,11 @@ left interrupted, to be resumed.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (host:port)")
-	fl.StringVar(&f.dir, "dir", ".skein", "folder for the database and run records")
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
-	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once, per run")
 	fl.IntVar(&maxRuns, "max-runs", server.DefaultMaxRunning, "most executions in progress at once; a request that would start one more waits a second, then gets 503 busy")
-	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
-	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	f.registerRun(fl, "most nodes running at once, per run")
 	return cmd
 }
 
@@ -165,7 +162,7 @@ rerun runs), admin (everything).`,
 			if err != nil {
 				return usagef("--scope: %v", err)
 			}
-			r, err := openRunner(dir)
+			r, err := e.openRunner(dir)
 			if err != nil {
 				return err
 			}
@@ -179,7 +176,7 @@ rerun runs), admin (everything).`,
 			return nil
 		},
 	}
-	create.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db (the one skein serve uses)")
+	addDirFlag(create.Flags(), &dir)
 	create.Flags().StringVar(&scope, "scope", "", "read, run or admin")
 	create.Flags().StringVar(&name, "name", "", "a name to remember the token by")
 	_ = create.MarkFlagRequired("scope")

@@ -145,7 +145,7 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 		file = override
 	}
 	if file == "" {
-		return nil, usagef("run %s has no workflow file on record; pass --workflow FILE", run.ID)
+		return nil, usagef("run %s has no workflow file on record; pass --file FILE", run.ID)
 	}
 	return r.Load(file)
 }
