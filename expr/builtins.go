@@ -139,7 +139,10 @@ func guardedFunction(name string) exprlang.Option {
 		if !ok {
 			return nil, errors.New("internal error: bad guard call")
 		}
-		args := params[1:]
+		args, err := resolveArgs(name, params[1:], ByteBudget-g.bytes)
+		if err != nil {
+			return nil, err
+		}
 		if name == "repeat" {
 			// expr-lang's repeat refuses larger counts, with a vaguer message.
 			if n, ok := intArg(args, 1); ok && n > maxRepeat {

@@ -228,6 +228,7 @@ var compileOptions = func() []exprlang.Option {
 		exprlang.MaxNodes(MaxNodes),
 		exprlang.Function(tickName, tick),
 		exprlang.Function(addName, add),
+		exprlang.Function(loadName, load, new(func(any) any)),
 	}
 	for _, name := range guardedNames {
 		opts = append(opts, exprlang.DisableBuiltin(name), guardedFunction(name))
@@ -239,7 +240,8 @@ var compileOptions = func() []exprlang.Option {
 //   - a free name spelled like a built-in function but not called, such as
 //     join in `join.text`, reads the node of that name from the environment;
 //   - member accesses become optional (`a.b` behaves as `a?.b`), so reading
-//     a member of nil, such as the output of a node that has not run, is nil;
+//     a member of nil, such as the output of a node that has not run, is nil,
+//     and what they read is loaded when it is Lazy;
 //   - nil is false for !, not, &&, ||, and, or and the condition of ?: and
 //     if/else, so `!later.success` holds while later has not run;
 //   - the body of every predicate calls the guard first, which stops the loop
@@ -273,7 +275,12 @@ func (pt *patcher) Visit(node *ast.Node) {
 		if inner, ok := n.Node.(*ast.ChainNode); ok {
 			n.Node = inner.Node // one chain for the whole access path
 		}
-		ast.Patch(node, &ast.ChainNode{Node: n})
+		// What a member access reads may be Lazy (a big output kept in a
+		// file): load it.
+		chain := &ast.ChainNode{Node: n}
+		chain.SetLocation(n.Location())
+		call := &ast.CallNode{Callee: identAt(loadName, n.Location()), Arguments: []ast.Node{chain}}
+		ast.Patch(node, call)
 	case *ast.ChainNode:
 		if inner, ok := n.Node.(*ast.ChainNode); ok {
 			*node = inner

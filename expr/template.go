@@ -260,7 +260,24 @@ func writeText(b *strings.Builder, v any) error {
 		b.WriteString(v.Format(time.RFC3339Nano))
 	case time.Duration:
 		b.WriteString(v.String())
+	case Lazy:
+		if lazyBytes(v, room, 0) > room {
+			return errTextBudget
+		}
+		l, err := loadLazy(v)
+		if err != nil {
+			return err
+		}
+		return writeText(b, l)
 	default:
+		if lazyBytes(v, room, 0) > room {
+			return errTextBudget
+		}
+		if r, changed, err := resolveLazy(v, 0); err != nil {
+			return err
+		} else if changed {
+			v = r
+		}
 		if jsonSize(v, room) > room {
 			return errTextBudget
 		}

@@ -47,6 +47,11 @@ type Call struct {
 	// The host always sets it (the engine gives a kind no nil Files; were
 	// it nil, Read would refuse every path).
 	Files *Files
+
+	// Blobs keeps big values out of memory: a kind whose output may be
+	// long writes it through Blobs (see Blobs). Nil when the host keeps
+	// none; the kind then builds its value in memory.
+	Blobs Blobs
 	// Eval evaluates a bare expression (a condition) in the node's scope.
 	// It is never nil.
 	Eval func(code string) (any, error)

@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"math"
 )
 
@@ -18,6 +20,21 @@ func ParseJSON(b []byte) (any, bool) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	return plainNumbers(v)
+}
+
+// ParseJSONReader is ParseJSON for a text read from r: it reports false
+// when the text is not exactly one JSON value (spaces around it aside).
+func ParseJSONReader(r io.Reader) (any, bool) {
+	dec := json.NewDecoder(r)
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, false
 	}
 	return plainNumbers(v)

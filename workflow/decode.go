@@ -22,7 +22,7 @@ var CommonFields = []string{
 
 var topKeys = []string{
 	"version", "name", "description", "inputs", "secrets", "files", "defaults", "mcp_servers",
-	"llm", "limits", "evidence", "nodes", "edges", "outputs",
+	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs",
 }
 
 // InputTypes are the types an input may declare.
@@ -298,6 +298,8 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 			dec.limits(w, v)
 		case "evidence":
 			dec.evidence(w, v)
+		case "delivery":
+			dec.delivery(w, v)
 		case "nodes":
 			dec.nodes(w, v)
 		case "edges":
@@ -536,11 +538,13 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 
 func (dec *decoder) limits(w *Workflow, v *value) {
 	if v.kind != vMap {
-		dec.typeErr(v, "limits", "", "a map {max_tokens, max_cost_usd}")
+		dec.typeErr(v, "limits", "", "a map {max_tokens, max_cost_usd, max_output_memory}")
 		return
 	}
-	dec.fields(v, "limits", "", "limits", []string{"max_tokens", "max_cost_usd"}, func(k string, fv *value, _ Pos) {
+	dec.fields(v, "limits", "", "limits", []string{"max_tokens", "max_cost_usd", "max_output_memory"}, func(k string, fv *value, _ Pos) {
 		switch k {
+		case "max_output_memory":
+			w.Limits.MaxOutputMemory, _ = dec.byteSize(fv, "limits.max_output_memory", MinOutputMemory, MaxOutputMemory)
 		case "max_tokens":
 			w.Limits.MaxTokens, _ = dec.integer(fv, "limits.max_tokens", "", 0, 1<<40)
 		case "max_cost_usd":

@@ -101,6 +101,7 @@ func (v *validator) references() {
 			v.templateString(f.val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name + "." + f.key})
 		}
 	}
+	v.deliveryRefs()
 }
 
 // diagPath is the site's path from the top of the file, for diagnostics.

@@ -240,17 +240,6 @@ func groupDigits(n int) string {
 	return s
 }
 
-// toInt converts a whole number that valueHasType accepted as an integer.
-func toInt(val any) int {
-	switch x := val.(type) {
-	case int:
-		return x
-	case float64:
-		return int(x)
-	}
-	return 0
-}
-
 // valueHasType reports whether a plain value fits an input or parameter
 // type.
 func valueHasType(val any, typ string) bool {

@@ -29,9 +29,11 @@ type Workflow struct {
 	LLM        []*LLMConfig
 	Limits     Limits
 	Evidence   *Evidence
-	Nodes      []*Node
-	Edges      []*Edge
-	Outputs    []*Output
+	// Delivery, when set, POSTs the run's result somewhere when it ends.
+	Delivery *Delivery
+	Nodes    []*Node
+	Edges    []*Edge
+	Outputs  []*Output
 
 	pos   map[string]Pos // top-level keys
 	index map[string]*Node
@@ -68,6 +70,10 @@ type Defaults struct {
 type Limits struct {
 	MaxTokens  int
 	MaxCostUSD float64
+	// MaxOutputMemory is how many bytes of output values a run keeps in
+	// memory before it keeps even small ones in files; 0 means the
+	// default (256 MiB).
+	MaxOutputMemory int64
 }
 
 // MCPServer is a server the workflow's mcp and agent nodes may call:

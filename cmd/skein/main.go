@@ -8,7 +8,9 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/runner"
 	_ "github.com/skeinhq/skein/node/standard"
 )
 
@@ -18,6 +20,13 @@ func main() {
 		// collecting at 4× the live heap instead of 2× cut `skein run` of
 		// a 10,000-item foreach by ~15% (BENCHMARKS.md). GOGC overrides.
 		debug.SetGCPercent(400)
+	}
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		// A soft limit on the heap, so that at GOGC=400 the garbage of big
+		// values does not pile up beyond a run's output budget; a run
+		// whose workflow sets a larger budget raises it. GOMEMLIMIT
+		// overrides.
+		debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

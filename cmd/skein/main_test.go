@@ -2,6 +2,8 @@ package main_test
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -184,4 +186,66 @@ func TestSecondCtrlCStopsRunningNodes(t *testing.T) {
 	require.ErrorAs(t, err, &ee)
 	require.Equal(t, 130, ee.ExitCode())
 	require.Less(t, time.Since(start), 10*time.Second, "the sleep 30 was stopped")
+}
+
+// TestKillAfterABigStep kills `skein run` with SIGKILL once a step with a
+// 5 MB output is shown done: its blob is on disk with the step, so the
+// resume reuses the step (it does not run again) and the node after it
+// reads the exact bytes.
+func TestKillAfterABigStep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "run", "--dir", dir, "testdata/bigkill.yaml", "-i", "dir="+dir)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	sc := bufio.NewScanner(stdout)
+	runID := ""
+	for sc.Scan() {
+		line := sc.Text()
+		if f := strings.Fields(line); len(f) >= 3 && f[0] == "▶" {
+			runID = f[2]
+		}
+		if strings.HasPrefix(line, "✓ big") {
+			break
+		}
+	}
+	require.NotEmpty(t, runID)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	data, err := os.ReadFile(filepath.Join(dir, "big.bin"))
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	want := hex.EncodeToString(sum[:])
+	blobs, err := filepath.Glob(filepath.Join(dir, "runs", "bigkill", "*", "blobs", want))
+	require.NoError(t, err)
+	require.Len(t, blobs, 1, "the blob is on disk")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	out, err := exec.Command(bin, "resume", "--dir", dir, "--output", "json", runID).Output()
+	require.NoError(t, err, string(out))
+	var res struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			Node   string         `json:"node"`
+			Cached bool           `json:"cached"`
+			Output map[string]any `json:"output"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(out, &res))
+	require.Equal(t, "completed", res.Status)
+	outputs := map[string]map[string]any{}
+	for _, s := range res.Steps {
+		outputs[s.Node] = s.Output
+		if s.Node == "big" {
+			require.True(t, s.Cached, "big is reused")
+		}
+	}
+	require.Equal(t, want+"  -\n", outputs["sum"]["stdout"], "sum read the exact bytes")
+	ref := outputs["big"]["stdout"].(map[string]any)["$skein.blob"].(map[string]any)
+	require.Equal(t, want, ref["sha256"])
+	count, err := os.ReadFile(filepath.Join(dir, "count"))
+	require.NoError(t, err)
+	require.Equal(t, "run\n", string(count), "big ran once")
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -317,7 +318,11 @@ func fileCheck(c *workflow.Check, dir string) (Verdict, string, map[string]any) 
 // resolveTarget returns the value a check looks at, a name for it, and the
 // evidence naming it.
 func resolveTarget(c *workflow.Check, out map[string]any) (any, string, map[string]any, error) {
-	root, err := plain(out)
+	whole, err := blob.Resolve(out) // big values are checked as what they hold
+	if err != nil {
+		return nil, "", nil, err
+	}
+	root, err := plain(whole)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("the output cannot be read as JSON: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -82,6 +83,10 @@ type pending struct {
 	check JudgeCheck
 }
 
+// judgePreview is how much of a big value the judge is shown: what its
+// prompt keeps of an output.
+const judgePreview = 16 << 10
+
 // judge asks the judge about a node's pending checks and fills their
 // results.
 func (e *evaluator) judge(ctx context.Context, node string, visit int, out map[string]any, ask []pending, results []CheckResult) {
@@ -100,7 +105,8 @@ func (e *evaluator) judge(ctx context.Context, node string, visit int, out map[s
 		checks[i] = p.check
 		checks[i].Name = name
 	}
-	req := JudgeRequest{Node: node, Output: out, Files: e.in.Files}
+	// The judge sees the start of a big value, not its reference.
+	req := JudgeRequest{Node: node, Output: blob.Preview(out, judgePreview).(map[string]any), Files: e.in.Files}
 	if e.in.Events != nil {
 		req.ToolEvents = toolEvents(e.in.Events(node), visit)
 	}

@@ -318,7 +318,7 @@ outputs:
 	require.Equal(t, 100, res.Tokens)
 
 	srv.Push(llmtest.Turn{Text: "beta", Usage: llm.Usage{InputTokens: 90, OutputTokens: 10}})
-	r = skein(t, "resume", res.ID, "--output", "json", "--dir", runs, "--workflow", flow(1000))
+	r = skein(t, "resume", res.ID, "--output", "json", "--dir", runs, "--file", flow(1000))
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	resumed := decodeAIRun(t, r)
 	require.Equal(t, res.ID, resumed.ID)

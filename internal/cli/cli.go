@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
@@ -45,26 +46,49 @@ func (e *exitError) Unwrap() error { return e.err }
 // message was already printed.
 func exit(code int, err error) error { return &exitError{code: code, err: err} }
 
+func init() {
+	// Every command's defaults are applied by the root's
+	// PersistentPreRunE, even under a command that has one of its own.
+	cobra.EnableTraverseRunHooks = true
+}
+
+// env is what a command sees of its process.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// lookupEnv reads the environment; wd is the folder the project
+	// configuration is looked for from (empty: the current folder).
+	lookupEnv func(string) (string, bool)
+	wd        string
+
+	cfg    *projectConfig // read on first use (config)
+	cfgErr error
+	model  string // --model, when given
 }
 
 // Main runs the CLI with args and returns the exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	return mainEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}, args)
+}
+
+func mainEnv(ctx context.Context, e *env, args []string) int {
+	stderr := e.stderr
 	root := &cobra.Command{
 		Use:           "skein",
 		Short:         "Skein runs workflows of tools, commands and AI steps, durably.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			noteRenamed(cmd, e.stderr)
+			return e.applyDefaults(cmd)
+		},
 	}
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(e.stdin)
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
 	root.AddCommand(
 		versionCmd(e),
 		validateCmd(e),
@@ -78,7 +102,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		mcpCmd(e),
 		serveCmd(e),
 		tokenCmd(e),
+		manCmd(e),
 	)
+	e.setCompletions(root)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -23,4 +24,11 @@ func MCPHandler(ctx context.Context, dir string, log io.Writer, extra func(*sdk.
 // handler returns is a tool error.
 func AddMCPTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
 	addTool(srv, t, h)
+}
+
+// MainIn runs the CLI as Main does, as if started in folder wd (where
+// .skein.yaml is looked for) with environ as its whole environment.
+func MainIn(ctx context.Context, wd string, environ map[string]string, args []string, stdout, stderr io.Writer) int {
+	lookup := func(k string) (string, bool) { v, ok := environ[k]; return v, ok }
+	return mainEnv(ctx, &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, lookupEnv: lookup, wd: wd}, args)
 }

@@ -102,10 +102,8 @@ Not Found, and the client starts a new session.`,
 	fl.StringVar(&hc.addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
 	fl.StringVar(&hc.token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
 	fl.DurationVar(&hc.sessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
-	fl.StringVar(&svc.flags.dir, "dir", ".skein", "folder for the database and run records")
-	fl.IntVar(&svc.flags.concurrency, "concurrency", 16, "most nodes running at once, per run")
-	fl.StringVar(&svc.flags.secretsFile, "secrets-file", "", "dotenv file with secret values")
-	fl.BoolVar(&svc.flags.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	svc.flags.registerRun(fl, "most nodes running at once, per run")
+	svc.lookupEnv = e.getenv
 	return cmd
 }
 
@@ -114,7 +112,9 @@ Not Found, and the client starts a new session.`,
 type mcpService struct {
 	// flags are those of `skein run --output json`.
 	flags execFlags
-	calls inflight // requests being answered
+	// lookupEnv is the environment runs see (nil: the process's).
+	lookupEnv func(string) (string, bool)
+	calls     inflight // requests being answered
 
 	mu sync.Mutex
 	r  *runner.Runner
@@ -131,7 +131,7 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	if !create && !s.hasDatabase() {
 		return nil, nil
 	}
-	r, err := runner.Open(runner.Config{Dir: s.flags.dir})
+	r, err := runner.Open(runner.Config{Dir: s.flags.dir, LookupEnv: s.lookupEnv})
 	if err != nil {
 		return nil, toolError(err)
 	}

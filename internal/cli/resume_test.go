@@ -199,7 +199,7 @@ func TestResumeBadInputs(t *testing.T) {
 	require.NoError(t, os.WriteFile(renamed, []byte(strings.ReplaceAll(string(src), "id: a,", "id: alpha,")), 0o644))
 	src2, _ := os.ReadFile(renamed)
 	require.NoError(t, os.WriteFile(renamed, []byte(strings.ReplaceAll(string(src2), "{from: a, to: b}", "{from: alpha, to: b}")), 0o644))
-	r = skein(t, "resume", "--dir", sk, "--workflow", renamed, id)
+	r = skein(t, "resume", "--dir", sk, "--file", renamed, id)
 	require.Equal(t, 2, r.code, r.stderr)
 	require.Contains(t, r.stderr, "has steps for node(s) a, which")
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
@@ -28,13 +29,19 @@ type execFlags struct {
 	dir         string
 	secretsFile string
 	denyPrivate bool
+	model       string // read through env.getenv
 }
 
 func (f *execFlags) register(cmd *cobra.Command) {
-	fl := cmd.Flags()
-	fl.StringVarP(&f.output, "output", "o", "text", "text or json")
-	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once")
-	fl.StringVar(&f.dir, "dir", ".skein", "folder for the database and run records")
+	addOutputFlag(cmd, &f.output)
+	f.registerRun(cmd.Flags(), "most nodes running at once")
+}
+
+// registerRun adds the flags of how runs execute, shared with skein mcp.
+func (f *execFlags) registerRun(fl *pflag.FlagSet, concurrency string) {
+	addConcurrencyFlag(fl, &f.concurrency, concurrency)
+	addDirFlag(fl, &f.dir)
+	addModelFlag(fl, &f.model)
 	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
 	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
 }
@@ -66,8 +73,8 @@ func (f *execFlags) options(prog *progress, hard <-chan struct{}) runner.Options
 var cliPark = &engine.Park{After: time.Minute, SignalsOnly: true}
 
 // openRunner opens the runner of dir.
-func openRunner(dir string) (*runner.Runner, error) {
-	r, err := runner.Open(runner.Config{Dir: dir})
+func (e *env) openRunner(dir string) (*runner.Runner, error) {
+	r, err := runner.Open(runner.Config{Dir: dir, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, exit(ExitFailed, err)
 	}
@@ -75,8 +82,8 @@ func openRunner(dir string) (*runner.Runner, error) {
 }
 
 // openExisting opens the runner of dir for a command that reads runs.
-func openExisting(dir string) (*runner.Runner, error) {
-	r, err := runner.OpenExisting(runner.Config{Dir: dir})
+func (e *env) openExisting(dir string) (*runner.Runner, error) {
+	r, err := runner.OpenExisting(runner.Config{Dir: dir, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, failure(err)
 	}
@@ -140,7 +147,7 @@ send it: skein signal RUN NODE --data '{...}' continues it.`,
 // executing opens the runner, shows progress, carries out one execution
 // and renders its result.
 func executing(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error)) error {
-	r, err := openRunner(f.dir)
+	r, err := e.openRunner(f.dir)
 	if err != nil {
 		return err
 	}
@@ -212,11 +219,21 @@ func failure(err error) error {
 		return exit(ExitInvalid, &diagnosticsError{inv.Diagnostics})
 	case errors.As(err, &use):
 		return exit(ExitInvalid, err)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning),
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrAmbiguous), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning),
 		errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNotWaiting):
 		return exit(ExitInvalid, err)
 	}
 	return exit(ExitFailed, err)
+}
+
+// runID resolves a run id, or the unique prefix of one, given on the
+// command line.
+func runID(ctx context.Context, r *runner.Runner, arg string) (string, error) {
+	id, err := r.ResolveRunID(ctx, arg)
+	if err != nil {
+		return "", failure(err)
+	}
+	return id, nil
 }
 
 // diagnosticsError prints a workflow's problems one a line.
@@ -273,7 +290,7 @@ died), or waits (its waits go on until their wake-up times; signals recorded
 meanwhile are applied). Every step that succeeded before, with the same node definition, the
 same resolved parameters and unchanged upstream, is reused (↻, cached);
 changed nodes and everything downstream run again. Failed steps never count
-as done. Pass --workflow to resume with an edited file; its node ids must
+as done. Pass --file to resume with an edited file; its node ids must
 match the run's. --plan shows what would be reused and changes nothing.
 
 A run still running in another process is refused; of two resumes at once
@@ -284,12 +301,16 @@ exactly one proceeds.`,
 				return err
 			}
 			if planOnly {
-				r, err := openExisting(f.dir)
+				r, err := e.openExisting(f.dir)
 				if err != nil {
 					return err
 				}
 				defer r.Close()
-				p, err := r.PlanResume(cmd.Context(), args[0], wfile)
+				id, err := runID(cmd.Context(), r, args[0])
+				if err != nil {
+					return err
+				}
+				p, err := r.PlanResume(cmd.Context(), id, wfile)
 				if err != nil {
 					return failure(err)
 				}
@@ -303,12 +324,16 @@ exactly one proceeds.`,
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
-				return r.Resume(ctx, runner.ResumeRequest{RunID: args[0], WorkflowFile: wfile, Options: o})
+				id, err := r.ResolveRunID(ctx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				return r.Resume(ctx, runner.ResumeRequest{RunID: id, WorkflowFile: wfile, Options: o})
 			})
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&wfile, "workflow", "", "resume with this (edited) workflow file")
+	addFileFlag(cmd, &wfile, "resume with this (edited) workflow file")
 	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
 	return cmd
 }
@@ -332,12 +357,16 @@ even if running them now would give something else.`,
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
-				return r.Rerun(ctx, runner.RerunRequest{RunID: args[0], WorkflowFile: wfile, Pins: pins, Options: o})
+				id, err := r.ResolveRunID(ctx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				return r.Rerun(ctx, runner.RerunRequest{RunID: id, WorkflowFile: wfile, Pins: pins, Options: o})
 			})
 		},
 	}
 	f.register(cmd)
-	cmd.Flags().StringVar(&wfile, "workflow", "", "run this workflow file instead of the run's")
+	addFileFlag(cmd, &wfile, "run this workflow file instead of the run's")
 	cmd.Flags().StringSliceVar(&pins, "pin", nil, "nodes whose outputs are reused (comma-separated)")
 	return cmd
 }
@@ -355,12 +384,16 @@ is marked cancelled at once. Waits until the run has ended (--wait=false
 returns at once).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(dir)
+			r, err := e.openExisting(dir)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			req := runner.CancelRequest{RunID: args[0]}
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			req := runner.CancelRequest{RunID: id}
 			if wait {
 				req.Wait = time.Minute
 			}
@@ -383,8 +416,8 @@ returns at once).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addDirFlag(cmd.Flags(), &dir)
+	addOutputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the run has ended (up to a minute)")
 	return cmd
 }
@@ -433,7 +466,11 @@ not exist or the node is not waiting for a signal.`,
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
-				sig, err := r.Signal(ctx, runner.SignalRequest{RunID: args[0], Node: args[1], Data: value})
+				id, err := r.ResolveRunID(ctx, args[0])
+				if err != nil {
+					return nil, err
+				}
+				sig, err := r.Signal(ctx, runner.SignalRequest{RunID: id, Node: args[1], Data: value})
 				if err != nil {
 					return nil, err
 				}

@@ -26,10 +26,10 @@ func runsCmd(e *env) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupCmd,
 	}
-	cmd.PersistentFlags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
+	addDirFlag(cmd.PersistentFlags(), &dir)
 	withRunner := func(fn func(ctx context.Context, r *runner.Runner, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(dir)
+			r, err := e.openExisting(dir)
 			if err != nil {
 				return err
 			}
@@ -49,6 +49,13 @@ interrupted; resume it with skein resume RUN_ID.`,
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, _ []string) error {
 			if err := checkStatus(filter.Status); err != nil {
 				return err
+			}
+			if filter.Parent != "" {
+				id, err := runID(ctx, r, filter.Parent)
+				if err != nil {
+					return err
+				}
+				filter.Parent = id
 			}
 			runs, err := r.List(ctx, filter)
 			if err != nil {
@@ -79,7 +86,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 	list.Flags().StringVar(&filter.Status, "status", "", "only runs with this status (interrupted: runs whose process died)")
 	list.Flags().StringVar(&filter.Parent, "parent", "", "only the child runs of this run")
 	list.Flags().IntVar(&filter.Limit, "limit", 20, "most runs shown (0: all)")
-	list.Flags().StringVarP(&listOutput, "output", "o", "text", "text or json")
+	addOutputFlag(list, &listOutput)
 
 	var output string
 	show := &cobra.Command{
@@ -87,7 +94,11 @@ interrupted; resume it with skein resume RUN_ID.`,
 		Short: "Show a run and its steps",
 		Args:  cobra.ExactArgs(1),
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
-			doc, err := r.Get(ctx, args[0])
+			id, err := runID(ctx, r, args[0])
+			if err != nil {
+				return err
+			}
+			doc, err := r.Get(ctx, id)
 			if err != nil {
 				return failure(err)
 			}
@@ -133,7 +144,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 			return nil
 		}),
 	}
-	show.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(show, &output)
 
 	var follow bool
 	events := &cobra.Command{
@@ -141,13 +152,17 @@ interrupted; resume it with skein resume RUN_ID.`,
 		Short: "Print a run's events as JSON lines (-f follows a running run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
+			id, err := runID(ctx, r, args[0])
+			if err != nil {
+				return err
+			}
 			var after int64
 			enc := json.NewEncoder(e.stdout)
 			enc.SetEscapeHTML(false)
 			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
 			for {
-				evs, run, err := r.Events(ctx, args[0], after, 1000)
+				evs, run, err := r.Events(ctx, id, after, 1000)
 				if err != nil {
 					return failure(err)
 				}
@@ -165,7 +180,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 				}
 				if s := engine.RunStatus(run.Status); s != engine.RunRunning && s != engine.RunPending && s != engine.RunWaiting {
 					// One more read picks up what was written at the end.
-					if evs, _, err := r.Events(ctx, args[0], after, 0); err == nil && len(evs) == 0 {
+					if evs, _, err := r.Events(ctx, id, after, 0); err == nil && len(evs) == 0 {
 						return nil
 					}
 					continue
@@ -276,12 +291,16 @@ func checkCmd(e *env) *cobra.Command {
 		Short: "Run the evaluation pass of a recorded run again (checks and expect:)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(dir)
+			r, err := e.openExisting(dir)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			v, err := r.Check(cmd.Context(), args[0])
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			v, err := r.Check(cmd.Context(), id)
 			if err != nil {
 				return failure(err)
 			}
@@ -292,8 +311,8 @@ func checkCmd(e *env) *cobra.Command {
 			return printVerdict(e, v, output)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addDirFlag(cmd.Flags(), &dir)
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 
@@ -305,12 +324,16 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 		Short: "Show a run's verdict, check by check (exit 3 when it FAILED)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openExisting(*dir)
+			r, err := e.openExisting(*dir)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			run, v, err := r.Verdict(cmd.Context(), args[0])
+			id, err := runID(cmd.Context(), r, args[0])
+			if err != nil {
+				return err
+			}
+			run, v, err := r.Verdict(cmd.Context(), id)
 			if err != nil {
 				return failure(err)
 			}
@@ -325,7 +348,7 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 			return printVerdict(e, v, output)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 

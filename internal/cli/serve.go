@@ -27,6 +27,7 @@ func serveCmd(e *env) *cobra.Command {
 	var addr, flows string
 	var noAuth bool
 	var grace, parkAfter time.Duration
+	var maxRuns int
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API: start, follow, cancel, resume and rerun the runs of a folder of workflows",
@@ -71,12 +72,12 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 				return usagef("--workflows %s: %v", flows, err)
 			}
 			log := newLogger(e)
-			r, err := openRunner(f.dir)
+			r, err := e.openRunner(f.dir)
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, ParkAfter: parkAfter}
+			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns, ParkAfter: parkAfter}
 			cfg.Options.Park = nil // the server's: --park-after
 			if parkAfter >= 0 {
 				cfg.Options.Park = &engine.Park{After: parkAfter}
@@ -142,14 +143,12 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (host:port)")
-	fl.StringVar(&f.dir, "dir", ".skein", "folder for the database and run records")
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
+	fl.IntVar(&maxRuns, "max-runs", server.DefaultMaxRunning, "most executions in progress at once; a request that would start one more waits a second, then gets 503 busy")
 	fl.DurationVar(&parkAfter, "park-after", time.Minute, "a run whose branches all wait, for signals or for timers due later than this, is left waiting and held by nothing (negative: hold every wait)")
-	fl.IntVar(&f.concurrency, "concurrency", 16, "most nodes running at once, per run")
-	fl.StringVar(&f.secretsFile, "secrets-file", "", "dotenv file with secret values")
-	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	f.registerRun(fl, "most nodes running at once, per run")
 	return cmd
 }
 
@@ -174,7 +173,7 @@ rerun runs), admin (everything).`,
 			if err != nil {
 				return usagef("--scope: %v", err)
 			}
-			r, err := openRunner(dir)
+			r, err := e.openRunner(dir)
 			if err != nil {
 				return err
 			}
@@ -188,7 +187,7 @@ rerun runs), admin (everything).`,
 			return nil
 		},
 	}
-	create.Flags().StringVar(&dir, "dir", ".skein", "folder holding skein.db (the one skein serve uses)")
+	addDirFlag(create.Flags(), &dir)
 	create.Flags().StringVar(&scope, "scope", "", "read, run or admin")
 	create.Flags().StringVar(&name, "name", "", "a name to remember the token by")
 	_ = create.MarkFlagRequired("scope")

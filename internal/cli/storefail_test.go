@@ -52,10 +52,10 @@ func TestLockedDatabaseGivesClearError(t *testing.T) {
 
 // TestDiskFullMidRun runs on a 2 MiB tmpfs that fills up while the run
 // writes large outputs: the run fails with a clear error, and the database
-// still opens afterwards. A blob's output (400,000 NULs, 2.4 MB as JSON) is
-// larger than the whole tmpfs, so the file system refuses the first one
-// whatever room the database takes. It needs permission to mount (root);
-// elsewhere it is skipped.
+// still opens afterwards. Each output is 300,000 random bytes, a blob of
+// its own (equal outputs would share one), so together they outgrow the
+// tmpfs whatever room the database takes. It needs permission to mount
+// (root); elsewhere it is skipped.
 func TestDiskFullMidRun(t *testing.T) {
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
@@ -67,7 +67,7 @@ func TestDiskFullMidRun(t *testing.T) {
 name: big
 nodes:
   - {id: each, type: foreach, items: "{{ 1..40 }}"}
-  - {id: blob, type: shell, command: [head, -c, "400000", /dev/zero]}
+  - {id: blob, type: shell, command: [head, -c, "300000", /dev/urandom]}
   - {id: back, type: endloop, loop: each}
 edges:
   - {from: each, to: blob, on: body}

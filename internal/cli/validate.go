@@ -54,6 +54,6 @@ file:line:col: error: message (node id). Exit 0 when every file is valid
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	addOutputFlag(cmd, &output)
 	return cmd
 }

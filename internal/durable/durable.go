@@ -12,20 +12,17 @@ package durable
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
-	"path/filepath"
 	"sync"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 )
 
 var errClosed = errors.New("the store committer is closed")
-
-// LargeOutput is the size above which a step's output is kept in a file of
-// the run folder instead of the database.
-const LargeOutput = 256 << 10
 
 // directivesKey keeps a step's directives beside its output in the store,
 // so a reused step routes as it did.
@@ -39,13 +36,13 @@ const directivesKey = "_directives"
 //
 // Every record goes through the run's Redactor on its way in — steps
 // (parameters, output, directives, error), events, the run's final record
-// (outputs, error) — so no secret reaches the database or a large output's
-// file, whoever made the record.
+// (outputs, error) — so no secret reaches the database or a blob it
+// writes, whoever made the record.
 type Recorder struct {
 	c      *Committer
 	runID  string
-	dir    string // the run folder, for large outputs
 	redact *redact.Redactor
+	blobs  *blob.Store // the run folder's, for big values; nil: none
 	// Generation is the run's execution the steps belong to (see
 	// store.Step); Token fences every batch with the owner's token. Set
 	// them before the run starts.
@@ -66,9 +63,14 @@ var (
 )
 
 // NewRecorder records run runID through c, masking the run's secrets
-// with red (nil when it has none); large outputs go under dir.
+// with red (nil when it has none); the big values of its records go to
+// the blobs of the run folder dir (none when dir is "").
 func NewRecorder(c *Committer, runID, dir string, red *redact.Redactor) *Recorder {
-	return &Recorder{c: c, runID: runID, dir: dir, redact: red, steps: map[[2]any]*store.Step{}}
+	r := &Recorder{c: c, runID: runID, redact: red, steps: map[[2]any]*store.Step{}}
+	if dir != "" {
+		r.blobs, _ = blob.NewStore(dir, nil)
+	}
+	return r
 }
 
 // Step buffers the latest state of a step.
@@ -151,7 +153,7 @@ func (r *Recorder) Finish(run *store.Run) error {
 	return nil
 }
 
-// take empties the buffer into a batch, large outputs moved to files,
+// take empties the buffer into a batch, big values moved to blobs,
 // with the functions waiting for its commit; it returns the error of an
 // earlier commit of this run instead.
 func (r *Recorder) take() (store.Batch, []func(), error) {
@@ -188,24 +190,22 @@ func (r *Recorder) Sync() error {
 	return r.err
 }
 
-// offload moves an output larger than LargeOutput into a file.
+// offload moves the big values of a step's record to blobs. The engine
+// has moved those of what the run kept already; what is left are values
+// it kept in memory because they held a secret, recorded masked here.
 func (r *Recorder) offload(s *store.Step) error {
-	if s.Output == nil || r.dir == "" {
+	if r.blobs == nil {
 		return nil
 	}
-	data, err := store.EncodeMap(s.Output)
-	if err != nil || len(data) <= LargeOutput {
-		return nil
+	out, _, err := r.blobs.Spill(s.Output, blob.InlineLimit, directivesKey)
+	if err != nil {
+		return fmt.Errorf("storing the output of %s: %w", s.Node, err)
 	}
-	dir := filepath.Join(r.dir, s.Node, "outputs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("storing the large output of %s: %w", s.Node, err)
+	params, _, err := r.blobs.Spill(s.Params, blob.InlineLimit)
+	if err != nil {
+		return fmt.Errorf("storing the parameters of %s: %w", s.Node, err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("visit-%d.json", s.Visit))
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return fmt.Errorf("storing the large output of %s: %w", s.Node, err)
-	}
-	s.Output, s.OutputRef = nil, path
+	s.Output, s.Params = out, params
 	return nil
 }
 
@@ -260,8 +260,9 @@ func RedactRun(red *redact.Redactor, run *store.Run) *store.Run {
 	return &c
 }
 
-// Output returns a step's output and directives, reading it back from its
-// file when it was large.
+// Output returns a step's output and directives, reading back the file
+// of a whole output that a version before blobs kept apart. Big values stay
+// blobs, but the directives are read back whole: the scheduler reads them.
 func Output(s *store.Step) (out, directives map[string]any, err error) {
 	out = s.Output
 	if out == nil && s.OutputRef != "" {
@@ -273,7 +274,23 @@ func Output(s *store.Step) (out, directives map[string]any, err error) {
 			return nil, nil, fmt.Errorf("reading the stored output of %s: %w", s.Node, err)
 		}
 	}
+	if b, ok := out[directivesKey].(*blob.Blob); ok {
+		d, err := b.Load()
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the stored output of %s: %w", s.Node, err)
+		}
+		out = maps.Clone(out)
+		out[directivesKey] = d
+	}
 	if d, ok := out[directivesKey].(map[string]any); ok {
+		if b, ok := d["_state_patch"].(*blob.Blob); ok {
+			p, err := b.Load()
+			if err != nil {
+				return nil, nil, fmt.Errorf("reading the stored output of %s: %w", s.Node, err)
+			}
+			d = maps.Clone(d)
+			d["_state_patch"] = p
+		}
 		clean := make(map[string]any, len(out))
 		for k, v := range out {
 			if k != directivesKey {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
@@ -18,9 +19,10 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// A step output over 256 KiB is kept in a file of the run folder, not in
-// the database, and reads back whole.
-func TestLargeOutputsGoToFiles(t *testing.T) {
+// A value over 64 KiB in a step's record (a recorded output, or a
+// parameter a template filled with one) is kept in a blob of the run
+// folder, not in the database, and reads back whole.
+func TestBigValuesGoToBlobs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
@@ -30,12 +32,15 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
 	c := durable.NewCommitter(st)
 	defer c.Close()
-	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"), nil)
+	runDir := filepath.Join(dir, "run")
+	require.NoError(t, os.Mkdir(runDir, 0o755))
+	rec := durable.NewRecorder(c, "r1", runDir, nil)
 
 	big := strings.Repeat("x", 300<<10)
 	now := time.Now()
 	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 1, Node: "big", Visit: 1, Status: engine.StatusSuccess,
-		Output: map[string]any{"stdout": big}, Directives: map[string]any{"_route": "b"}, StartedAt: &now, FinishedAt: &now}))
+		Params: map[string]any{"stdin": big}, Output: map[string]any{"stdout": big},
+		Directives: map[string]any{"_route": "b"}, StartedAt: &now, FinishedAt: &now}))
 	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 2, Node: "small", Visit: 1, Status: engine.StatusSuccess,
 		Output: map[string]any{"stdout": "hi"}, StartedAt: &now, FinishedAt: &now}))
 	require.NoError(t, rec.Sync())
@@ -43,12 +48,17 @@ func TestLargeOutputsGoToFiles(t *testing.T) {
 	steps, err := st.Steps(ctx, "r1")
 	require.NoError(t, err)
 	require.Len(t, steps, 2)
-	require.Nil(t, steps[0].Output, "the large output is not in the database")
-	require.FileExists(t, steps[0].OutputRef)
-	require.True(t, strings.HasPrefix(steps[0].OutputRef, filepath.Join(dir, "run", "big")))
+	b, ok := steps[0].Output["stdout"].(*blob.Blob)
+	require.True(t, ok, "the big output is a blob: %v", steps[0].Output["stdout"])
+	require.Equal(t, filepath.Join(runDir, "blobs"), filepath.Dir(b.Path()))
+	p, ok := steps[0].Params["stdin"].(*blob.Blob)
+	require.True(t, ok, "the big parameter is a blob")
+	require.Equal(t, b.Path(), p.Path(), "one file for the same value")
 	out, directives, err := durable.Output(steps[0])
 	require.NoError(t, err)
-	require.Equal(t, big, out["stdout"])
+	text, err := out["stdout"].(*blob.Blob).Load()
+	require.NoError(t, err)
+	require.Equal(t, big, text)
 	require.Equal(t, map[string]any{"_route": "b"}, directives)
 	require.Equal(t, "hi", steps[1].Output["stdout"])
 
@@ -72,6 +82,7 @@ func TestRecorderMasksSecrets(t *testing.T) {
 	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
 	c := durable.NewCommitter(st)
 	defer c.Close()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "run"), 0o755))
 	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"), redact.New(map[string]string{"TOKEN": secret}))
 
 	now := time.Now()
@@ -105,7 +116,9 @@ func TestRecorderMasksSecrets(t *testing.T) {
 	require.True(t, steps[2].Masked)
 	out, _, err := durable.Output(steps[2])
 	require.NoError(t, err)
-	require.True(t, strings.HasSuffix(out["stdout"].(string), "x***"))
+	stdout, err := out["stdout"].(*blob.Blob).Load() // masked, it went to a blob
+	require.NoError(t, err)
+	require.True(t, strings.HasSuffix(stdout.(string), "x***"))
 	evs, err := st.Events(ctx, "r1", 0, 0)
 	require.NoError(t, err)
 	require.Equal(t, "echo ***", evs[0].Data["text"])

@@ -431,13 +431,3 @@ func (s *sim) dump() string {
 
 // ok is a successful outcome with output out.
 func ok(out map[string]any) engine.Outcome { return engine.Outcome{Output: out} }
-
-// failed is a failed outcome.
-func failed(msg string, permanent bool) engine.Outcome {
-	return engine.Outcome{Err: &node.Error{Code: "test", Category: node.CategoryExecution, Message: msg, Permanent: permanent}}
-}
-
-// routed is a successful outcome that chooses handle h.
-func routed(h string) engine.Outcome {
-	return engine.Outcome{Output: map[string]any{}, Directives: map[string]any{"_route": h}}
-}

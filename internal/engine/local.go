@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
@@ -123,6 +124,13 @@ type Options struct {
 	// Budget counts the run's tokens and cost; nil makes one from the
 	// workflow's limits. Subworkflows share their parent's.
 	Budget *Budget
+	// Blobs keeps the run's big values in files of its run folder; nil
+	// keeps every value in memory.
+	Blobs *blob.Store
+	// Memory bounds the output values the run keeps in memory (with
+	// Blobs); nil makes one from the workflow's limits. Subworkflows
+	// share their parent's.
+	Memory *blob.Budget
 	// Evidence, when set, is called after a node with checks or expect:
 	// succeeds, to capture evidence (a screenshot) into its artifacts.
 	Evidence func(ctx context.Context, nodeID, artifactDir string)
@@ -277,6 +285,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	}
 	if opts.Budget == nil {
 		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
+	}
+	if opts.Memory == nil {
+		opts.Memory = blob.NewBudget(plan.W.Limits.MaxOutputMemory)
 	}
 	opts.Services = node.BudgetService.Provide(opts.Services, opts.Budget)
 	if opts.Files == nil {
@@ -598,11 +609,11 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rec.FinishedAt = nil
 	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
 		t := now
-		directivesMasked := false
+		directivesMasked, paramsMasked := false, false
 		if done != nil {
 			t = done.end
 			if done.params != nil {
-				rec.Params, _ = rs.redact.Map(done.params)
+				rec.Params, paramsMasked = rs.redact.Map(done.params)
 			}
 			rec.ConfigHash = done.hash
 			rec.Cached, rec.Pinned = done.cached, done.pinned
@@ -625,6 +636,19 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 			rec.Masked = masked
 		}
 		rec.Masked = rec.Masked || directivesMasked
+		if rs.opts.Blobs != nil && (done == nil && su.Output != nil || rec.Masked || paramsMasked) {
+			// Outputs the scheduler builds (a foreach's list of results)
+			// and big values that held a secret (kept in memory for the
+			// run, masked in the record) did not go to blobs with their
+			// task's output; their records do. A failure is left to the
+			// durable recorder, which tries again and reports it.
+			if o, _, err := rs.opts.Blobs.Spill(rec.Output, blob.InlineLimit); err == nil {
+				rec.Output = o
+			}
+			if p, _, err := rs.opts.Blobs.Spill(rec.Params, blob.InlineLimit); err == nil {
+				rec.Params = p
+			}
+		}
 		if su.Error != nil {
 			rec.Error, _ = rs.redact.Error(su.Error)
 		} else if su.Status == StatusSuccess {
@@ -685,6 +709,7 @@ func (rs *runState) launch(t *Task) {
 			case rs.d.slots <- struct{}{}:
 				start = rs.d.Clock.Now()
 				oc, params = rs.runTask(ctx, t, upstream, td)
+				oc, params = rs.spill(t.Node, oc, params)
 				<-rs.d.slots
 			case <-ctx.Done():
 				oc = Outcome{Err: node.AsError(context.Cause(ctx))}
@@ -796,6 +821,9 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 	if rs.opts.ArtifactDir != nil {
 		call.ArtifactDir = rs.opts.ArtifactDir(pn.ID)
 	}
+	if rs.opts.Blobs != nil {
+		call.Blobs = rs.opts.Blobs
+	}
 	out, runErr := safeRun(ctx, kind, call)
 	if runErr != nil {
 		e := node.AsError(runErr)
@@ -810,6 +838,56 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		rs.opts.Evidence(ctx, pn.ID, call.ArtifactDir)
 	}
 	return Outcome{Output: clean, Directives: directives}, params
+}
+
+// spill moves the big values of a task's output, of the variables it sets
+// and of its parameters to the run's blobs, on the task's goroutine, so
+// that the scheduler, the step records and the store hold references to
+// them (DESIGN §7). Failing to write them fails the attempt.
+func (rs *runState) spill(pn *PlanNode, oc Outcome, params map[string]any) (Outcome, map[string]any) {
+	st, mem := rs.opts.Blobs, rs.opts.Memory
+	if st == nil {
+		return oc, params
+	}
+	var keep []string
+	if pn.ctrl == ctrlForEach {
+		keep = []string{"items"} // the scheduler walks the list
+	}
+	fail := func(err error) (Outcome, map[string]any) {
+		if oc.Err == nil {
+			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
+				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
+		}
+		oc.Output = nil
+		return oc, params
+	}
+	out, n, err := st.Spill(oc.Output, mem.Limit(), keep...)
+	if err != nil {
+		return fail(err)
+	}
+	oc.Output = out
+	mem.Add(n)
+	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
+		p, n, err := st.Spill(patch, mem.Limit())
+		if err != nil {
+			return fail(err)
+		}
+		if len(p) > 0 {
+			d := make(map[string]any, len(oc.Directives))
+			for k, v := range oc.Directives {
+				d[k] = v
+			}
+			d["_state_patch"] = p
+			oc.Directives = d
+		}
+		mem.Add(n)
+	}
+	p, n, err := st.Spill(params, mem.Limit())
+	if err != nil {
+		return fail(err)
+	}
+	mem.Add(n)
+	return oc, p
 }
 
 func safeRun(ctx context.Context, k node.Kind, c *node.Call) (out map[string]any, err error) {
@@ -865,6 +943,16 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 			if rv, err = expr.RenderValue(v, scope); err != nil {
 				return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
 					Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
+			}
+			// A kind gets its parameters whole: the big values a template
+			// passed on as they were (`{{ fetch }}`) are read back. A
+			// foreach's items are not: the scheduler hands them on one by
+			// one, and templates load what they read of them.
+			if pn.ctrl != ctrlForEach {
+				if rv, err = blob.Resolve(rv); err != nil {
+					return nil, &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
+						Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
+				}
 			}
 		}
 		cv, err := p.Coerce(rv)
@@ -929,6 +1017,14 @@ func (rs *runState) result() *Result {
 	// stderr, a response body): masked like the step's.
 	res.Error, _ = rs.redact.Error(res.Error)
 	res.Outputs, _ = rs.redact.Map(outs)
+	if st := rs.opts.Blobs; st != nil {
+		if o, _, err := st.Spill(res.Outputs, blob.InlineLimit); err == nil {
+			res.Outputs = o
+		} else if res.Error == nil {
+			res.Status = RunFailed
+			res.Error = &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
+		}
+	}
 	return res
 }
 

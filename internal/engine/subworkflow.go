@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -36,6 +37,9 @@ type ChildRun struct {
 	// Signals and SignalCh bring the child's signals, like Options'.
 	Signals  []Signal
 	SignalCh <-chan Signal
+	// Blobs keeps the child's big values in its own run folder; nil keeps
+	// them with the parent's.
+	Blobs *blob.Store
 }
 
 // ChildFactory prepares the recording of a child run.
@@ -92,6 +96,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
 		Stack: chain, Child: rs.opts.Child, Budget: rs.opts.Budget, ChildServices: rs.opts.ChildServices,
+		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory,
 	}
 	if rs.opts.ChildServices != nil {
 		services, release := rs.opts.ChildServices(w, in)
@@ -106,6 +111,9 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		}
 		opts.Recorder, opts.ArtifactDir, opts.Reuse, opts.Files, finish = cr.Recorder, cr.ArtifactDir, cr.Reuse, cr.Files, cr.Finish
 		opts.Signals, opts.SignalCh = cr.Signals, cr.SignalCh
+		if cr.Blobs != nil {
+			opts.Blobs = cr.Blobs
+		}
 	}
 	rs.waiting(s.task)
 	<-rs.d.slots // give the slot back while the child runs

@@ -5,7 +5,7 @@
 // A Redactor is made once per run from the run's secrets (New) and handed
 // to every writer of the run: the engine masks the records it makes with
 // it, and the writers at the boundary — the durable recorder (the
-// database, large output files), the run folder's writer (events.jsonl,
+// database, the blobs it writes), the run folder's writer (events.jsonl,
 // run.json), the verdict writer, the run document every front end prints
 // — pass what they encode through it again, so a record that reaches the
 // disk or the screen by a new way is masked all the same. A record masked

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
 )
@@ -196,4 +197,21 @@ func TestInto(t *testing.T) {
 	got, err = redact.Into[*rec](nil, v)
 	require.NoError(t, err)
 	require.Same(t, v, got)
+}
+
+// A big value kept in a blob file is not looked into: its file holds no
+// secret (package blob refuses to write one) and its reference is
+// Skein's, even when a short secret happens to be in its digest or path.
+func TestBlobsAreLeftAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	st, err := blob.NewStore(dir, nil)
+	require.NoError(t, err)
+	v, err := st.Put(strings.Repeat("a big value ", 10_000))
+	require.NoError(t, err)
+	b := v.(*blob.Blob)
+	red := redact.New(map[string]string{"T": b.Digest()[10:30]})
+	out, masked := red.Map(map[string]any{"stdout": b})
+	require.False(t, masked)
+	require.Same(t, b, out["stdout"])
 }

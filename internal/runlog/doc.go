@@ -23,7 +23,7 @@
 // to events.jsonl in one write, so `tail -f` follows the run one commit
 // group at a time. Steps are not written one by one: the database holds
 // them, and run.json holds every step once the run ends, so a node gets a
-// folder only when it has something to keep (artifacts, a large output, a
+// folder only when it has something to keep (artifacts, a
 // verdict) and a long loop costs the same per visit as a short one. Files
 // are replaced atomically (temporary file and rename), so a reader never
 // sees half a file.

@@ -1,10 +1,12 @@
 package runlog
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -445,23 +447,48 @@ func (w *Writer) Finish(result any) error {
 		return err
 	}
 	w.mu.Unlock()
-	// Encode the document while the goroutine writes what is queued.
-	type encoded struct {
-		data []byte
-		err  error
-	}
-	ch := make(chan encoded, 1)
-	go func() {
-		data, err := w.encode(result, true)
-		ch <- encoded{data, err}
-	}()
-	err := w.stop()
-	enc := <-ch
-	if err == nil {
-		if enc.err != nil {
-			err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), enc.err)
-		} else {
-			err = w.writeAtomic(runFile, enc.data, true)
+	var err error
+	if jw, ok := result.(JSONWriter); ok {
+		// Written as it is encoded: a run of many steps is never whole in
+		// memory.
+		if err = w.stop(); err == nil {
+			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
+				c := &secretCheck{w: f, redact: w.redact}
+				if err := jw.WriteJSON(c); err != nil {
+					return err
+				}
+				if c.found {
+					return errHoldsSecret
+				}
+				return nil
+			})
+		}
+		if errors.Is(err, errHoldsSecret) {
+			// The document was not masked: mask it whole.
+			var data []byte
+			if data, err = w.encode(result, true); err == nil {
+				err = w.writeAtomic(runFile, data, true)
+			}
+		}
+	} else {
+		// Encode the document while the goroutine writes what is queued.
+		type encoded struct {
+			data []byte
+			err  error
+		}
+		ch := make(chan encoded, 1)
+		go func() {
+			data, err := w.encode(result, true)
+			ch <- encoded{data, err}
+		}()
+		err = w.stop()
+		enc := <-ch
+		if err == nil {
+			if enc.err != nil {
+				err = fmt.Errorf("encoding the result for %s: %w", filepath.Join(w.dir, runFile), enc.err)
+			} else {
+				err = w.writeAtomic(runFile, enc.data, true)
+			}
 		}
 	}
 	if err == nil {
@@ -575,6 +602,20 @@ func (w *Writer) mkdir(name string) error {
 // readers see the old file or the new one, never a part. With stale, a
 // temporary file a crash may have left is removed first.
 func (w *Writer) writeAtomic(name string, data []byte, stale bool) error {
+	return w.writeAtomicFunc(name, stale, func(f io.Writer) error {
+		_, err := f.Write(data)
+		return err
+	})
+}
+
+// JSONWriter is a result that writes itself as indented JSON, a piece at
+// a time (runner.RunDoc), each Write a whole number of JSON tokens.
+type JSONWriter interface {
+	WriteJSON(w io.Writer) error
+}
+
+// writeAtomicFunc is writeAtomic of what fill writes.
+func (w *Writer) writeAtomicFunc(name string, stale bool, fill func(io.Writer) error) error {
 	path := filepath.Join(w.dir, name)
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
 	// A stale temporary file (from a crash) is removed, never opened: it
@@ -588,7 +629,11 @@ func (w *Writer) writeAtomic(name string, data []byte, stale bool) error {
 	if err != nil {
 		return pathError("cannot write", path, err)
 	}
-	_, err = f.Write(data)
+	bw := bufio.NewWriterSize(f, 64<<10)
+	err = fill(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -703,4 +748,23 @@ func describe(fi fs.FileInfo) string {
 	default:
 		return "a special file"
 	}
+}
+
+// errHoldsSecret: a document written piece by piece held a secret.
+var errHoldsSecret = errors.New("the document holds a secret value")
+
+// secretCheck passes writes on and notes whether one held a secret. A
+// JSONWriter's writes split its text between tokens, so a secret in a
+// string is within one write.
+type secretCheck struct {
+	w      io.Writer
+	redact *redact.Redactor
+	found  bool
+}
+
+func (c *secretCheck) Write(p []byte) (int, error) {
+	if !c.found && c.redact.ContainsBytes(p) {
+		c.found = true
+	}
+	return c.w.Write(p)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -602,5 +603,44 @@ func TestWriterMasksSecrets(t *testing.T) {
 		data, err := os.ReadFile(filepath.Join(w.Dir(), f))
 		require.NoError(t, err)
 		require.NotContains(t, string(data), "s3cr3t", f)
+	}
+}
+
+// streamed writes its document in pieces, as runner.RunDoc does.
+type streamed struct{ pieces []string }
+
+func (s *streamed) WriteJSON(w io.Writer) error {
+	for _, p := range s.pieces {
+		if _, err := io.WriteString(w, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *streamed) MarshalJSON() ([]byte, error) { return []byte(strings.Join(s.pieces, "")), nil }
+
+// A document that writes itself is written as it writes; one that holds
+// a secret all the same is masked whole.
+func TestFinishStreamsAndStillMasks(t *testing.T) {
+	t.Parallel()
+	const secret = "canary-s3cr3t-value"
+	tests := []struct {
+		name, want string
+		pieces     []string
+	}{
+		{name: "clean", pieces: []string{"{\n  \"steps\": [", "\n    {\"a\": 1}", "\n  ]\n}\n"}, want: "{\n  \"steps\": [\n    {\"a\": 1}\n  ]\n}\n"},
+		{name: "a secret in a piece", pieces: []string{"{\n  \"steps\": [", "\n    \"" + secret + "\"", "\n  ]\n}\n"}, want: "{\n  \"steps\": [\n    \"***\"\n  ]\n}\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w, err := runlog.Open(filepath.Join(t.TempDir(), ".skein"), "hello", "run1", started, nil, redact.New(map[string]string{"TOKEN": secret}))
+			require.NoError(t, err)
+			require.NoError(t, w.Finish(&streamed{pieces: tt.pieces}))
+			data, err := os.ReadFile(filepath.Join(w.Dir(), "run.json"))
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(data))
+		})
 	}
 }

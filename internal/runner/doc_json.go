@@ -1,7 +1,10 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
@@ -164,4 +167,59 @@ func usecPtr(t *time.Time) *time.Time {
 
 func cancelledError() *node.Error {
 	return &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+}
+
+// WriteJSON writes the document as indented JSON (what encoding/json
+// writes with a two-space indent, <, > and & unescaped, and a final
+// newline), one step at a time, so that a run with many big steps is never
+// whole in memory (run.json).
+func (d *RunDoc) WriteJSON(w io.Writer) error {
+	if len(d.Steps) == 0 {
+		return encodeIndented(w, d, "")
+	}
+	head := *d
+	head.Steps = []StepDoc{}
+	var buf bytes.Buffer
+	if err := encodeIndented(&buf, &head, ""); err != nil {
+		return err
+	}
+	// Top-level keys are the only ones indented by two spaces.
+	const key = "\n  \"steps\": []"
+	text := buf.Bytes()
+	at := bytes.Index(text, []byte(key))
+	if at < 0 {
+		return encodeIndented(w, d, "")
+	}
+	open := at + len(key) - 1 // at the ]
+	if _, err := w.Write(text[:open]); err != nil {
+		return err
+	}
+	buf = bytes.Buffer{} // text keeps the head's bytes
+	for i := range d.Steps {
+		buf.Reset()
+		sep := ",\n    "
+		if i == 0 {
+			sep = "\n    "
+		}
+		buf.WriteString(sep)
+		if err := encodeIndented(&buf, &d.Steps[i], "    "); err != nil {
+			return err
+		}
+		buf.Truncate(buf.Len() - 1) // the newline
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	if _, err := io.WriteString(w, "\n  "); err != nil {
+		return err
+	}
+	_, err := w.Write(text[open:])
+	return err
+}
+
+func encodeIndented(w io.Writer, v any, prefix string) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "  ")
+	return enc.Encode(v)
 }

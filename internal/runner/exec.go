@@ -2,14 +2,15 @@ package runner
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -31,9 +32,11 @@ type StartRequest struct {
 	// workflow's declared inputs (workflow.ResolveInputs).
 	Inputs  map[string]any
 	Trigger string
-	// Payload is what the trigger fired with (a schedule's time): the
-	// trigger node's output and the templates' `trigger`. Nil: the
-	// trigger outputs the inputs and `trigger` is empty.
+	// Payload is what the trigger fired with (a webhook's request, a chat
+	// message, a schedule's time): the trigger node's output and the
+	// templates' `trigger`. Nil: the trigger outputs the inputs and
+	// `trigger` is empty. A resume or rerun reads it back from the
+	// trigger's recorded step.
 	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
@@ -105,6 +108,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
+	raiseMemoryLimit(w.Limits.MaxOutputMemory)
 	started := r.clock.Now()
 	abs, _ := filepath.Abs(w.File)
 	meta := map[string]any{"file": abs}
@@ -128,15 +132,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
-		src, _ := workflow.ReadFile(w.File)
-		sum := sha256.Sum256(src)
-		ver, err := r.st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+		ver, err := r.saveWorkflow(ctx, w)
 		if err != nil {
 			rl.Close()
 			return nil, err
 		}
 		run = &store.Run{
-			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: rl.Dir(),
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
 			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL,
 		}
@@ -146,6 +148,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	defer rl.Close()
+	blobs, err := blob.NewStore(rl.Dir(), holdsSecret(red))
+	if err == nil && j.resume != nil {
+		err = blobs.RemoveStale() // what a killed execution was writing
+	}
+	if err != nil {
+		r.release(ctx, run)
+		return nil, err
+	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -202,7 +212,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Recorder: recs,
-		Concurrency: o.Concurrency, Hard: hard,
+		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
 		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
@@ -285,6 +295,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
+		}
+		if w.Delivery != nil {
+			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
@@ -571,7 +584,15 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
+		blobs, err := blob.NewStore(crl.Dir(), holdsSecret(red))
+		if err == nil && reuse != nil {
+			err = blobs.RemoveStale()
+		}
+		if err != nil {
+			return nil, err
+		}
 		cr := &engine.ChildRun{
+			Blobs:       blobs,
 			Recorder:    tee{crl, rec},
 			ArtifactDir: artifactDir(crl),
 			Files:       runFiles(cw, crl.Dir()),
@@ -734,4 +755,36 @@ func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models
 	s = mcppool.Service.Provide(s, pool)
 	s = llmkind.ModelsService.Provide(s, models)
 	return node.JudgeService.Provide(s, models)
+}
+
+// holdsSecret is how a run's blobs tell a value that holds a secret: none
+// without secrets.
+func holdsSecret(red *redact.Redactor) func(string) bool {
+	if red == nil {
+		return nil
+	}
+	return red.Contains
+}
+
+// MemoryLimit is the soft memory limit (GOMEMLIMIT) a process needs to run
+// a run that keeps up to budget bytes of output values in memory: twice
+// that, and room for the rest, so that the garbage collector keeps the
+// garbage of big values under it without running all the time.
+func MemoryLimit(budget int64) int64 {
+	return 2*budget + 64<<20
+}
+
+var memoryLimitMu sync.Mutex
+
+// raiseMemoryLimit raises the process's soft memory limit, when it has
+// one, to what a run with this output budget needs.
+func raiseMemoryLimit(budget int64) {
+	if budget <= 0 {
+		budget = blob.DefaultBudget
+	}
+	memoryLimitMu.Lock()
+	defer memoryLimitMu.Unlock()
+	if cur := debug.SetMemoryLimit(-1); cur != math.MaxInt64 && cur < MemoryLimit(budget) {
+		debug.SetMemoryLimit(MemoryLimit(budget))
+	}
 }

@@ -47,7 +47,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		r.killOrphans(hist)
 	}
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: payloadOf(claimed, hist), runID: claimed.ID,
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: r.triggerPayload(hist, claimed.Trigger), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, req.Options)
 }
 
@@ -153,7 +153,7 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 		file = override
 	}
 	if file == "" {
-		return nil, usagef("run %s has no workflow file on record; pass --workflow FILE", run.ID)
+		return nil, usagef("run %s has no workflow file on record; pass --file FILE", run.ID)
 	}
 	return r.Load(file)
 }
@@ -246,6 +246,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
 		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
 	}
-	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, runID: NewRunID(), reuse: reuse, rerunOf: run.ID}, req.Options)
+	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: NewRunID(),
+		reuse: reuse, rerunOf: run.ID}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/auth"
@@ -62,6 +63,8 @@ type Runner struct {
 	clock  clock.Clock
 	host   string
 	pid    int
+	// versions maps each workflow run so far to its stored version.
+	versions sync.Map
 }
 
 // Open opens the folder's store, creating the folder and the database when

@@ -19,7 +19,10 @@ func RunSchema() ([]byte, error) {
 	s.Properties["status"].Enum = []any{"pending", "running", "waiting", "completed", "failed", "cancelled", StatusInterrupted}
 	s.Properties["status"].Description = "interrupted: the process running it died; skein resume continues it"
 	step := s.Properties["steps"].Items
-	step.Properties["output"] = &jsonschema.Schema{Types: []string{"null", "object"}, Description: "the step's output object; null when it has none"}
+	step.Properties["output"] = &jsonschema.Schema{Types: []string{"null", "object"}, Description: "the step's output object; null when it has none. " + bigValues}
+	step.Properties["params"].Description = "the node's parameters as they were resolved, secrets masked. " + bigValues
+	s.Properties["outputs"].Description = bigValues
+	s.Defs = map[string]*jsonschema.Schema{"blob": blobSchema()}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
@@ -31,4 +34,31 @@ func RunSchema() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// bigValues says where big values are.
+const bigValues = "A value over 64 KiB (or, once the run kept its output memory budget, over 1 KiB) is kept in a file of the run folder and appears here as a blob reference, $defs/blob."
+
+// blobSchema describes a blob reference (package blob).
+func blobSchema() *jsonschema.Schema {
+	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
+	return &jsonschema.Schema{
+		Type:        "object",
+		Description: "a big value kept in a file of the run folder (blobs/<sha256>), in place of the value; templates that read it get the value",
+		Required:    []string{"$skein.blob"},
+		Properties: map[string]*jsonschema.Schema{
+			"$skein.blob": {
+				Type:     "object",
+				Required: []string{"sha256", "size", "type", "path"},
+				Properties: map[string]*jsonschema.Schema{
+					"sha256": {Type: "string", Pattern: "^[0-9a-f]{64}$", Description: "SHA-256 of the file"},
+					"size":   {Type: "integer", Description: "bytes in the file"},
+					"type":   {Type: "string", Enum: []any{"text", "json"}, Description: "text: the file holds the string's bytes as they are; json: a list or object, as JSON"},
+					"path":   str("the file"),
+				},
+				AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+			},
+		},
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
 }

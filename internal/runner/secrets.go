@@ -1,54 +1,31 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
-	"strings"
+
+	"github.com/joho/godotenv"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// readDotenv reads KEY=VALUE lines: blank lines and # comments are skipped,
-// an `export ` prefix is allowed, and values may be quoted ('…' literally,
-// "…" with \n, \t, \", \\ escapes).
+// readDotenv reads a dotenv file with godotenv: NAME=value lines, blank
+// lines and # comments, also after a value (NAME="x" # note reads x); an
+// `export ` prefix; '…' taken as written, "…" with \n escapes and on
+// several lines; ${NAME} of a name set above it. The environment is
+// neither read nor changed.
 func readDotenv(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		t := strings.TrimSpace(sc.Text())
-		if t == "" || strings.HasPrefix(t, "#") {
-			continue
-		}
-		t = strings.TrimPrefix(t, "export ")
-		k, v, ok := strings.Cut(t, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
-			return nil, fmt.Errorf("%s:%d: expected NAME=value", path, line)
-		}
-		v = strings.TrimSpace(v)
-		switch {
-		case len(v) >= 2 && v[0] == '\'' && v[len(v)-1] == '\'':
-			v = v[1 : len(v)-1]
-		case len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"':
-			v = strings.NewReplacer(`\n`, "\n", `\t`, "\t", `\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
-		default:
-			if i := strings.Index(v, " #"); i >= 0 {
-				v = strings.TrimSpace(v[:i])
-			}
-		}
-		out[k] = v
+	defer f.Close()
+	m, err := godotenv.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return out, sc.Err()
+	return m, nil
 }
 
 // resolveSecrets reads each declared secret from SKEIN_SECRET_<NAME>, then

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"reflect"
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
@@ -44,32 +43,4 @@ func (r *Runner) Abandoned(ctx context.Context) ([]*store.Run, error) {
 		out = append(out, run)
 	}
 	return out, nil
-}
-
-// payloadOf is the payload a run's trigger fired with, as its trigger
-// step recorded it, for a resume to fire with it again: nil when the
-// trigger output the inputs (no payload was given).
-func payloadOf(run *store.Run, hist []*store.Step) map[string]any {
-	if run.Trigger == "" {
-		return nil
-	}
-	var out map[string]any
-	for _, s := range hist {
-		if s.Node == run.Trigger && s.Status == string(engine.StatusSuccess) && s.Output != nil {
-			out = s.Output // the latest generation's, hist being oldest first
-		}
-	}
-	if out == nil {
-		return nil
-	}
-	p := make(map[string]any, len(out))
-	for k, v := range out {
-		if k != "success" && k != "error" {
-			p[k] = v
-		}
-	}
-	if reflect.DeepEqual(p, run.Inputs) || (len(p) == 0 && len(run.Inputs) == 0) {
-		return nil
-	}
-	return p
 }

@@ -31,6 +31,8 @@ func TestMirrorsWorkflowPackage(t *testing.T) {
 		{"input types", inputTypes, workflow.InputTypes},
 		{"providers", providers, llm.Providers()},
 		{"check types", checkTypes, workflow.CheckTypes},
+		{"delivery events", deliveryEvents, workflow.DeliveryEvents},
+		{"delivery retries", maxRetries, workflow.MaxDeliveryRetries},
 		{"on_error values", onErrorValues, []string{workflow.OnErrorFail, workflow.OnErrorContinue, workflow.OnErrorRoute}},
 		{"longest node id", maxIDLen, workflow.MaxIDLen},
 		{"most nodes", maxNodes, workflow.MaxNodes},

@@ -43,6 +43,8 @@ const (
 var (
 	// onErrorValues are the values of on_error.
 	onErrorValues = []string{"fail", "continue", "route"}
+	// deliveryEvents mirrors workflow.DeliveryEvents.
+	deliveryEvents = []string{"completed", "failed", "cancelled"}
 	// inputTypes are the types an input may declare.
 	inputTypes = []string{"string", "integer", "number", "boolean", "list", "map", "any"}
 	// providers are the LLM providers.
@@ -305,6 +307,10 @@ func build(reg *node.Registry) (object, error) {
 				"properties": object{
 					"max_tokens":   object{"type": "integer", "minimum": 0, "description": "Most LLM tokens a run may spend."},
 					"max_cost_usd": object{"type": "number", "description": "Most a run may spend on LLM calls, in US dollars."},
+					"max_output_memory": object{
+						"type":        []string{"integer", "string"},
+						"description": "Bytes of output values a run keeps in memory (default 256MiB): a number of bytes or a size such as 512MiB or 2GiB, between 1MiB and 1TiB. Values over 64 KiB always go to files of the run folder (blobs/); once a run has kept this much, every value of 1 KiB or more does too.",
+					},
 				},
 				"additionalProperties": false,
 				"description":          "Bounds on a run's spending.",
@@ -318,6 +324,23 @@ func build(reg *node.Registry) (object, error) {
 				},
 				"additionalProperties": false,
 				"description":          "The MCP tool called after a checked node succeeds; the image it returns is the node's evidence.",
+			},
+			"delivery": object{
+				"type":     "object",
+				"required": []string{"url", "secret"},
+				"properties": object{
+					"url":    object{"type": "string", "minLength": 1, "description": "Where the run's result is POSTed: an http or https URL, a template that may read inputs, secrets, execution and trigger."},
+					"secret": object{"type": "string", "minLength": 1, "description": "The Standard Webhooks secret (whsec_ and base64) the deliveries are signed with, usually {{ secrets.NAME }}."},
+					"events": object{
+						"type": "array", "items": object{"type": "string", "enum": deliveryEvents}, "uniqueItems": true,
+						"description": "The final run statuses that are delivered; all by default.",
+					},
+					"retries":       object{"type": "integer", "minimum": 0, "maximum": maxRetries, "default": 4, "description": "More attempts after a failed first one."},
+					"retry_backoff": withDesc(ref("duration"), "Wait before the first retry, doubled before each next one (with jitter, at most a minute).", "1s"),
+					"timeout":       withDesc(ref("duration"), "Timeout of one attempt.", "10s"),
+				},
+				"additionalProperties": false,
+				"description":          "POST the run's summary and outputs, signed like a Standard Webhooks webhook, to a URL when the run ends; retried with backoff, each attempt an event of the run.",
 			},
 			"nodes": object{
 				"type":        "array",

@@ -139,6 +139,7 @@ func TestSchemaValidatesWorkflows(t *testing.T) {
 			"llm": {"default": {"provider": "openai", "model": "gpt-4.1-mini", "api_key": "{{ secrets.K }}"}},
 			"limits": {"max_tokens": 1000, "max_cost_usd": 0.5},
 			"evidence": {"server": "fs", "tool": "shot", "arguments": {}},
+			"delivery": {"url": "https://example.com/done", "secret": "{{ secrets.K }}", "events": ["completed", "failed"], "retries": 3, "retry_backoff": "2s", "timeout": "5s"},
 			"nodes": [{"id": "a", "type": "trigger.manual"}],
 			"edges": [],
 			"outputs": {"summary": "{{ a.text }}", "n": 3}
@@ -149,6 +150,8 @@ func TestSchemaValidatesWorkflows(t *testing.T) {
 		{"mcp server with command and url", `{"version": 1, "name": "t", "mcp_servers": {"x": {"command": "a", "url": "http://b"}}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/mcp_servers/x': 'oneOf' failed"},
 		{"mcp server with neither", `{"version": 1, "name": "t", "mcp_servers": {"x": {"args": ["a"]}}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/mcp_servers/x': 'oneOf' failed"},
 		{"unknown provider", `{"version": 1, "name": "t", "llm": {"default": {"provider": "acme"}}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/llm/default/provider': value must be one of"},
+		{"delivery without a secret", `{"version": 1, "name": "t", "delivery": {"url": "https://x"}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "missing property 'secret'"},
+		{"delivery of an unknown event", `{"version": 1, "name": "t", "delivery": {"url": "https://x", "secret": "whsec_x", "events": ["done"]}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/delivery/events/0': value must be one of"},
 		{"defaults retries over 10", `{"version": 1, "name": "t", "defaults": {"retries": 11}, "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/defaults/retries': maximum"},
 
 		{"shell with an argv list", wf(`[{"id": "s", "type": "shell", "command": ["echo", "hi"], "timeout": "5s"}]`, `[]`), ""},

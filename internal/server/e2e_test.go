@@ -592,6 +592,9 @@ func TestAuthMatrix(t *testing.T) {
 	routes := routesOf(t)
 	require.NotEmpty(t, routes)
 	for _, rt := range routes {
+		if strings.HasPrefix(rt.Path, "/hooks/") {
+			continue // a hook checks its trigger's own auth, not API tokens: hooks_test.go
+		}
 		path := strings.NewReplacer("{name}", "quick", "{id}", id).Replace(rt.Path)
 		t.Run(rt.Method+" "+rt.Path, func(t *testing.T) {
 			for _, tok := range []string{"", "skn_000000000000_nope", "not-a-token"} {

@@ -34,7 +34,8 @@ const keepAlive = 15 * time.Second
 // is its sequence number in the run (1, 2, 3…, stable), so a client that
 // reconnects with Last-Event-ID (or ?after=N) gets every later event once.
 // The stream follows the run until it ends, then sends an `end` event
-// (no id) with the run's status and closes.
+// (no id) with the run's status and outputs (a chat run's reply) and
+// closes.
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var after int64
@@ -85,7 +86,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 			// The run's last events commit with its final status, so
 			// none can follow what was just read.
 			s.hub.forget(id, wake)
-			data, _ := json.Marshal(map[string]string{"execution_id": run.ID, "status": run.Status})
+			data, _ := json.Marshal(map[string]any{"execution_id": run.ID, "status": run.Status, "outputs": run.Outputs})
 			_, _ = fmt.Fprintf(w, "event: end\ndata: %s\n\n", data)
 			_ = rc.Flush()
 			return nil

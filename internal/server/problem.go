@@ -16,42 +16,48 @@ import (
 // Codes of the problems the API answers with: stable, for programs to
 // branch on (docs/api.md lists them with their statuses).
 const (
-	CodeBadRequest       = "bad_request"
-	CodeInvalidInputs    = "invalid_inputs"
-	CodeInvalidWorkflow  = "invalid_workflow"
-	CodeUnauthorized     = "unauthorized"
-	CodeForbidden        = "forbidden"
-	CodeNotFound         = "not_found"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeRunOwned         = "run_owned"
-	CodeCompleted        = "completed"
-	CodeNotRunning       = "not_running"
-	CodeNotWaiting       = "not_waiting"
-	CodeIdempotencyReuse = "idempotency_key_reused"
-	CodeTooLarge         = "too_large"
-	CodeShuttingDown     = "shutting_down"
-	CodeNotReady         = "not_ready"
-	CodeInternal         = "internal"
+	CodeBadRequest           = "bad_request"
+	CodeInvalidInputs        = "invalid_inputs"
+	CodeInvalidWorkflow      = "invalid_workflow"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeRunOwned             = "run_owned"
+	CodeCompleted            = "completed"
+	CodeNotRunning           = "not_running"
+	CodeNotWaiting           = "not_waiting"
+	CodeIdempotencyReuse     = "idempotency_key_reused"
+	CodeTooLarge             = "too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeDeliveryReplayed     = "delivery_replayed"
+	CodeShuttingDown         = "shutting_down"
+	CodeBusy                 = "busy"
+	CodeNotReady             = "not_ready"
+	CodeInternal             = "internal"
 )
 
 // titles are the problems' titles, one per code.
 var titles = map[string]string{
-	CodeBadRequest:       "The request is not valid",
-	CodeInvalidInputs:    "The inputs do not match the workflow's inputs",
-	CodeInvalidWorkflow:  "The workflow is not valid",
-	CodeUnauthorized:     "A valid API token is required",
-	CodeForbidden:        "The token's scope does not allow this",
-	CodeNotFound:         "Not found",
-	CodeMethodNotAllowed: "Method not allowed",
-	CodeRunOwned:         "The run is running in another process",
-	CodeCompleted:        "The run completed",
-	CodeNotRunning:       "The run is not running",
-	CodeNotWaiting:       "The node is not waiting for a signal",
-	CodeIdempotencyReuse: "The idempotency key was used for a different request",
-	CodeTooLarge:         "The request body is too large",
-	CodeShuttingDown:     "The server is shutting down",
-	CodeNotReady:         "The server is not ready",
-	CodeInternal:         "Internal error",
+	CodeBadRequest:           "The request is not valid",
+	CodeInvalidInputs:        "The inputs do not match the workflow's inputs",
+	CodeInvalidWorkflow:      "The workflow is not valid",
+	CodeUnauthorized:         "A valid API token is required",
+	CodeForbidden:            "The token's scope does not allow this",
+	CodeNotFound:             "Not found",
+	CodeMethodNotAllowed:     "Method not allowed",
+	CodeRunOwned:             "The run is running in another process",
+	CodeCompleted:            "The run completed",
+	CodeNotRunning:           "The run is not running",
+	CodeNotWaiting:           "The node is not waiting for a signal",
+	CodeIdempotencyReuse:     "The idempotency key was used for a different request",
+	CodeTooLarge:             "The request body is too large",
+	CodeUnsupportedMediaType: "The body's content type is not one the route takes",
+	CodeDeliveryReplayed:     "The delivery was received before",
+	CodeShuttingDown:         "The server is shutting down",
+	CodeBusy:                 "The server is busy",
+	CodeNotReady:             "The server is not ready",
+	CodeInternal:             "Internal error",
 }
 
 // Problem is an error answer, an RFC 9457 problem details object with a
@@ -109,6 +115,8 @@ func problemOf(err error) *Problem {
 		return p
 	case errors.As(err, &tooBig):
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
+	case errors.Is(err, errBusy):
+		return busyProblem()
 	case errors.Is(err, errShuttingDown):
 		return problemf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; try again on its successor")
 	}
@@ -120,8 +128,11 @@ var errShuttingDown = errors.New("the server is shutting down")
 // writeProblem answers with err as a problem; a server error is logged.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(err)
-	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady {
+	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady && p.Code != CodeBusy {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if p.Code == CodeBusy {
+		w.Header().Set("Retry-After", "1")
 	}
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)

@@ -39,8 +39,10 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"POST", "/api/runs/{id}/signals/{node}", auth.Run, s.signalRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
 	}
+	s.routes = append(s.routes, s.hookRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.guard(rt))
 	}
@@ -90,8 +92,9 @@ func scopeOf(ctx context.Context) auth.Scope {
 	return sc
 }
 
-// authenticate denies by default: every request but GET /healthz needs a
-// valid bearer token (401 otherwise), whose scope the routes check. With
+// authenticate denies by default: every request but GET /healthz and the
+// webhooks (which check their trigger's auth) needs a valid bearer token
+// (401 otherwise), whose scope the routes check. With
 // no Authenticator (--no-auth) every request has scope admin.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -99,8 +102,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, auth.Admin)))
 			return
 		}
-		if r.URL.Path == "/healthz" {
-			next.ServeHTTP(w, r)
+		if r.URL.Path == "/healthz" || strings.HasPrefix(r.URL.Path, hookPrefix) {
+			next.ServeHTTP(w, r) // hooks check their trigger's own auth
 			return
 		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")

@@ -63,6 +63,10 @@ type Config struct {
 	// whose wake-up time has come (its own, and those the CLI or another
 	// server left); default 1 s.
 	WakePoll time.Duration
+	// MaxRunning bounds the executions in progress; a request that would
+	// start one more waits a second for a slot, then is answered 503
+	// busy. Default DefaultMaxRunning.
+	MaxRunning int
 	// Clock is the schedules' clock; default the wall clock.
 	Clock clock.Clock
 	// Metrics are served at /metrics; default NewMetrics().
@@ -82,6 +86,8 @@ type Server struct {
 	routes  []Route
 	hub     hub
 	keys    keyLocks
+	hooks   atomic.Pointer[hookCache]
+	slots   slots
 	sched   *schedule.Scheduler
 	tracer  trace.Tracer
 	// loops are the background loops Serve starts (takeover, schedules,
@@ -126,6 +132,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.WakePoll <= 0 {
 		cfg.WakePoll = time.Second
 	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = DefaultMaxRunning
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = NewMetrics()
 	}
@@ -133,7 +142,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Tracer = noop.NewTracerProvider()
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
-		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server")}
+		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
+		slots: make(slots, cfg.MaxRunning)}
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
@@ -252,7 +262,11 @@ func (s *Server) enter() bool {
 // run is recorded (or the execution failed before that). The execution
 // outlives the request: it ends with its run, or on Shutdown.
 func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*store.Run, error) {
+	if err := s.slots.acquire(ctx); err != nil {
+		return nil, err
+	}
 	if !s.enter() {
+		s.slots.release()
 		return nil, errShuttingDown
 	}
 	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
@@ -263,6 +277,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		defer s.runs.Done()
+		defer s.slots.release()
 		res, err := do(bg, o)
 		tel.end(res)
 		if err != nil {
@@ -299,7 +314,8 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 // wake resumes, every Config.WakePoll until ctx ends, the waiting runs
 // whose wake-up time has come: a timer of theirs is due, or a signal was
 // recorded for them (runner.Due). A run another process resumed first is
-// left to it.
+// left to it; when every execution slot is taken (Config.MaxRunning) the
+// due runs wait for a later poll.
 func (s *Server) wake(ctx context.Context) {
 	t := time.NewTicker(s.cfg.WakePoll)
 	defer t.Stop()
@@ -317,6 +333,7 @@ func (s *Server) wake(ctx context.Context) {
 			s.log.Warn("looking for waiting runs to wake", "err", err)
 		}
 		now := time.Now()
+	runs:
 		for _, run := range due {
 			id := run.ID
 			if f, ok := failed[id]; ok && now.Before(f.at) {
@@ -330,6 +347,13 @@ func (s *Server) wake(ctx context.Context) {
 				delete(failed, id)
 			case errors.Is(err, errShuttingDown):
 				return
+			case errors.Is(err, errBusy):
+				// Every execution slot is taken (--max-runs): the due runs
+				// stay due and are woken at a later poll.
+				if ctx.Err() == nil {
+					s.log.Warn("waking waiting runs: the server is busy; they wait for the next poll", "due", len(due))
+				}
+				break runs
 			default:
 				pause := min(max(2*failed[id].pause, time.Minute), time.Hour)
 				failed[id] = retry{at: now.Add(pause), pause: pause}

@@ -64,7 +64,7 @@ func TestMetricsAndTraces(t *testing.T) {
 func attr(s tracetest.SpanStub, key string) string {
 	for _, kv := range s.Attributes {
 		if kv.Key == attribute.Key(key) {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

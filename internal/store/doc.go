@@ -21,6 +21,9 @@
 //     others come back as float64, so outputs round-trip the way the engine
 //     produces them (an exit code stays an int).
 //   - Times are kept to the microsecond and come back in UTC.
-//   - Large step outputs are not the store's business: the caller writes them
-//     to a file, sets [Step.OutputRef] and leaves [Step.Output] nil.
+//   - Big values are not the store's business: the caller keeps them in blob
+//     files (package blob), and a map holds a *blob.Blob in their place,
+//     stored as its reference object and decoded back into a *blob.Blob.
+//     Steps recorded before blobs existed may have their whole output in a
+//     file instead: [Step.OutputRef] names it and [Step.Output] is nil.
 package store

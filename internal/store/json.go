@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -162,6 +163,11 @@ func normalize(v any) any {
 		if b, ok := x[BytesKey].(string); ok && len(x) == 1 {
 			if raw, err := base64.StdEncoding.DecodeString(b); err == nil {
 				return string(raw)
+			}
+		}
+		if _, ok := x[blob.Key]; ok && len(x) == 1 {
+			if b, ok := blob.FromRef(normalizeMap(x)); ok {
+				return b // a big value, kept in a file of the run folder
 			}
 		}
 		return normalizeMap(x)

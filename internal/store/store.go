@@ -135,8 +135,9 @@ type Step struct {
 	Status string
 	Params map[string]any
 	Output map[string]any
-	// OutputRef is the path of a file holding the output when it is too
-	// large to keep in the database; Output is then nil.
+	// OutputRef is the path of a file holding the whole output, as
+	// versions before blobs kept a large one; Output is then nil. New steps
+	// keep their big values in blobs instead (see the package doc).
 	OutputRef string
 	Error     *node.Error
 	// ConfigHash is the hash of the node's definition and resolved inputs,
@@ -224,6 +225,20 @@ type Token struct {
 	// Hash is the SHA-256 of the whole token.
 	Hash      []byte
 	CreatedAt time.Time
+}
+
+// ChatTurn is one message of a chat conversation and the run that
+// answered it (its reply is an output of that run).
+type ChatTurn struct {
+	Workflow     string
+	Conversation string
+	// Turn numbers a conversation's messages from 1; AddChatTurn sets it.
+	Turn      int
+	RunID     string
+	Message   string
+	CreatedAt time.Time
+	// Run is the run that answered, read with the turn by ChatTurns.
+	Run *Run
 }
 
 // Schedule is the state of one schedule trigger of a workflow (DESIGN §5):
@@ -344,6 +359,14 @@ type Store interface {
 	CreateToken(ctx context.Context, t *Token) error
 	// Token returns the API token id, or ErrNotFound.
 	Token(ctx context.Context, id string) (*Token, error)
+
+	// AddChatTurn stores the next message of a conversation, numbered
+	// after the ones already there, and writes its Turn and CreatedAt
+	// back. Its run must exist; the turn is deleted with the run.
+	AddChatTurn(ctx context.Context, t *ChatTurn) error
+	// ChatTurns returns the last limit messages of a conversation (all of
+	// them when limit is 0), oldest first, each with its Run.
+	ChatTurns(ctx context.Context, workflow, conversation string, limit int) ([]*ChatTurn, error)
 
 	// SetSchedule stores a schedule that is new or whose Spec changed, as
 	// given, and otherwise keeps the stored one (its fire times go on). It

@@ -181,6 +181,16 @@ var transports = struct {
 	m map[string]*nethttp.Transport
 }{m: map[string]*nethttp.Transport{}}
 
+// Client returns an HTTP client whose connections follow the policy (on
+// the transport the http kind shares for it) and that does not follow
+// redirects: for the host's own requests, such as a run's delivery.
+func (p Policy) Client() *nethttp.Client {
+	return &nethttp.Client{
+		Transport:     transportFor(p),
+		CheckRedirect: func(*nethttp.Request, []*nethttp.Request) error { return nethttp.ErrUseLastResponse },
+	}
+}
+
 // transportFor returns the shared transport of a policy.
 func transportFor(p Policy) *nethttp.Transport {
 	k := p.key()

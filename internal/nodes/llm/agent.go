@@ -243,17 +243,6 @@ func matchAny(patterns []string, name string) bool {
 	return false
 }
 
-func strs(v any) []string {
-	list, _ := v.([]any)
-	out := make([]string, 0, len(list))
-	for _, x := range list {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s

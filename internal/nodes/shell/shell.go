@@ -1,8 +1,10 @@
 package shell
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os/exec"
 	"strings"
@@ -69,8 +71,8 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 	if err != nil {
 		return nil, startError(cfg, err)
 	}
-	stdout := &capture{limit: cfg.maxOutput}
-	stderr := &capture{limit: cfg.maxOutput, keepEnd: true}
+	stdout := &capture{limit: cfg.maxOutput, blobs: call.Blobs}
+	stderr := &capture{limit: cfg.maxOutput, keepEnd: true, blobs: call.Blobs}
 	cmd := &exec.Cmd{
 		Path: path, Args: cfg.argv, Env: cfg.env, Dir: cfg.cwd,
 		Stdout: stdout, Stderr: stderr,
@@ -87,9 +89,10 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 		call.ProcessStarted(pgid)
 	}
 	interrupted, waitErr := s.wait(ctx, cmd)
-
-	outText, outDropped := stdout.kept()
-	errText, errDropped := stderr.kept()
+	code := exitCode(cmd.ProcessState)
+	var exitErr *exec.ExitError
+	waitFailed := waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay)
+	outDropped, errDropped := stdout.droppedBytes(), stderr.droppedBytes()
 	for _, st := range []struct {
 		name    string
 		dropped int
@@ -98,28 +101,40 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 			call.Emit("output_truncated", map[string]any{"stream": st.name, "limit": cfg.maxOutput, "dropped_bytes": st.dropped})
 		}
 	}
+	if interrupted || waitFailed || (code != 0 && !cfg.allowFailure) {
+		// The output is not kept: drop what went to blobs.
+		stdout.abort()
+		stderr.abort()
+	}
 	if interrupted {
 		return nil, stopped(ctx, cfg, stderr.tail())
 	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+	if waitFailed {
 		return nil, node.Failf(node.CategoryExecution, "wait", "waiting for %s: %v", cfg.label, waitErr)
 	}
-	code := exitCode(cmd.ProcessState)
 	if code != 0 && !cfg.allowFailure {
 		e := node.Failf(node.CategoryExecution, "exit_code", "%s exited with status %d", cfg.label, code)
 		e.Details = map[string]any{"exit_code": code, "stderr": stderr.tail()}
 		return nil, e
 	}
 
+	outText, err := stdout.kept()
+	if err != nil {
+		stderr.abort()
+		return nil, node.Failf(node.CategoryInternal, "output", "keeping the output of %s: %v", cfg.label, err)
+	}
+	errText, err := stderr.kept()
+	if err != nil {
+		return nil, node.Failf(node.CategoryInternal, "output", "keeping the output of %s: %v", cfg.label, err)
+	}
 	out := map[string]any{
-		"stdout":    string(outText),
-		"stderr":    string(errText),
+		"stdout":    outText,
+		"stderr":    errText,
 		"exit_code": code,
 		"truncated": map[string]any{"stdout": outDropped > 0, "stderr": errDropped > 0},
 	}
 	if outDropped == 0 { // a cut JSON text is not JSON
-		if v, ok := node.ParseJSON(outText); ok {
+		if v, ok := parseJSON(outText); ok {
 			// json follows the extraction rule: an object's keys; a list's
 			// items, found, count and first element's fields; a scalar's
 			// value. Directives (_route, …) move to the top of the result,
@@ -205,4 +220,20 @@ func orDefault(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// parseJSON parses a command's stdout, in memory or in a blob.
+func parseJSON(text any) (any, bool) {
+	switch t := text.(type) {
+	case string:
+		return node.ParseJSON([]byte(t))
+	case interface{ Open() (io.ReadCloser, error) }:
+		f, err := t.Open()
+		if err != nil {
+			return nil, false
+		}
+		defer f.Close()
+		return node.ParseJSONReader(bufio.NewReaderSize(f, 64<<10))
+	}
+	return nil, false
 }

@@ -30,27 +30,18 @@ func init() {
 		Kind:        Webhook,
 		Category:    node.Trigger,
 		Role:        node.RoleTrigger,
-		Description: "Starts a run when an HTTP request arrives at /hooks/{workflow}/{path}.",
+		Description: "Starts a run when skein serve gets an HTTP request at /hooks/{workflow}/{path}. Its output is the request: body (parsed by its content type: JSON, form or text), headers (lower-case names, without the auth headers), query and method.",
 		Params: []node.Param{
 			{Name: "path", Type: node.String, NoTemplate: true, Description: "The last part of the hook URL; defaults to the node id."},
 			{Name: "method", Type: node.String, Default: "POST", Enum: []string{"GET", "POST", "PUT", "PATCH", "DELETE"}, NoTemplate: true, Description: "The HTTP method the hook accepts."},
-			{Name: "auth", Type: node.Map, Description: "How callers prove who they are: {type: bearer|hmac, secret: \"{{ secrets.X }}\", header: X-Signature}."},
+			{Name: "auth", Type: node.Map, Description: "How callers prove who they are: {type: hmac, secret: \"{{ secrets.X }}\"} (Standard Webhooks signatures; the secret is whsec_ and base64), {type: bearer, secret: …, header: X-Token} (a shared secret in Authorization: Bearer, or as the value of header), or {type: none}. Without auth every request is refused."},
+			{Name: "max_body", Type: node.String, Default: "1MiB", NoTemplate: true, Description: "The largest body accepted (a size such as 64KiB or 4MiB, at most 16MiB); a larger one is answered 413."},
+			{Name: "respond", Type: node.String, Default: RespondAccepted, Enum: []string{RespondAccepted, RespondOnFinish}, NoTemplate: true, Description: "accepted: answer 202 with the run id at once; on_finish: answer with the run's outputs when it ends (202 after respond_timeout)."},
+			{Name: "respond_timeout", Type: node.Duration, Default: "30s", Description: "How long respond: on_finish waits for the run to end, at most 5m."},
 		},
 		Outputs: []string{"body", "headers", "query", "method"},
 		Check: func(p map[string]any) []node.ParamError {
-			a, ok := p["auth"].(map[string]any)
-			if !ok {
-				return nil
-			}
-			var errs []node.ParamError
-			for k := range a {
-				if k != "type" && k != "secret" && k != "header" {
-					errs = append(errs, node.ParamError{Param: "auth", Message: "unknown key " + k + " in auth (keys: type, secret, header)"})
-				}
-			}
-			if t, _ := a["type"].(string); t != "bearer" && t != "hmac" && t != "none" {
-				errs = append(errs, node.ParamError{Param: "auth", Message: "auth.type must be bearer, hmac or none"})
-			}
+			_, errs := ParseWebhook("hook", p)
 			return errs
 		},
 	}, nil)
@@ -89,8 +80,8 @@ func init() {
 		Kind:        Chat,
 		Category:    node.Trigger,
 		Role:        node.RoleTrigger,
-		Description: "Starts a run with a chat message through the API; the run's outputs are the reply.",
-		Outputs:     []string{"message", "session"},
+		Description: "Starts a run with a chat message (POST /api/chat/{workflow} of skein serve); the run's output reply is the answer. Its output: message, session (the conversation id) and history (the conversation's earlier messages, oldest first: {role: user|assistant, content, execution_id}).",
+		Outputs:     []string{"message", "session", "history"},
 	}, nil)
 }
 

@@ -1,4 +1,4 @@
--- Skein schema, version 6: signals, and the wake-up times of waits.
+-- Skein schema, version 7: signals, and the wake-up times of waits.
 --
 -- A run whose every live branch waits (for a signal, or for a long timer)
 -- is left `waiting` with no owner: runs.wake_at is then its earliest

@@ -1,0 +1,326 @@
+package blob
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/skeinhq/skein/node"
+)
+
+// Sizes that decide what is kept in memory.
+const (
+	// InlineLimit is the size above which a value goes to a blob: a text
+	// of more bytes, or a list or object whose JSON would be longer.
+	InlineLimit = 64 << 10
+	// MinSize is the smallest value that goes to a blob once a run's
+	// Budget is spent; smaller ones are not worth a file.
+	MinSize = 1 << 10
+	// DefaultBudget is how many bytes of output values a run keeps in
+	// memory unless its workflow's limits say otherwise.
+	DefaultBudget = 256 << 20
+	// refSize is what a Blob counts for in memory.
+	refSize = 128
+)
+
+// Key is the one key of a blob's reference object in JSON.
+const Key = "$skein.blob"
+
+// Types of blob.
+const (
+	Text = "text" // the value is a string; the file holds its bytes
+	JSON = "json" // the value is a list or an object; the file holds its JSON
+)
+
+// Blob is a value kept in a file of a run folder. Its methods are safe for
+// concurrent use; a Blob never changes.
+type Blob struct {
+	sum  string // hex SHA-256 of the file
+	size int64
+	typ  string
+	path string
+}
+
+// Interface guard: expressions load a Blob when they read it.
+var _ interface{ Load() (any, error) } = (*Blob)(nil)
+
+// Digest is the hex SHA-256 of the blob's file.
+func (b *Blob) Digest() string { return b.sum }
+
+// Size is the length of the blob's file in bytes.
+func (b *Blob) Size() int64 { return b.size }
+
+// Type is Text or JSON.
+func (b *Blob) Type() string { return b.typ }
+
+// Path is the blob's file.
+func (b *Blob) Path() string { return b.path }
+
+// String describes the blob; it never reads it.
+func (b *Blob) String() string {
+	return fmt.Sprintf("<%s of %d bytes in %s>", b.typ, b.size, b.path)
+}
+
+// Open opens the blob's file.
+func (b *Blob) Open() (io.ReadCloser, error) {
+	f, err := os.Open(b.path)
+	if err != nil {
+		return nil, fmt.Errorf("reading a big value: %w", err)
+	}
+	return f, nil
+}
+
+// Load reads the value back: the string of a Text blob, the list or
+// object of a JSON blob (whole numbers as int, others as float64, as the
+// store decodes them).
+func (b *Blob) Load() (any, error) {
+	data, err := os.ReadFile(b.path)
+	if err != nil {
+		return nil, fmt.Errorf("reading a big value: %w", err)
+	}
+	if int64(len(data)) != b.size {
+		return nil, fmt.Errorf("reading a big value: %s has %d bytes, %d were written", b.path, len(data), b.size)
+	}
+	if b.typ == Text {
+		return string(data), nil
+	}
+	v, ok := node.ParseJSON(data)
+	if !ok {
+		return nil, fmt.Errorf("reading a big value: %s is not JSON", b.path)
+	}
+	return refs(v), nil
+}
+
+type refJSON struct {
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	Type   string `json:"type"`
+	Path   string `json:"path"`
+}
+
+// MarshalJSON encodes the blob as its reference object.
+func (b *Blob) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(map[string]refJSON{Key: {SHA256: b.sum, Size: b.size, Type: b.typ, Path: b.path}})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
+
+// FromRef returns the Blob a decoded reference object stands for; ok is
+// false when m is not one.
+func FromRef(m map[string]any) (*Blob, bool) {
+	if len(m) != 1 {
+		return nil, false
+	}
+	r, ok := m[Key].(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	sum, _ := r["sha256"].(string)
+	typ, _ := r["type"].(string)
+	path, _ := r["path"].(string)
+	size, okSize := intOf(r["size"])
+	if !validSum(sum) || !okSize || size < 0 || path == "" || (typ != Text && typ != JSON) {
+		return nil, false
+	}
+	return &Blob{sum: sum, size: size, typ: typ, path: path}, true
+}
+
+func validSum(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func intOf(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) <= 1<<53 {
+			return int64(x), true
+		}
+	case json.Number:
+		n, err := x.Int64()
+		return n, err == nil
+	}
+	return 0, false
+}
+
+// refs replaces the reference objects in a decoded value by Blobs, in
+// place.
+func refs(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if b, ok := FromRef(x); ok {
+			return b
+		}
+		for k, e := range x {
+			x[k] = refs(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = refs(e)
+		}
+	}
+	return v
+}
+
+// Resolve returns v with every Blob in it loaded. Maps and lists that hold
+// one are copied; v is never modified, and is returned as it is when it
+// holds none.
+func Resolve(v any) (any, error) {
+	out, _, err := resolve(v, 0)
+	return out, err
+}
+
+// maxDepth bounds the nesting Resolve and Spill follow.
+const maxDepth = 1000
+
+func resolve(v any, depth int) (any, bool, error) {
+	if depth > maxDepth {
+		return v, false, nil
+	}
+	switch x := v.(type) {
+	case *Blob:
+		l, err := x.Load()
+		if err != nil {
+			return nil, false, err
+		}
+		out, _, err := resolve(l, depth+1)
+		return out, true, err
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			r, changed, err := resolve(e, depth+1)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				if out == nil {
+					out = make(map[string]any, len(x))
+					for k2, e2 := range x {
+						out[k2] = e2
+					}
+				}
+				out[k] = r
+			}
+		}
+		if out == nil {
+			return x, false, nil
+		}
+		return out, true, nil
+	case []any:
+		var out []any
+		for i, e := range x {
+			r, changed, err := resolve(e, depth+1)
+			if err != nil {
+				return nil, false, err
+			}
+			if changed {
+				if out == nil {
+					out = append([]any(nil), x...)
+				}
+				out[i] = r
+			}
+		}
+		if out == nil {
+			return x, false, nil
+		}
+		return out, true, nil
+	}
+	return v, false, nil
+}
+
+// Preview returns v with each Blob in it replaced by a value to show: a
+// text by its first n bytes (with " … (N bytes)" after them when it is
+// longer), a list or object by itself when its JSON is n bytes or less.
+// Blobs that cannot be read, and longer lists and objects, stay
+// references. v is not modified.
+func Preview(v any, n int) any {
+	out, _, _ := preview(v, n, 0)
+	return out
+}
+
+func preview(v any, n, depth int) (any, bool, error) {
+	if depth > maxDepth {
+		return v, false, nil
+	}
+	switch x := v.(type) {
+	case *Blob:
+		if x.typ == JSON {
+			if x.size > int64(n) {
+				return v, false, nil
+			}
+			l, err := x.Load()
+			if err != nil {
+				return v, false, nil
+			}
+			return l, true, nil
+		}
+		f, err := x.Open()
+		if err != nil {
+			return v, false, nil
+		}
+		defer f.Close()
+		head := make([]byte, min(int64(n), x.size))
+		if _, err := io.ReadFull(f, head); err != nil {
+			return v, false, nil
+		}
+		if x.size <= int64(n) {
+			return string(head), true, nil
+		}
+		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+			if utf8.RuneStart(head[i]) {
+				if !utf8.FullRune(head[i:]) {
+					head = head[:i]
+				}
+				break
+			}
+		}
+		return fmt.Sprintf("%s … (%d bytes)", head, x.size), true, nil
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			r, changed, _ := preview(e, n, depth+1)
+			if changed {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = r
+			}
+		}
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
+	case []any:
+		var out []any
+		for i, e := range x {
+			r, changed, _ := preview(e, n, depth+1)
+			if changed {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = r
+			}
+		}
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
+	}
+	return v, false, nil
+}

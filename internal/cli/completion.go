@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
+
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+// Shell completion comes from cobra (`skein completion bash|zsh|fish|
+// powershell`); these functions add what cobra cannot know: run ids,
+// workflow files and the values of flags.
+
+// completionRuns is how many of the newest runs are offered for a run id.
+const completionRuns = 500
+
+// completeRunID completes a command's RUN_ID argument with the ids of the
+// runs in its --dir folder, newest first, each described by its workflow,
+// status and start.
+func (e *env) completeRunID(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return e.runIDs(cmd, toComplete)
+}
+
+// completeRunIDFlag completes a flag whose value is a run id.
+func (e *env) completeRunIDFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return e.runIDs(cmd, toComplete)
+}
+
+func (e *env) runIDs(cmd *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if e.applyDefaults(cmd) != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	f := cmd.Flags().Lookup("dir")
+	if f == nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	r, err := runner.OpenExisting(runner.Config{Dir: f.Value.String(), LookupEnv: e.getenv})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer r.Close()
+	runs, err := r.List(cmd.Context(), runner.ListRequest{Limit: completionRuns})
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveError
+	}
+	var out []cobra.Completion
+	for _, run := range runs {
+		if strings.HasPrefix(run.ID, prefix) {
+			out = append(out, cobra.CompletionWithDesc(run.ID, fmt.Sprintf("%s %s %s", run.Workflow, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04"))))
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveKeepOrder
+}
+
+// workflowFiles completes workflow file arguments.
+func workflowFiles(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return []cobra.Completion{"yaml", "yml", "json"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// setCompletions adds cobra's completion command, and the completions of
+// every command under root.
+func (e *env) setCompletions(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			// An unknown shell is a usage error, as an unknown
+			// subcommand is everywhere else.
+			c.Args, c.RunE = cobra.ArbitraryArgs, groupCmd
+		}
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if strings.Contains(c.Use, "RUN_ID") {
+			c.ValidArgsFunction = e.completeRunID
+		}
+		if strings.Contains(c.Use, "FILE") {
+			c.ValidArgsFunction = workflowFiles
+		}
+		if c.Flags().Lookup("parent") != nil {
+			_ = c.RegisterFlagCompletionFunc("parent", e.completeRunIDFlag)
+		}
+		if c.Flags().Lookup("scope") != nil {
+			_ = c.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"read", "run", "admin"}, cobra.ShellCompDirectiveNoFileComp))
+		}
+		if c.Flags().Lookup("status") != nil {
+			_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))
+		}
+		for _, name := range []string{"dir"} {
+			if c.Flags().Lookup(name) != nil {
+				_ = c.MarkFlagDirname(name)
+			}
+		}
+		if c.PersistentFlags().Lookup("dir") != nil {
+			_ = c.MarkPersistentFlagDirname("dir")
+		}
+		for _, name := range []string{"input-file"} {
+			if c.Flags().Lookup(name) != nil {
+				_ = c.MarkFlagFilename(name, "json")
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}
+
+// manCmd is `skein man DIR`: it writes a man page per command, generated
+// from the commands' definitions, into DIR. Hidden: it is for packagers
+// (make man).
+func manCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:    "man DIR",
+		Short:  "Write a man page per command into DIR",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := os.MkdirAll(args[0], 0o755); err != nil {
+				return exit(ExitFailed, err)
+			}
+			root := cmd.Root()
+			root.DisableAutoGenTag = true
+			// Help texts are plain text; man pages are made from
+			// Markdown, which would drop <name> as an HTML tag.
+			escapeMarkdown(root)
+			header := &doc.GenManHeader{Title: "SKEIN", Section: "1", Source: versionLine(), Manual: "Skein Manual"}
+			if err := doc.GenManTree(root, header, args[0]); err != nil {
+				return exit(ExitFailed, fmt.Errorf("writing man pages: %w", err))
+			}
+			fmt.Fprintf(e.stdout, "man pages written to %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+// escapeMarkdown escapes the <name>s of the help texts and flag usages of
+// root and the commands under it, once each.
+func escapeMarkdown(root *cobra.Command) {
+	tag := regexp.MustCompile(`<([A-Za-z])`)
+	esc := func(s string) string { return tag.ReplaceAllString(s, `\<$1`) }
+	seen := map[*pflag.Flag]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.Long = esc(c.Long)
+		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if !seen[f] {
+					seen[f] = true
+					f.Usage = esc(f.Usage)
+				}
+			})
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}

@@ -1,0 +1,91 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCompletionScripts: skein completion prints a script for each shell.
+func TestCompletionScripts(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		t.Run(shell, func(t *testing.T) {
+			r := skein(t, "completion", shell)
+			require.Equal(t, 0, r.code, r.stderr)
+			require.Contains(t, r.stdout, "__skein", "a %s script that calls skein back", shell)
+		})
+	}
+	r := skein(t, "completion", "tcsh")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `unknown command "tcsh" for "skein completion"`)
+}
+
+// TestDynamicCompletion: what the shell offers after a command: run ids of
+// the --dir folder with their workflow and status, workflow files, flag
+// values.
+func TestDynamicCompletion(t *testing.T) {
+	t.Parallel()
+	sk := filepath.Join(t.TempDir(), ".skein")
+	r := skein(t, "run", "--dir", sk, "-o", "json", "testdata/fail.yaml")
+	require.Equal(t, 1, r.code, r.stderr)
+	id := decode(t, r).ID
+
+	// complete returns the candidates and the directive cobra prints
+	// last (":4" no file completion, ":8" files with these extensions…).
+	complete := func(args ...string) ([]string, string) {
+		t.Helper()
+		r := skein(t, append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		return lines[:len(lines)-1], lines[len(lines)-1]
+	}
+
+	for _, cmd := range [][]string{{"runs", "show"}, {"runs", "events"}, {"runs", "verdict"}, {"check"}, {"resume"}, {"rerun"}, {"cancel"}} {
+		got, directive := complete(append(cmd, "--dir", sk, id[:3])...)
+		require.Len(t, got, 1, "%v", cmd)
+		require.True(t, strings.HasPrefix(got[0], id+"\tfail failed "), "%v: %q", cmd, got[0])
+		require.Equal(t, ":36", directive, "no files, in the order given (%v)", cmd)
+	}
+	got, _ := complete("runs", "show", "--dir", sk, "zz")
+	require.Empty(t, got, "no run begins with zz")
+	got, _ = complete("runs", "list", "--dir", sk, "--parent", "")
+	require.Len(t, got, 1)
+	got, _ = complete("runs", "show", "--dir", filepath.Join(t.TempDir(), "none"), "")
+	require.Empty(t, got, "a folder without runs offers none")
+
+	got, directive := complete("run", "")
+	require.Equal(t, []string{"yaml", "yml", "json"}, got)
+	require.Equal(t, ":8", directive, "workflow files by extension")
+	got, _ = complete("runs", "list", "--status", "")
+	require.Contains(t, got, "interrupted")
+	got, _ = complete("token", "create", "--scope", "")
+	require.Equal(t, []string{"read", "run", "admin"}, got)
+	got, _ = complete("validate", "-o", "")
+	require.Equal(t, []string{"text", "json"}, got)
+}
+
+// TestManPages: skein man DIR writes a page per command from the same
+// definitions as --help; the command is hidden.
+func TestManPages(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "man")
+	r := skein(t, "man", dir)
+	require.Equal(t, 0, r.code, r.stderr)
+	for _, page := range []string{"skein.1", "skein-run.1", "skein-runs-list.1", "skein-resume.1", "skein-completion-bash.1"} {
+		require.FileExists(t, filepath.Join(dir, page))
+	}
+	require.NoFileExists(t, filepath.Join(dir, "skein-man.1"), "the man command is hidden")
+	run, err := os.ReadFile(filepath.Join(dir, "skein-run.1"))
+	require.NoError(t, err)
+	require.Contains(t, string(run), `.TH "SKEIN" "1"`)
+	require.Contains(t, string(run), "skein-run - Run a workflow and show its progress")
+	require.Contains(t, string(run), `\fB--concurrency\fP`)
+	require.Contains(t, string(run), ".skein/runs/<workflow>/<time>_<id>/", "a <name> in help text survives")
+
+	h := skein(t, "--help")
+	require.NotContains(t, h.stdout, "man ")
+}

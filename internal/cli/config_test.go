@@ -1,0 +1,214 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/llm/llmtest"
+)
+
+// skeinIn runs skein as if started in wd with environ as its environment.
+func skeinIn(t *testing.T, wd string, environ map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cli.MainIn(context.Background(), wd, environ, args, &out, &errb)
+	return result{code, out.String(), errb.String()}
+}
+
+// project makes a project folder with a .skein.yaml holding cfg and a
+// folder two levels below it, which it returns with the project's path.
+func project(t *testing.T, cfg string) (root, sub string) {
+	t.Helper()
+	root = t.TempDir()
+	sub = filepath.Join(root, "a", "b")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	if cfg != "" {
+		require.NoError(t, os.WriteFile(filepath.Join(root, cli.ConfigFile), []byte(cfg), 0o644))
+	}
+	return root, sub
+}
+
+// TestDirDefaults: runs go to --dir, else $SKEIN_DIR, else the dir: of the
+// nearest .skein.yaml above the current folder (relative to that file),
+// else .skein; the commands that read runs find them the same way.
+func TestDirDefaults(t *testing.T) {
+	t.Parallel()
+	ok, err := filepath.Abs("testdata/ok.yaml")
+	require.NoError(t, err)
+	root, sub := project(t, "# defaults for this project\ndir: store\n")
+	envDir := filepath.Join(t.TempDir(), "from-env")
+	flagDir := filepath.Join(t.TempDir(), "from-flag")
+
+	for _, tc := range []struct {
+		name    string
+		environ map[string]string
+		flags   []string
+		want    string
+	}{
+		{"config file", nil, nil, filepath.Join(root, "store")},
+		{"environment over config", map[string]string{"SKEIN_DIR": envDir}, nil, envDir},
+		{"flag over environment", map[string]string{"SKEIN_DIR": envDir}, []string{"--dir", flagDir}, flagDir},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := skeinIn(t, sub, tc.environ, append([]string{"run", "-o", "json", ok, "-i", "city=Oslo"}, tc.flags...)...)
+			require.Equal(t, 0, r.code, r.stderr)
+			id := decode(t, r).ID
+			require.FileExists(t, filepath.Join(tc.want, "skein.db"))
+
+			l := skeinIn(t, sub, tc.environ, append([]string{"runs", "list"}, tc.flags...)...)
+			require.Equal(t, 0, l.code, l.stderr)
+			require.Contains(t, l.stdout, id)
+		})
+	}
+}
+
+// TestConcurrencyDefault: concurrency: in .skein.yaml bounds the nodes
+// running at once unless --concurrency says otherwise.
+func TestConcurrencyDefault(t *testing.T) {
+	t.Parallel()
+	_, sub := project(t, "concurrency: 1\n")
+	file := filepath.Join(sub, "pair.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: pair
+nodes:
+  - {id: a, type: shell, command: [sleep, "0.3"]}
+  - {id: b, type: shell, command: [sleep, "0.3"]}
+`), 0o644))
+	// With one node at a time the second sleep ends a whole sleep after
+	// the first; run together they end at about the same time. (Start
+	// times do not tell: a step waiting for a slot may be recorded as
+	// started.)
+	gap := func(args ...string) time.Duration {
+		r := skeinIn(t, sub, nil, append([]string{"run", "-o", "json", "--dir", t.TempDir(), file}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var doc struct {
+			Steps []struct {
+				FinishedAt time.Time `json:"finished_at"`
+			}
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		require.Len(t, doc.Steps, 2)
+		d := doc.Steps[1].FinishedAt.Sub(doc.Steps[0].FinishedAt)
+		return max(d, -d)
+	}
+	require.GreaterOrEqual(t, gap(), 300*time.Millisecond, "concurrency: 1 runs one node at a time")
+	require.Less(t, gap("--concurrency", "2"), 300*time.Millisecond, "--concurrency 2 wins over the file")
+}
+
+// TestModelDefault: an LLM entry without a model uses --model, else
+// $SKEIN_LLM_MODEL, else model: in .skein.yaml.
+func TestModelDefault(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		environ map[string]string
+		flags   []string
+		want    string
+	}{
+		{"config file", nil, nil, "model-from-file"},
+		{"environment over config", map[string]string{"SKEIN_LLM_MODEL": "model-from-env"}, nil, "model-from-env"},
+		{"flag over environment", map[string]string{"SKEIN_LLM_MODEL": "model-from-env"}, []string{"--model", "model-from-flag"}, "model-from-flag"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("hi")})
+			_, sub := project(t, "model: model-from-file\n")
+			file := filepath.Join(sub, "ask.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: ask
+llm:
+  default: {provider: openai, base_url: "`+srv.BaseURL()+`", api_key: fake-key}
+nodes:
+  - {id: ask, type: llm, prompt: "Say hi."}
+`), 0o644))
+			r := skeinIn(t, sub, tc.environ, append([]string{"run", "--dir", t.TempDir(), file}, tc.flags...)...)
+			require.Equal(t, 0, r.code, r.stdout+r.stderr)
+			require.Equal(t, 1, srv.Calls())
+			require.Equal(t, tc.want, srv.Last().Body["model"])
+		})
+	}
+}
+
+// TestConfigErrors: a configuration file or variable skein cannot use is a
+// usage error naming the file and line, before anything runs.
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, cfg string
+		environ   map[string]string
+		args      []string
+		want      string
+	}{
+		{"unknown key", "dir: x\nconcurency: 2\n", nil, []string{"runs", "list"}, `.skein.yaml:2: unknown key "concurency" (the keys are dir, model, concurrency)`},
+		{"bad concurrency", "concurrency: many\n", nil, []string{"run", "flow.yaml"}, `.skein.yaml:1: concurrency must be a whole number of at least 1, not "many"`},
+		{"not a map", "- dir\n", nil, []string{"cancel", "abc"}, ".skein.yaml:1: expected a map of dir, model, concurrency"},
+		{"not YAML", "dir: [x\n", nil, []string{"mcp"}, ".skein.yaml: yaml: line 1"},
+		{"bad variable", "", map[string]string{"SKEIN_CONCURRENCY": "0"}, []string{"run", "flow.yaml"}, "SKEIN_CONCURRENCY=0: must be a whole number of at least 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, sub := project(t, tc.cfg)
+			r := skeinIn(t, sub, tc.environ, tc.args...)
+			require.Equal(t, 2, r.code, r.stdout+r.stderr)
+			require.Contains(t, r.stderr, tc.want)
+		})
+	}
+
+	// A command that takes none of the defaults does not read the file.
+	_, sub := project(t, "nonsense: 1\n")
+	r := skeinIn(t, sub, nil, "validate", "testdata/ok.yaml")
+	require.Equal(t, 0, r.code, r.stderr)
+	// An empty file is no error.
+	_, sub = project(t, "# nothing yet\n")
+	r = skeinIn(t, sub, nil, "runs", "list", "--dir", t.TempDir())
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "no runs here")
+}
+
+// TestFlagNames: the flags commands share have one name and one meaning;
+// --workflow of resume and rerun (a file, unlike runs list's name) still
+// works, with a note to use --file.
+func TestFlagNames(t *testing.T) {
+	t.Parallel()
+	sk := filepath.Join(t.TempDir(), ".skein")
+	r := skein(t, "run", "--dir", sk, "-o", "json", "testdata/fail.yaml")
+	require.Equal(t, 1, r.code, r.stderr)
+	id := decode(t, r).ID
+
+	p := skein(t, "resume", "--plan", "--dir", sk, "--file", "testdata/fail.yaml", id)
+	require.Equal(t, 0, p.code, p.stderr)
+	require.Contains(t, p.stdout, "testdata/fail.yaml")
+	old := skein(t, "resume", "--plan", "--dir", sk, "--workflow", "testdata/fail.yaml", id)
+	require.Equal(t, 0, old.code, old.stderr)
+	require.Equal(t, p.stdout, old.stdout)
+	require.Contains(t, old.stderr, "skein: --workflow is now --file")
+
+	for _, args := range [][]string{
+		{"run", "testdata/ok.yaml"}, {"validate", "testdata/ok.yaml"}, {"runs", "list"}, {"runs", "show", id},
+		{"runs", "verdict", id}, {"check", id}, {"cancel", id}, {"resume", id}, {"rerun", id},
+	} {
+		r := skein(t, append(args, "--dir", sk, "-o", "yaml")...)
+		if args[0] == "validate" {
+			r = skein(t, append(args, "-o", "yaml")...)
+		}
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		require.Contains(t, r.stderr, `invalid argument "yaml" for "-o, --output" flag: must be text or json`, args)
+	}
+
+	for _, cmd := range []string{"run", "resume", "rerun", "mcp", "serve"} {
+		h := skein(t, cmd, "--help")
+		require.Equal(t, 0, h.code)
+		for _, flag := range []string{"--dir string", "--concurrency int", "--model string", "--secrets-file string", "--deny-private-networks"} {
+			require.Contains(t, h.stdout, flag, "skein %s --help", cmd)
+		}
+		require.Contains(t, h.stdout, "(default $SKEIN_DIR, else dir: in .skein.yaml, else .skein)")
+	}
+}

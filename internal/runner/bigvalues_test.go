@@ -1,0 +1,338 @@
+package runner_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+// bigFlow writes 3 MB of random bytes (not UTF-8) to a file and to
+// stdout, counting its runs; downstream nodes read it as a template would.
+// gate fails until its file exists.
+func bigFlow(b *bundle) string {
+	return `version: 1
+name: big
+nodes:
+  - id: big
+    type: shell
+    command: [sh, -c, 'echo run >> "$1.count"; head -c 3000000 /dev/urandom > "$1"; cat "$1"', x, "` + filepath.Join(b.dir, "big.bin") + `"]
+  - {id: gate, type: shell, command: [test, -f, "` + filepath.Join(b.dir, "gate") + `"]}
+  - {id: sum, type: shell, command: [sha256sum], stdin: "{{ big.stdout }}"}
+  - id: measure
+    type: set
+    values: {n: "{{ len(big.stdout) }}", again: "{{ big.stdout }}"}
+edges:
+  - {from: big, to: gate}
+  - {from: gate, to: sum}
+  - {from: gate, to: measure}
+`
+}
+
+// runes is what len() gives for the text of a file: its characters.
+func runes(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return utf8.RuneCount(data)
+}
+
+func fileSum(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+func stepOutput(t *testing.T, doc *runner.RunDoc, node string) map[string]any {
+	t.Helper()
+	for _, s := range doc.Steps {
+		if s.Node == node {
+			out, _ := s.Output.(map[string]any)
+			return out
+		}
+	}
+	t.Fatalf("no step of %s", node)
+	return nil
+}
+
+// TestABigOutputReachesDownstreamWhole: a 3 MB output is one file of the
+// run folder, referenced from the step and the database; the nodes that
+// read it get its exact bytes, and -o json shows a reference object.
+func TestABigOutputReachesDownstreamWhole(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
+	w, err := b.r.Load(b.write(t, "big.yaml", bigFlow(b)))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", res.Run.Status)
+
+	want := fileSum(t, filepath.Join(b.dir, "big.bin"))
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, want+"  -\n", stepOutput(t, doc, "sum")["stdout"], "the command read the exact bytes")
+	require.Equal(t, runes(t, filepath.Join(b.dir, "big.bin")), stepOutput(t, doc, "measure")["n"])
+
+	ref, ok := stepOutput(t, doc, "big")["stdout"].(*blob.Blob)
+	require.True(t, ok, "the stored output refers to a blob")
+	require.Equal(t, want, ref.Digest())
+	require.Equal(t, want, fileSum(t, ref.Path()))
+	require.Equal(t, filepath.Join(res.Run.Dir, "blobs", want), ref.Path())
+	again, ok := stepOutput(t, doc, "measure")["again"].(*blob.Blob)
+	require.True(t, ok)
+	require.Equal(t, ref.Path(), again.Path(), "a value passed on is the same file")
+	entries, err := os.ReadDir(filepath.Join(res.Run.Dir, "blobs"))
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "one file for the one value, read by three nodes")
+
+	data, err := json.Marshal(doc)
+	require.NoError(t, err)
+	require.Less(t, len(data), 64<<10, "the run document holds references")
+	var plain struct {
+		Steps []struct {
+			Node   string         `json:"node"`
+			Output map[string]any `json:"output"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(data, &plain))
+	require.Equal(t, map[string]any{blob.Key: map[string]any{
+		"sha256": want, "size": float64(3_000_000), "type": "text", "path": ref.Path(),
+	}}, plain.Steps[0].Output["stdout"])
+
+	db, err := os.Stat(filepath.Join(b.dir, ".skein", "skein.db"))
+	require.NoError(t, err)
+	require.Less(t, db.Size(), int64(1<<20), "the database holds no copy")
+}
+
+// TestResumeReusesABigStep: after a later node fails, a resume reuses the
+// big step (it does not run again) and the nodes after it read its bytes
+// from the blob.
+func TestResumeReusesABigStep(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "big.yaml", bigFlow(b)))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status, "gate is closed")
+
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, again.Err)
+	require.Equal(t, "completed", again.Run.Status)
+
+	count, err := os.ReadFile(filepath.Join(b.dir, "big.bin.count"))
+	require.NoError(t, err)
+	require.Equal(t, "run\n", string(count), "big ran once")
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.True(t, doc.Steps[0].Cached)
+	want := fileSum(t, filepath.Join(b.dir, "big.bin"))
+	require.Equal(t, want+"  -\n", stepOutput(t, doc, "sum")["stdout"])
+	require.Equal(t, runes(t, filepath.Join(b.dir, "big.bin")), stepOutput(t, doc, "measure")["n"])
+}
+
+// TestPinnedBigOutputOutlivesItsRun: rerun --pin of a big step links its
+// blob into the new run's folder, so pruning the old run loses nothing;
+// pruning the new one removes its blobs with it.
+func TestPinnedBigOutputOutlivesItsRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
+	w, err := b.r.Load(b.write(t, "big.yaml", bigFlow(b)))
+	require.NoError(t, err)
+	first, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "completed", first.Run.Status)
+
+	second, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: first.Run.ID, Pins: []string{"big"}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", second.Run.Status)
+	require.NoError(t, os.RemoveAll(first.Run.Dir))
+
+	doc, err := b.r.Get(b.ctx, second.Run.ID)
+	require.NoError(t, err)
+	want := fileSum(t, filepath.Join(b.dir, "big.bin"))
+	require.Equal(t, want+"  -\n", stepOutput(t, doc, "sum")["stdout"])
+	ref := stepOutput(t, doc, "big")["stdout"].(*blob.Blob)
+	require.True(t, strings.HasPrefix(ref.Path(), second.Run.Dir), "the pinned value is the new run's")
+	require.Equal(t, want, fileSum(t, ref.Path()))
+
+	pruned, err := b.r.Prune(b.ctx, runner.PruneRequest{OlderThan: time.Nanosecond})
+	require.NoError(t, err)
+	require.Len(t, pruned.Runs, 2)
+	_, err = os.Stat(ref.Path())
+	require.ErrorIs(t, err, os.ErrNotExist, "the blob went with its run")
+	_, err = os.Stat(filepath.Join(b.dir, ".skein", "runs", "big"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestAForeachOverBigOutputs: the list of a foreach's results holds
+// references; a node after it reads what it needs of them, and the run's
+// folder holds each output once.
+func TestAForeachOverBigOutputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "each.yaml", `version: 1
+name: each
+nodes:
+  - {id: each, type: foreach, items: "{{ 1..4 }}", concurrency: 2}
+  - {id: item, type: shell, command: [sh, -c, 'head -c 200000 /dev/zero | tr "\\0" "$1"', x, "{{ loop.item }}"]}
+  - {id: next, type: endloop, loop: each}
+  - id: done
+    type: set
+    values: {n: "{{ len(each.items) }}", third: "{{ each.items[2].stdout[0:3] }}", total: "{{ sum(map(each.items, len(.stdout))) }}"}
+edges:
+  - {from: each, to: item, on: body}
+  - {from: item, to: next}
+  - {from: each, to: done, on: done}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", res.Run.Status)
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	done := stepOutput(t, doc, "done")
+	require.Equal(t, 4, done["n"])
+	require.Equal(t, "333", done["third"])
+	require.Equal(t, 800_000, done["total"])
+	entries, err := os.ReadDir(filepath.Join(res.Run.Dir, "blobs"))
+	require.NoError(t, err)
+	require.Len(t, entries, 4, "one file per output")
+}
+
+// TestABigValueWithASecretStaysOutOfFiles: a big output that holds a
+// secret is not written to a blob; the nodes after it read it unmasked,
+// and no file of the run holds the secret.
+func TestABigValueWithASecretStaysOutOfFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const secret = "s3cr3t-value-42"
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return secret, true
+		}
+		return "", false
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	b := &bundle{ctx: t.Context(), r: r, dir: dir}
+	w, err := r.Load(b.write(t, "secret.yaml", `version: 1
+name: secret
+secrets: [TOKEN]
+nodes:
+  - id: big
+    type: shell
+    command: [sh, -c, 'head -c 300000 /dev/zero | tr "\\0" x; printf %s "$T"', x]
+    env: {T: "{{ secrets.TOKEN }}"}
+  - {id: found, type: set, values: {it: "{{ big.stdout contains secrets.TOKEN }}", n: "{{ len(big.stdout) }}"}}
+edges:
+  - {from: big, to: found}
+`))
+	require.NoError(t, err)
+	res, err := r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	doc, err := r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, true, stepOutput(t, doc, "found")["it"], "the live run saw the value")
+	require.Equal(t, 300_000+len(secret), stepOutput(t, doc, "found")["n"])
+
+	_, isBlob := stepOutput(t, doc, "big")["stdout"].(*blob.Blob)
+	require.True(t, isBlob, "its masked record is a blob")
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		require.NotContains(t, string(data), secret, path)
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+// TestTheOutputMemoryBudget: once a run has kept max_output_memory of
+// output values in memory, smaller values go to blobs too; what reads
+// them sees no difference.
+func TestTheOutputMemoryBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "budget.yaml", `version: 1
+name: budget
+limits: {max_output_memory: 1MiB}
+nodes:
+  - {id: each, type: foreach, items: "{{ 1..40 }}"}
+  - {id: item, type: shell, command: [sh, -c, 'head -c 40000 /dev/zero | tr "\\0" "$1"', x, "{{ loop.item % 10 }}"]}
+  - {id: next, type: endloop, loop: each}
+  - {id: done, type: set, values: {total: "{{ sum(map(each.items, len(.stdout))) }}", last: "{{ each.items[39].stdout[0:2] }}"}}
+edges:
+  - {from: each, to: item, on: body}
+  - {from: item, to: next}
+  - {from: each, to: done, on: done}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1_600_000, stepOutput(t, doc, "done")["total"])
+	require.Equal(t, "00", stepOutput(t, doc, "done")["last"])
+	kept, moved := 0, 0
+	for _, s := range doc.Steps {
+		if s.Node != "item" {
+			continue
+		}
+		switch s.Output.(map[string]any)["stdout"].(type) {
+		case string:
+			kept++
+		case *blob.Blob:
+			moved++
+		}
+	}
+	require.Equal(t, 40, kept+moved)
+	require.InDelta(t, 25, kept, 2, "about 1 MiB of 40 KB values stays in memory")
+	require.Positive(t, moved)
+}
+
+// TestABudgetRaisesTheMemoryLimit: a run whose workflow keeps more output
+// values in memory raises the process's soft memory limit to match, when
+// the process has one (skein sets one); it never lowers it. Not parallel:
+// the limit is the process's.
+func TestABudgetRaisesTheMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "m.yaml", "version: 1\nname: m\nlimits: {max_output_memory: 1GiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
+	require.NoError(t, err)
+	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1))
+
+	w, err = b.r.Load(b.write(t, "s.yaml", "version: 1\nname: s\nlimits: {max_output_memory: 2MiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
+	require.NoError(t, err)
+	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1), "not lowered")
+}

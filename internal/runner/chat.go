@@ -1,0 +1,72 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// Roles of chat messages.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// ChatMessage is one message of a conversation as a chat workflow reads it
+// in trigger.history: a user's message, or the reply of the run that
+// answered it (its output reply).
+type ChatMessage struct {
+	Role        string `json:"role"`
+	Content     string `json:"content"`
+	ExecutionID string `json:"execution_id"`
+}
+
+// ChatHistory returns the last turns messages of a conversation of a
+// workflow and their replies, oldest first. A message whose run has not
+// completed, or has no output reply, has no reply in the history.
+func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string, turns int) ([]ChatMessage, error) {
+	ts, err := r.st.ChatTurns(ctx, workflow, conversation, turns)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChatMessage, 0, 2*len(ts))
+	for _, t := range ts {
+		out = append(out, ChatMessage{Role: RoleUser, Content: t.Message, ExecutionID: t.RunID})
+		if reply, ok := Reply(t.Run); ok {
+			out = append(out, ChatMessage{Role: RoleAssistant, Content: reply, ExecutionID: t.RunID})
+		}
+	}
+	return out, nil
+}
+
+// Reply is the answer of a chat run: its output reply, as text (an object
+// or a list as compact JSON), once the run has completed.
+func Reply(run *store.Run) (string, bool) {
+	if run == nil || run.Status != string(engine.RunCompleted) {
+		return "", false
+	}
+	v, ok := run.Outputs["reply"]
+	if !ok || v == nil {
+		return "", false
+	}
+	s, err := node.Text(v)
+	return s, err == nil
+}
+
+// AddChatMessage records a message of a conversation with the run that
+// answers it, so later messages see it in their history. It returns the
+// message's number in the conversation, from 1.
+func (r *Runner) AddChatMessage(ctx context.Context, workflow, conversation, runID, message string) (int, error) {
+	t := &store.ChatTurn{Workflow: workflow, Conversation: conversation, RunID: runID, Message: message}
+	if err := r.st.AddChatTurn(ctx, t); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, fmt.Errorf("recording the chat message: %w", ErrNotFound)
+		}
+		return 0, err
+	}
+	return t.Turn, nil
+}

@@ -1,0 +1,56 @@
+package runner_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/node"
+)
+
+// WriteJSON writes, a step at a time, the very text encoding/json writes
+// of the whole document.
+func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	step := func(n string, out any) runner.StepDoc {
+		return runner.StepDoc{Node: n, Type: "set", Status: "success", Visit: 1, Output: out, StartedAt: &now, FinishedAt: &now,
+			Params: map[string]any{"values": map[string]any{"html": "<b>&</b>", "steps": []any{}}}}
+	}
+	tests := []struct {
+		name string
+		doc  runner.RunDoc
+	}{
+		{name: "no steps", doc: runner.RunDoc{ExecutionID: "r1", Workflow: "w", Status: "completed", Outputs: map[string]any{}}},
+		{name: "a long tail", doc: runner.RunDoc{ExecutionID: "r1", Status: "completed",
+			Inputs: map[string]any{"long": strings.Repeat("the inputs come after the steps ", 100)},
+			Steps:  []runner.StepDoc{step("a", map[string]any{"x": strings.Repeat("x", 300)}), step("b", nil)}}},
+		{name: "one step", doc: runner.RunDoc{ExecutionID: "r1", Status: "failed", Steps: []runner.StepDoc{step("a", nil)},
+			Error: &node.Error{Code: "x", Message: "m"}}},
+		{
+			name: "steps and an output with its own steps key",
+			doc: runner.RunDoc{ExecutionID: "r1", Status: "completed", StartedAt: now,
+				Outputs: map[string]any{"steps": []any{}, "nested": map[string]any{"steps": []any{1, "two"}}, "long": strings.Repeat("more than a step ", 200)},
+				Steps: []runner.StepDoc{step("a", map[string]any{"x": 1}), step("b", map[string]any{"list": []any{map[string]any{"k": "v"}}}),
+					step("c", map[string]any{"long": strings.Repeat("a step longer than the head of the document ", 100)})}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			require.NoError(t, enc.Encode(&tt.doc))
+			var got bytes.Buffer
+			require.NoError(t, tt.doc.WriteJSON(&got))
+			require.Equal(t, want.String(), got.String())
+		})
+	}
+}

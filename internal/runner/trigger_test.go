@@ -1,0 +1,81 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+const hooked = `version: 1
+name: hooked
+inputs:
+  marker: {type: string, required: true}
+nodes:
+  - {id: manual, type: trigger.manual}
+  - {id: hook, type: trigger.webhook, auth: {type: none}}
+  - {id: greet, type: template, text: "hi {{ trigger.body.who }} / {{ hook.body.who }} via {{ hook.method }}"}
+  - {id: gate, type: shell, command: [sh, -c, 'test -f "$M"'], env: {M: "{{ inputs.marker }}"}}
+edges:
+  - {from: hook, to: greet}
+  - {from: manual, to: greet}
+  - {from: greet, to: gate}
+outputs:
+  text: "{{ greet.text }}"
+`
+
+// TestPayloadSurvivesResumeAndRerun: a run started with a trigger payload
+// sees it as trigger and as the trigger node's output, and so do its
+// resume (which reuses the step that read it) and a rerun.
+func TestPayloadSurvivesResumeAndRerun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "hooked.yaml", hooked))
+	require.NoError(t, err)
+	marker := filepath.Join(b.dir, "marker")
+	payload := map[string]any{"body": map[string]any{"who": "Ada"}, "method": "POST", "headers": map[string]any{}, "query": map[string]any{}}
+
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}, Trigger: "hook", Payload: payload})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status, "the gate fails while the marker is missing")
+
+	require.NoError(t, os.WriteFile(marker, nil, 0o644))
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "hi Ada / Ada via POST", again.Run.Outputs["text"])
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	for _, s := range doc.Steps {
+		if s.Node == "greet" {
+			require.True(t, s.Cached, "greet read the same payload, so it is reused")
+		}
+	}
+
+	rerun, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rerun.Run.Status)
+	require.Equal(t, "hi Ada / Ada via POST", rerun.Run.Outputs["text"])
+	require.Equal(t, "hook", rerun.Run.Trigger)
+}
+
+// TestManualResumeHasNoPayload: a run started by hand keeps an empty
+// trigger on resume (the manual trigger's output is the inputs).
+func TestManualResumeHasNoPayload(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "hooked.yaml", hooked))
+	require.NoError(t, err)
+	marker := filepath.Join(b.dir, "marker")
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status)
+	require.NoError(t, os.WriteFile(marker, nil, 0o644))
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "hi  /  via ", again.Run.Outputs["text"])
+}

@@ -1,0 +1,393 @@
+// Command bench-hooks measures webhook intake of `skein serve` on loopback:
+// it serves a 3-node workflow (a trigger.webhook with Standard Webhooks
+// HMAC, a set node, a template node), sends signed deliveries at a fixed
+// rate for a fixed time (open loop: each request is due at its own time,
+// and its latency counts from then, so a stalled server cannot hide its
+// queue), then waits until every accepted run has ended and checks that
+// each one completed and is recorded. It samples the server's RSS every
+// second.
+//
+//	go run ./scripts/bench-hooks [-rate 2000] [-duration 30s] [-skein path]
+//
+// The figures go to stdout; the server's logs to <dir>/serve.log.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+const flow = `version: 1
+name: load
+secrets: [HOOK_SECRET]
+nodes:
+  - id: hook
+    type: trigger.webhook
+    auth: {type: hmac, secret: "{{ secrets.HOOK_SECRET }}"}
+  - id: shape
+    type: set
+    values:
+      order: "{{ trigger.body.order }}"
+      total: "{{ trigger.body.qty * trigger.body.price }}"
+  - id: note
+    type: template
+    text: "order {{ shape.order }}: {{ shape.total }}"
+edges:
+  - {from: hook, to: shape}
+  - {from: shape, to: note}
+outputs:
+  note: "{{ note.text }}"
+`
+
+func main() {
+	rate := flag.Int("rate", 2000, "requests per second")
+	duration := flag.Duration("duration", 30*time.Second, "how long to send")
+	skein := flag.String("skein", "", "the skein binary (default: go build ./cmd/skein)")
+	dir := flag.String("dir", "", "working folder (default: a new one under ./tmp)")
+	conns := flag.Int("conns", 64, "most connections to the server")
+	extra := flag.String("serve-args", "", "more arguments of skein serve, space-separated")
+	flag.Parse()
+	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-hooks:", err)
+		os.Exit(1)
+	}
+}
+
+func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string) error {
+	if dir == "" {
+		if err := os.MkdirAll("tmp", 0o755); err != nil {
+			return err
+		}
+		d, err := os.MkdirTemp("tmp", "bench-hooks-")
+		if err != nil {
+			return err
+		}
+		dir = d
+	}
+	dir, _ = filepath.Abs(dir)
+	if skein == "" {
+		skein = filepath.Join(dir, "skein")
+		if out, err := exec.Command("go", "build", "-o", skein, "./cmd/skein").CombinedOutput(); err != nil {
+			return fmt.Errorf("building skein: %v\n%s", err, out)
+		}
+	}
+	flows := filepath.Join(dir, "flows")
+	if err := os.MkdirAll(flows, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(flows, "load.yaml"), []byte(flow), 0o644); err != nil {
+		return err
+	}
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("bench secret, thirty-two bytes!!"))
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return err
+	}
+
+	logFile, err := os.Create(filepath.Join(dir, "serve.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, ".skein"), "--workflows", flows}, extra...)
+	cmd := exec.Command(skein, args...)
+	cmd.Env = append(os.Environ(), "SKEIN_SECRET_HOOK_SECRET="+secret)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			_, _ = logFile.Write(append(line, '\n'))
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && m["msg"] == "listening" {
+				addr <- m["addr"].(string)
+			}
+		}
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		return errors.New("skein serve did not listen within 30 s; see " + logFile.Name())
+	}
+	token, err := os.ReadFile(filepath.Join(dir, ".skein", "admin.token"))
+	if err != nil {
+		return err
+	}
+	tok := strings.TrimSpace(string(token))
+
+	client := &http.Client{Transport: &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     time.Minute,
+	}, Timeout: 30 * time.Second}
+
+	// RSS of the server, every second.
+	var rssMu sync.Mutex
+	var rss []int64
+	stopRSS := make(chan struct{})
+	rssDone := make(chan struct{})
+	go func() {
+		defer close(rssDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			if kb, err := rssKB(cmd.Process.Pid); err == nil {
+				rssMu.Lock()
+				rss = append(rss, kb)
+				rssMu.Unlock()
+			}
+			select {
+			case <-stopRSS:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+
+	fmt.Printf("# %d CPUs, %s/%s, %s for %s at %d/s, %d connections\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, skein, duration, rate, conns)
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("# load average before: %s", load)
+	}
+	serverCPU0, _ := procCPU(cmd.Process.Pid)
+	clientCPU0 := selfCPU()
+	total := int(duration.Seconds() * float64(rate))
+	lat := make([]time.Duration, total)
+	status := make([]int, total)
+	ids := make([]string, total)
+	var inflight, maxInflight atomic.Int64
+	var wg sync.WaitGroup
+	begin := time.Now()
+	interval := time.Second / time.Duration(rate)
+	for i := range total {
+		due := begin.Add(time.Duration(i) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d) // the load generator's clock: requests are due at fixed times
+		}
+		wg.Add(1)
+		n := inflight.Add(1)
+		for {
+			m := maxInflight.Load()
+			if n <= m || maxInflight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		go func() {
+			defer wg.Done()
+			defer inflight.Add(-1)
+			body := fmt.Sprintf(`{"order": "o-%d", "qty": %d, "price": 2.5}`, i, i%7+1)
+			msgID := "msg_" + strconv.Itoa(i)
+			at := time.Now()
+			sig, _ := wh.Sign(msgID, at, []byte(body))
+			req, _ := http.NewRequest("POST", base+"/hooks/load/hook", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("webhook-id", msgID)
+			req.Header.Set("webhook-timestamp", strconv.FormatInt(at.Unix(), 10))
+			req.Header.Set("webhook-signature", sig)
+			resp, err := client.Do(req)
+			lat[i] = time.Since(due)
+			if err != nil {
+				status[i] = -1
+				return
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			status[i] = resp.StatusCode
+			if resp.StatusCode == http.StatusAccepted {
+				var acc struct {
+					ExecutionID string `json:"execution_id"`
+				}
+				_ = json.Unmarshal(data, &acc)
+				ids[i] = acc.ExecutionID
+			}
+		}()
+	}
+	sent := time.Since(begin)
+	wg.Wait()
+	answered := time.Since(begin)
+
+	// Every accepted run ends and is recorded completed.
+	accepted := map[string]bool{}
+	for _, id := range ids {
+		if id != "" {
+			accepted[id] = true
+		}
+	}
+	drainStart := time.Now()
+	var final map[string]string
+	for {
+		final, err = listRuns(client, base, tok)
+		if err != nil {
+			return err
+		}
+		live := 0
+		for id := range accepted {
+			if s := final[id]; s == "" || s == "running" || s == "pending" {
+				live++
+			}
+		}
+		if live == 0 {
+			break
+		}
+		if time.Since(drainStart) > 5*time.Minute {
+			return fmt.Errorf("%d runs still running 5 minutes after the load", live)
+		}
+		time.Sleep(250 * time.Millisecond) // polling another process
+	}
+	drained := time.Since(drainStart)
+	close(stopRSS)
+	<-rssDone
+	serverCPU1, _ := procCPU(cmd.Process.Pid)
+	clientCPU := selfCPU() - clientCPU0
+
+	counts := map[int]int{}
+	var ok []time.Duration
+	for i, s := range status {
+		counts[s]++
+		if s == http.StatusAccepted {
+			ok = append(ok, lat[i])
+		}
+	}
+	slices.Sort(ok)
+	pct := func(p float64) time.Duration {
+		if len(ok) == 0 {
+			return 0
+		}
+		return ok[min(len(ok)-1, int(p*float64(len(ok))))]
+	}
+	byStatus := map[string]int{}
+	for id := range accepted {
+		byStatus[final[id]]++
+	}
+	fmt.Printf("requests: %d sent in %.1f s (%.0f/s offered), all answered after %.1f s; most in flight %d\n",
+		total, sent.Seconds(), float64(total)/sent.Seconds(), answered.Seconds(), maxInflight.Load())
+	fmt.Printf("answers: %v\n", counts)
+	fmt.Printf("accepted: %d (%.0f/s over the sending time)\n", len(ok), float64(len(ok))/sent.Seconds())
+	fmt.Printf("latency of the 202s (from when each was due): p50 %s  p90 %s  p99 %s  p99.9 %s  max %s\n",
+		ms(pct(0.5)), ms(pct(0.9)), ms(pct(0.99)), ms(pct(0.999)), ms(pct(1)))
+	fmt.Printf("runs of the accepted deliveries, as recorded: %v; last one ended %.1f s after the last answer; %d runs in the store\n",
+		byStatus, drained.Seconds(), len(final))
+	if n := len(accepted); n > 0 {
+		fmt.Printf("CPU per accepted request: server %.0f µs, this client %.0f µs\n",
+			float64((serverCPU1-serverCPU0).Microseconds())/float64(n), float64(clientCPU.Microseconds())/float64(n))
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("# load average after: %s", load)
+	}
+	rssMu.Lock()
+	defer rssMu.Unlock()
+	if len(rss) > 0 {
+		fmt.Printf("server RSS (MiB, one sample a second): start %.0f", float64(rss[0])/1024)
+		for i, kb := range rss {
+			if i > 0 && i%5 == 0 {
+				fmt.Printf("  t=%ds %.0f", i, float64(kb)/1024)
+			}
+		}
+		fmt.Printf("  end %.0f  max %.0f\n", float64(rss[len(rss)-1])/1024, float64(slices.Max(rss))/1024)
+	}
+	return nil
+}
+
+// listRuns returns the status of every run of workflow load.
+func listRuns(c *http.Client, base, token string) (map[string]string, error) {
+	out := map[string]string{}
+	cursor := ""
+	for {
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", base+"/api/runs?workflow=load&limit=500&cursor="+cursor, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := c.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		var page struct {
+			Runs []struct {
+				ID     string `json:"execution_id"`
+				Status string `json:"status"`
+			} `json:"runs"`
+			Next string `json:"next"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Runs {
+			out[r.ID] = r.Status
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		cursor = page.Next
+	}
+}
+
+func rssKB(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			return strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// procCPU is the CPU time (user and system) process pid has used.
+func procCPU(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100, nil // clock ticks: USER_HZ is 100 on Linux
+}
+
+// selfCPU is the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
