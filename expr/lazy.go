@@ -34,8 +34,15 @@ func loadLazy(l Lazy) (any, error) {
 	return v, nil
 }
 
-// resolveLazy returns v with its Lazy parts loaded, copying the maps and
-// lists on the way to one; v is returned as it is when it holds none.
+// ResolveLazy returns v with its Lazy parts loaded, copying the maps and
+// lists on the way to one; v is never modified, and is returned as it is
+// when it holds none. Hosts call it before a kind sees a value.
+func ResolveLazy(v any) (any, error) {
+	out, _, err := resolveLazy(v, 0)
+	return out, err
+}
+
+// resolveLazy is ResolveLazy, reporting whether anything was loaded.
 func resolveLazy(v any, depth int) (any, bool, error) {
 	if depth > maxDepth {
 		return v, false, nil

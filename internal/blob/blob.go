@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/skeinhq/skein/expr"
 	"io"
 	"maps"
 	"math"
@@ -180,69 +181,11 @@ func refs(v any) any {
 
 // Resolve returns v with every Blob in it loaded. Maps and lists that hold
 // one are copied; v is never modified, and is returned as it is when it
-// holds none.
-func Resolve(v any) (any, error) {
-	out, _, err := resolve(v, 0)
-	return out, err
-}
+// holds none. A *Blob is an expr.Lazy, so this is expr.ResolveLazy.
+func Resolve(v any) (any, error) { return expr.ResolveLazy(v) }
 
-// maxDepth bounds the nesting Resolve and Spill follow.
+// maxDepth bounds the nesting Spill follows.
 const maxDepth = 1000
-
-func resolve(v any, depth int) (any, bool, error) {
-	if depth > maxDepth {
-		return v, false, nil
-	}
-	switch x := v.(type) {
-	case *Blob:
-		l, err := x.Load()
-		if err != nil {
-			return nil, false, err
-		}
-		out, _, err := resolve(l, depth+1)
-		return out, true, err
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			r, changed, err := resolve(e, depth+1)
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				if out == nil {
-					out = make(map[string]any, len(x))
-					for k2, e2 := range x {
-						out[k2] = e2
-					}
-				}
-				out[k] = r
-			}
-		}
-		if out == nil {
-			return x, false, nil
-		}
-		return out, true, nil
-	case []any:
-		var out []any
-		for i, e := range x {
-			r, changed, err := resolve(e, depth+1)
-			if err != nil {
-				return nil, false, err
-			}
-			if changed {
-				if out == nil {
-					out = append([]any(nil), x...)
-				}
-				out[i] = r
-			}
-		}
-		if out == nil {
-			return x, false, nil
-		}
-		return out, true, nil
-	}
-	return v, false, nil
-}
 
 // Preview returns v with each Blob in it replaced by a value to show: a
 // text by its first n bytes (with " … (N bytes)" after them when it is
