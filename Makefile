@@ -9,9 +9,10 @@ NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json)) internal/cl
 # proxy once and caches it; it is not a dependency in go.mod.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-# Packages whose tests run again under the race detector: every internal
-# package (the engine, the committer, the runner, stores, MCP sessions,
-# the CLI's MCP server and signal handling all start goroutines).
+# Packages whose tests run under the race detector: every internal package
+# (the engine, the committer, the runner, stores, MCP sessions, the CLI's
+# MCP server and signal handling all start goroutines). make test runs them
+# so, once, and the other packages without it.
 RACE_PKGS ?= ./internal/...
 
 # Fuzzing: an input that finds new coverage is minimised for at most
@@ -33,11 +34,14 @@ man:
 deps:
 	@for d in $(NPM_DIRS); do echo "npm ci --prefix $$d"; $(NPM) ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; done
 
-# The one command that runs every test on a fresh machine.
+# The one command that runs every test on a fresh machine: RACE_PKGS under
+# the race detector, the other packages (the binary's end-to-end tests,
+# the public packages) without it.
 test: deps
-	$(GO) test ./...
+	$(GO) test -race $(RACE_PKGS)
+	$(GO) test $$($(GO) list ./... | grep -v '/internal/')
 
-# The tests of RACE_PKGS under the race detector.
+# Only the tests of RACE_PKGS under the race detector.
 race: deps
 	$(GO) test -race $(RACE_PKGS)
 

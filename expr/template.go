@@ -148,6 +148,10 @@ func (t *Template) Static() bool { return len(t.segs) == 0 }
 // Segments returns the template's expressions in order.
 func (t *Template) Segments() []Segment { return t.segs }
 
+// Single reports whether the template is one {{ expr }} with only spaces
+// around it (its value keeps the expression's type).
+func (t *Template) Single() bool { return t.single }
+
 // References returns the free names of all the template's expressions, with
 // offsets into the template. See References.
 func (t *Template) References() ([]Ref, error) {

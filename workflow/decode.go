@@ -1,8 +1,10 @@
 package workflow
 
 import (
+	"errors"
 	"fmt"
 	"github.com/skeinhq/skein/node"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,7 +19,7 @@ import (
 // its kind.
 var CommonFields = []string{
 	"id", "type", "name", "description", "disabled", "retries", "retry_backoff",
-	"timeout", "on_error", "max_visits", "checks", "expect",
+	"timeout", "on_error", "max_visits", "checks", "expect", "queue",
 }
 
 var topKeys = []string{
@@ -38,6 +40,10 @@ var typeAliases = map[string]string{
 // reading them whole.
 func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		wd, _ := os.Getwd()
+		return nil, fmt.Errorf("no such file: %s (a relative path is taken from %s); check the path, or `ls *.yaml` to see the workflow files here: %w", path, wd, fs.ErrNotExist)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -640,6 +646,8 @@ func (dec *decoder) nodes(w *Workflow, v *value) {
 				dec.checks(n, fv, p)
 			case "expect":
 				n.Expect, _ = dec.str(fv, p, n.ID)
+			case "queue":
+				n.Queue, _ = dec.str(fv, p, n.ID)
 			default:
 				if n.Params == nil {
 					n.Params = make(map[string]any, len(nv.keys))

@@ -24,8 +24,24 @@ func (e *InputError) Error() string {
 // ResolveInputs checks the inputs given to a run against the declared ones:
 // unknown names, values of the wrong type and missing required inputs are
 // errors; defaults fill in the rest. Whole numbers given as float64 (as JSON
-// decodes them) become int.
+// decodes them) become int. The error is the first of InputProblems.
 func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
+	out, errs := w.resolveInputs(given)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return out, nil
+}
+
+// InputProblems returns every problem of the inputs given to a run, in
+// the order of their names; the required inputs missing are one last
+// problem that lists them all.
+func (w *Workflow) InputProblems(given map[string]any) []*InputError {
+	_, errs := w.resolveInputs(given)
+	return errs
+}
+
+func (w *Workflow) resolveInputs(given map[string]any) (map[string]any, []*InputError) {
 	var names []string
 	for _, in := range w.Inputs {
 		names = append(names, in.Name)
@@ -35,27 +51,32 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var errs []*InputError
 	out := make(map[string]any, len(w.Inputs))
 	for _, k := range keys {
 		in := w.Input(k)
 		if in == nil {
 			if len(names) == 0 {
-				return nil, &InputError{Input: k, Msg: "not declared: the workflow takes no inputs"}
+				errs = append(errs, &InputError{Input: k, Msg: "not declared: the workflow takes no inputs"})
+				continue
 			}
-			return nil, &InputError{Input: k, Msg: fmt.Sprintf("not declared%s (inputs: %s)", didYouMean(k, names), strings.Join(names, ", "))}
+			errs = append(errs, &InputError{Input: k, Msg: fmt.Sprintf("not declared%s (inputs: %s)", didYouMean(k, names), strings.Join(names, ", "))})
+			continue
 		}
 		v := wholeNumbers(given[k])
 		if v != nil && !valueHasType(v, in.Type) {
-			return nil, &InputError{Input: k, Msg: fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))}
+			errs = append(errs, &InputError{Input: k, Msg: fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))})
+			continue
 		}
 		if len(in.Enum) > 0 && !inEnum(v, in.Enum) {
-			return nil, &InputError{Input: k, Msg: fmt.Sprintf("%v is not one of %v", v, in.Enum)}
+			errs = append(errs, &InputError{Input: k, Msg: fmt.Sprintf("%v is not one of %v", v, in.Enum)})
+			continue
 		}
 		out[k] = v
 	}
 	var missing []string
 	for _, in := range w.Inputs {
-		if _, ok := out[in.Name]; ok {
+		if _, ok := given[in.Name]; ok {
 			continue
 		}
 		switch {
@@ -66,7 +87,10 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, &InputError{Msg: fmt.Sprintf("missing required input %s", strings.Join(missing, ", ")), Missing: missing}
+		errs = append(errs, &InputError{Msg: fmt.Sprintf("missing required input %s", strings.Join(missing, ", ")), Missing: missing})
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return out, nil
 }

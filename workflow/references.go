@@ -204,7 +204,35 @@ func (s refSite) at(off int) Pos {
 }
 
 func (v *validator) expression(code string, site refSite) {
+	if i := strings.Index(code, "{{"); i >= 0 {
+		if _, _, err := expr.Inspect(code); err != nil {
+			v.templateInExpression(code, i, site)
+			return
+		}
+	}
 	v.refs(code, site)
+}
+
+// templateInExpression explains a {{ }} written in an expression field
+// (condition, exit, expr), which is evaluated as it is written: a
+// template's braces do not parse there. When the field is one {{ }}, the
+// expression inside is checked as the fix would have it.
+func (v *validator) templateInExpression(code string, at int, site refSite) {
+	name := site.path
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		name = name[i+1:]
+	}
+	if t, err := expr.ParseTemplate(code); err == nil && t.Single() {
+		segs := t.Segments()
+		inner := strings.TrimSpace(segs[0].Code)
+		v.d.errorf(site.at(at), site.diagPath(), site.nodeID,
+			"%s is an expression, not a template: it is evaluated as written, without {{ }}; write %s: %q", site.path, name, inner)
+		site.base += segs[0].Offset
+		v.refs(segs[0].Code, site)
+		return
+	}
+	v.d.errorf(site.at(at), site.diagPath(), site.nodeID,
+		"%s is an expression, not a template: it is evaluated as written, so {{ }} does not belong in it; remove the braces and write the expression itself (e.g. %s: \"inputs.amount > 10\"), quoting text as \"...\"", site.path, name)
 }
 
 func (v *validator) refs(code string, site refSite) {

@@ -298,6 +298,9 @@ func (v *validator) nodes() {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
 		}
+		if n.Queue != "" && (len(n.Queue) > 128 || !queuePattern.MatchString(n.Queue)) {
+			v.d.errorf(n.ParamPosOf("queue"), path+".queue", n.ID, "queue %q is not a queue name: lower-case letters and digits, in words joined by _ or -, at most 128 characters (e.g. gpu)", n.Queue)
+		}
 		if n.MaxVisits != nil {
 			v.bounded(n.ParamPosOf("max_visits"), path+".max_visits", n.ID, "max_visits", *n.MaxVisits, 1, MaxVisitLimit)
 		}
@@ -710,6 +713,9 @@ func (v *validator) onError(n *Node) string {
 	}
 	return v.w.Defaults.OnError
 }
+
+// queuePattern is what River accepts as a queue name.
+var queuePattern = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
 
 // MaxVisitsOf returns the visit limit of a node, defaults applied.
 func (w *Workflow) MaxVisitsOf(n *Node) int {

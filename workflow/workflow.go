@@ -39,6 +39,10 @@ type Workflow struct {
 	index map[string]*Node
 }
 
+// KeyPos returns the position of a top-level key of the file (secrets,
+// inputs, llm, …); the zero Pos when the file does not have it.
+func (w *Workflow) KeyPos(key string) Pos { return w.pos[key] }
+
 // FilesFolder is one folder of `files:`, as written: a relative path is
 // relative to the workflow file's folder (FileRoots resolves it).
 type FilesFolder struct {
@@ -133,6 +137,9 @@ type Node struct {
 	MaxVisits    *int
 	Checks       []*Check
 	Expect       string
+	// Queue names the job queue the node's attempts go to when workers
+	// run the workflow (skein worker --queues); empty: the default queue.
+	Queue string
 	// Params holds the kind's parameters as plain values (strings, int,
 	// float64, bool, []any, map[string]any), templates unrendered.
 	Params map[string]any
@@ -295,6 +302,7 @@ func (n *Node) Map() map[string]any {
 		m["max_visits"] = *n.MaxVisits
 	}
 	set("expect", n.Expect, n.Expect != "")
+	set("queue", n.Queue, n.Queue != "")
 	if len(n.Checks) > 0 {
 		cs := make([]any, len(n.Checks))
 		for i, c := range n.Checks {

@@ -3,9 +3,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/skeinhq/skein/internal/blob"
@@ -28,8 +30,33 @@ func main() {
 		// overrides.
 		debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
 	}
+	os.Exit(profiled(run))
+}
+
+// profiled runs fn, with a CPU profile of it written to the file
+// SKEIN_CPUPROFILE names when that is set (for `go tool pprof`;
+// BENCHMARKS.md profiles skein run this way).
+func profiled(fn func() int) int {
+	path := os.Getenv("SKEIN_CPUPROFILE")
+	if path == "" {
+		return fn()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "skein: SKEIN_CPUPROFILE:", err)
+		return fn()
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "skein: SKEIN_CPUPROFILE:", err)
+		return fn()
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
+}
+
+func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }

@@ -18,6 +18,8 @@ import (
 type Store interface {
 	CreateToken(ctx context.Context, t *store.Token) error
 	Token(ctx context.Context, id string) (*store.Token, error)
+	Tokens(ctx context.Context) ([]*store.Token, error)
+	DeleteToken(ctx context.Context, id string) error
 }
 
 // ErrInvalid: a presented token is malformed, unknown, or does not match.
@@ -81,4 +83,17 @@ func (t *Tokens) Authenticate(ctx context.Context, text string) (Scope, error) {
 		return None, fmt.Errorf("token %s: %w", rec.ID, err)
 	}
 	return sc, nil
+}
+
+// List returns the stored tokens, oldest first: their ids, names, scopes
+// and creation times (their texts are kept nowhere).
+func (t *Tokens) List(ctx context.Context) ([]*store.Token, error) {
+	return t.st.Tokens(ctx)
+}
+
+// Revoke deletes a token by its id (the part after skn_ and before the
+// next _, which List shows): from then on it authenticates nothing. An
+// unknown id fails with store.ErrNotFound.
+func (t *Tokens) Revoke(ctx context.Context, id string) error {
+	return t.st.DeleteToken(ctx, id)
 }

@@ -32,6 +32,10 @@ const (
 	StatusPassed   = "PASSED"
 	StatusWarnings = "PASSED WITH WARNINGS"
 	StatusFailed   = "FAILED"
+	// StatusIncomplete: the run did not complete (it failed, was cancelled
+	// or waits) and no check failed; the checks of the nodes that did not
+	// run are skipped, so the run cannot be said to pass.
+	StatusIncomplete = "INCOMPLETE"
 )
 
 // OnFail values: what a check's "fail" does to the run.
@@ -74,7 +78,7 @@ type NodeVerdict struct {
 
 // RunVerdict is the answer to every check of a run.
 type RunVerdict struct {
-	// Status is PASSED, PASSED WITH WARNINGS or FAILED; "" when the
+	// Status is PASSED, PASSED WITH WARNINGS, FAILED or INCOMPLETE; "" when the
 	// workflow has no checks and no expect.
 	Status string        `json:"status"`
 	Nodes  []NodeVerdict `json:"nodes"`
@@ -118,6 +122,17 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 			nv = skipNode(t, stoppedAt+v.Stopped)
 		case t.step == nil:
 			nv = skipNode(t, "the node did not run")
+		case t.step.Status == engine.StatusFailed:
+			// A checked node that failed did not give what its checks
+			// ask for: they fail (warn with on_fail: warn).
+			nv = skipNode(t, lastVisitReason(t.step))
+			for i := range nv.Checks {
+				if r := &nv.Checks[i]; r.OnFail == OnFailWarn {
+					r.Verdict = Warn
+				} else {
+					r.Verdict = Fail
+				}
+			}
 		case t.step.Status != engine.StatusSuccess:
 			nv = skipNode(t, lastVisitReason(t.step))
 		default:
@@ -130,6 +145,9 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 		}
 	}
 	v.Status = status(v.Nodes)
+	if in.Result != nil && in.Result.Status != "" && in.Result.Status != engine.RunCompleted && v.Status != StatusFailed {
+		v.Status = StatusIncomplete
+	}
 	return v
 }
 

@@ -278,8 +278,9 @@ func TestLastVisit(t *testing.T) {
 		steps     []*engine.StepRecord
 		visit     int
 		verdicts  []string
-		reasoning string // of every check, when skipped
+		reasoning string // of every check, when not judged
 		judged    int
+		status    string // when not PASSED
 	}{
 		{
 			name:     "judged once on the last visit",
@@ -296,11 +297,12 @@ func TestLastVisit(t *testing.T) {
 			judged:   1,
 		},
 		{
-			name:      "last visit failed",
+			name:      "last visit failed: its checks fail",
 			steps:     []*engine.StepRecord{ok("poll", 1, 1, map[string]any{"count": 3}), failed("poll", 2, 2, "timed out")},
 			visit:     2,
-			verdicts:  []string{"poll:done=skipped", "poll:expect=skipped"},
+			verdicts:  []string{"poll:done=fail", "poll:expect=fail"},
 			reasoning: "the node's last visit (visit 2) failed: timed out",
+			status:    check.StatusFailed,
 		},
 		{
 			name:      "last visit skipped",
@@ -330,12 +332,31 @@ func TestLastVisit(t *testing.T) {
 				require.Equal(t, map[string]any{"count": 3}, calls[0].Output, "the judge sees the last visit's output")
 				require.Equal(t, check.StatusPassed, v.Status)
 			}
-			if tc.reasoning != "" {
+			if tc.status != "" {
+				require.Equal(t, tc.status, v.Status)
+			}
+			if tc.reasoning != "" && tc.status == "" {
 				require.Equal(t, check.Skipped, nv.Verdict)
+			}
+			if tc.reasoning != "" {
 				for _, r := range nv.Checks {
 					require.Equal(t, tc.reasoning, r.Reasoning)
 				}
 			}
 		})
+	}
+}
+
+// A run that did not complete never passes: its verdict is INCOMPLETE
+// unless a check failed.
+func TestIncompleteRun(t *testing.T) {
+	t.Parallel()
+	w := &workflow.Workflow{Nodes: []*workflow.Node{nd("poll", exprChk("done", "poll.count == 3")), nd("later", exprChk("ok", "true"))}}
+	for _, st := range []engine.RunStatus{engine.RunFailed, engine.RunCancelled} {
+		res := result(ok("poll", 1, 1, map[string]any{"count": 3}))
+		res.Status = st
+		v := check.Evaluate(context.Background(), check.Input{Workflow: w, Result: res})
+		require.Equal(t, check.StatusIncomplete, v.Status, "a %s run", st)
+		require.Equal(t, []string{"poll:done=pass", "later:ok=skipped"}, verdicts(v))
 	}
 }

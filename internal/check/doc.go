@@ -37,10 +37,13 @@
 // `on_fail: warn` turns a check's "fail" into "warn", and keeps its "error"
 // from failing the run. The first hard failure (a "fail", or an "error" of a
 // check with on_fail fail) stops the pass after its node: the nodes after it
-// are "skipped", with "evaluation stopped at node X". The run's status is
-// FAILED when a check failed hard, else PASSED WITH WARNINGS when one warned
-// (or erred softly), else PASSED; it is empty when the workflow has no checks
-// and no expect.
+// are "skipped", with "evaluation stopped at node X". The checks of a node
+// whose judged visit failed are "fail" ("warn" with on_fail: warn): it did
+// not give what they ask for. The run's status is FAILED when a check
+// failed hard, else INCOMPLETE when the run did not complete (it failed,
+// was cancelled or waits: the checks of the nodes that did not run are
+// skipped), else PASSED WITH WARNINGS when one warned (or erred softly),
+// else PASSED; it is empty when the workflow has no checks and no expect.
 //
 // Write stores the verdict as <run>/verdict.json and <run>/<node>/verdict.json.
 // Bar and Details render it for a terminal.

@@ -52,6 +52,13 @@ type JudgeVerdict struct {
 // judgeAttempts is how many times a node's checks are asked about.
 const judgeAttempts = 2
 
+// NeedsJudge reports whether c is answered by the judge model (a screen
+// check) rather than evaluated without one.
+func NeedsJudge(c *workflow.Check) bool {
+	_, ok := screenText(c)
+	return ok
+}
+
 // screenText returns what a screen check asks the judge to verify.
 func screenText(c *workflow.Check) (string, bool) {
 	param := func(k string) string {

@@ -44,9 +44,10 @@ func Count(v *RunVerdict) Counts {
 	return c
 }
 
-// Bar renders the one-line verdict of a run, such as
+// Bar renders the one-line verdict of a run, naming the checks that
+// failed (and those that could not be answered), such as
 //
-//	FAILED · 3 passed, 1 warning, 1 failed · stopped at fetch
+//	FAILED · 3 passed, 1 warning, 1 failed (fetch › got data) · stopped at fetch
 //
 // With color, the status is green, yellow or red. A run without checks
 // gives "NO CHECKS".
@@ -58,7 +59,7 @@ func Bar(v *RunVerdict, color bool) string {
 	if color {
 		c := green
 		switch v.Status {
-		case StatusWarnings:
+		case StatusWarnings, StatusIncomplete:
 			c = yellow
 		case StatusFailed:
 			c = red
@@ -71,10 +72,10 @@ func Bar(v *RunVerdict, color bool) string {
 		parts = append(parts, plural(n.Warnings, "warning"))
 	}
 	if n.Failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed", n.Failed))
+		parts = append(parts, fmt.Sprintf("%d failed (%s)", n.Failed, names(v, Fail)))
 	}
 	if n.Errors > 0 {
-		parts = append(parts, plural(n.Errors, "error"))
+		parts = append(parts, fmt.Sprintf("%s (%s)", plural(n.Errors, "error"), names(v, Error)))
 	}
 	if n.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d skipped", n.Skipped))
@@ -83,7 +84,32 @@ func Bar(v *RunVerdict, color bool) string {
 	if v.Stopped != "" {
 		bar += " · stopped at " + v.Stopped
 	}
+	if v.Status == StatusIncomplete {
+		bar += " · the run did not complete"
+	}
 	return bar
+}
+
+// names lists the checks with verdict want as "node › check", at most
+// five, then how many more.
+func names(v *RunVerdict, want Verdict) string {
+	const most = 5
+	var out []string
+	n := 0
+	for _, nv := range v.Nodes {
+		for _, r := range nv.Checks {
+			if r.Verdict != want {
+				continue
+			}
+			if n++; n <= most {
+				out = append(out, nv.Node+" › "+r.Check)
+			}
+		}
+	}
+	if n > most {
+		out = append(out, fmt.Sprintf("%d more", n-most))
+	}
+	return strings.Join(out, ", ")
 }
 
 func plural(n int, word string) string {

@@ -32,11 +32,19 @@ func TestBar(t *testing.T) {
 		{name: "warnings in yellow", v: run(check.StatusWarnings, "", W), color: true, want: "\x1b[1m\x1b[33mPASSED WITH WARNINGS\x1b[0m · 0 passed, 1 warning"},
 		{
 			name: "failed", v: run(check.StatusFailed, "fetch", P, P, P, W, F),
-			want: "FAILED · 3 passed, 1 warning, 1 failed · stopped at fetch",
+			want: "FAILED · 3 passed, 1 warning, 1 failed (fetch › fail) · stopped at fetch",
 		},
 		{
 			name: "failed in red", v: run(check.StatusFailed, "fetch", P, E, E, S), color: true,
-			want: "\x1b[1m\x1b[31mFAILED\x1b[0m · 1 passed, 2 errors, 1 skipped · stopped at fetch",
+			want: "\x1b[1m\x1b[31mFAILED\x1b[0m · 1 passed, 2 errors (fetch › error, fetch › error), 1 skipped · stopped at fetch",
+		},
+		{
+			name: "incomplete", v: run(check.StatusIncomplete, "", P, S),
+			want: "INCOMPLETE · 1 passed, 1 skipped · the run did not complete",
+		},
+		{
+			name: "many failed", v: run(check.StatusFailed, "fetch", F, F, F, F, F, F, F),
+			want: "FAILED · 0 passed, 7 failed (fetch › fail, fetch › fail, fetch › fail, fetch › fail, fetch › fail, 2 more) · stopped at fetch",
 		},
 		{name: "no checks", v: &check.RunVerdict{}, want: "NO CHECKS"},
 		{name: "no checks in color", v: &check.RunVerdict{}, color: true, want: "NO CHECKS"},

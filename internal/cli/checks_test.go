@@ -21,7 +21,7 @@ func TestCheckVerdicts(t *testing.T) {
 	}{
 		{"passed", nil, 0, "PASSED · 6 passed"},
 		{"warnings", []string{"-i", "items=2"}, 0, "PASSED WITH WARNINGS · 5 passed, 1 warning"},
-		{"failed", []string{"-i", "currency=usd"}, 3, "FAILED · 2 passed, 1 failed, 3 skipped · stopped at order"},
+		{"failed", []string{"-i", "currency=usd"}, 3, "FAILED · 2 passed, 1 failed (order › shape), 3 skipped · stopped at order"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

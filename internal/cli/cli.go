@@ -64,6 +64,7 @@ type env struct {
 	cfg    *projectConfig // read on first use (config)
 	cfgErr error
 	model  string // --model, when given
+	db     string // --db, else $SKEIN_DB: a database instead of <dir>/skein.db
 }
 
 // Main runs the CLI with args and returns the exit code.
@@ -73,6 +74,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 
 func mainEnv(ctx context.Context, e *env, args []string) int {
 	stderr := e.stderr
+	stdout := &countingWriter{w: e.stdout}
+	e.stdout = stdout
 	root := &cobra.Command{
 		Use:           "skein",
 		Short:         "Skein runs workflows of tools, commands and AI steps, durably.",
@@ -101,79 +104,118 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		signalCmd(e),
 		mcpCmd(e),
 		serveCmd(e),
+		workerCmd(e),
 		tokenCmd(e),
+		migrateCmd(e),
 		manCmd(e),
 	)
 	e.setCompletions(root)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
+	code, cause := ExitInvalid, err // flag and argument errors from cobra are usage errors
 	var ee *exitError
 	if errors.As(err, &ee) {
-		var de *diagnosticsError
-		switch {
-		case errors.As(ee.err, &de):
-			for _, d := range de.ds {
-				fmt.Fprintln(stderr, d.String())
-			}
-		case ee.err != nil:
-			fmt.Fprintln(stderr, "skein:", ee.err)
-		}
-		return ee.code
+		code, cause = ee.code, ee.err
+	} else {
+		cause = &usageError{err.Error()}
 	}
-	// Flag and argument errors from cobra are usage errors.
-	fmt.Fprintln(stderr, "skein:", err)
-	return ExitInvalid
+	var de *diagnosticsError
+	switch {
+	case errors.As(cause, &de):
+		for _, d := range de.ds {
+			fmt.Fprintln(stderr, d.String())
+		}
+	case cause != nil:
+		fmt.Fprintln(stderr, "skein:", cause)
+	}
+	// With -o json a command that failed before printing its result
+	// prints the error as one JSON object, so stdout is never empty.
+	if cause != nil && stdout.n == 0 && wantsJSON(cmd, args) {
+		_, doc := errorOf(cause)
+		writeJSON(stdout, errorDoc{Error: doc})
+	}
+	return code
 }
 
 func versionCmd(e *env) *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output == "json" {
+				writeJSON(e.stdout, buildVersion())
+				return nil
+			}
 			fmt.Fprintln(e.stdout, versionLine())
 			return nil
 		},
 	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+// versionDoc is what skein version -o json prints.
+type versionDoc struct {
+	Version  string `json:"version" jsonschema:"the module version, or dev"`
+	Commit   string `json:"commit,omitempty" jsonschema:"the commit the binary was built from, when the build recorded it"`
+	Modified bool   `json:"modified,omitempty" jsonschema:"the build had changes not committed"`
+	Go       string `json:"go" jsonschema:"the Go version that built it"`
+}
+
+// buildVersion is the module version and the commit the binary was built
+// from, when the build recorded them.
+func buildVersion() versionDoc {
+	d := versionDoc{Version: Version}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return d
+	}
+	d.Go = info.GoVersion
+	if d.Version == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		d.Version = info.Main.Version
+	}
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			d.Commit = s.Value
+		case "vcs.modified":
+			d.Modified = s.Value == "true"
+		}
+	}
+	return d
 }
 
 // versionLine is "skein <version>", with the module version and the
 // commit the binary was built from when the build recorded them.
 func versionLine() string {
-	v := Version
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "skein " + v
+	d := buildVersion()
+	if d.Go == "" {
+		return "skein " + d.Version
 	}
-	if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		v = info.Main.Version
-	}
-	var commit, dirty string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			commit = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+dirty"
-			}
-		}
+	commit, dirty := d.Commit, ""
+	if d.Modified {
+		dirty = "+dirty"
 	}
 	if len(commit) > 12 {
 		commit = commit[:12]
 	}
 	if commit != "" {
-		return fmt.Sprintf("skein %s (commit %s%s, %s)", v, commit, dirty, info.GoVersion)
+		return fmt.Sprintf("skein %s (commit %s%s, %s)", d.Version, commit, dirty, d.Go)
 	}
-	return fmt.Sprintf("skein %s (%s)", v, info.GoVersion)
+	return fmt.Sprintf("skein %s (%s)", d.Version, d.Go)
 }
 
 // groupCmd is the RunE of a command that only groups others: called with
 // an unknown subcommand it is a usage error (exit 2), not help and exit 0.
 func groupCmd(cmd *cobra.Command, args []string) error {
 	if len(args) == 0 {
+		// The help is the answer to a usage error: on stderr, so that
+		// stdout holds only the error object under -o json.
+		cmd.SetOut(cmd.ErrOrStderr())
 		_ = cmd.Help()
 		return usagef("%s needs a subcommand", cmd.CommandPath())
 	}

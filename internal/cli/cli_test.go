@@ -127,8 +127,13 @@ func TestValidateJSONOutput(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: template, text: '{{ b.text }}'}\n"), 0o644))
 	r := skein(t, "validate", "--output", "json", file)
 	require.Equal(t, 2, r.code)
-	var ds []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &ds))
+	var doc struct {
+		Valid       bool             `json:"valid"`
+		Diagnostics []map[string]any `json:"diagnostics"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.False(t, doc.Valid)
+	ds := doc.Diagnostics
 	require.Len(t, ds, 1)
 	require.Equal(t, "a", ds[0]["node"])
 	require.Equal(t, float64(4), ds[0]["line"])

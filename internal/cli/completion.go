@@ -43,7 +43,7 @@ func (e *env) runIDs(cmd *cobra.Command, prefix string) ([]cobra.Completion, cob
 	if f == nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
-	r, err := runner.OpenExisting(runner.Config{Dir: f.Value.String(), LookupEnv: e.getenv})
+	r, err := runner.OpenExisting(runner.Config{Dir: f.Value.String(), DB: e.db, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

@@ -24,6 +24,7 @@ const ConfigFile = ".skein.yaml"
 // over the configuration file).
 const (
 	envDir         = "SKEIN_DIR"
+	envDB          = "SKEIN_DB"
 	envConcurrency = "SKEIN_CONCURRENCY"
 	envModel       = "SKEIN_LLM_MODEL" // llm.EnvModel, read by the runner
 )
@@ -142,6 +143,12 @@ func (e *env) applyDefaults(cmd *cobra.Command) error {
 	cfg, err := e.config()
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if db := fl.Lookup("db"); db != nil {
+		e.db = db.Value.String()
+		if v, ok := e.lookupEnv(envDB); ok && !db.Changed {
+			e.db = v
+		}
 	}
 	if dir != nil && !dir.Changed {
 		v, ok := e.lookupEnv(envDir)

@@ -164,8 +164,12 @@ func TestConfigErrors(t *testing.T) {
 
 	// A command that takes none of the defaults does not read the file.
 	_, sub := project(t, "nonsense: 1\n")
-	r := skeinIn(t, sub, nil, "validate", "testdata/ok.yaml")
+	r := skeinIn(t, sub, nil, "version")
 	require.Equal(t, 0, r.code, r.stderr)
+	// validate reads it: the model it names is what llm nodes would use.
+	r = skeinIn(t, sub, nil, "validate", "testdata/ok.yaml")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, `unknown key "nonsense"`)
 	// An empty file is no error.
 	_, sub = project(t, "# nothing yet\n")
 	r = skeinIn(t, sub, nil, "runs", "list", "--dir", t.TempDir())

@@ -32,3 +32,6 @@ func MainIn(ctx context.Context, wd string, environ map[string]string, args []st
 	lookup := func(k string) (string, bool) { v, ok := environ[k]; return v, ok }
 	return mainEnv(ctx, &env{stdin: strings.NewReader(""), stdout: stdout, stderr: stderr, lookupEnv: lookup, wd: wd}, args)
 }
+
+// IsTerminal is isTerminal, which picks the live view.
+var IsTerminal = isTerminal

@@ -18,10 +18,13 @@ const (
 	defaultConcurrency = 16
 )
 
-// addDirFlag adds --dir, the folder of the database and the run folders.
-// Its value is set before the command runs (env.applyDefaults).
+// addDirFlag adds --dir, the folder of the database and the run folders,
+// and --db, a database to use instead of the folder's skein.db. Their
+// values are set before the command runs (env.applyDefaults), --db's in
+// env.db.
 func addDirFlag(fl *pflag.FlagSet, p *string) {
 	fl.StringVar(p, "dir", "", "folder of the database (skein.db) and the run folders (default $"+envDir+", else dir: in "+ConfigFile+", else "+defaultDir+")")
+	fl.String("db", "", "database instead of <dir>/skein.db: a postgres://user@host:5432/db URL, or a SQLite file (default $"+envDB+"); run folders stay in --dir")
 }
 
 // addOutputFlag adds -o/--output, text or json; another value is a usage

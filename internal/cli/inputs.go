@@ -2,7 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -21,39 +20,67 @@ func usagef(format string, args ...any) error {
 }
 
 // resolveInputs merges --input-file and -i pairs, converts text values to
-// their declared types, and checks them against the workflow (unknown,
-// mistyped and missing inputs are usage errors).
+// their declared types, and checks them against the workflow: unknown,
+// mistyped and missing inputs are one usage error that names them all.
 func resolveInputs(w *workflow.Workflow, pairs []string, file string) (map[string]any, error) {
+	raw, probs, err := inputValues(w, pairs, file)
+	if err != nil {
+		return nil, err
+	}
+	bad := map[string]bool{}
+	for _, p := range probs {
+		bad[p.Input] = true
+	}
+	for _, p := range w.InputProblems(raw) {
+		if p.Input == "" || !bad[p.Input] {
+			probs = append(probs, p)
+		}
+	}
+	if len(probs) > 0 {
+		lines := make([]string, 0, len(probs))
+		for _, p := range probs {
+			msg := p.Error()
+			if len(p.Missing) > 0 {
+				msg += fmt.Sprintf(" (pass -i %s=…)", p.Missing[0])
+			}
+			lines = append(lines, msg)
+		}
+		if len(lines) == 1 {
+			return nil, usagef("%s", lines[0])
+		}
+		return nil, usagef("the inputs do not fit the workflow:\n  %s", strings.Join(lines, "\n  "))
+	}
+	return w.ResolveInputs(raw)
+}
+
+// inputValues reads --input-file and the -i pairs, converting each text
+// value to its input's declared type; a value that does not convert is
+// kept as it is and named in probs.
+func inputValues(w *workflow.Workflow, pairs []string, file string) (map[string]any, []*workflow.InputError, error) {
 	raw := map[string]any{}
 	if file != "" {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, usagef("reading --input-file: %v", err)
+			return nil, nil, usagef("reading --input-file: %v", err)
 		}
 		if err := json.Unmarshal(data, &raw); err != nil {
-			return nil, usagef("--input-file %s is not a JSON object: %v", file, err)
+			return nil, nil, usagef("--input-file %s is not a JSON object: %v", file, err)
 		}
 	}
+	var probs []*workflow.InputError
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usagef("-i %q: write inputs as name=value", p)
+			return nil, nil, usagef("-i %q: write inputs as name=value", p)
 		}
 		val, err := fromText(w.Input(k), v)
 		if err != nil {
-			return nil, usagef("input %s: %v", k, err)
+			probs = append(probs, &workflow.InputError{Input: k, Msg: err.Error()})
+			val = v
 		}
 		raw[k] = val
 	}
-	out, err := w.ResolveInputs(raw)
-	if err != nil {
-		var ie *workflow.InputError
-		if errors.As(err, &ie) && len(ie.Missing) > 0 {
-			return nil, usagef("%v (pass -i %s=…)", err, ie.Missing[0])
-		}
-		return nil, usagef("%v", err)
-	}
-	return out, nil
+	return raw, probs, nil
 }
 
 // fromText converts a -i value to the input's declared type.

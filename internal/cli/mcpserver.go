@@ -82,6 +82,7 @@ Not Found, and the client starts a new session.`,
 					return err
 				}
 			}
+			svc.db = e.db
 			ctx, stop := context.WithCancel(cmd.Context())
 			srv := newMCPServer(ctx, &svc, e.stderr)
 			var err error
@@ -112,6 +113,8 @@ Not Found, and the client starts a new session.`,
 type mcpService struct {
 	// flags are those of `skein run --output json`.
 	flags execFlags
+	// db is --db: a database instead of the folder's skein.db.
+	db string
 	// lookupEnv is the environment runs see (nil: the process's).
 	lookupEnv func(string) (string, bool)
 	calls     inflight // requests being answered
@@ -131,7 +134,7 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	if !create && !s.hasDatabase() {
 		return nil, nil
 	}
-	r, err := runner.Open(runner.Config{Dir: s.flags.dir, LookupEnv: s.lookupEnv})
+	r, err := runner.Open(runner.Config{Dir: s.flags.dir, DB: s.db, LookupEnv: s.lookupEnv})
 	if err != nil {
 		return nil, toolError(err)
 	}
@@ -233,6 +236,11 @@ type (
 	runIDIn struct {
 		ID string `json:"id" jsonschema:"the run's id (execution_id)"`
 	}
+	signalIn struct {
+		ID   string `json:"id" jsonschema:"the run whose wait node takes the signal"`
+		Node string `json:"node" jsonschema:"the wait node (until: signal) that waits for it"`
+		Data any    `json:"data,omitempty" jsonschema:"the signal's data, any JSON value: the wait node's output (default {})"`
+	}
 	cancelOut struct {
 		ExecutionID string `json:"execution_id"`
 		Status      string `json:"status" jsonschema:"the run's status once the cancel took effect (cancelled), or running when its owner has not stopped it yet"`
@@ -259,7 +267,7 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 	addTool(srv, &sdk.Tool{
 		Name:        "validate_workflow",
 		Title:       "Validate a workflow",
-		Description: "Check a workflow (a file, or YAML text) without running it: its shape, node parameters, edges, loops and template references. Returns every problem with its line and column.",
+		Description: "Check a workflow (a file, or YAML text) without running it: its shape, node parameters, edges, loops and template references; then, as warnings, what a run here would lack (models, secrets, required inputs). Returns every problem with its line and column.",
 		Annotations: readOnly,
 	}, s.validate)
 	addTool(srv, &sdk.Tool{
@@ -296,6 +304,15 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 			"Waits up to a minute for the run to end; the run can be resumed.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, s.cancel)
+
+	addTool(srv, &sdk.Tool{
+		Name:  "signal_run",
+		Title: "Signal a waiting run",
+		Description: "Send a signal (an approval, a person's answer) to a wait node with until: signal of a run, and continue the run: " +
+			"data becomes the node's output. Returns the run once it ends or waits again, like run_workflow; when another process " +
+			"(a skein serve on the folder) runs it, returns the run as it is and that process applies the signal.",
+		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+	}, s.signal)
 
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
 		Name:        "run-events",
@@ -453,7 +470,12 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 			return validateOut{}, &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
 		}
 	}
-	_, ds := workflow.Load(file, node.Default)
+	// What would stop a run here comes as warnings, as skein validate
+	// gives them.
+	_, ds, err := runner.Validate(file, node.Default, runner.PreflightRequest{LookupEnv: s.lookupEnv, SecretsFile: s.flags.secretsFile})
+	if err != nil {
+		return validateOut{}, toolError(err)
+	}
 	out := validateOut{Valid: !ds.HasErrors(), Diagnostics: make([]workflow.Diagnostic, 0, len(ds))}
 	for _, d := range ds {
 		if in.YAML != "" { // the temporary folder is gone when the caller reads this
@@ -561,6 +583,37 @@ func (s *mcpService) cancel(ctx context.Context, in runIDIn) (cancelOut, *node.E
 	return cancelOut{ExecutionID: run.ID, Status: run.Status}, nil
 }
 
+func (s *mcpService) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.Error) {
+	r, terr := s.findRun(ctx, in.ID)
+	if terr != nil {
+		return runner.RunDoc{}, terr
+	}
+	if in.Node == "" {
+		return runner.RunDoc{}, validationError(codeInvalidArguments, "node is required: the wait node that takes the signal")
+	}
+	data := in.Data
+	if data == nil {
+		data = map[string]any{}
+	}
+	sig, err := r.Signal(ctx, runner.SignalRequest{RunID: in.ID, Node: in.Node, Data: data})
+	if err != nil {
+		return runner.RunDoc{}, toolError(err)
+	}
+	if sig.Resume != "" {
+		res, err := r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: s.options()})
+		var owned *runner.OwnedError
+		if !errors.As(err, &owned) {
+			return s.runDoc(ctx, r, res, err)
+		}
+		// Another process resumed it first: it applies the signal.
+	}
+	doc, err := r.Get(ctx, sig.Run.ID)
+	if err != nil {
+		return runner.RunDoc{}, toolError(err)
+	}
+	return *doc, nil
+}
+
 // readEvents answers skein://runs/{id}/events with the run's events, one
 // JSON object a line, as `skein runs events ID` prints them.
 func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
@@ -595,8 +648,7 @@ func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceReques
 }
 
 func (s *mcpService) hasDatabase() bool {
-	_, err := os.Stat(filepath.Join(s.flags.dir, "skein.db"))
-	return err == nil
+	return runner.HasDatabase(runner.Config{Dir: s.flags.dir, DB: s.db})
 }
 
 // findRun returns the runner, or a tool error unless the run is recorded.

@@ -30,6 +30,8 @@ type execFlags struct {
 	secretsFile string
 	denyPrivate bool
 	model       string // read through env.getenv
+	// dirFlag is --dir as given on the command line ("" when it was not).
+	dirFlag string
 }
 
 func (f *execFlags) register(cmd *cobra.Command) {
@@ -46,7 +48,10 @@ func (f *execFlags) registerRun(fl *pflag.FlagSet, concurrency string) {
 	fl.BoolVar(&f.denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
 }
 
-func (f *execFlags) check() error {
+func (f *execFlags) check(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("dir") {
+		f.dirFlag = f.dir
+	}
 	if f.output != "text" && f.output != "json" {
 		return usagef("--output must be text or json, not %q", f.output)
 	}
@@ -56,14 +61,29 @@ func (f *execFlags) check() error {
 	return nil
 }
 
-// options are the runner's options for the flags; prog, when set, shows
+// options are the runner's options for the flags; obs, when set, shows
 // the run's progress.
-func (f *execFlags) options(prog *progress, hard <-chan struct{}) runner.Options {
-	o := runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark}
-	if prog != nil {
-		o.Observer = prog
+func (f *execFlags) options(obs runner.Observer, hard <-chan struct{}) runner.Options {
+	return runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark, Observer: obs}
+}
+
+// resumeCommand is the command that resumes run id: with --dir when it
+// was given on the command line (SKEIN_DIR and .skein.yaml still hold
+// for the next command).
+func (f *execFlags) resumeCommand(id string) string {
+	cmd := "skein resume " + id
+	if f.dirFlag != "" {
+		cmd += " --dir " + shellQuote(f.dirFlag)
 	}
-	return o
+	return cmd
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:@+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // cliPark: a command line execution ends (exit 4) when its run waits for
@@ -72,18 +92,18 @@ func (f *execFlags) options(prog *progress, hard <-chan struct{}) runner.Options
 // would.
 var cliPark = &engine.Park{After: time.Minute, SignalsOnly: true}
 
-// openRunner opens the runner of dir.
+// openRunner opens the runner of dir (and --db).
 func (e *env) openRunner(dir string) (*runner.Runner, error) {
-	r, err := runner.Open(runner.Config{Dir: dir, LookupEnv: e.getenv})
+	r, err := runner.Open(runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv})
 	if err != nil {
-		return nil, exit(ExitFailed, err)
+		return nil, failure(err) // a bad --db is a usage error
 	}
 	return r, nil
 }
 
 // openExisting opens the runner of dir for a command that reads runs.
 func (e *env) openExisting(dir string) (*runner.Runner, error) {
-	r, err := runner.OpenExisting(runner.Config{Dir: dir, LookupEnv: e.getenv})
+	r, err := runner.OpenExisting(runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, failure(err)
 	}
@@ -94,13 +114,17 @@ func runCmd(e *env) *cobra.Command {
 	var f execFlags
 	var inputs []string
 	var inputFile, trigger string
-	var autoRepair, noUpdate bool
+	var autoRepair, noUpdate, queued bool
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow and show its progress",
-		Long: `Run a workflow on this machine. Progress is shown per node as it ends
-(✓ success, ✗ failed, ⚠ warning, ↻ cached or pinned). The run is recorded in
-.skein/skein.db and under .skein/runs/<workflow>/<time>_<id>/.
+		Long: `Run a workflow on this machine. The run is recorded in .skein/skein.db
+and under .skein/runs/<workflow>/<time>_<id>/.
+
+Progress is shown per node as it ends (✓ success, ✗ failed with the last
+lines of its stderr, ⊘ cancelled, – skipped, ↻ cached or pinned, ⚠ warning);
+on a terminal the nodes running now are shown live under them. Plain lines
+only when stdout is not a terminal, NO_COLOR is set or TERM=dumb.
 
 Exit codes: 0 completed, 1 failed, 2 invalid workflow or usage, 3 checks
 failed, 4 waiting for a signal, 130 cancelled. Ctrl-C cancels: running
@@ -108,14 +132,23 @@ nodes finish, nothing new starts; a second Ctrl-C stops them at once.
 
 A run whose every branch waits for a signal (a wait with until: signal)
 is left waiting and the command ends with exit code 4, printing how to
-send it: skein signal RUN NODE --data '{...}' continues it.`,
+send it: skein signal RUN NODE --data '{...}' continues it.
+
+With --db postgres://… the run is recorded in Postgres and, by default,
+still runs here. --queue hands its nodes to the queue instead: each node is
+a job that a skein worker (on this machine or another, with the same --db)
+runs; this command follows the run to its end with the same progress and
+exit codes, and Ctrl-C asks the workers to cancel it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
+			if err := f.check(cmd); err != nil {
 				return err
 			}
 			if noUpdate && !autoRepair {
 				return usagef("--no-update goes with --auto-repair")
+			}
+			if queued && autoRepair {
+				return usagef("--auto-repair runs the workflow in this process; it does not go with --queue")
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				resolve := func(w *workflow.Workflow) (map[string]any, error) { return resolveInputs(w, inputs, inputFile) }
@@ -130,6 +163,9 @@ send it: skein signal RUN NODE --data '{...}' continues it.`,
 				if err != nil {
 					return nil, err
 				}
+				if queued {
+					return r.Enqueue(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
+				}
 				return r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
 			})
 		},
@@ -140,6 +176,7 @@ send it: skein signal RUN NODE --data '{...}' continues it.`,
 	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
 	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
 	fl.BoolVar(&autoRepair, "auto-repair", false, "on a validation error or a repairable node error, ask the repair model for a corrected workflow, show its diff and resume from the checkpoint (at most 3 attempts per phase); a repaired run that completes replaces FILE, keeping FILE.backup")
+	fl.BoolVar(&queued, "queue", false, "with --db postgres://…: run the nodes on skein workers (jobs in the database's queue) and follow the run here")
 	fl.BoolVar(&noUpdate, "no-update", false, "with --auto-repair: leave FILE as it is and keep the repaired workflow in <name>.repaired.yaml beside it")
 	return cmd
 }
@@ -152,18 +189,22 @@ func executing(ctx context.Context, e *env, f *execFlags, do func(context.Contex
 		return err
 	}
 	defer r.Close()
-	var prog *progress
-	if f.output == "text" {
-		prog = newProgress(e.stdout, e.stderr, isTerminal(e.stdout))
-	} else {
-		prog = &progress{notesOnly: true, w: e.stderr, errw: e.stderr}
+	disp, color := e.newDisplay(f.output)
+	closed := false
+	closeDisplay := func() {
+		if !closed {
+			closed = true
+			disp.Close()
+		}
 	}
+	defer closeDisplay()
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hard := make(chan struct{})
-	stopSignals := onSignals(e, cancel, hard)
+	stopSignals := onSignals(disp.Say, cancel, hard)
 	defer stopSignals()
-	res, err := do(runCtx, r, f.options(prog, hard))
+	res, err := do(runCtx, r, f.options(disp, hard))
+	closeDisplay()
 	if err != nil {
 		return failure(err)
 	}
@@ -173,7 +214,7 @@ func executing(ctx context.Context, e *env, f *execFlags, do func(context.Contex
 	if f.output == "json" {
 		writeJSON(e.stdout, resultJSON(ctx, r, res))
 	} else {
-		prog.summary(res)
+		summary(e.stdout, color, res, f.resumeCommand(res.Run.ID))
 	}
 	return resultExit(res)
 }
@@ -203,27 +244,22 @@ func resultExit(res *runner.Result) error {
 	return exit(ExitFailed, nil)
 }
 
-// failure maps a runner error to its exit code; an invalid workflow's
-// problems were printed by the caller or are printed here.
+// failure gives a runner error its exit code (errorOf decides it); an
+// invalid workflow's problems are printed one a line.
 func failure(err error) error {
 	var inv *runner.InvalidError
-	var use *runner.UsageError
 	var ee *exitError
 	switch {
 	case errors.As(err, &ee):
 		return err
 	case errors.As(err, &inv):
 		if len(inv.Diagnostics) == 0 {
-			return exit(ExitInvalid, nil)
+			return exit(ExitInvalid, err)
 		}
 		return exit(ExitInvalid, &diagnosticsError{inv.Diagnostics})
-	case errors.As(err, &use):
-		return exit(ExitInvalid, err)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrAmbiguous), errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning),
-		errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNotWaiting):
-		return exit(ExitInvalid, err)
 	}
-	return exit(ExitFailed, err)
+	code, _ := errorOf(err)
+	return exit(code, err)
 }
 
 // runID resolves a run id, or the unique prefix of one, given on the
@@ -243,7 +279,7 @@ func (d *diagnosticsError) Error() string { return "" }
 
 // onSignals turns the first Ctrl-C (or SIGTERM) into a graceful cancel and
 // the second into a hard one.
-func onSignals(e *env, cancel context.CancelFunc, hard chan struct{}) (stop func()) {
+func onSignals(say func(string), cancel context.CancelFunc, hard chan struct{}) (stop func()) {
 	sigs := make(chan os.Signal, 2)
 	done := make(chan struct{})
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -254,7 +290,7 @@ func onSignals(e *env, cancel context.CancelFunc, hard chan struct{}) (stop func
 			case <-sigs:
 				n++
 				if n == 1 {
-					fmt.Fprintln(e.stderr, "\ncancelling: waiting for running nodes (Ctrl-C again to stop them now)")
+					say("cancelling: waiting for running nodes (Ctrl-C again to stop them now)")
 					cancel()
 				} else {
 					close(hard)
@@ -269,13 +305,6 @@ func onSignals(e *env, cancel context.CancelFunc, hard chan struct{}) (stop func
 		signal.Stop(sigs)
 		close(done)
 	}
-}
-
-func writeJSON(w io.Writer, v any) {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
 }
 
 func resumeCmd(e *env) *cobra.Command {
@@ -297,7 +326,7 @@ A run still running in another process is refused; of two resumes at once
 exactly one proceeds.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
+			if err := f.check(cmd); err != nil {
 				return err
 			}
 			if planOnly {
@@ -314,13 +343,22 @@ exactly one proceeds.`,
 				if err != nil {
 					return failure(err)
 				}
+				if f.output == "json" {
+					doc := planDoc{ExecutionID: p.Run.ID, File: p.File, Nodes: make([]planNodeDoc, 0, len(p.Verdicts))}
+					for _, v := range p.Verdicts {
+						doc.Nodes = append(doc.Nodes, planNodeDoc{Node: v.Node, Action: v.Action, Reason: v.Reason})
+					}
+					writeJSON(e.stdout, doc)
+					return nil
+				}
 				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, p.File)
 				for _, v := range p.Verdicts {
 					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", v.Action, v.Node, v.Reason)
 				}
 				return nil
 			}
-			if _, err := os.Stat(f.dir); err != nil {
+			if _, err := os.Stat(f.dir); err != nil && e.db == "" {
+				// With --db the runs are in that database, wherever --dir is.
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
@@ -350,10 +388,11 @@ func rerunCmd(e *env) *cobra.Command {
 even if running them now would give something else.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
+			if err := f.check(cmd); err != nil {
 				return err
 			}
-			if _, err := os.Stat(f.dir); err != nil {
+			if _, err := os.Stat(f.dir); err != nil && e.db == "" {
+				// With --db the runs are in that database, wherever --dir is.
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
@@ -402,7 +441,7 @@ returns at once).`,
 				return failure(err)
 			}
 			if output == "json" {
-				writeJSON(e.stdout, map[string]any{"execution_id": run.ID, "status": run.Status})
+				writeJSON(e.stdout, cancelDoc{ExecutionID: run.ID, Status: run.Status})
 				return nil
 			}
 			switch run.Status {
@@ -455,14 +494,15 @@ again, …); 0 when its owner applies the signal; 2 when the run or node does
 not exist or the node is not waiting for a signal.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
+			if err := f.check(cmd); err != nil {
 				return err
 			}
 			value, err := signalData(data, dataFile, e.stdin)
 			if err != nil {
 				return err
 			}
-			if _, err := os.Stat(f.dir); err != nil {
+			if _, err := os.Stat(f.dir); err != nil && e.db == "" {
+				// With --db the runs are in that database, wherever --dir is.
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
@@ -477,8 +517,8 @@ not exist or the node is not waiting for a signal.`,
 				// applied says who applies the signal when not this process.
 				applied := func(by string) (*runner.Result, error) {
 					if f.output == "json" {
-						writeJSON(e.stdout, map[string]any{"execution_id": sig.Run.ID, "node": sig.Signal.Node, "visit": sig.Signal.Visit,
-							"seq": sig.Signal.Seq, "signaled_at": sig.Signal.CreatedAt, "status": sig.Run.Status, "applied_by": by})
+						writeJSON(e.stdout, signalDoc{ExecutionID: sig.Run.ID, Node: sig.Signal.Node, Visit: sig.Signal.Visit,
+							Seq: sig.Signal.Seq, SignaledAt: sig.Signal.CreatedAt, Status: sig.Run.Status, AppliedBy: by})
 						return nil, nil
 					}
 					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; %s applies it\n",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/cli/live"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
@@ -62,14 +64,9 @@ interrupted; resume it with skein resume RUN_ID.`,
 				return failure(err)
 			}
 			if listOutput == "json" {
-				out := make([]map[string]any, 0, len(runs))
+				out := make([]runListItem, 0, len(runs))
 				for _, run := range runs {
-					m := map[string]any{"execution_id": run.ID, "workflow": run.Workflow, "status": run.Status,
-						"started_at": run.StartedAt, "finished_at": run.FinishedAt}
-					if run.ParentID != "" {
-						m["parent_id"] = run.ParentID
-					}
-					out = append(out, m)
+					out = append(out, listItem(run))
 				}
 				writeJSON(e.stdout, out)
 				return nil
@@ -138,6 +135,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			printFailedSteps(e.stdout, doc.Steps)
 			if doc.Error != nil {
 				fmt.Fprintf(e.stdout, "\nerror: %s\n", doc.Error.Message)
 			}
@@ -147,10 +145,14 @@ interrupted; resume it with skein resume RUN_ID.`,
 	addOutputFlag(show, &output)
 
 	var follow bool
+	eventsOutput := "json"
 	events := &cobra.Command{
 		Use:   "events RUN_ID",
 		Short: "Print a run's events as JSON lines (-f follows a running run)",
-		Args:  cobra.ExactArgs(1),
+		Long: `Print a run's events, one JSON object a line (schema/event.schema.json);
+-o text prints them as aligned lines for people. -f follows a running run
+until it ends.`,
+		Args: cobra.ExactArgs(1),
 		RunE: withRunner(func(ctx context.Context, r *runner.Runner, args []string) error {
 			id, err := runID(ctx, r, args[0])
 			if err != nil {
@@ -167,7 +169,9 @@ interrupted; resume it with skein resume RUN_ID.`,
 					return failure(err)
 				}
 				for _, ev := range evs {
-					if err := enc.Encode(eventLine(ev)); err != nil {
+					if eventsOutput == "text" {
+						fmt.Fprintln(e.stdout, eventText(ev))
+					} else if err := enc.Encode(eventLine(ev)); err != nil {
 						return err
 					}
 					after = ev.Seq
@@ -194,8 +198,9 @@ interrupted; resume it with skein resume RUN_ID.`,
 		}),
 	}
 	events.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing events until the run ends")
+	events.Flags().VarP((*outputValue)(&eventsOutput), "output", "o", "output format: json (JSON lines) or text")
 
-	var olderThan string
+	var olderThan, pruneOutput string
 	var dryRun bool
 	prune := &cobra.Command{
 		Use:   "prune --older-than 30d",
@@ -213,6 +218,14 @@ running is never deleted. --dry-run lists what would go.`,
 			if err != nil {
 				return failure(err)
 			}
+			if pruneOutput == "json" {
+				doc := pruneDoc{DryRun: dryRun, Runs: make([]runListItem, 0, len(res.Runs)), Folders: res.Folders}
+				for _, run := range res.Runs {
+					doc.Runs = append(doc.Runs, listItem(run))
+				}
+				writeJSON(e.stdout, doc)
+				return nil
+			}
 			if dryRun {
 				for _, run := range res.Runs {
 					fmt.Fprintf(e.stdout, "would delete %s  %s  %s  %s\n", run.ID, run.Workflow, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04:05"))
@@ -226,6 +239,7 @@ running is never deleted. --dry-run lists what would go.`,
 	}
 	prune.Flags().StringVar(&olderThan, "older-than", "", "age of the runs to delete, with a unit: 30d, 12h, 90m")
 	prune.Flags().BoolVar(&dryRun, "dry-run", false, "list the runs that would be deleted, and delete nothing")
+	addOutputFlag(prune, &pruneOutput)
 
 	cmd.AddCommand(list, show, events, prune, verdictCmd(e, &dir))
 	return cmd
@@ -266,15 +280,23 @@ func parseAge(s string) (time.Duration, error) {
 	return age, nil
 }
 
-func eventLine(ev store.Event) map[string]any {
-	line := map[string]any{"seq": ev.Seq, "time": ev.Time, "type": ev.Type, "visit": ev.Visit, "iteration": ev.Iteration}
+// eventText is an event as a line for people: time, type, node, data.
+func eventText(ev store.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%4d  %s  %-18s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Type)
 	if ev.Node != "" {
-		line["node"] = ev.Node
+		fmt.Fprintf(&b, "  %s", ev.Node)
+		if ev.Visit > 1 {
+			fmt.Fprintf(&b, " #%d", ev.Visit)
+		}
 	}
 	if len(ev.Data) > 0 {
-		line["data"] = ev.Data
+		data, err := json.Marshal(ev.Data)
+		if err == nil {
+			fmt.Fprintf(&b, "  %s", data)
+		}
 	}
-	return line
+	return b.String()
 }
 
 func runDuration(r *store.Run) string {
@@ -304,6 +326,10 @@ func checkCmd(e *env) *cobra.Command {
 			if err != nil {
 				return failure(err)
 			}
+			if v == nil && output == "json" {
+				fmt.Fprintln(e.stdout, "null")
+				return nil
+			}
 			if v == nil {
 				fmt.Fprintln(e.stdout, "the workflow has no checks")
 				return nil
@@ -321,7 +347,7 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
 		Use:   "verdict RUN_ID",
-		Short: "Show a run's verdict, check by check (exit 3 when it FAILED)",
+		Short: "Show a run's verdict, check by check (exit 3 when it FAILED, 1 when INCOMPLETE)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := e.openExisting(*dir)
@@ -353,16 +379,38 @@ func verdictCmd(e *env, dir *string) *cobra.Command {
 }
 
 // printVerdict shows a verdict, as JSON or as the bar and its checks; a
-// FAILED verdict exits 3.
+// FAILED verdict exits 3, an INCOMPLETE one (the run failed or was
+// cancelled, no check failed) 1, as skein run of that run did.
 func printVerdict(e *env, v *check.RunVerdict, output string) error {
 	if output == "json" {
 		writeJSON(e.stdout, v)
 	} else {
-		fmt.Fprintln(e.stdout, check.Bar(v, isTerminal(e.stdout)))
+		fmt.Fprintln(e.stdout, check.Bar(v, e.colorful(e.stdout)))
 		fmt.Fprint(e.stdout, check.Details(v))
 	}
-	if v.Status == check.StatusFailed {
+	switch v.Status {
+	case check.StatusFailed:
 		return exit(ExitChecks, nil)
+	case check.StatusIncomplete:
+		return exit(ExitFailed, nil)
 	}
 	return nil
+}
+
+// printFailedSteps shows each failed step's error with the last lines of
+// its stderr (a shell step's), as the run's progress did.
+func printFailedSteps(w io.Writer, steps []runner.StepDoc) {
+	for _, s := range steps {
+		if s.Status != string(engine.StatusFailed) || s.Error == nil {
+			continue
+		}
+		name := s.Node
+		if s.Visit > 1 {
+			name = fmt.Sprintf("%s (visit %d)", s.Node, s.Visit)
+		}
+		fmt.Fprintf(w, "\n%s failed: %s\n", name, s.Error.Message)
+		for _, l := range live.StderrTail(s.Error.Details) {
+			fmt.Fprintln(w, "    │ "+l)
+		}
+	}
 }

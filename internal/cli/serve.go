@@ -9,14 +9,20 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/server"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
 )
 
 // defaultServeAddr is where `skein serve` listens unless told otherwise.
@@ -24,8 +30,8 @@ const defaultServeAddr = "127.0.0.1:7420"
 
 func serveCmd(e *env) *cobra.Command {
 	var f execFlags
-	var addr, flows string
-	var noAuth bool
+	var addr, flows, folders string
+	var noAuth, queued, withWorker bool
 	var grace, parkAfter time.Duration
 	var maxRuns int
 	cmd := &cobra.Command{
@@ -48,15 +54,21 @@ is left waiting, held by nothing; a signal resumes it, and so does the
 server (this one or the next) when its wake-up time comes.
 
 Schedule triggers fire while the server runs; their fire times are kept in
-the database, so a restart neither skips nor doubles a fire. On start the
-server takes over the runs a dead process left running (of the workflows it
-serves), reusing their completed steps. GET /metrics is in the Prometheus
+the database, so a restart neither skips nor doubles a fire. On start, and
+every 30 s after, the server takes over the runs a dead process left running
+(of the workflows it serves), reusing their completed steps. GET /metrics is in the Prometheus
 format; set OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per
 node by OTLP/HTTP.
 
 SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
-left interrupted, to be resumed (or waiting, when they only wait).`,
+left interrupted, to be resumed (or waiting, when they only wait).
+
+With --db postgres://… --queue the server runs no node itself: each run's
+nodes are jobs for skein worker processes on the same database, and the
+server follows the runs for the API and its events. --worker adds a worker
+of the default queue to the server process. Queued runs are left to their
+workers when the server stops.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.concurrency < 1 {
@@ -72,9 +84,23 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 				return usagef("--workflows %s: %v", flows, err)
 			}
 			log := newLogger(e)
-			r, err := e.openRunner(f.dir)
+			var onDemand bool
+			switch folders {
+			case "on-demand":
+				onDemand = true
+			case "always":
+			default:
+				return usagef("--run-folders %q: give on-demand or always", folders)
+			}
+			if (queued || withWorker) && !postgres.IsURL(e.db) {
+				return usagef("--queue and --worker need --db postgres://user@host:5432/db: queued runs are jobs in Postgres")
+			}
+			if withWorker && !queued {
+				return usagef("--worker runs the nodes of queued runs; give --queue too")
+			}
+			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
 			if err != nil {
-				return err
+				return failure(err) // a bad --db is a usage error
 			}
 			defer r.Close()
 			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns, ParkAfter: parkAfter}
@@ -135,6 +161,22 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 					log.Warn("not watching the workflows folder; reload with SIGHUP", "err", err)
 				}
 			}()
+			if withWorker {
+				// The worker drains after the server stopped taking runs.
+				wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))
+				done := make(chan error, 1)
+				go func() {
+					done <- r.Work(wctx, runner.WorkRequest{Queues: map[string]int{queue.DefaultQueue: f.concurrency},
+						Grace: grace, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate})
+				}()
+				defer func() {
+					stopWorker()
+					if err := <-done; err != nil {
+						log.Error("the worker stopped with an error", "err", err)
+					}
+				}()
+				log.Info("working the default queue in this process (--worker)", "concurrency", f.concurrency)
+			}
 			if err := srv.Serve(ctx, ln); err != nil {
 				return exit(ExitFailed, err)
 			}
@@ -148,6 +190,9 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
 	fl.IntVar(&maxRuns, "max-runs", server.DefaultMaxRunning, "most executions in progress at once; a request that would start one more waits a second, then gets 503 busy")
 	fl.DurationVar(&parkAfter, "park-after", time.Minute, "a run whose branches all wait, for signals or for timers due later than this, is left waiting and held by nothing (negative: hold every wait)")
+	fl.BoolVar(&queued, "queue", false, "with --db postgres://…: hand the runs' nodes to skein workers (jobs in the database's queue) instead of running them in this process")
+	fl.BoolVar(&withWorker, "worker", false, "with --queue: also run a worker of the default queue in this process")
+	fl.StringVar(&folders, "run-folders", "on-demand", "on-demand: a run gets a folder under <dir>/runs only when it keeps files (artifacts, big outputs, verdicts); always: every run gets one, with run.json and events.jsonl")
 	f.registerRun(fl, "most nodes running at once, per run")
 	return cmd
 }
@@ -155,11 +200,11 @@ left interrupted, to be resumed (or waiting, when they only wait).`,
 func tokenCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "token",
-		Short: "Make API tokens for skein serve",
+		Short: "Make, list and revoke the API tokens of skein serve",
 		Args:  cobra.ArbitraryArgs,
 		RunE:  groupCmd,
 	}
-	var dir, scope, name string
+	var dir, scope, name, createOutput string
 	create := &cobra.Command{
 		Use:   "create --scope read|run|admin [--name NAME]",
 		Short: "Make an API token and print it (once: only its hash is kept)",
@@ -182,16 +227,92 @@ rerun runs), admin (everything).`,
 			if err != nil {
 				return exit(ExitFailed, err)
 			}
+			if createOutput == "json" {
+				writeJSON(e.stdout, tokenCreateDoc{Token: text, tokenDoc: tokenDoc{ID: rec.ID, Name: rec.Name, Scope: rec.Scope, CreatedAt: rec.CreatedAt.UTC()}})
+				return nil
+			}
 			fmt.Fprintln(e.stdout, text)
 			fmt.Fprintf(e.stderr, "token %s (scope %s) made; it is not shown again. Send it as Authorization: Bearer <token>\n", rec.ID, rec.Scope)
 			return nil
 		},
 	}
 	addDirFlag(create.Flags(), &dir)
+	addOutputFlag(create, &createOutput)
 	create.Flags().StringVar(&scope, "scope", "", "read, run or admin")
 	create.Flags().StringVar(&name, "name", "", "a name to remember the token by")
 	_ = create.MarkFlagRequired("scope")
-	cmd.AddCommand(create)
+
+	var listDir, output string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the API tokens: id, name, scope and when each was made",
+		Long: `List the API tokens of the folder, oldest first. A token's text is not
+kept, so it is not shown; its id is the part after skn_ and before the next
+underscore. -o json prints {"tokens": [{id, name, scope, created_at}]}.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := e.openExisting(listDir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			toks, err := r.Tokens().List(cmd.Context())
+			if err != nil {
+				return exit(ExitFailed, err)
+			}
+			if output == "json" {
+				doc := tokenListDoc{Tokens: make([]tokenDoc, 0, len(toks))}
+				for _, t := range toks {
+					doc.Tokens = append(doc.Tokens, tokenDoc{t.ID, t.Name, t.Scope, t.CreatedAt.UTC()})
+				}
+				writeJSON(e.stdout, doc)
+				return nil
+			}
+			if len(toks) == 0 {
+				fmt.Fprintln(e.stderr, "no tokens; skein token create --scope run makes one")
+				return nil
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED")
+			for _, t := range toks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, t.CreatedAt.Local().Format("2006-01-02 15:04:05"))
+			}
+			return tw.Flush()
+		},
+	}
+	addDirFlag(list.Flags(), &listDir)
+	addOutputFlag(list, &output)
+
+	var revokeDir string
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "Revoke an API token: from now on it is refused",
+		Long: `Revoke the API token ID (skein token list shows the ids; a token's id is
+the part after skn_ and before the next underscore). A running server
+refuses it from its next request.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			r, err := e.openExisting(revokeDir)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			id := args[0]
+			if rest, ok := strings.CutPrefix(id, "skn_"); ok {
+				id, _, _ = strings.Cut(rest, "_") // the whole token was given
+			}
+			if err := r.Tokens().Revoke(cmd.Context(), id); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					return exit(ExitFailed, fmt.Errorf("no token %q; skein token list shows the ids", id))
+				}
+				return exit(ExitFailed, err)
+			}
+			fmt.Fprintf(e.stderr, "token %s revoked\n", id)
+			return nil
+		},
+	}
+	addDirFlag(revoke.Flags(), &revokeDir)
+	cmd.AddCommand(create, list, revoke)
 	return cmd
 }
 

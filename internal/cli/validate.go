@@ -1,40 +1,57 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
 func validateCmd(e *env) *cobra.Command {
-	var output string
+	var output, inputFile, secretsFile, model string
+	var inputs []string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check workflow files and print every problem",
 		Long: `Check workflow files: their shape, node parameters, edges and handles, loops
 and cycles, and every template reference. Each problem is printed as
-file:line:col: error: message (node id). Exit 0 when every file is valid
-(warnings allowed), 2 otherwise.`,
+file:line:col: severity: message (node id).
+
+Then what would stop a run on this machine, all at once, as warnings: models
+that are not configured (an llm or agent node with no model in llm: nor
+SKEIN_LLM_MODEL, --model or model: in .skein.yaml; an unknown provider; no
+API key), secrets that are not set, required inputs. With -i or
+--input-file the inputs are checked as skein run checks them, and their
+problems are errors; --strict makes every warning of this machine an error.
+
+Exit 0 when every file is valid (warnings allowed), 2 otherwise. -o json
+prints {"valid", "diagnostics"} (schema/validate.schema.json).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, files []string) error {
-			if output != "text" && output != "json" {
-				return exit(ExitInvalid, fmt.Errorf("--output must be text or json, not %q", output))
+			if _, err := e.config(); err != nil {
+				return usagef("%v", err)
+			}
+			req := runner.PreflightRequest{LookupEnv: e.getenv, SecretsFile: secretsFile, Strict: strict}
+			if len(inputs) > 0 || inputFile != "" {
+				req.Inputs = func(w *workflow.Workflow) (map[string]any, error) {
+					raw, _, err := inputValues(w, inputs, inputFile) // what does not convert is a diagnostic
+					return raw, err
+				}
 			}
 			all := workflow.Diagnostics{}
 			for _, f := range files {
-				_, ds := workflow.Load(f, node.Default)
+				_, ds, err := runner.Validate(f, node.Default, req)
+				if err != nil {
+					return err
+				}
 				all = append(all, ds...)
 			}
 			if output == "json" {
-				enc := json.NewEncoder(e.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(all); err != nil {
-					return exit(ExitFailed, err)
-				}
+				writeJSON(e.stdout, validateDoc{Valid: !all.HasErrors(), Diagnostics: all})
 			} else {
 				for _, d := range all {
 					fmt.Fprintln(e.stdout, d.String())
@@ -55,5 +72,11 @@ file:line:col: error: message (node id). Exit 0 when every file is valid
 		},
 	}
 	addOutputFlag(cmd, &output)
+	fl := cmd.Flags()
+	addModelFlag(fl, &model) // env.getenv reads it
+	fl.StringArrayVarP(&inputs, "input", "i", nil, "check this input as name=value, as skein run would take it (repeatable)")
+	fl.StringVar(&inputFile, "input-file", "", "check the inputs of this JSON file")
+	fl.StringVar(&secretsFile, "secrets-file", "", "dotenv file with secret values, as skein run would be given")
+	fl.BoolVar(&strict, "strict", false, "what would stop a run here (models, secrets, required inputs) is an error, not a warning")
 	return cmd
 }

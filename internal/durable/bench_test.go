@@ -10,6 +10,8 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard"
@@ -38,7 +40,7 @@ func chainPlan(b *testing.B, n int) *engine.Plan {
 }
 
 // BenchmarkChain400 runs a chain of 400 no-op nodes in memory and with
-// every step group-committed to SQLite, and reports ns per node and step
+// every step group-committed to SQLite and to Postgres, and reports ns per node and step
 // completions per second.
 func BenchmarkChain400(b *testing.B) {
 	const n = 400
@@ -56,34 +58,53 @@ func BenchmarkChain400(b *testing.B) {
 		}
 		report(b, n)
 	})
-	b.Run("sqlite", func(b *testing.B) {
+	for name, open := range benchStores {
+		b.Run(name, func(b *testing.B) {
+			st := open(b)
+			ctx := context.Background()
+			c := durable.NewCommitter(st)
+			defer c.Close()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				id := fmt.Sprint("r", i)
+				if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
+					b.Fatal(err)
+				}
+				rec := durable.NewRecorder(c, id, "", nil)
+				res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Recorder: rec})
+				if err != nil || res.Status != engine.RunCompleted {
+					b.Fatal(err, res.Error)
+				}
+				if err := rec.Sync(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			report(b, n)
+		})
+	}
+}
+
+// benchStores open an empty store of each kind for a benchmark, closed
+// with it. The Postgres one is skipped without a server (pgtest).
+var benchStores = map[string]func(b *testing.B) store.Store{
+	"sqlite": func(b *testing.B) store.Store {
 		st, err := sqlite.Open(filepath.Join(b.TempDir(), "skein.db"))
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer st.Close()
-		ctx := context.Background()
-		c := durable.NewCommitter(st)
-		defer c.Close()
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			i++
-			id := fmt.Sprint("r", i)
-			if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
-				b.Fatal(err)
-			}
-			rec := durable.NewRecorder(c, id, "", nil)
-			res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Recorder: rec})
-			if err != nil || res.Status != engine.RunCompleted {
-				b.Fatal(err, res.Error)
-			}
-			if err := rec.Sync(); err != nil {
-				b.Fatal(err)
-			}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	},
+	"postgres": func(b *testing.B) store.Store {
+		st, err := postgres.Open(b.Context(), pgtest.URL(b))
+		if err != nil {
+			b.Fatal(err)
 		}
-		report(b, n)
-	})
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	},
 }
 
 func report(b *testing.B, nodes int) {
@@ -93,7 +114,7 @@ func report(b *testing.B, nodes int) {
 }
 
 // BenchmarkConcurrentRuns runs 200 runs of a 10-node workflow at once
-// through one driver, in memory and recorded in SQLite through one
+// through one driver, in memory and recorded in SQLite or Postgres through one
 // committer, and reports step completions per second.
 func BenchmarkConcurrentRuns(b *testing.B) {
 	const runs, nodes = 200, 10
@@ -131,27 +152,25 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 		}
 		report(b, runs*nodes)
 	})
-	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlite.Open(filepath.Join(b.TempDir(), "skein.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		c := durable.NewCommitter(st)
-		defer c.Close()
-		ctx := context.Background()
-		n := 0
-		for b.Loop() {
-			n++
-			execAll(b, func(id string) (engine.Recorder, func() error) {
-				id = fmt.Sprintf("%s-%d", id, n)
-				if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
-					b.Fatal(err)
-				}
-				rec := durable.NewRecorder(c, id, "", nil)
-				return rec, rec.Sync
-			})
-		}
-		report(b, runs*nodes)
-	})
+	for name, open := range benchStores {
+		b.Run(name, func(b *testing.B) {
+			st := open(b)
+			c := durable.NewCommitter(st)
+			defer c.Close()
+			ctx := context.Background()
+			n := 0
+			for b.Loop() {
+				n++
+				execAll(b, func(id string) (engine.Recorder, func() error) {
+					id = fmt.Sprintf("%s-%d", id, n)
+					if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
+						b.Fatal(err)
+					}
+					rec := durable.NewRecorder(c, id, "", nil)
+					return rec, rec.Sync
+				})
+			}
+			report(b, runs*nodes)
+		})
+	}
 }

@@ -11,19 +11,43 @@ import (
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
 // TestAFailureBelongsToItsRun: when one run's batch cannot be written (its
 // owner lost the lease), the other runs committed in the same group are
 // not failed with it, and the failed run's later batches fail too, so its
-// records never have a gap.
+// records never have a gap. It holds on both stores.
 func TestAFailureBelongsToItsRun(t *testing.T) {
 	t.Parallel()
+	for name, open := range stores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testAFailureBelongsToItsRun(t, open(t))
+		})
+	}
+}
+
+// stores open an empty store of each kind for a test, closed with it.
+var stores = map[string]func(t *testing.T) store.Store{
+	"sqlite": func(t *testing.T) store.Store {
+		st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	},
+	"postgres": func(t *testing.T) store.Store {
+		st, err := postgres.Open(t.Context(), pgtest.URL(t))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	},
+}
+
+func testAFailureBelongsToItsRun(t *testing.T, st store.Store) {
 	ctx := t.Context()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer st.Close()
 	for _, id := range []string{"good", "stale"} {
 		require.NoError(t, st.CreateRun(ctx, &store.Run{ID: id, Workflow: "w", Status: "running",
 			Owner: store.Owner{Host: "h", PID: 1, Token: "tok-" + id}, LeaseTTL: time.Hour}))

@@ -51,6 +51,13 @@ type StepRecord struct {
 	// Directives are the step's _route and other directives, kept so a
 	// reused step routes as the original did.
 	Directives map[string]any `json:"-"`
+	// Retry is set while the step's failed attempt waits to be tried
+	// again, so a display shows one final mark per step.
+	Retry bool `json:"-"`
+	// Loop is the loop context of the step ({item, index, total,
+	// iteration} in a foreach item, {iteration, index} in a loop pass),
+	// for displays; nil outside loop bodies.
+	Loop map[string]any `json:"-"`
 	// WakeAt is, for a step that holds its successors (a wait, a
 	// _delay_seconds, a signal's timeout), when it lets them go on. It is
 	// kept once the wait is over, and an execution that resumes the run
@@ -87,11 +94,14 @@ type Flusher interface {
 
 // Options configure one run.
 type Options struct {
-	RunID    string
-	Inputs   map[string]any
-	Trigger  string
-	Payload  map[string]any
-	Secrets  map[string]string
+	RunID   string
+	Inputs  map[string]any
+	Trigger string
+	Payload map[string]any
+	Secrets map[string]string
+	// Redactor masks Secrets (redact.New of them); nil: the driver makes
+	// one. The runner gives the run's own, shared by all its writers.
+	Redactor *redact.Redactor
 	Recorder Recorder
 	// Concurrency caps the run's tasks running at once (default 16).
 	Concurrency int
@@ -198,7 +208,10 @@ type Result struct {
 }
 
 // Driver runs plans on this machine: tasks are goroutines, bounded per run
-// and per process.
+// and per process. A task released by the scheduler that finds no free
+// slot waits for one: its step is recorded pending (not running), and its
+// node_started event and start time come when it gets the slot; a cancel
+// or a failure of the run withdraws it, and its step is skipped.
 type Driver struct {
 	Registry *node.Registry
 	Clock    clock.Clock
@@ -254,6 +267,16 @@ type runState struct {
 	wakeAt  map[[2]int]time.Time
 	signals map[sigKey]Signal
 	parked  bool
+	// admitted holds, for each task the scheduler released, whether it got
+	// its concurrency slots at once (true) or waits for them (false);
+	// launch takes the answer. held keeps the node_started events of the
+	// tasks that wait, to be recorded when they start. Both belong to the
+	// loop goroutine.
+	admitted map[int64]bool
+	held     map[int64][]Event
+	// queued are the tasks waiting for a slot, under mu: a cancel withdraws
+	// them (closes their channel) so they never start.
+	queued  map[int64]chan struct{}
 	started time.Time
 	closed  chan struct{}
 	hashes  []string // latest step hash per node
@@ -305,30 +328,21 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		wakeAt:   map[[2]int]time.Time{},
 		signals:  map[sigKey]Signal{},
 		closed:   make(chan struct{}),
+		admitted: map[int64]bool{},
+		held:     map[int64][]Event{},
+		queued:   map[int64]chan struct{}{},
 		hashes:   make([]string, len(plan.Nodes)),
 		defs:     make([][]byte, len(plan.Nodes)),
 	}
 	for i, pn := range plan.Nodes {
 		rs.defs[i] = defOf(pn)
 	}
-	rs.redact = redact.New(opts.Secrets)
+	rs.redact = opts.Redactor
+	if rs.redact == nil {
+		rs.redact = redact.New(opts.Secrets)
+	}
 	rs.started = d.Clock.Now()
-	secrets := make(map[string]any, len(opts.Secrets))
-	for k, v := range opts.Secrets {
-		secrets[k] = v
-	}
-	trig := opts.Payload
-	if trig == nil {
-		trig = map[string]any{}
-	}
-	rs.scope = expr.Scope{
-		Inputs:  opts.Inputs,
-		Trigger: trig,
-		Secrets: secrets,
-		Execution: map[string]any{
-			"id": opts.RunID, "workflow": plan.W.Name, "started_at": rs.started.UTC().Format(time.RFC3339),
-		},
-	}
+	rs.scope = RunScope(opts.RunID, plan.W.Name, rs.started, opts.Inputs, opts.Payload, opts.Secrets)
 	rs.taskCtx, rs.cancelT = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer rs.cancelT(nil)
 
@@ -372,6 +386,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 				break
 			}
 			cancelled = true
+			rs.withdrawQueued()
 			done = rs.apply(rs.sched.Cancel())
 			if opts.CancelGrace > 0 {
 				graceStop = d.Clock.AfterFunc(opts.CancelGrace, func() {
@@ -403,12 +418,15 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 // and nothing runs any more.
 func (rs *runState) apply(a *Actions) bool {
 	now := rs.d.Clock.Now()
+	rs.admit(a)
 	rs.holdUntil(a, now, nil)
 	for _, su := range a.Steps {
 		rs.recordStep(su, now, nil)
 	}
 	for _, ev := range a.Events {
-		rs.recordEvent(ev, now)
+		if !rs.hold(ev) {
+			rs.recordEvent(ev, now)
+		}
 	}
 	rs.flush()
 	for _, id := range a.Stop {
@@ -437,6 +455,7 @@ func (rs *runState) apply(a *Actions) bool {
 		})
 	}
 	if a.CancelRunning {
+		rs.withdrawQueued()
 		rs.mu.Lock()
 		for _, c := range rs.cancels {
 			c()
@@ -452,6 +471,85 @@ func (rs *runState) apply(a *Actions) bool {
 		}
 	}
 	return rs.sched.Ended() && rs.sched.Running() == 0
+}
+
+// admit gives the tasks a releases their concurrency slots when some are
+// free; the others wait for one in their goroutine (launch). A task that
+// waits is not running: its step is recorded pending and its node_started
+// event is held until it gets a slot (DESIGN §2.7).
+func (rs *runState) admit(a *Actions) {
+	for _, t := range a.Start {
+		if _, ok := rs.admitted[t.ID]; ok {
+			continue
+		}
+		rs.admitted[t.ID] = rs.trySlots()
+	}
+}
+
+// trySlots takes a slot of the run and one of the process if both are
+// free, without waiting.
+func (rs *runState) trySlots() bool {
+	select {
+	case rs.runSlots <- struct{}{}:
+	default:
+		return false
+	}
+	select {
+	case rs.d.slots <- struct{}{}:
+		return true
+	default:
+		<-rs.runSlots
+		return false
+	}
+}
+
+// waits reports whether task id was released but waits for a slot.
+func (rs *runState) waits(id int64) bool {
+	ok, known := rs.admitted[id]
+	return known && !ok
+}
+
+// hold keeps the node_started event of a task that waits for a slot, and
+// reports whether it did.
+func (rs *runState) hold(ev Event) bool {
+	if ev.Type != EventNodeStarted {
+		return false
+	}
+	for id, ok := range rs.admitted {
+		if ok {
+			continue
+		}
+		if t := rs.sched.Task(id); t != nil && t.Node.ID == ev.Node && t.Visit == ev.Visit {
+			rs.held[id] = append(rs.held[id], ev)
+			return true
+		}
+	}
+	return false
+}
+
+// began records that a task that waited for a slot got one and starts
+// now: its step is running from now and its node_started event is
+// recorded.
+func (rs *runState) began(t *Task, at time.Time) {
+	evs := rs.held[t.ID]
+	delete(rs.held, t.ID)
+	rs.recordStep(StepUpdate{TaskID: t.ID, Node: t.Node.ID, Index: t.Node.Index, Visit: t.Visit, Iteration: t.Iteration,
+		Attempt: t.Attempt, Status: StatusRunning}, at, nil)
+	for _, ev := range evs {
+		rs.recordEvent(ev, at)
+	}
+	rs.flush()
+}
+
+// withdrawQueued stops the tasks waiting for a slot from starting: the
+// run is being cancelled or failed, and they end as never started.
+func (rs *runState) withdrawQueued() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for id, ch := range rs.queued {
+		close(ch)
+		delete(rs.queued, id)
+	}
 }
 
 // holdUntil sets the wake-up time of each step a timer of a will hold:
@@ -593,7 +691,14 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rs.steps[key] = rec
 		rs.order = append(rs.order, rec)
 	}
+	if su.Status == StatusRunning && rs.waits(su.TaskID) {
+		su.Status = StatusPending // released, but waiting for a slot
+	}
 	rec.Status = su.Status
+	rec.Retry = su.Retry
+	if su.Loop != nil {
+		rec.Loop = su.Loop
+	}
 	if su.Status != StatusRunning {
 		rec.ProcessGroup = 0 // the attempt that started it is over
 	}
@@ -692,8 +797,15 @@ func (rs *runState) processStarted(t *Task, pgid int) {
 func (rs *runState) launch(t *Task) {
 	upstream := rs.upstreamHashes(t.Node)
 	ctx, cancel := context.WithCancel(rs.taskCtx)
+	admitted := rs.admitted[t.ID]
+	delete(rs.admitted, t.ID)
+	var withdraw chan struct{}
 	rs.mu.Lock()
 	rs.cancels[t.ID] = cancel
+	if !admitted {
+		withdraw = make(chan struct{})
+		rs.queued[t.ID] = withdraw
+	}
 	rs.mu.Unlock()
 	rs.wg.Add(1)
 	go func() {
@@ -703,20 +815,21 @@ func (rs *runState) launch(t *Task) {
 		var oc Outcome
 		var params map[string]any
 		td := &taskDone{id: t.ID}
-		select {
-		case rs.runSlots <- struct{}{}:
-			select {
-			case rs.d.slots <- struct{}{}:
+		if admitted || rs.waitSlots(ctx, t, withdraw) {
+			if !admitted {
 				start = rs.d.Clock.Now()
-				oc, params = rs.runTask(ctx, t, upstream, td)
-				oc, params = rs.spill(t.Node, oc, params)
-				<-rs.d.slots
-			case <-ctx.Done():
-				oc = Outcome{Err: node.AsError(context.Cause(ctx))}
+				rs.post(func() { rs.began(t, start) })
 			}
+			oc, params = rs.runTask(ctx, t, upstream, td)
+			oc, params = rs.spill(t.Node, oc, params)
+			<-rs.d.slots
 			<-rs.runSlots
-		case <-ctx.Done():
-			oc = Outcome{Err: node.AsError(context.Cause(ctx))}
+		} else {
+			msg := "the run was cancelled before the node started"
+			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+				msg = cause.Error()
+			}
+			oc = Outcome{NotStarted: true, Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Permanent: true, Message: msg}}
 		}
 		if oc.Err != nil && ctx.Err() != nil && oc.Err.Category != node.CategoryTimeout {
 			oc.Err.Category = node.CategoryCancelled
@@ -729,6 +842,7 @@ func (rs *runState) launch(t *Task) {
 			a := rs.sched.Finished(t.ID, oc)
 			now := rs.d.Clock.Now()
 			td.outcome, td.params, td.start, td.end = oc, params, start, end
+			rs.admit(a)
 			rs.holdUntil(a, now, td)
 			if td.hash != "" && oc.Err == nil {
 				rs.hashes[t.Node.Index] = td.hash
@@ -755,13 +869,41 @@ func (rs *runState) launch(t *Task) {
 	}()
 }
 
+// waitSlots waits for a slot of the run and one of the process for a task
+// that did not get them at once. It reports false, holding no slot, when
+// the task was withdrawn or its context ended first.
+func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct{}) bool {
+	got := false
+	select {
+	case rs.runSlots <- struct{}{}:
+		select {
+		case rs.d.slots <- struct{}{}:
+			got = true
+		case <-ctx.Done():
+		case <-withdraw:
+		}
+		if !got {
+			<-rs.runSlots
+		}
+	case <-ctx.Done():
+	case <-withdraw:
+	}
+	rs.mu.Lock()
+	_, queued := rs.queued[t.ID]
+	delete(rs.queued, t.ID)
+	rs.mu.Unlock()
+	if got && !queued { // withdrawn as it took its slots
+		<-rs.d.slots
+		<-rs.runSlots
+		got = false
+	}
+	return got
+}
+
 // runTask renders the node's parameters and runs its kind.
 func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone) (Outcome, map[string]any) {
 	pn := t.Node
-	scope := rs.scope
-	scope.Vars = t.Vars
-	scope.Loop = t.Loop
-	scope.Nodes = t.Nodes
+	scope := TaskScope(rs.scope, t)
 	params, err := RenderParams(pn, &scope)
 	if err != nil {
 		return Outcome{Err: err}, nil
@@ -781,63 +923,30 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 			})
 		}
 	}
-	kind, ok := rs.d.Registry.New(pn.Type)
-	if !ok {
-		return Outcome{Err: &node.Error{Code: "no_runner", Category: node.CategoryInternal, Permanent: true,
-			Message: fmt.Sprintf("node type %s cannot run in this build of skein", pn.Type)}}, params
-	}
-	if pn.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, pn.Timeout)
-		defer cancel()
-	}
-	services := rs.opts.Services
+	env := rs.taskEnv()
 	if pn.Spec.Role == node.RoleSubworkflow {
-		services = node.ChildrenService.Provide(services, &subRunner{rs: rs, task: t})
+		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
 	}
-	call := &node.Call{
-		RunID: rs.opts.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
-		Written:        pn.Node.Params,
-		IdempotencyKey: fmt.Sprintf("%s/%s/%d", rs.opts.RunID, pn.ID, t.Visit),
-		Emit: func(kind string, data map[string]any) {
+	return env.Call(ctx, t, params), params
+}
+
+// taskEnv is what the run's tasks are called with.
+func (rs *runState) taskEnv() TaskEnv {
+	return TaskEnv{
+		Registry: rs.d.Registry, RunID: rs.opts.RunID, Scope: rs.scope, Redactor: rs.redact,
+		Files: rs.opts.Files, Services: rs.opts.Services, Blobs: rs.opts.Blobs,
+		ArtifactDir: rs.opts.ArtifactDir, Evidence: rs.opts.Evidence, Now: rs.d.Clock.Now,
+		Emit: func(t *Task, kind string, data map[string]any) {
 			rs.post(func() {
-				rs.recordEvent(Event{Type: kind, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
+				rs.recordEvent(Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
 			})
 		},
-		Redact: rs.redact.Func(),
-		Files:  rs.opts.Files,
-		Eval: func(code string) (any, error) {
-			return expr.Eval(code, &scope)
-		},
-		Now:      rs.d.Clock.Now,
-		Passes:   t.Passes,
-		Services: services,
-		ProcessStarted: func(pgid int) {
+		ProcessStarted: func(t *Task, pgid int) {
 			// Posted before Run returns, so it reaches the loop before
 			// the task's end does.
 			rs.post(func() { rs.processStarted(t, pgid) })
 		},
 	}
-	if rs.opts.ArtifactDir != nil {
-		call.ArtifactDir = rs.opts.ArtifactDir(pn.ID)
-	}
-	if rs.opts.Blobs != nil {
-		call.Blobs = rs.opts.Blobs
-	}
-	out, runErr := safeRun(ctx, kind, call)
-	if runErr != nil {
-		e := node.AsError(runErr)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) && e.Category != node.CategoryTimeout {
-			e = &node.Error{Code: "timeout", Category: node.CategoryTimeout, Err: runErr,
-				Message: fmt.Sprintf("node %s timed out after %s", pn.ID, pn.Timeout)}
-		}
-		return Outcome{Err: e}, params
-	}
-	clean, directives := expr.SplitDirectives(out)
-	if rs.opts.Evidence != nil && (len(pn.Node.Checks) > 0 || pn.Node.Expect != "") {
-		rs.opts.Evidence(ctx, pn.ID, call.ArtifactDir)
-	}
-	return Outcome{Output: clean, Directives: directives}, params
 }
 
 // spill moves the big values of a task's output, of the variables it sets
@@ -983,11 +1092,8 @@ func (rs *runState) result() *Result {
 	}
 	a := rs.sched
 	switch {
-	case a.failing:
-		res.Status, res.Error = RunFailed, a.failErr
-	case a.cancelling:
-		res.Status = RunCancelled
-		res.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	case a.failing, a.cancelling:
+		res.Status, res.Error = a.Status()
 	case rs.parked:
 		res.Status = RunWaiting
 		res.Awaiting = a.Awaiting()
@@ -1028,39 +1134,9 @@ func (rs *runState) result() *Result {
 	return res
 }
 
-// outputs evaluates the workflow's outputs:, or returns the outputs of the
-// last nodes to finish (those with no out-edges) when it declares none.
+// outputs evaluates the workflow's outputs (see Outputs).
 func (rs *runState) outputs() (map[string]any, error) {
-	w := rs.plan.W
-	scope := rs.scope
-	scope.Vars = rs.sched.Vars()
-	scope.Nodes = rs.sched.Latest()
-	out := map[string]any{}
-	if len(w.Outputs) > 0 {
-		for _, o := range w.Outputs {
-			v, err := expr.RenderValue(o.Value, &scope)
-			if err != nil {
-				return out, fmt.Errorf("output %s: %w", o.Name, err)
-			}
-			out[o.Name] = v
-		}
-		return out, nil
-	}
-	for _, pn := range rs.plan.Nodes {
-		if len(pn.out) > 0 || pn.ctrl == ctrlTrigger || pn.ctrl == ctrlEndLoop {
-			continue
-		}
-		if o, ok := scope.Nodes[pn.ID].(map[string]any); ok && o["success"] == true {
-			clean := make(map[string]any, len(o))
-			for k, v := range o {
-				if k != "success" && k != "error" {
-					clean[k] = v
-				}
-			}
-			out[pn.ID] = clean
-		}
-	}
-	return out, nil
+	return Outputs(rs.plan, rs.scope, rs.sched)
 }
 
 // Redactor returns a function that masks the secrets' values, and their

@@ -53,6 +53,10 @@ func ConfigHash(def []byte, params map[string]any, loop map[string]any, upstream
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// NodeDef returns the canonical JSON of a node's definition, as
+// ConfigHash takes it.
+func NodeDef(pn *PlanNode) []byte { return defOf(pn) }
+
 // defOf returns the canonical JSON of a node's definition.
 func defOf(pn *PlanNode) []byte {
 	b, _ := json.Marshal(pn.Node.Map())
@@ -64,17 +68,25 @@ func defOf(pn *PlanNode) []byte {
 // itself (merge, endloop, triggers) have no hash; their own inputs stand in
 // for them.
 func (rs *runState) upstreamHashes(pn *PlanNode) []string {
+	return UpstreamHashes(rs.plan, pn, rs.hashes)
+}
+
+// UpstreamHashes returns the hashes, of those in hashes (by node index:
+// the latest succeeded step's config hash of each node), that a task of
+// pn depends on (see ConfigHash): its upstream nodes', walking through
+// the nodes that have none.
+func UpstreamHashes(plan *Plan, pn *PlanNode, hashes []string) []string {
 	var out []string
 	seen := map[int]bool{pn.Index: true}
 	var walk func(i int)
 	walk = func(i int) {
-		for _, ei := range rs.plan.G.In[i] {
-			from := rs.plan.G.Edges[ei].From
+		for _, ei := range plan.G.In[i] {
+			from := plan.G.Edges[ei].From
 			if seen[from] {
 				continue
 			}
 			seen[from] = true
-			if h := rs.hashes[from]; h != "" {
+			if h := hashes[from]; h != "" {
 				out = append(out, h)
 			} else {
 				walk(from)

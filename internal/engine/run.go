@@ -192,7 +192,7 @@ func (r *Run) event(typ string, pn *PlanNode, f *frame, data map[string]any) {
 func (r *Run) step(f *frame, pn *PlanNode, attempt int, st Status, out map[string]any, err *node.Error, taskID int64) {
 	r.act.Steps = append(r.act.Steps, StepUpdate{
 		TaskID: taskID, Node: pn.ID, Index: pn.Index, Visit: f.st[pn.Slot].visit, Iteration: f.pass,
-		Attempt: attempt, Status: st, Output: out, Error: err,
+		Attempt: attempt, Status: st, Output: out, Error: err, Loop: f.loop,
 	})
 }
 
@@ -659,6 +659,13 @@ func (r *Run) settleStopping() {
 
 func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	err := oc.Err
+	if oc.NotStarted && (r.cancelling || r.failing) {
+		// It waited for a slot and never ran: a pending step.
+		f.st[pn.Slot].status = StatusSkipped
+		r.step(f, pn, t.Attempt, StatusSkipped, nil, nil, t.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped)})
+		return
+	}
 	if r.cancelling && (err.Category == node.CategoryCancelled) {
 		f.st[pn.Slot].status = StatusCancelled
 		r.step(f, pn, t.Attempt, StatusCancelled, nil, err, t.ID)
@@ -677,7 +684,9 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		}
 		f.st[pn.Slot].status = StatusFailed
 		r.step(f, pn, t.Attempt, StatusFailed, nil, err, t.ID)
-		r.event(EventRetry, pn, f, map[string]any{"attempt": t.Attempt + 1, "delay_ms": delay.Milliseconds(), "error": err.Message})
+		r.act.Steps[len(r.act.Steps)-1].Retry = true
+		r.event(EventRetry, pn, f, map[string]any{"attempt": t.Attempt + 1, "max_attempts": pn.Retries + 1,
+			"delay_ms": delay.Milliseconds(), "error": err.Message})
 		r.nextID++
 		id := r.nextID
 		r.timers[id] = &timerRef{kind: timerRetry, frame: f, node: pn.Index, task: t}
@@ -1235,7 +1244,17 @@ func (r *Run) finish() {
 	r.event(EventExecutionFinished, nil, nil, map[string]any{"status": string(a.Status)})
 }
 
-// Running reports how many tasks are running.
+// Task returns the task with id while it is out (released and not
+// finished), else nil.
+func (r *Run) Task(id int64) *Task {
+	if ref, ok := r.tasks[id]; ok {
+		return ref.task
+	}
+	return nil
+}
+
+// Running reports how many tasks are out: released to the driver and not
+// finished.
 func (r *Run) Running() int { return r.running }
 
 // Ended reports whether the run has ended.

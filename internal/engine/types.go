@@ -9,7 +9,9 @@ import (
 // Status is the status of one step (one visit of one node).
 type Status string
 
-// Step statuses (DESIGN §2.7).
+// Step statuses (DESIGN §2.7). The scheduler hands a task to its driver
+// as running; a driver that holds it back for a concurrency slot records
+// its step as pending until it really starts (see Driver).
 const (
 	StatusPending   Status = "pending"
 	StatusRunning   Status = "running"
@@ -67,6 +69,10 @@ type Outcome struct {
 	Directives map[string]any
 	// Err is set when the attempt failed.
 	Err *node.Error
+	// NotStarted is set when the task never ran: the driver withdrew it
+	// while it waited for a concurrency slot, because the run is being
+	// cancelled or failed. Its step is then skipped, as pending steps are.
+	NotStarted bool
 }
 
 // StepUpdate is a change of one step's record.
@@ -80,6 +86,12 @@ type StepUpdate struct {
 	Status    Status
 	Output    map[string]any
 	Error     *node.Error
+	// Retry is set on a failed attempt that will be tried again.
+	Retry bool
+	// Loop is the loop context of the step's frame ({item, index, total,
+	// iteration} in a foreach item, {iteration, index} in a loop pass),
+	// nil outside loop bodies.
+	Loop map[string]any
 }
 
 // Event is a line for events.jsonl.

@@ -41,6 +41,9 @@ type Problem struct {
 	// body of an http_status error.
 	Status int    `json:"status,omitempty"`
 	Body   string `json:"body,omitempty"`
+	// Stderr is the end of a failed command's standard error (at most
+	// MaxBody bytes): what the command said was wrong.
+	Stderr string `json:"stderr,omitempty"`
 	// Params are the failed step's parameters as rendered for the run.
 	Params map[string]any `json:"params,omitempty"`
 	// Upstream lists the output fields the nodes before this one offer.
@@ -275,6 +278,9 @@ func stepProblem(w *workflow.Workflow, reg *node.Registry, s *engine.StepRecord,
 				p.Body = clip(t, MaxBody)
 			}
 		}
+		if se, ok := e.Details["stderr"].(string); ok {
+			p.Stderr = tail(strings.TrimSpace(se), MaxBody)
+		}
 	}
 	p.Upstream = upstreamFields(w, reg, s.Node, outputs)
 	return p
@@ -422,3 +428,15 @@ func clip(s string, n int) string {
 }
 
 func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// tail is the last n bytes of s, cut at a line start when one is near.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	if i := strings.IndexByte(s, '\n'); i >= 0 && i < 200 {
+		s = s[i+1:]
+	}
+	return "…" + s
+}

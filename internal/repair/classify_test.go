@@ -1,6 +1,7 @@
 package repair_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -244,4 +245,34 @@ func TestOutputFields(t *testing.T) {
 		"json (map)", "json.a (map)", "json.a.b (map)",
 		"none (null)", "stdout (string)",
 	}, got)
+}
+
+// TestCommandStderr: a failed command's problem carries the end of its
+// stderr; the prompt shows it, and two failures with different stderr
+// are different errors (every failed command says "exited with status
+// 1", so repair stopped after one attempt as if nothing had changed).
+func TestCommandStderr(t *testing.T) {
+	t.Parallel()
+	w := decodeFlow(t, chainFlow)
+	failed := func(stderr string) *engine.Result {
+		return &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{{
+			Node: "c", Type: "shell", Status: engine.StatusFailed, Visit: 1,
+			Error: &node.Error{Category: node.CategoryExecution, Code: "exit_status", Message: `command "jq" exited with status 1`,
+				Details: map[string]any{"exit_code": 1, "stderr": stderr}},
+		}}}
+	}
+	long := strings.Repeat("noise line\n", 400) + "jq: error: .itemz is not defined"
+	a := repair.Assess(w, node.Default, failed(long))
+	require.Len(t, a.Problems, 1)
+	p := a.Problems[0]
+	require.LessOrEqual(t, len(p.Stderr), repair.MaxBody+len("…"), "the end of a long stderr, not all of it")
+	require.True(t, strings.HasSuffix(p.Stderr, "jq: error: .itemz is not defined"), p.Stderr)
+
+	msgs := repair.Prompt(repair.Case{Problems: a.Problems})
+	require.Contains(t, msgs[len(msgs)-1].Content, "jq: error: .itemz is not defined")
+
+	b := repair.Assess(w, node.Default, failed("jq: error: .items[0].nme is null"))
+	require.NotEqual(t, repair.Signature(a.Problems), repair.Signature(b.Problems), "a new stderr is a new error")
+	again := repair.Assess(w, node.Default, failed(long))
+	require.Equal(t, repair.Signature(a.Problems), repair.Signature(again.Problems))
 }

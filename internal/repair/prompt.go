@@ -178,6 +178,9 @@ func describe(p Problem) string {
 	if p.Body != "" {
 		fmt.Fprintf(&b, "\n   response body: %s", p.Body)
 	}
+	if p.Stderr != "" {
+		fmt.Fprintf(&b, "\n   the command's stderr (its end):\n%s", indent(p.Stderr, "     | "))
+	}
 	if len(p.Params) > 0 {
 		js, err := json.Marshal(p.Params)
 		if err == nil {
@@ -320,3 +323,12 @@ func Extract(text string) ([]byte, bool) {
 var nodesKey = regexp.MustCompile(`(?m)^\s*"?nodes"?\s*:`)
 
 func looksLikeWorkflow(t string) bool { return nodesKey.MatchString(t) }
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = prefix + l
+	}
+	return strings.Join(lines, "\n")
+}

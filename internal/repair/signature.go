@@ -40,7 +40,9 @@ func Normalize(msg string) string {
 func Signature(problems []Problem) string {
 	parts := make([]string, 0, len(problems))
 	for _, p := range problems {
-		parts = append(parts, strings.Join([]string{p.Node, p.Category, p.Code, Normalize(p.Message)}, "|"))
+		// A command's stderr is part of how it failed: "exit status 1"
+		// is the message of every failed command.
+		parts = append(parts, strings.Join([]string{p.Node, p.Category, p.Code, Normalize(p.Message), Normalize(p.Stderr)}, "|"))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "\n")

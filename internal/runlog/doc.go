@@ -28,6 +28,14 @@
 // are replaced atomically (temporary file and rename), so a reader never
 // sees half a file.
 //
+// OpenOnDemand is for runs that may not need a folder (skein serve's
+// default, where thousands of webhook runs an hour would otherwise cost a
+// folder and three files each): the folder is made only when a node asks
+// for its artifacts folder, or when something writes into it (big outputs,
+// a verdict); then Finish writes run.json there. Its events are in the
+// database only. A resume from the command line (Reopen) makes the folder
+// of such a run.
+//
 // Open creates the folder and writes run.json at once, so a run that
 // crashes still leaves a readable folder. Finish writes what is still
 // queued and the run's document, then syncs the folder once (syncfs(2) on Linux): when it returns the folder is

@@ -59,6 +59,11 @@ type Writer struct {
 	redact *redact.Redactor
 	// fresh is set when Open made the folder: no stale file can be in it.
 	fresh bool
+	// onDemand is set by OpenOnDemand: the folder is made when a node
+	// needs it (made), and events go to the database only.
+	onDemand, made bool
+	// parent is the folder of the workflow's runs, made with the run's.
+	parent string
 
 	// Later, when set before the run starts, receives what each Flush
 	// hands over and must call it once the records are committed (the
@@ -126,9 +131,88 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any, 
 	return w, nil
 }
 
+// OpenOnDemand is Open for a run that may never need a folder: nothing is
+// written until a node asks for its folder (NodeDir), something writes
+// into Dir (a kind saving artifacts in ArtifactDir, a blob store) or
+// Materialize is called. Events are not written at all (the database holds
+// them: skein runs events). Finish writes run.json only into a folder that
+// exists by then. Dir is known at once.
+func OpenOnDemand(root, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*Writer, error) {
+	if err := checkName("workflow name", workflow); err != nil {
+		return nil, err
+	}
+	if err := checkName("run id", runID); err != nil {
+		return nil, err
+	}
+	parent := filepath.Join(root, "runs", workflow)
+	w := &Writer{
+		dir: filepath.Join(parent, started.UTC().Format(folderTime)+"_"+runID), parent: parent,
+		runID: runID, workflow: workflow, meta: maps.Clone(meta),
+		fresh: true, onDemand: true, redact: red,
+		checked: map[string]bool{},
+		done:    make(chan struct{}),
+	}
+	w.cond = sync.NewCond(&w.mu)
+	close(w.done) // no goroutine: nothing is queued
+	return w, nil
+}
+
+// ReopenOnDemand is Reopen for a run whose folder may not exist (an
+// on-demand run that never needed one): when dir exists it is Reopen, else
+// OpenOnDemand of that folder.
+func ReopenOnDemand(dir, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*Writer, error) {
+	if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return Reopen(dir, workflow, runID, started, meta, red)
+	}
+	w, err := OpenOnDemand(filepath.Dir(filepath.Dir(filepath.Dir(dir))), workflow, runID, started, meta, red)
+	if err != nil {
+		return nil, err
+	}
+	w.dir, w.parent = dir, filepath.Dir(dir)
+	return w, nil
+}
+
+// Materialize makes the folder of an on-demand Writer now; for any other
+// Writer it does nothing.
+func (w *Writer) Materialize() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.usableLocked(); err != nil {
+		return err
+	}
+	return w.materializeLocked()
+}
+
+// materializeLocked makes an on-demand Writer's folder and opens it as
+// Open does; a folder someone made meanwhile (a blob store writing into
+// Dir) is taken as it is, but never a symlink or a file.
+func (w *Writer) materializeLocked() error {
+	if !w.onDemand || w.made {
+		return nil
+	}
+	if err := os.MkdirAll(w.parent, 0o755); err != nil {
+		return pathError("cannot create run folder", w.dir, err)
+	}
+	if err := os.Mkdir(w.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return pathError("cannot create run folder", w.dir, err)
+	}
+	if fi, err := os.Lstat(w.dir); err != nil {
+		return pathError("cannot create run folder", w.dir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is %s, not a folder; remove it and run again", ErrUnsafePath, w.dir, describe(fi))
+	}
+	r, err := os.OpenRoot(w.dir)
+	if err != nil {
+		return pathError("cannot open run folder", w.dir, err)
+	}
+	w.root, w.made = r, true
+	return nil
+}
+
 // Reopen opens the existing folder of a run that goes on (skein resume):
 // events are appended after the ones already there, and run.json says
-// "running" again until Finish. red is as for Open.
+// "running" again until Finish. A run started without a folder
+// (OpenOnDemand) that never made one gets it now. red is as for Open.
 func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*Writer, error) {
 	if err := checkName("workflow name", workflow); err != nil {
 		return nil, err
@@ -137,6 +221,13 @@ func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any,
 		return nil, err
 	}
 	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A run that never needed a folder (OpenOnDemand) gets one now.
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, pathError("cannot create run folder", dir, err)
+		}
+		return open(dir, workflow, runID, started, meta, true, red)
+	}
 	if err != nil {
 		return nil, pathError("cannot open run folder", dir, err)
 	}
@@ -210,6 +301,9 @@ func (w *Writer) NodeDir(nodeID string) (string, error) {
 	if err := w.checkID(nodeID); err != nil {
 		return "", err
 	}
+	if err := w.materializeLocked(); err != nil {
+		return "", err
+	}
 	if err := w.mkdir(nodeID); err != nil {
 		return "", err
 	}
@@ -231,6 +325,8 @@ func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 	if err := w.checkID(nodeID); err != nil {
 		return "", err
 	}
+	// An on-demand folder is not made here: the kind that saves files
+	// makes the path, and Finish finds the folder.
 	name := filepath.Join(nodeID, artifactsDir)
 	// A folder Open made has nothing in it the Writer did not put there
 	// (only its owner can write in it); a reopened one is checked, once
@@ -257,6 +353,9 @@ func (w *Writer) Step(rec *engine.StepRecord) error {
 	if err := w.usableLocked(); err != nil {
 		return err
 	}
+	if w.onDemand {
+		return nil // nothing is written: NodeDir checks the ids it makes
+	}
 	return w.checkID(rec.Node)
 }
 
@@ -278,6 +377,9 @@ func (w *Writer) Event(ev engine.TimedEvent) error {
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
 		return err
+	}
+	if w.onDemand {
+		return nil // the database holds the run's events
 	}
 	if ev.Node != "" {
 		if err := w.checkID(ev.Node); err != nil {
@@ -446,6 +548,19 @@ func (w *Writer) Finish(result any) error {
 		w.mu.Unlock()
 		return err
 	}
+	if w.onDemand && !w.made {
+		// Only a folder someone wrote into gets a run.json.
+		if _, err := os.Lstat(w.dir); errors.Is(err, fs.ErrNotExist) {
+			w.closed, w.finished = true, true
+			w.mu.Unlock()
+			return nil
+		}
+		if err := w.materializeLocked(); err != nil {
+			w.closed, w.finished, w.finishErr = true, true, err
+			w.mu.Unlock()
+			return err
+		}
+	}
 	w.mu.Unlock()
 	var err error
 	if jw, ok := result.(JSONWriter); ok {
@@ -535,7 +650,14 @@ func (w *Writer) stop() error {
 }
 
 func (w *Writer) closeFiles() error {
-	return errors.Join(w.events.Close(), w.root.Close())
+	var errs []error
+	if w.events != nil {
+		errs = append(errs, w.events.Close())
+	}
+	if w.root != nil {
+		errs = append(errs, w.root.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (w *Writer) usableLocked() error {

@@ -644,3 +644,85 @@ func TestFinishStreamsAndStillMasks(t *testing.T) {
 		})
 	}
 }
+
+// An on-demand run that keeps no file leaves nothing on disk, whatever it
+// records; one whose node saves an artifact gets its folder, with the run
+// document at the end.
+func TestOnDemandFolder(t *testing.T) {
+	root := filepath.Join(t.TempDir(), ".skein")
+	rec := func(w *runlog.Writer) {
+		t.Helper()
+		require.NoError(t, w.Step(&engine.StepRecord{Node: "fetch", Visit: 1, Status: engine.StatusSuccess}))
+		require.NoError(t, w.Event(engine.TimedEvent{Time: started, Event: engine.Event{Type: "node_started", Node: "fetch", Visit: 1}}))
+		require.NoError(t, w.Flush())
+		require.NoError(t, w.Wait())
+	}
+
+	t.Run("NothingKept", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "quiet", started, nil, nil)
+		require.NoError(t, err)
+		rec(w)
+		require.NoError(t, w.Finish(map[string]any{"status": "completed"}))
+		require.NoDirExists(t, w.Dir())
+		require.NoDirExists(t, filepath.Join(root, "runs"), "not even the workflow's folder")
+	})
+
+	t.Run("ArtifactKept", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "shot", started, nil, nil)
+		require.NoError(t, err)
+		rec(w)
+		art, err := w.ArtifactDir("fetch")
+		require.NoError(t, err)
+		require.NoDirExists(t, w.Dir(), "asking for the path makes nothing")
+		require.NoError(t, os.MkdirAll(art, 0o755)) // as a node kind saving a file
+		require.NoError(t, os.WriteFile(filepath.Join(art, "page.png"), []byte("png"), 0o644))
+		require.NoError(t, w.Finish(map[string]any{"execution_id": "shot", "status": "completed"}))
+		var doc map[string]any
+		readJSON(t, filepath.Join(w.Dir(), "run.json"), &doc)
+		require.Equal(t, "completed", doc["status"])
+		require.FileExists(t, filepath.Join(art, "page.png"))
+		require.NoFileExists(t, filepath.Join(w.Dir(), "events.jsonl"), "events are in the database")
+	})
+
+	t.Run("NodeDirMakesIt", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "nodedir", started, nil, nil)
+		require.NoError(t, err)
+		dir, err := w.NodeDir("fetch")
+		require.NoError(t, err)
+		require.DirExists(t, dir)
+		_, err = w.NodeDir("../escape")
+		require.ErrorIs(t, err, runlog.ErrInvalidName)
+		require.NoError(t, w.Finish(map[string]any{"status": "completed"}))
+		require.FileExists(t, filepath.Join(w.Dir(), "run.json"))
+	})
+
+	t.Run("SymlinkInTheWay", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "trap", started, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(w.Dir()), 0o755))
+		require.NoError(t, os.Symlink(t.TempDir(), w.Dir()))
+		_, err = w.NodeDir("fetch")
+		require.ErrorIs(t, err, runlog.ErrUnsafePath)
+		require.NoError(t, w.Close())
+	})
+
+	t.Run("ResumedFromTheCommandLine", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "later", started, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.NoDirExists(t, w.Dir())
+		// The CLI's Reopen makes the folder a served run never needed.
+		rw, err := runlog.Reopen(w.Dir(), "hello", "later", started, nil, nil)
+		require.NoError(t, err)
+		rec(rw)
+		require.NoError(t, rw.Finish(map[string]any{"status": "completed"}))
+		require.Len(t, readLines(t, filepath.Join(w.Dir(), "events.jsonl")), 1)
+		// The server's ReopenOnDemand of a folder that exists writes it as
+		// Reopen does.
+		ow, err := runlog.ReopenOnDemand(w.Dir(), "hello", "later", started, nil, nil)
+		require.NoError(t, err)
+		rec(ow)
+		require.NoError(t, ow.Finish(map[string]any{"status": "completed"}))
+		require.Len(t, readLines(t, filepath.Join(w.Dir(), "events.jsonl")), 2)
+	})
+}

@@ -4,7 +4,8 @@
 // calls it with typed requests and gets typed results and typed errors;
 // none of them holds run logic.
 //
-// A Runner owns the store (.skein/skein.db), the group committer shared by
+// A Runner owns the store (.skein/skein.db, or the database of
+// [Config.DB]: a Postgres URL or a SQLite file), the group committer shared by
 // the runs it executes, and for each run its run folder, MCP servers,
 // models, checks and the repair loop.
 //

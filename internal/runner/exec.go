@@ -45,6 +45,9 @@ type StartRequest struct {
 
 // Start runs a workflow to its end.
 func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
+	if r.cfg.Queue {
+		return r.Enqueue(ctx, req)
+	}
 	id := req.RunID
 	if id == "" {
 		id = NewRunID()
@@ -97,8 +100,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		return nil, err
 	}
 	// The one Redactor of the run: every writer of its records gets it.
-	red := redact.New(secrets)
-	plan, err := engine.NewPlan(w, r.cfg.Registry)
+	red := r.redactor(secrets)
+	plan, err := r.plan(w)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
@@ -118,7 +121,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var rl *runlog.Writer
 	run := j.resume
 	if run != nil {
-		if rl, err = runlog.Reopen(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
+		if rl, err = r.reopenFolder(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
 			r.release(ctx, run)
 			return nil, err
 		}
@@ -129,7 +132,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			return nil, err
 		}
 	} else {
-		if rl, err = runlog.Open(r.cfg.Dir, w.Name, j.runID, started, meta, red); err != nil {
+		if rl, err = r.openFolder(w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
 		ver, err := r.saveWorkflow(ctx, w)
@@ -199,6 +202,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	recs := tee{rl}
 	var obs *observed
 	if o.Observer != nil {
+		if wo, ok := o.Observer.(WorkflowObserver); ok {
+			wo.Workflow(w)
+		}
 		o.Observer.Started(run, j.resume != nil)
 		obs = &observed{o: o.Observer, later: rec.AfterCommit, redact: red}
 		recs = append(recs, obs) // before rec: its calls wait for rec's commit
@@ -211,7 +217,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models := llmkind.NewModels(w, r.cfg.LookupEnv)
 	models.Render = secretRenderer(secrets)
 	opts := engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Recorder: recs,
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
@@ -262,9 +268,12 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var verr error
 	if hasChecks(w) {
 		verr = rec.Sync() // the judge reads the node's events from the store
+		if verr == nil {
+			verr = rl.Materialize() // the verdicts are written in it
+		}
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), red)
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red)
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -301,6 +310,51 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
+}
+
+// plan returns the plan of w. A plan does not change once made, so the
+// runs of one loaded workflow (a served one) share it.
+func (r *Runner) plan(w *workflow.Workflow) (*engine.Plan, error) {
+	r.planMu.Lock()
+	p, ok := r.plans[w]
+	r.planMu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := engine.NewPlan(w, r.cfg.Registry)
+	if err != nil {
+		return nil, err
+	}
+	r.planMu.Lock()
+	defer r.planMu.Unlock()
+	if len(r.plans) >= maxPlans {
+		clear(r.plans) // the workflows of a long-lived server were reloaded
+	}
+	if r.plans == nil {
+		r.plans = map[*workflow.Workflow]*engine.Plan{}
+	}
+	r.plans[w] = p
+	return p, nil
+}
+
+// maxPlans bounds the plans a Runner keeps.
+const maxPlans = 256
+
+// openFolder opens the folder of a new run: at once, or on demand
+// (Config.OnDemandFolders).
+func (r *Runner) openFolder(workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*runlog.Writer, error) {
+	if r.cfg.OnDemandFolders {
+		return runlog.OpenOnDemand(r.cfg.Dir, workflow, runID, started, meta, red)
+	}
+	return runlog.Open(r.cfg.Dir, workflow, runID, started, meta, red)
+}
+
+// reopenFolder opens the folder of a run that goes on, as openFolder.
+func (r *Runner) reopenFolder(dir, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*runlog.Writer, error) {
+	if r.cfg.OnDemandFolders {
+		return runlog.ReopenOnDemand(dir, workflow, runID, started, meta, red)
+	}
+	return runlog.Reopen(dir, workflow, runID, started, meta, red)
 }
 
 // leave ends an execution stopped by Options.Leave without ending its
@@ -564,11 +618,11 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
-			if crl, err = runlog.Reopen(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
+			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 		case errors.Is(err, store.ErrNotFound):
-			if crl, err = runlog.Open(r.cfg.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
+			if crl, err = r.openFolder(cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
@@ -632,8 +686,8 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, red *redact.Redactor) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv), red)
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor) (*check.RunVerdict, error) {
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv, secrets), red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an
@@ -641,15 +695,20 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 // images) are read by later nodes whose relative paths resolve against the
 // workflow's folder, not the working directory.
 func artifactDir(rl *runlog.Writer) func(nodeID string) string {
+	// The run folder made absolute once: filepath.Abs asks the system for
+	// the working folder, and the engine asks for every node's visit.
+	dir := rl.Dir()
+	base, berr := filepath.Abs(dir)
 	return func(nodeID string) string {
 		d, err := rl.ArtifactDir(nodeID)
-		if err != nil || d == "" {
+		if err != nil || d == "" || berr != nil {
 			return d
 		}
-		if abs, err := filepath.Abs(d); err == nil {
-			return abs
+		rel, err := filepath.Rel(dir, d)
+		if err != nil {
+			return d
 		}
-		return d
+		return filepath.Join(base, rel)
 	}
 }
 

@@ -283,8 +283,9 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	}
 	// The records are masked already; the judge's reply may not be. The
 	// secrets set now are masked in it (the run's may be set no longer).
-	red := redact.New(knownSecrets(w, r.cfg.LookupEnv))
-	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, red)
+	secrets := knownSecrets(w, r.cfg.LookupEnv)
+	red := redact.New(secrets)
+	return r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, secrets, red)
 }
 
 // Verdict reads a run's verdict file; nil when it has none.

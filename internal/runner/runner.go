@@ -1,12 +1,12 @@
 package runner
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -17,7 +17,6 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -33,6 +32,10 @@ const (
 type Config struct {
 	// Dir holds skein.db and the run folders (.skein).
 	Dir string
+	// DB, when set, is the database instead of Dir/skein.db: a
+	// postgres:// URL, or the path of a SQLite file. The run folders stay
+	// in Dir.
+	DB string
 	// LookupEnv reads the environment (secrets, SKEIN_LLM_*); default
 	// os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -43,12 +46,22 @@ type Config struct {
 	CancelPoll time.Duration
 	// Judge returns the judge of a workflow's checks; default its judge
 	// model, else vision, else default, else SKEIN_LLM_*.
-	Judge func(w *workflow.Workflow, lookupEnv func(string) (string, bool)) check.Judge
+	Judge func(w *workflow.Workflow, lookupEnv func(string) (string, bool), secrets map[string]string) check.Judge
 	// Registry holds the node kinds; default node.Default.
 	Registry *node.Registry
-	// Store, when set, is used instead of Dir/skein.db; Close does not
+	// Store, when set, is used instead of DB or Dir/skein.db; Close does not
 	// close it.
 	Store store.Store
+	// OnDemandFolders makes a run's folder only when it has something to
+	// hold (artifacts, big outputs, verdicts): skein serve's default. Its
+	// events are then in the database only (runlog.OpenOnDemand).
+	OnDemandFolders bool
+	// PoolSize, when positive, is the most connections to a Postgres
+	// database (default pgxpool's, or the URL's pool_max_conns).
+	PoolSize int32
+	// Queue makes Start hand new runs to the queue's workers (Enqueue)
+	// instead of running them here; DB must name a Postgres database.
+	Queue bool
 	// Clock tells the time of runs (their timers, wake-up times, steps'
 	// times); default the wall clock. Leases are timed by the store.
 	Clock clock.Clock
@@ -65,6 +78,15 @@ type Runner struct {
 	pid    int
 	// versions maps each workflow run so far to its stored version.
 	versions sync.Map
+	// redactors are the Redactors of the secret values seen (redactor).
+	redMu     sync.Mutex
+	redactors map[string]*redact.Redactor
+	// plans are the plans of the workflows run (plan).
+	planMu sync.Mutex
+	plans  map[*workflow.Workflow]*engine.Plan
+	// queueOnce migrates the queue's tables once (pgStore).
+	queueOnce sync.Once
+	queueErr  error
 }
 
 // Open opens the folder's store, creating the folder and the database when
@@ -94,7 +116,9 @@ func Open(cfg Config) (*Runner, error) {
 	st := cfg.Store
 	if st == nil {
 		var err error
-		if st, err = sqlite.Open(filepath.Join(cfg.Dir, "skein.db")); err != nil {
+		// Opening has no caller's context to honour: a Postgres server
+		// that does not answer is bounded by the connect timeout.
+		if st, err = openStore(context.Background(), cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -109,12 +133,11 @@ func Open(cfg Config) (*Runner, error) {
 // OpenExisting is Open for commands that only read: it fails with
 // ErrNoDatabase when the folder has no database yet.
 func OpenExisting(cfg Config) (*Runner, error) {
-	dir := cfg.Dir
-	if dir == "" {
-		dir = ".skein"
+	if err := checkDB(cfg.DB); err != nil {
+		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "skein.db")); err != nil {
-		return nil, &UsageError{Msg: fmt.Sprintf("no runs here: %s does not exist (run a workflow first, or pass --dir)", filepath.Join(dir, "skein.db"))}
+	if !HasDatabase(cfg) {
+		return nil, &UsageError{Msg: fmt.Sprintf("no runs here: %s does not exist (run a workflow first, or pass --dir or --db)", DBName(cfg))}
 	}
 	return Open(cfg)
 }
@@ -203,6 +226,13 @@ type Observer interface {
 	Event(ev engine.TimedEvent)
 	// Note is a line of the repair loop ([repair], [repaired]).
 	Note(n Note)
+}
+
+// WorkflowObserver is an Observer that is told, before Started, the
+// workflow the execution runs (a display lays out its columns by the
+// node ids and types).
+type WorkflowObserver interface {
+	Workflow(w *workflow.Workflow)
 }
 
 // Note is a line of the repair loop for people.

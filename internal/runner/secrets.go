@@ -3,10 +3,13 @@ package runner
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/joho/godotenv"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -51,8 +54,12 @@ func resolveSecrets(w *workflow.Workflow, getenv func(string) (string, bool), fi
 			missing = append(missing, name)
 		}
 	}
-	if len(missing) > 0 {
+	switch len(missing) {
+	case 0:
+	case 1:
 		return nil, usagef("secret %s is not set; export SKEIN_SECRET_%s (or %s), or put it in a --secrets-file", missing[0], missing[0], missing[0])
+	default:
+		return nil, usagef("secrets %s are not set; export SKEIN_SECRET_<NAME> (or <NAME>) for each, or put them in a --secrets-file", strings.Join(missing, ", "))
 	}
 	return out, nil
 }
@@ -87,6 +94,43 @@ func secretRenderer(secrets map[string]string) func(string) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if v == nil {
+			// Never "<nil>": a key sent as "Bearer <nil>" fails far from
+			// its cause.
+			return "", fmt.Errorf("%s has no value: the secret it reads is not set (SKEIN_SECRET_<NAME> or --secrets-file)", s)
+		}
 		return fmt.Sprint(v), nil
 	}
 }
+
+// redactor returns the Redactor of a run's secrets. Runs with the same
+// secret values share one (a Redactor does not change once made): a
+// served webhook's every run would otherwise build the same one again.
+func (r *Runner) redactor(secrets map[string]string) *redact.Redactor {
+	if len(secrets) == 0 {
+		return nil
+	}
+	values := make([]string, 0, len(secrets))
+	for _, v := range secrets {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	key := strings.Join(values, "\x00")
+	r.redMu.Lock()
+	defer r.redMu.Unlock()
+	if red, ok := r.redactors[key]; ok {
+		return red
+	}
+	if len(r.redactors) >= maxRedactors {
+		clear(r.redactors)
+	}
+	red := redact.New(secrets)
+	if r.redactors == nil {
+		r.redactors = map[string]*redact.Redactor{}
+	}
+	r.redactors[key] = red
+	return red
+}
+
+// maxRedactors bounds the Redactors a Runner keeps.
+const maxRedactors = 64

@@ -183,7 +183,8 @@ func TestSignalReachesALiveOwner(t *testing.T) {
 		return err == nil
 	}, 10*time.Second, 5*time.Millisecond, "approve waits")
 	require.Empty(t, sig.Resume, "its owner applies it")
-	require.Equal(t, "running", sig.Run.Status)
+	// The owner may finish the run before Signal reads it back.
+	require.Contains(t, []string{"running", "completed"}, sig.Run.Status, "the signal is taken, not left waiting")
 	select {
 	case res := <-done:
 		require.Equal(t, "completed", res.Run.Status)

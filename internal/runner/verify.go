@@ -17,10 +17,12 @@ import (
 )
 
 // defaultJudge returns the judge of a workflow's checks: its judge model,
-// else vision, else default, else the environment's (SKEIN_LLM_*).
-func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool)) check.Judge {
+// else vision, else default, else the environment's (SKEIN_LLM_*). Its
+// config's templates (api_key: "{{ secrets.KEY }}") render with the run's
+// secrets, as the nodes' models do.
+func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool), secrets map[string]string) check.Judge {
 	m := llmkind.NewModels(w, lookupEnv)
-	m.Render = secretRenderer(nil)
+	m.Render = secretRenderer(secrets)
 	return &llmkind.Judge{Models: m}
 }
 

@@ -122,6 +122,8 @@ func commonFields() []field {
 			"Checks of the node's outcome, evaluated after the run."},
 		{"expect", "string", object{"type": "string"},
 			"The outcome expected, in words; judged by an LLM after the run."},
+		{"queue", "queue name", object{"type": "string", "pattern": "^[a-z0-9]+([_-][a-z0-9]+)*$", "maxLength": 128},
+			"The job queue of the node's attempts when workers run the workflow (`skein worker --queues`); default `default`."},
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 )
 
 // startLoops starts the server's background loops: the takeover of
-// abandoned runs (once), the wake-up poll of waiting runs, the schedules,
+// abandoned runs (at start, then every Config.TakeoverPoll), the wake-up poll of waiting runs, the schedules,
 // and the versions of the workflows loaded. The returned function stops
 // them and waits for them.
 func (s *Server) startLoops(ctx context.Context) (stop func()) {
@@ -18,7 +18,7 @@ func (s *Server) startLoops(ctx context.Context) (stop func()) {
 	}()
 	go func() {
 		defer s.loops.Done()
-		s.takeover(ctx)
+		s.takeovers(ctx)
 	}()
 	go func() {
 		defer s.loops.Done()

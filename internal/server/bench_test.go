@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,7 @@ outputs:
 // has ended: the cost of one webhook run from request to recorded end
 // (for profiles; scripts/bench-hooks measures the served binary).
 func BenchmarkHookIntake(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400)) // as cmd/skein sets it
 	dir := b.TempDir()
 	flows := filepath.Join(dir, "flows")
 	require.NoError(b, os.MkdirAll(flows, 0o755))
@@ -60,7 +62,7 @@ func BenchmarkHookIntake(b *testing.B) {
 		}
 		return "", false
 	}
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: env})
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: env, OnDemandFolders: true}) // as skein serve
 	require.NoError(b, err)
 	defer r.Close()
 	srv, err := server.New(server.Config{Runner: r, Workflows: flows, Log: slog.New(slog.DiscardHandler)})

@@ -666,3 +666,68 @@ func TestNoAuth(t *testing.T) {
 		require.Equal(t, http.StatusAccepted, a.status, string(a.body))
 	})
 }
+
+// A served run gets a folder only when it keeps files (--run-folders
+// on-demand, the default): the API has all of it from the database. With
+// --run-folders always, every run has its folder, as under skein run.
+func TestRunFolders(t *testing.T) {
+	t.Parallel()
+	s := serve(t, serveOpts{})
+	id := s.start("quick", map[string]any{"who": "Ada", "n": 1})
+	doc := s.ended(id)
+	require.Equal(t, "completed", doc["status"])
+	require.NoDirExists(t, doc["dir"].(string), "an on-demand run that keeps no file has no folder")
+	evs := s.readEvents(t, id, "", func(e sse) bool { return e.event == "execution_finished" })
+	require.NotEmpty(t, evs, "its events are served from the database")
+
+	a := serve(t, serveOpts{args: []string{"--run-folders", "always"}})
+	id = a.start("quick", map[string]any{"who": "Ada", "n": 2})
+	doc = a.ended(id)
+	require.FileExists(t, filepath.Join(doc["dir"].(string), "run.json"))
+	require.FileExists(t, filepath.Join(doc["dir"].(string), "events.jsonl"))
+
+	out, err := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--workflows", s.flows, "--run-folders", "sometimes").CombinedOutput()
+	require.Error(t, err)
+	require.Contains(t, string(out), "--run-folders")
+}
+
+// skein token list shows the tokens without their texts; skein token
+// revoke makes a running server refuse a token from its next request.
+func TestTokenListAndRevoke(t *testing.T) {
+	t.Parallel()
+	s := serve(t, serveOpts{})
+	run := tokenCreate(t, s.dir, "run")
+	require.Equal(t, http.StatusOK, s.do("GET", "/api/runs", run, nil).status)
+
+	out, err := exec.Command(bin, "token", "list", "--dir", s.dir, "-o", "json").Output()
+	require.NoError(t, err)
+	var list struct {
+		Tokens []map[string]any `json:"tokens"`
+	}
+	require.NoError(t, json.Unmarshal(out, &list), string(out))
+	require.Len(t, list.Tokens, 2, "the admin token and the run token")
+	id := strings.Split(run, "_")[1]
+	var found bool
+	for _, tk := range list.Tokens {
+		require.NotContains(t, fmt.Sprint(tk), run[len(run)-10:], "no token text is kept")
+		if tk["id"] == id {
+			found = true
+			require.Equal(t, "run", tk["scope"])
+			require.Equal(t, "test", tk["name"])
+		}
+	}
+	require.True(t, found, "the run token is listed: %s", out)
+	text, err := exec.Command(bin, "token", "list", "--dir", s.dir).Output()
+	require.NoError(t, err)
+	require.Contains(t, string(text), id)
+
+	out, err = exec.Command(bin, "token", "revoke", "--dir", s.dir, run).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Equal(t, http.StatusUnauthorized, s.do("GET", "/api/runs", run, nil).status, "a revoked token is refused at once")
+
+	out, err = exec.Command(bin, "token", "revoke", "--dir", s.dir, id).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 1, ee.ExitCode())
+	require.Contains(t, string(out), "skein token list shows the ids")
+}

@@ -165,13 +165,12 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	runID := ""
 	if deliveryID != "" {
 		runID = hookRunID(e.Name, hk.node, deliveryID)
+		// One delivery id makes one run: the run's id is made from it, and
+		// creating a run whose id exists fails (store.ErrExists) before it
+		// runs anything. The lock keeps two requests of this process for
+		// one id in line, so the second finds the first's run.
 		unlock := s.keys.lock(runID)
 		defer unlock()
-		if _, err := s.cfg.Runner.Lookup(r.Context(), runID); err == nil {
-			return replayed(w, runID)
-		} else if !errors.Is(err, runner.ErrNotFound) {
-			return err
-		}
 	}
 	run, err := s.launch(withSource(r.Context(), SourceWebhook), "run started by webhook", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: hk.node, Payload: payload, RunID: runID, Options: o})

@@ -52,6 +52,8 @@ type inprocOpts struct {
 	prepare func(st store.Store, flows string)
 	// clock is the schedules' clock.
 	clock clock.Clock
+	// takeoverPoll is Config.TakeoverPoll.
+	takeoverPoll time.Duration
 }
 
 // newInproc opens a runner on a fresh folder and serves it.
@@ -74,7 +76,7 @@ func newInproc(t *testing.T, o inprocOpts) *inproc {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(p.spans))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	p.srv, err = server.New(server.Config{Runner: r, Workflows: p.flows, Tracer: tp, Log: slog.New(p.logs), Grace: 5 * time.Second,
-		Clock: o.clock})
+		Clock: o.clock, TakeoverPoll: o.takeoverPoll})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -63,6 +63,9 @@ type Config struct {
 	// whose wake-up time has come (its own, and those the CLI or another
 	// server left); default 1 s.
 	WakePoll time.Duration
+	// TakeoverPoll is how often the server looks for runs whose owner died
+	// (takeover), after the look it takes when it starts; default 30 s.
+	TakeoverPoll time.Duration
 	// MaxRunning bounds the executions in progress; a request that would
 	// start one more waits a second for a slot, then is answered 503
 	// busy. Default DefaultMaxRunning.
@@ -92,7 +95,9 @@ type Server struct {
 	tracer  trace.Tracer
 	// loops are the background loops Serve starts (takeover, schedules,
 	// workflow versions); reloaded wakes the versions loop.
-	loops    sync.WaitGroup
+	loops sync.WaitGroup
+	// tookOver: the takeover loop has logged what it found once.
+	tookOver bool
 	reloaded chan struct{}
 
 	// Executions in progress. leave and hard are closed on Shutdown.
@@ -131,6 +136,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.WakePoll <= 0 {
 		cfg.WakePoll = time.Second
+	}
+	if cfg.TakeoverPoll <= 0 {
+		cfg.TakeoverPoll = 30 * time.Second
 	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = DefaultMaxRunning

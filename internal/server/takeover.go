@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
@@ -17,6 +18,24 @@ const (
 	takeoverNotServed = "not_served"
 )
 
+// takeovers takes over abandoned runs when the server starts, then every
+// Config.TakeoverPoll until ctx ends: a server on a folder that another
+// server or a skein run shares takes over their runs when they die, not
+// only when it starts.
+func (s *Server) takeovers(ctx context.Context) {
+	t := time.NewTicker(s.cfg.TakeoverPoll)
+	defer t.Stop()
+	told := map[string]bool{} // runs not served here, logged once
+	for {
+		s.takeover(ctx, told)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // takeover resumes the runs a dead owner left running (a server killed, a
 // machine that rebooted), of the workflows this server serves: each is
 // claimed through its lease (runner.Resume claims it atomically, so of two
@@ -24,7 +43,7 @@ const (
 // reusing the steps that completed. Runs that ended, that wait, or whose
 // owner is alive are not touched; a run of a workflow not served here is
 // left interrupted for `skein resume`.
-func (s *Server) takeover(ctx context.Context) {
+func (s *Server) takeover(ctx context.Context, told map[string]bool) {
 	runs, err := s.cfg.Runner.Abandoned(ctx)
 	if err != nil {
 		s.log.Error("looking for runs to take over", "err", err)
@@ -40,9 +59,12 @@ func (s *Server) takeover(ctx context.Context) {
 			return
 		}
 		if e := c.Lookup(run.Workflow); e == nil || !sameFile(e.File, run.File) {
-			s.log.Info("run left interrupted: its workflow file is not served here; resume it with skein resume",
-				"run", run.ID, "workflow", run.Workflow, "file", run.File)
-			s.cfg.Metrics.Takeover(takeoverNotServed)
+			if !told[run.ID] {
+				told[run.ID] = true
+				s.log.Info("run left interrupted: its workflow file is not served here; resume it with skein resume",
+					"run", run.ID, "workflow", run.Workflow, "file", run.File)
+				s.cfg.Metrics.Takeover(takeoverNotServed)
+			}
 			continue
 		}
 		id := run.ID
@@ -63,7 +85,10 @@ func (s *Server) takeover(ctx context.Context) {
 			s.cfg.Metrics.Takeover(takeoverFailed)
 		}
 	}
-	s.log.Info("took over the runs left by a dead owner", "found", len(runs), "resumed", taken)
+	if taken > 0 || !s.tookOver {
+		s.tookOver = true
+		s.log.Info("took over the runs left by a dead owner", "found", len(runs), "resumed", taken)
+	}
 }
 
 // sameFile reports whether two paths name one file.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +61,43 @@ func TestTakeoverOnStart(t *testing.T) {
 	require.Contains(t, m, `skein_takeovers_total{outcome="resumed"} 1`+"\n")
 	require.Contains(t, m, `skein_takeovers_total{outcome="not_served"} 1`+"\n")
 	require.Contains(t, m, `skein_runs_started_total{source="takeover",workflow="quick"} 1`+"\n")
+}
+
+// TestTakeoverWhileServing: a run whose owner dies while the server runs
+// (another server, a skein run killed with -9) is taken over at the next
+// poll, not only when a server starts; a run of a workflow not served is
+// logged once, however many polls find it.
+func TestTakeoverWhileServing(t *testing.T) {
+	t.Parallel()
+	p := newInproc(t, inprocOpts{takeoverPoll: 50 * time.Millisecond})
+	quick, err := filepath.Abs(filepath.Join(p.flows, "quick.yaml"))
+	require.NoError(t, err)
+	dead := store.Owner{Host: hostname(t), PID: deadPID(t), Token: "dead-owner"}
+	now := time.Now().UTC()
+	for _, run := range []*store.Run{
+		{ID: "notserved", Workflow: "elsewhere", File: "/nowhere/elsewhere.yaml", Status: "running", Owner: dead, LeaseTTL: time.Hour},
+		{ID: "later", Workflow: "quick", File: quick, Status: "running", Owner: dead, LeaseTTL: time.Hour,
+			Inputs: map[string]any{"who": "Late", "n": 1}},
+	} {
+		run.Dir, run.StartedAt = t.TempDir(), now
+		require.NoError(t, p.st.CreateRun(t.Context(), run))
+	}
+	// The run is interrupted until a poll takes it over ("run taken
+	// over" is logged once it is claimed); then it runs to its end.
+	select {
+	case <-p.logs.seen("run taken over"):
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the run was not taken over within 30 s:\n%s", p.logs.String())
+	}
+	require.Equal(t, "completed", p.waitEnd("later"), p.logs.String())
+	status, body := p.do("GET", "/api/runs/later", "")
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"text":"Hello, Late #1!"`)
+	// Several polls later the run not served is still logged once.
+	<-p.logs.seen("took over the runs left by a dead owner")
+	seen := p.logs.seen("run left interrupted")
+	<-seen
+	p.stop()
+	require.Equal(t, 1, strings.Count(p.logs.String(), "run left interrupted"), p.logs.String())
+	require.Contains(t, p.metrics(), `skein_takeovers_total{outcome="not_served"} 1`+"\n")
 }

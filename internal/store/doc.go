@@ -4,7 +4,7 @@
 //
 // The package holds the row types and the [Store] interface only. An
 // implementation lives in a subpackage: store/sqlite for one machine
-// (.skein/skein.db), and later store/postgres for many. Every implementation
+// (.skein/skein.db), and store/postgres for many. Every implementation
 // must pass the conformance suite in store/storetest, which is the executable
 // form of the contract documented here.
 //

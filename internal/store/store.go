@@ -61,6 +61,9 @@ func (o Owner) String() string {
 	if o.Token == "" {
 		return "nobody"
 	}
+	if o.PID == 0 {
+		return o.Host // not a process: the queue's workers
+	}
 	return fmt.Sprintf("pid %d on %s", o.PID, o.Host)
 }
 
@@ -359,6 +362,11 @@ type Store interface {
 	CreateToken(ctx context.Context, t *Token) error
 	// Token returns the API token id, or ErrNotFound.
 	Token(ctx context.Context, id string) (*Token, error)
+	// Tokens returns every API token, oldest first.
+	Tokens(ctx context.Context) ([]*Token, error)
+	// DeleteToken deletes the API token id (a revoke: it authenticates
+	// nothing from then on), or fails with ErrNotFound.
+	DeleteToken(ctx context.Context, id string) error
 
 	// AddChatTurn stores the next message of a conversation, numbered
 	// after the ones already there, and writes its Turn and CreatedAt

@@ -134,8 +134,11 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 			var m map[string]any
 			if json.Unmarshal(line, &m) == nil && m["msg"] == "listening" {
 				addr <- m["addr"].(string)
+				break
 			}
 		}
+		// The rest is copied, not parsed: the client's CPU is measured.
+		_, _ = io.Copy(logFile, stderr)
 	}()
 	var base string
 	select {

@@ -103,10 +103,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := usage(modelName, total)
-		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "_token_usage": u}
-		if stopped != "" {
-			out["stopped"] = stopped
-		}
+		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
 	lastText := ""
@@ -127,6 +124,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		msgs = append(msgs, llm.Assistant(resp))
 		for _, tc := range resp.ToolCalls {
 			if calls >= maxCalls {
+				c.Emit("warning", map[string]any{"message": fmt.Sprintf(
+					"the agent stopped after %d tool calls without answering (max_tool_calls); its output is its last text and stopped: max_tool_calls", calls)})
 				return finish(lastText, "max_tool_calls")
 			}
 			calls++

@@ -98,7 +98,7 @@ func TestAgentEverything(t *testing.T) {
 			require.Equal(t, "I echoed hello and looked at a tiny image.", out["text"])
 			require.Equal(t, 2, out["tool_calls"])
 			require.Equal(t, tc.model, out["model"])
-			require.NotContains(t, out, "stopped")
+			require.Equal(t, "", out["stopped"], "an agent that answered did not stop")
 
 			// Turn 1: the prompt, and the server's tools under server__tool names.
 			require.Equal(t, 2, srv.Calls(), "two model turns")
@@ -295,6 +295,7 @@ func TestAgentMaxToolCalls(t *testing.T) {
 	require.Equal(t, "Echoing twice.", out["text"])
 	require.Equal(t, 1, out["tool_calls"])
 	require.Len(t, b.events.ofKind("tool_call"), 1)
+	require.Len(t, b.events.ofKind("warning"), 1, "a warning says the agent stopped")
 	require.Equal(t, 1, srv.Calls())
 	require.Equal(t, 15, out["_token_usage"].(map[string]any)["total_tokens"])
 }
@@ -404,4 +405,24 @@ func TestAgentTwoServers(t *testing.T) {
 	last := srv.Last()
 	require.Equal(t, "Echo: from beta", toolMessage(t, last, "b").Content)
 	require.Equal(t, "The sum of 1 and 2 is 3.", toolMessage(t, last, "a").Content)
+}
+
+// TestAgentStoppedValidates: a workflow may read an agent's documented
+// `stopped` output (it failed validation as an unknown output).
+func TestAgentStoppedValidates(t *testing.T) {
+	t.Parallel()
+	w, ds := workflow.Decode("stopped.yaml", []byte(`version: 1
+name: stopped
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: ask, type: agent, prompt: "Find it", max_tool_calls: 3}
+  - {id: gave_up, type: if, condition: 'ask.stopped == "max_tool_calls"'}
+  - {id: note, type: template, text: "stopped: {{ ask.stopped }}"}
+edges:
+  - {from: start, to: ask}
+  - {from: ask, to: gave_up}
+  - {from: gave_up, to: note, on: "true"}
+`))
+	require.Empty(t, ds.Errors())
+	require.Empty(t, workflow.Validate(w, node.Default).Errors())
 }

@@ -2,9 +2,11 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"path/filepath"
+	"strings"
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/node"
@@ -77,10 +79,33 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		resp = r
 		out["text"] = r.Text
 	}
+	if route, ok := replyRoute(out["json"], resp.Text); ok {
+		out["_route"] = route
+	}
 	u := usage(modelName, resp.Usage)
 	out["usage"] = u
 	out["_token_usage"] = u
 	return out, nil
+}
+
+// replyRoute is the _route of a reply that is a JSON object holding one:
+// the schema's json, or else the whole text (a model asked to answer
+// {"_route": "billing"} routes the run as a script printing it does).
+func replyRoute(js any, text string) (any, bool) {
+	if m, ok := js.(map[string]any); ok {
+		r, ok := m["_route"]
+		return r, ok && r != nil
+	}
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "{") {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal([]byte(t), &m) != nil {
+		return nil, false
+	}
+	r, ok := m["_route"]
+	return r, ok && r != nil
 }
 
 // images reads the image files named by a list of paths, or of entries

@@ -3,8 +3,11 @@ package llm
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/llm"
 	_ "github.com/skeinhq/skein/internal/llm/anthropic" // registers the anthropic provider
 	_ "github.com/skeinhq/skein/internal/llm/openai"    // registers the openai provider
@@ -49,26 +52,7 @@ func (m *Models) Has(name string) bool { return m.w != nil && m.w.LLMConfig(name
 // vision model, then to default; an undeclared name uses the environment
 // (SKEIN_LLM_*, OPENAI_API_KEY, ANTHROPIC_API_KEY).
 func (m *Models) Get(name string) (llm.Provider, string, error) {
-	if name == "" {
-		name = "default"
-	}
-	chain := []string{name}
-	if name == "judge" || name == "repair" {
-		chain = append(chain, "vision", "default")
-	}
-	if name != "default" && name != "judge" && name != "repair" && name != "vision" {
-		chain = append(chain, "default")
-	}
-	pick := name
-	var cfg *workflow.LLMConfig
-	for _, n := range chain {
-		if m.w != nil {
-			if c := m.w.LLMConfig(n); c != nil {
-				pick, cfg = n, c
-				break
-			}
-		}
-	}
+	pick, cfg := m.pick(name)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if c, ok := m.cache[pick]; ok {
@@ -97,6 +81,51 @@ func (m *Models) Get(name string) (llm.Provider, string, error) {
 	conf.Model = resolved.Model
 	m.cache[pick] = &model{p: p, cfg: conf}
 	return p, conf.Model, nil
+}
+
+// pick returns the model a name resolves to and its llm: entry (nil when
+// the workflow declares none of the chain: the environment alone).
+func (m *Models) pick(name string) (string, *workflow.LLMConfig) {
+	if name == "" {
+		name = "default"
+	}
+	chain := []string{name}
+	if name == "judge" || name == "repair" {
+		chain = append(chain, "vision", "default")
+	}
+	if name != "default" && name != "judge" && name != "repair" && name != "vision" {
+		chain = append(chain, "default")
+	}
+	if m.w != nil {
+		for _, n := range chain {
+			if c := m.w.LLMConfig(n); c != nil {
+				return n, c
+			}
+		}
+	}
+	return name, nil
+}
+
+// Check resolves a model name as Get does — the workflow's llm: entry,
+// then the environment — without building a provider, rendering
+// templates or calling anything: what would stop Get, said before a run.
+// It returns the name of the entry used.
+func (m *Models) Check(name string) (string, error) {
+	pick, cfg := m.pick(name)
+	conf := workflow.LLMConfig{Name: pick}
+	if cfg != nil {
+		conf = *cfg
+	}
+	if expr.HasTemplate(conf.BaseURL) {
+		conf.BaseURL = "http://base-url.invalid" // known only when the run renders it
+	}
+	if p, _ := m.getenv(llm.EnvProvider); conf.Provider == "" && p != "" {
+		if known := llm.Providers(); !slices.Contains(known, strings.ToLower(strings.TrimSpace(p))) {
+			return pick, fmt.Errorf("llm %q: unknown provider %q in %s (providers: %s)", pick, p, llm.EnvProvider, strings.Join(known, ", "))
+		}
+	}
+	_, err := llm.Resolve(conf, m.getenv)
+	return pick, err
 }
 
 // usage turns a response's usage into the _token_usage directive.

@@ -13,7 +13,7 @@ const (
 // LLMSpec declares the llm kind.
 var LLMSpec = node.Spec{
 	Kind: LLM, Category: node.AI,
-	Description: "Calls a model with a prompt or messages; the reply is `text`, or `json` validated against `schema`.",
+	Description: "Calls a model with a prompt or messages; the reply is `text`, or `json` validated against `schema`. A reply that is a JSON object with `_route` (the `json`, or the whole text) routes the run to that handle, as a shell script's does.",
 	Params: []node.Param{
 		{Name: "prompt", Type: node.String, Description: "The user message."},
 		{Name: "messages", Type: node.List, Description: "A conversation: [{role, content}]."},
@@ -40,7 +40,7 @@ var LLMSpec = node.Spec{
 // AgentSpec declares the agent kind.
 var AgentSpec = node.Spec{
 	Kind: Agent, Category: node.AI,
-	Description: "A model that calls MCP tools in a loop until it answers.",
+	Description: "A model that calls MCP tools in a loop until it answers. At max_tool_calls it stops with the last text it had and `stopped: max_tool_calls` (a warning event says so); `stopped` is empty when it answered.",
 	Params: []node.Param{
 		{Name: "prompt", Type: node.String, Required: true, Description: "The task."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
@@ -52,7 +52,7 @@ var AgentSpec = node.Spec{
 		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
 		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt or system prompt to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
-	Outputs: []string{"text", "tool_calls", "usage", "model"},
+	Outputs: []string{"text", "tool_calls", "usage", "model", "stopped"},
 	Routes:  true,
 	Check:   checkSecrets,
 }

@@ -6,11 +6,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/skeinhq/skein/internal/store"
 )
 
 //go:embed migrations/*.sql
@@ -25,56 +23,24 @@ func embeddedMigrations() fs.FS {
 }
 
 // A migration is one numbered file, NNNN_name.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+type migration = store.MigrationFile
 
-// loadMigrations reads the *.sql files of fsys; their numbers must run
-// 1, 2, 3… without gaps.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	names, err := fs.Glob(fsys, "*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var migs []migration
-	for _, name := range names {
-		num, rest, ok := strings.Cut(strings.TrimSuffix(name, ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: the name must be NNNN_name.sql", name)
-		}
-		src, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return nil, err
-		}
-		migs = append(migs, migration{version: v, name: path.Base(rest), sql: string(src)})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
-	for i, m := range migs {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %04d_%s: expected version %d (versions run 1, 2, 3… once each)", m.version, m.name, i+1)
-		}
-	}
-	if len(migs) == 0 {
-		return nil, fmt.Errorf("no migrations")
-	}
-	return migs, nil
-}
+// loadMigrations reads the *.sql files of fsys (store.LoadMigrations).
+func loadMigrations(fsys fs.FS) ([]migration, error) { return store.LoadMigrations(fsys) }
 
 // migrate applies the migrations after version have, each in its own
 // transaction with its schema_migrations row. An up-to-date database is not
 // written to. The version is read again inside each transaction, so two
 // processes opening a new database at once apply every migration once.
 func (s *Store) migrate(ctx context.Context, migs []migration, have int) error {
-	latest := migs[len(migs)-1].version
+	latest := migs[len(migs)-1].Version
 	for _, m := range migs {
-		if m.version <= have {
+		if m.Version <= have {
 			continue
 		}
-		op := fmt.Sprintf("migrating %s to schema version %d (%s)", s.path, m.version, m.name)
+		op := fmt.Sprintf("migrating %s to schema version %d (%s)", s.path, m.Version, m.Name)
 		var newer int
+		applied := false
 		err := s.write(ctx, op, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 				version    INTEGER NOT NULL PRIMARY KEY,
@@ -91,14 +57,15 @@ func (s *Store) migrate(ctx context.Context, migs []migration, have int) error {
 				newer = have
 				return nil
 			}
-			if have >= m.version {
+			if have >= m.Version {
 				return nil
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
+			applied = true
 			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, time.Now().UnixMicro())
+				m.Version, m.Name, time.Now().UnixMicro())
 			return err
 		})
 		if err != nil {
@@ -107,6 +74,10 @@ func (s *Store) migrate(ctx context.Context, migs []migration, have int) error {
 		if newer > 0 {
 			return s.newerSchema(newer, latest)
 		}
+		if applied {
+			s.schema.Applied = append(s.schema.Applied, store.Migration{Version: m.Version, Name: m.Name})
+		}
+		s.schema.Version = m.Version
 	}
 	return nil
 }

@@ -120,8 +120,8 @@ func TestLoadMigrations(t *testing.T) {
 
 	migs, err := loadMigrations(embeddedMigrations())
 	require.NoError(t, err, "the embedded migrations")
-	require.Equal(t, 1, migs[0].version)
-	require.Equal(t, "init", migs[0].name)
+	require.Equal(t, 1, migs[0].Version)
+	require.Equal(t, "init", migs[0].Name)
 
 	for _, tc := range []struct {
 		name  string

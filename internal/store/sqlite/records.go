@@ -147,24 +147,44 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 	}
 	lasts := make([]int64, len(ps))
 	err := s.writeHot(ctx, "saving a batch of steps and events", func(tx *sql.Tx) error {
+		// The rows of every batch go in together: a statement costs more
+		// than a row, and a group holds a batch of each of many runs.
+		type fence struct{ run, token string }
+		fenced := map[fence]bool{}
+		seqs := map[string]int64{} // the last event of each run so far
+		var steps, events [][]any
 		for i, p := range ps {
-			if err := s.fenceTx(ctx, tx, p.runID, p.token); err != nil {
-				return err
+			if f := (fence{p.runID, p.token}); !fenced[f] {
+				if err := s.fenceTx(ctx, tx, p.runID, p.token); err != nil {
+					return err
+				}
+				fenced[f] = true
 			}
-			if len(p.steps) > 0 {
-				if err := s.saveStepsTx(ctx, tx, p.steps); err != nil {
+			steps = append(steps, p.steps...)
+			if len(p.evs) == 0 {
+				continue
+			}
+			prev, ok := seqs[p.runID]
+			if !ok {
+				if err := tx.StmtContext(ctx, s.lastSeqSt).QueryRowContext(ctx, p.runID).Scan(&prev); err != nil {
 					return err
 				}
 			}
-			if len(p.evs) > 0 {
-				last, err := s.appendEventsTx(ctx, tx, p.runID, p.evs, p.data)
-				if err != nil {
-					return err
-				}
-				lasts[i] = last
+			for j, ev := range p.evs {
+				events = append(events, []any{p.runID, prev + 1 + int64(j), micros(ev.Time), ev.Type, ev.Node, ev.Visit, ev.Iteration, text(p.data[j])})
 			}
+			lasts[i] = prev + int64(len(p.evs))
+			seqs[p.runID] = lasts[i]
+		}
+		if err := s.saveStepsTx(ctx, tx, steps); err != nil {
+			return err
+		}
+		if err := s.insertRows(ctx, tx, s.insertEvSt, insertEventHead, "", events); err != nil {
+			return err
+		}
+		for _, p := range ps {
 			if p.finish != nil {
-				if _, err := tx.ExecContext(ctx, finishRun, append(p.finish, p.runID)...); err != nil {
+				if _, err := tx.StmtContext(ctx, s.finishRunSt).ExecContext(ctx, append(p.finish, p.runID)...); err != nil {
 					return err
 				}
 			}

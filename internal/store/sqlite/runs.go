@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/store"
@@ -102,20 +103,99 @@ func (s *Store) CreateRun(ctx context.Context, r *store.Run) error {
 	}
 	args = append([]any{r.ID}, args...)
 	args = append(args, r.Owner.Host, r.Owner.PID, r.Owner.Token, r.Generation, r.Owner.Token, r.LeaseTTL.Microseconds())
-	return s.writeHot(ctx, op, func(tx *sql.Tx) error {
+	if err := s.prepared(ctx); err != nil {
+		return s.failed(op, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return s.failed(op, err) // the group's transaction would not see it
+	}
+	return s.creates.do(ctx, s, &create{run: r, args: args, op: op})
+}
+
+// create is one CreateRun waiting for its transaction.
+type create struct {
+	run  *store.Run
+	args []any
+	op   string
+	err  error
+	done chan struct{}
+}
+
+// creates groups the CreateRun calls made at the same time into one
+// transaction: a server taking hundreds of webhooks a second pays one
+// commit for all the runs that arrived while the last one was written.
+// The first caller with nothing in progress writes the group; the others
+// wait for it.
+type creates struct {
+	mu      sync.Mutex
+	queue   []*create
+	writing bool
+}
+
+func (g *creates) do(ctx context.Context, s *Store, c *create) error {
+	c.done = make(chan struct{})
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	if g.writing {
+		g.mu.Unlock()
+		<-c.done
+		return c.err
+	}
+	g.writing = true
+	for len(g.queue) > 0 {
+		group := g.queue
+		g.queue = nil
+		g.mu.Unlock()
+		s.createGroup(context.WithoutCancel(ctx), group)
+		for _, c := range group {
+			close(c.done)
+		}
+		g.mu.Lock()
+	}
+	g.writing = false
+	g.mu.Unlock()
+	return c.err
+}
+
+// createGroup inserts the runs of a group in one transaction; each that
+// exists already fails alone (store.ErrExists). When the transaction
+// fails, each run is tried in a transaction of its own, so one bad run
+// fails no other.
+func (s *Store) createGroup(ctx context.Context, group []*create) {
+	insert := func(tx *sql.Tx, c *create) error {
 		var until int64
-		err := tx.StmtContext(ctx, s.insertRunSt).QueryRowContext(ctx, args...).Scan(&until)
+		err := tx.StmtContext(ctx, s.insertRunSt).QueryRowContext(ctx, c.args...).Scan(&until)
 		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+			c.err = s.failed(c.op, fmt.Errorf("run %s: %w", c.run.ID, store.ErrExists))
+			return nil
 		}
 		if err != nil {
 			return err
 		}
+		c.err = nil
 		if until > 0 {
-			r.LeaseUntil = fromMicros(until)
+			c.run.LeaseUntil = fromMicros(until)
 		}
 		return nil
-	})
+	}
+	if len(group) > 1 {
+		err := s.write(ctx, "creating runs", func(tx *sql.Tx) error {
+			for _, c := range group {
+				if err := insert(tx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			return
+		}
+	}
+	for _, c := range group {
+		if err := s.write(ctx, c.op, func(tx *sql.Tx) error { return insert(tx, c) }); err != nil {
+			c.err = err
+		}
+	}
 }
 
 // insertRun creates a run; a run with an owner gets a lease of the given

@@ -33,8 +33,17 @@ type Options struct {
 type Store struct {
 	path    string
 	timeout time.Duration
-	w       *sql.DB // one connection: every write, in order
-	r       *sql.DB // read-only connections
+	schema  store.SchemaReport // what Open did to the schema
+	w       *sql.DB            // one connection: every write, in order
+	r       *sql.DB            // read-only connections
+	ck      *sql.DB            // one connection: checkpoints (checkpoints)
+	// ckStop stops the checkpoints; ckDone is closed when they stopped.
+	ckStop, ckDone chan struct{}
+	// ckMu is held by a background checkpoint, and by Compact, whose
+	// truncating checkpoint must not meet one.
+	ckMu      sync.Mutex
+	closeOnce sync.Once
+	closeErr  error
 
 	// Statements of the hot write path, prepared once on w.
 	prepOnce     sync.Once
@@ -44,6 +53,10 @@ type Store struct {
 	insertEvSt   *sql.Stmt
 	runExistsSt  *sql.Stmt
 	insertRunSt  *sql.Stmt
+	finishRunSt  *sql.Stmt
+
+	// creates groups concurrent CreateRun calls into one transaction.
+	creates creates
 
 	// multi holds the statements that insert several rows at once, by
 	// statement head and row count.
@@ -75,6 +88,7 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.insertEvSt = prep(insertEvent)
 		s.runExistsSt = prep(`SELECT owner_token FROM runs WHERE id = ?`)
 		s.insertRunSt = prep(insertRun)
+		s.finishRunSt = prep(finishRun)
 		s.multi = map[multiKey]*sql.Stmt{}
 		for _, n := range multiRowSizes {
 			s.multi[multiKey{insertStepHead, n}] = prep(multiInsert(insertStepHead, upsertStepTail, stepArgCount, n))
@@ -112,7 +126,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
-		"&_pragma=journal_size_limit(67108864)&_txlock=immediate")
+		"&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
@@ -133,7 +147,46 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	}
 	s.r.SetMaxOpenConns(opts.ReadConns)
 	s.r.SetMaxIdleConns(opts.ReadConns)
+
+	s.ck, err = sql.Open("sqlite", uri(path)+"?"+busy)
+	if err != nil {
+		_ = s.r.Close()
+		_ = s.w.Close()
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s.ck.SetMaxOpenConns(1)
+	s.ck.SetMaxIdleConns(1)
+	s.ckStop, s.ckDone = make(chan struct{}), make(chan struct{})
+	go s.checkpoints(checkpointEvery)
 	return s, nil
+}
+
+// checkpointEvery is how often the write-ahead log is copied into the
+// database file.
+const checkpointEvery = 100 * time.Millisecond
+
+// checkpoints copies the write-ahead log into the database file every
+// interval, from a connection of its own, until Close. SQLite would do it
+// itself (every 1,000 pages) inside the commit that crossed the mark, with
+// an fsync of the database file: the writer, and every run waiting on its
+// group commit, would wait for the disk. A passive checkpoint here waits
+// for no one and makes no one wait; the next write after a complete one
+// starts the log from its beginning.
+func (s *Store) checkpoints(every time.Duration) {
+	defer close(s.ckDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ckStop:
+			return
+		case <-t.C:
+		}
+		var busy, logFrames, done int
+		s.ckMu.Lock()
+		_ = s.ck.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &logFrames, &done)
+		s.ckMu.Unlock()
+	}
 }
 
 // prepare checks that the file is a Skein database (or a new one), turns
@@ -144,7 +197,9 @@ func (s *Store) prepare(migs []migration) error {
 	if err != nil {
 		return err
 	}
-	if latest := migs[len(migs)-1].version; version > latest {
+	latest := migs[len(migs)-1].Version
+	s.schema = store.SchemaReport{Version: version, Latest: latest}
+	if version > latest {
 		return s.newerSchema(version, latest)
 	}
 	var mode string
@@ -294,9 +349,14 @@ func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error)
 	return s.failed(op, tx.Commit())
 }
 
+// Schema says what Open did to the database's schema.
+func (s *Store) Schema() store.SchemaReport { return s.schema }
+
 // Compact rebuilds the file without the pages freed by deleted rows and
 // truncates the write-ahead log, so the file shrinks.
 func (s *Store) Compact(ctx context.Context) error {
+	s.ckMu.Lock() // a background checkpoint would make TRUNCATE give up
+	defer s.ckMu.Unlock()
 	if _, err := s.w.ExecContext(ctx, "VACUUM"); err != nil {
 		return s.failed("compacting the database", err)
 	}
@@ -307,7 +367,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt, s.insertRunSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt, s.insertRunSt, s.finishRunSt} {
 		if st != nil {
 			_ = st.Close()
 		}
@@ -317,5 +377,10 @@ func (s *Store) Close() error {
 			_ = st.Close()
 		}
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	s.closeOnce.Do(func() {
+		close(s.ckStop)
+		<-s.ckDone
+		s.closeErr = errors.Join(s.ck.Close(), s.r.Close(), s.w.Close())
+	})
+	return s.closeErr
 }

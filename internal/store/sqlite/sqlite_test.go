@@ -273,3 +273,32 @@ func latestMigration(t *testing.T) int {
 	require.NotEmpty(t, files)
 	return len(files)
 }
+
+// TestCheckpointsInTheBackground: the commits of a busy store leave their
+// pages in the write-ahead log, and the store's own checkpoints move them
+// into the database file without a commit doing it.
+func TestCheckpointsInTheBackground(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "skein.db")
+	s, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	size := func(p string) int64 {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return 0
+		}
+		return fi.Size()
+	}
+	payload := strings.Repeat("x", 2000)
+	for round := range 3 {
+		before := size(path)
+		for i := range 200 {
+			id := fmt.Sprintf("r%d-%d", round, i)
+			require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: id, Workflow: "w", Status: "running"}))
+			require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: id, Events: []store.Event{{Type: "note", Time: time.Now(), Data: map[string]any{"text": payload}}}}}))
+		}
+		require.Eventually(t, func() bool { return size(path) > before+200*2000 }, 10*time.Second, 10*time.Millisecond,
+			"round %d: the pages reach the database file", round)
+	}
+}

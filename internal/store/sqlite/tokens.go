@@ -47,3 +47,39 @@ func (s *Store) Token(ctx context.Context, id string) (*store.Token, error) {
 	t.CreatedAt = fromMicros(created)
 	return &t, nil
 }
+
+// Tokens returns every API token, oldest first.
+func (s *Store) Tokens(ctx context.Context) ([]*store.Token, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, name, scope, hash, created_at FROM api_tokens ORDER BY created_at, id`)
+	if err != nil {
+		return nil, s.failed("listing tokens", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []*store.Token
+	for rows.Next() {
+		var t store.Token
+		var created int64
+		if err := rows.Scan(&t.ID, &t.Name, &t.Scope, &t.Hash, &created); err != nil {
+			return nil, s.failed("listing tokens", err)
+		}
+		t.CreatedAt = fromMicros(created)
+		out = append(out, &t)
+	}
+	return out, s.failed("listing tokens", rows.Err())
+}
+
+// DeleteToken deletes the API token id.
+func (s *Store) DeleteToken(ctx context.Context, id string) error {
+	return s.write(ctx, "deleting token "+id, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM api_tokens WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return fmt.Errorf("token %s: %w", id, store.ErrNotFound)
+		}
+		return nil
+	})
+}

@@ -188,6 +188,57 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 			require.Nil(t, got.FinishedAt)
 		})
 
+		t.Run("ConcurrentCreatesOfOneIDMakeOneRun", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+
+			// Fifty creates of one id and fifty of their own ids, all at
+			// once (a burst of webhook deliveries, some of them repeated):
+			// one of the first wins, the others find it exists; every
+			// other run is made, with its lease.
+			const n = 50
+			errs := make([]error, 2*n)
+			runs := make([]*store.Run, 2*n)
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for i := range 2 * n {
+				id := "same"
+				if i >= n {
+					id = fmt.Sprintf("own-%d", i)
+				}
+				runs[i] = &store.Run{ID: id, Workflow: "w", StartedAt: base, Status: "running",
+					Owner: store.Owner{Host: "h", PID: i, Token: fmt.Sprintf("t%d", i)}, LeaseTTL: time.Minute}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					errs[i] = b.s.CreateRun(b.ctx, runs[i])
+				}()
+			}
+			close(start)
+			wg.Wait()
+			won := -1
+			for i, err := range errs[:n] {
+				if err == nil {
+					require.Equal(t, -1, won, "two creates of one id succeeded")
+					won = i
+					continue
+				}
+				require.ErrorIs(t, err, store.ErrExists)
+			}
+			require.NotEqual(t, -1, won, "no create of the id succeeded")
+			got, err := b.s.Run(b.ctx, "same")
+			require.NoError(t, err)
+			require.Equal(t, runs[won].Owner.Token, got.Owner.Token, "the run is the winner's")
+			for i, err := range errs[n:] {
+				require.NoError(t, err)
+				require.False(t, runs[n+i].LeaseUntil.IsZero(), "a run made in a group gets its lease")
+			}
+			all, err := b.s.ListRuns(b.ctx, store.RunFilter{})
+			require.NoError(t, err)
+			require.Len(t, all, n+1)
+		})
+
 		t.Run("MapsKeepNilAndEmptyApart", func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
@@ -617,6 +668,36 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 
 			_, err = b.s.Token(b.ctx, "nope")
 			require.ErrorIs(t, err, store.ErrNotFound)
+		})
+
+		t.Run("ListAndRevoke", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			all, err := b.s.Tokens(b.ctx)
+			require.NoError(t, err)
+			require.Empty(t, all)
+			for i, id := range []string{"t2", "t1", "t3"} {
+				require.NoError(t, b.s.CreateToken(b.ctx, &store.Token{ID: id, Name: "n" + id, Scope: "read",
+					Hash: []byte{byte(i + 1)}, CreatedAt: base.Add(time.Duration(i) * time.Second)}))
+			}
+			all, err = b.s.Tokens(b.ctx)
+			require.NoError(t, err)
+			var ids []string
+			for _, tk := range all {
+				ids = append(ids, tk.ID)
+			}
+			require.Equal(t, []string{"t2", "t1", "t3"}, ids, "oldest first")
+			require.Equal(t, "nt1", all[1].Name)
+			require.Equal(t, []byte{2}, all[1].Hash)
+			require.True(t, all[1].CreatedAt.Equal(base.Add(time.Second)))
+
+			require.NoError(t, b.s.DeleteToken(b.ctx, "t1"))
+			_, err = b.s.Token(b.ctx, "t1")
+			require.ErrorIs(t, err, store.ErrNotFound, "a revoked token is gone")
+			require.ErrorIs(t, b.s.DeleteToken(b.ctx, "t1"), store.ErrNotFound)
+			all, err = b.s.Tokens(b.ctx)
+			require.NoError(t, err)
+			require.Len(t, all, 2)
 		})
 	})
 

@@ -1,0 +1,363 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/spf13/cobra"
+
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// What the commands print with -o json. Each shape is published as a JSON
+// Schema in schema/ (Schemas makes them; a test keeps the files current
+// and checks every command's output against them). A run is always the
+// one run document, runner.RunDoc (schema/run.schema.json).
+
+// Error codes of errorDoc: stable, for programs to branch on. They are
+// those of the HTTP API's problems where the two meet.
+const (
+	codeUsage     = "usage"            // how skein was called: a flag, an argument, an input
+	codeInvalid   = "invalid_workflow" // details.diagnostics holds every problem
+	codeNotFound  = "not_found"        // no such run, or no such node in it
+	codeAmbiguous = "ambiguous_run_id" // details.matches lists the runs
+	codeCompleted = "completed"
+	codeNotRun    = "not_running"
+	codeNotWait   = "not_waiting"
+	codeOwned     = "run_owned"
+	codeFailed    = "failed" // anything else (exit 1)
+)
+
+// errorDoc is what a command run with -o json prints on stdout when it
+// fails before it has anything else to print: one object, with the exit
+// code of the same error in text.
+type errorDoc struct {
+	Error *node.Error `json:"error"`
+}
+
+// validateDoc is what skein validate -o json prints (and the MCP tool
+// validate_workflow returns).
+type validateDoc struct {
+	Valid       bool                  `json:"valid" jsonschema:"true when no file has an error (warnings allowed)"`
+	Diagnostics []workflow.Diagnostic `json:"diagnostics" jsonschema:"every problem found, errors and warnings, by file and position"`
+}
+
+// runListItem is one run in skein runs list -o json: the run document's
+// fields that describe a run without its steps.
+type runListItem struct {
+	ExecutionID string     `json:"execution_id"`
+	Workflow    string     `json:"workflow"`
+	Status      string     `json:"status"`
+	ParentID    string     `json:"parent_id,omitempty" jsonschema:"the run that started this one (a subworkflow), when there is one"`
+	StartedAt   time.Time  `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	DurationMS  int64      `json:"duration_ms" jsonschema:"from start to end; 0 while the run has not ended"`
+	WakeAt      *time.Time `json:"wake_at,omitempty" jsonschema:"for a waiting run, the earliest wake-up time of its waits"`
+}
+
+func listItem(r *store.Run) runListItem {
+	it := runListItem{ExecutionID: r.ID, Workflow: r.Workflow, Status: r.Status, ParentID: r.ParentID,
+		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WakeAt: r.WakeAt}
+	if r.FinishedAt != nil {
+		it.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
+	}
+	return it
+}
+
+// eventDoc is one line of skein runs events.
+type eventDoc struct {
+	Seq       int64          `json:"seq"`
+	Time      time.Time      `json:"time"`
+	Type      string         `json:"type"`
+	Node      string         `json:"node,omitempty"`
+	Visit     int            `json:"visit"`
+	Iteration int            `json:"iteration"`
+	Data      map[string]any `json:"data,omitempty"`
+}
+
+func eventLine(ev store.Event) eventDoc {
+	return eventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
+}
+
+// cancelDoc is what skein cancel -o json prints.
+type cancelDoc struct {
+	ExecutionID string `json:"execution_id"`
+	Status      string `json:"status" jsonschema:"the run's status after the request: cancelled, or running while its owner stops it"`
+}
+
+// signalDoc is what skein signal -o json prints when another process (the
+// run's owner) applies the signal; when this process resumes the run it
+// prints the run document.
+type signalDoc struct {
+	ExecutionID string    `json:"execution_id"`
+	Node        string    `json:"node"`
+	Visit       int       `json:"visit"`
+	Seq         int64     `json:"seq"`
+	SignaledAt  time.Time `json:"signaled_at"`
+	Status      string    `json:"status"`
+	AppliedBy   string    `json:"applied_by" jsonschema:"the process that applies the signal"`
+}
+
+// planDoc is what skein resume --plan -o json prints.
+type planDoc struct {
+	ExecutionID string        `json:"execution_id"`
+	File        string        `json:"file" jsonschema:"the workflow file the resume would use"`
+	Nodes       []planNodeDoc `json:"nodes"`
+}
+
+type planNodeDoc struct {
+	Node   string `json:"node"`
+	Action string `json:"action" jsonschema:"reuse: its recorded output is used again; run: it runs again"`
+	Reason string `json:"reason"`
+}
+
+// pruneDoc is what skein runs prune -o json prints.
+type pruneDoc struct {
+	DryRun  bool          `json:"dry_run" jsonschema:"true when nothing was deleted"`
+	Runs    []runListItem `json:"runs" jsonschema:"the runs deleted, or that would be"`
+	Folders int           `json:"folders" jsonschema:"run folders deleted"`
+}
+
+// tokenCreateDoc is what skein token create -o json prints.
+type tokenCreateDoc struct {
+	Token string `json:"token" jsonschema:"the token's text, shown this once: the database keeps its SHA-256 only"`
+	tokenDoc
+}
+
+// tokenListDoc is what skein token list -o json prints.
+type tokenListDoc struct {
+	Tokens []tokenDoc `json:"tokens" jsonschema:"oldest first"`
+}
+
+type tokenDoc struct {
+	ID        string    `json:"id" jsonschema:"the part of the token after skn_ and before the next underscore"`
+	Name      string    `json:"name"`
+	Scope     string    `json:"scope" jsonschema:"read, run or admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// errorOf describes err for errorDoc, and says which exit code goes with
+// it: the one place that maps the runner's errors to both.
+func errorOf(err error) (int, *node.Error) {
+	var inv *runner.InvalidError
+	var use *runner.UsageError
+	var cliUse *usageError
+	var amb *runner.AmbiguousError
+	var owned *runner.OwnedError
+	var de *diagnosticsError
+	var ne *node.Error
+	val := func(code string) *node.Error {
+		return &node.Error{Code: code, Category: node.CategoryValidation, Message: err.Error()}
+	}
+	switch {
+	case errors.As(err, &de):
+		e := val(codeInvalid)
+		e.Message = problemsSummary(de.ds)
+		e.Details = map[string]any{"diagnostics": de.ds}
+		return ExitInvalid, e
+	case errors.As(err, &inv):
+		e := val(codeInvalid)
+		e.Message = inv.File + " is not a valid workflow"
+		if len(inv.Diagnostics) > 0 {
+			e.Message = problemsSummary(inv.Diagnostics)
+		}
+		e.Details = map[string]any{"diagnostics": nonNil(inv.Diagnostics)}
+		return ExitInvalid, e
+	case errors.As(err, &use), errors.As(err, &cliUse):
+		return ExitInvalid, val(codeUsage)
+	case errors.As(err, &amb):
+		e := val(codeAmbiguous)
+		matches := make([]runListItem, 0, len(amb.Matches))
+		for _, r := range amb.Matches {
+			matches = append(matches, listItem(r))
+		}
+		e.Details = map[string]any{"prefix": amb.Prefix, "total": amb.Total, "matches": matches}
+		return ExitInvalid, e
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode):
+		return ExitInvalid, val(codeNotFound)
+	case errors.Is(err, runner.ErrCompleted):
+		return ExitInvalid, val(codeCompleted)
+	case errors.Is(err, runner.ErrNotRunning):
+		return ExitInvalid, val(codeNotRun)
+	case errors.Is(err, runner.ErrNotWaiting):
+		return ExitInvalid, val(codeNotWait)
+	case errors.As(err, &owned), errors.Is(err, store.ErrOwned):
+		e := &node.Error{Code: codeOwned, Category: node.CategoryValidation, Message: err.Error()}
+		return ExitFailed, e
+	case errors.As(err, &ne):
+		return ExitFailed, &node.Error{Code: ne.Code, Category: ne.Category, Message: ne.Message, Details: ne.Details}
+	}
+	return ExitFailed, &node.Error{Code: codeFailed, Category: node.CategoryInternal, Message: err.Error()}
+}
+
+// problemsSummary is the one-line message of a workflow's problems.
+func problemsSummary(ds workflow.Diagnostics) string {
+	errs := ds.Errors()
+	file := ""
+	if len(errs) > 0 {
+		file = errs[0].File
+	}
+	noun := "errors"
+	if len(errs) == 1 {
+		noun = "error"
+	}
+	return fmt.Sprintf("%s is not a valid workflow: %d %s (details.diagnostics lists them)", file, len(errs), noun)
+}
+
+func nonNil(ds workflow.Diagnostics) workflow.Diagnostics {
+	if ds == nil {
+		return workflow.Diagnostics{}
+	}
+	return ds
+}
+
+// wantsJSON reports whether the command line asked for -o json: the
+// parsed flag when the command got that far, else the arguments as
+// written (a usage error stops flag parsing before -o is read).
+func wantsJSON(cmd *cobra.Command, args []string) bool {
+	if cmd != nil {
+		if f := cmd.Flags().Lookup("output"); f != nil && f.Changed {
+			return f.Value.String() == "json"
+		}
+	}
+	for i, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-o", "--output":
+			if i+1 < len(args) && args[i+1] == "json" {
+				return true
+			}
+		case "-ojson", "-o=json", "--output=json":
+			return true
+		}
+	}
+	return false
+}
+
+// countingWriter remembers whether anything was written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// SchemaBase is where the schemas of schema/ say they live ($id).
+const SchemaBase = "https://skein.dev/schema/"
+
+// outputSchema is one published schema: its file in schema/, what prints
+// it, and how to make it.
+type outputSchema struct {
+	File        string
+	Title       string
+	Description string
+	make        func() (*jsonschema.Schema, error)
+}
+
+func schemaOf[T any]() func() (*jsonschema.Schema, error) {
+	return func() (*jsonschema.Schema, error) { return jsonschema.For[T](nil) }
+}
+
+// outputSchemas are the schemas of -o json besides the run document's.
+var outputSchemas = []outputSchema{
+	{"error.schema.json", "Skein error", "What every command run with -o json prints on stdout when it fails before it has a result (exit code 1 or 2): one object whose error has a stable code (usage, invalid_workflow, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed), a category, a message and details (invalid_workflow: diagnostics, each as in validate.schema.json).", errorSchema},
+	{"validate.schema.json", "Skein validate", "What skein validate -o json prints: every problem of the files given, errors and warnings.", schemaOf[validateDoc]()},
+	{"runs-list.schema.json", "Skein runs list", "What skein runs list -o json prints: runs, newest first.", listSchema},
+	{"verdict.schema.json", "Skein verdict", "What skein runs verdict -o json and skein check -o json print: the run's verdict, check by check, or null when its workflow has no checks.", verdictSchema},
+	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[eventDoc]()},
+	{"cancel.schema.json", "Skein cancel", "What skein cancel -o json prints.", schemaOf[cancelDoc]()},
+	{"signal.schema.json", "Skein signal", "What skein signal -o json prints when the run's owner, another process, applies the signal (when skein signal resumes the run itself it prints the run document, run.schema.json).", schemaOf[signalDoc]()},
+	{"resume-plan.schema.json", "Skein resume plan", "What skein resume --plan -o json prints: what a resume would reuse and run again.", schemaOf[planDoc]()},
+	{"prune.schema.json", "Skein runs prune", "What skein runs prune -o json prints.", schemaOf[pruneDoc]()},
+	{"token-create.schema.json", "Skein token create", "What skein token create -o json prints: the new token, its text shown this once.", schemaOf[tokenCreateDoc]()},
+	{"version.schema.json", "Skein version", "What skein version -o json prints.", schemaOf[versionDoc]()},
+	{"token-list.schema.json", "Skein token list", "What skein token list -o json prints: the API tokens of the folder (never their text).", schemaOf[tokenListDoc]()},
+}
+
+func errorSchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[errorDoc](nil)
+	if err != nil {
+		return nil, err
+	}
+	e := s.Properties["error"]
+	e.Types, e.Type = nil, "object"
+	// Errors of a node (llm_config, …) keep their own codes when they
+	// stop a command before it has a run, so the codes are not an enum.
+	e.Properties["details"].Properties = map[string]*jsonschema.Schema{
+		"diagnostics": {Type: "array", Description: "invalid_workflow: every problem, as skein validate gives them",
+			Items: &jsonschema.Schema{Ref: "validate.schema.json#/properties/diagnostics/items"}},
+		"matches": {Type: "array", Description: "ambiguous_run_id: the runs the prefix begins, newest first",
+			Items: &jsonschema.Schema{Ref: "runs-list.schema.json#/items"}},
+	}
+	e.Properties["code"].Description = "usage, invalid_workflow, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed; or the code of the node error that stopped the command"
+	return s, nil
+}
+
+func listSchema() (*jsonschema.Schema, error) {
+	item, err := jsonschema.For[runListItem](nil)
+	if err != nil {
+		return nil, err
+	}
+	item.Properties["status"].Enum = runStatusesAny()
+	return &jsonschema.Schema{Type: "array", Items: item}, nil
+}
+
+func verdictSchema() (*jsonschema.Schema, error) {
+	s, err := jsonschema.For[check.RunVerdict](nil)
+	if err != nil {
+		return nil, err
+	}
+	s.Types, s.Type = []string{"null", "object"}, ""
+	return s, nil
+}
+
+func runStatusesAny() []any {
+	out := make([]any, len(runStatuses))
+	for i, s := range runStatuses {
+		out[i] = s
+	}
+	return out
+}
+
+// Schemas returns the JSON Schemas of what the commands print with -o
+// json besides the run document (runner.RunSchema), by file name in
+// schema/.
+func Schemas() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, o := range outputSchemas {
+		s, err := o.make()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+		s.Schema = "https://json-schema.org/draft/2020-12/schema"
+		s.ID = SchemaBase + o.File
+		s.Title = o.Title
+		s.Description = o.Description
+		b, err := json.MarshalIndent(s, "", "  ")
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", o.File, err)
+		}
+		out[o.File] = append(b, '\n')
+	}
+	return out, nil
+}

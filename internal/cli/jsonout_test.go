@@ -1,0 +1,227 @@
+package cli_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
+)
+
+// TestOutputSchemasUpToDate: the schemas of schema/ for what the commands
+// print with -o json are the ones made from the types they print.
+// Refresh them with: go test ./internal/cli -run TestOutputSchemasUpToDate -update
+func TestOutputSchemasUpToDate(t *testing.T) {
+	t.Parallel()
+	got, err := cli.Schemas()
+	require.NoError(t, err)
+	for name, data := range got {
+		path := filepath.Join("..", "..", "schema", name)
+		if *update {
+			require.NoError(t, os.WriteFile(path, data, 0o644))
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "create it with: go test ./internal/cli -run TestOutputSchemasUpToDate -update")
+		require.Equal(t, string(want), string(got[name]), "schema/%s is stale; refresh it with: go test ./internal/cli -run TestOutputSchemasUpToDate -update", name)
+	}
+}
+
+// schemas compiles every schema of schema/, by file name.
+func schemas(t *testing.T) map[string]*jsonschema.Schema {
+	t.Helper()
+	files, err := filepath.Glob("../../schema/*.schema.json")
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	ids := map[string]string{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		require.NoError(t, err, f)
+		id, _ := doc.(map[string]any)["$id"].(string)
+		if id == "" {
+			id = cli.SchemaBase + filepath.Base(f)
+		}
+		require.NoError(t, c.AddResource(id, doc))
+		ids[filepath.Base(f)] = id
+	}
+	out := map[string]*jsonschema.Schema{}
+	for name, id := range ids {
+		s, err := c.Compile(id)
+		require.NoError(t, err, name)
+		out[name] = s
+	}
+	return out
+}
+
+// TestEveryJSONOutputFollowsItsSchema runs every command that prints data
+// with -o json — when it succeeds and when it fails — and checks that
+// stdout holds exactly one JSON document (a JSON line per event for runs
+// events) that validates against the schema of schema/ published for it,
+// with the exit code the same command has in text.
+func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
+	t.Parallel()
+	ss := schemas(t)
+	dir := filepath.Join(t.TempDir(), ".skein")
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: shel}\n"), 0o644))
+
+	// Runs the later commands look at.
+	start := func(args ...string) string {
+		t.Helper()
+		r := skein(t, append([]string{"run", "-o", "json", "--dir", dir}, args...)...)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout+r.stderr)
+		return m["execution_id"].(string)
+	}
+	ok := start("testdata/ok.yaml", "-i", "city=Paris")
+	failed := start("testdata/fail.yaml")
+	checked := start("../../examples/checks.yaml", "-i", "currency=usd")
+	waiting := start("../../examples/approval.yaml")
+	tok := skein(t, "token", "create", "--scope", "read", "--name", "ci", "--dir", dir)
+	require.Equal(t, 0, tok.code, tok.stderr)
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		schema string
+		// errCode is the error's code when schema is error.schema.json.
+		errCode string
+	}{
+		{"run", []string{"run", "testdata/ok.yaml", "-i", "city=Oslo"}, 0, "run.schema.json", ""},
+		{"run failed", []string{"run", "testdata/fail.yaml"}, 1, "run.schema.json", ""},
+		{"run checks failed", []string{"run", "../../examples/checks.yaml", "-i", "currency=usd"}, 3, "run.schema.json", ""},
+		{"run waiting", []string{"run", "../../examples/approval.yaml"}, 4, "run.schema.json", ""},
+		{"run invalid workflow", []string{"run", bad}, 2, "error.schema.json", "invalid_workflow"},
+		{"run missing file", []string{"run", "nowhere.yaml"}, 2, "error.schema.json", "invalid_workflow"},
+		{"run missing input", []string{"run", "testdata/ok.yaml"}, 2, "error.schema.json", "usage"},
+		{"run bad flag value", []string{"run", "--concurrency", "many", "testdata/ok.yaml"}, 2, "error.schema.json", "usage"},
+		{"run unknown flag", []string{"run", "--nope", "testdata/ok.yaml"}, 2, "error.schema.json", "usage"},
+		{"run no file", []string{"run"}, 2, "error.schema.json", "usage"},
+		{"validate", []string{"validate", "testdata/ok.yaml"}, 0, "validate.schema.json", ""},
+		{"validate invalid", []string{"validate", bad, "testdata/ok.yaml"}, 2, "validate.schema.json", ""},
+		{"validate bad input pair", []string{"validate", "testdata/ok.yaml", "-i", "city"}, 2, "error.schema.json", "usage"},
+		{"runs list", []string{"runs", "list"}, 0, "runs-list.schema.json", ""},
+		{"runs list bad status", []string{"runs", "list", "--status", "nonsense"}, 2, "error.schema.json", "usage"},
+		{"runs unknown subcommand", []string{"runs", "lst"}, 2, "error.schema.json", "usage"},
+		{"runs no subcommand", []string{"runs"}, 2, "error.schema.json", "usage"},
+		{"unknown command", []string{"rn"}, 2, "error.schema.json", "usage"},
+		{"runs show", []string{"runs", "show", ok}, 0, "run.schema.json", ""},
+		{"runs show by prefix", []string{"runs", "show", failed[:6]}, 0, "run.schema.json", ""},
+		{"runs show unknown", []string{"runs", "show", "ffffffffffff"}, 2, "error.schema.json", "not_found"},
+		{"runs events", []string{"runs", "events", ok}, 0, "event.schema.json", ""},
+		{"runs events unknown", []string{"runs", "events", "ffffffffffff"}, 2, "error.schema.json", "not_found"},
+		{"runs verdict none", []string{"runs", "verdict", ok}, 0, "verdict.schema.json", ""},
+		{"runs verdict failed", []string{"runs", "verdict", checked}, 3, "verdict.schema.json", ""},
+		{"check", []string{"check", checked}, 3, "verdict.schema.json", ""},
+		{"check no checks", []string{"check", ok}, 0, "verdict.schema.json", ""},
+		{"check unknown", []string{"check", "ffffffffffff"}, 2, "error.schema.json", "not_found"},
+		{"resume plan", []string{"resume", "--plan", failed}, 0, "resume-plan.schema.json", ""},
+		{"resume completed", []string{"resume", ok}, 2, "error.schema.json", "completed"},
+		{"resume failed", []string{"resume", failed}, 1, "run.schema.json", ""},
+		{"rerun", []string{"rerun", ok, "--pin", "say"}, 0, "run.schema.json", ""},
+		{"rerun unknown pin", []string{"rerun", ok, "--pin", "nope"}, 2, "error.schema.json", "usage"},
+		{"cancel not running", []string{"cancel", ok}, 2, "error.schema.json", "not_running"},
+		{"signal", []string{"signal", waiting, "approve", "--data", `{"approved": true, "by": "Ada"}`}, 0, "run.schema.json", ""},
+		{"signal completed run", []string{"signal", ok, "say"}, 2, "error.schema.json", "completed"},
+		{"signal bad data", []string{"signal", ok, "say", "--data", "{nope"}, 2, "error.schema.json", "usage"},
+		{"prune", []string{"runs", "prune", "--older-than", "30d", "--dry-run"}, 0, "prune.schema.json", ""},
+		{"token list", []string{"token", "list"}, 0, "token-list.schema.json", ""},
+		{"token create", []string{"token", "create", "--scope", "read", "--name", "ci"}, 0, "token-create.schema.json", ""},
+		{"token create bad scope", []string{"token", "create", "--scope", "god"}, 2, "error.schema.json", "usage"},
+		{"version", []string{"version"}, 0, "version.schema.json", ""},
+	}
+	for _, tc := range tests {
+		// One after the other: they share the folder, and signal and
+		// resume change runs others read.
+		args := append(tc.args, "-o", "json")
+		if tc.args[0] != "validate" && tc.args[0] != "version" {
+			args = append(args, "--dir", dir)
+		}
+		r := skein(t, args...)
+		require.Equal(t, tc.code, r.code, "%s: %s%s", tc.name, r.stdout, r.stderr)
+		s := ss[tc.schema]
+		require.NotNil(t, s, tc.schema)
+		docs := jsonDocs(t, tc.name, r.stdout)
+		if tc.schema == "event.schema.json" {
+			require.Greater(t, len(docs), 2, "%s: events", tc.name)
+		} else {
+			require.Len(t, docs, 1, "%s: one JSON document on stdout, got %q", tc.name, r.stdout)
+		}
+		for _, d := range docs {
+			require.NoError(t, s.Validate(d), "%s: %s does not follow %s", tc.name, r.stdout, tc.schema)
+		}
+		if tc.errCode != "" {
+			e := docs[0].(map[string]any)["error"].(map[string]any)
+			require.Equal(t, tc.errCode, e["code"], "%s: %s", tc.name, r.stdout)
+			require.NotEmpty(t, e["message"])
+			if tc.errCode != "invalid_workflow" { // stderr has the diagnostics, one a line
+				require.Contains(t, r.stderr, e["message"], "%s: the same error in text on stderr", tc.name)
+			}
+		}
+	}
+}
+
+// jsonDocs reads the JSON documents of out, one after another.
+func jsonDocs(t *testing.T, name, out string) []any {
+	t.Helper()
+	var docs []any
+	dec := json.NewDecoder(bufio.NewReader(strings.NewReader(out)))
+	dec.UseNumber()
+	for dec.More() {
+		var v any
+		require.NoError(t, dec.Decode(&v), "%s: stdout is not JSON: %q", name, out)
+		// Validate what a program reading stdout would read.
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		require.NoError(t, err)
+		docs = append(docs, inst)
+	}
+	return docs
+}
+
+// TestJSONErrorShape: an invalid workflow run with -o json prints every
+// problem in the error's details, with positions, as validate does.
+func TestJSONErrorShape(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("version: 1\nname: bad\nnodes:\n  - {id: a, type: shel}\n  - {id: b, type: template, text: '{{ c.text }}'}\n"), 0o644))
+	r := skein(t, "run", "-o", "json", "--dir", dir, file)
+	require.Equal(t, 2, r.code)
+	var doc struct {
+		Error struct {
+			Code     string `json:"code"`
+			Category string `json:"category"`
+			Message  string `json:"message"`
+			Details  struct {
+				Diagnostics []struct {
+					File     string `json:"file"`
+					Line     int    `json:"line"`
+					Node     string `json:"node"`
+					Severity string `json:"severity"`
+					Message  string `json:"message"`
+				} `json:"diagnostics"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), r.stdout)
+	require.Equal(t, "invalid_workflow", doc.Error.Code)
+	require.Equal(t, "validation", doc.Error.Category)
+	require.Equal(t, file+" is not a valid workflow: 2 errors (details.diagnostics lists them)", doc.Error.Message)
+	require.Len(t, doc.Error.Details.Diagnostics, 2)
+	require.Equal(t, 4, doc.Error.Details.Diagnostics[0].Line)
+	require.Contains(t, doc.Error.Details.Diagnostics[0].Message, `unknown node type "shel"`)
+	require.Equal(t, "b", doc.Error.Details.Diagnostics[1].Node)
+	// The text on stderr is what the same command prints without -o json.
+	require.Contains(t, r.stderr, file+`:4:19: error: unknown node type "shel"`)
+}

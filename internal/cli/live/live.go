@@ -1,0 +1,223 @@
+package live
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Live shows a run on a terminal: a Bubble Tea program, inline (no
+// alternate screen), that prints each finished line above itself for
+// good and keeps under them the steps under way and the run's totals.
+// It reads no keys: Ctrl-C stays the terminal's signal, which the
+// command turns into a cancel.
+//
+// It uses Bubble Tea v1: the inline renderer of v2.1 (charm.land) writes
+// lines printed above the view at the top of the screen, and drops the
+// lines of a multi-line print, when the view is not at the bottom of the
+// terminal — which it is not when a run starts.
+type Live struct {
+	mu      sync.Mutex // guards b and the flags below
+	b       *board
+	st      styles
+	o       Options
+	p       *tea.Program
+	done    chan struct{}
+	closed  bool
+	once    sync.Once // starts the program
+	started bool
+	failed  bool   // the program ended with an error: print plain lines
+	restore func() // the terminal's echo
+	keep    bool   // stop: a blank last line takes the renderer's last erase
+}
+
+var _ Display = (*Live)(nil)
+
+// LiveOptions are what a live display adds to Options.
+type LiveOptions struct {
+	// Tick is how often the view is redrawn for its spinners and times;
+	// 0 redraws only when something happens (tests).
+	Tick time.Duration
+	// Env is the terminal's environment (TERM…); nil takes the process's.
+	Env []string
+}
+
+// DefaultTick redraws the spinners ten times a second.
+const DefaultTick = spinEvery
+
+// NewLive returns a live display on o.Out, which must be a terminal. Its
+// program starts with the first thing to show, so a command that stops
+// before a run starts (an invalid workflow) leaves the terminal alone.
+func NewLive(o Options, lo LiveOptions) *Live {
+	st := newStyles(true)
+	l := &Live{b: newBoard(o.Clock, st), st: st, o: o, done: make(chan struct{}), restore: func() {}}
+	opts := []tea.ProgramOption{
+		tea.WithOutput(o.Out), tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithoutCatchPanics(), tea.WithoutBracketedPaste(),
+	}
+	if lo.Env != nil {
+		opts = append(opts, tea.WithEnvironment(lo.Env))
+	}
+	l.p = tea.NewProgram(&model{l: l, tick: lo.Tick, spin: spinFrames}, opts...)
+	return l
+}
+
+// start runs the program, once.
+func (l *Live) start() {
+	l.once.Do(func() {
+		l.mu.Lock()
+		if l.closed { // Close came first: never start
+			l.mu.Unlock()
+			return
+		}
+		l.started = true
+		l.mu.Unlock()
+		if f, ok := l.o.Out.(*os.File); ok {
+			l.restore = quiet(f)
+		}
+		go func() {
+			defer close(l.done)
+			if _, err := l.p.Run(); err != nil {
+				l.mu.Lock()
+				l.failed = true
+				l.mu.Unlock()
+				fmt.Fprintf(l.o.Err, "skein: live progress: %v; plain lines follow\n", err)
+			}
+		}()
+	})
+}
+
+// refresh asks for a new frame.
+type refresh struct{}
+
+type tick struct{}
+
+// model is the Bubble Tea model: its view is the board's.
+type model struct {
+	l    *Live
+	tick time.Duration
+	spin []string
+}
+
+func (m *model) Init() tea.Cmd { return m.next() }
+
+func (m *model) next() tea.Cmd {
+	if m.tick <= 0 {
+		return nil
+	}
+	return tea.Tick(m.tick, func(time.Time) tea.Msg { return tick{} })
+}
+
+func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if _, ok := msg.(tick); ok {
+		m.l.mu.Lock()
+		closed := m.l.closed
+		m.l.mu.Unlock()
+		if !closed {
+			return m, m.next()
+		}
+	}
+	return m, nil
+}
+
+func (m *model) View() string {
+	m.l.mu.Lock()
+	defer m.l.mu.Unlock()
+	switch {
+	case m.l.closed:
+		return ""
+	case m.l.keep:
+		return m.l.b.view(m.spin) + "\n"
+	}
+	return m.l.b.view(m.spin)
+}
+
+// apply changes the board under the lock, prints the lines it gives
+// above the view, in order, and redraws.
+func (l *Live) apply(f func(*board) []string) {
+	l.start()
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	lines := f(l.b)
+	failed := l.failed
+	l.mu.Unlock()
+	if failed { // the program could not draw: plain lines
+		if len(lines) > 0 {
+			fmt.Fprintln(l.o.Out, strings.Join(lines, "\n"))
+		}
+		return
+	}
+	// Send, not Program.Println: it does not block once the program ended.
+	if len(lines) > 0 {
+		l.p.Send(tea.Println(strings.Join(lines, "\n"))())
+	}
+	l.p.Send(refresh{})
+}
+
+// Workflow lays out the columns for w's nodes.
+func (l *Live) Workflow(w *workflow.Workflow) {
+	l.apply(func(b *board) []string { b.workflow(w); return nil })
+}
+
+// Started prints the run's first line.
+func (l *Live) Started(run *store.Run, resumed bool) {
+	l.apply(func(b *board) []string { return b.started(run, resumed) })
+}
+
+// Step prints the line of a step that ended, or shows one under way.
+func (l *Live) Step(rec engine.StepRecord) {
+	l.apply(func(b *board) []string { return b.step(rec) })
+}
+
+// Event prints retries and warnings, and times the steps under way.
+func (l *Live) Event(ev engine.TimedEvent) {
+	l.apply(func(b *board) []string { return b.event(ev) })
+}
+
+// Note prints a line of the repair loop above the view; diagnostics and
+// why the loop stopped go to Err.
+func (l *Live) Note(n runner.Note) {
+	dest, line := noteLine(l.st, n)
+	if dest == toErr {
+		fmt.Fprintln(l.o.Err, line)
+		return
+	}
+	l.apply(func(*board) []string { return []string{line} })
+}
+
+// Say prints a line of the command's above the view.
+func (l *Live) Say(line string) {
+	l.apply(func(*board) []string { return []string{l.st.yellow.Render(line)} })
+}
+
+// Close clears the view and ends the program; the terminal is the
+// command's again when it returns.
+func (l *Live) Close() {
+	l.mu.Lock()
+	l.closed = true
+	started := l.started
+	l.mu.Unlock()
+	if !started {
+		return
+	}
+	l.p.Send(refresh{})
+	l.p.Quit()
+	<-l.done
+	l.restore()
+}
+
+// spinFrames are the spinner's frames (the braille dots of Bubbles'
+// MiniDot); the frame shown follows the step's elapsed time on the
+// display's clock, so a fixed clock draws a fixed frame.
+var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}

@@ -1,0 +1,147 @@
+package live
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/charmbracelet/x/vt"
+	"github.com/creack/pty"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/skeinhq/skein/internal/clock"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, string(want), got, "%s differs; run go test -update and read the diff", path)
+}
+
+// The plain lines of every scenario: what logs, pipes and NO_COLOR get.
+func TestPlainGolden(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			var out, errb bytes.Buffer
+			clk := clock.NewFake(t0)
+			d := NewPlain(Options{Out: &out, Err: &errb, Clock: clk})
+			sc.play(&script{d: d, clk: clk})
+			d.Close()
+			golden(t, filepath.Join("plain", sc.name+".golden"), out.String()+stderrPart(errb.String()))
+		})
+	}
+}
+
+func stderrPart(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "--- stderr\n" + s
+}
+
+// The live view of every scenario, run on a pseudo-terminal and read back
+// through a terminal emulator: the screen as a person sees it when the
+// scenario's last event has been drawn.
+func TestLiveGolden(t *testing.T) {
+	t.Parallel()
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(t0)
+			screen := onTerminal(t, 100, 30, func(out *os.File) {
+				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+				sc.play(&script{d: l, clk: clk})
+				l.stop()
+			})
+			golden(t, filepath.Join("live", sc.name+".golden"), screen+"\n")
+		})
+	}
+}
+
+// Closing the live display takes its view away, leaving the finished
+// lines for what the command prints next.
+func TestLiveCloseClearsView(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	screen := onTerminal(t, 100, 30, func(out *os.File) {
+		l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+		scenarios[0].play(&script{d: l, clk: clk})
+		l.Close()
+		_, _ = out.WriteString("run 3f2a9c1e0b7d completed in 2.2s\n")
+	})
+	golden(t, filepath.Join("live", "closed.golden"), screen+"\n")
+}
+
+// onTerminal runs draw with the slave side of a pseudo-terminal of the
+// given size as its output and returns the screen a terminal emulator
+// shows once draw has returned and everything written was read.
+func onTerminal(t *testing.T, cols, rows int, draw func(out *os.File)) string {
+	t.Helper()
+	ptmx, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer ptmx.Close()
+	require.NoError(t, pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}))
+	em := vt.NewEmulator(cols, rows)
+	answers := make(chan struct{})
+	go func() { // the emulator's answers to queries: nobody asks for them here
+		defer close(answers)
+		_, _ = io.Copy(io.Discard, em)
+	}()
+	read := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(em, ptmx)
+		read <- err
+	}()
+	draw(tty)
+	require.NoError(t, tty.Close())
+	// With the slave closed, the master reads what is left, then EIO.
+	if err := <-read; err != nil && !errors.Is(err, syscall.EIO) {
+		require.NoError(t, err)
+	}
+	// Lines printed above the view scroll off the top of the screen, as on
+	// any terminal: the scrollback keeps them.
+	var b strings.Builder
+	for _, l := range em.Scrollback().Lines() {
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+	screen := strings.TrimRight(b.String()+em.String(), "\n ")
+	// Ending the answers' pipe ends their reader (Emulator.Close would race
+	// with it).
+	require.NoError(t, em.InputPipe().(io.Closer).Close())
+	<-answers
+	return screen
+}
+
+// stop ends the program leaving its last frame on the screen (tests).
+func (l *Live) stop() {
+	l.mu.Lock()
+	l.keep = true
+	l.mu.Unlock()
+	l.p.Send(refresh{})
+	l.p.Quit()
+	<-l.done
+	l.restore()
+}

@@ -1,0 +1,148 @@
+package live
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Display shows a run's progress: an Observer that the command also
+// tells its own lines (Say) and closes before it prints the run's result.
+type Display interface {
+	runner.Observer
+	runner.WorkflowObserver
+	// Say prints a line of the command's own (a Ctrl-C notice).
+	Say(line string)
+	// Close ends the display; what is printed after it goes below.
+	Close()
+}
+
+// Options configure a display.
+type Options struct {
+	// Out gets the progress; Err the repair loop's diagnostics.
+	Out, Err io.Writer
+	// Clock tells the time of spinners and elapsed times (default: the
+	// wall clock).
+	Clock clock.Clock
+	// Color colours the plain lines (Live always colours).
+	Color bool
+	// NotesOnly shows the repair loop's notes and the command's lines,
+	// and no step (stdout carries JSON).
+	NotesOnly bool
+}
+
+// Plain prints one line per step as it ends, and nothing that changes:
+// for logs, pipes, NO_COLOR and TERM=dumb.
+type Plain struct {
+	mu  sync.Mutex
+	o   Options
+	b   *board
+	st  styles
+	out io.Writer
+}
+
+var _ Display = (*Plain)(nil)
+
+// NewPlain returns a plain display.
+func NewPlain(o Options) *Plain {
+	st := newStyles(o.Color)
+	return &Plain{o: o, b: newBoard(o.Clock, st), st: st, out: o.Out}
+}
+
+func (p *Plain) print(lines []string) {
+	if len(lines) > 0 {
+		fmt.Fprintln(p.out, strings.Join(lines, "\n"))
+	}
+}
+
+// Workflow lays out the columns for w's nodes.
+func (p *Plain) Workflow(w *workflow.Workflow) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.b.workflow(w)
+}
+
+// Started prints the run's first line, with its id, so an interrupted
+// run can be found and resumed.
+func (p *Plain) Started(run *store.Run, resumed bool) {
+	if p.o.NotesOnly {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.print(p.b.started(run, resumed))
+}
+
+// Step prints the line of a step that ended.
+func (p *Plain) Step(rec engine.StepRecord) {
+	if p.o.NotesOnly {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.print(p.b.step(rec))
+}
+
+// Event prints retries and warnings.
+func (p *Plain) Event(ev engine.TimedEvent) {
+	if p.o.NotesOnly {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.print(p.b.event(ev))
+}
+
+// Note prints a line of the repair loop; diagnostics and why the loop
+// stopped go to Err.
+func (p *Plain) Note(n runner.Note) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w, line := noteLine(p.st, n); w == toErr {
+		fmt.Fprintln(p.o.Err, line)
+	} else {
+		fmt.Fprintln(p.out, line)
+	}
+}
+
+// Say prints a line of the command's on Err, after a line break: on a
+// terminal it follows the ^C that Ctrl-C echoes.
+func (p *Plain) Say(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintln(p.o.Err, "\n"+line)
+}
+
+// Close does nothing: plain lines are printed as they come.
+func (p *Plain) Close() {}
+
+type noteDest int
+
+const (
+	toOut noteDest = iota
+	toErr
+)
+
+// noteLine renders a note of the repair loop and says where it goes.
+func noteLine(st styles, n runner.Note) (noteDest, string) {
+	switch n.Kind {
+	case "diagnostic":
+		return toErr, n.Text
+	case "stopped":
+		return toErr, "skein: " + n.Text
+	case "repair":
+		return toOut, "\n" + st.cyan.Render(n.Text)
+	case "repaired":
+		return toOut, st.cyan.Render(n.Text)
+	case "problem":
+		return toOut, st.yellow.Render(n.Text)
+	}
+	return toOut, st.dim.Render(n.Text)
+}

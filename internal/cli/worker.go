@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store/postgres"
+)
+
+func workerCmd(e *env) *cobra.Command {
+	var dir, secretsFile string
+	var queues []string
+	var concurrency int
+	var grace time.Duration
+	var denyPrivate bool
+	cmd := &cobra.Command{
+		Use:   "worker --db postgres://…",
+		Short: "Run the nodes of queued runs: a worker of the Postgres job queue",
+		Long: `Run the nodes of queued runs (skein run --queue, on the same database).
+Each node attempt is a job in the database's queue (River); a worker takes
+jobs from the queues it is given, runs them and, in the same transaction as
+their steps, queues what follows. Start as many workers as you like, on any
+machine that reaches the database; a node with queue: gpu runs only on a
+worker given --queues gpu (add default to take the other nodes too).
+
+SIGTERM or Ctrl-C drains the worker: it takes no new job and lets running
+nodes finish within --grace; nodes still running then are stopped and run
+again by another worker. A worker opens up to one database connection per
+job it runs at once, plus 4 (at most 64; pool_max_conns in the URL sets
+it).`,
+		Example: `  skein worker --db postgres://skein@db:5432/skein
+  skein worker --db postgres://skein@db:5432/skein --queues gpu --concurrency 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !postgres.IsURL(e.db) {
+				return usagef("skein worker needs --db postgres://user@host:5432/db (or $%s): workers share runs through Postgres", envDB)
+			}
+			if concurrency < 1 {
+				return usagef("--concurrency must be at least 1")
+			}
+			qs := map[string]int{}
+			for _, q := range queues {
+				q = strings.TrimSpace(q)
+				if q == "" {
+					continue
+				}
+				qs[q] = concurrency
+			}
+			if len(qs) == 0 {
+				return usagef("--queues names no queue")
+			}
+			cfg := runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv}
+			if !strings.Contains(e.db, "pool_max_conns") {
+				// A connection per running node, and River's own (its
+				// listener, fetches, completions).
+				cfg.PoolSize = int32(min(concurrency*len(qs)+4, 64))
+			}
+			r, err := runner.Open(cfg)
+			if err != nil {
+				return failure(err)
+			}
+			defer r.Close()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			fmt.Fprintf(e.stderr, "skein worker: working queues %s (%d at once each) of %s\n",
+				strings.Join(queues, ","), concurrency, postgres.Redact(e.db))
+			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate})
+			if err != nil {
+				return failure(err)
+			}
+			fmt.Fprintln(e.stderr, "skein worker: drained, stopped")
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	addDirFlag(fl, &dir)
+	fl.StringSliceVar(&queues, "queues", []string{"default"}, "queues to take jobs from (comma-separated)")
+	addConcurrencyFlag(fl, &concurrency, "jobs run at once per queue")
+	fl.DurationVar(&grace, "grace", 5*time.Minute, "on SIGTERM, how long running nodes may finish before they are stopped (0: as long as they take)")
+	fl.StringVar(&secretsFile, "secrets-file", "", "dotenv file with secret values")
+	fl.BoolVar(&denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
+	return cmd
+}

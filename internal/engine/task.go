@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/node"
+)
+
+// TaskEnv is what calling a node's kind needs beyond the task: what a
+// driver holds for the whole run. The local driver and the queue's workers
+// both call kinds through it.
+type TaskEnv struct {
+	Registry *node.Registry
+	RunID    string
+	// Scope is the run's scope (RunScope): the task adds its own part.
+	Scope    expr.Scope
+	Redactor *redact.Redactor
+	Files    *node.Files
+	Services *node.Services
+	// Blobs, ArtifactDir and Evidence are optional (Options' fields).
+	Blobs       *blob.Store
+	ArtifactDir func(nodeID string) string
+	Evidence    func(ctx context.Context, nodeID, artifactDir string)
+	Now         func() time.Time
+	// Emit records an event of the task (a tool call); ProcessStarted
+	// the process group its kind started. Both may be nil.
+	Emit           func(t *Task, kind string, data map[string]any)
+	ProcessStarted func(t *Task, pgid int)
+}
+
+// RunScope is the scope every template of a run sees: its inputs, trigger
+// payload, secrets and execution; TaskScope adds a task's part.
+func RunScope(runID, workflow string, started time.Time, inputs, payload map[string]any, secrets map[string]string) expr.Scope {
+	sec := make(map[string]any, len(secrets))
+	for k, v := range secrets {
+		sec[k] = v
+	}
+	if payload == nil {
+		payload = map[string]any{}
+	}
+	return expr.Scope{
+		Inputs:  inputs,
+		Trigger: payload,
+		Secrets: sec,
+		Execution: map[string]any{
+			"id": runID, "workflow": workflow, "started_at": started.UTC().Format(time.RFC3339),
+		},
+	}
+}
+
+// TaskScope is the scope of a task's templates: the run's, with the
+// variables, loop and node outputs the task started with.
+func TaskScope(run expr.Scope, t *Task) expr.Scope {
+	run.Vars = t.Vars
+	run.Loop = t.Loop
+	run.Nodes = t.Nodes
+	return run
+}
+
+// Call runs the task's kind with its rendered parameters and returns the
+// outcome: the output split from its directives, or the error (a
+// deadline past the node's timeout is a timeout, a panic an internal
+// error).
+func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outcome {
+	pn := t.Node
+	kind, ok := e.Registry.New(pn.Type)
+	if !ok {
+		return Outcome{Err: &node.Error{Code: "no_runner", Category: node.CategoryInternal, Permanent: true,
+			Message: fmt.Sprintf("node type %s cannot run in this build of skein", pn.Type)}}
+	}
+	if pn.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, pn.Timeout)
+		defer cancel()
+	}
+	scope := TaskScope(e.Scope, t)
+	red := e.Redactor
+	if red == nil {
+		red = redact.New(nil)
+	}
+	now := e.Now
+	if now == nil {
+		now = time.Now
+	}
+	call := &node.Call{
+		RunID: e.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
+		Written:        pn.Node.Params,
+		IdempotencyKey: fmt.Sprintf("%s/%s/%d", e.RunID, pn.ID, t.Visit),
+		Emit: func(kind string, data map[string]any) {
+			if e.Emit != nil {
+				e.Emit(t, kind, data)
+			}
+		},
+		Redact: red.Func(),
+		Files:  e.Files,
+		Eval: func(code string) (any, error) {
+			return expr.Eval(code, &scope)
+		},
+		Now:      now,
+		Passes:   t.Passes,
+		Services: e.Services,
+		ProcessStarted: func(pgid int) {
+			if e.ProcessStarted != nil {
+				e.ProcessStarted(t, pgid)
+			}
+		},
+	}
+	if e.ArtifactDir != nil {
+		call.ArtifactDir = e.ArtifactDir(pn.ID)
+	}
+	if e.Blobs != nil {
+		call.Blobs = e.Blobs
+	}
+	out, runErr := safeRun(ctx, kind, call)
+	if runErr != nil {
+		ne := node.AsError(runErr)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && ne.Category != node.CategoryTimeout {
+			ne = &node.Error{Code: "timeout", Category: node.CategoryTimeout, Err: runErr,
+				Message: fmt.Sprintf("node %s timed out after %s", pn.ID, pn.Timeout)}
+		}
+		return Outcome{Err: ne}
+	}
+	clean, directives := expr.SplitDirectives(out)
+	if e.Evidence != nil && (len(pn.Node.Checks) > 0 || pn.Node.Expect != "") {
+		e.Evidence(ctx, pn.ID, call.ArtifactDir)
+	}
+	return Outcome{Output: clean, Directives: directives}
+}
+
+// Status returns how the run ended, or is ending: failed with the error
+// that failed it, cancelled, or completed.
+func (r *Run) Status() (RunStatus, *node.Error) {
+	switch {
+	case r.failing:
+		return RunFailed, r.failErr
+	case r.cancelling:
+		return RunCancelled, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	default:
+		return RunCompleted, nil
+	}
+}
+
+// Outputs evaluates the workflow's outputs: in scope (RunScope) with the
+// run's variables and latest node outputs, or, when it declares none, the
+// outputs of the last nodes to finish (those with no out-edges).
+func Outputs(plan *Plan, scope expr.Scope, r *Run) (map[string]any, error) {
+	w := plan.W
+	scope.Vars = r.Vars()
+	scope.Nodes = r.Latest()
+	out := map[string]any{}
+	if len(w.Outputs) > 0 {
+		for _, o := range w.Outputs {
+			v, err := expr.RenderValue(o.Value, &scope)
+			if err != nil {
+				return out, fmt.Errorf("output %s: %w", o.Name, err)
+			}
+			out[o.Name] = v
+		}
+		return out, nil
+	}
+	for _, pn := range plan.Nodes {
+		if len(pn.out) > 0 || pn.ctrl == ctrlTrigger || pn.ctrl == ctrlEndLoop {
+			continue
+		}
+		if o, ok := scope.Nodes[pn.ID].(map[string]any); ok && o["success"] == true {
+			clean := make(map[string]any, len(o))
+			for k, v := range o {
+				if k != "success" && k != "error" {
+					clean[k] = v
+				}
+			}
+			out[pn.ID] = clean
+		}
+	}
+	return out, nil
+}
+
+// Usage is the tokens and cost an outcome reports (its _token_usage, or
+// its error's).
+func Usage(oc Outcome) (tokens int, cost float64) {
+	if oc.Err != nil {
+		return failedUsage(oc.Err)
+	}
+	return usageOf(oc.Directives)
+}
+
+// IsEmpty reports whether a scheduler step changed nothing (an event that
+// found nothing to act on: a stale task's end, a stopped timer).
+func IsEmpty(a *Actions) bool {
+	return len(a.Start) == 0 && len(a.Timers) == 0 && len(a.Steps) == 0 && len(a.Events) == 0 &&
+		len(a.Awaits) == 0 && len(a.Stop) == 0 && !a.CancelRunning && !a.Done
+}

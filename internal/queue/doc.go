@@ -1,0 +1,39 @@
+// Package queue runs workflows on many machines: the queue driver. The
+// nodes of a run are jobs of River (github.com/riverqueue/river), a job
+// queue in the Postgres database that holds the runs, so a change of a
+// run's state and the jobs it makes commit in one transaction.
+//
+// The scheduler (engine.Run) is pure but its state is not serializable;
+// what is stored instead is the run's history: every event the scheduler
+// was fed — the start, each task's outcome, each timer that fired, each
+// signal, the cancel — in order, in the table skein_queue_log. A run's
+// state is engine.NewRun(plan) with that history replayed; workers keep the
+// state they rebuilt, keyed by the last event applied, and replay only
+// what other workers added since.
+//
+// A worker that finishes a node, in one transaction: locks the run's row
+// (SELECT … FOR UPDATE, so a join fires exactly once however many workers
+// finish its inputs at once); catches its state up with the history;
+// checks the task is still running (the attempt token: an outcome of a
+// task that was already recorded, by a worker the job was taken from after
+// its lease, changes nothing); appends the outcome to the history and
+// applies it; writes the steps and events it changed, and the run's final
+// record when it ended; and inserts the River jobs of the tasks it
+// starts. Timers (retry backoff, _delay_seconds, wait) are jobs scheduled
+// for when they fire, never a sleeping worker (River makes a scheduled job
+// available within its scheduler's interval, 5 s). Cancel requests and
+// signals are rows in the store that every worker polls (Config.Poll); a
+// job whose run is asked to cancel does not start its node.
+//
+// Starting a run (Driver.Start) inserts the run's row, its first history
+// event and the first jobs in one transaction. While it runs, a queue run
+// is owned by OwnerHost with a lease that does not run out, so no takeover
+// claims it; its final record releases it, and a failed or cancelled run
+// can then be resumed by any process (its steps carry their config hashes).
+//
+// A transaction never waits for a second connection of the pool while it
+// holds one, so workers whose jobs outnumber the connections wait for a
+// connection, never for each other. A worker that stops (Driver.Work's
+// grace ran out) records nothing for the nodes it stopped: River gives
+// their jobs to a worker again.
+package queue

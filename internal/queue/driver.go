@@ -1,0 +1,763 @@
+package queue
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// DefaultQueue is the queue of the nodes that name none.
+const DefaultQueue = river.QueueDefault
+
+// OwnerHost is the owner a queue run is recorded with while it runs: the
+// run belongs to the workers, not to one process, so no takeover claims
+// it and `skein runs` says who has it.
+const OwnerHost = "river queue"
+
+// ownerPrefix starts the owner token of a queue run.
+const ownerPrefix = "queue:"
+
+// queueLease is the lease of a queue run: the workers hold it together
+// until it ends (a worker's own lease is River's job rescue).
+const queueLease = 100 * 365 * 24 * time.Hour
+
+// Config configures a Driver.
+type Config struct {
+	Store    *postgres.Store
+	Registry *node.Registry
+	// Secrets returns the values of a workflow's secrets on this machine
+	// (nil: from the environment).
+	Secrets func(w *workflow.Workflow) (map[string]string, error)
+	// Services returns the services a run's tasks get on this worker (its
+	// MCP pool, models, HTTP policy) and releases them; nil gives none.
+	Services func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func())
+	// Queues are the queues this process works, each with its number of
+	// jobs at once; nil: this driver only starts runs (skein run, serve
+	// without --worker).
+	Queues map[string]int
+	// Poll is how often a worker looks for cancel requests and signals
+	// (default 1 s); FetchPoll how often River looks for jobs when no
+	// notification came (default 1 s).
+	Poll      time.Duration
+	FetchPoll time.Duration
+	// RescueAfter is when River gives a running job whose worker went
+	// silent to another worker (default 1 h).
+	RescueAfter time.Duration
+	// TimerDelay, when set, replaces the delay of each timer (tests).
+	TimerDelay func(t engine.Timer) time.Duration
+	// Exec, when set, plays the tasks in place of their kinds (tests that
+	// script outcomes, as the scheduler's property tests do).
+	Exec   func(ctx context.Context, runID string, t *engine.Task) engine.Outcome
+	Logger *slog.Logger
+}
+
+// Driver starts runs on the queue and, with Config.Queues, works its jobs.
+type Driver struct {
+	cfg    Config
+	client *river.Client[pgx.Tx]
+
+	mu     sync.Mutex
+	envs   map[string]*runEnv
+	states map[string]*state
+	plans  map[string]*planned
+}
+
+type planned struct {
+	w    *workflow.Workflow
+	plan *engine.Plan
+}
+
+// runEnv is what a worker holds for a run it works on.
+type runEnv struct {
+	id      string
+	run     *store.Run
+	w       *workflow.Workflow
+	plan    *engine.Plan
+	trigger string
+	inputs  map[string]any
+	red     *redact.Redactor
+	task    engine.TaskEnv
+	release func()
+}
+
+// TaskArgs is the job of one attempt of one node.
+type TaskArgs struct {
+	Run string `json:"run"`
+	// Task is the scheduler's id of the attempt: the attempt token. A job
+	// whose task is no longer running in the run's state changes nothing.
+	Task    int64  `json:"task"`
+	Node    string `json:"node"`
+	Visit   int    `json:"visit"`
+	Attempt int    `json:"attempt"`
+}
+
+// Kind is the River job kind.
+func (TaskArgs) Kind() string { return "skein_task" }
+
+// TimerArgs is the job of a timer: a retry's backoff, a _delay_seconds, a
+// wait's duration or a signal wait's timeout.
+type TimerArgs struct {
+	Run   string `json:"run"`
+	Timer int64  `json:"timer"`
+	// Timeout is set for a signal wait's timeout: what a run that only
+	// waits for signals still has queued.
+	Timeout bool `json:"timeout,omitempty"`
+}
+
+// Kind is the River job kind.
+func (TimerArgs) Kind() string { return "skein_timer" }
+
+type taskWorker struct {
+	river.WorkerDefaults[TaskArgs]
+	d *Driver
+}
+
+func (w *taskWorker) Work(ctx context.Context, job *river.Job[TaskArgs]) error {
+	return w.d.work(ctx, job.Args)
+}
+
+// Timeout: a node has its own timeout; River's must not cut it short.
+func (w *taskWorker) Timeout(*river.Job[TaskArgs]) time.Duration { return -1 }
+
+type timerWorker struct {
+	river.WorkerDefaults[TimerArgs]
+	d *Driver
+}
+
+func (w *timerWorker) Work(ctx context.Context, job *river.Job[TimerArgs]) error {
+	return w.d.fire(ctx, job.Args)
+}
+
+// New returns a driver on cfg.Store's database, which must have been
+// migrated (Migrate).
+func New(cfg Config) (*Driver, error) {
+	if cfg.Store == nil || cfg.Registry == nil {
+		return nil, errors.New("queue: a driver needs a Postgres store and a node registry")
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{}}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &taskWorker{d: d})
+	river.AddWorker(workers, &timerWorker{d: d})
+	rc := &river.Config{
+		Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
+		RescueStuckJobsAfter: cfg.RescueAfter, JobTimeout: -1, MaxAttempts: maxJobAttempts,
+	}
+	// A job a worker inserts for the next node is announced (LISTEN/
+	// NOTIFY), but River fetches at most once per cooldown: its default
+	// (100 ms) would be the latency of every hop of a chain of nodes.
+	rc.FetchCooldown = fetchCooldown
+	if cfg.FetchPoll > 0 {
+		rc.FetchCooldown = min(cfg.FetchPoll, fetchCooldown)
+	}
+	if len(cfg.Queues) > 0 {
+		rc.Queues = map[string]river.QueueConfig{}
+		for q, n := range cfg.Queues {
+			rc.Queues[q] = river.QueueConfig{MaxWorkers: max(1, n)}
+		}
+	}
+	client, err := river.NewClient(riverpgxv5.New(cfg.Store.Pool()), rc)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	d.client = client
+	return d, nil
+}
+
+// fetchCooldown is the least time between two fetches of jobs by one
+// worker's queue.
+const fetchCooldown = 2 * time.Millisecond
+
+// maxJobAttempts bounds how many times River runs one job: a node's own
+// retries are new jobs; these are for a worker that died with the job.
+const maxJobAttempts = 5
+
+// StartRequest starts a run on the queue.
+type StartRequest struct {
+	RunID    string
+	Workflow *workflow.Workflow
+	// Source is the workflow file's text, stored as the run's version:
+	// workers read the workflow from the database.
+	Source  []byte
+	Inputs  map[string]any
+	Trigger string
+	Payload map[string]any
+	// Dir is the run's folder, made when something needs it (a resume
+	// on this machine).
+	Dir string
+}
+
+// Start records a new run, its first history event and its first jobs
+// in one transaction, and returns the run.
+func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error) {
+	w := req.Workflow
+	sum := sha256.Sum256(req.Source)
+	ver, err := d.cfg.Store.SaveWorkflow(ctx, w.Name, req.Source, hex.EncodeToString(sum[:]))
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(w.File)
+	run := &store.Run{
+		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
+		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
+	}
+	env, err := d.newEnv(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	if err != nil {
+		env.release()
+		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := postgres.CreateRunTx(ctx, tx, run); err != nil {
+		env.release()
+		return nil, err
+	}
+	st := newState(env)
+	if err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: req.Payload}}, nil); err != nil {
+		env.release()
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		env.release()
+		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
+	}
+	env.release() // a worker that starts runs runs no node of its own
+	return run, nil
+}
+
+// newEnv loads what running a run's tasks needs on this machine.
+func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
+	p, err := d.planOf(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	secrets, err := d.secrets(p.w)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
+		red: redact.New(secrets), release: func() {}}
+	var services *node.Services
+	if d.cfg.Services != nil {
+		services, env.release = d.cfg.Services(p.w, run.Inputs, secrets)
+	}
+	env.task = engine.TaskEnv{
+		Registry: d.cfg.Registry, RunID: run.ID, Redactor: env.red,
+		Scope:    engine.RunScope(run.ID, p.w.Name, run.StartedAt, run.Inputs, nil, secrets),
+		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
+		Services: services,
+	}
+	return env, nil
+}
+
+func (d *Driver) secrets(w *workflow.Workflow) (map[string]string, error) {
+	if d.cfg.Secrets != nil {
+		return d.cfg.Secrets(w)
+	}
+	out := map[string]string{}
+	for _, name := range w.Secrets {
+		if v, ok := os.LookupEnv(name); ok {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// planOf returns the plan of a run's workflow version, read from the
+// database once per version.
+func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
+	key := fmt.Sprintf("%s\x00%d\x00%s", run.Workflow, run.WorkflowVersion, run.File)
+	d.mu.Lock()
+	p, ok := d.plans[key]
+	d.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	v, err := d.cfg.Store.Workflow(ctx, run.Workflow, run.WorkflowVersion)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: reading workflow %s version %d: %w", run.ID, run.Workflow, run.WorkflowVersion, err)
+	}
+	w, ds := workflow.Decode(run.File, v.Source)
+	if w != nil {
+		ds = append(ds, workflow.Validate(w, d.cfg.Registry)...)
+	}
+	if ds.HasErrors() || w == nil {
+		return nil, fmt.Errorf("run %s: workflow %s version %d does not load on this worker:\n%s", run.ID, run.Workflow, run.WorkflowVersion, ds.Error())
+	}
+	plan, err := engine.NewPlan(w, d.cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", run.ID, err)
+	}
+	p = &planned{w: w, plan: plan}
+	d.mu.Lock()
+	if len(d.plans) >= 256 {
+		clear(d.plans)
+	}
+	d.plans[key] = p
+	d.mu.Unlock()
+	return p, nil
+}
+
+// env returns the worker's environment of a run, loading it on first use.
+func (d *Driver) env(ctx context.Context, run *store.Run) (*runEnv, error) {
+	d.mu.Lock()
+	env, ok := d.envs[run.ID]
+	d.mu.Unlock()
+	if ok {
+		return env, nil
+	}
+	env, err := d.newEnv(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.envs[run.ID]; ok {
+		env.release()
+		return e, nil
+	}
+	d.envs[run.ID] = env
+	return env, nil
+}
+
+// forget drops what the worker holds for a run that ended.
+func (d *Driver) forget(id string) {
+	d.mu.Lock()
+	env := d.envs[id]
+	delete(d.envs, id)
+	delete(d.states, id)
+	d.mu.Unlock()
+	if env != nil {
+		env.release()
+	}
+}
+
+// take removes the cached state of a run for the caller's exclusive use;
+// put gives it back. A state taken and not put back (a failed
+// transaction) is rebuilt from the history next time.
+func (d *Driver) take(id string) *state {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st := d.states[id]
+	delete(d.states, id)
+	return st
+}
+
+func (d *Driver) put(st *state) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if cur, ok := d.states[st.env.id]; ok && cur.seq >= st.seq {
+		return
+	}
+	if _, live := d.envs[st.env.id]; !live {
+		return
+	}
+	if len(d.states) >= 1024 {
+		clear(d.states)
+	}
+	d.states[st.env.id] = st
+}
+
+// catchUp returns the run's state with its whole history applied.
+func (d *Driver) catchUp(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, env *runEnv) (*state, error) {
+	st := d.take(env.id)
+	if st == nil || st.env != env {
+		st = newState(env)
+	}
+	evs, err := readLog(ctx, q, env.id, st.seq)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// readRun reads a run without locking it.
+func (d *Driver) readRun(ctx context.Context, id string) (*store.Run, error) {
+	return d.cfg.Store.Run(ctx, id)
+}
+
+// ended reports whether a stored run status is final.
+func ended(status string) bool {
+	switch engine.RunStatus(status) {
+	case engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
+		return true
+	}
+	return false
+}
+
+// work runs one task job: it finds the task in the run's state, runs it,
+// and records its outcome.
+func (d *Driver) work(ctx context.Context, args TaskArgs) error {
+	run, err := d.readRun(ctx, args.Run)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err) // the run was pruned
+	}
+	if err != nil {
+		return err
+	}
+	if ended(run.Status) {
+		d.forget(run.ID)
+		return nil
+	}
+	env, err := d.env(ctx, run)
+	if err != nil {
+		return err
+	}
+	st, err := d.catchUp(ctx, d.cfg.Store.Pool(), env)
+	if err != nil {
+		return err
+	}
+	t := st.run.Task(args.Task)
+	stopping, _ := st.run.Status()
+	var upstream []string
+	if t != nil {
+		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
+	}
+	d.put(st)
+	if t == nil {
+		return nil // recorded already: a job run again after its worker was presumed dead
+	}
+	if stopping != engine.RunCompleted || run.CancelRequested != nil {
+		// The run is being cancelled (or asked to be) or failed: a node
+		// that has not started does not start.
+		return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+			if st.run.Task(args.Task) == nil {
+				return nil
+			}
+			return &event{Kind: kindFinished, Task: args.Task, NotStarted: true,
+				Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run stopped before the node started"}}
+		}, nil)
+	}
+	started := time.Now().UTC().Truncate(time.Microsecond)
+	if err := d.began(ctx, run, t, started); err != nil {
+		return err
+	}
+	tenv := env.task
+	// What the kind reports as it runs (tool calls, LLM calls) is
+	// recorded at once, for whoever follows the run; one that could not be
+	// is recorded with the node's outcome.
+	var late []engine.TimedEvent
+	var emitMu sync.Mutex
+	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
+		data, _ = env.red.Map(data)
+		ev := store.Event{Time: time.Now().UTC(), Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}
+		emitMu.Lock()
+		defer emitMu.Unlock()
+		if err := d.cfg.Store.AppendEvents(context.WithoutCancel(ctx), run.ID, []store.Event{ev}); err != nil {
+			late = append(late, engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: kind, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: data}})
+		}
+	}
+	var oc engine.Outcome
+	var params map[string]any
+	hash := ""
+	if d.cfg.Exec != nil {
+		oc = d.cfg.Exec(ctx, run.ID, t)
+	} else {
+		scope := engine.TaskScope(tenv.Scope, t)
+		var perr *node.Error
+		if params, perr = engine.RenderParams(t.Node, &scope); perr != nil {
+			oc.Err = perr
+		} else {
+			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
+			oc = tenv.Call(ctx, t, params)
+		}
+	}
+	if ctx.Err() != nil {
+		// The worker stops and its drain ran out (the run's own cancel
+		// lets running nodes finish): nothing is recorded, and River
+		// gives the job to a worker again.
+		return fmt.Errorf("node %s of run %s was stopped with its worker; it runs again: %w", t.Node.ID, run.ID, context.Cause(ctx))
+	}
+	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
+		Params: params, Started: started, Hash: hash}
+	emitMu.Lock()
+	extra := late
+	emitMu.Unlock()
+	return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+		if st.run.Task(args.Task) == nil {
+			return nil // another worker recorded this attempt first
+		}
+		return e
+	}, extra)
+}
+
+// began marks a task's step running, from pending, and records its
+// node_started event: the job left the queue. A job taken again (its
+// worker was presumed dead) finds the step running and records nothing.
+func (d *Driver) began(ctx context.Context, run *store.Run, t *engine.Task, at time.Time) error {
+	tag, err := d.cfg.Store.Pool().Exec(ctx, `UPDATE steps SET status = 'running', started_at = COALESCE(started_at, $5)
+		WHERE run_id = $1 AND generation = $2 AND node = $3 AND visit = $4 AND status = 'pending'`,
+		run.ID, max(run.Generation, 1), t.Node.ID, t.Visit, at)
+	if err != nil {
+		return fmt.Errorf("run %s: marking node %s running: %w", run.ID, t.Node.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return nil
+	}
+	var data map[string]any
+	if t.Attempt > 1 {
+		data = map[string]any{"attempt": t.Attempt}
+	}
+	return d.cfg.Store.AppendEvents(ctx, run.ID, []store.Event{{Time: at, Type: engine.EventNodeStarted,
+		Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}})
+}
+
+// fire applies a timer job.
+func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
+	return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
+}
+
+// apply runs one transaction on a run: it locks the run's row, catches the
+// state up, applies the run's cancel request if it has not been, then the
+// event mk returns (nil: none), and records what they changed.
+//
+// The transaction never waits for a second connection of the pool while
+// it holds one (what it reads elsewhere is read before it begins): workers
+// whose jobs outnumber the pool's connections wait for a connection, never
+// for each other.
+func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
+	pre, err := d.readRun(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err)
+	}
+	if err != nil {
+		return err
+	}
+	if ended(pre.Status) {
+		d.forget(runID)
+		return nil
+	}
+	env, err := d.env(ctx, pre)
+	if err != nil {
+		return err
+	}
+	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	run, err := postgres.LockRunTx(ctx, tx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err)
+	}
+	if err != nil {
+		return err
+	}
+	if ended(run.Status) {
+		d.forget(runID)
+		return nil
+	}
+	st, err := d.catchUp(ctx, tx, env)
+	if err != nil {
+		return err
+	}
+	var evs []*event
+	if run.CancelRequested != nil && !st.cancelled {
+		evs = append(evs, &event{Kind: kindCancel})
+	}
+	if err := d.step(ctx, tx, st, evs, extra); err != nil {
+		return err
+	}
+	if mk != nil && !st.run.Ended() || mk != nil && st.run.Running() > 0 {
+		if e := mk(st); e != nil {
+			if err := d.step(ctx, tx, st, []*event{e}, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	if st.run.Ended() && st.run.Running() == 0 {
+		d.forget(runID)
+	} else {
+		d.put(st)
+	}
+	return nil
+}
+
+// step applies events to a state in tx: each is appended to the history,
+// fed to the scheduler, and what it changed written — steps, events, the
+// jobs of the tasks and timers it set, the final record when the run
+// ended. A wait that begins picks up its signal if one was sent already.
+func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, extra []engine.TimedEvent) error {
+	env := st.env
+	batch := &pgx.Batch{}
+	changed := map[*engine.StepRecord]bool{}
+	var order []*engine.StepRecord
+	events := append([]engine.TimedEvent(nil), extra...)
+	var jobs []river.InsertManyParams
+	wasDone := st.run.Ended() && st.run.Running() == 0
+	for len(evs) > 0 {
+		e := evs[0]
+		evs = evs[1:]
+		e.Seq = st.seq + 1
+		if e.At.IsZero() {
+			e.At = time.Now().UTC().Truncate(time.Microsecond)
+		}
+		e, raw, err := e.roundTrip()
+		if err != nil {
+			return fmt.Errorf("run %s: recording its history: %w", env.id, err)
+		}
+		a, recs, err := st.feed(e)
+		if err != nil {
+			return err
+		}
+		queueLogInsert(batch, env.id, e, raw)
+		for _, r := range recs {
+			if !changed[r] {
+				changed[r] = true
+				order = append(order, r)
+			}
+		}
+		released := map[[2]any]bool{}
+		for _, t := range a.Start {
+			released[[2]any{t.Node.ID, t.Visit}] = true
+		}
+		for _, ev := range a.Events {
+			if ev.Type == engine.EventNodeStarted && released[[2]any{ev.Node, ev.Visit}] {
+				continue // recorded when a worker takes the job (began)
+			}
+			ev.Data, _ = env.red.Map(ev.Data)
+			events = append(events, engine.TimedEvent{Time: e.At, Event: ev})
+		}
+		for _, t := range a.Start {
+			q := t.Node.Node.Queue
+			if q == "" {
+				q = DefaultQueue
+			}
+			jobs = append(jobs, river.InsertManyParams{
+				Args:       TaskArgs{Run: env.id, Task: t.ID, Node: t.Node.ID, Visit: t.Visit, Attempt: t.Attempt},
+				InsertOpts: &river.InsertOpts{Queue: q, MaxAttempts: maxJobAttempts},
+			})
+		}
+		for _, t := range a.Timers {
+			at := st.fireAt(t, e.At)
+			if d.cfg.TimerDelay != nil {
+				at = e.At.Add(d.cfg.TimerDelay(t))
+			}
+			opts := &river.InsertOpts{MaxAttempts: maxJobAttempts}
+			if at.After(e.At) {
+				opts.ScheduledAt = at
+			}
+			jobs = append(jobs, river.InsertManyParams{Args: TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}, InsertOpts: opts})
+		}
+		for _, aw := range a.Awaits {
+			sig, ok, err := storedSignal(ctx, tx, env.id, aw.Node, aw.Visit)
+			if err != nil {
+				return err
+			}
+			if ok && !st.late(aw.Node, aw.Visit, sig.Sent) {
+				evs = append(evs, sig)
+			}
+		}
+	}
+	steps := make([]*store.Step, 0, len(order))
+	for _, r := range order {
+		s := durable.StepFromRecord(env.id, r)
+		steps = append(steps, durable.RedactStep(env.red, s))
+	}
+	var finish *store.Run
+	if !wasDone && st.run.Ended() && st.run.Running() == 0 {
+		finish = d.finish(st)
+	}
+	sevs := make([]store.Event, len(events))
+	for i, ev := range events {
+		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
+	}
+	if err := postgres.SaveBatchTx(ctx, tx, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
+	}
+	if len(jobs) > 0 {
+		if _, err := d.client.InsertManyTx(ctx, tx, jobs); err != nil {
+			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
+		}
+	}
+	return nil
+}
+
+// finish is the final record of a run that ended.
+func (d *Driver) finish(st *state) *store.Run {
+	status, runErr := st.run.Status()
+	outs, err := engine.Outputs(st.env.plan, st.env.task.Scope, st.run)
+	if err != nil && status == engine.RunCompleted {
+		status = engine.RunFailed
+		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
+	}
+	if status != engine.RunCompleted && status != engine.RunFailed {
+		outs = map[string]any{}
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
+		Tokens: st.tokens, CostUSD: st.cost}
+	return durable.RedactRun(st.env.red, r)
+}
+
+// OnlySignals reports whether a run that has not ended only waits for
+// signals: none of its nodes runs or is queued, no retry or delay is due,
+// only signal waits' timeouts are.
+func OnlySignals(ctx context.Context, st *postgres.Store, runID string) (bool, error) {
+	var pending int
+	err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run' = $1
+		AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')
+		AND (kind = 'skein_task' OR NOT COALESCE((args->>'timeout')::boolean, false))`, runID).Scan(&pending)
+	return pending == 0, err
+}
+
+// storedSignal returns the signal sent for a step, if any, as a history
+// event.
+func storedSignal(ctx context.Context, tx pgx.Tx, runID, nodeID string, visit int) (*event, bool, error) {
+	var raw []byte
+	var at time.Time
+	err := tx.QueryRow(ctx, `SELECT data, created_at FROM signals WHERE run_id = $1 AND node = $2 AND visit = $3`,
+		runID, nodeID, visit).Scan(&raw, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("run %s: reading its signals: %w", runID, err)
+	}
+	m, err := store.DecodeMap(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("run %s: reading its signals: %w", runID, err)
+	}
+	return &event{Kind: kindSignal, Node: nodeID, Visit: visit, Data: m["data"], Sent: at.UTC()}, true, nil
+}

@@ -1,0 +1,201 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// Kinds of history events.
+const (
+	kindStart    = "start"
+	kindFinished = "finished"
+	kindTimer    = "timer"
+	kindSignal   = "signal"
+	kindCancel   = "cancel"
+)
+
+// event is one entry of a run's history: what the scheduler was fed.
+type event struct {
+	Seq  int64
+	Kind string
+	// At is when the event was applied: the time of the steps it changed.
+	At time.Time
+
+	Payload map[string]any // start
+
+	Task       int64 // finished
+	Output     map[string]any
+	Directives map[string]any
+	Err        *node.Error
+	Params     map[string]any
+	Started    time.Time
+	// NotStarted: the task was withdrawn before it ran (its run stops).
+	NotStarted bool
+	// Hash is the attempt's config hash (engine.ConfigHash).
+	Hash string
+
+	Timer int64 // timer
+
+	Node  string // signal
+	Visit int
+	Data  any
+	Sent  time.Time
+}
+
+// body is how an event's fields are kept: maps and errors in the store's
+// lossless encoding.
+type body struct {
+	Payload    json.RawMessage `json:"payload,omitempty"`
+	Task       int64           `json:"task,omitempty"`
+	Output     json.RawMessage `json:"output,omitempty"`
+	Directives json.RawMessage `json:"directives,omitempty"`
+	Err        json.RawMessage `json:"error,omitempty"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Started    *time.Time      `json:"started,omitempty"`
+	NotStarted bool            `json:"not_started,omitempty"`
+	Hash       string          `json:"hash,omitempty"`
+	Timer      int64           `json:"timer,omitempty"`
+	Data       json.RawMessage `json:"data,omitempty"`
+	Sent       *time.Time      `json:"sent,omitempty"`
+}
+
+func (e *event) encode() ([]byte, error) {
+	var b body
+	var err error
+	enc := func(m map[string]any) json.RawMessage {
+		if err != nil || m == nil {
+			return nil
+		}
+		var raw []byte
+		raw, err = store.EncodeMap(m)
+		return raw
+	}
+	b.Payload = enc(e.Payload)
+	b.Output = enc(e.Output)
+	b.Directives = enc(e.Directives)
+	b.Params = enc(e.Params)
+	if e.Kind == kindSignal {
+		b.Data = enc(map[string]any{"data": e.Data})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.Err != nil {
+		if b.Err, err = store.EncodeError(e.Err); err != nil {
+			return nil, err
+		}
+	}
+	b.Task, b.Timer, b.NotStarted, b.Hash = e.Task, e.Timer, e.NotStarted, e.Hash
+	if !e.Started.IsZero() {
+		b.Started = &e.Started
+	}
+	if !e.Sent.IsZero() {
+		b.Sent = &e.Sent
+	}
+	return json.Marshal(b)
+}
+
+func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, raw []byte) (*event, error) {
+	var b body
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, err
+	}
+	e := &event{Seq: seq, Kind: kind, At: at.UTC(), Node: node, Visit: visit, Task: b.Task, Timer: b.Timer, NotStarted: b.NotStarted, Hash: b.Hash}
+	var err error
+	dec := func(raw json.RawMessage) map[string]any {
+		if err != nil || len(raw) == 0 {
+			return nil
+		}
+		var m map[string]any
+		m, err = store.DecodeMap(raw)
+		return m
+	}
+	e.Payload = dec(b.Payload)
+	e.Output = dec(b.Output)
+	e.Directives = dec(b.Directives)
+	e.Params = dec(b.Params)
+	if d := dec(b.Data); d != nil {
+		e.Data = d["data"]
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(b.Err) > 0 {
+		if e.Err, err = store.DecodeError(b.Err); err != nil {
+			return nil, err
+		}
+	}
+	if b.Started != nil {
+		e.Started = b.Started.UTC()
+	}
+	if b.Sent != nil {
+		e.Sent = b.Sent.UTC()
+	}
+	return e, nil
+}
+
+// roundTrip returns e as it reads back from the history, so the worker
+// that applies it feeds the scheduler what a replay will.
+func (e *event) roundTrip() (*event, []byte, error) {
+	raw, err := e.encode()
+	if err != nil {
+		return nil, nil, err
+	}
+	back, err := decodeEvent(e.Seq, e.Kind, e.At, e.Node, e.Visit, raw)
+	return back, raw, err
+}
+
+// outcome is a finished event's task outcome.
+func (e *event) outcome() engine.Outcome {
+	return engine.Outcome{Output: e.Output, Directives: e.Directives, Err: e.Err, NotStarted: e.NotStarted}
+}
+
+const logTable = `skein_queue_log`
+
+// readLog returns the run's history after seq, in order.
+func readLog(ctx context.Context, q interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}, runID string, after int64) ([]*event, error) {
+	rows, err := q.Query(ctx, `SELECT seq, kind, at, node, visit, body FROM `+logTable+`
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
+	if err != nil {
+		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*event
+	for rows.Next() {
+		var (
+			seq   int64
+			kind  string
+			at    time.Time
+			node  string
+			visit int
+			raw   []byte
+		)
+		if err := rows.Scan(&seq, &kind, &at, &node, &visit, &raw); err != nil {
+			return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
+		}
+		e, err := decodeEvent(seq, kind, at, node, visit, raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading event %d of run %s: %w", seq, runID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+func queueLogInsert(b *pgx.Batch, runID string, e *event, raw []byte) {
+	b.Queue(`INSERT INTO `+logTable+` (run_id, seq, kind, at, node, visit, body) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		runID, e.Seq, e.Kind, e.At, e.Node, e.Visit, raw)
+}

@@ -1,0 +1,485 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
+	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
+	"github.com/skeinhq/skein/workflow"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// flaky fails the first attempt of each node visit it runs, once per
+// test (the test's counter).
+type flaky struct{ fails *sync.Map }
+
+func (k flaky) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	key := fmt.Sprintf("%s/%s/%d", c.RunID, c.NodeID, c.Visit)
+	if _, seen := k.fails.LoadOrStore(key, true); !seen {
+		return nil, node.Failf(node.CategoryExecution, "flaky", "%s fails its first attempt", c.NodeID)
+	}
+	return map[string]any{"attempt": c.Attempt, "worker": c.Params["tag"]}, nil
+}
+
+var flakyFails sync.Map
+
+// registry is the standard kinds plus flaky.
+func registry() *node.Registry {
+	reg := node.NewRegistry()
+	for _, s := range node.Default.Specs() {
+		kind := s.Kind
+		var ctor node.Constructor
+		if _, ok := node.Default.New(kind); ok {
+			ctor = func() node.Kind { k, _ := node.Default.New(kind); return k }
+		}
+		reg.MustRegister(*s, ctor)
+	}
+	reg.MustRegister(node.Spec{
+		Kind: "flaky", Category: node.Action, Description: "Fails its first attempt, then succeeds.",
+		Params: []node.Param{{Name: "tag", Type: node.String, Description: "Echoed."}},
+	}, func() node.Kind { return flaky{fails: &flakyFails} })
+	reg.MustRegister(node.Spec{
+		Kind: "blocker", Category: node.Action, Description: "Blocks until stopped, the first time.",
+	}, func() node.Kind { return blocker{} })
+	reg.MustRegister(node.Spec{
+		Kind: "talker", Category: node.Action, Description: "Emits an event, then waits.",
+	}, func() node.Kind { return talker{} })
+	reg.MustRegister(node.Spec{
+		Kind: "nap", Category: node.Action, Description: "Waits ms milliseconds in the worker (a node that takes time, not a timer).",
+		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
+	}, func() node.Kind { return nap{} })
+	return reg
+}
+
+// nap is a node that takes ms milliseconds of a worker's time.
+type nap struct{}
+
+func (nap) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	ms, _ := c.Int("ms")
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return map[string]any{"slept_ms": ms}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type bundle struct {
+	st      *postgres.Store
+	reg     *node.Registry
+	starter *queue.Driver
+	dir     string
+}
+
+// setup migrates a fresh schema and starts `workers` workers in this
+// process, each working the given queues.
+func setup(t *testing.T, workers int, queues ...string) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	st, err := postgres.Open(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = queue.Migrate(ctx, st.Pool())
+	require.NoError(t, err)
+	reg := registry()
+	b := &bundle{st: st, reg: reg, dir: t.TempDir()}
+	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg})
+	require.NoError(t, err)
+	if len(queues) == 0 {
+		queues = []string{queue.DefaultQueue}
+	}
+	for range workers {
+		qs := map[string]int{}
+		for _, q := range queues {
+			qs[q] = 4
+		}
+		d, err := queue.New(queue.Config{Store: st, Registry: reg, Queues: qs,
+			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
+			TimerDelay: func(t engine.Timer) time.Duration {
+				if t.Hold {
+					return t.Delay
+				}
+				return 0 // retries at once
+			}})
+		require.NoError(t, err)
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Work(wctx, 10*time.Second) }()
+		t.Cleanup(func() {
+			stop()
+			require.NoError(t, <-done)
+		})
+	}
+	return b
+}
+
+func (b *bundle) start(t *testing.T, src string, inputs map[string]any) *store.Run {
+	t.Helper()
+	return b.startTB(t, src, inputs)
+}
+
+func (b *bundle) startB(tb testing.TB, src string) string {
+	return b.startTB(tb, src, nil).ID
+}
+
+func (b *bundle) startTB(t testing.TB, src string, inputs map[string]any) *store.Run {
+	t.Helper()
+	return b.startWith(t, fmt.Sprintf("r%d", time.Now().UnixNano()), src, inputs)
+}
+
+// startWith starts a run with the given id (a test that keys its fake
+// kinds by run id sets them up first).
+func (b *bundle) startWith(t testing.TB, id, src string, inputs map[string]any) *store.Run {
+	t.Helper()
+	file := filepath.Join(b.dir, "flow.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
+	w, ds := workflow.Load(file, b.reg)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	run, err := b.starter.Start(context.Background(), queue.StartRequest{RunID: id,
+		Workflow: w, Source: []byte(src), Inputs: inputs})
+	require.NoError(t, err)
+	return run
+}
+
+// wait polls the run until it ended, for at most 30 s.
+func (b *bundle) wait(t *testing.T, id string) *store.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run, err := b.starter.Wait(ctx, id, 20*time.Millisecond)
+	require.NoError(t, err, "run %s did not end within 30 s", id)
+	return run
+}
+
+func (b *bundle) steps(t *testing.T, id string) map[string][]*store.Step {
+	t.Helper()
+	steps, err := b.st.Steps(context.Background(), id)
+	require.NoError(t, err)
+	out := map[string][]*store.Step{}
+	for _, s := range steps {
+		out[s.Node] = append(out[s.Node], s)
+	}
+	return out
+}
+
+const fanOut = `version: 1
+name: fan
+nodes:
+  - {id: start, type: trigger.manual}
+%s  - {id: join, type: merge}
+  - {id: total, type: set, values: {n: "{{ len(join.inputs) }}"}}
+edges:
+%s  - {from: join, to: total}
+`
+
+func fanOutFlow(n int) string {
+	var nodes, edges string
+	for i := range n {
+		nodes += fmt.Sprintf("  - {id: b%d, type: set, values: {i: %d}}\n", i, i)
+		edges += fmt.Sprintf("  - {from: start, to: b%d}\n  - {from: b%d, to: join}\n", i, i)
+	}
+	return fmt.Sprintf(fanOut, nodes, edges)
+}
+
+func TestHelloThroughTheQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	src, err := os.ReadFile("../../examples/hello.yaml")
+	require.NoError(t, err)
+	run := b.start(t, string(src), map[string]any{"who": "Ada"})
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "Hello, Ada!", done.Outputs["greeting"])
+	require.EqualValues(t, 3, done.Outputs["length"])
+	steps := b.steps(t, run.ID)
+	for _, id := range []string{"start", "greet", "measure"} {
+		require.Len(t, steps[id], 1, id)
+		require.Equal(t, "success", steps[id][0].Status, id)
+	}
+	require.True(t, done.LeaseExpired, "a finished run has no owner")
+}
+
+func TestFanOutJoinFiresOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 3)
+	const n = 24
+	run := b.start(t, fanOutFlow(n), nil)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	steps := b.steps(t, run.ID)
+	require.Len(t, steps["join"], 1, "the join ran more than once")
+	require.Equal(t, "success", steps["join"][0].Status)
+	require.Len(t, steps["total"], 1)
+	for i := range n {
+		require.Len(t, steps[fmt.Sprintf("b%d", i)], 1)
+	}
+	evs, err := b.st.Events(context.Background(), run.ID, 0, 10_000)
+	require.NoError(t, err)
+	started := 0
+	for _, ev := range evs {
+		if ev.Type == engine.EventNodeStarted && ev.Node == "join" {
+			started++
+		}
+	}
+	require.Equal(t, 1, started, "node_started events of the join")
+	require.Equal(t, engine.EventExecutionFinished, evs[len(evs)-1].Type)
+}
+
+func TestRetryIsAScheduledJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	run := b.start(t, `version: 1
+name: retry
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: shaky, type: flaky, tag: x, retries: 2, retry_backoff: 1h}
+edges:
+  - {from: start, to: shaky}
+`, nil)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	steps := b.steps(t, run.ID)
+	require.Len(t, steps["shaky"], 1)
+	require.Equal(t, 2, steps["shaky"][0].Attempts)
+	require.EqualValues(t, 2, steps["shaky"][0].Output["attempt"])
+}
+
+func TestQueuesRouteNodes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1) // works the default queue only
+	run := b.start(t, `version: 1
+name: gpu
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: train, type: set, queue: gpu, values: {ok: true}}
+edges:
+  - {from: start, to: train}
+`, nil)
+	// Nobody works gpu: the node waits in its queue.
+	var jobs int
+	require.NoError(t, b.st.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM river_job WHERE queue = 'gpu' AND state = 'available'`).Scan(&jobs))
+	require.Equal(t, 1, jobs)
+	// A worker of gpu takes it.
+	ctx, stop := context.WithCancel(context.Background())
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{"gpu": 1},
+		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- d.Work(ctx, time.Second) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", end.Status, "%v", end.Error)
+}
+
+func TestCancelReachesWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	run := b.start(t, `version: 1
+name: sleepy
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: nap, type: wait, duration: 1h}
+  - {id: after, type: set, values: {x: 1}}
+edges:
+  - {from: start, to: nap}
+  - {from: nap, to: after}
+`, nil)
+	_, err := b.st.RequestCancel(context.Background(), run.ID)
+	require.NoError(t, err)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", done.Status)
+	steps := b.steps(t, run.ID)
+	for _, s := range steps["after"] {
+		require.Equal(t, "skipped", s.Status, "a node ran after the cancel")
+	}
+	require.Len(t, steps["nap"], 1)
+	require.NotEqual(t, "success", steps["nap"][0].Status, "the wait ended as if its hour had passed")
+}
+
+// released counts the services a worker released.
+type released struct{ n atomic.Int64 }
+
+func TestWorkerReleasesTheServicesOfEndedRuns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	var rel released
+	var made atomic.Int64
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond,
+		Services: func(*workflow.Workflow, map[string]any, map[string]string) (*node.Services, func()) {
+			made.Add(1)
+			return nil, func() { rel.n.Add(1) }
+		}})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Work(ctx, time.Second) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+	for range 3 {
+		run := b.start(t, fanOutFlow(3), nil)
+		require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	}
+	require.Eventually(t, func() bool { return rel.n.Load() == made.Load() }, 10*time.Second, 10*time.Millisecond,
+		"the worker holds the services of runs that ended (%d made, %d released)", made.Load(), rel.n.Load())
+	require.Positive(t, made.Load())
+}
+
+// blocker blocks until its context ends, the first time it runs in a
+// test; it succeeds after that.
+type blocker struct{ started chan struct{} }
+
+var blockers sync.Map // run id → *blocker
+
+func (blocker) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	v, _ := blockers.Load(c.RunID)
+	b := v.(*blocker)
+	select {
+	case <-b.started:
+		return map[string]any{"again": true}, nil
+	default:
+	}
+	close(b.started)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestStoppedWorkerLeavesItsNodeToAnother: a worker whose drain runs out
+// records nothing for the node it stopped; River gives the job to another
+// worker, where the node runs again and the run completes.
+func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	reg := b.reg
+	ctx := context.Background()
+	first, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- first.Work(wctx, 10*time.Millisecond) }()
+
+	id := fmt.Sprintf("b%d", time.Now().UnixNano())
+	bl := &blocker{started: make(chan struct{})}
+	blockers.Store(id, bl)
+	run := b.startWith(t, id, "version: 1\nname: block\nnodes:\n  - {id: hold, type: blocker}\n", nil)
+	<-bl.started
+	stop()
+	require.NoError(t, <-done)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "running", steps["hold"][0].Status, "the stopped attempt recorded nothing")
+
+	second, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	// River retries the job after its backoff (a second or so); make it
+	// due now.
+	_, err = b.st.Pool().Exec(ctx, `UPDATE river_job SET scheduled_at = now(), state = 'available' WHERE state = 'retryable'`)
+	require.NoError(t, err)
+	w2ctx, stop2 := context.WithCancel(ctx)
+	done2 := make(chan error, 1)
+	go func() { done2 <- second.Work(w2ctx, time.Second) }()
+	defer func() { stop2(); require.NoError(t, <-done2) }()
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	steps = b.steps(t, run.ID)
+	require.Equal(t, true, steps["hold"][0].Output["again"])
+	require.Equal(t, 1, steps["hold"][0].Attempts, "the node's own attempt count is unchanged")
+}
+
+// talker emits an event, then waits for the test to have seen it.
+type talker struct{}
+
+var talkers sync.Map // run id → chan struct{}
+
+func (talker) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	c.Emit("tool_call", map[string]any{"tool": "search"})
+	v, _ := talkers.Load(c.RunID)
+	select {
+	case <-v.(chan struct{}):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return map[string]any{"ok": true}, nil
+}
+
+// TestEventsOfARunningNodeAreLive: what a node reports while it runs is
+// recorded at once, not when it ends.
+func TestEventsOfARunningNodeAreLive(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	id := fmt.Sprintf("t%d", time.Now().UnixNano())
+	release := make(chan struct{})
+	talkers.Store(id, release)
+	run := b.startWith(t, id, "version: 1\nname: talk\nnodes:\n  - {id: ask, type: talker}\n", nil)
+	require.Eventually(t, func() bool {
+		evs, err := b.st.Events(context.Background(), run.ID, 0, 100)
+		require.NoError(t, err)
+		for _, ev := range evs {
+			if ev.Type == "tool_call" && ev.Node == "ask" {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "the running node's event was not recorded")
+	close(release)
+	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+}
+
+// TestQueuedNodeIsPendingUntilAWorkerTakesIt: a released node's step is
+// pending while its job waits in the queue; it starts (running, with its
+// node_started event) when a worker takes it.
+func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	run := b.start(t, "version: 1\nname: one\nnodes:\n  - {id: only, type: set, values: {x: 1}}\n", nil)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "pending", steps["only"][0].Status)
+	require.Nil(t, steps["only"][0].StartedAt)
+	started := func() int {
+		evs, err := b.st.Events(context.Background(), run.ID, 0, 100)
+		require.NoError(t, err)
+		n := 0
+		for _, ev := range evs {
+			if ev.Type == engine.EventNodeStarted && ev.Node == "only" {
+				n++
+			}
+		}
+		return n
+	}
+	require.Zero(t, started(), "node_started before a worker took the job")
+
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Work(ctx, time.Second) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	require.Equal(t, 1, started())
+	steps = b.steps(t, run.ID)
+	require.Equal(t, "success", steps["only"][0].Status)
+	require.NotNil(t, steps["only"][0].StartedAt)
+}

@@ -1,0 +1,187 @@
+package queue
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/skeinhq/skein/internal/engine"
+)
+
+// state is a run's scheduler state rebuilt from its history, with the
+// records of its steps.
+type state struct {
+	env *runEnv
+	run *engine.Run
+	// seq is the last history event applied.
+	seq       int64
+	cancelled bool
+	steps     map[[2]int]*engine.StepRecord // by node index and visit
+	order     []*engine.StepRecord
+	// wakeAt is the wake-up time of each held step; timeouts the timers
+	// that are a signal wait's timeout, by id.
+	wakeAt   map[[2]int]time.Time
+	timeouts map[int64]engine.Timer
+	// hashes is the config hash of each node's latest succeeded step.
+	hashes []string
+	tokens int
+	cost   float64
+}
+
+func newState(env *runEnv) *state {
+	return &state{
+		env: env, run: engine.NewRun(env.plan, env.id),
+		steps: map[[2]int]*engine.StepRecord{}, wakeAt: map[[2]int]time.Time{}, timeouts: map[int64]engine.Timer{},
+		hashes: make([]string, len(env.plan.Nodes)),
+	}
+}
+
+// feed applies one history event to the scheduler and to the step
+// records. It returns the scheduler's actions and the records it changed.
+func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
+	if e.Seq != st.seq+1 {
+		return nil, nil, fmt.Errorf("run %s: history event %d follows %d: the history has a gap", st.env.id, e.Seq, st.seq)
+	}
+	st.seq = e.Seq
+	var a *engine.Actions
+	switch e.Kind {
+	case kindStart:
+		starts, err := st.env.plan.StartNodes(st.env.trigger)
+		if err != nil {
+			return nil, nil, err
+		}
+		payload := e.Payload
+		if payload == nil {
+			payload = st.env.inputs
+		}
+		a = st.run.Start(starts, payload)
+	case kindFinished:
+		if t := st.run.Task(e.Task); t != nil && e.Hash != "" && e.Err == nil {
+			st.hashes[t.Node.Index] = e.Hash
+		}
+		a = st.run.Finished(e.Task, e.outcome())
+		if !engine.IsEmpty(a) {
+			tokens, cost := engine.Usage(e.outcome())
+			st.tokens += tokens
+			st.cost += cost
+		}
+	case kindTimer:
+		a = st.run.TimerFired(e.Timer)
+		delete(st.timeouts, e.Timer)
+	case kindSignal:
+		a, _ = st.run.Signal(e.Node, e.Visit, e.Data, e.Sent)
+	case kindCancel:
+		st.cancelled = true
+		a = st.run.Cancel()
+	default:
+		return nil, nil, fmt.Errorf("run %s: history event %d has the unknown kind %q", st.env.id, e.Seq, e.Kind)
+	}
+	for _, t := range a.Timers {
+		if !t.Hold {
+			continue
+		}
+		key := [2]int{t.Index, t.Visit}
+		if _, ok := st.wakeAt[key]; !ok {
+			wake := e.At.Add(t.Delay)
+			if t.Delay == time.Duration(math.MaxInt64) || wake.Before(e.At) {
+				wake = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+			}
+			st.wakeAt[key] = wake
+		}
+		if t.Timeout {
+			st.timeouts[t.ID] = t
+		}
+	}
+	for _, id := range a.Stop {
+		delete(st.timeouts, id)
+	}
+	return a, st.record(a, e), nil
+}
+
+// fireAt is when a timer set at `at` fires.
+func (st *state) fireAt(t engine.Timer, at time.Time) time.Time {
+	if t.Hold {
+		return st.wakeAt[[2]int{t.Index, t.Visit}]
+	}
+	return at.Add(t.Delay)
+}
+
+// late reports whether a signal sent at `sent` for a waiting step came
+// after the step's timeout.
+func (st *state) late(nodeID string, visit int, sent time.Time) bool {
+	for _, t := range st.timeouts {
+		if st.env.plan.Nodes[t.Index].ID == nodeID && t.Visit == visit {
+			return sent.After(st.wakeAt[[2]int{t.Index, t.Visit}])
+		}
+	}
+	return false
+}
+
+// awaiting reports whether a step waits for a signal.
+func (st *state) awaiting(nodeID string, visit int) bool {
+	for _, aw := range st.run.Awaiting() {
+		if aw.Node == nodeID && aw.Visit == visit {
+			return true
+		}
+	}
+	return false
+}
+
+// record applies the step updates of a to the step records, as the local
+// driver does (engine's recordStep), with the event's time.
+func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
+	var changed []*engine.StepRecord
+	for _, su := range a.Steps {
+		key := [2]int{su.Index, su.Visit}
+		rec, ok := st.steps[key]
+		if !ok {
+			rec = &engine.StepRecord{StepOrder: len(st.order) + 1, Node: su.Node, Type: st.env.plan.Nodes[su.Index].Type,
+				Visit: su.Visit, Iteration: su.Iteration}
+			st.steps[key] = rec
+			st.order = append(st.order, rec)
+		}
+		rec.Status = su.Status
+		if su.Attempt > rec.Attempts {
+			rec.Attempts = su.Attempt
+		}
+		own := e.Kind == kindFinished && su.TaskID == e.Task
+		switch su.Status {
+		case engine.StatusRunning:
+			// Released: its job waits in the queue. The worker that takes
+			// it marks it running (Driver.began).
+			rec.Status = engine.StatusPending
+			rec.FinishedAt = nil
+		case engine.StatusSuccess, engine.StatusFailed, engine.StatusCancelled, engine.StatusWaiting:
+			t := e.At
+			if own {
+				rec.Params = e.Params
+				rec.Directives = e.Directives
+				rec.Tokens, rec.CostUSD = engine.Usage(e.outcome())
+				rec.ConfigHash = e.Hash
+				if !e.Started.IsZero() {
+					s := e.Started
+					rec.StartedAt = &s
+				}
+			}
+			if rec.StartedAt == nil {
+				s := t
+				rec.StartedAt = &s
+			}
+			if w, ok := st.wakeAt[key]; ok && su.Status == engine.StatusWaiting {
+				rec.WakeAt = &w
+			}
+			rec.FinishedAt = &t
+			rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
+			if su.Output != nil || su.Status == engine.StatusCancelled {
+				rec.Output = su.Output
+			}
+			if su.Error != nil {
+				rec.Error = su.Error
+			} else if su.Status == engine.StatusSuccess {
+				rec.Error = nil
+			}
+		}
+		changed = append(changed, rec)
+	}
+	return changed
+}

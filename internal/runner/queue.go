@@ -1,0 +1,278 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skeinhq/skein/internal/engine"
+	mcppool "github.com/skeinhq/skein/internal/mcp"
+	httpkind "github.com/skeinhq/skein/internal/nodes/http"
+	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Runs on the queue (DESIGN §7): with a Postgres store, a run's nodes may
+// be jobs that `skein worker` processes run, on this machine or others.
+
+// ErrNoQueue: the store is not Postgres, so runs cannot be queued.
+var ErrNoQueue = errors.New("queued runs need a Postgres database")
+
+// pgStore returns the runner's Postgres store, with the queue's tables.
+func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
+	pg, ok := r.st.(*postgres.Store)
+	if !ok {
+		return nil, usagef("the nodes of queued runs are jobs in Postgres: give --db postgres://user@host:5432/db (%v)", ErrNoQueue)
+	}
+	r.queueOnce.Do(func() { _, r.queueErr = queue.Migrate(ctx, pg.Pool()) })
+	if r.queueErr != nil {
+		return nil, r.queueErr
+	}
+	return pg, nil
+}
+
+// WaitingHint is how long Enqueue follows a run whose jobs nobody takes
+// before it says that no worker runs.
+const WaitingHint = 3 * time.Second
+
+// Enqueue starts a run on the queue and follows it to its end: its steps
+// and events go to the observer as the workers record them. Cancelling
+// ctx asks the workers to cancel the run (and follows it to its end);
+// closing o.Hard or o.Leave stops following at once, the run going on.
+// Queued runs do not run subworkflow nodes, checks or delivery yet, and
+// keep no run folder: their records are in the database.
+func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
+	pg, err := r.pgStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := req.Workflow
+	src, err := workflow.ReadFile(w.File)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := r.plan(w)
+	if err != nil {
+		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
+	}
+	if _, err := plan.StartNodes(req.Trigger); err != nil {
+		return nil, usagef("%s: %v", w.File, err)
+	}
+	for _, pn := range plan.Nodes {
+		if pn.Spec.Role == node.RoleSubworkflow {
+			return nil, usagef("%s: node %s is a subworkflow, which queued runs do not run yet; run it without --queue", w.File, pn.ID)
+		}
+	}
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry})
+	if err != nil {
+		return nil, err
+	}
+	id := req.RunID
+	if id == "" {
+		id = NewRunID()
+	}
+	// The run's folder is named now and made when needed: by a resume
+	// here, which runs the rest of a failed run in this process.
+	rl, err := runlog.OpenOnDemand(r.cfg.Dir, w.Name, id, r.clock.Now(), nil, r.redactor(nil))
+	if err != nil {
+		return nil, err
+	}
+	dir := rl.Dir()
+	_ = rl.Close() // nothing was written
+	run, err := d.Start(ctx, queue.StartRequest{RunID: id, Workflow: w, Source: src, Inputs: req.Inputs, Trigger: req.Trigger,
+		Payload: req.Payload, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	if o := req.Observer; o != nil {
+		o.Started(run, false)
+	}
+	return r.follow(ctx, pg, w, run, req.Options)
+}
+
+// follow polls a queued run until it ends.
+//
+// With o.Park set to park for signals only (the CLI's), following ends as
+// an execution that parks does: when the run only waits for signals. The
+// result then says waiting, the run goes on with the workers as soon as a
+// signal comes.
+func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Workflow, run *store.Run, o Options) (*Result, error) {
+	const every = 100 * time.Millisecond
+	seen := map[[2]any]string{}
+	var seq int64
+	cancelled := false
+	hinted := false
+	started := time.Now()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		cur, err := r.st.Run(context.WithoutCancel(ctx), run.ID)
+		if err != nil {
+			return nil, err
+		}
+		steps, err := r.st.Steps(context.WithoutCancel(ctx), run.ID)
+		if err != nil {
+			return nil, err
+		}
+		evs, err := r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
+		if err != nil {
+			return nil, err
+		}
+		res := resultFromStore(cur, steps)
+		if o.Observer != nil {
+			for _, ev := range evs {
+				o.Observer.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
+			}
+			for _, rec := range res.Steps {
+				key := [2]any{rec.Node, rec.Visit}
+				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
+				if seen[key] != state {
+					seen[key] = state
+					o.Observer.Step(*rec)
+				}
+			}
+		}
+		if len(evs) > 0 {
+			seq = evs[len(evs)-1].Seq
+		}
+		if len(evs) == 1000 {
+			continue // more to read
+		}
+		if queueEnded(cur.Status) {
+			res.StartedAt = cur.StartedAt
+			if cur.FinishedAt != nil {
+				res.FinishedAt = *cur.FinishedAt
+				res.DurationMS = cur.FinishedAt.Sub(cur.StartedAt).Milliseconds()
+			}
+			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
+			return &Result{Run: cur, Engine: res, redact: r.redactor(nil)}, nil
+		}
+		if o.Park != nil && o.Park.SignalsOnly && !cancelled {
+			if awaits := signalWaits(w, r.cfg.Registry, res.Steps); awaits != nil {
+				if only, err := queue.OnlySignals(ctx, pg, run.ID); err == nil && only {
+					parked := *cur
+					parked.Status = string(engine.RunWaiting)
+					res.Status, res.Awaiting = engine.RunWaiting, awaits
+					return &Result{Run: &parked, Engine: res, redact: r.redactor(nil)}, nil
+				}
+			}
+		}
+		if !hinted && time.Since(started) > WaitingHint && o.Observer != nil {
+			if idle, queues, err := unclaimed(ctx, pg, run.ID, WaitingHint); err == nil && idle {
+				hinted = true
+				o.Observer.Note(Note{Kind: "problem", Text: fmt.Sprintf(
+					"waiting for a worker: start skein worker --db %s --queues %s (no worker took this run's jobs in %s)",
+					postgres.Redact(r.cfg.DB), queues, WaitingHint)})
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if !cancelled {
+				cancelled = true
+				if _, err := r.st.RequestCancel(context.WithoutCancel(ctx), run.ID); err != nil {
+					return nil, err
+				}
+			}
+			ctx = context.WithoutCancel(ctx)
+		case <-o.Hard:
+			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", run.ID, run.ID)
+		case <-o.Leave:
+			// This process stops (a server that shuts down); the run
+			// goes on with its workers.
+			return &Result{Run: cur, Engine: res, redact: r.redactor(nil)}, nil
+		case <-t.C:
+		}
+	}
+}
+
+// signalWaits returns the steps that wait for a signal when every step
+// that has not ended is one, else nil.
+func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepRecord) []engine.Await {
+	var out []engine.Await
+	for _, s := range steps {
+		if s.Status.Final() {
+			continue
+		}
+		if s.Status != engine.StatusWaiting {
+			return nil
+		}
+		n := w.Node(s.Node)
+		if n == nil {
+			return nil
+		}
+		if spec, ok := reg.Lookup(n.Type); !ok || spec.Role != node.RoleWait {
+			return nil
+		}
+		if u, _ := n.Params["until"].(string); u != "signal" {
+			return nil
+		}
+		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit})
+	}
+	return out
+}
+
+func queueEnded(status string) bool {
+	switch engine.RunStatus(status) {
+	case engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
+		return true
+	}
+	return false
+}
+
+// unclaimed reports whether the run has jobs that were due for longer
+// than after and none that a worker took, and which queues they are in.
+func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time.Duration) (bool, string, error) {
+	var due, taken int
+	var queues string
+	err := pg.Pool().QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE state = 'available' AND scheduled_at < now() - $2::float8 * interval '1 second'),
+		count(*) FILTER (WHERE attempted_at IS NOT NULL),
+		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
+		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
+	return due > 0 && taken == 0, queues, err
+}
+
+// WorkRequest runs queue workers.
+type WorkRequest struct {
+	// Queues are the queues worked, each with the number of its jobs run
+	// at once.
+	Queues map[string]int
+	// Grace is how long running nodes may finish after ctx ends (0: as
+	// long as they take).
+	Grace       time.Duration
+	SecretsFile string
+	DenyPrivate bool
+}
+
+// Work runs queue workers until ctx ends, then drains them (see
+// queue.Driver.Work).
+func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
+	pg, err := r.pgStore(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := queue.New(queue.Config{
+		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues,
+		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
+			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
+		},
+		Services: func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func()) {
+			// MCP servers start on first use and are shared by the run's
+			// nodes on this worker; they stop when the run ends here.
+			pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(inputs, secrets))
+			models := llmkind.NewModels(w, r.cfg.LookupEnv)
+			models.Render = secretRenderer(secrets)
+			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), func() { _ = pool.Close() }
+		},
+	})
+	if err != nil {
+		return err
+	}
+	return d.Work(ctx, req.Grace)
+}

@@ -1,0 +1,85 @@
+package server_test
+
+import (
+	"bytes"
+	"net/http"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
+)
+
+// TestServeOnPostgres: skein serve --db postgres://… keeps runs, API
+// tokens, idempotency keys and signals in Postgres: a run started twice
+// with one key is one run, an approval waits across a restart of the
+// server and completes with its signal, and the CLI lists what the server
+// ran.
+func TestServeOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	s := serve(t, serveOpts{args: []string{"--db", db}})
+
+	first := s.do("POST", "/api/workflows/quick/runs", s.token, map[string]any{"inputs": map[string]any{"who": "Ada", "n": 1}}, "Idempotency-Key", "order-7")
+	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
+	again := s.do("POST", "/api/workflows/quick/runs", s.token, map[string]any{"inputs": map[string]any{"who": "Ada", "n": 1}}, "Idempotency-Key", "order-7")
+	require.Equal(t, http.StatusOK, again.status, string(again.body))
+	quick := first.json(t)["execution_id"].(string)
+	require.Equal(t, quick, again.json(t)["execution_id"], "one run for the key")
+	require.Equal(t, "completed", s.ended(quick)["status"])
+
+	id := s.start("approval", map[string]any{"text": "ship it"})
+	s.until(id, "waiting", func(doc map[string]any) bool { return doc["status"] == "waiting" })
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
+
+	s2 := serve(t, serveOpts{dir: s.dir, flows: s.flows, args: []string{"--db", db}})
+	a := s2.do("POST", "/api/runs/"+id+"/signals/approve", s2.token, map[string]any{"by": "Ada"})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	doc := s2.ended(id)
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	require.Equal(t, "ship it, approved by Ada", doc["outputs"].(map[string]any)["message"])
+
+	out, err := exec.Command(bin, "runs", "list", "--db", db, "--dir", t.TempDir()).CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.Contains(t, string(out), quick)
+	require.Contains(t, string(out), id)
+}
+
+// TestServeQueuedOnPostgres: skein serve --db postgres://… --queue runs
+// no node itself: a skein worker process runs them; an approval waits on
+// the worker side and completes with the signal the API records.
+func TestServeQueuedOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	s := serve(t, serveOpts{args: []string{"--db", db, "--queue"}})
+	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+	var wout bytes.Buffer
+	w.Stdout, w.Stderr = &wout, &wout
+	require.NoError(t, w.Start())
+	t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		require.NoError(t, w.Wait(), "the worker exits 0 when it drained:\n%s", wout.String())
+	})
+
+	quick := s.start("quick", map[string]any{"who": "Ada", "n": 1})
+	require.Equal(t, "completed", s.ended(quick)["status"])
+
+	id := s.start("approval", map[string]any{"text": "ship it"})
+	s.until(id, "its approval step waiting", func(doc map[string]any) bool {
+		steps, _ := doc["steps"].([]any)
+		for _, st := range steps {
+			if m := st.(map[string]any); m["node"] == "approve" && m["status"] == "waiting" {
+				return true
+			}
+		}
+		return false
+	})
+	a := s.do("POST", "/api/runs/"+id+"/signals/approve", s.token, map[string]any{"by": "Ada"})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	doc := s.ended(id)
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	require.Equal(t, "ship it, approved by Ada", doc["outputs"].(map[string]any)["message"])
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
+}

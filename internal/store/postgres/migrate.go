@@ -1,0 +1,152 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+func embeddedMigrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern guarantees the folder
+	}
+	return sub
+}
+
+// A migration is one numbered file, NNNN_name.sql.
+type migration = store.MigrationFile
+
+// loadMigrations reads the *.sql files of fsys (store.LoadMigrations).
+func loadMigrations(fsys fs.FS) ([]migration, error) { return store.LoadMigrations(fsys) }
+
+// migrationLock is the advisory lock (with the schema's name) held while a
+// migration is applied: "skein" in ASCII.
+const migrationLock = 0x736b65696e
+
+// migrate checks the schema and applies the migrations it lacks, each in
+// its own transaction with its schema_migrations row. It changes nothing
+// before the checks pass, and an up-to-date database is not written to.
+// The version is read again under the advisory lock inside each
+// transaction, so two processes opening a new database at once apply every
+// migration once.
+func (s *Store) migrate(ctx context.Context, migs []migration) error {
+	latest := migs[len(migs)-1].Version
+	have, err := s.inspect(ctx)
+	if err != nil {
+		return err
+	}
+	s.schema = store.SchemaReport{Version: have, Latest: latest}
+	if have > latest {
+		return s.newerSchema(have, latest)
+	}
+	for _, m := range migs {
+		if m.Version <= have {
+			continue
+		}
+		op := fmt.Sprintf("migrating %s to schema version %d (%s)", s.url, m.Version, m.Name)
+		var newer int
+		applied := false
+		err := s.write(ctx, op, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1::bigint + hashtext(current_schema()))`, int64(migrationLock)); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+				version    integer     NOT NULL PRIMARY KEY,
+				name       text        NOT NULL,
+				applied_at timestamptz NOT NULL DEFAULT now()
+			)`); err != nil {
+				return err
+			}
+			var cur int
+			if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&cur); err != nil {
+				return err
+			}
+			if cur > latest {
+				newer = cur
+				return nil
+			}
+			if cur >= m.Version {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return err
+			}
+			applied = true
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if newer > 0 {
+			return s.newerSchema(newer, latest)
+		}
+		if applied {
+			s.schema.Applied = append(s.schema.Applied, store.Migration{Version: m.Version, Name: m.Name})
+		}
+		s.schema.Version = m.Version
+	}
+	return nil
+}
+
+// inspect returns the schema version of the database: 0 for a new one. A
+// schema with tables but no schema_migrations is not Skein's.
+func (s *Store) inspect(ctx context.Context) (int, error) {
+	var schema *string
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return 0, s.failed("opening "+s.url+": reading the schema", err)
+	}
+	if schema == nil {
+		return 0, fmt.Errorf("opening %s: no schema of its search_path exists; create it (CREATE SCHEMA …) or name another", s.url)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT table_name::text FROM information_schema.tables
+		WHERE table_schema = current_schema() ORDER BY table_name`)
+	if err != nil {
+		return 0, s.failed("opening "+s.url+": reading the schema", err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, s.failed("opening "+s.url+": reading the schema", err)
+	}
+	if len(names) == 0 {
+		return 0, nil
+	}
+	found := false
+	for _, n := range names {
+		found = found || n == "schema_migrations"
+	}
+	if !found {
+		if len(names) > 8 {
+			names = append(names[:8], "…")
+		}
+		return 0, &dbError{
+			msg: fmt.Sprintf("%s (schema %s) holds tables but is not a Skein database (it has %s and no schema_migrations); "+
+				"point --db at an empty database, or add search_path=<an empty schema> to the URL — nothing was changed",
+				s.url, *schema, strings.Join(names, ", ")),
+			errs: []error{store.ErrCorrupt},
+		}
+	}
+	var v int
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, s.failed("opening "+s.url+": reading the schema version", err)
+	}
+	return v, nil
+}
+
+func (s *Store) newerSchema(have, know int) error {
+	return &dbError{
+		msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
+			"use a newer skein with it, or point --db elsewhere — nothing was changed", s.url, have, know),
+		errs: []error{store.ErrNewerSchema},
+	}
+}
