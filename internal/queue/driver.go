@@ -62,6 +62,9 @@ type Config struct {
 	// RescueAfter is when River gives a running job whose worker went
 	// silent to another worker (default 1 h).
 	RescueAfter time.Duration
+	// Children, when set, runs the child workflows of a run's
+	// subworkflow tasks on this worker; nil: a subworkflow node fails.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
@@ -98,6 +101,7 @@ type runEnv struct {
 	trigger string
 	inputs  map[string]any
 	red     *redact.Redactor
+	secrets map[string]string
 	task    engine.TaskEnv
 	release func()
 }
@@ -268,7 +272,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
-		red: redact.New(secrets), release: func() {}}
+		red: redact.New(secrets), secrets: secrets, release: func() {}}
 	var services *node.Services
 	if d.cfg.Services != nil {
 		services, env.release = d.cfg.Services(p.w, run.Inputs, secrets)
@@ -482,6 +486,9 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	markBegan := func() { beganOnce.Do(func() { d.applyAsync(ctx, run.ID, beganEvent, nil) }) }
 	beganTimer := time.AfterFunc(beganAfter, markBegan)
 	tenv := env.task
+	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
+	}
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
