@@ -83,6 +83,9 @@ type Driver struct {
 	states map[string]*state
 	plans  map[string]*planned
 	groups map[string]*applyGroup
+	// held: a goroutine has the run's state (take); cond signals its put.
+	held map[string]bool
+	cond *sync.Cond
 	// inflight counts the transactions led for applies nobody waits for.
 	inflight sync.WaitGroup
 }
@@ -167,7 +170,8 @@ func New(cfg Config) (*Driver, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
-		groups: map[string]*applyGroup{}}
+		groups: map[string]*applyGroup{}, held: map[string]bool{}}
+	d.cond = sync.NewCond(&d.mu)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &taskWorker{d: d})
 	river.AddWorker(workers, &timerWorker{d: d})
@@ -368,12 +372,19 @@ func (d *Driver) forget(id string) {
 	}
 }
 
-// take removes the cached state of a run for the caller's exclusive use;
-// put gives it back. A state taken and not put back (a failed
-// transaction) is rebuilt from the history next time.
+// take removes the cached state of a run for the caller's exclusive use,
+// waiting while another goroutine of this worker has it; put gives it
+// back, drop gives up the use without a state. Waiting is cheaper than
+// rebuilding the state from the whole history, which a wide fan-out would
+// do for each of its nodes while one transaction holds the state. A state
+// dropped (a failed transaction) is rebuilt from the history next time.
 func (d *Driver) take(id string) *state {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for d.held[id] {
+		d.cond.Wait()
+	}
+	d.held[id] = true
 	st := d.states[id]
 	delete(d.states, id)
 	return st
@@ -382,6 +393,7 @@ func (d *Driver) take(id string) *state {
 func (d *Driver) put(st *state) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.unhold(st.env.id)
 	if cur, ok := d.states[st.env.id]; ok && cur.seq >= st.seq {
 		return
 	}
@@ -394,24 +406,17 @@ func (d *Driver) put(st *state) {
 	d.states[st.env.id] = st
 }
 
-// catchUp returns the run's state with its whole history applied.
-func (d *Driver) catchUp(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, env *runEnv) (*state, error) {
-	st := d.take(env.id)
-	if st == nil || st.env != env {
-		st = newState(env)
+func (d *Driver) drop(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unhold(id)
+}
+
+func (d *Driver) unhold(id string) {
+	if d.held[id] {
+		delete(d.held, id)
+		d.cond.Broadcast()
 	}
-	evs, err := readLog(ctx, q, env.id, st.seq)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range evs {
-		if _, _, err := st.feed(e); err != nil {
-			return nil, err
-		}
-	}
-	return st, nil
 }
 
 // readRun reads a run without locking it.
@@ -431,24 +436,55 @@ func ended(status string) bool {
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
 func (d *Driver) work(ctx context.Context, args TaskArgs) error {
-	run, err := d.readRun(ctx, args.Run)
-	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err) // the run was pruned
+	d.mu.Lock()
+	env := d.envs[args.Run]
+	d.mu.Unlock()
+	if env == nil {
+		run, err := d.readRun(ctx, args.Run)
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err) // the run was pruned
+		}
+		if err != nil {
+			return err
+		}
+		if ended(run.Status) {
+			d.forget(run.ID)
+			return nil
+		}
+		if env, err = d.env(ctx, run); err != nil {
+			return err
+		}
 	}
-	if err != nil {
+	// The run (its status, a cancel request) and what its history gained
+	// since this worker's state: one round trip.
+	st := d.take(env.id)
+	if st == nil || st.env != env {
+		st = newState(env)
+	}
+	var (
+		run *store.Run
+		evs []*event
+	)
+	b := &pgx.Batch{}
+	postgres.QueueReadRun(b, env.id, &run)
+	queueReadLog(b, env.id, st.seq, &evs)
+	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
+		d.drop(env.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err) // the run was pruned
+		}
 		return err
+	}
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			d.drop(env.id)
+			return err
+		}
 	}
 	if ended(run.Status) {
+		d.drop(env.id)
 		d.forget(run.ID)
 		return nil
-	}
-	env, err := d.env(ctx, run)
-	if err != nil {
-		return err
-	}
-	st, err := d.catchUp(ctx, d.cfg.Store.Pool(), env)
-	if err != nil {
-		return err
 	}
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
@@ -717,6 +753,12 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	if st == nil || st.env != env {
 		st = newState(env)
 	}
+	kept := false
+	defer func() {
+		if !kept {
+			d.drop(env.id)
+		}
+	}()
 	var (
 		run  *store.Run
 		last int64
@@ -767,6 +809,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		d.forget(runID)
 	} else {
 		d.put(st)
+		kept = true
 	}
 	return nil
 }

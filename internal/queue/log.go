@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -165,17 +164,6 @@ const logTable = `skein_queue_log`
 
 const readLogSQL = `SELECT seq, kind, at, node, visit, body FROM ` + logTable + `
 	WHERE run_id = $1 AND seq > $2 ORDER BY seq`
-
-// readLog returns the run's history after seq, in order.
-func readLog(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, runID string, after int64) ([]*event, error) {
-	rows, err := q.Query(ctx, readLogSQL, runID, after)
-	if err != nil {
-		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
-	}
-	return scanLog(rows, runID)
-}
 
 // queueReadLog queues in b the read of the run's history after seq into
 // *dst.

@@ -99,6 +99,19 @@ func QueueLockRun(b *pgx.Batch, id string, dst **store.Run, last *int64) {
 	b.Queue(lastSeqSQL, id).QueryRow(func(row pgx.Row) error { return row.Scan(last) })
 }
 
+// QueueReadRun queues in b the read of a run, without locking it, into
+// *dst; a missing run is store.ErrNotFound.
+func QueueReadRun(b *pgx.Batch, id string, dst **store.Run) {
+	b.Queue(`SELECT `+readCols+` FROM runs WHERE id = $1`, id).QueryRow(func(row pgx.Row) error {
+		r, err := scanRun(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		*dst = r
+		return err
+	})
+}
+
 // QueueSaveBatch queues in b the writes of SaveBatchTx, the run's events
 // numbered after last (its last event's seq, read under the run's lock:
 // QueueLockRun), and numbers bt.Events.
