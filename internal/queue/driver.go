@@ -742,13 +742,9 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			return err
 		}
 	}
-	tx, err := d.cfg.Store.Pool().Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The run's row, its last event and what its history gained since
-	// this worker's state: one round trip.
+	// The state is taken before a connection is: what holds the state
+	// may wait for a connection, never what holds a connection for the
+	// state.
 	st := d.take(env.id)
 	if st == nil || st.env != env {
 		st = newState(env)
@@ -759,6 +755,13 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			d.drop(env.id)
 		}
 	}()
+	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The run's row, its last event and what its history gained since
+	// this worker's state: one round trip.
 	var (
 		run  *store.Run
 		last int64

@@ -536,3 +536,26 @@ func TestEventsOfEachNodeKeepTheirOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWideFanOutOnWorkersSharingAPool: four workers of ten jobs each on
+// one connection pool (fewer connections than jobs) finish a fan-out of
+// 200 nodes: a goroutine that holds a connection never waits for one that
+// waits for a connection (it once did: a transaction waited for the run's
+// state that a starting node held while it waited for a connection).
+func TestWideFanOutOnWorkersSharingAPool(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	for range 4 {
+		d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 10},
+			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Work(ctx, time.Second) }()
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	}
+	run := b.start(t, fanOutFlow(200), nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	require.Len(t, b.steps(t, run.ID)["join"], 1)
+}
