@@ -292,18 +292,21 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	if err != nil {
 		return err
 	}
+	// MCP servers are pooled per worker: runs whose servers start the
+	// same way (same command, arguments, environment and secrets) share
+	// them; a server no run uses stops after a minute.
+	shared := &mcppool.Shared{}
+	defer func() { _ = shared.Close() }()
 	d, err := queue.New(queue.Config{
 		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},
 		Services: func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func()) {
-			// MCP servers start on first use and are shared by the run's
-			// nodes on this worker; they stop when the run ends here.
-			pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(inputs, secrets))
+			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), func() { _ = pool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), release
 		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string) node.Children {
 			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit,
