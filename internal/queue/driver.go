@@ -521,6 +521,7 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	var beganOnce sync.Once
 	markBegan := func() { beganOnce.Do(func() { d.applyAsync(ctx, run.ID, beganEvent, nil) }) }
 	beganTimer := time.AfterFunc(beganAfter, markBegan)
+	defer beganTimer.Stop()
 	tenv := env.task
 	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
 		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
@@ -569,8 +570,10 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 }
 
 // beganAfter is how long a node runs before its step is marked running
-// by a transaction of its own.
-const beganAfter = 10 * time.Millisecond
+// by a transaction of its own. A node that ends or reports sooner has its
+// mark recorded with that, in one transaction; someone watching sees it
+// running at most this late.
+const beganAfter = 100 * time.Millisecond
 
 // fire applies a timer job.
 func (d *Driver) fire(ctx context.Context, args TimerArgs) error {

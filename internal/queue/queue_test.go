@@ -400,7 +400,10 @@ func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "running", steps["hold"][0].Status, "the stopped attempt recorded nothing")
+	// Its mark may or may not have been recorded (beganAfter); its outcome
+	// is not.
+	require.Contains(t, []string{"pending", "running"}, steps["hold"][0].Status, "the stopped attempt recorded nothing")
+	require.Nil(t, steps["hold"][0].Output)
 
 	second, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
 		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
@@ -499,8 +502,8 @@ func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
 // TestEventsOfEachNodeKeepTheirOrder: the outcomes, marks and reports of
 // many nodes finishing at once on three workers are recorded in groups,
 // and each node's events still read node_started, what it reported,
-// node_finished — once each. Quick nodes (0 ms) start and end in one
-// transaction; slow ones (30 ms) are marked running on their own.
+// node_finished — once each, for nodes that take no time and nodes that
+// take 30 ms alike.
 func TestEventsOfEachNodeKeepTheirOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 3)
