@@ -167,7 +167,7 @@ workers when the server stops.`,
 				done := make(chan error, 1)
 				go func() {
 					done <- r.Work(wctx, runner.WorkRequest{Queues: map[string]int{queue.DefaultQueue: f.concurrency},
-						Grace: grace, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate})
+						Grace: grace, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Logger: log})
 				}()
 				defer func() {
 					stopWorker()

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -59,8 +60,9 @@ type Config struct {
 	// notification came (default 1 s).
 	Poll      time.Duration
 	FetchPoll time.Duration
-	// RescueAfter is when River gives a running job whose worker went
-	// silent to another worker (default 1 h).
+	// RescueAfter is how long this worker may go silent (killed, paused,
+	// cut off from the database) before another worker records the
+	// attempts it runs as lost (default DefaultRescueAfter; rescue.go).
 	RescueAfter time.Duration
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
@@ -74,6 +76,8 @@ type Config struct {
 type Driver struct {
 	cfg    Config
 	client *river.Client[pgx.Tx]
+	// id names this worker in River and in its lease row (rescue.go).
+	id, host string
 
 	mu     sync.Mutex
 	envs   map[string]*runEnv
@@ -132,7 +136,7 @@ type taskWorker struct {
 }
 
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[TaskArgs]) error {
-	return w.d.work(ctx, job.Args)
+	return w.d.work(ctx, job.JobRow, job.Args)
 }
 
 // Timeout: a node has its own timeout; River's must not cut it short.
@@ -159,13 +163,17 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = DefaultRescueAfter
+	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{}}
+	d.id, d.host = newWorkerID()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &taskWorker{d: d})
 	river.AddWorker(workers, &timerWorker{d: d})
 	rc := &river.Config{
-		Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
-		RescueStuckJobsAfter: cfg.RescueAfter, JobTimeout: -1, MaxAttempts: maxJobAttempts,
+		ID: d.id, Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
+		JobTimeout: -1, MaxAttempts: maxJobAttempts,
 	}
 	// A job a worker inserts for the next node is announced (LISTEN/
 	// NOTIFY), but River fetches at most once per cooldown: its default
@@ -193,7 +201,9 @@ func New(cfg Config) (*Driver, error) {
 const fetchCooldown = 2 * time.Millisecond
 
 // maxJobAttempts bounds how many times River runs one job: a node's own
-// retries are new jobs; these are for a worker that died with the job.
+// retries are new jobs, and a job taken again after its node began
+// records the attempt as lost rather than run it twice (rescue.go); these
+// are for errors before the node begins.
 const maxJobAttempts = 5
 
 // StartRequest starts a run on the queue.
@@ -422,8 +432,20 @@ func ended(status string) bool {
 
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
-func (d *Driver) work(ctx context.Context, args TaskArgs) error {
-	run, err := d.readRun(ctx, args.Run)
+func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
+	var run *store.Run
+	var env *runEnv
+	var st *state
+	err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
+		if run, err = d.readRun(ctx, args.Run); err != nil || ended(run.Status) {
+			return err
+		}
+		if env, err = d.env(ctx, run); err != nil {
+			return err
+		}
+		st, err = d.catchUp(ctx, d.cfg.Store.Pool(), env)
+		return err
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err) // the run was pruned
 	}
@@ -433,14 +455,6 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	if ended(run.Status) {
 		d.forget(run.ID)
 		return nil
-	}
-	env, err := d.env(ctx, run)
-	if err != nil {
-		return err
-	}
-	st, err := d.catchUp(ctx, d.cfg.Store.Pool(), env)
-	if err != nil {
-		return err
 	}
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
@@ -464,8 +478,16 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 		}, nil)
 	}
 	started := time.Now().UTC().Truncate(time.Microsecond)
-	if err := d.began(ctx, run, t, started); err != nil {
+	var fresh bool
+	err = d.persist(ctx, "starting node "+t.Node.ID, func() (err error) {
+		fresh, err = d.began(ctx, run, t, started)
 		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !fresh && job.Attempt > 1 {
+		return d.retaken(ctx, job, run.ID, t)
 	}
 	tenv := env.task
 	// What the kind reports as it runs (tool calls, LLM calls) is
@@ -501,6 +523,7 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 		// The worker stops and its drain ran out (the run's own cancel
 		// lets running nodes finish): nothing is recorded, and River
 		// gives the job to a worker again.
+		d.unbegin(ctx, run.ID, run.Generation, t)
 		return fmt.Errorf("node %s of run %s was stopped with its worker; it runs again: %w", t.Node.ID, run.ID, context.Cause(ctx))
 	}
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
@@ -508,38 +531,47 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	emitMu.Lock()
 	extra := late
 	emitMu.Unlock()
-	return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
-		if st.run.Task(args.Task) == nil {
-			return nil // another worker recorded this attempt first
-		}
-		return e
-	}, extra)
+	return d.persist(ctx, "recording node "+t.Node.ID, func() error {
+		return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+			if st.run.Task(args.Task) == nil {
+				// Another worker recorded this attempt first, or recorded
+				// it lost (this worker was paused or cut off past its
+				// lease): the attempt token drops a stale result.
+				d.cfg.Logger.Warn("dropped a stale result: the attempt was recorded without this worker", "run", run.ID, "node", t.Node.ID, "attempt", t.Attempt)
+				return nil
+			}
+			return e
+		}, extra)
+	})
 }
 
 // began marks a task's step running, from pending, and records its
 // node_started event: the job left the queue. A job taken again (its
-// worker was presumed dead) finds the step running and records nothing.
-func (d *Driver) began(ctx context.Context, run *store.Run, t *engine.Task, at time.Time) error {
+// worker was presumed dead) finds the step running, records nothing and
+// reports it (fresh is false).
+func (d *Driver) began(ctx context.Context, run *store.Run, t *engine.Task, at time.Time) (fresh bool, err error) {
 	tag, err := d.cfg.Store.Pool().Exec(ctx, `UPDATE steps SET status = 'running', started_at = COALESCE(started_at, $5)
 		WHERE run_id = $1 AND generation = $2 AND node = $3 AND visit = $4 AND status = 'pending'`,
 		run.ID, max(run.Generation, 1), t.Node.ID, t.Visit, at)
 	if err != nil {
-		return fmt.Errorf("run %s: marking node %s running: %w", run.ID, t.Node.ID, err)
+		return false, fmt.Errorf("run %s: marking node %s running: %w", run.ID, t.Node.ID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return nil
+		return false, nil
 	}
 	var data map[string]any
 	if t.Attempt > 1 {
 		data = map[string]any{"attempt": t.Attempt}
 	}
-	return d.cfg.Store.AppendEvents(ctx, run.ID, []store.Event{{Time: at, Type: engine.EventNodeStarted,
+	return true, d.cfg.Store.AppendEvents(ctx, run.ID, []store.Event{{Time: at, Type: engine.EventNodeStarted,
 		Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}})
 }
 
 // fire applies a timer job.
 func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
-	return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
+	return d.persist(ctx, "firing a timer", func() error {
+		return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
+	})
 }
 
 // apply runs one transaction on a run: it locks the run's row, catches the

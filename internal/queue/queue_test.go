@@ -24,7 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { removeSkeinBin() }))
 }
 
 // flaky fails the first attempt of each node visit it runs, once per
@@ -89,6 +89,7 @@ type bundle struct {
 	reg     *node.Registry
 	starter *queue.Driver
 	dir     string
+	url     string // of the test's schema
 }
 
 // setup migrates a fresh schema and starts `workers` workers in this
@@ -103,7 +104,7 @@ func setup(t *testing.T, workers int, queues ...string) *bundle {
 	_, err = queue.Migrate(ctx, st.Pool())
 	require.NoError(t, err)
 	reg := registry()
-	b := &bundle{st: st, reg: reg, dir: t.TempDir()}
+	b := &bundle{st: st, reg: reg, dir: t.TempDir(), url: url}
 	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg})
 	require.NoError(t, err)
 	if len(queues) == 0 {
@@ -388,7 +389,7 @@ func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "running", steps["hold"][0].Status, "the stopped attempt recorded nothing")
+	require.Equal(t, "pending", steps["hold"][0].Status, "the stopped attempt went back to the queue, recording nothing")
 
 	second, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
 		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})

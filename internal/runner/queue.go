@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
@@ -248,6 +249,13 @@ type WorkRequest struct {
 	Grace       time.Duration
 	SecretsFile string
 	DenyPrivate bool
+	// RescueAfter is how long this worker may go silent before the nodes
+	// it runs count as lost and run again elsewhere (0: the default,
+	// queue.DefaultRescueAfter).
+	RescueAfter time.Duration
+	// Logger gets what the worker reports: lost workers, a database
+	// that went away and came back (nil: nothing).
+	Logger *slog.Logger
 }
 
 // Work runs queue workers until ctx ends, then drains them (see
@@ -258,7 +266,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 		return err
 	}
 	d, err := queue.New(queue.Config{
-		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues,
+		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, RescueAfter: req.RescueAfter, Logger: req.Logger,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},
