@@ -3,7 +3,9 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,7 +20,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
 // The fault tests run real `skein worker` and `skein serve` processes
@@ -294,4 +298,201 @@ edges:
 		t.Fatal("the resumed worker died")
 	default:
 	}
+}
+
+// supervise keeps a worker running in each of n slots, starting a new one
+// when one dies (as systemd's Restart=always would), until the test ends.
+// Each death is sent on the returned channel.
+func supervise(t *testing.T, url string, n int) <-chan struct{} {
+	t.Helper()
+	deaths := make(chan struct{}, 64)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		first := startWorker(t, url)
+		wg.Go(func() {
+			p := first
+			for {
+				select {
+				case <-p.done:
+				case <-stop:
+					return
+				}
+				deaths <- struct{}{}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				p = startWorker(t, url)
+			}
+		})
+	}
+	// Registered after the workers' own cleanups, so it runs before them:
+	// no worker is started while they are killed.
+	t.Cleanup(func() {
+		close(stop)
+		wg.Wait()
+	})
+	return deaths
+}
+
+// TestFaultPoisonNode: a node that kills the worker running it, every
+// time (as the kernel's out-of-memory killer kills a worker whose node
+// eats the machine's memory), fails after its retries, and the run fails
+// saying so; other runs on the queue complete meanwhile.
+func TestFaultPoisonNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	deaths := supervise(t, b.url, 2)
+	poison := b.start(t, `version: 1
+name: poison
+nodes:
+  - {id: hog, type: shell, command: [sh, -c, "kill -KILL $PPID; sleep 5"], retries: 2, retry_backoff: 0s}
+`, nil)
+	recv(t, deaths, "the first crash")
+	steady := b.start(t, `version: 1
+name: steady
+nodes:
+  - {id: a, type: set, values: {n: 1}, retries: 2, retry_backoff: 0s}
+  - {id: b, type: set, values: {n: "{{ a.n + 1 }}"}, retries: 2, retry_backoff: 0s}
+  - {id: c, type: set, values: {n: "{{ b.n + 1 }}"}, retries: 2, retry_backoff: 0s}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+`, nil)
+	ok := b.wait(t, steady.ID)
+	require.Equal(t, "completed", ok.Status, "%v", ok.Error)
+	require.EqualValues(t, 3, b.steps(t, steady.ID)["c"][0].Output["n"])
+
+	failed := b.wait(t, poison.ID)
+	require.Equal(t, "failed", failed.Status)
+	require.True(t, ok.FinishedAt.Before(*failed.FinishedAt), "the other run completed while the poison node was retried")
+	require.NotNil(t, failed.Error)
+	require.Equal(t, queue.CodeWorkerLost, failed.Error.Code)
+	require.Contains(t, failed.Error.Message, "stopped answering while it ran attempt 3 of node hog")
+	steps := b.steps(t, poison.ID)
+	require.Len(t, steps["hog"], 1)
+	require.Equal(t, "failed", steps["hog"][0].Status)
+	require.Equal(t, 3, steps["hog"][0].Attempts, "1 attempt + 2 retries")
+	require.Len(t, eventsOf(t, b, poison.ID, engine.EventRetry, "hog"), 2)
+	crashes := 1
+	for done := false; !done; {
+		select {
+		case <-deaths:
+			crashes++
+		default:
+			done = true
+		}
+	}
+	require.Equal(t, 3, crashes, "the node ran once per attempt, crashing its worker each time")
+}
+
+// TestFaultDatabaseRestarts: the database (a server of the test's own)
+// stops mid-run and starts again. The server's /readyz says 503 while it
+// is down and 200 after; workers and the server's own worker reconnect,
+// and the runs complete, each node run once.
+func TestFaultDatabaseRestarts(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.NewServer(t)
+	b := setupAt(t, pg.URL(), 0)
+	const chain = `version: 1
+name: chain
+nodes:
+  - {id: n1, type: shell, command: [sleep, "0.2"]}
+  - {id: n2, type: shell, command: [sleep, "0.2"]}
+  - {id: n3, type: shell, command: [sleep, "0.2"]}
+  - {id: n4, type: shell, command: [sleep, "0.2"]}
+  - {id: n5, type: shell, command: [sleep, "0.2"]}
+  - {id: n6, type: shell, command: [sleep, "0.2"]}
+edges:
+  - {from: n1, to: n2}
+  - {from: n2, to: n3}
+  - {from: n3, to: n4}
+  - {from: n4, to: n5}
+  - {from: n5, to: n6}
+`
+
+	worker := startWorker(t, pg.URL(), "--rescue-after", "30s")
+	addr := freeAddr(t)
+	flows := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "chain.yaml"), []byte(chain), 0o600))
+	server := startSkein(t, "serve", "--db", pg.URL(), "--queue", "--worker", "--no-auth", "--addr", addr,
+		"--workflows", flows, "--dir", t.TempDir())
+	ready := func() int {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil {
+			return 0
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Eventually(t, func() bool { return ready() == http.StatusOK }, 30*time.Second, 20*time.Millisecond, "the server never got ready")
+
+	var ids []string
+	for range 3 {
+		ids = append(ids, b.start(t, chain, nil).ID)
+	}
+	// One through the API: the server follows it across the outage.
+	resp, err := http.Post("http://"+addr+"/api/workflows/chain/runs", "application/json", strings.NewReader(`{}`))
+	require.NoError(t, err)
+	var doc struct {
+		ID string `json:"execution_id"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	ids = append(ids, doc.ID)
+	// Mid-run: every run has a node done, none has ended.
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			if s := b.steps(t, id); len(s["n1"]) == 0 || s["n1"][0].Status != "success" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond)
+
+	pg.Stop(t)
+	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 10*time.Second, 20*time.Millisecond,
+		"/readyz did not say the server is not ready while the database is down")
+	for _, p := range []*proc{worker, server} {
+		require.Eventually(t, func() bool { return strings.Contains(p.out.String(), "lost the database; reconnecting") },
+			10*time.Second, 10*time.Millisecond, "the worker did not notice the database went away")
+	}
+	pg.Start(t)
+	require.Eventually(t, func() bool { return ready() == http.StatusOK }, 30*time.Second, 20*time.Millisecond,
+		"/readyz did not say ready again once the database was back")
+
+	for _, id := range ids {
+		var run *store.Run
+		require.Eventually(t, func() bool {
+			r, err := b.st.Run(context.Background(), id)
+			run = r
+			return err == nil && (r.Status == "completed" || r.Status == "failed" || r.Status == "cancelled")
+		}, 60*time.Second, 20*time.Millisecond, "run %s did not end after the database came back", id)
+		require.Equal(t, "completed", run.Status, "%v", run.Error)
+		steps := b.steps(t, id)
+		for i := 1; i <= 6; i++ {
+			n := fmt.Sprintf("n%d", i)
+			require.Len(t, steps[n], 1, n)
+			require.Equal(t, 1, steps[n][0].Attempts, "%s ran once: the outage was shorter than the workers' lease", n)
+		}
+	}
+	for _, p := range []*proc{worker, server} {
+		require.Eventually(t, func() bool { return strings.Contains(p.out.String(), "reconnected to the database") },
+			10*time.Second, 10*time.Millisecond)
+	}
+	require.Eventually(t, func() bool {
+		return strings.Contains(server.out.String(), `"msg":"run ended","run":"`+doc.ID+`","workflow":"chain","status":"completed"`)
+	}, 10*time.Second, 10*time.Millisecond, "the server did not follow its run to the end")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }

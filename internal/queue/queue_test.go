@@ -96,8 +96,13 @@ type bundle struct {
 // process, each working the given queues.
 func setup(t *testing.T, workers int, queues ...string) *bundle {
 	t.Helper()
+	return setupAt(t, pgtest.URL(t), workers, queues...)
+}
+
+// setupAt is setup on the database of url.
+func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
+	t.Helper()
 	ctx := context.Background()
-	url := pgtest.URL(t)
 	st, err := postgres.Open(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })

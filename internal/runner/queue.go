@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
@@ -112,19 +114,37 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 	started := time.Now()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// While the database is unreachable (it restarts), following waits
+	// with backoff and goes on where it was: the workers go on too.
+	lost := backoff.NewExponentialBackOff()
+	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
 	for {
 		cur, err := r.st.Run(context.WithoutCancel(ctx), run.ID)
+		var steps []*store.Step
+		var evs []store.Event
+		if err == nil {
+			steps, err = r.st.Steps(context.WithoutCancel(ctx), run.ID)
+		}
+		if err == nil {
+			evs, err = r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
+		}
+		if postgres.Transient(err) {
+			wait := time.NewTimer(lost.NextBackOff())
+			select {
+			case <-wait.C:
+				continue
+			case <-o.Hard:
+				wait.Stop()
+				return nil, fmt.Errorf("stopped following run %s while the database was unreachable (%w); its workers go on with it", run.ID, err)
+			case <-o.Leave:
+				wait.Stop()
+				return nil, fmt.Errorf("left run %s to its workers while the database was unreachable: %w", run.ID, err)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		steps, err := r.st.Steps(context.WithoutCancel(ctx), run.ID)
-		if err != nil {
-			return nil, err
-		}
-		evs, err := r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
-		if err != nil {
-			return nil, err
-		}
+		lost.Reset()
 		res := resultFromStore(cur, steps)
 		if o.Observer != nil {
 			for _, ev := range evs {
