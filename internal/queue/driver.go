@@ -173,7 +173,7 @@ func New(cfg Config) (*Driver, error) {
 	river.AddWorker(workers, &timerWorker{d: d})
 	rc := &river.Config{
 		ID: d.id, Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
-		JobTimeout: -1, MaxAttempts: maxJobAttempts,
+		JobTimeout: -1, MaxAttempts: maxJobAttempts, RescueStuckJobsAfter: riverRescueAfter,
 	}
 	// A job a worker inserts for the next node is announced (LISTEN/
 	// NOTIFY), but River fetches at most once per cooldown: its default

@@ -253,6 +253,38 @@ nodes:
 	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node call")
 }
 
+// TestFaultJobHandedOutAgain: River hands out again the job of a killed
+// worker (its rescuer does, after a day; here the test does, before the
+// worker's lease ran out): the worker that takes it does not run the node
+// again under the same attempt; it records the attempt lost, and the node
+// runs again with attempt + 1.
+func TestFaultJobHandedOutAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	svc := newService(t)
+	first := startWorker(t, b.url, "--rescue-after", "1h")
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: again
+nodes:
+  - {id: call, type: http, method: POST, url: "%s/call", retries: 1, retry_backoff: 0s}
+`, svc.URL), nil)
+	require.Equal(t, 1, recv(t, svc.calls, "the first attempt's call"))
+	first.kill(t)
+	// What River's rescuer does to a job stuck running.
+	tag, err := b.st.Pool().Exec(context.Background(),
+		`UPDATE river_job SET state = 'available', scheduled_at = now() WHERE kind = 'skein_task' AND state = 'running'`)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	startWorker(t, b.url)
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Len(t, svc.Keys(), 2, "the node ran once per attempt")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, 2, steps["call"][0].Attempts)
+	require.EqualValues(t, 2, steps["call"][0].Output["body"].(map[string]any)["call"])
+}
+
 // TestFaultPausedWorker: a worker paused past its lease loses its node to
 // another worker; resumed, it finishes the node but cannot record the
 // stale result over the one recorded since.

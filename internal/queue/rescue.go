@@ -36,8 +36,8 @@ import (
 // attempt. So each job runs its node at most once, and a node that
 // crashes every worker it runs on fails after its retries.
 //
-// River's own rescuer stays, at its default of an hour, to clear the rows
-// of jobs whose worker died (their work is then a no-op).
+// River's own rescuer stays, after riverRescueAfter, to clear the rows of
+// jobs whose worker died (their work is then a no-op).
 
 const workersTable = `skein_queue_workers`
 
@@ -204,29 +204,29 @@ func (d *Driver) lose(ctx context.Context, runID string, task int64, who lostWor
 	}, nil)
 }
 
-// retaken handles a job River gave a worker again after its node began:
-// the worker that had it is lost (or stopped without recording), so the
-// attempt is recorded as lost; while that worker is alive, it still runs
-// the node and this job does nothing.
+// retaken handles a job River gave a worker again after its node began
+// (its rescuer, after riverRescueAfter, or a retry after an error): the
+// worker that began it is lost or stopped without recording, so the
+// attempt is recorded as lost rather than the node run again under it.
 func (d *Driver) retaken(ctx context.Context, job *rivertype.JobRow, runID string, t *engine.Task) error {
-	prev := ""
-	if n := len(job.AttemptedBy); n >= 2 {
-		prev = job.AttemptedBy[n-2]
-	}
 	var who lostWorker
-	var alive bool
-	var lease int64
-	err := d.cfg.Store.Pool().QueryRow(ctx, `SELECT host, pid, lease_ms, seen_at >= now() - lease_ms::float8 * interval '1 millisecond'
-		FROM `+workersTable+` WHERE id = $1`, prev).Scan(&who.host, &who.pid, &lease, &alive)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
-	who.lease = time.Duration(lease) * time.Millisecond
-	if alive && prev != d.id {
-		return nil
+	if n := len(job.AttemptedBy); n >= 2 {
+		var lease int64
+		err := d.cfg.Store.Pool().QueryRow(ctx, `SELECT host, pid, lease_ms FROM `+workersTable+` WHERE id = $1`,
+			job.AttemptedBy[n-2]).Scan(&who.host, &who.pid, &lease)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		who.lease = time.Duration(lease) * time.Millisecond
 	}
 	return d.lose(context.WithoutCancel(ctx), runID, t.ID, who)
 }
+
+// riverRescueAfter is River's own RescueStuckJobsAfter: it clears the rows
+// of jobs whose worker was lost (their attempt is recorded already, so
+// running them again changes nothing). A node running longer than this on
+// a live worker is counted lost, and its result dropped.
+const riverRescueAfter = 24 * time.Hour
 
 // unbegin puts the step of a node that a stopping worker stopped back to
 // pending: its job goes to a worker again as if never taken, and runs the
