@@ -143,12 +143,15 @@ func (s *Server) ctl(args ...string) error {
 	return nil
 }
 
-// command runs a server binary, as the postgres user when this is root.
+// command runs a server binary, as the postgres user when this is root,
+// in the server's folder (the postgres user may not enter the test's).
 func (s *Server) command(name string, args ...string) *osexec.Cmd {
+	cmd := osexec.Command(name, args...)
 	if s.asUser != "" {
-		return osexec.Command("runuser", append([]string{"-u", s.asUser, "--", name}, args...)...)
+		cmd = osexec.Command("runuser", append([]string{"-u", s.asUser, "--", name}, args...)...)
 	}
-	return osexec.Command(name, args...)
+	cmd.Dir = s.dir
+	return cmd
 }
 
 // serverBin finds the folder of initdb and pg_ctl.
