@@ -89,6 +89,9 @@ type job struct {
 	// returns events to record with it (--auto-repair's business-error
 	// warnings).
 	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
+	// spent is what the run spent before this execution (a resume goes on
+	// from it) plus what was spent for it meanwhile (the repair model).
+	spent engine.Spent
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -234,6 +237,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Wakes:   j.wakes,
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
+		Spent:   j.spent,
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
@@ -606,6 +610,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		abs, _ := filepath.Abs(cw.File)
 		var crl *runlog.Writer
 		var reuse *durable.Reuser
+		var spent engine.Spent
 		child, err := r.st.Run(bg, id)
 		switch {
 		case err == nil:
@@ -618,6 +623,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
+			spent = spentBefore(child, hist)
 			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
@@ -650,6 +656,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			Recorder:    tee{crl, rec},
 			ArtifactDir: artifactDir(crl),
 			Files:       runFiles(cw, crl.Dir()),
+			Spent:       spent,
 		}
 		if awaitsSignals(cw, r.cfg.Registry) {
 			// A child waits in its parent's process: the parent's lease
@@ -681,6 +688,28 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		}
 		return cr, nil
 	}
+}
+
+// spentBefore is what a run spent in its earlier executions: its recorded
+// totals, or, when an execution died before recording them, the sum of
+// its recorded steps (children's spend included when they were recorded).
+func spentBefore(run *store.Run, hist []*store.Step) engine.Spent {
+	var steps engine.Spent
+	for _, s := range hist {
+		if s.Cached || s.Pinned {
+			continue
+		}
+		steps.Tokens += s.Tokens
+		steps.CostUSD += s.CostUSD
+	}
+	out := engine.Spent{Tokens: run.Tokens, CostUSD: run.CostUSD}
+	if steps.Tokens > out.Tokens {
+		out.Tokens = steps.Tokens
+	}
+	if steps.CostUSD > out.CostUSD {
+		out.CostUSD = steps.CostUSD
+	}
+	return out
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict

@@ -224,7 +224,8 @@ func (s *repairing) resume(ctx context.Context, id string) (job, error) {
 	if err != nil {
 		return job{}, err
 	}
-	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, nil
+	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist),
+		spent: spentBefore(claimed, hist)}, nil
 }
 
 // fix asks the repair model for a workflow without the problems, until one
