@@ -61,6 +61,16 @@ func (b *Budget) CheckExtra(tokens int, cost float64) error {
 	return nil
 }
 
+// CostLimited reports whether b or a parent limits the cost.
+func (b *Budget) CostLimited() bool {
+	for ; b != nil; b = b.Parent {
+		if b.MaxCostUSD > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *Budget) checkOwn(tokens int, cost float64, parent bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()

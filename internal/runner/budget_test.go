@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // aiSetup is setup with a runner that reads no environment: models come
@@ -130,4 +132,163 @@ edges:
 	require.NotNil(t, third)
 	require.Equal(t, "failed", third.Status)
 	require.Equal(t, "budget_exceeded", third.Error.Category)
+}
+
+// Every billed reply counts in the step's and the run's totals: both
+// replies of a schema step whose re-ask failed too (the step and run
+// showed 0), and the judge's calls on an expect: (outside the totals).
+func TestEveryBilledReplyCounts(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: "not json", Usage: llm.Usage{InputTokens: 100, OutputTokens: 20, TotalTokens: 120}},
+		{Text: "still not json", Usage: llm.Usage{InputTokens: 150, OutputTokens: 30, TotalTokens: 180}},
+		{Text: `{"verdicts": [{"check_name": "expect", "verdict": "pass", "reasoning": "it is one"}]}`,
+			Usage: llm.Usage{InputTokens: 900, OutputTokens: 100, TotalTokens: 1000}},
+	})
+	w, err := b.r.Load(b.write(t, "billed.yaml", `version: 1
+name: billed
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: one, type: set, values: {x: 1}, expect: "x is one"}
+  - id: extract
+    type: llm
+    prompt: "the city as JSON"
+    schema: {type: object, required: [city]}
+    on_error: continue
+edges:
+  - {from: one, to: extract}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, 3, srv.Calls())
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	var extract *runner.StepDoc
+	for i := range doc.Steps {
+		if doc.Steps[i].Node == "extract" {
+			extract = &doc.Steps[i]
+		}
+	}
+	require.NotNil(t, extract)
+	require.Equal(t, "failed", extract.Status)
+	require.Equal(t, 300, extract.Tokens, "both replies of the failed re-ask")
+	require.InDelta(t, (250*0.40+50*1.60)/1e6, extract.CostUSD, 1e-12)
+	require.NotNil(t, doc.Verdict)
+	require.Equal(t, 1000, doc.Verdict.Tokens, "the judge's tokens, on the verdict")
+	require.Equal(t, 1300, doc.Tokens, "the run's totals hold the step's and the judge's")
+	require.InDelta(t, (250*0.40+50*1.60+900*0.40+100*1.60)/1e6, doc.CostUSD, 1e-12)
+}
+
+// A model without a known price under limits.max_cost_usd is a validation
+// warning that says how to set a price; with a price, none.
+func TestValidateWarnsOfUnpricedModels(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	src := `version: 1
+name: unpriced
+limits: {max_cost_usd: 0.50}
+llm:
+  default: {provider: openai, model: model-x, base_url: "http://127.0.0.1:9/v1", api_key: test PRICE}
+nodes:
+  - {id: ask, type: llm, prompt: hello}
+`
+	noEnv := runner.PreflightRequest{LookupEnv: func(string) (string, bool) { return "", false }}
+	_, ds, err := runner.Validate(b.write(t, "unpriced.yaml", strings.Replace(src, " PRICE", "", 1)), nil, noEnv)
+	require.NoError(t, err)
+	require.False(t, ds.HasErrors(), ds.Error())
+	require.Len(t, ds, 1)
+	require.Contains(t, ds[0].Message, "model model-x has no known price, so limits.max_cost_usd cannot count what it costs")
+	require.Contains(t, ds[0].Message, "llm: {default: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}")
+
+	_, ds, err = runner.Validate(b.write(t, "priced.yaml", strings.Replace(src, " PRICE", ", price: {input_per_mtok: 1.0, output_per_mtok: 2.0}", 1)), nil, noEnv)
+	require.NoError(t, err)
+	require.Empty(t, ds)
+}
+
+// What the repair model costs counts in the run's totals (recorded as a
+// repair_usage event) and against its budget: a run whose budget is spent
+// is not repaired.
+func TestRepairSpendsFromTheRun(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, limits string
+		wantStatus   string
+	}{
+		{name: "counted", wantStatus: "completed"},
+		{name: "budget spent", limits: "limits: {max_tokens: 100}\n", wantStatus: "failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := aiSetup(t)
+			missing := filepath.Join(b.dir, "missing")
+			src := `version: 1
+name: fixme
+` + tc.limits + `llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "BASE", api_key: test}
+nodes:
+  - {id: ask, type: llm, prompt: hello}
+  - {id: gate, type: shell, command: [test, -f, "` + missing + `"]}
+edges:
+  - {from: ask, to: gate}
+`
+			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{spend(100)})
+			src = strings.ReplaceAll(src, "BASE", srv.BaseURL())
+			fixed, err := json.Marshal(map[string]string{"explanation": "the file does not exist; test the folder",
+				"workflow": strings.Replace(src, `-f, "`+missing, `-d, "`+b.dir, 1)})
+			require.NoError(t, err)
+			srv.Push(llmtest.Turn{Text: string(fixed), Usage: llm.Usage{InputTokens: 400, OutputTokens: 100, TotalTokens: 500}})
+			file := b.write(t, "fixme.yaml", src)
+			res, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: file,
+				Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }})
+			require.NoError(t, err)
+			require.Equal(t, tc.wantStatus, res.Run.Status, res.Repair.Stopped)
+			if tc.limits != "" {
+				require.Equal(t, 1, srv.Calls(), "the repair model is not asked")
+				require.Contains(t, res.Repair.Stopped, "token budget is spent")
+				require.Equal(t, 100, res.Run.Tokens)
+				return
+			}
+			require.Equal(t, 500, res.Repair.Tokens)
+			require.Equal(t, 600, res.Run.Tokens, "the node's and the repair model's")
+			doc, err := b.r.Get(b.ctx, res.Run.ID)
+			require.NoError(t, err)
+			require.Equal(t, 600, doc.Tokens)
+			evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
+			require.NoError(t, err)
+			var usage []map[string]any
+			for _, ev := range evs {
+				if ev.Type == runner.EventRepairUsage {
+					usage = append(usage, ev.Data)
+				}
+			}
+			require.Len(t, usage, 1)
+			require.EqualValues(t, 500, usage[0]["tokens"])
+		})
+	}
+}
+
+// A guardrail whose judge gave no valid answer after a re-ask was billed
+// for both replies: its step counts them.
+func TestGuardrailJudgeFailureCounts(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{spend(120), spend(180)})
+	w, err := b.r.Load(b.write(t, "guard.yaml", `version: 1
+name: guard
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: polite, type: guardrail, judge: "Is this polite?", value: "hello there"}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, 2, srv.Calls())
+	require.Equal(t, 300, res.Engine.Steps[0].Tokens)
+	require.Equal(t, 300, res.Run.Tokens)
 }

@@ -284,6 +284,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if verdict != nil {
 		extra = append(extra, verdictEvents(verdict, now)...)
+		// The judge's calls are the run's spending too.
+		res.Tokens += verdict.Tokens
+		res.CostUSD += verdict.CostUSD
 	}
 	for _, ev := range extra {
 		_ = recs.Event(ev)

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"time"
 
@@ -123,7 +124,17 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 		}
 		pass, reason, usage, err := j.JudgeValue(ctx, c.String("model"), c.String("judge"), c.Params["value"])
 		if err != nil {
-			return nil, err
+			if usage == nil {
+				return nil, err
+			}
+			// What the judge was billed counts, as a failed step's.
+			e := *node.AsError(err)
+			e.Details = maps.Clone(e.Details)
+			if e.Details == nil {
+				e.Details = map[string]any{}
+			}
+			e.Details["token_usage"] = usage
+			return nil, &e
 		}
 		route := "fail"
 		if pass {

@@ -44,7 +44,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	p, modelName, err := ms.Get(c.String("model"))
+	entry := c.String("model")
+	p, modelName, err := ms.Get(entry)
 	if err != nil {
 		return nil, err
 	}
@@ -95,28 +96,28 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		msgs = append(msgs, llm.System(sys))
 	}
 	msgs = append(msgs, llm.User(c.String("prompt")))
-	var total llm.Usage
+	var spent spend
 	calls, imagesSaved := 0, 0
 	var temp *float64
 	if t, ok := c.Number("temperature"); ok {
 		temp = &t
 	}
 	finish := func(text, stopped string) (map[string]any, error) {
-		u := usage(modelName, total)
+		u := spent.directive()
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
 	lastText := ""
 	for {
-		if err := checkBudgetSpent(c, modelName, total); err != nil {
-			return nil, withUsage(err, modelName, total)
+		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
+			return nil, withUsage(err, &spent)
 		}
 		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
 		resp, err := p.Chat(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp})
 		if err != nil {
-			return nil, withUsage(err, modelName, total)
+			return nil, withUsage(err, &spent)
 		}
-		total = total.Add(resp.Usage)
+		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {
 			return finish(resp.Text, "")
@@ -172,8 +173,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			c.Emit("tool_result", map[string]any{"tool": label, "text": clip(c.Redact(content), 2048), "images": len(imgs),
 				"is_error": isErr, "duration_ms": time.Since(start).Milliseconds()})
 			if len(imgs) > 0 && imageMode != "pass" && ms.Has("vision") {
-				summary, u, err := summarize(ctx, ms, imgs)
-				total = total.Add(u)
+				summary, vision, u, err := summarize(ctx, ms, imgs)
+				spent.add(c, ms, "vision", vision, u) // at the vision model's price
 				if err == nil {
 					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(c.Redact(summary), 2048)}) // masked before it is cut
 					content += "\n[image summary] " + summary
@@ -186,18 +187,19 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 }
 
 // summarize describes images with the vision model.
-func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, llm.Usage, error) {
+// It returns the summary, the vision model's name and what it used.
+func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, string, llm.Usage, error) {
 	p, model, err := ms.Get("vision")
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", "", llm.Usage{}, err
 	}
 	resp, err := p.Chat(ctx, llm.Request{Model: model, Messages: []llm.Message{
 		llm.User("Describe what these images show, precisely and briefly, for someone who cannot see them.", imgs...),
 	}})
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", model, llm.Usage{}, err
 	}
-	return resp.Text, resp.Usage, nil
+	return resp.Text, model, resp.Usage, nil
 }
 
 // saveImage writes an image a tool returned into the node's artifacts.
@@ -251,8 +253,8 @@ func clip(s string, n int) string {
 
 // withUsage keeps what a failing step spent in its error, so the run's
 // totals and budget count it.
-func withUsage(err error, model string, u llm.Usage) error {
-	if u.TotalTokens == 0 {
+func withUsage(err error, spent *spend) error {
+	if spent.usage.TotalTokens == 0 && spent.cost == 0 {
 		return err
 	}
 	e := node.AsError(err)
@@ -261,6 +263,6 @@ func withUsage(err error, model string, u llm.Usage) error {
 	for k, v := range e.Details {
 		cp.Details[k] = v
 	}
-	cp.Details["token_usage"] = usage(model, u)
+	cp.Details["token_usage"] = spent.directive()
 	return &cp
 }
