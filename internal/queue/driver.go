@@ -444,6 +444,7 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	}
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
+	spent := engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
 	var upstream []string
 	if t != nil {
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
@@ -468,6 +469,10 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 		return err
 	}
 	tenv := env.task
+	// The run's budget goes on from what its recorded history spent, on
+	// whichever worker runs the node.
+	tenv.Services = node.BudgetService.Provide(tenv.Services,
+		engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD))
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run; one that could not be
 	// is recorded with the node's outcome.
