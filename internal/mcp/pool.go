@@ -363,7 +363,9 @@ func (p *Pool) Tool(ctx context.Context, server, name string) (*Tool, error) {
 func (p *Pool) listTools(ctx context.Context, c *conn) ([]*Tool, error) {
 	var list []*Tool
 	byName := map[string]*Tool{}
-	for t, err := range c.cs.Tools(ctx, nil) {
+	listCtx, done := c.watch(ctx)
+	defer done()
+	for t, err := range c.cs.Tools(listCtx, nil) {
 		if err != nil {
 			return nil, p.requestError(ctx, c, "tools/list", err)
 		}
@@ -393,11 +395,36 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	callCtx, done := c.watch(ctx)
+	defer done()
+	res, err := c.cs.CallTool(callCtx, &sdk.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		return nil, p.requestError(ctx, c, fmt.Sprintf("tools/call %q", tool), err)
 	}
 	return res, nil
+}
+
+// errExited is the cause of a request's context when its stdio server
+// exited while the request waited.
+var errExited = errors.New("the MCP server exited")
+
+// watch returns a context for a request to c's server that ends when a
+// stdio server exits: a process it started may hold the server's stdout
+// open, and the stream then never ends, but the request must. The returned
+// function releases the watch.
+func (c *conn) watch(ctx context.Context) (context.Context, func()) {
+	if c.proc == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-c.proc.exited:
+			cancel(errExited)
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() { cancel(nil) }
 }
 
 // requestError explains a failed request to c's server and, when the
@@ -424,7 +451,8 @@ func (p *Pool) requestError(ctx context.Context, c *conn, what string, err error
 	c.mu.Lock()
 	c.broken = true
 	c.mu.Unlock()
-	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed)
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed) ||
+		(c.proc != nil && c.proc.done()) // its stream may stay open, held by a process it started
 	// The end of the stream comes just before the server is reaped: wait
 	// for that, to say how it ended.
 	exited := closed && c.proc != nil && c.proc.exitedWithin(500*time.Millisecond)
