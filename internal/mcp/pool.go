@@ -362,16 +362,21 @@ func (p *Pool) Tool(ctx context.Context, server, name string) (*Tool, error) {
 // listTools lists the tools of c's server and caches them.
 func (p *Pool) listTools(ctx context.Context, c *conn) ([]*Tool, error) {
 	var list []*Tool
-	byName := map[string]*Tool{}
-	listCtx, done := c.watch(ctx)
-	defer done()
-	for t, err := range c.cs.Tools(listCtx, nil) {
-		if err != nil {
-			return nil, p.requestError(ctx, c, "tools/list", err)
+	var byName map[string]*Tool
+	c, err := p.request(ctx, c, func(ctx context.Context, c *conn) error {
+		list, byName = nil, map[string]*Tool{}
+		for t, err := range c.cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			tool := &Tool{Server: c.server, Tool: t}
+			list = append(list, tool)
+			byName[t.Name] = tool
 		}
-		tool := &Tool{Server: c.server, Tool: t}
-		list = append(list, tool)
-		byName[t.Name] = tool
+		return nil
+	})
+	if err != nil {
+		return nil, p.requestError(ctx, c, "tools/list", err)
 	}
 	if list == nil {
 		list = []*Tool{}
@@ -395,13 +400,43 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 	if args == nil {
 		args = map[string]any{}
 	}
-	callCtx, done := c.watch(ctx)
-	defer done()
-	res, err := c.cs.CallTool(callCtx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	var res *sdk.CallToolResult
+	c, err = p.request(ctx, c, func(ctx context.Context, c *conn) (err error) {
+		res, err = c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		return err
+	})
 	if err != nil {
 		return nil, p.requestError(ctx, c, fmt.Sprintf("tools/call %q", tool), err)
 	}
 	return res, nil
+}
+
+// request sends a request to c's server with do. When a streamable HTTP
+// server answers that it does not know the session (404 Not Found: it
+// restarted), a new session is opened at once and the request sent again
+// in it: it never reached the server's tools. It returns the conn the
+// last attempt used.
+func (p *Pool) request(ctx context.Context, c *conn, do func(context.Context, *conn) error) (*conn, error) {
+	err := p.watched(ctx, c, do)
+	if err == nil || c.hc == nil || !errors.Is(err, sdk.ErrSessionMissing) || ctx.Err() != nil {
+		return c, err
+	}
+	c.mu.Lock()
+	c.broken = true
+	c.mu.Unlock()
+	p.retire(c, 0)
+	fresh, cerr := p.conn(ctx, c.server)
+	if cerr != nil {
+		return c, err
+	}
+	return fresh, p.watched(ctx, fresh, do)
+}
+
+// watched runs do with a context that c.watch ends when the server exits.
+func (p *Pool) watched(ctx context.Context, c *conn, do func(context.Context, *conn) error) error {
+	wctx, done := c.watch(ctx)
+	defer done()
+	return do(wctx, c)
 }
 
 // errExited is the cause of a request's context when its stdio server
