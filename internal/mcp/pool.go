@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -59,6 +60,18 @@ type Pool struct {
 	conns  map[string]*conn
 	closed bool
 	wg     sync.WaitGroup // starts and closes running in the background
+
+	// progress holds the progress callback of each call that has one, by
+	// its progress token.
+	progress   sync.Map
+	progressID atomic.Int64
+}
+
+// Progress is a progress notification a server sent during a call.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0: unknown
+	Message  string
 }
 
 // NewPool returns a pool for the given servers. Templates in their args,
@@ -69,12 +82,13 @@ func NewPool(servers []*workflow.MCPServer, scope *expr.Scope) *Pool {
 		servers: make(map[string]*workflow.MCPServer, len(servers)),
 		scope:   scope,
 		conns:   map[string]*conn{},
-		client: sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
-			// No roots: a server such as the filesystem one would take
-			// them as its allowed folders instead of its arguments.
-			Capabilities: &sdk.ClientCapabilities{},
-		}),
 	}
+	p.client = sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
+		// No roots: a server such as the filesystem one would take
+		// them as its allowed folders instead of its arguments.
+		Capabilities:                &sdk.ClientCapabilities{},
+		ProgressNotificationHandler: p.onProgress,
+	})
 	for _, s := range servers {
 		p.servers[s.Name] = s
 	}
@@ -387,12 +401,35 @@ func (p *Pool) listTools(ctx context.Context, c *conn) ([]*Tool, error) {
 	return list, nil
 }
 
-// CallTool calls a tool of server with args and returns its result. A
+// onProgress hands a progress notification to the callback of its call.
+func (p *Pool) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if fn, ok := p.progress.Load(token); ok {
+		fn.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+// CallTool calls a tool of server with args and returns its result; see
+// CallToolProgress.
+func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*sdk.CallToolResult, error) {
+	return p.CallToolProgress(ctx, server, tool, args, nil)
+}
+
+// CallToolProgress calls a tool of server with args and returns its
+// result; when progress is not nil, the call asks for progress
+// notifications and progress gets each one the server sends, never after
+// CallToolProgress returned. A
 // result with IsError set is a result, not an error: the caller decides.
 // Errors are node.Errors: mcp_start when the server could not start,
 // mcp_protocol when it died, dropped the connection or answered with a
 // JSON-RPC error, timeout or cancelled when ctx ended first.
-func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*sdk.CallToolResult, error) {
+func (p *Pool) CallToolProgress(ctx context.Context, server, tool string, args map[string]any, progress func(Progress)) (*sdk.CallToolResult, error) {
 	c, err := p.conn(ctx, server)
 	if err != nil {
 		return nil, err
@@ -400,9 +437,30 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 	if args == nil {
 		args = map[string]any{}
 	}
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
+	if progress != nil {
+		// progress is never called once the call has returned.
+		var mu sync.Mutex
+		done := false
+		token := fmt.Sprintf("skein-%d", p.progressID.Add(1))
+		p.progress.Store(token, func(pr Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				progress(pr)
+			}
+		})
+		defer func() {
+			p.progress.Delete(token)
+			mu.Lock()
+			done = true
+			mu.Unlock()
+		}()
+		params.SetProgressToken(token)
+	}
 	var res *sdk.CallToolResult
 	c, err = p.request(ctx, c, func(ctx context.Context, c *conn) (err error) {
-		res, err = c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		res, err = c.cs.CallTool(ctx, params)
 		return err
 	})
 	if err != nil {

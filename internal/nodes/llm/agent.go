@@ -147,7 +147,17 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 				// tool would only see none.
 				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
 			default:
-				res, err := pool.CallTool(ctx, o.server, o.tool, tc.Arguments)
+				progress := func(p mcp.Progress) {
+					ev := map[string]any{"tool": label, "progress": p.Progress, "call": calls}
+					if p.Total > 0 {
+						ev["total"] = p.Total
+					}
+					if p.Message != "" {
+						ev["message"] = clip(c.Redact(p.Message), 2048)
+					}
+					c.Emit("tool_progress", ev)
+				}
+				res, err := pool.CallToolProgress(ctx, o.server, o.tool, tc.Arguments, progress)
 				if err != nil {
 					content, isErr = "error: "+c.Redact(err.Error()), true
 					break
@@ -166,6 +176,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 							texts = append(texts, "[image]")
 						}
 						imgs = append(imgs, llm.Image{MIME: x.MIMEType, Data: x.Data})
+					case *sdk.ResourceLink:
+						texts = append(texts, resourceLinkText(x))
+					case *sdk.EmbeddedResource:
+						if r := x.Resource; r != nil && r.Blob == nil {
+							texts = append(texts, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text))
+						} else if r != nil {
+							texts = append(texts, fmt.Sprintf("[resource %s (%s, %d bytes)]", r.URI, r.MIMEType, len(r.Blob)))
+						}
 					}
 				}
 				content = strings.Join(texts, "\n")
@@ -184,6 +202,24 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			msgs = append(msgs, llm.ToolResult(tc.ID, content, imgs...))
 		}
 	}
+}
+
+// resourceLinkText is how a resource link a tool answered with reads to
+// the model.
+func resourceLinkText(l *sdk.ResourceLink) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[resource link %s: %s", l.Name, l.URI)
+	if l.Title != "" {
+		fmt.Fprintf(&b, " — %s", l.Title)
+	}
+	if l.Description != "" {
+		fmt.Fprintf(&b, " — %s", l.Description)
+	}
+	if l.MIMEType != "" {
+		fmt.Fprintf(&b, " (%s)", l.MIMEType)
+	}
+	b.WriteString("]")
+	return b.String()
 }
 
 // summarize describes images with the vision model.
