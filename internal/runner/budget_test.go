@@ -292,3 +292,42 @@ nodes:
 	require.Equal(t, 300, res.Engine.Steps[0].Tokens)
 	require.Equal(t, 300, res.Run.Tokens)
 }
+
+// A resumed parent resumes its child run with the child's spend: the
+// child's own limits go on from it, and the parent's totals count each
+// token once.
+func TestResumedChildKeepsItsSpend(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{spend(600), spend(600), spend(600)})
+	gate := filepath.Join(b.dir, "open")
+	b.write(t, "child.yaml", `version: 1
+name: child
+limits: {max_tokens: 1000}
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: first, type: llm, prompt: one}
+  - {id: gate, type: shell, command: [test, -f, "`+gate+`"]}
+  - {id: second, type: llm, prompt: two}
+  - {id: third, type: llm, prompt: three}
+edges:
+  - {from: first, to: gate}
+  - {from: gate, to: second}
+  - {from: second, to: third}
+`)
+	w, err := b.r.Load(b.write(t, "parent.yaml", "version: 1\nname: parent\nnodes:\n  - {id: sub, type: subworkflow, workflow: child.yaml}\n"))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, 600, res.Run.Tokens)
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o644))
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "failed", again.Run.Status)
+	require.Equal(t, 2, srv.Calls(), "the child's third call is over its own budget")
+	require.Equal(t, "budget_exceeded", again.Engine.Steps[len(again.Engine.Steps)-1].Error.Category)
+	require.Equal(t, 1200, again.Run.Tokens, "each token once")
+}

@@ -626,7 +626,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
-			spent = spentBefore(child, hist)
+			spent = r.spentBefore(bg, child, hist)
 			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
@@ -694,24 +694,34 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 }
 
 // spentBefore is what a run spent in its earlier executions: its recorded
-// totals, or, when an execution died before recording them, the sum of
-// its recorded steps (children's spend included when they were recorded).
-func spentBefore(run *store.Run, hist []*store.Step) engine.Spent {
-	var steps engine.Spent
+// totals or, when an execution died before recording them, the sum of its
+// recorded steps and of its child runs' spend, whichever is more.
+func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.Step) engine.Spent {
+	return r.spent(ctx, run, hist, 0)
+}
+
+func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, depth int) engine.Spent {
+	var sum engine.Spent
 	for _, s := range hist {
 		if s.Cached || s.Pinned {
 			continue
 		}
-		steps.Tokens += s.Tokens
-		steps.CostUSD += s.CostUSD
+		sum.Tokens += s.Tokens
+		sum.CostUSD += s.CostUSD
 	}
-	out := engine.Spent{Tokens: run.Tokens, CostUSD: run.CostUSD}
-	if steps.Tokens > out.Tokens {
-		out.Tokens = steps.Tokens
+	if depth < engine.MaxDepth {
+		kids, _ := r.st.ListRuns(ctx, store.RunFilter{Parent: run.ID})
+		for _, kid := range kids {
+			kh, err := r.st.StepHistory(ctx, kid.ID)
+			if err != nil {
+				continue
+			}
+			k := r.spent(ctx, kid, kh, depth+1)
+			sum.Tokens += k.Tokens
+			sum.CostUSD += k.CostUSD
+		}
 	}
-	if steps.CostUSD > out.CostUSD {
-		out.CostUSD = steps.CostUSD
-	}
+	out := engine.Spent{Tokens: max(run.Tokens, sum.Tokens), CostUSD: max(run.CostUSD, sum.CostUSD)}
 	return out
 }
 

@@ -239,7 +239,7 @@ func (s *repairing) resume(ctx context.Context, id string) (job, error) {
 		return job{}, err
 	}
 	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist),
-		spent: spentBefore(claimed, hist)}, nil
+		spent: s.r.spentBefore(ctx, claimed, hist)}, nil
 }
 
 // fix asks the repair model for a workflow without the problems, until one
