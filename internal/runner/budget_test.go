@@ -181,6 +181,16 @@ edges:
 	require.Equal(t, 1000, doc.Verdict.Tokens, "the judge's tokens, on the verdict")
 	require.Equal(t, 1300, doc.Tokens, "the run's totals hold the step's and the judge's")
 	require.InDelta(t, (250*0.40+50*1.60+900*0.40+100*1.60)/1e6, doc.CostUSD, 1e-12)
+
+	// skein check judges again, and the run's totals count it.
+	srv.Push(llmtest.Turn{Text: `{"verdicts": [{"check_name": "expect", "verdict": "pass", "reasoning": "still one"}]}`,
+		Usage: llm.Usage{InputTokens: 900, OutputTokens: 100, TotalTokens: 1000}})
+	v, err := b.r.Check(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1000, v.Tokens)
+	doc, err = b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 2300, doc.Tokens)
 }
 
 // A model without a known price under limits.max_cost_usd is a validation
