@@ -217,6 +217,14 @@ nodes:
 	_, ds, err = runner.Validate(b.write(t, "priced.yaml", strings.Replace(src, " PRICE", ", price: {input_per_mtok: 1.0, output_per_mtok: 2.0}", 1)), nil, noEnv)
 	require.NoError(t, err)
 	require.Empty(t, ds)
+
+	// An agent's vision model, which describes its tools' images, too.
+	vision := strings.Replace(src, " PRICE", ", price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}\n  vision: {provider: openai, model: eye-x, api_key: test", 1)
+	_, ds, err = runner.Validate(b.write(t, "vision.yaml", vision), nil, noEnv)
+	require.NoError(t, err)
+	require.Len(t, ds, 1, ds.Error())
+	require.Contains(t, ds[0].Message, "model eye-x has no known price")
+	require.Contains(t, ds[0].Message, "llm: {vision: {…, price:")
 }
 
 // What the repair model costs counts in the run's totals (recorded as a

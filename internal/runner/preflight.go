@@ -198,6 +198,9 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 		if judged {
 			use("judge", n, n.Pos)
 		}
+		if spec.Category == node.AI && w.LLMConfig("vision") != nil {
+			use("vision", n, n.Pos) // it describes the images an agent's tools return
+		}
 	}
 	models := llmkind.NewModels(w, getenv)
 	var ds workflow.Diagnostics

@@ -191,6 +191,11 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			c.Emit("tool_result", map[string]any{"tool": label, "text": clip(c.Redact(content), 2048), "images": len(imgs),
 				"is_error": isErr, "duration_ms": time.Since(start).Milliseconds()})
 			if len(imgs) > 0 && imageMode != "pass" && ms.Has("vision") {
+				if _, vision, err := ms.Get("vision"); err == nil {
+					if err := checkBudget(c, ms, "vision", vision, &spent); err != nil {
+						return nil, withUsage(err, &spent)
+					}
+				}
 				summary, vision, u, err := summarize(ctx, ms, imgs)
 				spent.add(c, ms, "vision", vision, u) // at the vision model's price
 				if err == nil {
