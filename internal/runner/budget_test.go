@@ -349,3 +349,38 @@ edges:
 	require.Equal(t, "budget_exceeded", again.Engine.Steps[len(again.Engine.Steps)-1].Error.Category)
 	require.Equal(t, 1200, again.Run.Tokens, "each token once")
 }
+
+// What the repair model cost counts in the run's totals also when none of
+// its answers could be run (no execution followed to count it).
+func TestUnusedRepairsAreBilled(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, nil)
+	for _, kind := range []string{"alpha", "beta", "gamma"} { // three answers that do not validate
+		bad, err := json.Marshal(map[string]string{"explanation": "try this",
+			"workflow": "version: 1\nname: stuck\nnodes:\n  - {id: gate, type: " + kind + "}\n"})
+		require.NoError(t, err)
+		srv.Push(llmtest.Turn{Text: string(bad), Usage: llm.Usage{InputTokens: 80, OutputTokens: 20, TotalTokens: 100}})
+	}
+	file := b.write(t, "stuck.yaml", `version: 1
+name: stuck
+llm:
+  repair: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: gate, type: shell, command: [test, -f, "`+filepath.Join(b.dir, "missing")+`"]}
+`)
+	res, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: file,
+		Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }})
+	require.NoError(t, err)
+	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, 3, srv.Calls(), res.Repair.Stopped)
+	require.Contains(t, res.Repair.Stopped, "attempts did not fix the workflow")
+	require.Equal(t, 300, res.Repair.Tokens)
+	require.Equal(t, 300, res.Run.Tokens)
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, 300, doc.Tokens)
+	evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, runner.EventRepairUsage, evs[len(evs)-1].Type)
+}

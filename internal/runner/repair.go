@@ -16,6 +16,7 @@ import (
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -399,6 +400,9 @@ func (s *repairing) decode(src []byte) (*workflow.Workflow, workflow.Diagnostics
 // finish saves the repaired workflow of a run that completed and puts
 // what repair did into the result.
 func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result, error) {
+	if res != nil {
+		s.bill(ctx, res.Run)
+	}
 	completed := res != nil && res.Run.Status == string(engine.RunCompleted)
 	var saved, backup string
 	switch {
@@ -422,6 +426,30 @@ func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result
 	}
 	res.Repair = s.report(saved, backup)
 	return res, err
+}
+
+// bill adds what the repair model cost after the run's last execution
+// (attempts that gave no workflow to run) to the run's totals, with its
+// repair_usage event.
+func (s *repairing) bill(ctx context.Context, run *store.Run) {
+	spent := s.unbilled
+	if spent.Tokens == 0 && spent.CostUSD == 0 {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	cur, err := s.r.st.Run(bg, run.ID)
+	if err != nil || !(cur.LeaseExpired || cur.Owner.Token == "") {
+		return // it runs again somewhere: that execution is not told
+	}
+	cur.Tokens += spent.Tokens
+	cur.CostUSD += spent.CostUSD
+	if s.r.st.UpdateRun(bg, cur) != nil {
+		return
+	}
+	s.unbilled = engine.Spent{}
+	run.Tokens, run.CostUSD = cur.Tokens, cur.CostUSD
+	_ = s.r.st.AppendEvents(bg, run.ID, []store.Event{{Time: s.r.clock.Now(), Type: EventRepairUsage,
+		Data: map[string]any{"tokens": spent.Tokens, "cost_usd": spent.CostUSD}}})
 }
 
 // report is what repair did.
