@@ -384,3 +384,35 @@ nodes:
 	require.NoError(t, err)
 	require.Equal(t, runner.EventRepairUsage, evs[len(evs)-1].Type)
 }
+
+// A guardrail whose judge model has no known price records a warning that
+// says how to set one.
+func TestGuardrailUnpricedJudgeWarns(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{{Text: `{"pass": true, "reason": "polite"}`,
+		Usage: llm.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15}}})
+	w, err := b.r.Load(b.write(t, "guard.yaml", `version: 1
+name: guard
+llm:
+  default: {provider: openai, model: model-x, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: polite, type: guardrail, judge: "Is this polite?", value: "hello there"}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
+	require.NoError(t, err)
+	var warned bool
+	for _, ev := range evs {
+		if ev.Type == "warning" && ev.Node == "polite" && ev.Data["unpriced"] == true {
+			warned = true
+			require.Contains(t, ev.Data["message"], "no known price")
+			require.Contains(t, ev.Data["message"], "price: {input_per_mtok")
+		}
+	}
+	require.True(t, warned)
+	require.Equal(t, 15, res.Run.Tokens)
+}

@@ -136,6 +136,10 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 			e.Details["token_usage"] = usage
 			return nil, &e
 		}
+		if priced, ok := usage["priced"].(bool); ok && !priced {
+			c.Emit("warning", map[string]any{"unpriced": true, "message": "the judge model has no known price, so its cost counts as $0; " +
+				"set one on its llm: entry: price: {input_per_mtok: 1.0, output_per_mtok: 2.0} (US dollars per million tokens)"})
+		}
 		route := "fail"
 		if pass {
 			route = "pass"
