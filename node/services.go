@@ -71,6 +71,10 @@ type Budget interface {
 	// CheckExtra fails once the run's spending plus tokens and costUSD
 	// passes a limit.
 	CheckExtra(tokens int, costUSD float64) error
+	// CostLimited reports whether the run's cost is limited (its
+	// max_cost_usd, or a parent run's): a model without a price cannot be
+	// counted against it.
+	CostLimited() bool
 }
 
 // Children runs child workflows (the subworkflow kind).
@@ -80,7 +84,8 @@ type Children interface {
 
 // Judge judges a value with a model (a guardrail with judge:). It returns
 // whether the value passed, the judge's reasons and the token usage
-// directive of the call.
+// directive of the call (with the error too, when the model answered and
+// its replies were billed).
 type Judge interface {
 	JudgeValue(ctx context.Context, model, prompt string, value any) (bool, string, map[string]any, error)
 }

@@ -508,7 +508,7 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 			dec.typeErr(e.val, path, "", "a map {provider, model}")
 			continue
 		}
-		dec.fields(e.val, path, "", "model "+strconv.Quote(e.key), []string{"provider", "model", "base_url", "api_key", "headers", "temperature", "max_tokens"}, func(k string, fv *value, _ Pos) {
+		dec.fields(e.val, path, "", "model "+strconv.Quote(e.key), []string{"provider", "model", "base_url", "api_key", "headers", "temperature", "max_tokens", "price"}, func(k string, fv *value, _ Pos) {
 			p := path + "." + k
 			switch k {
 			case "provider":
@@ -536,10 +536,44 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 				l.Temperature = &t
 			case "max_tokens":
 				l.MaxTokens, _ = dec.integer(fv, p, "", 1, 10_000_000)
+			case "price":
+				l.Price = dec.price(fv, p)
 			}
 		})
 		w.LLM = append(w.LLM, l)
 	}
+}
+
+// price reads a model's price: {input_per_mtok, output_per_mtok}, US
+// dollars per million tokens.
+func (dec *decoder) price(v *value, path string) *Price {
+	if v.kind != vMap {
+		dec.typeErr(v, path, "", "a map {input_per_mtok, output_per_mtok}")
+		return nil
+	}
+	pr := &Price{}
+	dec.fields(v, path, "", path, []string{"input_per_mtok", "output_per_mtok"}, func(k string, fv *value, _ Pos) {
+		var f float64
+		switch fv.kind {
+		case vInt:
+			f = float64(fv.i)
+		case vFloat:
+			f = fv.f
+		default:
+			dec.typeErr(fv, path+"."+k, "", "a number of US dollars per million tokens")
+			return
+		}
+		if f < 0 || f > 1e6 {
+			dec.d.errorf(fv.pos, path+"."+k, "", "%s must be between 0 and 1000000 (US dollars per million tokens)", path+"."+k)
+			return
+		}
+		if k == "input_per_mtok" {
+			pr.InputPerMTok = f
+		} else {
+			pr.OutputPerMTok = f
+		}
+	})
+	return pr
 }
 
 func (dec *decoder) limits(w *Workflow, v *value) {

@@ -104,7 +104,16 @@ type LLMConfig struct {
 	Headers     map[string]string
 	Temperature *float64
 	MaxTokens   int
-	Pos         Pos
+	// Price is what the model costs, for a model whose price Skein does
+	// not know (or to override the one it knows).
+	Price *Price
+	Pos   Pos
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	InputPerMTok  float64
+	OutputPerMTok float64
 }
 
 // Evidence is the MCP tool called after a checked node succeeds, whose image

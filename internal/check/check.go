@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -74,6 +75,9 @@ type NodeVerdict struct {
 	Visit   int           `json:"visit"`
 	Verdict Verdict       `json:"verdict"`
 	Checks  []CheckResult `json:"checks"`
+	// Tokens and CostUSD are what the judge's calls on the node cost.
+	Tokens  int     `json:"tokens,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // RunVerdict is the answer to every check of a run.
@@ -84,6 +88,10 @@ type RunVerdict struct {
 	Nodes  []NodeVerdict `json:"nodes"`
 	// Stopped is the node whose hard failure stopped the pass.
 	Stopped string `json:"stopped,omitempty"`
+	// Tokens and CostUSD are what the judge's calls cost, all nodes
+	// together; the run's totals include them.
+	Tokens  int     `json:"tokens,omitempty"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
 }
 
 // Input is what Evaluate looks at.
@@ -100,6 +108,10 @@ type Input struct {
 	Files *node.Files
 	// Judge answers screen checks and expect; nil makes them "error".
 	Judge Judge
+	// Budget is the run's budget, with what the run spent: the judge is
+	// not asked once it is spent (the checks it would answer are
+	// "error"), and what it spends counts on top. Nil: no limit.
+	Budget node.Budget
 }
 
 // Evaluate answers the checks and expect outcomes of a finished run. It
@@ -139,6 +151,8 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 			nv = e.node(ctx, t.node, t.step)
 		}
 		nv.Verdict = sum(nv.Checks)
+		v.Tokens += nv.Tokens
+		v.CostUSD += nv.CostUSD
 		v.Nodes = append(v.Nodes, nv)
 		if v.Stopped == "" && anyHard(nv.Checks) {
 			v.Stopped = t.node.ID
@@ -165,6 +179,7 @@ type evaluator struct {
 	last    map[string]*engine.StepRecord
 	lastIdx map[string]int
 	exec    map[string]any
+	spent   Usage // what the judge cost so far
 }
 
 func newEvaluator(in Input) *evaluator {
@@ -244,7 +259,17 @@ func (e *evaluator) node(ctx context.Context, n *workflow.Node, step *engine.Ste
 			r.Check = c.Type
 		}
 		if text, ok := screenText(c); ok {
-			ask = append(ask, pending{index: len(nv.Checks), check: JudgeCheck{Name: r.Check, Type: c.Type, Text: text}})
+			jc := JudgeCheck{Name: r.Check, Type: c.Type, Text: text}
+			if c.Type == "template_found" && e.in.Judge != nil {
+				// The judge is shown the template image itself.
+				jc.Template, _ = c.Params["template"].(string)
+				if _, err := e.in.Files.Read(jc.Template); err != nil || jc.Template == "" {
+					r.Verdict, r.Reasoning = Error, templateProblem(jc.Template, err)
+					nv.Checks = append(nv.Checks, r)
+					continue
+				}
+			}
+			ask = append(ask, pending{index: len(nv.Checks), check: jc})
 		} else {
 			r.Verdict, r.Reasoning, r.Evidence = e.deterministic(c, out, scope)
 		}
@@ -255,7 +280,9 @@ func (e *evaluator) node(ctx context.Context, n *workflow.Node, step *engine.Ste
 		nv.Checks = append(nv.Checks, CheckResult{Node: n.ID, Check: expectName, Type: expectType, OnFail: OnFailFail})
 	}
 	if len(ask) > 0 {
+		before := e.spent
 		e.judge(ctx, n.ID, step.Visit, out, ask, nv.Checks)
+		nv.Tokens, nv.CostUSD = e.spent.Tokens-before.Tokens, e.spent.CostUSD-before.CostUSD
 	}
 	for i := range nv.Checks {
 		if r := &nv.Checks[i]; r.Verdict == Fail && r.OnFail == OnFailWarn {
@@ -390,4 +417,18 @@ func status(nodes []NodeVerdict) string {
 		}
 	}
 	return st
+}
+
+// templateProblem says why a template_found check's template cannot be
+// shown to the judge.
+func templateProblem(path string, err error) string {
+	if path == "" {
+		return "template_found needs template: the path of the template image"
+	}
+	msg := err.Error()
+	var ne *node.Error
+	if errors.As(err, &ne) {
+		msg = ne.Message
+	}
+	return fmt.Sprintf("the template image %s cannot be read: %s (a template is read from a folder the workflow declares under files:, or the run's folder)", path, msg)
 }

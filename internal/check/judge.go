@@ -19,6 +19,21 @@ type Judge interface {
 	Judge(ctx context.Context, req JudgeRequest) ([]JudgeVerdict, error)
 }
 
+// MeteredJudge is a Judge that says what each call cost; Evaluate counts
+// it on the node's verdict and the run's, and against Input.Budget.
+type MeteredJudge interface {
+	Judge
+	// JudgeMetered is Judge, with what the call cost (also when it
+	// failed after the model answered: those replies were billed).
+	JudgeMetered(ctx context.Context, req JudgeRequest) ([]JudgeVerdict, Usage, error)
+}
+
+// Usage is what calls of a model cost.
+type Usage struct {
+	Tokens  int     `json:"tokens"`
+	CostUSD float64 `json:"cost_usd"`
+}
+
 // JudgeRequest is the evidence of one node and the checks to answer on it.
 type JudgeRequest struct {
 	Node   string
@@ -39,6 +54,10 @@ type JudgeCheck struct {
 	Name string
 	Type string // a screen check type, or "expect"
 	Text string // what to verify, in words
+	// Template is, for template_found, the path of the template image,
+	// read through JudgeRequest.Files and shown to the judge beside the
+	// evidence.
+	Template string
 }
 
 // JudgeVerdict is the judge's answer to one check: Verdict is "pass" or
@@ -77,7 +96,7 @@ func screenText(c *workflow.Check) (string, bool) {
 	case "text_absent":
 		return fmt.Sprintf("text %s is absent from the screen", param("text")), true
 	case "template_found":
-		return fmt.Sprintf("the image template %s is found on screen", param("template")), true
+		return "the template image attached for this check is found on screen", true
 	case "window_title":
 		return fmt.Sprintf("the window title is %s", param("title")), true
 	}
@@ -144,8 +163,16 @@ func (e *evaluator) judge(ctx context.Context, node string, visit int, out map[s
 			}
 			break
 		}
+		if e.in.Budget != nil {
+			if err := e.in.Budget.CheckExtra(e.spent.Tokens, e.spent.CostUSD); err != nil {
+				for _, c := range todo {
+					issues[c.Name] = "the judge was not asked: " + err.Error()
+				}
+				break
+			}
+		}
 		req.Checks = slices.Clone(todo)
-		reply, err := e.in.Judge.Judge(ctx, req)
+		reply, err := e.ask(ctx, req)
 		if err != nil {
 			for _, c := range todo {
 				issues[c.Name] = fmt.Sprintf("the judge failed: %v", err)
@@ -177,6 +204,18 @@ func (e *evaluator) judge(ctx context.Context, node string, visit int, out map[s
 			r.Reasoning = "the judge gave no reasoning"
 		}
 	}
+}
+
+// ask asks the judge, counting what it cost.
+func (e *evaluator) ask(ctx context.Context, req JudgeRequest) ([]JudgeVerdict, error) {
+	m, ok := e.in.Judge.(MeteredJudge)
+	if !ok {
+		return e.in.Judge.Judge(ctx, req)
+	}
+	reply, u, err := m.JudgeMetered(ctx, req)
+	e.spent.Tokens += u.Tokens
+	e.spent.CostUSD += u.CostUSD
+	return reply, err
 }
 
 // validReply returns the usable verdicts of a reply, by check name, and

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -40,6 +43,8 @@ func TestJudgeEvidence(t *testing.T) {
 		events = append(events, map[string]any{"type": "node_started", "visit": 2}, ev)
 	}
 	images := []string{"/runs/r1/login/artifacts/screen-1.png", "/runs/r1/login/artifacts/screen-2.png"}
+	files := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(files, "logo.png"), []byte("\x89PNG logo"), 0o644))
 
 	j := &fakeJudge{replies: []func(check.JudgeRequest) ([]check.JudgeVerdict, error){
 		reply(
@@ -62,6 +67,7 @@ func TestJudgeEvidence(t *testing.T) {
 			askedImages = append(askedImages, node)
 			return images
 		},
+		Files: node.NewFiles(files, files),
 		Judge: j,
 	}
 	v := check.Evaluate(context.Background(), in)
@@ -79,7 +85,7 @@ func TestJudgeEvidence(t *testing.T) {
 	require.Equal(t, []check.JudgeCheck{
 		{Name: "welcome", Type: "text_present", Text: `text "Welcome" is present on screen`},
 		{Name: "no error", Type: "text_absent", Text: `text "Error" is absent from the screen`},
-		{Name: "logo", Type: "template_found", Text: `the image template "logo.png" is found on screen`},
+		{Name: "logo", Type: "template_found", Text: "the template image attached for this check is found on screen", Template: "logo.png"},
 		{Name: "title", Type: "window_title", Text: `the window title is "Dashboard"`},
 		{Name: "expect", Type: "expect", Text: "the user is logged in"},
 	}, req.Checks, "screen checks and expect, not the deterministic ones")

@@ -7,23 +7,35 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// Budget counts the tokens and cost of a run (and of its subworkflows,
-// which share their parent's) against the workflow's limits.
+// Budget counts the tokens and cost of a run against the workflow's
+// limits. A subworkflow's child run has a budget of its own (its file's
+// limits:) whose Parent is the parent run's: what the child spends counts
+// against both, so one budget covers a whole run tree.
 type Budget struct {
 	MaxTokens  int
 	MaxCostUSD float64
+	// Parent is the budget of the parent run (nil for a top-level run).
+	Parent *Budget
 
 	mu     sync.Mutex
 	tokens int
 	cost   float64
 }
 
-// Add counts a step's usage.
+// NewBudget makes the budget of a run under limits, having spent tokens
+// and cost already (a resumed run goes on from its recorded spend).
+func NewBudget(maxTokens int, maxCostUSD float64, parent *Budget, tokens int, cost float64) *Budget {
+	return &Budget{MaxTokens: maxTokens, MaxCostUSD: maxCostUSD, Parent: parent, tokens: tokens, cost: cost}
+}
+
+// Add counts usage against the budget and its parents.
 func (b *Budget) Add(tokens int, cost float64) {
-	b.mu.Lock()
-	b.tokens += tokens
-	b.cost += cost
-	b.mu.Unlock()
+	for ; b != nil; b = b.Parent {
+		b.mu.Lock()
+		b.tokens += tokens
+		b.cost += cost
+		b.mu.Unlock()
+	}
 }
 
 // Used returns what was spent so far.
@@ -38,21 +50,51 @@ func (b *Budget) Used() (tokens int, cost float64) {
 func (b *Budget) Check() error { return b.CheckExtra(0, 0) }
 
 // CheckExtra is Check counting what the running step has spent so far on
-// top, so a step that loops (an agent) stops at the limit too.
+// top, so a step that loops (an agent) stops at the limit too. The
+// limits of the parent runs are checked too.
 func (b *Budget) CheckExtra(tokens int, cost float64) error {
+	for lvl := b; lvl != nil; lvl = lvl.Parent {
+		if err := lvl.checkOwn(tokens, cost, lvl != b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CostLimited reports whether b or a parent limits the cost.
+func (b *Budget) CostLimited() bool {
+	for ; b != nil; b = b.Parent {
+		if b.MaxCostUSD > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *Budget) checkOwn(tokens int, cost float64, parent bool) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tokens += b.tokens
 	cost += b.cost
+	whose := "the run's"
+	if parent {
+		whose = "the parent run's"
+	}
 	if b.MaxTokens > 0 && tokens >= b.MaxTokens {
 		return &node.Error{Code: "budget_exceeded", Category: CategoryBudget, Permanent: true,
-			Message: fmt.Sprintf("the run's token budget is spent: %d tokens used, limits.max_tokens is %d", tokens, b.MaxTokens)}
+			Message: fmt.Sprintf("%s token budget is spent: %d tokens used, limits.max_tokens is %d", whose, tokens, b.MaxTokens)}
 	}
 	if b.MaxCostUSD > 0 && cost >= b.MaxCostUSD {
 		return &node.Error{Code: "budget_exceeded", Category: CategoryBudget, Permanent: true,
-			Message: fmt.Sprintf("the run's cost budget is spent: $%.4f used, limits.max_cost_usd is $%.4f", cost, b.MaxCostUSD)}
+			Message: fmt.Sprintf("%s cost budget is spent: $%.4f used, limits.max_cost_usd is $%.4f", whose, cost, b.MaxCostUSD)}
 	}
 	return nil
+}
+
+// Spent is what a run spent: tokens and US dollars.
+type Spent struct {
+	Tokens  int
+	CostUSD float64
 }
 
 // CategoryBudget is the error category of a spent budget.

@@ -132,8 +132,12 @@ type Options struct {
 	// running it (resume and rerun --pin).
 	Reuse func(ReuseQuery) (Reused, bool)
 	// Budget counts the run's tokens and cost; nil makes one from the
-	// workflow's limits. Subworkflows share their parent's.
+	// workflow's limits and Spent. A subworkflow's child run gets a budget
+	// of its own limits whose parent is this one.
 	Budget *Budget
+	// Spent is what earlier executions of the run spent (a resume): the
+	// result's totals go on from it, and so does a budget the driver makes.
+	Spent Spent
 	// Blobs keeps the run's big values in files of its run folder; nil
 	// keeps every value in memory.
 	Blobs *blob.Store
@@ -281,7 +285,7 @@ type runState struct {
 	closed  chan struct{}
 	hashes  []string // latest step hash per node
 	defs    [][]byte // canonical definition per node
-	tokens  int      // this run's own usage
+	tokens  int      // this run's usage, its children's included
 	cost    float64
 }
 
@@ -307,7 +311,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		opts.Concurrency = 16
 	}
 	if opts.Budget == nil {
-		opts.Budget = &Budget{MaxTokens: plan.W.Limits.MaxTokens, MaxCostUSD: plan.W.Limits.MaxCostUSD}
+		opts.Budget = NewBudget(plan.W.Limits.MaxTokens, plan.W.Limits.MaxCostUSD, nil, opts.Spent.Tokens, opts.Spent.CostUSD)
 	}
 	if opts.Memory == nil {
 		opts.Memory = blob.NewBudget(plan.W.Limits.MaxOutputMemory)
@@ -328,6 +332,8 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		wakeAt:   map[[2]int]time.Time{},
 		signals:  map[sigKey]Signal{},
 		closed:   make(chan struct{}),
+		tokens:   opts.Spent.Tokens,
+		cost:     opts.Spent.CostUSD,
 		admitted: map[int64]bool{},
 		held:     map[int64][]Event{},
 		queued:   map[int64]chan struct{}{},

@@ -40,6 +40,9 @@ type ChildRun struct {
 	// Blobs keeps the child's big values in its own run folder; nil keeps
 	// them with the parent's.
 	Blobs *blob.Store
+	// Spent is what earlier executions of the child run spent (the parent
+	// was resumed); the parent's own spend includes it already.
+	Spent Spent
 }
 
 // ChildFactory prepares the recording of a child run.
@@ -95,7 +98,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	opts := Options{
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
-		Stack: chain, Child: rs.opts.Child, Budget: rs.opts.Budget, ChildServices: rs.opts.ChildServices,
+		Stack: chain, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices,
 		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory,
 	}
 	if rs.opts.ChildServices != nil {
@@ -114,7 +117,11 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		if cr.Blobs != nil {
 			opts.Blobs = cr.Blobs
 		}
+		opts.Spent = cr.Spent
 	}
+	// The child's own limits hold, and what it spends counts against the
+	// parent's too.
+	opts.Budget = NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, rs.opts.Budget, opts.Spent.Tokens, opts.Spent.CostUSD)
 	rs.waiting(s.task)
 	<-rs.d.slots // give the slot back while the child runs
 	res, runErr := rs.d.Execute(ctx, plan, opts)
@@ -128,10 +135,11 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", runErr)
 	}
 	rs.post(func() {
-		// The child's usage is already in the shared budget; the parent's
-		// totals include it too.
-		rs.tokens += res.Tokens
-		rs.cost += res.CostUSD
+		// The child's usage is already in the parent's budget; the
+		// parent's totals include it too (what an earlier execution of the
+		// child spent, they include already).
+		rs.tokens += res.Tokens - opts.Spent.Tokens
+		rs.cost += res.CostUSD - opts.Spent.CostUSD
 	})
 	switch res.Status {
 	case RunCompleted:
@@ -149,6 +157,11 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	if res.Error != nil {
 		e.Message += ": " + res.Error.Message
 		e.Details["category"] = res.Error.Category
+		if res.Error.Category == CategoryBudget {
+			// A spent budget is no bug of the workflow: no retry, no
+			// repair.
+			e.Code, e.Category, e.Permanent = "budget_exceeded", CategoryBudget, true
+		}
 	}
 	return nil, e
 }

@@ -157,6 +157,29 @@ func TestCrashedServerIsRestarted(t *testing.T) {
 	require.Equal(t, "echo: back", c.out["text"])
 }
 
+// A server that exits during a call while a child it started still holds
+// its output open is noticed at once, not when the node times out: the
+// stream never ends, but the process did.
+func TestCrashedServerWithChildHoldingOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(p paths, m string) []*workflow.MCPServer { return []*workflow.MCPServer{p.faultyServer(m)} })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := callKind(ctx, t, b.pool, "faulty", "orphan", nil, 1)
+	require.NotNil(t, c.err)
+	require.Equal(t, mcp.CategoryProtocol, c.err.Category, c.err.Message)
+	require.Equal(t, "server_exited", c.err.Code)
+	require.Contains(t, c.err.Message, `the server exited during tools/call "orphan" (exit status 3)`)
+	require.Contains(t, c.err.Details["stderr"], "faulty: exiting, my child keeps stdout")
+	require.Less(t, c.took, 5*time.Second, "noticed when the server exits")
+	require.Eventually(t, func() bool { return len(survivors(b.marker)) == 0 },
+		5*time.Second, 20*time.Millisecond, "the child holding the output is killed with the server's group")
+
+	c = callKind(context.Background(), t, b.pool, "faulty", "echo", map[string]any{"message": "back"}, 2)
+	require.Nil(t, c.err)
+	require.Equal(t, "echo: back", c.out["text"])
+}
+
 // A server that ignores the end of its stdin does not stall Close: it is
 // killed after CloseGrace, with everything in its process group.
 func TestCloseKillsStubbornServer(t *testing.T) {

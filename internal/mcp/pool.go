@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -59,6 +60,18 @@ type Pool struct {
 	conns  map[string]*conn
 	closed bool
 	wg     sync.WaitGroup // starts and closes running in the background
+
+	// progress holds the progress callback of each call that has one, by
+	// its progress token.
+	progress   sync.Map
+	progressID atomic.Int64
+}
+
+// Progress is a progress notification a server sent during a call.
+type Progress struct {
+	Progress float64
+	Total    float64 // 0: unknown
+	Message  string
 }
 
 // NewPool returns a pool for the given servers. Templates in their args,
@@ -69,12 +82,13 @@ func NewPool(servers []*workflow.MCPServer, scope *expr.Scope) *Pool {
 		servers: make(map[string]*workflow.MCPServer, len(servers)),
 		scope:   scope,
 		conns:   map[string]*conn{},
-		client: sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
-			// No roots: a server such as the filesystem one would take
-			// them as its allowed folders instead of its arguments.
-			Capabilities: &sdk.ClientCapabilities{},
-		}),
 	}
+	p.client = sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
+		// No roots: a server such as the filesystem one would take
+		// them as its allowed folders instead of its arguments.
+		Capabilities:                &sdk.ClientCapabilities{},
+		ProgressNotificationHandler: p.onProgress,
+	})
 	for _, s := range servers {
 		p.servers[s.Name] = s
 	}
@@ -362,14 +376,21 @@ func (p *Pool) Tool(ctx context.Context, server, name string) (*Tool, error) {
 // listTools lists the tools of c's server and caches them.
 func (p *Pool) listTools(ctx context.Context, c *conn) ([]*Tool, error) {
 	var list []*Tool
-	byName := map[string]*Tool{}
-	for t, err := range c.cs.Tools(ctx, nil) {
-		if err != nil {
-			return nil, p.requestError(ctx, c, "tools/list", err)
+	var byName map[string]*Tool
+	c, err := p.request(ctx, c, func(ctx context.Context, c *conn) error {
+		list, byName = nil, map[string]*Tool{}
+		for t, err := range c.cs.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			tool := &Tool{Server: c.server, Tool: t}
+			list = append(list, tool)
+			byName[t.Name] = tool
 		}
-		tool := &Tool{Server: c.server, Tool: t}
-		list = append(list, tool)
-		byName[t.Name] = tool
+		return nil
+	})
+	if err != nil {
+		return nil, p.requestError(ctx, c, "tools/list", err)
 	}
 	if list == nil {
 		list = []*Tool{}
@@ -380,12 +401,35 @@ func (p *Pool) listTools(ctx context.Context, c *conn) ([]*Tool, error) {
 	return list, nil
 }
 
-// CallTool calls a tool of server with args and returns its result. A
+// onProgress hands a progress notification to the callback of its call.
+func (p *Pool) onProgress(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	token, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	if fn, ok := p.progress.Load(token); ok {
+		fn.(func(Progress))(Progress{Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+// CallTool calls a tool of server with args and returns its result; see
+// CallToolProgress.
+func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*sdk.CallToolResult, error) {
+	return p.CallToolProgress(ctx, server, tool, args, nil)
+}
+
+// CallToolProgress calls a tool of server with args and returns its
+// result; when progress is not nil, the call asks for progress
+// notifications and progress gets each one the server sends, never after
+// CallToolProgress returned. A
 // result with IsError set is a result, not an error: the caller decides.
 // Errors are node.Errors: mcp_start when the server could not start,
 // mcp_protocol when it died, dropped the connection or answered with a
 // JSON-RPC error, timeout or cancelled when ctx ended first.
-func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[string]any) (*sdk.CallToolResult, error) {
+func (p *Pool) CallToolProgress(ctx context.Context, server, tool string, args map[string]any, progress func(Progress)) (*sdk.CallToolResult, error) {
 	c, err := p.conn(ctx, server)
 	if err != nil {
 		return nil, err
@@ -393,11 +437,87 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 	if args == nil {
 		args = map[string]any{}
 	}
-	res, err := c.cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	params := &sdk.CallToolParams{Name: tool, Arguments: args}
+	if progress != nil {
+		// progress is never called once the call has returned.
+		var mu sync.Mutex
+		done := false
+		token := fmt.Sprintf("skein-%d", p.progressID.Add(1))
+		p.progress.Store(token, func(pr Progress) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !done {
+				progress(pr)
+			}
+		})
+		defer func() {
+			p.progress.Delete(token)
+			mu.Lock()
+			done = true
+			mu.Unlock()
+		}()
+		params.SetProgressToken(token)
+	}
+	var res *sdk.CallToolResult
+	c, err = p.request(ctx, c, func(ctx context.Context, c *conn) (err error) {
+		res, err = c.cs.CallTool(ctx, params)
+		return err
+	})
 	if err != nil {
 		return nil, p.requestError(ctx, c, fmt.Sprintf("tools/call %q", tool), err)
 	}
 	return res, nil
+}
+
+// request sends a request to c's server with do. When a streamable HTTP
+// server answers that it does not know the session (404 Not Found: it
+// restarted), a new session is opened at once and the request sent again
+// in it: it never reached the server's tools. It returns the conn the
+// last attempt used.
+func (p *Pool) request(ctx context.Context, c *conn, do func(context.Context, *conn) error) (*conn, error) {
+	err := p.watched(ctx, c, do)
+	if err == nil || c.hc == nil || !errors.Is(err, sdk.ErrSessionMissing) || ctx.Err() != nil {
+		return c, err
+	}
+	c.mu.Lock()
+	c.broken = true
+	c.mu.Unlock()
+	p.retire(c, 0)
+	fresh, cerr := p.conn(ctx, c.server)
+	if cerr != nil {
+		return c, err
+	}
+	return fresh, p.watched(ctx, fresh, do)
+}
+
+// watched runs do with a context that c.watch ends when the server exits.
+func (p *Pool) watched(ctx context.Context, c *conn, do func(context.Context, *conn) error) error {
+	wctx, done := c.watch(ctx)
+	defer done()
+	return do(wctx, c)
+}
+
+// errExited is the cause of a request's context when its stdio server
+// exited while the request waited.
+var errExited = errors.New("the MCP server exited")
+
+// watch returns a context for a request to c's server that ends when a
+// stdio server exits: a process it started may hold the server's stdout
+// open, and the stream then never ends, but the request must. The returned
+// function releases the watch.
+func (c *conn) watch(ctx context.Context) (context.Context, func()) {
+	if c.proc == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-c.proc.exited:
+			cancel(errExited)
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, func() { cancel(nil) }
 }
 
 // requestError explains a failed request to c's server and, when the
@@ -424,7 +544,8 @@ func (p *Pool) requestError(ctx context.Context, c *conn, what string, err error
 	c.mu.Lock()
 	c.broken = true
 	c.mu.Unlock()
-	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed)
+	closed := errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, sdk.ErrConnectionClosed) ||
+		(c.proc != nil && c.proc.done()) // its stream may stay open, held by a process it started
 	// The end of the stream comes just before the server is reaped: wait
 	// for that, to say how it ended.
 	exited := closed && c.proc != nil && c.proc.exitedWithin(500*time.Millisecond)

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -149,6 +150,32 @@ func TestHTTPServer(t *testing.T) {
 	require.Nil(t, c.err)
 	require.Equal(t, map[string]any{"greeting": "hello ada"}, c.out)
 	require.Equal(t, "Bearer abc123", srv.Header("Authorization"))
+}
+
+// A streamable HTTP server that forgot the session (it restarted: 404 Not
+// Found) gets a new session at once, and the request is sent again in it:
+// the node does not fail (it failed, and only a retry reconnected).
+func TestHTTPServerForgetsTheSession(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.New(t)
+	var calls atomic.Int32
+	srv.AddTool("count", nil, func(context.Context, map[string]any) (*sdk.CallToolResult, error) {
+		return mcptest.Text(fmt.Sprintf(`{"n": %d}`, calls.Add(1))), nil
+	})
+	pool := mcp.NewPool([]*workflow.MCPServer{{Name: "web", URL: srv.URL}}, nil)
+	t.Cleanup(func() { require.NoError(t, pool.Close()) })
+
+	c := callKind(context.Background(), t, pool, "web", "count", nil, 1)
+	require.Nil(t, c.err)
+	for _, what := range []string{"tools/call", "tools/list"} {
+		srv.ForgetSessions()
+		if what == "tools/list" {
+			pool.Evict("web") // the next use lists the tools again
+		}
+		c = callKind(context.Background(), t, pool, "web", "count", nil, 1)
+		require.Nil(t, c.err, "%s in a forgotten session: %v", what, c.err)
+	}
+	require.Equal(t, map[string]any{"n": 3}, c.out, "each call ran once")
 }
 
 func TestHTTPServerUnreachable(t *testing.T) {

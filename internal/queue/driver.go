@@ -464,6 +464,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
 	begun := st.begun[args.Task]
+	spent := engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
 	var upstream []string
 	if t != nil {
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
@@ -511,6 +512,10 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
 		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
 	}
+	// The run's budget goes on from what its recorded history spent, on
+	// whichever worker runs the node.
+	tenv.Services = node.BudgetService.Provide(tenv.Services,
+		engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD))
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {

@@ -67,10 +67,28 @@ func registry() *node.Registry {
 		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
 	}, func() node.Kind { return chatty{} })
 	reg.MustRegister(node.Spec{
+		Kind: "spender", Category: node.Action, Description: "Checks the run's budget, then spends 700 tokens.",
+	}, func() node.Kind { return spender{} })
+	reg.MustRegister(node.Spec{
 		Kind: "nap", Category: node.Action, Description: "Waits ms milliseconds in the worker (a node that takes time, not a timer).",
 		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
 	}, func() node.Kind { return nap{} })
 	return reg
+}
+
+// spender checks the run's budget, as an AI kind does before a model
+// call, and spends 700 tokens.
+type spender struct{}
+
+func (spender) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	b, err := node.BudgetService.Get(c)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.CheckExtra(0, 0); err != nil {
+		return nil, err
+	}
+	return map[string]any{"_token_usage": map[string]any{"total_tokens": 700, "cost_usd": 0.0}}, nil
 }
 
 // nap is a node that takes ms milliseconds of a worker's time.
@@ -565,4 +583,33 @@ func TestWideFanOutOnWorkersSharingAPool(t *testing.T) {
 	end := b.wait(t, run.ID)
 	require.Equal(t, "completed", end.Status, "%v", end.Error)
 	require.Len(t, b.steps(t, run.ID)["join"], 1)
+}
+
+// Workers give nodes the run's budget, going on from what the run's
+// history spent: the third node of a run limited to 1,000 tokens, after
+// two spent 700 each, is refused (nodes that check the budget failed on
+// workers: no budget was provided).
+func TestWorkersKeepTheRunsBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 2)
+	run := b.start(t, `version: 1
+name: spend
+limits: {max_tokens: 1000}
+nodes:
+  - {id: one, type: spender}
+  - {id: two, type: spender}
+  - {id: three, type: spender}
+edges:
+  - {from: one, to: two}
+  - {from: two, to: three}
+`, nil)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "failed", done.Status)
+	require.Equal(t, 1400, done.Tokens)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "success", steps["two"][0].Status, "%v", steps["two"][0].Error)
+	three := steps["three"][0]
+	require.Equal(t, "failed", three.Status)
+	require.Equal(t, "budget_exceeded", three.Error.Category)
+	require.Contains(t, three.Error.Message, "1400 tokens used, limits.max_tokens is 1000")
 }

@@ -92,6 +92,9 @@ type job struct {
 	// returns events to record with it (--auto-repair's business-error
 	// warnings).
 	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
+	// spent is what the run spent before this execution (a resume goes on
+	// from it) plus what was spent for it meanwhile (the repair model).
+	spent engine.Spent
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -237,6 +240,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Wakes:   j.wakes,
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
+		Spent:   j.spent,
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
@@ -283,6 +287,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if verdict != nil {
 		extra = append(extra, verdictEvents(verdict, now)...)
+		// The judge's calls are the run's spending too.
+		res.Tokens += verdict.Tokens
+		res.CostUSD += verdict.CostUSD
 	}
 	for _, ev := range extra {
 		_ = recs.Event(ev)
@@ -609,6 +616,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		abs, _ := filepath.Abs(cw.File)
 		var crl *runlog.Writer
 		var reuse *durable.Reuser
+		var spent engine.Spent
 		child, err := r.st.Run(bg, id)
 		switch {
 		case err == nil:
@@ -621,6 +629,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			}
 			r.killOrphans(hist)
 			reuse = durable.ForResume(hist)
+			spent = r.spentBefore(bg, child, hist)
 			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
@@ -653,6 +662,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			Recorder:    tee{crl, rec},
 			ArtifactDir: artifactDir(crl),
 			Files:       runFiles(cw, crl.Dir()),
+			Spent:       spent,
 		}
 		if awaitsSignals(cw, r.cfg.Registry) {
 			// A child waits in its parent's process: the parent's lease
@@ -684,6 +694,38 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		}
 		return cr, nil
 	}
+}
+
+// spentBefore is what a run spent in its earlier executions: its recorded
+// totals or, when an execution died before recording them, the sum of its
+// recorded steps and of its child runs' spend, whichever is more.
+func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.Step) engine.Spent {
+	return r.spent(ctx, run, hist, 0)
+}
+
+func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, depth int) engine.Spent {
+	var sum engine.Spent
+	for _, s := range hist {
+		if s.Cached || s.Pinned {
+			continue
+		}
+		sum.Tokens += s.Tokens
+		sum.CostUSD += s.CostUSD
+	}
+	if depth < engine.MaxDepth {
+		kids, _ := r.st.ListRuns(ctx, store.RunFilter{Parent: run.ID})
+		for _, kid := range kids {
+			kh, err := r.st.StepHistory(ctx, kid.ID)
+			if err != nil {
+				continue
+			}
+			k := r.spent(ctx, kid, kh, depth+1)
+			sum.Tokens += k.Tokens
+			sum.CostUSD += k.CostUSD
+		}
+	}
+	out := engine.Spent{Tokens: max(run.Tokens, sum.Tokens), CostUSD: max(run.CostUSD, sum.CostUSD)}
+	return out
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict

@@ -198,6 +198,9 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 		if judged {
 			use("judge", n, n.Pos)
 		}
+		if spec.Category == node.AI && w.LLMConfig("vision") != nil {
+			use("vision", n, n.Pos) // it describes the images an agent's tools return
+		}
 	}
 	models := llmkind.NewModels(w, getenv)
 	var ds workflow.Diagnostics
@@ -205,6 +208,13 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 	for _, name := range order {
 		u := uses[name]
 		pick, err := models.Check(name)
+		if err == nil && w.Limits.MaxCostUSD > 0 && !seen[pick] {
+			if entry, model, known := models.Priced(name); !known {
+				seen[pick] = true
+				ds = append(ds, workflow.Diagnostic{File: w.File, Line: u.pos.Line, Col: u.pos.Col, Node: u.nodes[0].ID, Severity: sev,
+					Message: fmt.Sprintf("model %s has no known price, so limits.max_cost_usd cannot count what it costs and a run refuses to call it; set one: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}} (US dollars per million tokens)", model, entry)})
+			}
+		}
 		if err == nil || seen[pick] {
 			continue
 		}

@@ -16,21 +16,13 @@ import (
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
 // maxRepairAttempts is how many workflows the repair model is asked for in
 // each phase (validation, runtime); a reply that does not validate counts.
 const maxRepairAttempts = 3
-
-// repairModelFor returns the repair model of a workflow (w may be nil): its
-// llm.repair, else vision, else default, else the environment's
-// (SKEIN_LLM_*).
-func repairModelFor(w *workflow.Workflow, secrets map[string]string, lookupEnv func(string) (string, bool)) (llm.Provider, string, error) {
-	m := llmkind.NewModels(w, lookupEnv)
-	m.Render = secretRenderer(secrets)
-	return m.Get("repair")
-}
 
 // RepairRequest runs a workflow with --auto-repair: a validation error or
 // a repairable runtime error goes to the repair model, whose corrected
@@ -87,7 +79,13 @@ type repairing struct {
 	stopped  string
 	tokens   int
 	costUSD  float64
+	// unbilled is what the repair model cost since the last execution
+	// began: the next execution's run counts it.
+	unbilled engine.Spent
+	// runSpent is what the run spent by its last execution's end.
+	runSpent engine.Spent
 
+	models    *llmkind.Models
 	provider  llm.Provider
 	model     string
 	modelDone bool
@@ -192,9 +190,18 @@ func (s *repairing) runtime(ctx context.Context, j job) (*Result, error) {
 func (s *repairing) execute(ctx context.Context, j job) (*Result, error) {
 	s.last, s.assess = nil, repair.Assessment{}
 	w := j.w
+	// What the repair model cost counts in the run's totals and budget.
+	repaired := s.unbilled
+	j.spent.Tokens += repaired.Tokens
+	j.spent.CostUSD += repaired.CostUSD
+	s.unbilled = engine.Spent{}
 	j.finished = func(res *engine.Result, now time.Time) []engine.TimedEvent {
 		s.assess = repair.Assess(w, s.r.cfg.Registry, res)
 		var evs []engine.TimedEvent
+		if repaired.Tokens > 0 || repaired.CostUSD > 0 {
+			evs = append(evs, engine.TimedEvent{Time: now, Event: engine.Event{Type: EventRepairUsage,
+				Data: map[string]any{"tokens": repaired.Tokens, "cost_usd": repaired.CostUSD}}})
+		}
 		for _, wn := range s.assess.Warnings {
 			s.warnings = append(s.warnings, wn)
 			evs = append(evs, engine.TimedEvent{Time: now, Event: engine.Event{
@@ -206,8 +213,16 @@ func (s *repairing) execute(ctx context.Context, j job) (*Result, error) {
 	}
 	res, err := s.r.execute(ctx, j, s.req.Options)
 	s.last = res
+	if res != nil {
+		s.runSpent = engine.Spent{Tokens: res.Run.Tokens, CostUSD: res.Run.CostUSD}
+	}
 	return res, err
 }
+
+// EventRepairUsage is the event that records, in the run it went into,
+// what the repair model cost (its tokens and cost_usd are in the run's
+// totals).
+const EventRepairUsage = "repair_usage"
 
 // resume prepares the job that continues run id with the current
 // workflow: succeeded steps whose node and inputs are unchanged are reused.
@@ -224,7 +239,8 @@ func (s *repairing) resume(ctx context.Context, id string) (job, error) {
 	if err != nil {
 		return job{}, err
 	}
-	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, nil
+	return job{w: s.w, inputs: claimed.Inputs, trigger: claimed.Trigger, runID: claimed.ID, resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist),
+		spent: s.r.spentBefore(ctx, claimed, hist)}, nil
 }
 
 // fix asks the repair model for a workflow without the problems, until one
@@ -321,16 +337,28 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 func (s *repairing) ask(ctx context.Context, msgs []llm.Message) (*repair.Reply, error) {
 	if !s.modelDone {
 		s.modelDone = true
-		s.provider, s.model, s.modelErr = repairModelFor(s.w, s.secrets(), s.r.cfg.LookupEnv)
+		s.models = llmkind.NewModels(s.w, s.r.cfg.LookupEnv)
+		s.models.Render = secretRenderer(s.secrets())
+		s.provider, s.model, s.modelErr = s.models.Get("repair")
 	}
 	if s.modelErr != nil {
 		return nil, s.modelErr
 	}
+	// The repair model spends from the run's budget.
+	if s.w != nil {
+		b := engine.NewBudget(s.w.Limits.MaxTokens, s.w.Limits.MaxCostUSD, nil,
+			s.runSpent.Tokens+s.unbilled.Tokens, s.runSpent.CostUSD+s.unbilled.CostUSD)
+		if err := b.Check(); err != nil {
+			return nil, err
+		}
+	}
 	reply, resp, err := repair.Ask(ctx, s.provider, s.model, msgs)
 	if resp != nil {
+		cost, _ := s.models.Cost(s.model, resp.Usage)
 		s.tokens += resp.Usage.TotalTokens
-		cost, _ := llm.Cost(resp.Model, resp.Usage, nil)
 		s.costUSD += cost
+		s.unbilled.Tokens += resp.Usage.TotalTokens
+		s.unbilled.CostUSD += cost
 	}
 	return reply, err
 }
@@ -372,6 +400,9 @@ func (s *repairing) decode(src []byte) (*workflow.Workflow, workflow.Diagnostics
 // finish saves the repaired workflow of a run that completed and puts
 // what repair did into the result.
 func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result, error) {
+	if res != nil {
+		s.bill(ctx, res.Run)
+	}
 	completed := res != nil && res.Run.Status == string(engine.RunCompleted)
 	var saved, backup string
 	switch {
@@ -395,6 +426,30 @@ func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result
 	}
 	res.Repair = s.report(saved, backup)
 	return res, err
+}
+
+// bill adds what the repair model cost after the run's last execution
+// (attempts that gave no workflow to run) to the run's totals, with its
+// repair_usage event.
+func (s *repairing) bill(ctx context.Context, run *store.Run) {
+	spent := s.unbilled
+	if spent.Tokens == 0 && spent.CostUSD == 0 {
+		return
+	}
+	bg := context.WithoutCancel(ctx)
+	cur, err := s.r.st.Run(bg, run.ID)
+	if err != nil || !(cur.LeaseExpired || cur.Owner.Token == "") {
+		return // it runs again somewhere: that execution is not told
+	}
+	cur.Tokens += spent.Tokens
+	cur.CostUSD += spent.CostUSD
+	if s.r.st.UpdateRun(bg, cur) != nil {
+		return
+	}
+	s.unbilled = engine.Spent{}
+	run.Tokens, run.CostUSD = cur.Tokens, cur.CostUSD
+	_ = s.r.st.AppendEvents(bg, run.ID, []store.Event{{Time: s.r.clock.Now(), Type: EventRepairUsage,
+		Data: map[string]any{"tokens": spent.Tokens, "cost_usd": spent.CostUSD}}})
 }
 
 // report is what repair did.

@@ -48,7 +48,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 		r.killOrphans(hist)
 	}
 	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: r.triggerPayload(hist, claimed.Trigger), runID: claimed.ID,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, req.Options)
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
 }
 
 // prepareResume reads a run, its history and the workflow to resume it

@@ -48,6 +48,8 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 		},
 		Files: runFiles(w, dir),
 		Judge: judge,
+		// The judge spends from the run's budget.
+		Budget: engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, nil, res.Tokens, res.CostUSD),
 	})
 	v, err := redact.Into(red, v)
 	if err != nil {
@@ -119,7 +121,8 @@ func verdictEvents(v *check.RunVerdict, now time.Time) []engine.TimedEvent {
 // resultFromStore rebuilds a run's result from its stored steps, for
 // `skein check`.
 func resultFromStore(run *store.Run, steps []*store.Step) *engine.Result {
-	res := &engine.Result{RunID: run.ID, Workflow: run.Workflow, Status: engine.RunStatus(run.Status), Outputs: run.Outputs, Error: run.Error}
+	res := &engine.Result{RunID: run.ID, Workflow: run.Workflow, Status: engine.RunStatus(run.Status), Outputs: run.Outputs, Error: run.Error,
+		Tokens: run.Tokens, CostUSD: run.CostUSD}
 	for _, s := range steps {
 		out, directives, _ := durable.Output(s)
 		res.Steps = append(res.Steps, &engine.StepRecord{

@@ -194,6 +194,15 @@ func build(reg *node.Registry) (object, error) {
 				"headers":     object{"type": "object", "additionalProperties": ref("scalar"), "description": "Extra HTTP headers."},
 				"temperature": object{"type": "number", "description": "Sampling temperature."},
 				"max_tokens":  object{"type": "integer", "minimum": 1, "maximum": maxModelToks, "description": "Most tokens in a reply."},
+				"price": object{
+					"type": "object",
+					"properties": object{
+						"input_per_mtok":  object{"type": "number", "minimum": 0, "maximum": 1e6, "description": "US dollars per million input tokens."},
+						"output_per_mtok": object{"type": "number", "minimum": 0, "maximum": 1e6, "description": "US dollars per million output tokens."},
+					},
+					"additionalProperties": false,
+					"description":          "What the model costs, for a model Skein has no price for (or to override the one it has).",
+				},
 			},
 			"additionalProperties": false,
 			"description":          "A model configuration, referred to by name from nodes' model parameters.",

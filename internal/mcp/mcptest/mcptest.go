@@ -24,6 +24,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	headers http.Header // of the last request
+	handler http.Handler
 }
 
 // Handler answers a tool call with the arguments decoded from JSON.
@@ -33,16 +34,32 @@ type Handler func(ctx context.Context, args map[string]any) (*sdk.CallToolResult
 func New(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{MCP: sdk.NewServer(&sdk.Implementation{Name: "mcptest", Version: "1"}, nil)}
-	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP }, nil)
+	s.handler = s.newHandler()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.headers = r.Header.Clone()
+		h := s.handler
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
 	s.URL = hs.URL
 	return s
+}
+
+func (s *Server) newHandler() http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP }, nil)
+}
+
+// ForgetSessions drops every session, as a server that restarted does:
+// a request in an old session is answered 404 Not Found.
+func (s *Server) ForgetSessions() {
+	s.mu.Lock()
+	s.handler = s.newHandler()
+	s.mu.Unlock()
+	for ss := range s.MCP.Sessions() {
+		_ = ss.Close()
+	}
 }
 
 // AddTool adds (or replaces) a tool with the given input schema; nil means

@@ -11,6 +11,8 @@
 //   rpcerror answers with a JSON-RPC error
 //   garbage  writes a line that is not JSON to stdout
 //   route    answers JSON text carrying a _route directive
+//   orphan   starts a child that keeps stdout open, then exits with status 3
+//            instead of answering
 //
 // Flags:
 //   --ignore-stdin-close  keep running when stdin closes
@@ -25,7 +27,7 @@ if (args.includes("--exit-at-start")) {
   process.exit(2);
 }
 
-const tools = ["echo", "exit", "hang", "spin", "fail", "rpcerror", "garbage", "route"].map((name) => ({
+const tools = ["echo", "exit", "hang", "spin", "fail", "rpcerror", "garbage", "route", "orphan"].map((name) => ({
   name,
   description: "faulty " + name,
   inputSchema:
@@ -85,6 +87,11 @@ function handle(msg) {
       return;
     case "route":
       return reply(msg.id, text(JSON.stringify({ _route: "b", n: 1 })));
+    case "orphan":
+      require("child_process").spawn(process.execPath, ["-e", "setTimeout(() => {}, 60000)"], { stdio: ["ignore", "inherit", "inherit"] });
+      process.stderr.write("faulty: exiting, my child keeps stdout\n");
+      process.exit(3);
+      return;
   }
 }
 

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"time"
 
@@ -123,7 +124,21 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 		}
 		pass, reason, usage, err := j.JudgeValue(ctx, c.String("model"), c.String("judge"), c.Params["value"])
 		if err != nil {
-			return nil, err
+			if usage == nil {
+				return nil, err
+			}
+			// What the judge was billed counts, as a failed step's.
+			e := *node.AsError(err)
+			e.Details = maps.Clone(e.Details)
+			if e.Details == nil {
+				e.Details = map[string]any{}
+			}
+			e.Details["token_usage"] = usage
+			return nil, &e
+		}
+		if priced, ok := usage["priced"].(bool); ok && !priced {
+			c.Emit("warning", map[string]any{"unpriced": true, "message": "the judge model has no known price, so its cost counts as $0; " +
+				"set one on its llm: entry: price: {input_per_mtok: 1.0, output_per_mtok: 2.0} (US dollars per million tokens)"})
 		}
 		route := "fail"
 		if pass {

@@ -44,7 +44,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	p, modelName, err := ms.Get(c.String("model"))
+	entry := c.String("model")
+	p, modelName, err := ms.Get(entry)
 	if err != nil {
 		return nil, err
 	}
@@ -95,28 +96,28 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		msgs = append(msgs, llm.System(sys))
 	}
 	msgs = append(msgs, llm.User(c.String("prompt")))
-	var total llm.Usage
+	var spent spend
 	calls, imagesSaved := 0, 0
 	var temp *float64
 	if t, ok := c.Number("temperature"); ok {
 		temp = &t
 	}
 	finish := func(text, stopped string) (map[string]any, error) {
-		u := usage(modelName, total)
+		u := spent.directive()
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
 	lastText := ""
 	for {
-		if err := checkBudgetSpent(c, modelName, total); err != nil {
-			return nil, withUsage(err, modelName, total)
+		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
+			return nil, withUsage(err, &spent)
 		}
 		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
 		resp, err := p.Chat(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp})
 		if err != nil {
-			return nil, withUsage(err, modelName, total)
+			return nil, withUsage(err, &spent)
 		}
-		total = total.Add(resp.Usage)
+		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {
 			return finish(resp.Text, "")
@@ -146,7 +147,17 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 				// tool would only see none.
 				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
 			default:
-				res, err := pool.CallTool(ctx, o.server, o.tool, tc.Arguments)
+				progress := func(p mcp.Progress) {
+					ev := map[string]any{"tool": label, "progress": p.Progress, "call": calls}
+					if p.Total > 0 {
+						ev["total"] = p.Total
+					}
+					if p.Message != "" {
+						ev["message"] = clip(c.Redact(p.Message), 2048)
+					}
+					c.Emit("tool_progress", ev)
+				}
+				res, err := pool.CallToolProgress(ctx, o.server, o.tool, tc.Arguments, progress)
 				if err != nil {
 					content, isErr = "error: "+c.Redact(err.Error()), true
 					break
@@ -165,6 +176,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 							texts = append(texts, "[image]")
 						}
 						imgs = append(imgs, llm.Image{MIME: x.MIMEType, Data: x.Data})
+					case *sdk.ResourceLink:
+						texts = append(texts, resourceLinkText(x))
+					case *sdk.EmbeddedResource:
+						if r := x.Resource; r != nil && r.Blob == nil {
+							texts = append(texts, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text))
+						} else if r != nil {
+							texts = append(texts, fmt.Sprintf("[resource %s (%s, %d bytes)]", r.URI, r.MIMEType, len(r.Blob)))
+						}
 					}
 				}
 				content = strings.Join(texts, "\n")
@@ -172,8 +191,13 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			c.Emit("tool_result", map[string]any{"tool": label, "text": clip(c.Redact(content), 2048), "images": len(imgs),
 				"is_error": isErr, "duration_ms": time.Since(start).Milliseconds()})
 			if len(imgs) > 0 && imageMode != "pass" && ms.Has("vision") {
-				summary, u, err := summarize(ctx, ms, imgs)
-				total = total.Add(u)
+				if _, vision, err := ms.Get("vision"); err == nil {
+					if err := checkBudget(c, ms, "vision", vision, &spent); err != nil {
+						return nil, withUsage(err, &spent)
+					}
+				}
+				summary, vision, u, err := summarize(ctx, ms, imgs)
+				spent.add(c, ms, "vision", vision, u) // at the vision model's price
 				if err == nil {
 					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(c.Redact(summary), 2048)}) // masked before it is cut
 					content += "\n[image summary] " + summary
@@ -185,19 +209,38 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 }
 
+// resourceLinkText is how a resource link a tool answered with reads to
+// the model.
+func resourceLinkText(l *sdk.ResourceLink) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[resource link %s: %s", l.Name, l.URI)
+	if l.Title != "" {
+		fmt.Fprintf(&b, " — %s", l.Title)
+	}
+	if l.Description != "" {
+		fmt.Fprintf(&b, " — %s", l.Description)
+	}
+	if l.MIMEType != "" {
+		fmt.Fprintf(&b, " (%s)", l.MIMEType)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
 // summarize describes images with the vision model.
-func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, llm.Usage, error) {
+// It returns the summary, the vision model's name and what it used.
+func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, string, llm.Usage, error) {
 	p, model, err := ms.Get("vision")
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", "", llm.Usage{}, err
 	}
 	resp, err := p.Chat(ctx, llm.Request{Model: model, Messages: []llm.Message{
 		llm.User("Describe what these images show, precisely and briefly, for someone who cannot see them.", imgs...),
 	}})
 	if err != nil {
-		return "", llm.Usage{}, err
+		return "", model, llm.Usage{}, err
 	}
-	return resp.Text, resp.Usage, nil
+	return resp.Text, model, resp.Usage, nil
 }
 
 // saveImage writes an image a tool returned into the node's artifacts.
@@ -251,8 +294,8 @@ func clip(s string, n int) string {
 
 // withUsage keeps what a failing step spent in its error, so the run's
 // totals and budget count it.
-func withUsage(err error, model string, u llm.Usage) error {
-	if u.TotalTokens == 0 {
+func withUsage(err error, spent *spend) error {
+	if spent.usage.TotalTokens == 0 && spent.cost == 0 {
 		return err
 	}
 	e := node.AsError(err)
@@ -261,6 +304,6 @@ func withUsage(err error, model string, u llm.Usage) error {
 	for k, v := range e.Details {
 		cp.Details[k] = v
 	}
-	cp.Details["token_usage"] = usage(model, u)
+	cp.Details["token_usage"] = spent.directive()
 	return &cp
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -425,4 +426,34 @@ edges:
 `))
 	require.Empty(t, ds.Errors())
 	require.Empty(t, workflow.Validate(w, node.Default).Errors())
+}
+
+// An agent's tool results keep the links to resources a tool answers with
+// (they were dropped), and the progress a tool reports during a call is
+// recorded as tool_progress events.
+func TestAgentResourceLinksAndProgress(t *testing.T) {
+	t.Parallel()
+	pool := everythingPool(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{ToolCalls: []llm.ToolCall{
+			toolCall("links", "everything__get-resource-links", map[string]any{"count": 2}),
+			toolCall("slow", "everything__trigger-long-running-operation", map[string]any{"duration": 0.6, "steps": 3}),
+		}},
+		llmtest.Reply("done"),
+	})
+	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI), map[string]any{
+		"prompt": "List two resources, then run the long operation.",
+		"tools":  []any{"everything.get-resource-links", "everything.trigger-long-running-operation"},
+	}, mcp.Service.Provide(nil, pool))
+	out, err := b.run(t, nodellm.AgentKind{})
+	require.Nil(t, err)
+	require.Equal(t, "done", out["text"])
+	links := toolMessage(t, srv.Requests()[1], "links").Content
+	require.Contains(t, links, "[resource link ")
+	require.Equal(t, 2, strings.Count(links, "[resource link "), links)
+	progress := b.events.ofKind("tool_progress")
+	require.NotEmpty(t, progress, "the long operation's progress")
+	require.Equal(t, "everything.trigger-long-running-operation", progress[0]["tool"])
+	require.Equal(t, 1.0, progress[0]["progress"])
+	require.Equal(t, 3.0, progress[0]["total"])
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
@@ -110,4 +111,72 @@ edges:
 	require.Equal(t, check.Pass, byNode["page"].Verdict)
 	require.Equal(t, check.Error, byNode["other"].Checks[0].Verdict, "a malformed judge reply never passes")
 	require.GreaterOrEqual(t, srv.Calls(), 3)
+}
+
+// A template_found check shows the judge the template image itself, after
+// the screenshot (it was sent the template's path, never the image); what
+// the judge's calls cost is on the node's verdict and the run's, at the
+// judge model's price; once the run's budget is spent the judge is not
+// asked.
+func TestJudgeTemplateAndSpend(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		budget node.Budget
+	}{
+		{name: "within the budget"},
+		{name: "budget spent", budget: engine.NewBudget(1000, 0, nil, 1000, 0)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w, ds := workflow.Decode("judge.yaml", []byte(`version: 1
+name: judge
+llm:
+  judge: {provider: openai, model: gpt-4.1-mini, base_url: "BASE", api_key: test}
+nodes:
+  - id: page
+    type: set
+    values: {title: "Welcome"}
+    checks:
+      - {name: logo, type: template_found, template: logo.png}
+`))
+			require.Empty(t, ds.Errors())
+			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{{
+				Text:  `{"verdicts": [{"check_name": "logo", "verdict": "pass", "reasoning": "top left"}]}`,
+				Usage: llm.Usage{InputTokens: 1000, OutputTokens: 100, TotalTokens: 1100},
+			}})
+			w.LLMConfig("judge").BaseURL = srv.BaseURL()
+			dir := t.TempDir()
+			shot, logo := []byte("\x89PNG\r\n\x1a\nscreen"), []byte("\x89PNG\r\n\x1a\nlogo")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "shot.png"), shot, 0o644))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "logo.png"), logo, 0o644))
+			now := time.Now()
+			res := &engine.Result{Status: engine.RunCompleted, Steps: []*engine.StepRecord{{StepOrder: 1, Node: "page", Status: engine.StatusSuccess,
+				Visit: 1, Output: map[string]any{"title": "Welcome"}, StartedAt: &now, FinishedAt: &now}}}
+			v := check.Evaluate(context.Background(), check.Input{
+				Workflow: w, Result: res, Budget: tc.budget,
+				Judge:  &llmkind.Judge{Models: llmkind.NewModels(w, func(string) (string, bool) { return "", false })},
+				Images: func(string) []string { return []string{filepath.Join(dir, "shot.png")} },
+				Files:  node.NewFiles(dir, dir),
+			})
+			r := v.Nodes[0].Checks[0]
+			if tc.budget != nil {
+				require.Zero(t, srv.Calls(), "no judge call past the budget")
+				require.Equal(t, check.Error, r.Verdict)
+				require.Contains(t, r.Reasoning, "budget is spent")
+				require.Zero(t, v.Tokens)
+				return
+			}
+			require.Equal(t, check.Pass, r.Verdict, r.Reasoning)
+			msg := srv.Last().Messages[len(srv.Last().Messages)-1]
+			require.Len(t, msg.Images, 2)
+			require.Equal(t, shot, msg.Images[0].Data, "the screenshot first")
+			require.Equal(t, logo, msg.Images[1].Data, "then the template image itself")
+			require.Contains(t, msg.Content, "the template is image 2")
+			require.NotContains(t, msg.Content, "logo.png", "not its path")
+			require.Equal(t, 1100, v.Nodes[0].Tokens)
+			require.Equal(t, 1100, v.Tokens)
+			require.InDelta(t, (1000*0.40+100*1.60)/1e6, v.CostUSD, 1e-12)
+		})
+	}
 }

@@ -24,11 +24,13 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, modelName, err := ms.Get(c.String("model"))
+	entry := c.String("model")
+	p, modelName, err := ms.Get(entry)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkBudget(c); err != nil {
+	var spent spend
+	if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
 		return nil, err
 	}
 	req := llm.Request{Model: modelName}
@@ -66,6 +68,11 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if schema := c.Map("schema"); schema != nil {
 		v, r, err := llm.ChatJSON(ctx, p, req, schema)
 		if err != nil {
+			if r != nil {
+				// Both replies of a failed re-ask were billed.
+				spent.add(c, ms, entry, modelName, r.Usage)
+				return nil, withUsage(err, &spent)
+			}
 			return nil, err
 		}
 		resp = r
@@ -82,7 +89,8 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if route, ok := replyRoute(out["json"], resp.Text); ok {
 		out["_route"] = route
 	}
-	u := usage(modelName, resp.Usage)
+	spent.add(c, ms, entry, modelName, resp.Usage)
+	u := spent.directive()
 	out["usage"] = u
 	out["_token_usage"] = u
 	return out, nil

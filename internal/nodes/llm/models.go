@@ -28,8 +28,9 @@ type Models struct {
 	// "{{ secrets.KEY }}"); nil leaves them as written.
 	Render func(string) (string, error)
 
-	mu    sync.Mutex
-	cache map[string]*model
+	mu     sync.Mutex
+	cache  map[string]*model
+	prices map[string]llm.Price // the workflow's price: entries, by model name
 }
 
 type model struct {
@@ -42,7 +43,55 @@ func NewModels(w *workflow.Workflow, getenv func(string) (string, bool)) *Models
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
-	return &Models{w: w, getenv: getenv, cache: map[string]*model{}}
+	m := &Models{w: w, getenv: getenv, cache: map[string]*model{}, prices: map[string]llm.Price{}}
+	if w != nil {
+		for _, c := range w.LLM {
+			if c.Price != nil && c.Model != "" && !expr.HasTemplate(c.Model) {
+				m.prices[strings.ToLower(strings.TrimSpace(c.Model))] = llm.Price{InputPerMTok: c.Price.InputPerMTok, OutputPerMTok: c.Price.OutputPerMTok}
+			}
+		}
+	}
+	return m
+}
+
+// Cost is what usage u of a model cost in US dollars, at the price the
+// workflow sets for it (llm.<name>.price) or else the one Skein knows;
+// known is false when there is none, and the cost is then 0.
+func (m *Models) Cost(model string, u llm.Usage) (usd float64, known bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return llm.Cost(model, u, m.prices)
+}
+
+// Priced resolves a model name as Check does and reports the entry used,
+// the model, and whether its price is known (a model that does not
+// resolve, or is named by a template, counts as priced: Check and the run
+// say what is wrong with it).
+func (m *Models) Priced(name string) (entry, model string, known bool) {
+	pick, cfg := m.pick(name)
+	conf := workflow.LLMConfig{Name: pick}
+	if cfg != nil {
+		conf = *cfg
+	}
+	if conf.Price != nil {
+		return pick, conf.Model, true
+	}
+	if expr.HasTemplate(conf.BaseURL) {
+		conf.BaseURL = "http://base-url.invalid"
+	}
+	resolved, err := llm.Resolve(conf, m.getenv)
+	if err != nil || resolved.Model == "" || expr.HasTemplate(resolved.Model) {
+		return pick, resolved.Model, true
+	}
+	_, known = m.Cost(resolved.Model, llm.Usage{})
+	return pick, resolved.Model, known
+}
+
+// Entry is the name of the llm: entry a model name resolves to ("default"
+// for a node without model:), for messages that say what to configure.
+func (m *Models) Entry(name string) string {
+	pick, _ := m.pick(name)
+	return pick
 }
 
 // Has reports whether the workflow declares the named model.
@@ -79,6 +128,9 @@ func (m *Models) Get(name string) (llm.Provider, string, error) {
 	}
 	resolved, _ := llm.Resolve(conf, m.getenv)
 	conf.Model = resolved.Model
+	if conf.Price != nil {
+		m.prices[strings.ToLower(strings.TrimSpace(conf.Model))] = llm.Price{InputPerMTok: conf.Price.InputPerMTok, OutputPerMTok: conf.Price.OutputPerMTok}
+	}
 	m.cache[pick] = &model{p: p, cfg: conf}
 	return p, conf.Model, nil
 }
@@ -128,26 +180,65 @@ func (m *Models) Check(name string) (string, error) {
 	return pick, err
 }
 
-// usage turns a response's usage into the _token_usage directive.
-func usage(model string, u llm.Usage) map[string]any {
-	cost, known := llm.Cost(model, u, nil)
+// spend is what a step's model calls used, each reply priced at the model
+// that made it (an agent's vision summaries at the vision model's price).
+type spend struct {
+	usage llm.Usage
+	cost  float64
+	// unpriced are the models without a price that answered.
+	unpriced []string
+}
+
+// add counts a reply of model (named entry in llm:) and, the first time a
+// model without a price answers, records a warning that says how to set
+// one.
+func (s *spend) add(c *node.Call, ms *Models, entry, model string, u llm.Usage) {
+	s.usage = s.usage.Add(u)
+	cost, known := ms.Cost(model, u)
+	s.cost += cost
+	if known || slices.Contains(s.unpriced, model) {
+		return
+	}
+	s.unpriced = append(s.unpriced, model)
+	c.Emit("warning", map[string]any{"model": model, "unpriced": true, "message": unpricedMessage(ms, entry, model, "its cost counts as $0")})
+}
+
+// directive is the _token_usage directive of what was spent.
+func (s *spend) directive() map[string]any {
 	return map[string]any{
-		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "total_tokens": u.TotalTokens,
-		"cost_usd": cost, "priced": known,
+		"input_tokens": s.usage.InputTokens, "output_tokens": s.usage.OutputTokens, "total_tokens": s.usage.TotalTokens,
+		"cost_usd": s.cost, "priced": len(s.unpriced) == 0,
 	}
 }
 
-func checkBudget(c *node.Call) error { return checkBudgetSpent(c, "", llm.Usage{}) }
+// unpricedMessage says that model has no price, what follows, and how to
+// set one.
+func unpricedMessage(ms *Models, entry, model, consequence string) string {
+	return fmt.Sprintf("model %s has no known price, so %s; set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}} (US dollars per million tokens)",
+		model, consequence, ms.Entry(entry))
+}
 
-// checkBudgetSpent checks the run's budget with what this step has spent so
-// far counted on top.
-func checkBudgetSpent(c *node.Call, model string, spent llm.Usage) error {
+// categoryBudget is the category of a budget error (the engine's
+// CategoryBudget): never retried, never repaired.
+const categoryBudget = "budget_exceeded"
+
+// checkBudget checks the run's budget with what this step has spent so far
+// counted on top, before a call to model (named entry in llm:). Under a
+// cost limit, a model without a price is refused: its cost could not be
+// counted.
+func checkBudget(c *node.Call, ms *Models, entry, model string, spent *spend) error {
 	b, err := node.BudgetService.Get(c)
 	if err != nil {
 		return err
 	}
-	cost, _ := llm.Cost(model, spent, nil)
-	return b.CheckExtra(spent.TotalTokens, cost)
+	if err := b.CheckExtra(spent.usage.TotalTokens, spent.cost); err != nil {
+		return err
+	}
+	if _, known := ms.Cost(model, llm.Usage{}); !known && b.CostLimited() {
+		return &node.Error{Code: "model_unpriced", Category: categoryBudget, Permanent: true,
+			Message: unpricedMessage(ms, entry, model, "limits.max_cost_usd cannot count what it costs")}
+	}
+	return nil
 }
 
 func models(c *node.Call) (*Models, error) {

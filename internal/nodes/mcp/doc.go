@@ -24,8 +24,10 @@
 // overwriting an earlier file) and listed in the output as
 // images: [{path, mime}], audio: [{path, mime}] and
 // resources: [{path, mime, uri}] (a text resource is listed with its text
-// instead of a path). These keys replace keys of the same name in the
-// parsed result.
+// instead of a path). Links to resources are listed as
+// resource_links: [{uri, name, title, description, mime, size}] (the keys
+// the server gave). These keys replace keys of the same name in the parsed
+// result.
 //
 // A result with isError fails the node with category mcp_tool_error, code
 // mcp_error and details {text}. Other failures are those of the pool:
@@ -33,5 +35,7 @@
 //
 // Every call records a tool_call event (server, tool and arguments, secrets
 // redacted) and a tool_result event (text clipped to 2 KiB, image count,
-// duration_ms, is_error).
+// resource_links count, duration_ms, is_error). The call asks for progress
+// notifications; each one the server sends is a tool_progress event
+// (progress, total when known, message).
 package mcp

@@ -44,7 +44,7 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 
 	call.Emit("tool_call", map[string]any{"server": server, "tool": tool, "arguments": node.RedactValue(args, call.Redact)})
 	start := call.Now()
-	res, err := pool.CallTool(ctx, server, tool, args)
+	res, err := pool.CallToolProgress(ctx, server, tool, args, progressEvents(call, server, tool))
 	ms := call.Now().Sub(start).Milliseconds()
 	if err != nil {
 		call.Emit("tool_result", map[string]any{
@@ -62,6 +62,9 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 	if len(text) > eventTextLimit {
 		ev["text_truncated"] = true
 	}
+	if r.links > 0 {
+		ev["resource_links"] = r.links
+	}
 	call.Emit("tool_result", ev)
 	if res.IsError {
 		return nil, &node.Error{
@@ -71,6 +74,21 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 		}
 	}
 	return output(res, r.text, call.ArtifactDir, tool)
+}
+
+// progressEvents returns a callback that records each progress
+// notification of a call as a tool_progress event.
+func progressEvents(call *node.Call, server, tool string) func(mcpclient.Progress) {
+	return func(p mcpclient.Progress) {
+		ev := map[string]any{"server": server, "tool": tool, "progress": p.Progress}
+		if p.Total > 0 {
+			ev["total"] = p.Total
+		}
+		if p.Message != "" {
+			ev["message"] = clip(call.Redact(p.Message), eventTextLimit)
+		}
+		call.Emit("tool_progress", ev)
+	}
 }
 
 // arguments returns the arguments parameter as a map; none is an empty one.

@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -288,4 +289,68 @@ func TestRetryEvictsTools(t *testing.T) {
 
 	r = b.run(t, "v", map[string]any{"new": "x"}, 2)
 	require.Nil(t, r.err, "a retry evicts the cache first")
+}
+
+// Progress notifications a server sends during a call are tool_progress
+// events as they come, secrets masked; links to resources the tool
+// answers with are in the output as resource_links (both were dropped).
+func TestProgressAndResourceLinks(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	size := int64(2048)
+	seen := make(chan map[string]any, 2)
+	b.srv.MCP.AddTool(&sdk.Tool{Name: "export", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			token := req.Params.GetProgressToken()
+			if token == nil {
+				return nil, errors.New("no progress token in the request")
+			}
+			for i, msg := range []string{"reading the ledger", "writing with key hunter22"} {
+				if err := req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{
+					ProgressToken: token, Progress: float64(i + 1), Total: 2, Message: msg}); err != nil {
+					return nil, err
+				}
+				select { // the node records it while the call goes on
+				case <-seen:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{
+				&sdk.TextContent{Text: "exported"},
+				&sdk.ResourceLink{URI: "file:///exports/ledger.csv", Name: "ledger.csv", MIMEType: "text/csv", Size: &size},
+			}}, nil
+		})
+	var mu sync.Mutex
+	var progress []map[string]any
+	var result map[string]any
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := (&mcpkind.MCP{}).Run(ctx, &node.Call{
+		RunID: "r", NodeID: "n", Visit: 1, Attempt: 1, IdempotencyKey: "r/n/1", Params: map[string]any{"server": "test", "tool": "export"},
+		Emit: func(kind string, data map[string]any) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch kind {
+			case "tool_progress":
+				progress = append(progress, data)
+				seen <- data
+			case "tool_result":
+				result = data
+			}
+		},
+		Redact: engine.Redactor(map[string]string{"KEY": "hunter22"}), ArtifactDir: b.dir,
+		Eval: func(string) (any, error) { return nil, nil }, Now: time.Now, Services: mcpclient.Service.Provide(nil, b.pool),
+	})
+	require.NoError(t, err)
+	require.Equal(t, []any{map[string]any{"uri": "file:///exports/ledger.csv", "name": "ledger.csv", "mime": "text/csv", "size": size}},
+		out["resource_links"])
+	require.Equal(t, "exported", out["text"])
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, result["resource_links"])
+	require.Equal(t, []map[string]any{
+		{"server": "test", "tool": "export", "progress": 1.0, "total": 2.0, "message": "reading the ledger"},
+		{"server": "test", "tool": "export", "progress": 2.0, "total": 2.0, "message": "writing with key ***"},
+	}, progress)
 }

@@ -25,6 +25,7 @@ const eventTextLimit = 2 << 10
 type summary struct {
 	text   string // the text parts, joined by newlines
 	images int
+	links  int // resource links
 }
 
 func readResult(res *sdk.CallToolResult) summary {
@@ -36,6 +37,8 @@ func readResult(res *sdk.CallToolResult) summary {
 			texts = append(texts, c.Text)
 		case *sdk.ImageContent:
 			s.images++
+		case *sdk.ResourceLink:
+			s.links++
 		}
 	}
 	s.text = strings.Join(texts, "\n")
@@ -61,7 +64,7 @@ func output(res *sdk.CallToolResult, text, dir, tool string) (map[string]any, er
 		}
 	}
 	saver := &artifacts{dir: dir, tool: safeName(tool)}
-	var images, audio, resources []any
+	var images, audio, resources, links []any
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *sdk.ImageContent:
@@ -92,14 +95,31 @@ func output(res *sdk.CallToolResult, text, dir, tool string) (map[string]any, er
 			}
 			item["uri"] = r.URI
 			resources = append(resources, item)
+		case *sdk.ResourceLink:
+			links = append(links, resourceLink(c))
 		}
 	}
-	for k, list := range map[string][]any{"images": images, "audio": audio, "resources": resources} {
+	for k, list := range map[string][]any{"images": images, "audio": audio, "resources": resources, "resource_links": links} {
 		if list != nil {
 			out[k] = list
 		}
 	}
 	return out, nil
+}
+
+// resourceLink is a link to a resource a tool answered with: {uri, name}
+// and, when the server gave them, title, description, mime and size.
+func resourceLink(c *sdk.ResourceLink) map[string]any {
+	item := map[string]any{"uri": c.URI, "name": c.Name}
+	for k, v := range map[string]string{"title": c.Title, "description": c.Description, "mime": c.MIMEType} {
+		if v != "" {
+			item[k] = v
+		}
+	}
+	if c.Size != nil {
+		item["size"] = *c.Size
+	}
+	return item
 }
 
 // artifacts writes a call's files as <tool>-<n>.<ext>, n counting up from
