@@ -98,7 +98,7 @@ workers when the server stops.`,
 			if withWorker && !queued {
 				return usagef("--worker runs the nodes of queued runs; give --queue too")
 			}
-			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
+			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
 			if err != nil {
 				return failure(err) // a bad --db is a usage error
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
@@ -68,6 +69,10 @@ type Config struct {
 	// script outcomes, as the scheduler's property tests do).
 	Exec   func(ctx context.Context, runID string, t *engine.Task) engine.Outcome
 	Logger *slog.Logger
+	// Blobs keeps the big values and artifacts of the nodes this driver
+	// runs, where every worker and the server read them; default the
+	// database's (Store.Blobs).
+	Blobs blob.Backend
 }
 
 // Driver starts runs on the queue and, with Config.Queues, works its jobs.
@@ -96,6 +101,7 @@ type runEnv struct {
 	inputs  map[string]any
 	red     *redact.Redactor
 	task    engine.TaskEnv
+	blobs   *blob.Store
 	release func()
 }
 
@@ -158,6 +164,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Blobs == nil {
+		cfg.Blobs = cfg.Store.Blobs()
 	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{}}
 	workers := river.NewWorkers()
@@ -265,6 +274,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
 		red: redact.New(secrets), release: func() {}}
+	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services
 	if d.cfg.Services != nil {
 		services, env.release = d.cfg.Services(p.w, run.Inputs, secrets)
@@ -273,7 +283,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		Registry: d.cfg.Registry, RunID: run.ID, Redactor: env.red,
 		Scope:    engine.RunScope(run.ID, p.w.Name, run.StartedAt, run.Inputs, nil, secrets),
 		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
-		Services: services,
+		Services: services, Blobs: env.blobs,
 	}
 	return env, nil
 }
@@ -494,7 +504,7 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 			oc.Err = perr
 		} else {
 			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
-			oc = tenv.Call(ctx, t, params)
+			oc, params = d.call(ctx, env, tenv, t, params)
 		}
 	}
 	if ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -21,6 +22,8 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	if len(d.cfg.Queues) == 0 {
 		return ErrNoQueues
 	}
+	// The big values other workers kept are read through it.
+	defer blob.Mount(d.cfg.Blobs)()
 	// River's client runs until stopped, not until ctx ends: its jobs'
 	// contexts must outlive the drain.
 	if err := d.client.Start(context.WithoutCancel(ctx)); err != nil {

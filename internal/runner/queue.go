@@ -69,7 +69,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 			return nil, usagef("%s: node %s is a subworkflow, which queued runs do not run yet; run it without --queue", w.File, pn.ID)
 		}
 	}
-	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry})
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +258,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 		return err
 	}
 	d, err := queue.New(queue.Config{
-		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues,
+		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},
