@@ -2,6 +2,7 @@ package runner
 
 import (
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 )
@@ -26,4 +27,14 @@ func sharedBlobs(cfg Config, st store.Store) (be blob.Backend, unmount func(), e
 		be = pg.Blobs()
 	}
 	return be, blob.Mount(be), nil
+}
+
+// blobStore is where a run executed here keeps its big values: the shared
+// store when the runs are in Postgres (so that any machine on the database
+// reads them), else the run folder runDir.
+func (r *Runner) blobStore(runDir string, red *redact.Redactor) (*blob.Store, error) {
+	if r.blobs != nil {
+		return blob.New(r.blobs, holdsSecret(red)), nil
+	}
+	return blob.NewStore(runDir, holdsSecret(red))
 }
