@@ -145,7 +145,10 @@ func TestQueuedRunsOnTwoWorkers(t *testing.T) {
 	bad := run(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), failing)
 	require.Equal(t, 1, bad.code, "a failed run exits 1: %s", bad.stdout+bad.stderr)
 	require.Contains(t, bad.stdout, "✗ boom")
-	noPassword(t, mig, hello, fan, bad)
+	checks := run(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), "../../examples/checks.yaml")
+	require.Equal(t, 0, checks.code, checks.stdout+checks.stderr)
+	require.Contains(t, checks.stdout, "PASSED · 6 passed", "the checks of a queued run run when it ends")
+	noPassword(t, mig, hello, fan, bad, checks)
 	_, _ = w1, w2
 }
 

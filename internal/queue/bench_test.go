@@ -86,9 +86,9 @@ func BenchmarkFanOutWaits(b *testing.B) {
 // second, to compare with the SQLite store's in-process figure.
 func BenchmarkFanOutWorkers4(b *testing.B) { benchRun(b, fanOutFlow(400), 403, 4) }
 
-// BenchmarkChain: a chain of 100 set nodes through one worker — each node
+// BenchmarkChain: a chain of 400 set nodes through one worker — each node
 // waits for the one before it, so this is the queue's latency per node.
-func BenchmarkChain(b *testing.B) { benchRun(b, chainFlow(100), 100, 1) }
+func BenchmarkChain(b *testing.B) { benchRun(b, chainFlow(400), 400, 1) }
 
 // BenchmarkFanOut: 200 set nodes in parallel then a join, two workers.
 func BenchmarkFanOut(b *testing.B) { benchRun(b, fanOutFlow(200), 203, 2) }

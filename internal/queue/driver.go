@@ -63,6 +63,9 @@ type Config struct {
 	// RescueAfter is when River gives a running job whose worker went
 	// silent to another worker (default 1 h).
 	RescueAfter time.Duration
+	// Children, when set, runs the child workflows of a run's
+	// subworkflow tasks on this worker; nil: a subworkflow node fails.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
@@ -84,6 +87,12 @@ type Driver struct {
 	envs   map[string]*runEnv
 	states map[string]*state
 	plans  map[string]*planned
+	groups map[string]*applyGroup
+	// held: a goroutine has the run's state (take); cond signals its put.
+	held map[string]bool
+	cond *sync.Cond
+	// inflight counts the transactions led for applies nobody waits for.
+	inflight sync.WaitGroup
 }
 
 type planned struct {
@@ -100,6 +109,7 @@ type runEnv struct {
 	trigger string
 	inputs  map[string]any
 	red     *redact.Redactor
+	secrets map[string]string
 	task    engine.TaskEnv
 	blobs   *blob.Store
 	release func()
@@ -168,7 +178,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Blobs == nil {
 		cfg.Blobs = cfg.Store.Blobs()
 	}
-	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{}}
+	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
+		groups: map[string]*applyGroup{}, held: map[string]bool{}}
+	d.cond = sync.NewCond(&d.mu)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &taskWorker{d: d})
 	river.AddWorker(workers, &timerWorker{d: d})
@@ -273,7 +285,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
-		red: redact.New(secrets), release: func() {}}
+		red: redact.New(secrets), secrets: secrets, release: func() {}}
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services
 	if d.cfg.Services != nil {
@@ -370,12 +382,19 @@ func (d *Driver) forget(id string) {
 	}
 }
 
-// take removes the cached state of a run for the caller's exclusive use;
-// put gives it back. A state taken and not put back (a failed
-// transaction) is rebuilt from the history next time.
+// take removes the cached state of a run for the caller's exclusive use,
+// waiting while another goroutine of this worker has it; put gives it
+// back, drop gives up the use without a state. Waiting is cheaper than
+// rebuilding the state from the whole history, which a wide fan-out would
+// do for each of its nodes while one transaction holds the state. A state
+// dropped (a failed transaction) is rebuilt from the history next time.
 func (d *Driver) take(id string) *state {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for d.held[id] {
+		d.cond.Wait()
+	}
+	d.held[id] = true
 	st := d.states[id]
 	delete(d.states, id)
 	return st
@@ -384,6 +403,7 @@ func (d *Driver) take(id string) *state {
 func (d *Driver) put(st *state) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.unhold(st.env.id)
 	if cur, ok := d.states[st.env.id]; ok && cur.seq >= st.seq {
 		return
 	}
@@ -396,24 +416,17 @@ func (d *Driver) put(st *state) {
 	d.states[st.env.id] = st
 }
 
-// catchUp returns the run's state with its whole history applied.
-func (d *Driver) catchUp(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, env *runEnv) (*state, error) {
-	st := d.take(env.id)
-	if st == nil || st.env != env {
-		st = newState(env)
+func (d *Driver) drop(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unhold(id)
+}
+
+func (d *Driver) unhold(id string) {
+	if d.held[id] {
+		delete(d.held, id)
+		d.cond.Broadcast()
 	}
-	evs, err := readLog(ctx, q, env.id, st.seq)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range evs {
-		if _, _, err := st.feed(e); err != nil {
-			return nil, err
-		}
-	}
-	return st, nil
 }
 
 // readRun reads a run without locking it.
@@ -433,24 +446,55 @@ func ended(status string) bool {
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
 func (d *Driver) work(ctx context.Context, args TaskArgs) error {
-	run, err := d.readRun(ctx, args.Run)
-	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err) // the run was pruned
+	d.mu.Lock()
+	env := d.envs[args.Run]
+	d.mu.Unlock()
+	if env == nil {
+		run, err := d.readRun(ctx, args.Run)
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err) // the run was pruned
+		}
+		if err != nil {
+			return err
+		}
+		if ended(run.Status) {
+			d.forget(run.ID)
+			return nil
+		}
+		if env, err = d.env(ctx, run); err != nil {
+			return err
+		}
 	}
-	if err != nil {
+	// The run (its status, a cancel request) and what its history gained
+	// since this worker's state: one round trip.
+	st := d.take(env.id)
+	if st == nil || st.env != env {
+		st = newState(env)
+	}
+	var (
+		run *store.Run
+		evs []*event
+	)
+	b := &pgx.Batch{}
+	postgres.QueueReadRun(b, env.id, &run)
+	queueReadLog(b, env.id, st.seq, &evs)
+	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
+		d.drop(env.id)
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err) // the run was pruned
+		}
 		return err
+	}
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			d.drop(env.id)
+			return err
+		}
 	}
 	if ended(run.Status) {
+		d.drop(env.id)
 		d.forget(run.ID)
 		return nil
-	}
-	env, err := d.env(ctx, run)
-	if err != nil {
-		return err
-	}
-	st, err := d.catchUp(ctx, d.cfg.Store.Pool(), env)
-	if err != nil {
-		return err
 	}
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
@@ -473,24 +517,31 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 				Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run stopped before the node started"}}
 		}, nil)
 	}
+	// The step is marked running by a transaction of its own once the
+	// node has run for beganAfter, or with what it reports first, or with
+	// its outcome: a quick node costs one transaction, not two. The node
+	// never waits for the mark; the applies of a run keep their order.
 	started := time.Now().UTC().Truncate(time.Microsecond)
-	if err := d.began(ctx, run, t, started); err != nil {
-		return err
+	beganEvent := func(st *state) *event {
+		if st.run.Task(args.Task) == nil {
+			return nil
+		}
+		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
 	}
+	var beganOnce sync.Once
+	markBegan := func() { beganOnce.Do(func() { d.applyAsync(ctx, run.ID, beganEvent, nil) }) }
+	beganTimer := time.AfterFunc(beganAfter, markBegan)
 	tenv := env.task
+	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
+	}
 	// What the kind reports as it runs (tool calls, LLM calls) is
-	// recorded at once, for whoever follows the run; one that could not be
-	// is recorded with the node's outcome.
-	var late []engine.TimedEvent
-	var emitMu sync.Mutex
+	// recorded at once, for whoever follows the run.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
 		data, _ = env.red.Map(data)
-		ev := store.Event{Time: time.Now().UTC(), Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}
-		emitMu.Lock()
-		defer emitMu.Unlock()
-		if err := d.cfg.Store.AppendEvents(context.WithoutCancel(ctx), run.ID, []store.Event{ev}); err != nil {
-			late = append(late, engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: kind, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: data}})
-		}
+		markBegan()
+		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: time.Now().UTC(),
+			Event: engine.Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}}})
 	}
 	var oc engine.Outcome
 	var params map[string]any
@@ -515,100 +566,251 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	}
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
 		Params: params, Started: started, Hash: hash}
-	emitMu.Lock()
-	extra := late
-	emitMu.Unlock()
-	return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+	var first func(st *state) *event
+	if beganTimer.Stop() {
+		beganOnce.Do(func() { first = beganEvent })
+	}
+	return d.applyWith(context.WithoutCancel(ctx), run.ID, first, func(st *state) *event {
 		if st.run.Task(args.Task) == nil {
 			return nil // another worker recorded this attempt first
 		}
 		return e
-	}, extra)
+	}, nil)
 }
 
-// began marks a task's step running, from pending, and records its
-// node_started event: the job left the queue. A job taken again (its
-// worker was presumed dead) finds the step running and records nothing.
-func (d *Driver) began(ctx context.Context, run *store.Run, t *engine.Task, at time.Time) error {
-	tag, err := d.cfg.Store.Pool().Exec(ctx, `UPDATE steps SET status = 'running', started_at = COALESCE(started_at, $5)
-		WHERE run_id = $1 AND generation = $2 AND node = $3 AND visit = $4 AND status = 'pending'`,
-		run.ID, max(run.Generation, 1), t.Node.ID, t.Visit, at)
-	if err != nil {
-		return fmt.Errorf("run %s: marking node %s running: %w", run.ID, t.Node.ID, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return nil
-	}
-	var data map[string]any
-	if t.Attempt > 1 {
-		data = map[string]any{"attempt": t.Attempt}
-	}
-	return d.cfg.Store.AppendEvents(ctx, run.ID, []store.Event{{Time: at, Type: engine.EventNodeStarted,
-		Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}})
-}
+// beganAfter is how long a node runs before its step is marked running
+// by a transaction of its own.
+const beganAfter = 10 * time.Millisecond
 
 // fire applies a timer job.
 func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
 	return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
 }
 
-// apply runs one transaction on a run: it locks the run's row, catches the
-// state up, applies the run's cancel request if it has not been, then the
-// event mk returns (nil: none), and records what they changed.
+// apply records an event on a run: mk returns it from the run's state
+// (nil: none), extra are events a kind reported that could not be recorded
+// at once. It returns once the event is committed.
+//
+// The applies of one run in this process are grouped: while one
+// transaction holds the run's row, the applies that arrive wait, and the
+// next transaction records them all. The row lock serializes the workers
+// of a run; grouping makes each hold of it record as many outcomes as
+// finished meanwhile, so a fan-out's throughput grows with its workers
+// instead of stopping at one transaction at a time.
+func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
+	return d.applyWith(ctx, runID, nil, mk, extra)
+}
+
+// applyWith is apply with an event first recorded before mk's, in the
+// same transaction (nil: none).
+func (d *Driver) applyWith(ctx context.Context, runID string, first, mk func(st *state) *event, extra []engine.TimedEvent) error {
+	req := &applyReq{first: first, mk: mk, extra: extra, done: make(chan applyResult, 1)}
+	if g := d.enqueue(runID, req); g != nil {
+		d.lead(ctx, runID, g)
+	} else if r := <-req.done; !r.lead {
+		return r.err
+	} else {
+		d.lead(ctx, runID, d.group(runID))
+	}
+	return (<-req.done).err
+}
+
+// applyAsync records an event as apply does, without waiting for it: an
+// error is logged.
+func (d *Driver) applyAsync(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) {
+	req := &applyReq{mk: mk, extra: extra, async: true}
+	if g := d.enqueue(runID, req); g != nil {
+		d.goLead(context.WithoutCancel(ctx), runID, g)
+	}
+}
+
+// goLead leads a run's next transaction in a goroutine that Work waits
+// for before it returns.
+func (d *Driver) goLead(ctx context.Context, runID string, g *applyGroup) {
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		d.lead(ctx, runID, g)
+	}()
+}
+
+// enqueue adds an apply to its run's group, and returns the group when
+// the caller is to lead its transaction (no transaction of the run is
+// under way).
+func (d *Driver) enqueue(runID string, req *applyReq) *applyGroup {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.groups[runID]
+	if g == nil {
+		g = &applyGroup{}
+		d.groups[runID] = g
+	}
+	g.pending = append(g.pending, req)
+	if g.leading {
+		return nil
+	}
+	g.leading = true
+	return g
+}
+
+func (d *Driver) group(runID string) *applyGroup {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.groups[runID]
+}
+
+// applyGroup holds the applies of one run waiting for its transaction.
+type applyGroup struct {
+	pending []*applyReq
+	leading bool
+}
+
+type applyReq struct {
+	first func(st *state) *event
+	mk    func(st *state) *event
+	extra []engine.TimedEvent
+	// done answers the apply; an async one has none.
+	done  chan applyResult
+	async bool
+}
+
+// applyResult answers an apply: its error, or that it leads the next
+// transaction.
+type applyResult struct {
+	err  error
+	lead bool
+}
+
+// lead records the applies waiting on a run in one transaction, hands the
+// lead to an apply that arrived meanwhile, and answers the ones it
+// recorded. An error fails the transaction of every apply in it: each is
+// then tried alone, so one bad event does not fail the others.
+func (d *Driver) lead(ctx context.Context, runID string, g *applyGroup) {
+	d.mu.Lock()
+	reqs := g.pending
+	g.pending = nil
+	d.mu.Unlock()
+	errs := make([]error, len(reqs))
+	// The transaction records the applies of others too: the leader's
+	// cancel must not fail theirs.
+	ctx = context.WithoutCancel(ctx)
+	if err := d.applyTx(ctx, runID, reqs); err != nil {
+		if len(reqs) == 1 {
+			errs[0] = err
+		} else {
+			for i, r := range reqs {
+				errs[i] = d.applyTx(ctx, runID, []*applyReq{r})
+			}
+		}
+	}
+	d.mu.Lock()
+	switch {
+	case len(g.pending) == 0:
+		g.leading = false
+		delete(d.groups, runID)
+	case g.pending[0].async:
+		d.goLead(ctx, runID, g)
+	default:
+		g.pending[0].done <- applyResult{lead: true}
+	}
+	d.mu.Unlock()
+	for i, r := range reqs {
+		switch {
+		case !r.async:
+			r.done <- applyResult{err: errs[i]}
+		case errs[i] != nil:
+			d.cfg.Logger.Warn("recording that a node started", "run", runID, "error", errs[i])
+		}
+	}
+}
+
+// applyTx runs one transaction on a run: it locks the run's row, catches
+// the state up, applies the run's cancel request if it has not been, then
+// the event of each apply, and records what they changed.
 //
 // The transaction never waits for a second connection of the pool while
 // it holds one (what it reads elsewhere is read before it begins): workers
 // whose jobs outnumber the pool's connections wait for a connection, never
 // for each other.
-func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
-	pre, err := d.readRun(ctx, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err)
-	}
-	if err != nil {
-		return err
-	}
-	if ended(pre.Status) {
-		d.forget(runID)
-		return nil
-	}
-	env, err := d.env(ctx, pre)
-	if err != nil {
-		return err
+func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) error {
+	d.mu.Lock()
+	env := d.envs[runID]
+	d.mu.Unlock()
+	if env == nil {
+		pre, err := d.readRun(ctx, runID)
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err)
+		}
+		if err != nil {
+			return err
+		}
+		if ended(pre.Status) {
+			d.forget(runID)
+			return nil
+		}
+		if env, err = d.env(ctx, pre); err != nil {
+			return err
+		}
 	}
 	tx, err := d.cfg.Store.Pool().Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	run, err := postgres.LockRunTx(ctx, tx, runID)
-	if errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err)
+	// The run's row, its last event and what its history gained since
+	// this worker's state: one round trip.
+	st := d.take(env.id)
+	if st == nil || st.env != env {
+		st = newState(env)
 	}
-	if err != nil {
-		return err
+	kept := false
+	defer func() {
+		if !kept {
+			d.drop(env.id)
+		}
+	}()
+	var (
+		run  *store.Run
+		last int64
+		evs  []*event
+	)
+	b := &pgx.Batch{}
+	postgres.QueueLockRun(b, runID, &run, &last)
+	queueReadLog(b, runID, st.seq, &evs)
+	if err := tx.SendBatch(ctx, b).Close(); errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err)
+	} else if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	if ended(run.Status) {
 		d.forget(runID)
 		return nil
 	}
-	st, err := d.catchUp(ctx, tx, env)
-	if err != nil {
-		return err
-	}
-	var evs []*event
-	if run.CancelRequested != nil && !st.cancelled {
-		evs = append(evs, &event{Kind: kindCancel})
-	}
-	if err := d.step(ctx, tx, st, evs, extra); err != nil {
-		return err
-	}
-	if mk != nil && !st.run.Ended() || mk != nil && st.run.Running() > 0 {
-		if e := mk(st); e != nil {
-			if err := d.step(ctx, tx, st, []*event{e}, nil); err != nil {
-				return err
-			}
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			return err
 		}
+	}
+	w := d.newWrite(st)
+	w.last = last
+	if run.CancelRequested != nil && !st.cancelled {
+		if err := d.feed(ctx, tx, w, &event{Kind: kindCancel}); err != nil {
+			return err
+		}
+	}
+	// Each apply in its order: its first event, what its node reported,
+	// its event.
+	for _, r := range reqs {
+		if err := d.feedMk(ctx, tx, w, r.first); err != nil {
+			return err
+		}
+		w.events = append(w.events, r.extra...)
+		if err := d.feedMk(ctx, tx, w, r.mk); err != nil {
+			return err
+		}
+	}
+	if err := d.flush(ctx, tx, w); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
@@ -617,22 +819,63 @@ func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *ev
 		d.forget(runID)
 	} else {
 		d.put(st)
+		kept = true
 	}
 	return nil
 }
 
-// step applies events to a state in tx: each is appended to the history,
-// fed to the scheduler, and what it changed written — steps, events, the
-// jobs of the tasks and timers it set, the final record when the run
-// ended. A wait that begins picks up its signal if one was sent already.
+// feedMk feeds the event mk makes of the state, if any, unless the run
+// ended.
+func (d *Driver) feedMk(ctx context.Context, tx pgx.Tx, w *write, mk func(*state) *event) error {
+	st := w.st
+	if mk == nil || st.run.Ended() && st.run.Running() == 0 {
+		return nil
+	}
+	if e := mk(st); e != nil {
+		return d.feed(ctx, tx, w, e)
+	}
+	return nil
+}
+
+// write gathers what a transaction's events changed, to be written at
+// once (flush): the history rows, the step records, the events, the jobs.
+type write struct {
+	st      *state
+	log     *pgx.Batch
+	changed map[*engine.StepRecord]bool
+	order   []*engine.StepRecord
+	events  []engine.TimedEvent
+	jobs    []river.InsertManyParams
+	wasDone bool
+	// last is the seq of the run's last event, read under its lock.
+	last int64
+}
+
+func (d *Driver) newWrite(st *state) *write {
+	return &write{st: st, log: &pgx.Batch{}, changed: map[*engine.StepRecord]bool{},
+		wasDone: st.run.Ended() && st.run.Running() == 0}
+}
+
+// step applies events to the state of a run that has no events yet (its
+// start) in tx, and records what they changed.
 func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, extra []engine.TimedEvent) error {
+	w := d.newWrite(st)
+	w.events = append(w.events, extra...)
+	for _, e := range evs {
+		if err := d.feed(ctx, tx, w, e); err != nil {
+			return err
+		}
+	}
+	return d.flush(ctx, tx, w)
+}
+
+// feed appends an event to the run's history and feeds it to the
+// scheduler, gathering what it changed into w: steps, events, the jobs of
+// the tasks and timers it set. A wait that begins picks up its signal if
+// one was sent already.
+func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) error {
+	st := w.st
 	env := st.env
-	batch := &pgx.Batch{}
-	changed := map[*engine.StepRecord]bool{}
-	var order []*engine.StepRecord
-	events := append([]engine.TimedEvent(nil), extra...)
-	var jobs []river.InsertManyParams
-	wasDone := st.run.Ended() && st.run.Running() == 0
 	for len(evs) > 0 {
 		e := evs[0]
 		evs = evs[1:]
@@ -648,11 +891,11 @@ func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, e
 		if err != nil {
 			return err
 		}
-		queueLogInsert(batch, env.id, e, raw)
+		queueLogInsert(w.log, env.id, e, raw)
 		for _, r := range recs {
-			if !changed[r] {
-				changed[r] = true
-				order = append(order, r)
+			if !w.changed[r] {
+				w.changed[r] = true
+				w.order = append(w.order, r)
 			}
 		}
 		released := map[[2]any]bool{}
@@ -664,14 +907,14 @@ func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, e
 				continue // recorded when a worker takes the job (began)
 			}
 			ev.Data, _ = env.red.Map(ev.Data)
-			events = append(events, engine.TimedEvent{Time: e.At, Event: ev})
+			w.events = append(w.events, engine.TimedEvent{Time: e.At, Event: ev})
 		}
 		for _, t := range a.Start {
 			q := t.Node.Node.Queue
 			if q == "" {
 				q = DefaultQueue
 			}
-			jobs = append(jobs, river.InsertManyParams{
+			w.jobs = append(w.jobs, river.InsertManyParams{
 				Args:       TaskArgs{Run: env.id, Task: t.ID, Node: t.Node.ID, Visit: t.Visit, Attempt: t.Attempt},
 				InsertOpts: &river.InsertOpts{Queue: q, MaxAttempts: maxJobAttempts},
 			})
@@ -685,7 +928,7 @@ func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, e
 			if at.After(e.At) {
 				opts.ScheduledAt = at
 			}
-			jobs = append(jobs, river.InsertManyParams{Args: TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}, InsertOpts: opts})
+			w.jobs = append(w.jobs, river.InsertManyParams{Args: TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}, InsertOpts: opts})
 		}
 		for _, aw := range a.Awaits {
 			sig, ok, err := storedSignal(ctx, tx, env.id, aw.Node, aw.Visit)
@@ -697,27 +940,35 @@ func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, e
 			}
 		}
 	}
-	steps := make([]*store.Step, 0, len(order))
-	for _, r := range order {
+	return nil
+}
+
+// flush writes what w gathered, and the run's final record when it
+// ended.
+func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
+	st := w.st
+	env := st.env
+	steps := make([]*store.Step, 0, len(w.order))
+	for _, r := range w.order {
 		s := durable.StepFromRecord(env.id, r)
 		steps = append(steps, durable.RedactStep(env.red, s))
 	}
 	var finish *store.Run
-	if !wasDone && st.run.Ended() && st.run.Running() == 0 {
+	if !w.wasDone && st.run.Ended() && st.run.Running() == 0 {
 		finish = d.finish(st)
 	}
-	sevs := make([]store.Event, len(events))
-	for i, ev := range events {
+	sevs := make([]store.Event, len(w.events))
+	for i, ev := range w.events {
 		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 	}
-	if err := postgres.SaveBatchTx(ctx, tx, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}); err != nil {
+	if err := postgres.QueueSaveBatch(w.log, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
 		return err
 	}
-	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+	if err := tx.SendBatch(ctx, w.log).Close(); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
-	if len(jobs) > 0 {
-		if _, err := d.client.InsertManyTx(ctx, tx, jobs); err != nil {
+	if len(w.jobs) > 0 {
+		if _, err := d.client.InsertManyTx(ctx, tx, w.jobs); err != nil {
 			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
 		}
 	}

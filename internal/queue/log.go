@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -20,6 +19,9 @@ const (
 	kindTimer    = "timer"
 	kindSignal   = "signal"
 	kindCancel   = "cancel"
+	// kindBegan: a worker took a task's job and starts its node. The
+	// scheduler is not fed; the step is marked running.
+	kindBegan = "began"
 )
 
 // event is one entry of a run's history: what the scheduler was fed.
@@ -31,7 +33,7 @@ type event struct {
 
 	Payload map[string]any // start
 
-	Task       int64 // finished
+	Task       int64 // finished, began
 	Output     map[string]any
 	Directives map[string]any
 	Err        *node.Error
@@ -160,15 +162,20 @@ func (e *event) outcome() engine.Outcome {
 
 const logTable = `skein_queue_log`
 
-// readLog returns the run's history after seq, in order.
-func readLog(ctx context.Context, q interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}, runID string, after int64) ([]*event, error) {
-	rows, err := q.Query(ctx, `SELECT seq, kind, at, node, visit, body FROM `+logTable+`
-		WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, after)
-	if err != nil {
-		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
-	}
+const readLogSQL = `SELECT seq, kind, at, node, visit, body FROM ` + logTable + `
+	WHERE run_id = $1 AND seq > $2 ORDER BY seq`
+
+// queueReadLog queues in b the read of the run's history after seq into
+// *dst.
+func queueReadLog(b *pgx.Batch, runID string, after int64, dst *[]*event) {
+	b.Queue(readLogSQL, runID, after).Query(func(rows pgx.Rows) error {
+		evs, err := scanLog(rows, runID)
+		*dst = evs
+		return err
+	})
+}
+
+func scanLog(rows pgx.Rows, runID string) ([]*event, error) {
 	defer rows.Close()
 	var out []*event
 	for rows.Next() {

@@ -63,6 +63,10 @@ func registry() *node.Registry {
 		Kind: "talker", Category: node.Action, Description: "Emits an event, then waits.",
 	}, func() node.Kind { return talker{} })
 	reg.MustRegister(node.Spec{
+		Kind: "chatty", Category: node.Action, Description: "Emits an event, then takes ms milliseconds.",
+		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
+	}, func() node.Kind { return chatty{} })
+	reg.MustRegister(node.Spec{
 		Kind: "nap", Category: node.Action, Description: "Waits ms milliseconds in the worker (a node that takes time, not a timer).",
 		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
 	}, func() node.Kind { return nap{} })
@@ -82,6 +86,14 @@ func (nap) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// chatty reports a tool call, then takes ms milliseconds.
+type chatty struct{}
+
+func (chatty) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	c.Emit("tool_call", map[string]any{"tool": "search"})
+	return nap{}.Run(ctx, c)
 }
 
 type bundle struct {
@@ -482,4 +494,45 @@ func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
 	steps = b.steps(t, run.ID)
 	require.Equal(t, "success", steps["only"][0].Status)
 	require.NotNil(t, steps["only"][0].StartedAt)
+}
+
+// TestEventsOfEachNodeKeepTheirOrder: the outcomes, marks and reports of
+// many nodes finishing at once on three workers are recorded in groups,
+// and each node's events still read node_started, what it reported,
+// node_finished — once each. Quick nodes (0 ms) start and end in one
+// transaction; slow ones (30 ms) are marked running on their own.
+func TestEventsOfEachNodeKeepTheirOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 3)
+	var nodes, edges string
+	const n = 40
+	for i := range n {
+		nodes += fmt.Sprintf("  - {id: b%d, type: chatty, ms: %d}\n", i, (i%2)*30)
+		edges += fmt.Sprintf("  - {from: start, to: b%d}\n  - {from: b%d, to: join}\n", i, i)
+	}
+	run := b.start(t, fmt.Sprintf(fanOut, nodes, edges), nil)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	evs, err := b.st.Events(context.Background(), run.ID, 0, 10_000)
+	require.NoError(t, err)
+	seen := map[string][]string{}
+	for i, ev := range evs {
+		require.EqualValues(t, i+1, ev.Seq, "event seqs have no gap")
+		if ev.Node != "" {
+			seen[ev.Node] = append(seen[ev.Node], ev.Type)
+		}
+	}
+	for i := range n {
+		id := fmt.Sprintf("b%d", i)
+		require.Equal(t, []string{engine.EventNodeStarted, "tool_call", engine.EventNodeFinished}, seen[id], id)
+	}
+	steps := b.steps(t, run.ID)
+	for i := range n {
+		s := steps[fmt.Sprintf("b%d", i)][0]
+		require.Equal(t, "success", s.Status)
+		require.NotNil(t, s.StartedAt)
+		if i%2 == 1 {
+			require.GreaterOrEqual(t, s.FinishedAt.Sub(*s.StartedAt), 30*time.Millisecond, "a step starts when its node does")
+		}
+	}
 }

@@ -24,6 +24,8 @@ type state struct {
 	timeouts map[int64]engine.Timer
 	// hashes is the config hash of each node's latest succeeded step.
 	hashes []string
+	// begun holds the tasks whose node started (kindBegan).
+	begun  map[int64]bool
 	tokens int
 	cost   float64
 }
@@ -32,7 +34,7 @@ func newState(env *runEnv) *state {
 	return &state{
 		env: env, run: engine.NewRun(env.plan, env.id),
 		steps: map[[2]int]*engine.StepRecord{}, wakeAt: map[[2]int]time.Time{}, timeouts: map[int64]engine.Timer{},
-		hashes: make([]string, len(env.plan.Nodes)),
+		hashes: make([]string, len(env.plan.Nodes)), begun: map[int64]bool{},
 	}
 }
 
@@ -55,7 +57,10 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 			payload = st.env.inputs
 		}
 		a = st.run.Start(starts, payload)
+	case kindBegan:
+		return st.began(e)
 	case kindFinished:
+		delete(st.begun, e.Task)
 		if t := st.run.Task(e.Task); t != nil && e.Hash != "" && e.Err == nil {
 			st.hashes[t.Node.Index] = e.Hash
 		}
@@ -96,6 +101,34 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		delete(st.timeouts, id)
 	}
 	return a, st.record(a, e), nil
+}
+
+// began marks the step of a task whose job a worker took running, and
+// reports its node_started event. A task that ended, or began already (its
+// job was taken again after its worker was presumed dead), changes
+// nothing.
+func (st *state) began(e *event) (*engine.Actions, []*engine.StepRecord, error) {
+	a := &engine.Actions{}
+	t := st.run.Task(e.Task)
+	if t == nil || st.begun[e.Task] {
+		return a, nil, nil
+	}
+	st.begun[e.Task] = true
+	rec := st.steps[[2]int{t.Node.Index, t.Visit}]
+	if rec == nil {
+		return a, nil, nil
+	}
+	rec.Status = engine.StatusRunning
+	if rec.StartedAt == nil {
+		s := e.Started
+		rec.StartedAt = &s
+	}
+	var data map[string]any
+	if t.Attempt > 1 {
+		data = map[string]any{"attempt": t.Attempt}
+	}
+	a.Events = append(a.Events, engine.Event{Type: engine.EventNodeStarted, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data})
+	return a, []*engine.StepRecord{rec}, nil
 }
 
 // fireAt is when a timer set at `at` fires.

@@ -48,6 +48,7 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = d.client.StopAndCancel(context.WithoutCancel(ctx))
 	}
+	d.inflight.Wait()
 	d.releaseAll()
 	return err
 }

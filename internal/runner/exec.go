@@ -85,6 +85,9 @@ type job struct {
 	wakes func(node string, visit int, hash string) (time.Time, bool)
 	// rerunOf is the run a rerun was made from.
 	rerunOf string
+	// parent is the run whose subworkflow node runs this one (a child of
+	// a queued run, run on a worker).
+	parent string
 	// finished, when set, sees the result once the run has ended and
 	// returns events to record with it (--auto-repair's business-error
 	// warnings).
@@ -143,7 +146,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		run = &store.Run{
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
 			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
-			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL,
+			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
 		}
 		if err := r.st.CreateRun(ctx, run); err != nil {
 			rl.Close()

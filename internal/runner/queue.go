@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
@@ -45,8 +46,10 @@ const WaitingHint = 3 * time.Second
 // and events go to the observer as the workers record them. Cancelling
 // ctx asks the workers to cancel the run (and follows it to its end);
 // closing o.Hard or o.Leave stops following at once, the run going on.
-// Queued runs do not run subworkflow nodes, checks or delivery yet, and
-// keep no run folder: their records are in the database.
+// A subworkflow node's child runs in the process of the worker that runs
+// the node (queueChild). Queued runs do not run delivery yet. Their records
+// are in the database; their folder is made for the files of their checks
+// (run here when the run ends) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
 	pg, err := r.pgStore(ctx)
 	if err != nil {
@@ -63,11 +66,6 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	}
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
-	}
-	for _, pn := range plan.Nodes {
-		if pn.Spec.Role == node.RoleSubworkflow {
-			return nil, usagef("%s: node %s is a subworkflow, which queued runs do not run yet; run it without --queue", w.File, pn.ID)
-		}
 	}
 	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
 	if err != nil {
@@ -151,7 +149,11 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 				res.DurationMS = cur.FinishedAt.Sub(cur.StartedAt).Milliseconds()
 			}
 			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
-			return &Result{Run: cur, Engine: res, redact: r.redactor(nil)}, nil
+			out := &Result{Run: cur, Engine: res, redact: r.redactor(nil)}
+			if hasChecks(w) {
+				out.Verdict, out.Err = r.verifyQueued(context.WithoutCancel(ctx), w, cur, res, o)
+			}
+			return out, nil
 		}
 		if o.Park != nil && o.Park.SignalsOnly && !cancelled {
 			if awaits := signalWaits(w, r.cfg.Registry, res.Steps); awaits != nil {
@@ -189,6 +191,39 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		case <-t.C:
 		}
 	}
+}
+
+// verifyQueued runs the checks of a queued run that ended, in the process
+// that follows it (skein run --queue, the server that started it): the
+// verdict files go to the run's folder, made now, and the verdict events
+// to the database.
+func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *store.Run, res *engine.Result, o Options) (*check.RunVerdict, error) {
+	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	if err != nil {
+		return nil, err
+	}
+	red := r.redactor(secrets)
+	rl, err := runlog.ReopenOnDemand(run.Dir, w.Name, run.ID, run.StartedAt, nil, red)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rl.Close() }()
+	if err := rl.Materialize(); err != nil {
+		return nil, err
+	}
+	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red)
+	if v == nil {
+		return nil, err
+	}
+	evs := verdictEvents(v, r.clock.Now())
+	sevs := make([]store.Event, len(evs))
+	for i, ev := range evs {
+		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
+	}
+	if aerr := r.st.AppendEvents(ctx, run.ID, sevs); aerr != nil && err == nil {
+		err = aerr
+	}
+	return v, err
 }
 
 // signalWaits returns the steps that wait for a signal when every step
@@ -269,6 +304,10 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), func() { _ = pool.Close() }
+		},
+		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string) node.Children {
+			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit,
+				opts: Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}}
 		},
 	})
 	if err != nil {

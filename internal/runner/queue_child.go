@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// queueChild runs the child workflow of a subworkflow node of a queued run
+// in the worker's process that runs the node: the child is a run of its
+// own (id <parent>.<node><visit>, its parent recorded), executed here as a
+// local run is, and the node's output is its outputs. A node taken again
+// after its worker stopped finds the child: a completed one answers at
+// once, another is resumed, reusing what it completed.
+type queueChild struct {
+	r        *Runner
+	parentID string
+	// parentFile is the parent workflow's file: a child's path is read
+	// relative to its folder, so the worker needs the files there.
+	parentFile string
+	nodeID     string
+	visit      int
+	opts       Options
+}
+
+// RunChild implements node.Children.
+func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error) {
+	full := path
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(filepath.Dir(c.parentFile), path)
+	}
+	cw, ds := workflow.Load(full, c.r.cfg.Registry)
+	if ds.HasErrors() {
+		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())}
+	}
+	for _, n := range cw.Nodes {
+		if spec, ok := c.r.cfg.Registry.Lookup(n.Type); ok && spec.Role == node.RoleSubworkflow {
+			return nil, &node.Error{Code: "subworkflow_depth", Category: node.CategoryValidation, Permanent: true,
+				Message: fmt.Sprintf("child workflow %s has a subworkflow node (%s): queued runs run one level of subworkflows", path, n.ID)}
+		}
+	}
+	in, err := cw.ResolveInputs(inputs)
+	if err != nil {
+		return nil, &node.Error{Code: "subworkflow_inputs", Category: node.CategoryValidation, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
+	}
+	id := fmt.Sprintf("%s.%s%d", c.parentID, c.nodeID, c.visit)
+	res, err := c.run(ctx, cw, id, in)
+	if err != nil {
+		return nil, node.Fail(node.CategoryInternal, "subworkflow", err)
+	}
+	switch engine.RunStatus(res.Status) {
+	case engine.RunCompleted:
+		out := map[string]any{}
+		for k, v := range res.Outputs {
+			out[k] = v
+		}
+		out["execution_id"] = id
+		return out, nil
+	case engine.RunCancelled:
+		return nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "child workflow " + path + " was cancelled"}
+	}
+	e := &node.Error{Code: "subworkflow_failed", Category: node.CategoryExecution, Message: fmt.Sprintf("child workflow %s failed", path),
+		Details: map[string]any{"execution_id": id}}
+	if res.Error != nil {
+		e.Message += ": " + res.Error.Message
+		e.Details["category"] = res.Error.Category
+	}
+	return nil, e
+}
+
+// run runs the child run id, or goes on with the one a stopped worker
+// left, and returns its final record.
+func (c *queueChild) run(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+	prev, err := c.r.st.Run(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		res, err := c.r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: c.parentID}, c.opts)
+		if err != nil {
+			return nil, err
+		}
+		return res.Run, nil
+	case err != nil:
+		return nil, err
+	case engine.RunStatus(prev.Status) == engine.RunCompleted:
+		return prev, nil
+	}
+	if live, err := c.r.liveOwner(prev); err != nil {
+		return nil, err
+	} else if live {
+		return nil, ownedError(prev)
+	}
+	hist, err := c.r.st.StepHistory(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := c.r.claim(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: c.parentID,
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, c.opts)
+	if err != nil {
+		return nil, err
+	}
+	return res.Run, nil
+}
