@@ -8,7 +8,9 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
@@ -159,26 +161,64 @@ func renamePaths(v any, prefix string) (any, bool) {
 	return v, false
 }
 
-// call runs a task's kind on this worker: its artifacts go to a temporary
-// folder and then to the blob store, and the big values of its outcome to
-// the blob store, before the outcome is recorded.
+// artifactRoot is a private folder of the worker, made on first use, in
+// which each task's artifacts folder is named — and made only by a kind
+// that saves a file (as a run folder's are), so a task that saves none
+// costs no file system call.
+type artifactRoot struct {
+	mu  sync.Mutex
+	dir string
+	n   int64
+}
+
+// next names a new artifacts folder.
+func (a *artifactRoot) next() (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dir == "" {
+		dir, err := os.MkdirTemp("", "skein-artifacts-")
+		if err != nil {
+			return "", err
+		}
+		a.dir = dir
+	}
+	a.n++
+	return filepath.Join(a.dir, strconv.FormatInt(a.n, 10)), nil
+}
+
+// remove removes the root and what is left in it (the worker stopped).
+func (a *artifactRoot) remove() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.dir != "" {
+		_ = os.RemoveAll(a.dir)
+		a.dir = ""
+	}
+}
+
+// call runs a task's kind on this worker: its artifacts go to a folder of
+// the worker and then to the blob store, and the big values of its outcome
+// to the blob store, before the outcome is recorded.
 func (d *Driver) call(ctx context.Context, env *runEnv, tenv engine.TaskEnv, t *engine.Task, params map[string]any) (engine.Outcome, map[string]any) {
-	dir, err := os.MkdirTemp("", "skein-artifacts-")
+	dir, err := d.artifacts.next()
 	if err != nil {
 		return engine.Outcome{Err: &node.Error{Code: "artifact", Category: node.CategoryInternal, Err: err,
 			Message: fmt.Sprintf("node %s: making its artifacts folder: %v", t.Node.ID, err)}}, params
 	}
-	defer os.RemoveAll(dir)
 	tenv.ArtifactDir = func(string) string { return dir }
 	oc := tenv.Call(ctx, t, params)
-	oc, refused, err := artifacts(env.blobs, dir, oc)
-	if err != nil && oc.Err == nil {
-		oc = engine.Outcome{Err: &node.Error{Code: "artifact", Category: node.CategoryInternal, Err: err,
-			Message: fmt.Sprintf("node %s: %v", t.Node.ID, err)}}
-	}
-	if len(refused) > 0 && tenv.Emit != nil {
-		tenv.Emit(t, engine.EventWarning, map[string]any{
-			"message": fmt.Sprintf("artifacts not kept: they hold a secret value: %s", strings.Join(refused, ", "))})
+	if _, err := os.Lstat(dir); err == nil {
+		defer os.RemoveAll(dir)
+		var refused []string
+		oc, refused, err = artifacts(env.blobs, dir, oc)
+		if err != nil && oc.Err == nil {
+			oc = engine.Outcome{Err: &node.Error{Code: "artifact", Category: node.CategoryInternal, Err: err,
+				Message: fmt.Sprintf("node %s: %v", t.Node.ID, err)}}
+		}
+		if len(refused) > 0 && tenv.Emit != nil {
+			tenv.Emit(t, engine.EventWarning, map[string]any{
+				"message": fmt.Sprintf("artifacts not kept: they hold a secret value: %s", strings.Join(refused, ", "))})
+		}
 	}
 	return keep(env.blobs, t.Node, oc, params)
 }

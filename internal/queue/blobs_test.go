@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // bigText is over the inline limit: it goes to the blob store.
@@ -32,6 +34,10 @@ type producer struct{}
 func (producer) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 	if c.ArtifactDir == "" {
 		return nil, node.Failf(node.CategoryExecution, "no_folder", "no artifacts folder")
+	}
+	// The folder is made by a kind that saves something in it.
+	if err := os.MkdirAll(c.ArtifactDir, 0o755); err != nil {
+		return nil, err
 	}
 	path := filepath.Join(c.ArtifactDir, "report.png")
 	if err := os.WriteFile(path, artifact, 0o644); err != nil {
@@ -163,4 +169,79 @@ func TestBigValuesCrossWorkers(t *testing.T) {
 			require.Equal(t, artifact, data, "the server downloads the artifact worker A saved")
 		})
 	}
+}
+
+// leaker saves the secret it is given in an artifact and in a big output.
+type leaker struct{}
+
+func (leaker) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	secret, _ := c.Params["secret"].(string)
+	if err := os.MkdirAll(c.ArtifactDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(c.ArtifactDir, "leak.txt"), []byte("key="+secret), 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(c.ArtifactDir, "fine.txt"), []byte("nothing secret"), 0o644); err != nil {
+		return nil, err
+	}
+	return map[string]any{"text": strings.Repeat("x", 2*blob.InlineLimit) + secret}, nil
+}
+
+// TestWorkerKeepsNoSecretInBlobs: an artifact or a big output that holds a
+// secret value is not written to the shared store: the artifact is left
+// out with a warning, the output is recorded masked.
+func TestWorkerKeepsNoSecretInBlobs(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = queue.Migrate(ctx, st.Pool())
+	require.NoError(t, err)
+	reg := registry()
+	reg.MustRegister(node.Spec{Kind: "leaker", Category: node.Action, Description: "Saves its secret.",
+		Params: []node.Param{{Name: "secret", Type: node.String, Description: "The secret."}}},
+		func() node.Kind { return leaker{} })
+	const secret = "sk-live-7f3a9c2e51"
+	secrets := func(*workflow.Workflow) (map[string]string, error) { return map[string]string{"TOKEN": secret}, nil }
+	b := &bundle{st: st, reg: reg, dir: t.TempDir()}
+	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg, Secrets: secrets})
+	require.NoError(t, err)
+	d, err := queue.New(queue.Config{Store: st, Registry: reg, Secrets: secrets, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- d.Work(wctx, 10*time.Second) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+
+	run := b.start(t, `version: 1
+name: leak
+secrets: [TOKEN]
+nodes:
+  - {id: leak, type: leaker, secret: "{{ secrets.TOKEN }}"}
+`, nil)
+	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	step := b.steps(t, run.ID)["leak"][0]
+	require.True(t, step.Masked, "the output held the secret: it is recorded masked")
+	arts := step.Output["_directives"].(map[string]any)[queue.ArtifactsKey].(map[string]any)
+	require.Contains(t, arts, "fine.txt")
+	require.NotContains(t, arts, "leak.txt", "an artifact holding a secret is not kept")
+
+	var n int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM blob_chunks WHERE position($1::bytea IN data) > 0`, []byte(secret)).Scan(&n))
+	require.Zero(t, n, "no blob holds the secret")
+	evs, err := st.Events(ctx, run.ID, 0, 1000)
+	require.NoError(t, err)
+	warned := false
+	for _, ev := range evs {
+		if ev.Type == "warning" && strings.Contains(fmt.Sprint(ev.Data["message"]), "leak.txt") {
+			warned = true
+		}
+	}
+	require.True(t, warned, "a warning names the artifact left out")
 }

@@ -93,6 +93,8 @@ type Driver struct {
 	cond *sync.Cond
 	// inflight counts the transactions led for applies nobody waits for.
 	inflight sync.WaitGroup
+	// artifacts is the worker's folder of its tasks' artifact folders.
+	artifacts artifactRoot
 }
 
 type planned struct {

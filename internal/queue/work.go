@@ -24,6 +24,7 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	}
 	// The big values other workers kept are read through it.
 	defer blob.Mount(d.cfg.Blobs)()
+	defer d.artifacts.remove()
 	// River's client runs until stopped, not until ctx ends: its jobs'
 	// contexts must outlive the drain.
 	if err := d.client.Start(context.WithoutCancel(ctx)); err != nil {

@@ -61,3 +61,13 @@ func TestArtifactOfALocalRun(t *testing.T) {
 	_, _, err = r.Artifact(t.Context(), "nope", "paint", "picture.png")
 	require.ErrorIs(t, err, runner.ErrNotFound)
 }
+
+// --blobs names the shared store of workers on Postgres: on SQLite it is
+// a usage error, not a setting silently ignored.
+func TestSharedBlobsNeedPostgres(t *testing.T) {
+	t.Parallel()
+	_, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein"), Blobs: t.TempDir()})
+	var use *runner.UsageError
+	require.ErrorAs(t, err, &use)
+	require.Contains(t, use.Msg, "--blobs")
+}
