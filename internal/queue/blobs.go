@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -60,6 +61,26 @@ func keep(st *blob.Store, pn *engine.PlanNode, oc engine.Outcome, params map[str
 		return fail(err)
 	}
 	return oc, p
+}
+
+// keepOutputs moves the big values of a run's final outputs (a template
+// that builds a long text) to the blob store, as the local driver does; a
+// failure fails the run. The store writes on connections of its own, so
+// this is safe in the transaction that ends the run.
+func keepOutputs(st *blob.Store, r *store.Run) *store.Run {
+	out, _, err := st.Spill(r.Outputs, blob.InlineLimit)
+	if err == nil {
+		c := *r
+		c.Outputs = out
+		return &c
+	}
+	c := *r
+	c.Outputs = map[string]any{}
+	if c.Error == nil {
+		c.Status = string(engine.RunFailed)
+		c.Error = &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
+	}
+	return &c
 }
 
 // artifacts moves the files a task's node wrote in its artifacts folder

@@ -66,6 +66,7 @@ edges:
   - {from: produce, to: consume}
 outputs:
   len: "{{ consume.len }}"
+  text: "{{ produce.text }}"
 `
 
 // TestBigValuesCrossWorkers: a node on worker A outputs a value over the
@@ -140,6 +141,9 @@ func TestBigValuesCrossWorkers(t *testing.T) {
 			done := b.wait(t, run.ID)
 			require.Equal(t, "completed", done.Status, "%v", done.Error)
 			require.EqualValues(t, len(bigText), done.Outputs["len"], "worker B got the whole value")
+			out, ok := done.Outputs["text"].(*blob.Blob)
+			require.True(t, ok, "a big output of the run is a reference, got %T", done.Outputs["text"])
+			require.Equal(t, tc.kind, out.Store())
 
 			steps := b.steps(t, run.ID)
 			sum := sha256.Sum256([]byte(bigText))

@@ -991,7 +991,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
-	return durable.RedactRun(st.env.red, r)
+	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))
 }
 
 // OnlySignals reports whether a run that has not ended only waits for

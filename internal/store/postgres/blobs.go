@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,15 +23,57 @@ const ChunkSize = 1 << 20
 // Blobs is the blob backend of a Postgres database (the tables blobs and
 // blob_chunks, migration 8): the big values and artifacts of distributed
 // runs, which every worker and the server reach through the database.
+//
+// It reads and writes through a pool of its own (at most blobConns
+// connections, made on first use): a blob is read where a transaction of
+// the store's pool may be open (a template of the run's outputs, applied in
+// the transaction that ends the run), and a transaction must never wait
+// for a second connection of the pool it holds one of.
 type Blobs struct {
-	pool *pgxpool.Pool
+	p *blobPool
 }
 
 // Interface guard.
 var _ blob.Backend = (*Blobs)(nil)
 
+// blobConns bounds the connections of the blob pool.
+const blobConns = 4
+
+// blobPool is the Store's pool for blobs, made on first use.
+type blobPool struct {
+	base *pgxpool.Pool
+	mu   sync.Mutex
+	pool *pgxpool.Pool
+}
+
+// get returns the pool, making it from the store's configuration.
+func (b *blobPool) get(ctx context.Context) (*pgxpool.Pool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pool != nil {
+		return b.pool, nil
+	}
+	cfg := b.base.Config().Copy()
+	cfg.MaxConns, cfg.MinConns = blobConns, 0
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening the blob store's connections: %w", err)
+	}
+	b.pool = p
+	return p, nil
+}
+
+func (b *blobPool) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.pool != nil {
+		b.pool.Close()
+		b.pool = nil
+	}
+}
+
 // Blobs returns the store's blob backend.
-func (s *Store) Blobs() *Blobs { return &Blobs{pool: s.pool} }
+func (s *Store) Blobs() *Blobs { return &Blobs{p: &s.blobs} }
 
 // Kind is "postgres".
 func (*Blobs) Kind() string { return KindBlobs }
@@ -50,8 +93,12 @@ func (*Blobs) Stage() (*os.File, error) {
 
 // Has reports whether the blob's row is there (it is inserted last).
 func (p *Blobs) Has(ctx context.Context, b *blob.Blob) (bool, error) {
+	pool, err := p.p.get(ctx)
+	if err != nil {
+		return false, err
+	}
 	var size int64
-	err := p.pool.QueryRow(ctx, `SELECT size FROM blobs WHERE digest = $1`, b.Digest()).Scan(&size)
+	err = pool.QueryRow(ctx, `SELECT size FROM blobs WHERE digest = $1`, b.Digest()).Scan(&size)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -71,7 +118,11 @@ func (p *Blobs) Keep(ctx context.Context, staged string, b *blob.Blob) error {
 		return fmt.Errorf("writing a big value: %w", err)
 	}
 	defer f.Close()
-	tx, err := p.pool.Begin(ctx)
+	pool, err := p.p.get(ctx)
+	if err != nil {
+		return err
+	}
+	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("writing a big value: %w", err)
 	}
@@ -108,15 +159,19 @@ func (p *Blobs) Keep(ctx context.Context, staged string, b *blob.Blob) error {
 // Open streams the blob of digest sum a chunk at a time, one query per
 // chunk, so a reader holds no connection between reads.
 func (p *Blobs) Open(ctx context.Context, sum string) (io.ReadCloser, error) {
+	pool, err := p.p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var chunks int
-	err := p.pool.QueryRow(ctx, `SELECT chunks FROM blobs WHERE digest = $1`, sum).Scan(&chunks)
+	err = pool.QueryRow(ctx, `SELECT chunks FROM blobs WHERE digest = $1`, sum).Scan(&chunks)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("blob %s in the database: %w", sum, blob.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading blob %s: %w", sum, err)
 	}
-	return &chunkReader{ctx: ctx, pool: p.pool, sum: sum, chunks: chunks}, nil
+	return &chunkReader{ctx: ctx, pool: pool, sum: sum, chunks: chunks}, nil
 }
 
 // chunkReader reads a blob's chunks in order. It keeps the context of the
