@@ -32,7 +32,7 @@ func serveCmd(e *env) *cobra.Command {
 	var f execFlags
 	var addr, flows, folders string
 	var noAuth, queued, withWorker bool
-	var grace, parkAfter time.Duration
+	var grace, parkAfter, rescueAfter time.Duration
 	var maxRuns int
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -97,6 +97,9 @@ workers when the server stops.`,
 			}
 			if withWorker && !queued {
 				return usagef("--worker runs the nodes of queued runs; give --queue too")
+			}
+			if rescueAfter < 100*time.Millisecond {
+				return usagef("--rescue-after must be at least 100ms")
 			}
 			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
 			if err != nil {
@@ -167,7 +170,7 @@ workers when the server stops.`,
 				done := make(chan error, 1)
 				go func() {
 					done <- r.Work(wctx, runner.WorkRequest{Queues: map[string]int{queue.DefaultQueue: f.concurrency},
-						Grace: grace, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate})
+						Grace: grace, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, RescueAfter: rescueAfter, Logger: log})
 				}()
 				defer func() {
 					stopWorker()
@@ -192,6 +195,7 @@ workers when the server stops.`,
 	fl.DurationVar(&parkAfter, "park-after", time.Minute, "a run whose branches all wait, for signals or for timers due later than this, is left waiting and held by nothing (negative: hold every wait)")
 	fl.BoolVar(&queued, "queue", false, "with --db postgres://…: hand the runs' nodes to skein workers (jobs in the database's queue) instead of running them in this process")
 	fl.BoolVar(&withWorker, "worker", false, "with --queue: also run a worker of the default queue in this process")
+	fl.DurationVar(&rescueAfter, "rescue-after", queue.DefaultRescueAfter, "with --worker: how long this process's worker may go silent before the nodes it runs count as lost and run again elsewhere (skein worker --help)")
 	fl.StringVar(&folders, "run-folders", "on-demand", "on-demand: a run gets a folder under <dir>/runs only when it keeps files (artifacts, big outputs, verdicts); always: every run gets one, with run.json and events.jsonl")
 	f.registerRun(fl, "most nodes running at once, per run")
 	return cmd

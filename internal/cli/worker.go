@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store/postgres"
 )
@@ -18,7 +19,7 @@ func workerCmd(e *env) *cobra.Command {
 	var dir, secretsFile string
 	var queues []string
 	var concurrency int
-	var grace time.Duration
+	var grace, rescueAfter time.Duration
 	var denyPrivate bool
 	cmd := &cobra.Command{
 		Use:   "worker --db postgres://…",
@@ -32,7 +33,15 @@ worker given --queues gpu (add default to take the other nodes too).
 
 SIGTERM or Ctrl-C drains the worker: it takes no new job and lets running
 nodes finish within --grace; nodes still running then are stopped and run
-again by another worker. A worker opens up to one database connection per
+again by another worker.
+
+A worker renews a lease in the database as it runs. One that goes silent
+for --rescue-after (killed, out of memory, paused, cut off from the
+database) is lost: another worker records the attempts it ran as failed
+(worker_lost), and each node's retries decide — the node runs again with
+attempt + 1 and the same idempotency key, or fails. A lost worker that
+comes back cannot record a result over them. When the database restarts,
+workers reconnect by themselves, retrying with backoff. A worker opens up to one database connection per
 job it runs at once, plus 4 (at most 64; pool_max_conns in the URL sets
 it).`,
 		Example: `  skein worker --db postgres://skein@db:5432/skein
@@ -44,6 +53,9 @@ it).`,
 			}
 			if concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
+			}
+			if rescueAfter < 100*time.Millisecond {
+				return usagef("--rescue-after must be at least 100ms")
 			}
 			qs := map[string]int{}
 			for _, q := range queues {
@@ -71,7 +83,8 @@ it).`,
 			defer stop()
 			fmt.Fprintf(e.stderr, "skein worker: working queues %s (%d at once each) of %s\n",
 				strings.Join(queues, ","), concurrency, postgres.Redact(e.db))
-			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate})
+			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate,
+				RescueAfter: rescueAfter, Logger: newLogger(e)})
 			if err != nil {
 				return failure(err)
 			}
@@ -84,6 +97,7 @@ it).`,
 	fl.StringSliceVar(&queues, "queues", []string{"default"}, "queues to take jobs from (comma-separated)")
 	addConcurrencyFlag(fl, &concurrency, "jobs run at once per queue")
 	fl.DurationVar(&grace, "grace", 5*time.Minute, "on SIGTERM, how long running nodes may finish before they are stopped (0: as long as they take)")
+	fl.DurationVar(&rescueAfter, "rescue-after", queue.DefaultRescueAfter, "how long this worker may go silent (killed, paused, cut off from the database) before the nodes it runs count as lost and run again elsewhere")
 	fl.StringVar(&secretsFile, "secrets-file", "", "dotenv file with secret values")
 	fl.BoolVar(&denyPrivate, "deny-private-networks", false, "http nodes refuse loopback, private, link-local and metadata addresses")
 	return cmd

@@ -42,6 +42,16 @@
 // A transaction never waits for a second connection of the pool while it
 // holds one, so workers whose jobs outnumber the connections wait for a
 // connection, never for each other. A worker that stops (Driver.Work's
-// grace ran out) records nothing for the nodes it stopped: River gives
-// their jobs to a worker again.
+// grace ran out) records nothing for the nodes it stopped and puts their
+// steps back to pending: River gives their jobs to a worker again.
+//
+// Faults (rescue.go): each worker holds a lease, renewed in the database.
+// The attempts of a worker whose lease ran out (killed, paused, cut off)
+// are recorded as failed (worker_lost) by another worker, and the node's
+// retries decide; the lost worker, if it comes back, cannot record over
+// them (the attempt token). A job runs its node at most once: River
+// handing a job out again after its node began records the loss instead.
+// Work on the database that fails because the database is unreachable is
+// retried with backoff (postgres.Transient), so a restart of the database
+// costs no node a second run.
 package queue

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
@@ -60,8 +61,9 @@ type Config struct {
 	// notification came (default 1 s).
 	Poll      time.Duration
 	FetchPoll time.Duration
-	// RescueAfter is when River gives a running job whose worker went
-	// silent to another worker (default 1 h).
+	// RescueAfter is how long this worker may go silent (killed, paused,
+	// cut off from the database) before another worker records the
+	// attempts it runs as lost (default DefaultRescueAfter; rescue.go).
 	RescueAfter time.Duration
 	// Children, when set, runs the child workflows of a run's
 	// subworkflow tasks on this worker; nil: a subworkflow node fails.
@@ -82,6 +84,8 @@ type Config struct {
 type Driver struct {
 	cfg    Config
 	client *river.Client[pgx.Tx]
+	// id names this worker in River and in its lease row (rescue.go).
+	id, host string
 
 	mu     sync.Mutex
 	envs   map[string]*runEnv
@@ -150,7 +154,7 @@ type taskWorker struct {
 }
 
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[TaskArgs]) error {
-	return w.d.work(ctx, job.Args)
+	return w.d.work(ctx, job.JobRow, job.Args)
 }
 
 // Timeout: a node has its own timeout; River's must not cut it short.
@@ -180,15 +184,19 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Blobs == nil {
 		cfg.Blobs = cfg.Store.Blobs()
 	}
+	if cfg.RescueAfter <= 0 {
+		cfg.RescueAfter = DefaultRescueAfter
+	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
 		groups: map[string]*applyGroup{}, held: map[string]bool{}}
 	d.cond = sync.NewCond(&d.mu)
+	d.id, d.host = newWorkerID()
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &taskWorker{d: d})
 	river.AddWorker(workers, &timerWorker{d: d})
 	rc := &river.Config{
-		Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
-		RescueStuckJobsAfter: cfg.RescueAfter, JobTimeout: -1, MaxAttempts: maxJobAttempts,
+		ID: d.id, Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
+		JobTimeout: -1, MaxAttempts: maxJobAttempts, RescueStuckJobsAfter: riverRescueAfter,
 	}
 	// A job a worker inserts for the next node is announced (LISTEN/
 	// NOTIFY), but River fetches at most once per cooldown: its default
@@ -216,7 +224,9 @@ func New(cfg Config) (*Driver, error) {
 const fetchCooldown = 2 * time.Millisecond
 
 // maxJobAttempts bounds how many times River runs one job: a node's own
-// retries are new jobs; these are for a worker that died with the job.
+// retries are new jobs, and a job taken again after its node began
+// records the attempt as lost rather than run it twice (rescue.go); these
+// are for errors before the node begins.
 const maxJobAttempts = 5
 
 // StartRequest starts a run on the queue.
@@ -447,59 +457,25 @@ func ended(status string) bool {
 
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
-func (d *Driver) work(ctx context.Context, args TaskArgs) error {
-	d.mu.Lock()
-	env := d.envs[args.Run]
-	d.mu.Unlock()
-	if env == nil {
-		run, err := d.readRun(ctx, args.Run)
-		if errors.Is(err, store.ErrNotFound) {
-			return river.JobCancel(err) // the run was pruned
-		}
-		if err != nil {
-			return err
-		}
-		if ended(run.Status) {
-			d.forget(run.ID)
-			return nil
-		}
-		if env, err = d.env(ctx, run); err != nil {
-			return err
-		}
-	}
-	// The run (its status, a cancel request) and what its history gained
-	// since this worker's state: one round trip.
-	st := d.take(env.id)
-	if st == nil || st.env != env {
-		st = newState(env)
-	}
+func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
 	var (
 		run *store.Run
-		evs []*event
+		st  *state
 	)
-	b := &pgx.Batch{}
-	postgres.QueueReadRun(b, env.id, &run)
-	queueReadLog(b, env.id, st.seq, &evs)
-	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
-		d.drop(env.id)
-		if errors.Is(err, store.ErrNotFound) {
-			return river.JobCancel(err) // the run was pruned
-		}
+	err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
+		run, st, err = d.load(ctx, args.Run)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err) // the run was pruned
+	}
+	if err != nil || st == nil {
 		return err
 	}
-	for _, e := range evs {
-		if _, _, err := st.feed(e); err != nil {
-			d.drop(env.id)
-			return err
-		}
-	}
-	if ended(run.Status) {
-		d.drop(env.id)
-		d.forget(run.ID)
-		return nil
-	}
+	env := st.env
 	t := st.run.Task(args.Task)
 	stopping, _ := st.run.Status()
+	begun := st.begun[args.Task]
 	var upstream []string
 	if t != nil {
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
@@ -519,29 +495,38 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 				Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run stopped before the node started"}}
 		}, nil)
 	}
-	// The step is marked running by a transaction of its own once the
-	// node has run for beganAfter, or with what it reports first, or with
-	// its outcome: a quick node costs one transaction, not two. The node
-	// never waits for the mark; the applies of a run keep their order.
-	started := time.Now().UTC().Truncate(time.Microsecond)
-	beganEvent := func(st *state) *event {
-		if st.run.Task(args.Task) == nil {
-			return nil
-		}
-		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
+	if begun && job.Attempt > 1 {
+		return d.retaken(ctx, job, run.ID, t)
 	}
-	var beganOnce sync.Once
-	markBegan := func() { beganOnce.Do(func() { d.applyAsync(ctx, run.ID, beganEvent, nil) }) }
-	beganTimer := time.AfterFunc(beganAfter, markBegan)
+	// The step is marked running, durably, before the node runs: a job
+	// handed out again after that records the attempt lost instead of
+	// running the node twice under it (rescue.go). The mark is an apply
+	// like any other, so it shares its transaction with the run's other
+	// records of the moment.
+	started := time.Now().UTC().Truncate(time.Microsecond)
+	err = d.persist(ctx, "starting node "+t.Node.ID, func() error {
+		return d.apply(ctx, run.ID, func(st *state) *event {
+			if st.run.Task(args.Task) == nil {
+				return nil
+			}
+			begun = st.begun[args.Task]
+			return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
+		}, nil)
+	})
+	if err != nil {
+		return err
+	}
+	if begun && job.Attempt > 1 {
+		return d.retaken(ctx, job, run.ID, t)
+	}
 	tenv := env.task
 	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
 		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
 	}
 	// What the kind reports as it runs (tool calls, LLM calls) is
-	// recorded at once, for whoever follows the run.
+	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
 		data, _ = env.red.Map(data)
-		markBegan()
 		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: time.Now().UTC(),
 			Event: engine.Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}}})
 	}
@@ -562,31 +547,83 @@ func (d *Driver) work(ctx context.Context, args TaskArgs) error {
 	}
 	if ctx.Err() != nil {
 		// The worker stops and its drain ran out (the run's own cancel
-		// lets running nodes finish): nothing is recorded, and River
-		// gives the job to a worker again.
+		// lets running nodes finish): nothing is recorded, the step goes
+		// back to pending, and River gives the job to a worker again.
+		d.unbegin(ctx, run.ID, t)
 		return fmt.Errorf("node %s of run %s was stopped with its worker; it runs again: %w", t.Node.ID, run.ID, context.Cause(ctx))
 	}
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
 		Params: params, Started: started, Hash: hash}
-	var first func(st *state) *event
-	if beganTimer.Stop() {
-		beganOnce.Do(func() { first = beganEvent })
-	}
-	return d.applyWith(context.WithoutCancel(ctx), run.ID, first, func(st *state) *event {
-		if st.run.Task(args.Task) == nil {
-			return nil // another worker recorded this attempt first
-		}
-		return e
-	}, nil)
+	return d.persist(ctx, "recording node "+t.Node.ID, func() error {
+		return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+			if st.run.Task(args.Task) == nil {
+				// Another worker recorded this attempt first, or recorded
+				// it lost (this worker was paused or cut off past its
+				// lease): the attempt token drops a stale result.
+				d.cfg.Logger.Warn("dropped a stale result: the attempt was recorded without this worker", "run", run.ID, "node", t.Node.ID, "attempt", t.Attempt)
+				return nil
+			}
+			return e
+		}, nil)
+	})
 }
 
-// beganAfter is how long a node runs before its step is marked running
-// by a transaction of its own.
-const beganAfter = 10 * time.Millisecond
+// load reads the run of a job and returns its state caught up with the
+// history, for the caller's exclusive use (put it back); a nil state
+// when the run ended.
+func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, error) {
+	d.mu.Lock()
+	env := d.envs[runID]
+	d.mu.Unlock()
+	if env == nil {
+		run, err := d.readRun(ctx, runID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if ended(run.Status) {
+			d.forget(run.ID)
+			return run, nil, nil
+		}
+		if env, err = d.env(ctx, run); err != nil {
+			return nil, nil, err
+		}
+	}
+	// The run (its status, a cancel request) and what its history gained
+	// since this worker's state: one round trip.
+	st := d.take(env.id)
+	if st == nil || st.env != env {
+		st = newState(env)
+	}
+	var (
+		run *store.Run
+		evs []*event
+	)
+	b := &pgx.Batch{}
+	postgres.QueueReadRun(b, env.id, &run)
+	queueReadLog(b, env.id, st.seq, &evs)
+	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
+		d.drop(env.id)
+		return nil, nil, err
+	}
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			d.drop(env.id)
+			return nil, nil, err
+		}
+	}
+	if ended(run.Status) {
+		d.drop(env.id)
+		d.forget(run.ID)
+		return run, nil, nil
+	}
+	return run, st, nil
+}
 
 // fire applies a timer job.
 func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
-	return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
+	return d.persist(ctx, "firing a timer", func() error {
+		return d.apply(ctx, args.Run, func(*state) *event { return &event{Kind: kindTimer, Timer: args.Timer} }, nil)
+	})
 }
 
 // apply records an event on a run: mk returns it from the run's state
@@ -600,13 +637,7 @@ func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
 // finished meanwhile, so a fan-out's throughput grows with its workers
 // instead of stopping at one transaction at a time.
 func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
-	return d.applyWith(ctx, runID, nil, mk, extra)
-}
-
-// applyWith is apply with an event first recorded before mk's, in the
-// same transaction (nil: none).
-func (d *Driver) applyWith(ctx context.Context, runID string, first, mk func(st *state) *event, extra []engine.TimedEvent) error {
-	req := &applyReq{first: first, mk: mk, extra: extra, done: make(chan applyResult, 1)}
+	req := &applyReq{mk: mk, extra: extra, done: make(chan applyResult, 1)}
 	if g := d.enqueue(runID, req); g != nil {
 		d.lead(ctx, runID, g)
 	} else if r := <-req.done; !r.lead {
@@ -668,7 +699,6 @@ type applyGroup struct {
 }
 
 type applyReq struct {
-	first func(st *state) *event
 	mk    func(st *state) *event
 	extra []engine.TimedEvent
 	// done answers the apply; an async one has none.
@@ -754,13 +784,9 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			return err
 		}
 	}
-	tx, err := d.cfg.Store.Pool().Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The run's row, its last event and what its history gained since
-	// this worker's state: one round trip.
+	// The state is taken before a connection is: what holds the state
+	// may wait for a connection, never what holds a connection for the
+	// state.
 	st := d.take(env.id)
 	if st == nil || st.env != env {
 		st = newState(env)
@@ -771,6 +797,13 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			d.drop(env.id)
 		}
 	}()
+	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// The run's row, its last event and what its history gained since
+	// this worker's state: one round trip.
 	var (
 		run  *store.Run
 		last int64
@@ -800,12 +833,8 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			return err
 		}
 	}
-	// Each apply in its order: its first event, what its node reported,
-	// its event.
+	// Each apply in its order: what its node reported, then its event.
 	for _, r := range reqs {
-		if err := d.feedMk(ctx, tx, w, r.first); err != nil {
-			return err
-		}
 		w.events = append(w.events, r.extra...)
 		if err := d.feedMk(ctx, tx, w, r.mk); err != nil {
 			return err

@@ -22,6 +22,9 @@ const (
 	// kindBegan: a worker took a task's job and starts its node. The
 	// scheduler is not fed; the step is marked running.
 	kindBegan = "began"
+	// kindUnbegan: a stopping worker stopped the task's node; its job runs
+	// again. The step is pending again.
+	kindUnbegan = "unbegan"
 )
 
 // event is one entry of a run's history: what the scheduler was fed.

@@ -9,7 +9,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// logSchema creates the history table. It is the queue's own, beside the
+// logSchema creates the history table and the table of workers' leases
+// (rescue.go). It is the queue's own, beside the
 // store's schema (whose migrations mirror SQLite's one for one).
 const logSchema = `CREATE TABLE IF NOT EXISTS ` + logTable + ` (
     run_id text        NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
@@ -21,7 +22,16 @@ const logSchema = `CREATE TABLE IF NOT EXISTS ` + logTable + ` (
     body   json        NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
-CREATE INDEX IF NOT EXISTS skein_queue_log_by_kind ON ` + logTable + ` (run_id, kind, node, visit)`
+CREATE INDEX IF NOT EXISTS skein_queue_log_by_kind ON ` + logTable + ` (run_id, kind, node, visit);
+CREATE TABLE IF NOT EXISTS ` + workersTable + ` (
+    id              text        PRIMARY KEY,
+    host            text        NOT NULL,
+    pid             integer     NOT NULL,
+    lease_ms        bigint      NOT NULL,
+    started_at      timestamptz NOT NULL DEFAULT now(),
+    seen_at         timestamptz NOT NULL DEFAULT now(),
+    connected_since timestamptz NOT NULL DEFAULT now()
+)`
 
 // migrateLock is the advisory lock key of the queue's migrations.
 const migrateLock int64 = 0x736b65696e71 // "skeinq"

@@ -59,6 +59,8 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		a = st.run.Start(starts, payload)
 	case kindBegan:
 		return st.began(e)
+	case kindUnbegan:
+		return st.unbegan(e)
 	case kindFinished:
 		delete(st.begun, e.Task)
 		if t := st.run.Task(e.Task); t != nil && e.Hash != "" && e.Err == nil {
@@ -128,6 +130,23 @@ func (st *state) began(e *event) (*engine.Actions, []*engine.StepRecord, error) 
 		data = map[string]any{"attempt": t.Attempt}
 	}
 	a.Events = append(a.Events, engine.Event{Type: engine.EventNodeStarted, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data})
+	return a, []*engine.StepRecord{rec}, nil
+}
+
+// unbegan puts the step of a task whose node a stopping worker stopped
+// back to pending.
+func (st *state) unbegan(e *event) (*engine.Actions, []*engine.StepRecord, error) {
+	a := &engine.Actions{}
+	t := st.run.Task(e.Task)
+	if t == nil || !st.begun[e.Task] {
+		return a, nil, nil
+	}
+	delete(st.begun, e.Task)
+	rec := st.steps[[2]int{t.Node.Index, t.Visit}]
+	if rec == nil {
+		return a, nil, nil
+	}
+	rec.Status = engine.StatusPending
 	return a, []*engine.StepRecord{rec}, nil
 }
 

@@ -25,6 +25,22 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	// The big values other workers kept are read through it.
 	defer blob.Mount(d.cfg.Blobs)()
 	defer d.artifacts.remove()
+	// The worker's lease exists before it takes a job, and is renewed
+	// until it took its last (rescue.go).
+	if err := d.beat(ctx, true); err != nil {
+		return fmt.Errorf("starting the workers: %w", err)
+	}
+	defer d.unregister(ctx)
+	watchDone := make(chan struct{})
+	watchCtx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		defer close(watchDone)
+		d.watch(watchCtx)
+	}()
+	defer func() {
+		stopWatch()
+		<-watchDone
+	}()
 	// River's client runs until stopped, not until ctx ends: its jobs'
 	// contexts must outlive the drain.
 	if err := d.client.Start(context.WithoutCancel(ctx)); err != nil {

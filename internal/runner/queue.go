@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
@@ -109,19 +112,37 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 	started := time.Now()
 	t := time.NewTicker(every)
 	defer t.Stop()
+	// While the database is unreachable (it restarts), following waits
+	// with backoff and goes on where it was: the workers go on too.
+	lost := backoff.NewExponentialBackOff()
+	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
 	for {
 		cur, err := r.st.Run(context.WithoutCancel(ctx), run.ID)
+		var steps []*store.Step
+		var evs []store.Event
+		if err == nil {
+			steps, err = r.st.Steps(context.WithoutCancel(ctx), run.ID)
+		}
+		if err == nil {
+			evs, err = r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
+		}
+		if postgres.Transient(err) {
+			wait := time.NewTimer(lost.NextBackOff())
+			select {
+			case <-wait.C:
+				continue
+			case <-o.Hard:
+				wait.Stop()
+				return nil, fmt.Errorf("stopped following run %s while the database was unreachable (%w); its workers go on with it", run.ID, err)
+			case <-o.Leave:
+				wait.Stop()
+				return nil, fmt.Errorf("left run %s to its workers while the database was unreachable: %w", run.ID, err)
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		steps, err := r.st.Steps(context.WithoutCancel(ctx), run.ID)
-		if err != nil {
-			return nil, err
-		}
-		evs, err := r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
-		if err != nil {
-			return nil, err
-		}
+		lost.Reset()
 		res := resultFromStore(cur, steps)
 		if o.Observer != nil {
 			for _, ev := range evs {
@@ -283,6 +304,13 @@ type WorkRequest struct {
 	Grace       time.Duration
 	SecretsFile string
 	DenyPrivate bool
+	// RescueAfter is how long this worker may go silent before the nodes
+	// it runs count as lost and run again elsewhere (0: the default,
+	// queue.DefaultRescueAfter).
+	RescueAfter time.Duration
+	// Logger gets what the worker reports: lost workers, a database
+	// that went away and came back (nil: nothing).
+	Logger *slog.Logger
 }
 
 // Work runs queue workers until ctx ends, then drains them (see
@@ -292,18 +320,21 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	if err != nil {
 		return err
 	}
+	// MCP servers are pooled per worker: runs whose servers start the
+	// same way (same command, arguments, environment and secrets) share
+	// them; a server no run uses stops after a minute.
+	shared := &mcppool.Shared{}
+	defer func() { _ = shared.Close() }()
 	d, err := queue.New(queue.Config{
-		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs,
+		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs, RescueAfter: req.RescueAfter, Logger: req.Logger,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},
 		Services: func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func()) {
-			// MCP servers start on first use and are shared by the run's
-			// nodes on this worker; they stop when the run ends here.
-			pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(inputs, secrets))
+			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), func() { _ = pool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), release
 		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string) node.Children {
 			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit,

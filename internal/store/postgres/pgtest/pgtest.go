@@ -4,6 +4,9 @@
 //
 // Without a reachable server the test is skipped, unless CI=true: then it
 // fails, saying how to start one, so CI never passes by skipping.
+//
+// A test that stops or restarts the database makes a server of its own
+// (NewServer) rather than touch the shared one.
 package pgtest
 
 import (

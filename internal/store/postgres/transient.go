@@ -1,0 +1,43 @@
+package postgres
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Transient reports whether err says the database could not be reached or
+// dropped the connection (restarted, shut down, failed over, out of
+// connections) rather than refusing what was asked: the same request may
+// succeed once it is back. The pool opens new connections by itself, so
+// retrying is all a caller does.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection exception
+			strings.HasPrefix(pgErr.Code, "57P"),         // admin or crash shutdown, cannot connect now
+			pgErr.Code == "53300",                        // too many connections
+			pgErr.Code == "40001", pgErr.Code == "40P01": // serialization failure, deadlock
+			return true
+		}
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &connErr), errors.As(err, &netErr),
+		pgconn.SafeToRetry(err), pgconn.Timeout(err),
+		errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return true
+	}
+	return false
+}
