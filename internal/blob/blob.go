@@ -2,11 +2,14 @@ package blob
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/skeinhq/skein/expr"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -40,13 +43,17 @@ const (
 	JSON = "json" // the value is a list or an object; the file holds its JSON
 )
 
-// Blob is a value kept in a file of a run folder. Its methods are safe for
-// concurrent use; a Blob never changes.
+// Blob is a value kept in a blob store: a file of a run folder, named by
+// its path, or a blob of a shared store (a shared folder, Postgres), named
+// by the store's kind and its digest. Its methods are safe for concurrent
+// use; a Blob never changes.
 type Blob struct {
-	sum  string // hex SHA-256 of the file
+	sum  string // hex SHA-256 of the content
 	size int64
 	typ  string
-	path string
+	path string  // the file, for a run folder's blob (and references of old)
+	kind string  // the kind of a shared store, when path is ""
+	src  Backend // the store that wrote it, nil for a decoded reference
 }
 
 // Interface guard: expressions load a Blob when they read it.
@@ -61,40 +68,89 @@ func (b *Blob) Size() int64 { return b.size }
 // Type is Text or JSON.
 func (b *Blob) Type() string { return b.typ }
 
-// Path is the blob's file.
+// Path is the blob's file, or "" for a blob of a shared store.
 func (b *Blob) Path() string { return b.path }
+
+// Store is the kind of the shared store that keeps the blob ("shared",
+// "postgres"), or "" for a run folder's.
+func (b *Blob) Store() string { return b.kind }
 
 // String describes the blob; it never reads it.
 func (b *Blob) String() string {
+	if b.path == "" {
+		return fmt.Sprintf("<%s of %d bytes in the %s blob store>", b.typ, b.size, b.kind)
+	}
 	return fmt.Sprintf("<%s of %d bytes in %s>", b.typ, b.size, b.path)
 }
 
-// Open opens the blob's file.
+// where names the blob in errors.
+func (b *Blob) where() string {
+	if b.path == "" {
+		return fmt.Sprintf("blob %s of the %s store", short(b.sum), b.kind)
+	}
+	return b.path
+}
+
+// Open reads the blob: its file, or a shared store's blob through the
+// store that wrote it or a mounted one (Mount). The error of a blob that
+// is not kept wraps ErrNotFound.
 func (b *Blob) Open() (io.ReadCloser, error) {
-	f, err := os.Open(b.path)
+	if b.path != "" {
+		f, err := os.Open(b.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("reading a big value: %w: %w", ErrNotFound, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading a big value: %w", err)
+		}
+		return f, nil
+	}
+	var rc io.ReadCloser
+	var err error
+	if b.src != nil {
+		rc, err = b.src.Open(ctx(), b.sum)
+	} else {
+		rc, err = openMounted(ctx(), b.kind, b.sum)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading a big value: %w", err)
 	}
-	return f, nil
+	return rc, nil
 }
 
 // Load reads the value back: the string of a Text blob, the list or
 // object of a JSON blob (whole numbers as int, others as float64, as the
-// store decodes them).
+// store decodes them). A shared store's blob is checked against its
+// digest.
 func (b *Blob) Load() (any, error) {
-	data, err := os.ReadFile(b.path)
+	rc, err := b.Open()
 	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	var buf bytes.Buffer
+	buf.Grow(int(min(b.size, 1<<30)) + 1)
+	var r io.Reader = rc
+	if b.path == "" {
+		r = io.TeeReader(rc, h)
+	}
+	if _, err := buf.ReadFrom(r); err != nil {
 		return nil, fmt.Errorf("reading a big value: %w", err)
 	}
+	data := buf.Bytes()
 	if int64(len(data)) != b.size {
-		return nil, fmt.Errorf("reading a big value: %s has %d bytes, %d were written", b.path, len(data), b.size)
+		return nil, fmt.Errorf("reading a big value: %s has %d bytes, %d were written", b.where(), len(data), b.size)
+	}
+	if b.path == "" && hex.EncodeToString(h.Sum(nil)) != b.sum {
+		return nil, fmt.Errorf("reading a big value: %s does not hold what was written (its digest differs)", b.where())
 	}
 	if b.typ == Text {
 		return string(data), nil
 	}
 	v, ok := node.ParseJSON(data)
 	if !ok {
-		return nil, fmt.Errorf("reading a big value: %s is not JSON", b.path)
+		return nil, fmt.Errorf("reading a big value: %s is not JSON", b.where())
 	}
 	return refs(v), nil
 }
@@ -103,7 +159,8 @@ type refJSON struct {
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	Type   string `json:"type"`
-	Path   string `json:"path"`
+	Path   string `json:"path,omitempty"`
+	Store  string `json:"store,omitempty"`
 }
 
 // MarshalJSON encodes the blob as its reference object.
@@ -111,7 +168,7 @@ func (b *Blob) MarshalJSON() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	err := enc.Encode(map[string]refJSON{Key: {SHA256: b.sum, Size: b.size, Type: b.typ, Path: b.path}})
+	err := enc.Encode(map[string]refJSON{Key: {SHA256: b.sum, Size: b.size, Type: b.typ, Path: b.path, Store: b.kind}})
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
@@ -128,11 +185,12 @@ func FromRef(m map[string]any) (*Blob, bool) {
 	sum, _ := r["sha256"].(string)
 	typ, _ := r["type"].(string)
 	path, _ := r["path"].(string)
+	kind, _ := r["store"].(string)
 	size, okSize := intOf(r["size"])
-	if !validSum(sum) || !okSize || size < 0 || path == "" || (typ != Text && typ != JSON) {
+	if !validSum(sum) || !okSize || size < 0 || (path == "") == (kind == "") || (typ != Text && typ != JSON) {
 		return nil, false
 	}
-	return &Blob{sum: sum, size: size, typ: typ, path: path}, true
+	return &Blob{sum: sum, size: size, typ: typ, path: path, kind: kind}, true
 }
 
 func validSum(s string) bool {

@@ -3,6 +3,7 @@ package blob
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,12 +11,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
-	"sync"
 	"unicode/utf8"
 	"unsafe"
 
@@ -25,22 +23,20 @@ import (
 // Folder is the name of a run folder's blobs folder.
 const Folder = "blobs"
 
-// Store writes the blobs of one run folder, in <run folder>/blobs/, each
-// file named by the SHA-256 of its content, so a value written twice (an
-// output passed on by a later node, a resume) is one file. It is safe for
-// concurrent use.
+// Store writes the blobs of a run through a Backend, each named by the
+// SHA-256 of its content, so a value written twice (an output passed on by
+// a later node, a resume) is kept once. It keeps no secret value (see the
+// package doc). It is safe for concurrent use.
 type Store struct {
-	dir   string
+	be    Backend
 	holds func(string) bool // reports a secret value in a text; nil: none
-
-	mu    sync.Mutex
-	ready bool // dir exists and is a folder
 }
 
 // Interface guard: kinds write big values through a Store.
 var _ node.Blobs = (*Store)(nil)
 
-// NewStore returns the store of the run folder runDir. Nothing is created
+// NewStore returns the store of the run folder runDir: its blobs are the
+// files <runDir>/blobs/<digest>, referenced by path. Nothing is created
 // before the first blob. holdsSecret, when not nil, reports whether a text
 // holds one of the run's secret values (redact.Redactor.Contains): a value
 // that does is never written to a file (see the package doc).
@@ -49,36 +45,48 @@ func NewStore(runDir string, holdsSecret func(string) bool) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the blobs folder of %s: %w", runDir, err)
 	}
-	return &Store{dir: abs, holds: holdsSecret}, nil
+	return &Store{be: &folder{dir: abs, stage: abs}, holds: holdsSecret}, nil
 }
 
+// New returns a store that writes through be (a shared folder, the
+// Postgres table), refusing the secret values holdsSecret reports.
+func New(be Backend, holdsSecret func(string) bool) *Store {
+	return &Store{be: be, holds: holdsSecret}
+}
+
+// Backend is where the store keeps its blobs.
+func (s *Store) Backend() Backend { return s.be }
+
 // RemoveStale removes the temporary files a process that died while it
-// wrote blobs left in the folder. Call it before a resumed run writes
+// wrote blobs left in a run folder. Call it before a resumed run writes
 // any: no other process writes a run's blobs.
 func (s *Store) RemoveStale() error {
-	entries, err := os.ReadDir(s.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return s.fail(err)
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), ".tmp-") && e.Type().IsRegular() {
-			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return s.fail(err)
-			}
-		}
+	if f, ok := s.be.(*folder); ok && !f.shared {
+		return f.removeStale()
 	}
 	return nil
 }
 
-// Dir is the blobs folder.
-func (s *Store) Dir() string { return s.dir }
+// Dir is the blobs folder of a run folder's store, "" for another backend.
+func (s *Store) Dir() string {
+	if f, ok := s.be.(*folder); ok && !f.shared {
+		return f.dir
+	}
+	return ""
+}
+
+// ctx is the context of the backend's calls: kinds write blobs through
+// node.Blobs, which has none.
+func ctx() context.Context { return context.TODO() }
 
 // secret reports whether text holds a secret value.
 func (s *Store) secret(text string) bool {
 	return s.holds != nil && s.holds(text)
+}
+
+// blob is the Blob of digest sum in this store.
+func (s *Store) blob(typ, sum string, size int64) *Blob {
+	return &Blob{sum: sum, size: size, typ: typ, path: s.be.Path(sum), kind: s.be.Kind(), src: s.be}
 }
 
 // Put keeps text in a blob and returns the Blob, or text itself when it
@@ -173,17 +181,16 @@ func writeLeaf(w *bufio.Writer, v any) error {
 	return err
 }
 
-// write makes the blob sum unless it exists: a temporary file filled by
-// fill, synced, renamed to its name, and the folder synced.
+// write makes the blob sum unless it exists: a staged file filled by
+// fill, synced, then kept.
 func (s *Store) write(typ, sum string, size int64, fill func(*os.File) error) (*Blob, error) {
-	b := &Blob{sum: sum, size: size, typ: typ, path: filepath.Join(s.dir, sum)}
-	if s.has(b.path, size) {
+	b := s.blob(typ, sum, size)
+	if ok, err := s.be.Has(ctx(), b); err != nil {
+		return nil, s.fail(err)
+	} else if ok {
 		return b, nil
 	}
-	if err := s.mkdir(); err != nil {
-		return nil, err
-	}
-	f, err := s.temp()
+	f, err := s.be.Stage()
 	if err != nil {
 		return nil, err
 	}
@@ -194,105 +201,43 @@ func (s *Store) write(typ, sum string, size int64, fill func(*os.File) error) (*
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = s.place(f.Name(), b.path)
-	}
 	if err != nil {
 		_ = os.Remove(f.Name())
 		return nil, s.fail(err)
 	}
+	if err := s.be.Keep(ctx(), f.Name(), b); err != nil {
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
 	return b, nil
 }
 
-// temp creates a temporary file in the blobs folder, readable like the
-// other files of the run folder.
-func (s *Store) temp() (*os.File, error) {
-	f, err := os.CreateTemp(s.dir, ".tmp-*")
-	if err == nil {
-		err = f.Chmod(0o644)
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(f.Name())
-		}
-	}
-	if err != nil {
-		return nil, s.fail(err)
-	}
-	return f, nil
-}
-
-// place renames the finished temporary file tmp to path and syncs the
-// folder, so the name is on disk when it returns.
-func (s *Store) place(tmp, path string) error {
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return syncDir(s.dir)
-}
-
-// has reports whether the blob at path was written already.
-func (s *Store) has(path string, size int64) bool {
-	fi, err := os.Lstat(path)
-	return err == nil && fi.Mode().IsRegular() && fi.Size() == size
-}
-
 func (s *Store) fail(err error) error {
-	return fmt.Errorf("writing a big value to %s: %w", s.dir, err)
-}
-
-// mkdir creates the blobs folder, refusing a symlink or a file in its
-// place, and syncs the run folder so that its name is on disk.
-func (s *Store) mkdir() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ready {
-		return nil
+	if f, ok := s.be.(*folder); ok {
+		return f.fail(err)
 	}
-	err := os.Mkdir(s.dir, 0o755)
-	created := err == nil
-	if err != nil && !errors.Is(err, fs.ErrExist) {
-		return s.fail(err)
-	}
-	fi, err := os.Lstat(s.dir)
-	if err != nil {
-		return s.fail(err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("writing a big value: %s is not a folder (a symlink or a file stands there); remove it and run again", s.dir)
-	}
-	if created {
-		if err := syncDir(filepath.Dir(s.dir)); err != nil {
-			return s.fail(err)
-		}
-	}
-	s.ready = true
-	return nil
+	return fmt.Errorf("writing a big value: %w", err)
 }
 
 // Adopt returns b as a blob of this store: b itself when it is one; else
-// its file is linked (or copied) into this store's folder, so that it
-// lives as long as this run does (a pinned output of another run).
+// it is linked (or copied) into this store, so that it lives as long as
+// this run does (a pinned output of another run).
 func (s *Store) Adopt(b *Blob) (any, error) {
-	if filepath.Dir(b.path) == s.dir {
+	if b.path != "" && b.path == s.be.Path(b.sum) || b.path == "" && b.kind != "" && b.kind == s.be.Kind() {
 		return b, nil
 	}
-	nb := &Blob{sum: b.sum, size: b.size, typ: b.typ, path: filepath.Join(s.dir, b.sum)}
-	if s.has(nb.path, nb.size) {
+	nb := s.blob(b.typ, b.sum, b.size)
+	if ok, err := s.be.Has(ctx(), nb); err != nil {
+		return nil, s.fail(err)
+	} else if ok {
 		return nb, nil
 	}
-	if err := s.mkdir(); err != nil {
-		return nil, err
-	}
-	tmp := filepath.Join(s.dir, ".tmp-link-"+b.sum)
-	_ = os.Remove(tmp)
-	if err := os.Link(b.path, tmp); err == nil {
-		if err := s.place(tmp, nb.path); err != nil {
-			_ = os.Remove(tmp)
-			return nil, s.fail(err)
+	if l, ok := s.be.(linker); ok && b.path != "" {
+		if err := l.Link(ctx(), b.path, nb); err == nil {
+			return nb, nil
 		}
-		return nb, nil
+		// Another file system, or links not allowed: copy.
 	}
-	// Another file system, or links not allowed: copy.
 	src, err := b.Open()
 	if err != nil {
 		return nil, err
@@ -315,10 +260,7 @@ func (s *Store) Create() (node.BlobWriter, error) {
 }
 
 func (s *Store) create(typ string) (*Writer, error) {
-	if err := s.mkdir(); err != nil {
-		return nil, err
-	}
-	f, err := s.temp()
+	f, err := s.be.Stage()
 	if err != nil {
 		return nil, err
 	}
@@ -358,7 +300,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 }
 
 // Commit ends the blob and returns it, or its text when it holds a secret
-// value (the file is then removed). The blob is on disk when Commit
+// value (the file is then removed). The blob is durable when Commit
 // returns.
 func (w *Writer) Commit() (any, error) {
 	if w.done {
@@ -390,15 +332,17 @@ func (w *Writer) Commit() (any, error) {
 			return string(data), nil
 		}
 	}
-	b := &Blob{sum: hex.EncodeToString(w.h.Sum(nil)), size: w.n, typ: w.typ}
-	b.path = filepath.Join(w.s.dir, b.sum)
-	if w.s.has(b.path, b.size) {
+	b := w.s.blob(w.typ, hex.EncodeToString(w.h.Sum(nil)), w.n)
+	if ok, err := w.s.be.Has(ctx(), b); err != nil || ok {
 		_ = os.Remove(tmp)
+		if err != nil {
+			return nil, w.s.fail(err)
+		}
 		return b, nil
 	}
-	if err := w.s.place(tmp, b.path); err != nil {
+	if err := w.s.be.Keep(ctx(), tmp, b); err != nil {
 		_ = os.Remove(tmp)
-		return nil, w.s.fail(err)
+		return nil, err
 	}
 	return b, nil
 }

@@ -65,6 +65,7 @@ type env struct {
 	cfgErr error
 	model  string // --model, when given
 	db     string // --db, else $SKEIN_DB: a database instead of <dir>/skein.db
+	blobs  string // --blobs, else $SKEIN_BLOBS: the shared blob folder of queued runs
 }
 
 // Main runs the CLI with args and returns the exit code.

@@ -25,6 +25,7 @@ const ConfigFile = ".skein.yaml"
 const (
 	envDir         = "SKEIN_DIR"
 	envDB          = "SKEIN_DB"
+	envBlobs       = "SKEIN_BLOBS"
 	envConcurrency = "SKEIN_CONCURRENCY"
 	envModel       = "SKEIN_LLM_MODEL" // llm.EnvModel, read by the runner
 )
@@ -148,6 +149,12 @@ func (e *env) applyDefaults(cmd *cobra.Command) error {
 		e.db = db.Value.String()
 		if v, ok := e.lookupEnv(envDB); ok && !db.Changed {
 			e.db = v
+		}
+	}
+	if b := fl.Lookup("blobs"); b != nil {
+		e.blobs = b.Value.String()
+		if v, ok := e.lookupEnv(envBlobs); ok && !b.Changed {
+			e.blobs = v
 		}
 	}
 	if dir != nil && !dir.Changed {

@@ -25,6 +25,7 @@ const (
 func addDirFlag(fl *pflag.FlagSet, p *string) {
 	fl.StringVar(p, "dir", "", "folder of the database (skein.db) and the run folders (default $"+envDir+", else dir: in "+ConfigFile+", else "+defaultDir+")")
 	fl.String("db", "", "database instead of <dir>/skein.db: a postgres://user@host:5432/db URL, or a SQLite file (default $"+envDB+"); run folders stay in --dir")
+	fl.String("blobs", "", "with a Postgres --db: a folder every worker mounts (a path or file:// URL) for the big values and artifacts of queued runs, instead of the database (default $"+envBlobs+")")
 }
 
 // addOutputFlag adds -o/--output, text or json; another value is a usage

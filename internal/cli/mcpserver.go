@@ -82,7 +82,7 @@ Not Found, and the client starts a new session.`,
 					return err
 				}
 			}
-			svc.db = e.db
+			svc.db, svc.blobs = e.db, e.blobs
 			ctx, stop := context.WithCancel(cmd.Context())
 			srv := newMCPServer(ctx, &svc, e.stderr)
 			var err error
@@ -113,8 +113,9 @@ Not Found, and the client starts a new session.`,
 type mcpService struct {
 	// flags are those of `skein run --output json`.
 	flags execFlags
-	// db is --db: a database instead of the folder's skein.db.
-	db string
+	// db is --db: a database instead of the folder's skein.db; blobs is
+	// --blobs, the shared blob folder of queued runs on it.
+	db, blobs string
 	// lookupEnv is the environment runs see (nil: the process's).
 	lookupEnv func(string) (string, bool)
 	calls     inflight // requests being answered
@@ -134,7 +135,7 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	if !create && !s.hasDatabase() {
 		return nil, nil
 	}
-	r, err := runner.Open(runner.Config{Dir: s.flags.dir, DB: s.db, LookupEnv: s.lookupEnv})
+	r, err := runner.Open(runner.Config{Dir: s.flags.dir, DB: s.db, Blobs: s.blobs, LookupEnv: s.lookupEnv})
 	if err != nil {
 		return nil, toolError(err)
 	}

@@ -94,7 +94,7 @@ var cliPark = &engine.Park{After: time.Minute, SignalsOnly: true}
 
 // openRunner opens the runner of dir (and --db).
 func (e *env) openRunner(dir string) (*runner.Runner, error) {
-	r, err := runner.Open(runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv})
+	r, err := runner.Open(runner.Config{Dir: dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, failure(err) // a bad --db is a usage error
 	}
@@ -103,7 +103,7 @@ func (e *env) openRunner(dir string) (*runner.Runner, error) {
 
 // openExisting opens the runner of dir for a command that reads runs.
 func (e *env) openExisting(dir string) (*runner.Runner, error) {
-	r, err := runner.OpenExisting(runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv})
+	r, err := runner.OpenExisting(runner.Config{Dir: dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv})
 	if err != nil {
 		return nil, failure(err)
 	}

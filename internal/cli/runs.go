@@ -136,6 +136,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 				return err
 			}
 			printFailedSteps(e.stdout, doc.Steps)
+			printArtifacts(e.stdout, doc.Steps)
 			if doc.Error != nil {
 				fmt.Fprintf(e.stdout, "\nerror: %s\n", doc.Error.Message)
 			}
@@ -411,6 +412,21 @@ func printFailedSteps(w io.Writer, steps []runner.StepDoc) {
 		fmt.Fprintf(w, "\n%s failed: %s\n", name, s.Error.Message)
 		for _, l := range live.StderrTail(s.Error.Details) {
 			fmt.Fprintln(w, "    │ "+l)
+		}
+	}
+}
+
+// printArtifacts lists the files the nodes of a queued run saved in the
+// blob store (a local run's are in its folder).
+func printArtifacts(w io.Writer, steps []runner.StepDoc) {
+	first := true
+	for _, s := range steps {
+		for _, a := range s.Artifacts {
+			if first {
+				fmt.Fprintln(w, "\nartifacts (GET /api/runs/RUN/artifacts/NODE/NAME):")
+				first = false
+			}
+			fmt.Fprintf(w, "  %s/%s  %d bytes\n", s.Node, a.Name, a.Size)
 		}
 	}
 }

@@ -101,7 +101,7 @@ workers when the server stops.`,
 			if rescueAfter < 100*time.Millisecond {
 				return usagef("--rescue-after must be at least 100ms")
 			}
-			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
+			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
 			if err != nil {
 				return failure(err) // a bad --db is a usage error
 			}

@@ -68,7 +68,7 @@ it).`,
 			if len(qs) == 0 {
 				return usagef("--queues names no queue")
 			}
-			cfg := runner.Config{Dir: dir, DB: e.db, LookupEnv: e.getenv}
+			cfg := runner.Config{Dir: dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv}
 			if !strings.Contains(e.db, "pool_max_conns") {
 				// A connection per running node, and River's own (its
 				// listener, fetches, completions).

@@ -42,7 +42,10 @@ type Recorder struct {
 	c      *Committer
 	runID  string
 	redact *redact.Redactor
-	blobs  *blob.Store // the run folder's, for big values; nil: none
+	// Blobs keeps the big values of its records: the run folder's
+	// (NewRecorder), or the run's shared store; nil: none. Set it before
+	// the run starts.
+	Blobs *blob.Store
 	// Generation is the run's execution the steps belong to (see
 	// store.Step); Token fences every batch with the owner's token. Set
 	// them before the run starts.
@@ -68,7 +71,7 @@ var (
 func NewRecorder(c *Committer, runID, dir string, red *redact.Redactor) *Recorder {
 	r := &Recorder{c: c, runID: runID, redact: red, steps: map[[2]any]*store.Step{}}
 	if dir != "" {
-		r.blobs, _ = blob.NewStore(dir, nil)
+		r.Blobs, _ = blob.NewStore(dir, nil)
 	}
 	return r
 }
@@ -194,14 +197,14 @@ func (r *Recorder) Sync() error {
 // has moved those of what the run kept already; what is left are values
 // it kept in memory because they held a secret, recorded masked here.
 func (r *Recorder) offload(s *store.Step) error {
-	if r.blobs == nil {
+	if r.Blobs == nil {
 		return nil
 	}
-	out, _, err := r.blobs.Spill(s.Output, blob.InlineLimit, directivesKey)
+	out, _, err := r.Blobs.Spill(s.Output, blob.InlineLimit, directivesKey)
 	if err != nil {
 		return fmt.Errorf("storing the output of %s: %w", s.Node, err)
 	}
-	params, _, err := r.blobs.Spill(s.Params, blob.InlineLimit)
+	params, _, err := r.Blobs.Spill(s.Params, blob.InlineLimit)
 	if err != nil {
 		return fmt.Errorf("storing the parameters of %s: %w", s.Node, err)
 	}

@@ -31,6 +31,14 @@
 // claims it; its final record releases it, and a failed or cancelled run
 // can then be resumed by any process (its steps carry their config hashes).
 //
+// A worker keeps no run folder. Before it records a node's outcome, it
+// moves the outcome's big values (package blob) and the files the node
+// saved in its artifacts folder (a temporary folder of the worker) to the
+// shared blob store (Config.Blobs: the database's blobs table, or a folder
+// every worker mounts); the step refers to them by store and digest, and
+// lists the artifacts in its ArtifactsKey directive. Those writes happen
+// before the transaction, on their own connection.
+//
 // A transaction never waits for a second connection of the pool while it
 // holds one, so workers whose jobs outnumber the connections wait for a
 // connection, never for each other. A worker that stops (Driver.Work's

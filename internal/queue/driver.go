@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
@@ -73,6 +74,10 @@ type Config struct {
 	// script outcomes, as the scheduler's property tests do).
 	Exec   func(ctx context.Context, runID string, t *engine.Task) engine.Outcome
 	Logger *slog.Logger
+	// Blobs keeps the big values and artifacts of the nodes this driver
+	// runs, where every worker and the server read them; default the
+	// database's (Store.Blobs).
+	Blobs blob.Backend
 }
 
 // Driver starts runs on the queue and, with Config.Queues, works its jobs.
@@ -92,6 +97,8 @@ type Driver struct {
 	cond *sync.Cond
 	// inflight counts the transactions led for applies nobody waits for.
 	inflight sync.WaitGroup
+	// artifacts is the worker's folder of its tasks' artifact folders.
+	artifacts artifactRoot
 }
 
 type planned struct {
@@ -110,6 +117,7 @@ type runEnv struct {
 	red     *redact.Redactor
 	secrets map[string]string
 	task    engine.TaskEnv
+	blobs   *blob.Store
 	release func()
 }
 
@@ -172,6 +180,9 @@ func New(cfg Config) (*Driver, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Blobs == nil {
+		cfg.Blobs = cfg.Store.Blobs()
 	}
 	if cfg.RescueAfter <= 0 {
 		cfg.RescueAfter = DefaultRescueAfter
@@ -287,6 +298,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
 		red: redact.New(secrets), secrets: secrets, release: func() {}}
+	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services
 	if d.cfg.Services != nil {
 		services, env.release = d.cfg.Services(p.w, run.Inputs, secrets)
@@ -295,7 +307,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		Registry: d.cfg.Registry, RunID: run.ID, Redactor: env.red,
 		Scope:    engine.RunScope(run.ID, p.w.Name, run.StartedAt, run.Inputs, nil, secrets),
 		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
-		Services: services,
+		Services: services, Blobs: env.blobs,
 	}
 	return env, nil
 }
@@ -535,7 +547,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			oc.Err = perr
 		} else {
 			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
-			oc = tenv.Call(ctx, t, params)
+			oc, params = d.call(ctx, env, tenv, t, params)
 		}
 	}
 	if ctx.Err() != nil {
@@ -1013,7 +1025,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
-	return durable.RedactRun(st.env.red, r)
+	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))
 }
 
 // OnlySignals reports whether a run that has not ended only waits for

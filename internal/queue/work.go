@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -21,6 +22,9 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	if len(d.cfg.Queues) == 0 {
 		return ErrNoQueues
 	}
+	// The big values other workers kept are read through it.
+	defer blob.Mount(d.cfg.Blobs)()
+	defer d.artifacts.remove()
 	// The worker's lease exists before it takes a job, and is renewed
 	// until it took its last (rescue.go).
 	if err := d.beat(ctx, true); err != nil {

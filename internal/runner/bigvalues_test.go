@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
 // bigFlow writes 3 MB of random bytes (not UTF-8) to a file and to
@@ -335,4 +336,42 @@ func TestABudgetRaisesTheMemoryLimit(t *testing.T) {
 	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
 	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1), "not lowered")
+}
+
+// TestABigOutputOnPostgresIsInTheDatabase: a run on Postgres executed in
+// this process keeps its big values in the database's blob store, so that
+// another process on the database — one that never saw the run folder —
+// reads them.
+func TestABigOutputOnPostgresIsInTheDatabase(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, "here"), DB: db})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	b := &bundle{ctx: t.Context(), r: r, dir: dir}
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
+	w, err := r.Load(b.write(t, "big.yaml", bigFlow(b)))
+	require.NoError(t, err)
+	res, err := r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+
+	other, err := runner.Open(runner.Config{Dir: filepath.Join(dir, "elsewhere"), DB: db})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, other.Close()) })
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "here"))) // the run folder is gone
+	doc, err := other.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	ref, ok := stepOutput(t, doc, "big")["stdout"].(*blob.Blob)
+	require.True(t, ok, "the stored output refers to a blob")
+	require.Equal(t, "postgres", ref.Store())
+	got, err := ref.Load()
+	require.NoError(t, err)
+	require.Equal(t, fileSum(t, filepath.Join(b.dir, "big.bin")), sha(got.(string)))
+}
+
+func sha(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -83,6 +83,10 @@ type StepDoc struct {
 	// WakeAt is, for a step that holds its successors (a wait, a
 	// _delay_seconds, a signal's timeout), when it lets them go on.
 	WakeAt *time.Time `json:"wake_at,omitempty"`
+	// Artifacts are the files the node saved on a worker of a queued run,
+	// kept in the blob store (GET /api/runs/{id}/artifacts/{node}/{name});
+	// a local run keeps them in its folder, <node>/artifacts/.
+	Artifacts []ArtifactDoc `json:"artifacts,omitempty"`
 }
 
 // doc builds the document of a run from its records.
@@ -106,7 +110,8 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		d.Owner = &OwnerDoc{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
 	}
 	for _, s := range steps {
-		out, _, _ := durable.Output(s)
+		out, directives, _ := durable.Output(s)
+		arts, _ := stepArtifacts(directives)
 		var output any
 		if out != nil {
 			output = out
@@ -114,7 +119,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		d.Steps = append(d.Steps, StepDoc{
 			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params,
 			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: usecPtr(s.StartedAt), FinishedAt: usecPtr(s.FinishedAt),
-			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, WakeAt: usecPtr(s.WakeAt),
+			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, WakeAt: usecPtr(s.WakeAt), Artifacts: arts,
 		})
 	}
 	return d

@@ -157,7 +157,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	defer rl.Close()
-	blobs, err := blob.NewStore(rl.Dir(), holdsSecret(red))
+	blobs, err := r.blobStore(rl.Dir(), red)
 	if err == nil && j.resume != nil {
 		err = blobs.RemoveStale() // what a killed execution was writing
 	}
@@ -203,6 +203,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 
 	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
+	if r.blobs != nil {
+		rec.Blobs = blob.New(r.blobs, nil) // its records are masked already
+	}
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
@@ -648,9 +651,12 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		}
 		l.addChild(id, true)
 		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
+		if r.blobs != nil {
+			rec.Blobs = blob.New(r.blobs, nil)
+		}
 		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
 		crl.Later = rec.AfterCommit
-		blobs, err := blob.NewStore(crl.Dir(), holdsSecret(red))
+		blobs, err := r.blobStore(crl.Dir(), red)
 		if err == nil && reuse != nil {
 			err = blobs.RemoveStale()
 		}

@@ -70,7 +70,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry})
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
 	if err != nil {
 		return nil, err
 	}
@@ -326,7 +326,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	shared := &mcppool.Shared{}
 	defer func() { _ = shared.Close() }()
 	d, err := queue.New(queue.Config{
-		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, RescueAfter: req.RescueAfter, Logger: req.Logger,
+		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs, RescueAfter: req.RescueAfter, Logger: req.Logger,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},

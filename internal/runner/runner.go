@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
@@ -65,6 +66,10 @@ type Config struct {
 	// Clock tells the time of runs (their timers, wake-up times, steps'
 	// times); default the wall clock. Leases are timed by the store.
 	Clock clock.Clock
+	// Blobs is a folder every worker mounts (a path or a file:// URL)
+	// that keeps the big values and artifacts of queued runs; default the
+	// Postgres database's blobs table. Only with a Postgres DB.
+	Blobs string
 }
 
 // Runner executes and inspects the runs of one Skein folder. It is safe
@@ -87,6 +92,10 @@ type Runner struct {
 	// queueOnce migrates the queue's tables once (pgStore).
 	queueOnce sync.Once
 	queueErr  error
+	// blobs keeps the big values of queued runs (sharedBlobs); nil on
+	// SQLite.
+	blobs   blob.Backend
+	unmount func()
 }
 
 // Open opens the folder's store, creating the folder and the database when
@@ -122,12 +131,20 @@ func Open(cfg Config) (*Runner, error) {
 			return nil, err
 		}
 	}
+	be, unmount, err := sharedBlobs(cfg, st)
+	if err != nil {
+		if cfg.Store == nil {
+			_ = st.Close()
+		}
+		return nil, err
+	}
 	host, _ := os.Hostname()
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clk, host: host, pid: os.Getpid()}, nil
+	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clk, host: host, pid: os.Getpid(),
+		blobs: be, unmount: unmount}, nil
 }
 
 // OpenExisting is Open for commands that only read: it fails with
@@ -145,6 +162,9 @@ func OpenExisting(cfg Config) (*Runner, error) {
 // Close commits what is queued and closes the store (unless it was given
 // in Config.Store).
 func (r *Runner) Close() error {
+	if r.unmount != nil {
+		r.unmount()
+	}
 	err := r.commit.Close()
 	if r.cfg.Store == nil {
 		err = errors.Join(err, r.st.Close())

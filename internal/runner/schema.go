@@ -37,24 +37,26 @@ func RunSchema() ([]byte, error) {
 }
 
 // bigValues says where big values are.
-const bigValues = "A value over 64 KiB (or, once the run kept its output memory budget, over 1 KiB) is kept in a file of the run folder and appears here as a blob reference, $defs/blob."
+const bigValues = "A value over 64 KiB (or, once the run kept its output memory budget, over 1 KiB) is kept in a blob store — a file of the run folder, or for queued runs the shared store of the workers — and appears here as a blob reference, $defs/blob."
 
 // blobSchema describes a blob reference (package blob).
 func blobSchema() *jsonschema.Schema {
 	str := func(d string) *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Description: d} }
 	return &jsonschema.Schema{
 		Type:        "object",
-		Description: "a big value kept in a file of the run folder (blobs/<sha256>), in place of the value; templates that read it get the value",
+		Description: "a big value kept in a blob store (a file of the run folder, blobs/<sha256>, or the shared store of queued runs), in place of the value; templates that read it get the value",
 		Required:    []string{"$skein.blob"},
 		Properties: map[string]*jsonschema.Schema{
 			"$skein.blob": {
 				Type:     "object",
-				Required: []string{"sha256", "size", "type", "path"},
+				Required: []string{"sha256", "size", "type"},
+				OneOf:    []*jsonschema.Schema{{Required: []string{"path"}}, {Required: []string{"store"}}},
 				Properties: map[string]*jsonschema.Schema{
-					"sha256": {Type: "string", Pattern: "^[0-9a-f]{64}$", Description: "SHA-256 of the file"},
-					"size":   {Type: "integer", Description: "bytes in the file"},
-					"type":   {Type: "string", Enum: []any{"text", "json"}, Description: "text: the file holds the string's bytes as they are; json: a list or object, as JSON"},
-					"path":   str("the file"),
+					"sha256": {Type: "string", Pattern: "^[0-9a-f]{64}$", Description: "SHA-256 of the content"},
+					"size":   {Type: "integer", Description: "bytes of the content"},
+					"type":   {Type: "string", Enum: []any{"text", "json"}, Description: "text: the blob holds the string's bytes as they are; json: a list or object, as JSON"},
+					"path":   str("the file, for a blob of a run folder"),
+					"store":  {Type: "string", Enum: []any{"postgres", "shared"}, Description: "the shared store that keeps the blob, for a queued run: postgres (the database's blobs table) or shared (the workers' --blobs folder)"},
 				},
 				AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 			},

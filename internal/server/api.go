@@ -9,8 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -448,6 +450,27 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, doc)
+	return nil
+}
+
+// getArtifact sends a file a node of the run saved.
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	rc, size, err := s.cfg.Runner.Artifact(r.Context(), r.PathValue("id"), r.PathValue("node"), name)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(name)}))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, rc) // the client went away, or the store failed mid-way: the length tells
 	return nil
 }
 

@@ -99,7 +99,7 @@ func problemOf(err error) *Problem {
 		return p
 	case errors.As(err, &use):
 		return problemf(http.StatusBadRequest, CodeBadRequest, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode):
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNoArtifact):
 		return problemf(http.StatusNotFound, CodeNotFound, "%s", err.Error())
 	case errors.Is(err, runner.ErrNotWaiting):
 		return problemf(http.StatusConflict, CodeNotWaiting, "%s", err.Error())

@@ -21,8 +21,8 @@
 //     others come back as float64, so outputs round-trip the way the engine
 //     produces them (an exit code stays an int).
 //   - Times are kept to the microsecond and come back in UTC.
-//   - Big values are not the store's business: the caller keeps them in blob
-//     files (package blob), and a map holds a *blob.Blob in their place,
+//   - Big values are not the store's business: the caller keeps them in a
+//     blob store (package blob), and a map holds a *blob.Blob in their place,
 //     stored as its reference object and decoded back into a *blob.Blob.
 //     Steps recorded before blobs existed may have their whole output in a
 //     file instead: [Step.OutputRef] names it and [Step.Output] is nil.

@@ -38,6 +38,7 @@ type Store struct {
 	pool   *pgxpool.Pool
 	url    string // redacted: for messages
 	schema store.SchemaReport
+	blobs  blobPool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -82,6 +83,7 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 	}
 	s := &Store{url: Redact(dsn)}
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
+	s.blobs.base = s.pool
 	if err != nil {
 		return nil, s.connectFailed(err)
 	}
@@ -269,6 +271,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the pool's connections.
 func (s *Store) Close() error {
+	s.blobs.close()
 	s.pool.Close()
 	return nil
 }

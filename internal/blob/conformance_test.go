@@ -1,0 +1,60 @@
+package blob_test
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/blob/blobtest"
+)
+
+func TestRunFolderConformance(t *testing.T) {
+	t.Parallel()
+	blobtest.Run(t, func(t *testing.T) blobtest.Open {
+		runDir := t.TempDir()
+		return func() blob.Backend {
+			st, err := blob.NewStore(runDir, nil)
+			require.NoError(t, err)
+			return st.Backend()
+		}
+	})
+}
+
+func TestSharedFolderConformance(t *testing.T) {
+	t.Parallel()
+	blobtest.Run(t, func(t *testing.T) blobtest.Open {
+		dir := "file://" + t.TempDir()
+		return func() blob.Backend {
+			be, err := blob.NewShared(dir)
+			require.NoError(t, err)
+			return be
+		}
+	})
+}
+
+// A shared folder's references name the store and the digest, never a
+// path of the machine that wrote them.
+func TestSharedReferenceHasNoPath(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	be, err := blob.NewShared(dir)
+	require.NoError(t, err)
+	v, err := blob.New(be, nil).Put(strings.Repeat("shared ", 20_000))
+	require.NoError(t, err)
+	b := v.(*blob.Blob)
+	raw, err := json.Marshal(b)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"$skein.blob": {"sha256": "`+b.Digest()+`", "size": 140000, "type": "text", "store": "shared"}}`, string(raw))
+	require.FileExists(t, filepath.Join(dir, b.Digest()[:2], b.Digest()))
+
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	back, ok := blob.FromRef(m)
+	require.True(t, ok)
+	_, err = back.Load()
+	require.ErrorContains(t, err, "this process has none open", "a process that mounted no shared folder says so")
+}
