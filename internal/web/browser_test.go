@@ -267,3 +267,18 @@ func tabStops(t *testing.T, ctx context.Context, n int) []string {
 	}
 	return stops
 }
+
+// fill sets the value of a form field as typing would, and tells the page
+// (an input event, and a change event for a select).
+func fill(t *testing.T, ctx context.Context, sel, value string) {
+	t.Helper()
+	q, _ := json.Marshal(sel)
+	v, _ := json.Marshal(value)
+	eval[chromedp.Void](t, ctx, fmt.Sprintf(`(() => {
+		const e = document.querySelector(%s);
+		e.focus();
+		e.value = %s;
+		e.dispatchEvent(new Event("input", {bubbles: true}));
+		e.dispatchEvent(new Event("change", {bubbles: true}));
+	})()`, q, v))
+}

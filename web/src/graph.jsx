@@ -12,7 +12,10 @@ const NODE_H = 62;
 // layout places the graph's nodes and routes its edges.
 export function layout(graph) {
   const g = new graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "LR", nodesep: 22, ranksep: 60, edgesep: 14, marginx: 12, marginy: 12 });
+  // dagre's default ranker (network simplex) takes ~0.5 s on 500 nodes;
+  // tight-tree ranks a large graph in a third of that, nearly as well.
+  const ranker = graph.nodes.length > 150 ? "tight-tree" : "network-simplex";
+  g.setGraph({ rankdir: "LR", nodesep: 22, ranksep: 60, edgesep: 14, marginx: 12, marginy: 12, ranker });
   g.setDefaultEdgeLabel(() => ({}));
   for (const n of graph.nodes) g.setNode(n.id, { width: NODE_W, height: NODE_H });
   graph.edges.forEach((e, i) => {
@@ -62,7 +65,9 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
   if (st && st.duration) metrics.push(duration(st.duration));
   if (st && st.tokens) metrics.push(tokens(st.tokens));
   if (st && st.cost) metrics.push(cost(st.cost));
-  const label = `${n.id} (${n.type}): ${status}${metrics.length ? ", " + metrics.join(", ") : ""}${pinned ? ", pinned for re-run" : ""}`;
+  const shownID = n.id.length > 20 ? n.id.slice(0, 19) + "…" : n.id;
+  // The accessible name holds the visible text, in order (WCAG 2.5.3).
+  const label = [shownID, n.type, status, metrics.join(" · "), pinned ? "pinned" : ""].filter(Boolean).join(" ");
   const key = (ev) => {
     if (ev.key === "Enter" || ev.key === " ") {
       ev.preventDefault();
@@ -84,11 +89,13 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
     >
       <rect class="box" width={NODE_W} height={NODE_H} rx="8" />
       <rect class="bar" width="6" height={NODE_H} rx="3" />
-      <text class="id" x="14" y="20">{n.id.length > 20 ? n.id.slice(0, 19) + "…" : n.id}</text>
-      <text class="type" x="14" y="36">{n.type}</text>
-      <text class="status" x={NODE_W - 10} y="20" text-anchor="end">{status}</text>
-      <text class="metrics" x="14" y="53">{metrics.join(" · ")}</text>
-      {pinned ? <text class="pinmark" x={NODE_W - 10} y="53" text-anchor="end">pinned</text> : null}
+      <text class="id" x="14" y="20">{shownID}</text>
+      {/* The leading spaces (not drawn) part the words of the text
+          content, which the accessible name must contain. */}
+      <text class="type" x="14" y="36">{" " + n.type}</text>
+      <text class="status" x={NODE_W - 10} y="20" text-anchor="end">{" " + status}</text>
+      <text class="metrics" x="14" y="53">{metrics.length ? " " + metrics.join(" · ") : ""}</text>
+      {pinned ? <text class="pinmark" x={NODE_W - 10} y="53" text-anchor="end">{" pinned"}</text> : null}
     </g>
   );
 });
