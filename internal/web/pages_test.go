@@ -33,7 +33,7 @@ func TestPages(t *testing.T) {
 
 	// Workflows: the list, one workflow's graph and its inputs form.
 	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows"), chromedp.WaitVisible(`tr[data-workflow="hello"]`))
-	require.Equal(t, 4, eval[int](t, ctx, `document.querySelectorAll("tr[data-workflow]").length`))
+	require.Equal(t, 5, eval[int](t, ctx, `document.querySelectorAll("tr[data-workflow]").length`))
 	axe(t, ctx, "workflows page")
 	screenshot(t, ctx, "workflows")
 	do(t, ctx,
@@ -49,6 +49,16 @@ func TestPages(t *testing.T) {
 	until(t, ctx, `document.querySelector('section.run[data-status="completed"]')`)
 	runID := eval[string](t, ctx, `document.querySelector("section.run").dataset.run`)
 	require.Equal(t, map[string]any{"greeting": "Hello, Ada ×3!"}, s.api("GET", "/api/runs/"+runID, nil)["outputs"])
+
+	// A chat: each message a run, its reply shown; the conversation goes on.
+	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows/chat"), chromedp.Click(`//a[normalize-space(.)="Chat with chat"]`), chromedp.WaitVisible("#chat-msg"))
+	fill(t, ctx, "#chat-msg", "hello")
+	do(t, ctx, chromedp.Click(`section.chat button[type="submit"]`))
+	until(t, ctx, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("you said hello; before: "))`)
+	fill(t, ctx, "#chat-msg", "and you?")
+	do(t, ctx, chromedp.Click(`section.chat button[type="submit"]`))
+	until(t, ctx, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("you said and you?; before: hello | you said hello"))`)
+	axe(t, ctx, "chat page")
 
 	// The runs list, live: a run started elsewhere shows up by itself.
 	for range 3 {
@@ -72,7 +82,7 @@ func TestPages(t *testing.T) {
 	// The keyboard reaches the navigation, the filters, the runs and the
 	// pager, in order.
 	fill(t, ctx, `select[name="status"]`, "")
-	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 5`)
+	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 7`)
 	stops := strings.Join(tabStops(t, ctx, 14), "|")
 	for _, want := range []string{"a:Runs", "a:Workflows", "button:Sign out", "select:", "a:" + runID} {
 		require.Contains(t, stops, want, "Tab reaches %s", want)
@@ -94,7 +104,7 @@ func TestPages(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(s.url+"/#/"))
 	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 25`)
 	do(t, ctx, chromedp.Click(`//button[text()="Older"]`))
-	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 5 && !!document.querySelector('tr[data-run="`+runID+`"]')`)
+	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 7 && !!document.querySelector('tr[data-run="`+runID+`"]')`)
 	do(t, ctx, chromedp.Click(`//button[text()="Newer"]`))
 	until(t, ctx, `document.querySelectorAll("tr[data-run]").length === 25`)
 }

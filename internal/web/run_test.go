@@ -75,6 +75,7 @@ func TestLiveRun(t *testing.T) {
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('section.panel pre.stderr')`))
 	require.Contains(t, panel, "node_started")
 	require.Contains(t, panel, "node_finished")
+	eval[chromedp.Void](t, ctx, `document.querySelector(".graph-wrap").scrollLeft = 0`)
 	screenshot(t, ctx, "run")
 
 	// The secret is nowhere: not in the DOM of the node that used it, nor

@@ -115,7 +115,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
         aria-label={label || "workflow graph"}
       >
         <defs>
-          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+          <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse">
             <path d="M0,0 L10,5 L0,10 z" class="arrowhead" />
           </marker>
         </defs>
