@@ -40,6 +40,8 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"POST", "/api/runs/{id}/signals/{node}", auth.Run, s.signalRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+		{"GET", "/api/runs/{id}/artifacts", auth.Read, s.listArtifacts},
+		{"GET", "/api/runs/{id}/artifacts/{node}/{name}", auth.Read, s.getArtifact},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
 		{"POST", "/api/session", auth.None, s.signIn},

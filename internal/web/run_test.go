@@ -1,6 +1,13 @@
 package web_test
 
 import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/draw"
+	pngenc "image/png"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +20,7 @@ import (
 // an if, a loop and a slow shell step) on its page: the approval is given
 // from the page, each node's badge goes pending → running → success in
 // that order, the branch taken is marked, a node's output, error with
-// stderr and events are shown, the run's secret appears nowhere, and a
+// stderr, artifacts and events are shown, the run's secret appears nowhere, and a
 // the run can be started again (TestCancelAndRerun re-runs with pins).
 func TestLiveRun(t *testing.T) {
 	t.Parallel()
@@ -67,8 +74,25 @@ func TestLiveRun(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('g.node[data-node="tick"]').getAttribute("aria-label")`), "×2",
 		"the loop body's badge counts its visits")
 
-	// A node's output, error with stderr, and events.
+	// Files the node saved in its artifacts folder: a screenshot, a report.
+	dir := filepath.Join(s.api("GET", "/api/runs/"+id, nil)["dir"].(string), "probe", "artifacts")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	img := image.NewRGBA(image.Rect(0, 0, 40, 20))
+	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{200, 30, 30, 255}}, image.Point{}, draw.Src)
+	var png bytes.Buffer
+	require.NoError(t, pngenc.Encode(&png, img))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "shot.png"), png.Bytes(), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "report.txt"), []byte("all disks full\n"), 0o644))
+
+	// A node's output, error with stderr, artifacts and events.
 	do(t, ctx, chromedp.Click(`g.node[data-node="probe"]`), chromedp.WaitVisible(`section.panel[data-panel-node="probe"]`))
+	until(t, ctx, `(() => { const i = document.querySelector('.artifacts img[alt="artifact shot.png of probe"]'); return i && i.complete && i.naturalWidth === 40; })()`)
+	require.Equal(t, "all disks full\n", eval[string](t, ctx, `fetch(document.querySelector('.artifacts a[download="report.txt"]').href).then(r => r.text())`))
+	require.Equal(t, "attachment; filename=report.txt", eval[string](t, ctx, `fetch(document.querySelector('.artifacts a[download="report.txt"]').href).then(r => r.headers.get("content-disposition"))`))
+	for _, name := range []string{"%2e%2e", "..%2f..%2frun.json", "%2e"} {
+		require.Contains(t, []int{400, 404}, eval[int](t, ctx, `fetch("/api/runs/`+id+`/artifacts/probe/`+name+`").then(r => r.status)`),
+			"no name leads out of the artifacts folder: %s", name)
+	}
 	panel := eval[string](t, ctx, `document.querySelector('section.panel').innerText`)
 	require.Contains(t, panel, "probe output", "the output")
 	require.Contains(t, panel, "disk full on /dev/sdz", "the stderr of the error")

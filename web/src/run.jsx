@@ -191,6 +191,39 @@ function ApproveForm({ run, node, onDone }) {
   );
 }
 
+// Artifacts lists the files a node saved: images shown, every file a
+// download.
+function Artifacts({ run, node }) {
+  const [list, setList] = useState(null);
+  useEffect(() => {
+    let stop = false;
+    api("GET", `/api/runs/${run.execution_id}/artifacts`).then(
+      (d) => !stop && setList(d.artifacts.filter((a) => a.node === node)),
+      () => !stop && setList([]),
+    );
+    return () => {
+      stop = true;
+    };
+  }, [run.execution_id, node, run.status, run.steps.length]);
+  if (!list || list.length === 0) return null;
+  return (
+    <>
+      <h3>Artifacts</h3>
+      <ul class="artifacts">
+        {list.map((a) => (
+          <li key={a.name}>
+            {a.content_type.startsWith("image/") ? <img src={a.url} alt={`artifact ${a.name} of ${node}`} loading="lazy" /> : null}
+            <a href={a.url} download={a.name}>
+              {a.name}
+            </a>{" "}
+            <span class="muted">{a.size} bytes</span>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
 function NodePanel({ run, graph, id, st, events, verdicts, awaiting, session, refresh }) {
   const n = graph.nodes.find((x) => x.id === id) || { id, type: "" };
   const steps = (st && st.steps) || [];
@@ -247,6 +280,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, session, re
           </ul>
         </>
       ) : null}
+      <Artifacts run={run} node={id} />
       <h3>Events</h3>
       <Timeline events={events} />
     </section>
