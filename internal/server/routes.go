@@ -102,11 +102,11 @@ func scopeOf(ctx context.Context) auth.Scope {
 	return sc
 }
 
-// open tells the requests that need no API token: GET /healthz, the
+// tokenless tells the requests that need no API token: GET /healthz, the
 // webhooks (which check their trigger's auth), the web viewer's files
 // (a sign-in page without a token: everything it shows comes from the
 // API) and signing in and out.
-func open(r *http.Request) bool {
+func tokenless(r *http.Request) bool {
 	p := r.URL.Path
 	switch {
 	case p == "/healthz", strings.HasPrefix(p, hookPrefix):
@@ -131,7 +131,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, auth.Admin)))
 			return
 		}
-		if open(r) {
+		if tokenless(r) {
 			next.ServeHTTP(w, r) // hooks check their trigger's own auth
 			return
 		}

@@ -71,6 +71,8 @@ func TestLiveRun(t *testing.T) {
 	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector('g.edge[data-from="decide"][data-on="true"]').dataset.taken`))
 	require.Equal(t, "false", eval[string](t, ctx, `document.querySelector('g.edge[data-from="decide"][data-on="false"]').dataset.taken`))
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('g.edge.back[data-from="next"][data-to="again"]')`))
+	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector('g.edge[data-from="again"][data-on="body"]').dataset.taken`))
+	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector('g.edge[data-from="again"][data-on="done"]').dataset.taken`))
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('g.node[data-node="tick"]').getAttribute("aria-label")`), "×2",
 		"the loop body's badge counts its visits")
 

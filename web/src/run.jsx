@@ -40,13 +40,20 @@ function apply(live, ev) {
     case "node_started":
       live.status[n] = "running";
       live.visits[n] = Math.max(live.visits[n] || 0, ev.visit || 0);
-      if (live.taken[n]) live.taken[n] = new Set();
       break;
     case "node_finished":
       if (ev.data && ev.data.status) live.status[n] = ev.data.status;
       break;
+    // The handles a node chose, over all its visits: a branch's route, a
+    // loop's body (each pass) and done.
     case "branch_evaluated":
       (live.taken[n] ||= new Set()).add((ev.data && ev.data.handle) || "");
+      break;
+    case "loop_iteration":
+      (live.taken[n] ||= new Set()).add("body");
+      break;
+    case "loop_exited":
+      (live.taken[n] ||= new Set()).add("done");
       break;
     case "signal_awaited":
       live.status[n] = "waiting";
