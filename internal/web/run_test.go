@@ -96,18 +96,22 @@ func TestLiveRun(t *testing.T) {
 			"no name leads out of the artifacts folder: %s", name)
 	}
 	panel := eval[string](t, ctx, `document.querySelector('section.panel').innerText`)
-	require.Contains(t, panel, "probe output", "the output")
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.panel .json[aria-label="output"]').innerText`),
+		`command \"sh\" exited with status 3`, "the output")
 	require.Contains(t, panel, "disk full on /dev/sdz", "the stderr of the error")
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('section.panel pre.stderr')`))
 	require.Contains(t, panel, "node_started")
 	require.Contains(t, panel, "node_finished")
+	// A window wide enough for the whole graph beside the panel.
+	do(t, ctx, chromedp.EmulateViewport(2700, 900))
 	eval[chromedp.Void](t, ctx, `document.querySelector(".graph-wrap").scrollLeft = 0`)
 	screenshot(t, ctx, "run")
+	do(t, ctx, chromedp.ResetViewport())
 
 	// The secret is nowhere: not in the DOM of the node that used it, nor
 	// in any answer the page got.
 	do(t, ctx, chromedp.Click(`g.node[data-node="call"]`), chromedp.WaitVisible(`section.panel[data-panel-node="call"]`))
-	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.panel').innerText`), "calling with key")
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.panel .json[aria-label="output"]').innerText`), "calling with key")
 	require.NotContains(t, eval[string](t, ctx, `document.documentElement.outerHTML`), theSecret)
 	bodies := eval[[]string](t, ctx, `Promise.all(performance.getEntriesByType("resource").map(e => e.name)
 		.filter(u => u.includes("/api/")).map(u => fetch(u, {signal: AbortSignal.timeout(5000)}).then(r => r.text()).then(b => u + "\n" + b, e => u + "\nFAILED " + e)))`)
