@@ -3,7 +3,9 @@ GO ?= go
 NPM ?= npm
 # npm packages the tests use (real MCP servers; the MCP conformance suite
 # and the Node 24 it runs on), pinned by their lock files.
-NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json)) internal/cli/testdata/conformance/
+# web/ holds the run viewer's sources and axe-core, which its browser tests
+# inject.
+NPM_DIRS := $(dir $(wildcard internal/*/testdata/package-lock.json)) internal/cli/testdata/conformance/ web/
 
 # The linter, pinned: go run fetches this version through the module
 # proxy once and caches it; it is not a dependency in go.mod.
@@ -21,7 +23,7 @@ RACE_PKGS ?= ./internal/...
 FUZZMINIMIZE ?= 1s
 FUZZ = $(GO) test -run='^$$' -fuzzminimizetime=$(FUZZMINIMIZE)
 
-.PHONY: build test race deps ci lint fuzz bench man
+.PHONY: build test race deps ci lint fuzz bench man web
 
 build:
 	$(GO) build -o skein ./cmd/skein
@@ -30,9 +32,22 @@ build:
 man:
 	$(GO) run ./cmd/skein man man
 
-# Everything the tests need that Go does not fetch itself.
+# The web viewer's assets (internal/web/assets, committed and embedded):
+# bundled by esbuild from web/src, pinned by web/package-lock.json.
+web:
+	$(NPM) ci --prefix web --no-audit --no-fund --loglevel=error
+	node web/build.mjs
+
+# Everything the tests need that Go does not fetch itself: the npm
+# packages, and Chromium for the web viewer's browser tests (Debian's
+# package, installed when missing and we are root; without it the browser
+# tests fail under CI=true and are skipped otherwise).
 deps:
 	@for d in $(NPM_DIRS); do echo "npm ci --prefix $$d"; $(NPM) ci --prefix $$d --no-audit --no-fund --loglevel=error || exit 1; done
+	@if ! command -v chromium >/dev/null && [ -z "$$SKEIN_CHROMIUM" ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "apt-get install -y chromium"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || exit 1; \
+	fi
 
 # The one command that runs every test on a fresh machine: RACE_PKGS under
 # the race detector, the other packages (the binary's end-to-end tests,

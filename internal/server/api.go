@@ -9,10 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"os"
-	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -59,9 +57,52 @@ type WorkflowDoc struct {
 	File        string       `json:"file"`
 	Inputs      []InputDoc   `json:"inputs"`
 	Triggers    []TriggerDoc `json:"triggers"`
-	// Source is the file's text (GET /api/workflows/{name} only).
+	// Source is the file's text, and Graph its nodes and edges (GET
+	// /api/workflows/{name} only).
 	Source   string                `json:"source,omitempty"`
+	Graph    *GraphDoc             `json:"graph,omitempty"`
 	Warnings []workflow.Diagnostic `json:"warnings,omitempty"`
+}
+
+// GraphDoc is a workflow's graph, as the web viewer draws it.
+type GraphDoc struct {
+	Nodes []GraphNode `json:"nodes"`
+	Edges []GraphEdge `json:"edges"`
+}
+
+// GraphNode is a node of a workflow: its id, type, name and role (the
+// kind's part in the graph: trigger, branch, loop…; "" for an action).
+type GraphNode struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Name     string `json:"name,omitempty"`
+	Role     string `json:"role,omitempty"`
+	Disabled bool   `json:"disabled,omitempty"`
+}
+
+// GraphEdge is an edge: its handle (On; "" for the default one), and Back
+// when it closes a loop (an endloop's jump, or any edge closing a cycle).
+type GraphEdge struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	On   string `json:"on,omitempty"`
+	Back bool   `json:"back,omitempty"`
+}
+
+func (s *Server) graphDoc(w *workflow.Workflow) *GraphDoc {
+	g := w.Graph()
+	d := &GraphDoc{Nodes: make([]GraphNode, 0, len(g.Nodes)), Edges: make([]GraphEdge, 0, len(g.Edges))}
+	for _, n := range g.Nodes {
+		gn := GraphNode{ID: n.ID, Type: n.Type, Name: n.Name, Disabled: n.Disabled}
+		if spec, ok := s.registry().Lookup(n.Type); ok {
+			gn.Role = string(spec.Role)
+		}
+		d.Nodes = append(d.Nodes, gn)
+	}
+	for _, e := range g.Edges {
+		d.Edges = append(d.Edges, GraphEdge{From: e.Edge.From, To: e.Edge.To, On: e.On, Back: e.Back})
+	}
+	return d
 }
 
 // InputDoc is a declared input of a workflow.
@@ -93,6 +134,7 @@ func (s *Server) workflowDoc(e *Entry, withSource bool) WorkflowDoc {
 	}
 	if withSource {
 		d.Source = string(e.Source)
+		d.Graph = s.graphDoc(e.W)
 		d.Warnings = e.Warnings
 	}
 	return d
@@ -450,27 +492,6 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, doc)
-	return nil
-}
-
-// getArtifact sends a file a node of the run saved.
-func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	rc, size, err := s.cfg.Runner.Artifact(r.Context(), r.PathValue("id"), r.PathValue("node"), name)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	ct := mime.TypeByExtension(path.Ext(name))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(name)}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	_, _ = io.Copy(w, rc) // the client went away, or the store failed mid-way: the length tells
 	return nil
 }
 

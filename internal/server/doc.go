@@ -8,7 +8,11 @@
 // Every error is answered as application/problem+json with a stable code
 // (problemOf is the one place that maps errors to statuses and codes).
 // Authentication denies by default: every route but /healthz needs a bearer
-// token whose scope (read < run < admin) the route allows.
+// token whose scope (read < run < admin) the route allows. The web viewer
+// (package web) is served at / without a token; it signs in through
+// /api/session, which keeps the token in an HttpOnly cookie that then
+// authenticates as the token, with a CSRF token required on the requests
+// that may change something (session.go).
 //
 // Executions the server starts outlive their request. A run that only
 // waits (a signal, a long timer) is parked: left waiting, held by nothing;

@@ -21,6 +21,7 @@ const (
 	CodeInvalidWorkflow      = "invalid_workflow"
 	CodeUnauthorized         = "unauthorized"
 	CodeForbidden            = "forbidden"
+	CodeCSRF                 = "csrf"
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeRunOwned             = "run_owned"
@@ -44,6 +45,7 @@ var titles = map[string]string{
 	CodeInvalidWorkflow:      "The workflow is not valid",
 	CodeUnauthorized:         "A valid API token is required",
 	CodeForbidden:            "The token's scope does not allow this",
+	CodeCSRF:                 "The request lacks the session's CSRF token",
 	CodeNotFound:             "Not found",
 	CodeMethodNotAllowed:     "Method not allowed",
 	CodeRunOwned:             "The run is running in another process",

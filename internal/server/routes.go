@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/web"
 )
 
 // Route is one route of the API: a method, a ServeMux path pattern and the
@@ -39,14 +40,22 @@ func (s *Server) register() {
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},
 		{"POST", "/api/runs/{id}/signals/{node}", auth.Run, s.signalRun},
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
+		{"GET", "/api/runs/{id}/artifacts", auth.Read, s.listArtifacts},
 		{"GET", "/api/runs/{id}/artifacts/{node}/{name}", auth.Read, s.getArtifact},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
+		{"POST", "/api/session", auth.None, s.signIn},
+		{"GET", "/api/session", auth.Read, s.session},
+		{"DELETE", "/api/session", auth.None, s.signOut},
 	}
 	s.routes = append(s.routes, s.hookRoutes()...)
 	for _, rt := range s.routes {
 		s.mux.Handle(rt.Method+" "+rt.Path, s.guard(rt))
 	}
+	// The web viewer: its page and files.
+	page := web.Handler()
+	s.mux.Handle("GET /{$}", page)
+	s.mux.Handle("GET /assets/", page)
 	// Unknown paths, and other methods on known paths, are problems too.
 	s.mux.Handle("/", http.HandlerFunc(s.noRoute))
 }
@@ -93,34 +102,60 @@ func scopeOf(ctx context.Context) auth.Scope {
 	return sc
 }
 
-// authenticate denies by default: every request but GET /healthz and the
-// webhooks (which check their trigger's auth) needs a valid bearer token
-// (401 otherwise), whose scope the routes check. With
-// no Authenticator (--no-auth) every request has scope admin.
+// tokenless tells the requests that need no API token: GET /healthz, the
+// webhooks (which check their trigger's auth), the web viewer's files
+// (a sign-in page without a token: everything it shows comes from the
+// API) and signing in and out.
+func tokenless(r *http.Request) bool {
+	p := r.URL.Path
+	switch {
+	case p == "/healthz", strings.HasPrefix(p, hookPrefix):
+		return true
+	case p == "/api/session":
+		return r.Method == http.MethodPost || r.Method == http.MethodDelete
+	case r.Method == http.MethodGet || r.Method == http.MethodHead:
+		return p == "/" || strings.HasPrefix(p, "/assets/")
+	}
+	return false
+}
+
+// authenticate denies by default: every request but the open ones needs
+// a valid API token (401 otherwise), whose scope the routes check: a
+// bearer token, or the web viewer's session cookie, with which a
+// state-changing request must carry the session's CSRF token (403
+// otherwise). With no Authenticator (--no-auth) every request has scope
+// admin.
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Auth == nil {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, auth.Admin)))
 			return
 		}
-		if r.URL.Path == "/healthz" || strings.HasPrefix(r.URL.Path, hookPrefix) {
+		if tokenless(r) {
 			next.ServeHTTP(w, r) // hooks check their trigger's own auth
 			return
 		}
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		token = strings.TrimSpace(token)
-		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		token, fromCookie := credential(r)
+		if token == "" {
 			s.writeProblem(w, r, problemf(http.StatusUnauthorized, CodeUnauthorized,
 				"send an API token as Authorization: Bearer <token> (skein token create makes one)"))
 			return
 		}
 		sc, err := s.cfg.Auth.Authenticate(r.Context(), token)
 		if err != nil || sc == auth.None {
-			s.log.WarnContext(r.Context(), "token refused", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+			s.log.WarnContext(r.Context(), "token refused", "path", r.URL.Path, "remote", r.RemoteAddr, "cookie", fromCookie, "err", err)
 			s.writeProblem(w, r, problemf(http.StatusUnauthorized, CodeUnauthorized, "the API token is not valid"))
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, sc)))
+		ctx := context.WithValue(r.Context(), scopeKey{}, sc)
+		if fromCookie {
+			if err := s.checkCSRF(r, token); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
+			ctx = withSessionToken(ctx, token)
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -109,6 +110,8 @@ type Server struct {
 	// closing is closed when HTTP serving stops: event streams end.
 	closing     chan struct{}
 	closingOnce sync.Once
+	// csrfKey signs the web viewer's CSRF tokens (session.go).
+	csrfKey [32]byte
 }
 
 // New makes a server and loads its workflows. A workflow file that does
@@ -156,6 +159,9 @@ func New(cfg Config) (*Server, error) {
 		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
 	s.keys.init()
+	if _, err := rand.Read(s.csrfKey[:]); err != nil {
+		return nil, fmt.Errorf("making the CSRF key: %w", err)
+	}
 	if err := s.Reload(); err != nil {
 		return nil, fmt.Errorf("loading the workflows of %s: %w", cfg.Workflows, err)
 	}

@@ -1,0 +1,129 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/server"
+)
+
+// sessionServer serves testdata/flows with token authentication and
+// returns its URL and an admin token.
+func sessionServer(t *testing.T) (string, string) {
+	t.Helper()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	tok, _, err := r.Tokens().Create(t.Context(), auth.Admin, "session test")
+	require.NoError(t, err)
+	srv, err := server.New(server.Config{Runner: r, Workflows: copyFlows(t), Auth: r.Tokens(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Grace: time.Second})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
+	return "http://" + ln.Addr().String(), tok
+}
+
+func call(t *testing.T, method, url, body string, hdr map[string]string, cookies ...*http.Cookie) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = res.Body.Close() })
+	return res
+}
+
+// TestSession: the web viewer's sign-in keeps the token in an HttpOnly,
+// SameSite=Strict cookie that authenticates API requests; a request that
+// changes something must also carry the session's CSRF token.
+func TestSession(t *testing.T) {
+	t.Parallel()
+	base, tok := sessionServer(t)
+
+	// The page is served without a token; the API is not.
+	page := call(t, "GET", base+"/", "", nil)
+	require.Equal(t, http.StatusOK, page.StatusCode)
+	require.Contains(t, page.Header.Get("Content-Type"), "text/html")
+	require.Contains(t, page.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Equal(t, http.StatusOK, call(t, "GET", base+"/assets/app.js", "", nil).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, call(t, "GET", base+"/assets/../api/runs", "", nil).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, call(t, "GET", base+"/api/runs", "", nil).StatusCode)
+	require.Equal(t, http.StatusUnauthorized, call(t, "GET", base+"/api/session", "", nil).StatusCode)
+
+	// A wrong token signs nobody in.
+	bad := call(t, "POST", base+"/api/session", `{"token": "skn_000000000000_nope"}`, nil)
+	require.Equal(t, http.StatusUnauthorized, bad.StatusCode)
+	require.Empty(t, bad.Cookies())
+
+	in := call(t, "POST", base+"/api/session", `{"token": "`+tok+`"}`, nil)
+	require.Equal(t, http.StatusOK, in.StatusCode)
+	var cookie *http.Cookie
+	for _, c := range in.Cookies() {
+		if c.Name == "skein_session" {
+			cookie = c
+		}
+	}
+	require.NotNil(t, cookie, "sign-in sets the session cookie")
+	require.True(t, cookie.HttpOnly)
+	require.Equal(t, http.SameSiteStrictMode, cookie.SameSite)
+	data, err := io.ReadAll(in.Body)
+	require.NoError(t, err)
+	require.NotContains(t, string(data), tok, "the answer does not repeat the token")
+	csrf := call(t, "GET", base+"/api/session", "", nil, cookie)
+	require.Equal(t, http.StatusOK, csrf.StatusCode)
+	body, err := io.ReadAll(csrf.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"scope":"admin"`)
+	token := between(string(body), `"csrf":"`, `"`)
+	require.Len(t, token, 64)
+
+	// The cookie reads.
+	require.Equal(t, http.StatusOK, call(t, "GET", base+"/api/runs", "", nil, cookie).StatusCode)
+	// It does not change anything without the CSRF token, or with another.
+	for _, h := range []map[string]string{nil, {"X-Skein-CSRF": "00" + token[2:]}} {
+		res := call(t, "POST", base+"/api/workflows/quick/runs", "{}", h, cookie)
+		require.Equal(t, http.StatusForbidden, res.StatusCode)
+		b, _ := io.ReadAll(res.Body)
+		require.Contains(t, string(b), `"code":"csrf"`)
+	}
+	// With it, it does.
+	require.Equal(t, http.StatusAccepted, call(t, "POST", base+"/api/workflows/quick/runs", "{}", map[string]string{"X-Skein-CSRF": token}, cookie).StatusCode)
+	// A bearer token needs no CSRF token (a program, not a browser).
+	require.Equal(t, http.StatusAccepted, call(t, "POST", base+"/api/workflows/quick/runs", "{}", map[string]string{"Authorization": "Bearer " + tok}).StatusCode)
+
+	// Signing out clears the cookie.
+	out := call(t, "DELETE", base+"/api/session", "", nil, cookie)
+	require.Equal(t, http.StatusNoContent, out.StatusCode)
+	require.Equal(t, -1, out.Cookies()[0].MaxAge)
+}
+
+func between(s, from, to string) string {
+	_, after, ok := strings.Cut(s, from)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, to)
+	return v
+}

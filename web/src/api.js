@@ -1,0 +1,58 @@
+// The HTTP API of skein serve, as the page calls it: JSON in and out,
+// the session cookie sent by the browser, the CSRF token added to every
+// request that may change something.
+
+let csrf = "";
+let unauthorized = () => {};
+
+export function setCSRF(token) {
+  csrf = token || "";
+}
+
+// onUnauthorized sets what happens when the API answers 401: the page
+// shows the sign-in form again.
+export function onUnauthorized(fn) {
+  unauthorized = fn;
+}
+
+export class APIError extends Error {
+  constructor(status, problem, text) {
+    super((problem && (problem.detail || problem.title)) || text || `HTTP ${status}`);
+    this.status = status;
+    this.problem = problem;
+  }
+}
+
+export async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  const init = { method, headers, credentials: "same-origin" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = typeof body === "string" ? body : JSON.stringify(body);
+  }
+  if (method !== "GET" && csrf) headers["X-Skein-CSRF"] = csrf;
+  const res = await fetch(path, init);
+  if (res.status === 204) return null;
+  const text = await res.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    if (res.status === 401 && path !== "/api/session") unauthorized();
+    throw new APIError(res.status, data, text);
+  }
+  return data;
+}
+
+// EVENT_TYPES are the event types of a run's stream the page listens to
+// (an EventSource hears named events only by name).
+export const EVENT_TYPES = [
+  "execution_started", "execution_finished", "execution_parked", "execution_left", "execution_resumed",
+  "node_started", "node_finished", "branch_evaluated", "variable_set", "retry",
+  "loop_iteration", "loop_exited", "warning", "signal_awaited", "signal_received",
+  "tool_call", "tool_result", "llm_call", "vision_summary", "check_verdict",
+  "delivery_attempt", "delivery_succeeded", "delivery_failed", "repair", "artifact",
+];

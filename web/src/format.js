@@ -1,0 +1,41 @@
+export function duration(ms) {
+  if (ms == null || Number.isNaN(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} m ${Math.round(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} m`;
+}
+
+export function cost(usd) {
+  if (!usd) return "";
+  return usd < 0.01 ? `$${usd.toFixed(4)}` : `$${usd.toFixed(2)}`;
+}
+
+export function tokens(n) {
+  if (!n) return "";
+  return n >= 10000 ? `${(n / 1000).toFixed(1)}k tok` : `${n} tok`;
+}
+
+export function time(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return d.toLocaleString(undefined, { dateStyle: "short", timeStyle: "medium" });
+}
+
+export function clock(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return d.toLocaleTimeString(undefined, { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
+}
+
+// elapsed is the duration of a run or step: finished − started, or now −
+// started while it goes on.
+export function elapsed(started, finished, ms) {
+  if (ms) return ms;
+  if (!started) return 0;
+  return (finished ? new Date(finished) : new Date()) - new Date(started);
+}
+
+export const LIVE = new Set(["pending", "running", "waiting"]);

@@ -1,0 +1,189 @@
+// The served workflows: a list, and one workflow's graph with a form made
+// from its inputs that starts a run and opens it.
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { api } from "./api.js";
+import { Graph, layout } from "./graph.jsx";
+import { may } from "./run.jsx";
+
+export function WorkflowsPage() {
+  const [list, setList] = useState(null);
+  const [error, setError] = useState("");
+  useEffect(() => {
+    api("GET", "/api/workflows").then(setList, (e) => setError(e.message));
+  }, []);
+  return (
+    <section aria-labelledby="wf-h">
+      <h1 id="wf-h">Workflows</h1>
+      {error ? <p role="alert" class="error">{error}</p> : null}
+      {list && list.workflows.length === 0 ? <p>No workflows are served.</p> : null}
+      {list && list.workflows.length ? (
+        <table class="workflows">
+          <caption class="sr-only">Served workflows</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Triggers</th>
+              <th scope="col">Inputs</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.workflows.map((w) => (
+              <tr key={w.name} data-workflow={w.name}>
+                <td>
+                  <a href={`#/workflows/${encodeURIComponent(w.name)}`}>{w.name}</a>
+                </td>
+                <td>{w.description || ""}</td>
+                <td>{w.triggers.map((t) => t.type).join(", ")}</td>
+                <td>{w.inputs.map((i) => i.name).join(", ")}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      {list && list.problems.length ? (
+        <>
+          <h2>Not served</h2>
+          <ul>
+            {list.problems.map((p) => (
+              <li>
+                <span class="mono">{p.file}</span>: {p.message}
+              </li>
+            ))}
+          </ul>
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+function initial(input) {
+  if (input.default !== undefined && input.default !== null) return input.default;
+  if (input.type === "boolean") return false;
+  return "";
+}
+
+// value turns what a field holds into the input's type.
+function value(input, raw) {
+  switch (input.type) {
+    case "integer":
+    case "number":
+      return raw === "" ? undefined : Number(raw);
+    case "boolean":
+      return !!raw;
+    case "object":
+    case "array":
+    case "any":
+      if (typeof raw !== "string") return raw;
+      if (raw.trim() === "") return undefined;
+      return JSON.parse(raw);
+    default:
+      return raw === "" ? undefined : raw;
+  }
+}
+
+function Field({ input, val, set }) {
+  const id = `in-${input.name}`;
+  const desc = input.description ? <small id={`${id}-d`}>{input.description}</small> : null;
+  const common = { id, name: input.name, "aria-describedby": input.description ? `${id}-d` : undefined, required: input.required };
+  let field;
+  if (input.enum && input.enum.length) {
+    field = (
+      <select {...common} value={String(val)} onChange={(e) => set(input.enum.find((x) => String(x) === e.currentTarget.value))}>
+        {input.enum.map((x) => (
+          <option value={String(x)}>{String(x)}</option>
+        ))}
+      </select>
+    );
+  } else if (input.type === "boolean") {
+    field = <input type="checkbox" {...common} required={false} checked={!!val} onChange={(e) => set(e.currentTarget.checked)} />;
+  } else if (input.type === "integer" || input.type === "number") {
+    field = (
+      <input type="number" step={input.type === "integer" ? "1" : "any"} {...common} value={val} onInput={(e) => set(e.currentTarget.value)} />
+    );
+  } else if (input.type === "object" || input.type === "array" || input.type === "any") {
+    field = (
+      <textarea rows="3" {...common} value={typeof val === "string" ? val : JSON.stringify(val)} onInput={(e) => set(e.currentTarget.value)} />
+    );
+  } else {
+    field = <input type="text" {...common} value={val} onInput={(e) => set(e.currentTarget.value)} />;
+  }
+  return (
+    <div class="field">
+      <label for={id}>
+        {input.name} <span class="muted">({input.type}{input.required ? ", required" : ""})</span>
+      </label>
+      {field}
+      {desc}
+    </div>
+  );
+}
+
+export function WorkflowPage({ name, session }) {
+  const [wf, setWf] = useState(null);
+  const [error, setError] = useState("");
+  const [vals, setVals] = useState({});
+  const [busy, setBusy] = useState(false);
+  useEffect(() => {
+    api("GET", `/api/workflows/${encodeURIComponent(name)}`).then(
+      (w) => {
+        setWf(w);
+        setVals(Object.fromEntries(w.inputs.map((i) => [i.name, initial(i)])));
+      },
+      (e) => setError(e.message),
+    );
+  }, [name]);
+  const lay = useMemo(() => (wf && wf.graph ? layout(wf.graph) : null), [wf]);
+  if (error && !wf) return <p role="alert" class="error">{error}</p>;
+  if (!wf) return <p aria-busy="true">Loading {name}…</p>;
+
+  const start = async (e) => {
+    e.preventDefault();
+    setError("");
+    const inputs = {};
+    try {
+      for (const i of wf.inputs) {
+        const v = value(i, vals[i.name]);
+        if (v !== undefined) inputs[i.name] = v;
+      }
+    } catch (x) {
+      setError(`An input is not JSON: ${x.message}`);
+      return;
+    }
+    setBusy(true);
+    try {
+      const run = await api("POST", `/api/workflows/${encodeURIComponent(name)}/runs`, { inputs });
+      location.hash = `#/runs/${run.execution_id}`;
+    } catch (x) {
+      setError(x.message);
+      setBusy(false);
+    }
+  };
+  const chat = wf.triggers.some((t) => t.type === "trigger.chat");
+  return (
+    <section aria-labelledby="wf1-h">
+      <h1 id="wf1-h">{wf.name}</h1>
+      {wf.description ? <p>{wf.description}</p> : null}
+      <p class="muted mono">{wf.file}</p>
+      {chat ? (
+        <p>
+          <a href={`#/chat/${encodeURIComponent(wf.name)}`}>Chat with {wf.name}</a>
+        </p>
+      ) : null}
+      {lay ? <Graph graph={wf.graph} lay={lay} label={`graph of workflow ${wf.name}`} /> : null}
+      {may(session, "run") ? (
+        <form class="start" onSubmit={start} aria-labelledby="start-h">
+          <h2 id="start-h">Start a run</h2>
+          {wf.inputs.length === 0 ? <p class="muted">This workflow takes no inputs.</p> : null}
+          {wf.inputs.map((i) => (
+            <Field input={i} val={vals[i.name]} set={(v) => setVals({ ...vals, [i.name]: v })} />
+          ))}
+          <button type="submit" class="primary" disabled={busy}>
+            Start run
+          </button>
+          {error ? <p role="alert" class="error">{error}</p> : null}
+        </form>
+      ) : null}
+    </section>
+  );
+}
