@@ -239,6 +239,13 @@ nodes:
 	var n int
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM blob_chunks WHERE position($1::bytea IN data) > 0`, []byte(secret)).Scan(&n))
 	require.Zero(t, n, "no blob holds the secret")
+	// Nor any table: the history's events that held it are sealed.
+	for _, table := range []string{"skein_queue_log", "steps", "events", "runs"} {
+		require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table+` t WHERE position($1 IN t::text) > 0`, secret).Scan(&n))
+		require.Zero(t, n, "table %s holds the secret", table)
+	}
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT count(*) FROM skein_queue_log WHERE run_id = $1 AND body::jsonb ? 'sealed'`, run.ID).Scan(&n))
+	require.Positive(t, n, "the history events that held the secret are sealed")
 	evs, err := st.Events(ctx, run.ID, 0, 1000)
 	require.NoError(t, err)
 	warned := false
@@ -248,4 +255,42 @@ nodes:
 		}
 	}
 	require.True(t, warned, "a warning names the artifact left out")
+}
+
+// TestSealedHistoryOpensOnEveryWorker: a node's output that holds a secret
+// is sealed in the run's history, and a worker that did not run it (its
+// state rebuilt from the history) still reads the true value.
+func TestSealedHistoryOpensOnEveryWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	const secret = "sk-live-1b2c3d4e5f"
+	work := func(queueName, value string) {
+		d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queueName: 2},
+			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
+			Secrets: func(*workflow.Workflow) (map[string]string, error) { return map[string]string{"TOKEN": value}, nil }})
+		require.NoError(t, err)
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- d.Work(ctx, time.Second) }()
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	}
+	flow := `version: 1
+name: sealed
+secrets: [TOKEN]
+nodes:
+  - {id: first, type: set, values: {token: "{{ secrets.TOKEN }}"}}
+  - {id: second, type: set, queue: other, values: {same: "{{ first.token == secrets.TOKEN }}"}}
+edges:
+  - {from: first, to: second}
+outputs:
+  same: "{{ second.same }}"
+`
+	work(queue.DefaultQueue, secret)
+	work("other", secret)
+	b.starter, _ = queue.New(queue.Config{Store: b.st, Registry: b.reg,
+		Secrets: func(*workflow.Workflow) (map[string]string, error) { return map[string]string{"TOKEN": secret}, nil }})
+	run := b.start(t, flow, nil)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, true, done.Outputs["same"], "the other worker read the sealed output")
 }

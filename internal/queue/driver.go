@@ -116,6 +116,8 @@ type runEnv struct {
 	inputs  map[string]any
 	red     *redact.Redactor
 	secrets map[string]string
+	// seal seals the run's history events that hold a secret (seal.go).
+	seal    *sealer
 	task    engine.TaskEnv
 	blobs   *blob.Store
 	release func()
@@ -298,6 +300,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
 		red: redact.New(secrets), secrets: secrets, release: func() {}}
+	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services
 	if d.cfg.Services != nil {
@@ -605,7 +608,7 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 	)
 	b := &pgx.Batch{}
 	postgres.QueueReadRun(b, env.id, &run)
-	queueReadLog(b, env.id, st.seq, &evs)
+	queueReadLog(b, env.id, env.seal, st.seq, &evs)
 	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
 		d.drop(env.id)
 		return nil, nil, err
@@ -816,7 +819,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	)
 	b := &pgx.Batch{}
 	postgres.QueueLockRun(b, runID, &run, &last)
-	queueReadLog(b, runID, st.seq, &evs)
+	queueReadLog(b, runID, env.seal, st.seq, &evs)
 	if err := tx.SendBatch(ctx, b).Close(); errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err)
 	} else if err != nil {
@@ -919,7 +922,7 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 		if e.At.IsZero() {
 			e.At = time.Now().UTC().Truncate(time.Microsecond)
 		}
-		e, raw, err := e.roundTrip()
+		e, raw, err := e.roundTrip(env.seal)
 		if err != nil {
 			return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 		}

@@ -149,13 +149,18 @@ func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, r
 
 // roundTrip returns e as it reads back from the history, so the worker
 // that applies it feeds the scheduler what a replay will.
-func (e *event) roundTrip() (*event, []byte, error) {
+// The bytes returned are what is stored: sealed when they hold a secret.
+func (e *event) roundTrip(s *sealer) (*event, []byte, error) {
 	raw, err := e.encode()
 	if err != nil {
 		return nil, nil, err
 	}
+	stored, err := s.seal(raw, e.Task, e.Timer)
+	if err != nil {
+		return nil, nil, err
+	}
 	back, err := decodeEvent(e.Seq, e.Kind, e.At, e.Node, e.Visit, raw)
-	return back, raw, err
+	return back, stored, err
 }
 
 // outcome is a finished event's task outcome.
@@ -170,15 +175,15 @@ const readLogSQL = `SELECT seq, kind, at, node, visit, body FROM ` + logTable + 
 
 // queueReadLog queues in b the read of the run's history after seq into
 // *dst.
-func queueReadLog(b *pgx.Batch, runID string, after int64, dst *[]*event) {
+func queueReadLog(b *pgx.Batch, runID string, s *sealer, after int64, dst *[]*event) {
 	b.Queue(readLogSQL, runID, after).Query(func(rows pgx.Rows) error {
-		evs, err := scanLog(rows, runID)
+		evs, err := scanLog(rows, runID, s)
 		*dst = evs
 		return err
 	})
 }
 
-func scanLog(rows pgx.Rows, runID string) ([]*event, error) {
+func scanLog(rows pgx.Rows, runID string, s *sealer) ([]*event, error) {
 	defer rows.Close()
 	var out []*event
 	for rows.Next() {
@@ -193,7 +198,11 @@ func scanLog(rows pgx.Rows, runID string) ([]*event, error) {
 		if err := rows.Scan(&seq, &kind, &at, &node, &visit, &raw); err != nil {
 			return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
 		}
-		e, err := decodeEvent(seq, kind, at, node, visit, raw)
+		body, err := s.open(raw)
+		if err != nil {
+			return nil, fmt.Errorf("reading event %d of run %s: %w", seq, runID, err)
+		}
+		e, err := decodeEvent(seq, kind, at, node, visit, body)
 		if err != nil {
 			return nil, fmt.Errorf("reading event %d of run %s: %w", seq, runID, err)
 		}
