@@ -108,8 +108,13 @@ type Spec struct {
 	// StartsByDefault marks a trigger that starts a run when none is
 	// named (the manual trigger).
 	StartsByDefault bool
-	Description     string
-	Params          []Param
+	// Pure marks a kind whose run has no effect outside the run: it
+	// computes its output from its parameters (set, template, if…).
+	// Running it twice is harmless, so a queue worker does not record
+	// that it began before running it.
+	Pure        bool
+	Description string
+	Params      []Param
 	// Outputs lists the output ports the kind promises. When it is not
 	// nil, a template reference to another port of a node of this kind is
 	// a validation error.

@@ -506,22 +506,29 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	// handed out again after that records the attempt lost instead of
 	// running the node twice under it (rescue.go). The mark is an apply
 	// like any other, so it shares its transaction with the run's other
-	// records of the moment.
+	// records of the moment. A pure kind's node (set, if…), which may run
+	// twice, is marked with its outcome, in one transaction.
 	started := time.Now().UTC().Truncate(time.Microsecond)
-	err = d.persist(ctx, "starting node "+t.Node.ID, func() error {
-		return d.apply(ctx, run.ID, func(st *state) *event {
-			if st.run.Task(args.Task) == nil {
-				return nil
-			}
-			begun = st.begun[args.Task]
-			return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
-		}, nil)
-	})
-	if err != nil {
-		return err
+	beganEvent := func(st *state) *event {
+		if st.run.Task(args.Task) == nil {
+			return nil
+		}
+		begun = st.begun[args.Task]
+		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
 	}
-	if begun && job.Attempt > 1 {
-		return d.retaken(ctx, job, run.ID, t)
+	var first func(st *state) *event
+	if t.Node.Spec.Pure {
+		first = beganEvent
+	} else {
+		err = d.persist(ctx, "starting node "+t.Node.ID, func() error {
+			return d.apply(ctx, run.ID, beganEvent, nil)
+		})
+		if err != nil {
+			return err
+		}
+		if begun && job.Attempt > 1 {
+			return d.retaken(ctx, job, run.ID, t)
+		}
 	}
 	tenv := env.task
 	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
@@ -563,7 +570,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
 		Params: params, Started: started, Hash: hash}
 	return d.persist(ctx, "recording node "+t.Node.ID, func() error {
-		return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
+		return d.applyWith(context.WithoutCancel(ctx), run.ID, first, func(st *state) *event {
 			if st.run.Task(args.Task) == nil {
 				// Another worker recorded this attempt first, or recorded
 				// it lost (this worker was paused or cut off past its
@@ -645,7 +652,13 @@ func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
 // finished meanwhile, so a fan-out's throughput grows with its workers
 // instead of stopping at one transaction at a time.
 func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
-	req := &applyReq{mk: mk, extra: extra, done: make(chan applyResult, 1)}
+	return d.applyWith(ctx, runID, nil, mk, extra)
+}
+
+// applyWith is apply with the event first makes recorded before mk's, in
+// the same transaction (nil: none).
+func (d *Driver) applyWith(ctx context.Context, runID string, first, mk func(st *state) *event, extra []engine.TimedEvent) error {
+	req := &applyReq{first: first, mk: mk, extra: extra, done: make(chan applyResult, 1)}
 	if g := d.enqueue(runID, req); g != nil {
 		d.lead(ctx, runID, g)
 	} else if r := <-req.done; !r.lead {
@@ -707,6 +720,7 @@ type applyGroup struct {
 }
 
 type applyReq struct {
+	first func(st *state) *event
 	mk    func(st *state) *event
 	extra []engine.TimedEvent
 	// done answers the apply; an async one has none.
@@ -841,8 +855,12 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			return err
 		}
 	}
-	// Each apply in its order: what its node reported, then its event.
+	// Each apply in its order: its first event, what its node reported,
+	// its event.
 	for _, r := range reqs {
+		if err := d.feedMk(ctx, tx, w, r.first); err != nil {
+			return err
+		}
 		w.events = append(w.events, r.extra...)
 		if err := d.feedMk(ctx, tx, w, r.mk); err != nil {
 			return err

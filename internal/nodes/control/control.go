@@ -88,7 +88,7 @@ func oneOf(p map[string]any, names ...string) []node.ParamError {
 
 func init() {
 	node.MustRegister(node.Spec{
-		Kind: If, Category: node.Control, Role: node.RoleBranch,
+		Kind: If, Category: node.Control, Pure: true, Role: node.RoleBranch,
 		Description: "Follows `true` or `false` by a condition.",
 		Params: []node.Param{
 			{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; true follows the `true` handle."},
@@ -97,7 +97,7 @@ func init() {
 		Outputs: []string{"result"},
 	}, func() node.Kind { return ifKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Switch, Category: node.Control, Role: node.RoleBranch,
+		Kind: Switch, Category: node.Control, Pure: true, Role: node.RoleBranch,
 		Description: "Follows the first case whose condition holds, else `default`.",
 		Params: []node.Param{
 			{Name: "cases", Type: node.List, Required: true, Description: "Cases in order: [{name, condition}].", Items: []node.Param{
@@ -123,7 +123,7 @@ func init() {
 		},
 	}, func() node.Kind { return switchKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Loop, Category: node.Control, Role: node.RoleLoop,
+		Kind: Loop, Category: node.Control, Pure: true, Role: node.RoleLoop,
 		Description: "Do-while loop: runs `body`, then after each pass checks `exit`; true (or max_iterations reached) follows `done`.",
 		Params: []node.Param{
 			{Name: "exit", Type: node.String, Expr: true, Description: "Expression checked after each pass; true leaves the loop."},
@@ -133,7 +133,7 @@ func init() {
 		Outputs: []string{"iteration", "iterations"},
 	}, func() node.Kind { return loopKind{} })
 	node.MustRegister(node.Spec{
-		Kind: EndLoop, Category: node.Control, Role: node.RoleLoopEnd,
+		Kind: EndLoop, Category: node.Control, Pure: true, Role: node.RoleLoopEnd,
 		Description: "Ends one pass of a loop or foreach body and jumps back to it.",
 		Params: []node.Param{
 			{Name: "loop", Type: node.String, Required: true, NoTemplate: true, Description: "Id of the loop or foreach this body belongs to."},
@@ -141,7 +141,7 @@ func init() {
 		Handles: []string{},
 	}, nil)
 	node.MustRegister(node.Spec{
-		Kind: ForEach, Category: node.Control, Role: node.RoleForEach,
+		Kind: ForEach, Category: node.Control, Pure: true, Role: node.RoleForEach,
 		Description: "Runs `body` once per item, then follows `done`; its output is the list of body results.",
 		Params: []node.Param{
 			{Name: "items", Type: node.Any, Required: true, Description: "A list, usually a template such as \"{{ fetch.body.items }}\"."},
@@ -150,7 +150,7 @@ func init() {
 		Handles: []string{"body", "done"}, FallThrough: "done",
 	}, func() node.Kind { return forEachKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Merge, Category: node.Control, Role: node.RoleJoin,
+		Kind: Merge, Category: node.Control, Pure: true, Role: node.RoleJoin,
 		Description: "Joins branches: waits for all live inputs (or the first, with wait: any).",
 		Params: []node.Param{
 			{Name: "wait", Type: node.String, Default: "all", Enum: []string{"all", "any"}, NoTemplate: true, Description: "all: every live input; any: the first."},
@@ -185,7 +185,7 @@ func init() {
 		Check:             checkWait,
 	}, func() node.Kind { return waitKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Fail, Category: node.Control, Role: node.RoleFail,
+		Kind: Fail, Category: node.Control, Pure: true, Role: node.RoleFail,
 		Description: "Fails the run with a message.",
 		Params: []node.Param{
 			{Name: "message", Type: node.String, Required: true, Description: "The error message."},

@@ -15,7 +15,7 @@ const (
 
 func init() {
 	node.MustRegister(node.Spec{
-		Kind: Set, Category: node.Data,
+		Kind: Set, Category: node.Data, Pure: true,
 		Description: "Evaluates `values` into its output and assigns `vars` to the run's variables.",
 		Params: []node.Param{
 			{Name: "values", Type: node.Map, Description: "Templates; the evaluated map is the output."},
@@ -42,7 +42,7 @@ func init() {
 		},
 	}, func() node.Kind { return setKind{} })
 	node.MustRegister(node.Spec{
-		Kind: Template, Category: node.Data,
+		Kind: Template, Category: node.Data, Pure: true,
 		Description: "Renders `text` into the output `text`.",
 		Params: []node.Param{
 			{Name: "text", Type: node.String, Required: true, Description: "The template to render."},
