@@ -104,6 +104,28 @@ func TestExamplesOnServeAndTwoWorkers(t *testing.T) {
 			}, "run %s of %s did not end on the workers", started.ID, name)
 			require.Equal(t, want.Status, got.Status)
 			require.Equal(t, want.Outputs, got.Outputs)
+			if name == "checks" {
+				// The server that started it runs its checks when it
+				// ends; the runs list shows the verdict.
+				eventually(t, 30*time.Second, func() bool {
+					resp, err := http.Get(base + "/api/runs?workflow=checks")
+					require.NoError(t, err)
+					defer resp.Body.Close()
+					var list struct {
+						Runs []struct {
+							ID      string `json:"execution_id"`
+							Verdict string `json:"verdict"`
+						} `json:"runs"`
+					}
+					require.NoError(t, json.NewDecoder(resp.Body).Decode(&list))
+					for _, r := range list.Runs {
+						if r.ID == started.ID {
+							return r.Verdict == "PASSED"
+						}
+					}
+					return false
+				}, "the runs list did not show the queued run's verdict")
+			}
 		})
 	}
 }

@@ -318,6 +318,15 @@ func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.Run
 	return run, &v, nil
 }
 
+// VerdictStatus is the status of a finished run's checks, read from its
+// folder's verdict file: "" when it has none.
+func VerdictStatus(run *store.Run) string {
+	if v := readVerdict(run.Dir); v != nil {
+		return v.Status
+	}
+	return ""
+}
+
 func readVerdict(dir string) *check.RunVerdict {
 	if dir == "" {
 		return nil

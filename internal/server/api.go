@@ -393,6 +393,10 @@ type RunSummary struct {
 	DurationMS  int64       `json:"duration_ms"`
 	Tokens      int         `json:"tokens"`
 	CostUSD     float64     `json:"cost_usd"`
+	// Verdict is the status of the run's checks (PASSED, PASSED WITH
+	// WARNINGS, FAILED, INCOMPLETE) once they ran; empty for a run with no
+	// checks, or still running.
+	Verdict string `json:"verdict,omitempty"`
 }
 
 // RunList is a page of runs, newest first; Next, when set, is the cursor
@@ -454,6 +458,7 @@ func summary(run *store.Run) RunSummary {
 		Error: run.Error, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Tokens: run.Tokens, CostUSD: run.CostUSD}
 	if run.FinishedAt != nil {
 		sm.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
+		sm.Verdict = runner.VerdictStatus(run)
 	}
 	return sm
 }

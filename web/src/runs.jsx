@@ -93,6 +93,7 @@ export function RunsPage({ query }) {
               <th scope="col">Duration</th>
               <th scope="col">Tokens</th>
               <th scope="col">Cost</th>
+              <th scope="col">Verdict</th>
             </tr>
           </thead>
           <tbody>
@@ -110,6 +111,7 @@ export function RunsPage({ query }) {
                 <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms))}</td>
                 <td>{tokens(r.tokens)}</td>
                 <td>{cost(r.cost_usd)}</td>
+                <td class="verdict-cell" data-verdict={r.verdict || ""}>{r.verdict || ""}</td>
               </tr>
             ))}
           </tbody>
