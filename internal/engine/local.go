@@ -919,7 +919,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
 		if ok {
 			td.cached, td.pinned = !r.Pinned, r.Pinned
-			return Outcome{Output: r.Output, Directives: r.Directives}, params
+			return Outcome{Output: r.Output, Directives: reusedDirectives(r)}, params
 		}
 		if r.Miss != "" {
 			msg := fmt.Sprintf("node %s runs again: %s", pn.ID, r.Miss)
@@ -934,6 +934,22 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
 	}
 	return env.Call(ctx, t, params), params
+}
+
+// reusedDirectives are the directives of a reused step: a wait whose
+// recorded step got its signal does not wait for one again (its output
+// has the signal's data and time).
+func reusedDirectives(r Reused) map[string]any {
+	if r.Directives[DirectiveAwait] == nil || r.Output["signaled_at"] == nil {
+		return r.Directives
+	}
+	d := make(map[string]any, len(r.Directives))
+	for k, v := range r.Directives {
+		if k != DirectiveAwait {
+			d[k] = v
+		}
+	}
+	return d
 }
 
 // taskEnv is what the run's tasks are called with.

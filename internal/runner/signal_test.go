@@ -331,3 +331,27 @@ outputs:
 		t.Fatal("the child did not take its signal")
 	}
 }
+
+// TestRerunPinningAnApprovalDoesNotWaitAgain: a rerun that pins a wait
+// node whose step got its signal takes the signal's data from that step
+// and goes on; it does not wait for a signal again.
+func TestRerunPinningAnApprovalDoesNotWaitAgain(t *testing.T) {
+	t.Parallel()
+	b := setupSignals(t, 0)
+	res := b.start(t, approvalFlow, runner.Options{Park: park})
+	id := res.Run.ID
+	_, err := b.r.Signal(b.ctx, runner.SignalRequest{RunID: id, Node: "approve", Data: map[string]any{"by": "Ada"}})
+	require.NoError(t, err)
+	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: id})
+	require.NoError(t, err)
+	require.Equal(t, "completed", done.Run.Status)
+
+	again, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: id, Pins: []string{"approve"}, Options: runner.Options{Park: park}})
+	require.NoError(t, err)
+	require.NoError(t, again.Err)
+	require.Equal(t, "completed", again.Run.Status, "the pinned approval did not wait again")
+	require.Equal(t, "hello, approved by Ada", again.Run.Outputs["message"])
+	doc, err := b.r.Get(b.ctx, again.Run.ID)
+	require.NoError(t, err)
+	require.True(t, stepOf(doc, "approve").Pinned)
+}
