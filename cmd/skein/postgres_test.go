@@ -44,7 +44,7 @@ func TestRunOnPostgres(t *testing.T) {
 	require.Contains(t, mig.stdout, "applied 0001 init")
 	require.Contains(t, mig.stdout, "migrated from schema version 0 to")
 
-	r := run(t, "run", "--db", db, "--dir", t.TempDir(), "../../examples/hello.yaml", "-i", "who=Ada")
+	r := run(t, "run", "--db", db, "--local", "--dir", t.TempDir(), "../../examples/hello.yaml", "-i", "who=Ada")
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "Hello, Ada!")
 	var id string
@@ -90,7 +90,7 @@ func TestCancelOnPostgres(t *testing.T) {
 	t.Parallel()
 	db := pgURL(t)
 	dir := t.TempDir()
-	cmd, id, sc := started(t, "run", "--db", db, "--dir", dir, "testdata/long.yaml")
+	cmd, id, sc := started(t, "run", "--db", db, "--local", "--dir", dir, "testdata/long.yaml")
 	for sc.Scan() {
 		if strings.Contains(sc.Text(), "start") {
 			break

@@ -152,13 +152,13 @@ func TestQueuedRunsOnTwoWorkers(t *testing.T) {
 	_, _ = w1, w2
 }
 
-// TestQueuedRunWaitsForAWorker: with no worker, skein run --queue says so,
-// and goes on when one starts.
+// TestQueuedRunWaitsForAWorker: on Postgres the nodes go to the queue by
+// default; with no worker, skein run says so, and goes on when one starts.
 func TestQueuedRunWaitsForAWorker(t *testing.T) {
 	t.Parallel()
 	db := pgURL(t)
 	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
-	cmd := exec.Command(bin, "run", "--db", db, "--queue", "--dir", t.TempDir(), "../../examples/hello.yaml")
+	cmd := exec.Command(bin, "run", "--db", db, "--dir", t.TempDir(), "../../examples/hello.yaml")
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr

@@ -21,7 +21,7 @@ command lets you do it ahead of time, e.g. before starting servers.
 
 A database a newer skein migrated further is refused and left as it was.
 On Postgres it also creates River's job tables and the queue's run history
-(the tables skein worker and run --queue use).
+(the tables skein worker and queued runs use).
 
 Passwords in URLs are never printed.`,
 		Example: `  skein migrate

@@ -18,6 +18,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -114,7 +115,7 @@ func runCmd(e *env) *cobra.Command {
 	var f execFlags
 	var inputs []string
 	var inputFile, trigger string
-	var autoRepair, noUpdate, queued bool
+	var autoRepair, noUpdate, queued, local bool
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Run a workflow and show its progress",
@@ -134,11 +135,12 @@ A run whose every branch waits for a signal (a wait with until: signal)
 is left waiting and the command ends with exit code 4, printing how to
 send it: skein signal RUN NODE --data '{...}' continues it.
 
-With --db postgres://… the run is recorded in Postgres and, by default,
-still runs here. --queue hands its nodes to the queue instead: each node is
-a job that a skein worker (on this machine or another, with the same --db)
-runs; this command follows the run to its end with the same progress and
-exit codes, and Ctrl-C asks the workers to cancel it.`,
+With --db postgres://… the run is recorded in Postgres and its nodes go to
+the queue: each node is a job that a skein worker (on this machine or
+another, with the same --db) runs; this command follows the run to its end
+with the same progress and exit codes, and Ctrl-C asks the workers to
+cancel it. --local runs the nodes in this process instead (as without a
+Postgres --db; --auto-repair does too).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
@@ -147,8 +149,16 @@ exit codes, and Ctrl-C asks the workers to cancel it.`,
 			if noUpdate && !autoRepair {
 				return usagef("--no-update goes with --auto-repair")
 			}
+			if queued && local {
+				return usagef("--queue and --local are opposites: give one")
+			}
 			if queued && autoRepair {
 				return usagef("--auto-repair runs the workflow in this process; it does not go with --queue")
+			}
+			// A Postgres --db sends the nodes to the queue unless asked
+			// otherwise.
+			if !cmd.Flags().Changed("queue") && !local && !autoRepair {
+				queued = postgres.IsURL(e.db)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				resolve := func(w *workflow.Workflow) (map[string]any, error) { return resolveInputs(w, inputs, inputFile) }
@@ -176,7 +186,8 @@ exit codes, and Ctrl-C asks the workers to cancel it.`,
 	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
 	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
 	fl.BoolVar(&autoRepair, "auto-repair", false, "on a validation error or a repairable node error, ask the repair model for a corrected workflow, show its diff and resume from the checkpoint (at most 3 attempts per phase); a repaired run that completes replaces FILE, keeping FILE.backup")
-	fl.BoolVar(&queued, "queue", false, "with --db postgres://…: run the nodes on skein workers (jobs in the database's queue) and follow the run here")
+	fl.BoolVar(&queued, "queue", false, "run the nodes on skein workers (jobs in the database's queue) and follow the run here: the default with --db postgres://…")
+	fl.BoolVar(&local, "local", false, "with --db postgres://…: run the nodes in this process, not on the queue's workers")
 	fl.BoolVar(&noUpdate, "no-update", false, "with --auto-repair: leave FILE as it is and keep the repaired workflow in <name>.repaired.yaml beside it")
 	return cmd
 }

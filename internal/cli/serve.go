@@ -31,7 +31,7 @@ const defaultServeAddr = "127.0.0.1:7420"
 func serveCmd(e *env) *cobra.Command {
 	var f execFlags
 	var addr, flows, folders string
-	var noAuth, queued, withWorker bool
+	var noAuth, queued, withWorker, local bool
 	var grace, parkAfter, rescueAfter time.Duration
 	var maxRuns int
 	cmd := &cobra.Command{
@@ -64,10 +64,11 @@ SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
 left interrupted, to be resumed (or waiting, when they only wait).
 
-With --db postgres://… --queue the server runs no node itself: each run's
-nodes are jobs for skein worker processes on the same database, and the
-server follows the runs for the API and its events. --worker adds a worker
-of the default queue to the server process. Queued runs are left to their
+With --db postgres://… the server runs no node itself: each run's nodes
+are jobs for skein worker processes on the same database, and the server
+follows the runs for the API and its events. --worker adds a worker of the
+default queue to the server process; --local runs the nodes in the server
+process instead, as without a Postgres --db. Queued runs are left to their
 workers when the server stops.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -92,11 +93,19 @@ workers when the server stops.`,
 			default:
 				return usagef("--run-folders %q: give on-demand or always", folders)
 			}
+			if queued && local || withWorker && local {
+				return usagef("--local runs the nodes in this process; it does not go with --queue or --worker")
+			}
+			// A Postgres --db sends the runs' nodes to the queue unless
+			// asked otherwise.
+			if !cmd.Flags().Changed("queue") && !local {
+				queued = postgres.IsURL(e.db)
+			}
 			if (queued || withWorker) && !postgres.IsURL(e.db) {
 				return usagef("--queue and --worker need --db postgres://user@host:5432/db: queued runs are jobs in Postgres")
 			}
 			if withWorker && !queued {
-				return usagef("--worker runs the nodes of queued runs; give --queue too")
+				return usagef("--worker runs the nodes of queued runs; give --db postgres://… (without --local)")
 			}
 			if rescueAfter < 100*time.Millisecond {
 				return usagef("--rescue-after must be at least 100ms")
@@ -193,8 +202,9 @@ workers when the server stops.`,
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
 	fl.IntVar(&maxRuns, "max-runs", server.DefaultMaxRunning, "most executions in progress at once; a request that would start one more waits a second, then gets 503 busy")
 	fl.DurationVar(&parkAfter, "park-after", time.Minute, "a run whose branches all wait, for signals or for timers due later than this, is left waiting and held by nothing (negative: hold every wait)")
-	fl.BoolVar(&queued, "queue", false, "with --db postgres://…: hand the runs' nodes to skein workers (jobs in the database's queue) instead of running them in this process")
-	fl.BoolVar(&withWorker, "worker", false, "with --queue: also run a worker of the default queue in this process")
+	fl.BoolVar(&queued, "queue", false, "hand the runs' nodes to skein workers (jobs in the database's queue) instead of running them in this process: the default with --db postgres://…")
+	fl.BoolVar(&local, "local", false, "with --db postgres://…: run the nodes in this process, not on the queue's workers")
+	fl.BoolVar(&withWorker, "worker", false, "with --db postgres://…: also run a worker of the default queue in this process")
 	fl.DurationVar(&rescueAfter, "rescue-after", queue.DefaultRescueAfter, "with --worker: how long this process's worker may go silent before the nodes it runs count as lost and run again elsewhere (skein worker --help)")
 	fl.StringVar(&folders, "run-folders", "on-demand", "on-demand: a run gets a folder under <dir>/runs only when it keeps files (artifacts, big outputs, verdicts); always: every run gets one, with run.json and events.jsonl")
 	f.registerRun(fl, "most nodes running at once, per run")

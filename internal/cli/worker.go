@@ -24,7 +24,9 @@ func workerCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker --db postgres://…",
 		Short: "Run the nodes of queued runs: a worker of the Postgres job queue",
-		Long: `Run the nodes of queued runs (skein run --queue, on the same database).
+		Long: `Run the nodes of queued runs (skein run and skein serve on the same
+Postgres database).
+
 Each node attempt is a job in the database's queue (River); a worker takes
 jobs from the queues it is given, runs them and, in the same transaction as
 their steps, queues what follows. Start as many workers as you like, on any

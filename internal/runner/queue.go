@@ -215,7 +215,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 }
 
 // verifyQueued runs the checks of a queued run that ended, in the process
-// that follows it (skein run --queue, the server that started it): the
+// that follows it (skein run, the server that started it): the
 // verdict files go to the run's folder, made now, and the verdict events
 // to the database.
 func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *store.Run, res *engine.Result, o Options) (*check.RunVerdict, error) {

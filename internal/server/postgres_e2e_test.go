@@ -12,7 +12,7 @@ import (
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
-// TestServeOnPostgres: skein serve --db postgres://… keeps runs, API
+// TestServeOnPostgres: skein serve --db postgres://… --local keeps runs, API
 // tokens, idempotency keys and signals in Postgres: a run started twice
 // with one key is one run, an approval waits across a restart of the
 // server and completes with its signal, and the CLI lists what the server
@@ -20,7 +20,7 @@ import (
 func TestServeOnPostgres(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
-	s := serve(t, serveOpts{args: []string{"--db", db}})
+	s := serve(t, serveOpts{args: []string{"--db", db, "--local"}})
 
 	first := s.do("POST", "/api/workflows/quick/runs", s.token, map[string]any{"inputs": map[string]any{"who": "Ada", "n": 1}}, "Idempotency-Key", "order-7")
 	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
@@ -34,7 +34,7 @@ func TestServeOnPostgres(t *testing.T) {
 	s.until(id, "waiting", func(doc map[string]any) bool { return doc["status"] == "waiting" })
 	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
 
-	s2 := serve(t, serveOpts{dir: s.dir, flows: s.flows, args: []string{"--db", db}})
+	s2 := serve(t, serveOpts{dir: s.dir, flows: s.flows, args: []string{"--db", db, "--local"}})
 	a := s2.do("POST", "/api/runs/"+id+"/signals/approve", s2.token, map[string]any{"by": "Ada"})
 	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
 	doc := s2.ended(id)
@@ -47,13 +47,14 @@ func TestServeOnPostgres(t *testing.T) {
 	require.Contains(t, string(out), id)
 }
 
-// TestServeQueuedOnPostgres: skein serve --db postgres://… --queue runs
-// no node itself: a skein worker process runs them; an approval waits on
-// the worker side and completes with the signal the API records.
+// TestServeQueuedOnPostgres: skein serve --db postgres://… runs no node
+// itself (the queue is the default on Postgres): a skein worker process
+// runs them; an approval waits on the worker side and completes with the
+// signal the API records.
 func TestServeQueuedOnPostgres(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
-	s := serve(t, serveOpts{args: []string{"--db", db, "--queue"}})
+	s := serve(t, serveOpts{args: []string{"--db", db}})
 	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
 	var wout bytes.Buffer
 	w.Stdout, w.Stderr = &wout, &wout
