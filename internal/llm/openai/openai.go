@@ -13,9 +13,9 @@ import (
 	"slices"
 	"strings"
 
-	oai "github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
-	"github.com/openai/openai-go/shared"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/skeinhq/skein/internal/llm"
 )
@@ -116,7 +116,7 @@ func (p *Provider) params(req llm.Request) (oai.ChatCompletionNewParams, error) 
 		if t.Description != "" {
 			fn.Description = oai.String(t.Description)
 		}
-		params.Tools = append(params.Tools, oai.ChatCompletionToolParam{Function: fn})
+		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
 	}
 	if req.JSONSchema != nil {
 		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{
@@ -167,9 +167,11 @@ func messages(in []llm.Message) []oai.ChatCompletionMessageParamUnion {
 				a.Content.OfString = oai.String(m.Content)
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallParam{
-					ID:       tc.ID,
-					Function: oai.ChatCompletionMessageToolCallFunctionParam{Name: tc.Name, Arguments: tc.ArgumentsJSON()},
+				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.ArgumentsJSON()},
+					},
 				})
 			}
 			out = append(out, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
