@@ -961,6 +961,10 @@ func (rs *runState) taskEnv() TaskEnv {
 		Emit: func(t *Task, kind string, data map[string]any) {
 			rs.post(func() {
 				rs.recordEvent(Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
+				// Out now, not with the step's end: a streamed reply's
+				// text and a tool's progress are for following the node
+				// while it runs.
+				rs.flush()
 			})
 		},
 		ProcessStarted: func(t *Task, pgid int) {

@@ -81,6 +81,12 @@ type Request struct {
 	// Stream asks for the reply as a stream of events; Chat consumes it and
 	// returns the same Response as without streaming.
 	Stream bool
+	// OnText, when set on a streamed request, is called with each piece of
+	// the reply's text as it arrives, from the goroutine that called Chat.
+	// A retried attempt streams its text again from the start, and the
+	// pieces of a JSON reply that Anthropic gives as a tool's input never
+	// come here.
+	OnText func(piece string)
 }
 
 // Usage counts tokens.

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/skeinhq/skein/internal/nodes/trigger"
@@ -117,6 +120,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 
 	w.Header().Set("Location", "/api/runs/"+run.ID)
 	ans := ChatAnswer{ExecutionID: run.ID, Conversation: body.Conversation, Turn: turn, Status: "running"}
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.chatStream(w, r, ans, wait)
+		return nil
+	}
 	if done := s.waitEnd(r.Context(), run.ID, wait); done != nil {
 		ans.Status, ans.Reply, ans.Error = done.Status, done.Outputs["reply"], done.Error
 		writeJSON(w, http.StatusOK, ans)
@@ -144,4 +151,73 @@ func newConversationID() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return "conv_" + hex.EncodeToString(b)
+}
+
+// chatStream answers a chat message as Server-Sent Events: `run` with the
+// answer so far (the run's id, the conversation, the turn), a `delta`
+// ({node, text}) for each piece of a model's reply as the run's llm and
+// agent nodes stream it, and `end` with the answer once the run has ended
+// (or, if it has not within wait, with status running: follow the run's
+// events then).
+func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, ans ChatAnswer, wait time.Duration) {
+	ctx := r.Context()
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(event string, v any) bool {
+		data, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, data); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if !send("run", ans) {
+		return
+	}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	poll := time.NewTicker(s.cfg.EventPoll)
+	defer poll.Stop()
+	id := ans.ExecutionID
+	wake := s.hub.wait(id)
+	defer func() { s.hub.forget(id, wake) }()
+	var after int64
+	for {
+		evs, run, err := s.cfg.Runner.Events(ctx, id, after, eventBatch)
+		if err != nil {
+			s.log.Warn("reading events", "run", id, "err", err)
+			return // the answer has begun: end the stream
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if ev.Type == "llm_delta" && !send("delta", map[string]any{"node": ev.Node, "text": ev.Data["text"]}) {
+				return // the client left
+			}
+		}
+		switch {
+		case len(evs) == eventBatch:
+			continue // more may be waiting
+		case !live(run.Status):
+			// The run's last events commit with its final status, so
+			// none can follow what was just read.
+			ans.Status, ans.Reply, ans.Error = run.Status, run.Outputs["reply"], run.Error
+			send("end", ans)
+			return
+		}
+		select {
+		case <-wake:
+			wake = s.hub.wait(id)
+		case <-poll.C:
+		case <-deadline.C:
+			send("end", ans)
+			return
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			return
+		}
+	}
 }

@@ -86,7 +86,11 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 		var resp *llm.Response
 		var err error
 		if req.Stream {
-			resp, err = p.stream(ctx, params)
+			onText := req.OnText
+			if js != nil {
+				onText = nil // the answer is the structured tool's input, not text
+			}
+			resp, err = p.stream(ctx, params, onText)
 		} else {
 			resp, err = p.complete(ctx, params)
 		}
@@ -325,6 +329,11 @@ func (p *Provider) complete(ctx context.Context, params sdk.MessageNewParams) (*
 	if msg.Type != "" && msg.Type != "message" {
 		return nil, llm.Malformedf("the reply is a %q, not a message", msg.Type)
 	}
+	return response(msg), nil
+}
+
+// response reads a message, received whole or accumulated from a stream.
+func response(msg *sdk.Message) *llm.Response {
 	resp := &llm.Response{
 		Model:      string(msg.Model),
 		StopReason: stopReason(string(msg.StopReason)),
@@ -344,23 +353,16 @@ func (p *Provider) complete(ctx context.Context, params sdk.MessageNewParams) (*
 		}
 	}
 	resp.Text = text.String()
-	return resp, nil
+	return resp
 }
 
-// block is a content block being streamed.
-type block struct {
-	typ, id, name string
-	text, input   strings.Builder
-}
-
-func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams) (*llm.Response, error) {
+// stream reads the reply's events into the SDK's accumulator, passing
+// each piece of text to onText (when set) as it comes.
+func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*llm.Response, error) {
 	s := p.svc.NewStreaming(ctx, params)
 	defer s.Close()
 	var (
-		blocks           []*block
-		byIndex          = map[int64]*block{}
-		resp             = &llm.Response{}
-		input, output    int64
+		msg              sdk.Message
 		started, stopped bool
 	)
 	for s.Next() {
@@ -368,39 +370,17 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams) (*ll
 		switch ev.Type {
 		case "message_start":
 			started = true
-			resp.Model = string(ev.Message.Model)
-			u := ev.Message.Usage
-			input = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-			output = u.OutputTokens
-		case "content_block_start":
-			b := &block{typ: ev.ContentBlock.Type, id: ev.ContentBlock.ID, name: ev.ContentBlock.Name}
-			b.text.WriteString(ev.ContentBlock.Text)
-			byIndex[ev.Index] = b
-			blocks = append(blocks, b)
-		case "content_block_delta":
-			b := byIndex[ev.Index]
-			if b == nil {
-				return nil, llm.Malformedf("a delta for content block %d, which never started", ev.Index)
-			}
-			switch ev.Delta.Type {
-			case "text_delta":
-				b.text.WriteString(ev.Delta.Text)
-			case "input_json_delta":
-				b.input.WriteString(ev.Delta.PartialJSON)
-			}
-		case "message_delta":
-			if ev.Delta.StopReason != "" {
-				resp.StopReason = stopReason(string(ev.Delta.StopReason))
-			}
-			// Counts here are cumulative.
-			if ev.Usage.OutputTokens > 0 {
-				output = ev.Usage.OutputTokens
-			}
-			if in := ev.Usage.InputTokens + ev.Usage.CacheCreationInputTokens + ev.Usage.CacheReadInputTokens; in > 0 {
-				input = in
-			}
 		case "message_stop":
 			stopped = true
+		}
+		if !started {
+			return nil, llm.Malformedf("the stream sent %s before message_start", ev.Type)
+		}
+		if err := msg.Accumulate(ev); err != nil {
+			return nil, llm.Malformedf("%v", err)
+		}
+		if onText != nil && ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
+			onText(ev.Delta.Text)
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -412,22 +392,7 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams) (*ll
 	if !stopped {
 		return nil, errors.New("the stream ended before message_stop")
 	}
-	var text strings.Builder
-	for _, b := range blocks {
-		switch b.typ {
-		case "text":
-			text.WriteString(b.text.String())
-		case "tool_use":
-			raw := b.input.String()
-			if raw == "" {
-				raw = "{}"
-			}
-			resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: b.id, Name: b.name, Arguments: llm.DecodeArguments(raw), RawArguments: raw})
-		}
-	}
-	resp.Text = text.String()
-	resp.Usage = usage(input, output)
-	return resp, nil
+	return response(&msg), nil
 }
 
 func usage(in, out int64) llm.Usage {

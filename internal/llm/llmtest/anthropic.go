@@ -291,9 +291,12 @@ func streamAnthropic(sse *sseWriter, req *Request, turn Turn) {
 	if turn.Text != "" {
 		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 			"content_block": map[string]any{"type": "text", "text": ""}})
-		for _, p := range pieces(turn.Text, 5) {
+		for i, p := range pieces(turn.Text, 5) {
 			sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
 				"delta": map[string]any{"type": "text_delta", "text": p}})
+			if i == 0 {
+				sse.pause()
+			}
 		}
 		sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++

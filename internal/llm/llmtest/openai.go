@@ -198,8 +198,11 @@ func streamOpenAI(sse *sseWriter, req *Request, turn Turn) {
 		sse.event("", "[DONE]")
 		return
 	}
-	for _, p := range pieces(turn.Text, 5) {
+	for i, p := range pieces(turn.Text, 5) {
 		sse.event("", chunk(delta(map[string]any{"content": p}, nil)))
+		if i == 0 {
+			sse.pause()
+		}
 	}
 	frags := make([][]string, len(turn.ToolCalls))
 	for i, tc := range turn.ToolCalls {

@@ -46,6 +46,10 @@ type Turn struct {
 	Malformed bool
 	// Hang never answers: the handler waits for the client to give up.
 	Hang bool
+	// Hold pauses a streamed reply right after its first piece of text
+	// until Hold is closed (or the client gives up), so a test can see
+	// that piece arrive while the reply is still open.
+	Hold <-chan struct{}
 }
 
 // Script is the turns a server plays, one per request, in order. A request
@@ -232,7 +236,7 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req *Request, turn
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)
-		sse := &sseWriter{w: w}
+		sse := &sseWriter{w: w, hold: turn.Hold, done: r.Context().Done()}
 		switch s.flavor {
 		case OpenAI:
 			streamOpenAI(sse, req, turn)
@@ -274,7 +278,20 @@ func writeJSON(w io.Writer, v any) {
 
 // sseWriter writes server-sent events, flushing each.
 type sseWriter struct {
-	w http.ResponseWriter
+	w    http.ResponseWriter
+	hold <-chan struct{} // Turn.Hold
+	done <-chan struct{} // the request's end
+}
+
+// pause waits for the turn's Hold to be closed, if it has one.
+func (s *sseWriter) pause() {
+	if s.hold == nil {
+		return
+	}
+	select {
+	case <-s.hold:
+	case <-s.done:
+	}
 }
 
 func (s *sseWriter) event(name string, data any) {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,13 +243,43 @@ func RunProviderSuite(t *testing.T, newProvider NewProvider, flavor Flavor) {
 		text := "The quick brown fox jumps over the lazy dog."
 		b := setup(t, newProvider, flavor, Turn{Text: text, Usage: llm.Usage{InputTokens: 21, OutputTokens: 11}})
 
-		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("Pangram, please.")}, Stream: true})
+		var got []string
+		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("Pangram, please.")}, Stream: true,
+			OnText: func(piece string) { got = append(got, piece) }})
 		require.NoError(t, err)
 		require.Equal(t, text, resp.Text)
+		require.Greater(t, len(got), 1, "the text came in pieces")
+		require.Equal(t, text, strings.Join(got, ""), "the pieces make the whole reply")
 		require.Equal(t, llm.Usage{InputTokens: 21, OutputTokens: 11, TotalTokens: 32}, resp.Usage, "usage from the final chunk")
 		require.Equal(t, llm.StopEnd, resp.StopReason)
 		require.Equal(t, b.model, resp.Model)
 		require.True(t, b.srv.Last().Stream, "the request asked for a stream")
+	})
+
+	t.Run("StreamingTextArrivesBeforeTheReplyEnds", func(t *testing.T) {
+		t.Parallel()
+		hold := make(chan struct{})
+		b := setup(t, newProvider, flavor, Turn{Text: "First words, then the rest.", Hold: hold})
+		first := make(chan string, 1)
+		done := make(chan error, 1)
+		var resp *llm.Response
+		go func() {
+			var err error
+			resp, err = b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("hi")}, Stream: true,
+				OnText: func(piece string) {
+					select {
+					case first <- piece:
+					default:
+					}
+				}})
+			done <- err
+		}()
+		// The server holds the stream open after its first piece until
+		// the test saw that piece.
+		require.Equal(t, "First", <-first)
+		close(hold)
+		require.NoError(t, <-done)
+		require.Equal(t, "First words, then the rest.", resp.Text)
 	})
 
 	t.Run("ImageInput", func(t *testing.T) {

@@ -11,11 +11,10 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 
-	oai "github.com/openai/openai-go"
-	"github.com/openai/openai-go/option"
-	"github.com/openai/openai-go/shared"
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/skeinhq/skein/internal/llm"
 )
@@ -75,7 +74,7 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 	}
 	return p.cfg.Retry.Do(ctx, llm.OpenAI, func(ctx context.Context) (*llm.Response, error) {
 		if req.Stream {
-			return p.stream(ctx, params)
+			return p.stream(ctx, params, req.OnText)
 		}
 		return p.complete(ctx, params)
 	})
@@ -116,7 +115,7 @@ func (p *Provider) params(req llm.Request) (oai.ChatCompletionNewParams, error) 
 		if t.Description != "" {
 			fn.Description = oai.String(t.Description)
 		}
-		params.Tools = append(params.Tools, oai.ChatCompletionToolParam{Function: fn})
+		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
 	}
 	if req.JSONSchema != nil {
 		params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{
@@ -167,9 +166,11 @@ func messages(in []llm.Message) []oai.ChatCompletionMessageParamUnion {
 				a.Content.OfString = oai.String(m.Content)
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallParam{
-					ID:       tc.ID,
-					Function: oai.ChatCompletionMessageToolCallFunctionParam{Name: tc.Name, Arguments: tc.ArgumentsJSON()},
+				a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+						ID:       tc.ID,
+						Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.ArgumentsJSON()},
+					},
 				})
 			}
 			out = append(out, oai.ChatCompletionMessageParamUnion{OfAssistant: &a})
@@ -203,6 +204,12 @@ func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewPar
 	if len(c.Choices) == 0 {
 		return nil, llm.Malformedf("the completion has no choices")
 	}
+	return response(c), nil
+}
+
+// response reads the first choice of a completion, received whole or
+// accumulated from a stream.
+func response(c *oai.ChatCompletion) *llm.Response {
 	ch := c.Choices[0]
 	resp := &llm.Response{
 		Text:       ch.Message.Content,
@@ -214,46 +221,42 @@ func (p *Provider) complete(ctx context.Context, params oai.ChatCompletionNewPar
 		resp.Text = ch.Message.Refusal
 		resp.StopReason = llm.StopContentFilter
 	}
-	for _, tc := range ch.Message.ToolCalls {
+	for i, tc := range ch.Message.ToolCalls {
+		id := tc.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
 		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{
-			ID:           tc.ID,
+			ID:           id,
 			Name:         tc.Function.Name,
 			Arguments:    llm.DecodeArguments(tc.Function.Arguments),
 			RawArguments: tc.Function.Arguments,
 		})
 	}
-	return resp, nil
+	return resp
 }
 
-func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams) (*llm.Response, error) {
+func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, onText func(string)) (*llm.Response, error) {
 	s := p.svc.NewStreaming(ctx, params)
 	defer s.Close()
 	var (
-		text, refusal strings.Builder
-		calls         toolCalls
-		resp          = &llm.Response{}
-		chunks        int
+		acc    oai.ChatCompletionAccumulator
+		ids    callIndex
+		chunks int
 	)
 	for s.Next() {
 		chunk := s.Current()
 		chunks++
-		if chunk.Model != "" {
-			resp.Model = chunk.Model
+		ids.normalize(&chunk)
+		if !acc.AddChunk(chunk) {
+			return nil, llm.Malformedf("chunk %d does not continue the stream (id %q)", chunks, chunk.ID)
 		}
-		if u := usage(chunk.Usage); u.TotalTokens > 0 {
-			resp.Usage = u
+		if onText == nil {
+			continue
 		}
 		for _, ch := range chunk.Choices {
-			if ch.Index != 0 {
-				continue
-			}
-			text.WriteString(ch.Delta.Content)
-			refusal.WriteString(ch.Delta.Refusal)
-			for _, d := range ch.Delta.ToolCalls {
-				calls.add(d.Index, d.ID, d.Function.Name, d.Function.Arguments)
-			}
-			if ch.FinishReason != "" {
-				resp.StopReason = stopReason(ch.FinishReason)
+			if ch.Index == 0 && ch.Delta.Content != "" {
+				onText(ch.Delta.Content)
 			}
 		}
 	}
@@ -263,69 +266,47 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 	if chunks == 0 {
 		return nil, llm.Malformedf("the stream ended without a chunk")
 	}
-	resp.Text = text.String()
-	if resp.Text == "" && refusal.Len() > 0 {
-		resp.Text = refusal.String()
-		resp.StopReason = llm.StopContentFilter
+	if len(acc.Choices) == 0 {
+		return nil, llm.Malformedf("the stream has no choices")
 	}
-	resp.ToolCalls = calls.list()
-	return resp, nil
+	return response(&acc.ChatCompletion), nil
 }
 
-// toolCalls collects streamed tool calls. A delta names its call by index
-// and, in its first fragment, by id. Calls are told apart by id first: some
+// callIndex gives each streamed tool call an index of its own before the
+// SDK's accumulator, which joins fragments by index: some
 // OpenAI-compatible servers send every call at index 0, each with its own
-// id; a fragment without an id continues the last call seen at its index.
-type toolCalls struct {
-	calls   []*callBuilder
-	byIndex map[int64]*callBuilder
-	byID    map[string]*callBuilder
+// id. A fragment with a new id starts a call; one without an id continues
+// the last call seen at its index.
+type callIndex struct {
+	byID  map[string]int64
+	byRaw map[int64]int64
 }
 
-type callBuilder struct {
-	id, name string
-	args     strings.Builder
-}
-
-func (c *toolCalls) add(index int64, id, name, args string) {
-	if c.byIndex == nil {
-		c.byIndex = map[int64]*callBuilder{}
-		c.byID = map[string]*callBuilder{}
+func (c *callIndex) normalize(chunk *oai.ChatCompletionChunk) {
+	if c.byID == nil {
+		c.byID, c.byRaw = map[string]int64{}, map[int64]int64{}
 	}
-	var b *callBuilder
-	if id != "" {
-		b = c.byID[id]
-		if b == nil {
-			b = &callBuilder{id: id}
-			c.byID[id] = b
-			c.calls = append(c.calls, b)
+	for i := range chunk.Choices {
+		if chunk.Choices[i].Index != 0 {
+			continue
 		}
-		c.byIndex[index] = b
-	} else {
-		b = c.byIndex[index]
-		if b == nil {
-			b = &callBuilder{}
-			c.byIndex[index] = b
-			c.calls = append(c.calls, b)
+		calls := chunk.Choices[i].Delta.ToolCalls
+		for j := range calls {
+			d := &calls[j]
+			idx, ok := c.byRaw[d.Index]
+			if d.ID != "" {
+				if idx, ok = c.byID[d.ID]; !ok {
+					idx = int64(len(c.byID))
+					c.byID[d.ID] = idx
+				}
+			} else if !ok {
+				idx = int64(len(c.byID))
+				c.byID[fmt.Sprintf("call_%d", idx)] = idx
+			}
+			c.byRaw[d.Index] = idx
+			d.Index = idx
 		}
 	}
-	if b.name == "" {
-		b.name = name
-	}
-	b.args.WriteString(args)
-}
-
-func (c *toolCalls) list() []llm.ToolCall {
-	var out []llm.ToolCall
-	for i, b := range c.calls {
-		id := b.id
-		if id == "" {
-			id = fmt.Sprintf("call_%d", i)
-		}
-		raw := b.args.String()
-		out = append(out, llm.ToolCall{ID: id, Name: b.name, Arguments: llm.DecodeArguments(raw), RawArguments: raw})
-	}
-	return out
 }
 
 func usage(u oai.CompletionUsage) llm.Usage {

@@ -3,12 +3,16 @@ package openai
 import (
 	"testing"
 
+	oai "github.com/openai/openai-go/v3"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/llm"
 )
 
-func TestToolCallsCollector(t *testing.T) {
+// Streamed tool calls are collected by the SDK's accumulator after
+// callIndex has given each call an index of its own.
+func TestStreamedToolCalls(t *testing.T) {
 	t.Parallel()
 	type delta struct {
 		index          int64
@@ -57,11 +61,24 @@ func TestToolCallsCollector(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var c toolCalls
+			var (
+				acc oai.ChatCompletionAccumulator
+				ids callIndex
+			)
 			for _, d := range tt.deltas {
-				c.add(d.index, d.id, d.name, d.args)
+				chunk := oai.ChatCompletionChunk{ID: "chatcmpl-1", Choices: []oai.ChatCompletionChunkChoice{{
+					Delta: oai.ChatCompletionChunkChoiceDelta{ToolCalls: []oai.ChatCompletionChunkChoiceDeltaToolCall{{
+						Index: d.index, ID: d.id, Function: oai.ChatCompletionChunkChoiceDeltaToolCallFunction{Name: d.name, Arguments: d.args},
+					}}},
+				}}}
+				ids.normalize(&chunk)
+				require.True(t, acc.AddChunk(chunk))
 			}
-			require.Equal(t, tt.want, c.list())
+			if len(acc.Choices) == 0 {
+				require.Empty(t, tt.want)
+				return
+			}
+			require.Equal(t, tt.want, response(&acc.ChatCompletion).ToolCalls)
 		})
 	}
 }

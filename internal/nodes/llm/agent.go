@@ -113,10 +113,13 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			return nil, withUsage(err, &spent)
 		}
 		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		resp, err := p.Chat(ctx, llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp})
+		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
+		flush := stream(c, &req)
+		resp, err := p.Chat(ctx, req)
 		if err != nil {
 			return nil, withUsage(err, &spent)
 		}
+		flush()
 		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {

@@ -63,6 +63,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		req.MaxTokens = n
 	}
 	c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(req.Messages)})
+	flush := stream(c, &req)
 	out := map[string]any{"model": modelName}
 	var resp *llm.Response
 	if schema := c.Map("schema"); schema != nil {
@@ -75,6 +76,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 			}
 			return nil, err
 		}
+		flush()
 		resp = r
 		out["json"] = v
 		out["text"] = r.Text
@@ -83,6 +85,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
+		flush()
 		resp = r
 		out["text"] = r.Text
 	}
