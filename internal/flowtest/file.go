@@ -57,7 +57,8 @@ type MockError struct {
 	Code     string `yaml:"code"`
 }
 
-// Expect is what a case asserts; unset fields are not checked.
+// Expect is what a case asserts; unset fields are not checked, but for
+// Status, which is completed unless given.
 type Expect struct {
 	Status     string                `yaml:"status"`
 	Outputs    map[string]any        `yaml:"outputs"`

@@ -195,4 +195,6 @@ func TestFind(t *testing.T) {
 	got, err := flowtest.Find([]string{dir, p})
 	require.NoError(t, err)
 	require.Equal(t, []string{p}, got)
+	_, err = flowtest.Find([]string{filepath.Join(dir, "flow.yaml")})
+	require.ErrorContains(t, err, "flow.yaml is not a test file: test files are named *.test.yaml (the tests of ")
 }

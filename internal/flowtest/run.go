@@ -39,6 +39,10 @@ func Find(paths []string) ([]string, error) {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		if !fi.IsDir() {
+			if !strings.HasSuffix(p, Suffix) {
+				ext := filepath.Ext(p)
+				return nil, fmt.Errorf("%s is not a test file: test files are named *%s (the tests of %s go in %s)", p, Suffix, p, strings.TrimSuffix(p, ext)+Suffix)
+			}
 			add(filepath.Clean(p))
 			continue
 		}
@@ -234,7 +238,10 @@ func (c *Case) mock(q engine.ReuseQuery) (engine.Reused, bool) {
 func compare(want Expect, res *runner.Result) []Mismatch {
 	ms := []Mismatch{}
 	er := res.Engine
-	if want.Status != "" && string(er.Status) != want.Status {
+	if want.Status == "" {
+		want.Status = string(engine.RunCompleted) // a run that failed fails the case unless it says so
+	}
+	if string(er.Status) != want.Status {
 		got := any(string(er.Status))
 		if er.Error != nil {
 			got = string(er.Status) + " (" + er.Error.Message + ")"
