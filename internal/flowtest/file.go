@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -248,8 +249,8 @@ func Load(path string, reg *node.Registry) (*File, error) {
 			return nil, &Error{File: path, Line: at("cases", i, "name"), Msg: fmt.Sprintf("two cases are named %q; give each its own name", cd.Name)}
 		}
 		names[cd.Name] = true
-		c := &Case{Name: cd.Name, Line: line, Trigger: cd.Trigger, Payload: cd.Payload, Mocks: map[string][]Mock{}, Expect: cd.Expect}
-		in, err := w.ResolveInputs(cd.Inputs)
+		c := &Case{Name: cd.Name, Line: line, Trigger: cd.Trigger, Payload: plainMap(cd.Payload), Mocks: map[string][]Mock{}, Expect: cd.Expect}
+		in, err := w.ResolveInputs(plainMap(cd.Inputs))
 		if err != nil {
 			return nil, &Error{File: path, Line: orLine(at("cases", i, "inputs"), line), Msg: fmt.Sprintf("case %q: %v", cd.Name, err)}
 		}
@@ -281,6 +282,9 @@ func Load(path string, reg *node.Registry) (*File, error) {
 					return nil, &Error{File: path, Line: at("cases", i, "mocks", id), Msg: fmt.Sprintf(
 						"case %q: node %q is %s (%s), which the engine settles without running it, so it cannot be mocked; mock the nodes around it", cd.Name, id, what, n.Type)}
 				}
+			}
+			for j := range ms {
+				ms[j].Output = plainMap(ms[j].Output)
 			}
 			c.Mocks[id] = ms
 		}
@@ -422,4 +426,41 @@ func (m Mock) answer() (out, directives map[string]any, err *node.Error) {
 	}
 	out, directives = expr.SplitDirectives(m.Output)
 	return out, directives, nil
+}
+
+// plainMap is m with the values YAML decodes that JSON has not turned
+// into those it has: a timestamp becomes its RFC 3339 text, a map with
+// keys that are not strings a map of their text.
+func plainMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out, _ := plain(m).(map[string]any)
+	return out
+}
+
+func plain(v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = plain(v)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[fmt.Sprint(k)] = plain(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = plain(v)
+		}
+		return out
+	}
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -197,4 +198,30 @@ func TestFind(t *testing.T) {
 	require.Equal(t, []string{p}, got)
 	_, err = flowtest.Find([]string{filepath.Join(dir, "flow.yaml")})
 	require.ErrorContains(t, err, "flow.yaml is not a test file: test files are named *.test.yaml (the tests of ")
+}
+
+// FuzzLoad: no test file makes Load panic; it loads, or says what is
+// wrong with the file's name in front.
+func FuzzLoad(f *testing.F) {
+	seeds, _ := filepath.Glob("../../examples/*.test.yaml")
+	for _, s := range seeds {
+		b, err := os.ReadFile(s)
+		require.NoError(f, err)
+		f.Add(b)
+	}
+	f.Add([]byte("cases:\n  - name: a\n    mocks:\n      fetch: [{output: {n: 1}}, {error: {message: x}}]\n"))
+	var runs atomic.Int32
+	reg := registry(&runs)
+	dir := f.TempDir()
+	require.NoError(f, os.WriteFile(filepath.Join(dir, "flow.yaml"), []byte(flow), 0o644))
+	f.Fuzz(func(t *testing.T, src []byte) {
+		p := filepath.Join(dir, "flow.test.yaml")
+		require.NoError(t, os.WriteFile(p, src, 0o644))
+		file, err := flowtest.Load(p, reg)
+		if err != nil {
+			require.True(t, strings.HasPrefix(err.Error(), p), err.Error())
+			return
+		}
+		require.NotEmpty(t, file.Cases)
+	})
 }
