@@ -73,6 +73,7 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzReferences -fuzztime=15s ./expr
 	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
 	$(FUZZ) -fuzz=FuzzContains -fuzztime=10s ./internal/redact
+	$(FUZZ) -fuzz=FuzzLoad -fuzztime=10s ./internal/flowtest
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable

@@ -101,6 +101,7 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		rerunCmd(e),
 		runsCmd(e),
 		checkCmd(e),
+		testCmd(e),
 		cancelCmd(e),
 		signalCmd(e),
 		mcpCmd(e),

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/flowtest"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -25,15 +26,16 @@ import (
 // Error codes of errorDoc: stable, for programs to branch on. They are
 // those of the HTTP API's problems where the two meet.
 const (
-	codeUsage     = "usage"            // how skein was called: a flag, an argument, an input
-	codeInvalid   = "invalid_workflow" // details.diagnostics holds every problem
-	codeNotFound  = "not_found"        // no such run, or no such node in it
-	codeAmbiguous = "ambiguous_run_id" // details.matches lists the runs
-	codeCompleted = "completed"
-	codeNotRun    = "not_running"
-	codeNotWait   = "not_waiting"
-	codeOwned     = "run_owned"
-	codeFailed    = "failed" // anything else (exit 1)
+	codeUsage       = "usage"            // how skein was called: a flag, an argument, an input
+	codeInvalid     = "invalid_workflow" // details.diagnostics holds every problem
+	codeNotFound    = "not_found"        // no such run, or no such node in it
+	codeAmbiguous   = "ambiguous_run_id" // details.matches lists the runs
+	codeCompleted   = "completed"
+	codeNotRun      = "not_running"
+	codeNotWait     = "not_waiting"
+	codeOwned       = "run_owned"
+	codeInvalidTest = "invalid_test" // a test file skein test cannot run; details: file, line
+	codeFailed      = "failed"       // anything else (exit 1)
 )
 
 // errorDoc is what a command run with -o json prints on stdout when it
@@ -154,6 +156,7 @@ func errorOf(err error) (int, *node.Error) {
 	var owned *runner.OwnedError
 	var de *diagnosticsError
 	var ne *node.Error
+	var te *flowtest.Error
 	val := func(code string) *node.Error {
 		return &node.Error{Code: code, Category: node.CategoryValidation, Message: err.Error()}
 	}
@@ -170,6 +173,10 @@ func errorOf(err error) (int, *node.Error) {
 			e.Message = problemsSummary(inv.Diagnostics)
 		}
 		e.Details = map[string]any{"diagnostics": nonNil(inv.Diagnostics)}
+		return ExitInvalid, e
+	case errors.As(err, &te):
+		e := val(codeInvalidTest)
+		e.Details = map[string]any{"file": te.File, "line": te.Line}
 		return ExitInvalid, e
 	case errors.As(err, &use), errors.As(err, &cliUse):
 		return ExitInvalid, val(codeUsage)
@@ -280,7 +287,7 @@ func schemaOf[T any]() func() (*jsonschema.Schema, error) {
 
 // outputSchemas are the schemas of -o json besides the run document's.
 var outputSchemas = []outputSchema{
-	{"error.schema.json", "Skein error", "What every command run with -o json prints on stdout when it fails before it has a result (exit code 1 or 2): one object whose error has a stable code (usage, invalid_workflow, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed), a category, a message and details (invalid_workflow: diagnostics, each as in validate.schema.json).", errorSchema},
+	{"error.schema.json", "Skein error", "What every command run with -o json prints on stdout when it fails before it has a result (exit code 1 or 2): one object whose error has a stable code (usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed), a category, a message and details (invalid_workflow: diagnostics, each as in validate.schema.json; invalid_test: the test file and line).", errorSchema},
 	{"validate.schema.json", "Skein validate", "What skein validate -o json prints: every problem of the files given, errors and warnings.", schemaOf[validateDoc]()},
 	{"runs-list.schema.json", "Skein runs list", "What skein runs list -o json prints: runs, newest first.", listSchema},
 	{"verdict.schema.json", "Skein verdict", "What skein runs verdict -o json and skein check -o json print: the run's verdict, check by check, or null when its workflow has no checks.", verdictSchema},
@@ -291,6 +298,7 @@ var outputSchemas = []outputSchema{
 	{"prune.schema.json", "Skein runs prune", "What skein runs prune -o json prints.", schemaOf[pruneDoc]()},
 	{"token-create.schema.json", "Skein token create", "What skein token create -o json prints: the new token, its text shown this once.", schemaOf[tokenCreateDoc]()},
 	{"version.schema.json", "Skein version", "What skein version -o json prints.", schemaOf[versionDoc]()},
+	{"test.schema.json", "Skein test", "What skein test -o json prints: how each case of the test files went, with every expectation it missed.", schemaOf[flowtest.Report]()},
 	{"token-list.schema.json", "Skein token list", "What skein token list -o json prints: the API tokens of the folder (never their text).", schemaOf[tokenListDoc]()},
 }
 
@@ -309,7 +317,9 @@ func errorSchema() (*jsonschema.Schema, error) {
 		"matches": {Type: "array", Description: "ambiguous_run_id: the runs the prefix begins, newest first",
 			Items: &jsonschema.Schema{Ref: "runs-list.schema.json#/items"}},
 	}
-	e.Properties["code"].Description = "usage, invalid_workflow, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed; or the code of the node error that stopped the command"
+	e.Properties["details"].Properties["file"] = &jsonschema.Schema{Type: "string", Description: "invalid_test: the test file"}
+	e.Properties["details"].Properties["line"] = &jsonschema.Schema{Type: "integer", Description: "invalid_test: the line of the problem, 0 when it is the whole file"}
+	e.Properties["code"].Description = "usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed; or the code of the node error that stopped the command"
 	return s, nil
 }
 

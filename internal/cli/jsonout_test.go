@@ -107,6 +107,10 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"run unknown flag", []string{"run", "--nope", "testdata/ok.yaml"}, 2, "error.schema.json", "usage"},
 		{"run no file", []string{"run"}, 2, "error.schema.json", "usage"},
 		{"validate", []string{"validate", "testdata/ok.yaml"}, 0, "validate.schema.json", ""},
+		{"test", []string{"test", "../../examples/hello.test.yaml"}, 0, "test.schema.json", ""},
+		{"test failed", []string{"test", "testdata/tests/greet.test.yaml"}, 1, "test.schema.json", ""},
+		{"test invalid file", []string{"test", "testdata/tests/bad"}, 2, "error.schema.json", "invalid_test"},
+		{"test bad regexp", []string{"test", "--run", "(", "testdata/tests"}, 2, "error.schema.json", "usage"},
 		{"validate invalid", []string{"validate", bad, "testdata/ok.yaml"}, 2, "validate.schema.json", ""},
 		{"validate bad input pair", []string{"validate", "testdata/ok.yaml", "-i", "city"}, 2, "error.schema.json", "usage"},
 		{"runs list", []string{"runs", "list"}, 0, "runs-list.schema.json", ""},
@@ -143,7 +147,7 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		// One after the other: they share the folder, and signal and
 		// resume change runs others read.
 		args := append(tc.args, "-o", "json")
-		if tc.args[0] != "validate" && tc.args[0] != "version" {
+		if tc.args[0] != "validate" && tc.args[0] != "version" && tc.args[0] != "test" {
 			args = append(args, "--dir", dir)
 		}
 		r := skein(t, args...)

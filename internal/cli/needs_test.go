@@ -56,7 +56,11 @@ func TestExamplesSayWhatTheyNeed(t *testing.T) {
 	for _, pat := range []string{"../../examples/*.yaml", "../../examples/*/*.yaml", "../../examples/*.json", "../../examples/*/*.json"} {
 		m, err := filepath.Glob(pat)
 		require.NoError(t, err)
-		files = append(files, m...)
+		for _, f := range m {
+			if !strings.HasSuffix(f, ".test.yaml") { // a workflow's tests, not a workflow
+				files = append(files, f)
+			}
+		}
 	}
 	require.NotEmpty(t, files)
 	for _, f := range files {

@@ -19,23 +19,25 @@ import (
 // StepRecord is the durable record of one step (one visit of one node), as
 // DESIGN §2.8 and the JSON output describe it.
 type StepRecord struct {
-	StepOrder  int            `json:"step_order"`
-	Node       string         `json:"node"`
-	Type       string         `json:"type"`
-	Status     Status         `json:"status"`
-	Visit      int            `json:"visit"`
-	Iteration  int            `json:"iteration"`
-	Attempts   int            `json:"attempts"`
-	Params     map[string]any `json:"params,omitempty"`
-	Output     map[string]any `json:"output,omitempty"`
-	Error      *node.Error    `json:"error,omitempty"`
-	Cached     bool           `json:"cached"`
-	Pinned     bool           `json:"pinned"`
-	StartedAt  *time.Time     `json:"started_at,omitempty"`
-	FinishedAt *time.Time     `json:"finished_at,omitempty"`
-	DurationMS int64          `json:"duration_ms"`
-	Tokens     int            `json:"tokens"`
-	CostUSD    float64        `json:"cost_usd"`
+	StepOrder int            `json:"step_order"`
+	Node      string         `json:"node"`
+	Type      string         `json:"type"`
+	Status    Status         `json:"status"`
+	Visit     int            `json:"visit"`
+	Iteration int            `json:"iteration"`
+	Attempts  int            `json:"attempts"`
+	Params    map[string]any `json:"params,omitempty"`
+	Output    map[string]any `json:"output,omitempty"`
+	Error     *node.Error    `json:"error,omitempty"`
+	Cached    bool           `json:"cached"`
+	Pinned    bool           `json:"pinned"`
+	// Mocked is set when a test's mock answered for the node (Reused.Mocked).
+	Mocked     bool       `json:"mocked,omitempty"`
+	StartedAt  *time.Time `json:"started_at,omitempty"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	DurationMS int64      `json:"duration_ms"`
+	Tokens     int        `json:"tokens"`
+	CostUSD    float64    `json:"cost_usd"`
 	// ConfigHash identifies what the step ran (see ConfigHash).
 	ConfigHash string `json:"config_hash,omitempty"`
 	// ProcessGroup is the process group the running step's kind started
@@ -243,6 +245,7 @@ type taskDone struct {
 	hash    string
 	cached  bool
 	pinned  bool
+	mocked  bool
 }
 
 // runState is the driver's side of one run.
@@ -727,7 +730,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 				rec.Params, paramsMasked = rs.redact.Map(done.params)
 			}
 			rec.ConfigHash = done.hash
-			rec.Cached, rec.Pinned = done.cached, done.pinned
+			rec.Cached, rec.Pinned, rec.Mocked = done.cached, done.pinned, done.mocked
 			// Directives are reused with the output on resume: a masked
 			// _state_patch marks the step like a masked output.
 			rec.Directives, directivesMasked = rs.redact.Map(done.outcome.Directives)
@@ -917,6 +920,14 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
 	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach {
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
+		if ok && r.Mocked {
+			td.mocked = true
+			if r.Err != nil {
+				e := *r.Err
+				return Outcome{Err: &e}, params
+			}
+			return Outcome{Output: r.Output, Directives: r.Directives}, params
+		}
 		if ok {
 			td.cached, td.pinned = !r.Pinned, r.Pinned
 			return Outcome{Output: r.Output, Directives: reusedDirectives(r)}, params

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
+
+	"github.com/skeinhq/skein/node"
 )
 
 // ReuseQuery describes a task about to run, for a host that can answer it
@@ -23,6 +25,13 @@ type Reused struct {
 	Output     map[string]any
 	Directives map[string]any
 	Pinned     bool // reused because the user pinned the node, not by hash
+	// Mocked marks an answer a test gave (skein test's mocks): the step
+	// is recorded neither cached nor pinned but mocked, and its usage
+	// (a _token_usage directive) counts as if the node had run.
+	Mocked bool
+	// Err, with Mocked, fails the attempt with this error instead of
+	// answering with Output.
+	Err *node.Error
 	// Miss, when the answer is no, says why an earlier result of the same
 	// node and hash could not be reused (it was stored masked); the driver
 	// shows it as a warning.

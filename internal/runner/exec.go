@@ -251,6 +251,17 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
 	}
+	if mock, reuse := o.Mock, opts.Reuse; mock != nil {
+		opts.Reuse = func(q engine.ReuseQuery) (engine.Reused, bool) {
+			if r, ok := mock(q); ok {
+				return r, true
+			}
+			if reuse != nil {
+				return reuse(q)
+			}
+			return engine.Reused{}, false
+		}
+	}
 	opts.Evidence = evidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
 	if res == nil {

@@ -287,6 +287,11 @@ type Options struct {
 	// waiting and owned by nobody, instead of holding it in this process.
 	// A signal (Signal) or its wake-up time (Due) resumes it.
 	Park *engine.Park
+	// Mock, when set, answers nodes of the workflow instead of running
+	// them (skein test): an answer must have Mocked set. Nodes it does not
+	// answer run, or are reused as a resume or rerun would reuse them.
+	// Child runs of subworkflow nodes are not mocked.
+	Mock func(engine.ReuseQuery) (engine.Reused, bool)
 }
 
 // Result is how an execution ended.

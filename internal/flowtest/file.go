@@ -1,0 +1,466 @@
+package flowtest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Suffix ends the name of every test file.
+const Suffix = ".test.yaml"
+
+// File is a test file, checked against its workflow.
+type File struct {
+	Path     string
+	Workflow *workflow.Workflow
+	// Secrets are values for the workflow's secrets during its tests.
+	Secrets map[string]string
+	Cases   []*Case
+}
+
+// Case is one test case.
+type Case struct {
+	Name    string
+	Line    int
+	Inputs  map[string]any
+	Trigger string
+	Payload map[string]any
+	// Mocks answer nodes by id; the answer of a visit is the entry of
+	// that visit, the last one for any later visit.
+	Mocks  map[string][]Mock
+	Expect Expect
+	// Judge answers the run's judged checks (expect:, screen checks).
+	Judge check.Judge
+}
+
+// Mock is the answer of one visit of a node: an output or an error.
+type Mock struct {
+	Output map[string]any `yaml:"output"`
+	Error  *MockError     `yaml:"error"`
+}
+
+// MockError is the error a mocked node fails with.
+type MockError struct {
+	Message  string `yaml:"message"`
+	Category string `yaml:"category"`
+	Code     string `yaml:"code"`
+}
+
+// Expect is what a case asserts; unset fields are not checked, but for
+// Status, which is completed unless given.
+type Expect struct {
+	Status     string                `yaml:"status"`
+	Outputs    map[string]any        `yaml:"outputs"`
+	Steps      map[string]StepExpect `yaml:"steps"`
+	Verdict    string                `yaml:"verdict"`
+	MaxCostUSD *float64              `yaml:"max_cost_usd"`
+	MaxTokens  *int                  `yaml:"max_tokens"`
+}
+
+// StepExpect is what a case asserts about one node's steps.
+type StepExpect struct {
+	Status string `yaml:"status"`
+	Visits *int   `yaml:"visits"`
+	Branch string `yaml:"branch"`
+}
+
+// Error is a problem of a test file: it names the file and the line.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return e.File + ": " + e.Msg
+}
+
+// The file as written.
+type fileDoc struct {
+	Workflow string            `yaml:"workflow"`
+	Secrets  map[string]string `yaml:"secrets"`
+	Cases    []caseDoc         `yaml:"cases"`
+}
+
+type caseDoc struct {
+	Name    string              `yaml:"name"`
+	Inputs  map[string]any      `yaml:"inputs"`
+	Trigger string              `yaml:"trigger"`
+	Payload map[string]any      `yaml:"payload"`
+	Mocks   map[string]mockList `yaml:"mocks"`
+	Judge   string              `yaml:"judge"`
+	Expect  Expect              `yaml:"expect"`
+}
+
+// mockList is a mock written as one answer or as a list, one per visit.
+type mockList []Mock
+
+func (m *mockList) UnmarshalYAML(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		if len(n.Content) == 0 {
+			return fmt.Errorf("line %d: a mock list needs at least one entry", n.Line)
+		}
+		items = n.Content
+	}
+	for _, it := range items {
+		if it.Kind != yaml.MappingNode {
+			return fmt.Errorf("line %d: a mock is {output: {...}} or {error: {message: ...}}", it.Line)
+		}
+		var one Mock
+		for i := 0; i+1 < len(it.Content); i += 2 {
+			k, v := it.Content[i], it.Content[i+1]
+			switch k.Value {
+			case "output":
+				if err := v.Decode(&one.Output); err != nil {
+					return fmt.Errorf("line %d: output of a mock is a map of the node's outputs: %w", v.Line, err)
+				}
+			case "error":
+				if err := decodeError(v, &one); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("line %d: unknown key %q in a mock; a mock has output or error", k.Line, k.Value)
+			}
+		}
+		if (one.Output == nil) == (one.Error == nil) {
+			return fmt.Errorf("line %d: a mock has either output or error (not both, not neither)", it.Line)
+		}
+		*m = append(*m, one)
+	}
+	return nil
+}
+
+func decodeError(v *yaml.Node, one *Mock) error {
+	if v.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: error of a mock is {message: ..., category: ...}", v.Line)
+	}
+	e := &MockError{}
+	for i := 0; i+1 < len(v.Content); i += 2 {
+		k, val := v.Content[i], v.Content[i+1]
+		var dst *string
+		switch k.Value {
+		case "message":
+			dst = &e.Message
+		case "category":
+			dst = &e.Category
+		case "code":
+			dst = &e.Code
+		default:
+			return fmt.Errorf("line %d: unknown key %q in a mock's error; it has message, category and code", k.Line, k.Value)
+		}
+		if err := val.Decode(dst); err != nil {
+			return fmt.Errorf("line %d: %s of a mock's error is a string", val.Line, k.Value)
+		}
+	}
+	if e.Message == "" {
+		return fmt.Errorf("line %d: a mock's error needs a message", v.Line)
+	}
+	switch e.Category {
+	case "":
+		e.Category = node.CategoryExecution
+	case "execution":
+		e.Category = node.CategoryExecution
+	case node.CategoryExecution, node.CategoryTimeout, node.CategoryHTTPStatus, node.CategoryConnection,
+		node.CategoryValidation, node.CategoryTemplate, node.CategoryInternal:
+	default:
+		return fmt.Errorf("line %d: unknown error category %q; use execution, timeout, http_status, connection, validation, template or internal", v.Line, e.Category)
+	}
+	if e.Code == "" {
+		e.Code = "mock"
+	}
+	one.Error = e
+	return nil
+}
+
+// unmockable are the roles whose nodes the scheduler settles itself (or
+// that decide a loop): there is no task to answer.
+var unmockable = map[node.Role]string{
+	node.RoleTrigger: "a trigger", node.RoleLoop: "a loop", node.RoleForEach: "a foreach",
+	node.RoleLoopEnd: "an endloop", node.RoleJoin: "a merge",
+}
+
+// Load reads the test file at path and checks it against its workflow:
+// the file beside it with the same name less .test (.yaml, .yml or
+// .json), or the one its workflow: key names, relative to it.
+func Load(path string, reg *node.Registry) (*File, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read the test file: %v", err)}
+	}
+	var doc fileDoc
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return nil, yamlError(path, err)
+	}
+	var root yaml.Node
+	_ = yaml.Unmarshal(src, &root) // it decoded above: positions only
+	at := func(keys ...any) int { return lineOf(&root, keys...) }
+	if len(doc.Cases) == 0 {
+		return nil, &Error{File: path, Line: 1, Msg: "the file has no cases; add cases: [{name: ..., expect: {status: completed}}]"}
+	}
+	wfPath, err := workflowOf(path, doc.Workflow)
+	if err != nil {
+		return nil, &Error{File: path, Line: at("workflow"), Msg: err.Error()}
+	}
+	w, ds := workflow.Load(wfPath, reg)
+	if ds.HasErrors() {
+		return nil, &Error{File: path, Msg: fmt.Sprintf("its workflow %s is not valid: %s (run skein validate %s)", wfPath, ds.Errors()[0], wfPath)}
+	}
+	f := &File{Path: path, Workflow: w, Secrets: doc.Secrets}
+	byID := map[string]*workflow.Node{}
+	ids := make([]string, 0, len(w.Nodes))
+	for _, n := range w.Nodes {
+		byID[n.ID] = n
+		ids = append(ids, n.ID)
+	}
+	unknown := func(id string, line int, what string) error {
+		msg := fmt.Sprintf("%s names node %q, which %s does not have", what, id, wfPath)
+		if s, ok := workflow.Closest(id, ids); ok {
+			msg += fmt.Sprintf("; did you mean %q?", s)
+		} else {
+			msg += fmt.Sprintf(" (its nodes: %s)", strings.Join(ids, ", "))
+		}
+		return &Error{File: path, Line: line, Msg: msg}
+	}
+	names := map[string]bool{}
+	for i, cd := range doc.Cases {
+		line := at("cases", i)
+		if cd.Name == "" {
+			return nil, &Error{File: path, Line: line, Msg: "a case needs a name"}
+		}
+		if names[cd.Name] {
+			return nil, &Error{File: path, Line: at("cases", i, "name"), Msg: fmt.Sprintf("two cases are named %q; give each its own name", cd.Name)}
+		}
+		names[cd.Name] = true
+		c := &Case{Name: cd.Name, Line: line, Trigger: cd.Trigger, Payload: plainMap(cd.Payload), Mocks: map[string][]Mock{}, Expect: cd.Expect}
+		in, err := w.ResolveInputs(plainMap(cd.Inputs))
+		if err != nil {
+			return nil, &Error{File: path, Line: orLine(at("cases", i, "inputs"), line), Msg: fmt.Sprintf("case %q: %v", cd.Name, err)}
+		}
+		c.Inputs = in
+		switch cd.Judge {
+		case "", "pass":
+			c.Judge = verdictJudge("pass")
+		case "fail":
+			c.Judge = verdictJudge("fail")
+		default:
+			return nil, &Error{File: path, Line: at("cases", i, "judge"), Msg: fmt.Sprintf("case %q: judge is pass or fail (the verdict of every judged check), not %q", cd.Name, cd.Judge)}
+		}
+		if cd.Trigger != "" {
+			n, ok := byID[cd.Trigger]
+			if !ok {
+				return nil, unknown(cd.Trigger, at("cases", i, "trigger"), fmt.Sprintf("case %q: trigger", cd.Name))
+			}
+			if s, ok := reg.Lookup(n.Type); !ok || s.Role != node.RoleTrigger {
+				return nil, &Error{File: path, Line: at("cases", i, "trigger"), Msg: fmt.Sprintf("case %q: node %q is a %s, not a trigger", cd.Name, cd.Trigger, n.Type)}
+			}
+		}
+		for id, ms := range cd.Mocks {
+			n, ok := byID[id]
+			if !ok {
+				return nil, unknown(id, at("cases", i, "mocks", id), fmt.Sprintf("case %q: mocks", cd.Name))
+			}
+			if s, ok := reg.Lookup(n.Type); ok {
+				if what, no := unmockable[s.Role]; no {
+					return nil, &Error{File: path, Line: at("cases", i, "mocks", id), Msg: fmt.Sprintf(
+						"case %q: node %q is %s (%s), which the engine settles without running it, so it cannot be mocked; mock the nodes around it", cd.Name, id, what, n.Type)}
+				}
+			}
+			for j := range ms {
+				ms[j].Output = plainMap(ms[j].Output)
+			}
+			c.Mocks[id] = ms
+		}
+		for id, se := range cd.Expect.Steps {
+			if _, ok := byID[id]; !ok {
+				return nil, unknown(id, at("cases", i, "expect", "steps", id), fmt.Sprintf("case %q: expect.steps", cd.Name))
+			}
+			if se.Status != "" && !stepStatuses[se.Status] {
+				return nil, &Error{File: path, Line: at("cases", i, "expect", "steps", id, "status"), Msg: fmt.Sprintf(
+					"case %q: unknown step status %q; use one of %s", cd.Name, se.Status, keys(stepStatuses))}
+			}
+		}
+		if s := cd.Expect.Status; s != "" && !runStatuses[s] {
+			return nil, &Error{File: path, Line: at("cases", i, "expect", "status"), Msg: fmt.Sprintf(
+				"case %q: unknown run status %q; use one of %s", cd.Name, s, keys(runStatuses))}
+		}
+		if v := cd.Expect.Verdict; v != "" && !verdicts[v] {
+			return nil, &Error{File: path, Line: at("cases", i, "expect", "verdict"), Msg: fmt.Sprintf(
+				"case %q: unknown verdict %q; use one of %s, or none when the workflow has no checks", cd.Name, v, keys(verdicts))}
+		}
+		f.Cases = append(f.Cases, c)
+	}
+	return f, nil
+}
+
+var (
+	runStatuses  = set("completed", "failed", "cancelled", "waiting")
+	stepStatuses = set("success", "failed", "skipped", "waiting", "cancelled")
+	verdicts     = set("PASSED", "PASSED WITH WARNINGS", "FAILED", "INCOMPLETE", "none")
+)
+
+func set(xs ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+func keys(m map[string]bool) string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+func orLine(l, def int) int {
+	if l > 0 {
+		return l
+	}
+	return def
+}
+
+// workflowOf returns the workflow a test file tests.
+func workflowOf(path, named string) (string, error) {
+	dir := filepath.Dir(path)
+	if named != "" {
+		p := filepath.Join(dir, named)
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("workflow: %s does not exist", p)
+		}
+		return p, nil
+	}
+	base := strings.TrimSuffix(filepath.Base(path), Suffix)
+	for _, ext := range []string{".yaml", ".yml", ".json"} {
+		p := filepath.Join(dir, base+ext)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("no workflow %s.yaml beside the test file; put the test beside its workflow or name it with workflow: FILE", base)
+}
+
+// yamlError turns a decoding error into an Error with the line it names.
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+		if i := strings.Index(msg, ":"); i >= 0 {
+			msg = strings.TrimSpace(msg[i+1:])
+		}
+	}
+	for typ, what := range map[string]string{"fileDoc": "a test file (workflow, secrets, cases)",
+		"caseDoc": "a case (name, inputs, trigger, payload, mocks, judge, expect)",
+		"Expect":  "expect (status, outputs, steps, verdict, max_cost_usd, max_tokens)", "StepExpect": "a step's expectations (status, visits, branch)"} {
+		msg = strings.Replace(msg, "not found in type flowtest."+typ, "is not a key of "+what, 1)
+	}
+	return &Error{File: path, Line: line, Msg: msg + " (the format is in docs/testing.md)"}
+}
+
+// lineOf returns the line of the value at keys (map keys are strings,
+// list indexes ints) in a YAML document; 0 when it is not there.
+func lineOf(root *yaml.Node, keys ...any) int {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, k := range keys {
+		switch k := k.(type) {
+		case int:
+			if n.Kind != yaml.SequenceNode || k >= len(n.Content) {
+				return 0
+			}
+			n = n.Content[k]
+			line = n.Line
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return 0
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return 0
+			}
+		}
+	}
+	return line
+}
+
+// answer is the engine's reuse answer of a mock.
+func (m Mock) answer() (out, directives map[string]any, err *node.Error) {
+	if m.Error != nil {
+		// Permanent: every attempt would get the same answer, so the
+		// node's retries are not waited for.
+		return nil, nil, &node.Error{Code: m.Error.Code, Category: m.Error.Category, Message: m.Error.Message, Permanent: true}
+	}
+	out, directives = expr.SplitDirectives(m.Output)
+	return out, directives, nil
+}
+
+// plainMap is m with the values YAML decodes that JSON has not turned
+// into those it has: a timestamp becomes its RFC 3339 text, a map with
+// keys that are not strings a map of their text.
+func plainMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out, _ := plain(m).(map[string]any)
+	return out
+}
+
+func plain(v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[k] = plain(v)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, v := range x {
+			out[fmt.Sprint(k)] = plain(v)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, v := range x {
+			out[i] = plain(v)
+		}
+		return out
+	}
+	return v
+}
