@@ -102,8 +102,9 @@ type Driver struct {
 }
 
 type planned struct {
-	w    *workflow.Workflow
-	plan *engine.Plan
+	w     *workflow.Workflow
+	plan  *engine.Plan
+	nodes map[string]*engine.PlanNode // by id
 }
 
 // runEnv is what a worker holds for a run it works on.
@@ -112,6 +113,7 @@ type runEnv struct {
 	run     *store.Run
 	w       *workflow.Workflow
 	plan    *engine.Plan
+	nodes   map[string]*engine.PlanNode // by id
 	trigger string
 	inputs  map[string]any
 	red     *redact.Redactor
@@ -202,7 +204,12 @@ func New(cfg Config) (*Driver, error) {
 	}
 	// A job a worker inserts for the next node is announced (LISTEN/
 	// NOTIFY), but River fetches at most once per cooldown: its default
-	// (100 ms) would be the latency of every hop of a chain of nodes.
+	// (100 ms) would be the latency of every hop of a chain of nodes. The
+	// cooldown also spaces a client's announcements: an insert less than
+	// a cooldown after the last one is not announced, and its job waits
+	// for the next poll (FetchPoll). With 2 ms, a chain of quick nodes
+	// (a hop of about 2 ms) lost one announcement in several and took
+	// 8–13 ms a node; River's least cooldown, 1 ms, keeps them.
 	rc.FetchCooldown = fetchCooldown
 	if cfg.FetchPoll > 0 {
 		rc.FetchCooldown = min(cfg.FetchPoll, fetchCooldown)
@@ -223,7 +230,7 @@ func New(cfg Config) (*Driver, error) {
 
 // fetchCooldown is the least time between two fetches of jobs by one
 // worker's queue.
-const fetchCooldown = 2 * time.Millisecond
+const fetchCooldown = river.FetchCooldownMin
 
 // maxJobAttempts bounds how many times River runs one job: a node's own
 // retries are new jobs, and a job taken again after its node began
@@ -298,7 +305,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, trigger: run.Trigger, inputs: run.Inputs,
+	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, nodes: p.nodes, trigger: run.Trigger, inputs: run.Inputs,
 		red: redact.New(secrets), secrets: secrets, release: func() {}}
 	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
@@ -353,7 +360,10 @@ func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	p = &planned{w: w, plan: plan}
+	p = &planned{w: w, plan: plan, nodes: make(map[string]*engine.PlanNode, len(plan.Nodes))}
+	for _, pn := range plan.Nodes {
+		p.nodes[pn.ID] = pn
+	}
 	d.mu.Lock()
 	if len(d.plans) >= 256 {
 		clear(d.plans)
@@ -461,75 +471,107 @@ func ended(status string) bool {
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
 func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
-	var (
-		run *store.Run
-		st  *state
-	)
+	var env *runEnv
 	err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
-		run, st, err = d.load(ctx, args.Run)
+		env, err = d.envOf(ctx, args.Run)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err) // the run was pruned
 	}
-	if err != nil || st == nil {
+	if err != nil || env == nil {
 		return err
 	}
-	env := st.env
-	t := st.run.Task(args.Task)
-	stopping, _ := st.run.Status()
-	begun := st.begun[args.Task]
-	spent := engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
-	var upstream []string
-	if t != nil {
+	// What the run's state says of the task: gone (recorded already: a
+	// job run again after its worker was presumed dead), the run stopping
+	// (a node that has not started does not start), begun already.
+	var (
+		t                     *engine.Task
+		gone, stopping, begun bool
+		upstream              []string
+		spent                 engine.Spent
+	)
+	look := func(st *state) {
+		t = st.run.Task(args.Task)
+		if gone = t == nil; gone {
+			return
+		}
+		status, _ := st.run.Status()
+		stopping = status != engine.RunCompleted
+		begun = st.begun[args.Task]
+		spent = engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
 	}
-	d.put(st)
-	if t == nil {
-		return nil // recorded already: a job run again after its worker was presumed dead
-	}
-	if stopping != engine.RunCompleted || run.CancelRequested != nil {
-		// The run is being cancelled (or asked to be) or failed: a node
-		// that has not started does not start.
-		return d.apply(context.WithoutCancel(ctx), run.ID, func(st *state) *event {
-			if st.run.Task(args.Task) == nil {
-				return nil
-			}
-			return &event{Kind: kindFinished, Task: args.Task, NotStarted: true,
-				Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run stopped before the node started"}}
-		}, nil)
-	}
-	if begun && job.Attempt > 1 {
-		return d.retaken(ctx, job, run.ID, t)
+	notStarted := func() *event {
+		return &event{Kind: kindFinished, Task: args.Task, NotStarted: true,
+			Err: &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run stopped before the node started"}}
 	}
 	// The step is marked running, durably, before the node runs: a job
 	// handed out again after that records the attempt lost instead of
 	// running the node twice under it (rescue.go). The mark is an apply
 	// like any other, so it shares its transaction with the run's other
-	// records of the moment. A pure kind's node (set, if…), which may run
+	// records of the moment, and that transaction is where the worker
+	// learns the task's state. A pure kind's node (set, if…), which may run
 	// twice, is marked with its outcome, in one transaction.
 	started := time.Now().UTC().Truncate(time.Microsecond)
 	beganEvent := func(st *state) *event {
 		if st.run.Task(args.Task) == nil {
 			return nil
 		}
-		begun = st.begun[args.Task]
 		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
 	}
 	var first func(st *state) *event
-	if t.Node.Spec.Pure {
+	if pn := env.nodes[args.Node]; pn != nil && pn.Spec.Pure {
+		var run *store.Run
+		var st *state
+		err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
+			run, st, err = d.load(ctx, args.Run)
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return river.JobCancel(err)
+		}
+		if err != nil || st == nil {
+			return err
+		}
+		look(st)
+		d.put(st)
+		if gone {
+			return nil
+		}
+		if stopping || run.CancelRequested != nil {
+			return d.apply(context.WithoutCancel(ctx), args.Run, func(st *state) *event {
+				if st.run.Task(args.Task) == nil {
+					return nil
+				}
+				return notStarted()
+			}, nil)
+		}
+		if begun && job.Attempt > 1 {
+			return d.retaken(ctx, job, args.Run, t)
+		}
 		first = beganEvent
 	} else {
-		err = d.persist(ctx, "starting node "+t.Node.ID, func() error {
-			return d.apply(ctx, run.ID, beganEvent, nil)
+		err = d.persist(ctx, "starting node "+args.Node, func() error {
+			return d.apply(ctx, args.Run, func(st *state) *event {
+				look(st)
+				switch {
+				case gone, begun && job.Attempt > 1:
+					return nil
+				case stopping:
+					return notStarted()
+				}
+				return beganEvent(st)
+			}, nil)
 		})
-		if err != nil {
+		if err != nil || gone || stopping {
 			return err
 		}
 		if begun && job.Attempt > 1 {
-			return d.retaken(ctx, job, run.ID, t)
+			return d.retaken(ctx, job, args.Run, t)
 		}
 	}
+	run := env.run
 	tenv := env.task
 	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
 		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
@@ -581,6 +623,26 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			return e
 		}, nil)
 	})
+}
+
+// envOf returns the worker's environment of a run, reading the run the
+// first time; nil when the run ended.
+func (d *Driver) envOf(ctx context.Context, runID string) (*runEnv, error) {
+	d.mu.Lock()
+	env := d.envs[runID]
+	d.mu.Unlock()
+	if env != nil {
+		return env, nil
+	}
+	run, err := d.readRun(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if ended(run.Status) {
+		d.forget(run.ID)
+		return nil, nil
+	}
+	return d.env(ctx, run)
 }
 
 // load reads the run of a job and returns its state caught up with the
