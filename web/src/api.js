@@ -56,3 +56,43 @@ export const EVENT_TYPES = [
   "tool_call", "tool_result", "llm_call", "vision_summary", "check_verdict",
   "delivery_attempt", "delivery_succeeded", "delivery_failed", "repair", "artifact",
 ];
+
+// stream posts body to path asking for Server-Sent Events and calls
+// onEvent(name, data) for each event as it arrives; it resolves when the
+// server ends the stream.
+export async function stream(path, body, onEvent) {
+  const headers = { Accept: "text/event-stream", "Content-Type": "application/json" };
+  if (csrf) headers["X-Skein-CSRF"] = csrf;
+  const res = await fetch(path, { method: "POST", headers, credentials: "same-origin", body: JSON.stringify(body) });
+  if (!res.ok) {
+    const text = await res.text();
+    let problem = null;
+    try {
+      problem = text ? JSON.parse(text) : null;
+    } catch {
+      problem = null;
+    }
+    if (res.status === 401) unauthorized();
+    throw new APIError(res.status, problem, text);
+  }
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buf.indexOf("\n\n")) >= 0) {
+      const block = buf.slice(0, cut);
+      buf = buf.slice(cut + 2);
+      let name = "message";
+      const data = [];
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) name = line.slice(7);
+        else if (line.startsWith("data: ")) data.push(line.slice(6));
+      }
+      if (data.length) onEvent(name, JSON.parse(data.join("\n")));
+    }
+  }
+}

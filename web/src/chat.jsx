@@ -1,7 +1,8 @@
 // A conversation with a workflow that has a chat trigger: each message
-// is a run; its output `reply` is the answer.
+// is a run; its output `reply` is the answer, shown as the run's models
+// stream it (delta events) and replaced by the reply when the run ends.
 import { useState } from "preact/hooks";
-import { api } from "./api.js";
+import { stream } from "./api.js";
 
 export function ChatPage({ name }) {
   const [conversation, setConversation] = useState("");
@@ -20,10 +21,36 @@ export function ChatPage({ name }) {
     try {
       const body = { message: mine.content };
       if (conversation) body.conversation = conversation;
-      const r = await api("POST", `/api/chat/${encodeURIComponent(name)}?wait=2m`, body);
-      setConversation(r.conversation || conversation);
-      const reply = r.reply === undefined ? `(${r.status}: still running)` : typeof r.reply === "string" ? r.reply : JSON.stringify(r.reply);
-      setMessages((m) => [...m, { role: "assistant", content: reply, run: r.execution_id }]);
+      let index = -1;
+      const show = (content, run) =>
+        setMessages((m) => {
+          const next = [...m];
+          if (index < 0) {
+            index = next.length;
+            next.push({ role: "assistant", content, run });
+          } else {
+            next[index] = { ...next[index], content, run: run || next[index].run };
+          }
+          return next;
+        });
+      let partial = "";
+      await stream(`/api/chat/${encodeURIComponent(name)}?wait=2m`, body, (event, data) => {
+        if (event === "run") {
+          setConversation(data.conversation || conversation);
+          show("…", data.execution_id);
+        } else if (event === "delta") {
+          partial += data.text || "";
+          show(partial);
+        } else if (event === "end") {
+          const reply =
+            data.reply === undefined || data.reply === null
+              ? `(${data.status}${data.status === "running" ? ": still running" : ""})`
+              : typeof data.reply === "string"
+                ? data.reply
+                : JSON.stringify(data.reply);
+          show(reply, data.execution_id);
+        }
+      });
     } catch (x) {
       setError(x.message);
     }
