@@ -498,10 +498,13 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 		return err
 	}
 	key, ok := kv.text()
-	if kv.kind == vNull {
-		key, ok = "null", true
-	}
 	kpos := Pos{kn.Line, kn.Column}
+	if kv.kind == vNull {
+		// yaml/v3 itself disagrees with itself on null keys (it keeps one
+		// written in place, drops one it merges, and takes an empty one
+		// for ""): a workflow file has no use for them.
+		return &parseError{kpos, `YAML: a map key is null (~, null or nothing); write the key's name, quoted if it is "null"`}
+	}
 	if !ok {
 		return &parseError{kpos, "YAML: map keys must be strings"}
 	}
