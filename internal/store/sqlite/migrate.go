@@ -34,50 +34,60 @@ func loadMigrations(fsys fs.FS) ([]migration, error) { return store.LoadMigratio
 // processes opening a new database at once apply every migration once.
 func (s *Store) migrate(ctx context.Context, migs []migration, have int) error {
 	latest := migs[len(migs)-1].Version
+	var pending []migration
 	for _, m := range migs {
-		if m.Version <= have {
-			continue
+		if m.Version > have {
+			pending = append(pending, m)
 		}
-		op := fmt.Sprintf("migrating %s to schema version %d (%s)", s.path, m.Version, m.Name)
-		var newer int
-		applied := false
-		err := s.write(ctx, op, func(tx *sql.Tx) error {
-			if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-				version    INTEGER NOT NULL PRIMARY KEY,
-				name       TEXT    NOT NULL,
-				applied_at INTEGER NOT NULL
-			) STRICT`); err != nil {
-				return err
-			}
-			var have int
-			if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
-				return err
-			}
-			if have > latest {
-				newer = have
-				return nil
-			}
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	// Every pending migration in one transaction: a new database costs one
+	// commit, not one per migration, and a failed migration leaves the
+	// database as it was.
+	op := fmt.Sprintf("migrating %s to schema version %d (%s)", s.path, latest, migs[len(migs)-1].Name)
+	var newer int
+	var applied []store.Migration
+	err := s.write(ctx, op, func(tx *sql.Tx) error {
+		applied = applied[:0]
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER NOT NULL PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL
+		) STRICT`); err != nil {
+			return err
+		}
+		var have int
+		if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+			return err
+		}
+		if have > latest {
+			newer = have
+			return nil
+		}
+		for _, m := range pending {
 			if have >= m.Version {
-				return nil
+				continue
 			}
 			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+				return fmt.Errorf("schema version %d (%s): %w", m.Version, m.Name, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				m.Version, m.Name, time.Now().UnixMicro()); err != nil {
 				return err
 			}
-			applied = true
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.Version, m.Name, time.Now().UnixMicro())
-			return err
-		})
-		if err != nil {
-			return err
+			applied = append(applied, store.Migration{Version: m.Version, Name: m.Name})
 		}
-		if newer > 0 {
-			return s.newerSchema(newer, latest)
-		}
-		if applied {
-			s.schema.Applied = append(s.schema.Applied, store.Migration{Version: m.Version, Name: m.Name})
-		}
-		s.schema.Version = m.Version
+		return nil
+	})
+	if err != nil {
+		return err
 	}
+	if newer > 0 {
+		return s.newerSchema(newer, latest)
+	}
+	s.schema.Applied = append(s.schema.Applied, applied...)
+	s.schema.Version = latest
 	return nil
 }
