@@ -141,10 +141,18 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		rs.tokens += res.Tokens - opts.Spent.Tokens
 		rs.cost += res.CostUSD - opts.Spent.CostUSD
 	})
-	switch res.Status {
+	return ChildOutput(path, childID, res.Status, res.Outputs, res.Error)
+}
+
+// ChildOutput is what a subworkflow node gives back for its child run
+// that ended: the child's outputs and its id when it completed, else the
+// node's error (cancelled; failed, naming the child's error; a spent
+// budget, which no retry or repair mends).
+func ChildOutput(path, childID string, status RunStatus, outputs map[string]any, runErr *node.Error) (map[string]any, error) {
+	switch status {
 	case RunCompleted:
-		out := map[string]any{}
-		for k, v := range res.Outputs {
+		out := make(map[string]any, len(outputs)+1)
+		for k, v := range outputs {
 			out[k] = v
 		}
 		out["execution_id"] = childID
@@ -154,10 +162,10 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	}
 	e := &node.Error{Code: "subworkflow_failed", Category: node.CategoryExecution, Message: fmt.Sprintf("child workflow %s failed", path),
 		Details: map[string]any{"execution_id": childID}}
-	if res.Error != nil {
-		e.Message += ": " + res.Error.Message
-		e.Details["category"] = res.Error.Category
-		if res.Error.Category == CategoryBudget {
+	if runErr != nil {
+		e.Message += ": " + runErr.Message
+		e.Details["category"] = runErr.Category
+		if runErr.Category == CategoryBudget {
 			// A spent budget is no bug of the workflow: no retry, no
 			// repair.
 			e.Code, e.Category, e.Permanent = "budget_exceeded", CategoryBudget, true

@@ -57,24 +57,7 @@ func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[strin
 	if err != nil {
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", err)
 	}
-	switch engine.RunStatus(res.Status) {
-	case engine.RunCompleted:
-		out := map[string]any{}
-		for k, v := range res.Outputs {
-			out[k] = v
-		}
-		out["execution_id"] = id
-		return out, nil
-	case engine.RunCancelled:
-		return nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "child workflow " + path + " was cancelled"}
-	}
-	e := &node.Error{Code: "subworkflow_failed", Category: node.CategoryExecution, Message: fmt.Sprintf("child workflow %s failed", path),
-		Details: map[string]any{"execution_id": id}}
-	if res.Error != nil {
-		e.Message += ": " + res.Error.Message
-		e.Details["category"] = res.Error.Category
-	}
-	return nil, e
+	return engine.ChildOutput(path, id, engine.RunStatus(res.Status), res.Outputs, res.Error)
 }
 
 // run runs the child run id, or goes on with the one a stopped worker
