@@ -82,6 +82,21 @@ type Children interface {
 	RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error)
 }
 
+// NamedChildren is what a Children service also does for a kind that
+// runs several child workflows in one step (an agent's workflow tools).
+type NamedChildren interface {
+	// InputSchema returns the JSON Schema of the inputs the child workflow
+	// at path (relative to the running workflow's file) declares, and the
+	// workflow's description; it fails when the file is missing or
+	// invalid.
+	InputSchema(path string) (schema map[string]any, description string, err error)
+	// RunNamedChild runs the child workflow at path as a child run whose
+	// id ends with name, which tells it from the step's other child runs:
+	// the same name in a resumed step finds the same child run again, so a
+	// completed one answers from its record rather than running again.
+	RunNamedChild(ctx context.Context, name, path string, inputs map[string]any) (map[string]any, error)
+}
+
 // Judge judges a value with a model (a guardrail with judge:). It returns
 // whether the value passed, the judge's reasons and the token usage
 // directive of the call (with the error too, when the model answered and

@@ -141,6 +141,10 @@ type Spec struct {
 	// Routes reports that the kind may choose any handle at run time by
 	// returning _route, so edges with other labels are allowed.
 	Routes bool
+	// RunsChildren marks a kind that may run child workflows without the
+	// subworkflow role (an agent whose tools are workflows): the host gives
+	// it ChildrenService, whose value also implements NamedChildren.
+	RunsChildren bool
 }
 
 // Param returns the declared parameter with the given name.

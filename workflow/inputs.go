@@ -133,3 +133,42 @@ func wholeNumbers(v any) any {
 	}
 	return v
 }
+
+// InputSchema is the JSON Schema of the inputs the workflow declares: an
+// object with a property per input (its type, description, enum and
+// default), the required ones listed, no others allowed. It is what a
+// model is told a workflow offered as a tool takes.
+func (w *Workflow) InputSchema() map[string]any {
+	props := make(map[string]any, len(w.Inputs))
+	required := []string{}
+	for _, in := range w.Inputs {
+		p := map[string]any{}
+		switch in.Type {
+		case "list":
+			p["type"] = "array"
+		case "map":
+			p["type"] = "object"
+		case "any":
+		default:
+			p["type"] = in.Type
+		}
+		if in.Description != "" {
+			p["description"] = in.Description
+		}
+		if len(in.Enum) > 0 {
+			p["enum"] = in.Enum
+		}
+		if in.Default != nil {
+			p["default"] = in.Default
+		}
+		props[in.Name] = p
+		if in.Required {
+			required = append(required, in.Name)
+		}
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}

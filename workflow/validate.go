@@ -923,6 +923,32 @@ func (v *validator) reachability() {
 	}
 }
 
+// toolWorkflow checks the child workflow of an agent's workflow tool: its
+// file exists and parses (it is validated in full when the tool runs).
+func (v *validator) toolWorkflow(n *Node, param string, i int, m map[string]any) {
+	f, ok := m["workflow"].(string)
+	if !ok || f == "" || expr.HasTemplate(f) || v.w.File == "" {
+		return
+	}
+	full := f
+	if !filepath.IsAbs(f) {
+		full = filepath.Join(filepath.Dir(v.w.File), f)
+	}
+	at := fmt.Sprintf("%s[%d].workflow", param, i)
+	if _, err := os.Stat(full); err != nil {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q of tool %v not found (looked for %s)", f, m["name"], full)
+		return
+	}
+	src, err := ReadFile(full)
+	if err != nil {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "the workflow of tool %v, %q, cannot be read (looked for %s): %v", m["name"], f, full, err)
+		return
+	}
+	if _, ds := Decode(full, src); ds.HasErrors() {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "the workflow of tool %v, %q, is not a valid workflow file:\n%s", m["name"], f, ds.Error())
+	}
+}
+
 func (v *validator) servers() {
 	w := v.w
 	var names []string
@@ -949,7 +975,11 @@ func (v *validator) servers() {
 				}
 			case node.RefMCPTools:
 				tools, _ := val.([]any)
-				for _, t := range tools {
+				for i, t := range tools {
+					if m, ok := t.(map[string]any); ok {
+						v.toolWorkflow(n, p.Name, i, m)
+						continue
+					}
 					s, _ := t.(string)
 					srv, _, _ := strings.Cut(s, ".")
 					if w.MCPServer(srv) == nil && !expr.HasTemplate(s) {

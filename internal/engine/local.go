@@ -941,7 +941,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		}
 	}
 	env := rs.taskEnv()
-	if pn.Spec.Role == node.RoleSubworkflow {
+	if pn.Spec.Role == node.RoleSubworkflow || pn.Spec.RunsChildren {
 		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
 	}
 	return env.Call(ctx, t, params), params

@@ -48,6 +48,8 @@ type ChildRun struct {
 // ChildFactory prepares the recording of a child run.
 type ChildFactory func(w *workflow.Workflow, runID string) (*ChildRun, error)
 
+var _ node.NamedChildren = (*subRunner)(nil)
+
 type subRunner struct {
 	rs   *runState
 	task *Task
@@ -57,16 +59,40 @@ type subRunner struct {
 // step is waiting meanwhile, and gives its task slot back so the child can
 // use it.
 func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error) {
+	return s.run(ctx, fmt.Sprintf("%s.%s%d", s.rs.opts.RunID, s.task.Node.ID, s.task.Visit), path, inputs, true)
+}
+
+// RunNamedChild implements node.NamedChildren: the child run's id is
+// <run>.<node><visit>.<name>. The step stays running meanwhile (its kind
+// goes on after the child), but gives its task slot back too.
+func (s *subRunner) RunNamedChild(ctx context.Context, name, path string, inputs map[string]any) (map[string]any, error) {
+	return s.run(ctx, fmt.Sprintf("%s.%s%d.%s", s.rs.opts.RunID, s.task.Node.ID, s.task.Visit, name), path, inputs, false)
+}
+
+// InputSchema implements node.NamedChildren.
+func (s *subRunner) InputSchema(path string) (map[string]any, string, error) {
+	w, ds := workflow.Load(s.childFile(path), s.rs.d.Registry)
+	if ds.HasErrors() {
+		return nil, "", fmt.Errorf("child workflow %s is invalid:\n%s", path, ds.Error())
+	}
+	return w.InputSchema(), w.Description, nil
+}
+
+func (s *subRunner) childFile(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(s.rs.plan.W.File), path)
+}
+
+func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[string]any, wait bool) (map[string]any, error) {
 	rs := s.rs
 	depth := len(rs.opts.Stack) + 1
 	if depth > MaxDepth {
 		return nil, &node.Error{Code: "subworkflow_depth", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("subworkflows nest deeper than %d levels (%s)", MaxDepth, strings.Join(append(rs.opts.Stack, rs.plan.W.File), " → "))}
 	}
-	full := path
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(filepath.Dir(rs.plan.W.File), path)
-	}
+	full := s.childFile(path)
 	abs, err := filepath.Abs(full)
 	if err != nil {
 		abs = full
@@ -94,7 +120,6 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
 	}
-	childID := fmt.Sprintf("%s.%s%d", rs.opts.RunID, s.task.Node.ID, s.task.Visit)
 	opts := Options{
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
@@ -122,7 +147,9 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 	// The child's own limits hold, and what it spends counts against the
 	// parent's too.
 	opts.Budget = NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, rs.opts.Budget, opts.Spent.Tokens, opts.Spent.CostUSD)
-	rs.waiting(s.task)
+	if wait {
+		rs.waiting(s.task)
+	}
 	<-rs.d.slots // give the slot back while the child runs
 	res, runErr := rs.d.Execute(ctx, plan, opts)
 	rs.d.slots <- struct{}{}

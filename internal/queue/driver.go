@@ -573,7 +573,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	run := env.run
 	tenv := env.task
-	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
+	if (t.Node.Spec.Role == node.RoleSubworkflow || t.Node.Spec.RunsChildren) && d.cfg.Children != nil {
 		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
 	}
 	// The run's budget goes on from what its recorded history spent, on

@@ -30,13 +30,37 @@ type queueChild struct {
 	opts       Options
 }
 
+var _ node.NamedChildren = (*queueChild)(nil)
+
 // RunChild implements node.Children.
 func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error) {
-	full := path
-	if !filepath.IsAbs(full) {
-		full = filepath.Join(filepath.Dir(c.parentFile), path)
+	return c.runChild(ctx, fmt.Sprintf("%s.%s%d", c.parentID, c.nodeID, c.visit), path, inputs)
+}
+
+// RunNamedChild implements node.NamedChildren: the child's id is
+// <parent>.<node><visit>.<name>.
+func (c *queueChild) RunNamedChild(ctx context.Context, name, path string, inputs map[string]any) (map[string]any, error) {
+	return c.runChild(ctx, fmt.Sprintf("%s.%s%d.%s", c.parentID, c.nodeID, c.visit, name), path, inputs)
+}
+
+// InputSchema implements node.NamedChildren.
+func (c *queueChild) InputSchema(path string) (map[string]any, string, error) {
+	cw, ds := workflow.Load(c.file(path), c.r.cfg.Registry)
+	if ds.HasErrors() {
+		return nil, "", fmt.Errorf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())
 	}
-	cw, ds := workflow.Load(full, c.r.cfg.Registry)
+	return cw.InputSchema(), cw.Description, nil
+}
+
+func (c *queueChild) file(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(filepath.Dir(c.parentFile), path)
+}
+
+func (c *queueChild) runChild(ctx context.Context, id, path string, inputs map[string]any) (map[string]any, error) {
+	cw, ds := workflow.Load(c.file(path), c.r.cfg.Registry)
 	if ds.HasErrors() {
 		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())}
@@ -52,7 +76,6 @@ func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[strin
 		return nil, &node.Error{Code: "subworkflow_inputs", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
 	}
-	id := fmt.Sprintf("%s.%s%d", c.parentID, c.nodeID, c.visit)
 	res, err := c.run(ctx, cw, id, in)
 	if err != nil {
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", err)

@@ -91,6 +91,23 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		}
 	}
 
+	wts, err := workflowToolsOf(c)
+	if err != nil {
+		return nil, err
+	}
+	wtools, children, err := offerWorkflows(c, wts)
+	if err != nil {
+		return nil, err
+	}
+	workflows := map[string]workflowTool{}
+	for i, t := range wtools {
+		if _, clash := byName[t.Name]; clash {
+			return nil, node.Failf(node.CategoryValidation, "param_type", "node %s: workflow tool %s has the name of an MCP tool; rename it", c.NodeID, t.Name)
+		}
+		workflows[t.Name] = wts[i]
+	}
+	tools = append(tools, wtools...)
+
 	var msgs []llm.Message
 	if sys := c.String("system"); sys != "" {
 		msgs = append(msgs, llm.System(sys))
@@ -134,13 +151,24 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			}
 			calls++
 			o, known := byName[tc.Name]
+			wt, isWorkflow := workflows[tc.Name]
 			label := strings.Replace(tc.Name, toolSep, ".", 1)
+			if isWorkflow {
+				label = tc.Name
+			}
 			c.Emit("tool_call", map[string]any{"tool": label, "arguments": node.RedactValue(tc.Arguments, c.Redact), "call": calls})
 			start := time.Now()
 			var content string
 			var imgs []llm.Image
 			isErr := false
 			switch {
+			case isWorkflow && tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
+				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
+			case isWorkflow:
+				var err error
+				if content, isErr, err = callWorkflow(ctx, c, children, wt, tc.Arguments, calls); err != nil {
+					return nil, withUsage(err, &spent)
+				}
 			case !known:
 				content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
 			case len(allowed) > 0 && !matchAny(allowed, o.server+"."+o.tool):

@@ -46,7 +46,7 @@ var AgentSpec = node.Spec{
 		{Name: "prompt", Type: node.String, Required: true, Description: "The task."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
-		{Name: "tools", Type: node.Strings, Ref: node.RefMCPTools, Description: "Tools offered, as server.tool or server.* patterns."},
+		{Name: "tools", Type: node.List, Ref: node.RefMCPTools, Description: "Tools offered: MCP tools as server.tool or server.* patterns, and workflows as {workflow: file (relative to this one), name: what the model calls it, description} — the tool's input schema is the child workflow's inputs, each call is a child run (budgeted with the run), and its outputs are the tool's result."},
 		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
@@ -54,9 +54,12 @@ var AgentSpec = node.Spec{
 		{Name: "stream", Type: node.Bool, Default: true, NoTemplate: true, Description: "Stream the reply: its text goes out as `llm_delta` events while the node runs (the first piece at once, then at most one event every 100 ms or 200 characters, each ending at a blank); the step's output is the whole reply either way. `false` waits for the whole reply."},
 		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt or system prompt to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
-	Outputs: []string{"text", "tool_calls", "usage", "model", "stopped"},
-	Routes:  true,
-	Check:   checkSecrets,
+	Outputs:      []string{"text", "tool_calls", "usage", "model", "stopped"},
+	Routes:       true,
+	RunsChildren: true,
+	Check: func(p map[string]any) []node.ParamError {
+		return append(checkTools(p), checkSecrets(p)...)
+	},
 }
 
 func init() {
