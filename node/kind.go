@@ -73,6 +73,21 @@ type Call struct {
 	// runs the node again. Call it once per group; the group is forgotten
 	// when the attempt ends.
 	ProcessStarted func(pgid int)
+	// Resume is set when the step parked waiting for a signal (see
+	// Spec.Parks) and the signal came: the kind goes on from it.
+	Resume *Resume
+}
+
+// Resume is what a kind that parked its step goes on from.
+type Resume struct {
+	// Output is the output it parked with (directives removed).
+	Output map[string]any
+	// State is the _resume directive it parked with.
+	State any
+	// Seq is the _await_seq it parked with.
+	Seq int
+	// Signal is the signal's data.
+	Signal any
 }
 
 // Error categories.

@@ -145,6 +145,14 @@ type Spec struct {
 	// subworkflow role (an agent whose tools are workflows): the host gives
 	// it ChildrenService, whose value also implements NamedChildren.
 	RunsChildren bool
+	// Parks, when set, reports whether a node of this kind with these
+	// parameters (as written) may park its step waiting for a signal, as
+	// a wait node does: its Run returns the _await directive ("signal"),
+	// _await_seq (1, 2… for the step's successive waits) and _resume (any
+	// state to go on from). The signal, when it comes, runs the kind again
+	// for the same step with Call.Resume set (an agent whose tool call
+	// needs a person's approval).
+	Parks func(params map[string]any) bool
 }
 
 // Param returns the declared parameter with the given name.

@@ -22,7 +22,7 @@ func TestMCPSignalRun(t *testing.T) {
 	id := run["execution_id"].(string)
 
 	bad := toolError(t, callTool(t, cs, "signal_run", map[string]any{"id": id, "node": "draft", "data": map[string]any{"approved": true}}))
-	require.Contains(t, bad.Message, "only a wait with until: signal takes signals")
+	require.Contains(t, bad.Message, "only a wait with until: signal (or an agent with approve_tools) takes signals")
 
 	done := toolResult[map[string]any](t, callTool(t, cs, "signal_run", map[string]any{"id": id, "node": "approve",
 		"data": map[string]any{"approved": true, "by": "Grace"}}))

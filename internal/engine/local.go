@@ -185,6 +185,8 @@ type Park struct {
 // Run.Signal). At is when it was sent: a signal sent after its step's
 // timeout passed is too late and is ignored.
 type Signal struct {
+	// Node is the name of the wait it is for (Await.Signal): the node's
+	// id, or <node>#<seq> for a parked step's later waits.
 	Node  string
 	Visit int
 	Data  any
@@ -475,7 +477,7 @@ func (rs *runState) apply(a *Actions) bool {
 		rs.launch(t)
 	}
 	for _, aw := range a.Awaits {
-		if sig, ok := rs.signals[sigKey{aw.Node, aw.Visit}]; ok {
+		if sig, ok := rs.signals[sigKey{aw.Signal, aw.Visit}]; ok {
 			rs.deliver(sig)
 		}
 	}
@@ -608,7 +610,7 @@ func (rs *runState) keepSignal(sig Signal) bool {
 // the signal came before the step's timeout.
 func (rs *runState) deliver(sig Signal) {
 	for _, aw := range rs.sched.Awaiting() {
-		if aw.Node != sig.Node || aw.Visit != sig.Visit {
+		if aw.Signal != sig.Node || aw.Visit != sig.Visit {
 			continue
 		}
 		if rs.hasTimeout(aw) {
@@ -918,7 +920,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		return Outcome{Err: err}, nil
 	}
 	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
-	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach {
+	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach && t.Resume == nil {
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
 		if ok && r.Mocked {
 			td.mocked = true

@@ -90,7 +90,7 @@ func TestDriverSignals(t *testing.T) {
 		start := b.clk.Now()
 		res := result(t, b.execute(context.Background(), engine.Options{Park: &engine.Park{After: time.Minute}}))
 		require.Equal(t, engine.RunWaiting, res.Status, "nothing runs and approve waits an hour: the execution ends")
-		require.Equal(t, []engine.Await{{Node: "approve", Index: 2, Visit: 1, Task: res.Awaiting[0].Task}}, res.Awaiting)
+		require.Equal(t, []engine.Await{{Node: "approve", Index: 2, Visit: 1, Signal: "approve", Task: res.Awaiting[0].Task}}, res.Awaiting)
 		wake := start.Add(time.Hour)
 		require.Equal(t, &wake, res.WakeAt)
 		approve := stepsOf(res, "approve")[0]

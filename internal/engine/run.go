@@ -82,6 +82,11 @@ type awaitRef struct {
 	task  *Task
 	out   map[string]any
 	timer int64 // its timeout, 0 when it has none
+	// name is what its signal is recorded under (SignalName); resume and
+	// seq are a parked kind's _resume and _await_seq.
+	name   string
+	resume any
+	seq    int
 }
 
 // frame holds the state of one home: the run itself, one pass of a loop
@@ -569,11 +574,17 @@ func (r *Run) mergeInputs(f *frame, pn *PlanNode) map[string]any {
 }
 
 func (r *Run) startTask(f *frame, pn *PlanNode, attempt int) {
+	r.resumeTask(f, pn, attempt, nil)
+}
+
+// resumeTask starts a task; with resume set, it runs a parked step again
+// (its node started already).
+func (r *Run) resumeTask(f *frame, pn *PlanNode, attempt int, resume *node.Resume) {
 	st := &f.st[pn.Slot]
 	r.nextID++
 	t := &Task{
 		ID: r.nextID, Node: pn, Frame: f.id, Visit: st.visit, Iteration: f.pass,
-		Attempt: attempt, Vars: r.vars, Loop: r.loopCtx(f),
+		Attempt: attempt, Vars: r.vars, Loop: r.loopCtx(f), Resume: resume,
 	}
 	if st.loop != nil {
 		t.Passes = st.loop.passes
@@ -591,7 +602,7 @@ func (r *Run) startTask(f *frame, pn *PlanNode, attempt int) {
 	r.tasks[t.ID] = &taskRef{task: t, frame: f, slot: pn.Slot}
 	r.running++
 	f.active++
-	if attempt == 1 {
+	if attempt == 1 && resume == nil {
 		r.event(EventNodeStarted, pn, f, nil)
 	}
 	r.step(f, pn, attempt, StatusRunning, nil, nil, t.ID)
@@ -820,7 +831,7 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		r.vars = nv
 		r.event(EventVariableSet, pn, f, map[string]any{"names": keys})
 	}
-	awaits := pn.ctrl == ctrlWait && oc.Directives[DirectiveAwait] == AwaitSignal
+	awaits := (pn.ctrl == ctrlWait || pn.Spec.Parks != nil) && oc.Directives[DirectiveAwait] == AwaitSignal
 	if (r.cancelling || r.failing) && (delayOf(oc.Directives) > 0 || awaits) {
 		// It asked to hold its successors, but the run is stopping: the
 		// wait never happens, as when a cancel drops a running delay.
@@ -855,7 +866,7 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 		}
 	}
 	if awaits {
-		r.await(f, pn, t, out)
+		r.await(f, pn, t, out, oc.Directives)
 		return
 	}
 	if d := delayOf(oc.Directives); d > 0 {
@@ -875,14 +886,21 @@ func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 
 // await makes a wait node's step wait for a signal, and for its timeout
 // when it has one.
-func (r *Run) await(f *frame, pn *PlanNode, t *Task, out map[string]any) {
+func (r *Run) await(f *frame, pn *PlanNode, t *Task, out map[string]any, directives map[string]any) {
 	st := &f.st[pn.Slot]
 	st.status = StatusWaiting
 	r.step(f, pn, t.Attempt, StatusWaiting, out, nil, t.ID)
-	a := &awaitRef{frame: f, node: pn.Index, task: t, out: out}
+	a := &awaitRef{frame: f, node: pn.Index, task: t, out: out, name: pn.ID}
+	data := map[string]any{}
+	if pn.ctrl != ctrlWait {
+		a.seq, a.resume = AwaitSeq(directives), directives[DirectiveResume]
+		a.name = SignalName(pn.ID, a.seq)
+		if a.seq > 1 {
+			data["signal"] = a.name
+		}
+	}
 	r.awaits[t.ID] = a
 	f.active++
-	data := map[string]any{}
 	if d := pn.SignalTimeout; d > 0 {
 		r.nextID++
 		r.timers[r.nextID] = &timerRef{kind: timerTimeout, frame: f, node: pn.Index, task: t}
@@ -891,19 +909,21 @@ func (r *Run) await(f *frame, pn *PlanNode, t *Task, out map[string]any) {
 		r.act.Timers = append(r.act.Timers, Timer{ID: r.nextID, Delay: d, Hold: true, Timeout: true, Index: pn.Index, Visit: st.visit})
 		data["timeout_ms"] = d.Milliseconds()
 	}
-	r.act.Awaits = append(r.act.Awaits, Await{Node: pn.ID, Index: pn.Index, Visit: st.visit, Task: t.ID})
+	r.act.Awaits = append(r.act.Awaits, Await{Node: pn.ID, Index: pn.Index, Visit: st.visit, Task: t.ID, Signal: a.name})
 	r.event(EventSignalAwaited, pn, f, data)
 }
 
-// Signal delivers a signal to the step of node nodeID at visit, when that
-// step waits for one: the node succeeds with {data, signaled_at,
-// timed_out: false} and follows its default handle. It reports whether
-// the step waited; a signal for a step that does not wait changes nothing.
-func (r *Run) Signal(nodeID string, visit int, data any, at time.Time) (*Actions, bool) {
+// Signal delivers a signal to the step at visit that waits for a signal
+// named name (Await.Signal; a wait node's is its id): a wait node succeeds
+// with {data, signaled_at, timed_out: false} and follows its default
+// handle; a parked kind (node.Spec.Parks) runs again with Task.Resume. It
+// reports whether the step waited; a signal for a step that does not wait
+// changes nothing.
+func (r *Run) Signal(name string, visit int, data any, at time.Time) (*Actions, bool) {
 	r.begin()
 	var a *awaitRef
 	for _, c := range r.awaits {
-		if pn := r.plan.Nodes[c.node]; pn.ID == nodeID && c.frame.st[pn.Slot].visit == visit {
+		if pn := r.plan.Nodes[c.node]; c.name == name && c.frame.st[pn.Slot].visit == visit {
 			a = c
 			break
 		}
@@ -919,6 +939,17 @@ func (r *Run) Signal(nodeID string, visit int, data any, at time.Time) (*Actions
 		r.act.Stop = append(r.act.Stop, a.timer)
 		f.active--
 		f.st[pn.Slot].timer = 0
+	}
+	if pn.ctrl != ctrlWait {
+		var ev map[string]any
+		if a.seq > 1 {
+			ev = map[string]any{"signal": a.name}
+		}
+		r.event(EventSignalReceived, pn, f, ev)
+		r.resumeTask(f, pn, a.task.Attempt, &node.Resume{Output: a.out, State: a.resume, Seq: a.seq, Signal: data})
+		r.settle(f)
+		r.settleStopping()
+		return r.end(), true
 	}
 	out := copyMap(a.out)
 	out["data"] = data
@@ -936,7 +967,7 @@ func (r *Run) Awaiting() []Await {
 	out := make([]Await, 0, len(r.awaits))
 	for _, a := range r.awaits {
 		pn := r.plan.Nodes[a.node]
-		out = append(out, Await{Node: pn.ID, Index: pn.Index, Visit: a.frame.st[pn.Slot].visit, Task: a.task.ID})
+		out = append(out, Await{Node: pn.ID, Index: pn.Index, Visit: a.frame.st[pn.Slot].visit, Task: a.task.ID, Signal: a.name})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Task < out[j].Task })
 	return out

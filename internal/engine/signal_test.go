@@ -43,7 +43,7 @@ func TestSchedulerSignals(t *testing.T) {
 		a := s.finish("approve")
 		require.Empty(t, a.Start, "nothing goes on while approve waits")
 		require.False(t, a.Done)
-		require.Equal(t, []engine.Await{{Node: "approve", Index: 2, Visit: 1, Task: a.Awaits[0].Task}}, a.Awaits)
+		require.Equal(t, []engine.Await{{Node: "approve", Index: 2, Visit: 1, Signal: "approve", Task: a.Awaits[0].Task}}, a.Awaits)
 		require.Equal(t, a.Awaits, s.run.Awaiting())
 		require.Len(t, a.Timers, 1, "the timeout")
 		tm := a.Timers[0]

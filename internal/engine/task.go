@@ -105,6 +105,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 		Now:      now,
 		Passes:   t.Passes,
 		Services: e.Services,
+		Resume:   t.Resume,
 		ProcessStarted: func(pgid int) {
 			if e.ProcessStarted != nil {
 				e.ProcessStarted(t, pgid)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/skeinhq/skein/node"
@@ -58,6 +59,9 @@ type Task struct {
 	// Passes is, for a loop node, how many times its body has run in this
 	// activation: 0 means enter the body without looking at exit.
 	Passes int
+	// Resume is set on the task that runs a parked step again after its
+	// signal came (node.Spec.Parks).
+	Resume *node.Resume
 }
 
 // Outcome is what a task produced.
@@ -127,7 +131,35 @@ const (
 const (
 	DirectiveAwait = "_await"
 	AwaitSignal    = "signal"
+	// DirectiveAwaitSeq and DirectiveResume come with _await from a kind
+	// that parks (node.Spec.Parks): which of the step's waits this is, and
+	// the state it goes on from.
+	DirectiveAwaitSeq = "_await_seq"
+	DirectiveResume   = "_resume"
 )
+
+// SignalName is the name a signal for a step's seq-th wait is recorded
+// under: the node's id for the first (a wait node has only that one), then
+// <node>#<seq>, so that each wait of one step takes its own signal.
+func SignalName(nodeID string, seq int) string {
+	if seq <= 1 {
+		return nodeID
+	}
+	return fmt.Sprintf("%s#%d", nodeID, seq)
+}
+
+// AwaitSeq reads the _await_seq directive: 1 when it is missing.
+func AwaitSeq(directives map[string]any) int {
+	switch n := directives[DirectiveAwaitSeq].(type) {
+	case int:
+		return max(n, 1)
+	case int64:
+		return max(int(n), 1)
+	case float64:
+		return max(int(n), 1)
+	}
+	return 1
+}
 
 // Timer asks the driver to call Run.TimerFired(ID) after Delay.
 type Timer struct {
@@ -149,6 +181,9 @@ type Await struct {
 	Node  string
 	Index int
 	Visit int
+	// Signal is the name its signal is recorded under (SignalName): the
+	// node's id, or <node>#<seq> for a parked step's later waits.
+	Signal string
 	// Task is the id of the task whose step waits.
 	Task int64
 }

@@ -1050,7 +1050,7 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 			w.jobs = append(w.jobs, river.InsertManyParams{Args: TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}, InsertOpts: opts})
 		}
 		for _, aw := range a.Awaits {
-			sig, ok, err := storedSignal(ctx, tx, env.id, aw.Node, aw.Visit)
+			sig, ok, err := storedSignal(ctx, tx, env.id, aw.Signal, aw.Visit)
 			if err != nil {
 				return err
 			}

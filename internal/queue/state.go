@@ -170,9 +170,10 @@ func (st *state) late(nodeID string, visit int, sent time.Time) bool {
 }
 
 // awaiting reports whether a step waits for a signal.
+// nodeID is the signal's name (engine.Await.Signal).
 func (st *state) awaiting(nodeID string, visit int) bool {
 	for _, aw := range st.run.Awaiting() {
-		if aw.Node == nodeID && aw.Visit == visit {
+		if aw.Signal == nodeID && aw.Visit == visit {
 			return true
 		}
 	}

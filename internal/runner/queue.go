@@ -262,13 +262,18 @@ func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepR
 		if n == nil {
 			return nil
 		}
-		if spec, ok := reg.Lookup(n.Type); !ok || spec.Role != node.RoleWait {
+		spec, ok := reg.Lookup(n.Type)
+		switch {
+		case ok && spec.Parks != nil && s.Directives[engine.DirectiveAwait] == engine.AwaitSignal:
+			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, engine.AwaitSeq(s.Directives))})
+			continue
+		case !ok || spec.Role != node.RoleWait:
 			return nil
 		}
 		if u, _ := n.Params["until"].(string); u != "signal" {
 			return nil
 		}
-		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit})
+		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: s.Node})
 	}
 	return out
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -66,12 +68,15 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 			run.ID, run.Status, req.Node, run.ID, ErrNotWaiting)
 	}
 	var wn *workflow.Node
+	parks := false
 	if w, err := r.workflowOf(run, ""); err == nil {
 		if wn = w.Node(req.Node); wn == nil {
 			return nil, fmt.Errorf("run %s: its workflow %s has no node %q: %w", run.ID, w.File, req.Node, ErrNoNode)
 		}
-		if spec, ok := r.cfg.Registry.Lookup(wn.Type); !ok || spec.Role != node.RoleWait {
-			return nil, fmt.Errorf("node %s of run %s is a %s node; only a wait with until: signal takes signals: %w", req.Node, run.ID, wn.Type, ErrNotWaiting)
+		spec, ok := r.cfg.Registry.Lookup(wn.Type)
+		parks = ok && spec.Parks != nil && spec.Parks(wn.Params)
+		if !parks && (!ok || spec.Role != node.RoleWait) {
+			return nil, fmt.Errorf("node %s of run %s is a %s node; only a wait with until: signal (or an agent with approve_tools) takes signals: %w", req.Node, run.ID, wn.Type, ErrNotWaiting)
 		}
 	}
 	hist, err := r.st.StepHistory(ctx, run.ID)
@@ -82,11 +87,17 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 	if err != nil {
 		return nil, err
 	}
-	visit, err := r.waitingVisit(run, req.Node, wn, hist, sent)
+	name := req.Node
+	var visit int
+	if parks {
+		visit, name, err = r.parkedVisit(run, req.Node, hist, sent)
+	} else {
+		visit, err = r.waitingVisit(run, req.Node, wn, hist, sent)
+	}
 	if err != nil {
 		return nil, err
 	}
-	sig := store.Signal{RunID: run.ID, Node: req.Node, Visit: visit, Data: req.Data, CreatedAt: r.clock.Now().UTC().Truncate(time.Microsecond)}
+	sig := store.Signal{RunID: run.ID, Node: name, Visit: visit, Data: req.Data, CreatedAt: r.clock.Now().UTC().Truncate(time.Microsecond)}
 	if err := r.st.SaveSignal(ctx, &sig); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return nil, fmt.Errorf("node %s of run %s has its signal already: %w", req.Node, run.ID, ErrNotWaiting)
@@ -169,6 +180,48 @@ func (r *Runner) waitingVisit(run *store.Run, nodeID string, wn *workflow.Node, 
 	return 0, fmt.Errorf("node %s of run %s is not waiting for a signal (%s): %w", nodeID, run.ID, why, ErrNotWaiting)
 }
 
+// parkedVisit finds the visit of a node that parks (node.Spec.Parks) whose
+// latest record is waiting for a signal it has not got, and the name that
+// signal is recorded under (engine.SignalName): the step waits once per
+// tool call that needs approval, each wait taking its own signal.
+func (r *Runner) parkedVisit(run *store.Run, nodeID string, hist []*store.Step, sent []store.Signal) (int, string, error) {
+	latest := map[int]*store.Step{}
+	for _, s := range hist { // oldest generation first
+		if s.Node == nodeID {
+			latest[s.Visit] = s
+		}
+	}
+	visits := make([]int, 0, len(latest))
+	for v := range latest {
+		visits = append(visits, v)
+	}
+	sort.Ints(visits)
+	why := "it has not started"
+	if len(visits) > 0 {
+		why = "it is " + latest[visits[len(visits)-1]].Status
+	}
+	for _, v := range visits {
+		s := latest[v]
+		if s.Status != string(engine.StatusWaiting) {
+			continue
+		}
+		_, d, err := durable.Output(s)
+		if err != nil {
+			return 0, "", err
+		}
+		if d[engine.DirectiveAwait] != engine.AwaitSignal {
+			continue
+		}
+		name := engine.SignalName(nodeID, engine.AwaitSeq(d))
+		if slices.ContainsFunc(sent, func(g store.Signal) bool { return g.Node == name && g.Visit == v }) {
+			why = "its waiting step has its signal already"
+			continue
+		}
+		return v, name, nil
+	}
+	return 0, "", fmt.Errorf("node %s of run %s is not waiting for a signal (%s): %w", nodeID, run.ID, why, ErrNotWaiting)
+}
+
 func waitWhat(n *workflow.Node) string {
 	if u, ok := n.Params["until"].(string); ok {
 		return "until " + u
@@ -188,7 +241,7 @@ func (r *Runner) signalled(ctx context.Context, runID string, awaiting []engine.
 	}
 	for _, s := range sigs {
 		for _, a := range awaiting {
-			if a.Node == s.Node && a.Visit == s.Visit {
+			if a.Signal == s.Node && a.Visit == s.Visit {
 				return true
 			}
 		}
@@ -206,7 +259,11 @@ func (r *Runner) Due(ctx context.Context) ([]*store.Run, error) {
 // wait node whose until: is signal or a template.
 func awaitsSignals(w *workflow.Workflow, reg *node.Registry) bool {
 	for _, n := range w.Nodes {
-		if spec, ok := reg.Lookup(n.Type); !ok || spec.Role != node.RoleWait {
+		spec, ok := reg.Lookup(n.Type)
+		if ok && spec.Parks != nil && spec.Parks(n.Params) {
+			return true
+		}
+		if !ok || spec.Role != node.RoleWait {
 			continue
 		}
 		if u, _ := n.Params["until"].(string); u == "signal" || strings.Contains(u, "{{") {

@@ -108,60 +108,100 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 	tools = append(tools, wtools...)
 
-	var msgs []llm.Message
-	if sys := c.String("system"); sys != "" {
-		msgs = append(msgs, llm.System(sys))
+	ap, err := approvalsOf(c)
+	if err != nil {
+		return nil, err
 	}
-	msgs = append(msgs, llm.User(c.String("prompt")))
+	var msgs []llm.Message
+	var pending []llm.ToolCall // the calls of the model's turn still to make
 	var spent spend
 	calls, imagesSaved := 0, 0
+	lastText := ""
+	if r := ap.resumed; r != nil {
+		// On from where the step parked for an approval: the model is not
+		// asked again.
+		msgs, pending, calls, imagesSaved, lastText = r.Messages, r.Pending, r.Calls, r.Images, r.LastText
+	} else {
+		if sys := c.String("system"); sys != "" {
+			msgs = append(msgs, llm.System(sys))
+		}
+		msgs = append(msgs, llm.User(c.String("prompt")))
+	}
 	var temp *float64
 	if t, ok := c.Number("temperature"); ok {
 		temp = &t
 	}
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
-		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
+		shown := u
+		if bu, bc := ap.before(); bu.TotalTokens > 0 || bc > 0 {
+			// The usage shown is the step's; the directive counts only
+			// what this part spent (the parts before were counted).
+			shown = maps.Clone(u)
+			shown["input_tokens"] = u["input_tokens"].(int) + bu.InputTokens
+			shown["output_tokens"] = u["output_tokens"].(int) + bu.OutputTokens
+			shown["total_tokens"] = u["total_tokens"].(int) + bu.TotalTokens
+			shown["cost_usd"] = u["cost_usd"].(float64) + bc
+		}
+		out := map[string]any{"text": text, "tool_calls": calls, "usage": shown, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
-	lastText := ""
 	for {
-		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
-			return nil, withUsage(err, &spent)
+		if len(pending) == 0 {
+			// The model's next turn.
+			if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
+				return nil, withUsage(err, &spent)
+			}
+			c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
+			req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
+			flush := stream(c, &req)
+			resp, err := p.Chat(ctx, req)
+			if err != nil {
+				return nil, withUsage(err, &spent)
+			}
+			flush()
+			spent.add(c, ms, entry, modelName, resp.Usage)
+			lastText = resp.Text
+			if len(resp.ToolCalls) == 0 {
+				return finish(resp.Text, "")
+			}
+			msgs = append(msgs, llm.Assistant(resp))
+			pending = resp.ToolCalls
 		}
-		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
-		flush := stream(c, &req)
-		resp, err := p.Chat(ctx, req)
-		if err != nil {
-			return nil, withUsage(err, &spent)
-		}
-		flush()
-		spent.add(c, ms, entry, modelName, resp.Usage)
-		lastText = resp.Text
-		if len(resp.ToolCalls) == 0 {
-			return finish(resp.Text, "")
-		}
-		msgs = append(msgs, llm.Assistant(resp))
-		for _, tc := range resp.ToolCalls {
+		for len(pending) > 0 {
+			tc := pending[0]
 			if calls >= maxCalls {
 				c.Emit("warning", map[string]any{"message": fmt.Sprintf(
 					"the agent stopped after %d tool calls without answering (max_tool_calls); its output is its last text and stopped: max_tool_calls", calls)})
 				return finish(lastText, "max_tool_calls")
 			}
-			calls++
 			o, known := byName[tc.Name]
 			wt, isWorkflow := workflows[tc.Name]
 			label := strings.Replace(tc.Name, toolSep, ".", 1)
 			if isWorkflow {
 				label = tc.Name
 			}
+			refused := ""
+			callable := isWorkflow || known && (len(allowed) == 0 || matchAny(allowed, o.server+"."+o.tool))
+			if callable && ap.needs(label, o.tool) {
+				decided, refusal := ap.decision(c, tc, label)
+				if !decided {
+					bu, bc := ap.before()
+					return ap.park(c, parkedAgent{Messages: msgs, Pending: pending, Calls: calls, Images: imagesSaved, LastText: lastText,
+						Usage: bu.Add(spent.usage), CostUSD: bc + spent.cost}, label, &spent)
+				}
+				refused = refusal
+			}
+			pending = pending[1:]
+			calls++
 			c.Emit("tool_call", map[string]any{"tool": label, "arguments": node.RedactValue(tc.Arguments, c.Redact), "call": calls})
 			start := time.Now()
 			var content string
 			var imgs []llm.Image
 			isErr := false
 			switch {
+			case refused != "":
+				content, isErr = refused, true
 			case isWorkflow && tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
 				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
 			case isWorkflow:

@@ -48,6 +48,7 @@ var AgentSpec = node.Spec{
 		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
 		{Name: "tools", Type: node.List, Ref: node.RefMCPTools, Description: "Tools offered: MCP tools as server.tool or server.* patterns, and workflows as {workflow: file (relative to this one), name: what the model calls it, description} — the tool's input schema is the child workflow's inputs, each call is a child run (budgeted with the run), and its outputs are the tool's result."},
 		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
+		{Name: "approve_tools", Type: node.Strings, Description: "Tools whose calls wait for a person's approval, by name (write_file), as server.tool, or as patterns (fs.write_*): the step waits for a signal, showing the call; `{\"approved\": true}` runs it, anything else (`{\"approved\": false, \"reason\": \"…\"}`) gives the model a refusal, with the reason, as the tool's result. The agent goes on from where it stopped, without asking the model again."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
 		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
@@ -57,6 +58,15 @@ var AgentSpec = node.Spec{
 	Outputs:      []string{"text", "tool_calls", "usage", "model", "stopped"},
 	Routes:       true,
 	RunsChildren: true,
+	Parks: func(p map[string]any) bool {
+		switch v := p["approve_tools"].(type) {
+		case []any:
+			return len(v) > 0
+		case string:
+			return v != ""
+		}
+		return false
+	},
 	Check: func(p map[string]any) []node.ParamError {
 		return append(checkTools(p), checkSecrets(p)...)
 	},
