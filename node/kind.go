@@ -84,8 +84,6 @@ type Resume struct {
 	Output map[string]any
 	// State is the _resume directive it parked with.
 	State any
-	// Seq is the _await_seq it parked with.
-	Seq int
 	// Signal is the signal's data.
 	Signal any
 }

@@ -148,8 +148,9 @@ type Spec struct {
 	// Parks, when set, reports whether a node of this kind with these
 	// parameters (as written) may park its step waiting for a signal, as
 	// a wait node does: its Run returns the _await directive ("signal"),
-	// _await_seq (1, 2… for the step's successive waits) and _resume (any
-	// state to go on from). The signal, when it comes, runs the kind again
+	// _await_name (what it waits for, told from the step's other waits:
+	// its signal is recorded as <node>#<name>) and _resume (any state to
+	// go on from). The signal, when it comes, runs the kind again
 	// for the same step with Call.Resume set (an agent whose tool call
 	// needs a person's approval).
 	Parks func(params map[string]any) bool

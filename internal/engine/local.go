@@ -186,7 +186,7 @@ type Park struct {
 // timeout passed is too late and is ignored.
 type Signal struct {
 	// Node is the name of the wait it is for (Await.Signal): the node's
-	// id, or <node>#<seq> for a parked step's later waits.
+	// id, or <node>#<name> for a wait a parked kind named.
 	Node  string
 	Visit int
 	Data  any

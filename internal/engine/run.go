@@ -82,11 +82,10 @@ type awaitRef struct {
 	task  *Task
 	out   map[string]any
 	timer int64 // its timeout, 0 when it has none
-	// name is what its signal is recorded under (SignalName); resume and
-	// seq are a parked kind's _resume and _await_seq.
+	// name is what its signal is recorded under (SignalName); resume is a
+	// parked kind's _resume.
 	name   string
 	resume any
-	seq    int
 }
 
 // frame holds the state of one home: the run itself, one pass of a loop
@@ -893,11 +892,8 @@ func (r *Run) await(f *frame, pn *PlanNode, t *Task, out map[string]any, directi
 	a := &awaitRef{frame: f, node: pn.Index, task: t, out: out, name: pn.ID}
 	data := map[string]any{}
 	if pn.ctrl != ctrlWait {
-		a.seq, a.resume = AwaitSeq(directives), directives[DirectiveResume]
-		a.name = SignalName(pn.ID, a.seq)
-		if a.seq > 1 {
-			data["signal"] = a.name
-		}
+		a.resume, a.name = directives[DirectiveResume], SignalName(pn.ID, directives)
+		data["signal"] = a.name
 	}
 	r.awaits[t.ID] = a
 	f.active++
@@ -941,12 +937,8 @@ func (r *Run) Signal(name string, visit int, data any, at time.Time) (*Actions, 
 		f.st[pn.Slot].timer = 0
 	}
 	if pn.ctrl != ctrlWait {
-		var ev map[string]any
-		if a.seq > 1 {
-			ev = map[string]any{"signal": a.name}
-		}
-		r.event(EventSignalReceived, pn, f, ev)
-		r.resumeTask(f, pn, a.task.Attempt, &node.Resume{Output: a.out, State: a.resume, Seq: a.seq, Signal: data})
+		r.event(EventSignalReceived, pn, f, map[string]any{"signal": a.name})
+		r.resumeTask(f, pn, a.task.Attempt, &node.Resume{Output: a.out, State: a.resume, Signal: data})
 		r.settle(f)
 		r.settleStopping()
 		return r.end(), true

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/skeinhq/skein/node"
@@ -131,34 +130,22 @@ const (
 const (
 	DirectiveAwait = "_await"
 	AwaitSignal    = "signal"
-	// DirectiveAwaitSeq and DirectiveResume come with _await from a kind
-	// that parks (node.Spec.Parks): which of the step's waits this is, and
-	// the state it goes on from.
-	DirectiveAwaitSeq = "_await_seq"
-	DirectiveResume   = "_resume"
+	// DirectiveAwaitName and DirectiveResume come with _await from a kind
+	// that parks (node.Spec.Parks): what this wait is, told from the
+	// step's other waits (the signal's name is <node>#<it>), and the state
+	// the kind goes on from.
+	DirectiveAwaitName = "_await_name"
+	DirectiveResume    = "_resume"
 )
 
-// SignalName is the name a signal for a step's seq-th wait is recorded
-// under: the node's id for the first (a wait node has only that one), then
-// <node>#<seq>, so that each wait of one step takes its own signal.
-func SignalName(nodeID string, seq int) string {
-	if seq <= 1 {
-		return nodeID
+// SignalName is the name the signal of a wait is recorded under: the
+// node's id for a wait node, <node>#<name> for a wait a parked kind named
+// (its _await_name), so that each wait of one step takes its own signal.
+func SignalName(nodeID string, directives map[string]any) string {
+	if n, ok := directives[DirectiveAwaitName].(string); ok && n != "" {
+		return nodeID + "#" + n
 	}
-	return fmt.Sprintf("%s#%d", nodeID, seq)
-}
-
-// AwaitSeq reads the _await_seq directive: 1 when it is missing.
-func AwaitSeq(directives map[string]any) int {
-	switch n := directives[DirectiveAwaitSeq].(type) {
-	case int:
-		return max(n, 1)
-	case int64:
-		return max(int(n), 1)
-	case float64:
-		return max(int(n), 1)
-	}
-	return 1
+	return nodeID
 }
 
 // Timer asks the driver to call Run.TimerFired(ID) after Delay.
@@ -182,7 +169,7 @@ type Await struct {
 	Index int
 	Visit int
 	// Signal is the name its signal is recorded under (SignalName): the
-	// node's id, or <node>#<seq> for a parked step's later waits.
+	// node's id, or <node>#<name> for a wait a parked kind named.
 	Signal string
 	// Task is the id of the task whose step waits.
 	Task int64

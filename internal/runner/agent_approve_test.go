@@ -2,8 +2,10 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +159,58 @@ func TestAgentApprovalLive(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(out, "b.txt"))
 	require.Equal(t, 2, model.Calls(), "both calls came in one turn; the model was asked once more")
 	require.Contains(t, toolResult(t, model.Last(), "c2"), "did not approve")
+}
+
+// A call whose arguments hold a secret's value shows it masked while it
+// waits, in the step and the events. The conversation it parked with is
+// stored masked too, so it is not reused: the agent starts over when the
+// run resumes, and the approval, given for that very call, holds for it
+// when the model makes it again (a different call would wait for a signal
+// of its own).
+func TestAgentApprovalMasksSecrets(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := func(k string) (string, bool) {
+		if k == "SKEIN_SECRET_NOTE" {
+			return "hush-0123456789", true
+		}
+		return "", false
+	}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: env})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	out := t.TempDir()
+	fs := fsServer(t, out)
+	write := llmtest.CallTools(writeCall("c1", "a.txt", "the note is hush-0123456789"))
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{write, write, llmtest.Reply("done")})
+	src := strings.Replace(approvingAgent(model.BaseURL(), fs.URL), "nodes:", "secrets: [NOTE]\nnodes:", 1)
+	p := filepath.Join(dir, "flow.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(src), 0o644))
+	w, err := r.Load(p)
+	require.NoError(t, err)
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Options: runner.Options{Park: park}})
+	require.NoError(t, err)
+	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
+	doc, err := r.Get(t.Context(), res.Run.ID)
+	require.NoError(t, err)
+	shown, err := json.Marshal(stepOf(doc, "writer").Output)
+	require.NoError(t, err)
+	require.NotContains(t, string(shown), "hush-0123456789")
+	require.Contains(t, string(shown), "the note is ")
+	evs, _, err := r.Events(t.Context(), res.Run.ID, 0, 0)
+	require.NoError(t, err)
+	raw, err := json.Marshal(evs)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "hush-0123456789")
+	require.Contains(t, string(raw), "tool_approval")
+
+	_, err = r.Signal(t.Context(), runner.SignalRequest{RunID: res.Run.ID, Node: "writer", Data: map[string]any{"approved": true}})
+	require.NoError(t, err)
+	done, err := r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID, Options: runner.Options{Park: park}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", done.Run.Status, "%+v", done.Run.Error)
+	content, err := os.ReadFile(filepath.Join(out, "a.txt"))
+	require.NoError(t, err)
+	require.Equal(t, "the note is hush-0123456789", string(content), "the tool got the real value")
+	require.Equal(t, 3, model.Calls(), "the agent started over once")
 }

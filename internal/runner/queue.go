@@ -265,7 +265,7 @@ func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepR
 		spec, ok := reg.Lookup(n.Type)
 		switch {
 		case ok && spec.Parks != nil && s.Directives[engine.DirectiveAwait] == engine.AwaitSignal:
-			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, engine.AwaitSeq(s.Directives))})
+			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, s.Directives)})
 			continue
 		case !ok || spec.Role != node.RoleWait:
 			return nil

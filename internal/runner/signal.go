@@ -212,7 +212,7 @@ func (r *Runner) parkedVisit(run *store.Run, nodeID string, hist []*store.Step, 
 		if d[engine.DirectiveAwait] != engine.AwaitSignal {
 			continue
 		}
-		name := engine.SignalName(nodeID, engine.AwaitSeq(d))
+		name := engine.SignalName(nodeID, d)
 		if slices.ContainsFunc(sent, func(g store.Signal) bool { return g.Node == name && g.Visit == v }) {
 			why = "its waiting step has its signal already"
 			continue

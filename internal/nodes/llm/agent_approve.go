@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 
@@ -28,6 +29,8 @@ type parkedAgent struct {
 	// in the run already).
 	Usage   llm.Usage `json:"usage"`
 	CostUSD float64   `json:"cost_usd"`
+	// Seq counts the step's waits.
+	Seq int `json:"seq"`
 }
 
 // approvals is an agent step's approve_tools and, when the step resumes
@@ -56,7 +59,7 @@ func approvalsOf(c *node.Call) (*approvals, error) {
 	if err := json.Unmarshal(b, &st); err != nil || len(st.Pending) == 0 {
 		return nil, node.Failf(node.CategoryInternal, "agent_resume", "node %s: the state it parked with is not an agent's (%v)", c.NodeID, err)
 	}
-	a.resumed, a.seq, a.decided = &st, r.Seq, st.Pending[0].ID
+	a.resumed, a.seq, a.decided = &st, st.Seq, st.Pending[0].ID
 	if m, ok := r.Signal.(map[string]any); ok {
 		a.approved = m["approved"] == true
 		a.reason, _ = m["reason"].(string)
@@ -101,6 +104,7 @@ func (a *approvals) decision(c *node.Call, tc llm.ToolCall, label string) (bool,
 func (a *approvals) park(c *node.Call, st parkedAgent, label string, spent *spend) (map[string]any, error) {
 	tc := st.Pending[0]
 	a.seq++
+	st.Seq = a.seq
 	b, err := json.Marshal(st)
 	if err != nil {
 		return nil, node.Failf(node.CategoryInternal, "agent_park", "node %s: keeping its state: %v", c.NodeID, err)
@@ -114,7 +118,7 @@ func (a *approvals) park(c *node.Call, st parkedAgent, label string, spent *spen
 	return map[string]any{
 		"approval": map[string]any{"tool": label, "arguments": args, "call": st.Calls + 1,
 			"hint": fmt.Sprintf(`skein signal %s %s --data '{"approved": true}' (or {"approved": false, "reason": "…"})`, c.RunID, c.NodeID)},
-		"_await": "signal", "_await_seq": a.seq, "_resume": state,
+		"_await": "signal", "_await_name": awaitName(a.seq, label, tc.Arguments), "_resume": state,
 		"_token_usage": spent.directive(),
 	}, nil
 }
@@ -125,4 +129,14 @@ func (a *approvals) before() (llm.Usage, float64) {
 		return llm.Usage{}, 0
 	}
 	return a.resumed.Usage, a.resumed.CostUSD
+}
+
+// awaitName names a wait for approval: the step's seq-th, of this call.
+// A signal given for one call never decides another: were the agent to
+// start over (its parked state could not be reused), a different call
+// waits under another name.
+func awaitName(seq int, label string, args map[string]any) string {
+	b, _ := json.Marshal(args) // map keys in order
+	h := sha256.Sum256(append([]byte(label+"\x00"), b...))
+	return fmt.Sprintf("%d-%x", seq, h[:4])
 }
