@@ -1,0 +1,91 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/mcp/mcptest"
+)
+
+// TestAgentApprovalThroughTheAPI (issue 16, acceptance 4, on skein
+// serve): an agent's write_file call waits, the step showing the call; a
+// signal through the API approves it and the file is written; the second
+// call waits in turn, is denied, and the model's next request holds the
+// refusal.
+func TestAgentApprovalThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	files := t.TempDir()
+	fs := mcptest.New(t)
+	fs.AddTool("write_file", nil, func(_ context.Context, args map[string]any) (*sdk.CallToolResult, error) {
+		p := filepath.Join(files, filepath.Base(args["path"].(string)))
+		return mcptest.Text("wrote " + p), os.WriteFile(p, []byte("x"), 0o644)
+	})
+	call := func(id, path string) llm.ToolCall {
+		return llm.ToolCall{ID: id, Name: "fs__write_file", Arguments: map[string]any{"path": path}}
+	}
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.CallTools(call("c1", "a.txt")),
+		llmtest.CallTools(call("c2", "b.txt")),
+		llmtest.Reply("done"),
+	})
+	flows := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "writer.yaml"), []byte(`version: 1
+name: writer
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+model.BaseURL()+`", api_key: test}
+mcp_servers:
+  fs: {url: "`+fs.URL+`"}
+nodes:
+  - {id: writer, type: agent, prompt: write the notes, tools: [fs.*], approve_tools: [write_file]}
+outputs:
+  answer: "{{ writer.text }}"
+`), 0o644))
+	s := serve(t, serveOpts{flows: flows})
+	id := s.start("writer", nil)
+
+	waitsFor := func(call float64) map[string]any {
+		doc := s.until(id, "writer waiting", func(doc map[string]any) bool {
+			st := step(doc, "writer")
+			if st == nil || st["status"] != "waiting" {
+				return false
+			}
+			a, _ := st["output"].(map[string]any)["approval"].(map[string]any)
+			return a != nil && a["call"] == call
+		})
+		return step(doc, "writer")["output"].(map[string]any)["approval"].(map[string]any)
+	}
+	first := waitsFor(1)
+	require.Equal(t, "fs.write_file", first["tool"])
+	require.Equal(t, map[string]any{"path": "a.txt"}, first["arguments"])
+	require.NoFileExists(t, filepath.Join(files, "a.txt"))
+
+	a := s.do("POST", "/api/runs/"+id+"/signals/writer", s.token, map[string]any{"approved": true})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	second := waitsFor(2)
+	require.Equal(t, map[string]any{"path": "b.txt"}, second["arguments"])
+	require.FileExists(t, filepath.Join(files, "a.txt"))
+
+	a = s.do("POST", "/api/runs/"+id+"/signals/writer", s.token, map[string]any{"approved": false, "reason": "no b"})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	doc := s.ended(id)
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	require.Equal(t, "done", doc["outputs"].(map[string]any)["answer"])
+	require.NoFileExists(t, filepath.Join(files, "b.txt"))
+	require.Equal(t, 3, model.Calls())
+	var refusal string
+	for _, m := range model.Last().Messages {
+		if m.Role == llm.RoleTool && m.ToolCallID == "c2" {
+			refusal = m.Content
+		}
+	}
+	require.Contains(t, refusal, "did not approve")
+	require.Contains(t, refusal, "no b")
+}
