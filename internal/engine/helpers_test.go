@@ -64,10 +64,26 @@ func newTestRegistry() *node.Registry {
 		Params:      []node.Param{{Name: "value", Type: node.Any, Description: "Any value."}},
 	}, func() node.Kind { return writtenKind{} })
 	reg.MustRegister(node.Spec{
+		Kind: "parker", Category: node.Action,
+		Description: "Test action that parks (Spec.Parks): waits for a signal named first, then outputs what it resumed with.",
+		Parks:       func(map[string]any) bool { return true },
+	}, func() node.Kind { return parkerKind{} })
+	reg.MustRegister(node.Spec{
 		Kind: "noop", Category: node.Action,
 		Description: "Test action that does nothing.",
 	}, func() node.Kind { return noopKind{} })
 	return reg
+}
+
+// parkerKind parks its step with the state {n: 1}; run again after the
+// signal, it outputs the signal, the state and the output it parked with.
+type parkerKind struct{}
+
+func (parkerKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	if r := c.Resume; r != nil {
+		return map[string]any{"signal": r.Signal, "state": r.State, "shown": r.Output["shown"]}, nil
+	}
+	return map[string]any{"shown": "asks", "_await": "signal", "_await_name": "first", "_resume": map[string]any{"n": 1}}, nil
 }
 
 // noopKind does nothing.

@@ -142,6 +142,10 @@ nodes:
 `))
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "a workflow tool needs name")
+
+	_, err = b.r.Load(b.write(t, "bad.yaml", "version: 1\nname: bad\nnodes:\n  - {id: agent, type: agent, prompt: go, tools: 5}\n"))
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "tools is a list of server.tool patterns")
 }
 
 func lastUser(req *llmtest.Request) string {
@@ -190,4 +194,31 @@ func TestAgentWorkflowToolResume(t *testing.T) {
 	require.Equal(t, "completed", again.Run.Status, "%+v", again.Run.Error)
 	require.Equal(t, 5, srv.Calls(), "the agent's two turns; the child's model was not asked again")
 	require.JSONEq(t, `{"forecast": "rain", "execution_id": "`+res.Run.ID+`.agent1.lookup1"}`, toolResult(t, srv.Last(), "c1"))
+}
+
+// A single MCP pattern may still be written alone: tools: fs.*.
+func TestAgentToolsOnePattern(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("no tools needed")})
+	fs := fsServer(t, t.TempDir())
+	w, err := b.r.Load(b.write(t, "one.yaml", `version: 1
+name: one
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+mcp_servers:
+  fs: {url: "`+fs.URL+`"}
+nodes:
+  - {id: agent, type: agent, prompt: hi, tools: fs.*}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, []string{"fs__write_file"}, func() (names []string) {
+		for _, tl := range srv.Last().Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}())
 }

@@ -49,7 +49,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	patterns, allowed := c.Strings("tools"), c.Strings("allowed_tools")
+	patterns, allowed := mcpPatterns(c), c.Strings("allowed_tools")
 	maxCalls := 20
 	if n, ok := c.Int("max_tool_calls"); ok {
 		maxCalls = n

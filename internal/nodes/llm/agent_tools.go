@@ -26,7 +26,7 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // renders to one fails the node.
 func workflowToolsOf(c *node.Call) ([]workflowTool, error) {
 	var out []workflowTool
-	for i, e := range c.List("tools") {
+	for i, e := range toolEntries(c.Params["tools"]) {
 		m, ok := e.(map[string]any)
 		if !ok {
 			continue
@@ -41,10 +41,42 @@ func workflowToolsOf(c *node.Call) ([]workflowTool, error) {
 	return out, nil
 }
 
+// toolEntries is the value of tools as a list: one pattern may be written
+// alone.
+func toolEntries(v any) []any {
+	switch x := v.(type) {
+	case []any:
+		return x
+	case string:
+		return []any{x}
+	}
+	return nil
+}
+
+// mcpPatterns are the MCP tools of tools: its strings.
+func mcpPatterns(c *node.Call) []string {
+	var out []string
+	for _, e := range toolEntries(c.Params["tools"]) {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // checkTools checks the entries of an agent's tools as written: strings
 // (MCP patterns) or workflow tools.
 func checkTools(p map[string]any) []node.ParamError {
-	list, _ := p["tools"].([]any)
+	v, ok := p["tools"]
+	if !ok || v == nil {
+		return nil
+	}
+	switch v.(type) {
+	case []any, string:
+	default:
+		return []node.ParamError{{Param: "tools", Message: "tools is a list of server.tool patterns and {workflow: file, name, description} tools"}}
+	}
+	list := toolEntries(v)
 	var errs []node.ParamError
 	names := map[string]bool{}
 	for i, e := range list {
