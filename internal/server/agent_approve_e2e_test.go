@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,6 +16,7 @@ import (
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/mcp/mcptest"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
 // TestAgentApprovalThroughTheAPI (issue 16, acceptance 4, on skein
@@ -22,6 +26,32 @@ import (
 // refusal.
 func TestAgentApprovalThroughTheAPI(t *testing.T) {
 	t.Parallel()
+	t.Run("local", func(t *testing.T) {
+		t.Parallel()
+		agentApproval(t, func(flows string) *served { return serve(t, serveOpts{flows: flows}) })
+	})
+	// Queued on Postgres, the agent runs on a worker process: it parks
+	// there, and the signals the API records run it on.
+	t.Run("queued", func(t *testing.T) {
+		t.Parallel()
+		db := pgtest.URL(t)
+		startQueued := func(flows string) *served {
+			s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+			w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+			var wout bytes.Buffer
+			w.Stdout, w.Stderr = &wout, &wout
+			require.NoError(t, w.Start())
+			t.Cleanup(func() {
+				_ = w.Process.Signal(syscall.SIGTERM)
+				require.NoError(t, w.Wait(), "the worker exits 0 when it drained:\n%s", wout.String())
+			})
+			return s
+		}
+		agentApproval(t, startQueued)
+	})
+}
+
+func agentApproval(t *testing.T, start func(flows string) *served) {
 	files := t.TempDir()
 	fs := mcptest.New(t)
 	fs.AddTool("write_file", nil, func(_ context.Context, args map[string]any) (*sdk.CallToolResult, error) {
@@ -48,7 +78,7 @@ nodes:
 outputs:
   answer: "{{ writer.text }}"
 `), 0o644))
-	s := serve(t, serveOpts{flows: flows})
+	s := start(flows)
 	id := s.start("writer", nil)
 
 	waitsFor := func(call float64) map[string]any {
