@@ -117,6 +117,8 @@ func TestAgentApproval(t *testing.T) {
 	step = stepOf(doc, "writer")
 	require.Equal(t, "success", step.Status)
 	require.EqualValues(t, 2, step.Output.(map[string]any)["tool_calls"])
+	require.EqualValues(t, 300, step.Output.(map[string]any)["usage"].(map[string]any)["total_tokens"],
+		"the step's usage adds up its parts (its record's tokens are what each execution spent)")
 }
 
 // The same approvals reach an agent whose run its process still holds
