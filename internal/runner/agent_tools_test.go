@@ -2,6 +2,9 @@ package runner_test
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -221,4 +224,29 @@ nodes:
 		}
 		return names
 	}())
+}
+
+// approve_tools names a workflow tool by its name: a denied call starts
+// no child run.
+func TestAgentWorkflowToolApproval(t *testing.T) {
+	t.Parallel()
+	b := setupSignals(t, 0)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.CallTools(llm.ToolCall{ID: "c1", Name: "lookup", Arguments: map[string]any{"city": "Oslo"}}),
+		llmtest.Reply("no lookup then"),
+	})
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "lookup.yaml"), []byte(lookupChild(srv.BaseURL())), 0o644))
+	src := strings.Replace(agentWithTools(srv.BaseURL(), ""), "    tools:", "    approve_tools: [lookup]\n    tools:", 1)
+	res := b.start(t, src, runner.Options{Park: park})
+	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
+	_, err := b.r.Signal(b.ctx, runner.SignalRequest{RunID: res.Run.ID, Node: "agent", Data: map[string]any{"approved": false}})
+	require.NoError(t, err)
+	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID, Options: runner.Options{Park: park}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", done.Run.Status, "%+v", done.Run.Error)
+	require.Equal(t, "no lookup then", done.Run.Outputs["answer"])
+	require.Contains(t, toolResult(t, srv.Last(), "c1"), "did not approve this call of lookup")
+	kids, err := b.r.List(b.ctx, runner.ListRequest{Parent: res.Run.ID})
+	require.NoError(t, err)
+	require.Empty(t, kids, "the denied call ran no child")
 }
