@@ -119,3 +119,58 @@ outputs:
 	require.Contains(t, refusal, "did not approve")
 	require.Contains(t, refusal, "no b")
 }
+
+// TestAgentWorkflowToolQueued: on a queued run (Postgres, a worker), an
+// agent's workflow tool runs as a child run of the agent's run, and its
+// outputs are the tool's result.
+func TestAgentWorkflowToolQueued(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.CallTools(llm.ToolCall{ID: "c1", Name: "lookup", Arguments: map[string]any{"city": "Oslo"}}),
+		llmtest.Reply("rain"),
+		llmtest.Reply("take an umbrella"),
+	})
+	flows := t.TempDir()
+	llmCfg := "llm:\n  default: {provider: openai, model: gpt-4.1-mini, base_url: \"" + model.BaseURL() + "\", api_key: test}\n"
+	require.NoError(t, os.MkdirAll(filepath.Join(flows, "tools"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "tools", "lookup.yaml"), []byte(`version: 1
+name: lookup
+inputs:
+  city: {type: string, required: true}
+`+llmCfg+`nodes:
+  - {id: ask, type: llm, prompt: "weather in {{ inputs.city }}"}
+outputs:
+  forecast: "{{ ask.text }}"
+`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "planner.yaml"), []byte(`version: 1
+name: planner
+`+llmCfg+`nodes:
+  - {id: agent, type: agent, prompt: plan, tools: [{workflow: tools/lookup.yaml, name: lookup}]}
+outputs:
+  answer: "{{ agent.text }}"
+`), 0o644))
+	s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+	var wout bytes.Buffer
+	w.Stdout, w.Stderr = &wout, &wout
+	require.NoError(t, w.Start())
+	t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		require.NoError(t, w.Wait(), "the worker exits 0 when it drained:\n%s", wout.String())
+	})
+	id := s.start("planner", nil)
+	doc := s.ended(id)
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	require.Equal(t, "take an umbrella", doc["outputs"].(map[string]any)["answer"])
+	var result string
+	for _, m := range model.Last().Messages {
+		if m.Role == llm.RoleTool && m.ToolCallID == "c1" {
+			result = m.Content
+		}
+	}
+	require.JSONEq(t, `{"forecast": "rain", "execution_id": "`+id+`.agent1.lookup1"}`, result)
+	kid := s.admin("GET", "/api/runs/"+id+".agent1.lookup1", nil, http.StatusOK)
+	require.Equal(t, "completed", kid["status"])
+	require.Equal(t, id, kid["parent_id"])
+}
