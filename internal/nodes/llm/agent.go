@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -146,137 +145,33 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": shown, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
+	round := &toolRound{c: c, ms: ms, pool: pool, children: children, byName: byName, workflows: workflows,
+		allowed: allowed, imageMode: imageMode, maxCalls: maxCalls, ap: ap, finish: finish,
+		msgs: &msgs, pending: &pending, calls: &calls, images: &imagesSaved, lastText: &lastText, spent: &spent}
 	for {
-		if len(pending) == 0 {
-			// The model's next turn.
-			if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
-				return nil, withUsage(err, &spent)
-			}
-			c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-			req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
-			flush := stream(c, &req)
-			resp, err := p.Chat(ctx, req)
-			if err != nil {
-				return nil, withUsage(err, &spent)
-			}
-			flush()
-			spent.add(c, ms, entry, modelName, resp.Usage)
-			lastText = resp.Text
-			if len(resp.ToolCalls) == 0 {
-				return finish(resp.Text, "")
-			}
-			msgs = append(msgs, llm.Assistant(resp))
-			pending = resp.ToolCalls
+		// The calls of the model's last turn (or those left when the step
+		// parked for an approval); then its next turn.
+		if out, err := round.run(ctx); out != nil || err != nil {
+			return out, err
 		}
-		for len(pending) > 0 {
-			tc := pending[0]
-			if calls >= maxCalls {
-				c.Emit("warning", map[string]any{"message": fmt.Sprintf(
-					"the agent stopped after %d tool calls without answering (max_tool_calls); its output is its last text and stopped: max_tool_calls", calls)})
-				return finish(lastText, "max_tool_calls")
-			}
-			o, known := byName[tc.Name]
-			wt, isWorkflow := workflows[tc.Name]
-			label := strings.Replace(tc.Name, toolSep, ".", 1)
-			if isWorkflow {
-				label = tc.Name
-			}
-			refused := ""
-			callable := isWorkflow || known && (len(allowed) == 0 || matchAny(allowed, o.server+"."+o.tool))
-			if callable && ap.needs(label, o.tool) {
-				decided, refusal := ap.decision(c, tc, label)
-				if !decided {
-					bu, bc := ap.before()
-					return ap.park(c, parkedAgent{Messages: msgs, Pending: pending, Calls: calls, Images: imagesSaved, LastText: lastText,
-						Usage: bu.Add(spent.usage), CostUSD: bc + spent.cost}, label, &spent)
-				}
-				refused = refusal
-			}
-			pending = pending[1:]
-			calls++
-			c.Emit("tool_call", map[string]any{"tool": label, "arguments": node.RedactValue(tc.Arguments, c.Redact), "call": calls})
-			start := time.Now()
-			var content string
-			var imgs []llm.Image
-			isErr := false
-			switch {
-			case refused != "":
-				content, isErr = refused, true
-			case isWorkflow && tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
-				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
-			case isWorkflow:
-				var err error
-				if content, isErr, err = callWorkflow(ctx, c, children, wt, tc.Arguments, calls); err != nil {
-					return nil, withUsage(err, &spent)
-				}
-			case !known:
-				content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
-			case len(allowed) > 0 && !matchAny(allowed, o.server+"."+o.tool):
-				content, isErr = fmt.Sprintf("error: tool %s is not allowed for this agent (allowed_tools: %s)", label, strings.Join(allowed, ", ")), true
-			case tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
-				// The model wrote arguments that are not a JSON object; the
-				// tool would only see none.
-				content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
-			default:
-				progress := func(p mcp.Progress) {
-					ev := map[string]any{"tool": label, "progress": p.Progress, "call": calls}
-					if p.Total > 0 {
-						ev["total"] = p.Total
-					}
-					if p.Message != "" {
-						ev["message"] = clip(c.Redact(p.Message), 2048)
-					}
-					c.Emit("tool_progress", ev)
-				}
-				res, err := pool.CallToolProgress(ctx, o.server, o.tool, tc.Arguments, progress)
-				if err != nil {
-					content, isErr = "error: "+c.Redact(err.Error()), true
-					break
-				}
-				isErr = res.IsError
-				var texts []string
-				for _, ct := range res.Content {
-					switch x := ct.(type) {
-					case *sdk.TextContent:
-						texts = append(texts, x.Text)
-					case *sdk.ImageContent:
-						imagesSaved++
-						if file, err := saveImage(c.ArtifactDir, o.tool, imagesSaved, x); err == nil {
-							texts = append(texts, fmt.Sprintf("[image saved as %s]", filepath.Base(file)))
-						} else {
-							texts = append(texts, "[image]")
-						}
-						imgs = append(imgs, llm.Image{MIME: x.MIMEType, Data: x.Data})
-					case *sdk.ResourceLink:
-						texts = append(texts, resourceLinkText(x))
-					case *sdk.EmbeddedResource:
-						if r := x.Resource; r != nil && r.Blob == nil {
-							texts = append(texts, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text))
-						} else if r != nil {
-							texts = append(texts, fmt.Sprintf("[resource %s (%s, %d bytes)]", r.URI, r.MIMEType, len(r.Blob)))
-						}
-					}
-				}
-				content = strings.Join(texts, "\n")
-			}
-			c.Emit("tool_result", map[string]any{"tool": label, "text": clip(c.Redact(content), 2048), "images": len(imgs),
-				"is_error": isErr, "duration_ms": time.Since(start).Milliseconds()})
-			if len(imgs) > 0 && imageMode != "pass" && ms.Has("vision") {
-				if _, vision, err := ms.Get("vision"); err == nil {
-					if err := checkBudget(c, ms, "vision", vision, &spent); err != nil {
-						return nil, withUsage(err, &spent)
-					}
-				}
-				summary, vision, u, err := summarize(ctx, ms, imgs)
-				spent.add(c, ms, "vision", vision, u) // at the vision model's price
-				if err == nil {
-					c.Emit("vision_summary", map[string]any{"tool": label, "text": clip(c.Redact(summary), 2048)}) // masked before it is cut
-					content += "\n[image summary] " + summary
-					imgs = nil
-				}
-			}
-			msgs = append(msgs, llm.ToolResult(tc.ID, content, imgs...))
+		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
+			return nil, withUsage(err, &spent)
 		}
+		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
+		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
+		flush := stream(c, &req)
+		resp, err := p.Chat(ctx, req)
+		if err != nil {
+			return nil, withUsage(err, &spent)
+		}
+		flush()
+		spent.add(c, ms, entry, modelName, resp.Usage)
+		lastText = resp.Text
+		if len(resp.ToolCalls) == 0 {
+			return finish(resp.Text, "")
+		}
+		msgs = append(msgs, llm.Assistant(resp))
+		pending = resp.ToolCalls
 	}
 }
 
