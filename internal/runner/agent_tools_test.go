@@ -126,8 +126,8 @@ func TestAgentWorkflowToolValidation(t *testing.T) {
 	b := aiSetup(t)
 	_, err := b.r.Load(b.write(t, "helper.yaml", agentWithTools("http://127.0.0.1:1/v1", "")))
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "agent")
 	require.Contains(t, err.Error(), `child workflow "lookup.yaml" of tool lookup not found`)
+	require.Contains(t, err.Error(), "(node agent)")
 
 	b.write(t, "lookup.yaml", "version: 1\nname: [broken\n")
 	_, err = b.r.Load(b.write(t, "helper.yaml", agentWithTools("http://127.0.0.1:1/v1", "")))

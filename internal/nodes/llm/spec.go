@@ -41,12 +41,12 @@ var LLMSpec = node.Spec{
 // AgentSpec declares the agent kind.
 var AgentSpec = node.Spec{
 	Kind: Agent, Category: node.AI,
-	Description: "A model that calls MCP tools in a loop until it answers. At max_tool_calls it stops with the last text it had and `stopped: max_tool_calls` (a warning event says so); `stopped` is empty when it answered.",
+	Description: "A model that calls tools (MCP tools and workflows) in a loop until it answers; calls of approve_tools wait for a person's approval. At max_tool_calls it stops with the last text it had and `stopped: max_tool_calls` (a warning event says so); `stopped` is empty when it answered.",
 	Params: []node.Param{
 		{Name: "prompt", Type: node.String, Required: true, Description: "The task."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
-		{Name: "tools", Type: node.Any, Ref: node.RefMCPTools, Description: "Tools offered: MCP tools as server.tool or server.* patterns, and workflows as {workflow: file (relative to this one), name: what the model calls it, description} — the tool's input schema is the child workflow's inputs, each call is a child run (budgeted with the run), and its outputs are the tool's result."},
+		{Name: "tools", Type: node.Any, Ref: node.RefMCPTools, Description: "Tools offered: MCP tools as server.tool or server.* patterns, and workflows as {workflow: file (relative to this one), name: what the model calls it, description} — the tool's input schema is the child workflow's inputs, each call is a child run (budgeted with the run), and its outputs are the tool's result. See docs/workflows.md#agents-tools."},
 		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
 		{Name: "approve_tools", Type: node.Strings, Description: "Tools whose calls wait for a person's approval, by name (write_file), as server.tool, or as patterns (fs.write_*): the step waits for a signal, showing the call; `{\"approved\": true}` runs it, anything else (`{\"approved\": false, \"reason\": \"…\"}`) gives the model a refusal, with the reason, as the tool's result. The agent goes on from where it stopped, without asking the model again."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
