@@ -250,3 +250,28 @@ func TestAgentWorkflowToolApproval(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, kids, "the denied call ran no child")
 }
+
+// A workflow tool whose child run fails gives the model an error result
+// naming the failure, and the agent goes on.
+func TestAgentWorkflowToolFails(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.CallTools(llm.ToolCall{ID: "c1", Name: "lookup", Arguments: map[string]any{"city": "Oslo"}}),
+		llmtest.Fail(400), // the child's model
+		llmtest.Reply("the lookup failed"),
+	})
+	b.write(t, "lookup.yaml", lookupChild(srv.BaseURL()))
+	w, err := b.r.Load(b.write(t, "helper.yaml", agentWithTools(srv.BaseURL(), "")))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "the lookup failed", res.Run.Outputs["answer"])
+	result := toolResult(t, srv.Last(), "c1")
+	require.Contains(t, result, "error: child workflow lookup.yaml failed")
+	kids, err := b.r.List(b.ctx, runner.ListRequest{Parent: res.Run.ID})
+	require.NoError(t, err)
+	require.Len(t, kids, 1)
+	require.Equal(t, "failed", kids[0].Status)
+}
