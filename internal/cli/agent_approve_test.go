@@ -70,6 +70,7 @@ outputs:
 
 	r = skein(t, "signal", "--dir", skeinDir, id, "writer", "--data", `{"approved": true}`)
 	require.Equal(t, 4, r.code, "the second call waits: %s\n%s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "signal recorded for writer (visit 1) of run "+id)
 	require.Contains(t, r.stdout, "resuming run "+id)
 	require.Contains(t, r.stdout, "writer waits for a signal: skein signal "+id+" writer")
 	require.FileExists(t, filepath.Join(files, "a.txt"))

@@ -528,12 +528,12 @@ not exist or the node is not waiting for a signal.`,
 				// applied says who applies the signal when not this process.
 				applied := func(by string) (*runner.Result, error) {
 					if f.output == "json" {
-						writeJSON(e.stdout, signalDoc{ExecutionID: sig.Run.ID, Node: sig.Signal.Node, Visit: sig.Signal.Visit,
+						writeJSON(e.stdout, signalDoc{ExecutionID: sig.Run.ID, Node: args[1], Visit: sig.Signal.Visit,
 							Seq: sig.Signal.Seq, SignaledAt: sig.Signal.CreatedAt, Status: sig.Run.Status, AppliedBy: by})
 						return nil, nil
 					}
 					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; %s applies it\n",
-						sig.Signal.Node, sig.Signal.Visit, sig.Run.ID, by)
+						args[1], sig.Signal.Visit, sig.Run.ID, by)
 					return nil, nil
 				}
 				if sig.Resume == "" {
@@ -543,7 +543,7 @@ not exist or the node is not waiting for a signal.`,
 				if f.output == "json" {
 					w = e.stderr
 				}
-				fmt.Fprintf(w, "signal recorded for %s (visit %d) of run %s\n", sig.Signal.Node, sig.Signal.Visit, sig.Run.ID)
+				fmt.Fprintf(w, "signal recorded for %s (visit %d) of run %s\n", args[1], sig.Signal.Visit, sig.Run.ID)
 				res, err := r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: o})
 				var owned *runner.OwnedError
 				if errors.As(err, &owned) {

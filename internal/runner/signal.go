@@ -26,7 +26,8 @@ var (
 	ErrNotWaiting = errors.New("the node is not waiting for a signal")
 )
 
-// SignalRequest sends data to a wait node (until: signal) of a run.
+// SignalRequest sends data to a wait node (until: signal) of a run, or to
+// an agent whose tool call waits for approval (approve_tools).
 type SignalRequest struct {
 	RunID string
 	Node  string

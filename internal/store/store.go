@@ -170,6 +170,9 @@ type Step struct {
 // signal was sent.
 type Signal struct {
 	RunID string
+	// Node is the wait node's id, or <node>#<name> for one of the waits
+	// of a step that parks more than once (an agent's approvals; see
+	// engine.SignalName).
 	Node  string
 	Visit int
 	// Seq numbers a run's signals from 1 in the order they were saved.
