@@ -35,10 +35,14 @@ func fsServer(t *testing.T, dir string) *mcptest.Server {
 }
 
 func approvingAgent(base, mcpURL string) string {
+	return approvingAgentOn("openai", "gpt-4.1-mini", base, mcpURL)
+}
+
+func approvingAgentOn(provider, model, base, mcpURL string) string {
 	return `version: 1
 name: writer
 llm:
-  default: {provider: openai, model: gpt-4.1-mini, base_url: "` + base + `", api_key: test}
+  default: {provider: ` + provider + `, model: ` + model + `, base_url: "` + base + `", api_key: test}
 mcp_servers:
   fs: {url: "` + mcpURL + `"}
 nodes:
@@ -63,16 +67,31 @@ func writeCall(id, path, content string) llm.ToolCall {
 // it said before each wait (acceptance 4 of issue 16).
 func TestAgentApproval(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		flavor llmtest.Flavor
+		model  string
+	}{
+		{llmtest.OpenAI, "gpt-4.1-mini"},
+		{llmtest.Anthropic, "claude-haiku-4-5"},
+	} {
+		t.Run(string(tc.flavor), func(t *testing.T) {
+			t.Parallel()
+			testAgentApproval(t, tc.flavor, tc.model)
+		})
+	}
+}
+
+func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 	b := setupSignals(t, 0)
 	out := t.TempDir()
 	fs := fsServer(t, out)
 	tokens := llm.Usage{InputTokens: 50, OutputTokens: 50, TotalTokens: 100}
-	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+	model := llmtest.NewServer(t, flavor, llmtest.Script{
 		{ToolCalls: []llm.ToolCall{writeCall("c1", "a.txt", "first")}, Usage: tokens},
 		{ToolCalls: []llm.ToolCall{writeCall("c2", "b.txt", "second")}, Usage: tokens},
 		{Text: "wrote a.txt; b.txt was refused", Usage: tokens},
 	})
-	res := b.start(t, approvingAgent(model.BaseURL(), fs.URL), runner.Options{Park: park})
+	res := b.start(t, approvingAgentOn(string(flavor), modelName, model.BaseURL(), fs.URL), runner.Options{Park: park})
 	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
 	id := res.Run.ID
 	require.Equal(t, 1, model.Calls())

@@ -39,7 +39,9 @@ type approvals struct {
 	patterns []string
 	seq      int // waits of this step so far
 	resumed  *parkedAgent
-	// decided is the id of the call the signal decides, until it is used.
+	// decides is set until the signal's decision is used; decided is the
+	// id of the call it decides (the first of the calls left).
+	decides  bool
 	decided  string
 	approved bool
 	reason   string
@@ -59,7 +61,7 @@ func approvalsOf(c *node.Call) (*approvals, error) {
 	if err := json.Unmarshal(b, &st); err != nil || len(st.Pending) == 0 {
 		return nil, node.Failf(node.CategoryInternal, "agent_resume", "node %s: the state it parked with is not an agent's (%v)", c.NodeID, err)
 	}
-	a.resumed, a.seq, a.decided = &st, st.Seq, st.Pending[0].ID
+	a.resumed, a.seq, a.decides, a.decided = &st, st.Seq, true, st.Pending[0].ID
 	if m, ok := r.Signal.(map[string]any); ok {
 		a.approved = m["approved"] == true
 		a.reason, _ = m["reason"].(string)
@@ -83,10 +85,10 @@ func (a *approvals) needs(names ...string) bool {
 // decided and the refusal to give the model when it was denied ("" when
 // approved).
 func (a *approvals) decision(c *node.Call, tc llm.ToolCall, label string) (bool, string) {
-	if a.decided == "" || tc.ID != a.decided {
+	if !a.decides || tc.ID != a.decided {
 		return false, ""
 	}
-	a.decided = ""
+	a.decides = false
 	c.Emit("tool_approval", map[string]any{"tool": label, "approved": a.approved, "reason": c.Redact(a.reason)})
 	if a.approved {
 		return true, ""
