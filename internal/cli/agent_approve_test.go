@@ -45,7 +45,7 @@ llm:
 mcp_servers:
   fs: {url: "`+fs.URL+`"}
 nodes:
-  - {id: writer, type: agent, prompt: write the notes, tools: [fs.*], approve_tools: [write_file]}
+  - {id: writer, type: agent, prompt: write the notes, tools: [fs.*], approve_tools: [fs.write_*]}
 outputs:
   answer: "{{ writer.text }}"
 `), 0o644))

@@ -164,7 +164,7 @@ func TestAgentApprovalLive(t *testing.T) {
 		}
 		done <- res
 	}()
-	for _, data := range []map[string]any{{"approved": true}, {"approved": false}} {
+	for _, data := range []any{map[string]any{"approved": true}, "no"} { // anything but approved: true refuses
 		require.Eventually(t, func() bool {
 			_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: "live0000002", Node: "writer", Data: data})
 			return err == nil
