@@ -67,7 +67,9 @@ type Config struct {
 	RescueAfter time.Duration
 	// Children, when set, runs the child workflows of a run's
 	// subworkflow tasks on this worker; nil: a subworkflow node fails.
-	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string) node.Children
+	// budget is the parent run's, as its history has it: what the child
+	// spends counts against it too.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
@@ -578,13 +580,13 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	run := env.run
 	tenv := env.task
-	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
-		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
-	}
 	// The run's budget goes on from what its recorded history spent, on
 	// whichever worker runs the node.
-	tenv.Services = node.BudgetService.Provide(tenv.Services,
-		engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD))
+	budget := engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD)
+	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget))
+	}
+	tenv.Services = node.BudgetService.Provide(tenv.Services, budget)
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {

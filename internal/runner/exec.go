@@ -95,6 +95,9 @@ type job struct {
 	// spent is what the run spent before this execution (a resume goes on
 	// from it) plus what was spent for it meanwhile (the repair model).
 	spent engine.Spent
+	// budget is the parent run's budget of a child run on a worker: what
+	// the child spends counts against it too (nil: no parent).
+	budget *engine.Budget
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -244,6 +247,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 		Spent:   j.spent,
+	}
+	if j.budget != nil {
+		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
