@@ -2,8 +2,11 @@
 // server declared in the workflow's mcp_servers, through the run's pool
 // (internal/mcp), which the host hands over in Call.Services.
 //
-// Before the call, the arguments are checked against the tool's input
-// schema; a mismatch fails the node at once (validation, invalid_arguments)
+// Before the call, when the host provides the workflow's pins
+// (internal/mcp.LockService), the tool is checked against the lock file:
+// one that changed since it was pinned fails the node (validation,
+// mcp_tool_changed). Then the arguments are checked against the tool's
+// input schema; a mismatch fails the node at once (validation, invalid_arguments)
 // with a message naming the tool and each bad field. A retry (attempt > 1)
 // first evicts the server's cached tool list.
 //

@@ -38,6 +38,11 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
+	if pins, ok := mcpclient.LockService.Lookup(call.Services); ok {
+		if err := pins.Check(ctx, pool, server, []*mcpclient.Tool{t}, warner(call)); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.CheckArguments(args); err != nil {
 		return nil, err
 	}
@@ -74,6 +79,11 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 		}
 	}
 	return output(res, r.text, call.ArtifactDir, tool)
+}
+
+// warner returns a func that records a warning event.
+func warner(call *node.Call) func(string) {
+	return func(msg string) { call.Emit("warning", map[string]any{"message": call.Redact(msg)}) }
 }
 
 // progressEvents returns a callback that records each progress
