@@ -17,6 +17,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -880,6 +881,10 @@ func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, 
 		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
 	}
 	s = llmkind.ModelsService.Provide(s, models)
+	// resolve: arguments of mcp nodes are picked by the workflow's models
+	// and kept for the run.
+	s = mcpkind.PickerService.Provide(s, models)
+	s = mcpkind.ResolutionsService.Provide(s, mcpkind.NewResolutions())
 	return node.JudgeService.Provide(s, models)
 }
 

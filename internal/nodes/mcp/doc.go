@@ -10,6 +10,14 @@
 // with a message naming the tool and each bad field. A retry (attempt > 1)
 // first evicts the server's cached tool list.
 //
+// An argument written {resolve, from: {tool, args, server}, field, model}
+// is resolved before anything else (resolve.go): the listing tool is
+// called, the host's Picker (the run's models) picks the item matching the
+// description, and the argument becomes the item or its field. Picks are
+// kept in the host's Resolutions for the run, by node and description,
+// and dropped before a retry; each is a resolved event, and what the
+// model spent is the output's _token_usage (or the error's).
+//
 // The output follows the variable-extraction rule:
 //
 //   - structuredContent, when the tool returns it, is the result;
