@@ -21,6 +21,9 @@ type Picker interface {
 	// _token_usage directive of the call (also with an error, when the
 	// model answered and was billed). An empty model is the default one.
 	PickItem(ctx context.Context, model, description string, items []any) (int, string, string, map[string]any, error)
+	// Priced reports the llm: entry and model a name resolves to, and
+	// whether the model's price is known.
+	Priced(name string) (entry, model string, known bool)
 }
 
 // PickerService is the key of the run's Picker in node.Call.Services.
@@ -279,13 +282,27 @@ func (r *resolver) pick(ctx context.Context, s resolveSpec) (resolution, error) 
 	if err != nil {
 		return none, err
 	}
+	name := s.model
+	if name == "" {
+		name = "default"
+	}
+	entry, priceless, known := picker.Priced(name)
 	if b, ok := node.BudgetService.Lookup(c.Services); ok {
 		if err := b.CheckExtra(r.spent.total, r.spent.cost); err != nil {
 			return none, err
 		}
+		if !known && b.CostLimited() {
+			return none, &node.Error{Code: "model_unpriced", Category: "budget_exceeded", Permanent: true,
+				Message: fmt.Sprintf("argument %s: model %s has no known price, so limits.max_cost_usd cannot count what resolving costs; "+
+					"set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}", s.arg, priceless, entry)}
+		}
 	}
 	n, reason, model, used, err := picker.PickItem(ctx, s.model, s.description, items)
 	r.spent.add(used)
+	if p, ok := used["priced"].(bool); ok && !p {
+		c.Emit("warning", map[string]any{"model": model, "unpriced": true, "message": fmt.Sprintf(
+			"model %s has no known price, so resolving argument %s counts as $0; set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}", model, s.arg, entry)})
+	}
 	if err != nil {
 		return none, err
 	}

@@ -19,14 +19,17 @@ import (
 // picker is a fake model that answers PickItem with a fixed pick, or an
 // error, and records the items it was shown.
 type picker struct {
-	index int
-	err   error
-	items []any
+	index    int
+	err      error
+	items    []any
+	unpriced bool
 }
+
+func (p *picker) Priced(name string) (string, string, bool) { return name, "fake-model", !p.unpriced }
 
 func (p *picker) PickItem(_ context.Context, _, _ string, items []any) (int, string, string, map[string]any, error) {
 	p.items = items
-	used := map[string]any{"input_tokens": 10, "output_tokens": 2, "total_tokens": 12, "cost_usd": 0.5, "priced": true}
+	used := map[string]any{"input_tokens": 10, "output_tokens": 2, "total_tokens": 12, "cost_usd": 0.5, "priced": !p.unpriced}
 	return p.index, "because", "fake-model", used, p.err
 }
 
@@ -59,15 +62,16 @@ func TestResolveCases(t *testing.T) {
 
 	from := func(tool string) map[string]any { return map[string]any{"tool": tool} }
 	cases := []struct {
-		name    string
-		arg     map[string]any
-		index   int
-		pickErr error
-		budget  node.Budget
-		want    any    // the argument the tool got
-		code    string // else the error's code
-		message string
-		charged bool // the error carries the pick's tokens
+		name     string
+		arg      map[string]any
+		index    int
+		pickErr  error
+		budget   node.Budget
+		unpriced bool
+		want     any    // the argument the tool got
+		code     string // else the error's code
+		message  string
+		charged  bool // the error carries the pick's tokens
 	}{
 		{name: "text lines", arg: map[string]any{"resolve": "the second", "from": from("lines")}, index: 2, want: "beta"},
 		{name: "the one list of an object, with field", arg: map[string]any{"resolve": "mail", "from": from("wrapped"), "field": "name"}, index: 1, want: "Mail"},
@@ -80,6 +84,9 @@ func TestResolveCases(t *testing.T) {
 		{name: "unknown listing tool", arg: map[string]any{"resolve": "x", "from": from("list")}, code: "unknown_tool"},
 		{name: "the model fails", arg: map[string]any{"resolve": "x", "from": from("lines")}, pickErr: &node.Error{Code: "llm_http", Message: "boom"}, code: "llm_http", charged: true},
 		{name: "over budget", arg: map[string]any{"resolve": "x", "from": from("lines")}, budget: spentBudget{}, code: "budget"},
+		{name: "an unpriced model under a cost limit", arg: map[string]any{"resolve": "x", "from": from("lines")}, index: 1, unpriced: true,
+			budget: &engine.Budget{MaxCostUSD: 1}, code: "model_unpriced",
+			message: "argument x: model fake-model has no known price, so limits.max_cost_usd cannot count what resolving costs; set one in the workflow: llm: {default: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}"},
 		{name: "no from", arg: map[string]any{"resolve": "x"}, code: "invalid_params", message: `argument x: from must name the tool that lists the items; write {resolve: "the invoice window", from: {tool: list_windows, args: {…}, server: …}, field: id}`},
 		{name: "unknown key", arg: map[string]any{"resolve": "x", "from": from("lines"), "pick": 1}, code: "invalid_params"},
 		{name: "empty description", arg: map[string]any{"resolve": " ", "from": from("lines")}, code: "invalid_params"},
@@ -92,7 +99,7 @@ func TestResolveCases(t *testing.T) {
 			if budget == nil {
 				budget = &engine.Budget{}
 			}
-			p := &picker{index: tc.index, err: tc.pickErr}
+			p := &picker{index: tc.index, err: tc.pickErr, unpriced: tc.unpriced}
 			r := b.resolveRun(t, map[string]any{"x": tc.arg}, p, budget)
 			if tc.code == "" {
 				require.Nil(t, r.err)
@@ -128,4 +135,20 @@ func jsonOf(v any) string {
 		return `"` + v + `"`
 	}
 	return "null"
+}
+
+// Without a cost limit an unpriced model resolves, with a warning that
+// its cost counts as $0.
+func TestResolveUnpricedWarns(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.AddTool("use", nil, returns(mcptest.Text("ok")))
+	b.srv.AddTool("lines", nil, returns(mcptest.Text("alpha\nbeta")))
+	r := b.resolveRun(t, map[string]any{"x": map[string]any{"resolve": "b", "from": map[string]any{"tool": "lines"}}},
+		&picker{index: 2, unpriced: true}, &engine.Budget{})
+	require.Nil(t, r.err)
+	warning := r.event(t, "warning")
+	require.Equal(t, true, warning["unpriced"])
+	require.Contains(t, warning["message"], "model fake-model has no known price, so resolving argument x counts as $0")
+	require.Equal(t, "beta", r.event(t, "resolved")["value"])
 }
