@@ -53,6 +53,16 @@ func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[strin
 	if call.Attempt > 1 {
 		pool.Evict(server) // DESIGN §2.5: caches go before a retry
 	}
+	// The tool is checked before anything is spent on resolving.
+	t, err := pool.Tool(ctx, server, tool)
+	if err != nil {
+		return nil, err
+	}
+	if pins, ok := mcpclient.LockService.Lookup(call.Services); ok {
+		if err := pins.Check(ctx, pool, server, []*mcpclient.Tool{t}, warner(call)); err != nil {
+			return nil, err
+		}
+	}
 	if len(specs) > 0 {
 		cache, ok := ResolutionsService.Lookup(call.Services)
 		if !ok {
@@ -67,15 +77,6 @@ func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[strin
 		args = maps.Clone(args)
 		r := &resolver{call: call, pool: pool, cache: cache, spent: spent}
 		if err := r.resolve(ctx, args, specs); err != nil {
-			return nil, err
-		}
-	}
-	t, err := pool.Tool(ctx, server, tool)
-	if err != nil {
-		return nil, err
-	}
-	if pins, ok := mcpclient.LockService.Lookup(call.Services); ok {
-		if err := pins.Check(ctx, pool, server, []*mcpclient.Tool{t}, warner(call)); err != nil {
 			return nil, err
 		}
 	}
