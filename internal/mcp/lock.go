@@ -174,24 +174,13 @@ type Change struct {
 	What []string `json:"what"`
 }
 
-// Compare lists how tools differ from pinned, by tool name. Only the
-// named tools are compared when only is not nil.
+// Compare lists how the tools now differ from pinned, by tool name:
+// changed and new tools, then removed ones.
 func Compare(pinned, now map[string]PinnedTool) []Change {
 	var out []Change
 	for _, name := range slices.Sorted(maps.Keys(now)) {
 		p, ok := pinned[name]
-		if !ok {
-			out = append(out, Change{Tool: name, What: []string{"new"}})
-			continue
-		}
-		var what []string
-		if p.Description != now[name].Description {
-			what = append(what, "description")
-		}
-		if p.InputSchema != now[name].InputSchema {
-			what = append(what, "input_schema")
-		}
-		if what != nil {
+		if what := differ(p, ok, now[name]); what != nil {
 			out = append(out, Change{Tool: name, What: what})
 		}
 	}
@@ -201,6 +190,22 @@ func Compare(pinned, now map[string]PinnedTool) []Change {
 		}
 	}
 	return out
+}
+
+// differ says how a tool differs from its pin p (pinned false: there is
+// none): nil when it does not.
+func differ(p PinnedTool, pinned bool, now PinnedTool) []string {
+	if !pinned {
+		return []string{"new"}
+	}
+	var what []string
+	if p.Description != now.Description {
+		what = append(what, "description")
+	}
+	if p.InputSchema != now.InputSchema {
+		what = append(what, "input_schema")
+	}
+	return what
 }
 
 // LockService is the key of the run's *Pins in node.Call.Services. A host
@@ -264,11 +269,9 @@ func (p *Pins) Check(ctx context.Context, pool *Pool, server string, used []*Too
 	}
 	var changes []Change
 	for _, t := range used {
-		now := map[string]PinnedTool{t.Name: Pin(t)}
-		for _, c := range Compare(pinned, now) {
-			if c.What[0] != "removed" {
-				changes = append(changes, c)
-			}
+		p, ok := pinned[t.Name]
+		if what := differ(p, ok, Pin(t)); what != nil {
+			changes = append(changes, Change{Tool: t.Name, What: what})
 		}
 	}
 	if len(changes) == 0 {

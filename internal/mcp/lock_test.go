@@ -147,3 +147,26 @@ func TestPinsBrokenLockFile(t *testing.T) {
 	require.Equal(t, "mcp_lock", err.Code)
 	require.Contains(t, err.Message, "has version 7; this Skein reads version 1")
 }
+
+// Whatever a lock file holds, reading it never panics, and a lock that
+// reads writes back to a file that reads the same.
+func FuzzReadLock(f *testing.F) {
+	f.Add([]byte("version: 1\nservers:\n  \"fs\":\n    \"read\":\n      description: sha256:aa\n      input_schema: sha256:bb\n"))
+	f.Add([]byte("version: 1\nservers: {}\n"))
+	f.Add([]byte("version: 2\n"))
+	f.Add([]byte("servers: [1]\n"))
+	f.Add([]byte("{\"version\": 1, \"servers\": {\"a: b\": {\"-x\": {\"description\": \"\", \"input_schema\": \"\"}}}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "f.skein.lock")
+		require.NoError(t, os.WriteFile(path, data, 0o644))
+		l, err := mcp.ReadLock(path)
+		if err != nil {
+			return
+		}
+		require.NoError(t, mcp.WriteLock(path, "f.yaml", l))
+		back, err := mcp.ReadLock(path)
+		require.NoError(t, err, "%s", l.Marshal("f.yaml"))
+		require.Equal(t, l, back)
+	})
+}
