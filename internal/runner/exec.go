@@ -17,6 +17,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -233,13 +234,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models),
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
 			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels), func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -877,10 +878,19 @@ func (b *observed) Flush() error {
 
 // runServices are the services the kinds of one run get: the HTTP policy,
 // the run's MCP servers, its models, and the models as the judge.
-func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
+func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
+	if w.File != "" {
+		// The tools a node uses are checked against the lock file beside
+		// the workflow, read afresh for each run.
+		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
+	}
 	s = llmkind.ModelsService.Provide(s, models)
+	// resolve: arguments of mcp nodes are picked by the workflow's models
+	// and kept for the run.
+	s = mcpkind.PickerService.Provide(s, models)
+	s = mcpkind.ResolutionsService.Provide(s, mcpkind.NewResolutions())
 	return node.JudgeService.Provide(s, models)
 }
 

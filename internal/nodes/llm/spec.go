@@ -47,7 +47,7 @@ var AgentSpec = node.Spec{
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
 		{Name: "tools", Type: node.Strings, Ref: node.RefMCPTools, Description: "Tools offered, as server.tool or server.* patterns."},
-		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
+		{Name: "allowed_tools", Type: node.Strings, Description: "Narrows tools: only the tools that also match one of these patterns are offered to the model and pinned; the model never sees the others, and a call of a tool not offered gets a tool error back."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},
 		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
