@@ -26,7 +26,7 @@ you accept it with skein lock update. Commit the lock file with the workflow.`,
 }
 
 func lockUpdateCmd(e *env) *cobra.Command {
-	var secretsFile string
+	var secretsFile, output string
 	var inputs []string
 	cmd := &cobra.Command{
 		Use:   "update WORKFLOW",
@@ -39,7 +39,10 @@ an error, and the lock file is left as it was.
 
 Templates in the servers' definitions get the workflow's input defaults,
 -i values, and secrets as skein run reads them. A subworkflow has a lock
-of its own: update it with its own file.`,
+of its own: update it with its own file.
+
+-o json prints {file, lock, servers: [{name, tools, changes: [{tool, what}]}],
+dropped} (schema/lock-update.schema.json).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := e.config(); err != nil {
@@ -58,6 +61,10 @@ of its own: update it with its own file.`,
 			})
 			if err != nil {
 				return failure(err)
+			}
+			if output == "json" {
+				writeJSON(e.stdout, res)
+				return nil
 			}
 			for _, s := range res.Servers {
 				fmt.Fprintf(e.stdout, "%s: %d %s pinned", s.Name, s.Tools, plural(s.Tools, "tool", "tools"))
@@ -80,6 +87,7 @@ of its own: update it with its own file.`,
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "an input for templates in the servers' definitions, as name=value (repeatable)")
 	fl.StringVar(&secretsFile, "secrets-file", "", "dotenv file with secret values, as skein run takes")
+	addOutputFlag(cmd, &output)
 	return cmd
 }
 
