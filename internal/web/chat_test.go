@@ -50,5 +50,43 @@ outputs:
 
 	release()
 	until(t, ctx, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("`+reply+`") && m.querySelector("a[href^='#/runs/']"))`)
-	require.Equal(t, "Send", eval[string](t, ctx, `document.querySelector("section.chat button[type=submit]").textContent`))
+	until(t, ctx, `document.querySelector("section.chat button[type=submit]").textContent === "Send"`)
+}
+
+// TestRunPageShowsAStreamingReply: a running llm node's panel shows the
+// reply as the model streams it (its llm_delta events), then its output.
+func TestRunPageShowsAStreamingReply(t *testing.T) {
+	t.Parallel()
+	ctx := browser(t)
+	reply := "So far, then finished." // the fake streams 4 characters a piece
+	hold := make(chan struct{})
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: reply, Usage: llm.Usage{InputTokens: 12, OutputTokens: 6}, Hold: hold},
+	})
+	release := sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release)
+	s := serve(t, map[string]string{"tell.yaml": `version: 1
+name: tell
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "` + model.BaseURL() + `", api_key: test}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: answer, type: llm, prompt: "write"}
+edges:
+  - {from: start, to: answer}
+`})
+	s.signIn(ctx)
+	id := s.start("tell")
+	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+id), chromedp.WaitVisible(`g.node[data-node="answer"]`))
+	do(t, ctx, chromedp.Click(`g.node[data-node="answer"]`))
+	until(t, ctx, `(document.querySelector("pre.streaming") || {textContent: ""}).textContent === "So "`)
+	require.NotContains(t, eval[string](t, ctx, `document.querySelector("pre.streaming").textContent`), "finished",
+		"only what the model wrote so far")
+	require.Equal(t, "running", eval[string](t, ctx, `document.querySelector('g.node[data-node="answer"]').dataset.status`))
+	require.False(t, eval[bool](t, ctx, `[...document.querySelectorAll(".timeline li")].some(li => li.dataset.type === "llm_delta")`),
+		"the pieces are not events of the timeline")
+
+	release()
+	until(t, ctx, `document.querySelector('g.node[data-node="answer"][data-status="success"]') && !document.querySelector("pre.streaming")`)
+	until(t, ctx, `document.querySelector('section.panel').textContent.includes("`+reply+`")`)
 }
