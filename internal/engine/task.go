@@ -117,6 +117,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 	if e.Blobs != nil {
 		call.Blobs = e.Blobs
 	}
+	ctx = node.WithCall(ctx, call) // a cassette tells requests apart by call
 	out, runErr := safeRun(ctx, kind, call)
 	if runErr != nil {
 		ne := node.AsError(runErr)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -95,13 +96,19 @@ type job struct {
 	// spent is what the run spent before this execution (a resume goes on
 	// from it) plus what was spent for it meanwhile (the repair model).
 	spent engine.Spent
+	// replay answers the run's interactions from a cassette.
+	replay *replayJob
 }
 
 // execute runs a job to its end: it records the run in the store and the
 // run folder, keeps its lease, and tells the observer.
 func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error) {
 	w := j.w
-	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	getenv := r.cfg.LookupEnv
+	if j.replay != nil {
+		getenv = replayEnv(getenv, w)
+	}
+	secrets, err := resolveSecrets(w, getenv, o.SecretsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -223,20 +230,31 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	// MCP servers start on first use and stop when the run ends.
 	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
 	defer pool.Close()
-	models := llmkind.NewModels(w, r.cfg.LookupEnv)
+	models := llmkind.NewModels(w, getenv)
 	models.Render = secretRenderer(secrets)
+	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models)
+	tape := j.tape(w, o, run.ID, started, red)
+	if tape != nil {
+		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
+		services = cassette.Service.Provide(services, tape)
+	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		Services:    services,
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
+			cmodels := llmkind.NewModels(cw, getenv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
+			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels)
+			if tape != nil {
+				cpool.Tape, cmodels.HTTPClient = tape, tapeClient(tape)
+				cs = cassette.Service.Provide(cs, tape)
+			}
+			return cs, func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -267,6 +285,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if res == nil {
 		r.release(ctx, run)
 		return nil, runErr
+	}
+	if tape != nil {
+		if err := saveTape(tape, rl.Dir(), j); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
@@ -333,7 +356,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
 }
 
 // plan returns the plan of w. A plan does not change once made, so the
