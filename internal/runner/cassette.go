@@ -19,12 +19,17 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// replayJob is what a replay adds to a job: the cassette it answers from.
-type replayJob struct {
-	cassette *cassette.Cassette
-	// source is the cassette's file: --allow-new appends to it.
-	source   string
-	allowNew bool
+// ReplaySource is the cassette a run answers its interactions from
+// (Options.Replay).
+type ReplaySource struct {
+	Cassette *cassette.Cassette
+	// File, when set, is the cassette's file: the interactions AllowNew
+	// sends live are appended to it.
+	File string
+	// AllowNew sends a request the cassette has no answer for live, and
+	// keeps its exchange; without it such a request fails its node with
+	// the difference from the one recorded there.
+	AllowNew bool
 }
 
 // tape returns the cassette tape of an execution: a player for a replay,
@@ -33,7 +38,7 @@ type replayJob struct {
 func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Time, red *redact.Redactor) *cassette.Tape {
 	switch {
 	case j.replay != nil:
-		return cassette.NewPlayer(j.replay.cassette, runID, started, red.Func(), j.replay.allowNew)
+		return cassette.NewPlayer(j.replay.Cassette, runID, started, red.Func(), j.replay.AllowNew)
 	case o.Record || w.Record:
 		return cassette.NewRecorder(cassette.Header{Workflow: w.Name, RunID: runID, StartedAt: started}, red.Func())
 	}
@@ -56,9 +61,9 @@ func saveTape(tape *cassette.Tape, dir string, j job) error {
 	if err := c.Write(filepath.Join(dir, cassette.FileName)); err != nil {
 		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
-	if j.replay != nil && tape.Added() > 0 {
-		if err := c.Write(j.replay.source); err != nil {
-			return fmt.Errorf("appending the new interactions to %s: %w", j.replay.source, err)
+	if j.replay != nil && j.replay.File != "" && tape.Added() > 0 {
+		if err := c.Write(j.replay.File); err != nil {
+			return fmt.Errorf("appending the new interactions to %s: %w", j.replay.File, err)
 		}
 	}
 	return nil
@@ -152,7 +157,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 		return nil, err
 	}
 	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger),
-		runID: NewRunID(), replay: &replayJob{cassette: c, source: src, allowNew: req.AllowNew}}, req.Options)
+		runID: NewRunID(), replay: &ReplaySource{Cassette: c, File: src, AllowNew: req.AllowNew}}, req.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -97,13 +97,16 @@ type job struct {
 	// from it) plus what was spent for it meanwhile (the repair model).
 	spent engine.Spent
 	// replay answers the run's interactions from a cassette.
-	replay *replayJob
+	replay *ReplaySource
 }
 
 // execute runs a job to its end: it records the run in the store and the
 // run folder, keeps its lease, and tells the observer.
 func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error) {
 	w := j.w
+	if j.replay == nil {
+		j.replay = o.Replay
+	}
 	getenv := r.cfg.LookupEnv
 	if j.replay != nil {
 		getenv = replayEnv(getenv, w)

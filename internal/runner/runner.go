@@ -297,6 +297,10 @@ type Options struct {
 	// world in its folder (skein run --record; record: true in the
 	// workflow does the same), for Replay.
 	Record bool
+	// Replay, when set, answers the run's interactions from a cassette
+	// instead of sending them (skein test's cases that name one, the
+	// examples' golden replays). Child runs answer from it too.
+	Replay *ReplaySource
 }
 
 // Result is how an execution ended.
