@@ -1,0 +1,74 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+// taped records itself (record: true): a command that leaves a marker and
+// prints a random number, then one that is given the run's secret.
+const taped = `version: 1
+name: taped
+record: true
+secrets: [TOKEN]
+inputs:
+  marker: {type: string}
+nodes:
+  - id: roll
+    type: shell
+    command: [sh, -c, 'touch "$0"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]
+  - id: use
+    type: shell
+    command: [sh, -c, 'echo "rolled $1 with a token of ${#0} characters"', "{{ secrets.TOKEN }}", "{{ trim(roll.stdout) }}"]
+edges:
+  - {from: roll, to: use}
+outputs:
+  text: "{{ trim(use.stdout) }}"
+`
+
+// TestRecordTrueAndReplayRunNothing: a workflow with record: true keeps a
+// cassette without the run's secret; a replay runs no command (the marker
+// is not made again), needs no secret, and gives the recorded outputs.
+func TestRecordTrueAndReplayRunNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "tok-0123456789-secret"
+	env := map[string]string{"SKEIN_SECRET_TOKEN": token}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "taped.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(taped), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", res.Run.Status)
+	text := res.Engine.Outputs["text"].(string)
+	require.Contains(t, text, "with a token of 21 characters")
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), token)
+	require.Equal(t, 2, strings.Count(string(raw), `"kind":"shell"`))
+
+	require.NoError(t, os.Remove(marker))
+	delete(env, "SKEIN_SECRET_TOKEN") // a replay sends nothing: it needs no secret
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, text, rr.Engine.Outputs["text"], "the recorded random number, not a new one")
+	require.NoFileExists(t, marker, "no command ran")
+	require.Empty(t, rr.Diverged)
+	require.Empty(t, rr.Mismatches)
+	require.Equal(t, res.Run.ID, rr.Of)
+}
