@@ -40,6 +40,10 @@ type Header struct {
 	RunID    string `json:"run_id"`
 	// StartedAt is the recorded run's start (execution.started_at).
 	StartedAt time.Time `json:"started_at"`
+	// Env holds the model settings the run read from the environment
+	// (SKEIN_LLM_PROVIDER, SKEIN_LLM_MODEL, SKEIN_LLM_BASE_URL), masked,
+	// so that a replay elsewhere resolves the same models.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // Entry is one recorded interaction.

@@ -271,7 +271,7 @@ func (e *MismatchError) Error() string {
 			b.WriteString("\n  " + c.String())
 		}
 	}
-	b.WriteString("\n(skein replay --allow-new sends such requests live and records the answers)")
+	b.WriteString("\n(skein replay --allow-new, or skein test --update for a test's cassette, sends such requests live and records the answers)")
 	return b.String()
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -35,15 +36,27 @@ type ReplaySource struct {
 // tape returns the cassette tape of an execution: a player for a replay,
 // a recorder when the run records (Options.Record, or record: true in
 // the workflow), else nil.
-func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Time, red *redact.Redactor) *cassette.Tape {
+func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Time, red *redact.Redactor, getenv func(string) (string, bool)) *cassette.Tape {
 	switch {
 	case j.replay != nil:
 		return cassette.NewPlayer(j.replay.Cassette, runID, started, red.Func(), j.replay.AllowNew)
 	case o.Record || w.Record:
-		return cassette.NewRecorder(cassette.Header{Workflow: w.Name, RunID: runID, StartedAt: started}, red.Func())
+		h := cassette.Header{Workflow: w.Name, RunID: runID, StartedAt: started}
+		for _, k := range modelEnv {
+			if v, ok := getenv(k); ok {
+				if h.Env == nil {
+					h.Env = map[string]string{}
+				}
+				h.Env[k] = red.String(v)
+			}
+		}
+		return cassette.NewRecorder(h, red.Func())
 	}
 	return nil
 }
+
+// modelEnv are the model settings a cassette keeps (Header.Env).
+var modelEnv = []string{llm.EnvProvider, llm.EnvModel, llm.EnvBaseURL}
 
 // tapeClient is the models' HTTP client through tape.
 func tapeClient(tape *cassette.Tape) *http.Client {
@@ -69,15 +82,18 @@ func saveTape(tape *cassette.Tape, dir string, j job) error {
 	return nil
 }
 
-// replayEnv is the environment of a replay: a secret or a model's API key
-// that is not set gets a stand-in. The cassette holds them masked, and a
-// replay sends nothing.
-func replayEnv(getenv func(string) (string, bool), w *workflow.Workflow) func(string) (string, bool) {
+// replayEnv is the environment of a replay: the model settings the
+// cassette recorded, and a stand-in for a secret or a model's API key that
+// is not set (the cassette holds them masked, and a replay sends nothing).
+func replayEnv(getenv func(string) (string, bool), w *workflow.Workflow, recorded map[string]string) func(string) (string, bool) {
 	secrets := map[string]bool{}
 	for _, s := range w.Secrets {
 		secrets[s] = true
 	}
 	return func(k string) (string, bool) {
+		if v, ok := recorded[k]; ok {
+			return v, true // the models the recorded run used
+		}
 		if v, ok := getenv(k); ok {
 			return v, true
 		}
@@ -247,4 +263,13 @@ func asJSON(v any) any {
 	var out any
 	_ = json.Unmarshal(b, &out)
 	return out
+}
+
+// CassetteMismatches are the requests the run's cassette had no answer
+// for, when it answered from one (Options.Replay).
+func (r *Result) CassetteMismatches() []*cassette.MismatchError {
+	if r == nil || r.tape == nil {
+		return nil
+	}
+	return r.tape.Mismatches()
 }

@@ -109,7 +109,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	getenv := r.cfg.LookupEnv
 	if j.replay != nil {
-		getenv = replayEnv(getenv, w)
+		getenv = replayEnv(getenv, w, j.replay.Cassette.Header.Env)
 	}
 	secrets, err := resolveSecrets(w, getenv, o.SecretsFile)
 	if err != nil {
@@ -236,7 +236,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	models := llmkind.NewModels(w, getenv)
 	models.Render = secretRenderer(secrets)
 	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models)
-	tape := j.tape(w, o, run.ID, started, red)
+	tape := j.tape(w, o, run.ID, started, red, getenv)
 	if tape != nil {
 		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
 		services = cassette.Service.Provide(services, tape)
