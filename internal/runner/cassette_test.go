@@ -27,8 +27,12 @@ nodes:
   - id: use
     type: shell
     command: [sh, -c, 'echo "rolled $1 with a token of ${#0} characters"', "{{ secrets.TOKEN }}", "{{ trim(roll.stdout) }}"]
+  - id: say
+    type: template
+    text: "said {{ trim(use.stdout) }}"
 edges:
   - {from: roll, to: use}
+  - {from: use, to: say}
 outputs:
   text: "{{ trim(use.stdout) }}"
 `
@@ -71,4 +75,62 @@ func TestRecordTrueAndReplayRunNothing(t *testing.T) {
 	require.Empty(t, rr.Diverged)
 	require.Empty(t, rr.Mismatches)
 	require.Equal(t, res.Run.ID, rr.Of)
+}
+
+// TestReplayEditedWorkflow: a replay of an edited workflow names the steps
+// whose output differs from the recorded run's; with AllowNew a changed
+// command runs live and its exchange is appended to the run's cassette.
+func TestReplayEditedWorkflow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"SKEIN_SECRET_TOKEN": "tok-0123456789-secret"}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "taped.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(taped), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	require.NoError(t, os.Remove(marker))
+
+	edited := filepath.Join(dir, "edited.yaml")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(taped, "said {{", "told {{", 1)), 0o644))
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Len(t, rr.Diverged, 1)
+	d := rr.Diverged[0]
+	require.Equal(t, "say", d.Node)
+	require.Equal(t, "output", d.What)
+	require.Contains(t, d.Replayed.(map[string]any)["text"], "told rolled")
+	require.NoFileExists(t, marker)
+
+	// A changed command: without AllowNew it fails its node, with it it
+	// runs and is appended.
+	changed := strings.Replace(taped, "-N4", "-N2", 1)
+	require.NoError(t, os.WriteFile(edited, []byte(changed), 0o644))
+	rr, err = r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited})
+	require.NoError(t, err)
+	require.Equal(t, "failed", rr.Run.Status)
+	require.Len(t, rr.Mismatches, 1)
+	require.Equal(t, "roll", rr.Mismatches[0].Node)
+	require.NoFileExists(t, marker)
+
+	rr, err = r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited, AllowNew: true})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, 2, rr.Added, "roll, and use, given roll's new number")
+	require.FileExists(t, marker, "sent live")
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(raw), `"new":true`), "appended to the recorded run's cassette")
+	var divergedNodes []string
+	for _, d := range rr.Diverged {
+		divergedNodes = append(divergedNodes, d.Node)
+	}
+	require.Contains(t, divergedNodes, "roll", "a new random number")
 }
