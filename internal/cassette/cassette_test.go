@@ -133,7 +133,7 @@ func TestChangedRequestFailsWithItsDiff(t *testing.T) {
 	require.ErrorAs(t, err, &me)
 	require.Equal(t, "fetch", me.Node)
 	require.Equal(t, []cassette.Change{{Path: "body.messages[0].content", Recorded: "What is 2 + 2?", Now: "Add 2 and 2."}}, me.Diff)
-	require.Contains(t, err.Error(), `node fetch (visit 1, attempt 1) made a http request that differs from the recorded one:
+	require.Contains(t, me.Error(), `node fetch (visit 1, attempt 1) made a http request that differs from the recorded one:
   body.messages[0].content: recorded "What is 2 + 2?", now "Add 2 and 2."`)
 	require.Len(t, player.Mismatches(), 1)
 
@@ -143,7 +143,10 @@ func TestChangedRequestFailsWithItsDiff(t *testing.T) {
 		t.Error("a replay ran the command")
 		return 0, nil
 	})
-	require.ErrorContains(t, err, "node other (visit 1, attempt 1) made a shell request the cassette has no recording of")
+	require.ErrorContains(t, err, "it (visit 1, attempt 1) made a shell request the cassette has no recording of", "the engine names the node before it")
+	var me2 *cassette.MismatchError
+	require.ErrorAs(t, err, &me2)
+	require.Equal(t, "node other (visit 1, attempt 1)", me2.Who())
 	ne := node.AsError(err)
 	require.Equal(t, "cassette_mismatch", ne.Code)
 	require.True(t, ne.Permanent, "retrying cannot help")

@@ -257,11 +257,17 @@ type MismatchError struct {
 	Diff     []Change        `json:"diff"`
 }
 
-func (e *MismatchError) Error() string {
-	who := "a request made outside any node"
-	if e.Node != "" {
-		who = fmt.Sprintf("node %s (visit %d, attempt %d)", e.Node, e.Visit, e.Attempt)
+func (e *MismatchError) Error() string { return e.text(e.Who()) }
+
+// Who names the node that made the request: "node a (visit 1, attempt 1)".
+func (e *MismatchError) Who() string {
+	if e.Node == "" {
+		return "a request made outside any node"
 	}
+	return fmt.Sprintf("node %s (visit %d, attempt %d)", e.Node, e.Visit, e.Attempt)
+}
+
+func (e *MismatchError) text(who string) string {
 	var b strings.Builder
 	if e.Recorded == nil {
 		fmt.Fprintf(&b, "%s made a %s request the cassette has no recording of: %s", who, e.Kind, clip(string(e.Got), 300))
@@ -278,8 +284,9 @@ func (e *MismatchError) Error() string {
 // NodeError is e as the failing node's error: permanent, code
 // cassette_mismatch, the diff in its details.
 func (e *MismatchError) NodeError() *node.Error {
+	// The engine names the node before the message: "node a: it …".
 	return &node.Error{Code: "cassette_mismatch", Category: node.CategoryValidation, Permanent: true,
-		Message: e.Error(), Details: map[string]any{"diff": e.Diff}, Err: e}
+		Message: e.text(fmt.Sprintf("it (visit %d, attempt %d)", e.Visit, e.Attempt)), Details: map[string]any{"diff": e.Diff}, Err: e}
 }
 
 // AsNodeError returns err as a node error when it is (or wraps) a

@@ -82,14 +82,15 @@ no answer for fails its node), 2 usage or no cassette.`,
 					writeJSON(e.stdout, doc)
 					return
 				}
-				summary(e.stdout, color, rr.Result, f.resumeCommand(rr.Run.ID))
+				summary(e.stdout, color, rr.Result, "")
 				fmt.Fprintf(e.stdout, "replay of run %s from its cassette", rr.Of)
 				if rr.Added > 0 {
 					fmt.Fprintf(e.stdout, " (%d new interactions sent live and appended)", rr.Added)
 				}
 				fmt.Fprintln(e.stdout)
 				for _, m := range rr.Mismatches {
-					fmt.Fprintf(e.stdout, "✗ %s\n", m.Error())
+					// The diff is in the node's error above.
+					fmt.Fprintf(e.stdout, "✗ the cassette has no answer for a %s request of %s\n", m.Kind, m.Who())
 				}
 				if len(rr.Diverged) == 0 {
 					fmt.Fprintln(e.stdout, "no step diverged from the recorded run")
@@ -97,7 +98,7 @@ no answer for fails its node), 2 usage or no cassette.`,
 				}
 				fmt.Fprintf(e.stdout, "%d step(s) diverged from the recorded run:\n", len(rr.Diverged))
 				for _, d := range rr.Diverged {
-					fmt.Fprintf(e.stdout, "  %s (visit %d): %s\n", d.Node, d.Visit, d.What)
+					fmt.Fprintf(e.stdout, "  %s (visit %d): %s\n", d.Node, d.Visit, divergence(d))
 				}
 			})
 			return err
@@ -107,4 +108,19 @@ no answer for fails its node), 2 usage or no cassette.`,
 	addFileFlag(cmd, &wfile, "replay with this (edited) workflow file")
 	cmd.Flags().BoolVar(&allowNew, "allow-new", false, "send a request the cassette has no answer for live, and append its answer to the cassette")
 	return cmd
+}
+
+// divergence says how a step diverged, in words.
+func divergence(d runner.Divergence) string {
+	switch d.What {
+	case "status":
+		return fmt.Sprintf("%v, recorded %v", d.Replayed, d.Recorded)
+	case "output":
+		return "another output"
+	case "only_recorded":
+		return "did not run (recorded " + fmt.Sprint(d.Recorded) + ")"
+	case "only_replayed":
+		return "ran only in the replay (" + fmt.Sprint(d.Replayed) + ")"
+	}
+	return d.What
 }
