@@ -42,6 +42,7 @@ func setup(t *testing.T) *bundle {
 		calls.Add(1)
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Set-Cookie", "session=s-42-cookie")
 		for _, piece := range []string{"data: one\n\n", "data: " + string(body) + "\n\n", "data: [DONE]\n\n"} {
 			fmt.Fprint(w, piece)
 			w.(http.Flusher).Flush()
@@ -118,6 +119,7 @@ func TestCassetteNeverHoldsSecrets(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), secret)
 	require.NotContains(t, string(raw), "Authorization", "credentials headers are not kept")
+	require.NotContains(t, string(raw), "s-42-cookie", "nor a session the server hands out")
 	require.Contains(t, string(raw), redact.Mask)
 	require.Contains(t, string(raw), cassette.RunIDPlaceholder)
 }

@@ -130,7 +130,9 @@ func (tr *transport) record(ctx context.Context, req *http.Request, hr httpReque
 }
 
 func toResponse(resp *http.Response, b []byte) httpResponse {
-	out := httpResponse{Status: resp.StatusCode, Headers: resp.Header}
+	h := resp.Header.Clone()
+	h.Del("Set-Cookie") // a session a server hands out is a credential
+	out := httpResponse{Status: resp.StatusCode, Headers: h}
 	if utf8.Valid(b) {
 		out.Body = string(b)
 	} else {

@@ -153,3 +153,12 @@ func TestReplayAgentOffline(t *testing.T) {
 	require.NotEmpty(t, rep.Mismatches[0].Diff)
 	require.Contains(t, rep.Run.Error["message"], "node helper")
 }
+
+// TestRecordIsLocal: --record keeps what nodes run in this process do, so
+// it does not go with --queue.
+func TestRecordIsLocal(t *testing.T) {
+	t.Parallel()
+	r := skein(t, "run", "--record", "--queue", "--dir", t.TempDir(), "testdata/ok.yaml", "-i", "city=Oslo")
+	require.Equal(t, 2, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "--record keeps the interactions of nodes run in this process; it does not go with --queue")
+}

@@ -157,9 +157,12 @@ Postgres --db; --auto-repair does too).`,
 			if queued && autoRepair {
 				return usagef("--auto-repair runs the workflow in this process; it does not go with --queue")
 			}
+			if queued && f.record {
+				return usagef("--record keeps the interactions of nodes run in this process; it does not go with --queue")
+			}
 			// A Postgres --db sends the nodes to the queue unless asked
 			// otherwise.
-			if !cmd.Flags().Changed("queue") && !local && !autoRepair {
+			if !cmd.Flags().Changed("queue") && !local && !autoRepair && !f.record {
 				queued = postgres.IsURL(e.db)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
