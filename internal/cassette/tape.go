@@ -21,6 +21,14 @@ var Service = node.NewService[*Tape]("a cassette")
 // Tape records or replays the interactions of one execution. Its methods
 // are safe for concurrent use.
 type Tape struct {
+	*reel
+	// scope prefixes the node ids of its requests: a child run's nodes
+	// ("child/") are not the parent's (Scoped).
+	scope string
+}
+
+// reel is what a tape and its scoped views share.
+type reel struct {
 	replay   bool
 	allowNew bool
 	mask     func(string) string
@@ -46,17 +54,17 @@ const (
 // exchange. mask masks the run's secrets (nil: none). h names the run: its
 // id and start are written as placeholders in requests.
 func NewRecorder(h Header, mask func(string) string) *Tape {
-	return &Tape{mask: orIdentity(mask), ids: idReplacer(h.RunID, h.StartedAt), header: h}
+	return &Tape{reel: &reel{mask: orIdentity(mask), ids: idReplacer(h.RunID, h.StartedAt), header: h}}
 }
 
 // NewPlayer returns a tape that answers requests from c. runID and
 // started are the replaying run's; mask masks its secrets. With allowNew,
 // a request c has no answer for is sent and its exchange added.
 func NewPlayer(c *Cassette, runID string, started time.Time, mask func(string) string, allowNew bool) *Tape {
-	return &Tape{
+	return &Tape{reel: &reel{
 		replay: true, allowNew: allowNew, mask: orIdentity(mask), ids: idReplacer(runID, started), header: c.Header,
 		entries: append([]*Entry(nil), c.Entries...), used: make([]bool, len(c.Entries)),
-	}
+	}}
 }
 
 func orIdentity(f func(string) string) func(string) string {
@@ -75,6 +83,13 @@ func idReplacer(runID string, started time.Time) *strings.Replacer {
 		pairs = append(pairs, started.UTC().Format(time.RFC3339), StartedAtPlaceholder)
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// Scoped returns a view of t whose requests are those of a child run of
+// the workflow named name: its nodes are written "name/node", its MCP
+// servers' tool lists kept apart from the parent's.
+func (t *Tape) Scoped(name string) *Tape {
+	return &Tape{reel: t.reel, scope: t.scope + name + "/"}
 }
 
 // Replaying reports whether t answers from a cassette.
@@ -109,13 +124,14 @@ type key struct {
 	visit, attempt int
 }
 
-func keyOf(ctx context.Context, kind string) key {
+func (t *Tape) keyOf(ctx context.Context, kind string) key {
 	k := key{kind: kind}
 	if kind == KindMCPTools {
+		k.node = strings.TrimSuffix(t.scope, "/")
 		return k // the server's, not the call's
 	}
 	if c := node.CallFrom(ctx); c != nil {
-		k.node, k.visit, k.attempt = c.NodeID, c.Visit, c.Attempt
+		k.node, k.visit, k.attempt = t.scope+c.NodeID, c.Visit, c.Attempt
 	}
 	return k
 }
@@ -151,7 +167,7 @@ func (t *Tape) request(req any) (masked, error) {
 // the cassette has no answer. req and T must encode as JSON.
 func Do[T any](ctx context.Context, t *Tape, kind string, req any, live func(context.Context) (T, error)) (T, error) {
 	var zero T
-	k := keyOf(ctx, kind)
+	k := t.keyOf(ctx, kind)
 	m, err := t.request(req)
 	if err != nil {
 		return zero, err

@@ -115,7 +115,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // record sends req and keeps the exchange once the answer's body has been
 // read or closed; the body reaches the caller as it arrives (a stream).
 func (tr *transport) record(ctx context.Context, req *http.Request, hr httpRequest) (*http.Response, error) {
-	k := keyOf(ctx, KindHTTP)
+	k := tr.t.keyOf(ctx, KindHTTP)
 	m, err := tr.t.request(hr)
 	if err != nil {
 		return nil, err

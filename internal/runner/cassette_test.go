@@ -134,3 +134,55 @@ func TestReplayEditedWorkflow(t *testing.T) {
 	}
 	require.Contains(t, divergedNodes, "roll", "a new random number")
 }
+
+// TestChildRunsAreTaped: a subworkflow's nodes are recorded apart from the
+// parent's, even under the same id, and replayed.
+func TestChildRunsAreTaped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child.yaml"), []byte(`version: 1
+name: child
+inputs:
+  marker: {type: string}
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, 'touch "$0.child"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]}
+outputs:
+  n: "{{ trim(roll.stdout) }}"
+`), 0o644))
+	file := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: parent
+record: true
+inputs:
+  marker: {type: string}
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, 'touch "$0"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]}
+  - {id: sub, type: subworkflow, workflow: child.yaml, inputs: {marker: "{{ inputs.marker }}"}}
+edges:
+  - {from: roll, to: sub}
+outputs:
+  text: "{{ trim(roll.stdout) }} {{ sub.n }}"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"node":"roll"`)
+	require.Contains(t, string(raw), `"node":"child/roll"`)
+	require.NoError(t, os.Remove(marker))
+	require.NoError(t, os.Remove(marker+".child"))
+
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status, "%+v", rr.Mismatches)
+	require.Equal(t, res.Engine.Outputs["text"], rr.Engine.Outputs["text"])
+	require.NoFileExists(t, marker)
+	require.NoFileExists(t, marker+".child")
+}

@@ -254,8 +254,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cmodels.Render = secretRenderer(secrets)
 			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels)
 			if tape != nil {
-				cpool.Tape, cmodels.HTTPClient = tape, tapeClient(tape)
-				cs = cassette.Service.Provide(cs, tape)
+				ct := tape.Scoped(cw.Name)
+				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
+				cs = cassette.Service.Provide(cs, ct)
 			}
 			return cs, func() { _ = cpool.Close() }
 		},
