@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/runner"
 )
 
@@ -185,4 +186,45 @@ outputs:
 	require.Equal(t, res.Engine.Outputs["text"], rr.Engine.Outputs["text"])
 	require.NoFileExists(t, marker)
 	require.NoFileExists(t, marker+".child")
+}
+
+// TestJudgeCallsAreTaped: the judge's model calls that grade a recorded
+// run's checks are in its cassette, and a replay's verdict comes from it
+// with the model gone.
+func TestJudgeCallsAreTaped(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.Reply(`{"verdicts": [{"check_name": "expect", "verdict": "pass", "reasoning": "it greets Ada"}]}`),
+	})
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "judged.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: judged
+record: true
+llm:
+  judge: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - id: page
+    type: set
+    values: {title: "Welcome, Ada"}
+    expect: "a greeting that names the user"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "PASSED", res.Verdict.Status)
+	require.Equal(t, 1, srv.Calls())
+	srv.Close()
+
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Equal(t, "PASSED", rr.Verdict.Status, "%+v", rr.Verdict)
+	require.Equal(t, 1, srv.Calls())
+	require.Empty(t, rr.Mismatches)
 }

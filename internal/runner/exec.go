@@ -321,7 +321,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red)
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
+		if tape != nil && hasChecks(w) {
+			verr = errors.Join(verr, saveTape(tape, rl.Dir(), j)) // with the judge's calls
+		}
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -775,8 +778,13 @@ func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv, secrets), red)
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
+	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
+	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
+		// The judge's model calls are recorded, or answered by a replay.
+		j.Models.HTTPClient = tapeClient(tape)
+	}
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an

@@ -232,7 +232,7 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 	if err := rl.Materialize(); err != nil {
 		return nil, err
 	}
-	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red)
+	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red, nil)
 	if v == nil {
 		return nil, err
 	}
