@@ -178,6 +178,9 @@ Postgres --db; --auto-repair does too).`,
 				if err != nil {
 					return nil, err
 				}
+				if queued && w.Record && !cmd.Flags().Changed("queue") {
+					queued = false // record: true runs here, as --record does
+				}
 				if queued {
 					return r.Enqueue(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
 				}

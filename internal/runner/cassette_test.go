@@ -228,3 +228,16 @@ nodes:
 	require.Equal(t, 1, srv.Calls())
 	require.Empty(t, rr.Mismatches)
 }
+
+// TestRecordedRunsAreNotQueued: a run that records (record: true) is not
+// sent to the queue's workers, where no cassette would see its nodes.
+func TestRecordedRunsAreNotQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "taped.yaml", taped))
+	require.NoError(t, err)
+	_, err = b.r.Enqueue(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": "x"}})
+	var ue *runner.UsageError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorContains(t, err, "run it with --local")
+}
