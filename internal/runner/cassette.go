@@ -182,7 +182,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 		out.Mismatches, out.Added = res.tape.Mismatches(), res.tape.Added()
 	}
 	if res.Engine != nil {
-		out.Diverged = diverged(lastSteps(hist), res.Engine.Steps, res.redact)
+		out.Diverged = diverged(lastSteps(hist), res.Engine.Steps, res.redact, strings.NewReplacer(res.Run.ID, run.ID))
 	}
 	return out, nil
 }
@@ -208,8 +208,10 @@ func lastSteps(hist []*store.Step) map[stepKey]*store.Step {
 	return out
 }
 
-// diverged compares a replay's steps with the recorded ones, masked alike.
-func diverged(recorded map[stepKey]*store.Step, replayed []*engine.StepRecord, red *redact.Redactor) []Divergence {
+// diverged compares a replay's steps with the recorded ones, masked alike,
+// with the replay's run id read as the recorded run's (ids: an output that
+// names its run is the same output).
+func diverged(recorded map[stepKey]*store.Step, replayed []*engine.StepRecord, red *redact.Redactor, ids *strings.Replacer) []Divergence {
 	out := []Divergence{}
 	now := map[stepKey]*engine.StepRecord{}
 	for _, s := range replayed {
@@ -231,6 +233,9 @@ func diverged(recorded map[stepKey]*store.Step, replayed []*engine.StepRecord, r
 		default:
 			o, _ := red.Map(s.Output)
 			a, b := asJSON(rec.Output), asJSON(o)
+			if bs, err := json.Marshal(b); err == nil {
+				_ = json.Unmarshal([]byte(ids.Replace(string(bs))), &b)
+			}
 			if m, ok := a.(map[string]any); ok {
 				delete(m, "_directives") // the store keeps them with the output
 			}

@@ -31,9 +31,13 @@ nodes:
   - id: say
     type: template
     text: "said {{ trim(use.stdout) }}"
+  - id: ref
+    type: template
+    text: "run {{ execution.id }}"
 edges:
   - {from: roll, to: use}
   - {from: use, to: say}
+  - {from: roll, to: ref}
 outputs:
   text: "{{ trim(use.stdout) }}"
 `
@@ -73,7 +77,7 @@ func TestRecordTrueAndReplayRunNothing(t *testing.T) {
 	require.Equal(t, "completed", rr.Run.Status)
 	require.Equal(t, text, rr.Engine.Outputs["text"], "the recorded random number, not a new one")
 	require.NoFileExists(t, marker, "no command ran")
-	require.Empty(t, rr.Diverged)
+	require.Empty(t, rr.Diverged, "an output naming its run (ref) is the same output")
 	require.Empty(t, rr.Mismatches)
 	require.Equal(t, res.Run.ID, rr.Of)
 }
