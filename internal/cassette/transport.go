@@ -150,7 +150,6 @@ func fromResponse(req *http.Request, a httpResponse) *http.Response {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Del("Content-Encoding") // the body was kept decoded
 	return &http.Response{
 		Status: http.StatusText(a.Status), StatusCode: a.Status, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header: h, Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)), Request: req,
