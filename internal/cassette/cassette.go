@@ -89,18 +89,20 @@ func Read(path string) (*Cassette, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64<<10), len(b)+1)
 	line := 0
+	header := false
 	for sc.Scan() {
 		line++
 		text := bytes.TrimSpace(sc.Bytes())
 		if len(text) == 0 {
 			continue
 		}
-		if line == 1 {
-			if err := json.Unmarshal(text, &c.Header); err != nil || c.Header.Cassette == 0 {
-				return nil, fmt.Errorf("%s:1: not a cassette header (want {\"cassette\": %d, …})", path, Version)
+		if !header {
+			header = true
+			if err := json.Unmarshal(text, &c.Header); err != nil || c.Header.Cassette <= 0 {
+				return nil, fmt.Errorf("%s:%d: not a cassette header (want {\"cassette\": %d, …})", path, line, Version)
 			}
 			if c.Header.Cassette > Version {
-				return nil, fmt.Errorf("%s:1: cassette format %d is newer than this skein reads (%d); upgrade skein", path, c.Header.Cassette, Version)
+				return nil, fmt.Errorf("%s:%d: cassette format %d is newer than this skein reads (%d); upgrade skein", path, line, c.Header.Cassette, Version)
 			}
 			continue
 		}
@@ -116,7 +118,7 @@ func Read(path string) (*Cassette, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	if line == 0 {
+	if !header {
 		return nil, fmt.Errorf("%s: the cassette is empty", path)
 	}
 	return c, nil

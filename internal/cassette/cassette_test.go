@@ -217,6 +217,8 @@ func TestReadNamesFileAndLine(t *testing.T) {
 		{"entry without hash", "{\"cassette\": 1}\n{\"kind\": \"http\"}\n", ":2: an entry needs a kind and a hash"},
 		{"newer format", "{\"cassette\": 9}\n", ":1: cassette format 9 is newer"},
 		{"empty", "", "the cassette is empty"},
+		{"blank lines only", "\n  \n", "the cassette is empty"},
+		{"header after a blank line", "\n{\"hello\": 1}\n", ":2: not a cassette header"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
