@@ -40,9 +40,9 @@ type replayDoc struct {
 
 // TestReplayAgentOffline is issue 18's acceptances 1 and 2. It records a
 // run of examples/agent.yaml against the llmtest fake and the real
-// server-everything, then stops the fake (its port closed, HTTP_PROXY
-// pointing nowhere) and replays the run with the MCP server's command
-// replaced by one that leaves a marker file and fails: the replay has the
+// server-everything, then stops the fake (its port closed) and replays
+// the run with the MCP server's command replaced by one that leaves a
+// marker file and fails: the replay has the
 // recorded outputs and steps, the fake got no request and no MCP process
 // started. Then a replay of the workflow with its prompt edited fails at
 // the agent node, naming it and showing how the model request differs.
@@ -92,11 +92,11 @@ func TestReplayAgentOffline(t *testing.T) {
 		require.Contains(t, string(tape), kind)
 	}
 
-	// Both stopped: the model's port is closed, a proxy points nowhere,
-	// and the MCP server's command would leave a marker.
+	// Both stopped: the model's port is closed (a request would fail, and
+	// the fake counts none), and the MCP server's command would leave a
+	// marker. (HTTP_PROXY would prove nothing: Go reads it once per
+	// process, and never for loopback.)
 	srv.Close()
-	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
-	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
 	marker := filepath.Join(t.TempDir(), "mcp-started")
 	src, err := os.ReadFile(filepath.Join("examples", "agent.yaml"))
 	require.NoError(t, err)
