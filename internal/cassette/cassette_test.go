@@ -59,6 +59,7 @@ func (b *bundle) post(t *testing.T, rt http.RoundTripper, body string) (string, 
 	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, b.srv.URL+"/v1/chat?stream=true", strings.NewReader(body))
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("X-Api-Key", "k-"+secret[:6]) // not a run's secret
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := (&http.Client{Transport: rt}).Do(req)
 	if err != nil {
@@ -119,6 +120,7 @@ func TestCassetteNeverHoldsSecrets(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), secret)
 	require.NotContains(t, string(raw), "Authorization", "credentials headers are not kept")
+	require.NotContains(t, string(raw), "X-Api-Key")
 	require.NotContains(t, string(raw), "s-42-cookie", "nor a session the server hands out")
 	require.Contains(t, string(raw), redact.Mask)
 	require.Contains(t, string(raw), cassette.RunIDPlaceholder)
@@ -247,4 +249,34 @@ c.e: added null
 gone: removed (recorded true)
 new: added 1
 `, lines.String())
+}
+
+// TestRecordingStreams: while recording, the caller reads a streamed
+// answer as it arrives, not once it is whole.
+func TestRecordingStreams(t *testing.T) {
+	t.Parallel()
+	read := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-read // the second piece only once the first was read
+		fmt.Fprint(w, "data: second\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	tape := cassette.NewRecorder(cassette.Header{RunID: "r-1"}, nil)
+	resp, err := (&http.Client{Transport: tape.Transport(nil)}).Get(srv.URL)
+	require.NoError(t, err)
+	first := make([]byte, len("data: first\n\n"))
+	_, err = io.ReadFull(resp.Body, first)
+	require.NoError(t, err)
+	require.Equal(t, "data: first\n\n", string(first))
+	require.Empty(t, tape.Cassette().Entries, "kept once the answer has ended")
+	close(read)
+	rest, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, "data: second\n\n", string(rest))
+	entries := tape.Cassette().Entries
+	require.Len(t, entries, 1)
+	require.Contains(t, string(entries[0].Response), `data: first\n\ndata: second\n\n`, "the whole answer")
 }

@@ -73,3 +73,29 @@ func TestCassetteCases(t *testing.T) {
   argv[2]: recorded "touch \"$0\"; od -An -N4`)
 	require.NoFileExists(t, marker)
 }
+
+// TestUpdateKeepsAGoodCassette: --update rewrites a cassette only when the
+// live run meets the case.
+func TestUpdateKeepsAGoodCassette(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "rolled.yaml"), []byte(rolled), 0o644))
+	test := filepath.Join(dir, "rolled.test.yaml")
+	require.NoError(t, os.WriteFile(test, []byte(`cases:
+  - name: wants a word
+    inputs: {marker: `+filepath.Join(dir, "ran")+`}
+    cassette: rolled.jsonl
+    expect: {outputs: {n: "not a number"}}
+`), 0o644))
+	good := "{\"cassette\":1,\"workflow\":\"rolled\"}\n"
+	tape := filepath.Join(dir, "rolled.jsonl")
+	require.NoError(t, os.WriteFile(tape, []byte(good), 0o644))
+	f, err := flowtest.Load(test, node.Default)
+	require.NoError(t, err)
+	rep := flowtest.Run(t.Context(), []*flowtest.File{f}, flowtest.Options{Update: true})
+	require.Equal(t, 1, rep.Failed)
+	require.Contains(t, rep.Cases[0].Error, "was left as it was: the live run did not meet the case")
+	got, err := os.ReadFile(tape)
+	require.NoError(t, err)
+	require.Equal(t, good, string(got))
+}
