@@ -31,6 +31,10 @@ const (
 	// KindShell is a shell node's command and its result (stdout,
 	// stderr, exit code).
 	KindShell = "shell"
+	// KindClock is the times a call read from the run's clock
+	// (node.Call.Now), in order: one entry per call, its response the
+	// list of times.
+	KindClock = "clock"
 )
 
 // Header is the first line of a cassette.

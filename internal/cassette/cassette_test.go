@@ -280,3 +280,25 @@ func TestRecordingStreams(t *testing.T) {
 	require.Len(t, entries, 1)
 	require.Contains(t, string(entries[0].Response), `data: first\n\ndata: second\n\n`, "the whole answer")
 }
+
+// TestCallClock: a call's clock reads are recorded per call and given
+// again in order; past the recorded ones, the replay's own clock.
+func TestCallClock(t *testing.T) {
+	t.Parallel()
+	call := &node.Call{NodeID: "a", Visit: 1, Attempt: 1}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := 0
+	base := func() time.Time { n++; return t0.Add(time.Duration(n) * time.Second) }
+	rec := cassette.NewRecorder(cassette.Header{RunID: "r-1"}, nil)
+	now := rec.CallClock(call, base)
+	first, second := now(), now()
+	other := rec.CallClock(&node.Call{NodeID: "b", Visit: 1, Attempt: 1}, base)()
+
+	later := func() time.Time { return t0.Add(time.Hour) }
+	play := cassette.NewPlayer(rec.Cassette(), "r-2", time.Time{}, nil, false)
+	now = play.CallClock(call, later)
+	require.True(t, first.Equal(now()))
+	require.True(t, second.Equal(now()))
+	require.True(t, later().Equal(now()), "past the recorded reads")
+	require.True(t, other.Equal(play.CallClock(&node.Call{NodeID: "b", Visit: 1, Attempt: 1}, later)()))
+}

@@ -1,9 +1,9 @@
 // Package cassette records a run's interactions with the outside world and
 // answers them again: a Tape sits at the seams where node kinds reach out
-// — the HTTP transport of the models and of http nodes, the MCP pool, the
-// shell kind — and either passes each request on and keeps the exchange
-// (recording) or answers it from a recorded cassette without sending it
-// (replaying).
+// — the HTTP transport of the models, of the judge and of http nodes, the
+// MCP pool, the shell kind, each call's clock (node.ClockService) — and
+// either passes each request on and keeps the exchange (recording) or
+// answers it from a recorded cassette without sending it (replaying).
 //
 // A cassette is a JSON-lines file in the run folder (FileName): a Header,
 // then one Entry per interaction. Each entry names the node, visit and

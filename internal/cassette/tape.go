@@ -1,12 +1,14 @@
 package cassette
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +44,10 @@ type reel struct {
 	used       []bool
 	added      int
 	mismatches []*MismatchError
+	// clocks are the times each call read (recorded, or to replay), and
+	// clockAt how many of them a replay has given.
+	clocks  map[key][]time.Time
+	clockAt map[key]int
 }
 
 // Placeholders of the run's own values in recorded requests.
@@ -54,17 +60,29 @@ const (
 // exchange. mask masks the run's secrets (nil: none). h names the run: its
 // id and start are written as placeholders in requests.
 func NewRecorder(h Header, mask func(string) string) *Tape {
-	return &Tape{reel: &reel{mask: orIdentity(mask), ids: idReplacer(h.RunID, h.StartedAt), header: h}}
+	return &Tape{reel: &reel{mask: orIdentity(mask), ids: idReplacer(h.RunID, h.StartedAt), header: h, clocks: map[key][]time.Time{}}}
 }
 
 // NewPlayer returns a tape that answers requests from c. runID and
 // started are the replaying run's; mask masks its secrets. With allowNew,
 // a request c has no answer for is sent and its exchange added.
 func NewPlayer(c *Cassette, runID string, started time.Time, mask func(string) string, allowNew bool) *Tape {
-	return &Tape{reel: &reel{
+	r := &reel{
 		replay: true, allowNew: allowNew, mask: orIdentity(mask), ids: idReplacer(runID, started), header: c.Header,
 		entries: append([]*Entry(nil), c.Entries...), used: make([]bool, len(c.Entries)),
-	}}
+		clocks: map[key][]time.Time{}, clockAt: map[key]int{},
+	}
+	for _, e := range c.Entries {
+		if e.Kind != KindClock {
+			continue
+		}
+		var times []time.Time
+		if json.Unmarshal(e.Response, &times) == nil {
+			k := key{kind: KindClock, node: e.Node, visit: e.Visit, attempt: e.Attempt}
+			r.clocks[k] = append(r.clocks[k], times...)
+		}
+	}
+	return &Tape{reel: r}
 }
 
 func orIdentity(f func(string) string) func(string) string {
@@ -100,8 +118,46 @@ func (t *Tape) Replaying() bool { return t.replay }
 func (t *Tape) Cassette() *Cassette {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return &Cassette{Header: t.header, Entries: append([]*Entry(nil), t.entries...)}
+	out := &Cassette{Header: t.header, Entries: append([]*Entry(nil), t.entries...)}
+	if t.replay {
+		return out // its clock entries are among the replayed ones
+	}
+	keys := make([]key, 0, len(t.clocks))
+	for k := range t.clocks {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		return cmp.Or(cmp.Compare(a.node, b.node), cmp.Compare(a.visit, b.visit), cmp.Compare(a.attempt, b.attempt))
+	})
+	for _, k := range keys {
+		b, _ := json.Marshal(t.clocks[k])
+		out.Entries = append(out.Entries, &Entry{Kind: KindClock, Node: k.node, Visit: k.visit, Attempt: k.attempt, Hash: KindClock, Request: json.RawMessage("null"), Response: b})
+	}
+	return out
 }
+
+// CallClock is the clock of a call (node.Clock): when recording, base's
+// times, kept; when replaying, the times the call read when recorded, in
+// order, then base's once they run out.
+func (t *Tape) CallClock(c *node.Call, base func() time.Time) func() time.Time {
+	k := key{kind: KindClock, node: t.scope + c.NodeID, visit: c.Visit, attempt: c.Attempt}
+	return func() time.Time {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.replay {
+			if i := t.clockAt[k]; i < len(t.clocks[k]) {
+				t.clockAt[k] = i + 1
+				return t.clocks[k][i]
+			}
+			return base()
+		}
+		now := base()
+		t.clocks[k] = append(t.clocks[k], now)
+		return now
+	}
+}
+
+var _ node.Clock = (*Tape)(nil)
 
 // Added is how many entries a replay added (--allow-new).
 func (t *Tape) Added() int {

@@ -111,6 +111,9 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 			}
 		},
 	}
+	if ck, ok := node.ClockService.Lookup(e.Services); ok {
+		call.Now = ck.CallClock(call, now) // recorded, or replayed
+	}
 	if e.ArtifactDir != nil {
 		call.ArtifactDir = e.ArtifactDir(pn.ID)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -244,4 +245,37 @@ func TestRecordedRunsAreNotQueued(t *testing.T) {
 	var ue *runner.UsageError
 	require.ErrorAs(t, err, &ue)
 	require.ErrorContains(t, err, "run it with --local")
+}
+
+// TestClockIsTaped: the times a node reads are recorded and given again:
+// a wait until a time, recorded a second before it, waits that second in
+// the replay too, though that time has passed — the same output, no step
+// diverged.
+func TestClockIsTaped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "waits.yaml", `version: 1
+name: waits
+record: true
+inputs:
+  until: {type: string}
+nodes:
+  - {id: hold, type: wait, until: "{{ inputs.until }}"}
+`))
+	require.NoError(t, err)
+	until := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"until": until}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	waited := res.Engine.Steps[len(res.Engine.Steps)-1].Output["waited_ms"]
+	require.NotZero(t, waited)
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"kind":"clock","node":"hold"`)
+
+	rr, err := b.r.Replay(b.ctx, runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, waited, rr.Engine.Steps[len(rr.Engine.Steps)-1].Output["waited_ms"], "the recorded clock")
+	require.Empty(t, rr.Diverged)
 }

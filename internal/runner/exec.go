@@ -239,7 +239,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	tape := j.tape(w, o, run.ID, started, red, getenv)
 	if tape != nil {
 		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
-		services = cassette.Service.Provide(services, tape)
+		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
 	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
@@ -256,7 +256,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			if tape != nil {
 				ct := tape.Scoped(cw.Name)
 				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
-				cs = cassette.Service.Provide(cs, ct)
+				cs = node.ClockService.Provide(cassette.Service.Provide(cs, ct), ct)
 			}
 			return cs, func() { _ = cpool.Close() }
 		},
