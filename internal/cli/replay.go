@@ -62,7 +62,7 @@ no answer for fails its node), 2 usage or no cassette.`,
 			}
 			var rr *runner.ReplayResult
 			var rn *runner.Runner
-			err := executingQuiet(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
+			err := executingRendered(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				id, err := r.ResolveRunID(ctx, args[0])
 				if err != nil {
 					return nil, err

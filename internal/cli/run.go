@@ -204,12 +204,12 @@ Postgres --db; --auto-repair does too).`,
 // executing opens the runner, shows progress, carries out one execution
 // and renders its result.
 func executing(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error)) error {
-	return executingQuiet(ctx, e, f, do, nil)
+	return executingRendered(ctx, e, f, do, nil)
 }
 
-// executingQuiet is executing with the result rendered by render, when
+// executingRendered is executing with the result rendered by render, when
 // set, instead of the run document or summary.
-func executingQuiet(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error), render func(ctx context.Context, color bool)) error {
+func executingRendered(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error), render func(ctx context.Context, color bool)) error {
 	r, err := e.openRunner(f.dir)
 	if err != nil {
 		return err
