@@ -99,6 +99,7 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		runCmd(e),
 		resumeCmd(e),
 		rerunCmd(e),
+		replayCmd(e),
 		runsCmd(e),
 		checkCmd(e),
 		testCmd(e),

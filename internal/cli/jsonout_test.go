@@ -84,6 +84,7 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		return m["execution_id"].(string)
 	}
 	ok := start("testdata/ok.yaml", "-i", "city=Paris")
+	recorded := start("--record", "testdata/ok.yaml", "-i", "city=Rome")
 	failed := start("testdata/fail.yaml")
 	checked := start("../../examples/checks.yaml", "-i", "currency=usd")
 	waiting := start("../../examples/approval.yaml")
@@ -137,6 +138,8 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"resume completed", []string{"resume", ok}, 2, "error.schema.json", "completed"},
 		{"resume failed", []string{"resume", failed}, 1, "run.schema.json", ""},
 		{"rerun", []string{"rerun", ok, "--pin", "say"}, 0, "run.schema.json", ""},
+		{"replay", []string{"replay", recorded}, 0, "replay.schema.json", ""},
+		{"replay without a cassette", []string{"replay", ok}, 2, "error.schema.json", "usage"},
 		{"rerun unknown pin", []string{"rerun", ok, "--pin", "nope"}, 2, "error.schema.json", "usage"},
 		{"cancel not running", []string{"cancel", ok}, 2, "error.schema.json", "not_running"},
 		{"signal", []string{"signal", waiting, "approve", "--data", `{"approved": true, "by": "Ada"}`}, 0, "run.schema.json", ""},

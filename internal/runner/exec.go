@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -99,13 +100,22 @@ type job struct {
 	// budget is the parent run's budget of a child run on a worker: what
 	// the child spends counts against it too (nil: no parent).
 	budget *engine.Budget
+	// replay answers the run's interactions from a cassette.
+	replay *ReplaySource
 }
 
 // execute runs a job to its end: it records the run in the store and the
 // run folder, keeps its lease, and tells the observer.
 func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error) {
 	w := j.w
-	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	if j.replay == nil {
+		j.replay = o.Replay
+	}
+	getenv := r.cfg.LookupEnv
+	if j.replay != nil {
+		getenv = replayEnv(getenv, w, j.replay.Cassette.Header.Env)
+	}
+	secrets, err := resolveSecrets(w, getenv, o.SecretsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -227,20 +237,32 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	// MCP servers start on first use and stop when the run ends.
 	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
 	defer pool.Close()
-	models := llmkind.NewModels(w, r.cfg.LookupEnv)
+	models := llmkind.NewModels(w, getenv)
 	models.Render = secretRenderer(secrets)
+	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models)
+	tape := j.tape(w, o, run.ID, started, red, getenv)
+	if tape != nil {
+		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
+		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
+	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models),
+		Services:    services,
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
+			cmodels := llmkind.NewModels(cw, getenv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels), func() { _ = cpool.Close() }
+			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels)
+			if tape != nil {
+				ct := tape.Scoped(cw.Name)
+				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
+				cs = node.ClockService.Provide(cassette.Service.Provide(cs, ct), ct)
+			}
+			return cs, func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -275,6 +297,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		r.release(ctx, run)
 		return nil, runErr
 	}
+	if tape != nil {
+		if err := saveTape(tape, rl.Dir(), j); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
@@ -301,7 +328,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red)
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
+		if tape != nil && hasChecks(w) {
+			verr = errors.Join(verr, saveTape(tape, rl.Dir(), j)) // with the judge's calls
+		}
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -340,7 +370,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
 }
 
 // plan returns the plan of w. A plan does not change once made, so the
@@ -755,8 +785,13 @@ func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv, secrets), red)
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
+	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
+	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
+		// The judge's model calls are recorded, or answered by a replay.
+		j.Models.HTTPClient = tapeClient(tape)
+	}
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an

@@ -314,7 +314,7 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	// secrets set now are masked in it (the run's may be set no longer).
 	secrets := knownSecrets(w, r.cfg.LookupEnv)
 	red := redact.New(secrets)
-	v, err := r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, secrets, red)
+	v, err := r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, secrets, red, nil)
 	if v != nil && (v.Tokens > 0 || v.CostUSD > 0) && (run.LeaseExpired || run.Owner.Token == "") {
 		// The judge's calls are the run's spending too.
 		run.Tokens += v.Tokens
