@@ -99,7 +99,7 @@ func (s *subRunner) RunChild(ctx context.Context, path string, inputs map[string
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
 		Stack: chain, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices,
-		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory,
+		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory, Instant: rs.opts.Instant,
 	}
 	if rs.opts.ChildServices != nil {
 		services, release := rs.opts.ChildServices(w, in)

@@ -279,3 +279,40 @@ nodes:
 	require.Equal(t, waited, rr.Engine.Steps[len(rr.Engine.Steps)-1].Output["waited_ms"], "the recorded clock")
 	require.Empty(t, rr.Diverged)
 }
+
+// TestReplayDoesNotWaitAgain: a replay does not wait again for what the
+// recorded run waited for (a wait node, a retry's backoff).
+func TestReplayDoesNotWaitAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "pause.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: pause
+record: true
+nodes:
+  - {id: nap, type: wait, duration: 1s}
+  - {id: after, type: shell, command: [echo, awake]}
+edges:
+  - {from: nap, to: after}
+outputs:
+  said: "{{ trim(after.stdout) }}"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	began := time.Now()
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.GreaterOrEqual(t, time.Since(began), time.Second, "the recorded run waits")
+
+	began = time.Now()
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Less(t, time.Since(began), time.Second, "the replay does not wait again")
+	require.Equal(t, "awake", rr.Engine.Outputs["said"])
+	require.Empty(t, rr.Diverged)
+}

@@ -270,6 +270,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 		Spent:   j.spent,
+		// A replay does not wait again for what the recorded run waited.
+		Instant: j.replay != nil,
 	}
 	if j.budget != nil {
 		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
