@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 )
 
 // Services are what a host gives kinds besides their parameters: the run's
@@ -105,8 +106,16 @@ type Judge interface {
 	JudgeValue(ctx context.Context, model, prompt string, value any) (bool, string, map[string]any, error)
 }
 
+// Clock gives each call its clock (Call.Now). A host that records a run's
+// interactions provides one, so that the times a kind reads are recorded,
+// and given again when the run is replayed; base is the run's clock.
+type Clock interface {
+	CallClock(c *Call, base func() time.Time) func() time.Time
+}
+
 // The standard services.
 var (
+	ClockService    = NewService[Clock]("the run's clock")
 	BudgetService   = NewService[Budget]("the run's budget")
 	ChildrenService = NewService[Children]("a way to run child workflows")
 	JudgeService    = NewService[Judge]("a judge model")

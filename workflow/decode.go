@@ -24,7 +24,7 @@ var CommonFields = []string{
 
 var topKeys = []string{
 	"version", "name", "description", "inputs", "secrets", "files", "defaults", "mcp_servers",
-	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs",
+	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs", "record",
 }
 
 // InputTypes are the types an input may declare.
@@ -288,6 +288,8 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 			w.Name, _ = dec.str(v, key, "")
 		case "description":
 			w.Description, _ = dec.str(v, key, "")
+		case "record":
+			w.Record, _ = dec.boolean(v, key, "")
 		case "inputs":
 			dec.inputs(w, v)
 		case "secrets":

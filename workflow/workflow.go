@@ -31,9 +31,12 @@ type Workflow struct {
 	Evidence   *Evidence
 	// Delivery, when set, POSTs the run's result somewhere when it ends.
 	Delivery *Delivery
-	Nodes    []*Node
-	Edges    []*Edge
-	Outputs  []*Output
+	// Record keeps a cassette of every run's interactions with the
+	// outside world (`record: true`), as skein run --record does.
+	Record  bool
+	Nodes   []*Node
+	Edges   []*Edge
+	Outputs []*Output
 
 	pos   map[string]Pos // top-level keys
 	index map[string]*Node

@@ -12,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/mcp/mcptest"
+
 	"github.com/skeinhq/skein/internal/cli"
 )
 
@@ -82,9 +84,13 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		return m["execution_id"].(string)
 	}
 	ok := start("testdata/ok.yaml", "-i", "city=Paris")
+	recorded := start("--record", "testdata/ok.yaml", "-i", "city=Rome")
 	failed := start("testdata/fail.yaml")
 	checked := start("../../examples/checks.yaml", "-i", "currency=usd")
 	waiting := start("../../examples/approval.yaml")
+	srv := mcptest.New(t)
+	srv.AddDescribedTool("echo", "Echoes text.", nil, echoTool)
+	locked := writeLockFlow(t, t.TempDir(), srv.URL)
 	tok := skein(t, "token", "create", "--scope", "read", "--name", "ci", "--dir", dir)
 	require.Equal(t, 0, tok.code, tok.stderr)
 
@@ -132,6 +138,8 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"resume completed", []string{"resume", ok}, 2, "error.schema.json", "completed"},
 		{"resume failed", []string{"resume", failed}, 1, "run.schema.json", ""},
 		{"rerun", []string{"rerun", ok, "--pin", "say"}, 0, "run.schema.json", ""},
+		{"replay", []string{"replay", recorded}, 0, "replay.schema.json", ""},
+		{"replay without a cassette", []string{"replay", ok}, 2, "error.schema.json", "usage"},
 		{"rerun unknown pin", []string{"rerun", ok, "--pin", "nope"}, 2, "error.schema.json", "usage"},
 		{"cancel not running", []string{"cancel", ok}, 2, "error.schema.json", "not_running"},
 		{"signal", []string{"signal", waiting, "approve", "--data", `{"approved": true, "by": "Ada"}`}, 0, "run.schema.json", ""},
@@ -142,12 +150,14 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"token create", []string{"token", "create", "--scope", "read", "--name", "ci"}, 0, "token-create.schema.json", ""},
 		{"token create bad scope", []string{"token", "create", "--scope", "god"}, 2, "error.schema.json", "usage"},
 		{"version", []string{"version"}, 0, "version.schema.json", ""},
+		{"lock update", []string{"lock", "update", locked}, 0, "lock-update.schema.json", ""},
+		{"lock update invalid workflow", []string{"lock", "update", bad}, 2, "error.schema.json", "invalid_workflow"},
 	}
 	for _, tc := range tests {
 		// One after the other: they share the folder, and signal and
 		// resume change runs others read.
 		args := append(tc.args, "-o", "json")
-		if tc.args[0] != "validate" && tc.args[0] != "version" && tc.args[0] != "test" {
+		if tc.args[0] != "validate" && tc.args[0] != "version" && tc.args[0] != "test" && tc.args[0] != "lock" {
 			args = append(args, "--dir", dir)
 		}
 		r := skein(t, args...)

@@ -118,7 +118,9 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID)
 		}
 	case engine.RunFailed, engine.RunCancelled:
-		fmt.Fprintf(w, "resume with: %s\n", resume)
+		if resume != "" { // a replay is not resumed: it would go live
+			fmt.Fprintf(w, "resume with: %s\n", resume)
+		}
 	}
 }
 

@@ -33,6 +33,8 @@ type execFlags struct {
 	model       string // read through env.getenv
 	// dirFlag is --dir as given on the command line ("" when it was not).
 	dirFlag string
+	// record is skein run --record.
+	record bool
 }
 
 func (f *execFlags) register(cmd *cobra.Command) {
@@ -65,7 +67,7 @@ func (f *execFlags) check(cmd *cobra.Command) error {
 // options are the runner's options for the flags; obs, when set, shows
 // the run's progress.
 func (f *execFlags) options(obs runner.Observer, hard <-chan struct{}) runner.Options {
-	return runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark, Observer: obs}
+	return runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark, Observer: obs, Record: f.record}
 }
 
 // resumeCommand is the command that resumes run id: with --dir when it
@@ -155,9 +157,12 @@ Postgres --db; --auto-repair does too).`,
 			if queued && autoRepair {
 				return usagef("--auto-repair runs the workflow in this process; it does not go with --queue")
 			}
+			if queued && f.record {
+				return usagef("--record keeps the interactions of nodes run in this process; it does not go with --queue")
+			}
 			// A Postgres --db sends the nodes to the queue unless asked
 			// otherwise.
-			if !cmd.Flags().Changed("queue") && !local && !autoRepair {
+			if !cmd.Flags().Changed("queue") && !local && !autoRepair && !f.record {
 				queued = postgres.IsURL(e.db)
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
@@ -173,6 +178,9 @@ Postgres --db; --auto-repair does too).`,
 				if err != nil {
 					return nil, err
 				}
+				if queued && w.Record && !cmd.Flags().Changed("queue") {
+					queued = false // record: true runs here, as --record does
+				}
 				if queued {
 					return r.Enqueue(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
 				}
@@ -182,6 +190,7 @@ Postgres --db; --auto-repair does too).`,
 	}
 	f.register(cmd)
 	fl := cmd.Flags()
+	fl.BoolVar(&f.record, "record", false, "keep a cassette of every interaction with the outside world (models, MCP tools, HTTP, shell; secrets masked) in the run folder, for skein replay")
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "input as name=value (repeatable)")
 	fl.StringVar(&inputFile, "input-file", "", "JSON file with inputs")
 	fl.StringVar(&trigger, "trigger", "", "trigger node to start from")
@@ -195,6 +204,12 @@ Postgres --db; --auto-repair does too).`,
 // executing opens the runner, shows progress, carries out one execution
 // and renders its result.
 func executing(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error)) error {
+	return executingRendered(ctx, e, f, do, nil)
+}
+
+// executingRendered is executing with the result rendered by render, when
+// set, instead of the run document or summary.
+func executingRendered(ctx context.Context, e *env, f *execFlags, do func(context.Context, *runner.Runner, runner.Options) (*runner.Result, error), render func(ctx context.Context, color bool)) error {
 	r, err := e.openRunner(f.dir)
 	if err != nil {
 		return err
@@ -222,9 +237,12 @@ func executing(ctx context.Context, e *env, f *execFlags, do func(context.Contex
 	if res == nil {
 		return nil // nothing ran here; do said why
 	}
-	if f.output == "json" {
+	switch {
+	case render != nil:
+		render(ctx, color)
+	case f.output == "json":
 		writeJSON(e.stdout, resultJSON(ctx, r, res))
-	} else {
+	default:
 		summary(e.stdout, color, res, f.resumeCommand(res.Run.ID))
 	}
 	return resultExit(res)

@@ -15,6 +15,7 @@ import (
 func testCmd(e *env) *cobra.Command {
 	var output, junit, filter string
 	var parallel int
+	var updateCassettes bool
 	cmd := &cobra.Command{
 		Use:   "test [PATH...]",
 		Short: "Run workflow tests (*.test.yaml) with mocks and assertions",
@@ -27,7 +28,10 @@ and cost. The format is in docs/testing.md.
 
 Cases run in parallel (--parallel at once), each file's runs in a
 temporary folder removed afterwards. Mocked nodes never run: no process,
-no request, no tokens. Every other node runs as in skein run.
+no request, no tokens. A case that names a cassette (a run recorded with
+skein run --record) answers every model, MCP, HTTP and shell request from
+it, offline; --update records those cassettes again, live. Every other node
+runs as in skein run.
 
 Prints one line per case, ✓ or ✗ with each expectation it missed (what was
 compared, what was wanted, what the run gave), then the totals. --junit
@@ -68,7 +72,7 @@ test file (its file and line are named).`,
 				}
 				files = append(files, f)
 			}
-			rep := flowtest.Run(cmd.Context(), files, flowtest.Options{Parallel: parallel, Filter: re, LookupEnv: e.getenv})
+			rep := flowtest.Run(cmd.Context(), files, flowtest.Options{Parallel: parallel, Filter: re, LookupEnv: e.getenv, Update: updateCassettes})
 			if filter != "" && len(rep.Cases) == 0 {
 				return usagef("--run %q matches no case", filter)
 			}
@@ -93,6 +97,7 @@ test file (its file and line are named).`,
 	fl.StringVar(&junit, "junit", "", "write a JUnit XML report to this file")
 	fl.StringVar(&filter, "run", "", "run only the cases whose name (or file/name) matches this regular expression")
 	fl.IntVar(&parallel, "parallel", 8, "most cases running at once")
+	fl.BoolVar(&updateCassettes, "update", false, "record the cassettes the cases name again: their runs send their requests live and rewrite the cassette files")
 	return cmd
 }
 

@@ -167,6 +167,11 @@ type Options struct {
 	// whatever the time left); any other is cancelled as when ctx ends,
 	// for the caller to leave it interrupted.
 	Leave <-chan struct{}
+	// Instant fires the timers that only wait at once — a retry's
+	// backoff, a wait, a _delay_seconds — as a replay does: what the run
+	// waited for is already known. A signal wait's timeout keeps its
+	// time. Subworkflows inherit it.
+	Instant bool
 }
 
 // Park says when an execution ends with its run waiting (Result.Status
@@ -453,6 +458,9 @@ func (rs *runState) apply(a *Actions) bool {
 		if t.Hold {
 			rs.holds[id] = t
 			delay = max(0, rs.wakeAt[[2]int{t.Index, t.Visit}].Sub(now))
+		}
+		if rs.opts.Instant && !t.Timeout {
+			delay = 0
 		}
 		rs.timers[id] = rs.d.Clock.AfterFunc(delay, func() {
 			select {

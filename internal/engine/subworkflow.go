@@ -124,7 +124,7 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
 		Stack: chain, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices,
-		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory,
+		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory, Instant: rs.opts.Instant,
 	}
 	if rs.opts.ChildServices != nil {
 		services, release := rs.opts.ChildServices(w, in)

@@ -112,12 +112,16 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 			}
 		},
 	}
+	if ck, ok := node.ClockService.Lookup(e.Services); ok {
+		call.Now = ck.CallClock(call, now) // recorded, or replayed
+	}
 	if e.ArtifactDir != nil {
 		call.ArtifactDir = e.ArtifactDir(pn.ID)
 	}
 	if e.Blobs != nil {
 		call.Blobs = e.Blobs
 	}
+	ctx = node.WithCall(ctx, call) // a cassette tells requests apart by call
 	out, runErr := safeRun(ctx, kind, call)
 	if runErr != nil {
 		ne := node.AsError(runErr)

@@ -39,8 +39,12 @@ type Case struct {
 	Payload map[string]any
 	// Mocks answer nodes by id; the answer of a visit is the entry of
 	// that visit, the last one for any later visit.
-	Mocks  map[string][]Mock
-	Expect Expect
+	Mocks map[string][]Mock
+	// Cassette is the file of a recorded run (skein run --record) the
+	// case's run answers its interactions from; skein test --update
+	// records it again. Relative paths are the test file's.
+	Cassette string
+	Expect   Expect
 	// Judge answers the run's judged checks (expect:, screen checks).
 	Judge check.Judge
 }
@@ -98,13 +102,14 @@ type fileDoc struct {
 }
 
 type caseDoc struct {
-	Name    string              `yaml:"name"`
-	Inputs  map[string]any      `yaml:"inputs"`
-	Trigger string              `yaml:"trigger"`
-	Payload map[string]any      `yaml:"payload"`
-	Mocks   map[string]mockList `yaml:"mocks"`
-	Judge   string              `yaml:"judge"`
-	Expect  Expect              `yaml:"expect"`
+	Name     string              `yaml:"name"`
+	Inputs   map[string]any      `yaml:"inputs"`
+	Trigger  string              `yaml:"trigger"`
+	Payload  map[string]any      `yaml:"payload"`
+	Mocks    map[string]mockList `yaml:"mocks"`
+	Cassette string              `yaml:"cassette"`
+	Judge    string              `yaml:"judge"`
+	Expect   Expect              `yaml:"expect"`
 }
 
 // mockList is a mock written as one answer or as a list, one per visit.
@@ -250,6 +255,9 @@ func Load(path string, reg *node.Registry) (*File, error) {
 		}
 		names[cd.Name] = true
 		c := &Case{Name: cd.Name, Line: line, Trigger: cd.Trigger, Payload: plainMap(cd.Payload), Mocks: map[string][]Mock{}, Expect: cd.Expect}
+		if cd.Cassette != "" {
+			c.Cassette = filepath.Join(filepath.Dir(path), cd.Cassette)
+		}
 		in, err := w.ResolveInputs(plainMap(cd.Inputs))
 		if err != nil {
 			return nil, &Error{File: path, Line: orLine(at("cases", i, "inputs"), line), Msg: fmt.Sprintf("case %q: %v", cd.Name, err)}
@@ -375,7 +383,7 @@ func yamlError(path string, err error) error {
 		}
 	}
 	for typ, what := range map[string]string{"fileDoc": "a test file (workflow, secrets, cases)",
-		"caseDoc": "a case (name, inputs, trigger, payload, mocks, judge, expect)",
+		"caseDoc": "a case (name, inputs, trigger, payload, mocks, cassette, judge, expect)",
 		"Expect":  "expect (status, outputs, steps, verdict, max_cost_usd, max_tokens)", "StepExpect": "a step's expectations (status, visits, branch)"} {
 		msg = strings.Replace(msg, "not found in type flowtest."+typ, "is not a key of "+what, 1)
 	}

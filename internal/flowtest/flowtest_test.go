@@ -160,7 +160,7 @@ func TestLoadErrors(t *testing.T) {
 		name, test, want string
 	}{
 		{"no cases", "cases: []\n", ":1: the file has no cases"},
-		{"unknown key", "cases:\n  - name: a\n    expekt: {}\n", `:3: field expekt is not a key of a case (name, inputs, trigger, payload, mocks, judge, expect)`},
+		{"unknown key", "cases:\n  - name: a\n    expekt: {}\n", `:3: field expekt is not a key of a case (name, inputs, trigger, payload, mocks, cassette, judge, expect)`},
 		{"unknown node", "cases:\n  - name: a\n    mocks:\n      fech: {output: {}}\n", `:4: case "a": mocks names node "fech", which`},
 		{"did you mean", "cases:\n  - name: a\n    mocks:\n      fech: {output: {}}\n", `did you mean "fetch"?`},
 		{"merge", "cases:\n  - name: a\n    mocks:\n      joined: {output: {}}\n", `:4: case "a": node "joined" is a merge (merge), which the engine settles without running it`},

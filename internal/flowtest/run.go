@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
@@ -78,6 +79,10 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// Registry holds the node kinds (default node.Default).
 	Registry *node.Registry
+	// Update records the cassettes of the cases that name one again: their
+	// runs send their requests live, and the cassette file is rewritten
+	// (skein test --update).
+	Update bool
 }
 
 // Report is what a suite's run found, the shape of skein test -o json.
@@ -113,6 +118,9 @@ type Mismatch struct {
 }
 
 func (m Mismatch) String() string {
+	if s, ok := m.Got.(string); ok && m.Path == "cassette" {
+		return "cassette: " + s // a request's difference, line by line
+	}
 	got := show(m.Got)
 	if m.Missing {
 		got = "nothing"
@@ -205,9 +213,21 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 		return out
 	}
 	defer r.Close()
+	o := runner.Options{Park: park, Mock: c.mock}
+	switch {
+	case c.Cassette != "" && opt.Update:
+		o.Record = true
+	case c.Cassette != "":
+		tape, err := cassette.Read(c.Cassette)
+		if err != nil {
+			out.Error = fmt.Sprintf("case %q: %v; record it with skein test --update", c.Name, err)
+			return out
+		}
+		o.Replay = &runner.ReplaySource{Cassette: tape}
+	}
 	res, err := r.Start(ctx, runner.StartRequest{
 		Workflow: f.Workflow, Inputs: c.Inputs, Trigger: c.Trigger, Payload: c.Payload,
-		Options: runner.Options{Park: park, Mock: c.mock},
+		Options: o,
 	})
 	out.DurationMS = time.Since(start).Milliseconds()
 	if err != nil {
@@ -219,6 +239,18 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 		out.Error = "recording the run: " + res.Err.Error()
 	}
 	out.Mismatches = compare(c.Expect, res)
+	for _, m := range res.CassetteMismatches() {
+		out.Mismatches = append(out.Mismatches, Mismatch{Path: "cassette", Want: "the requests of " + filepath.Base(c.Cassette), Got: m.Error()})
+	}
+	if o.Record && out.Error == "" {
+		// Only a run that meets the case is kept: a live service that was
+		// down must not replace a good recording.
+		if len(out.Mismatches) > 0 {
+			out.Error = "the cassette " + c.Cassette + " was left as it was: the live run did not meet the case"
+		} else if err := copyFile(filepath.Join(res.Run.Dir, cassette.FileName), c.Cassette); err != nil {
+			out.Error = "updating the cassette: " + err.Error()
+		}
+	}
 	out.Passed = out.Error == "" && len(out.Mismatches) == 0
 	return out
 }
@@ -397,4 +429,17 @@ func (v verdictJudge) Judge(_ context.Context, req check.JudgeRequest) ([]check.
 			Reasoning: "answered by the test case (judge: " + string(v) + "); skein test calls no model"})
 	}
 	return out, nil
+}
+
+// copyFile writes the file at src to dst (a recorded cassette to the
+// file a case names), making dst's folder.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o644)
 }

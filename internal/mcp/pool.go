@@ -16,6 +16,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -51,6 +52,10 @@ type Pool struct {
 	// StartTimeout bounds a server's start and handshake. Zero means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// Tape, when set, records the pool's tool lists and tool calls, or
+	// answers them from a cassette without starting any server (a
+	// replay).
+	Tape *cassette.Tape
 
 	servers map[string]*workflow.MCPServer
 	scope   *expr.Scope
@@ -58,6 +63,7 @@ type Pool struct {
 
 	mu     sync.Mutex
 	conns  map[string]*conn
+	taped  map[string][]*Tool // tool lists through Tape, by server
 	closed bool
 	wg     sync.WaitGroup // starts and closes running in the background
 
@@ -311,6 +317,7 @@ func (p *Pool) Session(ctx context.Context, server string) (*sdk.ClientSession, 
 func (p *Pool) Evict(server string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	delete(p.taped, server)
 	c := p.conns[server]
 	if c == nil {
 		return
@@ -327,6 +334,13 @@ func (p *Pool) Evict(server string) {
 // Tools lists the tools of server, from the session's cache when it has
 // listed them before. The list is shared: read it, never modify it.
 func (p *Pool) Tools(ctx context.Context, server string) ([]*Tool, error) {
+	if p.Tape != nil {
+		return p.tapedTools(ctx, server)
+	}
+	return p.liveTools(ctx, server)
+}
+
+func (p *Pool) liveTools(ctx context.Context, server string) ([]*Tool, error) {
 	c, err := p.conn(ctx, server)
 	if err != nil {
 		return nil, err
@@ -343,6 +357,18 @@ func (p *Pool) Tools(ctx context.Context, server string) ([]*Tool, error) {
 // Tool returns the named tool of server. When the cached list lacks it the
 // tools are listed again, in case the server's changed.
 func (p *Pool) Tool(ctx context.Context, server, name string) (*Tool, error) {
+	if p.Tape != nil {
+		list, err := p.tapedTools(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range list {
+			if t.Name == name {
+				return t, nil
+			}
+		}
+		return nil, unknownTool(server, name, list)
+	}
 	c, err := p.conn(ctx, server)
 	if err != nil {
 		return nil, err
@@ -362,15 +388,56 @@ func (p *Pool) Tool(ctx context.Context, server, name string) (*Tool, error) {
 			return t, nil
 		}
 	}
+	return nil, unknownTool(server, name, list)
+}
+
+// unknownTool is the error of a tool server does not have.
+func unknownTool(server, name string, list []*Tool) error {
 	names := make([]string, len(list))
 	for i, t := range list {
 		names[i] = t.Name
 	}
-	return nil, &node.Error{
+	return &node.Error{
 		Code: "unknown_tool", Category: node.CategoryValidation, Permanent: true,
 		Message: fmt.Sprintf("MCP server %q has no tool %q%s (it has: %s)", server, name, didYouMean(name, names), joinNames(names)),
 		Details: map[string]any{"server": server, "tool": name, "tools": names},
 	}
+}
+
+// tapedTools lists the tools of server through the pool's Tape, once per
+// run (a replay starts no server for it).
+func (p *Pool) tapedTools(ctx context.Context, server string) ([]*Tool, error) {
+	p.mu.Lock()
+	list, ok := p.taped[server]
+	p.mu.Unlock()
+	if ok {
+		return list, nil
+	}
+	tools, err := cassette.Do(ctx, p.Tape, cassette.KindMCPTools, map[string]any{"server": server}, func(ctx context.Context) ([]*sdk.Tool, error) {
+		list, err := p.liveTools(ctx, server)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*sdk.Tool, len(list))
+		for i, t := range list {
+			out[i] = t.Tool
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	list = make([]*Tool, len(tools))
+	for i, t := range tools {
+		list[i] = &Tool{Server: server, Tool: t}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.taped == nil {
+		p.taped = map[string][]*Tool{}
+	}
+	p.taped[server] = list
+	return list, nil
 }
 
 // listTools lists the tools of c's server and caches them.
@@ -430,6 +497,19 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args map[strin
 // mcp_protocol when it died, dropped the connection or answered with a
 // JSON-RPC error, timeout or cancelled when ctx ended first.
 func (p *Pool) CallToolProgress(ctx context.Context, server, tool string, args map[string]any, progress func(Progress)) (*sdk.CallToolResult, error) {
+	if p.Tape == nil {
+		return p.callTool(ctx, server, tool, args, progress)
+	}
+	if args == nil {
+		args = map[string]any{}
+	}
+	req := map[string]any{"server": server, "tool": tool, "arguments": args}
+	return cassette.Do(ctx, p.Tape, cassette.KindMCPCall, req, func(ctx context.Context) (*sdk.CallToolResult, error) {
+		return p.callTool(ctx, server, tool, args, progress)
+	})
+}
+
+func (p *Pool) callTool(ctx context.Context, server, tool string, args map[string]any, progress func(Progress)) (*sdk.CallToolResult, error) {
 	c, err := p.conn(ctx, server)
 	if err != nil {
 		return nil, err

@@ -275,3 +275,35 @@ func TestAgentWorkflowToolFails(t *testing.T) {
 	require.Len(t, kids, 1)
 	require.Equal(t, "failed", kids[0].Status)
 }
+
+// allowed_tools narrows the MCP tools only: a workflow tool is offered as
+// written.
+func TestAgentWorkflowToolBesideAllowedTools(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("ok")})
+	fs := fsServer(t, t.TempDir())
+	b.write(t, "lookup.yaml", lookupChild(srv.BaseURL()))
+	w, err := b.r.Load(b.write(t, "both.yaml", `version: 1
+name: both
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+mcp_servers:
+  fs: {url: "`+fs.URL+`"}
+nodes:
+  - id: agent
+    type: agent
+    prompt: hi
+    tools: [fs.*, {workflow: lookup.yaml, name: lookup}]
+    allowed_tools: [fs.read_*]
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	var names []string
+	for _, tl := range srv.Last().Tools {
+		names = append(names, tl.Name)
+	}
+	require.Equal(t, []string{"lookup"}, names, "write_file is not allowed; the workflow tool is offered")
+}

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -95,13 +97,25 @@ type job struct {
 	// spent is what the run spent before this execution (a resume goes on
 	// from it) plus what was spent for it meanwhile (the repair model).
 	spent engine.Spent
+	// budget is the parent run's budget of a child run on a worker: what
+	// the child spends counts against it too (nil: no parent).
+	budget *engine.Budget
+	// replay answers the run's interactions from a cassette.
+	replay *ReplaySource
 }
 
 // execute runs a job to its end: it records the run in the store and the
 // run folder, keeps its lease, and tells the observer.
 func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error) {
 	w := j.w
-	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	if j.replay == nil {
+		j.replay = o.Replay
+	}
+	getenv := r.cfg.LookupEnv
+	if j.replay != nil {
+		getenv = replayEnv(getenv, w, j.replay.Cassette.Header.Env)
+	}
+	secrets, err := resolveSecrets(w, getenv, o.SecretsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -223,20 +237,32 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	// MCP servers start on first use and stop when the run ends.
 	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
 	defer pool.Close()
-	models := llmkind.NewModels(w, r.cfg.LookupEnv)
+	models := llmkind.NewModels(w, getenv)
 	models.Render = secretRenderer(secrets)
+	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models)
+	tape := j.tape(w, o, run.ID, started, red, getenv)
+	if tape != nil {
+		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
+		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
+	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		Services:    services,
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
+			cmodels := llmkind.NewModels(cw, getenv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
+			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels)
+			if tape != nil {
+				ct := tape.Scoped(cw.Name)
+				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
+				cs = node.ClockService.Provide(cassette.Service.Provide(cs, ct), ct)
+			}
+			return cs, func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -244,6 +270,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 		Spent:   j.spent,
+		// A replay does not wait again for what the recorded run waited.
+		Instant: j.replay != nil,
+	}
+	if j.budget != nil {
+		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
@@ -267,6 +298,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if res == nil {
 		r.release(ctx, run)
 		return nil, runErr
+	}
+	if tape != nil {
+		if err := saveTape(tape, rl.Dir(), j); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	if lease.lost() {
 		// Someone else owns the run now: write nothing more.
@@ -294,7 +330,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red)
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
+		if tape != nil && hasChecks(w) {
+			verr = errors.Join(verr, saveTape(tape, rl.Dir(), j)) // with the judge's calls
+		}
 	}
 	if verr != nil && runErr == nil {
 		runErr = verr
@@ -333,7 +372,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			r.deliver(ctx, w, run, j, secrets, o)
 		}
 	}
-	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
+	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
 }
 
 // plan returns the plan of w. A plan does not change once made, so the
@@ -748,8 +787,13 @@ func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, 
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor) (*check.RunVerdict, error) {
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), r.cfg.Judge(w, r.cfg.LookupEnv, secrets), red)
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
+	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
+	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
+		// The judge's model calls are recorded, or answered by a replay.
+		j.Models.HTTPClient = tapeClient(tape)
+	}
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an
@@ -871,10 +915,19 @@ func (b *observed) Flush() error {
 
 // runServices are the services the kinds of one run get: the HTTP policy,
 // the run's MCP servers, its models, and the models as the judge.
-func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
+func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
+	if w.File != "" {
+		// The tools a node uses are checked against the lock file beside
+		// the workflow, read afresh for each run.
+		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
+	}
 	s = llmkind.ModelsService.Provide(s, models)
+	// resolve: arguments of mcp nodes are picked by the workflow's models
+	// and kept for the run.
+	s = mcpkind.PickerService.Provide(s, models)
+	s = mcpkind.ResolutionsService.Provide(s, mcpkind.NewResolutions())
 	return node.JudgeService.Provide(s, models)
 }
 

@@ -54,6 +54,10 @@ const WaitingHint = 3 * time.Second
 // are in the database; their folder is made for the files of their checks
 // (run here when the run ends) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
+	if req.Record || req.Replay != nil || req.Workflow.Record {
+		// The nodes would run on workers, out of this cassette's reach.
+		return nil, usagef("%s: a recorded or replayed run runs its nodes in one process, not on the queue's workers; run it with --local", req.Workflow.File)
+	}
 	pg, err := r.pgStore(ctx)
 	if err != nil {
 		return nil, err
@@ -232,7 +236,7 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 	if err := rl.Materialize(); err != nil {
 		return nil, err
 	}
-	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red)
+	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red, nil)
 	if v == nil {
 		return nil, err
 	}
@@ -339,10 +343,10 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, pool, models), release
+			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models), release
 		},
-		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string) node.Children {
-			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit,
+		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget) node.Children {
+			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit, budget: budget,
 				opts: Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}}
 		},
 	})

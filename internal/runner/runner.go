@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
@@ -257,7 +258,8 @@ type WorkflowObserver interface {
 
 // Note is a line of the repair loop for people.
 type Note struct {
-	// Kind is "repair", "repaired", "problem" or "detail".
+	// Kind is "repair", "repaired", "problem", "detail", "diagnostic",
+	// "stopped" or "warning".
 	Kind string
 	Text string
 }
@@ -292,6 +294,14 @@ type Options struct {
 	// answer run, or are reused as a resume or rerun would reuse them.
 	// Child runs of subworkflow nodes are not mocked.
 	Mock func(engine.ReuseQuery) (engine.Reused, bool)
+	// Record keeps a cassette of the run's interactions with the outside
+	// world in its folder (skein run --record; record: true in the
+	// workflow does the same), for Replay.
+	Record bool
+	// Replay, when set, answers the run's interactions from a cassette
+	// instead of sending them (skein test's cases that name one, the
+	// examples' golden replays). Child runs answer from it too.
+	Replay *ReplaySource
 }
 
 // Result is how an execution ended.
@@ -309,6 +319,8 @@ type Result struct {
 	Err error
 	// redact masks the run's secrets in its document (Doc).
 	redact *redact.Redactor
+	// tape is the execution's cassette, when it recorded or replayed.
+	tape *cassette.Tape
 
 	// signalled: the execution parked while a signal for a waiting step
 	// was being saved, so it must be resumed at once.

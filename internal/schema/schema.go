@@ -326,6 +326,10 @@ func build(reg *node.Registry) (object, error) {
 				"additionalProperties": false,
 				"description":          "Bounds on a run's spending.",
 			},
+			"record": object{
+				"type":        "boolean",
+				"description": "Keep a cassette of every run's interactions with the outside world (models, MCP tools, HTTP, shell; secrets masked) in its run folder, for skein replay; as skein run --record.",
+			},
 			"evidence": object{
 				"type": "object",
 				"properties": object{

@@ -121,15 +121,17 @@ outputs:
 }
 
 // TestAgentWorkflowToolQueued: on a queued run (Postgres, a worker), an
-// agent's workflow tool runs as a child run of the agent's run, and its
-// outputs are the tool's result.
+// agent's workflow tool runs as a child run of the agent's run, its
+// outputs are the tool's result, and what it spent counts in the run's
+// tokens.
 func TestAgentWorkflowToolQueued(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
+	hundred := llm.Usage{InputTokens: 50, OutputTokens: 50, TotalTokens: 100}
 	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-		llmtest.CallTools(llm.ToolCall{ID: "c1", Name: "lookup", Arguments: map[string]any{"city": "Oslo"}}),
-		llmtest.Reply("rain"),
-		llmtest.Reply("take an umbrella"),
+		{ToolCalls: []llm.ToolCall{{ID: "c1", Name: "lookup", Arguments: map[string]any{"city": "Oslo"}}}, Usage: hundred},
+		{Text: "rain", Usage: llm.Usage{InputTokens: 150, OutputTokens: 150, TotalTokens: 300}}, // the child's model
+		{Text: "take an umbrella", Usage: hundred},
 	})
 	flows := t.TempDir()
 	llmCfg := "llm:\n  default: {provider: openai, model: gpt-4.1-mini, base_url: \"" + model.BaseURL() + "\", api_key: test}\n"
@@ -163,6 +165,7 @@ outputs:
 	doc := s.ended(id)
 	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
 	require.Equal(t, "take an umbrella", doc["outputs"].(map[string]any)["answer"])
+	require.Equal(t, float64(500), doc["tokens"], "the agent's turns and its child's call")
 	var result string
 	for _, m := range model.Last().Messages {
 		if m.Role == llm.RoleTool && m.ToolCallID == "c1" {

@@ -54,7 +54,8 @@ export const EVENT_TYPES = [
   "node_started", "node_finished", "branch_evaluated", "variable_set", "retry",
   "loop_iteration", "loop_exited", "warning", "signal_awaited", "signal_received",
   "tool_call", "tool_result", "llm_call", "vision_summary", "check_verdict",
-  "delivery_attempt", "delivery_succeeded", "delivery_failed", "repair", "artifact",
+  "delivery_attempt", "delivery_succeeded", "delivery_failed", "repair", "repair_usage", "artifact",
+  "llm_delta", "tool_progress", "output_truncated", "resolved",
 ];
 
 // stream posts body to path asking for Server-Sent Events and calls

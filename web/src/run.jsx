@@ -15,7 +15,7 @@ const REFETCH_MS = 400;
 const SCOPES = { read: 1, run: 2, admin: 3 };
 export const may = (session, want) => (SCOPES[session.scope] || 0) >= SCOPES[want];
 
-// graphOfSteps is the graph of a run whose workflow is not served: its
+// graphOfSteps is the graph of a run stored without its workflow: its
 // nodes as the steps name them, without edges.
 function graphOfSteps(run) {
   const seen = new Map();
@@ -25,24 +25,31 @@ function graphOfSteps(run) {
 
 // live is what the event stream told: per node its status, visits and
 // the seq of its latest event; the handles control nodes chose; the
-// events; the signals awaited.
+// events; the signals awaited; the reply a running node's model has
+// streamed so far (its llm_delta events, which the timeline leaves out).
 function newLive() {
-  return { status: {}, visits: {}, seq: {}, taken: {}, events: [], awaiting: {}, last: 0 };
+  return { status: {}, visits: {}, seq: {}, taken: {}, events: [], awaiting: {}, text: {}, last: 0 };
 }
 
 function apply(live, ev) {
-  live.events.push(ev);
   live.last = ev.seq;
   const n = ev.node;
+  if (ev.type === "llm_delta") {
+    if (n) live.text[n] = (live.text[n] || "") + ((ev.data && ev.data.text) || "");
+    return;
+  }
+  live.events.push(ev);
   if (!n) return;
   live.seq[n] = ev.seq;
   switch (ev.type) {
     case "node_started":
       live.status[n] = "running";
       live.visits[n] = Math.max(live.visits[n] || 0, ev.visit || 0);
+      delete live.text[n];
       break;
     case "node_finished":
       if (ev.data && ev.data.status) live.status[n] = ev.data.status;
+      delete live.text[n];
       break;
     // The handles a node chose, over all its visits: a branch's route, a
     // loop's body (each pass) and done.
@@ -231,7 +238,7 @@ function Artifacts({ run, node }) {
   );
 }
 
-function NodePanel({ run, graph, id, st, events, verdicts, awaiting, session, refresh }) {
+function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, session, refresh }) {
   const n = graph.nodes.find((x) => x.id === id) || { id, type: "" };
   const steps = (st && st.steps) || [];
   return (
@@ -241,6 +248,14 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, session, re
       </h2>
       {n.name ? <p>{n.name}</p> : null}
       {awaiting && may(session, "run") ? <ApproveForm run={run} node={id} onDone={refresh} /> : null}
+      {streaming ? (
+        <>
+          <h3>Reply so far</h3>
+          <pre class="streaming" aria-live="polite">
+            {streaming}
+          </pre>
+        </>
+      ) : null}
       <h3>Steps</h3>
       {steps.length === 0 ? <p class="muted">Not run yet.</p> : null}
       {steps.map((s, i) => (
@@ -348,8 +363,8 @@ export function RunPage({ id, session }) {
     read().then(async (r) => {
       if (!r || stop) return;
       try {
-        const w = await api("GET", `/api/workflows/${encodeURIComponent(r.workflow)}`);
-        if (!stop) setGraph(w.graph);
+        const g = await api("GET", `/api/runs/${id}/graph`);
+        if (!stop) setGraph(g);
       } catch {
         if (!stop) setGraph(graphOfSteps(r));
       }
@@ -504,6 +519,7 @@ export function RunPage({ id, session }) {
             events={live.current.events.filter((e) => e.node === selected)}
             verdicts={((run.verdict && run.verdict.nodes) || []).filter((v) => v.node === selected)}
             awaiting={awaiting.includes(selected)}
+            streaming={live.current.text[selected]}
             session={session}
             refresh={() => refetch.current()}
           />

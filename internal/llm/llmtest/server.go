@@ -123,6 +123,10 @@ func NewServer(t testing.TB, flavor Flavor, script Script) *Server {
 // URL is the server's root.
 func (s *Server) URL() string { return s.srv.URL }
 
+// Close stops the server before the test ends: its port is closed, as a
+// model that went away (a replay must not need it).
+func (s *Server) Close() { s.srv.Close() }
+
 // BaseURL is what a provider's base_url should be: the root plus /v1 for
 // OpenAI (as for any OpenAI-compatible server), the root for Anthropic.
 func (s *Server) BaseURL() string {

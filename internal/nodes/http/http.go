@@ -5,6 +5,7 @@ import (
 	nethttp "net/http"
 	"time"
 
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -27,7 +28,11 @@ func (*HTTP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	client := &nethttp.Client{Transport: transportFor(pol), CheckRedirect: r.checkRedirect}
+	var rt nethttp.RoundTripper = transportFor(pol)
+	if tape, ok := cassette.Service.Lookup(call.Services); ok {
+		rt = tape.Transport(rt) // recorded, or answered by a replay
+	}
+	client := &nethttp.Client{Transport: rt, CheckRedirect: r.checkRedirect}
 	start := time.Now()
 	resp, err := client.Do(r.req)
 	if err != nil {

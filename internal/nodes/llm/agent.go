@@ -33,8 +33,9 @@ type offered struct {
 }
 
 // Run loops: send the conversation; when the reply asks for no tool, it is
-// the answer; else run each tool call through MCP (a tool outside
-// allowed_tools gets an error back, and the run goes on), record
+// the answer; else run each tool call through MCP (only the tools of
+// tools that allowed_tools allows are offered and pinned; a call of any
+// other gets an error back, and the run goes on), record
 // tool_call/tool_result events, keep images as artifacts and summarise them
 // with the vision model when one is configured, and send the results back.
 // It stops at max_tool_calls with the last text and `stopped`.
@@ -73,10 +74,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			if err != nil {
 				return nil, err
 			}
+			var used []*mcp.Tool
 			for _, t := range list {
-				if !matchAny(patterns, srv+"."+t.Name) {
+				// Only the tools the agent may call are offered: a model
+				// never sees the rest.
+				if !matchAny(patterns, srv+"."+t.Name) || (len(allowed) > 0 && !matchAny(allowed, srv+"."+t.Name)) {
 					continue
 				}
+				used = append(used, t)
 				n := srv + toolSep + t.Name
 				byName[n] = offered{srv, t.Name}
 				schema := map[string]any{"type": "object"}
@@ -86,6 +91,12 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 					}
 				}
 				tools = append(tools, llm.Tool{Name: n, Description: t.Description, InputSchema: schema})
+			}
+			if pins, ok := mcp.LockService.Lookup(c.Services); ok {
+				warn := func(msg string) { c.Emit("warning", map[string]any{"message": c.Redact(msg)}) }
+				if err := pins.Check(ctx, pool, srv, used, warn); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -114,6 +125,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	var msgs []llm.Message
 	var pending []llm.ToolCall // the calls of the model's turn still to make
 	var spent spend
+	var childSpent childSpend // what workflow tools spent, when their host reports it
 	calls, imagesSaved := 0, 0
 	lastText := ""
 	if r := ap.resumed; r != nil {
@@ -133,6 +145,7 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
 		shown := u
+		u = childSpent.onto(u)
 		if bu, bc := ap.before(); bu.TotalTokens > 0 || bc > 0 {
 			// The usage shown is the step's; the directive counts only
 			// what this part spent (the parts before were counted).
@@ -145,8 +158,8 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": shown, "model": modelName, "stopped": stopped, "_token_usage": u}
 		return out, nil
 	}
-	round := &toolRound{c: c, ms: ms, pool: pool, children: children, byName: byName, workflows: workflows,
-		allowed: allowed, imageMode: imageMode, maxCalls: maxCalls, ap: ap, finish: finish,
+	round := &toolRound{childSpent: &childSpent, c: c, ms: ms, pool: pool, children: children, byName: byName, workflows: workflows,
+		imageMode: imageMode, maxCalls: maxCalls, ap: ap, finish: finish,
 		msgs: &msgs, pending: &pending, calls: &calls, images: &imagesSaved, lastText: &lastText, spent: &spent}
 	for {
 		// The calls of the model's last turn (or those left when the step

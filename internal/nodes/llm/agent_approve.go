@@ -102,8 +102,8 @@ func (a *approvals) decision(c *node.Call, tc llm.ToolCall, label string) (bool,
 
 // park is the output by which the step waits for the approval of
 // pending[0]: what it shows (the tool and its arguments, masked), the
-// wait's directives, and what it spent so far.
-func (a *approvals) park(c *node.Call, st parkedAgent, label string, spent *spend) (map[string]any, error) {
+// wait's directives, and what it spent so far (usage, its _token_usage).
+func (a *approvals) park(c *node.Call, st parkedAgent, label string, usage map[string]any) (map[string]any, error) {
 	tc := st.Pending[0]
 	a.seq++
 	st.Seq = a.seq
@@ -121,7 +121,7 @@ func (a *approvals) park(c *node.Call, st parkedAgent, label string, spent *spen
 		"approval": map[string]any{"tool": label, "arguments": args, "call": st.Calls + 1,
 			"hint": fmt.Sprintf(`skein signal %s %s --data '{"approved": true}' (or {"approved": false, "reason": "…"})`, c.RunID, c.NodeID)},
 		"_await": "signal", "_await_name": awaitName(a.seq, label, tc.Arguments), "_resume": state,
-		"_token_usage": spent.directive(),
+		"_token_usage": usage,
 	}, nil
 }
 

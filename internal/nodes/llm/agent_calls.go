@@ -24,7 +24,6 @@ type toolRound struct {
 	children  node.NamedChildren
 	byName    map[string]offered
 	workflows map[string]workflowTool
-	allowed   []string
 	imageMode string
 	maxCalls  int
 	ap        *approvals
@@ -37,6 +36,8 @@ type toolRound struct {
 	images   *int // images saved
 	lastText *string
 	spent    *spend
+	// childSpent is what workflow tools spent, as their host reports it.
+	childSpent *childSpend
 }
 
 // run makes the pending calls, adding each result to the conversation.
@@ -59,13 +60,12 @@ func (r *toolRound) run(ctx context.Context) (map[string]any, error) {
 			label = tc.Name
 		}
 		refused := ""
-		callable := isWorkflow || known && (len(r.allowed) == 0 || matchAny(r.allowed, o.server+"."+o.tool))
-		if callable && r.ap.needs(label, o.tool) {
+		if (isWorkflow || known) && r.ap.needs(label, o.tool) {
 			decided, refusal := r.ap.decision(c, tc, label)
 			if !decided {
 				bu, bc := r.ap.before()
 				return r.ap.park(c, parkedAgent{Messages: *r.msgs, Pending: *r.pending, Calls: *r.calls, Images: *r.images, LastText: *r.lastText,
-					Usage: bu.Add(spent.usage), CostUSD: bc + spent.cost}, label, spent)
+					Usage: bu.Add(spent.usage), CostUSD: bc + spent.cost}, label, r.childSpent.onto(spent.directive()))
 			}
 			refused = refusal
 		}
@@ -84,13 +84,11 @@ func (r *toolRound) run(ctx context.Context) (map[string]any, error) {
 			content, isErr = fmt.Sprintf("error: the arguments of %s must be a JSON object, not %s", label, clip(tc.RawArguments, 200)), true
 		case isWorkflow:
 			var err error
-			if content, isErr, err = callWorkflow(ctx, c, r.children, wt, tc.Arguments, calls); err != nil {
+			if content, isErr, err = callWorkflow(ctx, c, r.children, wt, tc.Arguments, calls, r.childSpent); err != nil {
 				return nil, withUsage(err, spent)
 			}
 		case !known:
 			content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
-		case len(r.allowed) > 0 && !matchAny(r.allowed, o.server+"."+o.tool):
-			content, isErr = fmt.Sprintf("error: tool %s is not allowed for this agent (allowed_tools: %s)", label, strings.Join(r.allowed, ", ")), true
 		case tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
 			// The model wrote arguments that are not a JSON object; the
 			// tool would only see none.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"strings"
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/node"
@@ -157,9 +159,12 @@ func offerWorkflows(c *node.Call, wts []workflowTool) ([]llm.Tool, node.NamedChi
 // <tool><call> and returns the tool result: the child's outputs as JSON,
 // or an error the model reads. A spent budget is the node's error, not the
 // model's to handle.
-func callWorkflow(ctx context.Context, c *node.Call, named node.NamedChildren, wt workflowTool, args map[string]any, call int) (string, bool, error) {
+func callWorkflow(ctx context.Context, c *node.Call, named node.NamedChildren, wt workflowTool, args map[string]any, call int, spent *childSpend) (string, bool, error) {
 	out, err := named.RunNamedChild(ctx, fmt.Sprintf("%s%d", wt.name, call), wt.path, args)
 	if err != nil {
+		if e := node.AsError(err); e.Details != nil {
+			spent.add(e.Details["token_usage"])
+		}
 		var e *node.Error
 		if errors.As(err, &e) && e.Category == categoryBudget {
 			return "", true, err
@@ -169,9 +174,52 @@ func callWorkflow(ctx context.Context, c *node.Call, named node.NamedChildren, w
 		}
 		return "error: " + c.Redact(err.Error()), true, nil
 	}
-	b, err := json.Marshal(out)
+	spent.add(out["_token_usage"])
+	shown := make(map[string]any, len(out))
+	for k, v := range out {
+		if !strings.HasPrefix(k, "_") { // directives are not the model's
+			shown[k] = v
+		}
+	}
+	b, err := json.Marshal(shown)
 	if err != nil {
 		return "error: the workflow's outputs are not JSON: " + err.Error(), true, nil
 	}
 	return c.Redact(string(b)), false, nil
+}
+
+// childSpend is what an agent's workflow tools spent when their host
+// reports it with each result (a queued run's worker: the parent run
+// counts a child's spend through the step's _token_usage). The local
+// engine counts a child's spend in the run itself and reports none.
+type childSpend struct {
+	tokens int
+	cost   float64
+}
+
+func (s *childSpend) add(usage any) {
+	u, _ := usage.(map[string]any)
+	switch n := u["total_tokens"].(type) {
+	case int:
+		s.tokens += n
+	case int64:
+		s.tokens += int(n)
+	case float64:
+		s.tokens += int(n)
+	}
+	if f, ok := u["cost_usd"].(float64); ok {
+		s.cost += f
+	}
+}
+
+// onto adds what the children spent to a _token_usage directive.
+func (s *childSpend) onto(d map[string]any) map[string]any {
+	if s.tokens == 0 && s.cost == 0 {
+		return d
+	}
+	out := maps.Clone(d)
+	t, _ := d["total_tokens"].(int)
+	c, _ := d["cost_usd"].(float64)
+	out["total_tokens"], out["cost_usd"] = t+s.tokens, c+s.cost
+	return out
 }

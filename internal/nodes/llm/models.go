@@ -2,6 +2,7 @@ package llm
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ type Models struct {
 	// Render renders templates in a model's config (api_key:
 	// "{{ secrets.KEY }}"); nil leaves them as written.
 	Render func(string) (string, error)
+	// HTTPClient, when set, is the providers' HTTP client (a cassette's
+	// transport); nil: each provider's own.
+	HTTPClient *http.Client
 
 	mu     sync.Mutex
 	cache  map[string]*model
@@ -122,11 +126,17 @@ func (m *Models) Get(name string) (llm.Provider, string, error) {
 			*f = v
 		}
 	}
-	p, err := llm.New(conf, m.getenv)
+	resolved, err := llm.Resolve(conf, m.getenv)
 	if err != nil {
 		return nil, "", node.AsError(fmt.Errorf("model %s: %w", pick, err))
 	}
-	resolved, _ := llm.Resolve(conf, m.getenv)
+	if m.HTTPClient != nil {
+		resolved.HTTPClient = m.HTTPClient
+	}
+	p, err := llm.Open(resolved)
+	if err != nil {
+		return nil, "", node.AsError(fmt.Errorf("model %s: %w", pick, err))
+	}
 	conf.Model = resolved.Model
 	if conf.Price != nil {
 		m.prices[strings.ToLower(strings.TrimSpace(conf.Model))] = llm.Price{InputPerMTok: conf.Price.InputPerMTok, OutputPerMTok: conf.Price.OutputPerMTok}
@@ -209,6 +219,12 @@ func (s *spend) directive() map[string]any {
 		"input_tokens": s.usage.InputTokens, "output_tokens": s.usage.OutputTokens, "total_tokens": s.usage.TotalTokens,
 		"cost_usd": s.cost, "priced": len(s.unpriced) == 0,
 	}
+}
+
+// Unpriced says that model, which the name resolved to, has no price,
+// what follows (consequence), and how to set one.
+func (m *Models) Unpriced(name, model, consequence string) string {
+	return unpricedMessage(m, name, model, consequence)
 }
 
 // unpricedMessage says that model has no price, what follows, and how to

@@ -47,7 +47,7 @@ var AgentSpec = node.Spec{
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
 		{Name: "tools", Type: node.Any, Ref: node.RefMCPTools, Description: "Tools offered: MCP tools as server.tool or server.* patterns, and workflows as {workflow: file (relative to this one), name: what the model calls it, description} — the tool's input schema is the child workflow's inputs, each call is a child run (budgeted with the run), and its outputs are the tool's result. See docs/workflows.md#agents-tools."},
-		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
+		{Name: "allowed_tools", Type: node.Strings, Description: "Narrows tools: only the tools that also match one of these patterns are offered to the model and pinned; the model never sees the others, and a call of a tool not offered gets a tool error back."},
 		{Name: "approve_tools", Type: node.Strings, Description: "Tools whose calls wait for a person's approval, by name (write_file), as server.tool, or as patterns (fs.write_*): the step waits for a signal, showing the call; `{\"approved\": true}` runs it, anything else (`{\"approved\": false, \"reason\": \"…\"}`) gives the model a refusal, with the reason, as the tool's result. The agent goes on from where it stopped, without asking the model again."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature."},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/node"
 )
@@ -64,6 +65,18 @@ func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error
 			return nil, err
 		}
 	}
+	if tape, ok := cassette.Service.Lookup(call.Services); ok {
+		// Recorded, or answered by a replay without running anything.
+		req := map[string]any{"argv": cfg.argv, "stdin": cfg.stdin, "cwd": call.Params["cwd"]}
+		return cassette.Do(ctx, tape, cassette.KindShell, req, func(ctx context.Context) (map[string]any, error) {
+			return s.run(ctx, call, cfg)
+		})
+	}
+	return s.run(ctx, call, cfg)
+}
+
+// run runs the command of cfg.
+func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[string]any, error) {
 	if ctx.Err() != nil {
 		return nil, stopped(ctx, cfg, "")
 	}

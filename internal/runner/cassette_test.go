@@ -1,0 +1,318 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+// taped records itself (record: true): a command that leaves a marker and
+// prints a random number, then one that is given the run's secret.
+const taped = `version: 1
+name: taped
+record: true
+secrets: [TOKEN]
+inputs:
+  marker: {type: string}
+nodes:
+  - id: roll
+    type: shell
+    command: [sh, -c, 'touch "$0"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]
+  - id: use
+    type: shell
+    command: [sh, -c, 'echo "rolled $1 with a token of ${#0} characters"', "{{ secrets.TOKEN }}", "{{ trim(roll.stdout) }}"]
+  - id: say
+    type: template
+    text: "said {{ trim(use.stdout) }}"
+  - id: ref
+    type: template
+    text: "run {{ execution.id }}"
+edges:
+  - {from: roll, to: use}
+  - {from: use, to: say}
+  - {from: roll, to: ref}
+outputs:
+  text: "{{ trim(use.stdout) }}"
+`
+
+// TestRecordTrueAndReplayRunNothing: a workflow with record: true keeps a
+// cassette without the run's secret; a replay runs no command (the marker
+// is not made again), needs no secret, and gives the recorded outputs.
+func TestRecordTrueAndReplayRunNothing(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const token = "tok-0123456789-secret"
+	env := map[string]string{"SKEIN_SECRET_TOKEN": token}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "taped.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(taped), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", res.Run.Status)
+	text := res.Engine.Outputs["text"].(string)
+	require.Contains(t, text, "with a token of 21 characters")
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), token)
+	require.Equal(t, 2, strings.Count(string(raw), `"kind":"shell"`))
+
+	require.NoError(t, os.Remove(marker))
+	delete(env, "SKEIN_SECRET_TOKEN") // a replay sends nothing: it needs no secret
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, text, rr.Engine.Outputs["text"], "the recorded random number, not a new one")
+	require.NoFileExists(t, marker, "no command ran")
+	require.Empty(t, rr.Diverged, "an output naming its run (ref) is the same output")
+	require.Empty(t, rr.Mismatches)
+	require.Equal(t, res.Run.ID, rr.Of)
+}
+
+// TestReplayEditedWorkflow: a replay of an edited workflow names the steps
+// whose output differs from the recorded run's; with AllowNew a changed
+// command runs live and its exchange is appended to the run's cassette.
+func TestReplayEditedWorkflow(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"SKEIN_SECRET_TOKEN": "tok-0123456789-secret"}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "taped.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(taped), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	require.NoError(t, os.Remove(marker))
+
+	edited := filepath.Join(dir, "edited.yaml")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(taped, "said {{", "told {{", 1)), 0o644))
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Len(t, rr.Diverged, 1)
+	d := rr.Diverged[0]
+	require.Equal(t, "say", d.Node)
+	require.Equal(t, "output", d.What)
+	require.Contains(t, d.Replayed.(map[string]any)["text"], "told rolled")
+	require.NoFileExists(t, marker)
+
+	// A changed command: without AllowNew it fails its node, with it it
+	// runs and is appended.
+	changed := strings.Replace(taped, "-N4", "-N2", 1)
+	require.NoError(t, os.WriteFile(edited, []byte(changed), 0o644))
+	rr, err = r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited})
+	require.NoError(t, err)
+	require.Equal(t, "failed", rr.Run.Status)
+	require.Len(t, rr.Mismatches, 1)
+	require.Equal(t, "roll", rr.Mismatches[0].Node)
+	require.NoFileExists(t, marker)
+
+	rr, err = r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID, WorkflowFile: edited, AllowNew: true})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, 2, rr.Added, "roll, and use, given roll's new number")
+	require.FileExists(t, marker, "sent live")
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(raw), `"new":true`), "appended to the recorded run's cassette")
+	var divergedNodes []string
+	for _, d := range rr.Diverged {
+		divergedNodes = append(divergedNodes, d.Node)
+	}
+	require.Contains(t, divergedNodes, "roll", "a new random number")
+}
+
+// TestChildRunsAreTaped: a subworkflow's nodes are recorded apart from the
+// parent's, even under the same id, and replayed.
+func TestChildRunsAreTaped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child.yaml"), []byte(`version: 1
+name: child
+inputs:
+  marker: {type: string}
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, 'touch "$0.child"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]}
+outputs:
+  n: "{{ trim(roll.stdout) }}"
+`), 0o644))
+	file := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: parent
+record: true
+inputs:
+  marker: {type: string}
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, 'touch "$0"; od -An -N4 -tu4 /dev/urandom', "{{ inputs.marker }}"]}
+  - {id: sub, type: subworkflow, workflow: child.yaml, inputs: {marker: "{{ inputs.marker }}"}}
+edges:
+  - {from: roll, to: sub}
+outputs:
+  text: "{{ trim(roll.stdout) }} {{ sub.n }}"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	marker := filepath.Join(dir, "ran")
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"node":"roll"`)
+	require.Contains(t, string(raw), `"node":"child/roll"`)
+	require.NoError(t, os.Remove(marker))
+	require.NoError(t, os.Remove(marker+".child"))
+
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status, "%+v", rr.Mismatches)
+	require.Equal(t, res.Engine.Outputs["text"], rr.Engine.Outputs["text"])
+	require.NoFileExists(t, marker)
+	require.NoFileExists(t, marker+".child")
+}
+
+// TestJudgeCallsAreTaped: the judge's model calls that grade a recorded
+// run's checks are in its cassette, and a replay's verdict comes from it
+// with the model gone.
+func TestJudgeCallsAreTaped(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.Reply(`{"verdicts": [{"check_name": "expect", "verdict": "pass", "reasoning": "it greets Ada"}]}`),
+	})
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "judged.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: judged
+record: true
+llm:
+  judge: {provider: openai, model: gpt-4.1-mini, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - id: page
+    type: set
+    values: {title: "Welcome, Ada"}
+    expect: "a greeting that names the user"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "PASSED", res.Verdict.Status)
+	require.Equal(t, 1, srv.Calls())
+	srv.Close()
+
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Equal(t, "PASSED", rr.Verdict.Status, "%+v", rr.Verdict)
+	require.Equal(t, 1, srv.Calls())
+	require.Empty(t, rr.Mismatches)
+}
+
+// TestRecordedRunsAreNotQueued: a run that records (record: true) is not
+// sent to the queue's workers, where no cassette would see its nodes.
+func TestRecordedRunsAreNotQueued(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "taped.yaml", taped))
+	require.NoError(t, err)
+	_, err = b.r.Enqueue(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": "x"}})
+	var ue *runner.UsageError
+	require.ErrorAs(t, err, &ue)
+	require.ErrorContains(t, err, "run it with --local")
+}
+
+// TestClockIsTaped: the times a node reads are recorded and given again:
+// a wait until a time, recorded a second before it, waits that second in
+// the replay too, though that time has passed — the same output, no step
+// diverged.
+func TestClockIsTaped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "waits.yaml", `version: 1
+name: waits
+record: true
+inputs:
+  until: {type: string}
+nodes:
+  - {id: hold, type: wait, until: "{{ inputs.until }}"}
+`))
+	require.NoError(t, err)
+	until := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"until": until}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", res.Run.Status)
+	waited := res.Engine.Steps[len(res.Engine.Steps)-1].Output["waited_ms"]
+	require.NotZero(t, waited)
+	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
+	require.NoError(t, err)
+	require.Contains(t, string(raw), `"kind":"clock","node":"hold"`)
+
+	rr, err := b.r.Replay(b.ctx, runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, waited, rr.Engine.Steps[len(rr.Engine.Steps)-1].Output["waited_ms"], "the recorded clock")
+	require.Empty(t, rr.Diverged)
+}
+
+// TestReplayDoesNotWaitAgain: a replay does not wait again for what the
+// recorded run waited for (a wait node, a retry's backoff).
+func TestReplayDoesNotWaitAgain(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	file := filepath.Join(dir, "pause.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: pause
+record: true
+nodes:
+  - {id: nap, type: wait, duration: 1s}
+  - {id: after, type: shell, command: [echo, awake]}
+edges:
+  - {from: nap, to: after}
+outputs:
+  said: "{{ trim(after.stdout) }}"
+`), 0o644))
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	began := time.Now()
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.GreaterOrEqual(t, time.Since(began), time.Second, "the recorded run waits")
+
+	began = time.Now()
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Less(t, time.Since(began), time.Second, "the replay does not wait again")
+	require.Equal(t, "awake", rr.Engine.Outputs["said"])
+	require.Empty(t, rr.Diverged)
+}
