@@ -98,13 +98,21 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	msgs = append(msgs, llm.User(c.String("prompt")))
 	var spent spend
 	calls, imagesSaved := 0, 0
-	var temp *float64
-	if t, ok := c.Number("temperature"); ok {
-		temp = &t
+	var opts llm.Request
+	if err := sampling(c, &opts); err != nil {
+		return nil, err
 	}
+	sch, err := replySchema(c)
+	if err != nil {
+		return nil, err
+	}
+	var answer any // the final answer parsed, with a schema
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
+		if sch != nil && stopped == "" {
+			out["json"] = answer
+		}
 		return out, nil
 	}
 	lastText := ""
@@ -113,11 +121,23 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			return nil, withUsage(err, &spent)
 		}
 		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
+		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: opts.Temperature, MaxTokens: opts.MaxTokens}
+		if sch != nil {
+			req.JSONSchema = sch.Doc()
+		}
 		flush := stream(c, &req)
 		resp, err := p.Chat(ctx, req)
 		if err != nil {
 			return nil, withUsage(err, &spent)
+		}
+		if sch != nil && len(resp.ToolCalls) == 0 {
+			// The final answer: parsed and validated, with one re-ask,
+			// both replies billed.
+			answer, resp, err = llm.Reask(ctx, p, req, sch, resp)
+			if err != nil {
+				spent.add(c, ms, entry, modelName, resp.Usage)
+				return nil, withUsage(err, &spent)
+			}
 		}
 		flush()
 		spent.add(c, ms, entry, modelName, resp.Usage)

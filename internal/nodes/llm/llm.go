@@ -56,11 +56,8 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		}
 		req.Messages = append(req.Messages, llm.User(prompt, imgs...))
 	}
-	if t, ok := c.Number("temperature"); ok {
-		req.Temperature = &t
-	}
-	if n, ok := c.Int("max_tokens"); ok {
-		req.MaxTokens = n
+	if err := sampling(c, &req); err != nil {
+		return nil, err
 	}
 	c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(req.Messages)})
 	flush := stream(c, &req)
