@@ -230,13 +230,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models),
+		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models, runMemory{st: r.st, workflow: w.Name, replaces: j.rerunOf}),
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
 			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels), func() { _ = cpool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels, runMemory{st: r.st, workflow: cw.Name}), func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -870,11 +870,13 @@ func (b *observed) Flush() error {
 }
 
 // runServices are the services the kinds of one run get: the HTTP policy,
-// the run's MCP servers, its models, and the models as the judge.
-func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
+// the run's MCP servers, its models, its memory (memory:), and the models
+// as the judge.
+func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
 	s = llmkind.ModelsService.Provide(s, models)
+	s = llmkind.MemoryService.Provide(s, mem)
 	return node.JudgeService.Provide(s, models)
 }
 

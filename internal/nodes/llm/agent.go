@@ -91,10 +91,19 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		}
 	}
 
+	mem, err := memoryOf(c)
+	if err != nil {
+		return nil, err
+	}
 	var msgs []llm.Message
 	if sys := c.String("system"); sys != "" {
 		msgs = append(msgs, llm.System(sys))
 	}
+	past, err := mem.recall(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs = append(msgs, past...)
 	msgs = append(msgs, llm.User(c.String("prompt")))
 	var spent spend
 	calls, imagesSaved := 0, 0
@@ -112,6 +121,11 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
 		if sch != nil && stopped == "" {
 			out["json"] = answer
+		}
+		if stopped == "" {
+			if err := mem.remember(ctx, c, c.String("prompt"), text); err != nil {
+				return nil, withUsage(err, &spent)
+			}
 		}
 		return out, nil
 	}

@@ -2,7 +2,9 @@ package llm_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -155,4 +157,101 @@ func TestSamplingBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakeMemory is a memory in a map, by thread.
+type fakeMemory struct {
+	mu      sync.Mutex
+	threads map[string][]llm.Message
+	steps   []nodellm.MemoryStep
+}
+
+func (m *fakeMemory) Recall(_ context.Context, thread string, step nodellm.MemoryStep, limit int) ([]llm.Message, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.steps = append(m.steps, step)
+	msgs := m.threads[thread]
+	if limit > 0 && len(msgs) > limit {
+		msgs = msgs[len(msgs)-limit:]
+	}
+	return slices.Clone(msgs), nil
+}
+
+func (m *fakeMemory) Remember(_ context.Context, thread string, step nodellm.MemoryStep, msgs []llm.Message) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.steps = append(m.steps, step)
+	m.threads[thread] = append(m.threads[thread], msgs...)
+	return nil
+}
+
+// TestLLMMemory: an llm node with memory sends the thread's last messages
+// after the system prompt and before its own, and keeps its last user
+// message and the reply; a thread that renders empty keeps nothing.
+func TestLLMMemory(t *testing.T) {
+	t.Parallel()
+	mem := &fakeMemory{threads: map[string][]llm.Message{"t1": {
+		{Role: llm.RoleUser, Content: "old question"}, {Role: llm.RoleAssistant, Content: "old answer"},
+		{Role: llm.RoleUser, Content: "I am Ada."}, {Role: llm.RoleAssistant, Content: "Hi Ada."},
+	}}}
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("You are Ada."), llmtest.Reply("Hello.")})
+	ms := models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI)
+	b := setup(t, ms, map[string]any{
+		"system":   "Be brief.",
+		"messages": []any{map[string]any{"role": "user", "content": "Who am I?"}},
+		"memory":   map[string]any{"thread": "t1", "max_messages": 2},
+	}, nodellm.MemoryService.Provide(nil, mem))
+	out, err := b.run(t, nodellm.LLMKind{})
+	require.Nil(t, err)
+	require.Equal(t, "You are Ada.", out["text"])
+	require.Equal(t, []llm.Message{
+		{Role: llm.RoleSystem, Content: "Be brief."},
+		{Role: llm.RoleUser, Content: "I am Ada."}, {Role: llm.RoleAssistant, Content: "Hi Ada."},
+		{Role: llm.RoleUser, Content: "Who am I?"},
+	}, srv.Requests()[0].Messages, "the last two messages of the thread, between the system prompt and the node's")
+	require.Equal(t, []llm.Message{{Role: llm.RoleUser, Content: "Who am I?"}, {Role: llm.RoleAssistant, Content: "You are Ada."}},
+		mem.threads["t1"][4:], "the node's turn is kept")
+	require.Equal(t, nodellm.MemoryStep{RunID: "r1", Step: "n/1"}, mem.steps[0], "the step is named by run, node and visit")
+
+	empty := setup(t, ms, map[string]any{"prompt": "Hi", "memory": map[string]any{"thread": ""}}, nil)
+	out, err = empty.run(t, nodellm.LLMKind{})
+	require.Nil(t, err, "an empty thread needs no memory")
+	require.Equal(t, "Hello.", out["text"])
+	require.Len(t, srv.Requests()[1].Messages, 1)
+}
+
+// TestMemoryParamChecks: memory without a thread, with a max_messages
+// that is not more than 0, or with an unknown field is a validation
+// error; a host without memory fails the node, naming the service.
+func TestMemoryParamChecks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		memory map[string]any
+		want   string
+	}{
+		{"no thread", map[string]any{"max_messages": 5}, "memory needs a thread"},
+		{"zero max", map[string]any{"thread": "t", "max_messages": 0}, "memory.max_messages must be a whole number more than 0, not 0"},
+		{"unknown field", map[string]any{"thread": "t", "size": 3}, `memory has no field "size" (fields: thread, max_messages)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			for _, check := range []func(map[string]any) []node.ParamError{nodellm.LLMSpec.Check, nodellm.AgentSpec.Check} {
+				errs := check(map[string]any{"prompt": "x", "memory": tc.memory})
+				require.Len(t, errs, 1)
+				require.Contains(t, errs[0].Message, tc.want)
+			}
+		})
+	}
+	require.Empty(t, nodellm.AgentSpec.Check(map[string]any{"prompt": "x", "memory": map[string]any{"thread": "{{ trigger.conversation }}", "max_messages": "{{ inputs.n }}"}}),
+		"templates are checked when they are rendered")
+
+	srv := llmtest.NewServer(t, llmtest.OpenAI, nil)
+	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
+		map[string]any{"prompt": "x", "memory": map[string]any{"thread": "t"}}, nil)
+	_, err := b.run(t, nodellm.AgentKind{})
+	require.NotNil(t, err)
+	require.Contains(t, err.Message, "conversation memory")
+	require.Zero(t, srv.Calls())
 }

@@ -33,10 +33,20 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
 		return nil, err
 	}
+	mem, err := memoryOf(c)
+	if err != nil {
+		return nil, err
+	}
 	req := llm.Request{Model: modelName}
 	if sys := c.String("system"); sys != "" {
 		req.Messages = append(req.Messages, llm.System(sys))
 	}
+	past, err := mem.recall(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.Messages = append(req.Messages, past...)
+	ownFrom := len(req.Messages) // this turn's messages start here
 	for i, m := range c.List("messages") {
 		mm, _ := m.(map[string]any)
 		role, _ := mm["role"].(string)
@@ -90,10 +100,24 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		out["_route"] = route
 	}
 	spent.add(c, ms, entry, modelName, resp.Usage)
+	if err := mem.remember(ctx, c, lastUserText(req.Messages[ownFrom:]), resp.Text); err != nil {
+		return nil, withUsage(err, &spent)
+	}
 	u := spent.directive()
 	out["usage"] = u
 	out["_token_usage"] = u
 	return out, nil
+}
+
+// lastUserText is the text of the last user message: what a node with
+// memory said in its turn of the conversation.
+func lastUserText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 // replyRoute is the _route of a reply that is a JSON object holding one:

@@ -2,7 +2,11 @@
 // model that calls MCP tools in a loop).
 package llm
 
-import "github.com/skeinhq/skein/node"
+import (
+	"slices"
+
+	"github.com/skeinhq/skein/node"
+)
 
 // Kind names.
 const (
@@ -23,6 +27,7 @@ var LLMSpec = node.Spec{
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in the reply (more than 0)."},
 		{Name: "schema", Type: node.Map, Description: "JSON Schema the reply must match; the parsed reply is `json`."},
 		{Name: "images", Type: node.List, Description: "Images sent with the prompt: file paths (relative to the workflow's folder), or the images output of an mcp node ({path, mime} entries). Only regular files in the run's folder or a folder of `files:` are read, at most 20 MiB each; any other path fails the node with `file_not_allowed`."},
+		{Name: "memory", Type: node.Map, Description: "Remember a conversation: {thread, max_messages}. The node's turn (its prompt, or its last user message, and the model's final answer, secrets masked) is kept in the run's store under thread (usually \"{{ trigger.conversation }}\"), per workflow; the thread's last max_messages messages (default 20) go before the prompt in every later run. A step run again (a resume) replaces its turn, and a rerun the turn of the run it re-runs, rather than adding one; a turn is deleted with its run (skein prune). A thread that renders empty keeps nothing."},
 		{Name: "stream", Type: node.Bool, Default: true, NoTemplate: true, Description: "Stream the reply: its text goes out as `llm_delta` events while the node runs (the first piece at once, then at most one event every 100 ms or 200 characters, each ending at a blank); the step's output is the whole reply either way. `false` waits for the whole reply."},
 		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt, system prompt or messages to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
@@ -34,7 +39,7 @@ var LLMSpec = node.Spec{
 		if a == b {
 			return []node.ParamError{{Param: "prompt", Message: "set exactly one of prompt or messages"}}
 		}
-		return append(checkSecrets(p), checkSampling(p)...)
+		return slices.Concat(checkSecrets(p), checkSampling(p), checkMemoryParam(p))
 	},
 }
 
@@ -53,13 +58,14 @@ var AgentSpec = node.Spec{
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in each reply of the model (more than 0)."},
 		{Name: "schema", Type: node.Map, Description: "JSON Schema the final answer must match (asked for in every request, so an OpenAI model answers in that form and an Anthropic one gives it as a tool's input); the parsed answer is `json`. An answer that does not match gets one re-ask, without tools; both replies are billed, and a second bad answer fails the node with `llm_malformed`."},
 		{Name: "images", Type: node.String, Default: "summarize", Enum: []string{"summarize", "pass"}, NoTemplate: true, Description: "Images tools return: summarize with the vision model, or pass them to the model."},
+		{Name: "memory", Type: node.Map, Description: "Remember a conversation: {thread, max_messages}. The node's turn (its prompt, and the model's final answer, secrets masked) is kept in the run's store under thread (usually \"{{ trigger.conversation }}\"), per workflow; the thread's last max_messages messages (default 20) go before the prompt in every later run. A step run again (a resume) replaces its turn, and a rerun the turn of the run it re-runs, rather than adding one; a turn is deleted with its run (skein prune). A thread that renders empty keeps nothing."},
 		{Name: "stream", Type: node.Bool, Default: true, NoTemplate: true, Description: "Stream the reply: its text goes out as `llm_delta` events while the node runs (the first piece at once, then at most one event every 100 ms or 200 characters, each ending at a blank); the step's output is the whole reply either way. `false` waits for the whole reply."},
 		{Name: "send_secrets", Type: node.Bool, Default: false, NoTemplate: true, Description: "Allow the prompt or system prompt to read {{ secrets.X }}, which sends the secret to the model's provider."},
 	},
 	Outputs: []string{"text", "json", "tool_calls", "usage", "model", "stopped"},
 	Routes:  true,
 	Check: func(p map[string]any) []node.ParamError {
-		return append(checkSecrets(p), checkSampling(p)...)
+		return slices.Concat(checkSecrets(p), checkSampling(p), checkMemoryParam(p))
 	},
 }
 
