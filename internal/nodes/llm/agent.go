@@ -44,11 +44,11 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	entry := c.String("model")
-	p, modelName, err := ms.Get(entry)
+	ch, err := modelChain(c, ms)
 	if err != nil {
 		return nil, err
 	}
+	_, modelName := ch.first() // the model that answered last
 	patterns, allowed := c.Strings("tools"), c.Strings("allowed_tools")
 	maxCalls := 20
 	if n, ok := c.Int("max_tool_calls"); ok {
@@ -131,30 +131,28 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	}
 	lastText := ""
 	for {
-		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
-			return nil, withUsage(err, &spent)
-		}
-		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: opts.Temperature, MaxTokens: opts.MaxTokens}
+		req := llm.Request{Messages: msgs, Tools: tools, Temperature: opts.Temperature, MaxTokens: opts.MaxTokens}
 		if sch != nil {
 			req.JSONSchema = sch.Doc()
 		}
 		flush := stream(c, &req)
-		resp, err := p.Chat(ctx, req)
+		resp, answered, err := ch.call(ctx, c, &spent, map[string]any{"messages": len(msgs), "tools": len(tools)}, req,
+			func(p llm.Provider, req llm.Request) (*llm.Response, error) {
+				resp, err := p.Chat(ctx, req)
+				if err != nil || sch == nil || len(resp.ToolCalls) > 0 {
+					return resp, err
+				}
+				// The final answer: parsed and validated, with one
+				// re-ask, both replies billed.
+				var r *llm.Response
+				answer, r, err = llm.Reask(ctx, p, req, sch, resp)
+				return r, err
+			})
 		if err != nil {
 			return nil, withUsage(err, &spent)
 		}
-		if sch != nil && len(resp.ToolCalls) == 0 {
-			// The final answer: parsed and validated, with one re-ask,
-			// both replies billed.
-			answer, resp, err = llm.Reask(ctx, p, req, sch, resp)
-			if err != nil {
-				spent.add(c, ms, entry, modelName, resp.Usage)
-				return nil, withUsage(err, &spent)
-			}
-		}
+		modelName = answered
 		flush()
-		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {
 			return finish(resp.Text, "")

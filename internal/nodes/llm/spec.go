@@ -22,7 +22,7 @@ var LLMSpec = node.Spec{
 		{Name: "prompt", Type: node.String, Description: "The user message."},
 		{Name: "messages", Type: node.List, Description: "A conversation: [{role, content}]."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
-		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
+		{Name: "model", Type: node.Strings, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:, or a list of them: `[primary, fallback, …]`. When a model is exhausted — rate limited (429), failing (5xx), timed out or unreachable after its retries — a `model_fallback` event says so and the next one answers, and the node's later calls; any other error (400, 401) fails the node. Each reply is charged at the price of the model that gave it; the output `model` is the model that answered (last)."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature, 0 to 2."},
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in the reply (more than 0)."},
 		{Name: "schema", Type: node.Map, Description: "JSON Schema the reply must match; the parsed reply is `json`."},
@@ -50,7 +50,7 @@ var AgentSpec = node.Spec{
 	Params: []node.Param{
 		{Name: "prompt", Type: node.String, Required: true, Description: "The task."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
-		{Name: "model", Type: node.String, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:."},
+		{Name: "model", Type: node.Strings, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:, or a list of them: `[primary, fallback, …]`. When a model is exhausted — rate limited (429), failing (5xx), timed out or unreachable after its retries — a `model_fallback` event says so and the next one answers, and the node's later calls; any other error (400, 401) fails the node. Each reply is charged at the price of the model that gave it; the output `model` is the model that answered (last)."},
 		{Name: "tools", Type: node.Strings, Ref: node.RefMCPTools, Description: "Tools offered, as server.tool or server.* patterns."},
 		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
