@@ -39,7 +39,7 @@ func exhaustedBy(status int) llmtest.Script {
 
 // TestLLMFallback: model: [primary, backup] on an llm node, in both API
 // flavors. When the primary is exhausted (429, 503 after its retries, or
-// unreachable) the backup answers: the output names it, a model_fallback
+// unreachable, 408) the backup answers: the output names it, a model_fallback
 // event says what happened, and the reply is charged at the backup's
 // price. A 401 does not fall through.
 func TestLLMFallback(t *testing.T) {
@@ -56,6 +56,7 @@ func TestLLMFallback(t *testing.T) {
 		{name: "rate limited", primary: exhaustedBy(http.StatusTooManyRequests), calls: 4, fallback: true},
 		{name: "server error", primary: exhaustedBy(http.StatusServiceUnavailable), calls: 4, fallback: true},
 		{name: "unreachable", fallback: true},
+		{name: "timed out", primary: llmtest.Script{llmtest.Fail(http.StatusRequestTimeout)}, calls: 1, fallback: true},
 		{name: "bad key", primary: llmtest.Script{llmtest.Fail(http.StatusUnauthorized)}, calls: 1, category: llm.CategoryAuthentication},
 		{name: "bad request", primary: llmtest.Script{llmtest.Fail(http.StatusBadRequest)}, calls: 1, category: llm.CategoryHTTP},
 	}
