@@ -49,6 +49,18 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		return nil, err
 	}
 	_, modelName := ch.first() // the model that answered last
+	var opts llm.Request       // temperature and max_tokens, checked before any server starts
+	if err := sampling(c, &opts); err != nil {
+		return nil, err
+	}
+	sch, err := replySchema(c)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := memoryOf(c)
+	if err != nil {
+		return nil, err
+	}
 	patterns, allowed := c.Strings("tools"), c.Strings("allowed_tools")
 	maxCalls := 20
 	if n, ok := c.Int("max_tool_calls"); ok {
@@ -91,10 +103,6 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		}
 	}
 
-	mem, err := memoryOf(c)
-	if err != nil {
-		return nil, err
-	}
 	var msgs []llm.Message
 	if sys := c.String("system"); sys != "" {
 		msgs = append(msgs, llm.System(sys))
@@ -107,14 +115,6 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	msgs = append(msgs, llm.User(c.String("prompt")))
 	var spent spend
 	calls, imagesSaved := 0, 0
-	var opts llm.Request
-	if err := sampling(c, &opts); err != nil {
-		return nil, err
-	}
-	sch, err := replySchema(c)
-	if err != nil {
-		return nil, err
-	}
 	var answer any // the final answer parsed, with a schema
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
