@@ -17,6 +17,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/llmtest"
 )
 
 // syncBuffer is a buffer a process writes while the test reads it.
@@ -319,4 +322,61 @@ func TestQueuedApproval(t *testing.T) {
 		return json.Unmarshal([]byte(show.stdout), &doc) == nil && doc.Status == "completed" &&
 			strings.Contains(fmt.Sprint(doc.Outputs["result"]), "approved by Grace")
 	}, "the signalled run did not complete")
+}
+
+// TestQueuedSubworkflowBudget: a subworkflow on a worker spends from its
+// parent's budget, and the parent run counts what the child spent (the
+// child ran with its own budget only, and the parent recorded 0 tokens).
+func TestQueuedSubworkflowBudget(t *testing.T) {
+	t.Parallel()
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	worker(t, db)
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: "one", Usage: llm.Usage{InputTokens: 350, OutputTokens: 350, TotalTokens: 700}},
+		{Text: "two", Usage: llm.Usage{InputTokens: 350, OutputTokens: 350, TotalTokens: 700}},
+		{Text: "three", Usage: llm.Usage{InputTokens: 350, OutputTokens: 350, TotalTokens: 700}},
+	})
+	flows := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "child.yaml"), []byte(`version: 1
+name: child
+llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "`+model.BaseURL()+`", api_key: test}
+nodes:
+  - {id: a, type: llm, prompt: one}
+  - {id: b, type: llm, prompt: two}
+  - {id: c, type: llm, prompt: three}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+`), 0o600))
+	parent := filepath.Join(flows, "parent.yaml")
+	require.NoError(t, os.WriteFile(parent, []byte(`version: 1
+name: parent
+limits: {max_tokens: 1000}
+nodes:
+  - {id: sub, type: subworkflow, workflow: child.yaml}
+`), 0o600))
+	res := run(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), "-o", "json", parent)
+	require.Equal(t, 1, res.code, res.stdout+res.stderr)
+	var doc struct {
+		Status string `json:"status"`
+		Tokens int    `json:"tokens"`
+		Steps  []struct {
+			Node   string `json:"node"`
+			Status string `json:"status"`
+			Error  *struct {
+				Category string `json:"category"`
+				Message  string `json:"message"`
+			} `json:"error"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
+	require.Equal(t, "failed", doc.Status)
+	require.Equal(t, 2, model.Calls(), "the third call is refused: the parent's budget is spent")
+	require.Equal(t, 1400, doc.Tokens, "the parent run counts what its child spent")
+	require.Len(t, doc.Steps, 1)
+	require.NotNil(t, doc.Steps[0].Error)
+	require.Equal(t, "budget_exceeded", doc.Steps[0].Error.Category, doc.Steps[0].Error.Message)
+	require.Contains(t, doc.Steps[0].Error.Message, "the parent run's token budget is spent")
 }

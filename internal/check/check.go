@@ -92,6 +92,9 @@ type RunVerdict struct {
 	// together; the run's totals include them.
 	Tokens  int     `json:"tokens,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Warnings are about the pass itself, not a check: a judge model with
+	// no known price, whose cost counts as $0.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Input is what Evaluate looks at.
@@ -158,6 +161,7 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 			v.Stopped = t.node.ID
 		}
 	}
+	v.Warnings = e.spent.Warnings
 	v.Status = status(v.Nodes)
 	if in.Result != nil && in.Result.Status != "" && in.Result.Status != engine.RunCompleted && v.Status != StatusFailed {
 		v.Status = StatusIncomplete

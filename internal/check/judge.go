@@ -32,6 +32,9 @@ type MeteredJudge interface {
 type Usage struct {
 	Tokens  int     `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
+	// Warnings say what the cost leaves out: a model with no known price
+	// counts as $0.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // JudgeRequest is the evidence of one node and the checks to answer on it.
@@ -215,6 +218,11 @@ func (e *evaluator) ask(ctx context.Context, req JudgeRequest) ([]JudgeVerdict, 
 	reply, u, err := m.JudgeMetered(ctx, req)
 	e.spent.Tokens += u.Tokens
 	e.spent.CostUSD += u.CostUSD
+	for _, w := range u.Warnings {
+		if !slices.Contains(e.spent.Warnings, w) {
+			e.spent.Warnings = append(e.spent.Warnings, w)
+		}
+	}
 	return reply, err
 }
 

@@ -164,5 +164,8 @@ func Details(v *RunVerdict) string {
 			b.WriteByte('\n')
 		}
 	}
+	for _, w := range v.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	return b.String()
 }

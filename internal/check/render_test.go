@@ -82,6 +82,8 @@ func TestDetails(t *testing.T) {
 		check.Details(v))
 	require.Empty(t, check.Details(nil))
 	require.Empty(t, check.Details(&check.RunVerdict{}))
+	require.Equal(t, "warning: the judge's model m has no known price\n",
+		check.Details(&check.RunVerdict{Warnings: []string{"the judge's model m has no known price"}}), "the pass's warnings follow the checks")
 }
 
 func TestCount(t *testing.T) {

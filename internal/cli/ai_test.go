@@ -214,6 +214,12 @@ func TestAgentExample(t *testing.T) {
 
 	require.Equal(t, 3, srv.Calls())
 	require.Contains(t, srv.Requests()[0].Messages[1].Content, "What is 19 + 23?")
+	var offered []string
+	for _, tl := range srv.Requests()[0].Tools {
+		offered = append(offered, tl.Name)
+	}
+	require.ElementsMatch(t, []string{"everything__get-sum", "everything__get-tiny-image", "everything__echo"}, offered,
+		"only the allowed tools are offered")
 	var sum string
 	for _, m := range srv.Requests()[1].Messages {
 		if m.ToolCallID == "c1" {

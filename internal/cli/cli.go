@@ -105,6 +105,7 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		cancelCmd(e),
 		signalCmd(e),
 		mcpCmd(e),
+		lockCmd(e),
 		serveCmd(e),
 		workerCmd(e),
 		tokenCmd(e),

@@ -81,4 +81,8 @@ outputs:
 	r := skein(t, "run", "--output", "json", "--dir", dir, parent)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "from the child")
+	_, err = os.Stat(filepath.Join(dir, "child.skein.lock"))
+	require.NoError(t, err, "the child's tools are pinned in its own lock file")
+	_, err = os.Stat(filepath.Join(dir, "parent.skein.lock"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the parent uses no server")
 }

@@ -299,6 +299,7 @@ var outputSchemas = []outputSchema{
 	{"token-create.schema.json", "Skein token create", "What skein token create -o json prints: the new token, its text shown this once.", schemaOf[tokenCreateDoc]()},
 	{"version.schema.json", "Skein version", "What skein version -o json prints.", schemaOf[versionDoc]()},
 	{"test.schema.json", "Skein test", "What skein test -o json prints: how each case of the test files went, with every expectation it missed.", schemaOf[flowtest.Report]()},
+	{"lock-update.schema.json", "Skein lock update", "What skein lock update -o json prints: the servers whose tools the lock file now pins, with what changed, and the servers it dropped.", schemaOf[runner.LockResult]()},
 	{"token-list.schema.json", "Skein token list", "What skein token list -o json prints: the API tokens of the folder (never their text).", schemaOf[tokenListDoc]()},
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/mcp/mcptest"
+
 	"github.com/skeinhq/skein/internal/cli"
 )
 
@@ -85,6 +87,9 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 	failed := start("testdata/fail.yaml")
 	checked := start("../../examples/checks.yaml", "-i", "currency=usd")
 	waiting := start("../../examples/approval.yaml")
+	srv := mcptest.New(t)
+	srv.AddDescribedTool("echo", "Echoes text.", nil, echoTool)
+	locked := writeLockFlow(t, t.TempDir(), srv.URL)
 	tok := skein(t, "token", "create", "--scope", "read", "--name", "ci", "--dir", dir)
 	require.Equal(t, 0, tok.code, tok.stderr)
 
@@ -142,12 +147,14 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"token create", []string{"token", "create", "--scope", "read", "--name", "ci"}, 0, "token-create.schema.json", ""},
 		{"token create bad scope", []string{"token", "create", "--scope", "god"}, 2, "error.schema.json", "usage"},
 		{"version", []string{"version"}, 0, "version.schema.json", ""},
+		{"lock update", []string{"lock", "update", locked}, 0, "lock-update.schema.json", ""},
+		{"lock update invalid workflow", []string{"lock", "update", bad}, 2, "error.schema.json", "invalid_workflow"},
 	}
 	for _, tc := range tests {
 		// One after the other: they share the folder, and signal and
 		// resume change runs others read.
 		args := append(tc.args, "-o", "json")
-		if tc.args[0] != "validate" && tc.args[0] != "version" && tc.args[0] != "test" {
+		if tc.args[0] != "validate" && tc.args[0] != "version" && tc.args[0] != "test" && tc.args[0] != "lock" {
 			args = append(args, "--dir", dir)
 		}
 		r := skein(t, args...)

@@ -132,6 +132,9 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 		}
 		return engine.Reused{}, false
 	}
+	// A step that was pinned stays pinned when a resume reuses it: its
+	// output is still the one the user chose, not one this run computed.
+	pinned = pinned || s.Pinned
 	out, directives, err := Output(s)
 	if err != nil {
 		r.problem = err

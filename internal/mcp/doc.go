@@ -47,6 +47,14 @@
 // half a second is considered hung: its process group is killed and the next call
 // starts it afresh.
 //
+// # Pinned tools
+//
+// Pins (lock.go) keep a workflow's lock file, <name>.skein.lock beside it:
+// per server, a hash of each tool's description and input schema. The
+// first check of a server the lock lacks pins all its tools and writes the
+// file; later checks fail a tool a node would use that is new or changed
+// (mcp_tool_changed). A host provides a run's Pins under LockService.
+//
 // # Which commands may run
 //
 // Pool.Allow is asked before a stdio server is spawned, with the absolute

@@ -67,7 +67,9 @@ type Config struct {
 	RescueAfter time.Duration
 	// Children, when set, runs the child workflows of a run's
 	// subworkflow tasks on this worker; nil: a subworkflow node fails.
-	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string) node.Children
+	// budget is the parent run's, as its history has it: what the child
+	// spends counts against it too.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
@@ -99,6 +101,9 @@ type Driver struct {
 	inflight sync.WaitGroup
 	// artifacts is the worker's folder of its tasks' artifact folders.
 	artifacts artifactRoot
+	// wakes are the timers this process keeps for its timer jobs
+	// (wake.go), by job id.
+	wakes map[int64]*time.Timer
 }
 
 type planned struct {
@@ -283,7 +288,8 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, err
 	}
 	st := newState(env)
-	if err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: req.Payload}}, nil); err != nil {
+	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: req.Payload}}, nil)
+	if err != nil {
 		env.release()
 		return nil, err
 	}
@@ -291,6 +297,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		env.release()
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
+	d.wakeLater(first.wakes)
 	env.release() // a worker that starts runs runs no node of its own
 	return run, nil
 }
@@ -573,13 +580,13 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	run := env.run
 	tenv := env.task
-	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
-		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets))
-	}
 	// The run's budget goes on from what its recorded history spent, on
 	// whichever worker runs the node.
-	tenv.Services = node.BudgetService.Provide(tenv.Services,
-		engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD))
+	budget := engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD)
+	if t.Node.Spec.Role == node.RoleSubworkflow && d.cfg.Children != nil {
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget))
+	}
+	tenv.Services = node.BudgetService.Provide(tenv.Services, budget)
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
@@ -934,6 +941,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
+	d.wakeLater(w.wakes)
 	if st.run.Ended() && st.run.Running() == 0 {
 		d.forget(runID)
 	} else {
@@ -965,6 +973,10 @@ type write struct {
 	order   []*engine.StepRecord
 	events  []engine.TimedEvent
 	jobs    []river.InsertManyParams
+	// pending are the timer jobs of jobs this process wakes itself, and
+	// wakes the same once inserted (wake.go).
+	pending []pendingWake
+	wakes   []wake
 	wasDone bool
 	// last is the seq of the run's last event, read under its lock.
 	last int64
@@ -977,15 +989,15 @@ func (d *Driver) newWrite(st *state) *write {
 
 // step applies events to the state of a run that has no events yet (its
 // start) in tx, and records what they changed.
-func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, extra []engine.TimedEvent) error {
+func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, extra []engine.TimedEvent) (*write, error) {
 	w := d.newWrite(st)
 	w.events = append(w.events, extra...)
 	for _, e := range evs {
 		if err := d.feed(ctx, tx, w, e); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return d.flush(ctx, tx, w)
+	return w, d.flush(ctx, tx, w)
 }
 
 // feed appends an event to the run's history and feeds it to the
@@ -1044,10 +1056,14 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 				at = e.At.Add(d.cfg.TimerDelay(t))
 			}
 			opts := &river.InsertOpts{MaxAttempts: maxJobAttempts}
+			args := TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}
 			if at.After(e.At) {
 				opts.ScheduledAt = at
+				if delay := at.Sub(e.At); delay <= maxLocalWake {
+					w.pending = append(w.pending, pendingWake{job: len(w.jobs), args: args, delay: delay})
+				}
 			}
-			w.jobs = append(w.jobs, river.InsertManyParams{Args: TimerArgs{Run: env.id, Timer: t.ID, Timeout: t.Timeout}, InsertOpts: opts})
+			w.jobs = append(w.jobs, river.InsertManyParams{Args: args, InsertOpts: opts})
 		}
 		for _, aw := range a.Awaits {
 			sig, ok, err := storedSignal(ctx, tx, env.id, aw.Node, aw.Visit)
@@ -1087,9 +1103,11 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
 	if len(w.jobs) > 0 {
-		if _, err := d.client.InsertManyTx(ctx, tx, w.jobs); err != nil {
+		res, err := d.client.InsertManyTx(ctx, tx, w.jobs)
+		if err != nil {
 			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
 		}
+		w.inserted(res)
 	}
 	return nil
 }

@@ -301,6 +301,30 @@ edges:
 	require.EqualValues(t, 2, steps["shaky"][0].Output["attempt"])
 }
 
+// A wait of one second on workers ends about a second later: the process
+// that queued the timer makes its job available when it is due (River's
+// scheduler alone promoted it up to 5 s late).
+func TestTimersFireOnTime(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	began := time.Now()
+	run := b.start(t, `version: 1
+name: pause
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: nap, type: wait, duration: 1s}
+  - {id: after, type: set, values: {ok: true}}
+edges:
+  - {from: start, to: nap}
+  - {from: nap, to: after}
+`, nil)
+	done := b.wait(t, run.ID)
+	took := time.Since(began)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.GreaterOrEqual(t, took, time.Second, "the wait is not cut short")
+	require.Less(t, took, 2500*time.Millisecond, "the wait ends when it is due, not at River's next scheduler pass")
+}
+
 func TestQueuesRouteNodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1) // works the default queue only

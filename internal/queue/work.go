@@ -66,6 +66,7 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 		err = d.client.StopAndCancel(context.WithoutCancel(ctx))
 	}
 	d.inflight.Wait()
+	d.stopWakes()
 	d.releaseAll()
 	return err
 }

@@ -5,14 +5,17 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -415,4 +418,75 @@ nodes:
 	}
 	require.True(t, warned)
 	require.Equal(t, 15, res.Run.Tokens)
+}
+
+// notes is an Observer that keeps the repair loop's notes.
+type notes struct {
+	mu    sync.Mutex
+	notes []runner.Note
+}
+
+func (n *notes) Started(*store.Run, bool) {}
+func (n *notes) Step(engine.StepRecord)   {}
+func (n *notes) Event(engine.TimedEvent)  {}
+func (n *notes) Note(x runner.Note)       { n.mu.Lock(); n.notes = append(n.notes, x); n.mu.Unlock() }
+func (n *notes) of(kind string) []runner.Note {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []runner.Note
+	for _, x := range n.notes {
+		if x.Kind == kind {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// A check judge and a repair model without a known price say so, and how
+// to set one, as the nodes' models do (they counted as $0 silently).
+func TestUnpricedJudgeAndRepairWarn(t *testing.T) {
+	t.Parallel()
+	b := aiSetup(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: `{"verdicts": [{"check_name": "expect", "verdict": "pass", "reasoning": "it is one"}]}`,
+			Usage: llm.Usage{InputTokens: 90, OutputTokens: 10, TotalTokens: 100}},
+	})
+	w, err := b.r.Load(b.write(t, "judged.yaml", `version: 1
+name: judged
+llm:
+  default: {provider: openai, model: model-x, base_url: "`+srv.BaseURL()+`", api_key: test}
+nodes:
+  - {id: one, type: set, values: {x: 1}, expect: "x is one"}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	doc, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.NotNil(t, doc.Verdict)
+	require.Equal(t, "PASSED", doc.Verdict.Status)
+	require.Len(t, doc.Verdict.Warnings, 1)
+	require.Contains(t, doc.Verdict.Warnings[0], "the judge's model model-x has no known price")
+	require.Contains(t, doc.Verdict.Warnings[0], "price: {input_per_mtok")
+
+	missing := filepath.Join(b.dir, "missing")
+	src := `version: 1
+name: fixme
+llm:
+  default: {provider: openai, model: model-x, base_url: "` + srv.BaseURL() + `", api_key: test}
+nodes:
+  - {id: gate, type: shell, command: [test, -f, "` + missing + `"]}
+`
+	fixed, err := json.Marshal(map[string]string{"explanation": "test the folder",
+		"workflow": strings.Replace(src, `-f, "`+missing, `-d, "`+b.dir, 1)})
+	require.NoError(t, err)
+	srv.Push(llmtest.Turn{Text: string(fixed), Usage: llm.Usage{InputTokens: 400, OutputTokens: 100, TotalTokens: 500}})
+	obs := &notes{}
+	rep, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: b.write(t, "fixme.yaml", src),
+		Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }, Options: runner.Options{Observer: obs}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", rep.Run.Status, rep.Repair.Stopped)
+	warned := obs.of("warning")
+	require.Len(t, warned, 1)
+	require.Contains(t, warned[0].Text, "the repair model model-x has no known price, so its cost counts as $0")
 }

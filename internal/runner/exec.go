@@ -17,6 +17,7 @@ import (
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -95,6 +96,9 @@ type job struct {
 	// spent is what the run spent before this execution (a resume goes on
 	// from it) plus what was spent for it meanwhile (the repair model).
 	spent engine.Spent
+	// budget is the parent run's budget of a child run on a worker: what
+	// the child spends counts against it too (nil: no parent).
+	budget *engine.Budget
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -230,13 +234,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
-		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, pool, models, runMemory{st: r.st, workflow: w.Name, replaces: j.rerunOf}),
+		Services:    runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models, runMemory{st: r.st, workflow: w.Name, replaces: j.rerunOf}),
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
 			cmodels := llmkind.NewModels(cw, r.cfg.LookupEnv)
 			cmodels.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cpool, cmodels, runMemory{st: r.st, workflow: cw.Name}), func() { _ = cpool.Close() }
+			return runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels, runMemory{st: r.st, workflow: cw.Name}), func() { _ = cpool.Close() }
 		},
 		Child:   r.childFactory(ctx, run, lease, red),
 		Park:    o.Park,
@@ -244,6 +248,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 		Spent:   j.spent,
+	}
+	if j.budget != nil {
+		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
 	}
 	if sigCh != nil {
 		opts.SignalCh = sigCh
@@ -872,11 +879,20 @@ func (b *observed) Flush() error {
 // runServices are the services the kinds of one run get: the HTTP policy,
 // the run's MCP servers, its models, its memory (memory:), and the models
 // as the judge.
-func runServices(pol httpkind.Policy, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
+func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
+	if w.File != "" {
+		// The tools a node uses are checked against the lock file beside
+		// the workflow, read afresh for each run.
+		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
+	}
 	s = llmkind.ModelsService.Provide(s, models)
 	s = llmkind.MemoryService.Provide(s, mem)
+	// resolve: arguments of mcp nodes are picked by the workflow's models
+	// and kept for the run.
+	s = mcpkind.PickerService.Provide(s, models)
+	s = mcpkind.ResolutionsService.Provide(s, mcpkind.NewResolutions())
 	return node.JudgeService.Provide(s, models)
 }
 

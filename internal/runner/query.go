@@ -15,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // run reads a run, with ErrNotFound when there is none.
@@ -54,6 +55,34 @@ func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
 		return nil, err
 	}
 	return r.doc(run, steps, readVerdict(run.Dir)), nil
+}
+
+// ErrNoVersion is returned by RunWorkflow for a run that was not tied to
+// a stored version of its workflow.
+var ErrNoVersion = errors.New("the run's workflow was not stored with it")
+
+// RunWorkflow returns the workflow a run executed: the version stored with
+// the run, which may differ from the file as it is now.
+func (r *Runner) RunWorkflow(ctx context.Context, id string) (*workflow.Workflow, error) {
+	run, err := r.run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if run.WorkflowVersion <= 0 {
+		return nil, fmt.Errorf("run %s: %w", run.ID, ErrNoVersion)
+	}
+	v, err := r.st.Workflow(ctx, run.Workflow, run.WorkflowVersion)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("run %s: version %d of %s: %w", run.ID, run.WorkflowVersion, run.Workflow, ErrNoVersion)
+	}
+	if err != nil {
+		return nil, err
+	}
+	w, ds := workflow.Decode(run.File, v.Source)
+	if ds.HasErrors() {
+		return nil, fmt.Errorf("run %s: version %d of %s does not parse: %s", run.ID, run.WorkflowVersion, run.Workflow, ds.Error())
+	}
+	return w, nil
 }
 
 // ListRequest selects runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 
 	"github.com/skeinhq/skein/internal/durable"
@@ -28,6 +29,9 @@ type queueChild struct {
 	nodeID     string
 	visit      int
 	opts       Options
+	// budget is the parent run's: the child's own limits hold, and what
+	// it spends counts against the parent's too.
+	budget *engine.Budget
 }
 
 // RunChild implements node.Children.
@@ -57,7 +61,21 @@ func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[strin
 	if err != nil {
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", err)
 	}
-	return engine.ChildOutput(path, id, engine.RunStatus(res.Status), res.Outputs, res.Error)
+	out, err := engine.ChildOutput(path, id, engine.RunStatus(res.Status), res.Outputs, res.Error)
+	// What the child spent, all its executions, is the node's: the parent
+	// run's history counts it (no attempt before this one recorded it).
+	usage := map[string]any{"total_tokens": res.Tokens, "cost_usd": res.CostUSD}
+	if err != nil {
+		e := *node.AsError(err)
+		e.Details = maps.Clone(e.Details)
+		if e.Details == nil {
+			e.Details = map[string]any{}
+		}
+		e.Details["token_usage"] = usage
+		return nil, &e
+	}
+	out["_token_usage"] = usage
+	return out, nil
 }
 
 // run runs the child run id, or goes on with the one a stopped worker
@@ -66,7 +84,7 @@ func (c *queueChild) run(ctx context.Context, cw *workflow.Workflow, id string, 
 	prev, err := c.r.st.Run(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		res, err := c.r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: c.parentID}, c.opts)
+		res, err := c.r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: c.parentID, budget: c.budget}, c.opts)
 		if err != nil {
 			return nil, err
 		}
@@ -89,8 +107,12 @@ func (c *queueChild) run(ctx context.Context, cw *workflow.Workflow, id string, 
 	if err != nil {
 		return nil, err
 	}
+	// The parent's history does not hold what earlier executions of the
+	// child spent; the child goes on from it.
+	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
+	c.budget.Add(spent.Tokens, spent.CostUSD)
 	res, err := c.r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: c.parentID,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist)}, c.opts)
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: c.budget}, c.opts)
 	if err != nil {
 		return nil, err
 	}

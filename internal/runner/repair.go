@@ -85,11 +85,13 @@ type repairing struct {
 	// runSpent is what the run spent by its last execution's end.
 	runSpent engine.Spent
 
-	models    *llmkind.Models
-	provider  llm.Provider
-	model     string
-	modelDone bool
-	modelErr  error
+	models *llmkind.Models
+	// unpricedTold: the repair model has no price, and the user was told.
+	unpricedTold bool
+	provider     llm.Provider
+	model        string
+	modelDone    bool
+	modelErr     error
 
 	// Set by each execution.
 	last   *Result
@@ -354,7 +356,11 @@ func (s *repairing) ask(ctx context.Context, msgs []llm.Message) (*repair.Reply,
 	}
 	reply, resp, err := repair.Ask(ctx, s.provider, s.model, msgs)
 	if resp != nil {
-		cost, _ := s.models.Cost(s.model, resp.Usage)
+		cost, known := s.models.Cost(s.model, resp.Usage)
+		if !known && !s.unpricedTold {
+			s.unpricedTold = true
+			s.note("warning", "the repair %s", s.models.Unpriced("repair", s.model, "its cost counts as $0"))
+		}
 		s.tokens += resp.Usage.TotalTokens
 		s.costUSD += cost
 		s.unbilled.Tokens += resp.Usage.TotalTokens

@@ -257,7 +257,8 @@ type WorkflowObserver interface {
 
 // Note is a line of the repair loop for people.
 type Note struct {
-	// Kind is "repair", "repaired", "problem" or "detail".
+	// Kind is "repair", "repaired", "problem", "detail", "diagnostic",
+	// "stopped" or "warning".
 	Kind string
 	Text string
 }

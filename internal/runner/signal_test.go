@@ -355,3 +355,37 @@ func TestRerunPinningAnApprovalDoesNotWaitAgain(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, stepOf(doc, "approve").Pinned)
 }
+
+// TestPinsSurviveTheResumeOfAParkedRerun: a re-run with draft pinned
+// parks at the approval; the signal resumes it, and draft's step is still
+// the pinned one — not a cached step, and not run again.
+func TestPinsSurviveTheResumeOfAParkedRerun(t *testing.T) {
+	t.Parallel()
+	b := setupSignals(t, 0)
+	first := b.start(t, approvalFlow, runner.Options{Park: park})
+	_, err := b.r.Signal(b.ctx, runner.SignalRequest{RunID: first.Run.ID, Node: "approve", Data: map[string]any{"by": "Ada"}})
+	require.NoError(t, err)
+	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: first.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", done.Run.Status)
+
+	again, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: first.Run.ID, Pins: []string{"draft"}, Options: runner.Options{Park: park}})
+	require.NoError(t, err)
+	require.NoError(t, again.Err)
+	require.Equal(t, "waiting", again.Run.Status)
+	doc, err := b.r.Get(b.ctx, again.Run.ID)
+	require.NoError(t, err)
+	require.True(t, stepOf(doc, "draft").Pinned, "draft is pinned in the re-run")
+
+	_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: again.Run.ID, Node: "approve", Data: map[string]any{"by": "Grace"}})
+	require.NoError(t, err)
+	done, err = b.r.Resume(b.ctx, runner.ResumeRequest{RunID: again.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, done.Err)
+	require.Equal(t, "hello, approved by Grace", done.Run.Outputs["message"])
+	doc, err = b.r.Get(b.ctx, again.Run.ID)
+	require.NoError(t, err)
+	draft := stepOf(doc, "draft")
+	require.True(t, draft.Pinned, "draft stays pinned after the resume")
+	require.False(t, draft.Cached)
+}

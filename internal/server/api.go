@@ -500,6 +500,18 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// runGraph answers the graph of the workflow version a run executed,
+// which may differ from the served file as it is now; 404 for a run that
+// was not stored with its workflow.
+func (s *Server) runGraph(w http.ResponseWriter, r *http.Request) error {
+	wf, err := s.cfg.Runner.RunWorkflow(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, s.graphDoc(wf))
+	return nil
+}
+
 // maxCancelWait bounds ?wait= of a cancel.
 const maxCancelWait = time.Minute
 

@@ -101,7 +101,7 @@ func problemOf(err error) *Problem {
 		return p
 	case errors.As(err, &use):
 		return problemf(http.StatusBadRequest, CodeBadRequest, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNoArtifact):
+	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNoArtifact), errors.Is(err, runner.ErrNoVersion):
 		return problemf(http.StatusNotFound, CodeNotFound, "%s", err.Error())
 	case errors.Is(err, runner.ErrNotWaiting):
 		return problemf(http.StatusConflict, CodeNotWaiting, "%s", err.Error())

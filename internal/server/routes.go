@@ -35,6 +35,7 @@ func (s *Server) register() {
 		{"POST", "/api/workflows/{name}/runs", auth.Run, s.startRun},
 		{"GET", "/api/runs", auth.Read, s.listRuns},
 		{"GET", "/api/runs/{id}", auth.Read, s.getRun},
+		{"GET", "/api/runs/{id}/graph", auth.Read, s.runGraph},
 		{"POST", "/api/runs/{id}/cancel", auth.Run, s.cancelRun},
 		{"POST", "/api/runs/{id}/resume", auth.Run, s.resumeRun},
 		{"POST", "/api/runs/{id}/rerun", auth.Run, s.rerunRun},

@@ -15,7 +15,7 @@ const REFETCH_MS = 400;
 const SCOPES = { read: 1, run: 2, admin: 3 };
 export const may = (session, want) => (SCOPES[session.scope] || 0) >= SCOPES[want];
 
-// graphOfSteps is the graph of a run whose workflow is not served: its
+// graphOfSteps is the graph of a run stored without its workflow: its
 // nodes as the steps name them, without edges.
 function graphOfSteps(run) {
   const seen = new Map();
@@ -348,8 +348,8 @@ export function RunPage({ id, session }) {
     read().then(async (r) => {
       if (!r || stop) return;
       try {
-        const w = await api("GET", `/api/workflows/${encodeURIComponent(r.workflow)}`);
-        if (!stop) setGraph(w.graph);
+        const g = await api("GET", `/api/runs/${id}/graph`);
+        if (!stop) setGraph(g);
       } catch {
         if (!stop) setGraph(graphOfSteps(r));
       }

@@ -137,6 +137,8 @@ func noteLine(st styles, n runner.Note) (noteDest, string) {
 		return toErr, n.Text
 	case "stopped":
 		return toErr, "skein: " + n.Text
+	case "warning":
+		return toErr, "skein: warning: " + n.Text
 	case "repair":
 		return toOut, "\n" + st.cyan.Render(n.Text)
 	case "repaired":

@@ -63,12 +63,18 @@ func (s *Server) ForgetSessions() {
 }
 
 // AddTool adds (or replaces) a tool with the given input schema; nil means
-// any object.
+// any object. Its description is "test tool <name>".
 func (s *Server) AddTool(name string, schema map[string]any, h Handler) {
+	s.AddDescribedTool(name, "test tool "+name, schema, h)
+}
+
+// AddDescribedTool adds (or replaces) a tool with the given description
+// and input schema; nil means any object.
+func (s *Server) AddDescribedTool(name, description string, schema map[string]any, h Handler) {
 	if schema == nil {
 		schema = map[string]any{"type": "object"}
 	}
-	s.MCP.AddTool(&sdk.Tool{Name: name, Description: "test tool " + name, InputSchema: schema},
+	s.MCP.AddTool(&sdk.Tool{Name: name, Description: description, InputSchema: schema},
 		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			args := map[string]any{}
 			if len(req.Params.Arguments) > 0 {

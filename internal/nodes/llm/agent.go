@@ -34,8 +34,9 @@ type offered struct {
 }
 
 // Run loops: send the conversation; when the reply asks for no tool, it is
-// the answer; else run each tool call through MCP (a tool outside
-// allowed_tools gets an error back, and the run goes on), record
+// the answer; else run each tool call through MCP (only the tools of
+// tools that allowed_tools allows are offered and pinned; a call of any
+// other gets an error back, and the run goes on), record
 // tool_call/tool_result events, keep images as artifacts and summarise them
 // with the vision model when one is configured, and send the results back.
 // It stops at max_tool_calls with the last text and `stopped`.
@@ -86,10 +87,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			if err != nil {
 				return nil, err
 			}
+			var used []*mcp.Tool
 			for _, t := range list {
-				if !matchAny(patterns, srv+"."+t.Name) {
+				// Only the tools the agent may call are offered: a model
+				// never sees the rest.
+				if !matchAny(patterns, srv+"."+t.Name) || (len(allowed) > 0 && !matchAny(allowed, srv+"."+t.Name)) {
 					continue
 				}
+				used = append(used, t)
 				n := srv + toolSep + t.Name
 				byName[n] = offered{srv, t.Name}
 				schema := map[string]any{"type": "object"}
@@ -99,6 +104,12 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 					}
 				}
 				tools = append(tools, llm.Tool{Name: n, Description: t.Description, InputSchema: schema})
+			}
+			if pins, ok := mcp.LockService.Lookup(c.Services); ok {
+				warn := func(msg string) { c.Emit("warning", map[string]any{"message": c.Redact(msg)}) }
+				if err := pins.Check(ctx, pool, srv, used, warn); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -175,8 +186,6 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			switch {
 			case !known:
 				content, isErr = fmt.Sprintf("error: there is no tool %q", label), true
-			case len(allowed) > 0 && !matchAny(allowed, o.server+"."+o.tool):
-				content, isErr = fmt.Sprintf("error: tool %s is not allowed for this agent (allowed_tools: %s)", label, strings.Join(allowed, ", ")), true
 			case tc.Arguments == nil && strings.TrimSpace(tc.RawArguments) != "":
 				// The model wrote arguments that are not a JSON object; the
 				// tool would only see none.

@@ -90,7 +90,11 @@ func (j *Judge) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]che
 	var used check.Usage
 	if resp != nil {
 		used.Tokens = resp.Usage.TotalTokens
-		used.CostUSD, _ = j.Models.Cost(model, resp.Usage)
+		var known bool
+		used.CostUSD, known = j.Models.Cost(model, resp.Usage)
+		if !known {
+			used.Warnings = []string{"the judge's " + unpricedMessage(j.Models, "judge", model, "its cost counts as $0")}
+		}
 	}
 	if err != nil {
 		return nil, used, err

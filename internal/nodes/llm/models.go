@@ -211,6 +211,12 @@ func (s *spend) directive() map[string]any {
 	}
 }
 
+// Unpriced says that model, which the name resolved to, has no price,
+// what follows (consequence), and how to set one.
+func (m *Models) Unpriced(name, model, consequence string) string {
+	return unpricedMessage(m, name, model, consequence)
+}
+
 // unpricedMessage says that model has no price, what follows, and how to
 // set one.
 func unpricedMessage(ms *Models, entry, model, consequence string) string {

@@ -52,7 +52,7 @@ var AgentSpec = node.Spec{
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.Strings, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:, or a list of them: `[primary, fallback, …]`. When a model is exhausted — rate limited (429), failing (5xx), timed out or unreachable after its retries — a `model_fallback` event says so and the next one answers, and the node's later calls; any other error (400, 401) fails the node. Each reply is charged at the price of the model that gave it; the output `model` is the model that answered (last)."},
 		{Name: "tools", Type: node.Strings, Ref: node.RefMCPTools, Description: "Tools offered, as server.tool or server.* patterns."},
-		{Name: "allowed_tools", Type: node.Strings, Description: "Tools the agent may actually call; others get a tool error back."},
+		{Name: "allowed_tools", Type: node.Strings, Description: "Narrows tools: only the tools that also match one of these patterns are offered to the model and pinned; the model never sees the others, and a call of a tool not offered gets a tool error back."},
 		{Name: "max_tool_calls", Type: node.Int, Default: 20, Description: "Stop after this many tool calls."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature, 0 to 2."},
 		{Name: "max_tokens", Type: node.Int, Description: "Most tokens in each reply of the model (more than 0)."},

@@ -2,10 +2,21 @@
 // server declared in the workflow's mcp_servers, through the run's pool
 // (internal/mcp), which the host hands over in Call.Services.
 //
-// Before the call, the arguments are checked against the tool's input
-// schema; a mismatch fails the node at once (validation, invalid_arguments)
+// Before the call, when the host provides the workflow's pins
+// (internal/mcp.LockService), the tool is checked against the lock file:
+// one that changed since it was pinned fails the node (validation,
+// mcp_tool_changed). Then the arguments are checked against the tool's
+// input schema; a mismatch fails the node at once (validation, invalid_arguments)
 // with a message naming the tool and each bad field. A retry (attempt > 1)
 // first evicts the server's cached tool list.
+//
+// An argument written {resolve, from: {tool, args, server}, field, model}
+// is resolved before anything else (resolve.go): the listing tool is
+// called, the host's Picker (the run's models) picks the item matching the
+// description, and the argument becomes the item or its field. Picks are
+// kept in the host's Resolutions for the run, by node and description,
+// and dropped before a retry; each is a resolved event, and what the
+// model spent is the output's _token_usage (or the error's).
 //
 // The output follows the variable-extraction rule:
 //

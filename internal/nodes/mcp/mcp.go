@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	mcpclient "github.com/skeinhq/skein/internal/mcp"
@@ -16,8 +17,22 @@ type MCP struct{}
 var _ node.Kind = (*MCP)(nil)
 
 // Run calls the node's tool once and returns its result as the node's
-// output (see the package documentation).
+// output (see the package documentation). What resolving its arguments
+// spent on a model is the output's _token_usage, or the error's.
 func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
+	var spent usage
+	out, err := k.run(ctx, call, &spent)
+	if !spent.any {
+		return out, err
+	}
+	if err != nil {
+		return nil, withUsage(err, &spent)
+	}
+	out["_token_usage"] = spent.directive()
+	return out, nil
+}
+
+func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[string]any, error) {
 	server, tool := call.String("server"), call.String("tool")
 	if server == "" || tool == "" {
 		return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
@@ -31,12 +46,39 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
+	specs, err := resolveSpecs(args, server)
+	if err != nil {
+		return nil, err
+	}
 	if call.Attempt > 1 {
 		pool.Evict(server) // DESIGN §2.5: caches go before a retry
 	}
+	// The tool is checked before anything is spent on resolving.
 	t, err := pool.Tool(ctx, server, tool)
 	if err != nil {
 		return nil, err
+	}
+	if pins, ok := mcpclient.LockService.Lookup(call.Services); ok {
+		if err := pins.Check(ctx, pool, server, []*mcpclient.Tool{t}, warner(call)); err != nil {
+			return nil, err
+		}
+	}
+	if len(specs) > 0 {
+		cache, ok := ResolutionsService.Lookup(call.Services)
+		if !ok {
+			cache = NewResolutions() // no run to keep them for: this call's
+		}
+		if call.Attempt > 1 {
+			cache.evict(call.NodeID) // a retry lists and picks again
+			for _, s := range specs {
+				pool.Evict(s.server)
+			}
+		}
+		args = maps.Clone(args)
+		r := &resolver{call: call, pool: pool, cache: cache, spent: spent}
+		if err := r.resolve(ctx, args, specs); err != nil {
+			return nil, err
+		}
 	}
 	if err := t.CheckArguments(args); err != nil {
 		return nil, err
@@ -74,6 +116,11 @@ func (k *MCP) Run(ctx context.Context, call *node.Call) (map[string]any, error) 
 		}
 	}
 	return output(res, r.text, call.ArtifactDir, tool)
+}
+
+// warner returns a func that records a warning event.
+func warner(call *node.Call) func(string) {
+	return func(msg string) { call.Emit("warning", map[string]any{"message": call.Redact(msg)}) }
 }
 
 // progressEvents returns a callback that records each progress
