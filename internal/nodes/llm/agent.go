@@ -45,8 +45,20 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	entry := c.String("model")
-	p, modelName, err := ms.Get(entry)
+	ch, err := modelChain(c, ms)
+	if err != nil {
+		return nil, err
+	}
+	_, modelName := ch.first() // the model that answered last
+	var opts llm.Request       // temperature and max_tokens, checked before any server starts
+	if err := sampling(c, &opts); err != nil {
+		return nil, err
+	}
+	sch, err := replySchema(c)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := memoryOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -106,32 +118,52 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if sys := c.String("system"); sys != "" {
 		msgs = append(msgs, llm.System(sys))
 	}
+	past, err := mem.recall(ctx)
+	if err != nil {
+		return nil, err
+	}
+	msgs = append(msgs, past...)
 	msgs = append(msgs, llm.User(c.String("prompt")))
 	var spent spend
 	calls, imagesSaved := 0, 0
-	var temp *float64
-	if t, ok := c.Number("temperature"); ok {
-		temp = &t
-	}
+	var answer any // the final answer parsed, with a schema
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": u, "model": modelName, "stopped": stopped, "_token_usage": u}
+		if sch != nil && stopped == "" {
+			out["json"] = answer
+		}
+		if stopped == "" {
+			if err := mem.remember(ctx, c, c.String("prompt"), text); err != nil {
+				return nil, withUsage(err, &spent)
+			}
+		}
 		return out, nil
 	}
 	lastText := ""
 	for {
-		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
-			return nil, withUsage(err, &spent)
+		req := llm.Request{Messages: msgs, Tools: tools, Temperature: opts.Temperature, MaxTokens: opts.MaxTokens}
+		if sch != nil {
+			req.JSONSchema = sch.Doc()
 		}
-		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
 		flush := stream(c, &req)
-		resp, err := p.Chat(ctx, req)
+		resp, answered, err := ch.call(ctx, c, &spent, map[string]any{"messages": len(msgs), "tools": len(tools)}, req,
+			func(p llm.Provider, req llm.Request) (*llm.Response, error) {
+				resp, err := p.Chat(ctx, req)
+				if err != nil || sch == nil || len(resp.ToolCalls) > 0 {
+					return resp, err
+				}
+				// The final answer: parsed and validated, with one
+				// re-ask, both replies billed.
+				var r *llm.Response
+				answer, r, err = llm.Reask(ctx, p, req, sch, resp)
+				return r, err
+			})
 		if err != nil {
 			return nil, withUsage(err, &spent)
 		}
+		modelName = answered
 		flush()
-		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {
 			return finish(resp.Text, "")
