@@ -987,8 +987,14 @@ func (v *validator) servers() {
 					}
 				}
 			case node.RefModel:
-				if m, ok := val.(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil {
-					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, models))
+				names, _ := val.([]any) // a list of models: fallbacks
+				if m, ok := val.(string); ok {
+					names = []any{m}
+				}
+				for _, x := range names {
+					if m, ok := x.(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil {
+						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, models))
+					}
 				}
 			case node.RefWorkflow:
 				if f, ok := val.(string); ok && w.File != "" && !expr.HasTemplate(f) {

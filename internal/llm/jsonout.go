@@ -136,10 +136,22 @@ func ChatJSON(ctx context.Context, p Provider, req Request, schema map[string]an
 	if err != nil {
 		return nil, nil, err
 	}
+	return Reask(ctx, p, req, sch, first)
+}
+
+// Reask parses first, the reply to req, which asked for JSON matching sch
+// (req.JSONSchema), and validates it; a reply that does not parse or
+// validate gets one re-ask as ChatJSON describes, without the tools req
+// may have offered (an agent's final answer: the re-ask wants the answer,
+// not another tool call). It returns what ChatJSON returns, the Response's
+// Usage summed over first and the re-ask.
+func Reask(ctx context.Context, p Provider, req Request, sch *Schema, first *Response) (any, *Response, error) {
 	v, perr := sch.Parse(first.Text)
 	if perr == nil {
 		return v, first, nil
 	}
+	req.Tools = nil
+	req.JSONSchema = sch.Doc()
 	req.Messages = append(slices.Clone(req.Messages),
 		Message{Role: RoleAssistant, Content: first.Text},
 		User(ReaskMessage(perr)))

@@ -637,3 +637,15 @@ edges:
 	require.Equal(t, "budget_exceeded", three.Error.Category)
 	require.Contains(t, three.Error.Message, "1400 tokens used, limits.max_tokens is 1000")
 }
+
+// A worker stopped before it started (its context ended while it
+// registered) has nothing to drain: Work returns no error.
+func TestWorkStoppedBeforeItStarts(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1}})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	stop()
+	require.NoError(t, d.Work(ctx, time.Second))
+}

@@ -28,6 +28,9 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	// The worker's lease exists before it takes a job, and is renewed
 	// until it took its last (rescue.go).
 	if err := d.beat(ctx, true); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing to drain
+		}
 		return fmt.Errorf("starting the workers: %w", err)
 	}
 	defer d.unregister(ctx)

@@ -316,3 +316,52 @@ outputs:
 	require.Equal(t, "awake", rr.Engine.Outputs["said"])
 	require.Empty(t, rr.Diverged)
 }
+
+// TestReplayOfARunWithMemory: what a step recalled from memory is in the
+// cassette; a replay — after the thread moved on — sends the recorded
+// requests, and remembers nothing.
+func TestReplayOfARunWithMemory(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		llmtest.Reply("Hello Ada."),
+		llmtest.Reply("You are Ada."),
+		llmtest.Reply("Still here."),
+		llmtest.Reply("Yes."),
+	})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "remembers.yaml")
+	src := strings.NewReplacer("PROVIDER", "openai", "MODEL", "gpt-4.1-mini", "BASE", srv.BaseURL(),
+		"name: remembers\n", "name: remembers\nrecord: true\n", "max_messages: 2", "max_messages: 20").Replace(memoryFlow)
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+	env := func(k string) (string, bool) { return map[string]string{"KEY": "k-1"}[k], k == "KEY" }
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: env})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	w, err := r.Load(file)
+	require.NoError(t, err)
+	say := func(message string) *runner.Result {
+		t.Helper()
+		res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"conversation": "c1", "message": message}})
+		require.NoError(t, err)
+		require.NoError(t, res.Err)
+		require.Equal(t, "completed", res.Run.Status)
+		return res
+	}
+	say("I am Ada.")
+	second := say("Who am I?") // recalls the first exchange
+	say("Still there?")        // the thread moves on
+	calls := srv.Calls()
+
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: second.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rr.Err)
+	require.Empty(t, rr.Mismatches, "the replay recalls what the recorded run recalled")
+	require.Equal(t, "completed", rr.Run.Status)
+	require.Equal(t, "You are Ada.", rr.Engine.Outputs["reply"])
+	require.Equal(t, calls, srv.Calls(), "nothing is sent")
+
+	say("And now?")
+	req := string(srv.Last().Raw)
+	require.Contains(t, req, "I am Ada.")
+	require.Equal(t, 1, strings.Count(req, "Who am I?"), "the replay added no turn to the thread: %s", req)
+}

@@ -239,8 +239,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	defer pool.Close()
 	models := llmkind.NewModels(w, getenv)
 	models.Render = secretRenderer(secrets)
-	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models)
 	tape := j.tape(w, o, run.ID, started, red, getenv)
+	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models,
+		tapedMemory(runMemory{st: r.st, workflow: w.Name, replaces: j.rerunOf}, tape))
 	if tape != nil {
 		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
 		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
@@ -256,10 +257,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
 			cmodels := llmkind.NewModels(cw, getenv)
 			cmodels.Render = secretRenderer(secrets)
-			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels)
+			var ct *cassette.Tape
 			if tape != nil {
-				ct := tape.Scoped(cw.Name)
+				ct = tape.Scoped(cw.Name)
 				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
+			}
+			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels, tapedMemory(runMemory{st: r.st, workflow: cw.Name}, ct))
+			if ct != nil {
 				cs = node.ClockService.Provide(cassette.Service.Provide(cs, ct), ct)
 			}
 			return cs, func() { _ = cpool.Close() }
@@ -914,8 +918,9 @@ func (b *observed) Flush() error {
 }
 
 // runServices are the services the kinds of one run get: the HTTP policy,
-// the run's MCP servers, its models, and the models as the judge.
-func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models) *node.Services {
+// the run's MCP servers, its models, its memory (memory:), and the models
+// as the judge.
+func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
 	if w.File != "" {
@@ -924,6 +929,7 @@ func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, 
 		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
 	}
 	s = llmkind.ModelsService.Provide(s, models)
+	s = llmkind.MemoryService.Provide(s, mem)
 	// resolve: arguments of mcp nodes are picked by the workflow's models
 	// and kept for the run.
 	s = mcpkind.PickerService.Provide(s, models)

@@ -182,10 +182,12 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 			if p.Ref != node.RefModel {
 				continue
 			}
-			name, set := n.Params[p.Name].(string)
+			names := modelNames(n.Params[p.Name])
 			switch {
-			case set && name != "":
-				use(name, n, n.ParamPos(p.Name))
+			case len(names) > 0:
+				for _, name := range names {
+					use(name, n, n.ParamPos(p.Name))
+				}
 			case spec.Category == node.AI:
 				d, _ := p.Default.(string)
 				use(d, n, n.Pos)
@@ -237,4 +239,23 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 			Message: fmt.Sprintf("%s cannot call a model here: %s", what, msg)})
 	}
 	return ds
+}
+
+// modelNames are the models a model parameter names: one, or a list of
+// fallbacks; none when it is unset or empty.
+func modelNames(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		if x != "" {
+			out = append(out, x)
+		}
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }

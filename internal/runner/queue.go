@@ -343,7 +343,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models), release
+			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, runMemory{st: pg, workflow: w.Name}), release
 		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget) node.Children {
 			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit, budget: budget,

@@ -52,7 +52,8 @@ const (
 )
 
 // chat runs a workflow from its trigger.chat node with a message: the run
-// gets trigger.message, trigger.session (the conversation id) and
+// gets trigger.message, trigger.conversation (the conversation id, also
+// trigger.session, its older name) and
 // trigger.history (the conversation's earlier messages and replies, from
 // the store). The answer carries the run's output reply when the run ends
 // within ?wait= (default 30 s), else it is 202 with the run id: follow
@@ -104,7 +105,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	for i, m := range history {
 		hist[i] = map[string]any{"role": m.Role, "content": m.Content, "execution_id": m.ExecutionID}
 	}
-	payload := map[string]any{"message": body.Message, "session": body.Conversation, "history": hist}
+	payload := map[string]any{"message": body.Message, "conversation": body.Conversation, "session": body.Conversation, "history": hist}
 	run, err := s.launch(withSource(r.Context(), SourceChat), "run started by chat", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: node, Payload: payload, Options: o})
 	})

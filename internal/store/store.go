@@ -247,6 +247,28 @@ type ChatTurn struct {
 	Run *Run
 }
 
+// MemoryMessage is one message of a thread of memory (an llm or agent
+// node's memory:): a user's message or a model's reply.
+type MemoryMessage struct {
+	// Seq orders a store's messages; ReplaceMemory sets it.
+	Seq     int64
+	Role    string
+	Content string
+	// RunID and Step are the run and the step (node/visit) that kept it.
+	RunID     string
+	Step      string
+	CreatedAt time.Time
+}
+
+// MemorySource is the step that keeps messages in a thread: its run, the
+// step (node/visit), and the run that run re-runs, if any (whose messages
+// of the same step the rerun's replace).
+type MemorySource struct {
+	RunID    string
+	Step     string
+	Replaces string
+}
+
 // Schedule is the state of one schedule trigger of a workflow (DESIGN §5):
 // when it fires next and what it fired last. Several servers on one store
 // share it: a fire is claimed by moving NextFire with AdvanceSchedule,
@@ -378,6 +400,19 @@ type Store interface {
 	// ChatTurns returns the last limit messages of a conversation (all of
 	// them when limit is 0), oldest first, each with its Run.
 	ChatTurns(ctx context.Context, workflow, conversation string, limit int) ([]*ChatTurn, error)
+
+	// ReplaceMemory keeps msgs in a thread of a workflow, after every
+	// message there, in place of what src's step kept in the thread
+	// before (in src's run, or in the run it replaces): a step that runs
+	// again adds no second copy. The run must exist (else ErrNotFound);
+	// the messages are deleted with it. Seq and CreatedAt are written
+	// back.
+	ReplaceMemory(ctx context.Context, workflow, thread string, src MemorySource, msgs []*MemoryMessage) error
+	// Memory returns the last limit messages of a thread (all when limit
+	// is 0), oldest first, leaving out those except's step kept (in its
+	// run or the one it replaces): a step's own earlier exchange is not
+	// its memory.
+	Memory(ctx context.Context, workflow, thread string, limit int, except MemorySource) ([]*MemoryMessage, error)
 
 	// SetSchedule stores a schedule that is new or whose Spec changed, as
 	// given, and otherwise keeps the stored one (its fire times go on). It

@@ -55,7 +55,7 @@ export const EVENT_TYPES = [
   "loop_iteration", "loop_exited", "warning", "signal_awaited", "signal_received",
   "tool_call", "tool_result", "llm_call", "vision_summary", "check_verdict",
   "delivery_attempt", "delivery_succeeded", "delivery_failed", "repair", "repair_usage", "artifact",
-  "llm_delta", "tool_progress", "output_truncated", "resolved", "tool_approval",
+  "llm_delta", "tool_progress", "output_truncated", "resolved", "model_fallback", "tool_approval",
 ];
 
 // stream posts body to path asking for Server-Sent Events and calls

@@ -229,6 +229,12 @@ func inputSchema(s map[string]any) sdk.ToolInputSchemaParam {
 			out.ExtraFields[k] = v
 		}
 	}
+	if out.Properties == nil {
+		// An empty input schema would be left out of the request, which
+		// the API refuses: {"type": "object"} alone is a tool without
+		// arguments.
+		out.Properties = map[string]any{}
+	}
 	return out
 }
 

@@ -44,8 +44,20 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	entry := c.String("model")
-	p, modelName, err := ms.Get(entry)
+	ch, err := modelChain(c, ms)
+	if err != nil {
+		return nil, err
+	}
+	_, modelName := ch.first() // the model that answered last
+	var opts llm.Request       // temperature and max_tokens, checked before any server starts
+	if err := sampling(c, &opts); err != nil {
+		return nil, err
+	}
+	sch, err := replySchema(c)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := memoryOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -136,12 +148,14 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		if sys := c.String("system"); sys != "" {
 			msgs = append(msgs, llm.System(sys))
 		}
+		past, err := mem.recall(ctx)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, past...)
 		msgs = append(msgs, llm.User(c.String("prompt")))
 	}
-	var temp *float64
-	if t, ok := c.Number("temperature"); ok {
-		temp = &t
-	}
+	var answer any // the final answer parsed, with a schema
 	finish := func(text, stopped string) (map[string]any, error) {
 		u := spent.directive()
 		shown := u
@@ -149,17 +163,25 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		if bu, bc := ap.before(); bu.TotalTokens > 0 || bc > 0 {
 			// The usage shown is the step's; the directive counts only
 			// what this part spent (the parts before were counted).
-			shown = maps.Clone(u)
-			shown["input_tokens"] = u["input_tokens"].(int) + bu.InputTokens
-			shown["output_tokens"] = u["output_tokens"].(int) + bu.OutputTokens
-			shown["total_tokens"] = u["total_tokens"].(int) + bu.TotalTokens
-			shown["cost_usd"] = u["cost_usd"].(float64) + bc
+			shown = maps.Clone(shown)
+			shown["input_tokens"] = shown["input_tokens"].(int) + bu.InputTokens
+			shown["output_tokens"] = shown["output_tokens"].(int) + bu.OutputTokens
+			shown["total_tokens"] = shown["total_tokens"].(int) + bu.TotalTokens
+			shown["cost_usd"] = shown["cost_usd"].(float64) + bc
 		}
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": shown, "model": modelName, "stopped": stopped, "_token_usage": u}
+		if sch != nil && stopped == "" {
+			out["json"] = answer
+		}
+		if stopped == "" {
+			if err := mem.remember(ctx, c, c.String("prompt"), text); err != nil {
+				return nil, withUsage(err, &spent)
+			}
+		}
 		return out, nil
 	}
-	round := &toolRound{childSpent: &childSpent, c: c, ms: ms, pool: pool, children: children, byName: byName, workflows: workflows,
-		imageMode: imageMode, maxCalls: maxCalls, ap: ap, finish: finish,
+	round := &toolRound{c: c, ms: ms, pool: pool, children: children, byName: byName, workflows: workflows,
+		imageMode: imageMode, maxCalls: maxCalls, ap: ap, finish: finish, childSpent: &childSpent,
 		msgs: &msgs, pending: &pending, calls: &calls, images: &imagesSaved, lastText: &lastText, spent: &spent}
 	for {
 		// The calls of the model's last turn (or those left when the step
@@ -167,18 +189,28 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		if out, err := round.run(ctx); out != nil || err != nil {
 			return out, err
 		}
-		if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
-			return nil, withUsage(err, &spent)
+		req := llm.Request{Messages: msgs, Tools: tools, Temperature: opts.Temperature, MaxTokens: opts.MaxTokens}
+		if sch != nil {
+			req.JSONSchema = sch.Doc()
 		}
-		c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(msgs), "tools": len(tools)})
-		req := llm.Request{Model: modelName, Messages: msgs, Tools: tools, Temperature: temp}
 		flush := stream(c, &req)
-		resp, err := p.Chat(ctx, req)
+		resp, answered, err := ch.call(ctx, c, &spent, map[string]any{"messages": len(msgs), "tools": len(tools)}, req,
+			func(p llm.Provider, req llm.Request) (*llm.Response, error) {
+				resp, err := p.Chat(ctx, req)
+				if err != nil || sch == nil || len(resp.ToolCalls) > 0 {
+					return resp, err
+				}
+				// The final answer: parsed and validated, with one
+				// re-ask, both replies billed.
+				var r *llm.Response
+				answer, r, err = llm.Reask(ctx, p, req, sch, resp)
+				return r, err
+			})
 		if err != nil {
 			return nil, withUsage(err, &spent)
 		}
+		modelName = answered
 		flush()
-		spent.add(c, ms, entry, modelName, resp.Usage)
 		lastText = resp.Text
 		if len(resp.ToolCalls) == 0 {
 			return finish(resp.Text, "")

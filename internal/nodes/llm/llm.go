@@ -24,19 +24,29 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	entry := c.String("model")
-	p, modelName, err := ms.Get(entry)
+	ch, err := modelChain(c, ms)
 	if err != nil {
 		return nil, err
 	}
 	var spent spend
-	if err := checkBudget(c, ms, entry, modelName, &spent); err != nil {
+	entry, model := ch.first()
+	if err := checkBudget(c, ms, entry, model, &spent); err != nil {
 		return nil, err
 	}
-	req := llm.Request{Model: modelName}
+	mem, err := memoryOf(c)
+	if err != nil {
+		return nil, err
+	}
+	var req llm.Request
 	if sys := c.String("system"); sys != "" {
 		req.Messages = append(req.Messages, llm.System(sys))
 	}
+	past, err := mem.recall(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.Messages = append(req.Messages, past...)
+	ownFrom := len(req.Messages) // this turn's messages start here
 	for i, m := range c.List("messages") {
 		mm, _ := m.(map[string]any)
 		role, _ := mm["role"].(string)
@@ -56,47 +66,50 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		}
 		req.Messages = append(req.Messages, llm.User(prompt, imgs...))
 	}
-	if t, ok := c.Number("temperature"); ok {
-		req.Temperature = &t
+	if err := sampling(c, &req); err != nil {
+		return nil, err
 	}
-	if n, ok := c.Int("max_tokens"); ok {
-		req.MaxTokens = n
-	}
-	c.Emit("llm_call", map[string]any{"model": modelName, "messages": len(req.Messages)})
 	flush := stream(c, &req)
-	out := map[string]any{"model": modelName}
-	var resp *llm.Response
-	if schema := c.Map("schema"); schema != nil {
-		v, r, err := llm.ChatJSON(ctx, p, req, schema)
-		if err != nil {
-			if r != nil {
-				// Both replies of a failed re-ask were billed.
-				spent.add(c, ms, entry, modelName, r.Usage)
-				return nil, withUsage(err, &spent)
+	schema := c.Map("schema")
+	var answer any
+	resp, modelName, err := ch.call(ctx, c, &spent, map[string]any{"messages": len(req.Messages)}, req,
+		func(p llm.Provider, req llm.Request) (*llm.Response, error) {
+			if schema == nil {
+				return p.Chat(ctx, req)
 			}
-			return nil, err
-		}
-		flush()
-		resp = r
-		out["json"] = v
-		out["text"] = r.Text
-	} else {
-		r, err := p.Chat(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		flush()
-		resp = r
-		out["text"] = r.Text
+			v, r, err := llm.ChatJSON(ctx, p, req, schema)
+			answer = v
+			return r, err // both replies of a failed re-ask are billed
+		})
+	if err != nil {
+		return nil, withUsage(err, &spent)
+	}
+	flush()
+	out := map[string]any{"model": modelName, "text": resp.Text}
+	if schema != nil {
+		out["json"] = answer
 	}
 	if route, ok := replyRoute(out["json"], resp.Text); ok {
 		out["_route"] = route
 	}
-	spent.add(c, ms, entry, modelName, resp.Usage)
+	if err := mem.remember(ctx, c, lastUserText(req.Messages[ownFrom:]), resp.Text); err != nil {
+		return nil, withUsage(err, &spent)
+	}
 	u := spent.directive()
 	out["usage"] = u
 	out["_token_usage"] = u
 	return out, nil
+}
+
+// lastUserText is the text of the last user message: what a node with
+// memory said in its turn of the conversation.
+func lastUserText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
 }
 
 // replyRoute is the _route of a reply that is a JSON object holding one:

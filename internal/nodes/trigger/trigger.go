@@ -80,8 +80,8 @@ func init() {
 		Kind:        Chat,
 		Category:    node.Trigger,
 		Role:        node.RoleTrigger,
-		Description: "Starts a run with a chat message (POST /api/chat/{workflow} of skein serve); the run's output reply is the answer. Its output: message, session (the conversation id) and history (the conversation's earlier messages, oldest first: {role: user|assistant, content, execution_id}).",
-		Outputs:     []string{"message", "session", "history"},
+		Description: "Starts a run with a chat message (POST /api/chat/{workflow} of skein serve); the run's output reply is the answer. Its output: message, conversation (the conversation id; session is the same, its older name) and history (the conversation's earlier messages, oldest first: {role: user|assistant, content, execution_id}).",
+		Outputs:     []string{"message", "conversation", "session", "history"},
 	}, nil)
 }
 
