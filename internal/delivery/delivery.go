@@ -35,6 +35,11 @@ type Policy struct {
 	Backoff time.Duration
 	// Timeout bounds one attempt.
 	Timeout time.Duration
+	// Made is how many attempts were made before (by a process that
+	// died): the attempts go on from Made+1, with the backoff they have
+	// reached, after waiting Wait.
+	Made int
+	Wait time.Duration
 }
 
 // MaxBackoff caps the wait between two attempts.
@@ -90,7 +95,17 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 		after = time.After
 	}
 	wait := p.Backoff
-	for n := 1; ; n++ {
+	for i := 0; i < p.Made && wait < MaxBackoff; i++ {
+		wait *= 2
+	}
+	if p.Wait > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-after(p.Wait):
+		}
+	}
+	for n := p.Made + 1; ; n++ {
 		a := s.attempt(ctx, client, wh, now(), url, m, p.Timeout)
 		a.N = n
 		done := a.OK() || n > p.Retries || !retriable(a) || ctx.Err() != nil

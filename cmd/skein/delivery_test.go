@@ -1,0 +1,205 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"github.com/stretchr/testify/require"
+)
+
+var deliverySecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("the delivery secret of the cmd.."))
+
+// downReceiver takes deliveries, checking their signatures: it answers 503
+// until up is set, then 204.
+type downReceiver struct {
+	t        *testing.T
+	mu       sync.Mutex
+	up       bool
+	ids      []string
+	statuses []int
+	bodies   []map[string]any
+}
+
+func (rc *downReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	data, _ := io.ReadAll(r.Body)
+	wh, err := standardwebhooks.NewWebhook(deliverySecret)
+	require.NoError(rc.t, err)
+	require.NoError(rc.t, wh.Verify(data, r.Header), "the delivery is signed")
+	var body map[string]any
+	require.NoError(rc.t, json.Unmarshal(data, &body))
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	status := http.StatusServiceUnavailable
+	if rc.up {
+		status = http.StatusNoContent
+	}
+	rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
+	rc.statuses = append(rc.statuses, status)
+	rc.bodies = append(rc.bodies, body)
+	w.WriteHeader(status)
+}
+
+func (rc *downReceiver) seen() (ids []string, statuses []int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]string(nil), rc.ids...), append([]int(nil), rc.statuses...)
+}
+
+// serveWithEnv starts `skein serve` with env added and args on a free
+// loopback port; it returns its URL and process (SIGTERM at the test's end).
+func serveWithEnv(t *testing.T, env []string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--no-auth"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	cmd.Stdout = io.Discard
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		var line struct{ Msg, URL string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+			go func() { _, _ = io.Copy(io.Discard, stderr) }()
+			return line.URL, cmd
+		}
+	}
+	t.Fatalf("skein serve did not say where it listens")
+	return "", nil
+}
+
+const deliveredWorkflow = `version: 1
+name: delivered
+secrets: [DELIVERY_SECRET, TOKEN]
+delivery:
+  url: RECEIVER
+  secret: "{{ secrets.DELIVERY_SECRET }}"
+  retries: 10
+  retry_backoff: 300ms
+nodes:
+  - {id: a, type: template, text: "token {{ secrets.TOKEN }}"}
+outputs:
+  said: "{{ a.text }}"
+`
+
+// runEvents returns the events of a run (skein runs events) with args
+// naming the store (--dir or --db).
+func runEvents(t *testing.T, id string, args ...string) []map[string]any {
+	t.Helper()
+	p := run(t, append([]string{"runs", "events", id}, args...)...)
+	require.Equal(t, 0, p.code, p.stderr)
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(p.stdout), "\n") {
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		out = append(out, ev)
+	}
+	return out
+}
+
+// TestDeliverySurvivesAKill: a delivery whose receiver is down is
+// retried; the process delivering it (skein serve, or skein run) is killed
+// (SIGKILL) between two attempts; a new `skein serve` on the same folder
+// goes on with it — the attempt count goes on, the webhook-id is the same
+// — and the receiver, once up, takes it once.
+func TestDeliverySurvivesAKill(t *testing.T) {
+	t.Parallel()
+	for _, by := range []string{"serve", "run"} {
+		t.Run(by, func(t *testing.T) {
+			t.Parallel()
+			rc := &downReceiver{t: t}
+			recv := httptest.NewServer(rc)
+			t.Cleanup(recv.Close)
+			dir, wfs := t.TempDir(), t.TempDir()
+			file := filepath.Join(wfs, "delivered.yaml")
+			require.NoError(t, os.WriteFile(file, []byte(strings.Replace(deliveredWorkflow, "RECEIVER", recv.URL, 1)), 0o644))
+			env := []string{"DELIVERY_SECRET=" + deliverySecret, "TOKEN=tok-very-secret"}
+
+			var first *exec.Cmd
+			if by == "serve" {
+				var base string
+				base, first = serveWithEnv(t, env, "--dir", dir, "--workflows", wfs)
+				resp, err := http.Post(base+"/api/workflows/delivered/runs", "application/json", strings.NewReader(`{}`))
+				require.NoError(t, err)
+				_ = resp.Body.Close()
+				require.Equal(t, http.StatusAccepted, resp.StatusCode)
+			} else {
+				first = exec.Command(bin, "run", "--dir", dir, file)
+				first.Env = append(os.Environ(), env...)
+				first.Stdout, first.Stderr = io.Discard, io.Discard
+				require.NoError(t, first.Start())
+				t.Cleanup(func() { _ = first.Process.Kill(); _ = first.Wait() })
+			}
+			eventually(t, 30*time.Second, func() bool { _, st := rc.seen(); return len(st) >= 2 }, "the receiver saw no retry")
+			require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+			_ = first.Wait()
+			ids, before := rc.seen()
+			id := strings.TrimSuffix(strings.TrimPrefix(ids[0], "skein_"), "_1")
+			rc.mu.Lock()
+			rc.up = true
+			rc.mu.Unlock()
+
+			serveWithEnv(t, env, "--dir", dir, "--workflows", wfs)
+			var evs []map[string]any
+			eventually(t, 60*time.Second, func() bool {
+				evs = runEvents(t, id, "--dir", dir)
+				return len(evs) > 0 && evs[len(evs)-1]["type"] == "delivery_succeeded"
+			}, "the new server did not deliver run %s", id)
+
+			ids, statuses := rc.seen()
+			require.Equal(t, 1, countOf(statuses, http.StatusNoContent), "one success: %v", statuses)
+			require.Equal(t, http.StatusNoContent, statuses[len(statuses)-1])
+			for _, got := range ids {
+				require.Equal(t, "skein_"+id+"_1", got, "one webhook-id across the attempts of both processes")
+			}
+			rc.mu.Lock()
+			data := rc.bodies[len(rc.bodies)-1]["data"].(map[string]any)
+			rc.mu.Unlock()
+			require.Equal(t, map[string]any{"said": "token ***"}, data["outputs"], "secret values are masked")
+
+			var attempts []float64
+			for _, ev := range evs {
+				if ev["type"] == "delivery_attempt" {
+					attempts = append(attempts, ev["data"].(map[string]any)["attempt"].(float64))
+				}
+				require.NotContains(t, mustJSON(t, ev), "tok-very-secret")
+			}
+			require.GreaterOrEqual(t, len(attempts), len(before)+1)
+			for i, n := range attempts {
+				require.EqualValues(t, i+1, n, "the attempts count on across the kill: %v", attempts)
+			}
+			last := evs[len(evs)-1]["data"].(map[string]any)
+			require.EqualValues(t, len(attempts), last["attempts"])
+		})
+	}
+}
+
+func countOf(xs []int, x int) int {
+	n := 0
+	for _, v := range xs {
+		if v == x {
+			n++
+		}
+	}
+	return n
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
