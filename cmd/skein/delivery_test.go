@@ -28,6 +28,7 @@ type downReceiver struct {
 	t        *testing.T
 	mu       sync.Mutex
 	up       bool
+	upAfter  int // when > 0: up from the attempt after this many
 	ids      []string
 	statuses []int
 	bodies   []map[string]any
@@ -43,7 +44,7 @@ func (rc *downReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	status := http.StatusServiceUnavailable
-	if rc.up {
+	if rc.up || (rc.upAfter > 0 && len(rc.statuses) >= rc.upAfter) {
 		status = http.StatusNoContent
 	}
 	rc.ids = append(rc.ids, r.Header.Get("webhook-id"))
@@ -185,6 +186,69 @@ func TestDeliverySurvivesAKill(t *testing.T) {
 			require.EqualValues(t, len(attempts), last["attempts"])
 		})
 	}
+}
+
+// TestQueuedRunDelivers: a run on the queue (skein run --queue, its nodes
+// run by a `skein worker`) delivers its result when it ends: the worker
+// that records its end queues the delivery, a worker makes it and, the
+// receiver down at first, retries it; the receiver takes it once.
+func TestQueuedRunDelivers(t *testing.T) {
+	t.Parallel()
+	rc := &downReceiver{t: t, upAfter: 1}
+	recv := httptest.NewServer(rc)
+	t.Cleanup(recv.Close)
+	db := pgURL(t)
+	mig := run(t, "migrate", "--db", db)
+	require.Equal(t, 0, mig.code, mig.stderr)
+	file := filepath.Join(t.TempDir(), "delivered.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(strings.Replace(deliveredWorkflow, "RECEIVER", recv.URL, 1)), 0o644))
+	env := []string{"DELIVERY_SECRET=" + deliverySecret, "TOKEN=tok-very-secret"}
+
+	wk := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+	wk.Env = append(os.Environ(), env...)
+	out := &syncBuffer{}
+	wk.Stdout, wk.Stderr = out, out
+	require.NoError(t, wk.Start())
+	t.Cleanup(func() { _ = wk.Process.Signal(syscall.SIGTERM); _ = wk.Wait() })
+
+	cmd := exec.Command(bin, "run", "--db", db, "--queue", "--dir", t.TempDir(), "--output", "json", file)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.Output()
+	require.NoError(t, err, string(stdout))
+	var doc struct {
+		ID     string `json:"execution_id"`
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(stdout, &doc), string(stdout))
+	require.Equal(t, "completed", doc.Status)
+
+	var evs []map[string]any
+	eventually(t, 60*time.Second, func() bool {
+		evs = runEvents(t, doc.ID, "--db", db)
+		return len(evs) > 0 && (evs[len(evs)-1]["type"] == "delivery_succeeded" || evs[len(evs)-1]["type"] == "delivery_failed")
+	}, "the queued run %s was not delivered:\n%s", doc.ID, out)
+	require.Equal(t, "delivery_succeeded", evs[len(evs)-1]["type"])
+	ids, statuses := rc.seen()
+	require.Equal(t, []int{http.StatusServiceUnavailable, http.StatusNoContent}, statuses, "a 503, then the retry")
+	for _, got := range ids {
+		require.Equal(t, "skein_"+doc.ID+"_1", got, "one webhook-id across attempts")
+	}
+	rc.mu.Lock()
+	data := rc.bodies[1]["data"].(map[string]any)
+	rc.mu.Unlock()
+	require.Equal(t, doc.ID, data["execution_id"])
+	require.Equal(t, map[string]any{"said": "token ***"}, data["outputs"], "secret values are masked")
+	var attempts []float64
+	for _, ev := range evs {
+		if ev["type"] == "delivery_attempt" {
+			attempts = append(attempts, ev["data"].(map[string]any)["attempt"].(float64))
+		}
+		require.NotContains(t, mustJSON(t, ev), "tok-very-secret")
+	}
+	require.Equal(t, []float64{1, 2}, attempts)
+	var owed int
+	pgQuery(t, db, `SELECT count(*) FROM deliveries`, &owed)
+	require.Zero(t, owed, "nothing is owed once delivered")
 }
 
 func countOf(xs []int, x int) int {

@@ -40,6 +40,17 @@ type Policy struct {
 	// reached, after waiting Wait.
 	Made int
 	Wait time.Duration
+	// Once makes one attempt: when another is due, Send returns a
+	// *LaterError saying when, instead of waiting (a job queue waits).
+	Once bool
+}
+
+// LaterError is Send's answer, with Policy.Once, when the attempt failed
+// and another is due after Retry.
+type LaterError struct{ Attempt Attempt }
+
+func (e *LaterError) Error() string {
+	return fmt.Sprintf("delivery attempt %d: %s; again in %s", e.Attempt.N, Describe(e.Attempt), e.Attempt.Retry)
 }
 
 // MaxBackoff caps the wait between two attempts.
@@ -98,7 +109,7 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 	for i := 0; i < p.Made && wait < MaxBackoff; i++ {
 		wait *= 2
 	}
-	if p.Wait > 0 {
+	if p.Wait > 0 && !p.Once {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -124,6 +135,9 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 				return ctx.Err()
 			}
 			return fmt.Errorf("%w after %d attempt(s): %s", ErrGaveUp, n, Describe(a))
+		}
+		if p.Once {
+			return &LaterError{Attempt: a}
 		}
 		select {
 		case <-ctx.Done():

@@ -139,3 +139,22 @@ func TestSendGoesOn(t *testing.T) {
 	require.Equal(t, 1500*time.Millisecond, waits[0], "the wait it was due first")
 	require.InDelta(t, float64(4*time.Second), float64(seen[0].Retry), float64(time.Second), "the third attempt's backoff: 4s")
 }
+
+// TestSendOnce: with Once, a failed attempt that is to be retried returns
+// when, without waiting.
+func TestSendOnce(t *testing.T) {
+	t.Parallel()
+	rc := &receiver{t: t, statuses: []int{503, 200}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	s := &delivery.Sender{Client: srv.Client(), After: func(time.Duration) <-chan time.Time { t.Fatal("Once does not wait"); return nil }}
+	p := delivery.Policy{Retries: 3, Backoff: time.Second, Timeout: 5 * time.Second, Once: true}
+	err := s.Send(t.Context(), srv.URL, secret, delivery.Message{ID: "run_1", Body: []byte(`{}`)}, p, nil)
+	var later *delivery.LaterError
+	require.ErrorAs(t, err, &later)
+	require.Equal(t, 1, later.Attempt.N)
+	require.InDelta(t, float64(time.Second), float64(later.Attempt.Retry), float64(time.Second)/5)
+	p.Made = 1
+	require.NoError(t, s.Send(t.Context(), srv.URL, secret, delivery.Message{ID: "run_1", Body: []byte(`{}`)}, p, nil))
+	require.Len(t, rc.got, 2)
+}

@@ -75,13 +75,15 @@ func (r *Runner) oweDelivery(ctx context.Context, w *workflow.Workflow, run *sto
 // deliver posts a run that ended to its workflow's delivery URL and
 // records every attempt as an event of the run. hold is the owner of the
 // run's owed delivery (store.Delivery), which it keeps up to date and
-// ends; made is how many attempts were made before (by a process that
-// died), and wait how long until the next is due. It returns when the
+// ends; from says where it goes on (attempts made before, by a process
+// that died or an earlier job, and how long until the next is due). It
+// returns when the
 // receiver took it, refused it, the retries ran out, another process took
 // the delivery over, or the execution was told to stop at once (Hard) or
 // leave (Leave: a server shutting down) — then the delivery stays owed,
-// for the next process to go on with.
-func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.Run, j job, secrets map[string]string, o Options, hold store.Owner, made int, wait time.Duration) {
+// for the next process to go on with. With from.once it makes one attempt
+// and returns, when another is due, how long until it is (else 0).
+func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.Run, j job, secrets map[string]string, o Options, hold store.Owner, from goOn) time.Duration {
 	d := w.Delivery
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -111,10 +113,10 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 	}
 	target, secret, err := deliveryTarget(d, run, j, secrets)
 	if err != nil {
-		record(EventDeliveryFailed, map[string]any{"attempts": made, "error": redact(err.Error())})
+		record(EventDeliveryFailed, map[string]any{"attempts": from.made, "error": redact(err.Error())})
 		r.note(o, "problem", "delivery: %s", redact(err.Error()))
 		end()
-		return
+		return 0
 	}
 	shown := redact(target)
 	fin := run.FinishedAt
@@ -126,14 +128,15 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 	}
 	body, err := json.Marshal(DeliveryBody{Type: "run." + run.Status, Timestamp: r.clock.Now().UTC(), Data: data})
 	if err != nil {
-		record(EventDeliveryFailed, map[string]any{"attempts": made, "error": "encoding the delivery: " + err.Error()})
+		record(EventDeliveryFailed, map[string]any{"attempts": from.made, "error": "encoding the delivery: " + err.Error()})
 		end()
-		return
+		return 0
 	}
 	msg := delivery.Message{ID: "skein_" + run.ID + "_" + strconv.Itoa(run.Generation), Body: body}
 	sender := &delivery.Sender{Client: httpkind.Policy{DenyPrivate: o.DenyPrivate}.Client()}
-	last := delivery.Attempt{N: made}
-	err = sender.Send(ctx, target, secret, msg, delivery.Policy{Retries: d.Retries, Backoff: d.RetryBackoff, Timeout: d.Timeout, Made: made, Wait: wait},
+	last := delivery.Attempt{N: from.made}
+	policy := delivery.Policy{Retries: d.Retries, Backoff: d.RetryBackoff, Timeout: d.Timeout, Made: from.made, Wait: from.wait, Once: from.once}
+	err = sender.Send(ctx, target, secret, msg, policy,
 		func(a delivery.Attempt) {
 			last = a
 			ev := map[string]any{"attempt": a.N, "url": shown, "duration_ms": a.Duration.Milliseconds()}
@@ -158,7 +161,10 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 				}
 			}
 		})
+	var later *delivery.LaterError
 	switch {
+	case errors.As(err, &later) && !lost:
+		return later.Attempt.Retry
 	case lost:
 		r.note(o, "detail", "the delivery of run %s was taken over by another process", run.ID)
 	case err == nil:
@@ -172,6 +178,15 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 		r.note(o, "problem", "delivery to %s failed: %s", shown, redact(err.Error()))
 		end()
 	}
+	return 0
+}
+
+// goOn is where a delivery goes on: the attempts made before, the wait
+// until the next is due, and whether to make only that one.
+type goOn struct {
+	made int
+	wait time.Duration
+	once bool
 }
 
 // OwedDelivery is a delivery a dead owner left, and its run.
@@ -209,32 +224,43 @@ func (r *Runner) OwedDeliveries(ctx context.Context) ([]OwedDelivery, error) {
 // run no longer delivers (it was resumed since, or w's delivery does not
 // list its status) is dropped.
 func (r *Runner) Redeliver(ctx context.Context, od OwedDelivery, w *workflow.Workflow, o Options) error {
-	d, run := od.Delivery, od.Run
+	d := od.Delivery
 	takeover := ""
 	if live, _ := r.liveOwner(&store.Run{Owner: d.Owner, LeaseExpired: d.LeaseExpired}); !live {
 		takeover = d.Owner.Token
 	}
-	hold := r.newOwner()
-	claimed, err := r.st.ClaimDelivery(ctx, d.RunID, d.Generation, hold, deliveryHold(deliveryOf(w)), takeover)
+	_, err := r.goOnDelivering(ctx, od.Run, d.Generation, w, o, r.newOwner(), takeover, false)
+	return err
+}
+
+// goOnDelivering claims the delivery of run's generation for hold, and
+// goes on with it from where it is (deliver); with once, it makes one
+// attempt, and returns when the next is due (0: it ended).
+func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow, o Options, hold store.Owner, takeover string, once bool) (time.Duration, error) {
+	claimed, err := r.st.ClaimDelivery(ctx, run.ID, generation, hold, deliveryHold(deliveryOf(w)), takeover)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if run.Generation != claimed.Generation || run.FinishedAt == nil || !w.Delivery.Delivers(run.Status) {
-		return r.st.EndDelivery(ctx, d.RunID, d.Generation, hold.Token)
+	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(run.Status) {
+		return 0, r.st.EndDelivery(ctx, run.ID, generation, hold.Token)
 	}
 	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	hist, err := r.st.StepHistory(ctx, run.ID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	wait := max(claimed.NextAt.Sub(r.clock.Now()), 0)
-	r.note(o, "detail", "going on with the delivery of run %s after %d attempt(s)", run.ID, claimed.Attempts)
-	r.deliver(ctx, w, run, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: run.ID},
-		secrets, o, hold, claimed.Attempts, wait)
-	return nil
+	if once && wait > 0 {
+		return wait, nil // not due yet
+	}
+	if claimed.Attempts > 0 {
+		r.note(o, "detail", "going on with the delivery of run %s after %d attempt(s)", run.ID, claimed.Attempts)
+	}
+	return r.deliver(ctx, w, run, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: run.ID},
+		secrets, o, hold, goOn{made: claimed.Attempts, wait: wait, once: once}), nil
 }
 
 // deliveryOf is w's delivery, or the defaults when it has none.

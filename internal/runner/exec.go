@@ -340,7 +340,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			runErr = err
 		}
 		if w.Delivery.Delivers(run.Status) {
-			r.deliver(ctx, w, run, j, secrets, o, hold, 0, 0)
+			r.deliver(ctx, w, run, j, secrets, o, hold, goOn{})
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
