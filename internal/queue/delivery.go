@@ -94,4 +94,3 @@ func (d *Driver) oweDelivery(w *write, fin *store.Run) {
 	w.jobs = append(w.jobs, river.InsertManyParams{Args: DeliveryArgs{Run: env.id, Generation: gen},
 		InsertOpts: &river.InsertOpts{Queue: DefaultQueue, MaxAttempts: maxJobAttempts}})
 }
-
