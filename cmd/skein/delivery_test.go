@@ -251,6 +251,82 @@ func TestQueuedRunDelivers(t *testing.T) {
 	require.Zero(t, owed, "nothing is owed once delivered")
 }
 
+// TestQueuedDeliverySurvivesAKilledWorker: the worker that retries a
+// queued run's delivery (its receiver down) is killed (SIGKILL) while the
+// job waits for its next attempt; another worker goes on with it — the
+// attempt count goes on, the webhook-id is the same — and the receiver,
+// once up, takes it once.
+func TestQueuedDeliverySurvivesAKilledWorker(t *testing.T) {
+	t.Parallel()
+	rc := &downReceiver{t: t}
+	recv := httptest.NewServer(rc)
+	t.Cleanup(recv.Close)
+	db := pgURL(t)
+	mig := run(t, "migrate", "--db", db)
+	require.Equal(t, 0, mig.code, mig.stderr)
+	file := filepath.Join(t.TempDir(), "delivered.yaml")
+	src := strings.Replace(strings.Replace(deliveredWorkflow, "RECEIVER", recv.URL, 1), "retry_backoff: 300ms", "retry_backoff: 2s", 1)
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
+	env := []string{"DELIVERY_SECRET=" + deliverySecret, "TOKEN=tok-very-secret"}
+	startWorker := func() (*exec.Cmd, *syncBuffer) {
+		wk := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+		wk.Env = append(os.Environ(), env...)
+		out := &syncBuffer{}
+		wk.Stdout, wk.Stderr = out, out
+		require.NoError(t, wk.Start())
+		t.Cleanup(func() { _ = wk.Process.Signal(syscall.SIGTERM); _ = wk.Wait() })
+		return wk, out
+	}
+	first, _ := startWorker()
+
+	cmd := exec.Command(bin, "run", "--db", db, "--queue", "--dir", t.TempDir(), "--output", "json", file)
+	cmd.Env = append(os.Environ(), env...)
+	stdout, err := cmd.Output()
+	require.NoError(t, err, string(stdout))
+	var doc struct {
+		ID string `json:"execution_id"`
+	}
+	require.NoError(t, json.Unmarshal(stdout, &doc), string(stdout))
+
+	// Killed while its job waits for the next attempt: the first attempt
+	// is on record and the job is scheduled again.
+	eventually(t, 30*time.Second, func() bool {
+		var attempts int
+		var state string
+		pgQuery(t, db, `SELECT COALESCE((SELECT d.attempts FROM deliveries d), 0),
+			COALESCE((SELECT j.state::text FROM river_job j WHERE j.kind = 'skein_delivery'), '')`, &attempts, &state)
+		return attempts >= 1 && state == "scheduled"
+	}, "the delivery was not retried")
+	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
+	_ = first.Wait()
+	_, before := rc.seen()
+	rc.mu.Lock()
+	rc.up = true
+	rc.mu.Unlock()
+	_, out := startWorker()
+
+	var evs []map[string]any
+	eventually(t, 60*time.Second, func() bool {
+		evs = runEvents(t, doc.ID, "--db", db)
+		return len(evs) > 0 && evs[len(evs)-1]["type"] == "delivery_succeeded"
+	}, "the second worker did not deliver run %s:\n%s", doc.ID, out)
+	ids, statuses := rc.seen()
+	require.Equal(t, 1, countOf(statuses, http.StatusNoContent), "one success: %v", statuses)
+	for _, got := range ids {
+		require.Equal(t, "skein_"+doc.ID+"_1", got, "one webhook-id across the attempts of both workers")
+	}
+	var attempts []float64
+	for _, ev := range evs {
+		if ev["type"] == "delivery_attempt" {
+			attempts = append(attempts, ev["data"].(map[string]any)["attempt"].(float64))
+		}
+	}
+	require.Len(t, attempts, len(before)+1)
+	for i, n := range attempts {
+		require.EqualValues(t, i+1, n, "the attempts count on across the kill: %v", attempts)
+	}
+}
+
 func countOf(xs []int, x int) int {
 	n := 0
 	for _, v := range xs {
