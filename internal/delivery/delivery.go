@@ -35,6 +35,22 @@ type Policy struct {
 	Backoff time.Duration
 	// Timeout bounds one attempt.
 	Timeout time.Duration
+	// Made is how many attempts were made before (by a process that
+	// died): the attempts go on from Made+1, with the backoff they have
+	// reached, after waiting Wait.
+	Made int
+	Wait time.Duration
+	// Once makes one attempt: when another is due, Send returns a
+	// *LaterError saying when, instead of waiting (a job queue waits).
+	Once bool
+}
+
+// LaterError is Send's answer, with Policy.Once, when the attempt failed
+// and another is due after Retry.
+type LaterError struct{ Attempt Attempt }
+
+func (e *LaterError) Error() string {
+	return fmt.Sprintf("delivery attempt %d: %s; again in %s", e.Attempt.N, Describe(e.Attempt), e.Attempt.Retry)
 }
 
 // MaxBackoff caps the wait between two attempts.
@@ -90,7 +106,17 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 		after = time.After
 	}
 	wait := p.Backoff
-	for n := 1; ; n++ {
+	for i := 0; i < p.Made && wait < MaxBackoff; i++ {
+		wait *= 2
+	}
+	if p.Wait > 0 && !p.Once {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-after(p.Wait):
+		}
+	}
+	for n := p.Made + 1; ; n++ {
 		a := s.attempt(ctx, client, wh, now(), url, m, p.Timeout)
 		a.N = n
 		done := a.OK() || n > p.Retries || !retriable(a) || ctx.Err() != nil
@@ -109,6 +135,9 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 				return ctx.Err()
 			}
 			return fmt.Errorf("%w after %d attempt(s): %s", ErrGaveUp, n, Describe(a))
+		}
+		if p.Once {
+			return &LaterError{Attempt: a}
 		}
 		select {
 		case <-ctx.Done():

@@ -117,3 +117,44 @@ func TestSendNeedsAStandardSecret(t *testing.T) {
 	err := (&delivery.Sender{}).Send(t.Context(), "http://127.0.0.1:1", "whsec_!!!", delivery.Message{ID: "m"}, delivery.Policy{}, nil)
 	require.ErrorContains(t, err, "not a Standard Webhooks secret")
 }
+
+// TestSendGoesOn: a delivery another process began goes on with its
+// attempt count and backoff, after the wait it was due.
+func TestSendGoesOn(t *testing.T) {
+	t.Parallel()
+	rc := &receiver{t: t, statuses: []int{503}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	var waits []time.Duration
+	after := func(d time.Duration) <-chan time.Time { waits = append(waits, d); return now(d) }
+	var seen []delivery.Attempt
+	s := &delivery.Sender{Client: srv.Client(), After: after}
+	err := s.Send(t.Context(), srv.URL, secret, delivery.Message{ID: "run_1", Body: []byte(`{}`)},
+		delivery.Policy{Retries: 3, Backoff: time.Second, Timeout: 5 * time.Second, Made: 2, Wait: 1500 * time.Millisecond},
+		func(a delivery.Attempt) { seen = append(seen, a) })
+	require.ErrorIs(t, err, delivery.ErrGaveUp)
+	require.Len(t, seen, 2, "attempts 3 and 4 of 4")
+	require.Equal(t, 3, seen[0].N)
+	require.Equal(t, 4, seen[1].N)
+	require.Equal(t, 1500*time.Millisecond, waits[0], "the wait it was due first")
+	require.InDelta(t, float64(4*time.Second), float64(seen[0].Retry), float64(time.Second), "the third attempt's backoff: 4s")
+}
+
+// TestSendOnce: with Once, a failed attempt that is to be retried returns
+// when, without waiting.
+func TestSendOnce(t *testing.T) {
+	t.Parallel()
+	rc := &receiver{t: t, statuses: []int{503, 200}}
+	srv := httptest.NewServer(rc)
+	defer srv.Close()
+	s := &delivery.Sender{Client: srv.Client(), After: func(time.Duration) <-chan time.Time { t.Fatal("Once does not wait"); return nil }}
+	p := delivery.Policy{Retries: 3, Backoff: time.Second, Timeout: 5 * time.Second, Once: true}
+	err := s.Send(t.Context(), srv.URL, secret, delivery.Message{ID: "run_1", Body: []byte(`{}`)}, p, nil)
+	var later *delivery.LaterError
+	require.ErrorAs(t, err, &later)
+	require.Equal(t, 1, later.Attempt.N)
+	require.InDelta(t, float64(time.Second), float64(later.Attempt.Retry), float64(time.Second)/5)
+	p.Made = 1
+	require.NoError(t, s.Send(t.Context(), srv.URL, secret, delivery.Message{ID: "run_1", Body: []byte(`{}`)}, p, nil))
+	require.Len(t, rc.got, 2)
+}

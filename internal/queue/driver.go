@@ -52,6 +52,11 @@ type Config struct {
 	// Services returns the services a run's tasks get on this worker (its
 	// MCP pool, models, HTTP policy) and releases them; nil gives none.
 	Services func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func())
+	// Deliver makes the next attempt of the delivery of a queued run that
+	// ended (DeliveryArgs), claiming it with DeliveryToken, and returns
+	// when the next attempt is due (0: the delivery ended). nil: this
+	// worker's delivery jobs are cancelled.
+	Deliver func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error)
 	// Queues are the queues this process works, each with its number of
 	// jobs at once; nil: this driver only starts runs (skein run, serve
 	// without --worker).
@@ -203,6 +208,7 @@ func New(cfg Config) (*Driver, error) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &taskWorker{d: d})
 	river.AddWorker(workers, &timerWorker{d: d})
+	river.AddWorker(workers, &deliveryWorker{d: d})
 	rc := &river.Config{
 		ID: d.id, Workers: workers, Logger: cfg.Logger, FetchPollInterval: cfg.FetchPoll,
 		JobTimeout: -1, MaxAttempts: maxJobAttempts, RescueStuckJobsAfter: riverRescueAfter,
@@ -1091,6 +1097,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 	var finish *store.Run
 	if !w.wasDone && st.run.Ended() && st.run.Running() == 0 {
 		finish = d.finish(st)
+		d.oweDelivery(w, finish)
 	}
 	sevs := make([]store.Event, len(w.events))
 	for i, ev := range w.events {

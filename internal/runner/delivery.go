@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -50,16 +51,40 @@ type DeliveryData struct {
 	CostUSD     float64        `json:"cost_usd"`
 }
 
-// deliver posts a run that ended to its workflow's delivery URL, when the
-// workflow has one for the run's status, and records every attempt as an
-// event of the run. It returns when the receiver took it, refused it, the
-// retries ran out, or the execution was told to stop at once (Hard) or
-// leave (Leave: a server shutting down).
-func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.Run, j job, secrets map[string]string, o Options) {
-	d := w.Delivery
-	if !d.Delivers(run.Status) {
-		return
+// deliveryHold is how long past an attempt's due time a delivery stays
+// held by its owner: the attempt's timeout and a margin. A process that
+// dies holding it loses it then, or at once to a process of its host.
+func deliveryHold(d *workflow.Delivery) time.Duration { return d.Timeout + 30*time.Second }
+
+// oweDelivery records, before a run's final record, that the run's
+// execution owes its delivery, held by a fresh owner of this process. It
+// returns that owner; the zero Owner when nothing is owed, or the record
+// failed (the delivery is then made, but not durably).
+func (r *Runner) oweDelivery(ctx context.Context, w *workflow.Workflow, run *store.Run, o Options) store.Owner {
+	if !w.Delivery.Delivers(run.Status) {
+		return store.Owner{}
 	}
+	hold := r.newOwner()
+	if err := r.st.OweDelivery(context.WithoutCancel(ctx), run.ID, run.Generation, hold, deliveryHold(w.Delivery)); err != nil {
+		r.note(o, "problem", "recording the delivery of run %s: %v", run.ID, err)
+		return store.Owner{}
+	}
+	return hold
+}
+
+// deliver posts a run that ended to its workflow's delivery URL and
+// records every attempt as an event of the run. hold is the owner of the
+// run's owed delivery (store.Delivery), which it keeps up to date and
+// ends; from says where it goes on (attempts made before, by a process
+// that died or an earlier job, and how long until the next is due). It
+// returns when the
+// receiver took it, refused it, the retries ran out, another process took
+// the delivery over, or the execution was told to stop at once (Hard) or
+// leave (Leave: a server shutting down) — then the delivery stays owed,
+// for the next process to go on with. With from.once it makes one attempt
+// and returns, when another is due, how long until it is (else 0).
+func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.Run, j job, secrets map[string]string, o Options, hold store.Owner, from goOn) time.Duration {
+	d := w.Delivery
 	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	go func() {
@@ -77,11 +102,21 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 			r.note(o, "problem", "recording the delivery of run %s: %v", run.ID, err)
 		}
 	}
+	lost := false
+	end := func() {
+		if hold.Token == "" || lost {
+			return
+		}
+		if err := r.st.EndDelivery(ctx, run.ID, run.Generation, hold.Token); err != nil {
+			r.note(o, "problem", "recording the end of the delivery of run %s: %v", run.ID, err)
+		}
+	}
 	target, secret, err := deliveryTarget(d, run, j, secrets)
 	if err != nil {
-		record(EventDeliveryFailed, map[string]any{"attempts": 0, "error": redact(err.Error())})
+		record(EventDeliveryFailed, map[string]any{"attempts": from.made, "error": redact(err.Error())})
 		r.note(o, "problem", "delivery: %s", redact(err.Error()))
-		return
+		end()
+		return 0
 	}
 	shown := redact(target)
 	fin := run.FinishedAt
@@ -93,13 +128,15 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 	}
 	body, err := json.Marshal(DeliveryBody{Type: "run." + run.Status, Timestamp: r.clock.Now().UTC(), Data: data})
 	if err != nil {
-		record(EventDeliveryFailed, map[string]any{"attempts": 0, "error": "encoding the delivery: " + err.Error()})
-		return
+		record(EventDeliveryFailed, map[string]any{"attempts": from.made, "error": "encoding the delivery: " + err.Error()})
+		end()
+		return 0
 	}
 	msg := delivery.Message{ID: "skein_" + run.ID + "_" + strconv.Itoa(run.Generation), Body: body}
 	sender := &delivery.Sender{Client: httpkind.Policy{DenyPrivate: o.DenyPrivate}.Client()}
-	var last delivery.Attempt
-	err = sender.Send(ctx, target, secret, msg, delivery.Policy{Retries: d.Retries, Backoff: d.RetryBackoff, Timeout: d.Timeout},
+	last := delivery.Attempt{N: from.made}
+	policy := delivery.Policy{Retries: d.Retries, Backoff: d.RetryBackoff, Timeout: d.Timeout, Made: from.made, Wait: from.wait, Once: from.once}
+	err = sender.Send(ctx, target, secret, msg, policy,
 		func(a delivery.Attempt) {
 			last = a
 			ev := map[string]any{"attempt": a.N, "url": shown, "duration_ms": a.Duration.Milliseconds()}
@@ -114,14 +151,124 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 				r.note(o, "detail", "delivery to %s: attempt %d: %s; again in %s", shown, a.N, redact(delivery.Describe(a)), a.Retry.Round(time.Millisecond))
 			}
 			record(EventDeliveryAttempt, ev)
+			if hold.Token != "" && a.Retry > 0 {
+				err := r.st.DeliveryAttempted(ctx, run.ID, run.Generation, hold.Token, a.N, r.clock.Now().Add(a.Retry), deliveryHold(d))
+				if errors.Is(err, store.ErrLeaseLost) {
+					lost = true // another process goes on with it
+					stop()
+				} else if err != nil {
+					r.note(o, "problem", "recording the delivery of run %s: %v", run.ID, err)
+				}
+			}
 		})
-	if err == nil {
+	var later *delivery.LaterError
+	switch {
+	case errors.As(err, &later) && !lost:
+		return later.Attempt.Retry
+	case lost:
+		r.note(o, "detail", "the delivery of run %s was taken over by another process", run.ID)
+	case err == nil:
 		record(EventDeliverySucceeded, map[string]any{"attempts": last.N, "status": last.Status, "url": shown})
 		r.note(o, "detail", "delivered to %s (%s)", shown, delivery.Describe(last))
-		return
+		end()
+	case ctx.Err() != nil && hold.Token != "":
+		r.note(o, "detail", "the delivery of run %s stopped after %d attempt(s); it stays owed, and the next skein serve on this store goes on with it", run.ID, last.N)
+	default:
+		record(EventDeliveryFailed, map[string]any{"attempts": last.N, "error": redact(err.Error()), "url": shown})
+		r.note(o, "problem", "delivery to %s failed: %s", shown, redact(err.Error()))
+		end()
 	}
-	record(EventDeliveryFailed, map[string]any{"attempts": last.N, "error": redact(err.Error()), "url": shown})
-	r.note(o, "problem", "delivery to %s failed: %s", shown, redact(err.Error()))
+	return 0
+}
+
+// goOn is where a delivery goes on: the attempts made before, the wait
+// until the next is due, and whether to make only that one.
+type goOn struct {
+	made int
+	wait time.Duration
+	once bool
+}
+
+// OwedDelivery is a delivery a dead owner left, and its run.
+type OwedDelivery struct {
+	Delivery *store.Delivery
+	Run      *store.Run
+}
+
+// OwedDeliveries returns the deliveries whose owner is gone — its lease
+// ran out, or it was a process of this host that no longer exists — with
+// their runs, for Redeliver.
+func (r *Runner) OwedDeliveries(ctx context.Context) ([]OwedDelivery, error) {
+	ds, err := r.st.Deliveries(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []OwedDelivery
+	for _, d := range ds {
+		if live, _ := r.liveOwner(&store.Run{Owner: d.Owner, LeaseExpired: d.LeaseExpired}); live {
+			continue
+		}
+		run, err := r.st.Run(ctx, d.RunID)
+		if err != nil {
+			continue
+		}
+		out = append(out, OwedDelivery{Delivery: d, Run: run})
+	}
+	return out, nil
+}
+
+// Redeliver goes on with a delivery its owner left (OwedDeliveries), with
+// w, the run's workflow: it claims the delivery (of two processes at
+// once, one does; the other gets store.ErrOwned), waits until the next
+// attempt is due and makes the attempts left, as deliver. A delivery whose
+// run no longer delivers (it was resumed since, or w's delivery does not
+// list its status) is dropped.
+func (r *Runner) Redeliver(ctx context.Context, od OwedDelivery, w *workflow.Workflow, o Options) error {
+	d := od.Delivery
+	takeover := ""
+	if live, _ := r.liveOwner(&store.Run{Owner: d.Owner, LeaseExpired: d.LeaseExpired}); !live {
+		takeover = d.Owner.Token
+	}
+	_, err := r.goOnDelivering(ctx, od.Run, d.Generation, w, o, r.newOwner(), takeover, false)
+	return err
+}
+
+// goOnDelivering claims the delivery of run's generation for hold, and
+// goes on with it from where it is (deliver); with once, it makes one
+// attempt, and returns when the next is due (0: it ended).
+func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow, o Options, hold store.Owner, takeover string, once bool) (time.Duration, error) {
+	claimed, err := r.st.ClaimDelivery(ctx, run.ID, generation, hold, deliveryHold(deliveryOf(w)), takeover)
+	if err != nil {
+		return 0, err
+	}
+	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(run.Status) {
+		return 0, r.st.EndDelivery(ctx, run.ID, generation, hold.Token)
+	}
+	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
+	if err != nil {
+		return 0, err
+	}
+	hist, err := r.st.StepHistory(ctx, run.ID)
+	if err != nil {
+		return 0, err
+	}
+	wait := max(claimed.NextAt.Sub(r.clock.Now()), 0)
+	if once && wait > 0 {
+		return wait, nil // not due yet
+	}
+	if claimed.Attempts > 0 {
+		r.note(o, "detail", "going on with the delivery of run %s after %d attempt(s)", run.ID, claimed.Attempts)
+	}
+	return r.deliver(ctx, w, run, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: run.ID},
+		secrets, o, hold, goOn{made: claimed.Attempts, wait: wait, once: once}), nil
+}
+
+// deliveryOf is w's delivery, or the defaults when it has none.
+func deliveryOf(w *workflow.Workflow) *workflow.Delivery {
+	if w.Delivery != nil {
+		return w.Delivery
+	}
+	return &workflow.Delivery{}
 }
 
 // deliveryTarget renders the delivery's URL and secret; they may read the

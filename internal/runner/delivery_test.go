@@ -105,6 +105,9 @@ outputs:
 	require.NotNil(t, attempts[0]["retry_in_ms"])
 	require.EqualValues(t, 204, attempts[1]["status"])
 	require.Equal(t, srv.URL+"/done?run="+res.Run.ID, attempts[1]["url"])
+	owed, err := b.r.Store().Deliveries(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, owed, "a delivery that succeeded is owed no more")
 }
 
 // TestDeliveryOnlyForItsEvents: a run whose status the delivery does not

@@ -359,6 +359,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		_ = obs.Flush()
 	}
 	lease.stop() // no renewal may race the release
+	// The delivery is owed before the run's final record: a process that
+	// dies between the two leaves it for the next (Redeliver).
+	hold := r.oweDelivery(ctx, w, run, o)
 	if err := rec.Finish(run); err != nil {
 		// The run stays owned until its lease runs out: then it is
 		// interrupted, and resumable. Its folder's run.json keeps
@@ -372,8 +375,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
-		if w.Delivery != nil {
-			r.deliver(ctx, w, run, j, secrets, o)
+		if w.Delivery.Delivers(run.Status) {
+			r.deliver(ctx, w, run, j, secrets, o, hold, goOn{})
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil

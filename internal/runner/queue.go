@@ -345,6 +345,15 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			models.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, runMemory{st: pg, workflow: w.Name}), release
 		},
+		Deliver: func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error) {
+			token := queue.DeliveryToken(run.ID, generation)
+			o := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Hard: ctx.Done()}
+			next, err := r.goOnDelivering(ctx, run, generation, w, o, store.Owner{Host: r.host, PID: r.pid, Token: token}, token, true)
+			if err == nil && ctx.Err() != nil {
+				err = ctx.Err() // stopped: the job is given again
+			}
+			return next, err
+		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget) node.Children {
 			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit, budget: budget,
 				opts: Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}}

@@ -1,82 +1,89 @@
 package server_test
 
 import (
-	"encoding/json"
-	"io"
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
 )
 
-// TestDeliveryOfAHookRun: a run started by a webhook posts its result to
-// the workflow's delivery URL, signed; the receiver's first answer is a
-// 503, the retry succeeds, and both attempts are events of the run.
-func TestDeliveryOfAHookRun(t *testing.T) {
+// TestDeliveryOwedWhileServing: a delivery a dead process left owed (a
+// skein run killed while it retried), found while the server runs, is
+// made at the next poll, going on from its attempts, as is one whose
+// owner on another machine let its lease run out (a worker killed in the
+// middle of an attempt); one owed by a live process of another machine is
+// left to it.
+func TestDeliveryOwedWhileServing(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	var bodies []map[string]any
-	got := make(chan struct{}, 4)
+	var ids []string
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, _ := io.ReadAll(r.Body)
-		wh, err := standardwebhooks.NewWebhook(hookSecret)
-		if err != nil || wh.Verify(data, r.Header) != nil {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		var b map[string]any
-		_ = json.Unmarshal(data, &b)
 		mu.Lock()
-		bodies = append(bodies, b)
-		first := len(bodies) == 1
+		ids = append(ids, r.Header.Get("webhook-id"))
 		mu.Unlock()
-		got <- struct{}{}
-		if first {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(recv.Close)
-	s := serveHooks(t, "DELIVERY_URL="+recv.URL+"/runs", "DELIVERY_SECRET="+hookSecret)
-
-	a := s.do("POST", "/hooks/delivered/hook", "", `{"n": 21}`, "Content-Type", "application/json")
-	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
-	id := a.json(t)["execution_id"].(string)
-	for range 2 {
-		select {
-		case <-got:
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no delivery within 30 s:\n%s", s.log())
-		}
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte("a served delivery's secret......"))
+	var file string
+	p := newInproc(t, inprocOpts{takeoverPoll: 50 * time.Millisecond, prepare: func(_ store.Store, flows string) {
+		file = filepath.Join(flows, "delivered.yaml")
+		require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: delivered
+delivery:
+  url: `+recv.URL+`
+  secret: `+secret+`
+  retries: 3
+nodes:
+  - {id: a, type: template, text: hi}
+`), 0o644))
+	}})
+	file, err := filepath.Abs(file)
+	require.NoError(t, err)
+	<-p.logs.seen("listening")
+	fin := time.Now().UTC()
+	for _, id := range []string{"deadowner", "expired", "elsewhere"} {
+		require.NoError(t, p.st.CreateRun(t.Context(), &store.Run{ID: id, Workflow: "delivered", File: file, Dir: t.TempDir(),
+			Status: "completed", StartedAt: fin, FinishedAt: &fin}))
 	}
-	mu.Lock()
-	require.Len(t, bodies, 2)
-	last := bodies[1]
-	mu.Unlock()
-	require.Equal(t, "run.completed", last["type"])
-	data := last["data"].(map[string]any)
-	require.Equal(t, id, data["execution_id"])
-	require.Equal(t, map[string]any{"n": float64(42)}, data["outputs"])
+	dead := store.Owner{Host: hostname(t), PID: deadPID(t), Token: "dead-owner"}
+	require.NoError(t, p.st.OweDelivery(t.Context(), "deadowner", 1, dead, time.Hour))
+	require.NoError(t, p.st.DeliveryAttempted(t.Context(), "deadowner", 1, "dead-owner", 2, fin, time.Hour))
+	require.NoError(t, p.st.OweDelivery(t.Context(), "expired", 1, store.Owner{Host: "another-machine", PID: 1, Token: "gone"}, -time.Second))
+	require.NoError(t, p.st.OweDelivery(t.Context(), "elsewhere", 1, store.Owner{Host: "another-machine", PID: 1, Token: "alive"}, time.Hour))
 
-	// The attempts are recorded on the run, after its end.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var types []string
-		for _, e := range s.readEvents(t, id, "", func(sse) bool { return false }) {
-			if e.event == "delivery_attempt" || e.event == "delivery_succeeded" {
-				types = append(types, e.event)
-			}
-		}
-		if len(types) == 3 {
-			require.Equal(t, []string{"delivery_attempt", "delivery_attempt", "delivery_succeeded"}, types)
+		owed, err := p.st.Deliveries(t.Context())
+		require.NoError(t, err)
+		if len(owed) == 1 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "the delivery events were not recorded: %v", types)
-		time.Sleep(20 * time.Millisecond) // polling another process's store
+		if time.Now().After(deadline) {
+			t.Fatalf("the owed deliveries were not made within 30 s:\n%s", p.logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
+	p.stop()
+	mu.Lock()
+	require.ElementsMatch(t, []string{"skein_deadowner_1", "skein_expired_1"}, ids, "the dead owners' deliveries, once each; the live one's is left to it")
+	mu.Unlock()
+	evs, err := p.st.Events(t.Context(), "deadowner", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, 2)
+	require.Equal(t, "delivery_attempt", evs[0].Type)
+	require.EqualValues(t, 3, evs[0].Data["attempt"], "the attempts go on from the two on record")
+	require.Equal(t, "delivery_succeeded", evs[1].Type)
+	owed, err := p.st.Deliveries(t.Context())
+	require.NoError(t, err)
+	require.Len(t, owed, 1)
+	require.Equal(t, "elsewhere", owed[0].RunID)
 }

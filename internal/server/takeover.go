@@ -28,6 +28,7 @@ func (s *Server) takeovers(ctx context.Context) {
 	told := map[string]bool{} // runs not served here, logged once
 	for {
 		s.takeover(ctx, told)
+		s.redeliver(ctx, told)
 		select {
 		case <-ctx.Done():
 			return
@@ -88,6 +89,53 @@ func (s *Server) takeover(ctx context.Context, told map[string]bool) {
 	if taken > 0 || !s.tookOver {
 		s.tookOver = true
 		s.log.Info("took over the runs left by a dead owner", "found", len(runs), "resumed", taken)
+	}
+}
+
+// redeliver goes on with the deliveries a dead owner left owed (a server
+// or a skein run killed while the receiver was down), of the workflows
+// this server serves: each is claimed through its lease (of two servers,
+// one goes on with it) and goes on in the background with its attempt
+// count and backoff, until it succeeds or gives up; a shutdown leaves it
+// owed again.
+func (s *Server) redeliver(ctx context.Context, told map[string]bool) {
+	owed, err := s.cfg.Runner.OwedDeliveries(ctx)
+	if err != nil {
+		s.log.Error("looking for deliveries owed", "err", err)
+		return
+	}
+	c := s.Catalog()
+	for _, od := range owed {
+		if ctx.Err() != nil {
+			return
+		}
+		run := od.Run
+		e := c.Lookup(run.Workflow)
+		if e == nil || !sameFile(e.File, run.File) {
+			if key := "delivery " + run.ID; !told[key] {
+				told[key] = true
+				s.log.Info("delivery left owed: its workflow file is not served here", "run", run.ID, "workflow", run.Workflow, "file", run.File)
+			}
+			continue
+		}
+		if !s.enter() {
+			return
+		}
+		o := s.cfg.Options
+		o.Observer, o.Leave, o.Hard = nil, s.leave, s.hard
+		w := e.W
+		go func() {
+			defer s.runs.Done()
+			err := s.cfg.Runner.Redeliver(context.WithoutCancel(ctx), od, w, o)
+			switch {
+			case err == nil:
+				s.log.Info("went on with a delivery a dead owner left", "run", run.ID, "workflow", run.Workflow, "attempts_before", od.Delivery.Attempts)
+			case errors.Is(err, store.ErrOwned), errors.Is(err, store.ErrNotFound):
+				// another process went on with it, or it ended
+			default:
+				s.log.Error("could not go on with a delivery; it stays owed", "run", run.ID, "err", err)
+			}
+		}()
 	}
 }
 

@@ -440,5 +440,42 @@ type Store interface {
 	DeleteRuns(ctx context.Context, before time.Time, dryRun bool) ([]*Run, error)
 	// Compact gives the space of deleted rows back to the file system.
 	Compact(ctx context.Context) error
+
+	// OweDelivery records that a run's execution owes its delivery, held
+	// by o for ttl; recording it again changes nothing.
+	OweDelivery(ctx context.Context, runID string, generation int, o Owner, ttl time.Duration) error
+	// Deliveries returns the deliveries owed, oldest run first.
+	Deliveries(ctx context.Context) ([]*Delivery, error)
+	// ClaimDelivery makes o the owner of an owed delivery without a live
+	// owner (none, its lease ran out, or its token is takeover), for ttl.
+	// It fails with an *OwnedError (ErrOwned) when another holds it, and
+	// ErrNotFound when it is not owed.
+	ClaimDelivery(ctx context.Context, runID string, generation int, o Owner, ttl time.Duration, takeover string) (*Delivery, error)
+	// DeliveryAttempted records, for the owner token, the attempts made
+	// and when the next is due, and holds the delivery until next + ttl.
+	// It fails with ErrLeaseLost when token no longer holds it.
+	DeliveryAttempted(ctx context.Context, runID string, generation int, token string, attempts int, next time.Time, ttl time.Duration) error
+	// EndDelivery forgets a delivery that succeeded or gave up, when token
+	// holds it (ErrLeaseLost otherwise).
+	EndDelivery(ctx context.Context, runID string, generation int, token string) error
 	Close() error
+}
+
+// Delivery is the delivery a run's execution owes (the workflow's
+// delivery: block): kept from before the run's final record until the
+// receiver took the result or the delivery gave up, so another process
+// goes on with it when the one delivering dies.
+type Delivery struct {
+	RunID      string
+	Generation int
+	// Attempts counts the attempts made.
+	Attempts int
+	// NextAt is when the next attempt is due.
+	NextAt time.Time
+	// Owner holds the delivery while it is made; zero: nobody.
+	Owner      Owner
+	LeaseUntil time.Time
+	// LeaseExpired is set on reading: nobody holds it, or the lease ran
+	// out, by the database's clock.
+	LeaseExpired bool
 }
