@@ -16,10 +16,30 @@ type waitWatch struct {
 	mu      sync.Mutex
 	waiting chan string
 	steps   map[string]engine.StepRecord
+	changed chan struct{} // a step was recorded
 }
 
 func newWaitWatch() *waitWatch {
-	return &waitWatch{waiting: make(chan string, 16), steps: map[string]engine.StepRecord{}}
+	return &waitWatch{waiting: make(chan string, 16), steps: map[string]engine.StepRecord{}, changed: make(chan struct{}, 1)}
+}
+
+// status waits until node's step is recorded with status.
+func (w *waitWatch) status(t *testing.T, node string, status engine.Status) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		w.mu.Lock()
+		got := w.steps[node].Status
+		w.mu.Unlock()
+		if got == status {
+			return
+		}
+		select {
+		case <-w.changed:
+		case <-deadline:
+			t.Fatalf("%s was not recorded %s (last: %s)", node, status, got)
+		}
+	}
 }
 
 func (w *waitWatch) Step(rec *engine.StepRecord) error {
@@ -27,6 +47,10 @@ func (w *waitWatch) Step(rec *engine.StepRecord) error {
 	prev := w.steps[rec.Node]
 	w.steps[rec.Node] = *rec
 	w.mu.Unlock()
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
 	if rec.Status == engine.StatusWaiting && prev.Status != engine.StatusWaiting {
 		w.waiting <- rec.Node
 	}
@@ -247,9 +271,13 @@ func TestDriverLeave(t *testing.T) {
   - {from: start, to: busy}
 `))
 		leave := make(chan struct{})
-		done := b.execute(context.Background(), engine.Options{Leave: leave})
+		w := newWaitWatch()
+		done := b.execute(context.Background(), engine.Options{Leave: leave, Recorder: w})
 		b.started(1)
 		close(leave)
+		// busy is let go once the run is cancelled: let go before, it
+		// could end first, and the run would then only wait.
+		w.status(t, "pause", engine.StatusCancelled)
 		b.gates.open("busy")
 		res := result(t, done)
 		require.Equal(t, engine.RunCancelled, res.Status)
