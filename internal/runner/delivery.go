@@ -252,6 +252,14 @@ func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation 
 	if err != nil {
 		return 0, err
 	}
+	// An attempt is recorded as an event, then in the deliveries table: a
+	// process killed between the two made one attempt more than the table
+	// says, and the numbers go on from the events.
+	made, err := r.attemptsRecorded(ctx, run.ID)
+	if err != nil {
+		return 0, err
+	}
+	claimed.Attempts = max(claimed.Attempts, made)
 	wait := max(claimed.NextAt.Sub(r.clock.Now()), 0)
 	if once && wait > 0 {
 		return wait, nil // not due yet
@@ -315,4 +323,30 @@ func (r *Runner) note(o Options, kind, format string, args ...any) {
 	if o.Observer != nil {
 		o.Observer.Note(Note{Kind: kind, Text: fmt.Sprintf(format, args...)})
 	}
+}
+
+// attemptsRecorded is the number of the last delivery attempt recorded
+// since the run's latest execution ended (0: none).
+func (r *Runner) attemptsRecorded(ctx context.Context, runID string) (int, error) {
+	evs, err := r.st.Events(ctx, runID, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ev := range evs {
+		switch ev.Type {
+		case string(engine.EventExecutionFinished):
+			n = 0 // a resumed run owes a delivery of its own
+		case EventDeliveryAttempt:
+			switch a := ev.Data["attempt"].(type) {
+			case int:
+				n = max(n, a)
+			case float64:
+				n = max(n, int(a))
+			case int64:
+				n = max(n, int(a))
+			}
+		}
+	}
+	return n, nil
 }

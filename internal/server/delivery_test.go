@@ -57,6 +57,13 @@ nodes:
 	dead := store.Owner{Host: hostname(t), PID: deadPID(t), Token: "dead-owner"}
 	require.NoError(t, p.st.OweDelivery(t.Context(), "deadowner", 1, dead, time.Hour))
 	require.NoError(t, p.st.DeliveryAttempted(t.Context(), "deadowner", 1, "dead-owner", 2, fin, time.Hour))
+	// The dead owner recorded its third attempt's event, and was killed
+	// before it wrote the attempt in the deliveries table.
+	var made []store.Event
+	for n := 1; n <= 3; n++ {
+		made = append(made, store.Event{Time: fin, Type: "delivery_attempt", Data: map[string]any{"attempt": n, "status": 503}})
+	}
+	require.NoError(t, p.st.AppendEvents(t.Context(), "deadowner", made))
 	require.NoError(t, p.st.OweDelivery(t.Context(), "expired", 1, store.Owner{Host: "another-machine", PID: 1, Token: "gone"}, -time.Second))
 	require.NoError(t, p.st.OweDelivery(t.Context(), "elsewhere", 1, store.Owner{Host: "another-machine", PID: 1, Token: "alive"}, time.Hour))
 
@@ -78,9 +85,10 @@ nodes:
 	mu.Unlock()
 	evs, err := p.st.Events(t.Context(), "deadowner", 0, 0)
 	require.NoError(t, err)
+	evs = evs[len(made):]
 	require.Len(t, evs, 2)
 	require.Equal(t, "delivery_attempt", evs[0].Type)
-	require.EqualValues(t, 3, evs[0].Data["attempt"], "the attempts go on from the two on record")
+	require.EqualValues(t, 4, evs[0].Data["attempt"], "the attempts go on from the three on record (two in the table, the third in the events)")
 	require.Equal(t, "delivery_succeeded", evs[1].Type)
 	owed, err := p.st.Deliveries(t.Context())
 	require.NoError(t, err)
