@@ -74,6 +74,8 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
 	$(FUZZ) -fuzz=FuzzContains -fuzztime=10s ./internal/redact
 	$(FUZZ) -fuzz=FuzzLoad -fuzztime=10s ./internal/flowtest
+	$(FUZZ) -fuzz=FuzzRead -fuzztime=10s ./internal/cassette
+	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=10s ./internal/mcp
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable
