@@ -104,6 +104,11 @@ func ReadLock(path string) (*Lock, error) {
 	if l.Servers == nil {
 		l.Servers = map[string]map[string]PinnedTool{}
 	}
+	for name, tools := range l.Servers {
+		if tools == nil { // "fs:" with nothing under it: a server with no tools
+			l.Servers[name] = map[string]PinnedTool{}
+		}
+	}
 	return &l, nil
 }
 
