@@ -34,7 +34,8 @@ func lockUpdateCmd(e *env) *cobra.Command {
 		Long: `Start or connect to every server in the workflow's mcp_servers, list its
 tools, and write the lock file (<name>.skein.lock beside the workflow) with
 them, replacing what it held; servers the workflow no longer declares are
-dropped. Prints what changed per server. A server that cannot be reached is
+dropped (a workflow with no mcp_servers has no lock file). Prints what
+changed per server. A server that cannot be reached is
 an error, and the lock file is left as it was.
 
 Templates in the servers' definitions get the workflow's input defaults,
@@ -79,6 +80,10 @@ dropped} (schema/lock-update.schema.json).`,
 			}
 			for _, name := range res.Dropped {
 				fmt.Fprintf(e.stdout, "%s: dropped (no longer in mcp_servers)\n", name)
+			}
+			if res.Lock == "" {
+				fmt.Fprintf(e.stdout, "%s declares no mcp_servers: nothing to pin, no lock file\n", args[0])
+				return nil
 			}
 			fmt.Fprintf(e.stdout, "wrote %s\n", res.Lock)
 			return nil

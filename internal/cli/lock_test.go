@@ -107,6 +107,20 @@ func TestLockUpdateErrors(t *testing.T) {
 
 	r = skein(t, "lock", "update", filepath.Join(dir, "missing.yaml"))
 	require.Equal(t, 2, r.code)
+
+	// A workflow with no MCP servers has nothing to pin: no lock file,
+	// and one left from servers it no longer declares goes.
+	plain := filepath.Join(dir, "plain.yaml")
+	require.NoError(t, os.WriteFile(plain, []byte("version: 1\nname: plain\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"), 0o644))
+	stale := filepath.Join(dir, "plain.skein.lock")
+	require.NoError(t, os.WriteFile(stale, []byte("version: 1\nservers:\n  gone: {}\n"), 0o644))
+	r = skein(t, "lock", "update", plain)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "gone: dropped (no longer in mcp_servers)\n"+plain+" declares no mcp_servers: nothing to pin, no lock file\n", r.stdout)
+	require.NoFileExists(t, stale)
+	r = skein(t, "lock", "update", plain)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoFileExists(t, stale)
 }
 
 // The first run of a workflow that uses a real npm server

@@ -1,9 +1,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
 	"slices"
 
 	mcppool "github.com/skeinhq/skein/internal/mcp"
@@ -26,7 +30,9 @@ type LockRequest struct {
 
 // LockResult is what UpdateLock wrote.
 type LockResult struct {
-	File    string       `json:"file"`
+	File string `json:"file"`
+	// Lock is the lock file written; "" when the workflow has no
+	// mcp_servers, and so no lock file.
 	Lock    string       `json:"lock"`
 	Servers []LockServer `json:"servers"`
 	// Dropped lists servers the old lock pinned that the workflow no
@@ -89,19 +95,20 @@ func UpdateLock(ctx context.Context, reg *node.Registry, req LockRequest) (*Lock
 		}
 		res.Servers = append(res.Servers, LockServer{Name: s.Name, Tools: len(pins), Changes: changes})
 	}
-	slices.SortFunc(res.Servers, func(a, b LockServer) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(res.Servers, func(a, b LockServer) int { return cmp.Compare(a.Name, b.Name) })
 	for _, name := range slices.Sorted(maps.Keys(old.Servers)) {
 		if _, ok := lock.Servers[name]; !ok {
 			res.Dropped = append(res.Dropped, name)
 		}
+	}
+	if len(w.MCPServers) == 0 {
+		// Nothing to pin: no lock file (one left from servers the
+		// workflow no longer declares goes).
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("removing the lock file: %w", err)
+		}
+		res.Lock = ""
+		return res, nil
 	}
 	if err := mcppool.WriteLock(path, req.File, lock); err != nil {
 		return nil, fmt.Errorf("writing the lock file: %w", err)
