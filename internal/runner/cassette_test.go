@@ -284,12 +284,9 @@ nodes:
 // recorded run waited for (a wait node, a retry's backoff).
 func TestReplayDoesNotWaitAgain(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein")})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	file := filepath.Join(dir, "pause.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+	b := setup(t)
+	r := b.r
+	w, err := r.Load(b.write(t, "pause.yaml", `version: 1
 name: pause
 record: true
 nodes:
@@ -299,8 +296,7 @@ edges:
   - {from: nap, to: after}
 outputs:
   said: "{{ trim(after.stdout) }}"
-`), 0o644))
-	w, err := r.Load(file)
+`))
 	require.NoError(t, err)
 	began := time.Now()
 	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})

@@ -11,6 +11,22 @@ import (
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 )
 
+// heldModel is a fake OpenAI server that streams reply's first piece and
+// holds the rest until release is called (or the test ends); entry is its
+// llm: section for a workflow.
+func heldModel(t *testing.T, reply string) (entry string, release func()) {
+	t.Helper()
+	hold := make(chan struct{})
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: reply, Usage: llm.Usage{InputTokens: 12, OutputTokens: 6}, Hold: hold},
+	})
+	release = sync.OnceFunc(func() { close(hold) })
+	t.Cleanup(release)
+	return `llm:
+  default: {provider: openai, model: gpt-4.1-mini, base_url: "` + model.BaseURL() + `", api_key: test}
+`, release
+}
+
 // TestChatStreamsInThePage: the chat page shows the model's first words
 // while the model is still answering (the fake holds its stream open
 // until the page showed them), then the whole reply, with a link to its
@@ -19,17 +35,10 @@ func TestChatStreamsInThePage(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	reply := "Hi, there, streaming friend."
-	hold := make(chan struct{})
-	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-		{Text: reply, Usage: llm.Usage{InputTokens: 12, OutputTokens: 6}, Hold: hold},
-	})
-	release := sync.OnceFunc(func() { close(hold) })
-	t.Cleanup(release)
+	llmEntry, release := heldModel(t, reply)
 	s := serve(t, map[string]string{"talk.yaml": `version: 1
 name: talk
-llm:
-  default: {provider: openai, model: gpt-4.1-mini, base_url: "` + model.BaseURL() + `", api_key: test}
-nodes:
+` + llmEntry + `nodes:
   - {id: chat, type: trigger.chat}
   - {id: answer, type: llm, prompt: "{{ chat.message }}"}
 edges:
@@ -59,17 +68,10 @@ func TestRunPageShowsAStreamingReply(t *testing.T) {
 	t.Parallel()
 	ctx := browser(t)
 	reply := "So far, then finished." // the fake streams 4 characters a piece
-	hold := make(chan struct{})
-	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-		{Text: reply, Usage: llm.Usage{InputTokens: 12, OutputTokens: 6}, Hold: hold},
-	})
-	release := sync.OnceFunc(func() { close(hold) })
-	t.Cleanup(release)
+	llmEntry, release := heldModel(t, reply)
 	s := serve(t, map[string]string{"tell.yaml": `version: 1
 name: tell
-llm:
-  default: {provider: openai, model: gpt-4.1-mini, base_url: "` + model.BaseURL() + `", api_key: test}
-nodes:
+` + llmEntry + `nodes:
   - {id: start, type: trigger.manual}
   - {id: answer, type: llm, prompt: "write"}
 edges:
