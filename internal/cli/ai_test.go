@@ -181,24 +181,8 @@ func TestExtractExample(t *testing.T) {
 // and echoes, then answers. The run folder holds the tool events and the
 // image. Not parallel: it sets the environment and the working directory.
 func TestAgentExample(t *testing.T) {
-	everything := filepath.Join("..", "mcp", "testdata", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		aiMissing(t, "node is not in PATH")
-	}
-	if _, err := os.Stat(everything); err != nil {
-		aiMissing(t, everything+" is missing")
-	}
-	call := func(id, name string, args map[string]any) llm.ToolCall {
-		return llm.ToolCall{ID: id, Name: name, Arguments: args}
-	}
-	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-		{ToolCalls: []llm.ToolCall{
-			call("c1", "everything__get-sum", map[string]any{"a": 19, "b": 23}),
-			call("c2", "everything__get-tiny-image", map[string]any{}),
-		}, Usage: llm.Usage{InputTokens: 300, OutputTokens: 40}},
-		{ToolCalls: []llm.ToolCall{call("c3", "everything__echo", map[string]any{"message": "done"})}, Usage: llm.Usage{InputTokens: 500, OutputTokens: 20}},
-		{Text: "19 + 23 is 42. The image is a tiny logo.", Usage: llm.Usage{InputTokens: 600, OutputTokens: 15}},
-	})
+	needEverything(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, agentExampleScript())
 	fakeModelEnv(t, srv)
 	runs := t.TempDir()
 	t.Chdir(filepath.Join("..", ".."))
@@ -462,4 +446,33 @@ nodes:
 	require.Contains(t, r.stdout+r.stderr, "prompt reads secrets.API_TOKEN, which would be sent to the model's provider; set send_secrets: true")
 	r = skein(t, "validate", write("    send_secrets: true\n"))
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+}
+
+// needEverything fails (CI) or skips the test when node or the pinned
+// server-everything (make deps) is missing.
+func needEverything(t *testing.T) {
+	t.Helper()
+	everything := filepath.Join("..", "mcp", "testdata", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		aiMissing(t, "node is not in PATH")
+	}
+	if _, err := os.Stat(everything); err != nil {
+		aiMissing(t, everything+" is missing")
+	}
+}
+
+// agentExampleScript is the fake model of examples/agent.yaml: it adds
+// with get-sum, fetches the tiny image, echoes, then answers.
+func agentExampleScript() llmtest.Script {
+	call := func(id, name string, args map[string]any) llm.ToolCall {
+		return llm.ToolCall{ID: id, Name: name, Arguments: args}
+	}
+	return llmtest.Script{
+		{ToolCalls: []llm.ToolCall{
+			call("c1", "everything__get-sum", map[string]any{"a": 19, "b": 23}),
+			call("c2", "everything__get-tiny-image", map[string]any{}),
+		}, Usage: llm.Usage{InputTokens: 300, OutputTokens: 40}},
+		{ToolCalls: []llm.ToolCall{call("c3", "everything__echo", map[string]any{"message": "done"})}, Usage: llm.Usage{InputTokens: 500, OutputTokens: 20}},
+		{Text: "19 + 23 is 42. The image is a tiny logo.", Usage: llm.Usage{InputTokens: 600, OutputTokens: 15}},
+	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cassette"
-	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/runner"
 )
@@ -125,17 +124,7 @@ func recordCassettes(t *testing.T) {
 	for _, g := range goldenCassettes {
 		var env map[string]string
 		if g.model {
-			call := func(id, name string, args map[string]any) llm.ToolCall {
-				return llm.ToolCall{ID: id, Name: name, Arguments: args}
-			}
-			model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-				{ToolCalls: []llm.ToolCall{
-					call("c1", "everything__get-sum", map[string]any{"a": 19, "b": 23}),
-					call("c2", "everything__get-tiny-image", map[string]any{}),
-				}, Usage: llm.Usage{InputTokens: 300, OutputTokens: 40}},
-				{ToolCalls: []llm.ToolCall{call("c3", "everything__echo", map[string]any{"message": "done"})}, Usage: llm.Usage{InputTokens: 500, OutputTokens: 20}},
-				{Text: "19 + 23 is 42. The image is a tiny logo.", Usage: llm.Usage{InputTokens: 600, OutputTokens: 15}},
-			})
+			model := llmtest.NewServer(t, llmtest.OpenAI, agentExampleScript())
 			env = fakeModel(model.BaseURL())
 		}
 		r, err := runner.Open(runner.Config{Dir: t.TempDir(), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})

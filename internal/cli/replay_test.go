@@ -3,7 +3,6 @@ package cli_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 )
 
@@ -48,24 +46,8 @@ type replayDoc struct {
 // the agent node, naming it and showing how the model request differs.
 // Not parallel: it sets the environment and the working directory.
 func TestReplayAgentOffline(t *testing.T) {
-	everything := filepath.Join("..", "mcp", "testdata", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		aiMissing(t, "node is not in PATH")
-	}
-	if _, err := os.Stat(everything); err != nil {
-		aiMissing(t, everything+" is missing")
-	}
-	call := func(id, name string, args map[string]any) llm.ToolCall {
-		return llm.ToolCall{ID: id, Name: name, Arguments: args}
-	}
-	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
-		{ToolCalls: []llm.ToolCall{
-			call("c1", "everything__get-sum", map[string]any{"a": 19, "b": 23}),
-			call("c2", "everything__get-tiny-image", map[string]any{}),
-		}, Usage: llm.Usage{InputTokens: 300, OutputTokens: 40}},
-		{ToolCalls: []llm.ToolCall{call("c3", "everything__echo", map[string]any{"message": "done"})}, Usage: llm.Usage{InputTokens: 500, OutputTokens: 20}},
-		{Text: "19 + 23 is 42. The image is a tiny logo.", Usage: llm.Usage{InputTokens: 600, OutputTokens: 15}},
-	})
+	needEverything(t)
+	srv := llmtest.NewServer(t, llmtest.OpenAI, agentExampleScript())
 	fakeModelEnv(t, srv)
 	runs := t.TempDir()
 	t.Chdir(filepath.Join("..", ".."))
