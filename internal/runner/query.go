@@ -68,6 +68,11 @@ func (r *Runner) RunWorkflow(ctx context.Context, id string) (*workflow.Workflow
 	if err != nil {
 		return nil, err
 	}
+	return r.storedWorkflow(ctx, run)
+}
+
+// storedWorkflow is the workflow version stored with run.
+func (r *Runner) storedWorkflow(ctx context.Context, run *store.Run) (*workflow.Workflow, error) {
 	if run.WorkflowVersion <= 0 {
 		return nil, fmt.Errorf("run %s: %w", run.ID, ErrNoVersion)
 	}

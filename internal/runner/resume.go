@@ -202,10 +202,7 @@ func (r *Runner) PlanResume(ctx context.Context, id, file string) (*ResumePlan, 
 	if err := checkNodeIDs(w, run, hist); err != nil {
 		return nil, err
 	}
-	var old *workflow.Workflow
-	if v, err := r.st.Workflow(ctx, run.Workflow, run.WorkflowVersion); err == nil && run.WorkflowVersion > 0 {
-		old, _ = workflow.Decode(run.File, v.Source)
-	}
+	old, _ := r.storedWorkflow(ctx, run) // nil when the run was stored without it
 	plan, err := engine.NewPlan(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
