@@ -1139,7 +1139,7 @@ func (rs *runState) result() *Result {
 	}
 	a := rs.sched
 	switch {
-	case a.failing, a.cancelling:
+	case a.Stopping():
 		res.Status, res.Error = a.Status()
 	case rs.parked:
 		res.Status = RunWaiting

@@ -138,6 +138,10 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 	return Outcome{Output: clean, Directives: directives}
 }
 
+// Stopping reports whether the run is ending early: it failed or was
+// cancelled, and nothing new starts.
+func (r *Run) Stopping() bool { return r.failing || r.cancelling }
+
 // Status returns how the run ended, or is ending: failed with the error
 // that failed it, cancelled, or completed.
 func (r *Run) Status() (RunStatus, *node.Error) {

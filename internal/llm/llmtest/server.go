@@ -101,6 +101,10 @@ type Server struct {
 	flavor Flavor
 	srv    *httptest.Server
 
+	// respond, when set, answers every request instead of a script
+	// (NewResponder).
+	respond func(*Request) Turn
+
 	mu       sync.Mutex
 	script   Script
 	next     int
@@ -117,6 +121,17 @@ func NewServer(t testing.TB, flavor Flavor, script Script) *Server {
 	s := &Server{flavor: flavor, script: append(Script(nil), script...)}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// NewResponder starts a fake server that answers each request with the
+// turn respond returns for it, in any order and from any number of
+// clients: for tests whose requests come from many runs at once. It stops
+// when the test ends.
+func NewResponder(t testing.TB, flavor Flavor, respond func(*Request) Turn) *Server {
+	t.Helper()
+	s := NewServer(t, flavor, nil)
+	s.respond = respond
 	return s
 }
 
@@ -186,8 +201,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, rec)
 	var turn Turn
-	scripted := s.next < len(s.script)
-	if scripted {
+	scripted := s.next < len(s.script) || s.respond != nil
+	if s.respond != nil {
+		if rec.DecodeErr == nil {
+			turn = s.respond(rec)
+		}
+	} else if scripted {
 		turn = s.script[s.next]
 		s.next++
 	}

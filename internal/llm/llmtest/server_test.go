@@ -195,3 +195,29 @@ func TestAnthropicDecodesStringForms(t *testing.T) {
 		llm.ToolResult("t", "r"), llm.User("and?"),
 	}, b.srv.Last().Messages)
 }
+
+// TestResponder: a responder answers every request from what it asked,
+// in any order, streamed or not, and still records the requests.
+func TestResponder(t *testing.T) {
+	t.Parallel()
+	for _, flavor := range []Flavor{OpenAI, Anthropic} {
+		t.Run(string(flavor), func(t *testing.T) {
+			t.Parallel()
+			srv := NewResponder(t, flavor, func(r *Request) Turn {
+				return Reply("echo " + r.Messages[len(r.Messages)-1].Content)
+			})
+			b := &rawBundle{srv: srv, client: &http.Client{Transport: &http.Transport{}}}
+			path, body := "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"%s"}]}`
+			if flavor == Anthropic {
+				path, body = "/v1/messages", `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"%s"}]}`
+			}
+			for _, word := range []string{"two", "one", "three"} {
+				res, raw := b.post(t, path, strings.Replace(body, "%s", word, 1))
+				require.Equal(t, http.StatusOK, res.StatusCode, raw)
+				require.Contains(t, raw, "echo "+word)
+			}
+			require.Equal(t, 3, srv.Calls())
+			b.client.CloseIdleConnections()
+		})
+	}
+}
