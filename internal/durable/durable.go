@@ -227,7 +227,7 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		Iteration: rec.Iteration, Attempts: rec.Attempts, Status: string(rec.Status), Params: rec.Params,
 		Output: out, Error: rec.Error, ConfigHash: rec.ConfigHash, Cached: rec.Cached, Pinned: rec.Pinned,
 		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, DurationMS: rec.DurationMS, Tokens: rec.Tokens, CostUSD: rec.CostUSD,
-		ProcessGroup: rec.ProcessGroup, Masked: rec.Masked, WakeAt: rec.WakeAt,
+		ProcessGroup: rec.ProcessGroup, Masked: rec.Masked, WakeAt: rec.WakeAt, SkipReason: rec.SkipReason,
 	}
 }
 

@@ -50,6 +50,8 @@ type StepRecord struct {
 	// recorded is not what the run saw: a resume runs the node again
 	// rather than reuse "***".
 	Masked bool `json:"masked,omitempty"`
+	// SkipReason says why a skipped step did not run (Skip* constants).
+	SkipReason string `json:"skip_reason,omitempty"`
 	// Directives are the step's _route and other directives, kept so a
 	// reused step routes as the original did.
 	Directives map[string]any `json:"-"`
@@ -715,6 +717,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 	}
 	rec.Status = su.Status
 	rec.Retry = su.Retry
+	rec.SkipReason = su.SkipReason
 	if su.Loop != nil {
 		rec.Loop = su.Loop
 	}

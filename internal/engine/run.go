@@ -193,6 +193,26 @@ func (r *Run) event(typ string, pn *PlanNode, f *frame, data map[string]any) {
 	r.act.Events = append(r.act.Events, ev)
 }
 
+// skipStep records the step of a node that did not run, with why.
+func (r *Run) skipStep(f *frame, pn *PlanNode, attempt int, reason string, taskID int64) {
+	r.step(f, pn, attempt, StatusSkipped, nil, nil, taskID)
+	r.act.Steps[len(r.act.Steps)-1].SkipReason = reason
+}
+
+// stopReason is why what has not run yet in f is skipped while the run
+// stops or the foreach item f belongs to failed.
+func (r *Run) stopReason(f *frame) string {
+	switch {
+	case r.cancelling:
+		return SkipCancelled
+	case r.failing:
+		return SkipRunFailed
+	case f != nil && f.abort:
+		return SkipItemFailed
+	}
+	return SkipDeadPath
+}
+
 func (r *Run) step(f *frame, pn *PlanNode, attempt int, st Status, out map[string]any, err *node.Error, taskID int64) {
 	r.act.Steps = append(r.act.Steps, StepUpdate{
 		TaskID: taskID, Node: pn.ID, Index: pn.Index, Visit: f.st[pn.Slot].visit, Iteration: f.pass,
@@ -438,7 +458,7 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 	if r.reach[pn.Index] {
 		r.visits[pn.Index]++
 		st.visit = r.visits[pn.Index]
-		r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+		r.skipStep(f, pn, 0, SkipDeadPath, 0)
 	}
 	r.killOut(f, pn)
 }
@@ -530,7 +550,7 @@ func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
 	st.started = true
 	if pn.Disabled {
 		st.status = StatusSkipped
-		r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+		r.skipStep(f, pn, 0, SkipDisabled, 0)
 		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped), "disabled": true})
 		r.propagate(f, pn, []string{pn.FallThrough})
 		return
@@ -672,7 +692,7 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	if oc.NotStarted && (r.cancelling || r.failing) {
 		// It waited for a slot and never ran: a pending step.
 		f.st[pn.Slot].status = StatusSkipped
-		r.step(f, pn, t.Attempt, StatusSkipped, nil, nil, t.ID)
+		r.skipStep(f, pn, t.Attempt, r.stopReason(f), t.ID)
 		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped)})
 		return
 	}
@@ -1141,7 +1161,7 @@ func (r *Run) closeFrame(f *frame) {
 			if r.cancelling || r.failing || f.abort {
 				r.visits[pn.Index]++
 				st.visit = r.visits[pn.Index]
-				r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+				r.skipStep(f, pn, 0, r.stopReason(f), 0)
 			}
 		}
 	}

@@ -91,11 +91,29 @@ type StepUpdate struct {
 	Error     *node.Error
 	// Retry is set on a failed attempt that will be tried again.
 	Retry bool
+	// SkipReason says why a skipped step did not run (Skip* constants).
+	SkipReason string
 	// Loop is the loop context of the step's frame ({item, index, total,
 	// iteration} in a foreach item, {iteration, index} in a loop pass),
 	// nil outside loop bodies.
 	Loop map[string]any
 }
+
+// Why a step was skipped (StepUpdate.SkipReason, the step record's
+// skip_reason).
+const (
+	// SkipDeadPath: every edge into the node died (a branch not taken).
+	SkipDeadPath = "dead_path"
+	// SkipDisabled: the node is disabled; the run flowed through it.
+	SkipDisabled = "disabled"
+	// SkipCancelled: the run was cancelled before the node ran.
+	SkipCancelled = "cancelled"
+	// SkipRunFailed: the run failed before the node ran.
+	SkipRunFailed = "run_failed"
+	// SkipItemFailed: the foreach item it belongs to failed (on_error:
+	// continue moves to the next item).
+	SkipItemFailed = "item_failed"
+)
 
 // Event is a line for events.jsonl.
 type Event struct {

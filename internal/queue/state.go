@@ -194,6 +194,7 @@ func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
 			st.order = append(st.order, rec)
 		}
 		rec.Status = su.Status
+		rec.SkipReason = su.SkipReason
 		if su.Attempt > rec.Attempts {
 			rec.Attempts = su.Attempt
 		}

@@ -67,6 +67,11 @@ type StepDoc struct {
 	Visit     int    `json:"visit"`
 	Iteration int    `json:"iteration"`
 	Attempts  int    `json:"attempts"`
+	// SkipReason says why a skipped step did not run: dead_path (a branch
+	// not taken), disabled, cancelled (the run was cancelled first),
+	// run_failed (the run failed first), item_failed (its foreach item
+	// failed, and on_error: continue moved to the next item).
+	SkipReason string `json:"skip_reason,omitempty"`
 	// Params are the node's parameters as they were resolved, secrets
 	// masked; absent for a step that never resolved them.
 	Params map[string]any `json:"params,omitempty"`
@@ -117,7 +122,7 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 			output = out
 		}
 		d.Steps = append(d.Steps, StepDoc{
-			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params,
+			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, SkipReason: s.SkipReason, Params: s.Params,
 			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: usecPtr(s.StartedAt), FinishedAt: usecPtr(s.FinishedAt),
 			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, WakeAt: usecPtr(s.WakeAt), Artifacts: arts,
 		})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/skeinhq/skein/internal/engine"
 )
 
 // RunSchemaID is the $id of schema/run.schema.json.
@@ -24,6 +26,8 @@ func RunSchema() ([]byte, error) {
 	s.Properties["outputs"].Description = bigValues
 	s.Defs = map[string]*jsonschema.Schema{"blob": blobSchema()}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
+	step.Properties["skip_reason"].Enum = []any{engine.SkipDeadPath, engine.SkipDisabled, engine.SkipCancelled, engine.SkipRunFailed, engine.SkipItemFailed}
+	step.Properties["skip_reason"].Description = "why a skipped step did not run: dead_path (a branch not taken), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
 	s.ID = RunSchemaID

@@ -136,6 +136,8 @@ type Step struct {
 	// Status is a step status: pending, running, success, failed,
 	// skipped, waiting, cancelled.
 	Status string
+	// SkipReason says why a skipped step did not run (engine.Skip*).
+	SkipReason string
 	Params map[string]any
 	Output map[string]any
 	// OutputRef is the path of a file holding the whole output, as
