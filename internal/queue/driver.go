@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -503,6 +504,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		gone, stopping, begun bool
 		upstream              []string
 		spent                 engine.Spent
+		scope                 expr.Scope
 	)
 	look := func(st *state) {
 		t = st.run.Task(args.Task)
@@ -513,6 +515,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		stopping = status != engine.RunCompleted
 		begun = st.begun[args.Task]
 		spent = engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
+		scope = st.scope
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
 	}
 	notStarted := func() *event {
@@ -586,6 +589,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	run := env.run
 	tenv := env.task
+	tenv.Scope = scope
 	// The run's budget goes on from what its recorded history spent, on
 	// whichever worker runs the node.
 	budget := engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD)
@@ -1122,7 +1126,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 // finish is the final record of a run that ended.
 func (d *Driver) finish(st *state) *store.Run {
 	status, runErr := st.run.Status()
-	outs, err := engine.Outputs(st.env.plan, st.env.task.Scope, st.run)
+	outs, err := engine.Outputs(st.env.plan, st.scope, st.run)
 	if err != nil && status == engine.RunCompleted {
 		status = engine.RunFailed
 		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}

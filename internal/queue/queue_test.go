@@ -649,3 +649,36 @@ func TestWorkStoppedBeforeItStarts(t *testing.T) {
 	stop()
 	require.NoError(t, d.Work(ctx, time.Second))
 }
+
+// TestTriggerPayloadInScope: a run started by a trigger with a payload (a
+// webhook's request) reads it as `trigger` in its nodes' templates and in
+// its outputs on the workers, as the trigger node's output does, as a
+// local run does.
+func TestTriggerPayloadInScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	const src = `version: 1
+name: hooked
+nodes:
+  - {id: hook, type: trigger.webhook, path: hook, auth: {type: none}}
+  - {id: read, type: set, values: {from_trigger: "{{ trigger.body.n }}", from_hook: "{{ hook.body.n }}"}}
+edges:
+  - {from: hook, to: read}
+outputs:
+  n: "{{ trigger.body.n }}"
+`
+	file := filepath.Join(b.dir, "hooked.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
+	w, ds := workflow.Load(file, b.reg)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	run, err := b.starter.Start(context.Background(), queue.StartRequest{RunID: fmt.Sprintf("r%d", time.Now().UnixNano()),
+		Workflow: w, Source: []byte(src), Trigger: "hook", Payload: map[string]any{"body": map[string]any{"n": 7}}})
+	require.NoError(t, err)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	read := b.steps(t, run.ID)["read"]
+	require.Len(t, read, 1)
+	require.EqualValues(t, 7, read[0].Output["from_hook"], "the trigger node's output")
+	require.EqualValues(t, 7, read[0].Output["from_trigger"], "`trigger` is the payload the run started with")
+	require.EqualValues(t, 7, done.Outputs["n"], "the run's outputs read `trigger` too")
+}

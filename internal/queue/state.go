@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/engine"
 )
 
@@ -28,6 +29,9 @@ type state struct {
 	begun  map[int64]bool
 	tokens int
 	cost   float64
+	// scope is the run's scope (runEnv.task.Scope) with the trigger's
+	// payload, which the history's start event holds.
+	scope expr.Scope
 }
 
 func newState(env *runEnv) *state {
@@ -35,6 +39,7 @@ func newState(env *runEnv) *state {
 		env: env, run: engine.NewRun(env.plan, env.id),
 		steps: map[[2]int]*engine.StepRecord{}, wakeAt: map[[2]int]time.Time{}, timeouts: map[int64]engine.Timer{},
 		hashes: make([]string, len(env.plan.Nodes)), begun: map[int64]bool{},
+		scope: env.task.Scope,
 	}
 }
 
@@ -51,6 +56,12 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		starts, err := st.env.plan.StartNodes(st.env.trigger)
 		if err != nil {
 			return nil, nil, err
+		}
+		// The scope's trigger is what the run was started with, as the
+		// local driver has it (engine.RunScope: {} when nothing); the
+		// trigger node's output falls back to the inputs.
+		if e.Payload != nil {
+			st.scope.Trigger = e.Payload
 		}
 		payload := e.Payload
 		if payload == nil {
