@@ -19,6 +19,7 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
@@ -82,6 +83,11 @@ type Config struct {
 	// script outcomes, as the scheduler's property tests do).
 	Exec   func(ctx context.Context, runID string, t *engine.Task) engine.Outcome
 	Logger *slog.Logger
+	// Clock times what the driver records (a run's start, its steps,
+	// events and end) and the timers this process wakes itself, as the
+	// local driver's clock does (engine.Driver.Clock); default the wall
+	// clock. Leases and River's schedule are timed by the database.
+	Clock clock.Clock
 	// Blobs keeps the big values and artifacts of the nodes this driver
 	// runs, where every worker and the server read them; default the
 	// database's (Store.Blobs).
@@ -109,7 +115,7 @@ type Driver struct {
 	artifacts artifactRoot
 	// wakes are the timers this process keeps for its timer jobs
 	// (wake.go), by job id.
-	wakes map[int64]*time.Timer
+	wakes map[int64]func() bool
 }
 
 type planned struct {
@@ -196,6 +202,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	if cfg.Blobs == nil {
 		cfg.Blobs = cfg.Store.Blobs()
 	}
@@ -277,7 +286,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 	abs, _ := filepath.Abs(w.File)
 	run := &store.Run{
 		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
-		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 	}
 	env, err := d.newEnv(ctx, run)
@@ -331,7 +340,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		Registry: d.cfg.Registry, RunID: run.ID, Redactor: env.red,
 		Scope:    engine.RunScope(run.ID, p.w.Name, run.StartedAt, run.Inputs, nil, secrets),
 		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
-		Services: services, Blobs: env.blobs,
+		Services: services, Blobs: env.blobs, Now: d.cfg.Clock.Now,
 	}
 	return env, nil
 }
@@ -468,6 +477,12 @@ func (d *Driver) unhold(id string) {
 	}
 }
 
+// now is the clock's time as the store keeps it: UTC, to the
+// microsecond.
+func (d *Driver) now() time.Time {
+	return d.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
 // readRun reads a run without locking it.
 func (d *Driver) readRun(ctx context.Context, id string) (*store.Run, error) {
 	return d.cfg.Store.Run(ctx, id)
@@ -529,7 +544,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	// records of the moment, and that transaction is where the worker
 	// learns the task's state. A pure kind's node (set, if…), which may run
 	// twice, is marked with its outcome, in one transaction.
-	started := time.Now().UTC().Truncate(time.Microsecond)
+	started := d.now()
 	beganEvent := func(st *state) *event {
 		if st.run.Task(args.Task) == nil {
 			return nil
@@ -601,7 +616,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
 		data, _ = env.red.Map(data)
-		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: time.Now().UTC(),
+		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: d.cfg.Clock.Now().UTC(),
 			Event: engine.Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}}})
 	}
 	var oc engine.Outcome
@@ -1022,7 +1037,7 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 		evs = evs[1:]
 		e.Seq = st.seq + 1
 		if e.At.IsZero() {
-			e.At = time.Now().UTC().Truncate(time.Microsecond)
+			e.At = d.now()
 		}
 		e, raw, err := e.roundTrip(env.seal)
 		if err != nil {
@@ -1134,7 +1149,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	if status != engine.RunCompleted && status != engine.RunFailed {
 		outs = map[string]any{}
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := d.now()
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
 	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))

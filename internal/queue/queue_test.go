@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store"
@@ -132,6 +133,16 @@ func setup(t *testing.T, workers int, queues ...string) *bundle {
 // setupAt is setup on the database of url.
 func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 	t.Helper()
+	return setupWith(t, url, workers, nil, queues...)
+}
+
+// setupWith is setupAt with mod applied to the configuration of the
+// starter and of each worker (nil: none).
+func setupWith(t *testing.T, url string, workers int, mod func(*queue.Config), queues ...string) *bundle {
+	t.Helper()
+	if mod == nil {
+		mod = func(*queue.Config) {}
+	}
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, url)
 	require.NoError(t, err)
@@ -140,7 +151,9 @@ func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 	require.NoError(t, err)
 	reg := registry()
 	b := &bundle{st: st, reg: reg, dir: t.TempDir(), url: url}
-	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg})
+	starter := queue.Config{Store: st, Registry: reg}
+	mod(&starter)
+	b.starter, err = queue.New(starter)
 	require.NoError(t, err)
 	if len(queues) == 0 {
 		queues = []string{queue.DefaultQueue}
@@ -150,14 +163,16 @@ func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 		for _, q := range queues {
 			qs[q] = 4
 		}
-		d, err := queue.New(queue.Config{Store: st, Registry: reg, Queues: qs,
+		cfg := queue.Config{Store: st, Registry: reg, Queues: qs,
 			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
 			TimerDelay: func(t engine.Timer) time.Duration {
 				if t.Hold {
 					return t.Delay
 				}
 				return 0 // retries at once
-			}})
+			}}
+		mod(&cfg)
+		d, err := queue.New(cfg)
 		require.NoError(t, err)
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -681,4 +696,44 @@ outputs:
 	require.EqualValues(t, 7, read[0].Output["from_hook"], "the trigger node's output")
 	require.EqualValues(t, 7, read[0].Output["from_trigger"], "`trigger` is the payload the run started with")
 	require.EqualValues(t, 7, done.Outputs["n"], "the run's outputs read `trigger` too")
+}
+
+// TestDriverTakesTheClock: what the queue driver records is timed by its
+// clock, as the local driver's records are: the run's start and end, its
+// steps and its events.
+func TestDriverTakesTheClock(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	clk := clock.NewFake(at)
+	b := setupWith(t, pgtest.URL(t), 1, func(c *queue.Config) { c.Clock = clk })
+	run := b.start(t, `version: 1
+name: timed
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: flaky, retries: 1, retry_backoff: 0s}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}
+`, nil)
+	require.Equal(t, at, run.StartedAt.UTC())
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, at, done.StartedAt.UTC())
+	require.NotNil(t, done.FinishedAt)
+	require.Equal(t, at, done.FinishedAt.UTC())
+	for id, steps := range b.steps(t, run.ID) {
+		for _, s := range steps {
+			require.NotNil(t, s.StartedAt, id)
+			require.Equal(t, at, s.StartedAt.UTC(), "step %s started", id)
+			require.NotNil(t, s.FinishedAt, id)
+			require.Equal(t, at, s.FinishedAt.UTC(), "step %s finished", id)
+		}
+	}
+	evs, err := b.st.Events(context.Background(), run.ID, 0, 1000)
+	require.NoError(t, err)
+	require.NotEmpty(t, evs)
+	for _, ev := range evs {
+		require.Equal(t, at, ev.Time.UTC(), "event %s of %s", ev.Type, ev.Node)
+	}
 }

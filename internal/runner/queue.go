@@ -74,7 +74,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock})
 	if err != nil {
 		return nil, err
 	}
@@ -336,6 +336,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	defer func() { _ = shared.Close() }()
 	d, err := queue.New(queue.Config{
 		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs, RescueAfter: req.RescueAfter, Logger: req.Logger,
+		Clock: r.clock,
 		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
 			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
 		},
