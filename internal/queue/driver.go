@@ -75,8 +75,10 @@ type Config struct {
 	// Children, when set, runs the child workflows of a run's
 	// subworkflow tasks on this worker; nil: a subworkflow node fails.
 	// budget is the parent run's, as its history has it: what the child
-	// spends counts against it too.
-	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget) node.Children
+	// spends counts against it too. waiting marks the task's step waiting
+	// (DESIGN §2.7: the parent step of a subworkflow waits while its
+	// child runs); call it as the child starts.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget, waiting func()) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
@@ -609,7 +611,8 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	// whichever worker runs the node.
 	budget := engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD)
 	if (t.Node.Spec.Role == node.RoleSubworkflow || t.Node.Spec.RunsChildren) && d.cfg.Children != nil {
-		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget))
+		waiting := func() { d.waiting(ctx, run.ID, t) }
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget, waiting))
 	}
 	tenv.Services = node.BudgetService.Provide(tenv.Services, budget)
 	// What the kind reports as it runs (tool calls, LLM calls) is
@@ -655,6 +658,21 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			return e
 		}, nil)
 	})
+}
+
+// waiting records that a task's step waits (its child run runs), unless
+// the attempt was recorded already. The step is running still when that
+// fails: nothing else depends on it.
+func (d *Driver) waiting(ctx context.Context, runID string, t *engine.Task) {
+	err := d.apply(ctx, runID, func(st *state) *event {
+		if st.run.Task(t.ID) == nil || !st.begun[t.ID] {
+			return nil
+		}
+		return &event{Kind: kindWaiting, Task: t.ID}
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Warn("recording that a step waits for its child run", "run", runID, "node", t.Node.ID, "error", err)
+	}
 }
 
 // envOf returns the worker's environment of a run, reading the run the

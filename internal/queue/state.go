@@ -72,6 +72,8 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		return st.began(e)
 	case kindUnbegan:
 		return st.unbegan(e)
+	case kindWaiting:
+		return st.waiting(e)
 	case kindFinished:
 		delete(st.begun, e.Task)
 		if t := st.run.Task(e.Task); t != nil && e.Hash != "" && e.Err == nil {
@@ -158,6 +160,30 @@ func (st *state) unbegan(e *event) (*engine.Actions, []*engine.StepRecord, error
 		return a, nil, nil
 	}
 	rec.Status = engine.StatusPending
+	rec.FinishedAt = nil // it waited for a child run
+	return a, []*engine.StepRecord{rec}, nil
+}
+
+// waiting marks the step of a begun task waiting: its node waits for a
+// child run, as the local driver marks it (engine's runState.waiting).
+func (st *state) waiting(e *event) (*engine.Actions, []*engine.StepRecord, error) {
+	a := &engine.Actions{}
+	t := st.run.Task(e.Task)
+	if t == nil || !st.begun[e.Task] {
+		return a, nil, nil
+	}
+	rec := st.steps[[2]int{t.Node.Index, t.Visit}]
+	if rec == nil {
+		return a, nil, nil
+	}
+	rec.Status = engine.StatusWaiting
+	if rec.StartedAt == nil {
+		s := e.At
+		rec.StartedAt = &s
+	}
+	f := e.At
+	rec.FinishedAt = &f
+	rec.DurationMS = f.Sub(*rec.StartedAt).Milliseconds()
 	return a, []*engine.StepRecord{rec}, nil
 }
 
