@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -89,30 +90,58 @@ func (d *Driver) unregister(ctx context.Context) {
 }
 
 // watch renews the worker's lease and records the attempts of lost
-// workers until ctx ends.
+// workers until ctx ends. The two run apart: recording a loss waits for
+// the run's lock (and for the transactions of the run before it), and a
+// renewal that waited for it would make this worker look lost to the
+// others, and its own running attempts with it.
 func (d *Driver) watch(ctx context.Context) {
+	var connected atomic.Bool
+	connected.Store(true)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		d.renew(ctx, &connected)
+	}()
+	defer func() { <-renewed }()
 	t := time.NewTicker(d.beatEvery())
 	defer t.Stop()
-	connected := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := d.beat(ctx, !connected); err != nil {
-			if ctx.Err() == nil && connected {
-				d.cfg.Logger.Warn("lost the database; reconnecting", "error", err)
-			}
-			connected = false
-			continue
-		}
-		if !connected {
-			d.cfg.Logger.Info("reconnected to the database")
-			connected = true
+		if !connected.Load() {
+			continue // the lease is renewed first (rescue.go: beat)
 		}
 		if err := d.rescue(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("looking for nodes of lost workers", "error", err)
+		}
+	}
+}
+
+// renew renews the worker's lease every beatEvery until ctx ends, and
+// says whether the database answered the last time.
+func (d *Driver) renew(ctx context.Context, connected *atomic.Bool) {
+	t := time.NewTicker(d.beatEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		was := connected.Load()
+		if err := d.beat(ctx, !was); err != nil {
+			if ctx.Err() == nil && was {
+				d.cfg.Logger.Warn("lost the database; reconnecting", "error", err)
+			}
+			connected.Store(false)
+			continue
+		}
+		if !was {
+			d.cfg.Logger.Info("reconnected to the database")
+			connected.Store(true)
 		}
 	}
 }
