@@ -874,3 +874,48 @@ nodes:
 	require.EqualValues(t, 1, steps["bystander"][0].Output["attempt"])
 	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "bystander"))
 }
+
+// TestLostWorkersUnbegunJobRunsAgain: a job a worker took but whose node
+// it never began (it died between the two) is no attempt of the node:
+// once the worker is lost, the job goes to another worker and the node
+// runs its first attempt there, its retries untouched.
+func TestLostWorkersUnbegunJobRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	work := func(cfg queue.Config) {
+		cfg.Store, cfg.Registry, cfg.FetchPoll, cfg.Poll = b.st, b.reg, 20*time.Millisecond, 50*time.Millisecond
+		cfg.RescueAfter = 200 * time.Millisecond
+		d, err := queue.New(cfg)
+		require.NoError(t, err)
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Work(wctx, 10*time.Second) }()
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	}
+	work(queue.Config{Queues: map[string]int{queue.DefaultQueue: 1}}) // the keeper: no worker works queue c yet
+	run := b.start(t, `version: 1
+name: untaken
+nodes:
+  - {id: once, type: shell, command: [echo, ran], queue: c}
+`, nil)
+	// A worker, gone since, took the job and began nothing.
+	tag, err := b.st.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1,
+		attempted_by = ARRAY['gone_1_0000'], attempted_at = now() - interval '1 hour'
+		WHERE kind = 'skein_task' AND args->>'node' = 'once' AND state = 'available'`)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	require.Eventually(t, func() bool {
+		var state string
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = 'skein_task' AND args->>'node' = 'once'`).Scan(&state))
+		return state == "available"
+	}, 30*time.Second, 10*time.Millisecond, "the lost worker's job was not given out again")
+	work(queue.Config{Queues: map[string]int{"c": 1}})
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "success", steps["once"][0].Status)
+	require.Equal(t, 1, steps["once"][0].Attempts, "no attempt was lost: the node never began")
+	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "once"))
+}
