@@ -380,3 +380,73 @@ nodes:
 	require.Equal(t, "budget_exceeded", doc.Steps[0].Error.Category, doc.Steps[0].Error.Message)
 	require.Contains(t, doc.Steps[0].Error.Message, "the parent run's token budget is spent")
 }
+
+// TestSubworkflowParentWaits: the parent step of a subworkflow is waiting
+// while its child runs, and the run is running, on the queue as in a
+// local run (DESIGN §2.7, docs/running.md); the step succeeds when the
+// child ends.
+func TestSubworkflowParentWaits(t *testing.T) {
+	t.Parallel()
+	flows := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "child.yaml"), []byte(`version: 1
+name: child
+inputs:
+  gate: {type: string, required: true}
+nodes:
+  - {id: hold, type: shell, command: [sh, -c, 'while [ ! -e "$0" ]; do sleep 0.02; done', "{{ inputs.gate }}"]}
+  - {id: say, type: set, values: {said: hello}}
+edges:
+  - {from: hold, to: say}
+outputs:
+  said: "{{ say.said }}"
+`), 0o600))
+	parent := filepath.Join(flows, "parent.yaml")
+	require.NoError(t, os.WriteFile(parent, []byte(`version: 1
+name: parent
+inputs:
+  gate: {type: string, required: true}
+nodes:
+  - {id: sub, type: subworkflow, workflow: child.yaml, inputs: {gate: "{{ inputs.gate }}"}}
+outputs:
+  said: "{{ sub.said }}"
+`), 0o600))
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	worker(t, db)
+	for _, tc := range []struct {
+		name     string
+		db, mode []string
+	}{
+		{name: "local"},
+		{name: "queue", db: []string{"--db", db}, mode: []string{"--queue"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			where := append([]string{"--dir", t.TempDir()}, tc.db...)
+			gate := filepath.Join(t.TempDir(), "gate")
+			args := append(append(append([]string{"run"}, where...), tc.mode...), parent, "-i", "gate="+gate)
+			cmd, id, _ := started(t, args...)
+			type doc struct {
+				Status string `json:"status"`
+				Steps  []struct{ Node, Status string }
+			}
+			show := func() doc {
+				s := run(t, append(append([]string{"runs", "show"}, where...), "--output", "json", id)...)
+				require.Equal(t, 0, s.code, s.stderr)
+				var d doc
+				require.NoError(t, json.Unmarshal([]byte(s.stdout), &d), s.stdout)
+				return d
+			}
+			var d doc
+			eventually(t, 60*time.Second, func() bool {
+				d = show()
+				return len(d.Steps) == 1 && d.Steps[0].Status == "waiting"
+			}, "the parent step was never waiting while its child ran")
+			require.Equal(t, "running", d.Status, "the run runs while its step waits for the child")
+			require.NoError(t, os.WriteFile(gate, nil, 0o600))
+			require.NoError(t, cmd.Wait())
+			d = show()
+			require.Equal(t, "completed", d.Status)
+			require.Equal(t, "success", d.Steps[0].Status)
+		})
+	}
+}

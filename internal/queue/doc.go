@@ -49,7 +49,9 @@
 // The attempts of a worker whose lease ran out (killed, paused, cut off)
 // are recorded as failed (worker_lost) by another worker, and the node's
 // retries decide; the lost worker, if it comes back, cannot record over
-// them (the attempt token). A job runs its node at most once: River
+// them (the attempt token). A job it took but whose node it had not begun
+// goes to another worker, the same attempt. A worker renews its lease
+// apart from the rest of its work. A job runs its node at most once: River
 // handing a job out again after its node began records the loss instead.
 // Work on the database that fails because the database is unreachable is
 // retried with backoff (postgres.Transient), so a restart of the database

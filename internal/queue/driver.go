@@ -17,7 +17,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
@@ -73,14 +75,21 @@ type Config struct {
 	// Children, when set, runs the child workflows of a run's
 	// subworkflow tasks on this worker; nil: a subworkflow node fails.
 	// budget is the parent run's, as its history has it: what the child
-	// spends counts against it too.
-	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget) node.Children
+	// spends counts against it too. waiting marks the task's step waiting
+	// (DESIGN §2.7: the parent step of a subworkflow waits while its
+	// child runs); call it as the child starts.
+	Children func(runID string, w *workflow.Workflow, t *engine.Task, secrets map[string]string, budget *engine.Budget, waiting func()) node.Children
 	// TimerDelay, when set, replaces the delay of each timer (tests).
 	TimerDelay func(t engine.Timer) time.Duration
 	// Exec, when set, plays the tasks in place of their kinds (tests that
 	// script outcomes, as the scheduler's property tests do).
 	Exec   func(ctx context.Context, runID string, t *engine.Task) engine.Outcome
 	Logger *slog.Logger
+	// Clock times what the driver records (a run's start, its steps,
+	// events and end) and the timers this process wakes itself, as the
+	// local driver's clock does (engine.Driver.Clock); default the wall
+	// clock. Leases and River's schedule are timed by the database.
+	Clock clock.Clock
 	// Blobs keeps the big values and artifacts of the nodes this driver
 	// runs, where every worker and the server read them; default the
 	// database's (Store.Blobs).
@@ -108,7 +117,7 @@ type Driver struct {
 	artifacts artifactRoot
 	// wakes are the timers this process keeps for its timer jobs
 	// (wake.go), by job id.
-	wakes map[int64]*time.Timer
+	wakes map[int64]func() bool
 }
 
 type planned struct {
@@ -195,6 +204,9 @@ func New(cfg Config) (*Driver, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
 	if cfg.Blobs == nil {
 		cfg.Blobs = cfg.Store.Blobs()
 	}
@@ -276,7 +288,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 	abs, _ := filepath.Abs(w.File)
 	run := &store.Run{
 		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
-		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: time.Now().UTC().Truncate(time.Microsecond),
+		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 	}
 	env, err := d.newEnv(ctx, run)
@@ -330,7 +342,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		Registry: d.cfg.Registry, RunID: run.ID, Redactor: env.red,
 		Scope:    engine.RunScope(run.ID, p.w.Name, run.StartedAt, run.Inputs, nil, secrets),
 		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
-		Services: services, Blobs: env.blobs,
+		Services: services, Blobs: env.blobs, Now: d.cfg.Clock.Now,
 	}
 	return env, nil
 }
@@ -467,6 +479,12 @@ func (d *Driver) unhold(id string) {
 	}
 }
 
+// now is the clock's time as the store keeps it: UTC, to the
+// microsecond.
+func (d *Driver) now() time.Time {
+	return d.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
 // readRun reads a run without locking it.
 func (d *Driver) readRun(ctx context.Context, id string) (*store.Run, error) {
 	return d.cfg.Store.Run(ctx, id)
@@ -503,6 +521,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		gone, stopping, begun bool
 		upstream              []string
 		spent                 engine.Spent
+		scope                 expr.Scope
 	)
 	look := func(st *state) {
 		t = st.run.Task(args.Task)
@@ -513,6 +532,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		stopping = status != engine.RunCompleted
 		begun = st.begun[args.Task]
 		spent = engine.Spent{Tokens: st.tokens, CostUSD: st.cost}
+		scope = st.scope
 		upstream = engine.UpstreamHashes(env.plan, t.Node, st.hashes)
 	}
 	notStarted := func() *event {
@@ -526,7 +546,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	// records of the moment, and that transaction is where the worker
 	// learns the task's state. A pure kind's node (set, if…), which may run
 	// twice, is marked with its outcome, in one transaction.
-	started := time.Now().UTC().Truncate(time.Microsecond)
+	started := d.now()
 	beganEvent := func(st *state) *event {
 		if st.run.Task(args.Task) == nil {
 			return nil
@@ -586,18 +606,20 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	run := env.run
 	tenv := env.task
+	tenv.Scope = scope
 	// The run's budget goes on from what its recorded history spent, on
 	// whichever worker runs the node.
 	budget := engine.NewBudget(env.w.Limits.MaxTokens, env.w.Limits.MaxCostUSD, nil, spent.Tokens, spent.CostUSD)
 	if (t.Node.Spec.Role == node.RoleSubworkflow || t.Node.Spec.RunsChildren) && d.cfg.Children != nil {
-		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget))
+		waiting := func() { d.waiting(ctx, run.ID, t) }
+		tenv.Services = node.ChildrenService.Provide(tenv.Services, d.cfg.Children(run.ID, env.w, t, env.secrets, budget, waiting))
 	}
 	tenv.Services = node.BudgetService.Provide(tenv.Services, budget)
 	// What the kind reports as it runs (tool calls, LLM calls) is
 	// recorded at once, for whoever follows the run, in order.
 	tenv.Emit = func(t *engine.Task, kind string, data map[string]any) {
 		data, _ = env.red.Map(data)
-		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: time.Now().UTC(),
+		d.applyAsync(ctx, run.ID, nil, []engine.TimedEvent{{Time: d.cfg.Clock.Now().UTC(),
 			Event: engine.Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}}})
 	}
 	var oc engine.Outcome
@@ -636,6 +658,21 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			return e
 		}, nil)
 	})
+}
+
+// waiting records that a task's step waits (its child run runs), unless
+// the attempt was recorded already. The step is running still when that
+// fails: nothing else depends on it.
+func (d *Driver) waiting(ctx context.Context, runID string, t *engine.Task) {
+	err := d.apply(ctx, runID, func(st *state) *event {
+		if st.run.Task(t.ID) == nil || !st.begun[t.ID] {
+			return nil
+		}
+		return &event{Kind: kindWaiting, Task: t.ID}
+	}, nil)
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Logger.Warn("recording that a step waits for its child run", "run", runID, "node", t.Node.ID, "error", err)
+	}
 }
 
 // envOf returns the worker's environment of a run, reading the run the
@@ -1018,7 +1055,7 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 		evs = evs[1:]
 		e.Seq = st.seq + 1
 		if e.At.IsZero() {
-			e.At = time.Now().UTC().Truncate(time.Microsecond)
+			e.At = d.now()
 		}
 		e, raw, err := e.roundTrip(env.seal)
 		if err != nil {
@@ -1122,7 +1159,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 // finish is the final record of a run that ended.
 func (d *Driver) finish(st *state) *store.Run {
 	status, runErr := st.run.Status()
-	outs, err := engine.Outputs(st.env.plan, st.env.task.Scope, st.run)
+	outs, err := engine.Outputs(st.env.plan, st.scope, st.run)
 	if err != nil && status == engine.RunCompleted {
 		status = engine.RunFailed
 		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
@@ -1130,7 +1167,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	if status != engine.RunCompleted && status != engine.RunFailed {
 		outs = map[string]any{}
 	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := d.now()
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
 	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))

@@ -25,6 +25,9 @@ const (
 	// kindUnbegan: a stopping worker stopped the task's node; its job runs
 	// again. The step is pending again.
 	kindUnbegan = "unbegan"
+	// kindWaiting: the task's node waits for a child run it started. The
+	// scheduler is not fed; the step is marked waiting.
+	kindWaiting = "waiting"
 )
 
 // event is one entry of a run's history: what the scheduler was fed.
@@ -36,7 +39,7 @@ type event struct {
 
 	Payload map[string]any // start
 
-	Task       int64 // finished, began
+	Task       int64 // finished, began, unbegan, waiting
 	Output     map[string]any
 	Directives map[string]any
 	Err        *node.Error

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store"
@@ -69,6 +70,9 @@ func registry() *node.Registry {
 	reg.MustRegister(node.Spec{
 		Kind: "spender", Category: node.Action, Description: "Checks the run's budget, then spends 700 tokens.",
 	}, func() node.Kind { return spender{} })
+	reg.MustRegister(node.Spec{
+		Kind: "gated", Category: node.Action, Description: "Blocks its first attempt until the test opens its gate.",
+	}, func() node.Kind { return gated{} })
 	reg.MustRegister(node.Spec{
 		Kind: "nap", Category: node.Action, Description: "Waits ms milliseconds in the worker (a node that takes time, not a timer).",
 		Params: []node.Param{{Name: "ms", Type: node.Int, Description: "How long."}},
@@ -132,6 +136,16 @@ func setup(t *testing.T, workers int, queues ...string) *bundle {
 // setupAt is setup on the database of url.
 func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 	t.Helper()
+	return setupWith(t, url, workers, nil, queues...)
+}
+
+// setupWith is setupAt with mod applied to the configuration of the
+// starter and of each worker (nil: none).
+func setupWith(t *testing.T, url string, workers int, mod func(*queue.Config), queues ...string) *bundle {
+	t.Helper()
+	if mod == nil {
+		mod = func(*queue.Config) {}
+	}
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, url)
 	require.NoError(t, err)
@@ -140,7 +154,9 @@ func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 	require.NoError(t, err)
 	reg := registry()
 	b := &bundle{st: st, reg: reg, dir: t.TempDir(), url: url}
-	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg})
+	starter := queue.Config{Store: st, Registry: reg}
+	mod(&starter)
+	b.starter, err = queue.New(starter)
 	require.NoError(t, err)
 	if len(queues) == 0 {
 		queues = []string{queue.DefaultQueue}
@@ -150,14 +166,16 @@ func setupAt(t *testing.T, url string, workers int, queues ...string) *bundle {
 		for _, q := range queues {
 			qs[q] = 4
 		}
-		d, err := queue.New(queue.Config{Store: st, Registry: reg, Queues: qs,
+		cfg := queue.Config{Store: st, Registry: reg, Queues: qs,
 			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
 			TimerDelay: func(t engine.Timer) time.Duration {
 				if t.Hold {
 					return t.Delay
 				}
 				return 0 // retries at once
-			}})
+			}}
+		mod(&cfg)
+		d, err := queue.New(cfg)
 		require.NoError(t, err)
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -648,4 +666,256 @@ func TestWorkStoppedBeforeItStarts(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	stop()
 	require.NoError(t, d.Work(ctx, time.Second))
+}
+
+// TestTriggerPayloadInScope: a run started by a trigger with a payload (a
+// webhook's request) reads it as `trigger` in its nodes' templates and in
+// its outputs on the workers, as the trigger node's output does, as a
+// local run does.
+func TestTriggerPayloadInScope(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	const src = `version: 1
+name: hooked
+nodes:
+  - {id: hook, type: trigger.webhook, path: hook, auth: {type: none}}
+  - {id: read, type: set, values: {from_trigger: "{{ trigger.body.n }}", from_hook: "{{ hook.body.n }}"}}
+edges:
+  - {from: hook, to: read}
+outputs:
+  n: "{{ trigger.body.n }}"
+`
+	file := filepath.Join(b.dir, "hooked.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
+	w, ds := workflow.Load(file, b.reg)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	run, err := b.starter.Start(context.Background(), queue.StartRequest{RunID: fmt.Sprintf("r%d", time.Now().UnixNano()),
+		Workflow: w, Source: []byte(src), Trigger: "hook", Payload: map[string]any{"body": map[string]any{"n": 7}}})
+	require.NoError(t, err)
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	read := b.steps(t, run.ID)["read"]
+	require.Len(t, read, 1)
+	require.EqualValues(t, 7, read[0].Output["from_hook"], "the trigger node's output")
+	require.EqualValues(t, 7, read[0].Output["from_trigger"], "`trigger` is the payload the run started with")
+	require.EqualValues(t, 7, done.Outputs["n"], "the run's outputs read `trigger` too")
+}
+
+// TestDriverTakesTheClock: what the queue driver records is timed by its
+// clock, as the local driver's records are: the run's start and end, its
+// steps and its events.
+func TestDriverTakesTheClock(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
+	clk := clock.NewFake(at)
+	b := setupWith(t, pgtest.URL(t), 1, func(c *queue.Config) { c.Clock = clk })
+	run := b.start(t, `version: 1
+name: timed
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: flaky, retries: 1, retry_backoff: 0s}
+edges:
+  - {from: start, to: a}
+  - {from: a, to: b}
+`, nil)
+	require.Equal(t, at, run.StartedAt.UTC())
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, at, done.StartedAt.UTC())
+	require.NotNil(t, done.FinishedAt)
+	require.Equal(t, at, done.FinishedAt.UTC())
+	for id, steps := range b.steps(t, run.ID) {
+		for _, s := range steps {
+			require.NotNil(t, s.StartedAt, id)
+			require.Equal(t, at, s.StartedAt.UTC(), "step %s started", id)
+			require.NotNil(t, s.FinishedAt, id)
+			require.Equal(t, at, s.FinishedAt.UTC(), "step %s finished", id)
+		}
+	}
+	evs, err := b.st.Events(context.Background(), run.ID, 0, 1000)
+	require.NoError(t, err)
+	require.NotEmpty(t, evs)
+	for _, ev := range evs {
+		require.Equal(t, at, ev.Time.UTC(), "event %s of %s", ev.Type, ev.Node)
+	}
+}
+
+// gated blocks the first attempt of a node until the test opens its gate
+// (or the attempt's context ends); later attempts succeed at once.
+type gated struct{}
+
+// gate is one gated node of one run.
+type gate struct {
+	started, open chan struct{}
+	once          sync.Once
+}
+
+// release opens the gate (once).
+func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
+
+var gates sync.Map // "run/node" → *gate
+
+func gateOf(runID, nodeID string) *gate {
+	v, _ := gates.LoadOrStore(runID+"/"+nodeID, &gate{started: make(chan struct{}), open: make(chan struct{})})
+	return v.(*gate)
+}
+
+func (gated) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if c.Attempt > 1 {
+		return map[string]any{"attempt": c.Attempt}, nil
+	}
+	g := gateOf(c.RunID, c.NodeID)
+	close(g.started)
+	select {
+	case <-g.open:
+		return map[string]any{"attempt": c.Attempt}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestWorkerLossIsTheLostWorkers: of two workers, the one whose lease ran
+// out loses its attempt: it is recorded failed (worker_lost), which takes
+// one of the node's retries, and the node runs again and succeeds. The
+// other worker's running attempt is untouched, and so is its lease while
+// it records the loss (a worker busy recording another's loss must not
+// look lost itself).
+func TestWorkerLossIsTheLostWorkers(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	work := func(cfg queue.Config) {
+		cfg.Store, cfg.Registry, cfg.FetchPoll = b.st, b.reg, 20*time.Millisecond
+		d, err := queue.New(cfg)
+		require.NoError(t, err)
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Work(wctx, 10*time.Second) }()
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	}
+	// lost works queue a; it renews its lease once (its lease is an
+	// hour; the test makes it run out). keeper works queue b and the
+	// timers, and looks for lost workers every 50 ms.
+	const lostLease, keeperLease = time.Hour, 200 * time.Millisecond
+	work(queue.Config{Queues: map[string]int{"a": 2}, RescueAfter: lostLease, Poll: time.Hour})
+	work(queue.Config{Queues: map[string]int{"b": 2, queue.DefaultQueue: 2}, RescueAfter: keeperLease, Poll: 50 * time.Millisecond})
+
+	id := fmt.Sprintf("g%d", time.Now().UnixNano())
+	victim, bystander := gateOf(id, "victim"), gateOf(id, "bystander")
+	defer victim.release()    // the lost worker's first attempt ends (its result is dropped)
+	defer bystander.release() // when the test fails before it does
+	run := b.startWith(t, id, `version: 1
+name: lost
+nodes:
+  - {id: victim, type: gated, queue: a, retries: 1, retry_backoff: 0s}
+  - {id: bystander, type: gated, queue: b, retries: 3, retry_backoff: 0s}
+`, nil)
+	recv(t, victim.started, "the first attempt of victim, on the worker to be lost")
+	recv(t, bystander.started, "the first attempt of bystander, on the other worker")
+
+	// The run's lock is held, so recording the loss waits.
+	lock, err := b.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	var lockPID int
+	require.NoError(t, lock.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&lockPID))
+	_, err = lock.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, run.ID)
+	require.NoError(t, err)
+
+	// The lost worker's lease runs out: its last renewal and its job's
+	// start are older than its lease, and the keeper has been connected
+	// for longer than it.
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := b.st.Pool().Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	exec(`UPDATE skein_queue_workers SET seen_at = now() - interval '2 hours' WHERE lease_ms = $1`, lostLease.Milliseconds())
+	exec(`UPDATE skein_queue_workers SET connected_since = now() - interval '2 hours' WHERE lease_ms = $1`, keeperLease.Milliseconds())
+	exec(`UPDATE river_job SET attempted_at = now() - interval '2 hours' WHERE kind = 'skein_task' AND args->>'node' = 'victim'`)
+
+	// The keeper waits for the run's lock to record the loss; meanwhile
+	// it renews its lease.
+	require.Eventually(t, func() bool {
+		var blocked int
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, lockPID).Scan(&blocked))
+		return blocked > 0
+	}, 30*time.Second, 10*time.Millisecond, "the keeper never went to record the lost attempt")
+	var since time.Time
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT now()`).Scan(&since))
+	require.Eventually(t, func() bool {
+		var renewed bool
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT seen_at > $1 FROM skein_queue_workers WHERE lease_ms = $2`,
+			since, keeperLease.Milliseconds()).Scan(&renewed))
+		return renewed
+	}, 10*time.Second, 10*time.Millisecond, "the keeper did not renew its lease while it waited to record another worker's loss")
+	require.NoError(t, lock.Rollback(ctx))
+
+	// victim's second attempt runs (on the lost worker's queue) and
+	// succeeds; then bystander's first attempt ends.
+	require.Eventually(t, func() bool {
+		s := b.steps(t, run.ID)["victim"]
+		return len(s) == 1 && s[0].Status == "success"
+	}, 30*time.Second, 10*time.Millisecond, "victim was not run again after its worker was lost")
+	bystander.release()
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+
+	steps := b.steps(t, run.ID)
+	require.Equal(t, 2, steps["victim"][0].Attempts, "the lost attempt took one retry")
+	require.EqualValues(t, 2, steps["victim"][0].Output["attempt"])
+	retries := eventsOf(t, b, run.ID, engine.EventRetry, "victim")
+	require.Len(t, retries, 1)
+	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node victim")
+
+	require.Equal(t, "success", steps["bystander"][0].Status)
+	require.Equal(t, 1, steps["bystander"][0].Attempts, "the other worker's attempt was not counted lost")
+	require.EqualValues(t, 1, steps["bystander"][0].Output["attempt"])
+	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "bystander"))
+}
+
+// TestLostWorkersUnbegunJobRunsAgain: a job a worker took but whose node
+// it never began (it died between the two) is no attempt of the node:
+// once the worker is lost, the job goes to another worker and the node
+// runs its first attempt there, its retries untouched.
+func TestLostWorkersUnbegunJobRunsAgain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	work := func(cfg queue.Config) {
+		cfg.Store, cfg.Registry, cfg.FetchPoll, cfg.Poll = b.st, b.reg, 20*time.Millisecond, 50*time.Millisecond
+		cfg.RescueAfter = 200 * time.Millisecond
+		d, err := queue.New(cfg)
+		require.NoError(t, err)
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- d.Work(wctx, 10*time.Second) }()
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	}
+	work(queue.Config{Queues: map[string]int{queue.DefaultQueue: 1}}) // the keeper: no worker works queue c yet
+	run := b.start(t, `version: 1
+name: untaken
+nodes:
+  - {id: once, type: shell, command: [echo, ran], queue: c}
+`, nil)
+	// A worker, gone since, took the job and began nothing.
+	tag, err := b.st.Pool().Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1,
+		attempted_by = ARRAY['gone_1_0000'], attempted_at = now() - interval '1 hour'
+		WHERE kind = 'skein_task' AND args->>'node' = 'once' AND state = 'available'`)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, tag.RowsAffected())
+	require.Eventually(t, func() bool {
+		var state string
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT state FROM river_job WHERE kind = 'skein_task' AND args->>'node' = 'once'`).Scan(&state))
+		return state == "available"
+	}, 30*time.Second, 10*time.Millisecond, "the lost worker's job was not given out again")
+	work(queue.Config{Queues: map[string]int{"c": 1}})
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "success", steps["once"][0].Status)
+	require.Equal(t, 1, steps["once"][0].Attempts, "no attempt was lost: the node never began")
+	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "once"))
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -26,11 +27,13 @@ import (
 // it cannot tell a dead worker from a slow node: the setting must exceed
 // the longest node. Skein keeps a lease per worker instead. Every worker
 // renews its row of skein_queue_workers (a heartbeat, timed by the
-// database's clock) and, as often, looks for node jobs still running on a
-// worker whose lease ran out; it records their attempt as failed (error
-// worker_lost) in the run's history, under the run's lock and the attempt
-// token, and the node's retry policy decides: attempt + 1, same
-// idempotency key, or the node fails. A job taken again by River (its
+// database's clock, on its own goroutine so no other work delays it) and,
+// as often, looks for node jobs still running on a worker whose lease ran
+// out; it records their attempt as failed (error worker_lost) in the
+// run's history, under the run's lock and the attempt token, and the
+// node's retry policy decides: attempt + 1, same idempotency key, or the
+// node fails. A job whose node had not begun on the lost worker is no
+// attempt: it is made available again, and runs the same attempt. A job taken again by River (its
 // rescuer, or a retry after an error) whose node had begun records the
 // same loss instead of running the node a second time under the same
 // attempt. So each job runs its node at most once, and a node that
@@ -89,30 +92,58 @@ func (d *Driver) unregister(ctx context.Context) {
 }
 
 // watch renews the worker's lease and records the attempts of lost
-// workers until ctx ends.
+// workers until ctx ends. The two run apart: recording a loss waits for
+// the run's lock (and for the transactions of the run before it), and a
+// renewal that waited for it would make this worker look lost to the
+// others, and its own running attempts with it.
 func (d *Driver) watch(ctx context.Context) {
+	var connected atomic.Bool
+	connected.Store(true)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		d.renew(ctx, &connected)
+	}()
+	defer func() { <-renewed }()
 	t := time.NewTicker(d.beatEvery())
 	defer t.Stop()
-	connected := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := d.beat(ctx, !connected); err != nil {
-			if ctx.Err() == nil && connected {
-				d.cfg.Logger.Warn("lost the database; reconnecting", "error", err)
-			}
-			connected = false
-			continue
-		}
-		if !connected {
-			d.cfg.Logger.Info("reconnected to the database")
-			connected = true
+		if !connected.Load() {
+			continue // the lease is renewed first (rescue.go: beat)
 		}
 		if err := d.rescue(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("looking for nodes of lost workers", "error", err)
+		}
+	}
+}
+
+// renew renews the worker's lease every beatEvery until ctx ends, and
+// says whether the database answered the last time.
+func (d *Driver) renew(ctx context.Context, connected *atomic.Bool) {
+	t := time.NewTicker(d.beatEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		was := connected.Load()
+		if err := d.beat(ctx, !was); err != nil {
+			if ctx.Err() == nil && was {
+				d.cfg.Logger.Warn("lost the database; reconnecting", "error", err)
+			}
+			connected.Store(false)
+			continue
+		}
+		if !was {
+			d.cfg.Logger.Info("reconnected to the database")
+			connected.Store(true)
 		}
 	}
 }
@@ -121,7 +152,7 @@ func (d *Driver) watch(ctx context.Context) {
 // that has no lease row: it stopped, or is of an older version), once
 // this worker has been connected for that lease, and whose attempt is
 // not recorded yet.
-const lostSQL = `SELECT j.args->>'run', (j.args->>'task')::bigint, COALESCE(w.host, ''), COALESCE(w.pid, 0),
+const lostSQL = `SELECT j.id, j.args->>'run', (j.args->>'task')::bigint, COALESCE(w.host, ''), COALESCE(w.pid, 0),
 	  COALESCE(w.lease_ms, $2)
 	FROM river_job j
 	JOIN runs r ON r.id = j.args->>'run' AND r.status IN ('running', 'waiting')
@@ -135,22 +166,17 @@ const lostSQL = `SELECT j.args->>'run', (j.args->>'task')::bigint, COALESCE(w.ho
 	                  AND (l.body->>'task')::bigint = (j.args->>'task')::bigint)
 	LIMIT 100`
 
-// rescue records the attempts of lost workers as failed.
+// rescue records the attempts of lost workers as failed, and gives
+// their jobs whose node had not begun to another worker.
 func (d *Driver) rescue(ctx context.Context) error {
 	rows, err := d.cfg.Store.Pool().Query(ctx, lostSQL, d.id, d.cfg.RescueAfter.Milliseconds())
 	if err != nil {
 		return err
 	}
-	type lostJob struct {
-		run   string
-		task  int64
-		who   lostWorker
-		lease int64
-	}
 	var lost []lostJob
 	for rows.Next() {
 		var l lostJob
-		if err := rows.Scan(&l.run, &l.task, &l.who.host, &l.who.pid, &l.lease); err != nil {
+		if err := rows.Scan(&l.job, &l.run, &l.task, &l.who.host, &l.who.pid, &l.lease); err != nil {
 			rows.Close()
 			return err
 		}
@@ -162,13 +188,56 @@ func (d *Driver) rescue(ctx context.Context) error {
 		return err
 	}
 	for _, l := range lost {
-		d.cfg.Logger.Warn("a worker was lost with a node; its attempt counts as failed", "run", l.run, "worker", l.who.String())
-		if err := d.lose(ctx, l.run, l.task, l.who); err != nil {
+		if err := d.rescueJob(ctx, l); err != nil {
 			return err
 		}
 	}
 	// Rows of workers long gone.
 	_, err = d.cfg.Store.Pool().Exec(ctx, `DELETE FROM `+workersTable+` WHERE seen_at < now() - interval '1 day'`)
+	return err
+}
+
+// lostJob is a node job running on a lost worker.
+type lostJob struct {
+	job   int64
+	run   string
+	task  int64
+	who   lostWorker
+	lease int64
+}
+
+// rescueJob handles a job of a lost worker. An attempt whose node began
+// there ran on the lost worker: it is recorded as failed (lose), and the
+// node's retries decide. A job the worker took but whose node had not
+// begun (the worker died between the two) is no attempt of the node: it
+// goes to another worker as if never taken, and runs the same attempt, as
+// the job of a node a stopping worker stopped does (unbegin).
+func (d *Driver) rescueJob(ctx context.Context, l lostJob) error {
+	begun := false
+	err := d.apply(ctx, l.run, func(st *state) *event {
+		t := st.run.Task(l.task)
+		if t == nil {
+			return nil
+		}
+		if begun = st.begun[l.task]; !begun {
+			return nil
+		}
+		return lostEvent(t, l.who)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if begun {
+		d.cfg.Logger.Warn("a worker was lost with a node; its attempt counts as failed", "run", l.run, "worker", l.who.String())
+		return nil
+	}
+	// What River's rescuer would do, without waiting for it. The job is
+	// running on a worker that is gone: none but this changes its row.
+	tag, err := d.cfg.Store.Pool().Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE id = $1 AND state = 'running'`, l.job)
+	if err == nil && tag.RowsAffected() > 0 {
+		d.cfg.Logger.Warn("a worker was lost before it began a node; its job goes to another worker", "run", l.run, "worker", l.who.String())
+	}
 	return err
 }
 
@@ -194,14 +263,20 @@ func (d *Driver) lose(ctx context.Context, runID string, task int64, who lostWor
 		if t == nil {
 			return nil
 		}
-		msg := fmt.Sprintf("%s stopped answering while it ran attempt %d of node %s", who, t.Attempt, t.Node.ID)
-		if who.lease > 0 {
-			msg += fmt.Sprintf(" (for longer than its --rescue-after %s)", who.lease)
-		}
-		msg += ": it was killed, ran out of memory, was paused or lost the database"
-		return &event{Kind: kindFinished, Task: task, Err: &node.Error{Code: CodeWorkerLost, Category: node.CategoryInternal,
-			Message: msg, Details: map[string]any{"attempt": t.Attempt}}}
+		return lostEvent(t, who)
 	}, nil)
+}
+
+// lostEvent records a task's attempt as failed because its worker was
+// lost: an error like any other, which takes one of the node's retries.
+func lostEvent(t *engine.Task, who lostWorker) *event {
+	msg := fmt.Sprintf("%s stopped answering while it ran attempt %d of node %s", who, t.Attempt, t.Node.ID)
+	if who.lease > 0 {
+		msg += fmt.Sprintf(" (for longer than its --rescue-after %s)", who.lease)
+	}
+	msg += ": it was killed, ran out of memory, was paused or lost the database"
+	return &event{Kind: kindFinished, Task: t.ID, Err: &node.Error{Code: CodeWorkerLost, Category: node.CategoryInternal,
+		Message: msg, Details: map[string]any{"attempt": t.Attempt}}}
 }
 
 // retaken handles a job River gave a worker again after its node began

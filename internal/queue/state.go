@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/engine"
 )
 
@@ -28,6 +29,9 @@ type state struct {
 	begun  map[int64]bool
 	tokens int
 	cost   float64
+	// scope is the run's scope (runEnv.task.Scope) with the trigger's
+	// payload, which the history's start event holds.
+	scope expr.Scope
 }
 
 func newState(env *runEnv) *state {
@@ -35,6 +39,7 @@ func newState(env *runEnv) *state {
 		env: env, run: engine.NewRun(env.plan, env.id),
 		steps: map[[2]int]*engine.StepRecord{}, wakeAt: map[[2]int]time.Time{}, timeouts: map[int64]engine.Timer{},
 		hashes: make([]string, len(env.plan.Nodes)), begun: map[int64]bool{},
+		scope: env.task.Scope,
 	}
 }
 
@@ -52,6 +57,12 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		// The scope's trigger is what the run was started with, as the
+		// local driver has it (engine.RunScope: {} when nothing); the
+		// trigger node's output falls back to the inputs.
+		if e.Payload != nil {
+			st.scope.Trigger = e.Payload
+		}
 		payload := e.Payload
 		if payload == nil {
 			payload = st.env.inputs
@@ -61,6 +72,8 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 		return st.began(e)
 	case kindUnbegan:
 		return st.unbegan(e)
+	case kindWaiting:
+		return st.waiting(e)
 	case kindFinished:
 		delete(st.begun, e.Task)
 		if t := st.run.Task(e.Task); t != nil && e.Hash != "" && e.Err == nil {
@@ -147,6 +160,30 @@ func (st *state) unbegan(e *event) (*engine.Actions, []*engine.StepRecord, error
 		return a, nil, nil
 	}
 	rec.Status = engine.StatusPending
+	rec.FinishedAt = nil // it waited for a child run
+	return a, []*engine.StepRecord{rec}, nil
+}
+
+// waiting marks the step of a begun task waiting: its node waits for a
+// child run, as the local driver marks it (engine's runState.waiting).
+func (st *state) waiting(e *event) (*engine.Actions, []*engine.StepRecord, error) {
+	a := &engine.Actions{}
+	t := st.run.Task(e.Task)
+	if t == nil || !st.begun[e.Task] {
+		return a, nil, nil
+	}
+	rec := st.steps[[2]int{t.Node.Index, t.Visit}]
+	if rec == nil {
+		return a, nil, nil
+	}
+	rec.Status = engine.StatusWaiting
+	if rec.StartedAt == nil {
+		s := e.At
+		rec.StartedAt = &s
+	}
+	f := e.At
+	rec.FinishedAt = &f
+	rec.DurationMS = f.Sub(*rec.StartedAt).Milliseconds()
 	return a, []*engine.StepRecord{rec}, nil
 }
 

@@ -57,10 +57,10 @@ func (d *Driver) wakeLater(ws []wake) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.wakes == nil {
-		d.wakes = map[int64]*time.Timer{}
+		d.wakes = map[int64]func() bool{}
 	}
 	for _, w := range ws {
-		d.wakes[w.id] = time.AfterFunc(w.delay, func() {
+		d.wakes[w.id] = d.cfg.Clock.AfterFunc(w.delay, func() {
 			d.mu.Lock()
 			delete(d.wakes, w.id)
 			d.mu.Unlock()
@@ -74,8 +74,8 @@ func (d *Driver) wakeLater(ws []wake) {
 func (d *Driver) stopWakes() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for id, t := range d.wakes {
-		t.Stop()
+	for id, stop := range d.wakes {
+		stop()
 		delete(d.wakes, id)
 	}
 }

@@ -32,19 +32,23 @@ type queueChild struct {
 	// budget is the parent run's: the child's own limits hold, and what
 	// it spends counts against the parent's too.
 	budget *engine.Budget
+	// waiting marks the parent step waiting while its child runs, as a
+	// local run's is (engine's subRunner).
+	waiting func()
 }
 
 var _ node.NamedChildren = (*queueChild)(nil)
 
 // RunChild implements node.Children.
 func (c *queueChild) RunChild(ctx context.Context, path string, inputs map[string]any) (map[string]any, error) {
-	return c.runChild(ctx, fmt.Sprintf("%s.%s%d", c.parentID, c.nodeID, c.visit), path, inputs)
+	return c.runChild(ctx, fmt.Sprintf("%s.%s%d", c.parentID, c.nodeID, c.visit), path, inputs, true)
 }
 
 // RunNamedChild implements node.NamedChildren: the child's id is
-// <parent>.<node><visit>.<name>.
+// <parent>.<node><visit>.<name>. The step stays running meanwhile (its
+// kind goes on after the child), as a local run's does.
 func (c *queueChild) RunNamedChild(ctx context.Context, name, path string, inputs map[string]any) (map[string]any, error) {
-	return c.runChild(ctx, fmt.Sprintf("%s.%s%d.%s", c.parentID, c.nodeID, c.visit, name), path, inputs)
+	return c.runChild(ctx, fmt.Sprintf("%s.%s%d.%s", c.parentID, c.nodeID, c.visit, name), path, inputs, false)
 }
 
 // InputSchema implements node.NamedChildren.
@@ -63,7 +67,7 @@ func (c *queueChild) file(path string) string {
 	return filepath.Join(filepath.Dir(c.parentFile), path)
 }
 
-func (c *queueChild) runChild(ctx context.Context, id, path string, inputs map[string]any) (map[string]any, error) {
+func (c *queueChild) runChild(ctx context.Context, id, path string, inputs map[string]any, wait bool) (map[string]any, error) {
 	cw, ds := workflow.Load(c.file(path), c.r.cfg.Registry)
 	if ds.HasErrors() {
 		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
@@ -79,6 +83,9 @@ func (c *queueChild) runChild(ctx context.Context, id, path string, inputs map[s
 	if err != nil {
 		return nil, &node.Error{Code: "subworkflow_inputs", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s: %v", path, err)}
+	}
+	if wait && c.waiting != nil {
+		c.waiting()
 	}
 	res, err := c.run(ctx, cw, id, in)
 	if err != nil {

@@ -3,7 +3,9 @@ package server_test
 import (
 	"bytes"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 
@@ -83,4 +85,41 @@ func TestServeQueuedOnPostgres(t *testing.T) {
 	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
 	require.Equal(t, "ship it, approved by Ada", doc["outputs"].(map[string]any)["message"])
 	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
+}
+
+// TestWebhookQueuedOnPostgres: a webhook run queued for a worker reads
+// the request as `trigger`, as the trigger node's output and as a run on
+// SQLite do.
+func TestWebhookQueuedOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	flows := copyFlows(t)
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "hooked.yaml"), []byte(`version: 1
+name: hooked
+nodes:
+  - {id: hook, type: trigger.webhook, path: hook, auth: {type: none}}
+  - {id: read, type: set, values: {from_trigger: "{{ trigger.body.n }}", from_hook: "{{ hook.body.n }}"}}
+edges:
+  - {from: hook, to: read}
+outputs:
+  n: "{{ trigger.body.n }}"
+`), 0o644))
+	s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
+	var wout bytes.Buffer
+	w.Stdout, w.Stderr = &wout, &wout
+	require.NoError(t, w.Start())
+	t.Cleanup(func() {
+		_ = w.Process.Signal(syscall.SIGTERM)
+		require.NoError(t, w.Wait(), "the worker exits 0 when it drained:\n%s", wout.String())
+	})
+
+	a := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 7}, "Content-Type", "application/json")
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	doc := s.ended(a.json(t)["execution_id"].(string))
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	read := step(doc, "read")["output"].(map[string]any)
+	require.EqualValues(t, 7, read["from_hook"], "the trigger node's output")
+	require.EqualValues(t, 7, read["from_trigger"], "`trigger` on the worker")
+	require.EqualValues(t, 7, doc["outputs"].(map[string]any)["n"])
 }
