@@ -30,6 +30,11 @@ import (
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	configs := conformance(t)
+	for kind := range configs {
+		if _, ok := node.Default.Lookup(kind); !ok {
+			t.Errorf("conformance() has a Config for kind %s, which is not registered", kind)
+		}
+	}
 	for _, kind := range node.Default.Kinds() {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
