@@ -193,7 +193,7 @@ func (s *suite) outputs(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), deadline)
 			defer cancel()
-			out, err := s.run(ctx, t, smp, smp.Params)
+			out, err := s.runWithin(ctx, t, smp, smp.Params)
 			if smp.Fails != "" {
 				e := s.requireNodeError(t, err)
 				if e != nil && e.Code != smp.Fails {
@@ -245,8 +245,9 @@ func (s *suite) conforms(t *testing.T, written map[string]any, out map[string]an
 }
 
 // cancelled calls the first sample with a context cancelled before the
-// call: the kind must not start anything, and says so with an error of
-// category cancelled.
+// call: the kind returns an error of category cancelled (a kind with
+// nothing to wait on checks its context first, so that nothing runs on
+// for a cancelled run).
 func (s *suite) cancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -414,13 +415,6 @@ func (s *suite) runWithin(ctx context.Context, t *testing.T, smp Sample, written
 			t.Fatalf("kind %s did not return within %s of the end of its context", s.spec.Kind, deadline)
 		}
 	}
-}
-
-// run calls the kind once and waits for it.
-func (s *suite) run(ctx context.Context, t *testing.T, smp Sample, written map[string]any) (map[string]any, error) {
-	t.Helper()
-	res := <-s.start(ctx, t, smp, written)
-	return res.out, res.err
 }
 
 type result struct {
