@@ -15,6 +15,13 @@
 //
 // Tests that need a private set of kinds build their own Registry.
 //
+// A kind shows that it keeps this contract by passing the conformance
+// suite of package node/nodetest: its outputs conform to its Spec, a
+// cancelled context ends its call with an error of category cancelled,
+// every parameter value validation accepts is accepted at run time, and
+// every error it returns is an *Error with a category. Every standard kind
+// passes it (node/standard's tests).
+//
 // A kind that starts processes leaves none behind: it starts each in a
 // process group of its own that dies with Skein (internal/proc does this
 // for the built-in kinds), stops the group when its context ends, and

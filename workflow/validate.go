@@ -968,6 +968,11 @@ func (v *validator) servers() {
 			if !ok || p.Ref == node.RefNone {
 				continue
 			}
+			// A reference is checked as the kind gets it: coerced to the
+			// parameter's type (a server written as a number is its text).
+			if cv, err := p.Coerce(val); err == nil && cv != nil {
+				val = cv
+			}
 			switch p.Ref {
 			case node.RefMCPServer:
 				if srv, ok := val.(string); ok && w.MCPServer(srv) == nil {
@@ -975,6 +980,9 @@ func (v *validator) servers() {
 				}
 			case node.RefMCPTools:
 				tools, _ := val.([]any)
+				if s, ok := val.(string); ok {
+					tools = []any{s} // one pattern
+				}
 				for i, t := range tools {
 					if m, ok := t.(map[string]any); ok {
 						v.toolWorkflow(n, p.Name, i, m)

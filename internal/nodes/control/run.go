@@ -10,10 +10,23 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
+// ended returns the error of a call whose context has ended (category
+// cancelled, or timeout past a deadline), so that a kind does nothing once
+// its run is cancelled; nil while ctx is live.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return node.AsError(err)
+	}
+	return nil
+}
+
 // ifKind follows true or false.
 type ifKind struct{}
 
-func (ifKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (ifKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	ok, err := evalBool(c, "condition")
 	if err != nil {
 		return nil, err
@@ -39,7 +52,10 @@ func evalBool(c *node.Call, param string) (bool, error) {
 // switchKind follows the first case whose condition holds.
 type switchKind struct{}
 
-func (switchKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (switchKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	for _, cs := range c.List("cases") {
 		m, _ := cs.(map[string]any)
 		name, _ := m["name"].(string)
@@ -58,7 +74,10 @@ func (switchKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 // loopKind decides whether the body runs again.
 type loopKind struct{}
 
-func (loopKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (loopKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	out := map[string]any{"iteration": c.Passes}
 	if c.Passes == 0 {
 		out["_route"] = "body"
@@ -81,7 +100,10 @@ func (loopKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 // forEachKind evaluates the items; the scheduler runs the body per item.
 type forEachKind struct{}
 
-func (forEachKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (forEachKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	items := c.Params["items"]
 	switch x := items.(type) {
 	case []any:
@@ -110,6 +132,9 @@ func (forEachKind) Run(_ context.Context, c *node.Call) (map[string]any, error) 
 type guardrailKind struct{}
 
 func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	if !c.Has("condition") {
 		j, err := node.JudgeService.Get(c)
 		if err != nil {
@@ -160,7 +185,10 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 // waitKind waits by asking the scheduler to hold its successors.
 type waitKind struct{}
 
-func (waitKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (waitKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	d := c.Duration("duration")
 	u := c.String("until")
 	if u == UntilSignal {
@@ -180,8 +208,15 @@ func (waitKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 // failKind fails the run with its message.
 type failKind struct{}
 
-func (failKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
-	e := node.Failf(node.CategoryExecution, "fail_node", "%s", c.String("message"))
+func (failKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
+	msg := c.String("message")
+	if msg == "" {
+		msg = "node " + c.NodeID + " failed the run"
+	}
+	e := node.Failf(node.CategoryExecution, "fail_node", "%s", msg)
 	e.Permanent = true
 	return nil, e
 }
@@ -190,6 +225,9 @@ func (failKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 type subworkflowKind struct{}
 
 func (subworkflowKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ended(ctx); err != nil {
+		return nil, err
+	}
 	r, err := node.ChildrenService.Get(c)
 	if err != nil {
 		return nil, err

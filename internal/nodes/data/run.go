@@ -9,7 +9,10 @@ import (
 // setKind outputs its rendered values and assigns its rendered vars.
 type setKind struct{}
 
-func (setKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (setKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, node.AsError(err) // the run is cancelled: do nothing
+	}
 	out := map[string]any{}
 	for k, v := range c.Map("values") {
 		out[k] = v
@@ -23,6 +26,9 @@ func (setKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
 // templateKind renders text.
 type templateKind struct{}
 
-func (templateKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+func (templateKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, node.AsError(err) // the run is cancelled: do nothing
+	}
 	return map[string]any{"text": c.String("text")}, nil
 }

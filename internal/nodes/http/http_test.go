@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/node/nodetest"
 )
 
 func TestMain(m *testing.M) {
@@ -103,7 +104,14 @@ func runCtx(t *testing.T, ctx context.Context, call *node.Call) (map[string]any,
 	t.Helper()
 	k, ok := node.Default.New(Kind)
 	require.True(t, ok, "the http kind is registered with a constructor")
-	out, err := k.Run(ctx, call)
+	// The kind gets its parameters coerced, as the engine gives them.
+	params, err := nodetest.Params(&Spec, call.Params)
+	var out map[string]any
+	if err == nil {
+		c := *call
+		c.Params = params
+		out, err = k.Run(ctx, &c)
+	}
 	if err == nil {
 		return out, nil
 	}
@@ -266,9 +274,6 @@ func TestRunRequest(t *testing.T) {
 		{"DELETE without a body still carries the key",
 			map[string]any{"method": "DELETE"},
 			map[string]any{"method": "DELETE", "body": "", "idempotency_key": "run1/fetch/1"}},
-		{"a lower-case method is accepted",
-			map[string]any{"method": "post", "body": "x"},
-			map[string]any{"method": "POST", "idempotency_key": "run1/fetch/1"}},
 		{"the workflow's own idempotency key and content type win",
 			map[string]any{"method": "POST", "json": []any{1},
 				"headers": map[string]any{"idempotency-key": "mine", "Content-Type": "application/vnd.api+json"}},
@@ -554,8 +559,9 @@ func TestRunBodyCap(t *testing.T) {
 			require.Len(t, events, 1)
 			require.Equal(t, "output_truncated", events[0].kind)
 			require.Equal(t, "body", events[0].data["port"])
-			limit, _ := toInt(tt.maxBody)
-			require.Equal(t, limit, events[0].data["limit_bytes"])
+			limit, err2 := (node.Param{Type: node.Int}).Coerce(tt.maxBody)
+			require.NoError(t, err2)
+			require.Equal(t, int64(limit.(int)), events[0].data["limit_bytes"])
 			require.Equal(t, b.url(tt.path), events[0].data["url"])
 		})
 	}
@@ -570,27 +576,27 @@ func TestRunInvalid(t *testing.T) {
 		category string
 		message  string
 	}{
-		{"no url", map[string]any{}, nil, node.CategoryValidation, "url is empty"},
-		{"url is not text", map[string]any{"url": []any{"x"}}, nil, node.CategoryValidation, "url must be text, not a list"},
+		{"no url", map[string]any{"url": " "}, nil, node.CategoryValidation, "url is empty"},
+		{"url is a list, read as its JSON text", map[string]any{"url": []any{"x"}}, nil, node.CategoryValidation, `url "[\"x\"]" must start with http:// or https://`},
 		{"not http", map[string]any{"url": "ftp://example.com/f?key=s3cret"}, nil, node.CategoryValidation, `url "ftp://example.com/f" must start with http:// or https://`},
 		{"no scheme", map[string]any{"url": "example.com/x"}, nil, node.CategoryValidation, "must start with http:// or https://"},
 		{"no host", map[string]any{"url": "http:///path"}, nil, node.CategoryValidation, "has no host"},
 		{"unparseable, secrets kept out", map[string]any{"url": "http://ada:s3cret@exa mple.com/%zz?token=s3cret"}, nil, node.CategoryValidation, `url "http://exa mple.com/%zz" is not valid`},
-		{"unknown method", map[string]any{"url": "http://example.com", "method": "FETCH"}, nil, node.CategoryValidation, `method "FETCH" is not one of GET, HEAD`},
+		{"unknown method", map[string]any{"url": "http://example.com", "method": "FETCH"}, nil, node.CategoryValidation, `parameter method: must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS, not "FETCH"`},
+		{"a method in lower case", map[string]any{"url": "http://example.com", "method": "post"}, nil, node.CategoryValidation, `not "post"`},
 		{"two bodies", map[string]any{"url": "http://example.com", "json": 1, "body": "x"}, nil, node.CategoryValidation, "set at most one of json, body or form, not json and body"},
-		{"a map as text body", map[string]any{"url": "http://example.com", "body": map[string]any{}}, nil, node.CategoryValidation, "body must be text, not a map"},
-		{"form is not a map", map[string]any{"url": "http://example.com", "form": "a=b"}, nil, node.CategoryValidation, "form must be a map"},
-		{"query is not a map", map[string]any{"url": "http://example.com", "query": "a=b"}, nil, node.CategoryValidation, "query must be a map"},
-		{"nested query value", map[string]any{"url": "http://example.com", "query": map[string]any{"a": map[string]any{}}}, nil, node.CategoryValidation, "query.a is a map"},
+		{"form is not a map", map[string]any{"url": "http://example.com", "form": "a=b"}, nil, node.CategoryValidation, `parameter form: must be a map, not the string "a=b"`},
+		{"query is not a map", map[string]any{"url": "http://example.com", "query": "a=b"}, nil, node.CategoryValidation, `parameter query: must be a map, not the string "a=b"`},
+		{"nested query value", map[string]any{"url": "http://example.com", "query": map[string]any{"a": map[string]any{}}}, nil, node.CategoryValidation, "query.a is an object {}; values must be text, numbers or booleans"},
 		{"bad header name", map[string]any{"url": "http://example.com", "headers": map[string]any{"X Bad": "1"}}, nil, node.CategoryValidation, `header name "X Bad" is not valid`},
 		{"header injection", map[string]any{"url": "http://example.com", "headers": map[string]any{"X-A": "1\r\nX-B: 2"}}, nil, node.CategoryValidation, "line break"},
 		{"unknown auth", map[string]any{"url": "http://example.com", "auth": map[string]any{"type": "digest"}}, nil, node.CategoryValidation, `auth type "digest" is not bearer or basic`},
 		{"bearer without token", map[string]any{"url": "http://example.com", "auth": map[string]any{"type": "bearer"}}, nil, node.CategoryValidation, "auth.token is empty"},
 		{"auth without type", map[string]any{"url": "http://example.com", "auth": map[string]any{"token": "x"}}, nil, node.CategoryValidation, "auth needs a type"},
-		{"bad expect_status", map[string]any{"url": "http://example.com", "expect_status": []any{99}}, nil, node.CategoryValidation, "expect_status holds 99"},
-		{"bad follow_redirects", map[string]any{"url": "http://example.com", "follow_redirects": "sometimes"}, nil, node.CategoryValidation, "follow_redirects must be true or false"},
+		{"bad expect_status", map[string]any{"url": "http://example.com", "expect_status": []any{99}}, nil, node.CategoryValidation, "expect_status holds the number 99"},
+		{"bad follow_redirects", map[string]any{"url": "http://example.com", "follow_redirects": "sometimes"}, nil, node.CategoryValidation, `parameter follow_redirects: must be true or false, not "sometimes"`},
 		{"zero max_body", map[string]any{"url": "http://example.com", "max_body": 0}, nil, node.CategoryValidation, "max_body is 0"},
-		{"fractional max_body", map[string]any{"url": "http://example.com", "max_body": 1.5}, nil, node.CategoryValidation, "max_body must be a whole number"},
+		{"fractional max_body", map[string]any{"url": "http://example.com", "max_body": 1.5}, nil, node.CategoryValidation, "parameter max_body: must be a whole number, not 1.5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -625,6 +631,14 @@ func TestSpecCheck(t *testing.T) {
 		{"auth without type", map[string]any{"auth": map[string]any{"token": "t"}}, []string{"auth"}},
 		{"bad status", map[string]any{"expect_status": []any{200, 1000, "6xx"}}, []string{"expect_status"}},
 		{"negative max_body", map[string]any{"max_body": -1}, []string{"max_body"}},
+		{"negative max_body as text", map[string]any{"max_body": "-1"}, []string{"max_body"}},
+		{"a url that is not http", map[string]any{"url": "example.com/x"}, []string{"url"}},
+		{"a url with a template is let through", map[string]any{"url": "{{ inputs.base }}/x"}, nil},
+		{"a header value that is a map", map[string]any{"url": "http://x", "headers": map[string]any{"X-A": map[string]any{"k": "v"}}}, []string{"headers"}},
+		{"a bad header name", map[string]any{"url": "http://x", "headers": map[string]any{"X Bad": "1"}}, []string{"headers"}},
+		{"a query value that is a list of lists", map[string]any{"url": "http://x", "query": map[string]any{"a": []any{[]any{1}}}}, []string{"query"}},
+		{"a form value that is a map", map[string]any{"url": "http://x", "form": map[string]any{"a": map[string]any{}}}, []string{"form"}},
+		{"an empty bearer token", map[string]any{"url": "http://x", "auth": map[string]any{"type": "bearer", "token": ""}}, []string{"auth"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

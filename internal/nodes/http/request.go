@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	nethttp "net/http"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,32 +82,34 @@ func invalid(format string, args ...any) *node.Error {
 	return e
 }
 
-// newRequest builds the request a call describes.
+// newRequest builds the request a call describes. The engine has coerced
+// every parameter to its declared type and filled in the defaults; what is
+// left to check here is what the types do not say (a URL, a status, a
+// header name).
 func newRequest(ctx context.Context, call *node.Call) (*request, error) {
-	p := call.Params
 	r := &request{follow: true, maxBody: defaultMaxBody}
-	var err error
-	if r.follow, err = boolParam(p, "follow_redirects", true); err != nil {
-		return nil, err
+	if call.Has("follow_redirects") {
+		r.follow = call.Bool("follow_redirects")
 	}
-	if r.maxBody, err = intParam(p, "max_body", defaultMaxBody); err != nil {
-		return nil, err
+	if n, ok := call.Int("max_body"); ok {
+		r.maxBody = int64(n)
 	}
 	if r.maxBody <= 0 {
 		return nil, invalid("max_body is %d; it must be a positive number of bytes", r.maxBody)
 	}
-	if r.expect, err = expectParam(p["expect_status"]); err != nil {
+	var err error
+	if r.expect, err = expectParam(call.List("expect_status")); err != nil {
 		return nil, err
 	}
-	method, err := methodParam(p)
+	method := call.String("method")
+	if method == "" {
+		method = nethttp.MethodGet
+	}
+	u, err := parseURL(call.String("url"), call.Map("query"))
 	if err != nil {
 		return nil, err
 	}
-	u, err := urlParam(p)
-	if err != nil {
-		return nil, err
-	}
-	body, ctype, err := bodyParam(p)
+	body, ctype, err := bodyParam(call)
 	if err != nil {
 		return nil, err
 	}
@@ -117,13 +117,13 @@ func newRequest(ctx context.Context, call *node.Call) (*request, error) {
 	if err != nil {
 		return nil, invalid("cannot make a %s request to %s: %v", method, safeURL(u), err)
 	}
-	if err := setHeaders(req, p["headers"]); err != nil {
+	if err := setHeaders(req, call.Map("headers")); err != nil {
 		return nil, err
 	}
 	if ctype != "" && req.Header.Get("Content-Type") == "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	if err := setAuth(req, p["auth"]); err != nil {
+	if err := setAuth(req, call.Map("auth")); err != nil {
 		return nil, err
 	}
 	if method != nethttp.MethodGet && method != nethttp.MethodHead && call.IdempotencyKey != "" &&
@@ -137,28 +137,8 @@ func newRequest(ctx context.Context, call *node.Call) (*request, error) {
 	return r, nil
 }
 
-func methodParam(p map[string]any) (string, error) {
-	m, err := stringParam(p, "method")
-	if err != nil {
-		return "", err
-	}
-	m = strings.ToUpper(strings.TrimSpace(m))
-	if m == "" {
-		return nethttp.MethodGet, nil
-	}
-	decl, _ := Spec.Param("method")
-	if !slices.Contains(decl.Enum, m) {
-		return "", invalid("method %q is not one of %s", m, strings.Join(decl.Enum, ", "))
-	}
-	return m, nil
-}
-
-// urlParam parses url and merges query into it.
-func urlParam(p map[string]any) (*url.URL, error) {
-	raw, err := stringParam(p, "url")
-	if err != nil {
-		return nil, err
-	}
+// parseURL parses url and merges query into it.
+func parseURL(raw string, query map[string]any) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, invalid("url is empty")
@@ -177,16 +157,11 @@ func urlParam(p map[string]any) (*url.URL, error) {
 	if u.Hostname() == "" {
 		return nil, invalid("url %s has no host", safeRawURL(raw))
 	}
-	q, ok := p["query"]
-	if !ok || q == nil {
+	if query == nil {
 		return u, nil
 	}
-	m, ok := q.(map[string]any)
-	if !ok {
-		return nil, invalid("query must be a map of names to values, not %s", typeName(q))
-	}
 	vals := u.Query()
-	for k, v := range m {
+	for k, v := range query {
 		vs, err := values("query."+k, v)
 		if err != nil {
 			return nil, err
@@ -199,10 +174,10 @@ func urlParam(p map[string]any) (*url.URL, error) {
 
 // bodyParam encodes json, body or form and returns the default
 // Content-Type for it.
-func bodyParam(p map[string]any) (io.Reader, string, error) {
+func bodyParam(call *node.Call) (io.Reader, string, error) {
 	var set []string
 	for _, k := range []string{"json", "body", "form"} {
-		if _, ok := p[k]; ok {
+		if call.Has(k) {
 			set = append(set, k)
 		}
 	}
@@ -212,26 +187,18 @@ func bodyParam(p map[string]any) (io.Reader, string, error) {
 	if len(set) == 0 {
 		return nil, "", nil
 	}
-	switch v := p[set[0]]; set[0] {
+	switch set[0] {
 	case "json":
-		b, err := json.Marshal(v)
+		b, err := json.Marshal(call.Params["json"])
 		if err != nil {
 			return nil, "", invalid("json cannot be encoded: %v", err)
 		}
 		return bytes.NewReader(b), "application/json", nil
 	case "body":
-		s, ok := scalar(v)
-		if !ok {
-			return nil, "", invalid("body must be text, not %s; send structured values with json: or form:", typeName(v))
-		}
-		return strings.NewReader(s), "text/plain; charset=utf-8", nil
+		return strings.NewReader(call.String("body")), "text/plain; charset=utf-8", nil
 	default:
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, "", invalid("form must be a map of field names to values, not %s", typeName(v))
-		}
 		form := url.Values{}
-		for k, fv := range m {
+		for k, fv := range call.Map("form") {
 			vs, err := values("form."+k, fv)
 			if err != nil {
 				return nil, "", err
@@ -244,14 +211,7 @@ func bodyParam(p map[string]any) (io.Reader, string, error) {
 
 // setHeaders adds the workflow's headers; a list value sends the header
 // once per element.
-func setHeaders(req *nethttp.Request, v any) error {
-	if v == nil {
-		return nil
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return invalid("headers must be a map of names to values, not %s", typeName(v))
-	}
+func setHeaders(req *nethttp.Request, m map[string]any) error {
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
@@ -281,19 +241,15 @@ func setHeaders(req *nethttp.Request, v any) error {
 
 // setAuth applies {type: bearer, token} or {type: basic, username,
 // password}.
-func setAuth(req *nethttp.Request, v any) error {
-	if v == nil {
+func setAuth(req *nethttp.Request, m map[string]any) error {
+	if m == nil {
 		return nil
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return invalid("auth must be {type: bearer, token} or {type: basic, username, password}, not %s", typeName(v))
-	}
-	typ, _ := scalar(m["type"])
+	typ, _ := text(m["type"])
 	field := func(name string) (string, error) {
-		s, ok := scalar(m[name])
+		s, ok := text(m[name])
 		if !ok {
-			return "", invalid("auth.%s must be text, not %s", name, typeName(m[name]))
+			return "", invalid("auth.%s must be text, not %s", name, node.Describe(m[name]))
 		}
 		if strings.ContainsAny(s, "\r\n\x00") {
 			return "", invalid("auth.%s holds a line break or NUL", name)
@@ -330,24 +286,24 @@ func setAuth(req *nethttp.Request, v any) error {
 
 // expectParam reads expect_status: a list of statuses (404) and classes
 // ("4xx").
-func expectParam(v any) ([]statusRange, error) {
-	if v == nil {
+func expectParam(list []any) ([]statusRange, error) {
+	if list == nil {
 		return nil, nil
-	}
-	list, ok := v.([]any)
-	if !ok {
-		list = []any{v}
 	}
 	out := make([]statusRange, 0, len(list))
 	for _, e := range list {
 		sr, ok := parseStatus(e)
 		if !ok {
-			return nil, invalid("expect_status holds %v; give statuses such as 200 or classes such as \"2xx\"", e)
+			return nil, invalid("expect_status holds %s; give statuses such as 200 or classes such as \"2xx\"", node.Describe(e))
 		}
 		out = append(out, sr)
 	}
 	return out, nil
 }
+
+// anInt is how a whole number is read where a parameter's elements are
+// not coerced (the statuses of expect_status).
+var anInt = node.Param{Type: node.Int, Min: 100, Max: 599}
 
 func parseStatus(v any) (statusRange, bool) {
 	if s, ok := v.(string); ok {
@@ -357,90 +313,11 @@ func parseStatus(v any) (statusRange, bool) {
 			return statusRange{lo, lo + 99}, true
 		}
 	}
-	n, ok := toInt(v)
-	if !ok || n < 100 || n > 599 {
+	n, err := anInt.Coerce(v)
+	if err != nil || n == nil {
 		return statusRange{}, false
 	}
-	return statusRange{int(n), int(n)}, true
-}
-
-// stringParam reads a text parameter; a missing one is "".
-func stringParam(p map[string]any, name string) (string, error) {
-	v, ok := p[name]
-	if !ok || v == nil {
-		return "", nil
-	}
-	s, ok := scalar(v)
-	if !ok {
-		return "", invalid("%s must be text, not %s", name, typeName(v))
-	}
-	return s, nil
-}
-
-func boolParam(p map[string]any, name string, def bool) (bool, error) {
-	switch v := p[name].(type) {
-	case nil:
-		return def, nil
-	case bool:
-		return v, nil
-	case string:
-		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-			return b, nil
-		}
-	}
-	return false, invalid("%s must be true or false, not %v", name, p[name])
-}
-
-func intParam(p map[string]any, name string, def int64) (int64, error) {
-	v, ok := p[name]
-	if !ok || v == nil {
-		return def, nil
-	}
-	n, ok := toInt(v)
-	if !ok {
-		return 0, invalid("%s must be a whole number, not %v", name, v)
-	}
-	return n, nil
-}
-
-// toInt reads a whole number written as any Go number type or as text.
-func toInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int:
-		return int64(n), true
-	case int8:
-		return int64(n), true
-	case int16:
-		return int64(n), true
-	case int32:
-		return int64(n), true
-	case int64:
-		return n, true
-	case uint:
-		return int64(n), n <= math.MaxInt64
-	case uint8:
-		return int64(n), true
-	case uint16:
-		return int64(n), true
-	case uint32:
-		return int64(n), true
-	case uint64:
-		return int64(n), n <= math.MaxInt64
-	case float32:
-		return toInt(float64(n))
-	case float64:
-		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
-			return 0, false
-		}
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	case string:
-		i, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
-		return i, err == nil
-	}
-	return 0, false
+	return statusRange{n.(int), n.(int)}, true
 }
 
 // values turns a header, query or form value into its strings: a scalar
@@ -452,60 +329,30 @@ func values(name string, v any) ([]string, error) {
 	if list, ok := v.([]any); ok {
 		out := make([]string, 0, len(list))
 		for _, e := range list {
-			s, ok := scalar(e)
+			s, ok := text(e)
 			if !ok {
-				return nil, invalid("%s holds %s; values must be text, numbers or booleans", name, typeName(e))
+				return nil, invalid("%s holds %s; values must be text, numbers or booleans", name, node.Describe(e))
 			}
 			out = append(out, s)
 		}
 		return out, nil
 	}
-	s, ok := scalar(v)
+	s, ok := text(v)
 	if !ok {
-		return nil, invalid("%s is %s; values must be text, numbers or booleans (or a list of them)", name, typeName(v))
+		return nil, invalid("%s is %s; values must be text, numbers or booleans (or a list of them)", name, node.Describe(v))
 	}
 	return []string{s}, nil
 }
 
-// scalar writes a string, number or boolean as text.
-func scalar(v any) (string, bool) {
-	switch x := v.(type) {
-	case nil:
-		return "", true
-	case string:
-		return x, true
-	case bool:
-		return strconv.FormatBool(x), true
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), true
-	case float32:
-		return strconv.FormatFloat(float64(x), 'f', -1, 32), true
-	case json.Number:
-		return x.String(), true
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return fmt.Sprint(x), true
-	}
-	return "", false
-}
-
-// typeName names a value's type the way a workflow author would.
-func typeName(v any) string {
+// text writes a string, number or boolean as text (node.Text), and
+// refuses lists and maps.
+func text(v any) (string, bool) {
 	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a map"
-	case []any:
-		return "a list"
-	case string:
-		return "text"
-	case bool:
-		return "a boolean"
+	case []any, map[string]any:
+		return "", false
 	}
-	if _, ok := toInt(v); ok {
-		return "a number"
-	}
-	return fmt.Sprintf("a %T", v)
+	s, err := node.Text(v)
+	return s, err == nil
 }
 
 // validHeaderName reports whether s is an HTTP token (RFC 9110 §5.1).

@@ -1,6 +1,8 @@
 package http
 
 import (
+	nethttp "net/http"
+	"slices"
 	"strings"
 
 	"github.com/skeinhq/skein/node"
@@ -47,6 +49,7 @@ func check(p map[string]any) []node.ParamError {
 		errs = append(errs, node.ParamError{Param: "body", Message: "set at most one of json, body or form"})
 	}
 	if a, ok := p["auth"].(map[string]any); ok {
+		before := len(errs)
 		if typ, ok := a["type"].(string); ok && !isTemplate(typ) {
 			switch strings.ToLower(typ) {
 			case "bearer":
@@ -63,6 +66,12 @@ func check(p map[string]any) []node.ParamError {
 		} else if _, ok := a["type"]; !ok {
 			errs = append(errs, node.ParamError{Param: "auth", Message: "auth needs a type: bearer or basic"})
 		}
+		// What the run checks of auth written without templates.
+		if len(errs) == before && !hasTemplate(a) {
+			if err := setAuth(&nethttp.Request{Header: nethttp.Header{}}, a); err != nil {
+				errs = append(errs, node.ParamError{Param: "auth", Message: err.Error()})
+			}
+		}
 	}
 	if list, ok := p["expect_status"].([]any); ok {
 		for _, v := range list {
@@ -75,12 +84,55 @@ func check(p map[string]any) []node.ParamError {
 			}
 		}
 	}
-	if m, ok := toInt(p["max_body"]); ok && m <= 0 {
-		if _, isText := p["max_body"].(string); !isText {
-			errs = append(errs, node.ParamError{Param: "max_body", Message: "max_body must be a positive number of bytes"})
+	if n, err := (node.Param{Type: node.Int}).Coerce(p["max_body"]); err == nil && n != nil && n.(int) <= 0 {
+		errs = append(errs, node.ParamError{Param: "max_body", Message: "max_body must be a positive number of bytes"})
+	}
+	// What the run checks of a value written without templates, the
+	// same code checks here.
+	if v, ok := p["url"]; ok && v != nil && !hasTemplate(v) {
+		raw, _ := node.Text(v) // a url written as a number is its text
+		if _, err := parseURL(raw, nil); err != nil {
+			errs = append(errs, node.ParamError{Param: "url", Message: err.Error()})
+		}
+	}
+	for _, name := range []string{"query", "form", "headers"} {
+		m, ok := p[name].(map[string]any)
+		if !ok || hasTemplate(m) {
+			continue
+		}
+		var err error
+		if name == "headers" {
+			err = setHeaders(&nethttp.Request{Header: nethttp.Header{}}, m)
+		} else {
+			for k, v := range m {
+				if _, err = values(name+"."+k, v); err != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, node.ParamError{Param: name, Message: err.Error()})
 		}
 	}
 	return errs
 }
 
 func isTemplate(s string) bool { return strings.Contains(s, "{{") }
+
+// hasTemplate reports whether a value holds a template anywhere: it is
+// known only at run time.
+func hasTemplate(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return isTemplate(x)
+	case []any:
+		return slices.ContainsFunc(x, hasTemplate)
+	case map[string]any:
+		for k, e := range x {
+			if isTemplate(k) || hasTemplate(e) {
+				return true
+			}
+		}
+	}
+	return false
+}

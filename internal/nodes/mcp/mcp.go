@@ -38,9 +38,9 @@ func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[strin
 		return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
 			Message: "an mcp node needs a server and a tool"}
 	}
-	args, err := arguments(call.Params["arguments"])
-	if err != nil {
-		return nil, err
+	args := call.Map("arguments") // coerced: a map, or none
+	if args == nil {
+		args = map[string]any{}
 	}
 	pool, err := mcpclient.Service.Get(call)
 	if err != nil {
@@ -136,16 +136,4 @@ func progressEvents(call *node.Call, server, tool string) func(mcpclient.Progres
 		}
 		call.Emit("tool_progress", ev)
 	}
-}
-
-// arguments returns the arguments parameter as a map; none is an empty one.
-func arguments(v any) (map[string]any, error) {
-	switch a := v.(type) {
-	case nil:
-		return map[string]any{}, nil
-	case map[string]any:
-		return a, nil
-	}
-	return nil, &node.Error{Code: "invalid_params", Category: node.CategoryValidation, Permanent: true,
-		Message: fmt.Sprintf("arguments must be a map, not %T", v)}
 }

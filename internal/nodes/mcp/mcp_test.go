@@ -19,6 +19,7 @@ import (
 	"github.com/skeinhq/skein/internal/mcp/mcptest"
 	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/node/nodetest"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -226,16 +227,20 @@ func TestBadParameters(t *testing.T) {
 	}{
 		{"no server", map[string]any{"tool": "x"}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
 		{"no tool", map[string]any{"server": "test"}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
-		{"arguments not a map", map[string]any{"server": "test", "tool": "x", "arguments": []any{1}}, mcpclient.Service.Provide(nil, b.pool), "invalid_params"},
+		{"arguments not a map, refused by coercion", map[string]any{"server": "test", "tool": "x", "arguments": []any{1}}, mcpclient.Service.Provide(nil, b.pool), "param_type"},
 		{"no pool", map[string]any{"server": "test", "tool": "x"}, &node.Services{}, "service_unavailable"},
 		{"unknown server", map[string]any{"server": "other", "tool": "x"}, mcpclient.Service.Provide(nil, b.pool), "unknown_server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			call := &node.Call{NodeID: "n", Attempt: 1, Params: tc.params, Services: tc.services,
-				Emit: func(string, map[string]any) {}, Redact: func(s string) string { return s }, Now: time.Now}
-			_, err := (&mcpkind.MCP{}).Run(context.Background(), call)
+			// The kind gets its parameters coerced, as the engine gives them.
+			params, err := nodetest.Params(&mcpkind.Spec, tc.params)
+			if err == nil {
+				call := &node.Call{NodeID: "n", Attempt: 1, Params: params, Services: tc.services,
+					Emit: func(string, map[string]any) {}, Redact: func(s string) string { return s }, Now: time.Now}
+				_, err = (&mcpkind.MCP{}).Run(context.Background(), call)
+			}
 			e := node.AsError(err)
 			require.NotNil(t, e)
 			require.Equal(t, tc.code, e.Code)

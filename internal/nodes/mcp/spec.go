@@ -1,6 +1,10 @@
 package mcp
 
-import "github.com/skeinhq/skein/node"
+import (
+	"strings"
+
+	"github.com/skeinhq/skein/node"
+)
 
 // Kind is the kind name.
 const Kind = "mcp"
@@ -25,8 +29,14 @@ var Spec = node.Spec{
 	Check:  checkParams,
 }
 
-// checkParams checks the resolve: arguments written in the file.
+// checkParams checks the tool and the resolve: arguments written in the
+// file.
 func checkParams(params map[string]any) []node.ParamError {
+	if tool, ok := params["tool"]; ok && tool != nil {
+		if s, err := node.Text(tool); err == nil && strings.TrimSpace(s) == "" {
+			return []node.ParamError{{Param: "tool", Message: "tool is empty; give the name of a tool of the server"}}
+		}
+	}
 	args, ok := params["arguments"].(map[string]any)
 	if !ok {
 		return nil

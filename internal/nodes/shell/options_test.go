@@ -223,3 +223,31 @@ func TestOptionWarnings(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckEnv: an env written without templates is checked as the run
+// checks it, so that what validate accepts the run does not refuse.
+func TestCheckEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]any
+		want []string // the parameters named by errors
+	}{
+		{"scalars", map[string]any{"A": "x", "B": 1, "C": true, "D": nil}, nil},
+		{"a list value", map[string]any{"A": []any{"x"}}, []string{"env"}},
+		{"a map value", map[string]any{"A": map[string]any{"k": "v"}}, []string{"env"}},
+		{"a name with =", map[string]any{"A=B": "x"}, []string{"env"}},
+		{"a template is let through", map[string]any{"A": "{{ inputs.a }}", "B": []any{"x"}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, pe := range shell.Spec.Check(map[string]any{"command": []any{"env"}, "env": tt.env}) {
+				require.False(t, pe.Warning, "%s: %s", pe.Param, pe.Message)
+				got = append(got, pe.Param)
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
+}

@@ -1,16 +1,13 @@
 package shell
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
-	"math"
 	"os"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/proc"
@@ -40,59 +37,42 @@ type config struct {
 	checkOptions bool
 }
 
-// parseParams reads the rendered parameters. Its errors are permanent: the
+// parseParams reads the parameters, which the engine has coerced to their
+// declared types (node.Param.Coerce) with defaults filled in; what is left
+// to check is what the types do not say. Its errors are permanent: the
 // same parameters fail the same way on every attempt.
-func parseParams(p map[string]any) (*config, error) {
-	c := &config{maxOutput: DefaultMaxOutput}
-	sh, err := boolParam(p, "shell")
-	if err != nil {
-		return nil, err
-	}
-	if c.allowFailure, err = boolParam(p, "allow_failure"); err != nil {
-		return nil, err
-	}
-	allowOptions, err := boolParam(p, "allow_option_args")
-	if err != nil {
-		return nil, err
-	}
-	c.checkOptions = !sh && !allowOptions
-	if c.argv, err = argv(p["command"], sh); err != nil {
+func parseParams(call *node.Call) (*config, error) {
+	c := &config{maxOutput: DefaultMaxOutput, allowFailure: call.Bool("allow_failure")}
+	sh := call.Bool("shell")
+	c.checkOptions = !sh && !call.Bool("allow_option_args")
+	var err error
+	if c.argv, err = argv(call.Params["command"], sh); err != nil {
 		return nil, err
 	}
 	c.label = fmt.Sprintf("command %q", c.argv[0])
 	if sh {
 		c.label = "shell command"
 	}
-	if c.env, c.path, err = environ(p["env"]); err != nil {
+	if c.env, c.path, err = environ(call.Map("env")); err != nil {
 		return nil, err
 	}
-	if v, ok := p["cwd"]; ok && v != nil {
-		s, ok := v.(string)
-		if !ok {
-			return nil, invalid("cwd", "cwd is %s; give a folder path", describe(v))
-		}
-		if s != "" {
-			fi, err := os.Stat(s)
-			switch {
-			case err != nil:
-				return nil, invalid("cwd", "cwd %q: %v", s, unwrapPath(err))
-			case !fi.IsDir():
-				return nil, invalid("cwd", "cwd %q is not a folder", s)
-			}
+	if s := call.String("cwd"); s != "" {
+		fi, err := os.Stat(s)
+		switch {
+		case err != nil:
+			return nil, invalid("cwd", "cwd %q: %v", s, unwrapPath(err))
+		case !fi.IsDir():
+			return nil, invalid("cwd", "cwd %q is not a folder", s)
 		}
 		c.cwd = s
 	}
-	if v, ok := p["stdin"]; ok && v != nil {
-		s, err := stdinText(v)
-		if err != nil {
-			return nil, err
-		}
+	if call.Has("stdin") {
+		s := call.String("stdin") // a list or map was coerced to its JSON
 		c.stdin = &s
 	}
-	if v, ok := p["max_output"]; ok && v != nil {
-		n, ok := intValue(v)
-		if !ok || n < 0 {
-			return nil, invalid("max_output", "max_output is %s; give a number of bytes (0 or more)", describe(v))
+	if n, ok := call.Int("max_output"); ok {
+		if n < 0 {
+			return nil, invalid("max_output", "max_output is %d; give a number of bytes (0 or more)", n)
 		}
 		c.maxOutput = n
 	}
@@ -117,7 +97,7 @@ func argv(v any, sh bool) ([]string, error) {
 	args := make([]string, rv.Len())
 	for i := range args {
 		e := rv.Index(i).Interface()
-		s, ok := scalarString(e)
+		s, ok := text(e)
 		if !ok {
 			return nil, invalid("command", "argument %d of command is %s; every element must be a string, number or boolean", i, describe(e))
 		}
@@ -138,34 +118,26 @@ func argv(v any, sh bool) ([]string, error) {
 
 // environ builds the child's environment from baseEnv and the env
 // parameter, and returns it with the child's PATH.
-func environ(v any) ([]string, string, error) {
+func environ(m map[string]any) ([]string, string, error) {
 	vars := proc.Base()
 	if _, ok := vars["PATH"]; !ok {
 		vars["PATH"] = defaultPath
 	}
-	if v != nil {
-		rv := reflect.ValueOf(v)
-		if rv.Kind() != reflect.Map || rv.Type().Key().Kind() != reflect.String {
-			return nil, "", invalid("env", "env is %s; give a map of names to values", describe(v))
+	for k, val := range m {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, "", invalid("env", "env has the name %q; a variable name must be non-empty, without '=' or NUL", k)
 		}
-		for it := rv.MapRange(); it.Next(); {
-			k := it.Key().String()
-			if k == "" || strings.ContainsAny(k, "=\x00") {
-				return nil, "", invalid("env", "env has the name %q; a variable name must be non-empty, without '=' or NUL", k)
-			}
-			val := it.Value().Interface()
-			s, ok := "", true
-			if val != nil {
-				s, ok = scalarString(val)
-			}
-			if !ok {
-				return nil, "", invalid("env", "env %s is %s; give a string, number or boolean", k, describe(val))
-			}
-			if strings.IndexByte(s, 0) >= 0 {
-				return nil, "", invalid("env", "env %s holds a NUL byte", k)
-			}
-			vars[k] = s
+		s, ok := "", true
+		if val != nil { // null sets the variable empty
+			s, ok = text(val)
 		}
+		if !ok {
+			return nil, "", invalid("env", "env %s is %s; give a string, number or boolean", k, describe(val))
+		}
+		if strings.IndexByte(s, 0) >= 0 {
+			return nil, "", invalid("env", "env %s holds a NUL byte", k)
+		}
+		vars[k] = s
 	}
 	env := make([]string, 0, len(vars))
 	for _, k := range slices.Sorted(maps.Keys(vars)) {
@@ -174,93 +146,19 @@ func environ(v any) ([]string, string, error) {
 	return env, vars["PATH"], nil
 }
 
-// stdinText is the text a stdin value stands for: a scalar as text, a list
-// or map as JSON.
-func stdinText(v any) (string, error) {
-	if s, ok := scalarString(v); ok {
-		return s, nil
+// text turns a string, number or boolean into the text a program
+// receives, as node.Text writes it (3, 1.5, 1000000). Null, lists and maps
+// are refused.
+func text(v any) (string, bool) {
+	if v == nil {
+		return "", false
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "", invalid("stdin", "stdin is %s, which cannot be written as JSON: %v", describe(v), err)
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.Struct, reflect.Pointer:
+		return "", false
 	}
-	return string(b), nil
-}
-
-// boolParam reads a boolean parameter; a template may have rendered it as
-// "true" or "false".
-func boolParam(p map[string]any, name string) (bool, error) {
-	switch v := p[name].(type) {
-	case nil:
-		return false, nil
-	case bool:
-		return v, nil
-	case string:
-		if b, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-			return b, nil
-		}
-	}
-	return false, invalid(name, "%s is %s; give true or false", name, describe(p[name]))
-}
-
-// intValue reads a whole number of any numeric type, or its decimal text.
-func intValue(v any) (int, bool) {
-	switch v := v.(type) {
-	case string:
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		return n, err == nil
-	case float32:
-		return intValue(float64(v))
-	case float64:
-		if v != math.Trunc(v) || v < math.MinInt64 || v >= math.MaxInt64 {
-			return 0, false
-		}
-		return int(v), true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		n := rv.Int()
-		return int(n), int64(int(n)) == n
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		n := rv.Uint()
-		return int(n), n <= math.MaxInt
-	}
-	return 0, false
-}
-
-// scalarString turns a string, number or boolean into the text a program
-// receives; numbers are written as a person would (3, 1.5, 1000000).
-func scalarString(v any) (string, bool) {
-	switch v := v.(type) {
-	case string:
-		return v, true
-	case bool:
-		return strconv.FormatBool(v), true
-	case json.Number:
-		return v.String(), true
-	case float32:
-		return formatFloat(float64(v), 32), true
-	case float64:
-		return formatFloat(v, 64), true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.FormatInt(rv.Int(), 10), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return strconv.FormatUint(rv.Uint(), 10), true
-	case reflect.String:
-		return rv.String(), true
-	}
-	return "", false
-}
-
-func formatFloat(f float64, bits int) string {
-	if math.Abs(f) < 1e21 {
-		return strconv.FormatFloat(f, 'f', -1, bits)
-	}
-	return strconv.FormatFloat(f, 'g', -1, bits)
+	s, err := node.Text(v)
+	return s, err == nil
 }
 
 // describe names the type of a parameter value for a message, without its

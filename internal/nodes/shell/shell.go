@@ -56,7 +56,7 @@ var _ node.Kind = (*Shell)(nil)
 // group is stopped and Run fails with category timeout or cancelled.
 // Messages name the program, never its arguments.
 func (s *Shell) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
-	cfg, err := parseParams(call.Params)
+	cfg, err := parseParams(call)
 	if err != nil {
 		return nil, err
 	}

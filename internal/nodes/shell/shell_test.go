@@ -19,6 +19,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/nodes/shell"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/node/nodetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -61,9 +62,14 @@ func (b *bundle) emitted() []event {
 	return append([]event(nil), b.events...)
 }
 
-// run runs a fresh Shell with params.
+// run runs a fresh Shell with params, coerced as the engine coerces them
+// (a value coercion refuses fails as the engine fails it).
 func (b *bundle) run(ctx context.Context, params map[string]any) (map[string]any, error) {
-	return (&shell.Shell{}).Run(ctx, b.call(params))
+	coerced, err := nodetest.Params(&shell.Spec, params)
+	if err != nil {
+		return nil, err
+	}
+	return (&shell.Shell{}).Run(ctx, b.call(coerced))
 }
 
 // nodeError requires err to be a *node.Error and returns it.
@@ -485,9 +491,22 @@ func TestRunFails(t *testing.T) {
 			category: node.CategoryValidation, code: "max_output", permanent: true,
 		},
 		{
-			name:     "shell not a boolean",
+			name:     "shell not a boolean, refused by coercion",
 			params:   map[string]any{"command": []any{"echo"}, "shell": "maybe"},
-			category: node.CategoryValidation, code: "shell", permanent: true,
+			category: node.CategoryValidation, code: "param_type", permanent: true,
+			message: `parameter shell: must be true or false, not "maybe"`,
+		},
+		{
+			name:     "a null argument",
+			params:   map[string]any{"command": []any{"echo", nil}},
+			category: node.CategoryValidation, code: "command", permanent: true,
+			message: "argument 1 of command is null",
+		},
+		{
+			name:     "an env value that is a list",
+			params:   map[string]any{"command": []any{"env"}, "env": map[string]any{"A": []any{secret}}},
+			category: node.CategoryValidation, code: "env", permanent: true,
+			message: "env A is a list",
 		},
 	}
 	for _, tt := range tests {

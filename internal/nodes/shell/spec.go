@@ -32,6 +32,12 @@ var Spec = node.Spec{
 		if n, ok := p["max_output"].(int); ok && n < 0 {
 			return []node.ParamError{{Param: "max_output", Message: "max_output is negative; give the number of bytes to keep"}}
 		}
+		if env, ok := p["env"].(map[string]any); ok && !templated(env) {
+			// What the run checks of an env written without templates.
+			if _, _, err := environ(env); err != nil {
+				return []node.ParamError{{Param: "env", Message: err.Error()}}
+			}
+		}
 		sh, _ := p["shell"].(bool)
 		if s, ok := p["shell"].(string); ok && expr.HasTemplate(s) {
 			sh = true // known at run time only
@@ -57,4 +63,18 @@ var Spec = node.Spec{
 		}
 		return optionWarnings(p)
 	},
+}
+
+// templated reports whether a map holds a template in a key or a value:
+// it is known only at run time.
+func templated(m map[string]any) bool {
+	for k, v := range m {
+		if expr.HasTemplate(k) {
+			return true
+		}
+		if s, ok := v.(string); ok && expr.HasTemplate(s) {
+			return true
+		}
+	}
+	return false
 }
