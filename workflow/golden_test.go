@@ -118,7 +118,9 @@ func TestInvalidGolden(t *testing.T) {
 // without expanding it: the expansion would be 10^9 strings. The limit on
 // values aliases may expand to (workflow.MaxAliasValues) bounds the work.
 // The test does not run in parallel, so the allocation it measures is its
-// own.
+// own. Time is left to the benchmarks (BENCHMARKS.md): a loaded machine
+// makes any wall-clock bound flaky, and the allocation bound already
+// catches an expansion.
 func TestAliasBombBounded(t *testing.T) {
 	const path = "testdata/invalid/alias-bomb.yaml"
 	var before, after runtime.MemStats
@@ -132,7 +134,6 @@ func TestAliasBombBounded(t *testing.T) {
 	require.Nil(t, w, "the bomb must not decode")
 	require.True(t, ds.HasErrors())
 	require.Contains(t, ds.Error(), "aliases expand to more than")
-	require.Less(t, elapsed, time.Second, "refusing the bomb took too long")
 	allocated := after.TotalAlloc - before.TotalAlloc
 	t.Logf("refused in %v after allocating %d MiB", elapsed, allocated>>20)
 	require.Less(t, allocated, uint64(100<<20), "refusing the bomb allocated %d MiB", allocated>>20)
