@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -129,11 +130,11 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 		if len(names) > 8 {
 			names = append(names[:8], "…")
 		}
-		return 0, &dbError{
-			msg: fmt.Sprintf("%s (schema %s) holds tables but is not a Skein database (it has %s and no schema_migrations); "+
+		return 0, &sqlstore.Condition{
+			Msg: fmt.Sprintf("%s (schema %s) holds tables but is not a Skein database (it has %s and no schema_migrations); "+
 				"point --db at an empty database, or add search_path=<an empty schema> to the URL — nothing was changed",
 				s.url, *schema, strings.Join(names, ", ")),
-			errs: []error{store.ErrCorrupt},
+			Errs: []error{store.ErrCorrupt},
 		}
 	}
 	var v int
@@ -144,9 +145,9 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 }
 
 func (s *Store) newerSchema(have, know int) error {
-	return &dbError{
-		msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
+	return &sqlstore.Condition{
+		Msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
 			"use a newer skein with it, or point --db elsewhere — nothing was changed", s.url, have, know),
-		errs: []error{store.ErrNewerSchema},
+		Errs: []error{store.ErrNewerSchema},
 	}
 }

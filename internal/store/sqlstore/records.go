@@ -1,0 +1,309 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// stepCols are the columns of a step after its key, in StepArgs' order.
+const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at`
+
+// stepArgCount is the number of values of a step row: its key and stepCols.
+var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
+
+// StepArgCount is the number of values of a step row (StepArgs).
+func StepArgCount() int { return stepArgCount }
+
+const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `) VALUES `
+
+// upsertStepTail replaces a step saved again (a retry, a finish).
+const upsertStepTail = `
+	ON CONFLICT (run_id, generation, node, visit) DO UPDATE SET
+		step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
+		attempts = excluded.attempts, status = excluded.status, params = excluded.params,
+		output = excluded.output, output_ref = excluded.output_ref, error = excluded.error,
+		config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
+		started_at = excluded.started_at, finished_at = excluded.finished_at,
+		duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
+		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at`
+
+const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
+
+// eventArgCount is the number of values of an event row (EventArgs).
+const eventArgCount = 8
+
+// EventArgCount is the number of values of an event row (EventArgs).
+func EventArgCount() int { return eventArgCount }
+
+// Batch is a store.Batch with its rows encoded for the statements of SQL.
+type Batch struct {
+	store.Batch
+	// Steps are the arguments of SQL.UpsertStep, a step each.
+	Steps [][]any
+	// Finish, when the batch finishes its run, are the arguments of
+	// SQL.FinishRun.
+	Finish []any
+	data   [][]byte
+}
+
+// Batches encodes the rows of batches, before a transaction starts.
+func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
+	out := make([]Batch, len(batches))
+	for i, b := range batches {
+		var err error
+		out[i].Batch = b
+		if out[i].Steps, err = s.StepsArgs(b.RunID, b.Steps); err != nil {
+			return nil, fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
+		}
+		if out[i].data, err = eventData(b.Events); err != nil {
+			return nil, fmt.Errorf("appending events to run %s: %w", b.RunID, err)
+		}
+		if b.Finish != nil {
+			if out[i].Finish, err = s.c.finishArgs(b.RunID, b.Finish); err != nil {
+				return nil, fmt.Errorf("finishing run %s: %w", b.RunID, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// EventArgs returns the arguments of SQL.InsertEvent for the batch's
+// events, numbered from first.
+func (s *Statements) EventArgs(b Batch, first int64) [][]any {
+	rows := make([][]any, len(b.Events))
+	for i, ev := range b.Events {
+		rows[i] = []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, ev.Visit, ev.Iteration, s.c.d.JSON(b.data[i])}
+	}
+	return rows
+}
+
+// Numbered sets the RunID and Seq of the batch's events, numbered from
+// first, once they are committed.
+func (b Batch) Numbered(first int64) {
+	for j := range b.Events {
+		b.Events[j].RunID, b.Events[j].Seq = b.RunID, first+int64(j)
+	}
+}
+
+// StepsArgs returns the arguments of SQL.UpsertStep for each step.
+func (s *Statements) StepsArgs(runID string, steps []*store.Step) ([][]any, error) {
+	args := make([][]any, len(steps))
+	for i, st := range steps {
+		a, err := s.c.stepArgs(runID, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
+		}
+		args[i] = a
+	}
+	return args, nil
+}
+
+func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
+	params, err := store.EncodeMap(st.Params)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the parameters: %w", err)
+	}
+	output, err := store.EncodeMap(st.Output)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the output: %w", err)
+	}
+	stepErr, err := store.EncodeError(st.Error)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	gen := st.Generation
+	if gen <= 0 {
+		gen = 1
+	}
+	return []any{runID, gen, st.Node, st.Visit,
+		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, c.d.JSON(params), c.d.JSON(output), st.OutputRef, c.d.JSON(stepErr),
+		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
+		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt)}, nil
+}
+
+func eventData(events []store.Event) ([][]byte, error) {
+	data := make([][]byte, len(events))
+	for i := range events {
+		var err error
+		if data[i], err = store.EncodeMap(events[i].Data); err != nil {
+			return nil, fmt.Errorf("encoding the data of a %s event: %w", events[i].Type, err)
+		}
+	}
+	return data, nil
+}
+
+func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
+	outputs, err := store.EncodeMap(r.Outputs)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the outputs: %w", err)
+	}
+	runErr, err := store.EncodeError(r.Error)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	return []any{runID, r.Status, c.d.JSON(outputs), c.d.JSON(runErr), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
+}
+
+// Steps returns the steps of the run's latest generation, by step order.
+func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 AND generation = (SELECT MAX(generation) FROM steps WHERE run_id = $1)
+		ORDER BY step_order, node, visit`)
+}
+
+// StepHistory returns the steps of every generation of the run.
+func (c *Core) StepHistory(ctx context.Context, runID string) ([]*store.Step, error) {
+	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 ORDER BY generation, step_order, node, visit`)
+}
+
+func (c *Core) steps(ctx context.Context, runID, q string) ([]*store.Step, error) {
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, q, runID)
+	steps, err := collect(c, op, rows, err, scanStep)
+	return orNotFound(ctx, c, op, runID, steps, err)
+}
+
+func scanStep(sc Row) (*store.Step, error) {
+	var st store.Step
+	var params, output, stepErr []byte
+	var started, finished, wake Time
+	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
+		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
+		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
+		&st.ProcessGroup, &st.Masked, &wake); err != nil {
+		return nil, err
+	}
+	var err error
+	if st.Params, err = store.DecodeMap(params); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the parameters: %w", st.Node, st.Visit, err)
+	}
+	if st.Output, err = store.DecodeMap(output); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the output: %w", st.Node, st.Visit, err)
+	}
+	if st.Error, err = store.DecodeError(stepErr); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: decoding the error: %w", st.Node, st.Visit, err)
+	}
+	st.StartedAt, st.FinishedAt, st.WakeAt = started.Ptr(), finished.Ptr(), wake.Ptr()
+	return &st, nil
+}
+
+// Events returns up to limit of the run's events after afterSeq, in order.
+func (c *Core) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	op := fmt.Sprintf("reading the events of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, `SELECT seq, time, type, node, visit, iteration, data FROM events
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, afterSeq, c.limit(limit))
+	events, err := collect(c, op, rows, err, func(row Row) (store.Event, error) {
+		ev := store.Event{RunID: runID}
+		var t Time
+		var data []byte
+		if err := row.Scan(&ev.Seq, &t, &ev.Type, &ev.Node, &ev.Visit, &ev.Iteration, &data); err != nil {
+			return ev, err
+		}
+		ev.Time = t.T
+		var err error
+		if ev.Data, err = store.DecodeMap(data); err != nil {
+			return ev, fmt.Errorf("event %d: decoding the data: %w", ev.Seq, err)
+		}
+		return ev, nil
+	})
+	return orNotFound(ctx, c, op, runID, events, err)
+}
+
+// SaveCheckpoint replaces the run's checkpoint.
+func (c *Core) SaveCheckpoint(ctx context.Context, runID string, data []byte) error {
+	if data == nil {
+		data = []byte{}
+	}
+	return c.db.Write(ctx, "saving the checkpoint of run "+runID, func(tx Querier) error {
+		n, err := tx.Exec(ctx, `INSERT INTO checkpoints (run_id, data, updated_at)
+			SELECT id, $2, $3 FROM runs WHERE id = $1
+			ON CONFLICT (run_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
+			runID, data, c.time(Now()))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// Checkpoint returns the run's checkpoint.
+func (c *Core) Checkpoint(ctx context.Context, runID string) ([]byte, error) {
+	var data []byte
+	err := c.db.Read().QueryRow(ctx, `SELECT data FROM checkpoints WHERE run_id = $1`, runID).Scan(&data)
+	if noRows(err) {
+		return nil, fmt.Errorf("checkpoint of run %s: %w", runID, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, c.db.Failed("reading the checkpoint of run "+runID, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// SaveSignal records a signal; a second one for the same node and visit
+// gives store.ErrExists.
+func (c *Core) SaveSignal(ctx context.Context, sig *store.Signal) error {
+	op := fmt.Sprintf("saving a signal for node %s of run %s", sig.Node, sig.RunID)
+	data, err := store.EncodeMap(map[string]any{"data": sig.Data})
+	if err != nil {
+		return fmt.Errorf("%s: encoding the data: %w", op, err)
+	}
+	if sig.CreatedAt.IsZero() {
+		sig.CreatedAt = Now()
+	}
+	return c.db.Write(ctx, op, func(tx Querier) error {
+		// The run's row lock keeps the run's signals numbered in order.
+		var owner string
+		err := tx.QueryRow(ctx, c.st.RunOwner+c.d.LockRow, sig.RunID).Scan(&owner)
+		if err := Fence(sig.RunID, "", owner, err); err != nil {
+			return err
+		}
+		var seq int64
+		err = tx.QueryRow(ctx, `INSERT INTO signals (run_id, node, visit, seq, data, created_at)
+			SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, $5 FROM signals WHERE run_id = $1
+			ON CONFLICT (run_id, node, visit) DO NOTHING RETURNING seq`,
+			sig.RunID, sig.Node, sig.Visit, c.d.JSON(data), c.time(sig.CreatedAt)).Scan(&seq)
+		if noRows(err) {
+			return fmt.Errorf("node %s visit %d of run %s has a signal already: %w", sig.Node, sig.Visit, sig.RunID, store.ErrExists)
+		}
+		if err != nil {
+			return err
+		}
+		sig.Seq = seq
+		_, err = tx.Exec(ctx, `UPDATE runs SET wake_at = `+c.d.Least("wake_at", "$1")+` WHERE id = $2 AND status = 'waiting'`,
+			c.time(sig.CreatedAt), sig.RunID)
+		return err
+	})
+}
+
+// Signals returns the run's signals after afterSeq, in order.
+func (c *Core) Signals(ctx context.Context, runID string, afterSeq int64) ([]store.Signal, error) {
+	op := fmt.Sprintf("reading the signals of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, `SELECT node, visit, seq, data, created_at FROM signals
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, afterSeq)
+	out, err := collect(c, op, rows, err, func(row Row) (store.Signal, error) {
+		sig := store.Signal{RunID: runID}
+		var data []byte
+		var created Time
+		if err := row.Scan(&sig.Node, &sig.Visit, &sig.Seq, &data, &created); err != nil {
+			return sig, err
+		}
+		m, err := store.DecodeMap(data)
+		if err != nil {
+			return sig, fmt.Errorf("signal %d: decoding the data: %w", sig.Seq, err)
+		}
+		sig.Data, sig.CreatedAt = m["data"], created.T
+		return sig, nil
+	})
+	return orNotFound(ctx, c, op, runID, out, err)
+}
