@@ -47,6 +47,10 @@ func (d db) Write(ctx context.Context, op string, fn func(tx sqlstore.Querier) e
 	return d.s.write(ctx, op, func(tx pgx.Tx) error { return fn(conn{tx}) })
 }
 
+func (d db) SaveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
+	return d.s.saveBatches(ctx, op, bs)
+}
+
 func (d db) Failed(op string, err error) error { return d.s.failed(op, err) }
 
 func (db) IsForeignKey(err error) bool { return pgCode(err) == codeForeignKey }

@@ -67,7 +67,7 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 	if opts.migrations == nil {
 		opts.migrations = embeddedMigrations()
 	}
-	migs, err := loadMigrations(opts.migrations)
+	migs, err := store.LoadMigrations(opts.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}

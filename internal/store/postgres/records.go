@@ -13,70 +13,16 @@ import (
 )
 
 // The writes of steps and events, the hot path of a run, are queued in
-// batches sent in one round trip.
+// batches: a transaction of two round trips.
 
-// SaveSteps inserts or replaces steps, keyed by (run, generation, node,
-// visit), in one transaction.
-func (s *Store) SaveSteps(ctx context.Context, runID string, steps []*store.Step) error {
-	if len(steps) == 0 {
-		return nil
-	}
-	op := fmt.Sprintf("saving steps of run %s", runID)
-	args, err := stmts.StepsArgs(runID, steps)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return s.write(ctx, op, func(tx pgx.Tx) error {
-		if err := sqlstore.Exists(ctx, conn{tx}, runID); err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		queueRows(b, stmts.UpsertStep, args)
-		return sendBatch(ctx, tx, b)
-	})
-}
-
-// AppendEvents adds events to the run's log, numbering them after the ones
-// already there, and sets their RunID and Seq.
-func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	bs, err := stmts.Batches([]store.Batch{{RunID: runID, Events: events}})
-	if err != nil {
-		return err
-	}
-	var first int64
-	err = s.write(ctx, fmt.Sprintf("appending events to run %s", runID), func(tx pgx.Tx) error {
-		locked, err := lockRuns(ctx, tx, nil, []string{runID})
-		if err != nil {
-			return err
-		}
-		first = locked[runID].lastSeq + 1
-		b := &pgx.Batch{}
-		queueRows(b, stmts.InsertEvent, stmts.EventArgs(bs[0], first))
-		return sendBatch(ctx, tx, b)
-	})
-	if err != nil {
-		return err
-	}
-	bs[0].Numbered(first)
-	return nil
-}
-
-// SaveBatch writes the steps, events and final records of several runs in
-// one transaction: the group commit of the durable recorder. It locks the
-// runs' rows in id order (so two batches never wait on each other in a
-// cycle), checks their owner tokens and numbers their events, then sends
-// every write in one round trip.
-func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
-	bs, err := stmts.Batches(batches)
-	if err != nil {
-		return err
-	}
+// saveBatches writes batches in one transaction (sqlstore.DB) of two
+// round trips. It locks the runs' rows in id order (so two transactions
+// never wait on each other in a cycle), checks their owner tokens and
+// numbers their events, then sends every write with the COMMIT.
+func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	var ids []string
 	seen := map[string]bool{}
-	for _, b := range batches {
+	for _, b := range bs {
 		if !seen[b.RunID] {
 			seen[b.RunID] = true
 			ids = append(ids, b.RunID)
@@ -84,7 +30,7 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 	}
 	sort.Strings(ids)
 	firsts := make([]int64, len(bs))
-	err = s.pipelined(ctx, "saving a batch of steps and events", func(begin *pgx.Batch, q batchSender) (*pgx.Batch, error) {
+	err := s.pipelined(ctx, op, func(begin *pgx.Batch, q batchSender) (*pgx.Batch, error) {
 		locked, err := lockRuns(ctx, q, begin, ids)
 		if err != nil {
 			return nil, err
@@ -102,12 +48,9 @@ func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
 		return b, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i, b := range bs {
-		b.Numbered(firsts[i])
-	}
-	return nil
+	return firsts, nil
 }
 
 // queueBatch queues the writes of a batch, its events numbered from first.
@@ -123,15 +66,6 @@ func queueRows(b *pgx.Batch, q string, rows [][]any) {
 	for _, args := range rows {
 		b.Queue(q, args...)
 	}
-}
-
-// sendBatch sends the queued statements in one round trip and returns the
-// first error.
-func sendBatch(ctx context.Context, tx batchSender, b *pgx.Batch) error {
-	if b.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, b).Close()
 }
 
 // lockedRun is a run whose row the transaction holds: its owner token and

@@ -3,10 +3,8 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
@@ -15,49 +13,8 @@ import (
 // statement. Seqs stay unique and increasing because every write goes
 // through the one write connection in a BEGIN IMMEDIATE transaction.
 
-// SaveSteps inserts or replaces steps, keyed by (run, generation, node,
-// visit), in one transaction.
-func (s *Store) SaveSteps(ctx context.Context, runID string, steps []*store.Step) error {
-	if len(steps) == 0 {
-		return nil
-	}
-	op := fmt.Sprintf("saving steps of run %s", runID)
-	args, err := s.st.StepsArgs(runID, steps)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	return s.writeHot(ctx, op, func(tx *sql.Tx) error {
-		if err := s.fenceTx(ctx, tx, runID, ""); err != nil {
-			return err
-		}
-		return s.insertRows(ctx, tx, s.upsertStepSt, s.st.InsertStepHead, args)
-	})
-}
-
-// AppendEvents adds events to the run's log, numbering them after the ones
-// already there, and sets their RunID and Seq.
-func (s *Store) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
-	if len(events) == 0 {
-		return nil
-	}
-	bs, err := s.st.Batches([]store.Batch{{RunID: runID, Events: events}})
-	if err != nil {
-		return err
-	}
-	return s.saveBatches(ctx, fmt.Sprintf("appending events to run %s", runID), bs)
-}
-
-// SaveBatch writes the steps and events of several runs in one
-// transaction: the group commit of the durable recorder.
-func (s *Store) SaveBatch(ctx context.Context, batches []store.Batch) error {
-	bs, err := s.st.Batches(batches)
-	if err != nil {
-		return err
-	}
-	return s.saveBatches(ctx, "saving a batch of steps and events", bs)
-}
-
-func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) error {
+// saveBatches writes batches in one transaction (sqlstore.DB).
+func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	firsts := make([]int64, len(bs))
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
@@ -103,12 +60,9 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		return nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for i, b := range bs {
-		b.Numbered(firsts[i])
-	}
-	return nil
+	return firsts, nil
 }
 
 // fenceTx checks that the run exists and, when token is set, that token

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +122,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	if opts.migrations == nil {
 		opts.migrations = embeddedMigrations()
 	}
-	migs, err := loadMigrations(opts.migrations)
+	migs, err := store.LoadMigrations(opts.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
@@ -196,7 +197,7 @@ func (s *Store) checkpoints(every time.Duration) {
 
 // prepare checks that the file is a Skein database (or a new one), turns
 // WAL on and migrates. It changes nothing before the checks pass.
-func (s *Store) prepare(migs []migration) error {
+func (s *Store) prepare(migs []store.MigrationFile) error {
 	ctx := context.Background()
 	version, err := s.inspect(ctx)
 	if err != nil {
@@ -243,11 +244,7 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 	if len(tables) == 0 {
 		return 0, nil
 	}
-	found := false
-	for _, t := range tables {
-		found = found || t == "schema_migrations"
-	}
-	if !found {
+	if !slices.Contains(tables, "schema_migrations") {
 		return 0, &sqlstore.Condition{
 			Msg: fmt.Sprintf("%s is a SQLite database but not a Skein database (it has tables %s and no schema_migrations); "+
 				"move it away or point --dir elsewhere — nothing was changed", s.path, strings.Join(tables, ", ")),
@@ -262,11 +259,7 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 }
 
 func (s *Store) newerSchema(have, know int) error {
-	return &sqlstore.Condition{
-		Msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
-			"use a newer skein with it, or point --dir elsewhere — nothing was changed", s.path, have, know),
-		Errs: []error{store.ErrNewerSchema},
-	}
+	return sqlstore.NewerSchema(s.path, "--dir", have, know)
 }
 
 // openFailed describes an error met while opening: a file that is not a

@@ -12,8 +12,7 @@ import (
 )
 
 // Core is the part of a SQL store.Store both dialects share. A dialect's
-// Store embeds it and adds CreateRun, SaveSteps, AppendEvents, SaveBatch,
-// Compact and Close.
+// Store embeds it and adds CreateRun, Compact and Close.
 type Core struct {
 	db DB
 	d  Dialect

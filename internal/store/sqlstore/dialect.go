@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/skeinhq/skein/internal/store"
 )
 
 // Querier runs statements on a dialect's connections: its pool, or a
@@ -44,6 +46,13 @@ type DB interface {
 	// IsForeignKey reports whether err is the refusal of a row that names
 	// a missing row.
 	IsForeignKey(err error) bool
+	// SaveBatches writes the batches in one transaction, the group
+	// commit: a batch whose run is missing fails it with
+	// store.ErrNotFound, one whose Token is set but not its run's owner
+	// token with store.ErrLeaseLost. The events of each run are numbered
+	// after the run's last (SQL.LastSeq), batch after batch; it returns
+	// the seq of the first event of each batch.
+	SaveBatches(ctx context.Context, op string, bs []Batch) (firsts []int64, err error)
 }
 
 // Dialect is how a database spells what the shared SQL leaves open, and
@@ -129,3 +138,14 @@ type Condition struct {
 
 func (e *Condition) Error() string   { return e.Msg }
 func (e *Condition) Unwrap() []error { return e.Errs }
+
+// NewerSchema is the error of a database (named db) whose schema version
+// have is newer than the latest this binary knows; flag is the option
+// that names another database.
+func NewerSchema(db, flag string, have, know int) error {
+	return &Condition{
+		Msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
+			"use a newer skein with it, or point %s elsewhere — nothing was changed", db, have, know, flag),
+		Errs: []error{store.ErrNewerSchema},
+	}
+}

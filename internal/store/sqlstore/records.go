@@ -148,6 +148,45 @@ func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
 	return []any{runID, r.Status, c.d.JSON(outputs), c.d.JSON(runErr), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
 }
 
+// SaveSteps inserts or replaces steps, keyed by (run, generation, node,
+// visit), in one transaction: a batch of steps alone.
+func (c *Core) SaveSteps(ctx context.Context, runID string, steps []*store.Step) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	return c.save(ctx, fmt.Sprintf("saving steps of run %s", runID), []store.Batch{{RunID: runID, Steps: steps}})
+}
+
+// AppendEvents adds events to the run's log, numbering them after the ones
+// already there, and sets their RunID and Seq: a batch of events alone.
+func (c *Core) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return c.save(ctx, fmt.Sprintf("appending events to run %s", runID), []store.Batch{{RunID: runID, Events: events}})
+}
+
+// SaveBatch writes the steps, events and final records of several runs in
+// one transaction: the group commit of the durable recorder.
+func (c *Core) SaveBatch(ctx context.Context, batches []store.Batch) error {
+	return c.save(ctx, "saving a batch of steps and events", batches)
+}
+
+func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error {
+	bs, err := c.st.Batches(batches)
+	if err != nil {
+		return err
+	}
+	firsts, err := c.db.SaveBatches(ctx, op, bs)
+	if err != nil {
+		return err
+	}
+	for i, b := range bs {
+		b.Numbered(firsts[i])
+	}
+	return nil
+}
+
 // Steps returns the steps of the run's latest generation, by step order.
 func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
