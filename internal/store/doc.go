@@ -1,6 +1,6 @@
 // Package store is where Skein keeps what outlives a process: versioned
-// workflows, runs, their steps and events, and the checkpoints a run resumes
-// from (DESIGN §3, §5).
+// workflows, runs, their steps and events, from which a run resumes
+// (DESIGN §3, §5).
 //
 // The package holds the row types and the [Store] interface only. An
 // implementation lives in a subpackage: store/sqlite for one machine
@@ -11,7 +11,7 @@
 // Conventions every implementation keeps:
 //
 //   - Errors are matched with errors.Is: [ErrNotFound] for an unknown run,
-//     workflow or checkpoint, [ErrExists] for a run id used twice,
+//     workflow or token, [ErrExists] for a run id used twice,
 //     [ErrLocked] when the database stays locked by someone else past the busy
 //     timeout, [ErrCorrupt] when the file is not a Skein database or is
 //     damaged, [ErrNewerSchema] when a newer Skein wrote the database.

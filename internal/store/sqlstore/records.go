@@ -148,15 +148,6 @@ func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
 	return []any{runID, r.Status, c.d.JSON(outputs), c.d.JSON(runErr), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
 }
 
-// SaveSteps inserts or replaces steps, keyed by (run, generation, node,
-// visit), in one transaction: a batch of steps alone.
-func (c *Core) SaveSteps(ctx context.Context, runID string, steps []*store.Step) error {
-	if len(steps) == 0 {
-		return nil
-	}
-	return c.save(ctx, fmt.Sprintf("saving steps of run %s", runID), []store.Batch{{RunID: runID, Steps: steps}})
-}
-
 // AppendEvents adds events to the run's log, numbering them after the ones
 // already there, and sets their RunID and Seq: a batch of events alone.
 func (c *Core) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
@@ -251,42 +242,6 @@ func (c *Core) Events(ctx context.Context, runID string, afterSeq int64, limit i
 		return ev, nil
 	})
 	return orNotFound(ctx, c, op, runID, events, err)
-}
-
-// SaveCheckpoint replaces the run's checkpoint.
-func (c *Core) SaveCheckpoint(ctx context.Context, runID string, data []byte) error {
-	if data == nil {
-		data = []byte{}
-	}
-	return c.db.Write(ctx, "saving the checkpoint of run "+runID, func(tx Querier) error {
-		n, err := tx.Exec(ctx, `INSERT INTO checkpoints (run_id, data, updated_at)
-			SELECT id, $2, $3 FROM runs WHERE id = $1
-			ON CONFLICT (run_id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`,
-			runID, data, c.time(Now()))
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return fmt.Errorf("run %s: %w", runID, store.ErrNotFound)
-		}
-		return nil
-	})
-}
-
-// Checkpoint returns the run's checkpoint.
-func (c *Core) Checkpoint(ctx context.Context, runID string) ([]byte, error) {
-	var data []byte
-	err := c.db.Read().QueryRow(ctx, `SELECT data FROM checkpoints WHERE run_id = $1`, runID).Scan(&data)
-	if noRows(err) {
-		return nil, fmt.Errorf("checkpoint of run %s: %w", runID, store.ErrNotFound)
-	}
-	if err != nil {
-		return nil, c.db.Failed("reading the checkpoint of run "+runID, err)
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, nil
 }
 
 // SaveSignal records a signal; a second one for the same node and visit

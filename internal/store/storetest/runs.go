@@ -230,9 +230,8 @@ func testDeleteRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		createRun(t, b.s, "new1", "w", cutoff)
 		createRun(t, b.s, "new2", "w", cutoff.Add(time.Minute))
 		for _, id := range []string{"old1", "new1"} {
-			require.NoError(t, b.s.SaveSteps(b.ctx, id, []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
+			require.NoError(t, saveSteps(b.ctx, b.s, id, []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
 			require.NoError(t, b.s.AppendEvents(b.ctx, id, []store.Event{{Time: base, Type: "execution_started"}}))
-			require.NoError(t, b.s.SaveCheckpoint(b.ctx, id, []byte("cp")))
 		}
 
 		deleted, err := b.s.DeleteRuns(b.ctx, cutoff, false)
@@ -247,8 +246,6 @@ func testDeleteRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = b.s.Events(b.ctx, "old1", 0, 0)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = b.s.Checkpoint(b.ctx, "old1")
-		require.ErrorIs(t, err, store.ErrNotFound)
 
 		runs, err := b.s.ListRuns(b.ctx, store.RunFilter{})
 		require.NoError(t, err)
@@ -259,9 +256,6 @@ func testDeleteRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		evs, err := b.s.Events(b.ctx, "new1", 0, 0)
 		require.NoError(t, err)
 		require.Len(t, evs, 1)
-		cp, err := b.s.Checkpoint(b.ctx, "new1")
-		require.NoError(t, err)
-		require.Equal(t, []byte("cp"), cp)
 	})
 
 	t.Run("ARecreatedRunStartsClean", func(t *testing.T) {
@@ -269,7 +263,7 @@ func testDeleteRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		b := setup(t)
 
 		createRun(t, b.s, "r1", "w", base)
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}}))
 		require.NoError(t, b.s.AppendEvents(b.ctx, "r1", []store.Event{{Time: base, Type: "a"}, {Time: base, Type: "b"}}))
 		_, err := b.s.DeleteRuns(b.ctx, base.Add(time.Second), false)
 		require.NoError(t, err)

@@ -89,7 +89,7 @@ func testWaits(t *testing.T, setup func(t *testing.T) *bundle) {
 		b := setup(t)
 		createRun(t, b.s, "r1", "w", base)
 		wake := base.Add(time.Hour)
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
 			{StepOrder: 1, Node: "pause", Visit: 1, Status: "waiting", WakeAt: &wake},
 			{StepOrder: 2, Node: "other", Visit: 1, Status: "success"},
 		}))

@@ -24,20 +24,20 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		started := base.Add(time.Second)
 		step := &store.Step{StepOrder: 1, Node: "fetch", Type: "http", Visit: 1, Attempts: 1, Status: "running",
 			StartedAt: &started}
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{step}))
 
 		failed := base.Add(2 * time.Second)
 		step.Status, step.FinishedAt = "failed", &failed
 		step.Error = &node.Error{Code: "http_status", Category: "http", Message: "503"}
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{step}))
 
 		step.Status, step.Attempts, step.FinishedAt = "running", 2, nil
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{step}))
 
 		done := base.Add(5 * time.Second)
 		step.Status, step.Error, step.FinishedAt, step.DurationMS = "success", nil, &done, 4000
 		step.Output = map[string]any{"status": 200}
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{step}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{step}))
 
 		steps, err := b.s.Steps(b.ctx, "r1")
 		require.NoError(t, err)
@@ -55,8 +55,8 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		mk := func(order int, nodeID string, visit int) *store.Step {
 			return &store.Step{StepOrder: order, Node: nodeID, Visit: visit, Status: "success"}
 		}
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{mk(3, "body", 2), mk(1, "start", 1)}))
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{mk(4, "done", 1), mk(2, "body", 1)}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{mk(3, "body", 2), mk(1, "start", 1)}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{mk(4, "done", 1), mk(2, "body", 1)}))
 
 		steps, err := b.s.Steps(b.ctx, "r1")
 		require.NoError(t, err)
@@ -89,7 +89,7 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 			ConfigHash: "sha256:abc", StartedAt: &started, FinishedAt: &finished, DurationMS: 1500,
 			Tokens: 512, CostUSD: 0.003,
 		}
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{clone(want)}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{clone(want)}))
 
 		steps, err := b.s.Steps(b.ctx, "r1")
 		require.NoError(t, err)
@@ -102,7 +102,7 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		b := setup(t)
 		createRun(t, b.s, "r1", "w", base)
 
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
 			{StepOrder: 1, Node: "a", Visit: 1, Status: "success", Cached: true, ConfigHash: "h-a"},
 			{StepOrder: 2, Node: "b", Visit: 1, Status: "success", Pinned: true},
 			{StepOrder: 3, Node: "c", Visit: 1, Status: "success", OutputRef: "c/output.json"},
@@ -126,7 +126,7 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		b := setup(t)
 		createRun(t, b.s, "r1", "w", base)
 
-		err := b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+		err := saveSteps(b.ctx, b.s, "r1", []*store.Step{
 			{StepOrder: 1, Node: "a", Visit: 1, Status: "success"},
 			{StepOrder: 2, Node: "b", Visit: 1, Status: "success", Output: map[string]any{"bad": math.NaN()}},
 		})
@@ -142,7 +142,7 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		b := setup(t)
 		createRun(t, b.s, "r1", "w", base)
 
-		err := b.s.SaveSteps(b.ctx, "nope", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "running"}})
+		err := saveSteps(b.ctx, b.s, "nope", []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "running"}})
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = b.s.Steps(b.ctx, "nope")
 		require.ErrorIs(t, err, store.ErrNotFound)
@@ -156,11 +156,11 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		t.Parallel()
 		b := setup(t)
 		createRun(t, b.s, "r1", "w", base)
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
 			{StepOrder: 1, Node: "a", Visit: 1, Status: "success", ConfigHash: "ha", Masked: true},
 			{StepOrder: 2, Node: "b", Visit: 1, Status: "running", ProcessGroup: 4242},
 		}))
-		require.NoError(t, b.s.SaveSteps(b.ctx, "r1", []*store.Step{
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
 			{Generation: 2, StepOrder: 1, Node: "a", Visit: 1, Status: "running"},
 		}))
 

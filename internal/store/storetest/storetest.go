@@ -4,7 +4,7 @@
 //
 // The suite is kept in a file per area: workflows, runs (with deleting
 // old runs), steps, events, leases, signals (with waits), schedules,
-// deliveries, checkpoints, tokens, chat and memory. Each area is a
+// deliveries, tokens, chat and memory. Each area is a
 // function that takes the setup of a test; Run runs them all.
 //
 //	func TestStore(t *testing.T) {
@@ -45,7 +45,6 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Chat", func(t *testing.T) { testChat(t, setup) })
 	t.Run("Memory", func(t *testing.T) { testMemory(t, setup) })
 	t.Run("Schedules", func(t *testing.T) { testSchedules(t, setup) })
-	t.Run("Checkpoints", func(t *testing.T) { testCheckpoints(t, setup) })
 	t.Run("DeleteRuns", func(t *testing.T) { testDeleteRuns(t, setup) })
 	t.Run("Deliveries", func(t *testing.T) { testDeliveries(t, setup) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, setup) })
@@ -113,4 +112,9 @@ func memoryContents(msgs []*store.MemoryMessage) []string {
 		out = append(out, m.Content)
 	}
 	return out
+}
+
+// saveSteps saves steps of a run as a batch of steps alone.
+func saveSteps(ctx context.Context, s store.Store, runID string, steps []*store.Step) error {
+	return s.SaveBatch(ctx, []store.Batch{{RunID: runID, Steps: steps}})
 }
