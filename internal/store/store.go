@@ -452,7 +452,30 @@ type Store interface {
 	// EndDelivery forgets a delivery that succeeded or gave up, when token
 	// holds it (ErrLeaseLost otherwise).
 	EndDelivery(ctx context.Context, runID string, generation int, token string) error
+
+	// Tx runs fn in a write transaction, committed when fn returns nil
+	// and rolled back, with everything written through tx, when it
+	// returns an error. fn writes through tx only: another write of the
+	// Store may wait for the transaction to end.
+	Tx(ctx context.Context, fn func(tx Tx) error) error
 	Close() error
+}
+
+// Tx is a write transaction of a Store: what is written through it is
+// committed with whatever else its holder writes in the same transaction
+// (the queue driver: a run's jobs), all at once or not at all.
+type Tx interface {
+	// CreateRun is Store.CreateRun in the transaction.
+	CreateRun(ctx context.Context, r *Run) error
+	// LockRun reads the run id and holds its row until the transaction
+	// ends, so that the writers of one run take turns; it returns the run
+	// and the seq of its last event. A missing run is ErrNotFound.
+	LockRun(ctx context.Context, id string) (r *Run, lastSeq int64, err error)
+	// SaveBatch writes a batch of a run whose row the transaction holds
+	// (LockRun): its steps, its events numbered after lastSeq (setting
+	// their RunID and Seq) and its final record. Batch.Token is not
+	// checked: the holder of the row fences its own writes.
+	SaveBatch(ctx context.Context, b Batch, lastSeq int64) error
 }
 
 // Delivery is the delivery a run's execution owes (the workflow's

@@ -61,6 +61,7 @@ type conn struct {
 		Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 		QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+		batchSender
 	}
 }
 
@@ -75,4 +76,22 @@ func (c conn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row 
 func (c conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, q, args...)
 	return tag.RowsAffected(), err
+}
+
+// ExecAll sends the statements in one round trip.
+func (c conn) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
+	b := &pgx.Batch{}
+	for _, st := range stmts {
+		b.Queue(st.SQL, st.Args...)
+	}
+	return sendBatch(ctx, c.q, b)
+}
+
+// sendBatch sends the queued statements in one round trip and returns the
+// first error.
+func sendBatch(ctx context.Context, q batchSender, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return q.SendBatch(ctx, b).Close()
 }

@@ -55,16 +55,8 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 
 // queueBatch queues the writes of a batch, its events numbered from first.
 func queueBatch(b *pgx.Batch, bt sqlstore.Batch, first int64) {
-	queueRows(b, stmts.UpsertStep, bt.Steps)
-	queueRows(b, stmts.InsertEvent, stmts.EventArgs(bt, first))
-	if bt.Finish != nil {
-		b.Queue(stmts.FinishRun, bt.Finish...)
-	}
-}
-
-func queueRows(b *pgx.Batch, q string, rows [][]any) {
-	for _, args := range rows {
-		b.Queue(q, args...)
+	for _, st := range stmts.Writes(bt, first) {
+		b.Queue(st.SQL, st.Args...)
 	}
 }
 

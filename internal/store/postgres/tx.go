@@ -19,6 +19,11 @@ import (
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
+// WithTx returns the store's transaction on tx, a transaction of the
+// store's pool its caller began (as River's driver takes the caller's
+// transaction): the store's writes through it commit with the caller's.
+func (s *Store) WithTx(tx pgx.Tx) store.Tx { return s.TxOn(conn{tx}) }
+
 // CreateRunTx is CreateRun in the caller's transaction.
 func CreateRunTx(ctx context.Context, tx pgx.Tx, r *store.Run) error {
 	args, err := stmts.CreateRunArgs(r)

@@ -87,6 +87,17 @@ func (c conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return res.RowsAffected()
 }
 
+// ExecAll runs the statements one by one: SQLite is in the process, a
+// statement costs no round trip.
+func (c conn) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, st := range stmts {
+		if _, err := c.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }

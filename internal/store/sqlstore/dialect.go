@@ -17,6 +17,15 @@ type Querier interface {
 	QueryRow(ctx context.Context, q string, args ...any) Row
 	// Exec returns the number of rows the statement changed.
 	Exec(ctx context.Context, q string, args ...any) (int64, error)
+	// ExecAll runs the statements in order, in as few round trips as the
+	// dialect can, and returns the first error.
+	ExecAll(ctx context.Context, stmts []Stmt) error
+}
+
+// Stmt is a statement and its arguments.
+type Stmt struct {
+	SQL  string
+	Args []any
 }
 
 // Row is one row of a result.

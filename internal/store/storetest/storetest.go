@@ -4,7 +4,7 @@
 //
 // The suite is kept in a file per area: workflows, runs (with deleting
 // old runs), steps, events, leases, signals (with waits), schedules,
-// deliveries, tokens, chat and memory. Each area is a
+// deliveries, tokens, chat, memory and transactions (tx). Each area is a
 // function that takes the setup of a test; Run runs them all.
 //
 //	func TestStore(t *testing.T) {
@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Leases", func(t *testing.T) { testLeases(t, setup) })
 	t.Run("Signals", func(t *testing.T) { testSignals(t, setup) })
 	t.Run("Waits", func(t *testing.T) { testWaits(t, setup) })
+	t.Run("Tx", func(t *testing.T) { testTx(t, setup) })
 	t.Run("CancelledContext", func(t *testing.T) { testCancelledContext(t, setup) })
 }
 
