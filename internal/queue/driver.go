@@ -289,7 +289,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := postgres.CreateRunTx(ctx, tx, run); err != nil {
+	if err := d.cfg.Store.WithTx(tx).CreateRun(ctx, run); err != nil {
 		env.release()
 		return nil, err
 	}
@@ -679,17 +679,18 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 		}
 	}
 	// The run (its status, a cancel request) and what its history gained
-	// since this worker's state: one round trip.
+	// since this worker's state.
 	st := d.take(env.id)
 	if st == nil || st.env != env {
 		st = newState(env)
 	}
-	var (
-		run *store.Run
-		evs []*event
-	)
+	var evs []*event
+	run, err := d.cfg.Store.Run(ctx, env.id)
+	if err != nil {
+		d.drop(env.id)
+		return nil, nil, err
+	}
 	b := &pgx.Batch{}
-	postgres.QueueReadRun(b, env.id, &run)
 	queueReadLog(b, env.id, env.seal, st.seq, &evs)
 	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
 		d.drop(env.id)
@@ -900,14 +901,19 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	// The run's row, its last event and what its history gained since
-	// this worker's state: one round trip.
+	// this worker's state.
 	var (
 		run  *store.Run
 		last int64
 		evs  []*event
 	)
+	run, last, err = d.cfg.Store.WithTx(tx).LockRun(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return river.JobCancel(err)
+	} else if err != nil {
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
 	b := &pgx.Batch{}
-	postgres.QueueLockRun(b, runID, &run, &last)
 	queueReadLog(b, runID, env.seal, st.seq, &evs)
 	if err := tx.SendBatch(ctx, b).Close(); errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err)
@@ -1103,7 +1109,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 	for i, ev := range w.events {
 		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 	}
-	if err := postgres.QueueSaveBatch(w.log, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
+	if err := d.cfg.Store.WithTx(tx).SaveBatch(ctx, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
 		return err
 	}
 	if err := tx.SendBatch(ctx, w.log).Close(); err != nil {

@@ -2,11 +2,15 @@
 // workflows, runs, their steps and events, from which a run resumes
 // (DESIGN §3, §5).
 //
-// The package holds the row types and the [Store] interface only. An
-// implementation lives in a subpackage: store/sqlite for one machine
-// (.skein/skein.db), and store/postgres for many. Every implementation
-// must pass the conformance suite in store/storetest, which is the executable
-// form of the contract documented here.
+// The package holds the row types and the [Store] interface (with its
+// transaction, [Tx]) only. An implementation lives in a subpackage:
+// store/sqlite for one machine (.skein/skein.db), and store/postgres for
+// many. Both are written over one core, store/sqlstore, which holds what
+// they share (the methods, scanning, JSON and time conventions, leases,
+// the group commit's statements); each keeps its connections, migrations
+// and the SQL it spells its own way. Every implementation must pass the
+// conformance suite in store/storetest, which is the executable form of
+// the contract documented here.
 //
 // Conventions every implementation keeps:
 //
