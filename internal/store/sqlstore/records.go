@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
 )
 
 // stepCols are the columns of a step after its key, in StepArgs' order.
@@ -103,24 +104,16 @@ func (s *Statements) StepsArgs(runID string, steps []*store.Step) ([][]any, erro
 }
 
 func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
-	params, err := store.EncodeMap(st.Params)
+	docs, err := c.encode(st.Error, doc{"parameters", st.Params}, doc{"output", st.Output})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the parameters: %w", err)
-	}
-	output, err := store.EncodeMap(st.Output)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the output: %w", err)
-	}
-	stepErr, err := store.EncodeError(st.Error)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the error: %w", err)
+		return nil, err
 	}
 	gen := st.Generation
 	if gen <= 0 {
 		gen = 1
 	}
 	return []any{runID, gen, st.Node, st.Visit,
-		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, c.d.JSON(params), c.d.JSON(output), st.OutputRef, c.d.JSON(stepErr),
+		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
 		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt)}, nil
 }
@@ -137,15 +130,60 @@ func eventData(events []store.Event) ([][]byte, error) {
 }
 
 func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
-	outputs, err := store.EncodeMap(r.Outputs)
+	docs, err := c.encode(r.Error, doc{"outputs", r.Outputs})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the outputs: %w", err)
+		return nil, err
 	}
-	runErr, err := store.EncodeError(r.Error)
+	return []any{runID, r.Status, docs[0], docs[1], c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
+}
+
+// doc is a map stored as JSON, named for errors.
+type doc struct {
+	name string
+	m    map[string]any
+}
+
+// encode returns the JSON of the maps and then of e, as the dialect takes
+// them (store.EncodeMap, store.EncodeError).
+func (c *Core) encode(e *node.Error, maps ...doc) ([]any, error) {
+	out := make([]any, 0, len(maps)+1)
+	for _, d := range maps {
+		b, err := store.EncodeMap(d.m)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the %s: %w", d.name, err)
+		}
+		out = append(out, c.d.JSON(b))
+	}
+	b, err := store.EncodeError(e)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the error: %w", err)
 	}
-	return []any{runID, r.Status, c.d.JSON(outputs), c.d.JSON(runErr), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
+	return append(out, c.d.JSON(b)), nil
+}
+
+// decode decodes the JSON of maps into their targets and errJSON into
+// *e.
+func decode(errJSON []byte, e **node.Error, maps ...decoded) error {
+	for _, d := range maps {
+		m, err := store.DecodeMap(d.data)
+		if err != nil {
+			return fmt.Errorf("decoding the %s: %w", d.name, err)
+		}
+		*d.dst = m
+	}
+	v, err := store.DecodeError(errJSON)
+	if err != nil {
+		return fmt.Errorf("decoding the error: %w", err)
+	}
+	*e = v
+	return nil
+}
+
+// decoded is a map's JSON as read, and where it goes.
+type decoded struct {
+	name string
+	data []byte
+	dst  *map[string]any
 }
 
 // AppendEvents adds events to the run's log, numbering them after the ones
@@ -208,15 +246,8 @@ func scanStep(sc Row) (*store.Step, error) {
 		&st.ProcessGroup, &st.Masked, &wake); err != nil {
 		return nil, err
 	}
-	var err error
-	if st.Params, err = store.DecodeMap(params); err != nil {
-		return nil, fmt.Errorf("step %s visit %d: decoding the parameters: %w", st.Node, st.Visit, err)
-	}
-	if st.Output, err = store.DecodeMap(output); err != nil {
-		return nil, fmt.Errorf("step %s visit %d: decoding the output: %w", st.Node, st.Visit, err)
-	}
-	if st.Error, err = store.DecodeError(stepErr); err != nil {
-		return nil, fmt.Errorf("step %s visit %d: decoding the error: %w", st.Node, st.Visit, err)
+	if err := decode(stepErr, &st.Error, decoded{"parameters", params, &st.Params}, decoded{"output", output, &st.Output}); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
 	}
 	st.StartedAt, st.FinishedAt, st.WakeAt = started.Ptr(), finished.Ptr(), wake.Ptr()
 	return &st, nil

@@ -246,20 +246,12 @@ func (c *Core) readCols() string {
 }
 
 func (c *Core) runArgs(r *store.Run) ([]any, error) {
-	inputs, err := store.EncodeMap(r.Inputs)
+	docs, err := c.encode(r.Error, doc{"inputs", r.Inputs}, doc{"outputs", r.Outputs})
 	if err != nil {
-		return nil, fmt.Errorf("encoding the inputs: %w", err)
-	}
-	outputs, err := store.EncodeMap(r.Outputs)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the outputs: %w", err)
-	}
-	runErr, err := store.EncodeError(r.Error)
-	if err != nil {
-		return nil, fmt.Errorf("encoding the error: %w", err)
+		return nil, err
 	}
 	return []any{r.Workflow, r.WorkflowVersion, r.File, r.Dir, r.ParentID, r.Trigger, r.Status,
-		c.d.JSON(inputs), c.d.JSON(outputs), c.d.JSON(runErr), c.time(r.StartedAt), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
+		docs[0], docs[1], docs[2], c.time(r.StartedAt), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
 }
 
 // Run returns the run id.
@@ -370,15 +362,8 @@ func ScanRun(sc Row) (*store.Run, error) {
 	}
 	r.StartedAt = started.T
 	r.FinishedAt, r.CancelRequested, r.WakeAt = finished.Ptr(), cancel.Ptr(), wake.Ptr()
-	var err error
-	if r.Inputs, err = store.DecodeMap(inputs); err != nil {
-		return nil, fmt.Errorf("run %s: decoding the inputs: %w", r.ID, err)
-	}
-	if r.Outputs, err = store.DecodeMap(outputs); err != nil {
-		return nil, fmt.Errorf("run %s: decoding the outputs: %w", r.ID, err)
-	}
-	if r.Error, err = store.DecodeError(runErr); err != nil {
-		return nil, fmt.Errorf("run %s: decoding the error: %w", r.ID, err)
+	if err := decode(runErr, &r.Error, decoded{"inputs", inputs, &r.Inputs}, decoded{"outputs", outputs, &r.Outputs}); err != nil {
+		return nil, fmt.Errorf("run %s: %w", r.ID, err)
 	}
 	return &r, nil
 }
