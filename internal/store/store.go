@@ -467,6 +467,9 @@ type Store interface {
 type Tx interface {
 	// CreateRun is Store.CreateRun in the transaction.
 	CreateRun(ctx context.Context, r *Run) error
+	// Run is Store.Run in the transaction: it reads the run id without
+	// holding its row.
+	Run(ctx context.Context, id string) (*Run, error)
 	// LockRun reads the run id and holds its row until the transaction
 	// ends, so that the writers of one run take turns; it returns the run
 	// and the seq of its last event. A missing run is ErrNotFound.

@@ -1,10 +1,15 @@
 package postgres
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 // What the queue driver (internal/queue) needs to write a run's records in
@@ -16,5 +21,102 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // WithTx returns the store's transaction on tx, a transaction of the
 // store's pool its caller began (as River's driver takes the caller's
-// transaction): the store's writes through it commit with the caller's.
-func (s *Store) WithTx(tx pgx.Tx) store.Tx { return s.TxOn(conn{tx}) }
+// transaction): what the store writes through it commits with what the
+// caller writes. Given the pool instead, it reads only, each read a
+// transaction of its own.
+//
+// Each of its calls is one round trip, and takes along the statements
+// the caller queued in b (nil: none), sent after its own and read as the
+// caller queued them; b is then empty. A caller reads what it keeps beside
+// a run while LockRun holds the run's row, and writes it with the run's
+// records in SaveBatch's round trip.
+func (s *Store) WithTx(tx Sender, b *pgx.Batch) store.Tx {
+	return &pgTx{q: tx, b: b}
+}
+
+// Sender sends a batch of statements: a transaction, or the pool.
+type Sender = batchSender
+
+// pgTx is the store's transaction on a pgx transaction, pipelined.
+type pgTx struct {
+	q batchSender
+	b *pgx.Batch
+}
+
+// Interface guard.
+var _ store.Tx = (*pgTx)(nil)
+
+// send sends own and then what the caller queued, in one round trip.
+func (t *pgTx) send(ctx context.Context, own *pgx.Batch) error {
+	if t.b != nil {
+		own.QueuedQueries = append(own.QueuedQueries, t.b.QueuedQueries...)
+		t.b.QueuedQueries = nil
+	}
+	return sendBatch(ctx, t.q, own)
+}
+
+func (t *pgTx) CreateRun(ctx context.Context, r *store.Run) error {
+	args, err := stmts.CreateRunArgs(r)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	b.Queue(stmts.InsertRun, args...).QueryRow(func(row pgx.Row) error { return stmts.Created(r, row) })
+	err = t.send(ctx, b)
+	if err != nil && !errors.Is(err, store.ErrExists) {
+		return fmt.Errorf("creating run %s: %w", r.ID, err)
+	}
+	return err
+}
+
+func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
+	var r *store.Run
+	b := &pgx.Batch{}
+	queueReadRun(b, stmts.ReadRun, id, &r)
+	if err := t.send(ctx, b); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// LockRun holds the run's row, then reads its last event seq in a
+// statement of its own, so that under READ COMMITTED its snapshot is taken
+// once the row is held and sees what the row's previous holder committed.
+func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) {
+	var r *store.Run
+	var last int64
+	b := &pgx.Batch{}
+	queueReadRun(b, stmts.ReadRun+dialect.LockRow, id, &r)
+	b.Queue(stmts.LastSeq, id).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+	if err := t.send(ctx, b); err != nil {
+		return nil, 0, err
+	}
+	return r, last, nil
+}
+
+func (t *pgTx) SaveBatch(ctx context.Context, bt store.Batch, last int64) error {
+	bs, err := stmts.Batches([]store.Batch{bt})
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	queueBatch(b, bs[0], last+1)
+	if err := t.send(ctx, b); err != nil {
+		return fmt.Errorf("saving the records of run %s: %w", bt.RunID, err)
+	}
+	bs[0].Numbered(last + 1)
+	return nil
+}
+
+// queueReadRun queues in b the read q of run id into *dst; a missing run
+// is store.ErrNotFound.
+func queueReadRun(b *pgx.Batch, q, id string, dst **store.Run) {
+	b.Queue(q, id).QueryRow(func(row pgx.Row) error {
+		r, err := sqlstore.ScanRun(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		*dst = r
+		return err
+	})
+}

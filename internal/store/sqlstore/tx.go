@@ -38,13 +38,14 @@ func (t *tx) CreateRun(ctx context.Context, r *store.Run) error {
 	return err
 }
 
+func (t *tx) Run(ctx context.Context, id string) (*store.Run, error) {
+	return t.read(ctx, t.c.st.ReadRun, id)
+}
+
 func (t *tx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) {
-	r, err := ScanRun(t.q.QueryRow(ctx, t.c.st.ReadRun+t.c.d.LockRow, id))
-	if noRows(err) {
-		return nil, 0, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
-	}
+	r, err := t.read(ctx, t.c.st.ReadRun+t.c.d.LockRow, id)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading run %s: %w", id, err)
+		return nil, 0, err
 	}
 	// A statement of its own, so that its snapshot is taken once the row
 	// is held, and sees what the row's previous holder committed.
@@ -53,6 +54,18 @@ func (t *tx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) 
 		return nil, 0, fmt.Errorf("reading the events of run %s: %w", id, err)
 	}
 	return r, last, nil
+}
+
+// read reads run id with q (SQL.ReadRun, or with a row lock).
+func (t *tx) read(ctx context.Context, q, id string) (*store.Run, error) {
+	r, err := ScanRun(t.q.QueryRow(ctx, q, id))
+	if noRows(err) {
+		return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading run %s: %w", id, err)
+	}
+	return r, nil
 }
 
 func (t *tx) SaveBatch(ctx context.Context, b store.Batch, last int64) error {

@@ -32,11 +32,7 @@ import (
 // parallel, each with a store of its own.
 func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Helper()
-
-	setup := func(t *testing.T) *bundle {
-		t.Helper()
-		return &bundle{ctx: t.Context(), s: open(t)}
-	}
+	setup := setupOf(open)
 	t.Run("Workflows", func(t *testing.T) { testWorkflows(t, setup) })
 	t.Run("Runs", func(t *testing.T) { testRuns(t, setup) })
 	t.Run("Steps", func(t *testing.T) { testSteps(t, setup) })
@@ -52,6 +48,21 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Waits", func(t *testing.T) { testWaits(t, setup) })
 	t.Run("Tx", func(t *testing.T) { testTx(t, setup) })
 	t.Run("CancelledContext", func(t *testing.T) { testCancelledContext(t, setup) })
+}
+
+// RunTx runs the suite's transactions area alone, for a store whose
+// transaction is reached another way too (Postgres's WithTx): open's
+// store gives its Tx that way.
+func RunTx(t *testing.T, open func(t *testing.T) store.Store) {
+	t.Helper()
+	t.Run("Tx", func(t *testing.T) { testTx(t, setupOf(open)) })
+}
+
+func setupOf(open func(t *testing.T) store.Store) func(t *testing.T) *bundle {
+	return func(t *testing.T) *bundle {
+		t.Helper()
+		return &bundle{ctx: t.Context(), s: open(t)}
+	}
 }
 
 // bundle is what a test of the suite works with: its context and a new,
