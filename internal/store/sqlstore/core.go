@@ -117,9 +117,9 @@ func (c *Core) limit(n int) any {
 	return n
 }
 
-// Exists returns an error wrapping store.ErrNotFound when there is no run
+// exists returns an error wrapping store.ErrNotFound when there is no run
 // id.
-func Exists(ctx context.Context, q Querier, id string) error {
+func exists(ctx context.Context, q Querier, id string) error {
 	var one int
 	err := q.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, id).Scan(&one)
 	if noRows(err) {
@@ -165,7 +165,7 @@ func collect[T any](c *Core, op string, rows Rows, err error, scan func(Row) (T,
 // run exists.
 func orNotFound[T any](ctx context.Context, c *Core, op, runID string, out []T, err error) ([]T, error) {
 	if err == nil && len(out) == 0 {
-		if err := Exists(ctx, c.db.Read(), runID); err != nil {
+		if err := exists(ctx, c.db.Read(), runID); err != nil {
 			return nil, c.db.Failed(op, err)
 		}
 	}

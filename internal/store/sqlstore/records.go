@@ -57,7 +57,7 @@ func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
 	for i, b := range batches {
 		var err error
 		out[i].Batch = b
-		if out[i].Steps, err = s.StepsArgs(b.RunID, b.Steps); err != nil {
+		if out[i].Steps, err = s.stepsArgs(b.RunID, b.Steps); err != nil {
 			return nil, fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
 		}
 		if out[i].data, err = eventData(b.Events); err != nil {
@@ -90,8 +90,8 @@ func (b Batch) Numbered(first int64) {
 	}
 }
 
-// StepsArgs returns the arguments of SQL.UpsertStep for each step.
-func (s *Statements) StepsArgs(runID string, steps []*store.Step) ([][]any, error) {
+// stepsArgs returns the arguments of SQL.UpsertStep for each step.
+func (s *Statements) stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
 	args := make([][]any, len(steps))
 	for i, st := range steps {
 		a, err := s.c.stepArgs(runID, st)

@@ -183,7 +183,7 @@ func (c *Core) RenewLease(ctx context.Context, id, token string, ttl time.Durati
 			WHERE id = $1 AND owner_token = $2 AND $2 <> '' RETURNING cancel_requested_at IS NOT NULL`,
 			id, token, c.d.Duration(ttl)).Scan(&cancel)
 		if noRows(err) {
-			if err := Exists(ctx, tx, id); err != nil {
+			if err := exists(ctx, tx, id); err != nil {
 				return err
 			}
 			return fmt.Errorf("run %s: %w", id, store.ErrLeaseLost)

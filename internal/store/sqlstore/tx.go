@@ -10,12 +10,12 @@ import (
 
 // Tx runs fn in a write transaction of the dialect.
 func (c *Core) Tx(ctx context.Context, fn func(tx store.Tx) error) error {
-	return c.db.Write(ctx, "writing in a transaction", func(q Querier) error { return fn(c.TxOn(q)) })
+	return c.db.Write(ctx, "writing in a transaction", func(q Querier) error { return fn(c.txOn(q)) })
 }
 
-// TxOn returns the store's transaction on q, a transaction of the
+// txOn returns the store's transaction on q, a transaction of the
 // dialect (one its holder began, with writes of its own).
-func (c *Core) TxOn(q Querier) store.Tx { return &tx{c: c, q: q} }
+func (c *Core) txOn(q Querier) store.Tx { return &tx{c: c, q: q} }
 
 // tx is a store.Tx on a dialect's transaction.
 type tx struct {
