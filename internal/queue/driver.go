@@ -301,7 +301,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := postgres.CreateRunTx(ctx, tx, run); err != nil {
+	if err := d.cfg.Store.WithTx(tx, nil).CreateRun(ctx, run); err != nil {
 		env.release()
 		return nil, err
 	}
@@ -726,9 +726,9 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 		evs []*event
 	)
 	b := &pgx.Batch{}
-	postgres.QueueReadRun(b, env.id, &run)
 	queueReadLog(b, env.id, env.seal, st.seq, &evs)
-	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
+	run, err := d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, env.id)
+	if err != nil {
 		d.drop(env.id)
 		return nil, nil, err
 	}
@@ -944,9 +944,8 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		evs  []*event
 	)
 	b := &pgx.Batch{}
-	postgres.QueueLockRun(b, runID, &run, &last)
 	queueReadLog(b, runID, env.seal, st.seq, &evs)
-	if err := tx.SendBatch(ctx, b).Close(); errors.Is(err, store.ErrNotFound) {
+	if run, last, err = d.cfg.Store.WithTx(tx, b).LockRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(err)
 	} else if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
@@ -1140,10 +1139,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 	for i, ev := range w.events {
 		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 	}
-	if err := postgres.QueueSaveBatch(w.log, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
-		return err
-	}
-	if err := tx.SendBatch(ctx, w.log).Close(); err != nil {
+	if err := d.cfg.Store.WithTx(tx, w.log).SaveBatch(ctx, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
 	if len(w.jobs) > 0 {

@@ -1,17 +1,21 @@
 // Package store is where Skein keeps what outlives a process: versioned
-// workflows, runs, their steps and events, and the checkpoints a run resumes
-// from (DESIGN §3, §5).
+// workflows, runs, their steps and events, from which a run resumes
+// (DESIGN §3, §5).
 //
-// The package holds the row types and the [Store] interface only. An
-// implementation lives in a subpackage: store/sqlite for one machine
-// (.skein/skein.db), and store/postgres for many. Every implementation
-// must pass the conformance suite in store/storetest, which is the executable
-// form of the contract documented here.
+// The package holds the row types and the [Store] interface (with its
+// transaction, [Tx]) only. An implementation lives in a subpackage:
+// store/sqlite for one machine (.skein/skein.db), and store/postgres for
+// many. Both are written over one core, store/sqlstore, which holds what
+// they share (the methods, scanning, JSON and time conventions, leases,
+// the group commit's statements); each keeps its connections, migrations
+// and the SQL it spells its own way. Every implementation must pass the
+// conformance suite in store/storetest, which is the executable form of
+// the contract documented here.
 //
 // Conventions every implementation keeps:
 //
 //   - Errors are matched with errors.Is: [ErrNotFound] for an unknown run,
-//     workflow or checkpoint, [ErrExists] for a run id used twice,
+//     workflow or token, [ErrExists] for a run id used twice,
 //     [ErrLocked] when the database stays locked by someone else past the busy
 //     timeout, [ErrCorrupt] when the file is not a Skein database or is
 //     damaged, [ErrNewerSchema] when a newer Skein wrote the database.

@@ -66,3 +66,13 @@ func LoadMigrations(fsys fs.FS) ([]MigrationFile, error) {
 	}
 	return migs, nil
 }
+
+// MigrationsDir returns the folder migrations of fsys, where a store
+// embeds its migrations.
+func MigrationsDir(fsys fs.FS) fs.FS {
+	sub, err := fs.Sub(fsys, "migrations")
+	if err != nil {
+		panic(err) // fs.Sub fails only on an invalid name
+	}
+	return sub
+}

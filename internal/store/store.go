@@ -12,7 +12,7 @@ import (
 // Conditions callers tell apart with errors.Is. Implementations wrap them
 // with what was not found, which file is locked, and so on.
 var (
-	// ErrNotFound: no run, workflow, or checkpoint has the given key.
+	// ErrNotFound: no run, workflow, token or schedule has the given key.
 	ErrNotFound = errors.New("not found")
 	// ErrExists: a run with the given id already exists.
 	ErrExists = errors.New("already exists")
@@ -311,7 +311,8 @@ type RunFilter struct {
 	DueBy time.Time
 }
 
-// Store keeps workflows, runs, steps, events and checkpoints. It is safe
+// Store keeps workflows, runs, steps, events and what serve and the
+// nodes keep beside them (tokens, chats, memory, schedules, deliveries). It is safe
 // for concurrent use.
 type Store interface {
 	// SaveWorkflow stores source as the next version of the workflow
@@ -349,10 +350,6 @@ type Store interface {
 	// at its next RenewLease. It returns the run.
 	RequestCancel(ctx context.Context, id string) (*Run, error)
 
-	// SaveSteps inserts or replaces steps, keyed by (run, generation,
-	// node, visit), in one transaction. The steps' RunID fields are
-	// ignored.
-	SaveSteps(ctx context.Context, runID string, steps []*Step) error
 	// Steps returns the steps of the run's latest generation that has
 	// any, by step order.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
@@ -360,11 +357,12 @@ type Store interface {
 	// oldest generation first, each by step order. Nothing recorded is
 	// ever deleted but with its run.
 	StepHistory(ctx context.Context, runID string) ([]*Step, error)
-	// SaveBatch saves the steps (as SaveSteps), appends the events (as
-	// AppendEvents) and writes the final run records of several runs in
-	// one transaction, setting the events' RunID and Seq. A batch whose
-	// Token is not its run's owner token fails the whole transaction with
-	// ErrLeaseLost.
+	// SaveBatch inserts or replaces steps, keyed by (run, generation,
+	// node, visit), appends the events (as AppendEvents) and writes the
+	// final run records of several runs in one transaction, setting the
+	// events' RunID and Seq; the steps' RunID fields are ignored. A batch
+	// of a missing run fails the whole transaction with ErrNotFound, and
+	// one whose Token is not its run's owner token with ErrLeaseLost.
 	SaveBatch(ctx context.Context, batches []Batch) error
 
 	// AppendEvents adds events to the run's log, numbering them after the
@@ -429,12 +427,8 @@ type Store interface {
 	// Schedules returns every stored schedule, by workflow and trigger.
 	Schedules(ctx context.Context) ([]Schedule, error)
 
-	// SaveCheckpoint replaces the run's checkpoint.
-	SaveCheckpoint(ctx context.Context, runID string, data []byte) error
-	Checkpoint(ctx context.Context, runID string) ([]byte, error)
-
 	// DeleteRuns deletes the runs started before the given time, with
-	// their steps, events, checkpoints and child runs (whenever those
+	// their steps, events and child runs (whenever those
 	// started), except runs with a live lease and the runs under them. It
 	// returns the deleted runs, oldest first, so the caller can remove
 	// their folders. With dryRun it deletes nothing and returns what it
@@ -460,7 +454,33 @@ type Store interface {
 	// EndDelivery forgets a delivery that succeeded or gave up, when token
 	// holds it (ErrLeaseLost otherwise).
 	EndDelivery(ctx context.Context, runID string, generation int, token string) error
+
+	// Tx runs fn in a write transaction, committed when fn returns nil
+	// and rolled back, with everything written through tx, when it
+	// returns an error. fn writes through tx only: another write of the
+	// Store may wait for the transaction to end.
+	Tx(ctx context.Context, fn func(tx Tx) error) error
 	Close() error
+}
+
+// Tx is a write transaction of a Store: what is written through it is
+// committed with whatever else its holder writes in the same transaction
+// (the queue driver: a run's jobs), all at once or not at all.
+type Tx interface {
+	// CreateRun is Store.CreateRun in the transaction.
+	CreateRun(ctx context.Context, r *Run) error
+	// Run is Store.Run in the transaction: it reads the run id without
+	// holding its row.
+	Run(ctx context.Context, id string) (*Run, error)
+	// LockRun reads the run id and holds its row until the transaction
+	// ends, so that the writers of one run take turns; it returns the run
+	// and the seq of its last event. A missing run is ErrNotFound.
+	LockRun(ctx context.Context, id string) (r *Run, lastSeq int64, err error)
+	// SaveBatch writes a batch of a run whose row the transaction holds
+	// (LockRun): its steps, its events numbered after lastSeq (setting
+	// their RunID and Seq) and its final record. Batch.Token is not
+	// checked: the holder of the row fences its own writes.
+	SaveBatch(ctx context.Context, b Batch, lastSeq int64) error
 }
 
 // Delivery is the delivery a run's execution owes (the workflow's

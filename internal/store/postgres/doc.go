@@ -25,9 +25,9 @@
 // count, so numbers never repeat or skip; conditional updates (claiming a
 // run, advancing a schedule) are single UPDATE statements whose WHERE
 // clause Postgres checks again on the row it locks, so of several callers
-// exactly one wins. SaveBatch (the group commit) writes every run of the
-// batch in one transaction of two round trips (BEGIN with the runs' row
-// locks, taken in id order; then every write with COMMIT).
+// exactly one wins. SaveBatch (the group commit; AppendEvents too) writes
+// every run of the batch in one transaction of two round trips (BEGIN with
+// the runs' row locks, taken in id order; then every write with COMMIT).
 //
 // Compact runs VACUUM on Skein's tables: the space of deleted rows is
 // reused by the database; unlike SQLite's VACUUM it is not given back to

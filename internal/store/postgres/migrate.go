@@ -5,29 +5,19 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-func embeddedMigrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embed pattern guarantees the folder
-	}
-	return sub
-}
-
-// A migration is one numbered file, NNNN_name.sql.
-type migration = store.MigrationFile
-
-// loadMigrations reads the *.sql files of fsys (store.LoadMigrations).
-func loadMigrations(fsys fs.FS) ([]migration, error) { return store.LoadMigrations(fsys) }
+func embeddedMigrations() fs.FS { return store.MigrationsDir(migrationFiles) }
 
 // migrationLock is the advisory lock (with the schema's name) held while a
 // migration is applied: "skein" in ASCII.
@@ -39,7 +29,7 @@ const migrationLock = 0x736b65696e
 // The version is read again under the advisory lock inside each
 // transaction, so two processes opening a new database at once apply every
 // migration once.
-func (s *Store) migrate(ctx context.Context, migs []migration) error {
+func (s *Store) migrate(ctx context.Context, migs []store.MigrationFile) error {
 	latest := migs[len(migs)-1].Version
 	have, err := s.inspect(ctx)
 	if err != nil {
@@ -121,19 +111,15 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 	if len(names) == 0 {
 		return 0, nil
 	}
-	found := false
-	for _, n := range names {
-		found = found || n == "schema_migrations"
-	}
-	if !found {
+	if !slices.Contains(names, "schema_migrations") {
 		if len(names) > 8 {
 			names = append(names[:8], "…")
 		}
-		return 0, &dbError{
-			msg: fmt.Sprintf("%s (schema %s) holds tables but is not a Skein database (it has %s and no schema_migrations); "+
+		return 0, &sqlstore.Condition{
+			Msg: fmt.Sprintf("%s (schema %s) holds tables but is not a Skein database (it has %s and no schema_migrations); "+
 				"point --db at an empty database, or add search_path=<an empty schema> to the URL — nothing was changed",
 				s.url, *schema, strings.Join(names, ", ")),
-			errs: []error{store.ErrCorrupt},
+			Errs: []error{store.ErrCorrupt},
 		}
 	}
 	var v int
@@ -144,9 +130,5 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 }
 
 func (s *Store) newerSchema(have, know int) error {
-	return &dbError{
-		msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
-			"use a newer skein with it, or point --db elsewhere — nothing was changed", s.url, have, know),
-		errs: []error{store.ErrNewerSchema},
-	}
+	return sqlstore.NewerSchema(s.url, "--db", have, know)
 }

@@ -164,9 +164,9 @@ func TestMigrate(t *testing.T) {
 	})
 }
 
-func mustMigrations(t *testing.T) []migration {
+func mustMigrations(t *testing.T) []store.MigrationFile {
 	t.Helper()
-	migs, err := loadMigrations(embeddedMigrations())
+	migs, err := store.LoadMigrations(embeddedMigrations())
 	require.NoError(t, err)
 	return migs
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 // ErrBadURL: the URL given to Open is not a valid Postgres URL.
@@ -35,6 +36,8 @@ type Options struct {
 
 // Store is a store.Store in a Postgres database.
 type Store struct {
+	*sqlstore.Core
+
 	pool   *pgxpool.Pool
 	url    string // redacted: for messages
 	schema store.SchemaReport
@@ -64,7 +67,7 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 	if opts.migrations == nil {
 		opts.migrations = embeddedMigrations()
 	}
-	migs, err := loadMigrations(opts.migrations)
+	migs, err := store.LoadMigrations(opts.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
@@ -82,6 +85,7 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 		cfg.ConnConfig.RuntimeParams["application_name"] = "skein"
 	}
 	s := &Store{url: Redact(dsn)}
+	s.Core, _ = sqlstore.New(db{s}, dialect)
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	s.blobs.base = s.pool
 	if err != nil {
@@ -181,22 +185,13 @@ func (s *Store) failed(op string, err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "40P01") { // lock_not_available, deadlock_detected
-		return &dbError{
-			msg:  fmt.Sprintf("%s: a lock on %s was not available (%s); try again", op, s.url, pe.Message),
-			errs: []error{store.ErrLocked, err},
+		return &sqlstore.Condition{
+			Msg:  fmt.Sprintf("%s: a lock on %s was not available (%s); try again", op, s.url, pe.Message),
+			Errs: []error{store.ErrLocked, err},
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
-
-// dbError is a condition (store.ErrLocked, …) with a message for people.
-type dbError struct {
-	msg  string
-	errs []error
-}
-
-func (e *dbError) Error() string   { return e.msg }
-func (e *dbError) Unwrap() []error { return e.errs }
 
 // pgCode returns the SQLSTATE of a Postgres error.
 func pgCode(err error) string {
@@ -207,11 +202,8 @@ func pgCode(err error) string {
 	return ""
 }
 
-// Codes of the Postgres errors the store tells apart.
-const (
-	codeForeignKey = "23503"
-	codeUnique     = "23505"
-)
+// codeForeignKey is the SQLSTATE of a row that names a missing row.
+const codeForeignKey = "23503"
 
 // write runs fn in a transaction.
 func (s *Store) write(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
@@ -275,43 +267,3 @@ func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
-
-// Times are timestamptz: microseconds, read back in UTC. Go times are
-// truncated to the microsecond before they are written (Postgres would
-// round), so they read back as SQLite's do.
-
-func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
-func ts(t time.Time) time.Time { return t.Truncate(time.Microsecond) }
-
-func tsPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := ts(*t)
-	return &v
-}
-
-// tsZero writes a zero time as NULL.
-func tsZero(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return tsPtr(&t)
-}
-
-func utc(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	v := t.UTC()
-	return &v
-}
-
-// micros is a duration in microseconds, for `now() + $n * interval '1
-// microsecond'` (a float8 parameter).
-func micros(d time.Duration) float64 { return float64(d.Microseconds()) }
-
-// dbNow is the database's clock: leases are timed by it, so the processes
-// that share a database agree on who holds what.
-const dbNow = `now()`

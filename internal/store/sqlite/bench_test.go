@@ -37,7 +37,7 @@ func BenchmarkSaveSteps(b *testing.B) {
 				for i, st := range steps {
 					st.Visit, st.StepOrder = visit, visit*batch+i
 				}
-				if err := s.SaveSteps(ctx, "r1", steps); err != nil {
+				if err := s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps}}); err != nil {
 					b.Fatal(err)
 				}
 			}

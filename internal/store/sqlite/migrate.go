@@ -14,27 +14,15 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-func embeddedMigrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embed pattern guarantees the folder
-	}
-	return sub
-}
-
-// A migration is one numbered file, NNNN_name.sql.
-type migration = store.MigrationFile
-
-// loadMigrations reads the *.sql files of fsys (store.LoadMigrations).
-func loadMigrations(fsys fs.FS) ([]migration, error) { return store.LoadMigrations(fsys) }
+func embeddedMigrations() fs.FS { return store.MigrationsDir(migrationFiles) }
 
 // migrate applies the migrations after version have, each in its own
 // transaction with its schema_migrations row. An up-to-date database is not
 // written to. The version is read again inside each transaction, so two
 // processes opening a new database at once apply every migration once.
-func (s *Store) migrate(ctx context.Context, migs []migration, have int) error {
+func (s *Store) migrate(ctx context.Context, migs []store.MigrationFile, have int) error {
 	latest := migs[len(migs)-1].Version
-	var pending []migration
+	var pending []store.MigrationFile
 	for _, m := range migs {
 		if m.Version > have {
 			pending = append(pending, m)

@@ -118,7 +118,7 @@ func openT(t *testing.T, path string) *Store {
 func TestLoadMigrations(t *testing.T) {
 	t.Parallel()
 
-	migs, err := loadMigrations(embeddedMigrations())
+	migs, err := store.LoadMigrations(embeddedMigrations())
 	require.NoError(t, err, "the embedded migrations")
 	require.Equal(t, 1, migs[0].Version)
 	require.Equal(t, "init", migs[0].Name)
@@ -140,7 +140,7 @@ func TestLoadMigrations(t *testing.T) {
 			for _, f := range tc.files {
 				fsys[f] = &fstest.MapFile{Data: []byte("SELECT 1;")}
 			}
-			_, err := loadMigrations(fsys)
+			_, err := store.LoadMigrations(fsys)
 			require.ErrorContains(t, err, tc.want)
 		})
 	}

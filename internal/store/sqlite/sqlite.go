@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 // Options tune Open. The zero value gives the defaults.
@@ -31,6 +33,9 @@ type Options struct {
 
 // Store is a store.Store in one SQLite file.
 type Store struct {
+	*sqlstore.Core
+	st *sqlstore.Statements
+
 	path    string
 	timeout time.Duration
 	schema  store.SchemaReport // what Open did to the schema
@@ -51,7 +56,7 @@ type Store struct {
 	upsertStepSt *sql.Stmt
 	lastSeqSt    *sql.Stmt
 	insertEvSt   *sql.Stmt
-	runExistsSt  *sql.Stmt
+	runOwnerSt   *sql.Stmt
 	insertRunSt  *sql.Stmt
 	finishRunSt  *sql.Stmt
 
@@ -83,16 +88,16 @@ func (s *Store) prepared(ctx context.Context) error {
 			}
 			return st
 		}
-		s.upsertStepSt = prep(upsertStep)
-		s.lastSeqSt = prep(lastSeq)
-		s.insertEvSt = prep(insertEvent)
-		s.runExistsSt = prep(`SELECT owner_token FROM runs WHERE id = ?`)
-		s.insertRunSt = prep(insertRun)
-		s.finishRunSt = prep(finishRun)
+		s.upsertStepSt = prep(rebind(s.st.UpsertStep))
+		s.lastSeqSt = prep(rebind(s.st.LastSeq))
+		s.insertEvSt = prep(rebind(s.st.InsertEvent))
+		s.runOwnerSt = prep(rebind(s.st.RunOwner))
+		s.insertRunSt = prep(rebind(s.st.InsertRun))
+		s.finishRunSt = prep(rebind(s.st.FinishRun))
 		s.multi = map[multiKey]*sql.Stmt{}
 		for _, n := range multiRowSizes {
-			s.multi[multiKey{insertStepHead, n}] = prep(multiInsert(insertStepHead, upsertStepTail, stepArgCount, n))
-			s.multi[multiKey{insertEventHead, n}] = prep(multiInsert(insertEventHead, "", 8, n))
+			s.multi[multiKey{s.st.InsertStepHead, n}] = prep(multiInsert(s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount(), n))
+			s.multi[multiKey{s.st.InsertEventHead, n}] = prep(multiInsert(s.st.InsertEventHead, "", sqlstore.EventArgCount(), n))
 		}
 	})
 	return s.prepErr
@@ -117,12 +122,13 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	if opts.migrations == nil {
 		opts.migrations = embeddedMigrations()
 	}
-	migs, err := loadMigrations(opts.migrations)
+	migs, err := store.LoadMigrations(opts.migrations)
 	if err != nil {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
 
 	s := &Store{path: path, timeout: opts.BusyTimeout}
+	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
@@ -191,7 +197,7 @@ func (s *Store) checkpoints(every time.Duration) {
 
 // prepare checks that the file is a Skein database (or a new one), turns
 // WAL on and migrates. It changes nothing before the checks pass.
-func (s *Store) prepare(migs []migration) error {
+func (s *Store) prepare(migs []store.MigrationFile) error {
 	ctx := context.Background()
 	version, err := s.inspect(ctx)
 	if err != nil {
@@ -238,15 +244,11 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 	if len(tables) == 0 {
 		return 0, nil
 	}
-	found := false
-	for _, t := range tables {
-		found = found || t == "schema_migrations"
-	}
-	if !found {
-		return 0, &dbError{
-			msg: fmt.Sprintf("%s is a SQLite database but not a Skein database (it has tables %s and no schema_migrations); "+
+	if !slices.Contains(tables, "schema_migrations") {
+		return 0, &sqlstore.Condition{
+			Msg: fmt.Sprintf("%s is a SQLite database but not a Skein database (it has tables %s and no schema_migrations); "+
 				"move it away or point --dir elsewhere — nothing was changed", s.path, strings.Join(tables, ", ")),
-			errs: []error{store.ErrCorrupt},
+			Errs: []error{store.ErrCorrupt},
 		}
 	}
 	var v int
@@ -257,21 +259,17 @@ func (s *Store) inspect(ctx context.Context) (int, error) {
 }
 
 func (s *Store) newerSchema(have, know int) error {
-	return &dbError{
-		msg: fmt.Sprintf("%s has schema version %d but this skein knows versions up to %d; "+
-			"use a newer skein with it, or point --dir elsewhere — nothing was changed", s.path, have, know),
-		errs: []error{store.ErrNewerSchema},
-	}
+	return sqlstore.NewerSchema(s.path, "--dir", have, know)
 }
 
 // openFailed describes an error met while opening: a file that is not a
 // database gets the message that tells the user what to do.
 func (s *Store) openFailed(doing string, err error) error {
 	if code, ok := sqliteCode(err); ok && (code == sqlite3.SQLITE_NOTADB || code == sqlite3.SQLITE_CORRUPT) {
-		return &dbError{
-			msg: fmt.Sprintf("%s is not a Skein database (%v); move it away or point --dir elsewhere — nothing was changed",
+		return &sqlstore.Condition{
+			Msg: fmt.Sprintf("%s is not a Skein database (%v); move it away or point --dir elsewhere — nothing was changed",
 				s.path, err),
-			errs: []error{store.ErrCorrupt, err},
+			Errs: []error{store.ErrCorrupt, err},
 		}
 	}
 	return s.failed(fmt.Sprintf("opening %s: %s", s.path, doing), err)
@@ -286,15 +284,15 @@ func (s *Store) failed(op string, err error) error {
 	code, ok := sqliteCode(err)
 	switch {
 	case ok && (code == sqlite3.SQLITE_BUSY || code == sqlite3.SQLITE_LOCKED):
-		return &dbError{
-			msg: fmt.Sprintf("%s: %s is locked by another process (waited %s); stop the other skein or try again later",
+		return &sqlstore.Condition{
+			Msg: fmt.Sprintf("%s: %s is locked by another process (waited %s); stop the other skein or try again later",
 				op, s.path, s.timeout),
-			errs: []error{store.ErrLocked, err},
+			Errs: []error{store.ErrLocked, err},
 		}
 	case ok && (code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB):
-		return &dbError{
-			msg:  fmt.Sprintf("%s: %s is damaged (%v)", op, s.path, err),
-			errs: []error{store.ErrCorrupt, err},
+		return &sqlstore.Condition{
+			Msg:  fmt.Sprintf("%s: %s is damaged (%v)", op, s.path, err),
+			Errs: []error{store.ErrCorrupt, err},
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
@@ -309,15 +307,6 @@ func sqliteCode(err error) (int, bool) {
 	return se.Code() & 0xff, true
 }
 
-// dbError is a condition (store.ErrLocked, …) with a message for people.
-type dbError struct {
-	msg  string
-	errs []error
-}
-
-func (e *dbError) Error() string   { return e.msg }
-func (e *dbError) Unwrap() []error { return e.errs }
-
 // uri returns path as a SQLite file: URI, so that names holding ? or # work.
 func uri(path string) string {
 	p := filepath.ToSlash(path)
@@ -327,7 +316,6 @@ func uri(path string) string {
 	return "file:" + strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
 }
 
-// write runs fn in a write transaction.
 // writeHot is write for the statements prepared by prepared, which must be
 // prepared before the transaction takes the one write connection.
 func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
@@ -337,6 +325,7 @@ func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) err
 	return s.write(ctx, op, fn)
 }
 
+// write runs fn in a write transaction.
 func (s *Store) write(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -367,7 +356,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runExistsSt, s.insertRunSt, s.finishRunSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runOwnerSt, s.insertRunSt, s.finishRunSt} {
 		if st != nil {
 			_ = st.Close()
 		}

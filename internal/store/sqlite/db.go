@@ -1,0 +1,120 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/skeinhq/skein/internal/store/sqlstore"
+)
+
+// dialect is SQLite's spelling of what the shared SQL leaves open. Times
+// are INTEGER microseconds since the Unix epoch (0: none), JSON is TEXT.
+var dialect = sqlstore.Dialect{
+	Now:       `CAST(unixepoch('subsec') * 1000000 AS INTEGER)`,
+	AddMicros: func(t, p string) string { return t + " + " + p },
+	// MIN and MAX of several arguments are SQLite's scalar functions;
+	// MIN is NULL when an argument is.
+	Least:       func(a, b string) string { return "MIN(COALESCE(" + a + ", " + b + "), " + b + ")" },
+	Greatest:    func(a, b string) string { return "MAX(" + a + ", " + b + ")" },
+	NoTime:      "0",
+	NoTimeValue: int64(0),
+	NoLimit:     -1,
+	Time:        func(t time.Time) any { return t.UnixMicro() },
+	JSON:        text,
+	Duration:    func(d time.Duration) any { return d.Microseconds() },
+	// Every write goes through the one write connection in a BEGIN
+	// IMMEDIATE transaction: writers take turns without a row or key lock.
+}
+
+// text passes JSON to a TEXT column: NULL for nil.
+func text(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// db is the Store's connections as the shared core uses them.
+type db struct{ s *Store }
+
+func (d db) Read() sqlstore.Querier { return conn{d.s.r} }
+
+func (d db) Write(ctx context.Context, op string, fn func(tx sqlstore.Querier) error) error {
+	return d.s.write(ctx, op, func(tx *sql.Tx) error { return fn(conn{tx}) })
+}
+
+func (d db) SaveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
+	return d.s.saveBatches(ctx, op, bs)
+}
+
+func (d db) Failed(op string, err error) error { return d.s.failed(op, err) }
+
+// IsForeignKey tells SQLite's error for a row that names a missing row.
+func (db) IsForeignKey(err error) bool {
+	return strings.Contains(err.Error(), "FOREIGN KEY constraint failed")
+}
+
+// conn runs the shared SQL on a pool or a transaction of database/sql.
+type conn struct {
+	q interface {
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	}
+}
+
+func (c conn) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	rows, err := c.q.QueryContext(ctx, rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (c conn) QueryRow(ctx context.Context, q string, args ...any) sqlstore.Row {
+	return c.q.QueryRowContext(ctx, rebind(q), args...)
+}
+
+func (c conn) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := c.q.ExecContext(ctx, rebind(q), args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// ExecAll runs the statements one by one: SQLite is in the process, a
+// statement costs no round trip.
+func (c conn) ExecAll(ctx context.Context, stmts []sqlstore.Stmt) error {
+	for _, st := range stmts {
+		if _, err := c.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// param is a parameter of the shared SQL, $1, $2…
+var param = regexp.MustCompile(`\$(\d+)`)
+
+// rebound holds the statements rebind rewrote, by their shared text.
+var rebound sync.Map
+
+// rebind spells the parameters of a shared statement as SQLite's
+// numbered parameters, ?1, ?2…, which take the same arguments.
+func rebind(q string) string {
+	if v, ok := rebound.Load(q); ok {
+		return v.(string)
+	}
+	r := param.ReplaceAllString(q, "?$1")
+	rebound.Store(q, r)
+	return r
+}

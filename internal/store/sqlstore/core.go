@@ -1,0 +1,173 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/skeinhq/skein/internal/store"
+)
+
+// Core is the part of a SQL store.Store both dialects share. A dialect's
+// Store embeds it and adds CreateRun, Compact and Close.
+type Core struct {
+	db DB
+	d  Dialect
+	st *Statements
+	// expired is the SQL of "nobody holds it": no owner, or a lease that
+	// ended by the database's clock.
+	expired string
+}
+
+// Statements are the statements a dialect runs itself (creating a run,
+// the group commit), in its spelling, and the arguments they take.
+type Statements struct {
+	SQL
+	c *Core
+}
+
+// SQL is the text of the statements of the group commit and of creating a
+// run, in the dialect's spelling, for the dialect to prepare or send.
+type SQL struct {
+	// InsertRun inserts a run (CreateRunArgs) unless its id is taken and
+	// returns its lease_until: no row when the id is taken.
+	InsertRun string
+	// ReadRun reads run $1 into ScanRun.
+	ReadRun string
+	// RunOwner reads the owner token of run $1.
+	RunOwner string
+	// UpsertStep inserts or replaces a step (StepArgs); InsertStepHead and
+	// UpsertStepTail are its parts around the VALUES rows, for a
+	// statement of several rows.
+	UpsertStep, InsertStepHead, UpsertStepTail string
+	// InsertEvent inserts an event (EventArgs); InsertEventHead is its
+	// part before the VALUES rows.
+	InsertEvent, InsertEventHead string
+	// LastSeq reads the seq of the last event of run $1 (0: none). Events
+	// are only ever deleted with their run, so the largest seq is the last
+	// one given out: one descent of the events' primary key.
+	LastSeq string
+	// FinishRun writes a run's final record and releases its lease
+	// (FinishArgs).
+	FinishRun string
+}
+
+// New returns the core of a store on db, in dialect d, and the statements
+// the dialect runs itself.
+func New(db DB, d Dialect) (*Core, *Statements) {
+	c := &Core{db: db, d: d}
+	c.expired = `(owner_token = '' OR lease_until IS NULL OR lease_until < ` + d.Now + `)`
+	c.st = &Statements{c: c, SQL: SQL{
+		InsertRun: `INSERT INTO runs (id, ` + runCols + `, owner_host, owner_pid, owner_token, generation, lease_until)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+		CASE WHEN $18 <> '' THEN ` + d.AddMicros(d.Now, "$20") + ` ELSE ` + d.NoTime + ` END)
+	ON CONFLICT (id) DO NOTHING RETURNING lease_until`,
+		ReadRun:         `SELECT ` + c.readCols() + ` FROM runs WHERE id = $1`,
+		RunOwner:        `SELECT owner_token FROM runs WHERE id = $1`,
+		InsertStepHead:  insertStepHead,
+		UpsertStepTail:  upsertStepTail,
+		UpsertStep:      insertStepHead + placeholders(1, stepArgCount) + upsertStepTail,
+		InsertEventHead: insertEventHead,
+		InsertEvent:     insertEventHead + placeholders(1, eventArgCount),
+		LastSeq:         `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = $1`,
+		FinishRun: `UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5, tokens = $6, cost_usd = $7,
+	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + ` WHERE id = $1`,
+	}}
+	return c, c.st
+}
+
+// placeholders returns ($first, …, $first+n-1).
+func placeholders(first, n int) string {
+	ps := make([]string, n)
+	for i := range ps {
+		ps[i] = fmt.Sprintf("$%d", first+i)
+	}
+	return "(" + strings.Join(ps, ", ") + ")"
+}
+
+// noRows reports whether err says a query returned no row.
+func noRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+
+// time encodes a time parameter, truncated to the microsecond.
+func (c *Core) time(t time.Time) any { return c.d.Time(t.Truncate(time.Microsecond)) }
+
+// timePtr encodes an optional time: nil is NULL.
+func (c *Core) timePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return c.time(*t)
+}
+
+// timeOrNone encodes a time whose zero value means none.
+func (c *Core) timeOrNone(t time.Time) any {
+	if t.IsZero() {
+		return c.d.NoTimeValue
+	}
+	return c.time(t)
+}
+
+func (c *Core) limit(n int) any {
+	if n <= 0 {
+		return c.d.NoLimit
+	}
+	return n
+}
+
+// exists returns an error wrapping store.ErrNotFound when there is no run
+// id.
+func exists(ctx context.Context, q Querier, id string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM runs WHERE id = $1`, id).Scan(&one)
+	if noRows(err) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	return err
+}
+
+// Fence checks the owner token a run's row holds (read by
+// Statements.RunOwner): a missing run is store.ErrNotFound and, when token is
+// set, another owner's token store.ErrLeaseLost.
+func Fence(id, token, owner string, err error) error {
+	if noRows(err) {
+		return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+	}
+	if err == nil && token != "" && owner != token {
+		return fmt.Errorf("run %s: %w", id, store.ErrLeaseLost)
+	}
+	return err
+}
+
+// collect reads every row of rows with scan, wrapping errors as op.
+func collect[T any](c *Core, op string, rows Rows, err error, scan func(Row) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, c.db.Failed(op, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, c.db.Failed(op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, c.db.Failed(op, err)
+	}
+	return out, nil
+}
+
+// orNotFound returns the rows read, checking when there are none that the
+// run exists.
+func orNotFound[T any](ctx context.Context, c *Core, op, runID string, out []T, err error) ([]T, error) {
+	if err == nil && len(out) == 0 {
+		if err := exists(ctx, c.db.Read(), runID); err != nil {
+			return nil, c.db.Failed(op, err)
+		}
+	}
+	return out, err
+}

@@ -1,0 +1,334 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+)
+
+// stepCols are the columns of a step after its key, in StepArgs' order.
+const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at`
+
+// stepArgCount is the number of values of a step row: its key and stepCols.
+var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
+
+// StepArgCount is the number of values of a step row (StepArgs).
+func StepArgCount() int { return stepArgCount }
+
+const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `) VALUES `
+
+// upsertStepTail replaces a step saved again (a retry, a finish).
+const upsertStepTail = `
+	ON CONFLICT (run_id, generation, node, visit) DO UPDATE SET
+		step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
+		attempts = excluded.attempts, status = excluded.status, params = excluded.params,
+		output = excluded.output, output_ref = excluded.output_ref, error = excluded.error,
+		config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
+		started_at = excluded.started_at, finished_at = excluded.finished_at,
+		duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
+		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at`
+
+const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
+
+// eventArgCount is the number of values of an event row (EventArgs).
+const eventArgCount = 8
+
+// EventArgCount is the number of values of an event row (EventArgs).
+func EventArgCount() int { return eventArgCount }
+
+// Batch is a store.Batch with its rows encoded for the statements of SQL.
+type Batch struct {
+	store.Batch
+	// Steps are the arguments of SQL.UpsertStep, a step each.
+	Steps [][]any
+	// Finish, when the batch finishes its run, are the arguments of
+	// SQL.FinishRun.
+	Finish []any
+	data   [][]byte
+}
+
+// Batches encodes the rows of batches, before a transaction starts.
+func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
+	out := make([]Batch, len(batches))
+	for i, b := range batches {
+		var err error
+		out[i].Batch = b
+		if out[i].Steps, err = s.stepsArgs(b.RunID, b.Steps); err != nil {
+			return nil, fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
+		}
+		if out[i].data, err = eventData(b.Events); err != nil {
+			return nil, fmt.Errorf("appending events to run %s: %w", b.RunID, err)
+		}
+		if b.Finish != nil {
+			if out[i].Finish, err = s.c.finishArgs(b.RunID, b.Finish); err != nil {
+				return nil, fmt.Errorf("finishing run %s: %w", b.RunID, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// EventArgs returns the arguments of SQL.InsertEvent for the batch's
+// events, numbered from first.
+func (s *Statements) EventArgs(b Batch, first int64) [][]any {
+	rows := make([][]any, len(b.Events))
+	for i, ev := range b.Events {
+		rows[i] = []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, ev.Visit, ev.Iteration, s.c.d.JSON(b.data[i])}
+	}
+	return rows
+}
+
+// Numbered sets the RunID and Seq of the batch's events, numbered from
+// first, once they are committed.
+func (b Batch) Numbered(first int64) {
+	for j := range b.Events {
+		b.Events[j].RunID, b.Events[j].Seq = b.RunID, first+int64(j)
+	}
+}
+
+// stepsArgs returns the arguments of SQL.UpsertStep for each step.
+func (s *Statements) stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
+	args := make([][]any, len(steps))
+	for i, st := range steps {
+		a, err := s.c.stepArgs(runID, st)
+		if err != nil {
+			return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
+		}
+		args[i] = a
+	}
+	return args, nil
+}
+
+func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
+	docs, err := c.encode(st.Error, doc{"parameters", st.Params}, doc{"output", st.Output})
+	if err != nil {
+		return nil, err
+	}
+	gen := st.Generation
+	if gen <= 0 {
+		gen = 1
+	}
+	return []any{runID, gen, st.Node, st.Visit,
+		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
+		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
+		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt)}, nil
+}
+
+func eventData(events []store.Event) ([][]byte, error) {
+	data := make([][]byte, len(events))
+	for i := range events {
+		var err error
+		if data[i], err = store.EncodeMap(events[i].Data); err != nil {
+			return nil, fmt.Errorf("encoding the data of a %s event: %w", events[i].Type, err)
+		}
+	}
+	return data, nil
+}
+
+func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
+	docs, err := c.encode(r.Error, doc{"outputs", r.Outputs})
+	if err != nil {
+		return nil, err
+	}
+	return []any{runID, r.Status, docs[0], docs[1], c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
+}
+
+// doc is a map stored as JSON, named for errors.
+type doc struct {
+	name string
+	m    map[string]any
+}
+
+// encode returns the JSON of the maps and then of e, as the dialect takes
+// them (store.EncodeMap, store.EncodeError).
+func (c *Core) encode(e *node.Error, maps ...doc) ([]any, error) {
+	out := make([]any, 0, len(maps)+1)
+	for _, d := range maps {
+		b, err := store.EncodeMap(d.m)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the %s: %w", d.name, err)
+		}
+		out = append(out, c.d.JSON(b))
+	}
+	b, err := store.EncodeError(e)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the error: %w", err)
+	}
+	return append(out, c.d.JSON(b)), nil
+}
+
+// decode decodes the JSON of maps into their targets and errJSON into
+// *e.
+func decode(errJSON []byte, e **node.Error, maps ...decoded) error {
+	for _, d := range maps {
+		m, err := store.DecodeMap(d.data)
+		if err != nil {
+			return fmt.Errorf("decoding the %s: %w", d.name, err)
+		}
+		*d.dst = m
+	}
+	v, err := store.DecodeError(errJSON)
+	if err != nil {
+		return fmt.Errorf("decoding the error: %w", err)
+	}
+	*e = v
+	return nil
+}
+
+// decoded is a map's JSON as read, and where it goes.
+type decoded struct {
+	name string
+	data []byte
+	dst  *map[string]any
+}
+
+// AppendEvents adds events to the run's log, numbering them after the ones
+// already there, and sets their RunID and Seq: a batch of events alone.
+func (c *Core) AppendEvents(ctx context.Context, runID string, events []store.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	return c.save(ctx, fmt.Sprintf("appending events to run %s", runID), []store.Batch{{RunID: runID, Events: events}})
+}
+
+// SaveBatch writes the steps, events and final records of several runs in
+// one transaction: the group commit of the durable recorder.
+func (c *Core) SaveBatch(ctx context.Context, batches []store.Batch) error {
+	return c.save(ctx, "saving a batch of steps and events", batches)
+}
+
+func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error {
+	bs, err := c.st.Batches(batches)
+	if err != nil {
+		return err
+	}
+	firsts, err := c.db.SaveBatches(ctx, op, bs)
+	if err != nil {
+		return err
+	}
+	for i, b := range bs {
+		b.Numbered(firsts[i])
+	}
+	return nil
+}
+
+// Steps returns the steps of the run's latest generation, by step order.
+func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
+	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 AND generation = (SELECT MAX(generation) FROM steps WHERE run_id = $1)
+		ORDER BY step_order, node, visit`)
+}
+
+// StepHistory returns the steps of every generation of the run.
+func (c *Core) StepHistory(ctx context.Context, runID string) ([]*store.Step, error) {
+	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 ORDER BY generation, step_order, node, visit`)
+}
+
+func (c *Core) steps(ctx context.Context, runID, q string) ([]*store.Step, error) {
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, q, runID)
+	steps, err := collect(c, op, rows, err, scanStep)
+	return orNotFound(ctx, c, op, runID, steps, err)
+}
+
+func scanStep(sc Row) (*store.Step, error) {
+	var st store.Step
+	var params, output, stepErr []byte
+	var started, finished, wake Time
+	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
+		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
+		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
+		&st.ProcessGroup, &st.Masked, &wake); err != nil {
+		return nil, err
+	}
+	if err := decode(stepErr, &st.Error, decoded{"parameters", params, &st.Params}, decoded{"output", output, &st.Output}); err != nil {
+		return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
+	}
+	st.StartedAt, st.FinishedAt, st.WakeAt = started.Ptr(), finished.Ptr(), wake.Ptr()
+	return &st, nil
+}
+
+// Events returns up to limit of the run's events after afterSeq, in order.
+func (c *Core) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
+	op := fmt.Sprintf("reading the events of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, `SELECT seq, time, type, node, visit, iteration, data FROM events
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, afterSeq, c.limit(limit))
+	events, err := collect(c, op, rows, err, func(row Row) (store.Event, error) {
+		ev := store.Event{RunID: runID}
+		var t Time
+		var data []byte
+		if err := row.Scan(&ev.Seq, &t, &ev.Type, &ev.Node, &ev.Visit, &ev.Iteration, &data); err != nil {
+			return ev, err
+		}
+		ev.Time = t.T
+		var err error
+		if ev.Data, err = store.DecodeMap(data); err != nil {
+			return ev, fmt.Errorf("event %d: decoding the data: %w", ev.Seq, err)
+		}
+		return ev, nil
+	})
+	return orNotFound(ctx, c, op, runID, events, err)
+}
+
+// SaveSignal records a signal; a second one for the same node and visit
+// gives store.ErrExists.
+func (c *Core) SaveSignal(ctx context.Context, sig *store.Signal) error {
+	op := fmt.Sprintf("saving a signal for node %s of run %s", sig.Node, sig.RunID)
+	data, err := store.EncodeMap(map[string]any{"data": sig.Data})
+	if err != nil {
+		return fmt.Errorf("%s: encoding the data: %w", op, err)
+	}
+	if sig.CreatedAt.IsZero() {
+		sig.CreatedAt = Now()
+	}
+	return c.db.Write(ctx, op, func(tx Querier) error {
+		// The run's row lock keeps the run's signals numbered in order.
+		var owner string
+		err := tx.QueryRow(ctx, c.st.RunOwner+c.d.LockRow, sig.RunID).Scan(&owner)
+		if err := Fence(sig.RunID, "", owner, err); err != nil {
+			return err
+		}
+		var seq int64
+		err = tx.QueryRow(ctx, `INSERT INTO signals (run_id, node, visit, seq, data, created_at)
+			SELECT $1, $2, $3, COALESCE(MAX(seq), 0) + 1, $4, $5 FROM signals WHERE run_id = $1
+			ON CONFLICT (run_id, node, visit) DO NOTHING RETURNING seq`,
+			sig.RunID, sig.Node, sig.Visit, c.d.JSON(data), c.time(sig.CreatedAt)).Scan(&seq)
+		if noRows(err) {
+			return fmt.Errorf("node %s visit %d of run %s has a signal already: %w", sig.Node, sig.Visit, sig.RunID, store.ErrExists)
+		}
+		if err != nil {
+			return err
+		}
+		sig.Seq = seq
+		_, err = tx.Exec(ctx, `UPDATE runs SET wake_at = `+c.d.Least("wake_at", "$1")+` WHERE id = $2 AND status = 'waiting'`,
+			c.time(sig.CreatedAt), sig.RunID)
+		return err
+	})
+}
+
+// Signals returns the run's signals after afterSeq, in order.
+func (c *Core) Signals(ctx context.Context, runID string, afterSeq int64) ([]store.Signal, error) {
+	op := fmt.Sprintf("reading the signals of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, `SELECT node, visit, seq, data, created_at FROM signals
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq`, runID, afterSeq)
+	out, err := collect(c, op, rows, err, func(row Row) (store.Signal, error) {
+		sig := store.Signal{RunID: runID}
+		var data []byte
+		var created Time
+		if err := row.Scan(&sig.Node, &sig.Visit, &sig.Seq, &data, &created); err != nil {
+			return sig, err
+		}
+		m, err := store.DecodeMap(data)
+		if err != nil {
+			return sig, fmt.Errorf("signal %d: decoding the data: %w", sig.Seq, err)
+		}
+		sig.Data, sig.CreatedAt = m["data"], created.T
+		return sig, nil
+	})
+	return orNotFound(ctx, c, op, runID, out, err)
+}
