@@ -11,7 +11,7 @@ import (
 
 // stepCols are the columns of a step after its key, in StepArgs' order.
 const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
-	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at`
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at, skip_reason`
 
 // stepArgCount is the number of values of a step row: its key and stepCols.
 var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
@@ -30,7 +30,8 @@ const upsertStepTail = `
 		config_hash = excluded.config_hash, cached = excluded.cached, pinned = excluded.pinned,
 		started_at = excluded.started_at, finished_at = excluded.finished_at,
 		duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
-		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at`
+		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at,
+		skip_reason = excluded.skip_reason`
 
 const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
 
@@ -115,7 +116,7 @@ func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
 	return []any{runID, gen, st.Node, st.Visit,
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
-		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt)}, nil
+		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt), st.SkipReason}, nil
 }
 
 func eventData(events []store.Event) ([][]byte, error) {
@@ -243,7 +244,7 @@ func scanStep(sc Row) (*store.Step, error) {
 	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
 		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
 		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
-		&st.ProcessGroup, &st.Masked, &wake); err != nil {
+		&st.ProcessGroup, &st.Masked, &wake, &st.SkipReason); err != nil {
 		return nil, err
 	}
 	if err := decode(stepErr, &st.Error, decoded{"parameters", params, &st.Params}, decoded{"output", output, &st.Output}); err != nil {

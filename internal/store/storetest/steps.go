@@ -152,6 +152,27 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.Empty(t, steps)
 	})
 
+	t.Run("SkipReasonRoundTrips", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
+			{StepOrder: 1, Node: "a", Visit: 1, Status: "skipped", SkipReason: "dead_path"},
+			{StepOrder: 2, Node: "b", Visit: 1, Status: "success"},
+		}))
+		// Saved again (a cancel skips a pending step): the reason follows.
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
+			{StepOrder: 3, Node: "c", Visit: 1, Status: "pending"},
+		}))
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
+			{StepOrder: 3, Node: "c", Visit: 1, Status: "skipped", SkipReason: "cancelled"},
+		}))
+		steps, err := b.s.Steps(b.ctx, "r1")
+		require.NoError(t, err)
+		require.Len(t, steps, 3)
+		require.Equal(t, []string{"dead_path", "", "cancelled"}, []string{steps[0].SkipReason, steps[1].SkipReason, steps[2].SkipReason})
+	})
+
 	t.Run("GenerationsAreKeptApart", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
