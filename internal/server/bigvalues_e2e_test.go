@@ -220,6 +220,8 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				msg := strings.Repeat("r", 70000)
 				ans := s.admin("POST", "/api/chat/bigchat", map[string]any{"message": msg, "conversation": "c-long"}, http.StatusOK)
 				require.Equal(t, "completed", ans["status"], "%v", ans["error"])
+				require.Equal(t, "you said "+msg, ans["reply"], "the answer holds the reply whole")
+				b.checkBlob(t, "bigchat", ref(t, outputs(s.admin("GET", "/api/runs/"+ans["execution_id"].(string), nil, http.StatusOK))["reply"]), "you said "+msg)
 				ans = s.admin("POST", "/api/chat/bigchat", map[string]any{"message": "and?", "conversation": "c-long"}, http.StatusOK)
 				require.Equal(t, "completed", ans["status"], "%v", ans["error"])
 				doc := s.admin("GET", "/api/runs/"+ans["execution_id"].(string), nil, http.StatusOK)
