@@ -229,9 +229,14 @@ func TestBigValuesWhereverServed(t *testing.T) {
 			})
 
 			part("child run of a subworkflow", func(t *testing.T) {
-				doc := completed(t, s, s.start("bigparent", nil))
+				id := s.start("bigparent", nil)
+				doc := completed(t, s, id)
 				require.Equal(t, map[string]any{"child_bytes": "100000", "bytes": "100000"}, outputs(doc))
-				b.checkBlob(t, "bigparent", ref(t, step(doc, "child")["output"].(map[string]any)["text"]), strings.Repeat("x", 100000))
+				want := strings.Repeat("x", 100000)
+				b.checkBlob(t, "bigparent", ref(t, step(doc, "child")["output"].(map[string]any)["text"]), want)
+				child := s.admin("GET", "/api/runs/"+id+".child1", nil, http.StatusOK)
+				require.Equal(t, "completed", child["status"])
+				b.checkBlob(t, "big", ref(t, step(child, "big")["output"].(map[string]any)["stdout"]), want)
 			})
 
 			part("resumed after a signal", func(t *testing.T) {
