@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
@@ -473,4 +475,50 @@ func TestOnDemandFolderIsMadeForABigValue(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, left, "nothing was written through the symlink")
 	})
+}
+
+// TestOnDemandFolderIsMadeForACassette: a recorded run (record: true)
+// with run folders made on demand gets its folder, through the folder's
+// writer, for its cassette; a symlink in the folder's place is refused.
+func TestOnDemandFolderIsMadeForACassette(t *testing.T) {
+	t.Parallel()
+	const flow = `version: 1
+name: taped
+record: true
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, "od -An -N4 -tu4 /dev/urandom"]}
+`
+	for _, trap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("symlink in the way %v", trap), func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), ".skein")
+			started := time.Date(2026, 11, 27, 21, 30, 0, 0, time.UTC)
+			r, err := runner.Open(runner.Config{Dir: dir, OnDemandFolders: true, Clock: clock.NewFake(started), LookupEnv: func(string) (string, bool) { return "", false }})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, r.Close()) })
+			p := filepath.Join(filepath.Dir(dir), "taped.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(flow), 0o644))
+			w, err := r.Load(p)
+			require.NoError(t, err)
+			folder := filepath.Join(dir, "runs", "taped", started.Format("2006-01-02_15-04-05")+"_tape00000001")
+			elsewhere := t.TempDir()
+			if trap {
+				require.NoError(t, os.MkdirAll(filepath.Dir(folder), 0o755))
+				require.NoError(t, os.Symlink(elsewhere, folder))
+			}
+			res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, RunID: "tape00000001"})
+			require.NoError(t, err)
+			if trap {
+				require.ErrorIs(t, res.Err, runlog.ErrUnsafePath)
+				left, err := os.ReadDir(elsewhere)
+				require.NoError(t, err)
+				require.Empty(t, left, "nothing was written through the symlink")
+				return
+			}
+			require.NoError(t, res.Err)
+			require.Equal(t, folder, res.Run.Dir)
+			require.FileExists(t, filepath.Join(folder, cassette.FileName))
+			require.FileExists(t, filepath.Join(folder, "run.json"))
+		})
+	}
 }

@@ -305,7 +305,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		return nil, runErr
 	}
 	if tape != nil {
-		if err := saveTape(tape, rl.Dir(), j); err != nil && runErr == nil {
+		if err := saveTape(tape, rl, j); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
@@ -337,7 +337,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if verr == nil {
 		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
 		if tape != nil && hasChecks(w) {
-			verr = errors.Join(verr, saveTape(tape, rl.Dir(), j)) // with the judge's calls
+			verr = errors.Join(verr, saveTape(tape, rl, j)) // with the judge's calls
 		}
 	}
 	if verr != nil && runErr == nil {
