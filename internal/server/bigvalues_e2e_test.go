@@ -112,6 +112,28 @@ func ref(t *testing.T, v any) map[string]any {
 	return r
 }
 
+// holdsRef reports whether v holds a blob reference.
+func holdsRef(v any) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["$skein.blob"]; ok {
+			return true
+		}
+		for _, e := range x {
+			if holdsRef(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if holdsRef(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // checkBlob checks that ref refers to text whole, kept where setup keeps
 // big values.
 func (b bigSetup) checkBlob(t *testing.T, workflow string, r map[string]any, text string) {
@@ -175,6 +197,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				require.Equal(t, map[string]any{"bytes": "100000", "kept": "100000", "same": true}, outputs(doc),
 					"the input, a node's output and a run variable hold it whole")
 				b.checkBlob(t, "bigin", ref(t, step(doc, "keep")["output"].(map[string]any)["text"]), text)
+				require.True(t, holdsRef(step(doc, "start")["output"]), "the trigger's output holds the input as a blob")
 			})
 
 			pad := strings.Repeat("z", 200000)
@@ -186,6 +209,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				doc := completed(t, s, a.json(t)["execution_id"].(string))
 				require.Equal(t, map[string]any{"n": 7.0, "size": "200000"}, outputs(doc))
 				b.checkBlob(t, "bigbody", ref(t, step(doc, "read")["output"].(map[string]any)["pad"]), pad)
+				require.True(t, holdsRef(step(doc, "hook")["output"]), "the trigger's output holds the body as a blob: %.300v", step(doc, "hook")["output"])
 			})
 
 			part("webhook body of 200 KB as trigger.body", func(t *testing.T) {
@@ -212,6 +236,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 					out := outputs(doc)
 					require.Equal(t, float64(2*(turn-1)), out["messages"], "turn %d", turn)
 					require.Equal(t, float64(history), out["history_bytes"], "turn %d reads its history whole", turn)
+					require.Equal(t, history > 64<<10, holdsRef(step(doc, "chat")["output"]), "turn %d: the trigger's output holds a history over 64 KiB as a blob", turn)
 					history += len(msg) + len("you said ") + len(msg)
 				}
 				require.Greater(t, history, 64<<10)
