@@ -9,8 +9,10 @@
 //
 // A Store writes through a Backend, of which there are three:
 //
-//   - the run folder's blobs/ folder (NewStore), the default of local
-//     runs: each blob a file named by its SHA-256;
+//   - the run folder's blobs/ folder (NewStore; NewRunStore for a run
+//     folder made on demand, which it makes before the first blob), the
+//     default of local and served runs: each blob a file named by its
+//     SHA-256;
 //   - a shared folder every worker mounts (NewShared, skein worker
 //     --blobs DIR): files <dir>/<aa>/<digest>;
 //   - the Postgres database of a distributed set-up (store/postgres

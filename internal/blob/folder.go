@@ -23,6 +23,9 @@ type folder struct {
 	// itself (a run folder), or in its tmp/ (a shared folder); the same
 	// file system either way, so keeping one is a rename.
 	stage string
+	// prepare, when set, makes the folder dir is in (a run folder made on
+	// demand) before dir is made.
+	prepare func() error
 
 	mu    sync.Mutex
 	ready bool // dir and stage exist and are folders
@@ -92,12 +95,18 @@ func (f *folder) fail(err error) error {
 
 // mkdir creates the folder (and its staging folder), refusing a symlink
 // or a file in its place, and syncs the parent of each it made so that
-// its name is on disk.
+// its name is on disk. The folder it is in is made first by prepare, if
+// set.
 func (f *folder) mkdir() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ready {
 		return nil
+	}
+	if f.prepare != nil {
+		if err := f.prepare(); err != nil {
+			return f.fail(err)
+		}
 	}
 	for _, d := range []string{f.dir, f.stage} {
 		if err := mkdirSynced(d); err != nil {

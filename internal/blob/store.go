@@ -37,7 +37,8 @@ var _ node.Blobs = (*Store)(nil)
 
 // NewStore returns the store of the run folder runDir: its blobs are the
 // files <runDir>/blobs/<digest>, referenced by path. Nothing is created
-// before the first blob. holdsSecret, when not nil, reports whether a text
+// before the first blob, and runDir must exist by then (NewRunStore makes
+// it). holdsSecret, when not nil, reports whether a text
 // holds one of the run's secret values (redact.Redactor.Contains): a value
 // that does is never written to a file (see the package doc).
 func NewStore(runDir string, holdsSecret func(string) bool) (*Store, error) {
@@ -46,6 +47,29 @@ func NewStore(runDir string, holdsSecret func(string) bool) (*Store, error) {
 		return nil, fmt.Errorf("the blobs folder of %s: %w", runDir, err)
 	}
 	return &Store{be: &folder{dir: abs, stage: abs}, holds: holdsSecret}, nil
+}
+
+// A RunFolder is the folder of a run that may be made only once something
+// is kept in it (runlog.Writer, whose on-demand folders are skein serve's
+// default). Dir names it; Materialize makes it if need be — checked as the
+// run folder's writer checks it: never a symlink or a file in its place —
+// and does nothing once it exists.
+type RunFolder interface {
+	Dir() string
+	Materialize() error
+}
+
+// NewRunStore is NewStore of the run folder f, which it materializes
+// before the first blob is written: a run whose folder is made on demand
+// gets it when it first keeps a big value, and a run that keeps none gets
+// none.
+func NewRunStore(f RunFolder, holdsSecret func(string) bool) (*Store, error) {
+	s, err := NewStore(f.Dir(), holdsSecret)
+	if err != nil {
+		return nil, err
+	}
+	s.be.(*folder).prepare = f.Materialize
+	return s, nil
 }
 
 // New returns a store that writes through be (a shared folder, the

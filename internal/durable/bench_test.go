@@ -72,7 +72,7 @@ func BenchmarkChain400(b *testing.B) {
 				if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
 					b.Fatal(err)
 				}
-				rec := durable.NewRecorder(c, id, "", nil)
+				rec := durable.NewRecorder(c, id, nil, nil)
 				res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Recorder: rec})
 				if err != nil || res.Status != engine.RunCompleted {
 					b.Fatal(err, res.Error)
@@ -166,7 +166,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 					if err := st.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}); err != nil {
 						b.Fatal(err)
 					}
-					rec := durable.NewRecorder(c, id, "", nil)
+					rec := durable.NewRecorder(c, id, nil, nil)
 					return rec, rec.Sync
 				})
 			}

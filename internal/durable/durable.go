@@ -42,9 +42,8 @@ type Recorder struct {
 	c      *Committer
 	runID  string
 	redact *redact.Redactor
-	// Blobs keeps the big values of its records: the run folder's
-	// (NewRecorder), or the run's shared store; nil: none. Set it before
-	// the run starts.
+	// Blobs keeps the big values of its records (the run folder's, or the
+	// run's shared store); nil: none. Set it before the run starts.
 	Blobs *blob.Store
 	// Generation is the run's execution the steps belong to (see
 	// store.Step); Token fences every batch with the owner's token. Set
@@ -67,13 +66,10 @@ var (
 
 // NewRecorder records run runID through c, masking the run's secrets
 // with red (nil when it has none); the big values of its records go to
-// the blobs of the run folder dir (none when dir is "").
-func NewRecorder(c *Committer, runID, dir string, red *redact.Redactor) *Recorder {
-	r := &Recorder{c: c, runID: runID, redact: red, steps: map[[2]any]*store.Step{}}
-	if dir != "" {
-		r.Blobs, _ = blob.NewStore(dir, nil)
-	}
-	return r
+// blobs (none when it is nil), which need not know the secrets: what it
+// is given is masked already.
+func NewRecorder(c *Committer, runID string, blobs *blob.Store, red *redact.Redactor) *Recorder {
+	return &Recorder{c: c, runID: runID, redact: red, Blobs: blobs, steps: map[[2]any]*store.Step{}}
 }
 
 // Step buffers the latest state of a step.

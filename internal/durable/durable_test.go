@@ -34,7 +34,9 @@ func TestBigValuesGoToBlobs(t *testing.T) {
 	defer c.Close()
 	runDir := filepath.Join(dir, "run")
 	require.NoError(t, os.Mkdir(runDir, 0o755))
-	rec := durable.NewRecorder(c, "r1", runDir, nil)
+	blobs, err := blob.NewStore(runDir, nil)
+	require.NoError(t, err)
+	rec := durable.NewRecorder(c, "r1", blobs, nil)
 
 	big := strings.Repeat("x", 300<<10)
 	now := time.Now()
@@ -83,7 +85,9 @@ func TestRecorderMasksSecrets(t *testing.T) {
 	c := durable.NewCommitter(st)
 	defer c.Close()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "run"), 0o755))
-	rec := durable.NewRecorder(c, "r1", filepath.Join(dir, "run"), redact.New(map[string]string{"TOKEN": secret}))
+	blobs, err := blob.NewStore(filepath.Join(dir, "run"), nil)
+	require.NoError(t, err)
+	rec := durable.NewRecorder(c, "r1", blobs, redact.New(map[string]string{"TOKEN": secret}))
 
 	now := time.Now()
 	require.NoError(t, rec.Step(&engine.StepRecord{StepOrder: 1, Node: "call", Visit: 1, Status: engine.StatusFailed,

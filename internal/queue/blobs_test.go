@@ -294,3 +294,57 @@ outputs:
 	require.Equal(t, "completed", done.Status, "%v", done.Error)
 	require.Equal(t, true, done.Outputs["same"], "the other worker read the sealed output")
 }
+
+// TestABigTriggerPayloadIsKeptInTheBlobStore: an input (or a webhook body,
+// a chat history: the trigger's payload) over the inline limit goes to the
+// shared blob store when the run starts, before the history and the
+// trigger's step refer to it; a node on a worker reads it whole.
+func TestABigTriggerPayloadIsKeptInTheBlobStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	st, err := postgres.Open(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = queue.Migrate(ctx, st.Pool())
+	require.NoError(t, err)
+	reg := registry()
+	reg.MustRegister(node.Spec{Kind: "consumer", Category: node.Action, Description: "Measures a text.",
+		Params: []node.Param{{Name: "text", Type: node.String, Description: "The text."}}},
+		func() node.Kind { return consumer{} })
+	b := &bundle{st: st, reg: reg, dir: t.TempDir()}
+	b.starter, err = queue.New(queue.Config{Store: st, Registry: reg})
+	require.NoError(t, err)
+	d, err := queue.New(queue.Config{Store: st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- d.Work(wctx, 10*time.Second) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+
+	run := b.start(t, `version: 1
+name: payload
+inputs:
+  text: {type: string}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: consume, type: consumer, text: "{{ start.text }}"}
+edges:
+  - {from: start, to: consume}
+`, map[string]any{"text": bigText})
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	steps := b.steps(t, run.ID)
+	sum := sha256.Sum256([]byte(bigText))
+	require.Equal(t, hex.EncodeToString(sum[:]), steps["consume"][0].Output["sha256"], "the worker read the input whole")
+	ref, ok := steps["start"][0].Output["text"].(*blob.Blob)
+	require.True(t, ok, "the trigger's big output is a reference, got %T", steps["start"][0].Output["text"])
+	require.Equal(t, postgres.KindBlobs, ref.Store())
+	require.Equal(t, hex.EncodeToString(sum[:]), ref.Digest())
+	var longest int
+	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT max(octet_length(body::text)) FROM skein_queue_log WHERE run_id = $1`, run.ID).Scan(&longest))
+	require.Less(t, longest, blob.InlineLimit, "no history event holds the input")
+}

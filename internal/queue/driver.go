@@ -295,6 +295,18 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 	if err != nil {
 		return nil, err
 	}
+	// The trigger's payload (a webhook body, a chat history, else the
+	// inputs) is the trigger step's output: its values over 64 KiB go to
+	// the blob store before the history and the step refer to them, as
+	// any output's do.
+	payload := req.Payload
+	if payload == nil {
+		payload = req.Inputs
+	}
+	if payload, _, err = env.blobs.Spill(payload, blob.InlineLimit); err != nil {
+		env.release()
+		return nil, fmt.Errorf("starting run %s: keeping its trigger's payload: %w", run.ID, err)
+	}
 	tx, err := d.cfg.Store.Pool().Begin(ctx)
 	if err != nil {
 		env.release()
@@ -306,7 +318,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, err
 	}
 	st := newState(env)
-	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: req.Payload}}, nil)
+	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: payload}}, nil)
 	if err != nil {
 		env.release()
 		return nil, err

@@ -31,9 +31,11 @@
 // OpenOnDemand is for runs that may not need a folder (skein serve's
 // default, where thousands of webhook runs an hour would otherwise cost a
 // folder and three files each): the folder is made only when a node asks
-// for its artifacts folder, or when something writes into it (big outputs,
-// a verdict); then Finish writes run.json there. Its events are in the
-// database only. A resume from the command line (Reopen) makes the folder
+// for its artifacts folder, or when something is to be written into it —
+// through Materialize, which checks it as Open's folder is checked and
+// makes its name durable: the run's first big value (blob.NewRunStore
+// calls it), a verdict, a cassette —; then Finish writes run.json there.
+// Its events are in the database only. A resume from the command line (Reopen) makes the folder
 // of such a run.
 //
 // Open creates the folder and writes run.json at once, so a run that

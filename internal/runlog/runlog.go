@@ -172,11 +172,16 @@ func ReopenOnDemand(dir, workflow, runID string, started time.Time, meta map[str
 	return w, nil
 }
 
-// Materialize makes the folder of an on-demand Writer now; for any other
-// Writer it does nothing.
+// Materialize makes the folder of an on-demand Writer now, its name
+// durable (the folders it made synced into their parents), so that what
+// is written into it — a blob store's files — is found after a crash; for
+// any other Writer, and once the folder is made, it does nothing.
 func (w *Writer) Materialize() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.onDemand || w.made {
+		return nil
+	}
 	if err := w.usableLocked(); err != nil {
 		return err
 	}
@@ -184,16 +189,13 @@ func (w *Writer) Materialize() error {
 }
 
 // materializeLocked makes an on-demand Writer's folder and opens it as
-// Open does; a folder someone made meanwhile (a blob store writing into
-// Dir) is taken as it is, but never a symlink or a file.
+// Open does; a folder someone made meanwhile is taken as it is, but never
+// a symlink or a file.
 func (w *Writer) materializeLocked() error {
 	if !w.onDemand || w.made {
 		return nil
 	}
-	if err := os.MkdirAll(w.parent, 0o755); err != nil {
-		return pathError("cannot create run folder", w.dir, err)
-	}
-	if err := os.Mkdir(w.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := mkdirAllSynced(w.dir); err != nil {
 		return pathError("cannot create run folder", w.dir, err)
 	}
 	if fi, err := os.Lstat(w.dir); err != nil {
@@ -207,6 +209,47 @@ func (w *Writer) materializeLocked() error {
 	}
 	w.root, w.made = r, true
 	return nil
+}
+
+// mkdirAllSynced makes dir and the folders above it that are missing, as
+// os.MkdirAll does, and syncs the parent of each it made, so that their
+// names are on disk; a folder made meanwhile by someone else is fine.
+func mkdirAllSynced(dir string) error {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			break
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		d := missing[i]
+		if err := os.Mkdir(d, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return err
+		}
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir makes the names in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
 }
 
 // Reopen opens the existing folder of a run that goes on (skein resume):

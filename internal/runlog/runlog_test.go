@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
@@ -694,6 +695,39 @@ func TestOnDemandFolder(t *testing.T) {
 		require.ErrorIs(t, err, runlog.ErrInvalidName)
 		require.NoError(t, w.Finish(map[string]any{"status": "completed"}))
 		require.FileExists(t, filepath.Join(w.Dir(), "run.json"))
+	})
+
+	t.Run("BlobKept", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "big", started, nil, nil)
+		require.NoError(t, err)
+		st, err := blob.NewRunStore(w, nil)
+		require.NoError(t, err)
+		require.NoDirExists(t, w.Dir(), "a store makes nothing before its first blob")
+		v, err := st.Put(strings.Repeat("x", 100000))
+		require.NoError(t, err, "the store made the run folder it keeps the blob in")
+		b := v.(*blob.Blob)
+		require.Equal(t, filepath.Join(w.Dir(), blob.Folder, b.Digest()), b.Path())
+		require.FileExists(t, b.Path())
+		rec(w)
+		require.NoError(t, w.Finish(map[string]any{"status": "completed"}))
+		require.FileExists(t, filepath.Join(w.Dir(), "run.json"))
+	})
+
+	t.Run("BlobWithASymlinkInTheWay", func(t *testing.T) {
+		w, err := runlog.OpenOnDemand(root, "hello", "blobtrap", started, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Dir(w.Dir()), 0o755))
+		elsewhere := t.TempDir()
+		require.NoError(t, os.Symlink(elsewhere, w.Dir()))
+		st, err := blob.NewRunStore(w, nil)
+		require.NoError(t, err)
+		_, err = st.Put(strings.Repeat("x", 100000))
+		require.ErrorIs(t, err, runlog.ErrUnsafePath)
+		require.ErrorContains(t, err, "writing a big value")
+		left, err := os.ReadDir(elsewhere)
+		require.NoError(t, err)
+		require.Empty(t, left, "nothing was written through the symlink")
+		require.NoError(t, w.Close())
 	})
 
 	t.Run("SymlinkInTheWay", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -15,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
@@ -374,4 +378,147 @@ func TestABigOutputOnPostgresIsInTheDatabase(t *testing.T) {
 func sha(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// onDemandFlow prints 100,000 bytes (a big value) when big is true, else a
+// line; the next node counts them.
+func onDemandFlow(big bool) string {
+	n := 10
+	if big {
+		n = 100000
+	}
+	return fmt.Sprintf(`version: 1
+name: ondemand
+nodes:
+  - {id: print, type: shell, command: [sh, -c, "head -c %d /dev/zero | tr '\\0' x"]}
+  - {id: count, type: shell, command: [wc, -c], stdin: "{{ print.stdout }}"}
+edges:
+  - {from: print, to: count}
+outputs:
+  bytes: "{{ trim(count.stdout) }}"
+  text: "{{ print.stdout }}"
+`, n)
+}
+
+// TestOnDemandFolderIsMadeForABigValue: with run folders made on demand
+// (skein serve's default), a run that keeps a big value gets its folder
+// then — made through the run folder's writer, which refuses a symlink in
+// its place — with the blob and, at the end, run.json; a run that keeps
+// none gets no folder.
+func TestOnDemandFolderIsMadeForABigValue(t *testing.T) {
+	t.Parallel()
+	setup := func(t *testing.T) (*runner.Runner, string, time.Time) {
+		dir := filepath.Join(t.TempDir(), ".skein")
+		started := time.Date(2026, 11, 27, 21, 30, 0, 0, time.UTC)
+		r, err := runner.Open(runner.Config{Dir: dir, OnDemandFolders: true, Clock: clock.NewFake(started)})
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, r.Close()) })
+		return r, dir, started
+	}
+	start := func(t *testing.T, r *runner.Runner, dir string, big bool, id string) *runner.Result {
+		p := filepath.Join(filepath.Dir(dir), "ondemand.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(onDemandFlow(big)), 0o644))
+		w, err := r.Load(p)
+		require.NoError(t, err)
+		res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, RunID: id})
+		require.NoError(t, err)
+		return res
+	}
+
+	t.Run("a big value", func(t *testing.T) {
+		t.Parallel()
+		r, dir, _ := setup(t)
+		res := start(t, r, dir, true, "")
+		require.NoError(t, res.Err)
+		require.Equal(t, "completed", res.Run.Status)
+		doc, err := r.Get(t.Context(), res.Run.ID)
+		require.NoError(t, err)
+		require.Equal(t, "100000", doc.Outputs["bytes"], "the next node read the value whole")
+		want := strings.Repeat("x", 100000)
+		sum := sha256.Sum256([]byte(want))
+		for _, v := range []any{stepOutput(t, doc, "print")["stdout"], doc.Outputs["text"]} {
+			ref, ok := v.(*blob.Blob)
+			require.True(t, ok, "a big value is a blob: %T", v)
+			require.Equal(t, filepath.Join(res.Run.Dir, "blobs", hex.EncodeToString(sum[:])), ref.Path())
+			data, err := os.ReadFile(ref.Path())
+			require.NoError(t, err)
+			require.True(t, string(data) == want, "the file holds the value")
+		}
+		require.FileExists(t, filepath.Join(res.Run.Dir, "run.json"), "the folder made for the blob gets the run document")
+		require.NoFileExists(t, filepath.Join(res.Run.Dir, "events.jsonl"), "an on-demand folder's events are in the database")
+	})
+
+	t.Run("nothing big", func(t *testing.T) {
+		t.Parallel()
+		r, dir, _ := setup(t)
+		res := start(t, r, dir, false, "")
+		require.NoError(t, res.Err)
+		require.Equal(t, "completed", res.Run.Status)
+		require.NoDirExists(t, res.Run.Dir, "a run that keeps nothing gets no folder")
+	})
+
+	t.Run("a symlink in the folder's place", func(t *testing.T) {
+		t.Parallel()
+		r, dir, started := setup(t)
+		elsewhere := t.TempDir()
+		runs := filepath.Join(dir, "runs", "ondemand")
+		require.NoError(t, os.MkdirAll(runs, 0o755))
+		folder := filepath.Join(runs, started.Format("2006-01-02_15-04-05")+"_link00000001")
+		require.NoError(t, os.Symlink(elsewhere, folder))
+		res := start(t, r, dir, true, "link00000001")
+		require.Equal(t, "failed", res.Run.Status)
+		require.NotNil(t, res.Run.Error)
+		require.Equal(t, "big_value", res.Run.Error.Code, "the failure says a big value could not be kept")
+		require.Contains(t, res.Run.Error.Message, "writing a big value to "+filepath.Join(folder, "blobs"))
+		require.Contains(t, res.Run.Error.Message, "is a symlink, not a folder; remove it and run again")
+		left, err := os.ReadDir(elsewhere)
+		require.NoError(t, err)
+		require.Empty(t, left, "nothing was written through the symlink")
+	})
+}
+
+// TestOnDemandFolderIsMadeForACassette: a recorded run (record: true)
+// with run folders made on demand gets its folder, through the folder's
+// writer, for its cassette; a symlink in the folder's place is refused.
+func TestOnDemandFolderIsMadeForACassette(t *testing.T) {
+	t.Parallel()
+	const flow = `version: 1
+name: taped
+record: true
+nodes:
+  - {id: roll, type: shell, command: [sh, -c, "od -An -N4 -tu4 /dev/urandom"]}
+`
+	for _, trap := range []bool{false, true} {
+		t.Run(fmt.Sprintf("symlink in the way %v", trap), func(t *testing.T) {
+			t.Parallel()
+			dir := filepath.Join(t.TempDir(), ".skein")
+			started := time.Date(2026, 11, 27, 21, 30, 0, 0, time.UTC)
+			r, err := runner.Open(runner.Config{Dir: dir, OnDemandFolders: true, Clock: clock.NewFake(started), LookupEnv: func(string) (string, bool) { return "", false }})
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, r.Close()) })
+			p := filepath.Join(filepath.Dir(dir), "taped.yaml")
+			require.NoError(t, os.WriteFile(p, []byte(flow), 0o644))
+			w, err := r.Load(p)
+			require.NoError(t, err)
+			folder := filepath.Join(dir, "runs", "taped", started.Format("2006-01-02_15-04-05")+"_tape00000001")
+			elsewhere := t.TempDir()
+			if trap {
+				require.NoError(t, os.MkdirAll(filepath.Dir(folder), 0o755))
+				require.NoError(t, os.Symlink(elsewhere, folder))
+			}
+			res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, RunID: "tape00000001"})
+			require.NoError(t, err)
+			if trap {
+				require.ErrorIs(t, res.Err, runlog.ErrUnsafePath)
+				left, err := os.ReadDir(elsewhere)
+				require.NoError(t, err)
+				require.Empty(t, left, "nothing was written through the symlink")
+				return
+			}
+			require.NoError(t, res.Err)
+			require.Equal(t, folder, res.Run.Dir)
+			require.FileExists(t, filepath.Join(folder, cassette.FileName))
+			require.FileExists(t, filepath.Join(folder, "run.json"))
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -63,15 +63,15 @@ func tapeClient(tape *cassette.Tape) *http.Client {
 	return &http.Client{Transport: tape.Transport(http.DefaultTransport)}
 }
 
-// saveTape writes an execution's cassette in its run folder and, when a
-// replay added entries (--allow-new), appends them to the replayed
-// cassette too.
-func saveTape(tape *cassette.Tape, dir string, j job) error {
+// saveTape writes an execution's cassette in its run folder rl (made
+// through it, when made on demand) and, when a replay added entries
+// (--allow-new), appends them to the replayed cassette too.
+func saveTape(tape *cassette.Tape, rl *runlog.Writer, j job) error {
 	c := tape.Cassette()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	if err := rl.Materialize(); err != nil {
+		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
-	if err := c.Write(filepath.Join(dir, cassette.FileName)); err != nil {
+	if err := c.Write(filepath.Join(rl.Dir(), cassette.FileName)); err != nil {
 		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
 	if j.replay != nil && j.replay.File != "" && tape.Added() > 0 {

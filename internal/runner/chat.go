@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -36,7 +37,11 @@ func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string,
 	out := make([]ChatMessage, 0, 2*len(ts))
 	for _, t := range ts {
 		out = append(out, ChatMessage{Role: RoleUser, Content: t.Message, ExecutionID: t.RunID})
-		if reply, ok := Reply(t.Run); ok {
+		reply, ok, err := Reply(t.Run)
+		if err != nil {
+			return nil, fmt.Errorf("the reply of run %s: %w", t.RunID, err)
+		}
+		if ok {
 			out = append(out, ChatMessage{Role: RoleAssistant, Content: reply, ExecutionID: t.RunID})
 		}
 	}
@@ -44,17 +49,22 @@ func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string,
 }
 
 // Reply is the answer of a chat run: its output reply, as text (an object
-// or a list as compact JSON), once the run has completed.
-func Reply(run *store.Run) (string, bool) {
+// or a list as compact JSON), once the run has completed. A reply over
+// 64 KiB is loaded from its blob.
+func Reply(run *store.Run) (string, bool, error) {
 	if run == nil || run.Status != string(engine.RunCompleted) {
-		return "", false
+		return "", false, nil
 	}
 	v, ok := run.Outputs["reply"]
 	if !ok || v == nil {
-		return "", false
+		return "", false, nil
+	}
+	v, err := blob.Resolve(v)
+	if err != nil {
+		return "", false, err
 	}
 	s, err := node.Text(v)
-	return s, err == nil
+	return s, err == nil, nil
 }
 
 // AddChatMessage records a message of a conversation with the run that

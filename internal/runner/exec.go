@@ -171,9 +171,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	defer rl.Close()
-	blobs, err := r.blobStore(rl.Dir(), red)
+	blobs, err := r.blobStore(rl, red)
 	if err == nil && j.resume != nil {
 		err = blobs.RemoveStale() // what a killed execution was writing
+	}
+	var recBlobs *blob.Store
+	if err == nil {
+		recBlobs, err = r.blobStore(rl, nil) // its records are masked already
 	}
 	if err != nil {
 		r.release(ctx, run)
@@ -216,10 +220,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		lease.watchSignals(run.ID, lastSeq(sigs), sigCh)
 	}
 
-	rec := durable.NewRecorder(r.commit, run.ID, rl.Dir(), red)
-	if r.blobs != nil {
-		rec.Blobs = blob.New(r.blobs, nil) // its records are masked already
-	}
+	rec := durable.NewRecorder(r.commit, run.ID, recBlobs, red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := tee{rl}
@@ -304,7 +305,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		return nil, runErr
 	}
 	if tape != nil {
-		if err := saveTape(tape, rl.Dir(), j); err != nil && runErr == nil {
+		if err := saveTape(tape, rl, j); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
@@ -336,7 +337,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if verr == nil {
 		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
 		if tape != nil && hasChecks(w) {
-			verr = errors.Join(verr, saveTape(tape, rl.Dir(), j)) // with the judge's calls
+			verr = errors.Join(verr, saveTape(tape, rl, j)) // with the judge's calls
 		}
 	}
 	if verr != nil && runErr == nil {
@@ -707,19 +708,22 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			return nil, err
 		}
 		l.addChild(id, true)
-		rec := durable.NewRecorder(r.commit, id, crl.Dir(), red)
-		if r.blobs != nil {
-			rec.Blobs = blob.New(r.blobs, nil)
-		}
-		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
-		crl.Later = rec.AfterCommit
-		blobs, err := r.blobStore(crl.Dir(), red)
+		blobs, err := r.blobStore(crl, red)
 		if err == nil && reuse != nil {
 			err = blobs.RemoveStale()
 		}
+		var recBlobs *blob.Store
+		if err == nil {
+			recBlobs, err = r.blobStore(crl, nil) // its records are masked already
+		}
 		if err != nil {
+			l.addChild(id, false)
+			crl.Close()
 			return nil, err
 		}
+		rec := durable.NewRecorder(r.commit, id, recBlobs, red)
+		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
+		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
 			Blobs:       blobs,
 			Recorder:    tee{crl, rec},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/nodes/trigger"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
@@ -126,12 +127,25 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if done := s.waitEnd(r.Context(), run.ID, wait); done != nil {
-		ans.Status, ans.Reply, ans.Error = done.Status, done.Outputs["reply"], done.Error
+		ans.Status, ans.Reply, ans.Error = done.Status, s.reply(done.ID, done.Outputs), done.Error
 		writeJSON(w, http.StatusOK, ans)
 		return nil
 	}
 	writeJSON(w, http.StatusAccepted, ans)
 	return nil
+}
+
+// reply is the output reply of run id as a chat answer gives it: a reply
+// over 64 KiB is loaded from its blob (the run's document refers to it).
+// A blob that cannot be read is logged and answered as its reference.
+func (s *Server) reply(id string, outputs map[string]any) any {
+	v := outputs["reply"]
+	whole, err := blob.Resolve(v)
+	if err != nil {
+		s.log.Warn("reading the chat reply", "run", id, "err", err)
+		return v
+	}
+	return whole
 }
 
 // chatTrigger is the trigger.chat node a message starts from: the one
@@ -204,7 +218,7 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, ans ChatAnsw
 		case !live(run.Status):
 			// The run's last events commit with its final status, so
 			// none can follow what was just read.
-			ans.Status, ans.Reply, ans.Error = run.Status, run.Outputs["reply"], run.Error
+			ans.Status, ans.Reply, ans.Error = run.Status, s.reply(run.ID, run.Outputs), run.Error
 			send("end", ans)
 			return
 		}
