@@ -138,8 +138,8 @@ type Step struct {
 	Status string
 	// SkipReason says why a skipped step did not run (engine.Skip*).
 	SkipReason string
-	Params map[string]any
-	Output map[string]any
+	Params     map[string]any
+	Output     map[string]any
 	// OutputRef is the path of a file holding the whole output, as
 	// versions before blobs kept a large one; Output is then nil. New steps
 	// keep their big values in blobs instead (see the package doc).
