@@ -29,9 +29,6 @@ type bigSetup struct {
 	// kept reads back the blob ref refers to, checking that it lives where
 	// the configuration keeps big values.
 	kept func(t *testing.T, workflow string, ref map[string]any) []byte
-	// noTrigger is set where runs cannot read trigger.* yet: queued runs
-	// on workers (issue 24 has its own fix for that).
-	noTrigger bool
 }
 
 // bigSetups are the configurations of skein serve: its defaults (SQLite,
@@ -58,7 +55,7 @@ var bigSetups = []struct {
 	{"queued on Postgres", func(t *testing.T) bigSetup {
 		db := pgtest.URL(t)
 		s := queuedServe(t, db)
-		return bigSetup{s: s, noTrigger: true, kept: func(t *testing.T, _ string, ref map[string]any) []byte {
+		return bigSetup{s: s, kept: func(t *testing.T, _ string, ref map[string]any) []byte {
 			require.Equal(t, "postgres", ref["store"], "the reference names the shared store: %v", ref)
 			require.NotContains(t, ref, "path")
 			ctx := context.Background()
@@ -76,7 +73,7 @@ var bigSetups = []struct {
 	{"queued with --blobs", func(t *testing.T) bigSetup {
 		db, dir := pgtest.URL(t), t.TempDir()
 		s := queuedServe(t, db, "--blobs", dir)
-		return bigSetup{s: s, noTrigger: true, kept: func(t *testing.T, _ string, ref map[string]any) []byte {
+		return bigSetup{s: s, kept: func(t *testing.T, _ string, ref map[string]any) []byte {
 			require.Equal(t, "shared", ref["store"], "the reference names the shared store: %v", ref)
 			require.NotContains(t, ref, "path")
 			sum := ref["sha256"].(string)
@@ -213,9 +210,6 @@ func TestBigValuesWhereverServed(t *testing.T) {
 			})
 
 			part("webhook body of 200 KB as trigger.body", func(t *testing.T) {
-				if b.noTrigger {
-					t.Skip("queued runs read no trigger.* on workers yet (issue 24 fixes it apart)")
-				}
 				a := s.do("POST", "/hooks/bighook/hook", "", string(body), "Content-Type", "application/json")
 				require.Equal(t, http.StatusAccepted, a.status, string(a.body))
 				doc := completed(t, s, a.json(t)["execution_id"].(string))
@@ -223,9 +217,6 @@ func TestBigValuesWhereverServed(t *testing.T) {
 			})
 
 			part("chat history over 64 KiB", func(t *testing.T) {
-				if b.noTrigger {
-					t.Skip("queued runs read no trigger.* on workers yet (issue 24 fixes it apart)")
-				}
 				conv, history := "c-big", 0
 				for turn := 1; turn <= 5; turn++ {
 					msg := fmt.Sprintf("%d", turn) + strings.Repeat("m", 19999)
