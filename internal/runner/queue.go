@@ -200,14 +200,25 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		}
 		select {
 		case <-ctx.Done():
+			// As a local run's: nothing new starts, the running nodes
+			// finish (o.Hard stops them), the rest is skipped.
 			if !cancelled {
 				cancelled = true
-				if _, err := r.st.RequestCancel(context.WithoutCancel(ctx), run.ID); err != nil {
+				ctx = context.WithoutCancel(ctx)
+				if err := r.cancelFollowed(ctx, run.ID, true); err != nil {
 					return nil, err
 				}
 			}
 			ctx = context.WithoutCancel(ctx)
 		case <-o.Hard:
+			if cancelled {
+				// A second Ctrl-C: the workers stop the running nodes.
+				o.Hard = nil
+				if err := r.cancelFollowed(ctx, run.ID, false); err != nil {
+					return nil, err
+				}
+				break
+			}
 			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", run.ID, run.ID)
 		case <-o.Leave:
 			// This process stops (a server that shuts down); the run
@@ -216,6 +227,37 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		case <-t.C:
 		}
 	}
+}
+
+// cancelFollowed cancels a run that follow follows, on the queue at once.
+func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish bool) error {
+	if _, err := r.st.RequestCancel(ctx, runID, letFinish); err != nil {
+		return err
+	}
+	return r.cancelQueued(ctx, runID)
+}
+
+// queued reports whether a run is a queued run that has not ended.
+func queued(run *store.Run) bool {
+	return run.Owner.Host == queue.OwnerHost && !queueEnded(run.Status)
+}
+
+// cancelQueued applies the cancel request of a queued run on the queue at
+// once (queue.Driver.Cancel): the jobs no worker took are withdrawn and a
+// run with no node running ends cancelled.
+func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
+	pg, err := r.pgStore(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
+	if err != nil {
+		return err
+	}
+	if err := d.Cancel(ctx, runID); err != nil {
+		return fmt.Errorf("cancelling run %s on the queue: %w", runID, err)
+	}
+	return nil
 }
 
 // verifyQueued runs the checks of a queued run that ended, in the process

@@ -261,12 +261,13 @@ func (s *Store) RenewLease(ctx context.Context, id, token string, ttl time.Durat
 }
 
 // RequestCancel records a cancel request for the run's owner.
-func (s *Store) RequestCancel(ctx context.Context, id string) (*store.Run, error) {
+func (s *Store) RequestCancel(ctx context.Context, id string, letFinish bool) (*store.Run, error) {
 	var r *store.Run
 	err := s.write(ctx, "requesting the cancel of run "+id, func(tx *sql.Tx) error {
 		var err error
-		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?)
-			WHERE id = ? RETURNING id, `+readCols, micros(now()), id))
+		r, err = scanRun(tx.QueryRowContext(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, ?),
+			cancel_let_finish = ? AND (cancel_requested_at IS NULL OR cancel_let_finish)
+			WHERE id = ? RETURNING id, `+readCols, micros(now()), letFinish, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 		}
@@ -310,7 +311,7 @@ const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node,
 // readCols are what scanRun reads after the id: runCols, the owner, the
 // lease and whether it expired by the database's clock.
 const readCols = runCols + `, owner_host, owner_pid, owner_token, lease_until,
-	(owner_token = '' OR lease_until < ` + dbNow + `), cancel_requested_at, generation, wake_at`
+	(owner_token = '' OR lease_until < ` + dbNow + `), cancel_requested_at, generation, wake_at, cancel_let_finish`
 
 func runArgs(r *store.Run) ([]any, error) {
 	inputs, err := store.EncodeMap(r.Inputs)
@@ -452,7 +453,8 @@ func scanRun(sc scanner) (*store.Run, error) {
 	var finished, cancel, wake sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
 		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD,
-		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake); err != nil {
+		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake,
+		&r.CancelLetFinish); err != nil {
 		return nil, err
 	}
 	if lease > 0 {
