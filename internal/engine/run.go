@@ -672,7 +672,7 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	if oc.NotStarted && (r.cancelling || r.failing) {
 		// It waited for a slot and never ran: a pending step.
 		f.st[pn.Slot].status = StatusSkipped
-		r.step(f, pn, t.Attempt, StatusSkipped, nil, nil, t.ID)
+		r.step(f, pn, t.Attempt, StatusSkipped, nil, r.skipReason(), t.ID)
 		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped)})
 		return
 	}
@@ -1141,11 +1141,20 @@ func (r *Run) closeFrame(f *frame) {
 			if r.cancelling || r.failing || f.abort {
 				r.visits[pn.Index]++
 				st.visit = r.visits[pn.Index]
-				r.step(f, pn, 0, StatusSkipped, nil, nil, 0)
+				r.step(f, pn, 0, StatusSkipped, nil, r.skipReason(), 0)
 			}
 		}
 	}
 	delete(r.frames, f.id)
+}
+
+// skipReason is the error a step that a stopping run skips carries, to
+// say why: a cancel (code cancelled); nil for any other stop.
+func (r *Run) skipReason() *node.Error {
+	if !r.cancelling || r.failing {
+		return nil
+	}
+	return &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled before the node started"}
 }
 
 // frameDone tells a loop that one of its body frames ended.

@@ -94,6 +94,7 @@ func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	require.Equal(t, "cancelled", steps["slow"][0].Status, "the running node was stopped")
 	require.Len(t, steps["after"], 1)
 	require.Equal(t, "skipped", steps["after"][0].Status)
+	require.Equal(t, "cancelled", steps["after"][0].Error.Code, "the skipped step says why")
 	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"a job of the run is left")
 }
@@ -120,6 +121,7 @@ func TestCancelWithNoWorker(t *testing.T) {
 	for _, id := range []string{"slow", "after"} {
 		require.Len(t, steps[id], 1, id)
 		require.Equal(t, "skipped", steps[id][0].Status, id)
+		require.Equal(t, "cancelled", steps[id][0].Error.Code, "%s: the skipped step says why", id)
 	}
 	// Cancelling again changes nothing.
 	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
@@ -153,4 +155,5 @@ func TestCancelLetFinishOnTheQueue(t *testing.T) {
 	require.Equal(t, true, steps["slow"][0].Output["json"].(map[string]any)["done"])
 	require.Len(t, steps["after"], 1)
 	require.Equal(t, "skipped", steps["after"][0].Status, "nothing new started")
+	require.Equal(t, "cancelled", steps["after"][0].Error.Code, "the skipped step says why")
 }
