@@ -1,6 +1,7 @@
 package main_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -239,4 +240,54 @@ func TestCtrlCWithNoWorker(t *testing.T) {
 	var left int
 	pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
 	require.Zero(t, left, "no job of the run is left for a worker")
+}
+
+// TestCtrlCOnAQueuedRun: Ctrl-C on `skein run` of a queued run does what
+// it does on a local run: the first lets the node running on a worker go
+// on, the second has the worker stop it (its process is gone, its step
+// cancelled); skein run exits 130.
+func TestCtrlCOnAQueuedRun(t *testing.T) {
+	t.Parallel()
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	worker(t, db)
+	dir := t.TempDir()
+	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	cmd := exec.Command(bin, "run", "--db", db, "--queue", "--dir", t.TempDir(), "testdata/letfinish.yaml",
+		"-i", "pid="+pidFile, "-i", "gate="+gate)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	var id string
+	sc := bufio.NewScanner(stdout)
+	for id == "" && sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "▶" {
+			id = f[len(f)-3]
+		}
+	}
+	require.NotEmpty(t, id)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	pid := pidIn(t, pidFile)
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	eventually(t, 30*time.Second, func() bool {
+		st, _ := showRun(t, "--db", db, id).step("nap")
+		return st == "cancelled"
+	}, "the first Ctrl-C did not cancel the run:\n%s", stderr.String())
+	require.True(t, alive(pid), "the first Ctrl-C lets the running node go on")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), stderr.String())
+	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the node's process outlived the second Ctrl-C")
+	doc := showRun(t, "--db", db, id)
+	require.Equal(t, "cancelled", doc.Status)
+	st, _ := doc.step("slow")
+	require.Equal(t, "cancelled", st, "the second Ctrl-C stopped the running node")
+	doc.skippedByCancel(t, "after")
 }

@@ -157,3 +157,32 @@ func TestCancelLetFinishOnTheQueue(t *testing.T) {
 	require.Equal(t, "skipped", steps["after"][0].Status, "nothing new started")
 	require.Equal(t, "cancelled", steps["after"][0].Error.Code, "the skipped step says why")
 }
+
+// TestCancelLetFinishThenStop: a cancel that lets running nodes finish is
+// made to stop them by a later one that does not: the worker stops the
+// node it runs.
+func TestCancelLetFinishThenStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	run := b.start(t, sleeper(pidFile, filepath.Join(dir, "gate")), nil)
+	pid := pidOf(t, pidFile)
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, true)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	got, err := b.st.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", got.Status, "the run waits for its running node")
+
+	_, err = b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", done.Status)
+	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "cancelled", steps["slow"][0].Status, "the running node was stopped")
+	require.Equal(t, "skipped", steps["after"][0].Status)
+}
