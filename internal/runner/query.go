@@ -230,7 +230,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	}
 	if queued(run) {
 		if err := r.cancelQueued(ctx, run.ID); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the cancel of run %s is recorded for its workers, but applying it here failed: %w", run.ID, err)
 		}
 	}
 	deadline := time.Now().Add(req.Wait)

@@ -47,8 +47,11 @@ const WaitingHint = 3 * time.Second
 
 // Enqueue starts a run on the queue and follows it to its end: its steps
 // and events go to the observer as the workers record them. Cancelling
-// ctx asks the workers to cancel the run (and follows it to its end);
-// closing o.Hard or o.Leave stops following at once, the run going on.
+// ctx cancels the run as a local run's first Ctrl-C does — nothing new
+// starts, its nodes no worker took are skipped at once, running nodes
+// finish — and follows it to its end; closing o.Hard after that has the
+// workers stop the running nodes. Closing o.Hard before it, or o.Leave,
+// stops following at once, the run going on.
 // A subworkflow node's child runs in the process of the worker that runs
 // the node (queueChild). Queued runs do not run delivery yet. Their records
 // are in the database; their folder is made for the files of their checks
@@ -205,7 +208,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 			if !cancelled {
 				cancelled = true
 				ctx = context.WithoutCancel(ctx)
-				if err := r.cancelFollowed(ctx, run.ID, true); err != nil {
+				if err := r.cancelFollowed(ctx, run.ID, true, o.Observer); err != nil {
 					return nil, err
 				}
 			}
@@ -214,7 +217,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 			if cancelled {
 				// A second Ctrl-C: the workers stop the running nodes.
 				o.Hard = nil
-				if err := r.cancelFollowed(ctx, run.ID, false); err != nil {
+				if err := r.cancelFollowed(ctx, run.ID, false, o.Observer); err != nil {
 					return nil, err
 				}
 				break
@@ -230,11 +233,16 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 }
 
 // cancelFollowed cancels a run that follow follows, on the queue at once.
-func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish bool) error {
+// Once the request is recorded the workers apply it: a failure to apply
+// it here is told to obs, and following goes on.
+func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish bool, obs Observer) error {
 	if _, err := r.st.RequestCancel(ctx, runID, letFinish); err != nil {
 		return err
 	}
-	return r.cancelQueued(ctx, runID)
+	if err := r.cancelQueued(ctx, runID); err != nil && obs != nil {
+		obs.Note(Note{Kind: "problem", Text: fmt.Sprintf("the cancel is recorded for the workers, but applying it here failed: %v", err)})
+	}
+	return nil
 }
 
 // queued reports whether a run is a queued run that has not ended.
