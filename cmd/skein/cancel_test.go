@@ -291,3 +291,30 @@ func TestCtrlCOnAQueuedRun(t *testing.T) {
 	require.Equal(t, "cancelled", st, "the second Ctrl-C stopped the running node")
 	doc.skippedByCancel(t, "after")
 }
+
+// TestAPICancelWithNoWorker: POST /api/runs/{id}/cancel of a queued run
+// that no worker took answers with the run cancelled, at once (no ?wait).
+func TestAPICancelWithNoWorker(t *testing.T) {
+	t.Parallel()
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	flows := t.TempDir()
+	src, err := os.ReadFile("testdata/letfinish.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "letfinish.yaml"), src, 0o600))
+	base := serveProcess(t, "--db", db, "--queue", "--workflows", flows, "--dir", t.TempDir())
+	dir := t.TempDir()
+	started := post(t, base+"/api/workflows/letfinish/runs",
+		`{"inputs": {"pid": "`+filepath.Join(dir, "pid")+`", "gate": "`+filepath.Join(dir, "gate")+`"}}`)
+	id := started["execution_id"].(string)
+
+	doc := post(t, base+"/api/runs/"+id+"/cancel", "")
+	require.Equal(t, "cancelled", doc["status"], "the answer is the run, cancelled")
+	require.NotNil(t, doc["finished_at"])
+	got := getRun(t, base, id)
+	got.skippedByCancel(t, "slow")
+	got.skippedByCancel(t, "after")
+	var left int
+	pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
+	require.Zero(t, left, "no job of the run is left for a worker")
+}
