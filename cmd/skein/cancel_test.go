@@ -222,24 +222,29 @@ func TestCancelStopsTheNodeOnAWorker(t *testing.T) {
 }
 
 // TestCtrlCWithNoWorker: `skein run` of a queued run that no worker takes
-// ends at the first Ctrl-C: exit 130, the run cancelled, no job of it
-// left for a worker.
+// ends at the first Ctrl-C (or SIGTERM): exit 130, the run cancelled, no
+// job of it left for a worker.
 func TestCtrlCWithNoWorker(t *testing.T) {
 	t.Parallel()
-	db := pgURL(t)
-	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
-	dir := t.TempDir()
-	cmd, id, _ := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), "testdata/letfinish.yaml",
-		"-i", "pid="+filepath.Join(dir, "pid"), "-i", "gate="+filepath.Join(dir, "gate"))
-	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
-	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), "skein run exits 130 at the first Ctrl-C")
-	doc := showRun(t, "--db", db, id)
-	require.Equal(t, "cancelled", doc.Status)
-	doc.skippedByCancel(t, "slow")
-	doc.skippedByCancel(t, "after")
-	var left int
-	pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
-	require.Zero(t, left, "no job of the run is left for a worker")
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			db := pgURL(t)
+			require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+			dir := t.TempDir()
+			cmd, id, _ := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), "testdata/letfinish.yaml",
+				"-i", "pid="+filepath.Join(dir, "pid"), "-i", "gate="+filepath.Join(dir, "gate"))
+			require.NoError(t, cmd.Process.Signal(sig))
+			require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), "skein run exits 130 at the first signal")
+			doc := showRun(t, "--db", db, id)
+			require.Equal(t, "cancelled", doc.Status)
+			doc.skippedByCancel(t, "slow")
+			doc.skippedByCancel(t, "after")
+			var left int
+			pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
+			require.Zero(t, left, "no job of the run is left for a worker")
+		})
+	}
 }
 
 // TestCtrlCOnAQueuedRun: Ctrl-C on `skein run` of a queued run does what
