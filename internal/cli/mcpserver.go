@@ -242,6 +242,10 @@ type (
 		Node string `json:"node" jsonschema:"the wait node (until: signal) that waits for it"`
 		Data any    `json:"data,omitempty" jsonschema:"the signal's data, any JSON value: the wait node's output (default {})"`
 	}
+	cancelIn struct {
+		ID        string `json:"id" jsonschema:"the run's id (execution_id)"`
+		LetFinish bool   `json:"let_finish,omitempty" jsonschema:"let the running nodes finish (they are recorded); by default they are stopped"`
+	}
 	cancelOut struct {
 		ExecutionID string `json:"execution_id"`
 		Status      string `json:"status" jsonschema:"the run's status once the cancel took effect (cancelled), or running when its owner has not stopped it yet"`
@@ -301,7 +305,8 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 	addTool(srv, &sdk.Tool{
 		Name:  "cancel_run",
 		Title: "Cancel a run",
-		Description: "Stop a running run, wherever it runs (this server, a skein run in a terminal): no new node starts and running nodes are stopped. " +
+		Description: "Stop a running run, wherever it runs (this server, a skein run in a terminal, the workers of a queue): no new node starts, " +
+			"running nodes are stopped (with let_finish: they finish and are recorded) and the steps that did not start are skipped. " +
 			"Waits up to a minute for the run to end; the run can be resumed.",
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, s.cancel)
@@ -572,12 +577,12 @@ func (s *mcpService) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *n
 	return s.runDoc(ctx, r, res, err)
 }
 
-func (s *mcpService) cancel(ctx context.Context, in runIDIn) (cancelOut, *node.Error) {
+func (s *mcpService) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
 		return cancelOut{}, terr
 	}
-	run, err := r.Cancel(ctx, runner.CancelRequest{RunID: in.ID, Wait: time.Minute})
+	run, err := r.Cancel(ctx, runner.CancelRequest{RunID: in.ID, Wait: time.Minute, LetFinish: in.LetFinish})
 	if err != nil {
 		return cancelOut{}, toolError(err)
 	}

@@ -441,15 +441,20 @@ even if running them now would give something else.`,
 
 func cancelCmd(e *env) *cobra.Command {
 	var dir, output string
-	var wait bool
+	var wait, letFinish bool
 	cmd := &cobra.Command{
 		Use:   "cancel RUN_ID",
 		Short: "Stop a run that another process runs",
 		Long: `Ask the owner of a running run to cancel it, through the database, so it
 works from another terminal. No new node starts and running nodes are
-stopped; the run ends cancelled and can be resumed. A run whose process died
-is marked cancelled at once. Waits until the run has ended (--wait=false
-returns at once).`,
+stopped (--let-finish: they finish and are recorded); the steps that did not
+start are skipped, the run ends cancelled and can be resumed. A run whose
+process died is marked cancelled at once. A queued run (--db postgres://…)
+is cancelled on the queue: its nodes no worker took are withdrawn at once
+(a run no worker took ends cancelled here), and the workers running its
+nodes stop them within a second. A cancel without --let-finish makes an
+earlier one with it stop the running nodes. Waits until the run has ended
+(--wait=false returns at once).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := e.openExisting(dir)
@@ -461,7 +466,7 @@ returns at once).`,
 			if err != nil {
 				return err
 			}
-			req := runner.CancelRequest{RunID: id}
+			req := runner.CancelRequest{RunID: id, LetFinish: letFinish}
 			if wait {
 				req.Wait = time.Minute
 			}
@@ -487,6 +492,7 @@ returns at once).`,
 	addDirFlag(cmd.Flags(), &dir)
 	addOutputFlag(cmd, &output)
 	cmd.Flags().BoolVar(&wait, "wait", true, "wait until the run has ended (up to a minute)")
+	cmd.Flags().BoolVar(&letFinish, "let-finish", false, "let the running nodes finish (they are recorded) instead of stopping them")
 	return cmd
 }
 

@@ -734,6 +734,8 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 			rec.StartedAt = &t
 		}
 		rec.FinishedAt = nil
+	case StatusSkipped:
+		rec.Error = su.Error // why, when a cancel skipped it
 	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
 		t := now
 		directivesMasked, paramsMasked := false, false

@@ -100,7 +100,7 @@ func TestSchedulerPropertiesThroughTheQueue(t *testing.T) {
 			if seed%7 == 3 {
 				// A cancel while the run is under way: it reaches the
 				// workers through the database.
-				at, err := st.RequestCancel(ctx, id)
+				at, err := st.RequestCancel(ctx, id, false)
 				require.NoError(t, err)
 				// A run that ended first stays as it ended.
 				cancelled = at.Status == string(engine.RunRunning)

@@ -23,7 +23,11 @@
 // for when they fire, never a sleeping worker (River makes a scheduled job
 // available within its scheduler's interval, 5 s). Cancel requests and
 // signals are rows in the store that every worker polls (Config.Poll); a
-// job whose run is asked to cancel does not start its node.
+// job whose run is asked to cancel does not start its node. A cancel is
+// also applied at once by the process that asks (Driver.Cancel): the
+// run's jobs no worker took are cancelled with it, and the workers running
+// its nodes stop them at their next poll unless the request lets them
+// finish (cancel.go).
 //
 // Starting a run (Driver.Start) inserts the run's row, its first history
 // event and the first jobs in one transaction. While it runs, a queue run

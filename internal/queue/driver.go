@@ -118,6 +118,8 @@ type Driver struct {
 	// wakes are the timers this process keeps for its timer jobs
 	// (wake.go), by job id.
 	wakes map[int64]func() bool
+	// running stops the nodes this worker runs (cancel.go).
+	running map[runningTask]context.CancelCauseFunc
 }
 
 type planned struct {
@@ -637,8 +639,13 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	var oc engine.Outcome
 	var params map[string]any
 	hash := ""
+	// A cancel of the run that stops running nodes stops this one
+	// (cancel.go); the job's own context is the worker's.
+	nodeCtx, stopNode := context.WithCancelCause(ctx)
+	defer stopNode(nil)
+	d.track(run.ID, args.Task, stopNode)
 	if d.cfg.Exec != nil {
-		oc = d.cfg.Exec(ctx, run.ID, t)
+		oc = d.cfg.Exec(nodeCtx, run.ID, t)
 	} else {
 		scope := engine.TaskScope(tenv.Scope, t)
 		var perr *node.Error
@@ -646,8 +653,12 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			oc.Err = perr
 		} else {
 			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
-			oc, params = d.call(ctx, env, tenv, t, params)
+			oc, params = d.call(nodeCtx, env, tenv, t, params)
 		}
+	}
+	d.untrack(run.ID, args.Task)
+	if oc.Err != nil && errors.Is(context.Cause(nodeCtx), errRunCancelled) && oc.Err.Category != node.CategoryTimeout {
+		oc.Err.Category = node.CategoryCancelled
 	}
 	if ctx.Err() != nil {
 		// The worker stops and its drain ran out (the run's own cancel
@@ -782,7 +793,12 @@ func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *ev
 // applyWith is apply with the event first makes recorded before mk's, in
 // the same transaction (nil: none).
 func (d *Driver) applyWith(ctx context.Context, runID string, first, mk func(st *state) *event, extra []engine.TimedEvent) error {
-	req := &applyReq{first: first, mk: mk, extra: extra, done: make(chan applyResult, 1)}
+	return d.submit(ctx, runID, &applyReq{first: first, mk: mk, extra: extra, done: make(chan applyResult, 1)})
+}
+
+// submit records req in its run's next transaction and returns once it
+// is committed.
+func (d *Driver) submit(ctx context.Context, runID string, req *applyReq) error {
 	if g := d.enqueue(runID, req); g != nil {
 		d.lead(ctx, runID, g)
 	} else if r := <-req.done; !r.lead {
@@ -847,6 +863,9 @@ type applyReq struct {
 	first func(st *state) *event
 	mk    func(st *state) *event
 	extra []engine.TimedEvent
+	// withdraw cancels the jobs no worker took of a run that is cancelled
+	// (cancel.go).
+	withdraw bool
 	// done answers the apply; an async one has none.
 	done  chan applyResult
 	async bool
@@ -973,10 +992,12 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	}
 	w := d.newWrite(st)
 	w.last = last
+	withdraw := false
 	if run.CancelRequested != nil && !st.cancelled {
 		if err := d.feed(ctx, tx, w, &event{Kind: kindCancel}); err != nil {
 			return err
 		}
+		withdraw = true
 	}
 	// Each apply in its order: its first event, what its node reported,
 	// its event.
@@ -986,6 +1007,16 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		}
 		w.events = append(w.events, r.extra...)
 		if err := d.feedMk(ctx, tx, w, r.mk); err != nil {
+			return err
+		}
+		withdraw = withdraw || r.withdraw
+	}
+	if withdraw && st.cancelled && !st.run.Ended() {
+		evs, err := d.withdraw(ctx, tx, st)
+		if err != nil {
+			return err
+		}
+		if err := d.feed(ctx, tx, w, evs...); err != nil {
 			return err
 		}
 	}

@@ -384,7 +384,7 @@ edges:
   - {from: start, to: nap}
   - {from: nap, to: after}
 `, nil)
-	_, err := b.st.RequestCancel(context.Background(), run.ID)
+	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
 	require.NoError(t, err)
 	done := b.wait(t, run.ID)
 	require.Equal(t, "cancelled", done.Status)

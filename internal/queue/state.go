@@ -242,6 +242,8 @@ func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
 			// it marks it running (Driver.began).
 			rec.Status = engine.StatusPending
 			rec.FinishedAt = nil
+		case engine.StatusSkipped:
+			rec.Error = su.Error // why, when a cancel skipped it
 		case engine.StatusSuccess, engine.StatusFailed, engine.StatusCancelled, engine.StatusWaiting:
 			t := e.At
 			if own {

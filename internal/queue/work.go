@@ -85,12 +85,16 @@ func (d *Driver) releaseAll() {
 	}
 }
 
-// poll applies, every Config.Poll, the cancel requests and the signals of
+// poll stops, every Config.Poll, the running nodes of runs asked to stop
+// them (cancel.go), and applies the cancel requests and the signals of
 // queue runs that no event applied yet.
 func (d *Driver) poll(ctx context.Context) {
 	t := time.NewTicker(d.cfg.Poll)
 	defer t.Stop()
 	for {
+		if err := d.stopCancelled(ctx); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("looking for cancels that stop running nodes", "error", err)
+		}
 		if err := d.pollOnce(ctx); err != nil && ctx.Err() == nil {
 			d.cfg.Logger.Warn("looking for cancel requests and signals", "error", err)
 		}

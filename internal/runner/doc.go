@@ -18,9 +18,11 @@
 // *store.OwnedError that names the owner; of two claims at once exactly one
 // proceeds. A run whose owner died is interrupted: its lease ran out, or
 // its owner was a process on this host that no longer exists. Cancel is a
-// request written to the store that the owner picks up within
-// [Config.CancelPoll]; so is a signal (Signal), which a run nobody owns
-// gets when it is resumed.
+// request written to the store, with its mode (stop the running nodes, or
+// let them finish), that the owner picks up within [Config.CancelPoll] (a
+// queued run's is applied on the queue at once, and its workers stop its
+// running nodes within a second); so is a signal (Signal), which a run
+// nobody owns gets when it is resumed.
 //
 // # Waiting
 //

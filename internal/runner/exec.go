@@ -202,7 +202,14 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			}
 		}()
 	}
-	lease := r.keep(runCtx, run, func() { cancel(); stopHard() })
+	lease := r.keep(runCtx, run, func(letFinish bool) {
+		// A cancel request: nothing new starts; running nodes are stopped
+		// unless it lets them finish.
+		cancel()
+		if !letFinish {
+			stopHard()
+		}
+	})
 	defer lease.stop()
 
 	var signals []engine.Signal
@@ -579,8 +586,9 @@ func (l *lease) addChild(id string, on bool) {
 
 // keep renews run's lease every LeaseTTL/3 and polls for a cancel request
 // and for signals (lease.watchSignals) every CancelPoll; on a cancel
-// request, or when the lease is lost to another owner, it calls stop.
-func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
+// request it calls stop with the request's mode (letFinish), and when the
+// lease is lost to another owner, stop(false).
+func (r *Runner) keep(ctx context.Context, run *store.Run, stop func(letFinish bool)) *lease {
 	l := &lease{done: make(chan struct{}), children: map[string]bool{}, watches: map[string]*signalWatch{}}
 	l.wg.Add(1)
 	go func() {
@@ -606,11 +614,11 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 					l.mu.Lock()
 					l.isLost = true
 					l.mu.Unlock()
-					stop()
+					stop(false)
 					return
 				}
 				if cur.CancelRequested != nil {
-					stop()
+					stop(cur.CancelLetFinish)
 				}
 				continue
 			}
@@ -620,11 +628,17 @@ func (r *Runner) keep(ctx context.Context, run *store.Run, stop func()) *lease {
 				l.mu.Lock()
 				l.isLost = true
 				l.mu.Unlock()
-				stop()
+				stop(false)
 				return
 			}
 			if cancelled {
-				stop()
+				// Its mode is read with the run (a request that lets
+				// nodes finish may be made hard later).
+				letFinish := false
+				if cur, err := r.st.Run(bg, run.ID); err == nil {
+					letFinish = cur.CancelLetFinish
+				}
+				stop(letFinish)
 			}
 			l.mu.Lock()
 			kids := make([]string, 0, len(l.children))

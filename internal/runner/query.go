@@ -175,12 +175,18 @@ type CancelRequest struct {
 	RunID string
 	// Wait is how long to wait for the run to end; 0 returns at once.
 	Wait time.Duration
+	// LetFinish lets the running nodes finish (they are recorded as they
+	// end); by default they are stopped. Either way nothing new starts
+	// and the steps that did not start are skipped.
+	LetFinish bool
 }
 
 // Cancel asks the owner of a running run to cancel it, through the store,
 // so it reaches an owner in another process. A run whose owner died is
-// marked cancelled at once. It returns the run as it is when Cancel
-// returns.
+// marked cancelled at once. A queued run is cancelled on the queue at
+// once: its jobs no worker took are withdrawn, and the workers running
+// its nodes stop them within a second (unless req.LetFinish). It returns
+// the run as it is when Cancel returns.
 func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, error) {
 	run, err := r.run(ctx, req.RunID)
 	if err != nil {
@@ -219,8 +225,13 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	default:
 		return run, fmt.Errorf("run %s is %s: %w", run.ID, run.Status, ErrNotRunning)
 	}
-	if run, err = r.st.RequestCancel(ctx, run.ID); err != nil {
+	if run, err = r.st.RequestCancel(ctx, run.ID, req.LetFinish); err != nil {
 		return nil, err
+	}
+	if queued(run) {
+		if err := r.cancelQueued(ctx, run.ID); err != nil {
+			return nil, fmt.Errorf("the cancel of run %s is recorded for its workers, but applying it here failed: %w", run.ID, err)
+		}
 	}
 	deadline := time.Now().Add(req.Wait)
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -47,8 +47,11 @@ const WaitingHint = 3 * time.Second
 
 // Enqueue starts a run on the queue and follows it to its end: its steps
 // and events go to the observer as the workers record them. Cancelling
-// ctx asks the workers to cancel the run (and follows it to its end);
-// closing o.Hard or o.Leave stops following at once, the run going on.
+// ctx cancels the run as a local run's first Ctrl-C does — nothing new
+// starts, its nodes no worker took are skipped at once, running nodes
+// finish — and follows it to its end; closing o.Hard after that has the
+// workers stop the running nodes. Closing o.Hard before it, or o.Leave,
+// stops following at once, the run going on.
 // A subworkflow node's child runs in the process of the worker that runs
 // the node (queueChild). Queued runs do not run delivery yet. Their records
 // are in the database; their folder is made for the files of their checks
@@ -200,14 +203,25 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		}
 		select {
 		case <-ctx.Done():
+			// As a local run's: nothing new starts, the running nodes
+			// finish (o.Hard stops them), the rest is skipped.
 			if !cancelled {
 				cancelled = true
-				if _, err := r.st.RequestCancel(context.WithoutCancel(ctx), run.ID); err != nil {
+				ctx = context.WithoutCancel(ctx)
+				if err := r.cancelFollowed(ctx, run.ID, true, o.Observer); err != nil {
 					return nil, err
 				}
 			}
 			ctx = context.WithoutCancel(ctx)
 		case <-o.Hard:
+			if cancelled {
+				// A second Ctrl-C: the workers stop the running nodes.
+				o.Hard = nil
+				if err := r.cancelFollowed(ctx, run.ID, false, o.Observer); err != nil {
+					return nil, err
+				}
+				break
+			}
 			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", run.ID, run.ID)
 		case <-o.Leave:
 			// This process stops (a server that shuts down); the run
@@ -216,6 +230,42 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		case <-t.C:
 		}
 	}
+}
+
+// cancelFollowed cancels a run that follow follows, on the queue at once.
+// Once the request is recorded the workers apply it: a failure to apply
+// it here is told to obs, and following goes on.
+func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish bool, obs Observer) error {
+	if _, err := r.st.RequestCancel(ctx, runID, letFinish); err != nil {
+		return err
+	}
+	if err := r.cancelQueued(ctx, runID); err != nil && obs != nil {
+		obs.Note(Note{Kind: "problem", Text: fmt.Sprintf("the cancel is recorded for the workers, but applying it here failed: %v", err)})
+	}
+	return nil
+}
+
+// queued reports whether a run is a queued run that has not ended.
+func queued(run *store.Run) bool {
+	return run.Owner.Host == queue.OwnerHost && !queueEnded(run.Status)
+}
+
+// cancelQueued applies the cancel request of a queued run on the queue at
+// once (queue.Driver.Cancel): the jobs no worker took are withdrawn and a
+// run with no node running ends cancelled.
+func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
+	pg, err := r.pgStore(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
+	if err != nil {
+		return err
+	}
+	if err := d.Cancel(ctx, runID); err != nil {
+		return fmt.Errorf("cancelling run %s on the queue: %w", runID, err)
+	}
+	return nil
 }
 
 // verifyQueued runs the checks of a queued run that ended, in the process

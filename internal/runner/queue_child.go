@@ -111,10 +111,15 @@ func (c *queueChild) runChild(ctx context.Context, id, path string, inputs map[s
 // run runs the child run id, or goes on with the one a stopped worker
 // left, and returns its final record.
 func (c *queueChild) run(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+	// The node's context ends when its run's cancel stops running nodes,
+	// or its worker stops them: the child's running nodes stop with it,
+	// as a local child's stop with its parent's (Options.Hard).
+	o := c.opts
+	o.Hard = ctx.Done()
 	prev, err := c.r.st.Run(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		res, err := c.r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: c.parentID, budget: c.budget}, c.opts)
+		res, err := c.r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: c.parentID, budget: c.budget}, o)
 		if err != nil {
 			return nil, err
 		}
@@ -142,7 +147,7 @@ func (c *queueChild) run(ctx context.Context, cw *workflow.Workflow, id string, 
 	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
 	c.budget.Add(spent.Tokens, spent.CostUSD)
 	res, err := c.r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: c.parentID,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: c.budget}, c.opts)
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: c.budget}, o)
 	if err != nil {
 		return nil, err
 	}

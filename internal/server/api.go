@@ -515,10 +515,21 @@ func (s *Server) runGraph(w http.ResponseWriter, r *http.Request) error {
 // maxCancelWait bounds ?wait= of a cancel.
 const maxCancelWait = time.Minute
 
+// CancelBody is the body of POST /api/runs/{id}/cancel (optional).
+type CancelBody struct {
+	// LetFinish lets the running nodes finish; by default they are
+	// stopped.
+	LetFinish bool `json:"let_finish"`
+}
+
 // cancelRun asks the run's owner to cancel it (wherever it runs) and
 // answers with the run: cancelled, or still running when ?wait= (default
 // 0, at most a minute) passed before its owner stopped it.
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	var body CancelBody
+	if err := decodeBody(w, r, &body); err != nil {
+		return err
+	}
 	var wait time.Duration
 	if v := r.URL.Query().Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -527,7 +538,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 		}
 		wait = d
 	}
-	run, err := s.cfg.Runner.Cancel(r.Context(), runner.CancelRequest{RunID: r.PathValue("id"), Wait: wait})
+	run, err := s.cfg.Runner.Cancel(r.Context(), runner.CancelRequest{RunID: r.PathValue("id"), Wait: wait, LetFinish: body.LetFinish})
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,9 @@ type Run struct {
 	LeaseTTL time.Duration
 	// CancelRequested is when someone asked the owner to cancel the run.
 	CancelRequested *time.Time
+	// CancelLetFinish is set when that request lets the running nodes
+	// finish; without it they are stopped.
+	CancelLetFinish bool
 	// Generation counts the executions of the run: 1 for the first, one
 	// more for each resume. Steps are recorded per generation, so a resume
 	// never overwrites what an earlier execution recorded.
@@ -347,8 +350,10 @@ type Store interface {
 	// not the run's owner any more.
 	RenewLease(ctx context.Context, id, token string, ttl time.Duration) (cancelRequested bool, err error)
 	// RequestCancel asks the run's owner to cancel it; the owner sees it
-	// at its next RenewLease. It returns the run.
-	RequestCancel(ctx context.Context, id string) (*Run, error)
+	// at its next RenewLease. letFinish asks it to let the running nodes
+	// finish; a request without it makes an earlier one with it stop them
+	// (never the reverse). It returns the run.
+	RequestCancel(ctx context.Context, id string, letFinish bool) (*Run, error)
 
 	// Steps returns the steps of the run's latest generation that has
 	// any, by step order.

@@ -194,12 +194,15 @@ func (c *Core) RenewLease(ctx context.Context, id, token string, ttl time.Durati
 }
 
 // RequestCancel records a cancel request for the run's owner.
-func (c *Core) RequestCancel(ctx context.Context, id string) (*store.Run, error) {
+// letFinish lets the running nodes finish; a request without it makes an
+// earlier one with it stop them, never the reverse.
+func (c *Core) RequestCancel(ctx context.Context, id string, letFinish bool) (*store.Run, error) {
 	var r *store.Run
 	err := c.db.Write(ctx, "requesting the cancel of run "+id, func(tx Querier) error {
 		var err error
-		r, err = ScanRun(tx.QueryRow(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2)
-			WHERE id = $1 RETURNING `+c.readCols(), id, c.time(Now())))
+		r, err = ScanRun(tx.QueryRow(ctx, `UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2),
+			cancel_let_finish = $3 AND (cancel_requested_at IS NULL OR cancel_let_finish)
+			WHERE id = $1 RETURNING `+c.readCols(), id, c.time(Now()), letFinish))
 		if noRows(err) {
 			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
 		}
@@ -242,7 +245,7 @@ const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node,
 // and whether it expired by the database's clock.
 func (c *Core) readCols() string {
 	return `id, ` + runCols + `, owner_host, owner_pid, owner_token, lease_until,
-	` + c.expired + `, cancel_requested_at, generation, wake_at`
+	` + c.expired + `, cancel_requested_at, generation, wake_at, cancel_let_finish`
 }
 
 func (c *Core) runArgs(r *store.Run) ([]any, error) {
@@ -354,7 +357,8 @@ func ScanRun(sc Row) (*store.Run, error) {
 	var started, finished, lease, cancel, wake Time
 	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
 		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD,
-		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake); err != nil {
+		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake,
+		&r.CancelLetFinish); err != nil {
 		return nil, err
 	}
 	if r.Owner.Token != "" {

@@ -91,9 +91,10 @@ func testLeases(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.NoError(t, err)
 		require.WithinDuration(t, time.Now().Add(time.Hour), got.LeaseUntil, time.Minute)
 
-		r, err := b.s.RequestCancel(b.ctx, "r1")
+		r, err := b.s.RequestCancel(b.ctx, "r1", false)
 		require.NoError(t, err)
 		require.NotNil(t, r.CancelRequested)
+		require.False(t, r.CancelLetFinish)
 		cancel, err = b.s.RenewLease(b.ctx, "r1", "t1", time.Hour)
 		require.NoError(t, err)
 		require.True(t, cancel, "the owner sees the cancel request")
@@ -102,8 +103,36 @@ func testLeases(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.ErrorIs(t, err, store.ErrLeaseLost)
 		_, err = b.s.RenewLease(b.ctx, "nope", "t1", time.Hour)
 		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = b.s.RequestCancel(b.ctx, "nope")
+		_, err = b.s.RequestCancel(b.ctx, "nope", false)
 		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+
+	t.Run("CancelModes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for _, id := range []string{"soft", "hard"} {
+			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: id, Workflow: "w", Status: "running", StartedAt: base,
+				Owner: owner("t-" + id), LeaseTTL: time.Hour}))
+		}
+		r, err := b.s.RequestCancel(b.ctx, "soft", true)
+		require.NoError(t, err)
+		require.NotNil(t, r.CancelRequested)
+		require.True(t, r.CancelLetFinish, "the request lets running nodes finish")
+		first := *r.CancelRequested
+		got, err := b.s.Run(b.ctx, "soft")
+		require.NoError(t, err)
+		require.True(t, got.CancelLetFinish)
+
+		r, err = b.s.RequestCancel(b.ctx, "soft", false)
+		require.NoError(t, err)
+		require.False(t, r.CancelLetFinish, "a request that stops running nodes replaces one that lets them finish")
+		require.Equal(t, first, *r.CancelRequested, "the request keeps its first time")
+
+		_, err = b.s.RequestCancel(b.ctx, "hard", false)
+		require.NoError(t, err)
+		r, err = b.s.RequestCancel(b.ctx, "hard", true)
+		require.NoError(t, err)
+		require.False(t, r.CancelLetFinish, "a request that lets nodes finish never softens one that stops them")
 	})
 
 	t.Run("FencedBatchAndFinishCommitTogether", func(t *testing.T) {

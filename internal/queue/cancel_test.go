@@ -1,0 +1,188 @@
+package queue_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// sleeper is a workflow whose shell node writes its pid to pidFile, then
+// sleeps for long (or, with gate set, until the file gate exists), and a
+// node after it.
+func sleeper(pidFile, gate string) string {
+	wait := "sleep 300"
+	if gate != "" {
+		wait = fmt.Sprintf("while [ ! -e %s ]; do sleep 0.02; done", gate)
+	}
+	return fmt.Sprintf(`version: 1
+name: sleeper
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: slow, type: shell, command: [sh, -c, 'echo $$ > %s; %s; echo "{\"done\": true}"']}
+  - {id: after, type: set, values: {x: 1}}
+edges:
+  - {from: start, to: slow}
+  - {from: slow, to: after}
+`, pidFile, wait)
+}
+
+// pidOf waits for the pid a shell node wrote to file.
+func pidOf(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	require.Eventually(t, func() bool {
+		data, err := os.ReadFile(file)
+		if err != nil || !bytes.HasSuffix(data, []byte("\n")) {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond, "the shell node never started")
+	return pid
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
+}
+
+func (b *bundle) available(t *testing.T, runID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM river_job
+		WHERE args->>'run' = $1 AND state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, runID).Scan(&n))
+	return n
+}
+
+// TestCancelStopsARunningNodeOnItsWorker: a cancel request (the default:
+// stop running nodes) reaches the worker that runs a shell node, which
+// kills its process and records the step cancelled; the node after it is
+// skipped and the run ends cancelled.
+func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	run := b.start(t, sleeper(pidFile, ""), nil)
+	pid := pidOf(t, pidFile)
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", done.Status)
+	require.NotNil(t, done.FinishedAt)
+	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	steps := b.steps(t, run.ID)
+	require.Len(t, steps["slow"], 1)
+	require.Equal(t, "cancelled", steps["slow"][0].Status, "the running node was stopped")
+	require.Len(t, steps["after"], 1)
+	require.Equal(t, "skipped", steps["after"][0].Status)
+	require.Equal(t, "cancelled", steps["after"][0].SkipReason, "the skipped step says why")
+	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 10*time.Second, 10*time.Millisecond,
+		"a job of the run is left")
+}
+
+// TestCancelWithNoWorker: a run whose jobs no worker took is cancelled at
+// once, in the call that cancels it: its jobs are cancelled, its steps
+// skipped, and the run ends cancelled with its timing.
+func TestCancelWithNoWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	run := b.start(t, sleeper(filepath.Join(t.TempDir(), "pid"), ""), nil)
+	require.Positive(t, b.available(t, run.ID), "the run's first job waits for a worker")
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	got, err := b.st.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", got.Status, "the run ended with the cancel")
+	require.NotNil(t, got.FinishedAt)
+	require.Equal(t, "cancelled", got.Error.Code)
+	require.Zero(t, b.available(t, run.ID), "no job of the run is left for a worker")
+	steps := b.steps(t, run.ID)
+	for _, id := range []string{"slow", "after"} {
+		require.Len(t, steps[id], 1, id)
+		require.Equal(t, "skipped", steps[id][0].Status, id)
+		require.Equal(t, "cancelled", steps[id][0].SkipReason, "%s: the skipped step says why", id)
+	}
+	// Cancelling again changes nothing.
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+}
+
+// TestCancelLetFinishOnTheQueue: a cancel that lets running nodes finish
+// leaves the worker's node running; it is recorded success, the node
+// after it is skipped and the run ends cancelled.
+func TestCancelLetFinishOnTheQueue(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	dir := t.TempDir()
+	pidFile, gate := filepath.Join(dir, "pid"), filepath.Join(dir, "gate")
+	run := b.start(t, sleeper(pidFile, gate), nil)
+	pid := pidOf(t, pidFile)
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, true)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	got, err := b.st.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", got.Status, "the run waits for its running node")
+	require.True(t, alive(pid), "the running node goes on")
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", done.Status)
+	steps := b.steps(t, run.ID)
+	require.Len(t, steps["slow"], 1)
+	require.Equal(t, "success", steps["slow"][0].Status, "the running node finished and was recorded")
+	require.Equal(t, true, steps["slow"][0].Output["json"].(map[string]any)["done"])
+	require.Len(t, steps["after"], 1)
+	require.Equal(t, "skipped", steps["after"][0].Status, "nothing new started")
+	require.Equal(t, "cancelled", steps["after"][0].SkipReason, "the skipped step says why")
+}
+
+// TestCancelLetFinishThenStop: a cancel that lets running nodes finish is
+// made to stop them by a later one that does not: the worker stops the
+// node it runs.
+func TestCancelLetFinishThenStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "pid")
+	run := b.start(t, sleeper(pidFile, filepath.Join(dir, "gate")), nil)
+	pid := pidOf(t, pidFile)
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, true)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	got, err := b.st.Run(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "running", got.Status, "the run waits for its running node")
+
+	_, err = b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", done.Status)
+	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "cancelled", steps["slow"][0].Status, "the running node was stopped")
+	require.Equal(t, "skipped", steps["after"][0].Status)
+}
