@@ -203,10 +203,10 @@ func (r *Run) skipStep(f *frame, pn *PlanNode, attempt int, reason string, taskI
 // stops or the foreach item f belongs to failed.
 func (r *Run) stopReason(f *frame) string {
 	switch {
+	case r.failing: // a failure before a cancel ends the run failed
+		return SkipRunFailed
 	case r.cancelling:
 		return SkipCancelled
-	case r.failing:
-		return SkipRunFailed
 	case f != nil && f.abort:
 		return SkipItemFailed
 	}

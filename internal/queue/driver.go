@@ -1063,6 +1063,10 @@ type write struct {
 	pending []pendingWake
 	wakes   []wake
 	wasDone bool
+	// stopRunning is set when the run failed while nodes of it run: they
+	// are stopped, on whichever worker runs them, as a local run stops
+	// them (engine.Actions.CancelRunning).
+	stopRunning bool
 	// last is the seq of the run's last event, read under its lock.
 	last int64
 }
@@ -1106,6 +1110,9 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 		a, recs, err := st.feed(e)
 		if err != nil {
 			return err
+		}
+		if a.CancelRunning {
+			w.stopRunning = true
 		}
 		queueLogInsert(w.log, env.id, e, raw)
 		for _, r := range recs {
@@ -1177,6 +1184,14 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 	if !w.wasDone && st.run.Ended() && st.run.Running() == 0 {
 		finish = d.finish(st)
 		d.oweDelivery(w, finish)
+	}
+	if w.stopRunning && finish == nil {
+		// The run failed and nodes of it still run: a request to stop
+		// them, which every worker running one sees at its next look
+		// (stopCancelled). The run still ends failed: the scheduler's
+		// failure comes before a cancel.
+		w.log.Queue(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2), cancel_let_finish = false
+			WHERE id = $1`, env.id, d.now())
 	}
 	sevs := make([]store.Event, len(w.events))
 	for i, ev := range w.events {

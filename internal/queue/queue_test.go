@@ -797,7 +797,9 @@ func TestWorkerLossIsTheLostWorkers(t *testing.T) {
 	// lost works queue a; it renews its lease once (its lease is an
 	// hour; the test makes it run out). keeper works queue b and the
 	// timers, and looks for lost workers every 50 ms.
-	const lostLease, keeperLease = time.Hour, 200 * time.Millisecond
+	// The keeper's lease is long enough that a loaded machine does not
+	// make it look lost itself (at 200 ms it did, under -race).
+	const lostLease, keeperLease = time.Hour, 3 * time.Second
 	work(queue.Config{Queues: map[string]int{"a": 2}, RescueAfter: lostLease, Poll: time.Hour})
 	work(queue.Config{Queues: map[string]int{"b": 2, queue.DefaultQueue: 2}, RescueAfter: keeperLease, Poll: 50 * time.Millisecond})
 

@@ -268,6 +268,12 @@ func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
 			if su.Output != nil || su.Status == engine.StatusCancelled {
 				rec.Output = su.Output
 			}
+			if su.Status == engine.StatusCancelled && !own {
+				// A step stopped by a cancel has no output, nor the
+				// directives it waited with (a wait's _await), as a
+				// local run records it.
+				rec.Directives = nil
+			}
 			if su.Error != nil {
 				rec.Error = su.Error
 			} else if su.Status == engine.StatusSuccess {
