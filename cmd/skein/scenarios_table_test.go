@@ -1,0 +1,116 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/llm"
+)
+
+// bigText is an input over the 64 KiB a value may take inline.
+var bigText = strings.Repeat("big input ", 10_000)
+
+// scenarios is the semantics contract (see scenario_test.go). Each name
+// is a workflow of testdata/scenarios and a golden of
+// testdata/scenarios/want.
+var scenarios = []scenario{
+	// Data and expressions.
+	{name: "chain", inputs: map[string]any{"who": "Ada"}, order: [][2]string{{"greet", "measure"}}},
+	{name: "value_types", inputs: map[string]any{"i": 21, "n": 0.5, "b": false, "l": []any{true, 2.5, "x", nil, []any{}}, "o": map[string]any{"deep": map[string]any{"k": nil}}, "s": "ü ✓"}},
+	// Branches, joins and dead paths.
+	{name: "if_branches", inputs: map[string]any{"amount": 250}},
+	{name: "switch_cases"},
+	{name: "merge_all", order: [][2]string{{"a", "join"}, {"b", "join"}, {"join", "after"}}},
+	{name: "merge_any", order: [][2]string{{"fast", "first"}}},
+	{name: "dead_paths"},
+	{name: "all_dead"},
+	{name: "route_directive", inputs: map[string]any{"to": "c"}},
+	{name: "guardrail_pass"},
+	{name: "guardrail_fail"},
+	// Loops, foreach and visit limits.
+	{name: "loop_exit"},
+	{name: "loop_max"},
+	{name: "nested_loops"},
+	{name: "foreach_basic"},
+	{name: "foreach_empty"},
+	{name: "foreach_concurrency", anyVisit: true},
+	{name: "foreach_item_continue"},
+	{name: "foreach_item_fail"},
+	{name: "nested_foreach"},
+	{name: "guardrail_visits"},
+	{name: "cycle_visits"},
+	{name: "disabled_nodes"},
+	// Failures, retries and on_error.
+	{name: "fail_node", inputs: map[string]any{"why": "the feed is empty"}},
+	{name: "retry_backoff", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "retry_exhausted", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "on_error_continue"},
+	{name: "on_error_route", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "timeout"},
+	{name: "shell_exit_fail"},
+	{name: "parallel_fail"},
+	// Actions.
+	{name: "http_post", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "http_404", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "shell_json"},
+	{name: "shell_stdin_env"},
+	{name: "llm_text"},
+	{name: "mcp_tools"}, // @modelcontextprotocol/server-everything over stdio (make deps)
+	// State, timers and signals.
+	{name: "state_patch"},
+	{name: "wait_duration", slowQueue: true},
+	{name: "delay_directive", slowQueue: true},
+	{name: "signal_wait", script: []action{{node: "approve", status: "waiting", do: "signal", data: map[string]any{"approved": true, "by": "ada"}}}},
+	{name: "signal_timeout", slowQueue: true},
+	// Subworkflows and budgets.
+	{name: "subworkflow_basic"},
+	{name: "subworkflow_waiting", script: []action{{node: "slug", status: "waiting", do: "observe"}}},
+	{name: "subworkflow_fails"},
+	{name: "budget_children"},
+	// Big values: over the 64 KiB a value may take inline.
+	{name: "big_output"},
+	{name: "big_input", inputs: map[string]any{"text": bigText}},
+	{name: "big_http", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "big_state"},
+	// Webhooks: only a server has them.
+	{name: "webhook_trigger", hook: &hookCall{trigger: "hook", body: `{"n": 7}`}, only: []string{"served", "queued"}},
+	{name: "webhook_big", hook: &hookCall{trigger: "hook", body: `{"text": "` + strings.Repeat("w", 200_000) + `"}`}, only: []string{"served", "queued"}},
+	// Secrets.
+	{name: "secrets_masked", inputs: map[string]any{"base": "$HTTP"}, check: noSecretIn},
+	{name: "llm_json"},
+	{name: "agent_answer"},
+	{name: "loop_foreach"},
+	{name: "http_get_query", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "template_text"},
+	{name: "retry_continue"},
+	{name: "vars_overwrite"},
+	{name: "route_join", inputs: map[string]any{"base": "$HTTP"}},
+	{name: "wait_until_past"},
+	// A killed owner: skein run is resumed, a server's takeover goes on,
+	// new workers go on; what completed before the kill ran once.
+	{name: "kill_resume", own: true, slowQueue: true, anyAttempts: []string{"hang"}, inputs: map[string]any{"marker": "$TMP/m"},
+		script: []action{{node: "hang", status: "running", do: "kill"}}, check: ranOnce},
+	// Cancel.
+	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
+	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},
+	{name: "cancel_waiting", script: []action{{node: "approve", status: "waiting", do: "cancel"}}},
+	{name: "cancel_let_finish", script: []action{{node: "busy", status: "running", do: "cancel-let-finish"}}},
+}
+
+// noSecretIn checks the run document holds no secret value.
+func noSecretIn(t *testing.T, _ string, doc map[string]any) {
+	require.NotContains(t, mustJSON(t, doc), "tok-5ecret-value")
+}
+
+// ranOnce checks the node before the kill ran once.
+func ranOnce(t *testing.T, tmp string, _ map[string]any) {
+	b, err := os.ReadFile(filepath.Join(tmp, "m.first"))
+	require.NoError(t, err)
+	require.Equal(t, "run\n", string(b), "the node that completed before the kill ran once")
+}
+
+func llmUsage(in, out int) llm.Usage { return llm.Usage{InputTokens: in, OutputTokens: out} }
