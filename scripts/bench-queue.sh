@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# bench-queue.sh — time a chain through `skein run --db postgres://…` and
+# `skein worker` processes: the distributed figure as a user pays it.
+#
+#   scripts/bench-queue.sh [rounds]          (default 5 rounds)
+#
+# Environment: SKEIN=path times that binary instead of building one;
+# SKEIN_TEST_POSTGRES_URL (default the local server) is the database, in
+# which the script makes a schema of its own and drops it at the end;
+# WORKERS (default 1) skein worker processes, each with --concurrency 4.
+#
+# Generates chain-N.yaml, a trigger and N `set` nodes in a row (N = 20,
+# 200), runs each once per round (interleaved) with `skein run --db URL
+# --queue` following the run while the workers run its nodes, and prints
+# the medians and the per-node figure (t200 − t20) / 180, which leaves out
+# the process start and the run's first and last transactions.
+set -euo pipefail
+rounds=${1:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+BENCH_DIR=${BENCH_DIR:-$root/tmp/bench-queue}
+OUT=$BENCH_DIR/bin
+WORKERS=${WORKERS:-1}
+base=${SKEIN_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+mkdir -p "$OUT" "$BENCH_DIR/wf"
+if [[ -n ${SKEIN:-} ]]; then
+	cp "$SKEIN" "$OUT/skein"
+else
+	(cd "$root" && go build -o "$OUT/skein" ./cmd/skein)
+fi
+schema=bench_queue_$$
+psql -q "$base" -c "CREATE SCHEMA $schema"
+sep='?'
+[[ $base == *\?* ]] && sep='&'
+db="$base${sep}search_path=$schema"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	psql -q "$base" -c "DROP SCHEMA IF EXISTS $schema CASCADE" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+"$OUT/skein" migrate --db "$db" >/dev/null
+for ((i = 0; i < WORKERS; i++)); do
+	"$OUT/skein" worker --db "$db" --dir "$BENCH_DIR/worker-$i" --concurrency 4 >"$BENCH_DIR/worker-$i.log" 2>&1 &
+	pids+=($!)
+done
+echo "# $(nproc) CPUs, $WORKERS worker(s), $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+wf=$BENCH_DIR/wf
+chain() { # chain N
+	{
+		printf 'version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n'
+		for ((i = 0; i < $1; i++)); do printf '  - {id: n%d, type: set, values: {i: %d}}\n' "$i" "$i"; done
+		printf 'edges:\n  - {from: start, to: n0}\n'
+		for ((i = 1; i < $1; i++)); do printf '  - {from: n%d, to: n%d}\n' $((i - 1)) "$i"; done
+	} >"$wf/chain-$1.yaml"
+}
+chain 20
+chain 200
+names=(chain-20 chain-200)
+declare -A times
+for ((r = 0; r < rounds; r++)); do
+	for name in "${names[@]}"; do
+		s=$(date +%s%N)
+		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
+			echo "skein run $name failed:" >&2
+			cat "$BENCH_DIR/stderr" >&2
+			exit 1
+		fi
+		e=$(date +%s%N)
+		times[$name]+="$(((e - s) / 1000)) "
+	done
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+declare -A med
+for name in "${names[@]}"; do
+	med[$name]=$(median "${times[$name]}")
+	printf '%-10s median %9d µs   runs: %s\n' "$name" "${med[$name]}" "${times[$name]}"
+done
+awk -v a="${med[chain-20]}" -v b="${med[chain-200]}" 'BEGIN {printf "distributed chain per node (t200-t20)/180: %.2f ms (target ≤ 2 ms: ratio %.2f)\n", (b-a)/180/1000, (b-a)/180/1000/2}'
