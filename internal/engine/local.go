@@ -845,7 +845,7 @@ func (rs *runState) launch(t *Task) {
 				rs.post(func() { rs.began(t, start) })
 			}
 			oc, params = rs.runTask(ctx, t, upstream, td)
-			oc, params = rs.spill(t.Node, oc, params)
+			oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
 			<-rs.d.slots
 			<-rs.runSlots
 		} else {
@@ -1001,56 +1001,6 @@ func (rs *runState) taskEnv() TaskEnv {
 	}
 }
 
-// spill moves the big values of a task's output, of the variables it sets
-// and of its parameters to the run's blobs, on the task's goroutine, so
-// that the scheduler, the step records and the store hold references to
-// them (DESIGN §7). Failing to write them fails the attempt.
-func (rs *runState) spill(pn *PlanNode, oc Outcome, params map[string]any) (Outcome, map[string]any) {
-	st, mem := rs.opts.Blobs, rs.opts.Memory
-	if st == nil {
-		return oc, params
-	}
-	var keep []string
-	if pn.ctrl == ctrlForEach {
-		keep = []string{"items"} // the scheduler walks the list
-	}
-	fail := func(err error) (Outcome, map[string]any) {
-		if oc.Err == nil {
-			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
-				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
-		}
-		oc.Output = nil
-		return oc, params
-	}
-	out, n, err := st.Spill(oc.Output, mem.Limit(), keep...)
-	if err != nil {
-		return fail(err)
-	}
-	oc.Output = out
-	mem.Add(n)
-	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
-		p, n, err := st.Spill(patch, mem.Limit())
-		if err != nil {
-			return fail(err)
-		}
-		if len(p) > 0 {
-			d := make(map[string]any, len(oc.Directives))
-			for k, v := range oc.Directives {
-				d[k] = v
-			}
-			d["_state_patch"] = p
-			oc.Directives = d
-		}
-		mem.Add(n)
-	}
-	p, n, err := st.Spill(params, mem.Limit())
-	if err != nil {
-		return fail(err)
-	}
-	mem.Add(n)
-	return oc, p
-}
-
 func safeRun(ctx context.Context, k node.Kind, c *node.Call) (out map[string]any, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -1175,13 +1125,9 @@ func (rs *runState) result() *Result {
 	// stderr, a response body): masked like the step's.
 	res.Error, _ = rs.redact.Error(res.Error)
 	res.Outputs, _ = rs.redact.Map(outs)
-	if st := rs.opts.Blobs; st != nil {
-		if o, _, err := st.Spill(res.Outputs, blob.InlineLimit); err == nil {
-			res.Outputs = o
-		} else if res.Error == nil {
-			res.Status = RunFailed
-			res.Error = &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
-		}
+	var keepErr *node.Error
+	if res.Outputs, keepErr = KeepOutputs(rs.opts.Blobs, res.Outputs); keepErr != nil && res.Error == nil {
+		res.Status, res.Error = RunFailed, keepErr
 	}
 	return res
 }

@@ -1209,7 +1209,20 @@ func (d *Driver) finish(st *state) *store.Run {
 	now := d.now()
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
-	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))
+	r = durable.RedactRun(st.env.red, r)
+	// Kept in the shared store, which writes on connections of its own:
+	// safe in the transaction that ends the run. A failure fails the run
+	// and keeps none of its outputs.
+	outs, keepErr := engine.KeepOutputs(st.env.blobs, r.Outputs)
+	c := *r
+	c.Outputs = outs
+	if keepErr != nil {
+		c.Outputs = map[string]any{}
+		if c.Error == nil {
+			c.Status, c.Error = string(engine.RunFailed), keepErr
+		}
+	}
+	return &c
 }
 
 // OnlySignals reports whether a run that has not ended only waits for
