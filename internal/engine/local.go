@@ -927,12 +927,11 @@ func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct
 // runTask renders the node's parameters and runs its kind.
 func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone) (Outcome, map[string]any) {
 	pn := t.Node
-	scope := TaskScope(rs.scope, t)
-	params, err := RenderParams(pn, &scope)
+	params, hash, err := Prepare(rs.scope, t, rs.defs[pn.Index], upstream)
 	if err != nil {
 		return Outcome{Err: err}, nil
 	}
-	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
+	td.hash = hash
 	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach && t.Resume == nil {
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
 		if ok && r.Mocked {

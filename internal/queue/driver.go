@@ -647,12 +647,10 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	if d.cfg.Exec != nil {
 		oc = d.cfg.Exec(nodeCtx, run.ID, t)
 	} else {
-		scope := engine.TaskScope(tenv.Scope, t)
 		var perr *node.Error
-		if params, perr = engine.RenderParams(t.Node, &scope); perr != nil {
+		if params, hash, perr = engine.Prepare(tenv.Scope, t, engine.NodeDef(t.Node), upstream); perr != nil {
 			oc.Err = perr
 		} else {
-			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
 			oc, params = d.call(nodeCtx, env, tenv, t, params)
 		}
 	}
