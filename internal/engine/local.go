@@ -712,84 +712,16 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rs.steps[key] = rec
 		rs.order = append(rs.order, rec)
 	}
-	if su.Status == StatusRunning && rs.waits(su.TaskID) {
-		su.Status = StatusPending // released, but waiting for a slot
+	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs}
+	if w, ok := rs.wakeAt[key]; ok {
+		o.WakeAt = &w
 	}
-	rec.Status = su.Status
-	rec.Retry = su.Retry
-	rec.SkipReason = su.SkipReason
-	if su.Loop != nil {
-		rec.Loop = su.Loop
+	var end *StepEnd
+	if done != nil {
+		end = &StepEnd{At: done.end, Outcome: done.outcome, Params: done.params, Hash: done.hash,
+			Cached: done.cached, Pinned: done.pinned, Mocked: done.mocked}
 	}
-	if su.Status != StatusRunning {
-		rec.ProcessGroup = 0 // the attempt that started it is over
-	}
-	if su.Attempt > rec.Attempts {
-		rec.Attempts = su.Attempt
-	}
-	switch su.Status {
-	case StatusRunning:
-		if rec.StartedAt == nil {
-			t := now
-			rec.StartedAt = &t
-		}
-		rec.FinishedAt = nil
-	case StatusSkipped:
-		rec.Error = su.Error // why, when a cancel skipped it
-	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
-		t := now
-		directivesMasked, paramsMasked := false, false
-		if done != nil {
-			t = done.end
-			if done.params != nil {
-				rec.Params, paramsMasked = rs.redact.Map(done.params)
-			}
-			rec.ConfigHash = done.hash
-			rec.Cached, rec.Pinned, rec.Mocked = done.cached, done.pinned, done.mocked
-			// Directives are reused with the output on resume: a masked
-			// _state_patch marks the step like a masked output.
-			rec.Directives, directivesMasked = rs.redact.Map(done.outcome.Directives)
-		}
-		if rec.StartedAt == nil {
-			s := t
-			rec.StartedAt = &s
-		}
-		if w, ok := rs.wakeAt[[2]int{su.Index, su.Visit}]; ok && su.Status == StatusWaiting {
-			rec.WakeAt = &w
-		}
-		rec.FinishedAt = &t
-		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
-		if su.Output != nil || su.Status == StatusCancelled {
-			var masked bool
-			rec.Output, masked = rs.redact.Map(su.Output)
-			rec.Masked = masked
-		}
-		rec.Masked = rec.Masked || directivesMasked
-		if rs.opts.Blobs != nil && (done == nil && su.Output != nil || rec.Masked || paramsMasked) {
-			// Outputs the scheduler builds (a foreach's list of results)
-			// and big values that held a secret (kept in memory for the
-			// run, masked in the record) did not go to blobs with their
-			// task's output; their records do. A failure is left to the
-			// durable recorder, which tries again and reports it.
-			if o, _, err := rs.opts.Blobs.Spill(rec.Output, blob.InlineLimit); err == nil {
-				rec.Output = o
-			}
-			if p, _, err := rs.opts.Blobs.Spill(rec.Params, blob.InlineLimit); err == nil {
-				rec.Params = p
-			}
-		}
-		if su.Error != nil {
-			rec.Error, _ = rs.redact.Error(su.Error)
-		} else if su.Status == StatusSuccess {
-			rec.Error = nil
-		}
-		if done != nil {
-			rec.Tokens, rec.CostUSD = usageOf(done.outcome.Directives)
-			if done.outcome.Err != nil {
-				rec.Tokens, rec.CostUSD = failedUsage(done.outcome.Err)
-			}
-		}
-	}
+	ApplyStep(rec, su, now, end, o)
 	rs.record(rec)
 }
 
