@@ -96,8 +96,11 @@ type Flusher interface {
 	Flush() error
 }
 
-// Options configure one run.
+// Options configure one run: what the scheduler and its driver need, and
+// the run's Host.
 type Options struct {
+	// Host does the run's duties outside the scheduler and its driver.
+	Host
 	RunID   string
 	Inputs  map[string]any
 	Trigger string
@@ -106,35 +109,16 @@ type Options struct {
 	// Redactor masks Secrets (redact.New of them); nil: the driver makes
 	// one. The runner gives the run's own, shared by all its writers.
 	Redactor *redact.Redactor
-	Recorder Recorder
 	// Concurrency caps the run's tasks running at once (default 16).
 	Concurrency int
-	// ArtifactDir returns the artifacts folder of a node.
-	ArtifactDir func(nodeID string) string
-	// Files is the file-access policy every node call gets (node.Call.Files):
-	// the runner allows the run's folder and the workflow's files:. Nil
-	// allows the folders of the workflow's files: only.
-	Files *node.Files
-	// Services are handed to the kinds; the driver adds the run's budget
-	// (node.BudgetService) and, for subworkflow nodes, child runs.
-	Services *node.Services
 	// CancelGrace is how long running tasks may go on after a cancel
 	// before their context is cancelled; 0 lets them finish.
 	CancelGrace time.Duration
 	// Hard, when closed, cancels running tasks at once.
 	Hard <-chan struct{}
-	// Child records child runs of subworkflow nodes (nil: not recorded).
-	Child ChildFactory
-	// ChildServices, when set, gives a child run the services of its own
-	// workflow (its MCP servers, its models) in place of the parent's; the
-	// returned function releases them when the child ends.
-	ChildServices func(w *workflow.Workflow, inputs map[string]any) (*node.Services, func())
 	// Stack lists the absolute paths of the parent workflows of this run,
 	// outermost first, to stop recursion.
 	Stack []string
-	// Reuse, when set, may answer a task from an earlier run instead of
-	// running it (resume and rerun --pin).
-	Reuse func(ReuseQuery) (Reused, bool)
 	// Budget counts the run's tokens and cost; nil makes one from the
 	// workflow's limits and Spent. A subworkflow's child run gets a budget
 	// of its own limits whose parent is this one.
@@ -149,9 +133,6 @@ type Options struct {
 	// Blobs); nil makes one from the workflow's limits. Subworkflows
 	// share their parent's.
 	Memory *blob.Budget
-	// Evidence, when set, is called after a node with checks or expect:
-	// succeeds, to capture evidence (a screenshot) into its artifacts.
-	Evidence func(ctx context.Context, nodeID, artifactDir string)
 	// Park, when set, lets the execution end while the run only waits,
 	// rather than hold it in this process; see Park.
 	Park *Park
@@ -174,6 +155,38 @@ type Options struct {
 	// waited for is already known. A signal wait's timeout keeps its
 	// time. Subworkflows inherit it.
 	Instant bool
+}
+
+// Host is what a run asks of the world around it: where its steps and
+// events are recorded, where its nodes' files go and what they may read,
+// the services its kinds reach, how its child runs are recorded and given
+// services, which of its steps an earlier run answers, and how evidence is
+// captured. The runner is a local run's host (a run folder, the store);
+// each duty is optional, nil leaving it undone.
+type Host struct {
+	// Recorder records the run's steps and events (nil: not recorded).
+	Recorder Recorder
+	// ArtifactDir returns the artifacts folder of a node.
+	ArtifactDir func(nodeID string) string
+	// Files is the file-access policy every node call gets (node.Call.Files):
+	// the runner allows the run's folder and the workflow's files:. Nil
+	// allows the folders of the workflow's files: only.
+	Files *node.Files
+	// Services are handed to the kinds; the driver adds the run's budget
+	// (node.BudgetService) and, for subworkflow nodes, child runs.
+	Services *node.Services
+	// Child records child runs of subworkflow nodes (nil: not recorded).
+	Child ChildFactory
+	// ChildServices, when set, gives a child run the services of its own
+	// workflow (its MCP servers, its models) in place of the parent's; the
+	// returned function releases them when the child ends.
+	ChildServices func(w *workflow.Workflow, inputs map[string]any) (*node.Services, func())
+	// Reuse, when set, may answer a task from an earlier run instead of
+	// running it (resume and rerun --pin).
+	Reuse func(ReuseQuery) (Reused, bool)
+	// Evidence, when set, is called after a node with checks or expect:
+	// succeeds, to capture evidence (a screenshot) into its artifacts.
+	Evidence func(ctx context.Context, nodeID, artifactDir string)
 }
 
 // Park says when an execution ends with its run waiting (Result.Status
