@@ -73,7 +73,7 @@ func BenchmarkChain400(b *testing.B) {
 					b.Fatal(err)
 				}
 				rec := durable.NewRecorder(c, id, nil, nil)
-				res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Recorder: rec})
+				res, err := d.Execute(ctx, plan, engine.Options{RunID: id, Host: engine.Host{Recorder: rec}})
 				if err != nil || res.Status != engine.RunCompleted {
 					b.Fatal(err, res.Error)
 				}
@@ -130,7 +130,7 @@ func BenchmarkConcurrentRuns(b *testing.B) {
 				if rec != nil {
 					rc, sync = rec(id)
 				}
-				res, err := d.Execute(context.Background(), plan, engine.Options{RunID: id, Recorder: rc})
+				res, err := d.Execute(context.Background(), plan, engine.Options{RunID: id, Host: engine.Host{Recorder: rc}})
 				if err == nil && res.Status != engine.RunCompleted {
 					err = fmt.Errorf("run %s: %v", id, res.Error)
 				}

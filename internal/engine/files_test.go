@@ -77,7 +77,7 @@ nodes:
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := engine.NewDriver(reg, nil, 4).Execute(context.Background(), plan, engine.Options{RunID: "r", Files: tc.files})
+			res, err := engine.NewDriver(reg, nil, 4).Execute(context.Background(), plan, engine.Options{RunID: "r", Host: engine.Host{Files: tc.files}})
 			require.NoError(t, err)
 			require.Equal(t, engine.RunCompleted, res.Status)
 			out := map[string]map[string]any{}

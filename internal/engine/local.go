@@ -96,8 +96,11 @@ type Flusher interface {
 	Flush() error
 }
 
-// Options configure one run.
+// Options configure one run: what the scheduler and its driver need, and
+// the run's Host.
 type Options struct {
+	// Host does the run's duties outside the scheduler and its driver.
+	Host
 	RunID   string
 	Inputs  map[string]any
 	Trigger string
@@ -106,35 +109,16 @@ type Options struct {
 	// Redactor masks Secrets (redact.New of them); nil: the driver makes
 	// one. The runner gives the run's own, shared by all its writers.
 	Redactor *redact.Redactor
-	Recorder Recorder
 	// Concurrency caps the run's tasks running at once (default 16).
 	Concurrency int
-	// ArtifactDir returns the artifacts folder of a node.
-	ArtifactDir func(nodeID string) string
-	// Files is the file-access policy every node call gets (node.Call.Files):
-	// the runner allows the run's folder and the workflow's files:. Nil
-	// allows the folders of the workflow's files: only.
-	Files *node.Files
-	// Services are handed to the kinds; the driver adds the run's budget
-	// (node.BudgetService) and, for subworkflow nodes, child runs.
-	Services *node.Services
 	// CancelGrace is how long running tasks may go on after a cancel
 	// before their context is cancelled; 0 lets them finish.
 	CancelGrace time.Duration
 	// Hard, when closed, cancels running tasks at once.
 	Hard <-chan struct{}
-	// Child records child runs of subworkflow nodes (nil: not recorded).
-	Child ChildFactory
-	// ChildServices, when set, gives a child run the services of its own
-	// workflow (its MCP servers, its models) in place of the parent's; the
-	// returned function releases them when the child ends.
-	ChildServices func(w *workflow.Workflow, inputs map[string]any) (*node.Services, func())
 	// Stack lists the absolute paths of the parent workflows of this run,
 	// outermost first, to stop recursion.
 	Stack []string
-	// Reuse, when set, may answer a task from an earlier run instead of
-	// running it (resume and rerun --pin).
-	Reuse func(ReuseQuery) (Reused, bool)
 	// Budget counts the run's tokens and cost; nil makes one from the
 	// workflow's limits and Spent. A subworkflow's child run gets a budget
 	// of its own limits whose parent is this one.
@@ -149,9 +133,6 @@ type Options struct {
 	// Blobs); nil makes one from the workflow's limits. Subworkflows
 	// share their parent's.
 	Memory *blob.Budget
-	// Evidence, when set, is called after a node with checks or expect:
-	// succeeds, to capture evidence (a screenshot) into its artifacts.
-	Evidence func(ctx context.Context, nodeID, artifactDir string)
 	// Park, when set, lets the execution end while the run only waits,
 	// rather than hold it in this process; see Park.
 	Park *Park
@@ -174,6 +155,38 @@ type Options struct {
 	// waited for is already known. A signal wait's timeout keeps its
 	// time. Subworkflows inherit it.
 	Instant bool
+}
+
+// Host is what a run asks of the world around it: where its steps and
+// events are recorded, where its nodes' files go and what they may read,
+// the services its kinds reach, how its child runs are recorded and given
+// services, which of its steps an earlier run answers, and how evidence is
+// captured. The runner is a local run's host (a run folder, the store);
+// each duty is optional, nil leaving it undone.
+type Host struct {
+	// Recorder records the run's steps and events (nil: not recorded).
+	Recorder Recorder
+	// ArtifactDir returns the artifacts folder of a node.
+	ArtifactDir func(nodeID string) string
+	// Files is the file-access policy every node call gets (node.Call.Files):
+	// the runner allows the run's folder and the workflow's files:. Nil
+	// allows the folders of the workflow's files: only.
+	Files *node.Files
+	// Services are handed to the kinds; the driver adds the run's budget
+	// (node.BudgetService) and, for subworkflow nodes, child runs.
+	Services *node.Services
+	// Child records child runs of subworkflow nodes (nil: not recorded).
+	Child ChildFactory
+	// ChildServices, when set, gives a child run the services of its own
+	// workflow (its MCP servers, its models) in place of the parent's; the
+	// returned function releases them when the child ends.
+	ChildServices func(w *workflow.Workflow, inputs map[string]any) (*node.Services, func())
+	// Reuse, when set, may answer a task from an earlier run instead of
+	// running it (resume and rerun --pin).
+	Reuse func(ReuseQuery) (Reused, bool)
+	// Evidence, when set, is called after a node with checks or expect:
+	// succeeds, to capture evidence (a screenshot) into its artifacts.
+	Evidence func(ctx context.Context, nodeID, artifactDir string)
 }
 
 // Park says when an execution ends with its run waiting (Result.Status
@@ -712,84 +725,16 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rs.steps[key] = rec
 		rs.order = append(rs.order, rec)
 	}
-	if su.Status == StatusRunning && rs.waits(su.TaskID) {
-		su.Status = StatusPending // released, but waiting for a slot
+	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs}
+	if w, ok := rs.wakeAt[key]; ok {
+		o.WakeAt = &w
 	}
-	rec.Status = su.Status
-	rec.Retry = su.Retry
-	rec.SkipReason = su.SkipReason
-	if su.Loop != nil {
-		rec.Loop = su.Loop
+	var end *StepEnd
+	if done != nil {
+		end = &StepEnd{At: done.end, Outcome: done.outcome, Params: done.params, Hash: done.hash,
+			Cached: done.cached, Pinned: done.pinned, Mocked: done.mocked}
 	}
-	if su.Status != StatusRunning {
-		rec.ProcessGroup = 0 // the attempt that started it is over
-	}
-	if su.Attempt > rec.Attempts {
-		rec.Attempts = su.Attempt
-	}
-	switch su.Status {
-	case StatusRunning:
-		if rec.StartedAt == nil {
-			t := now
-			rec.StartedAt = &t
-		}
-		rec.FinishedAt = nil
-	case StatusSkipped:
-		rec.Error = su.Error // why, when a cancel skipped it
-	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
-		t := now
-		directivesMasked, paramsMasked := false, false
-		if done != nil {
-			t = done.end
-			if done.params != nil {
-				rec.Params, paramsMasked = rs.redact.Map(done.params)
-			}
-			rec.ConfigHash = done.hash
-			rec.Cached, rec.Pinned, rec.Mocked = done.cached, done.pinned, done.mocked
-			// Directives are reused with the output on resume: a masked
-			// _state_patch marks the step like a masked output.
-			rec.Directives, directivesMasked = rs.redact.Map(done.outcome.Directives)
-		}
-		if rec.StartedAt == nil {
-			s := t
-			rec.StartedAt = &s
-		}
-		if w, ok := rs.wakeAt[[2]int{su.Index, su.Visit}]; ok && su.Status == StatusWaiting {
-			rec.WakeAt = &w
-		}
-		rec.FinishedAt = &t
-		rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
-		if su.Output != nil || su.Status == StatusCancelled {
-			var masked bool
-			rec.Output, masked = rs.redact.Map(su.Output)
-			rec.Masked = masked
-		}
-		rec.Masked = rec.Masked || directivesMasked
-		if rs.opts.Blobs != nil && (done == nil && su.Output != nil || rec.Masked || paramsMasked) {
-			// Outputs the scheduler builds (a foreach's list of results)
-			// and big values that held a secret (kept in memory for the
-			// run, masked in the record) did not go to blobs with their
-			// task's output; their records do. A failure is left to the
-			// durable recorder, which tries again and reports it.
-			if o, _, err := rs.opts.Blobs.Spill(rec.Output, blob.InlineLimit); err == nil {
-				rec.Output = o
-			}
-			if p, _, err := rs.opts.Blobs.Spill(rec.Params, blob.InlineLimit); err == nil {
-				rec.Params = p
-			}
-		}
-		if su.Error != nil {
-			rec.Error, _ = rs.redact.Error(su.Error)
-		} else if su.Status == StatusSuccess {
-			rec.Error = nil
-		}
-		if done != nil {
-			rec.Tokens, rec.CostUSD = usageOf(done.outcome.Directives)
-			if done.outcome.Err != nil {
-				rec.Tokens, rec.CostUSD = failedUsage(done.outcome.Err)
-			}
-		}
-	}
+	ApplyStep(rec, su, now, end, o)
 	rs.record(rec)
 }
 
@@ -845,7 +790,7 @@ func (rs *runState) launch(t *Task) {
 				rs.post(func() { rs.began(t, start) })
 			}
 			oc, params = rs.runTask(ctx, t, upstream, td)
-			oc, params = rs.spill(t.Node, oc, params)
+			oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
 			<-rs.d.slots
 			<-rs.runSlots
 		} else {
@@ -927,12 +872,11 @@ func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct
 // runTask renders the node's parameters and runs its kind.
 func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone) (Outcome, map[string]any) {
 	pn := t.Node
-	scope := TaskScope(rs.scope, t)
-	params, err := RenderParams(pn, &scope)
+	params, hash, err := Prepare(rs.scope, t, rs.defs[pn.Index], upstream)
 	if err != nil {
 		return Outcome{Err: err}, nil
 	}
-	td.hash = ConfigHash(rs.defs[pn.Index], params, t.Loop, upstream)
+	td.hash = hash
 	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach && t.Resume == nil {
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
 		if ok && r.Mocked {
@@ -999,56 +943,6 @@ func (rs *runState) taskEnv() TaskEnv {
 			rs.post(func() { rs.processStarted(t, pgid) })
 		},
 	}
-}
-
-// spill moves the big values of a task's output, of the variables it sets
-// and of its parameters to the run's blobs, on the task's goroutine, so
-// that the scheduler, the step records and the store hold references to
-// them (DESIGN §7). Failing to write them fails the attempt.
-func (rs *runState) spill(pn *PlanNode, oc Outcome, params map[string]any) (Outcome, map[string]any) {
-	st, mem := rs.opts.Blobs, rs.opts.Memory
-	if st == nil {
-		return oc, params
-	}
-	var keep []string
-	if pn.ctrl == ctrlForEach {
-		keep = []string{"items"} // the scheduler walks the list
-	}
-	fail := func(err error) (Outcome, map[string]any) {
-		if oc.Err == nil {
-			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
-				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
-		}
-		oc.Output = nil
-		return oc, params
-	}
-	out, n, err := st.Spill(oc.Output, mem.Limit(), keep...)
-	if err != nil {
-		return fail(err)
-	}
-	oc.Output = out
-	mem.Add(n)
-	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
-		p, n, err := st.Spill(patch, mem.Limit())
-		if err != nil {
-			return fail(err)
-		}
-		if len(p) > 0 {
-			d := make(map[string]any, len(oc.Directives))
-			for k, v := range oc.Directives {
-				d[k] = v
-			}
-			d["_state_patch"] = p
-			oc.Directives = d
-		}
-		mem.Add(n)
-	}
-	p, n, err := st.Spill(params, mem.Limit())
-	if err != nil {
-		return fail(err)
-	}
-	mem.Add(n)
-	return oc, p
 }
 
 func safeRun(ctx context.Context, k node.Kind, c *node.Call) (out map[string]any, err error) {
@@ -1175,13 +1069,9 @@ func (rs *runState) result() *Result {
 	// stderr, a response body): masked like the step's.
 	res.Error, _ = rs.redact.Error(res.Error)
 	res.Outputs, _ = rs.redact.Map(outs)
-	if st := rs.opts.Blobs; st != nil {
-		if o, _, err := st.Spill(res.Outputs, blob.InlineLimit); err == nil {
-			res.Outputs = o
-		} else if res.Error == nil {
-			res.Status = RunFailed
-			res.Error = &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
-		}
+	var keepErr *node.Error
+	if res.Outputs, keepErr = KeepOutputs(rs.opts.Blobs, res.Outputs); keepErr != nil && res.Error == nil {
+		res.Status, res.Error = RunFailed, keepErr
 	}
 	return res
 }

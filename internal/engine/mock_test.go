@@ -54,7 +54,7 @@ func TestDriverMock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupDriver(t, src)
-			res := result(t, b.execute(context.Background(), engine.Options{Reuse: tt.mock}))
+			res := result(t, b.execute(context.Background(), engine.Options{Host: engine.Host{Reuse: tt.mock}}))
 			require.Equal(t, tt.want, res.Status, "%v", res.Error)
 			f := stepsOf(res, "fetch")[0]
 			require.True(t, f.Mocked, "fetch is marked mocked")

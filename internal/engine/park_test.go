@@ -79,7 +79,7 @@ func TestDriverSignals(t *testing.T) {
 		b := setupDriver(t, approval)
 		sigs := make(chan engine.Signal, 1)
 		w := newWaitWatch()
-		done := b.execute(context.Background(), engine.Options{SignalCh: sigs, Recorder: w})
+		done := b.execute(context.Background(), engine.Options{SignalCh: sigs, Host: engine.Host{Recorder: w}})
 		w.await(t, "approve")
 		sigs <- engine.Signal{Node: "approve", Visit: 1, Data: map[string]any{"by": "Ada"}, At: b.clk.Now()}
 		res := result(t, done)
@@ -97,7 +97,7 @@ func TestDriverSignals(t *testing.T) {
 		t.Parallel()
 		b := setupDriver(t, approval)
 		w := newWaitWatch()
-		done := b.execute(context.Background(), engine.Options{Recorder: w})
+		done := b.execute(context.Background(), engine.Options{Host: engine.Host{Recorder: w}})
 		w.await(t, "approve")
 		b.waitTimer()
 		b.clk.Advance(time.Hour)
@@ -217,7 +217,7 @@ func TestDriverSignals(t *testing.T) {
 `))
 				park := tc.park
 				w := newWaitWatch()
-				done := b.execute(context.Background(), engine.Options{Park: &park, Recorder: w})
+				done := b.execute(context.Background(), engine.Options{Park: &park, Host: engine.Host{Recorder: w}})
 				if tc.parks {
 					require.Equal(t, engine.RunWaiting, result(t, done).Status)
 					return
@@ -252,7 +252,7 @@ func TestDriverLeave(t *testing.T) {
 `))
 		leave := make(chan struct{})
 		w := newWaitWatch()
-		done := b.execute(context.Background(), engine.Options{Leave: leave, Recorder: w})
+		done := b.execute(context.Background(), engine.Options{Leave: leave, Host: engine.Host{Recorder: w}})
 		w.await(t, "pause")
 		close(leave)
 		res := result(t, done)
@@ -272,7 +272,7 @@ func TestDriverLeave(t *testing.T) {
 `))
 		leave := make(chan struct{})
 		w := newWaitWatch()
-		done := b.execute(context.Background(), engine.Options{Leave: leave, Recorder: w})
+		done := b.execute(context.Background(), engine.Options{Leave: leave, Host: engine.Host{Recorder: w}})
 		b.started(1)
 		close(leave)
 		// busy is let go once the run is cancelled: let go before, it

@@ -95,7 +95,7 @@ func TestDriverRecordsProcessGroup(t *testing.T) {
 			hard := make(chan struct{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			done := b.execute(ctx, engine.Options{Recorder: log, Hard: hard})
+			done := b.execute(ctx, engine.Options{Host: engine.Host{Recorder: log}, Hard: hard})
 
 			var running engine.StepRecord
 			deadline := time.After(10 * time.Second)

@@ -96,7 +96,7 @@ func TestDriverSlotWaitIsPending(t *testing.T) {
 	t.Parallel()
 	b := setupDriver(t, wf(twoBlocks, twoBlockEdges))
 	log := newSlotLog()
-	done := b.execute(context.Background(), engine.Options{Concurrency: 1, Recorder: log})
+	done := b.execute(context.Background(), engine.Options{Concurrency: 1, Host: engine.Host{Recorder: log}})
 	first := b.started(1)[0]
 	second := map[string]string{"a": "b", "b": "a"}[first]
 
@@ -123,7 +123,7 @@ func TestDriverCancelSkipsQueued(t *testing.T) {
 	log := newSlotLog()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := b.execute(ctx, engine.Options{Concurrency: 1, Recorder: log, CancelGrace: time.Hour})
+	done := b.execute(ctx, engine.Options{Concurrency: 1, Host: engine.Host{Recorder: log}, CancelGrace: time.Hour})
 	first := b.started(1)[0]
 	second := map[string]string{"a": "b", "b": "a"}[first]
 	cancel()
@@ -157,7 +157,7 @@ edges:
   - {from: sq, to: eend}
 `)
 	log := newSlotLog()
-	done := b.execute(context.Background(), engine.Options{Recorder: log})
+	done := b.execute(context.Background(), engine.Options{Host: engine.Host{Recorder: log}})
 	b.waitTimer() // the retry's backoff, on the fake clock
 	b.clk.Advance(time.Second)
 	res := result(t, done)

@@ -122,8 +122,8 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 	}
 	opts := Options{
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
-		Services: rs.opts.Services, CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard,
-		Stack: chain, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices,
+		Host:        Host{Services: rs.opts.Services, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices},
+		CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard, Stack: chain,
 		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory, Instant: rs.opts.Instant,
 	}
 	if rs.opts.ChildServices != nil {

@@ -63,6 +63,21 @@ func TaskScope(run expr.Scope, t *Task) expr.Scope {
 	return run
 }
 
+// Prepare readies a task for its call, as both drivers do: it renders the
+// node's parameters in the task's scope (run: the run's scope, RunScope)
+// and coerces them (RenderParams), and hashes its configuration — def, the
+// node's canonical definition (NodeDef), with the parameters, the loop
+// context and the upstream steps' hashes (ConfigHash) — for reuse and the
+// step record. A parameter that does not render or coerce fails the task.
+func Prepare(run expr.Scope, t *Task, def []byte, upstream []string) (params map[string]any, hash string, _ *node.Error) {
+	scope := TaskScope(run, t)
+	params, err := RenderParams(t.Node, &scope)
+	if err != nil {
+		return nil, "", err
+	}
+	return params, ConfigHash(def, params, t.Loop, upstream), nil
+}
+
 // Call runs the task's kind with its rendered parameters and returns the
 // outcome: the output split from its directives, or the error (a
 // deadline past the node's timeout is a timeout, a panic an internal

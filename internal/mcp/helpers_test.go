@@ -213,9 +213,12 @@ func execute(t *testing.T, w *workflow.Workflow, inputs map[string]any, secrets 
 	arts := t.TempDir()
 	rec := &recorder{}
 	res, err := engine.NewDriver(node.Default, nil, 8).Execute(context.Background(), plan, engine.Options{
-		RunID: "r1", Inputs: in, Secrets: secrets, Recorder: rec,
-		ArtifactDir: func(id string) string { return filepath.Join(arts, id, "artifacts") },
-		Services:    mcp.Service.Provide(nil, pool),
+		RunID: "r1", Inputs: in, Secrets: secrets,
+		Host: engine.Host{
+			Recorder:    rec,
+			ArtifactDir: func(id string) string { return filepath.Join(arts, id, "artifacts") },
+			Services:    mcp.Service.Provide(nil, pool),
+		},
 	})
 	require.NoError(t, err)
 	require.NoError(t, pool.Close())

@@ -14,7 +14,6 @@ import (
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/engine"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -23,65 +22,6 @@ import (
 // worker keeps no run folder, so the files a node writes in its artifacts
 // folder are moved to the blob store every worker and the server reach.
 const ArtifactsKey = "_artifacts"
-
-// keep moves the big values of a task's output, of the variables it sets
-// and of its parameters to the shared blob store, before the step that
-// refers to them is committed (Config.Blobs): the history, the steps and
-// the scheduler then hold references that any worker, and the server,
-// read. Failing to keep them fails the attempt.
-func keep(st *blob.Store, pn *engine.PlanNode, oc engine.Outcome, params map[string]any) (engine.Outcome, map[string]any) {
-	var only []string
-	if pn.Spec.Role == node.RoleForEach {
-		only = []string{"items"} // the scheduler walks the list
-	}
-	fail := func(err error) (engine.Outcome, map[string]any) {
-		if oc.Err == nil {
-			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
-				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
-		}
-		oc.Output = nil
-		return oc, params
-	}
-	out, _, err := st.Spill(oc.Output, blob.InlineLimit, only...)
-	if err != nil {
-		return fail(err)
-	}
-	oc.Output = out
-	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
-		p, _, err := st.Spill(patch, blob.InlineLimit)
-		if err != nil {
-			return fail(err)
-		}
-		d := maps.Clone(oc.Directives)
-		d["_state_patch"] = p
-		oc.Directives = d
-	}
-	p, _, err := st.Spill(params, blob.InlineLimit)
-	if err != nil {
-		return fail(err)
-	}
-	return oc, p
-}
-
-// keepOutputs moves the big values of a run's final outputs (a template
-// that builds a long text) to the blob store, as the local driver does; a
-// failure fails the run. The store writes on connections of its own, so
-// this is safe in the transaction that ends the run.
-func keepOutputs(st *blob.Store, r *store.Run) *store.Run {
-	out, _, err := st.Spill(r.Outputs, blob.InlineLimit)
-	if err == nil {
-		c := *r
-		c.Outputs = out
-		return &c
-	}
-	c := *r
-	c.Outputs = map[string]any{}
-	if c.Error == nil {
-		c.Status = string(engine.RunFailed)
-		c.Error = &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
-	}
-	return &c
-}
 
 // artifacts moves the files a task's node wrote in its artifacts folder
 // dir (a temporary folder of this worker) to the blob store, lists them in
@@ -241,5 +181,5 @@ func (d *Driver) call(ctx context.Context, env *runEnv, tenv engine.TaskEnv, t *
 				"message": fmt.Sprintf("artifacts not kept: they hold a secret value: %s", strings.Join(refused, ", "))})
 		}
 	}
-	return keep(env.blobs, t.Node, oc, params)
+	return engine.Keep(env.blobs, nil, t.Node, oc, params)
 }

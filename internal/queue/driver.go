@@ -647,12 +647,10 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	if d.cfg.Exec != nil {
 		oc = d.cfg.Exec(nodeCtx, run.ID, t)
 	} else {
-		scope := engine.TaskScope(tenv.Scope, t)
 		var perr *node.Error
-		if params, perr = engine.RenderParams(t.Node, &scope); perr != nil {
+		if params, hash, perr = engine.Prepare(tenv.Scope, t, engine.NodeDef(t.Node), upstream); perr != nil {
 			oc.Err = perr
 		} else {
-			hash = engine.ConfigHash(engine.NodeDef(t.Node), params, t.Loop, upstream)
 			oc, params = d.call(nodeCtx, env, tenv, t, params)
 		}
 	}
@@ -1224,7 +1222,20 @@ func (d *Driver) finish(st *state) *store.Run {
 	now := d.now()
 	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
-	return keepOutputs(st.env.blobs, durable.RedactRun(st.env.red, r))
+	r = durable.RedactRun(st.env.red, r)
+	// Kept in the shared store, which writes on connections of its own:
+	// safe in the transaction that ends the run. A failure fails the run
+	// and keeps none of its outputs.
+	outs, keepErr := engine.KeepOutputs(st.env.blobs, r.Outputs)
+	c := *r
+	c.Outputs = outs
+	if keepErr != nil {
+		c.Outputs = map[string]any{}
+		if c.Error == nil {
+			c.Status, c.Error = string(engine.RunFailed), keepErr
+		}
+	}
+	return &c
 }
 
 // OnlySignals reports whether a run that has not ended only waits for

@@ -230,56 +230,18 @@ func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
 			st.steps[key] = rec
 			st.order = append(st.order, rec)
 		}
-		rec.Status = su.Status
-		rec.SkipReason = su.SkipReason
-		if su.Attempt > rec.Attempts {
-			rec.Attempts = su.Attempt
+		// A released task's job waits in the queue: the worker that takes
+		// it marks its step running (Driver.began). Secrets are masked as
+		// the step is written (durable.RedactStep).
+		o := engine.StepOptions{Pending: true}
+		if w, ok := st.wakeAt[key]; ok {
+			o.WakeAt = &w
 		}
-		own := e.Kind == kindFinished && su.TaskID == e.Task
-		switch su.Status {
-		case engine.StatusRunning:
-			// Released: its job waits in the queue. The worker that takes
-			// it marks it running (Driver.began).
-			rec.Status = engine.StatusPending
-			rec.FinishedAt = nil
-		case engine.StatusSkipped:
-			rec.Error = su.Error // why, when a cancel skipped it
-		case engine.StatusSuccess, engine.StatusFailed, engine.StatusCancelled, engine.StatusWaiting:
-			t := e.At
-			if own {
-				rec.Params = e.Params
-				rec.Directives = e.Directives
-				rec.Tokens, rec.CostUSD = engine.Usage(e.outcome())
-				rec.ConfigHash = e.Hash
-				if !e.Started.IsZero() {
-					s := e.Started
-					rec.StartedAt = &s
-				}
-			}
-			if rec.StartedAt == nil {
-				s := t
-				rec.StartedAt = &s
-			}
-			if w, ok := st.wakeAt[key]; ok && su.Status == engine.StatusWaiting {
-				rec.WakeAt = &w
-			}
-			rec.FinishedAt = &t
-			rec.DurationMS = t.Sub(*rec.StartedAt).Milliseconds()
-			if su.Output != nil || su.Status == engine.StatusCancelled {
-				rec.Output = su.Output
-			}
-			if su.Status == engine.StatusCancelled && !own {
-				// A step stopped by a cancel has no output, nor the
-				// directives it waited with (a wait's _await), as a
-				// local run records it.
-				rec.Directives = nil
-			}
-			if su.Error != nil {
-				rec.Error = su.Error
-			} else if su.Status == engine.StatusSuccess {
-				rec.Error = nil
-			}
+		var end *engine.StepEnd
+		if e.Kind == kindFinished && su.TaskID == e.Task {
+			end = &engine.StepEnd{Started: e.Started, At: e.At, Outcome: e.outcome(), Params: e.Params, Hash: e.Hash}
 		}
+		engine.ApplyStep(rec, su, e.At, end, o)
 		changed = append(changed, rec)
 	}
 	return changed

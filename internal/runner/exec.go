@@ -254,9 +254,10 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
 		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
 	}
-	opts := engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Recorder: recs,
-		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
+	// The runner is the run's host: its run folder, its store, the
+	// services of its workflow.
+	host := engine.Host{
+		Recorder:    recs,
 		ArtifactDir: artifactDir(rl),
 		Files:       runFiles(w, rl.Dir()),
 		Services:    services,
@@ -276,7 +277,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			}
 			return cs, func() { _ = cpool.Close() }
 		},
-		Child:   r.childFactory(ctx, run, lease, red),
+		Child: r.childFactory(ctx, run, lease, red),
+	}
+	opts := engine.Options{
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
+		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
 		Park:    o.Park,
 		Wakes:   j.wakes,
 		Signals: signals,

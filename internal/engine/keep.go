@@ -1,0 +1,76 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/node"
+)
+
+// Keep moves the big values of a task's outcome — its output, the
+// variables it sets (_state_patch) and its parameters — to st, before the
+// step that refers to them is recorded, so that the scheduler, the step
+// records and the store hold references to them (DESIGN §7). Both drivers
+// call it on the task's goroutine: the local driver with its run folder's
+// store and the run's memory budget, the queue's workers with the shared
+// store and no budget (nil: each value above blob.InlineLimit moves). A
+// foreach's items stay a list, the scheduler walks it. Failing to write
+// them fails the attempt: the outcome's output is dropped and, unless the
+// kind failed already, its error says why. A nil st keeps nothing.
+func Keep(st *blob.Store, mem *blob.Budget, pn *PlanNode, oc Outcome, params map[string]any) (Outcome, map[string]any) {
+	if st == nil {
+		return oc, params
+	}
+	var only []string
+	if pn.ctrl == ctrlForEach {
+		only = []string{"items"}
+	}
+	fail := func(err error) (Outcome, map[string]any) {
+		if oc.Err == nil {
+			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
+				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
+		}
+		oc.Output = nil
+		return oc, params
+	}
+	out, n, err := st.Spill(oc.Output, mem.Limit(), only...)
+	if err != nil {
+		return fail(err)
+	}
+	oc.Output = out
+	mem.Add(n)
+	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
+		p, n, err := st.Spill(patch, mem.Limit())
+		if err != nil {
+			return fail(err)
+		}
+		if len(p) > 0 {
+			d := maps.Clone(oc.Directives)
+			d["_state_patch"] = p
+			oc.Directives = d
+		}
+		mem.Add(n)
+	}
+	p, n, err := st.Spill(params, mem.Limit())
+	if err != nil {
+		return fail(err)
+	}
+	mem.Add(n)
+	return oc, p
+}
+
+// KeepOutputs moves the big values of a run's final outputs (a template
+// that builds a long text) to st. Failing to write them fails the run: the
+// error is what the run ends with, unless it failed already, and the
+// outputs are returned as they were. A nil st keeps nothing.
+func KeepOutputs(st *blob.Store, outs map[string]any) (map[string]any, *node.Error) {
+	if st == nil {
+		return outs, nil
+	}
+	o, _, err := st.Spill(outs, blob.InlineLimit)
+	if err != nil {
+		return outs, &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
+	}
+	return o, nil
+}

@@ -1,0 +1,45 @@
+package engine_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
+)
+
+// Both drivers prepare a task the same way: its parameters rendered in
+// the run's scope and coerced to their types, its hash over the node's
+// definition, those parameters and what fed it; a parameter that does
+// not coerce fails the task.
+func TestPrepareRendersCoercesAndHashes(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, fail: "{{ trigger.n }}", out: {who: "{{ trigger.who }}"}}
+  - {id: b, type: act, fail: "{{ trigger.who }}"}
+`, `
+  - {from: start, to: a}
+  - {from: start, to: b}
+`))
+	s.start("")
+	scope := engine.RunScope("run-1", "t", time.Unix(0, 0), nil, map[string]any{"n": "2", "who": "Ada"}, nil)
+
+	a, _ := s.task("a")
+	params, hash, err := engine.Prepare(scope, a, engine.NodeDef(a.Node), []string{"up"})
+	require.Nil(t, err)
+	assert.Equal(t, 2, params["fail"], "coerced to its type")
+	assert.Equal(t, map[string]any{"who": "Ada"}, params["out"])
+	assert.Equal(t, engine.ConfigHash(engine.NodeDef(a.Node), params, a.Loop, []string{"up"}), hash)
+	_, other, _ := engine.Prepare(scope, a, engine.NodeDef(a.Node), []string{"changed"})
+	assert.NotEqual(t, hash, other, "a change upstream changes the hash")
+
+	b, _ := s.task("b")
+	params, hash, err = engine.Prepare(scope, b, engine.NodeDef(b.Node), nil)
+	require.NotNil(t, err)
+	assert.Equal(t, "param_type", err.Code)
+	assert.Nil(t, params)
+	assert.Empty(t, hash)
+}
