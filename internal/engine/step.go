@@ -76,7 +76,7 @@ func ApplyStep(rec *StepRecord, su StepUpdate, now time.Time, end *StepEnd, o St
 		}
 		rec.FinishedAt = nil
 	case StatusSkipped:
-		rec.Error = su.Error // why, when a cancel skipped it
+		rec.Error = su.Error // none: SkipReason says why it did not run
 	case StatusSuccess, StatusFailed, StatusCancelled, StatusWaiting:
 		t := now
 		directivesMasked, paramsMasked := false, false
