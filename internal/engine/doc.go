@@ -1,22 +1,8 @@
-// Package engine runs workflows.
-//
-// The heart is the scheduler (Run): given a run's state and one event — the
-// run started, a task finished, a timer fired, a signal came, a cancel was
-// asked for — it changes the state and returns what to do next: the tasks
-// to start, the timers to set, the step records and events to write. It does
-// no I/O, starts no goroutines and reads no clock, so it is tested
-// exhaustively and fuzzed.
-//
-// Around it, drivers do the work: the local driver runs tasks as goroutines
-// with a concurrency limit and feeds their outcomes back.
-//
-// Loops run in frames. Every node has a home: the innermost loop or foreach
-// whose body holds it, or the run itself. Each pass of a loop, and each item
-// of a foreach, gets a fresh frame holding the state of the body's nodes and
-// edges, so concurrent foreach items never share state and every pass starts
-// clean. Cycles that are not loops re-arm the members of the cycle after the
-// back-edge's target in the same frame, bounded by max_visits; edges leaving
-// a cycle wait until it can no longer come round, and nodes off a cycle run
-// at most once per frame. A foreach item's result is the output of the body
-// node that comes last in the graph's order.
+// Package engine runs workflows around the pure scheduler (package
+// scheduler, whose types this package names under the same names): the
+// one driver core both drivers use — Prepare (render, coerce, hash),
+// Keep (big values to the blob store within the memory budget),
+// ApplyStep (a step update into a step record) — and the local driver,
+// which runs tasks as goroutines with a concurrency limit, feeds their
+// outcomes back to the scheduler and records through its Host.
 package engine

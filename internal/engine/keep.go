@@ -23,7 +23,7 @@ func Keep(st *blob.Store, mem *blob.Budget, pn *PlanNode, oc Outcome, params map
 		return oc, params
 	}
 	var only []string
-	if pn.ctrl == ctrlForEach {
+	if pn.IsForEach() {
 		only = []string{"items"}
 	}
 	fail := func(err error) (Outcome, map[string]any) {

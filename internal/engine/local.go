@@ -877,7 +877,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		return Outcome{Err: err}, nil
 	}
 	td.hash = hash
-	if rs.opts.Reuse != nil && pn.ctrl != ctrlLoop && pn.ctrl != ctrlForEach && t.Resume == nil {
+	if rs.opts.Reuse != nil && !pn.Iterates() && t.Resume == nil {
 		r, ok := rs.opts.Reuse(ReuseQuery{Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration, Hash: td.hash})
 		if ok && r.Mocked {
 			td.mocked = true
@@ -1003,7 +1003,7 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 			// passed on as they were (`{{ fetch }}`) are read back. A
 			// foreach's items are not: the scheduler hands them on one by
 			// one, and templates load what they read of them.
-			if pn.ctrl != ctrlForEach {
+			if !pn.IsForEach() {
 				if rv, err = blob.Resolve(rv); err != nil {
 					return nil, &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
 						Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}

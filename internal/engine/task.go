@@ -153,23 +153,6 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 	return Outcome{Output: clean, Directives: directives}
 }
 
-// Stopping reports whether the run is ending early: it failed or was
-// cancelled, and nothing new starts.
-func (r *Run) Stopping() bool { return r.failing || r.cancelling }
-
-// Status returns how the run ended, or is ending: failed with the error
-// that failed it, cancelled, or completed.
-func (r *Run) Status() (RunStatus, *node.Error) {
-	switch {
-	case r.failing:
-		return RunFailed, r.failErr
-	case r.cancelling:
-		return RunCancelled, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
-	default:
-		return RunCompleted, nil
-	}
-}
-
 // Outputs evaluates the workflow's outputs: in scope (RunScope) with the
 // run's variables and latest node outputs, or, when it declares none, the
 // outputs of the last nodes to finish (those with no out-edges).
@@ -189,7 +172,7 @@ func Outputs(plan *Plan, scope expr.Scope, r *Run) (map[string]any, error) {
 		return out, nil
 	}
 	for _, pn := range plan.Nodes {
-		if len(pn.out) > 0 || pn.ctrl == ctrlTrigger || pn.ctrl == ctrlEndLoop {
+		if !pn.EndsAPath() {
 			continue
 		}
 		if o, ok := scope.Nodes[pn.ID].(map[string]any); ok && o["success"] == true {

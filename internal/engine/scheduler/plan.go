@@ -1,4 +1,4 @@
-package engine
+package scheduler
 
 import (
 	"fmt"
@@ -490,4 +490,19 @@ func (p *Plan) Triggers() []*PlanNode {
 		}
 	}
 	return out
+}
+
+// IsForEach reports whether the node is a foreach: its items are handed
+// to its body one by one, and not read whole.
+func (pn *PlanNode) IsForEach() bool { return pn.ctrl == ctrlForEach }
+
+// Iterates reports whether the node is a loop or a foreach: a step of it
+// stands for its passes, and is never reused.
+func (pn *PlanNode) Iterates() bool { return pn.ctrl == ctrlLoop || pn.ctrl == ctrlForEach }
+
+// EndsAPath reports whether the node's output is one of the run's outputs
+// when the workflow declares none: it has no out-edges, and is neither a
+// trigger nor an endloop.
+func (pn *PlanNode) EndsAPath() bool {
+	return len(pn.out) == 0 && pn.ctrl != ctrlTrigger && pn.ctrl != ctrlEndLoop
 }

@@ -1,4 +1,4 @@
-package engine
+package scheduler
 
 import (
 	"fmt"
@@ -1344,4 +1344,21 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Stopping reports whether the run is ending early: it failed or was
+// cancelled, and nothing new starts.
+func (r *Run) Stopping() bool { return r.failing || r.cancelling }
+
+// Status returns how the run ended, or is ending: failed with the error
+// that failed it, cancelled, or completed.
+func (r *Run) Status() (RunStatus, *node.Error) {
+	switch {
+	case r.failing:
+		return RunFailed, r.failErr
+	case r.cancelling:
+		return RunCancelled, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+	default:
+		return RunCompleted, nil
+	}
 }

@@ -1,0 +1,67 @@
+package engine
+
+import "github.com/skeinhq/skein/internal/engine/scheduler"
+
+// The scheduler's types and constants, under the names the drivers and
+// their callers use (package scheduler has the pure scheduler).
+type (
+	Run        = scheduler.Run
+	Status     = scheduler.Status
+	RunStatus  = scheduler.RunStatus
+	Task       = scheduler.Task
+	Outcome    = scheduler.Outcome
+	StepUpdate = scheduler.StepUpdate
+	Event      = scheduler.Event
+	Timer      = scheduler.Timer
+	Await      = scheduler.Await
+	Actions    = scheduler.Actions
+	PlanNode   = scheduler.PlanNode
+	Plan       = scheduler.Plan
+)
+
+// The scheduler's constructors and helpers.
+var (
+	NewRun     = scheduler.NewRun
+	SignalName = scheduler.SignalName
+	NewPlan    = scheduler.NewPlan
+)
+
+// The scheduler's constants.
+const (
+	HandleTimeout          = scheduler.HandleTimeout
+	MaxBackoff             = scheduler.MaxBackoff
+	StatusPending          = scheduler.StatusPending
+	StatusRunning          = scheduler.StatusRunning
+	StatusSuccess          = scheduler.StatusSuccess
+	StatusFailed           = scheduler.StatusFailed
+	StatusSkipped          = scheduler.StatusSkipped
+	StatusWaiting          = scheduler.StatusWaiting
+	StatusCancelled        = scheduler.StatusCancelled
+	RunPending             = scheduler.RunPending
+	RunRunning             = scheduler.RunRunning
+	RunWaiting             = scheduler.RunWaiting
+	RunCompleted           = scheduler.RunCompleted
+	RunFailed              = scheduler.RunFailed
+	RunCancelled           = scheduler.RunCancelled
+	SkipDeadPath           = scheduler.SkipDeadPath
+	SkipDisabled           = scheduler.SkipDisabled
+	SkipCancelled          = scheduler.SkipCancelled
+	SkipRunFailed          = scheduler.SkipRunFailed
+	SkipItemFailed         = scheduler.SkipItemFailed
+	EventExecutionStarted  = scheduler.EventExecutionStarted
+	EventExecutionFinished = scheduler.EventExecutionFinished
+	EventNodeStarted       = scheduler.EventNodeStarted
+	EventNodeFinished      = scheduler.EventNodeFinished
+	EventBranchEvaluated   = scheduler.EventBranchEvaluated
+	EventVariableSet       = scheduler.EventVariableSet
+	EventRetry             = scheduler.EventRetry
+	EventLoopIteration     = scheduler.EventLoopIteration
+	EventLoopExited        = scheduler.EventLoopExited
+	EventWarning           = scheduler.EventWarning
+	EventSignalAwaited     = scheduler.EventSignalAwaited
+	EventSignalReceived    = scheduler.EventSignalReceived
+	DirectiveAwait         = scheduler.DirectiveAwait
+	AwaitSignal            = scheduler.AwaitSignal
+	DirectiveAwaitName     = scheduler.DirectiveAwaitName
+	DirectiveResume        = scheduler.DirectiveResume
+)
