@@ -129,6 +129,21 @@ func (c *Fake) Pending() int {
 	return n
 }
 
+// Next returns when the earliest timer set and not fired is due; false
+// when none is.
+func (c *Fake) Next() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	found := false
+	for _, t := range c.timers {
+		if !t.off && (!found || t.at.Before(next)) {
+			next, found = t.at, true
+		}
+	}
+	return next, found
+}
+
 // WaitForTimer returns a channel closed when the next timer is set.
 func (c *Fake) WaitForTimer() <-chan struct{} {
 	c.mu.Lock()
