@@ -81,6 +81,10 @@ type scenario struct {
 	// and a database no other scenario uses): it kills them. noWorkers
 	// starts the queued configuration without workers.
 	own, noWorkers bool
+	// queues, when set, gives the queued configuration one worker per
+	// entry, serving those queues (--queues); a kill then kills the first
+	// worker only, and the recovery starts it again.
+	queues []string
 	// slowQueue marks scenarios that wait on River's scheduled jobs on
 	// the queue (a scheduled job is made available within 5 s).
 	slowQueue bool
@@ -124,15 +128,17 @@ type scenarioEnv struct {
 func TestScenarios(t *testing.T) {
 	t.Parallel()
 	env := newScenarioEnv(t)
-	targets := map[string]func(t *testing.T, workers int) target{
-		"local":  func(t *testing.T, _ int) target { return newLocalTarget(t, env) },
-		"served": func(t *testing.T, _ int) target { return newServedTarget(t, env, "", 0) },
-		"queued": func(t *testing.T, workers int) target { return newServedTarget(t, env, pgURL(t), workers) },
+	targets := map[string]func(t *testing.T, queues []string) target{
+		"local":  func(t *testing.T, _ []string) target { return newLocalTarget(t, env) },
+		"served": func(t *testing.T, _ []string) target { return newServedTarget(t, env, "", nil) },
+		"queued": func(t *testing.T, queues []string) target { return newServedTarget(t, env, pgURL(t), queues) },
 	}
+	// Two workers of the default queue.
+	twoWorkers := []string{queueDefault, queueDefault}
 	for _, cfg := range []string{"local", "served", "queued"} {
 		t.Run(cfg, func(t *testing.T) {
 			t.Parallel()
-			tg := targets[cfg](t, 2)
+			tg := targets[cfg](t, twoWorkers)
 			// Scenarios mostly wait (on sleeps, timers, the queue): more
 			// run at once than -parallel (GOMAXPROCS) would allow.
 			sem := make(chan struct{}, 6)
@@ -150,11 +156,14 @@ func TestScenarios(t *testing.T) {
 					t.Run(sc.name, func(t *testing.T) {
 						tg := tg
 						if sc.own {
-							workers := 2
-							if sc.noWorkers {
-								workers = 0
+							queues := twoWorkers
+							switch {
+							case sc.noWorkers:
+								queues = nil
+							case sc.queues != nil:
+								queues = sc.queues
 							}
-							tg = targets[cfg](t, workers)
+							tg = targets[cfg](t, queues)
 						}
 						runScenario(t, env, tg, cfg, sc)
 					})
@@ -573,11 +582,12 @@ func (l *localTarget) signal(t *testing.T, id, node string, data any) {
 // the server's default flags, or (db set) queued on Postgres for two
 // workers.
 type servedTarget struct {
-	t       *testing.T // the test the processes belong to
-	env     *scenarioEnv
-	args    []string
-	db      string
-	workers int
+	t    *testing.T // the test the processes belong to
+	env  *scenarioEnv
+	args []string
+	db   string
+	// queues has an entry per worker: the queues it serves.
+	queues []string
 
 	mu     sync.Mutex
 	base   string
@@ -585,52 +595,63 @@ type servedTarget struct {
 	worked []*exec.Cmd
 }
 
-func newServedTarget(t *testing.T, env *scenarioEnv, db string, workers int) target {
-	s := &servedTarget{t: t, env: env, args: []string{"--dir", t.TempDir(), "--workflows", scenarioDir}, db: db, workers: workers}
+func newServedTarget(t *testing.T, env *scenarioEnv, db string, queues []string) target {
+	s := &servedTarget{t: t, env: env, args: []string{"--dir", t.TempDir(), "--workflows", scenarioDir}, db: db, queues: queues}
 	if db != "" {
 		mig := run(t, "migrate", "--db", db)
 		require.Equal(t, 0, mig.code, mig.stderr)
 		s.args = append(s.args, "--db", db, "--queue")
-		s.startWorkers()
+		for _, q := range queues {
+			s.worked = append(s.worked, s.startWorker(q))
+		}
 	}
 	s.base, s.server = serveWithEnv(t, env.env, s.args...)
 	return s
 }
 
-// startWorkers starts the configuration's workers; they go silent for at
-// most 3 s before their nodes count as lost (the kill scenarios).
-func (s *servedTarget) startWorkers() {
-	for range s.workers {
-		cmd, _ := workerWithEnv(s.t, s.db, s.env.env, "--concurrency", "8", "--rescue-after", "3s")
-		s.worked = append(s.worked, cmd)
-	}
+// queueDefault is the queue of nodes that name none.
+const queueDefault = "default"
+
+// startWorker starts a worker of queues; it goes silent for at most 3 s
+// before its nodes count as lost (the kill scenarios).
+func (s *servedTarget) startWorker(queues string) *exec.Cmd {
+	cmd, _ := workerWithEnv(s.t, s.db, s.env.env, "--queues", queues, "--concurrency", "8", "--rescue-after", "3s")
+	return cmd
 }
 
-// kill kills the process that runs the run's nodes: the workers on the
-// queue, else the server.
+// kill kills the process that runs the run's nodes: on the queue every
+// worker of the default queue, or only the first worker of a scenario
+// that names its workers' queues; else the server.
 func (s *servedTarget) kill(t *testing.T, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	procs := s.worked
 	if s.db == "" {
-		procs = []*exec.Cmd{s.server}
+		require.NoError(t, s.server.Process.Kill())
+		return
 	}
-	for _, p := range procs {
-		require.NoError(t, p.Process.Kill())
+	for i, p := range s.worked {
+		if s.queues[i] == queueDefault || i == 0 {
+			require.NoError(t, p.Process.Kill())
+			s.worked[i] = nil
+		}
 	}
-	s.worked = nil
 }
 
-// recover starts new workers, or a new server on the same folder: its
-// takeover goes on with the run once the dead server's lease ran out.
+// recover starts the killed workers again, or a new server on the same
+// folder: its takeover goes on with the run once the dead server's lease
+// ran out.
 func (s *servedTarget) recover(t *testing.T, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.db != "" {
-		s.startWorkers()
+	if s.db == "" {
+		s.base, s.server = serveWithEnv(s.t, s.env.env, s.args...)
 		return
 	}
-	s.base, s.server = serveWithEnv(s.t, s.env.env, s.args...)
+	for i, p := range s.worked {
+		if p == nil {
+			s.worked[i] = s.startWorker(s.queues[i])
+		}
+	}
 }
 
 func (s *servedTarget) url(path string) string {

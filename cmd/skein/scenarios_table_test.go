@@ -94,6 +94,13 @@ var scenarios = []scenario{
 	// new workers go on; what completed before the kill ran once.
 	{name: "kill_resume", own: true, slowQueue: true, anyAttempts: []string{"hang"}, inputs: map[string]any{"marker": "$TMP/m"},
 		script: []action{{node: "hang", status: "running", do: "kill"}}, check: ranOnce},
+	// A killed worker's loss is its own: the node running on the other
+	// worker goes on untouched (on the queue; locally and on a server the
+	// kill takes both, and a resume or takeover runs them again).
+	{name: "kill_bystander", own: true, slowQueue: true, queues: []string{"a", "b,default"}, anyAttempts: []string{"victim", "bystander"},
+		inputs: map[string]any{"marker": "$TMP/m"},
+		script: []action{{node: "bystander", status: "running", do: "observe"}, {node: "victim", status: "running", do: "kill"}},
+		check:  bystanderUntouched},
 	// Cancel.
 	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},
@@ -111,6 +118,22 @@ func ranOnce(t *testing.T, tmp string, _ map[string]any) {
 	b, err := os.ReadFile(filepath.Join(tmp, "m.first"))
 	require.NoError(t, err)
 	require.Equal(t, "run\n", string(b), "the node that completed before the kill ran once")
+}
+
+// bystanderUntouched checks, on the queue, that the node on the worker
+// that was not killed ran once, in one attempt, and never failed.
+func bystanderUntouched(t *testing.T, tmp string, doc map[string]any) {
+	if doc["generation"] != 1.0 {
+		return // a resume or takeover ran the run again: both nodes were lost
+	}
+	b, err := os.ReadFile(filepath.Join(tmp, "m.bystander"))
+	require.NoError(t, err)
+	require.Equal(t, "run\n", string(b), "the bystander ran once")
+	for _, s := range doc["steps"].([]any) {
+		if s := s.(map[string]any); s["node"] == "bystander" {
+			require.Equal(t, 1.0, s["attempts"], "the bystander's attempt was not counted lost")
+		}
+	}
 }
 
 func llmUsage(in, out int) llm.Usage { return llm.Usage{InputTokens: in, OutputTokens: out} }
