@@ -139,3 +139,30 @@ func TestValidateJSONOutput(t *testing.T) {
 	require.Equal(t, float64(4), ds[0]["line"])
 	require.Contains(t, ds[0]["message"], `no node "b"`)
 }
+
+// TestRunsShowSaysWhySkipped: skein runs show names the reason of each
+// skipped step beside its status, as the JSON document's skip_reason.
+func TestRunsShowSaysWhySkipped(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "why.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: why
+nodes:
+  - {id: gate, type: if, condition: "false"}
+  - {id: taken, type: set, values: {x: 1}}
+  - {id: not_taken, type: set, values: {x: 2}}
+  - {id: off, type: set, values: {x: 3}, disabled: true}
+edges:
+  - {from: gate, to: not_taken, on: "true"}
+  - {from: gate, to: taken, on: "false"}
+  - {from: taken, to: off}
+`), 0o644))
+	r, doc := runJSON(t, "--dir", dir, flow)
+	require.Equal(t, 0, r.code, r.stderr)
+	show := skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Regexp(t, `not_taken\s+set\s+1\s+0\s+skipped \(dead_path\)`, show.stdout)
+	require.Regexp(t, `off\s+set\s+1\s+0\s+skipped \(disabled\)`, show.stdout)
+	require.Regexp(t, `taken\s+set\s+1\s+0\s+success\s`, show.stdout)
+}

@@ -128,6 +128,8 @@ interrupted; resume it with skein resume RUN_ID.`,
 					st += " ↻ cached"
 				case s.Pinned:
 					st += " ↻ pinned"
+				case s.SkipReason != "":
+					st += " (" + s.SkipReason + ")"
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", i+1, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
 					fmtDuration(time.Duration(s.DurationMS)*time.Millisecond))
