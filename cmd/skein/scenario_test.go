@@ -100,9 +100,10 @@ type hookCall struct {
 type action struct {
 	node, status string
 	// do: cancel, cancel-let-finish, signal, observe (nothing: the
-	// condition is what is checked), or kill (SIGKILL the process that
-	// runs the node: skein run, skein serve, the workers), then create the
-	// file <marker input>.go, then recover (skein resume, a new skein
+	// condition is what is checked), release (create the file <marker
+	// input>.go, which the scenario's commands wait for), or kill (SIGKILL
+	// the process that runs the node: skein run, skein serve, the
+	// workers), then release, then recover (skein resume, a new skein
 	// serve on the same folder, new workers).
 	do   string
 	data any // a signal's data
@@ -196,10 +197,10 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 		case "observe": // the condition is what the scenario checks
 		case "kill":
 			tg.kill(t, id)
-			marker, _ := in["marker"].(string)
-			require.NotEmpty(t, marker, "a kill scenario has a marker input")
-			require.NoError(t, os.WriteFile(marker+".go", nil, 0o644))
+			release(t, in)
 			tg.recover(t, id)
+		case "release":
+			release(t, in)
 		default:
 			t.Fatalf("unknown action %q", a.do)
 		}
@@ -236,6 +237,14 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 	if sc.check != nil {
 		sc.check(t, tmp, doc)
 	}
+}
+
+// release creates the file <marker input>.go that a scenario's commands
+// wait for.
+func release(t *testing.T, inputs map[string]any) {
+	marker, _ := inputs["marker"].(string)
+	require.NotEmpty(t, marker, "the scenario has a marker input")
+	require.NoError(t, os.WriteFile(marker+".go", nil, 0o644))
 }
 
 // writesGolden reports whether -update-scenarios writes sc's golden from

@@ -68,7 +68,8 @@ var scenarios = []scenario{
 	{name: "signal_timeout", slowQueue: true},
 	// Subworkflows and budgets.
 	{name: "subworkflow_basic"},
-	{name: "subworkflow_waiting", script: []action{{node: "slug", status: "waiting", do: "observe"}}},
+	{name: "subworkflow_waiting", inputs: map[string]any{"marker": "$TMP/m"},
+		script: []action{{node: "slug", status: "waiting", do: "release"}}},
 	{name: "subworkflow_fails"},
 	{name: "budget_children"},
 	// Big values: over the 64 KiB a value may take inline.
