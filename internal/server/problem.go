@@ -133,7 +133,7 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady && p.Code != CodeBusy {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if p.Code == CodeBusy {
+	if p.Code == CodeBusy || p.Code == CodeNotReady {
 		w.Header().Set("Retry-After", "1")
 	}
 	if p.Status == http.StatusUnauthorized {

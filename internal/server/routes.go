@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -143,6 +144,13 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		sc, err := s.cfg.Auth.Authenticate(r.Context(), token)
+		if err != nil && !errors.Is(err, auth.ErrInvalid) {
+			// The tokens could not be read: the store does not answer,
+			// which says nothing of the token.
+			s.log.WarnContext(r.Context(), "tokens not readable", "path", r.URL.Path, "err", err)
+			s.writeProblem(w, r, problemf(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer; try again"))
+			return
+		}
 		if err != nil || sc == auth.None {
 			s.log.WarnContext(r.Context(), "token refused", "path", r.URL.Path, "remote", r.RemoteAddr, "cookie", fromCookie, "err", err)
 			s.writeProblem(w, r, problemf(http.StatusUnauthorized, CodeUnauthorized, "the API token is not valid"))

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -126,4 +127,39 @@ func between(s, from, to string) string {
 	}
 	v, _, _ := strings.Cut(after, to)
 	return v
+}
+
+// TestStoreDownIsNotAnInvalidToken: while the store cannot be read, a
+// request with a token — /readyz included — is answered 503 not_ready
+// with Retry-After, not 401: the token may be fine.
+func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
+	t.Parallel()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
+	require.NoError(t, err)
+	tok, _, err := r.Tokens().Create(t.Context(), auth.Admin, "outage test")
+	require.NoError(t, err)
+	srv, err := server.New(server.Config{Runner: r, Workflows: copyFlows(t), Auth: r.Tokens(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Grace: time.Second})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	base := "http://" + ln.Addr().String()
+	bearer := map[string]string{"Authorization": "Bearer " + tok}
+	require.Equal(t, http.StatusOK, call(t, "GET", base+"/api/runs", "", bearer).StatusCode, "the store answers")
+
+	require.NoError(t, r.Close()) // the database is gone
+	for _, path := range []string{"/api/runs", "/readyz"} {
+		res := call(t, "GET", base+path, "", bearer)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, path)
+		require.Equal(t, "1", res.Header.Get("Retry-After"), path)
+		var p struct{ Code string }
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+		require.Equal(t, "not_ready", p.Code, path)
+	}
+	res := call(t, "GET", base+"/api/runs", "", map[string]string{"Authorization": "Bearer not-a-token"})
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "a token that is not one is refused without the store")
 }
