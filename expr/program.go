@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,7 @@ func (p *Program) Eval(s *Scope) (v any, err error) {
 	machine.MemoryBudget = MemoryBudget
 	out, err := machine.Run(p.prog, env)
 	if err != nil {
-		return nil, p.runError(err)
+		return nil, p.runError(err, env)
 	}
 	if !p.plain {
 		if where, f, ok := nonFinite(out, 0); ok {
@@ -146,8 +147,9 @@ func (p *Program) env(s *Scope) map[string]any {
 	return env
 }
 
-// runError converts an error of expr-lang's vm.
-func (p *Program) runError(err error) *Error {
+// runError converts an error of expr-lang's vm; env is what the program
+// read.
+func (p *Program) runError(err error, env map[string]any) *Error {
 	var fe *file.Error
 	if !errors.As(err, &fe) {
 		return errorAt(p.code, -1, err, err.Error())
@@ -161,7 +163,109 @@ func (p *Program) runError(err error) *Error {
 		return errorAt(p.code, off, ErrBudget,
 			fmt.Sprintf("memory budget exceeded: the expression built more than %d elements", MemoryBudget))
 	}
-	return errorAt(p.code, off, fe.Prev, fe.Message)
+	msg := fe.Message
+	switch {
+	case strings.HasPrefix(msg, "interface conversion:"):
+		msg = p.conversionMsg(msg, env)
+	case strings.Contains(msg, "<nil>"):
+		if missing := p.missing(env); len(missing) > 0 {
+			msg += ": " + strings.Join(missing, "; ")
+		}
+	}
+	return errorAt(p.code, off, fe.Prev, msg)
+}
+
+// conversionMsg says, in place of Go's "interface conversion: interface {}
+// is nil, not string" (a builtin given a value of another type), what the
+// expression was given and which of the values it reads are missing: the
+// path, and the keys that were there. It names types and keys, never
+// values (one may be secret).
+func (p *Program) conversionMsg(goMsg string, env map[string]any) string {
+	got, want := "another type", "a value of another type"
+	if rest, ok := strings.CutPrefix(goMsg, "interface conversion: interface {} is "); ok {
+		if g, w, ok := strings.Cut(rest, ", not "); ok {
+			got, want = goTypeName(g), goTypeName(w)
+		}
+	}
+	msg := fmt.Sprintf("a function here takes %s but was given %s", want, got)
+	if missing := p.missing(env); len(missing) > 0 {
+		msg += ": " + strings.Join(missing, "; ")
+	}
+	return msg
+}
+
+// missing lists the values the program reads that env does not hold: each
+// path with the keys that were there.
+func (p *Program) missing(env map[string]any) []string {
+	refs, err := References(p.code)
+	if err != nil {
+		return nil
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for _, r := range refs {
+		cur, ok := env[r.Root]
+		where := r.Root
+		if !ok {
+			if !seen[where] {
+				seen[where] = true
+				missing = append(missing, where+" is missing")
+			}
+			continue
+		}
+		for _, key := range r.Path {
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				break
+			}
+			next, has := m[key]
+			if !has || next == nil {
+				path := where + "." + key
+				if !seen[path] {
+					seen[path] = true
+					missing = append(missing, fmt.Sprintf("%s is missing (%s has: %s)", path, where, keyList(m)))
+				}
+				break
+			}
+			cur, where = next, where+"."+key
+		}
+	}
+	return missing
+}
+
+// goTypeName names a Go type of a conversion message as a user knows it.
+func goTypeName(t string) string {
+	switch {
+	case t == "nil":
+		return "nothing (nil)"
+	case t == "string":
+		return "a string"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"), strings.HasPrefix(t, "float"):
+		return "a number"
+	case t == "bool":
+		return "a bool"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a map"
+	}
+	return "a value of another type"
+}
+
+// keyList lists a map's keys, sorted, at most 10.
+func keyList(m map[string]any) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > 10 {
+		keys = append(keys[:10], "…")
+	}
+	if len(keys) == 0 {
+		return "nothing"
+	}
+	return strings.Join(keys, ", ")
 }
 
 // withClock returns a copy of p that reads the time from now and stops

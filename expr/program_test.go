@@ -88,7 +88,7 @@ func TestEvalErrors(t *testing.T) {
 		{name: "index out of range", code: "inputs.tags[5]", wantMsg: "index out of range: 5", wantOffset: 11},
 		{name: "bad operands", code: "inputs.tags + 1", wantMsg: "invalid operation", wantOffset: 12},
 		{name: "bad concatenation", code: `inputs.city + inputs.tags`, wantMsg: "invalid operation", wantOffset: 12},
-		{name: "builtin argument type", code: "upper(inputs.days)", wantMsg: "interface conversion", wantOffset: 0},
+		{name: "builtin argument type", code: "upper(inputs.days)", wantMsg: "a function here takes a string but was given a number", wantOffset: 0},
 		{name: "compile type error", code: `"a" + 1`, wantMsg: "invalid operation: + (mismatched types string and int)", wantOffset: 4},
 		{name: "argument count", code: `repeat("x")`, wantMsg: "not enough arguments to call repeat", wantOffset: 0},
 		{name: "reduce of empty list", code: "reduce([], #acc)", wantMsg: "reduce of empty array", wantOffset: 0},
@@ -360,5 +360,34 @@ func TestGuardedCallsWithUnknownArguments(t *testing.T) {
 		if got != tc.want {
 			t.Fatalf("%s = %v, want %q", tc.code, got, tc.want)
 		}
+	}
+}
+
+// TestMissingValueErrors: a builtin or an operator given a missing value
+// fails with what it was given and which path is missing, with the keys
+// that were there — never Go's "interface conversion" text, and never a
+// value.
+func TestMissingValueErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		code string
+		want []string
+	}{
+		{`upper(fetch.body.nope)`, []string{"a function here takes a string but was given nothing (nil)", "fetch.body.nope is missing (fetch.body has: html, items)"}},
+		{`split(later.text, ",")`, []string{"takes a string but was given nothing (nil)", "later is missing"}},
+		{`trim(inputs.days)`, []string{"a function here takes a string but was given a number"}},
+		{`fetch.body.nope + "x"`, []string{"<nil> + string", "fetch.body.nope is missing (fetch.body has: html, items)"}},
+		{`len(inputs.nope)`, []string{"inputs.nope is missing (inputs has: city, days, rate, tags)"}},
+	} {
+		t.Run(tt.code, func(t *testing.T) {
+			t.Parallel()
+			_, err := Eval(tt.code, testScope())
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "interface conversion")
+			require.NotContains(t, err.Error(), "interface {}")
+			for _, w := range tt.want {
+				require.Contains(t, err.Error(), w)
+			}
+		})
 	}
 }
