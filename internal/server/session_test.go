@@ -23,6 +23,15 @@ import (
 // returns its URL and an admin token.
 func sessionServer(t *testing.T) (string, string) {
 	t.Helper()
+	url, tok, _ := tokenServer(t, true)
+	return url, tok
+}
+
+// tokenServer is sessionServer that also returns the server's runner;
+// cleanStop requires the server to stop without an error (a test that
+// closes the runner's store under it does not).
+func tokenServer(t *testing.T, cleanStop bool) (string, string, *runner.Runner) {
+	t.Helper()
 	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
@@ -36,8 +45,13 @@ func sessionServer(t *testing.T) (string, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	return "http://" + ln.Addr().String(), tok
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; cleanStop {
+			require.NoError(t, err)
+		}
+	})
+	return "http://" + ln.Addr().String(), tok, r
 }
 
 func call(t *testing.T, method, url, body string, hdr map[string]string, cookies ...*http.Cookie) *http.Response {
@@ -134,20 +148,7 @@ func between(s, from, to string) string {
 // with Retry-After, not 401: the token may be fine.
 func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 	t.Parallel()
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(t.TempDir(), ".skein")})
-	require.NoError(t, err)
-	tok, _, err := r.Tokens().Create(t.Context(), auth.Admin, "outage test")
-	require.NoError(t, err)
-	srv, err := server.New(server.Config{Runner: r, Workflows: copyFlows(t), Auth: r.Tokens(),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Grace: time.Second})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	base := "http://" + ln.Addr().String()
+	base, tok, r := tokenServer(t, false)
 	bearer := map[string]string{"Authorization": "Bearer " + tok}
 	require.Equal(t, http.StatusOK, call(t, "GET", base+"/api/runs", "", bearer).StatusCode, "the store answers")
 
