@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,24 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
+// jsonKind names the JSON a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "another JSON value"
+}
+
 // decodeBody reads a JSON object body into v; an empty body leaves v as
 // it is. Unknown fields are refused.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
@@ -239,6 +258,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// Said in the body's terms, not the server's Go types.
+			return problemf(http.StatusBadRequest, CodeBadRequest, "field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
+		}
 		return problemf(http.StatusBadRequest, CodeBadRequest, "the body is not the JSON object expected: %v", err)
 	}
 	if dec.More() {

@@ -164,3 +164,17 @@ func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 	res := call(t, "GET", base+"/api/runs", "", map[string]string{"Authorization": "Bearer not-a-token"})
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "a token that is not one is refused without the store")
 }
+
+// TestBodyOfTheWrongTypeSaysWhatToSend: a request body whose field has the
+// wrong JSON type is refused naming the field and what it takes, not the
+// server's Go types.
+func TestBodyOfTheWrongTypeSaysWhatToSend(t *testing.T) {
+	t.Parallel()
+	base, tok := sessionServer(t)
+	res := call(t, "POST", base+"/api/runs/nope/cancel", `{"let_finish": "yes"}`, map[string]string{"Authorization": "Bearer " + tok})
+	require.Equal(t, http.StatusBadRequest, res.StatusCode)
+	var p struct{ Code, Detail string }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+	require.Equal(t, "bad_request", p.Code)
+	require.Equal(t, "field let_finish must be true or false, not string", p.Detail)
+}
