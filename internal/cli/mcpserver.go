@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -478,7 +479,7 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 	}
 	// What would stop a run here comes as warnings, as skein validate
 	// gives them.
-	_, ds, err := runner.Validate(file, node.Default, runner.PreflightRequest{LookupEnv: s.lookupEnv, SecretsFile: s.flags.secretsFile})
+	_, ds, err := preflight.Validate(file, node.Default, preflight.Request{LookupEnv: s.lookupEnv, SecretsFile: s.flags.secretsFile})
 	if err != nil {
 		return validateOut{}, toolError(err)
 	}

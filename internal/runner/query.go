@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -366,9 +367,9 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	}
 	// The records are masked already; the judge's reply may not be. The
 	// secrets set now are masked in it (the run's may be set no longer).
-	secrets := knownSecrets(w, r.cfg.LookupEnv)
-	red := redact.New(secrets)
-	v, err := r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, secrets, red, nil)
+	known := secrets.Known(w, r.cfg.LookupEnv)
+	red := redact.New(known)
+	v, err := r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, known, red, nil)
 	if v != nil && (v.Tokens > 0 || v.CostUSD > 0) && (run.LeaseExpired || run.Owner.Token == "") {
 		// The judge's calls are the run's spending too.
 		run.Tokens += v.Tokens
