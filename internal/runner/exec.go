@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/delivery"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
@@ -389,7 +390,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			runErr = err
 		}
 		if w.Delivery.Delivers(run.Status) {
-			r.deliver(ctx, w, run, j, secrets, o, hold, goOn{})
+			r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: j.inputs, Payload: j.payload, Secrets: secrets, Hold: hold}, o)
 		}
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
