@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -132,7 +130,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
-	raiseMemoryLimit(w.Limits.MaxOutputMemory)
+	blob.RaiseMemoryLimit(w.Limits.MaxOutputMemory)
 	started := r.clock.Now()
 	abs, _ := filepath.Abs(w.File)
 	meta := map[string]any{"file": abs}
@@ -203,7 +201,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			}
 		}()
 	}
-	lease := r.keep(runCtx, run, func(letFinish bool) {
+	lease := durable.Keep(runCtx, r.st, run, r.cfg.LeaseTTL, r.cfg.CancelPoll, func(letFinish bool) {
 		// A cancel request: nothing new starts; running nodes are stopped
 		// unless it lets them finish.
 		cancel()
@@ -211,7 +209,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			stopHard()
 		}
 	})
-	defer lease.stop()
+	defer lease.Stop()
 
 	var signals []engine.Signal
 	var sigCh chan engine.Signal
@@ -223,15 +221,15 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			r.release(ctx, run)
 			return nil, err
 		}
-		signals = engineSignals(sigs)
-		sigCh = make(chan engine.Signal, signalBuffer)
-		lease.watchSignals(run.ID, lastSeq(sigs), sigCh)
+		signals = durable.Signals(sigs)
+		sigCh = make(chan engine.Signal, durable.SignalBuffer)
+		lease.WatchSignals(run.ID, durable.LastSeq(sigs), sigCh)
 	}
 
 	rec := durable.NewRecorder(r.commit, run.ID, recBlobs, red)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
-	recs := tee{rl}
+	recs := durable.Tee{rl}
 	var obs *observed
 	if o.Observer != nil {
 		if wo, ok := o.Observer.(WorkflowObserver); ok {
@@ -259,8 +257,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	// services of its workflow.
 	host := engine.Host{
 		Recorder:    recs,
-		ArtifactDir: artifactDir(rl),
-		Files:       runFiles(w, rl.Dir()),
+		ArtifactDir: rl.AbsArtifactDir(),
+		Files:       runlog.Files(w, rl.Dir()),
 		Services:    services,
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
@@ -311,7 +309,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			return engine.Reused{}, false
 		}
 	}
-	opts.Evidence = evidenceHook(w, pool)
+	opts.Evidence = mcppool.EvidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
 	if res == nil {
 		r.release(ctx, run)
@@ -322,7 +320,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			runErr = err
 		}
 	}
-	if lease.lost() {
+	if lease.Lost() {
 		// Someone else owns the run now: write nothing more.
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
 	}
@@ -372,7 +370,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if obs != nil {
 		_ = obs.Flush()
 	}
-	lease.stop() // no renewal may race the release
+	lease.Stop() // no renewal may race the release
 	// The delivery is owed before the run's final record: a process that
 	// dies between the two leaves it for the next (Redeliver).
 	hold := r.oweDelivery(ctx, w, run, o)
@@ -445,11 +443,11 @@ func (r *Runner) reopenFolder(dir, workflow, runID string, started time.Time, me
 // run: its records are committed with the run still running and no owner,
 // so it is interrupted, and a resume continues it (reusing what succeeded).
 // The run folder keeps saying running, as after a crash.
-func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, rl *runlog.Writer, l *lease, runErr error, resumed bool) *Result {
+func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs durable.Tee, rl *runlog.Writer, l *durable.Lease, runErr error, resumed bool) *Result {
 	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionLeft,
 		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
 	_ = rl.Flush()
-	l.stop()
+	l.Stop()
 	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	if err := rec.Finish(run); err != nil && runErr == nil {
@@ -479,8 +477,8 @@ const EventExecutionLeft = "execution_left"
 // are committed with the run waiting, its earliest wake-up time and no
 // owner, and the process holds nothing for it. A signal (Runner.Signal)
 // or its wake-up time (Runner.Due) resumes it.
-func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs tee, obs *observed,
-	rl *runlog.Writer, l *lease, runErr error, resumed bool, red *redact.Redactor) *Result {
+func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs durable.Tee, obs *observed,
+	rl *runlog.Writer, l *durable.Lease, runErr error, resumed bool, red *redact.Redactor) *Result {
 	data := map[string]any{"reason": "every live branch waits; a signal or the wake-up time resumes the run"}
 	var awaiting []any
 	for _, a := range res.Awaiting {
@@ -497,7 +495,7 @@ func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, r
 	if obs != nil {
 		_ = obs.Flush()
 	}
-	l.stop()
+	l.Stop()
 	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
 	run.WakeAt = usecPtr(res.WakeAt)
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
@@ -538,159 +536,11 @@ func (r *Runner) release(ctx context.Context, run *store.Run) {
 	_ = r.st.SaveBatch(context.WithoutCancel(ctx), []store.Batch{{RunID: run.ID, Token: run.Owner.Token, Finish: &fin}})
 }
 
-// lease keeps a run's lease and watches for cancel requests.
-type lease struct {
-	stopOnce sync.Once
-	done     chan struct{}
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	isLost   bool
-	// children are child runs that share the lease.
-	children map[string]bool
-	// watches are the runs whose signals the lease polls for.
-	watches map[string]*signalWatch
-}
-
-// signalWatch hands the signals of one run to its execution.
-type signalWatch struct {
-	seq int64 // the last signal handed over; only the keeper changes it
-	ch  chan<- engine.Signal
-}
-
-// signalBuffer is how many signals wait for an execution to take them.
-const signalBuffer = 16
-
-// watchSignals makes the lease poll the signals of run id after seq and
-// hand them to ch.
-func (l *lease) watchSignals(id string, seq int64, ch chan<- engine.Signal) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.watches[id] = &signalWatch{seq: seq, ch: ch}
-}
-
-func (l *lease) stop() {
-	l.stopOnce.Do(func() { close(l.done) })
-	l.wg.Wait()
-}
-
-func (l *lease) lost() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.isLost
-}
-
-func (l *lease) addChild(id string, on bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if on {
-		l.children[id] = true
-	} else {
-		delete(l.children, id)
-		delete(l.watches, id)
-	}
-}
-
-// keep renews run's lease every LeaseTTL/3 and polls for a cancel request
-// and for signals (lease.watchSignals) every CancelPoll; on a cancel
-// request it calls stop with the request's mode (letFinish), and when the
-// lease is lost to another owner, stop(false).
-func (r *Runner) keep(ctx context.Context, run *store.Run, stop func(letFinish bool)) *lease {
-	l := &lease{done: make(chan struct{}), children: map[string]bool{}, watches: map[string]*signalWatch{}}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
-		poll := time.NewTicker(r.cfg.CancelPoll)
-		defer poll.Stop()
-		renewEvery := r.cfg.LeaseTTL / 3
-		next := time.Now().Add(renewEvery)
-		bg := context.WithoutCancel(ctx)
-		for {
-			select {
-			case <-l.done:
-				return
-			case <-poll.C:
-			}
-			r.pollSignals(bg, l)
-			if time.Now().Before(next) {
-				cur, err := r.st.Run(bg, run.ID)
-				if err != nil {
-					continue
-				}
-				if cur.Owner.Token != run.Owner.Token {
-					l.mu.Lock()
-					l.isLost = true
-					l.mu.Unlock()
-					stop(false)
-					return
-				}
-				if cur.CancelRequested != nil {
-					stop(cur.CancelLetFinish)
-				}
-				continue
-			}
-			next = time.Now().Add(renewEvery)
-			cancelled, err := r.st.RenewLease(bg, run.ID, run.Owner.Token, r.cfg.LeaseTTL)
-			if errors.Is(err, store.ErrLeaseLost) {
-				l.mu.Lock()
-				l.isLost = true
-				l.mu.Unlock()
-				stop(false)
-				return
-			}
-			if cancelled {
-				// Its mode is read with the run (a request that lets
-				// nodes finish may be made hard later).
-				letFinish := false
-				if cur, err := r.st.Run(bg, run.ID); err == nil {
-					letFinish = cur.CancelLetFinish
-				}
-				stop(letFinish)
-			}
-			l.mu.Lock()
-			kids := make([]string, 0, len(l.children))
-			for id := range l.children {
-				kids = append(kids, id)
-			}
-			l.mu.Unlock()
-			for _, id := range kids {
-				_, _ = r.st.RenewLease(bg, id, run.Owner.Token, r.cfg.LeaseTTL)
-			}
-		}
-	}()
-	return l
-}
-
-// pollSignals hands each watched run's new signals to its execution. A
-// signal that does not fit in the buffer waits for the next poll.
-func (r *Runner) pollSignals(ctx context.Context, l *lease) {
-	l.mu.Lock()
-	ws := make(map[string]*signalWatch, len(l.watches))
-	for id, w := range l.watches {
-		ws[id] = w
-	}
-	l.mu.Unlock()
-	for id, w := range ws {
-		sigs, err := r.st.Signals(ctx, id, w.seq)
-		if err != nil {
-			continue
-		}
-	handing:
-		for _, sg := range sigs {
-			select {
-			case w.ch <- engineSignal(sg):
-				w.seq = sg.Seq
-			default:
-				break handing
-			}
-		}
-	}
-}
-
 // childFactory records each subworkflow's child run as a run of its own,
 // owned with the parent's token, with its own folder. A child run that
 // exists already (the parent was resumed) is claimed again and reuses what
 // it completed.
-func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, red *redact.Redactor) engine.ChildFactory {
+func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *durable.Lease, red *redact.Redactor) engine.ChildFactory {
 	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
 		bg := context.WithoutCancel(ctx)
 		started := r.clock.Now()
@@ -727,7 +577,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		default:
 			return nil, err
 		}
-		l.addChild(id, true)
+		l.AddChild(id, true)
 		blobs, err := r.blobStore(crl, red)
 		if err == nil && reuse != nil {
 			err = blobs.RemoveStale()
@@ -737,7 +587,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			recBlobs, err = r.blobStore(crl, nil) // its records are masked already
 		}
 		if err != nil {
-			l.addChild(id, false)
+			l.AddChild(id, false)
 			crl.Close()
 			return nil, err
 		}
@@ -746,9 +596,9 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
 			Blobs:       blobs,
-			Recorder:    tee{crl, rec},
-			ArtifactDir: artifactDir(crl),
-			Files:       runFiles(cw, crl.Dir()),
+			Recorder:    durable.Tee{crl, rec},
+			ArtifactDir: crl.AbsArtifactDir(),
+			Files:       runlog.Files(cw, crl.Dir()),
 			Spent:       spent,
 		}
 		if awaitsSignals(cw, r.cfg.Registry) {
@@ -756,16 +606,16 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			// polls the child's signals.
 			sigs, err := r.st.Signals(bg, id, 0)
 			if err != nil {
-				l.addChild(id, false)
+				l.AddChild(id, false)
 				crl.Close()
 				return nil, err
 			}
-			ch := make(chan engine.Signal, signalBuffer)
-			cr.Signals, cr.SignalCh = engineSignals(sigs), ch
-			l.watchSignals(id, lastSeq(sigs), ch)
+			ch := make(chan engine.Signal, durable.SignalBuffer)
+			cr.Signals, cr.SignalCh = durable.Signals(sigs), ch
+			l.WatchSignals(id, durable.LastSeq(sigs), ch)
 		}
 		cr.Finish = func(res *engine.Result) error {
-			defer l.addChild(id, false)
+			defer l.AddChild(id, false)
 			defer crl.Close()
 			fin := res.FinishedAt
 			child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
@@ -825,75 +675,6 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 		j.Models.HTTPClient = tapeClient(tape)
 	}
 	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
-}
-
-// artifactDir gives each node its artifacts folder in the run folder, as an
-// absolute path: the paths of saved files a node outputs (an mcp node's
-// images) are read by later nodes whose relative paths resolve against the
-// workflow's folder, not the working directory.
-func artifactDir(rl *runlog.Writer) func(nodeID string) string {
-	// The run folder made absolute once: filepath.Abs asks the system for
-	// the working folder, and the engine asks for every node's visit.
-	dir := rl.Dir()
-	base, berr := filepath.Abs(dir)
-	return func(nodeID string) string {
-		d, err := rl.ArtifactDir(nodeID)
-		if err != nil || d == "" || berr != nil {
-			return d
-		}
-		rel, err := filepath.Rel(dir, d)
-		if err != nil {
-			return d
-		}
-		return filepath.Join(base, rel)
-	}
-}
-
-// runFiles is the file-access policy of a run's nodes and its judge: they
-// may read the run's folder (its artifacts) and the workflow's files:, and
-// relative paths are relative to the workflow's folder.
-func runFiles(w *workflow.Workflow, runDir string) *node.Files {
-	roots := w.FileRoots()
-	if runDir != "" {
-		if abs, err := filepath.Abs(runDir); err == nil {
-			runDir = abs
-		}
-		roots = append(roots, runDir)
-	}
-	return node.NewFiles(w.Dir(), roots...)
-}
-
-// tee sends every record to several recorders, in order.
-type tee []engine.Recorder
-
-func (t tee) Flush() error {
-	var first error
-	for _, r := range t {
-		if f, ok := r.(engine.Flusher); ok {
-			if err := f.Flush(); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	return first
-}
-
-func (t tee) Step(rec *engine.StepRecord) error {
-	for _, r := range t {
-		if err := r.Step(rec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t tee) Event(ev engine.TimedEvent) error {
-	for _, r := range t {
-		if err := r.Event(ev); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // observed hands a run's records to an Observer once they are committed.
@@ -971,27 +752,4 @@ func holdsSecret(red *redact.Redactor) func(string) bool {
 		return nil
 	}
 	return red.Contains
-}
-
-// MemoryLimit is the soft memory limit (GOMEMLIMIT) a process needs to run
-// a run that keeps up to budget bytes of output values in memory: twice
-// that, and room for the rest, so that the garbage collector keeps the
-// garbage of big values under it without running all the time.
-func MemoryLimit(budget int64) int64 {
-	return 2*budget + 64<<20
-}
-
-var memoryLimitMu sync.Mutex
-
-// raiseMemoryLimit raises the process's soft memory limit, when it has
-// one, to what a run with this output budget needs.
-func raiseMemoryLimit(budget int64) {
-	if budget <= 0 {
-		budget = blob.DefaultBudget
-	}
-	memoryLimitMu.Lock()
-	defer memoryLimitMu.Unlock()
-	if cur := debug.SetMemoryLimit(-1); cur != math.MaxInt64 && cur < MemoryLimit(budget) {
-		debug.SetMemoryLimit(MemoryLimit(budget))
-	}
 }

@@ -273,22 +273,3 @@ func awaitsSignals(w *workflow.Workflow, reg *node.Registry) bool {
 	}
 	return false
 }
-
-func engineSignal(s store.Signal) engine.Signal {
-	return engine.Signal{Node: s.Node, Visit: s.Visit, Data: s.Data, At: s.CreatedAt}
-}
-
-func engineSignals(sigs []store.Signal) []engine.Signal {
-	out := make([]engine.Signal, len(sigs))
-	for i, s := range sigs {
-		out[i] = engineSignal(s)
-	}
-	return out
-}
-
-func lastSeq(sigs []store.Signal) int64 {
-	if len(sigs) == 0 {
-		return 0
-	}
-	return sigs[len(sigs)-1].Seq
-}

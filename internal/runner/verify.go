@@ -12,6 +12,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -46,7 +47,7 @@ func verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 			jpgs, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.jp*g"))
 			return append(files, jpgs...)
 		},
-		Files: runFiles(w, dir),
+		Files: runlog.Files(w, dir),
 		Judge: judge,
 		// The judge spends from the run's budget.
 		Budget: engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, nil, res.Tokens, res.CostUSD),
