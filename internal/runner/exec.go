@@ -339,7 +339,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	var verdict *check.RunVerdict
 	var verr error
-	if hasChecks(w) {
+	if check.Has(w) {
 		verr = rec.Sync() // the judge reads the node's events from the store
 		if verr == nil {
 			verr = rl.Materialize() // the verdicts are written in it
@@ -347,7 +347,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	if verr == nil {
 		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
-		if tape != nil && hasChecks(w) {
+		if tape != nil && check.Has(w) {
 			verr = errors.Join(verr, saveTape(tape, rl, j)) // with the judge's calls
 		}
 	}
@@ -355,7 +355,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		runErr = verr
 	}
 	if verdict != nil {
-		extra = append(extra, verdictEvents(verdict, now)...)
+		extra = append(extra, check.Events(verdict, now)...)
 		// The judge's calls are the run's spending too.
 		res.Tokens += verdict.Tokens
 		res.CostUSD += verdict.CostUSD
@@ -674,7 +674,7 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 		// The judge's model calls are recorded, or answered by a replay.
 		j.Models.HTTPClient = tapeClient(tape)
 	}
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
+	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), judge, red)
 }
 
 // observed hands a run's records to an Observer once they are committed.

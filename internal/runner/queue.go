@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
@@ -150,7 +151,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 			return nil, err
 		}
 		lost.Reset()
-		res := resultFromStore(cur, steps)
+		res := durable.Result(cur, steps)
 		if o.Observer != nil {
 			for _, ev := range evs {
 				o.Observer.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
@@ -178,7 +179,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 			}
 			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
 			out := &Result{Run: cur, Engine: res, redact: r.redactor(nil)}
-			if hasChecks(w) {
+			if check.Has(w) {
 				out.Verdict, out.Err = r.verifyQueued(context.WithoutCancel(ctx), w, cur, res, o)
 			}
 			return out, nil
@@ -290,7 +291,7 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 	if v == nil {
 		return nil, err
 	}
-	evs := verdictEvents(v, r.clock.Now())
+	evs := check.Events(v, r.clock.Now())
 	sevs := make([]store.Event, len(evs))
 	for i, ev := range evs {
 		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
