@@ -213,7 +213,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 
 	var signals []engine.Signal
 	var sigCh chan engine.Signal
-	if awaitsSignals(w, r.cfg.Registry) {
+	if durable.AwaitsSignals(w, r.cfg.Registry) {
 		// Signals recorded while no process ran the run are applied as soon
 		// as their steps wait; later ones come through the lease's poll.
 		sigs, err := r.st.Signals(ctx, run.ID, 0)
@@ -513,7 +513,7 @@ func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, r
 	}
 	// A signal saved while this execution parked found the run owned and
 	// left it to its owner, which no longer looks: it is resumed for it.
-	out.signalled = r.signalled(context.WithoutCancel(ctx), run.ID, res.Awaiting)
+	out.signalled = durable.Signalled(context.WithoutCancel(ctx), r.st, run.ID, res.Awaiting)
 	return out
 }
 
@@ -601,7 +601,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *durable
 			Files:       runlog.Files(cw, crl.Dir()),
 			Spent:       spent,
 		}
-		if awaitsSignals(cw, r.cfg.Registry) {
+		if durable.AwaitsSignals(cw, r.cfg.Registry) {
 			// A child waits in its parent's process: the parent's lease
 			// polls the child's signals.
 			sigs, err := r.st.Signals(bg, id, 0)

@@ -127,7 +127,7 @@ func (r *Runner) liveOwner(run *store.Run) (bool, error) {
 		if run.Owner.PID == r.pid {
 			return true, nil
 		}
-		return processAlive(run.Owner.PID), nil
+		return proc.Alive(run.Owner.PID), nil
 	}
 	return true, nil
 }
