@@ -7,10 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
-
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
@@ -41,10 +38,6 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 	}
 	return pg, nil
 }
-
-// WaitingHint is how long Enqueue follows a run whose jobs nobody takes
-// before it says that no worker runs.
-const WaitingHint = 3 * time.Second
 
 // Enqueue starts a run on the queue and follows it to its end: its steps
 // and events go to the observer as the workers record them. Cancelling
@@ -105,132 +98,27 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	return r.follow(ctx, pg, w, run, req.Options)
 }
 
-// follow polls a queued run until it ends.
-//
-// With o.Park set to park for signals only (the CLI's), following ends as
-// an execution that parks does: when the run only waits for signals. The
-// result then says waiting, the run goes on with the workers as soon as a
-// signal comes.
+// follow follows a queued run until it ends (queue.Follow): its records
+// go to the observer; a run that ended has its checks run here.
 func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Workflow, run *store.Run, o Options) (*Result, error) {
-	const every = 100 * time.Millisecond
-	seen := map[[2]any]string{}
-	var seq int64
-	cancelled := false
-	hinted := false
-	started := time.Now()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	// While the database is unreachable (it restarts), following waits
-	// with backoff and goes on where it was: the workers go on too.
-	lost := backoff.NewExponentialBackOff()
-	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
-	for {
-		cur, err := r.st.Run(context.WithoutCancel(ctx), run.ID)
-		var steps []*store.Step
-		var evs []store.Event
-		if err == nil {
-			steps, err = r.st.Steps(context.WithoutCancel(ctx), run.ID)
-		}
-		if err == nil {
-			evs, err = r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
-		}
-		if postgres.Transient(err) {
-			wait := time.NewTimer(lost.NextBackOff())
-			select {
-			case <-wait.C:
-				continue
-			case <-o.Hard:
-				wait.Stop()
-				return nil, fmt.Errorf("stopped following run %s while the database was unreachable (%w); its workers go on with it", run.ID, err)
-			case <-o.Leave:
-				wait.Stop()
-				return nil, fmt.Errorf("left run %s to its workers while the database was unreachable: %w", run.ID, err)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		lost.Reset()
-		res := durable.Result(cur, steps)
-		if o.Observer != nil {
-			for _, ev := range evs {
-				o.Observer.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
-			}
-			for _, rec := range res.Steps {
-				key := [2]any{rec.Node, rec.Visit}
-				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
-				if seen[key] != state {
-					seen[key] = state
-					o.Observer.Step(*rec)
-				}
-			}
-		}
-		if len(evs) > 0 {
-			seq = evs[len(evs)-1].Seq
-		}
-		if len(evs) == 1000 {
-			continue // more to read
-		}
-		if queueEnded(cur.Status) {
-			res.StartedAt = cur.StartedAt
-			if cur.FinishedAt != nil {
-				res.FinishedAt = *cur.FinishedAt
-				res.DurationMS = cur.FinishedAt.Sub(cur.StartedAt).Milliseconds()
-			}
-			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
-			out := &Result{Run: cur, Engine: res, redact: r.redactor(nil)}
-			if check.Has(w) {
-				out.Verdict, out.Err = r.verifyQueued(context.WithoutCancel(ctx), w, cur, res, o)
-			}
-			return out, nil
-		}
-		if o.Park != nil && o.Park.SignalsOnly && !cancelled {
-			if awaits := signalWaits(w, r.cfg.Registry, res.Steps); awaits != nil {
-				if only, err := queue.OnlySignals(ctx, pg, run.ID); err == nil && only {
-					parked := *cur
-					parked.Status = string(engine.RunWaiting)
-					res.Status, res.Awaiting = engine.RunWaiting, awaits
-					return &Result{Run: &parked, Engine: res, redact: r.redactor(nil)}, nil
-				}
-			}
-		}
-		if !hinted && time.Since(started) > WaitingHint && o.Observer != nil {
-			if idle, queues, err := unclaimed(ctx, pg, run.ID, WaitingHint); err == nil && idle {
-				hinted = true
-				o.Observer.Note(Note{Kind: "problem", Text: fmt.Sprintf(
-					"waiting for a worker: start skein worker --db %s --queues %s (no worker took this run's jobs in %s)",
-					postgres.Redact(r.cfg.DB), queues, WaitingHint)})
-			}
-		}
-		select {
-		case <-ctx.Done():
-			// As a local run's: nothing new starts, the running nodes
-			// finish (o.Hard stops them), the rest is skipped.
-			if !cancelled {
-				cancelled = true
-				ctx = context.WithoutCancel(ctx)
-				if err := r.cancelFollowed(ctx, run.ID, true, o.Observer); err != nil {
-					return nil, err
-				}
-			}
-			ctx = context.WithoutCancel(ctx)
-		case <-o.Hard:
-			if cancelled {
-				// A second Ctrl-C: the workers stop the running nodes.
-				o.Hard = nil
-				if err := r.cancelFollowed(ctx, run.ID, false, o.Observer); err != nil {
-					return nil, err
-				}
-				break
-			}
-			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", run.ID, run.ID)
-		case <-o.Leave:
-			// This process stops (a server that shuts down); the run
-			// goes on with its workers.
-			return &Result{Run: cur, Engine: res, redact: r.redactor(nil)}, nil
-		case <-t.C:
-		}
+	f := queue.Follow{Store: pg, Registry: r.cfg.Registry, Workflow: w, RunID: run.ID, DBName: postgres.Redact(r.cfg.DB),
+		ParkOnSignals: o.Park != nil && o.Park.SignalsOnly, Hard: o.Hard, Leave: o.Leave,
+		Cancel: func(ctx context.Context, letFinish bool) error {
+			return r.cancelFollowed(ctx, run.ID, letFinish, o.Observer)
+		}}
+	if obs := o.Observer; obs != nil {
+		f.Step, f.Event = obs.Step, obs.Event
+		f.Note = func(kind, text string) { obs.Note(Note{Kind: kind, Text: text}) }
 	}
+	out, err := f.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Run: out.Run, Engine: out.Result, redact: r.redactor(nil)}
+	if out.Ended && check.Has(w) {
+		res.Verdict, res.Err = r.verifyQueued(context.WithoutCancel(ctx), w, out.Run, out.Result, o)
+	}
+	return res, nil
 }
 
 // cancelFollowed cancels a run that follow follows, on the queue at once.
@@ -248,7 +136,7 @@ func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish boo
 
 // queued reports whether a run is a queued run that has not ended.
 func queued(run *store.Run) bool {
-	return run.Owner.Host == queue.OwnerHost && !queueEnded(run.Status)
+	return run.Owner.Host == queue.OwnerHost && !queue.Ended(run.Status)
 }
 
 // cancelQueued applies the cancel request of a queued run on the queue at
@@ -300,58 +188,6 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 		err = aerr
 	}
 	return v, err
-}
-
-// signalWaits returns the steps that wait for a signal when every step
-// that has not ended is one, else nil.
-func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepRecord) []engine.Await {
-	var out []engine.Await
-	for _, s := range steps {
-		if s.Status.Final() {
-			continue
-		}
-		if s.Status != engine.StatusWaiting {
-			return nil
-		}
-		n := w.Node(s.Node)
-		if n == nil {
-			return nil
-		}
-		spec, ok := reg.Lookup(n.Type)
-		switch {
-		case ok && spec.Parks != nil && s.Directives[engine.DirectiveAwait] == engine.AwaitSignal:
-			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, s.Directives)})
-			continue
-		case !ok || spec.Role != node.RoleWait:
-			return nil
-		}
-		if u, _ := n.Params["until"].(string); u != "signal" {
-			return nil
-		}
-		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: s.Node})
-	}
-	return out
-}
-
-func queueEnded(status string) bool {
-	switch engine.RunStatus(status) {
-	case engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
-		return true
-	}
-	return false
-}
-
-// unclaimed reports whether the run has jobs that were due for longer
-// than after and none that a worker took, and which queues they are in.
-func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time.Duration) (bool, string, error) {
-	var due, taken int
-	var queues string
-	err := pg.Pool().QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE state = 'available' AND scheduled_at < now() - $2::float8 * interval '1 second'),
-		count(*) FILTER (WHERE attempted_at IS NOT NULL),
-		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
-		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
-	return due > 0 && taken == 0, queues, err
 }
 
 // WorkRequest runs queue workers.
