@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
@@ -243,12 +244,64 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			return next, err
 		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
-			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit, budget: budget, waiting: waiting,
-				opts: Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}}
+			opts := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}
+			return &queue.Child{Registry: r.cfg.Registry, ParentID: runID, ParentFile: w.File, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
+				Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+					return r.runQueueChild(ctx, runID, budget, opts, cw, id, in)
+				}}
 		},
 	})
 	if err != nil {
 		return err
 	}
 	return d.Work(ctx, req.Grace)
+}
+
+// runQueueChild runs the child run id of a subworkflow node of a queued
+// run, parent, in a worker (queue.Child), or goes on with the one a
+// stopped worker left, and returns its final record. budget is the parent
+// run's: the child's own limits hold, and what it spends counts against
+// the parent's too.
+func (r *Runner) runQueueChild(ctx context.Context, parent string, budget *engine.Budget, opts Options, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+	// The node's context ends when its run's cancel stops running nodes,
+	// or its worker stops them: the child's running nodes stop with it,
+	// as a local child's stop with its parent's (Options.Hard).
+	o := opts
+	o.Hard = ctx.Done()
+	prev, err := r.st.Run(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		res, err := r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: parent, budget: budget}, o)
+		if err != nil {
+			return nil, err
+		}
+		return res.Run, nil
+	case err != nil:
+		return nil, err
+	case engine.RunStatus(prev.Status) == engine.RunCompleted:
+		return prev, nil
+	}
+	if live, err := r.liveOwner(prev); err != nil {
+		return nil, err
+	} else if live {
+		return nil, ownedError(prev)
+	}
+	hist, err := r.st.StepHistory(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := r.claim(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	// The parent's history does not hold what earlier executions of the
+	// child spent; the child goes on from it.
+	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
+	budget.Add(spent.Tokens, spent.CostUSD)
+	res, err := r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: parent,
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: budget}, o)
+	if err != nil {
+		return nil, err
+	}
+	return res.Run, nil
 }
