@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/redact"
@@ -172,7 +173,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger),
+	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger),
 		runID: NewRunID(), replay: &ReplaySource{Cassette: c, File: src, AllowNew: req.AllowNew}}, req.Options)
 	if err != nil {
 		return nil, err

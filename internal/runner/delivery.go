@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/delivery"
+	"github.com/skeinhq/skein/internal/durable"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -114,7 +115,7 @@ func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation 
 	if claimed.Attempts > 0 {
 		r.note(o, "detail", "going on with the delivery of run %s after %d attempt(s)", run.ID, claimed.Attempts)
 	}
-	return r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: run.Inputs, Payload: r.triggerPayload(hist, run.Trigger),
+	return r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: run.Inputs, Payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger),
 		Secrets: secrets, Hold: hold, Made: claimed.Attempts, Wait: wait, Once: once}, o), nil
 }
 

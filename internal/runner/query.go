@@ -16,7 +16,6 @@ import (
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -206,16 +205,11 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 			return nil, err
 		}
 		now := r.clock.Now()
-		var stopped []*store.Step
-		for _, s := range steps {
-			if s.Status == string(engine.StatusWaiting) {
-				c := *s
-				c.Status, c.FinishedAt, c.Output = string(engine.StatusCancelled), &now, nil
-				c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
-				stopped = append(stopped, &c)
-			}
+		var plan *engine.Plan // nil when the store no longer has the run's workflow
+		if w, err := r.storedWorkflow(ctx, run); err == nil {
+			plan, _ = engine.NewPlan(w, r.cfg.Registry)
 		}
-		stopped = append(stopped, r.skippedByCancel(ctx, run, steps)...)
+		stopped := durable.Cancelled(plan, run, steps, now)
 		claimed.Status, claimed.FinishedAt = string(engine.RunCancelled), &now
 		claimed.Error = cancelledError()
 		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
@@ -254,43 +248,6 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	}
 	run.Status = r.Status(run)
 	return run, nil
-}
-
-// skippedByCancel returns the steps a cancel skips in a run nobody runs,
-// as the scheduler's cancel skips them in a running one: every node of
-// the run's graph, outside loop bodies, reachable from where it started
-// and without a step yet, skipped with skip_reason cancelled. A workflow
-// version the store no longer has gives none.
-func (r *Runner) skippedByCancel(ctx context.Context, run *store.Run, steps []*store.Step) []*store.Step {
-	w, err := r.storedWorkflow(ctx, run)
-	if err != nil {
-		return nil
-	}
-	p, err := engine.NewPlan(w, r.cfg.Registry)
-	if err != nil {
-		return nil
-	}
-	starts, err := p.StartNodes(run.Trigger)
-	if err != nil {
-		return nil
-	}
-	has := map[string]bool{}
-	order, gen := 0, 1
-	for _, s := range steps {
-		has[s.Node] = true
-		order, gen = max(order, s.StepOrder), max(gen, s.Generation)
-	}
-	reach := p.G.Reachable(starts)
-	var out []*store.Step
-	for i, pn := range p.Nodes {
-		if !reach[i] || pn.Home >= 0 || has[pn.ID] {
-			continue
-		}
-		order++
-		out = append(out, &store.Step{RunID: run.ID, Generation: gen, StepOrder: order, Node: pn.ID, Type: pn.Type,
-			Visit: 1, Status: string(engine.StatusSkipped), SkipReason: engine.SkipCancelled})
-	}
-	return out
 }
 
 // PruneRequest deletes old runs.

@@ -47,7 +47,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		r.killOrphans(hist)
 	}
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: r.triggerPayload(hist, claimed.Trigger), runID: claimed.ID,
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, claimed.Trigger), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
 }
 
@@ -243,7 +243,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
 		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
 	}
-	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: NewRunID(),
+	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger), runID: NewRunID(),
 		reuse: reuse, rerunOf: run.ID}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }
