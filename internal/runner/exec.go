@@ -112,7 +112,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	getenv := r.cfg.LookupEnv
 	if j.replay != nil {
-		getenv = replayEnv(getenv, w, j.replay.Cassette.Header.Env)
+		getenv = cassette.ReplayEnv(getenv, w.Secrets, j.replay.Cassette.Header.Env)
 	}
 	secrets, err := resolveSecrets(w, getenv, o.SecretsFile)
 	if err != nil {
