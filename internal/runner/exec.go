@@ -558,7 +558,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *durable
 			if child, err = r.st.ClaimRun(bg, id, parent.Owner, r.cfg.LeaseTTL, child.Owner.Token); err != nil {
 				return nil, err
 			}
-			r.killOrphans(hist)
+			durable.KillOrphans(hist)
 			reuse = durable.ForResume(hist)
 			spent = r.spentBefore(bg, child, hist)
 			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
@@ -633,36 +633,10 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *durable
 	}
 }
 
-// spentBefore is what a run spent in its earlier executions: its recorded
-// totals or, when an execution died before recording them, the sum of its
-// recorded steps and of its child runs' spend, whichever is more.
+// spentBefore is what a run spent in its earlier executions
+// (durable.Spent).
 func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.Step) engine.Spent {
-	return r.spent(ctx, run, hist, 0)
-}
-
-func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, depth int) engine.Spent {
-	var sum engine.Spent
-	for _, s := range hist {
-		if s.Cached || s.Pinned {
-			continue
-		}
-		sum.Tokens += s.Tokens
-		sum.CostUSD += s.CostUSD
-	}
-	if depth < engine.MaxDepth {
-		kids, _ := r.st.ListRuns(ctx, store.RunFilter{Parent: run.ID})
-		for _, kid := range kids {
-			kh, err := r.st.StepHistory(ctx, kid.ID)
-			if err != nil {
-				continue
-			}
-			k := r.spent(ctx, kid, kh, depth+1)
-			sum.Tokens += k.Tokens
-			sum.CostUSD += k.CostUSD
-		}
-	}
-	out := engine.Spent{Tokens: max(run.Tokens, sum.Tokens), CostUSD: max(run.CostUSD, sum.CostUSD)}
-	return out
+	return durable.Spent(ctx, r.st, run, hist)
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict

@@ -2,18 +2,15 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -55,7 +52,7 @@ func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.doc(run, steps, readVerdict(run.Dir)), nil
+	return r.doc(run, steps, verdictOf(run.Dir)), nil
 }
 
 // ErrNoVersion is returned by RunWorkflow for a run that was not tied to
@@ -277,35 +274,15 @@ func (r *Runner) Prune(ctx context.Context, req PruneRequest) (*PruneResult, err
 	if req.DryRun {
 		return res, nil
 	}
-	root := filepath.Join(r.cfg.Dir, "runs")
-	parents := map[string]bool{}
-	for _, run := range runs {
-		if run.Dir == "" || !within(root, run.Dir) {
-			continue
-		}
-		if err := os.RemoveAll(run.Dir); err == nil {
-			res.Folders++
-		}
-		parents[filepath.Dir(run.Dir)] = true
+	dirs := make([]string, len(runs))
+	for i, run := range runs {
+		dirs[i] = run.Dir
 	}
-	for p := range parents {
-		_ = os.Remove(p) // only when empty
-	}
+	res.Folders = runlog.Remove(r.cfg.Dir, dirs)
 	if err := r.st.Compact(ctx); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// within reports whether path is inside root.
-func within(root, path string) bool {
-	ra, err1 := filepath.Abs(root)
-	pa, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(ra, pa)
-	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
 // Check evaluates the checks of a recorded run again and writes its
@@ -345,41 +322,25 @@ func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.Run
 	if err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(run.Dir, check.VerdictFile)
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return run, nil, nil
-	}
-	if err != nil {
-		return run, nil, err
-	}
-	var v check.RunVerdict
-	if err := json.Unmarshal(data, &v); err != nil {
-		return run, nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return run, &v, nil
+	v, err := check.ReadVerdict(run.Dir)
+	return run, v, err
 }
 
 // VerdictStatus is the status of a finished run's checks, read from its
 // folder's verdict file: "" when it has none.
 func VerdictStatus(run *store.Run) string {
-	if v := readVerdict(run.Dir); v != nil {
+	if v := verdictOf(run.Dir); v != nil {
 		return v.Status
 	}
 	return ""
 }
 
-func readVerdict(dir string) *check.RunVerdict {
+// verdictOf is the verdict in a run folder; nil when it has none or it
+// does not read.
+func verdictOf(dir string) *check.RunVerdict {
 	if dir == "" {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
-	if err != nil {
-		return nil
-	}
-	var v check.RunVerdict
-	if json.Unmarshal(data, &v) != nil {
-		return nil
-	}
-	return &v
+	v, _ := check.ReadVerdict(dir)
+	return v
 }

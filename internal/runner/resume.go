@@ -45,7 +45,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 		return nil, err
 	}
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
-		r.killOrphans(hist)
+		durable.KillOrphans(hist)
 	}
 	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, claimed.Trigger), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
@@ -130,20 +130,6 @@ func (r *Runner) liveOwner(run *store.Run) (bool, error) {
 		return proc.Alive(run.Owner.PID), nil
 	}
 	return true, nil
-}
-
-// killOrphans stops the process groups that steps left running by a dead
-// owner still have, before their nodes run again. Process groups are this
-// host's: the caller passes only the history of a run last owned here.
-// proc.KillGroup kills a group only if it has a process started since the
-// step started, so a recycled group id of an unrelated process is spared.
-func (r *Runner) killOrphans(hist []*store.Step) {
-	for _, s := range hist {
-		if s.ProcessGroup <= 0 || s.Status != string(engine.StatusRunning) || s.StartedAt == nil {
-			continue
-		}
-		_, _ = proc.KillGroup(s.ProcessGroup, *s.StartedAt)
-	}
 }
 
 // workflowOf loads the workflow a run used, or the one given instead.
