@@ -5,8 +5,6 @@ import (
 	"errors"
 
 	"github.com/skeinhq/skein/internal/blob"
-	"github.com/skeinhq/skein/internal/redact"
-	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/open"
 )
@@ -57,17 +55,4 @@ func Migrate(ctx context.Context, cfg Config) (*MigrateResult, error) {
 func sharedBlobs(cfg Config, st store.Store) (blob.Backend, func(), error) {
 	be, unmount, err := open.Blobs(st, cfg.Blobs)
 	return be, unmount, usage(err)
-}
-
-// blobStore is where a run executed here keeps its big values: the shared
-// store when the runs are in Postgres (so that any machine on the database
-// reads them), else the folder of rl, the run's folder, made through rl
-// when the first is kept (a served run's folder is made on demand). red
-// is the run's Redactor, whose secrets are never kept; nil for a store of
-// records masked already.
-func (r *Runner) blobStore(rl *runlog.Writer, red *redact.Redactor) (*blob.Store, error) {
-	if r.blobs != nil {
-		return blob.New(r.blobs, holdsSecret(red)), nil
-	}
-	return blob.NewRunStore(rl, holdsSecret(red))
 }

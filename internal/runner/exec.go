@@ -140,18 +140,18 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	var rl *runlog.Writer
 	run := j.resume
 	if run != nil {
-		if rl, err = r.reopenFolder(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
-			r.release(ctx, run)
+		if rl, err = r.runs().ReopenFolder(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
+			r.runs().Release(ctx, run)
 			return nil, err
 		}
 		run.File = abs
 		if err := r.st.UpdateRun(ctx, run); err != nil {
 			rl.Close()
-			r.release(ctx, run)
+			r.runs().Release(ctx, run)
 			return nil, err
 		}
 	} else {
-		if rl, err = r.openFolder(w.Name, j.runID, started, meta, red); err != nil {
+		if rl, err = r.runs().OpenFolder(w.Name, j.runID, started, meta, red); err != nil {
 			return nil, err
 		}
 		ver, err := r.saveWorkflow(ctx, w)
@@ -170,16 +170,16 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	defer rl.Close()
-	blobs, err := r.blobStore(rl, red)
+	blobs, err := r.runs().BlobStore(rl, red)
 	if err == nil && j.resume != nil {
 		err = blobs.RemoveStale() // what a killed execution was writing
 	}
 	var recBlobs *blob.Store
 	if err == nil {
-		recBlobs, err = r.blobStore(rl, nil) // its records are masked already
+		recBlobs, err = r.runs().BlobStore(rl, nil) // its records are masked already
 	}
 	if err != nil {
-		r.release(ctx, run)
+		r.runs().Release(ctx, run)
 		return nil, err
 	}
 
@@ -218,7 +218,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		// as their steps wait; later ones come through the lease's poll.
 		sigs, err := r.st.Signals(ctx, run.ID, 0)
 		if err != nil {
-			r.release(ctx, run)
+			r.runs().Release(ctx, run)
 			return nil, err
 		}
 		signals = durable.Signals(sigs)
@@ -276,7 +276,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			}
 			return cs, func() { _ = cpool.Close() }
 		},
-		Child: r.childFactory(ctx, run, lease, red),
+		Child: r.runs().ChildFactory(ctx, run, lease, red),
 	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
@@ -312,7 +312,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts.Evidence = mcppool.EvidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
 	if res == nil {
-		r.release(ctx, run)
+		r.runs().Release(ctx, run)
 		return nil, runErr
 	}
 	if tape != nil {
@@ -325,12 +325,19 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
 	}
 	if left(o.Leave) && res.Status == engine.RunCancelled {
-		out := r.leave(ctx, run, res, rec, recs, rl, lease, runErr, j.resume != nil)
-		out.redact = red
-		return out, nil
+		if err := r.runs().Leave(run, res, rec, recs, rl, lease); err != nil && runErr == nil {
+			runErr = err
+		}
+		run.Status = StatusInterrupted
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
 	}
 	if res.Status == engine.RunWaiting {
-		return r.park(ctx, run, res, rec, recs, obs, rl, lease, runErr, j.resume != nil, red), nil
+		var flush func()
+		if obs != nil {
+			flush = func() { _ = obs.Flush() }
+		}
+		signalled, err := r.runs().Park(ctx, run, res, rec, recs, flush, rl, lease, red)
+		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: errors.Join(runErr, err), redact: red, signalled: signalled}, nil
 	}
 	now := r.clock.Now()
 	var extra []engine.TimedEvent
@@ -394,6 +401,15 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
 }
 
+// runs is where the runner's executions keep their runs.
+func (r *Runner) runs() *durable.Host {
+	return &durable.Host{Store: r.st, Commit: r.commit, Clock: r.clock, Registry: r.cfg.Registry, Dir: r.cfg.Dir,
+		OnDemandFolders: r.cfg.OnDemandFolders, LeaseTTL: r.cfg.LeaseTTL, Blobs: r.blobs,
+		Doc: func(ctx context.Context, run *store.Run, res *engine.Result, red *redact.Redactor) any {
+			return r.Doc(ctx, &Result{Run: run, Engine: res, redact: red})
+		}}
+}
+
 // plan returns the plan of w. A plan does not change once made, so the
 // runs of one loaded workflow (a served one) share it.
 func (r *Runner) plan(w *workflow.Workflow) (*engine.Plan, error) {
@@ -421,217 +437,6 @@ func (r *Runner) plan(w *workflow.Workflow) (*engine.Plan, error) {
 
 // maxPlans bounds the plans a Runner keeps.
 const maxPlans = 256
-
-// openFolder opens the folder of a new run: at once, or on demand
-// (Config.OnDemandFolders).
-func (r *Runner) openFolder(workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*runlog.Writer, error) {
-	if r.cfg.OnDemandFolders {
-		return runlog.OpenOnDemand(r.cfg.Dir, workflow, runID, started, meta, red)
-	}
-	return runlog.Open(r.cfg.Dir, workflow, runID, started, meta, red)
-}
-
-// reopenFolder opens the folder of a run that goes on, as openFolder.
-func (r *Runner) reopenFolder(dir, workflow, runID string, started time.Time, meta map[string]any, red *redact.Redactor) (*runlog.Writer, error) {
-	if r.cfg.OnDemandFolders {
-		return runlog.ReopenOnDemand(dir, workflow, runID, started, meta, red)
-	}
-	return runlog.Reopen(dir, workflow, runID, started, meta, red)
-}
-
-// leave ends an execution stopped by Options.Leave without ending its
-// run: its records are committed with the run still running and no owner,
-// so it is interrupted, and a resume continues it (reusing what succeeded).
-// The run folder keeps saying running, as after a crash.
-func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs durable.Tee, rl *runlog.Writer, l *durable.Lease, runErr error, resumed bool) *Result {
-	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionLeft,
-		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
-	_ = rl.Flush()
-	l.Stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
-	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
-	if err := rec.Finish(run); err != nil && runErr == nil {
-		runErr = err
-	} else if err == nil {
-		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-	}
-	run.Status = StatusInterrupted
-	return &Result{Run: run, Engine: res, Resumed: resumed, Err: runErr}
-}
-
-// left reports whether Options.Leave is closed.
-func left(leave <-chan struct{}) bool {
-	select {
-	case <-leave:
-		return true
-	default:
-		return false
-	}
-}
-
-// EventExecutionLeft is the event recorded when an execution stops
-// without ending its run (Options.Leave): the run is interrupted.
-const EventExecutionLeft = "execution_left"
-
-// park ends an execution whose run only waits (Options.Park): its records
-// are committed with the run waiting, its earliest wake-up time and no
-// owner, and the process holds nothing for it. A signal (Runner.Signal)
-// or its wake-up time (Runner.Due) resumes it.
-func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, rec *durable.Recorder, recs durable.Tee, obs *observed,
-	rl *runlog.Writer, l *durable.Lease, runErr error, resumed bool, red *redact.Redactor) *Result {
-	data := map[string]any{"reason": "every live branch waits; a signal or the wake-up time resumes the run"}
-	var awaiting []any
-	for _, a := range res.Awaiting {
-		awaiting = append(awaiting, map[string]any{"node": a.Node, "visit": a.Visit})
-	}
-	if len(awaiting) > 0 {
-		data["awaiting"] = awaiting
-	}
-	if res.WakeAt != nil {
-		data["wake_at"] = res.WakeAt.UTC().Format(time.RFC3339Nano)
-	}
-	_ = recs.Event(engine.TimedEvent{Time: r.clock.Now(), Event: engine.Event{Type: EventExecutionParked, Data: data}})
-	_ = rl.Flush()
-	if obs != nil {
-		_ = obs.Flush()
-	}
-	l.Stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
-	run.WakeAt = usecPtr(res.WakeAt)
-	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
-	out := &Result{Run: run, Engine: res, Resumed: resumed, redact: red}
-	if err := rec.Finish(run); err != nil {
-		// The run stays owned until its lease runs out: then it is
-		// interrupted, and a resume continues it.
-		out.Err = errors.Join(runErr, err)
-		return out
-	}
-	run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-	out.Err = runErr
-	if err := rl.Finish(r.Doc(ctx, out)); err != nil && out.Err == nil {
-		out.Err = err
-	}
-	// A signal saved while this execution parked found the run owned and
-	// left it to its owner, which no longer looks: it is resumed for it.
-	out.signalled = durable.Signalled(context.WithoutCancel(ctx), r.st, run.ID, res.Awaiting)
-	return out
-}
-
-// EventExecutionParked is the event recorded when an execution ends with
-// its run waiting (Options.Park).
-const EventExecutionParked = "execution_parked"
-
-// release gives up a claimed run that could not start: it is left as it
-// was, failed or interrupted, for the next resume.
-func (r *Runner) release(ctx context.Context, run *store.Run) {
-	if run.Owner.Token == "" {
-		return
-	}
-	now := r.clock.Now()
-	fin := *run
-	fin.Status, fin.FinishedAt = string(engine.RunFailed), &now
-	if fin.Error == nil {
-		fin.Error = &node.Error{Code: "not_started", Category: node.CategoryInternal, Message: "the run could not start"}
-	}
-	_ = r.st.SaveBatch(context.WithoutCancel(ctx), []store.Batch{{RunID: run.ID, Token: run.Owner.Token, Finish: &fin}})
-}
-
-// childFactory records each subworkflow's child run as a run of its own,
-// owned with the parent's token, with its own folder. A child run that
-// exists already (the parent was resumed) is claimed again and reuses what
-// it completed.
-func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *durable.Lease, red *redact.Redactor) engine.ChildFactory {
-	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
-		bg := context.WithoutCancel(ctx)
-		started := r.clock.Now()
-		abs, _ := filepath.Abs(cw.File)
-		var crl *runlog.Writer
-		var reuse *durable.Reuser
-		var spent engine.Spent
-		child, err := r.st.Run(bg, id)
-		switch {
-		case err == nil:
-			hist, herr := r.st.StepHistory(bg, id)
-			if herr != nil {
-				return nil, herr
-			}
-			if child, err = r.st.ClaimRun(bg, id, parent.Owner, r.cfg.LeaseTTL, child.Owner.Token); err != nil {
-				return nil, err
-			}
-			durable.KillOrphans(hist)
-			reuse = durable.ForResume(hist)
-			spent = r.spentBefore(bg, child, hist)
-			if crl, err = r.reopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
-				return nil, err
-			}
-		case errors.Is(err, store.ErrNotFound):
-			if crl, err = r.openFolder(cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
-				return nil, err
-			}
-			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
-				Status: string(engine.RunRunning), StartedAt: started, Owner: parent.Owner, LeaseTTL: r.cfg.LeaseTTL}
-			if err := r.st.CreateRun(bg, child); err != nil {
-				crl.Close()
-				return nil, err
-			}
-		default:
-			return nil, err
-		}
-		l.AddChild(id, true)
-		blobs, err := r.blobStore(crl, red)
-		if err == nil && reuse != nil {
-			err = blobs.RemoveStale()
-		}
-		var recBlobs *blob.Store
-		if err == nil {
-			recBlobs, err = r.blobStore(crl, nil) // its records are masked already
-		}
-		if err != nil {
-			l.AddChild(id, false)
-			crl.Close()
-			return nil, err
-		}
-		rec := durable.NewRecorder(r.commit, id, recBlobs, red)
-		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
-		crl.Later = rec.AfterCommit
-		cr := &engine.ChildRun{
-			Blobs:       blobs,
-			Recorder:    durable.Tee{crl, rec},
-			ArtifactDir: crl.AbsArtifactDir(),
-			Files:       runlog.Files(cw, crl.Dir()),
-			Spent:       spent,
-		}
-		if durable.AwaitsSignals(cw, r.cfg.Registry) {
-			// A child waits in its parent's process: the parent's lease
-			// polls the child's signals.
-			sigs, err := r.st.Signals(bg, id, 0)
-			if err != nil {
-				l.AddChild(id, false)
-				crl.Close()
-				return nil, err
-			}
-			ch := make(chan engine.Signal, durable.SignalBuffer)
-			cr.Signals, cr.SignalCh = durable.Signals(sigs), ch
-			l.WatchSignals(id, durable.LastSeq(sigs), ch)
-		}
-		cr.Finish = func(res *engine.Result) error {
-			defer l.AddChild(id, false)
-			defer crl.Close()
-			fin := res.FinishedAt
-			child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
-			child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
-			_ = crl.Flush()
-			if err := rec.Finish(child); err != nil {
-				return err
-			}
-			return crl.Finish(r.Doc(bg, &Result{Run: child, Engine: res, redact: red}))
-		}
-		if reuse != nil {
-			cr.Reuse = reuse.Reuse
-		}
-		return cr, nil
-	}
-}
 
 // spentBefore is what a run spent in its earlier executions
 // (durable.Spent).
@@ -719,11 +524,12 @@ func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, 
 	return node.JudgeService.Provide(s, models)
 }
 
-// holdsSecret is how a run's blobs tell a value that holds a secret: none
-// without secrets.
-func holdsSecret(red *redact.Redactor) func(string) bool {
-	if red == nil {
-		return nil
+// left reports whether Options.Leave is closed.
+func left(leave <-chan struct{}) bool {
+	select {
+	case <-leave:
+		return true
+	default:
+		return false
 	}
-	return red.Contains
 }
