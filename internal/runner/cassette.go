@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"time"
 
@@ -54,11 +53,6 @@ func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Ti
 
 // modelEnv are the model settings a cassette keeps (Header.Env).
 var modelEnv = []string{llm.EnvProvider, llm.EnvModel, llm.EnvBaseURL}
-
-// tapeClient is the models' HTTP client through tape.
-func tapeClient(tape *cassette.Tape) *http.Client {
-	return &http.Client{Transport: tape.Transport(http.DefaultTransport)}
-}
 
 // saveTape writes an execution's cassette in its run folder rl (made
 // through it, when made on demand) and, when a replay added entries

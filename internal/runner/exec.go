@@ -15,13 +15,11 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
-	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
-	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/services"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -242,41 +240,19 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	recs = append(recs, rec)
 
 	// MCP servers start on first use and stop when the run ends.
-	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
-	defer pool.Close()
-	models := llmkind.NewModels(w, getenv)
-	models.Render = secretRenderer(secrets)
 	tape := j.tape(w, o, run.ID, started, red, getenv)
-	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models,
-		tapedMemory(runMemory{st: r.st, workflow: w.Name, replaces: j.rerunOf}, tape))
-	if tape != nil {
-		pool.Tape, models.HTTPClient = tape, tapeClient(tape)
-		services = node.ClockService.Provide(cassette.Service.Provide(services, tape), tape)
-	}
+	sc := services.Config{Store: r.st, LookupEnv: getenv, Secrets: secrets, DenyPrivate: o.DenyPrivate, Tape: tape}
+	svc, pool, closePool := services.ForRun(w, j.inputs, j.rerunOf, sc)
+	defer closePool()
 	// The runner is the run's host: its run folder, its store, the
 	// services of its workflow.
 	host := engine.Host{
-		Recorder:    recs,
-		ArtifactDir: rl.AbsArtifactDir(),
-		Files:       runlog.Files(w, rl.Dir()),
-		Services:    services,
-		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
-			// A child uses the servers and models its own file declares.
-			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, getenv)
-			cmodels.Render = secretRenderer(secrets)
-			var ct *cassette.Tape
-			if tape != nil {
-				ct = tape.Scoped(cw.Name)
-				cpool.Tape, cmodels.HTTPClient = ct, tapeClient(ct)
-			}
-			cs := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, cw, cpool, cmodels, tapedMemory(runMemory{st: r.st, workflow: cw.Name}, ct))
-			if ct != nil {
-				cs = node.ClockService.Provide(cassette.Service.Provide(cs, ct), ct)
-			}
-			return cs, func() { _ = cpool.Close() }
-		},
-		Child: r.runs().ChildFactory(ctx, run, lease, red),
+		Recorder:      recs,
+		ArtifactDir:   rl.AbsArtifactDir(),
+		Files:         runlog.Files(w, rl.Dir()),
+		Services:      svc,
+		ChildServices: sc.Child, // a child uses the servers and models its own file declares
+		Child:         r.runs().ChildFactory(ctx, run, lease, red),
 	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
@@ -451,7 +427,7 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
 	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
 		// The judge's model calls are recorded, or answered by a replay.
-		j.Models.HTTPClient = tapeClient(tape)
+		j.Models.HTTPClient = tape.Client()
 	}
 	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), judge, red)
 }
@@ -502,26 +478,6 @@ func (b *observed) Flush() error {
 		}
 	})
 	return nil
-}
-
-// runServices are the services the kinds of one run get: the HTTP policy,
-// the run's MCP servers, its models, its memory (memory:), and the models
-// as the judge.
-func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
-	s := httpkind.PolicyService.Provide(nil, pol)
-	s = mcppool.Service.Provide(s, pool)
-	if w.File != "" {
-		// The tools a node uses are checked against the lock file beside
-		// the workflow, read afresh for each run.
-		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
-	}
-	s = llmkind.ModelsService.Provide(s, models)
-	s = llmkind.MemoryService.Provide(s, mem)
-	// resolve: arguments of mcp nodes are picked by the workflow's models
-	// and kept for the run.
-	s = mcpkind.PickerService.Provide(s, models)
-	s = mcpkind.ResolutionsService.Provide(s, mcpkind.NewResolutions())
-	return node.JudgeService.Provide(s, models)
 }
 
 // left reports whether Options.Leave is closed.

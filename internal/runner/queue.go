@@ -15,6 +15,7 @@ import (
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/services"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/node"
@@ -232,7 +233,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := llmkind.NewModels(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, runMemory{st: pg, workflow: w.Name}), release
+			return services.Build(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, services.Memory{Store: pg, Workflow: w.Name}), release
 		},
 		Deliver: func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error) {
 			token := queue.DeliveryToken(run.ID, generation)
