@@ -228,13 +228,13 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	rec.Generation, rec.Token = run.Generation, run.Owner.Token
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := durable.Tee{rl}
-	var obs *observed
+	var obs *durable.Deferred
 	if o.Observer != nil {
 		if wo, ok := o.Observer.(WorkflowObserver); ok {
 			wo.Workflow(w)
 		}
 		o.Observer.Started(run, j.resume != nil)
-		obs = &observed{o: o.Observer, later: rec.AfterCommit, redact: red}
+		obs = &durable.Deferred{OnStep: o.Observer.Step, OnEvent: o.Observer.Event, Later: rec.AfterCommit, Redact: red}
 		recs = append(recs, obs) // before rec: its calls wait for rec's commit
 	}
 	recs = append(recs, rec)
@@ -430,54 +430,6 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 		j.Models.HTTPClient = tape.Client()
 	}
 	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), judge, red)
-}
-
-// observed hands a run's records to an Observer once they are committed.
-// Events come from the engine and from the runner (verdicts, repair
-// warnings): their data is masked with the run's Redactor here.
-type observed struct {
-	o      Observer
-	later  func(func())
-	redact *redact.Redactor
-	mu     sync.Mutex
-	calls  []func()
-	// out serialises the calls: commits call back from one goroutine,
-	// but the final flush may come from another.
-	out sync.Mutex
-}
-
-func (b *observed) Step(rec *engine.StepRecord) error {
-	c := *rec
-	b.mu.Lock()
-	b.calls = append(b.calls, func() { b.o.Step(c) })
-	b.mu.Unlock()
-	return nil
-}
-
-func (b *observed) Event(ev engine.TimedEvent) error {
-	ev.Data, _ = b.redact.Map(ev.Data)
-	b.mu.Lock()
-	b.calls = append(b.calls, func() { b.o.Event(ev) })
-	b.mu.Unlock()
-	return nil
-}
-
-func (b *observed) Flush() error {
-	b.mu.Lock()
-	calls := b.calls
-	b.calls = nil
-	b.mu.Unlock()
-	if len(calls) == 0 {
-		return nil
-	}
-	b.later(func() {
-		b.out.Lock()
-		defer b.out.Unlock()
-		for _, c := range calls {
-			c()
-		}
-	})
-	return nil
 }
 
 // left reports whether Options.Leave is closed.
