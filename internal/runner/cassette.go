@@ -9,7 +9,6 @@ import (
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -37,40 +36,23 @@ func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Ti
 	case j.replay != nil:
 		return cassette.NewPlayer(j.replay.Cassette, runID, started, red.Func(), j.replay.AllowNew)
 	case o.Record || w.Record:
-		h := cassette.Header{Workflow: w.Name, RunID: runID, StartedAt: started}
-		for _, k := range modelEnv {
-			if v, ok := getenv(k); ok {
-				if h.Env == nil {
-					h.Env = map[string]string{}
-				}
-				h.Env[k] = red.String(v)
-			}
-		}
-		return cassette.NewRecorder(h, red.Func())
+		return cassette.NewRunRecorder(w.Name, runID, started, getenv, red.Func())
 	}
 	return nil
 }
 
-// modelEnv are the model settings a cassette keeps (Header.Env).
-var modelEnv = []string{llm.EnvProvider, llm.EnvModel, llm.EnvBaseURL}
-
-// saveTape writes an execution's cassette in its run folder rl (made
-// through it, when made on demand) and, when a replay added entries
-// (--allow-new), appends them to the replayed cassette too.
+// saveTape writes an execution's cassette in its run folder rl
+// (cassette.Save), and the interactions a replay added to the replayed
+// cassette's file.
 func saveTape(tape *cassette.Tape, rl *runlog.Writer, j job) error {
-	c := tape.Cassette()
 	if err := rl.Materialize(); err != nil {
 		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
-	if err := c.Write(filepath.Join(rl.Dir(), cassette.FileName)); err != nil {
-		return fmt.Errorf("writing the run's cassette: %w", err)
+	replayed := ""
+	if j.replay != nil {
+		replayed = j.replay.File
 	}
-	if j.replay != nil && j.replay.File != "" && tape.Added() > 0 {
-		if err := c.Write(j.replay.File); err != nil {
-			return fmt.Errorf("appending the new interactions to %s: %w", j.replay.File, err)
-		}
-	}
-	return nil
+	return cassette.Save(tape, rl.Dir(), replayed)
 }
 
 // ReplayRequest re-executes a recorded run from its cassette.
