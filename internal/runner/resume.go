@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -116,20 +114,10 @@ func (e *OwnedError) Error() string {
 // Unwrap makes errors.Is(err, store.ErrOwned) hold.
 func (e *OwnedError) Unwrap() error { return store.ErrOwned }
 
-// liveOwner reports whether the run is owned by a process that is alive:
-// its lease has not run out and, when it is a process of this host, that
-// process exists.
+// liveOwner reports whether the run is owned by a live process
+// (durable.LiveOwner).
 func (r *Runner) liveOwner(run *store.Run) (bool, error) {
-	if run.LeaseExpired || run.Owner.Token == "" {
-		return false, nil
-	}
-	if run.Owner.Host == r.host {
-		if run.Owner.PID == r.pid {
-			return true, nil
-		}
-		return proc.Alive(run.Owner.PID), nil
-	}
-	return true, nil
+	return durable.LiveOwner(run, r.host, r.pid), nil
 }
 
 // workflowOf loads the workflow a run used, or the one given instead.
@@ -147,20 +135,11 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 // checkNodeIDs refuses a workflow that lost nodes the run has steps for:
 // their results could not be matched.
 func checkNodeIDs(w *workflow.Workflow, run *store.Run, steps []*store.Step) error {
-	var missing []string
-	seen := map[string]bool{}
-	for _, s := range steps {
-		if w.Node(s.Node) == nil && !seen[s.Node] {
-			seen[s.Node] = true
-			missing = append(missing, s.Node)
-		}
+	if missing := durable.MissingNodes(w, steps); len(missing) > 0 {
+		return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
+			run.ID, strings.Join(missing, ", "), w.File)
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	sort.Strings(missing)
-	return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
-		run.ID, strings.Join(missing, ", "), w.File)
+	return nil
 }
 
 // ResumePlan is what a resume would do with each node.
