@@ -146,13 +146,13 @@ func (r *Runs) Deliver(ctx context.Context, j Job) time.Duration {
 	}
 	shown := mask(target)
 	fin := run.FinishedAt
-	data := Data{ExecutionID: run.ID, Workflow: run.Workflow, Status: run.Status, Trigger: run.Trigger, Generation: run.Generation,
+	data := Data{ExecutionID: run.ID, Workflow: run.Workflow, Status: string(run.Status), Trigger: run.Trigger, Generation: run.Generation,
 		Outputs: outputsOrEmpty(node.RedactValue(run.Outputs, mask)), Error: run.Error, StartedAt: run.StartedAt, FinishedAt: fin,
 		Tokens: run.Tokens, CostUSD: run.CostUSD}
 	if fin != nil {
 		data.DurationMS = fin.Sub(run.StartedAt).Milliseconds()
 	}
-	body, err := json.Marshal(Body{Type: "run." + run.Status, Timestamp: r.Clock.Now().UTC(), Data: data})
+	body, err := json.Marshal(Body{Type: "run." + string(run.Status), Timestamp: r.Clock.Now().UTC(), Data: data})
 	if err != nil {
 		record(EventFailed, map[string]any{"attempts": from.Made, "error": "encoding the delivery: " + err.Error()})
 		end()

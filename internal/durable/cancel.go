@@ -16,9 +16,9 @@ import (
 func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Time) []*store.Step {
 	var out []*store.Step
 	for _, s := range steps {
-		if s.Status == string(engine.StatusWaiting) {
+		if s.Status == engine.StatusWaiting {
 			c := *s
-			c.Status, c.FinishedAt, c.Output = string(engine.StatusCancelled), &now, nil
+			c.Status, c.FinishedAt, c.Output = engine.StatusCancelled, &now, nil
 			c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
 			out = append(out, &c)
 		}
@@ -43,7 +43,7 @@ func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Tim
 		}
 		order++
 		out = append(out, &store.Step{RunID: run.ID, Generation: gen, StepOrder: order, Node: pn.ID, Type: pn.Type,
-			Visit: 1, Status: string(engine.StatusSkipped), SkipReason: engine.SkipCancelled})
+			Visit: 1, Status: engine.StatusSkipped, SkipReason: engine.SkipCancelled})
 	}
 	return out
 }

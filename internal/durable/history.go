@@ -47,7 +47,7 @@ func spent(ctx context.Context, st store.Store, run *store.Run, hist []*store.St
 // step started, so a recycled group id of an unrelated process is spared.
 func KillOrphans(hist []*store.Step) {
 	for _, s := range hist {
-		if s.ProcessGroup <= 0 || s.Status != string(engine.StatusRunning) || s.StartedAt == nil {
+		if s.ProcessGroup <= 0 || s.Status != engine.StatusRunning || s.StartedAt == nil {
 			continue
 		}
 		_, _ = proc.KillGroup(s.ProcessGroup, *s.StartedAt)

@@ -78,7 +78,7 @@ func (h *Host) Leave(run *store.Run, res *engine.Result, rec *Recorder, recs Tee
 		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
 	_ = rl.Flush()
 	l.Stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
+	run.Status, run.Outputs, run.Error, run.FinishedAt = engine.RunRunning, nil, nil, nil
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	err := rec.Finish(run)
 	if err == nil {
@@ -114,7 +114,7 @@ func (h *Host) Park(ctx context.Context, run *store.Run, res *engine.Result, rec
 		flush()
 	}
 	l.Stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
+	run.Status, run.Outputs, run.Error, run.FinishedAt = engine.RunWaiting, nil, nil, nil
 	run.WakeAt = nil
 	if res.WakeAt != nil {
 		wake := res.WakeAt.UTC().Truncate(time.Microsecond) // as the store keeps it
@@ -141,7 +141,7 @@ func (h *Host) Release(ctx context.Context, run *store.Run) {
 	}
 	now := h.Clock.Now()
 	fin := *run
-	fin.Status, fin.FinishedAt = string(engine.RunFailed), &now
+	fin.Status, fin.FinishedAt = engine.RunFailed, &now
 	if fin.Error == nil {
 		fin.Error = &node.Error{Code: "not_started", Category: node.CategoryInternal, Message: "the run could not start"}
 	}
@@ -181,7 +181,7 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
-				Status: string(engine.RunRunning), StartedAt: started, Owner: parent.Owner, LeaseTTL: h.LeaseTTL}
+				Status: engine.RunRunning, StartedAt: started, Owner: parent.Owner, LeaseTTL: h.LeaseTTL}
 			if err := h.Store.CreateRun(bg, child); err != nil {
 				crl.Close()
 				return nil, err
@@ -230,7 +230,7 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 			defer l.AddChild(id, false)
 			defer crl.Close()
 			fin := res.FinishedAt
-			child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+			child.Status, child.Outputs, child.Error, child.FinishedAt = res.Status, res.Outputs, res.Error, &fin
 			child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
 			_ = crl.Flush()
 			if err := rec.Finish(child); err != nil {

@@ -44,13 +44,13 @@ func WaitingVisit(nodeID string, wn *workflow.Node, hist []*store.Step, sent []s
 	sort.Ints(visits)
 	why := "it has not started"
 	if len(visits) > 0 {
-		why = "it is " + latest[visits[len(visits)-1]].Status
+		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	for _, v := range visits {
 		s := latest[v]
 		switch {
-		case s.Status == string(engine.StatusWaiting) && s.Params["until"] == "signal":
-		case s.Status == string(engine.StatusRunning) && until == "signal":
+		case s.Status == engine.StatusWaiting && s.Params["until"] == "signal":
+		case s.Status == engine.StatusRunning && until == "signal":
 		default:
 			continue
 		}
@@ -58,7 +58,7 @@ func WaitingVisit(nodeID string, wn *workflow.Node, hist []*store.Step, sent []s
 			why = "its waiting step has its signal already"
 			continue
 		}
-		if s.WakeAt != nil && s.Status == string(engine.StatusWaiting) && !now.Before(*s.WakeAt) {
+		if s.WakeAt != nil && s.Status == engine.StatusWaiting && !now.Before(*s.WakeAt) {
 			why = "its timeout passed at " + s.WakeAt.UTC().Format(time.RFC3339)
 			continue
 		}
@@ -89,11 +89,11 @@ func ParkedVisit(nodeID string, hist []*store.Step, sent []store.Signal) (visit 
 	sort.Ints(visits)
 	why = "it has not started"
 	if len(visits) > 0 {
-		why = "it is " + latest[visits[len(visits)-1]].Status
+		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	for _, v := range visits {
 		s := latest[v]
-		if s.Status != string(engine.StatusWaiting) {
+		if s.Status != engine.StatusWaiting {
 			continue
 		}
 		_, d, err := Output(s)

@@ -16,7 +16,7 @@ func TriggerPayload(reg *node.Registry, hist []*store.Step, trigger string) map[
 		return nil
 	}
 	for _, s := range hist {
-		if s.Node != trigger || s.Status != string(engine.StatusSuccess) || s.Masked {
+		if s.Node != trigger || s.Status != engine.StatusSuccess || s.Masked {
 			continue
 		}
 		if spec, ok := reg.Lookup(s.Type); !ok || spec.StartsByDefault {

@@ -120,7 +120,7 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 		if len(evs) == 1000 {
 			continue // more to read
 		}
-		if ended(cur.Status) {
+		if cur.Status.Final() {
 			res.StartedAt = cur.StartedAt
 			if cur.FinishedAt != nil {
 				res.FinishedAt = *cur.FinishedAt
@@ -133,7 +133,7 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 			if awaits := signalWaits(f.Workflow, f.Registry, res.Steps); awaits != nil {
 				if only, err := OnlySignals(ctx, st, runID); err == nil && only {
 					parked := *cur
-					parked.Status = string(engine.RunWaiting)
+					parked.Status = engine.RunWaiting
 					res.Status, res.Awaiting = engine.RunWaiting, awaits
 					return &Followed{Run: &parked, Result: res}, nil
 				}
@@ -221,6 +221,3 @@ func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time
 		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
 	return due > 0 && taken == 0, queues, err
 }
-
-// Ended reports whether a stored run status is final.
-func Ended(status string) bool { return ended(status) }

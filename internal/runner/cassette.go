@@ -119,7 +119,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	}
 	if res.Engine != nil {
 		recorded := replaySteps(hist, func(s *store.Step) cassette.Step {
-			return cassette.Step{Node: s.Node, Visit: s.Visit, Generation: s.Generation, Order: s.StepOrder, Status: s.Status, Output: s.Output}
+			return cassette.Step{Node: s.Node, Visit: s.Visit, Generation: s.Generation, Order: s.StepOrder, Status: string(s.Status), Output: s.Output}
 		})
 		replayed := replaySteps(res.Engine.Steps, func(s *engine.StepRecord) cassette.Step {
 			o, _ := res.redact.Map(s.Output) // masked as the recorded steps are

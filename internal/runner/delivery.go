@@ -17,7 +17,7 @@ import (
 // returns that owner; the zero Owner when nothing is owed, or the record
 // failed (the delivery is then made, but not durably).
 func (r *Runner) oweDelivery(ctx context.Context, w *workflow.Workflow, run *store.Run, o Options) store.Owner {
-	if !w.Delivery.Delivers(run.Status) {
+	if !w.Delivery.Delivers(string(run.Status)) {
 		return store.Owner{}
 	}
 	hold := r.newOwner()
@@ -89,7 +89,7 @@ func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation 
 	if err != nil {
 		return 0, err
 	}
-	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(run.Status) {
+	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(string(run.Status)) {
 		return 0, r.st.EndDelivery(ctx, run.ID, generation, hold.Token)
 	}
 	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)

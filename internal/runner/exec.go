@@ -159,7 +159,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 		run = &store.Run{
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
-			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
+			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
 		}
 		if err := r.st.CreateRun(ctx, run); err != nil {
@@ -257,7 +257,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
-		Park:    o.Park,
+		Park:    o.Park.engine(),
 		Wakes:   j.wakes,
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
@@ -274,16 +274,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
 	}
-	if mock, reuse := o.Mock, opts.Reuse; mock != nil {
-		opts.Reuse = func(q engine.ReuseQuery) (engine.Reused, bool) {
-			if r, ok := mock(q); ok {
-				return r, true
-			}
-			if reuse != nil {
-				return reuse(q)
-			}
-			return engine.Reused{}, false
-		}
+	if o.Mock != nil {
+		opts.Reuse = mockReuse(o.Mock, opts.Reuse)
 	}
 	opts.Evidence = mcppool.EvidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
@@ -347,7 +339,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		_ = recs.Event(ev)
 	}
 	fin := res.FinishedAt
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+	run.Status, run.Outputs, run.Error, run.FinishedAt = res.Status, res.Outputs, res.Error, &fin
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	_ = rl.Flush() // written once rec.Finish commits it
 	if obs != nil {
@@ -370,7 +362,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
-		if w.Delivery.Delivers(run.Status) {
+		if w.Delivery.Delivers(string(run.Status)) {
 			r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: j.inputs, Payload: j.payload, Secrets: secrets, Hold: hold}, o)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/secrets"
@@ -28,8 +29,8 @@ func (r *Runner) run(ctx context.Context, id string) (*store.Run, error) {
 // Status is the run's status as people should see it: a running run
 // whose owner is gone is interrupted. A waiting run has no owner: it was
 // left waiting for a signal or a timer (Options.Park).
-func (r *Runner) Status(run *store.Run) string {
-	switch engine.RunStatus(run.Status) {
+func (r *Runner) Status(run *store.Run) record.RunStatus {
+	switch run.Status {
 	case engine.RunRunning, engine.RunPending:
 		if live, _ := r.liveOwner(run); !live {
 			return StatusInterrupted
@@ -39,7 +40,7 @@ func (r *Runner) Status(run *store.Run) string {
 }
 
 // StatusInterrupted is the status of a run whose owner died (DESIGN §2.7).
-const StatusInterrupted = "interrupted"
+const StatusInterrupted = record.RunInterrupted
 
 // Get returns a run as a document: the run with its steps (of its latest
 // execution) and its verdict.
@@ -111,8 +112,8 @@ type Cursor struct {
 // List returns the matching runs, newest first, with their status as
 // people should see it (Runner.Status).
 func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error) {
-	f := store.RunFilter{Workflow: req.Workflow, Status: req.Status, Parent: req.Parent, Limit: req.Limit}
-	if req.Status == StatusInterrupted || req.Status == string(engine.RunRunning) {
+	f := store.RunFilter{Workflow: req.Workflow, Status: record.RunStatus(req.Status), Parent: req.Parent, Limit: req.Limit}
+	if st := record.RunStatus(req.Status); st == StatusInterrupted || st == engine.RunRunning {
 		// A dead local owner is seen only here, not by the database.
 		f.Status, f.Limit = "", 0
 	}
@@ -146,7 +147,7 @@ func (r *Runner) page(runs []*store.Run, req ListRequest) ([]*store.Run, bool) {
 			continue
 		}
 		run.Status = r.Status(run)
-		if req.Status != "" && run.Status != req.Status {
+		if req.Status != "" && run.Status != record.RunStatus(req.Status) {
 			continue
 		}
 		out = append(out, run)
@@ -190,7 +191,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	if err != nil {
 		return nil, err
 	}
-	if st := r.Status(run); st == StatusInterrupted || st == string(engine.RunWaiting) {
+	if st := r.Status(run); st == StatusInterrupted || st == engine.RunWaiting {
 		// Nobody runs it: it is cancelled here, and its waiting steps
 		// with it.
 		claimed, err := r.claim(ctx, run)
@@ -207,7 +208,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 			plan, _ = engine.NewPlan(w, r.cfg.Registry)
 		}
 		stopped := durable.Cancelled(plan, run, steps, now)
-		claimed.Status, claimed.FinishedAt = string(engine.RunCancelled), &now
+		claimed.Status, claimed.FinishedAt = engine.RunCancelled, &now
 		claimed.Error = cancelledError()
 		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
 			return nil, err
@@ -239,7 +240,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 		if run, err = r.run(ctx, run.ID); err != nil {
 			return nil, err
 		}
-		if r.Status(run) != string(engine.RunRunning) {
+		if r.Status(run) != engine.RunRunning {
 			break
 		}
 	}

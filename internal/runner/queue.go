@@ -138,7 +138,7 @@ func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish boo
 
 // queued reports whether a run is a queued run that has not ended.
 func queued(run *store.Run) bool {
-	return run.Owner.Host == queue.OwnerHost && !queue.Ended(run.Status)
+	return run.Owner.Host == queue.OwnerHost && !run.Status.Final()
 }
 
 // cancelQueued applies the cancel request of a queued run on the queue at

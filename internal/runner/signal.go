@@ -120,7 +120,7 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 		}
 	}
 	switch r.Status(root) {
-	case string(engine.RunWaiting), StatusInterrupted:
+	case engine.RunWaiting, StatusInterrupted:
 		res.Resume = root.ID
 	}
 	cur.Status = r.Status(cur)
