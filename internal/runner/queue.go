@@ -49,7 +49,7 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 // workers stop the running nodes. Closing o.Hard before it, or o.Leave,
 // stops following at once, the run going on.
 // A subworkflow node's child runs in the process of the worker that runs
-// the node (queueChild). Queued runs do not run delivery yet. Their records
+// the node (queue.Child). Queued runs do not run delivery yet. Their records
 // are in the database; their folder is made for the files of their checks
 // (run here when the run ends) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
