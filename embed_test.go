@@ -1,0 +1,96 @@
+package skein_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestEmbeddingProgram builds a program in a module of its own that
+// requires this one (through a replace directive, as a program that
+// vendors a checkout would), so it can reach public packages only — the
+// compiler refuses an internal import across modules. The program runs a
+// workflow whose node fails, resumes it once fixed, and cancels a run
+// whose node is running; the test checks what it prints. The build uses
+// the module cache the main build filled: -mod=mod with this module's
+// go.sum, no other download.
+func TestEmbeddingProgram(t *testing.T) {
+	t.Parallel()
+	root, err := filepath.Abs(".")
+	require.NoError(t, err)
+	mod := t.TempDir()
+
+	src, err := os.ReadFile("testdata/embed/main.go")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "main.go"), src, 0o644))
+	goMod := "module example.com/embedder\n\ngo " + goVersion(t) + "\n\n" +
+		"require github.com/skeinhq/skein v0.0.0\n\n" +
+		"replace github.com/skeinhq/skein => " + root + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.mod"), []byte(goMod), 0o644))
+	sum, err := os.ReadFile("go.sum")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
+
+	bin := filepath.Join(mod, "embedder")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOFLAGS="+goFlags(), "GOWORK=off")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "building the embedding program:\n%s", out)
+
+	work := t.TempDir()
+	run := exec.Command(bin, work)
+	out, err = run.CombinedOutput()
+	require.NoError(t, err, "the embedding program failed:\n%s", out)
+	require.Equal(t, `run: failed not_ready
+resume: completed true 2 the service ready
+  start success reused=false
+  prepare success reused=true
+  work success reused=false
+  done success reused=false
+resume again: refused, the run completed
+  event: node_finished work failed
+  event: node_finished work success
+cancel: cancelled true
+  start success 
+  hold cancelled 
+  after skipped cancelled
+get: cancelled
+list: slow cancelled
+list: embedded completed
+`, string(out))
+}
+
+// goVersion is the go directive of this module's go.mod.
+func goVersion(t *testing.T) string {
+	f, err := os.Open("go.mod")
+	require.NoError(t, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	require.NoError(t, sc.Err())
+	t.Fatal("go.mod has no go directive")
+	return ""
+}
+
+// goFlags are the environment's GOFLAGS with -mod=mod: the program's
+// go.mod lists only this module, and the go command completes it from
+// this module's requirements, found in the module cache.
+func goFlags() string {
+	flags := []string{"-mod=mod"}
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") {
+			flags = append(flags, f)
+		}
+	}
+	return strings.Join(flags, " ")
+}
