@@ -137,7 +137,8 @@ type StartOpts struct {
 // bad inputs, a missing secret (*UsageError), a store that fails.
 //
 // Cancelling ctx cancels the run: nothing new starts, the running nodes
-// finish and the run ends cancelled (Resume continues it).
+// are stopped (their contexts end) and the run ends cancelled; Resume
+// continues it. Cancel with LetFinish lets running nodes finish instead.
 func (e *Engine) Start(ctx context.Context, file string, inputs map[string]any, opts *StartOpts) (*RunDoc, error) {
 	w, err := e.r.Load(file)
 	if err != nil {
@@ -161,11 +162,24 @@ func (e *Engine) start(ctx context.Context, w *workflow.Workflow, inputs map[str
 	if err != nil {
 		return nil, err
 	}
-	req := runner.StartRequest{Workflow: w, Inputs: in, Options: e.opts}
+	o, done := e.options(ctx)
+	defer done()
+	req := runner.StartRequest{Workflow: w, Inputs: in, Options: o}
 	if opts != nil {
 		req.RunID, req.Trigger, req.Payload = opts.RunID, opts.Trigger, opts.Payload
 	}
 	return e.doc(ctx)(e.r.Start(ctx, req))
+}
+
+// options are the runner's options of one execution: when ctx ends, the
+// run is cancelled (the runner does that) and its running nodes are
+// stopped at once (Hard) rather than let finish. done releases them.
+func (e *Engine) options(ctx context.Context) (o runner.Options, done func()) {
+	o = e.opts
+	hard := make(chan struct{})
+	o.Hard = hard
+	stop := context.AfterFunc(ctx, func() { close(hard) })
+	return o, func() { stop() }
 }
 
 // doc turns the result of an execution into its document.
@@ -189,11 +203,14 @@ type ResumeOpts struct {
 
 // Resume continues a failed, cancelled, interrupted or waiting run: every
 // step that succeeded in an earlier execution, with the same
-// configuration, is reused; the others run. It returns like Start. A
+// configuration, is reused; the others run. It returns like Start, and
+// ctx cancels the run as Start's does. A
 // completed run is refused with ErrCompleted, a run another live process
 // runs with an *OwnedError.
 func (e *Engine) Resume(ctx context.Context, runID string, opts *ResumeOpts) (*RunDoc, error) {
-	req := runner.ResumeRequest{RunID: runID, Options: e.opts}
+	o, done := e.options(ctx)
+	defer done()
+	req := runner.ResumeRequest{RunID: runID, Options: o}
 	if opts != nil {
 		req.WorkflowFile = opts.File
 	}
@@ -210,9 +227,11 @@ type RerunOpts struct {
 }
 
 // Rerun starts a new run of a run's workflow with its inputs, and returns
-// like Start.
+// like Start; ctx cancels it as Start's does.
 func (e *Engine) Rerun(ctx context.Context, runID string, opts *RerunOpts) (*RunDoc, error) {
-	req := runner.RerunRequest{RunID: runID, Options: e.opts}
+	o, done := e.options(ctx)
+	defer done()
+	req := runner.RerunRequest{RunID: runID, Options: o}
 	if opts != nil {
 		req.WorkflowFile, req.Pins = opts.File, opts.Pins
 	}
@@ -260,7 +279,9 @@ func (e *Engine) Signal(ctx context.Context, runID, nodeID string, data any) (*R
 		return nil, err
 	}
 	if sig.Resume != "" {
-		res, err := e.r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: e.opts})
+		o, done := e.options(ctx)
+		defer done()
+		res, err := e.r.Resume(ctx, runner.ResumeRequest{RunID: sig.Resume, Options: o})
 		var owned *OwnedError
 		switch {
 		case errors.As(err, &owned):
