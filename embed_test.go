@@ -16,7 +16,8 @@ import (
 // vendors a checkout would), so it can reach public packages only — the
 // compiler refuses an internal import across modules. The program runs a
 // workflow whose node fails, resumes it once fixed, and cancels a run
-// whose node is running; the test checks what it prints. The build uses
+// whose node is running; the test checks what it prints. The complete
+// program of docs/library.md is built with it. The build uses
 // the module cache the main build filled: -mod=mod with this module's
 // go.sum, no other download.
 func TestEmbeddingProgram(t *testing.T) {
@@ -36,8 +37,15 @@ func TestEmbeddingProgram(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(mod, "go.sum"), sum, 0o644))
 
-	bin := filepath.Join(mod, "embedder")
-	build := exec.Command("go", "build", "-o", bin, ".")
+	// The complete program of docs/library.md is built beside it, so the
+	// documentation cannot drift from the API.
+	doc := docProgram(t, "docs/library.md")
+	require.NoError(t, os.MkdirAll(filepath.Join(mod, "docprogram"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(mod, "docprogram", "main.go"), []byte(doc), 0o644))
+
+	bins := t.TempDir()
+	bin := filepath.Join(bins, "embedder")
+	build := exec.Command("go", "build", "-o", bins+string(filepath.Separator), "./...")
 	build.Dir = mod
 	build.Env = append(os.Environ(), "GOFLAGS="+goFlags(), "GOWORK=off")
 	out, err := build.CombinedOutput()
@@ -64,6 +72,21 @@ get: cancelled
 list: slow cancelled
 list: embedded completed
 `, string(out))
+}
+
+// docProgram is the Go block of a markdown file that is a whole program
+// (it begins with package main).
+func docProgram(t *testing.T, file string) string {
+	src, err := os.ReadFile(file)
+	require.NoError(t, err)
+	for _, block := range strings.Split(string(src), "```go\n")[1:] {
+		code, _, _ := strings.Cut(block, "```")
+		if strings.HasPrefix(code, "package main\n") {
+			return code
+		}
+	}
+	t.Fatalf("%s has no Go block that begins with package main", file)
+	return ""
 }
 
 // goVersion is the go directive of this module's go.mod.
