@@ -26,7 +26,7 @@
 // Event, the statuses and errors), so a program needs no other package of
 // Skein than this one, workflow and node. Node kinds of the program's own
 // register through package node (Config.Kinds, or node.MustRegister from
-// init as the built-in kinds do); the built-in kinds are always there.
+// init as the built-in kinds do), beside the built-in kinds of node.Default.
 //
 // docs/library.md walks through embedding Skein.
 package skein
