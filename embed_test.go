@@ -47,7 +47,7 @@ func TestEmbeddingProgram(t *testing.T) {
 	bin := filepath.Join(bins, "embedder")
 	build := exec.Command("go", "build", "-o", bins+string(filepath.Separator), "./...")
 	build.Dir = mod
-	build.Env = append(os.Environ(), "GOFLAGS="+goFlags(), "GOWORK=off")
+	build.Env = append(os.Environ(), "GOFLAGS="+goFlags(t), "GOWORK=off")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "building the embedding program:\n%s", out)
 
@@ -105,12 +105,15 @@ func goVersion(t *testing.T) string {
 	return ""
 }
 
-// goFlags are the environment's GOFLAGS with -mod=mod: the program's
-// go.mod lists only this module, and the go command completes it from
-// this module's requirements, found in the module cache.
-func goFlags() string {
+// goFlags are the go command's GOFLAGS (from the environment or go env
+// -w) with -mod=mod: the program's go.mod lists only this module, and the
+// go command completes it from this module's requirements, found in the
+// module cache.
+func goFlags(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOFLAGS").Output()
+	require.NoError(t, err)
 	flags := []string{"-mod=mod"}
-	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+	for _, f := range strings.Fields(string(out)) {
 		if !strings.HasPrefix(f, "-mod=") {
 			flags = append(flags, f)
 		}
