@@ -212,3 +212,66 @@ outputs:
 	// read_config success reused=false
 	// report success reused=false
 }
+
+// Start a run that waits for a person's approval, then send it: the run
+// goes on from where it waited.
+func ExampleEngine_Signal() {
+	dir, err := os.MkdirTemp("", "skein-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	file := writeFile(dir, "approval.yaml", `
+version: 1
+name: approval
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: approve, type: wait, until: signal, timeout: 24h}
+  - id: send
+    type: template
+    text: "sent, approved by {{ approve.data.by }}"
+edges:
+  - {from: start, to: approve}
+  - {from: approve, to: send}
+outputs:
+  result: "{{ send.text }}"
+`)
+	eng, err := skein.Open(skein.Config{Dir: filepath.Join(dir, ".skein")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer eng.Close()
+	ctx := context.Background()
+
+	doc, err := eng.Start(ctx, file, nil, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(doc.Status) // Start returned: nothing runs while the run waits
+
+	doc, err = eng.Signal(ctx, doc.ExecutionID, "approve", map[string]any{"by": "Grace"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(doc.Status, doc.Outputs["result"])
+
+	// The approve node's events over both executions: it waited, the
+	// execution ended; the signal resumed the run, which applied it.
+	for ev, err := range eng.Follow(ctx, doc.ExecutionID, 0) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		if ev.Node == "approve" {
+			fmt.Println(ev.Type, ev.Node)
+		}
+	}
+	// Output:
+	// waiting
+	// completed sent, approved by Grace
+	// node_started approve
+	// signal_awaited approve
+	// node_started approve
+	// signal_awaited approve
+	// signal_received approve
+	// node_finished approve
+}
