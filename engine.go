@@ -7,7 +7,6 @@ import (
 	"iter"
 	"time"
 
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard" // the built-in kinds
@@ -98,7 +97,7 @@ func Open(cfg Config) (*Engine, error) {
 		// A run whose every branch waits for a signal is left waiting,
 		// held by no process, and Start returns; Signal continues it.
 		// Waits for timers are held here, as a sleep would be.
-		Park: &engine.Park{After: time.Minute, SignalsOnly: true},
+		Park: &runner.Park{After: time.Minute, SignalsOnly: true},
 	}}, nil
 }
 

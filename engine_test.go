@@ -72,7 +72,7 @@ func TestSignal(t *testing.T) {
 
 	doc, err := b.eng.Start(ctx, file, nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, string(skein.RunWaiting), doc.Status, "a run that only waits for a signal is left waiting and Start returns")
+	require.Equal(t, skein.RunWaiting, doc.Status, "a run that only waits for a signal is left waiting and Start returns")
 	id := doc.ExecutionID
 
 	t.Run("errors", func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestSignal(t *testing.T) {
 
 	doc, err = b.eng.Signal(ctx, id, "approve", map[string]any{"by": "Grace"})
 	require.NoError(t, err)
-	require.Equal(t, string(skein.RunCompleted), doc.Status, "the signal resumes the waiting run to its end")
+	require.Equal(t, skein.RunCompleted, doc.Status, "the signal resumes the waiting run to its end")
 	require.Equal(t, id, doc.ExecutionID)
 	require.Equal(t, "release notes approved by Grace", doc.Outputs["result"])
 
@@ -170,7 +170,7 @@ func TestFollow(t *testing.T) {
 		}
 	}
 	doc := <-done
-	require.Equal(t, string(skein.RunCompleted), doc.Status)
+	require.Equal(t, skein.RunCompleted, doc.Status)
 	require.Equal(t, "passed: true", doc.Outputs["text"])
 	require.Contains(t, types, "node_finished after", "Follow yields the events recorded after it began")
 	require.Equal(t, skein.EventExecutionFinished+" ", types[len(types)-1], "Follow ends with the run's last event")
@@ -209,10 +209,10 @@ func TestCancelByContext(t *testing.T) {
 	id := <-started
 	cancel()
 	doc := <-done
-	require.Equal(t, string(skein.RunCancelled), doc.Status, "cancelling Start's context cancels the run")
+	require.Equal(t, skein.RunCancelled, doc.Status, "cancelling Start's context cancels the run")
 	steps := map[string]string{}
 	for _, s := range doc.Steps {
-		steps[s.Node] = s.Status + " " + s.SkipReason
+		steps[s.Node] = string(s.Status) + " " + s.SkipReason
 	}
 	require.Equal(t, map[string]string{"start": "success ", "hold": "cancelled ", "after": "skipped cancelled"}, steps,
 		"the running node is stopped, not let finish, and what did not start is skipped")
@@ -318,13 +318,13 @@ func TestPostgres(t *testing.T) {
 
 	doc, err := b.eng.Start(ctx, file, nil, nil)
 	require.NoError(t, err)
-	require.Equal(t, string(skein.RunWaiting), doc.Status)
+	require.Equal(t, skein.RunWaiting, doc.Status)
 
 	// Another engine on the same database, as another process would be.
 	other := setup(t, skein.Config{Database: url})
 	doc, err = other.eng.Signal(ctx, doc.ExecutionID, "approve", map[string]any{"by": "Ada"})
 	require.NoError(t, err)
-	require.Equal(t, string(skein.RunCompleted), doc.Status)
+	require.Equal(t, skein.RunCompleted, doc.Status)
 	require.Equal(t, "release notes approved by Ada", doc.Outputs["result"])
 
 	got, err := b.eng.Get(ctx, doc.ExecutionID)

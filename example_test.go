@@ -188,7 +188,7 @@ outputs:
 	}
 	fmt.Println("first:", doc.Status)
 	for _, s := range doc.Steps {
-		if s.Status == string(skein.StatusFailed) {
+		if s.Status == skein.StatusFailed {
 			fmt.Println("failed:", s.Node, s.Error.Code)
 		}
 	}

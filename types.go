@@ -2,76 +2,87 @@ package skein
 
 import (
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 )
 
-// The records an embedding program reads, as the rest of Skein speaks
-// them.
+// The records an embedding program reads: the types of package record
+// (internal), which the engine, the stores, the runner and every front end
+// of Skein speak.
 type (
 	// RunDoc is the document of a run (DESIGN §6): what `skein run -o
 	// json`, `skein runs show -o json`, the HTTP API and the MCP tools
 	// print, described by schema/run.schema.json.
 	RunDoc = runner.RunDoc
-	// StepDoc is one step of a RunDoc: one visit of one node.
-	StepDoc = runner.StepDoc
-	// ArtifactDoc is a file a step of a queued run saved.
-	ArtifactDoc = runner.ArtifactDoc
+	// Step is one step of a run: one visit of one node. Its JSON is a
+	// step of the run document.
+	Step = record.Step
+	// Artifact is a file a step of a queued run saved.
+	Artifact = record.Artifact
 	// OwnerDoc is the process that runs a run, in its RunDoc.
 	OwnerDoc = runner.OwnerDoc
 	// Verdict is what a run's checks found.
 	Verdict = check.RunVerdict
-	// Run is a run as List returns it.
-	Run = store.Run
+	// Run is a run's row, as List and Cancel return it.
+	Run = record.Run
 	// Owner is a process that runs a run.
-	Owner = store.Owner
-	// Event is one event of a run (schema/event.schema.json).
-	Event = store.Event
+	Owner = record.Owner
+	// Event is one event of a run as it is kept, numbered from 1 in the
+	// run (schema/event.schema.json).
+	Event = record.EventRow
 	// RunStatus is the status of a run.
-	RunStatus = engine.RunStatus
+	RunStatus = record.RunStatus
 	// StepStatus is the status of a step.
-	StepStatus = engine.Status
+	StepStatus = record.Status
 )
 
-// Run statuses. RunDoc.Status and Run.Status hold one of them.
+// Run statuses: RunDoc.Status and Run.Status hold one of them.
 const (
-	RunPending   = engine.RunPending
-	RunRunning   = engine.RunRunning
-	RunWaiting   = engine.RunWaiting
-	RunCompleted = engine.RunCompleted
-	RunFailed    = engine.RunFailed
-	RunCancelled = engine.RunCancelled
+	RunPending   = record.RunPending
+	RunRunning   = record.RunRunning
+	RunWaiting   = record.RunWaiting
+	RunCompleted = record.RunCompleted
+	RunFailed    = record.RunFailed
+	RunCancelled = record.RunCancelled
 	// RunInterrupted is a run whose process died while it ran: Resume
 	// continues it.
-	RunInterrupted RunStatus = runner.StatusInterrupted
+	RunInterrupted = record.RunInterrupted
 )
 
-// Step statuses. StepDoc.Status holds one of them.
+// Step statuses: Step.Status holds one of them.
 const (
-	StatusPending   = engine.StatusPending
-	StatusRunning   = engine.StatusRunning
-	StatusSuccess   = engine.StatusSuccess
-	StatusFailed    = engine.StatusFailed
-	StatusSkipped   = engine.StatusSkipped
-	StatusWaiting   = engine.StatusWaiting
-	StatusCancelled = engine.StatusCancelled
+	StatusPending   = record.StatusPending
+	StatusRunning   = record.StatusRunning
+	StatusSuccess   = record.StatusSuccess
+	StatusFailed    = record.StatusFailed
+	StatusSkipped   = record.StatusSkipped
+	StatusWaiting   = record.StatusWaiting
+	StatusCancelled = record.StatusCancelled
+)
+
+// Why a skipped step did not run (Step.SkipReason).
+const (
+	SkipDeadPath   = record.SkipDeadPath
+	SkipDisabled   = record.SkipDisabled
+	SkipCancelled  = record.SkipCancelled
+	SkipRunFailed  = record.SkipRunFailed
+	SkipItemFailed = record.SkipItemFailed
 )
 
 // Event types: Event.Type holds one of them.
 const (
-	EventExecutionStarted  = engine.EventExecutionStarted
-	EventExecutionFinished = engine.EventExecutionFinished
-	EventNodeStarted       = engine.EventNodeStarted
-	EventNodeFinished      = engine.EventNodeFinished
-	EventBranchEvaluated   = engine.EventBranchEvaluated
-	EventVariableSet       = engine.EventVariableSet
-	EventRetry             = engine.EventRetry
-	EventLoopIteration     = engine.EventLoopIteration
-	EventLoopExited        = engine.EventLoopExited
-	EventWarning           = engine.EventWarning
-	EventSignalAwaited     = engine.EventSignalAwaited
-	EventSignalReceived    = engine.EventSignalReceived
+	EventExecutionStarted  = record.EventExecutionStarted
+	EventExecutionFinished = record.EventExecutionFinished
+	EventNodeStarted       = record.EventNodeStarted
+	EventNodeFinished      = record.EventNodeFinished
+	EventBranchEvaluated   = record.EventBranchEvaluated
+	EventVariableSet       = record.EventVariableSet
+	EventRetry             = record.EventRetry
+	EventLoopIteration     = record.EventLoopIteration
+	EventLoopExited        = record.EventLoopExited
+	EventWarning           = record.EventWarning
+	EventSignalAwaited     = record.EventSignalAwaited
+	EventSignalReceived    = record.EventSignalReceived
 )
 
 // Errors the Engine's methods return; test for them with errors.Is and
@@ -89,7 +100,7 @@ var (
 	// ErrNotWaiting: the node is not waiting for a signal.
 	ErrNotWaiting = runner.ErrNotWaiting
 	// ErrOwned: another live process runs the run (an *OwnedError).
-	ErrOwned = store.ErrOwned
+	ErrOwned = runner.ErrOwned
 )
 
 type (
