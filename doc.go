@@ -22,7 +22,7 @@
 // every step that succeeded.
 //
 // The Engine is a thin layer over the application layer every front end of
-// Skein uses; the types it returns are re-exported here (RunDoc, Run,
+// Skein uses; the types it returns are re-exported here (RunDoc, Step, Run,
 // Event, the statuses and errors), so a program needs no other package of
 // Skein than this one, workflow and node. Node kinds of the program's own
 // register through package node (Config.Kinds, or node.MustRegister from
