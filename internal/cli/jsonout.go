@@ -12,8 +12,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/flowtest"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -65,8 +65,8 @@ type runListItem struct {
 	WakeAt      *time.Time `json:"wake_at,omitempty" jsonschema:"for a waiting run, the earliest wake-up time of its waits"`
 }
 
-func listItem(r *store.Run) runListItem {
-	it := runListItem{ExecutionID: r.ID, Workflow: r.Workflow, Status: r.Status, ParentID: r.ParentID,
+func listItem(r *record.Run) runListItem {
+	it := runListItem{ExecutionID: r.ID, Workflow: r.Workflow, Status: string(r.Status), ParentID: r.ParentID,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WakeAt: r.WakeAt}
 	if r.FinishedAt != nil {
 		it.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
@@ -85,7 +85,7 @@ type eventDoc struct {
 	Data      map[string]any `json:"data,omitempty"`
 }
 
-func eventLine(ev store.Event) eventDoc {
+func eventLine(ev record.EventRow) eventDoc {
 	return eventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 }
 
@@ -196,7 +196,7 @@ func errorOf(err error) (int, *node.Error) {
 		return ExitInvalid, val(codeNotRun)
 	case errors.Is(err, runner.ErrNotWaiting):
 		return ExitInvalid, val(codeNotWait)
-	case errors.As(err, &owned), errors.Is(err, store.ErrOwned):
+	case errors.As(err, &owned), errors.Is(err, runner.ErrOwned):
 		e := &node.Error{Code: codeOwned, Category: node.CategoryValidation, Message: err.Error()}
 		return ExitFailed, e
 	case errors.As(err, &ne):

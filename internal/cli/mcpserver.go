@@ -23,9 +23,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -330,6 +329,25 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 	return srv
 }
 
+// nullableMaps lets every map in s be null: a nil map (a step without
+// output) is encoded as null, as the run document's schema says.
+func nullableMaps(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.Type == "object" && s.Properties == nil {
+		s.Type, s.Types = "", []string{"null", "object"}
+	}
+	for _, p := range s.Properties {
+		nullableMaps(p)
+	}
+	nullableMaps(s.Items)
+	nullableMaps(s.AdditionalProperties)
+	for _, d := range s.Defs {
+		nullableMaps(d)
+	}
+}
+
 // addTool adds a tool whose schemas come from In and Out. A handler's
 // *node.Error becomes a tool error (isError) whose text is that error as
 // JSON; it carries no structured content, which clients would check
@@ -340,6 +358,7 @@ func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, 
 		if err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
 		}
+		nullableMaps(schema)
 		t.OutputSchema = schema
 	}
 	// Out is erased to any so that an error result keeps no structured
@@ -414,8 +433,8 @@ func listRunsSchema() *jsonschema.Schema {
 		panic(fmt.Sprintf("list_runs: input schema: %v", err))
 	}
 	s.Properties["status"].Enum = []any{
-		string(engine.RunPending), string(engine.RunRunning), string(engine.RunWaiting),
-		string(engine.RunCompleted), string(engine.RunFailed), string(engine.RunCancelled),
+		record.RunPending, record.RunRunning, record.RunWaiting,
+		record.RunCompleted, record.RunFailed, record.RunCancelled,
 	}
 	s.Properties["limit"].Minimum = new(0.0)
 	return s
@@ -439,7 +458,7 @@ func toolError(err error) *node.Error {
 		return validationError(codeRunNotFound, "%s", err.Error())
 	case errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
 		return validationError(codeInvalidArguments, "%s", err.Error())
-	case errors.Is(err, store.ErrOwned):
+	case errors.Is(err, runner.ErrOwned):
 		return &node.Error{Code: "run_owned", Category: node.CategoryValidation, Message: err.Error()}
 	}
 	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
@@ -546,7 +565,7 @@ func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, 
 		return out, toolError(err)
 	}
 	for _, run := range runs {
-		out.Runs = append(out.Runs, runSummary{ID: run.ID, Workflow: run.Workflow, Status: run.Status, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt})
+		out.Runs = append(out.Runs, runSummary{ID: run.ID, Workflow: run.Workflow, Status: string(run.Status), StartedAt: run.StartedAt, FinishedAt: run.FinishedAt})
 	}
 	return out, nil
 }
@@ -586,7 +605,7 @@ func (s *mcpService) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.
 	if err != nil {
 		return cancelOut{}, toolError(err)
 	}
-	return cancelOut{ExecutionID: run.ID, Status: run.Status}, nil
+	return cancelOut{ExecutionID: run.ID, Status: string(run.Status)}, nil
 }
 
 func (s *mcpService) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.Error) {

@@ -246,7 +246,7 @@ func TestMCPTools(t *testing.T) {
 		t.Parallel()
 		res := callTool(t, cs, "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Paris"}})
 		run := toolResult[mcpRun](t, res)
-		require.Equal(t, "completed", run.Status)
+		require.Equal(t, "completed", string(run.Status))
 		require.Equal(t, "Paris for 3 days", run.Outputs["text"])
 		require.NotEmpty(t, run.ID)
 		require.Len(t, run.Steps, 2)
@@ -254,7 +254,7 @@ func TestMCPTools(t *testing.T) {
 
 		got := toolResult[mcpRun](t, callTool(t, cs, "get_run", map[string]any{"id": run.ID}))
 		require.Equal(t, run.ID, got.ID)
-		require.Equal(t, "completed", got.Status)
+		require.Equal(t, "completed", string(got.Status))
 		require.Equal(t, run.Outputs, got.Outputs)
 		require.Len(t, got.Steps, 2)
 		require.True(t, filepath.IsAbs(got.File), got.File)
@@ -272,7 +272,7 @@ func TestMCPTools(t *testing.T) {
 			if r.ID == run.ID {
 				found = true
 				require.Equal(t, "ok", r.Workflow)
-				require.Equal(t, "completed", r.Status)
+				require.Equal(t, "completed", string(r.Status))
 				require.NotEmpty(t, r.StartedAt)
 				require.NotNil(t, r.FinishedAt)
 			}
@@ -302,13 +302,13 @@ func TestMCPTools(t *testing.T) {
 		flaky := writeFile(t, "flaky.yaml", flakyWorkflow)
 		marker := filepath.Join(t.TempDir(), "marker")
 		run := toolResult[mcpRun](t, callTool(t, cs, "run_workflow", map[string]any{"file": flaky, "inputs": map[string]any{"marker": marker}}))
-		require.Equal(t, "failed", run.Status, "a failed run is a result")
+		require.Equal(t, "failed", string(run.Status), "a failed run is a result")
 		require.NotNil(t, run.Error)
 
 		require.NoError(t, os.WriteFile(marker, nil, 0o600))
 		resumed := toolResult[mcpRun](t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
 		require.Equal(t, run.ID, resumed.ID)
-		require.Equal(t, "completed", resumed.Status)
+		require.Equal(t, "completed", string(resumed.Status))
 
 		again := toolError(t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
 		require.Equal(t, "invalid_arguments", again.Code)
@@ -424,7 +424,7 @@ func TestMCPStopCancelsRuns(t *testing.T) {
 	c := <-calls
 	require.NoError(t, c.err)
 	run := toolResult[mcpRun](t, c.res)
-	require.Equal(t, "cancelled", run.Status)
+	require.Equal(t, "cancelled", string(run.Status))
 
 	r := skein(t, "runs", "show", "--dir", dir, "--output", "json", run.ID)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -90,7 +89,7 @@ func problemOf(err error) *Problem {
 	var p *Problem
 	var inv *runner.InvalidError
 	var use *runner.UsageError
-	var owned *store.OwnedError
+	var owned *runner.OwnedError
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &p):
@@ -109,7 +108,7 @@ func problemOf(err error) *Problem {
 		return problemf(http.StatusConflict, CodeCompleted, "%s", err.Error())
 	case errors.Is(err, runner.ErrNotRunning):
 		return problemf(http.StatusConflict, CodeNotRunning, "%s", err.Error())
-	case errors.As(err, &owned), errors.Is(err, store.ErrOwned):
+	case errors.As(err, &owned), errors.Is(err, runner.ErrOwned):
 		p = problemf(http.StatusConflict, CodeRunOwned, "%s", err.Error())
 		if owned != nil {
 			p.ExecutionID = owned.RunID
