@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/preflight"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 // write writes a workflow file in a fresh folder and returns its path.

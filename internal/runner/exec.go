@@ -11,11 +11,12 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/check/judge"
 	"github.com/skeinhq/skein/internal/delivery"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/services"
@@ -416,12 +417,14 @@ func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
 func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
-	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
-	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
-		// The judge's model calls are recorded, or answered by a replay.
-		j.Models.HTTPClient = tape.Client()
+	jd := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
+	if j, ok := jd.(*judge.LLM); ok && tape != nil {
+		if m, ok := j.Models.(*registry.Models); ok {
+			// The judge's model calls are recorded, or answered by a replay.
+			m.HTTPClient = tape.Client()
+		}
 	}
-	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), judge, red)
+	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), jd, red)
 }
 
 // left reports whether Options.Leave is closed.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -135,7 +135,7 @@ func (a *repairRuns) Secrets(w *workflow.Workflow) map[string]string {
 }
 
 func (a *repairRuns) Models(w *workflow.Workflow, secrets map[string]string) repair.Models {
-	m := llmkind.NewModels(w, a.r.cfg.LookupEnv)
+	m := registry.New(w, a.r.cfg.LookupEnv)
 	m.Render = secretRenderer(secrets)
 	return m
 }

@@ -2,7 +2,8 @@ package runner
 
 import (
 	"github.com/skeinhq/skein/internal/check"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/check/judge"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -11,7 +12,7 @@ import (
 // config's templates (api_key: "{{ secrets.KEY }}") render with the run's
 // secrets, as the nodes' models do.
 func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool), secrets map[string]string) check.Judge {
-	m := llmkind.NewModels(w, lookupEnv)
+	m := registry.New(w, lookupEnv)
 	m.Render = secretRenderer(secrets)
-	return &llmkind.Judge{Models: m}
+	return &judge.LLM{Models: m}
 }

@@ -7,9 +7,10 @@ package services
 
 import (
 	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/memory"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
@@ -20,7 +21,7 @@ import (
 // Build returns the services the kinds of one run get: the HTTP policy,
 // the run's MCP servers, its models, its memory (memory:), and the models
 // as the judge.
-func Build(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
+func Build(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *registry.Models, mem memory.Store) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
 	if w.File != "" {
@@ -28,8 +29,8 @@ func Build(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models
 		// the workflow, read afresh for each run.
 		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
 	}
-	s = llmkind.ModelsService.Provide(s, models)
-	s = llmkind.MemoryService.Provide(s, mem)
+	s = registry.Service.Provide(s, models)
+	s = memory.Service.Provide(s, mem)
 	// resolve: arguments of mcp nodes are picked by the workflow's models
 	// and kept for the run.
 	s = mcpkind.PickerService.Provide(s, models)
@@ -54,7 +55,7 @@ type Config struct {
 // replaces is the run a rerun re-runs (its memory turns are replaced).
 func ForRun(w *workflow.Workflow, inputs map[string]any, replaces string, c Config) (s *node.Services, pool *mcppool.Pool, close func()) {
 	pool = mcppool.NewPool(w.MCPServers, mcppool.Scope(inputs, c.Secrets))
-	models := llmkind.NewModels(w, c.LookupEnv)
+	models := registry.New(w, c.LookupEnv)
 	models.Render = secrets.Renderer(c.Secrets)
 	s = Build(httpkind.Policy{DenyPrivate: c.DenyPrivate}, w, pool, models,
 		Taped(Memory{Store: c.Store, Workflow: w.Name, Replaces: replaces}, c.Tape))
