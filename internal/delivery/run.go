@@ -12,7 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -256,7 +256,7 @@ func (r *Runs) AttemptsRecorded(ctx context.Context, runID string) (int, error) 
 	n := 0
 	for _, ev := range evs {
 		switch ev.Type {
-		case string(engine.EventExecutionFinished):
+		case record.EventExecutionFinished:
 			n = 0 // a resumed run owes a delivery of its own
 		case EventAttempt:
 			switch a := ev.Data["attempt"].(type) {
