@@ -9,39 +9,16 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/queue"
-	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/store"
 )
 
 // ErrNoArtifact: the run's node saved no file of that name.
 var ErrNoArtifact = errors.New("no such artifact")
-
-// ArtifactDoc is a file a node saved, as the run's document lists it.
-type ArtifactDoc = record.Artifact
-
-// stepArtifacts lists the artifacts a queued step keeps in the blob store
-// (its queue.ArtifactsKey directive), by name.
-func stepArtifacts(directives map[string]any) ([]ArtifactDoc, map[string]*blob.Blob) {
-	m, _ := directives[queue.ArtifactsKey].(map[string]any)
-	if len(m) == 0 {
-		return nil, nil
-	}
-	docs := make([]ArtifactDoc, 0, len(m))
-	blobs := make(map[string]*blob.Blob, len(m))
-	for name, v := range m {
-		if b, ok := v.(*blob.Blob); ok {
-			docs = append(docs, ArtifactDoc{Name: name, Size: b.Size(), SHA256: b.Digest()})
-			blobs[name] = b
-		}
-	}
-	sort.Slice(docs, func(i, j int) bool { return docs[i].Name < docs[j].Name })
-	return docs, blobs
-}
 
 // Artifact opens a file the node nodeID of a run saved: from the blob
 // store for a queued run (whichever worker ran the node; the last visit
@@ -105,6 +82,7 @@ func artifactOf(s *store.Step, name string) *blob.Blob {
 	if err != nil {
 		return nil
 	}
-	_, blobs := stepArtifacts(d)
+	artifacts, _ := d[queue.ArtifactsKey].(map[string]any)
+	_, blobs := rundoc.Artifacts(artifacts)
 	return blobs[name]
 }
