@@ -53,7 +53,7 @@ func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.doc(run, steps, verdictOf(run.Dir)), nil
+	return r.doc(run, steps, check.VerdictIn(run.Dir)), nil
 }
 
 // ErrNoVersion is returned by RunWorkflow for a run that was not tied to
@@ -102,60 +102,14 @@ type ListRequest struct {
 	After *Cursor
 }
 
-// Cursor is a place in the list of runs, newest first: a run's start time
-// and id.
-type Cursor struct {
-	StartedAt time.Time
-	ID        string
-}
+// Cursor is a place in the list of runs, newest first (store.Cursor).
+type Cursor = store.Cursor
 
 // List returns the matching runs, newest first, with their status as
 // people should see it (Runner.Status).
 func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error) {
 	f := store.RunFilter{Workflow: req.Workflow, Status: record.RunStatus(req.Status), Parent: req.Parent, Limit: req.Limit}
-	if st := record.RunStatus(req.Status); st == StatusInterrupted || st == engine.RunRunning {
-		// A dead local owner is seen only here, not by the database.
-		f.Status, f.Limit = "", 0
-	}
-	if c := req.After; c != nil {
-		// The store pages by start time alone; runs that started in the
-		// same microsecond as the cursor are told apart by id here.
-		f.Before = c.StartedAt.Add(time.Microsecond)
-		if f.Limit > 0 {
-			f.Limit += 16
-		}
-	}
-	for {
-		runs, err := r.st.ListRuns(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out, full := r.page(runs, req)
-		if full || f.Limit == 0 || len(runs) < f.Limit {
-			return out, nil
-		}
-		f.Limit *= 4 // many runs at the cursor's instant: read further
-	}
-}
-
-// page keeps the runs of a store page that match req, up to its limit,
-// and reports whether the limit was reached.
-func (r *Runner) page(runs []*store.Run, req ListRequest) ([]*store.Run, bool) {
-	out := runs[:0]
-	for _, run := range runs {
-		if c := req.After; c != nil && run.StartedAt.Equal(c.StartedAt) && run.ID >= c.ID {
-			continue
-		}
-		run.Status = r.Status(run)
-		if req.Status != "" && run.Status != record.RunStatus(req.Status) {
-			continue
-		}
-		out = append(out, run)
-		if req.Limit > 0 && len(out) == req.Limit {
-			return out, true
-		}
-	}
-	return out, false
+	return store.ListPage(ctx, r.st, f, req.After, r.Status)
 }
 
 // Events returns up to limit of a run's events after seq afterSeq.
@@ -329,19 +283,4 @@ func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.Run
 
 // VerdictStatus is the status of a finished run's checks, read from its
 // folder's verdict file: "" when it has none.
-func VerdictStatus(run *store.Run) string {
-	if v := verdictOf(run.Dir); v != nil {
-		return v.Status
-	}
-	return ""
-}
-
-// verdictOf is the verdict in a run folder; nil when it has none or it
-// does not read.
-func verdictOf(dir string) *check.RunVerdict {
-	if dir == "" {
-		return nil
-	}
-	v, _ := check.ReadVerdict(dir)
-	return v
-}
+func VerdictStatus(run *store.Run) string { return check.VerdictStatus(run.Dir) }
