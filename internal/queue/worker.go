@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,11 +83,59 @@ type Workers struct {
 	LookupEnv func(string) (string, bool)
 	// DenyPrivate keeps HTTP nodes from private addresses.
 	DenyPrivate bool
-	// RunChild executes the child run id of cw, a subworkflow node's, of
-	// the queued run parent, or goes on with the one a stopped worker
-	// left, and returns its final record (Child.Run). budget is the
-	// parent run's.
-	RunChild func(ctx context.Context, parent string, budget *engine.Budget, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error)
+	// Execute runs a child run of a subworkflow node in this process, as
+	// a local run, and returns its final record.
+	Execute func(ctx context.Context, c ChildRun) (*store.Run, error)
+	// Claim takes over a child run a stopped worker left, refusing one
+	// whose owner is alive, and returns the claimed record.
+	Claim func(ctx context.Context, prev *store.Run) (*store.Run, error)
+}
+
+// ChildRun is a child run of a subworkflow node of a queued run.
+type ChildRun struct {
+	ID       string
+	Parent   string
+	Workflow *workflow.Workflow
+	Inputs   map[string]any
+	// Budget is the parent run's: the child's own limits hold, and what
+	// it spends counts against the parent's too.
+	Budget *engine.Budget
+	// Resume, when set, is the claimed record of the child a stopped
+	// worker left; History is its steps, Spent what its earlier
+	// executions spent.
+	Resume  *store.Run
+	History []*store.Step
+	Spent   engine.Spent
+}
+
+// runChild runs the child run id of a subworkflow node of the queued run
+// parent, or goes on with the one a stopped worker left (a completed one
+// answers at once), and returns its final record.
+func (ws Workers) runChild(ctx context.Context, parent string, budget *engine.Budget, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+	st := ws.Config.Store
+	prev, err := st.Run(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: in, Budget: budget})
+	case err != nil:
+		return nil, err
+	case engine.RunStatus(prev.Status) == engine.RunCompleted:
+		return prev, nil
+	}
+	hist, err := st.StepHistory(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := ws.Claim(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	// The parent's history does not hold what earlier executions of the
+	// child spent; the child goes on from it.
+	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
+	budget.Add(spent.Tokens, spent.CostUSD)
+	return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: claimed.Inputs, Budget: budget,
+		Resume: claimed, History: hist, Spent: spent})
 }
 
 // Work runs the workers until ctx ends, then drains them (Driver.Work).
@@ -107,7 +156,7 @@ func (ws Workers) Work(ctx context.Context) error {
 	cfg.Children = func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
 		return &Child{Registry: cfg.Registry, ParentID: runID, ParentFile: w.File, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
 			Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-				return ws.RunChild(ctx, runID, budget, cw, id, in)
+				return ws.runChild(ctx, runID, budget, cw, id, in)
 			}}
 	}
 	d, err := New(cfg)

@@ -201,57 +201,39 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 				}
 				return next, err
 			}},
-		RunChild: func(ctx context.Context, parent string, budget *engine.Budget, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-			return r.runQueueChild(ctx, parent, budget, opts, cw, id, in)
+		Execute: func(ctx context.Context, c queue.ChildRun) (*store.Run, error) {
+			return r.executeQueueChild(ctx, c, opts)
 		},
+		Claim: r.claimQueueChild,
 	}.Work(ctx)
 }
 
-// runQueueChild runs the child run id of a subworkflow node of a queued
-// run, parent, in a worker (queue.Child), or goes on with the one a
-// stopped worker left, and returns its final record. budget is the parent
-// run's: the child's own limits hold, and what it spends counts against
-// the parent's too.
-func (r *Runner) runQueueChild(ctx context.Context, parent string, budget *engine.Budget, opts Options, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-	// The node's context ends when its run's cancel stops running nodes,
-	// or its worker stops them: the child's running nodes stop with it,
-	// as a local child's stop with its parent's (Options.Hard).
-	o := opts
+// executeQueueChild runs a child run of a subworkflow node of a queued
+// run in a worker (queue.Workers.Execute), or goes on with the one a
+// stopped worker left. The node's context ends when its run's cancel
+// stops running nodes, or its worker stops them: the child's running
+// nodes stop with it, as a local child's stop with its parent's
+// (Options.Hard).
+func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Options) (*store.Run, error) {
 	o.Hard = ctx.Done()
-	prev, err := r.st.Run(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		res, err := r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: parent, budget: budget}, o)
-		if err != nil {
-			return nil, err
-		}
-		return res.Run, nil
-	case err != nil:
-		return nil, err
-	case engine.RunStatus(prev.Status) == engine.RunCompleted:
-		return prev, nil
+	j := job{w: c.Workflow, inputs: c.Inputs, runID: c.ID, parent: c.Parent, budget: c.Budget}
+	if c.Resume != nil {
+		j.resume, j.reuse, j.wakes, j.spent = c.Resume, durable.ForResume(c.History), durable.Wakes(c.History), c.Spent
 	}
+	res, err := r.execute(ctx, j, o)
+	if err != nil {
+		return nil, err
+	}
+	return res.Run, nil
+}
+
+// claimQueueChild claims a child run a stopped worker left, unless its
+// owner is alive.
+func (r *Runner) claimQueueChild(ctx context.Context, prev *store.Run) (*store.Run, error) {
 	if live, err := r.liveOwner(prev); err != nil {
 		return nil, err
 	} else if live {
 		return nil, ownedError(prev)
 	}
-	hist, err := r.st.StepHistory(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := r.claim(ctx, prev)
-	if err != nil {
-		return nil, err
-	}
-	// The parent's history does not hold what earlier executions of the
-	// child spent; the child goes on from it.
-	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
-	budget.Add(spent.Tokens, spent.CostUSD)
-	res, err := r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: parent,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: budget}, o)
-	if err != nil {
-		return nil, err
-	}
-	return res.Run, nil
+	return r.claim(ctx, prev)
 }
