@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -35,13 +33,12 @@ const mcpPath = "/mcp"
 
 // Error codes of tool errors. Their category is node.CategoryValidation
 // unless said otherwise.
+// The runner's errors have the codes of its catalogue (toolError); these
+// are the server's own.
 const (
-	codeInvalidWorkflow  = "invalid_workflow"
 	codeInvalidInputs    = "invalid_inputs"
-	codeInvalidArguments = "invalid_arguments"
-	codeFileNotFound     = "file_not_found"
-	codeRunNotFound      = "run_not_found"
-	codeInternal         = "internal" // category internal
+	codeInvalidArguments = "invalid_arguments" // arguments that do not match the tool's input schema
+	codeInternal         = runner.CodeInternal // category internal
 )
 
 func mcpCmd(e *env) *cobra.Command {
@@ -425,24 +422,27 @@ func validationError(code, format string, args ...any) *node.Error {
 	return &node.Error{Code: code, Category: node.CategoryValidation, Message: fmt.Sprintf(format, args...)}
 }
 
-// toolError turns a runner error into a tool error a program can branch
-// on.
+// toolError renders a runner error as a tool error: its code is the
+// runner's catalogue's (runner.Classify), the same as from the CLI and
+// the HTTP API; its category is validation unless the error is internal
+// (or the database cannot be reached).
 func toolError(err error) *node.Error {
-	var inv *runner.InvalidError
-	var use *runner.UsageError
+	fe := runner.Classify(err)
+	e := &node.Error{Code: fe.Code, Category: node.CategoryValidation, Message: fe.Msg}
+	var ne *node.Error
 	switch {
-	case errors.As(err, &inv):
-		return validationError(codeInvalidWorkflow, "%s", err.Error())
-	case errors.As(err, &use):
-		return validationError(codeInvalidArguments, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound):
-		return validationError(codeRunNotFound, "%s", err.Error())
-	case errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
-		return validationError(codeInvalidArguments, "%s", err.Error())
-	case errors.Is(err, store.ErrOwned):
-		return &node.Error{Code: "run_owned", Category: node.CategoryValidation, Message: err.Error()}
+	case errors.As(err, &ne):
+		e.Category, e.Details = ne.Category, ne.Details
+	case fe.Class == runner.ClassInternal, fe.Class == runner.ClassUnavailable, fe.Class == runner.ClassBusy:
+		e.Category = node.CategoryInternal
 	}
-	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
+	switch {
+	case len(fe.Diagnostics) > 0:
+		e.Details = map[string]any{"diagnostics": fe.Diagnostics}
+	case fe.RunID != "":
+		e.Details = map[string]any{"execution_id": fe.RunID}
+	}
+	return e
 }
 
 // runDoc is the tool result of an execution: a run that ended, whatever
@@ -519,14 +519,11 @@ func (s *mcpService) options() runner.Options {
 	return f.options(nil, nil)
 }
 
-// checkFile tells a missing workflow file from an invalid one.
+// checkFile refuses a call without a workflow file. A file that does not
+// exist is the runner's to refuse (invalid_workflow, as skein run does).
 func checkFile(file string) *node.Error {
 	if file == "" {
 		return validationError(codeInvalidArguments, "file is required")
-	}
-	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		wd, _ := os.Getwd()
-		return validationError(codeFileNotFound, "no workflow file %s (relative paths are taken from %s)", file, wd)
 	}
 	return nil
 }
@@ -633,7 +630,7 @@ func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceReques
 	}
 	r, terr := s.findRun(ctx, id)
 	if terr != nil {
-		if terr.Code == codeRunNotFound {
+		if terr.Code == runner.CodeNotFound {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
 		return nil, terr
@@ -662,7 +659,8 @@ func (s *mcpService) findRun(ctx context.Context, id string) (*runner.Runner, *n
 	if id == "" {
 		return nil, validationError(codeInvalidArguments, "id is required")
 	}
-	notFound := validationError(codeRunNotFound, "no run %q in %s; list_runs shows the runs", id, s.flags.dir)
+	notFound := toolError(runner.ErrNotFound)
+	notFound.Message = fmt.Sprintf("no run %q in %s; list_runs shows the runs", id, s.flags.dir)
 	r, terr := s.runner(false)
 	if terr != nil {
 		return nil, terr

@@ -311,7 +311,7 @@ func TestMCPTools(t *testing.T) {
 		require.Equal(t, "completed", resumed.Status)
 
 		again := toolError(t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
-		require.Equal(t, "invalid_arguments", again.Code)
+		require.Equal(t, "completed", again.Code, "as skein resume and the HTTP API say it")
 		require.Contains(t, again.Message, "nothing to resume")
 	})
 
@@ -325,13 +325,13 @@ func TestMCPTools(t *testing.T) {
 			code    string
 			message string
 		}{
-			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "file_not_found", "no workflow file testdata/nosuch.yaml"},
+			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "invalid_workflow", "testdata/nosuch.yaml"},
 			{"invalid workflow", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", bad + ":5:21: error: unknown node type"},
 			{"missing input", "run_workflow", map[string]any{"file": "testdata/ok.yaml"}, "invalid_inputs", "missing required input city"},
 			{"mistyped input", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome", "days": "many"}}, "invalid_inputs", "days"},
-			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "invalid_arguments", "nosuch"},
-			{"unknown run", "get_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
-			{"resume unknown run", "resume_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
+			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "usage", "nosuch"},
+			{"unknown run", "get_run", map[string]any{"id": "nosuchrun"}, "not_found", `no run "nosuchrun"`},
+			{"resume unknown run", "resume_run", map[string]any{"id": "nosuchrun"}, "not_found", `no run "nosuchrun"`},
 			{"file and yaml", "validate_workflow", map[string]any{"file": bad, "yaml": badWorkflow}, "invalid_arguments", "either file or yaml"},
 		}
 		for _, tt := range tests {
