@@ -56,7 +56,9 @@ Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run,
 cancel_run.
 Resources: skein://runs/{id}/events, a run's events as JSON lines.
 Runs are recorded in --dir like those of ` + "`skein run`" + `; workflow paths are
-taken from the folder skein mcp was started in.
+taken from the folder skein mcp was started in. With --db postgres://… a
+run's nodes go to the queue, as with skein run: skein worker processes
+run them (--local runs them in this process).
 
 --http refuses an address other than loopback unless --token (or
 $SKEIN_MCP_TOKEN) is set; with a token every request must carry
@@ -100,6 +102,7 @@ Not Found, and the client starts a new session.`,
 	fl.StringVar(&hc.addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
 	fl.StringVar(&hc.token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
 	fl.DurationVar(&hc.sessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
+	fl.BoolVar(&svc.local, "local", false, "with --db postgres://…: run the nodes in this process, not on the queue's workers")
 	svc.flags.registerRun(fl, "most nodes running at once, per run")
 	svc.lookupEnv = e.getenv
 	return cmd
@@ -113,6 +116,9 @@ type mcpService struct {
 	// db is --db: a database instead of the folder's skein.db; blobs is
 	// --blobs, the shared blob folder of queued runs on it.
 	db, blobs string
+	// local is --local: run the nodes here even on a Postgres database,
+	// whose runs otherwise go to the queue's workers (runner.Place).
+	local bool
 	// lookupEnv is the environment runs see (nil: the process's).
 	lookupEnv func(string) (string, bool)
 	calls     inflight // requests being answered
@@ -132,7 +138,11 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	if !create && !s.hasDatabase() {
 		return nil, nil
 	}
-	r, err := runner.Open(runner.Config{Dir: s.flags.dir, DB: s.db, Blobs: s.blobs, LookupEnv: s.lookupEnv})
+	cfg := runner.Config{Dir: s.flags.dir, DB: s.db, Blobs: s.blobs, LookupEnv: s.lookupEnv}
+	if s.local {
+		cfg.Placement = runner.PlaceLocal
+	}
+	r, err := runner.Open(cfg)
 	if err != nil {
 		return nil, toolError(err)
 	}
