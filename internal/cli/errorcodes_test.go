@@ -81,7 +81,9 @@ func TestOneCodePerError(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Run("cli", func(t *testing.T) {
 				r := skein(t, append(tt.cli, "--dir", dir, "-o", "json")...)
-				var doc struct{ Error struct{ Code, Message string } }
+				var doc struct {
+					Error struct{ Code, Message string }
+				}
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 				require.Equal(t, tt.code, doc.Error.Code, doc.Error.Message)
 				require.Equal(t, tt.exit, r.code, r.stderr)

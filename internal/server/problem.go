@@ -9,7 +9,7 @@ import (
 	"net/http"
 
 	"github.com/skeinhq/skein/internal/runner"
-		"github.com/skeinhq/skein/workflow"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // Codes of the problems the API answers with: stable, for programs to
