@@ -68,21 +68,6 @@ func listItem(r *store.Run) runListItem {
 	return it
 }
 
-// eventDoc is one line of skein runs events.
-type eventDoc struct {
-	Seq       int64          `json:"seq"`
-	Time      time.Time      `json:"time"`
-	Type      string         `json:"type"`
-	Node      string         `json:"node,omitempty"`
-	Visit     int            `json:"visit"`
-	Iteration int            `json:"iteration"`
-	Data      map[string]any `json:"data,omitempty"`
-}
-
-func eventLine(ev store.Event) eventDoc {
-	return eventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
-}
-
 // cancelDoc is what skein cancel -o json prints.
 type cancelDoc struct {
 	ExecutionID string `json:"execution_id"`
@@ -276,7 +261,7 @@ var outputSchemas = []outputSchema{
 	{"validate.schema.json", "Skein validate", "What skein validate -o json prints: every problem of the files given, errors and warnings.", schemaOf[validateDoc]()},
 	{"runs-list.schema.json", "Skein runs list", "What skein runs list -o json prints: runs, newest first.", listSchema},
 	{"verdict.schema.json", "Skein verdict", "What skein runs verdict -o json and skein check -o json print: the run's verdict, check by check, or null when its workflow has no checks.", verdictSchema},
-	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[eventDoc]()},
+	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[runner.EventDoc]()},
 	{"cancel.schema.json", "Skein cancel", "What skein cancel -o json prints.", schemaOf[cancelDoc]()},
 	{"signal.schema.json", "Skein signal", "What skein signal -o json prints when the run's owner, another process, applies the signal (when skein signal resumes the run itself it prints the run document, run.schema.json).", schemaOf[signalDoc]()},
 	{"resume-plan.schema.json", "Skein resume plan", "What skein resume --plan -o json prints: what a resume would reuse and run again.", schemaOf[planDoc]()},
