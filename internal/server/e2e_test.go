@@ -401,7 +401,7 @@ func TestCancelResumeRerun(t *testing.T) {
 	require.Equal(t, "ran\n", string(data), "count ran once in all: resumed and rerun reused it")
 
 	p = s.admin("POST", "/api/runs/"+id+"/rerun", map[string]any{"pins": []string{"nope"}}, http.StatusBadRequest)
-	require.Equal(t, "bad_request", p["code"])
+	require.Equal(t, "usage", p["code"], "an unknown pin is the runner's usage error, as from skein rerun")
 }
 
 // TestIdempotencyKey sends the same start with one key at once from many
