@@ -41,7 +41,7 @@ func (d cancelDoc) skippedByCancel(t *testing.T, node string) {
 	t.Helper()
 	for _, s := range d.Steps {
 		if s.Node == node {
-			require.Equal(t, "skipped", s.Status, node)
+			require.Equal(t, "skipped", string(s.Status), node)
 			require.Equal(t, "cancelled", s.SkipReason, "%s: a skipped step says why", node)
 			return
 		}
@@ -175,7 +175,7 @@ func TestCancelLetFinish(t *testing.T) {
 			doc := read()
 			st, _ := doc.step("slow")
 			require.Equal(t, "running", st)
-			require.Equal(t, "running", doc.Status, "the run waits for its running node")
+			require.Equal(t, "running", string(doc.Status), "the run waits for its running node")
 
 			require.NoError(t, os.WriteFile(gate, nil, 0o600))
 			eventually(t, 60*time.Second, func() bool {
@@ -212,7 +212,7 @@ func TestCancelStopsTheNodeOnAWorker(t *testing.T) {
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
 	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the node's process outlived the cancel")
 	doc := showRun(t, "--db", db, id)
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
 	require.Equal(t, "cancelled", st, "the running node was stopped")
 	doc.skippedByCancel(t, "after")
@@ -234,7 +234,7 @@ func TestCtrlCWithNoWorker(t *testing.T) {
 			require.NoError(t, cmd.Process.Signal(sig))
 			require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), "skein run exits 130 at the first signal")
 			doc := showRun(t, "--db", db, id)
-			require.Equal(t, "cancelled", doc.Status)
+			require.Equal(t, "cancelled", string(doc.Status))
 			doc.skippedByCancel(t, "slow")
 			doc.skippedByCancel(t, "after")
 			var left int
@@ -288,7 +288,7 @@ func TestCtrlCOnAQueuedRun(t *testing.T) {
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), stderr.String())
 	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the node's process outlived the second Ctrl-C")
 	doc := showRun(t, "--db", db, id)
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
 	require.Equal(t, "cancelled", st, "the second Ctrl-C stopped the running node")
 	doc.skippedByCancel(t, "after")
@@ -359,7 +359,7 @@ nodes:
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
 	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the child's node outlived the cancel")
 	doc := showRun(t, "--db", db, id)
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("sub")
 	require.Equal(t, "cancelled", st, "the subworkflow node was stopped")
 	doc.skippedByCancel(t, "after")

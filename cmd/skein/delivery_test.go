@@ -234,7 +234,7 @@ func TestQueuedRunDelivers(t *testing.T) {
 		Status string `json:"status"`
 	}
 	require.NoError(t, json.Unmarshal(stdout, &doc), string(stdout))
-	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, "completed", string(doc.Status))
 
 	var evs []map[string]any
 	eventually(t, 60*time.Second, func() bool {

@@ -74,7 +74,7 @@ func TestCtrlCCancels(t *testing.T) {
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal(data, &res))
-	require.Equal(t, "cancelled", res.Status)
+	require.Equal(t, "cancelled", string(res.Status))
 	require.NotEmpty(t, res.FinishedAt)
 	statuses := map[string]string{}
 	for _, s := range res.Steps {
@@ -131,7 +131,7 @@ func TestKillThenResume(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out, &res))
 	require.Equal(t, runID, res.ID)
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, "completed", string(res.Status))
 	cached := map[string]bool{}
 	for _, s := range res.Steps {
 		cached[s.Node] = s.Cached
@@ -234,7 +234,7 @@ func TestKillAfterABigStep(t *testing.T) {
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal(out, &res))
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, "completed", string(res.Status))
 	outputs := map[string]map[string]any{}
 	for _, s := range res.Steps {
 		outputs[s.Node] = s.Output

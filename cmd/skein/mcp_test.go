@@ -88,13 +88,13 @@ func TestMCPStdio(t *testing.T) {
 	}
 	var ran run
 	callMCP(t, cs, "run_workflow", map[string]any{"file": okFile, "inputs": map[string]any{"city": "Paris"}}, &ran)
-	require.Equal(t, "completed", ran.Status)
+	require.Equal(t, "completed", string(ran.Status))
 	require.Equal(t, "Paris for 3 days", ran.Outputs["text"])
 
 	var got run
 	callMCP(t, cs, "get_run", map[string]any{"id": ran.ID}, &got)
 	require.Equal(t, ran.ID, got.ID)
-	require.Equal(t, "completed", got.Status)
+	require.Equal(t, "completed", string(got.Status))
 	require.Equal(t, ran.Steps, got.Steps)
 
 	var list struct {
@@ -104,7 +104,7 @@ func TestMCPStdio(t *testing.T) {
 	require.Len(t, list.Runs, 1)
 	require.Equal(t, ran.ID, list.Runs[0].ID)
 	require.Equal(t, "ok", list.Runs[0].Workflow)
-	require.Equal(t, "completed", list.Runs[0].Status)
+	require.Equal(t, "completed", string(list.Runs[0].Status))
 
 	rr, err := cs.ReadResource(context.Background(), &sdk.ReadResourceParams{URI: "skein://runs/" + ran.ID + "/events"})
 	require.NoError(t, err)

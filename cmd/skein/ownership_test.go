@@ -186,7 +186,7 @@ func TestKillResumeAnywhere(t *testing.T) {
 		Status string `json:"status"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
-	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, "completed", string(doc.Status))
 	now := counts()
 	for n, c := range frozen {
 		require.Equal(t, c, now[n], "node %s had completed, yet wrote its line again", n)
@@ -291,7 +291,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 		Steps  []struct{ Node, Status string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 
 	again := run(t, "cancel", "--dir", dir, id)
 	require.Equal(t, 2, again.code, "an ended run cannot be cancelled")
@@ -334,7 +334,7 @@ func TestChildRunsAreRuns(t *testing.T) {
 		Steps    []struct{ Node, Status string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(s.stdout), &doc))
-	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, "completed", string(doc.Status))
 	require.Equal(t, id, doc.ParentID)
 	require.Equal(t, "hello", doc.Outputs["said"])
 	require.Len(t, doc.Steps, 2)

@@ -68,7 +68,7 @@ func TestRunOnPostgres(t *testing.T) {
 		Steps   []struct{ Node, Status string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
-	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, "completed", string(doc.Status))
 	require.Equal(t, "Hello, Ada!", doc.Outputs["greeting"])
 	require.Len(t, doc.Steps, 3)
 
@@ -111,7 +111,7 @@ func TestCancelOnPostgres(t *testing.T) {
 	show := run(t, "runs", "show", "--db", db, "--output", "json", id)
 	var doc struct{ Status string }
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 	noPassword(t, list, c, show)
 }
 

@@ -125,13 +125,13 @@ func TestQueuedRunsOnTwoWorkers(t *testing.T) {
 		Steps   []struct{ Node, Status string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(fan.stdout), &doc), fan.stdout)
-	require.Equal(t, "completed", doc.Status)
+	require.Equal(t, "completed", string(doc.Status))
 	require.EqualValues(t, n, doc.Outputs["branches"])
 	joins := 0
 	for _, s := range doc.Steps {
 		if s.Node == "join" {
 			joins++
-			require.Equal(t, "success", s.Status)
+			require.Equal(t, "success", string(s.Status))
 		}
 	}
 	require.Equal(t, 1, joins, "the join has one step")
@@ -217,10 +217,10 @@ edges:
 		Steps  []struct{ Node, Status string }
 	}
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc), show.stdout)
-	require.Equal(t, "cancelled", doc.Status)
+	require.Equal(t, "cancelled", string(doc.Status))
 	for _, s := range doc.Steps {
 		if s.Node == "after" {
-			require.Equal(t, "skipped", s.Status)
+			require.Equal(t, "skipped", string(s.Status))
 		}
 	}
 }
@@ -372,7 +372,7 @@ nodes:
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(res.stdout), &doc), res.stdout)
-	require.Equal(t, "failed", doc.Status)
+	require.Equal(t, "failed", string(doc.Status))
 	require.Equal(t, 2, model.Calls(), "the third call is refused: the parent's budget is spent")
 	require.Equal(t, 1400, doc.Tokens, "the parent run counts what its child spent")
 	require.Len(t, doc.Steps, 1)
@@ -441,12 +441,12 @@ outputs:
 				d = show()
 				return len(d.Steps) == 1 && d.Steps[0].Status == "waiting"
 			}, "the parent step was never waiting while its child ran")
-			require.Equal(t, "running", d.Status, "the run runs while its step waits for the child")
+			require.Equal(t, "running", string(d.Status), "the run runs while its step waits for the child")
 			require.NoError(t, os.WriteFile(gate, nil, 0o600))
 			require.NoError(t, cmd.Wait())
 			d = show()
-			require.Equal(t, "completed", d.Status)
-			require.Equal(t, "success", d.Steps[0].Status)
+			require.Equal(t, "completed", string(d.Status))
+			require.Equal(t, "success", string(d.Steps[0].Status))
 		})
 	}
 }

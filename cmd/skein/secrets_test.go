@@ -357,7 +357,7 @@ func TestSecretsLeaveNoTrace(t *testing.T) {
 		} `json:"steps"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &resumed))
-	require.Equal(t, "failed", resumed.Status)
+	require.Equal(t, "failed", string(resumed.Status))
 	require.Contains(t, fmt.Sprint(resumed.Error.Details["body"]), "invalid token ***", "the 401 body is in the run's error, masked")
 	for _, s := range resumed.Steps {
 		if s.Node == "patch" {

@@ -135,7 +135,7 @@ func TestExtractExample(t *testing.T) {
 			r := skein(t, append([]string{"run", "--output", "json", "--dir", t.TempDir(), "../../examples/extract.yaml"}, tc.args...)...)
 			require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 			res := decodeAIRun(t, r)
-			require.Equal(t, "completed", res.Status)
+			require.Equal(t, "completed", string(res.Status))
 			require.Equal(t, tc.category, res.Outputs["category"])
 			require.Equal(t, tc.ticket, res.Outputs["ticket"])
 
@@ -152,7 +152,7 @@ func TestExtractExample(t *testing.T) {
 			require.Contains(t, first.Messages[1].Content, tc.inText)
 
 			ex := res.Steps[res.step(t, "extract")]
-			require.Equal(t, "success", ex.Status)
+			require.Equal(t, "success", string(ex.Status))
 			require.Equal(t, tc.category, ex.Output["json"].(map[string]any)["category"])
 			var tokens int
 			for _, turn := range tc.script {
@@ -190,7 +190,7 @@ func TestAgentExample(t *testing.T) {
 	r := skein(t, "run", "--output", "json", "--dir", runs, filepath.Join("examples", "agent.yaml"))
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	res := decodeAIRun(t, r)
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, "completed", string(res.Status))
 	require.Equal(t, "19 + 23 is 42. The image is a tiny logo.", res.Outputs["answer"])
 	require.EqualValues(t, 3, res.Outputs["tool_calls"])
 	require.EqualValues(t, 1475, res.Outputs["tokens"])
@@ -293,16 +293,16 @@ outputs:
 	r := skein(t, "run", "--output", "json", "--dir", runs, flow(100))
 	require.Equal(t, 1, r.code, "a spent budget fails the run: %s", r.stderr)
 	res := decodeAIRun(t, r)
-	require.Equal(t, "failed", res.Status)
+	require.Equal(t, "failed", string(res.Status))
 	require.NotNil(t, res.Error)
 	require.Equal(t, "budget_exceeded", res.Error.Category, res.Error.Message)
 	require.Contains(t, res.Error.Message, "limits.max_tokens is 100")
 	first := res.Steps[res.step(t, "greek")]
-	require.Equal(t, "success", first.Status)
+	require.Equal(t, "success", string(first.Status))
 	require.Equal(t, "alpha", first.Output["text"], "the first step's output is kept")
 	require.Equal(t, 100, first.Tokens)
 	second := res.Steps[res.step(t, "after")]
-	require.Equal(t, "failed", second.Status)
+	require.Equal(t, "failed", string(second.Status))
 	require.Equal(t, "budget_exceeded", second.Error.Category)
 	require.Equal(t, 1, srv.Calls(), "the second step never called the model")
 	require.Equal(t, 100, res.Tokens)
@@ -312,10 +312,10 @@ outputs:
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	resumed := decodeAIRun(t, r)
 	require.Equal(t, res.ID, resumed.ID)
-	require.Equal(t, "completed", resumed.Status)
+	require.Equal(t, "completed", string(resumed.Status))
 	require.Equal(t, "alpha beta", resumed.Outputs["letters"])
 	require.True(t, resumed.Steps[resumed.step(t, "greek")].Cached, "the first step is reused")
-	require.Equal(t, "success", resumed.Steps[resumed.step(t, "after")].Status)
+	require.Equal(t, "success", string(resumed.Steps[resumed.step(t, "after")].Status))
 	require.Equal(t, 2, srv.Calls(), "only the second step called the model")
 	require.Equal(t, "Say the letter after alpha.", srv.Last().Messages[0].Content)
 }

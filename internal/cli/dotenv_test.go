@@ -59,7 +59,7 @@ JOINED=${PLAIN}/joined
 	r := skein(t, "run", "-o", "json", "--dir", filepath.Join(dir, ".skein"), "--secrets-file", env, flow)
 	require.Equal(t, 0, r.code, r.stdout+r.stderr)
 	o := decode(t, r)
-	require.Equal(t, "completed", o.Status)
+	require.Equal(t, "completed", string(o.Status))
 	require.Equal(t, "all-read\n", o.Steps[0].Output.Stdout)
 
 	bad := filepath.Join(dir, "bad.env")

@@ -83,9 +83,9 @@ outputs:
 				return
 			}
 			require.Equal(t, 1, r.code, "the run fails: %s", r.stdout)
-			require.Equal(t, "failed", res.Status)
+			require.Equal(t, "failed", string(res.Status))
 			look := res.Steps[res.step(t, "look")]
-			require.Equal(t, "failed", look.Status)
+			require.Equal(t, "failed", string(look.Status))
 			require.Equal(t, "file_not_allowed", look.Error.Code)
 			require.Equal(t, "validation", look.Error.Category)
 			require.NotNil(t, res.Error)

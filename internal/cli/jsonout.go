@@ -12,8 +12,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/flowtest"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -59,8 +59,8 @@ type runListItem struct {
 	WakeAt      *time.Time `json:"wake_at,omitempty" jsonschema:"for a waiting run, the earliest wake-up time of its waits"`
 }
 
-func listItem(r *store.Run) runListItem {
-	it := runListItem{ExecutionID: r.ID, Workflow: r.Workflow, Status: r.Status, ParentID: r.ParentID,
+func listItem(r *record.Run) runListItem {
+	it := runListItem{ExecutionID: r.ID, Workflow: r.Workflow, Status: string(r.Status), ParentID: r.ParentID,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, WakeAt: r.WakeAt}
 	if r.FinishedAt != nil {
 		it.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()

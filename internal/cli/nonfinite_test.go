@@ -45,11 +45,11 @@ func TestDivisionByZeroFailsNodeAndResumes(t *testing.T) {
 			} `json:"steps"`
 		}
 		require.NoError(t, json.Unmarshal([]byte(first.stdout), &run), first.stdout+first.stderr)
-		require.Equal(t, "failed", run.Status, tc.name)
+		require.Equal(t, "failed", string(run.Status), tc.name)
 		require.Len(t, run.Steps, 2, tc.name)
 		step := run.Steps[1]
 		require.Equal(t, "ratio", step.Node)
-		require.Equal(t, "failed", step.Status)
+		require.Equal(t, "failed", string(step.Status))
 		require.NotNil(t, step.Error)
 		require.Equal(t, "template", step.Error.Category)
 		require.Contains(t, step.Error.Message, tc.want, tc.name)
@@ -59,7 +59,7 @@ func TestDivisionByZeroFailsNodeAndResumes(t *testing.T) {
 		second := skein(t, "resume", "--output", "json", "--dir", sk, run.ID)
 		require.Equal(t, 0, second.code, tc.name+": "+second.stderr)
 		res := decode(t, second)
-		require.Equal(t, "completed", res.Status)
+		require.Equal(t, "completed", string(res.Status))
 		cached, ran := res.cached()
 		require.Equal(t, []string{"a"}, cached)
 		require.Equal(t, []string{"ratio"}, ran)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/cli/live"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 )
 
@@ -82,22 +82,22 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 	)
 	res, run := r.Engine, r.Run
 	var col, word string
-	switch engine.RunStatus(run.Status) {
-	case engine.RunCompleted:
+	switch record.RunStatus(run.Status) {
+	case record.RunCompleted:
 		col, word = green, "completed"
-	case engine.RunCancelled:
+	case record.RunCancelled:
 		col, word = yellow, "cancelled"
-	case engine.RunWaiting:
+	case record.RunWaiting:
 		col, word = yellow, "waiting"
 	default:
-		col, word = red, run.Status
+		col, word = red, string(run.Status)
 	}
 	usage := ""
 	if res.Tokens > 0 {
 		usage = fmt.Sprintf(" · %d tokens · $%.4f", res.Tokens, res.CostUSD)
 	}
 	fmt.Fprintf(w, "\n%s in %s%s  %s\n", paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, paint(dim, run.Dir))
-	if res.Error != nil && res.Status != engine.RunCancelled {
+	if res.Error != nil && res.Status != record.RunCancelled {
 		fmt.Fprintln(w, paint(red, "error: "+res.Error.Message))
 	}
 	if len(res.Outputs) > 0 {
@@ -108,8 +108,8 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 	if r.Verdict != nil {
 		fmt.Fprintln(w, check.Bar(r.Verdict, color))
 	}
-	switch engine.RunStatus(run.Status) {
-	case engine.RunWaiting:
+	switch record.RunStatus(run.Status) {
+	case record.RunWaiting:
 		for _, a := range res.Awaiting {
 			fmt.Fprintf(w, "%s waits for a signal: skein signal %s %s --data '{\"approved\": true}'\n", a.Node, run.ID, a.Node)
 		}
@@ -117,7 +117,7 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 			fmt.Fprintf(w, "without a signal by %s, skein resume %s then follows the timeout (skein serve on this folder does it by itself)\n",
 				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID)
 		}
-	case engine.RunFailed, engine.RunCancelled:
+	case record.RunFailed, record.RunCancelled:
 		if resume != "" { // a replay is not resumed: it would go live
 			fmt.Fprintf(w, "resume with: %s\n", resume)
 		}

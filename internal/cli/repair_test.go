@@ -219,7 +219,7 @@ func TestAutoRepairFixesRuntimeErrorAndResumes(t *testing.T) {
 	st := steps(t, m)
 	require.True(t, st["mark"].Cached, "mark is reused from the checkpoint")
 	for _, id := range []string{"params", "call", "report"} {
-		require.Equal(t, "success", st[id].Status, id)
+		require.Equal(t, "success", string(st[id].Status), id)
 		require.False(t, st[id].Cached, "%s runs again", id)
 	}
 	require.Equal(t, []string{`node params: values.region: "eu-west" → "eu"`}, changes(m))

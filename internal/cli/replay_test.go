@@ -55,7 +55,7 @@ func TestReplayAgentOffline(t *testing.T) {
 	r := skein(t, "run", "--record", "--output", "json", "--dir", runs, filepath.Join("examples", "agent.yaml"))
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	rec := decodeAIRun(t, r)
-	require.Equal(t, "completed", rec.Status)
+	require.Equal(t, "completed", string(rec.Status))
 	require.Equal(t, 3, srv.Calls())
 	var recDoc struct {
 		ExecutionID string `json:"execution_id"`
@@ -95,7 +95,7 @@ func TestReplayAgentOffline(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	require.Equal(t, recDoc.ExecutionID, rep.ReplayOf)
 	require.NotEqual(t, recDoc.ExecutionID, rep.Run.ExecutionID, "a replay is a new run")
-	require.Equal(t, "completed", rep.Run.Status)
+	require.Equal(t, "completed", string(rep.Run.Status))
 	require.Equal(t, rec.Outputs, rep.Run.Outputs, "the recorded outputs")
 	require.Empty(t, rep.Diverged, "no step diverged")
 	require.Empty(t, rep.Mismatches)
@@ -129,7 +129,7 @@ func TestReplayAgentOffline(t *testing.T) {
 	require.Equal(t, 1, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	rep = replayDoc{}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
-	require.Equal(t, "failed", rep.Run.Status)
+	require.Equal(t, "failed", string(rep.Run.Status))
 	require.Len(t, rep.Mismatches, 1)
 	require.Equal(t, "helper", rep.Mismatches[0].Node)
 	require.NotEmpty(t, rep.Mismatches[0].Diff)

@@ -103,7 +103,7 @@ mcp_servers:
 	r := skein(t, "run", "--output", "json", "--dir", dir, file)
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 	res := decodeAIRun(t, r)
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, "completed", string(res.Status))
 	require.Equal(t, true, res.Steps[res.step(t, "focus")].Output["focused"])
 
 	require.Equal(t, 2, listings, "the retry lists the windows again")

@@ -85,7 +85,7 @@ func TestResumeReusesSucceededSteps(t *testing.T) {
 	first := skein(t, "run", "--output", "json", "--dir", sk, file, "-i", "log="+log, "-i", "flag="+flag)
 	require.Equal(t, 1, first.code, first.stderr)
 	run := decode(t, first)
-	require.Equal(t, "failed", run.Status)
+	require.Equal(t, "failed", string(run.Status))
 	require.Equal(t, "abc", readLog(t, log))
 
 	plan := skein(t, "resume", "--plan", "--dir", sk, run.ID)
@@ -100,7 +100,7 @@ func TestResumeReusesSucceededSteps(t *testing.T) {
 	require.Equal(t, 0, second.code, second.stderr)
 	res := decode(t, second)
 	require.Equal(t, run.ID, res.ID, "resume continues the same run")
-	require.Equal(t, "completed", res.Status)
+	require.Equal(t, "completed", string(res.Status))
 	cached, ran := res.cached()
 	require.Equal(t, []string{"a", "b", "c"}, cached)
 	require.Equal(t, []string{"d", "e"}, ran)

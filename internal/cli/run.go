@@ -16,9 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -92,7 +91,7 @@ func shellQuote(s string) string {
 // a signal — nobody else could end that wait here — unless a timer ends
 // it within a minute; waits for timers alone keep the process, as sleep
 // would.
-var cliPark = &engine.Park{After: time.Minute, SignalsOnly: true}
+var cliPark = &runner.Park{After: time.Minute, SignalsOnly: true}
 
 // openRunner opens the runner of dir (and --db).
 func (e *env) openRunner(dir string) (*runner.Runner, error) {
@@ -256,15 +255,15 @@ func resultExit(res *runner.Result) error {
 	if res.Err != nil {
 		return exit(ExitFailed, res.Err)
 	}
-	switch engine.RunStatus(res.Run.Status) {
-	case engine.RunCompleted:
+	switch record.RunStatus(res.Run.Status) {
+	case record.RunCompleted:
 		if res.Verdict != nil && res.Verdict.Status == check.StatusFailed {
 			return exit(ExitChecks, nil)
 		}
 		return nil
-	case engine.RunCancelled:
+	case record.RunCancelled:
 		return exit(ExitCancelled, nil)
-	case engine.RunWaiting:
+	case record.RunWaiting:
 		return exit(ExitWaiting, nil)
 	}
 	return exit(ExitFailed, nil)
@@ -472,13 +471,13 @@ earlier one with it stop the running nodes. Waits until the run has ended
 				return failure(err)
 			}
 			if output == "json" {
-				writeJSON(e.stdout, cancelDoc{ExecutionID: run.ID, Status: run.Status})
+				writeJSON(e.stdout, cancelDoc{ExecutionID: run.ID, Status: string(run.Status)})
 				return nil
 			}
 			switch run.Status {
-			case string(engine.RunCancelled):
+			case record.RunCancelled:
 				fmt.Fprintf(e.stdout, "run %s cancelled\n", run.ID)
-			case string(engine.RunRunning), string(engine.RunWaiting):
+			case record.RunRunning, record.RunWaiting:
 				fmt.Fprintf(e.stdout, "run %s: cancel requested; its owner (%s) stops it\n", run.ID, run.Owner)
 			default:
 				fmt.Fprintf(e.stdout, "run %s ended %s\n", run.ID, run.Status)
@@ -495,17 +494,17 @@ earlier one with it stop the running nodes. Waits until the run has ended
 
 // statusLine describes a run's status, with what to do for an interrupted
 // one.
-func statusLine(r *store.Run) string {
+func statusLine(r *record.Run) string {
 	switch r.Status {
 	case runner.StatusInterrupted:
-		return r.Status + " (skein resume " + r.ID + ")"
-	case string(engine.RunWaiting):
+		return string(r.Status) + " (skein resume " + r.ID + ")"
+	case record.RunWaiting:
 		if r.WakeAt != nil {
-			return r.Status + " (until " + r.WakeAt.Local().Format("2006-01-02 15:04:05") + " or a signal)"
+			return string(r.Status) + " (until " + r.WakeAt.Local().Format("2006-01-02 15:04:05") + " or a signal)"
 		}
-		return r.Status + " (for a signal: skein signal " + r.ID + " NODE)"
+		return string(r.Status) + " (for a signal: skein signal " + r.ID + " NODE)"
 	}
-	return r.Status
+	return string(r.Status)
 }
 
 func signalCmd(e *env) *cobra.Command {
@@ -550,7 +549,7 @@ not exist or the node is not waiting for a signal.`,
 				applied := func(by string) (*runner.Result, error) {
 					if f.output == "json" {
 						writeJSON(e.stdout, signalDoc{ExecutionID: sig.Run.ID, Node: args[1], Visit: sig.Signal.Visit,
-							Seq: sig.Signal.Seq, SignaledAt: sig.Signal.CreatedAt, Status: sig.Run.Status, AppliedBy: by})
+							Seq: sig.Signal.Seq, SignaledAt: sig.Signal.CreatedAt, Status: string(sig.Run.Status), AppliedBy: by})
 						return nil, nil
 					}
 					fmt.Fprintf(e.stdout, "signal recorded for %s (visit %d) of run %s; %s applies it\n",

@@ -14,9 +14,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/cli/live"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -107,8 +106,8 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if doc.FinishedAt != nil {
 				dur = fmtDuration(doc.FinishedAt.Sub(doc.StartedAt))
 			}
-			status := doc.Status
-			if status == runner.StatusInterrupted {
+			status := string(doc.Status)
+			if status == string(runner.StatusInterrupted) {
 				status += " (skein resume " + doc.ExecutionID + ")"
 			}
 			fmt.Fprintf(e.stdout, "run %s · %s · %s · %s\n", doc.ExecutionID, doc.Workflow, status, dur)
@@ -122,7 +121,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\t")
 			for i, s := range doc.Steps {
-				st := s.Status
+				st := string(s.Status)
 				switch {
 				case s.Cached:
 					st += " ↻ cached"
@@ -185,7 +184,7 @@ until it ends.`,
 				if !follow {
 					return nil
 				}
-				if s := engine.RunStatus(run.Status); s != engine.RunRunning && s != engine.RunPending && s != engine.RunWaiting {
+				if s := record.RunStatus(run.Status); s != record.RunRunning && s != record.RunPending && s != record.RunWaiting {
 					// One more read picks up what was written at the end.
 					if evs, _, err := r.Events(ctx, id, after, 0); err == nil && len(evs) == 0 {
 						return nil
@@ -249,7 +248,7 @@ running is never deleted. --dry-run lists what would go.`,
 }
 
 // runStatuses are the statuses a run can have, interrupted included.
-var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", runner.StatusInterrupted}
+var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", string(runner.StatusInterrupted)}
 
 // checkStatus refuses a --status that no run can have.
 func checkStatus(s string) error {
@@ -284,7 +283,7 @@ func parseAge(s string) (time.Duration, error) {
 }
 
 // eventText is an event as a line for people: time, type, node, data.
-func eventText(ev store.Event) string {
+func eventText(ev record.EventRow) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%4d  %s  %-18s", ev.Seq, ev.Time.Local().Format("15:04:05.000"), ev.Type)
 	if ev.Node != "" {
@@ -302,7 +301,7 @@ func eventText(ev store.Event) string {
 	return b.String()
 }
 
-func runDuration(r *store.Run) string {
+func runDuration(r *record.Run) string {
 	if r.FinishedAt == nil {
 		return "-"
 	}
@@ -404,7 +403,7 @@ func printVerdict(e *env, v *check.RunVerdict, output string) error {
 // its stderr (a shell step's), as the run's progress did.
 func printFailedSteps(w io.Writer, steps []runner.StepDoc) {
 	for _, s := range steps {
-		if s.Status != string(engine.StatusFailed) || s.Error == nil {
+		if s.Status != record.StatusFailed || s.Error == nil {
 			continue
 		}
 		name := s.Node

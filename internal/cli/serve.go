@@ -17,12 +17,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/auth"
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/server"
-	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/internal/store/postgres"
 )
 
 // defaultServeAddr is where `skein serve` listens unless told otherwise.
@@ -105,7 +102,7 @@ workers when the server stops.`,
 			case queued:
 				rcfg.Placement = runner.PlaceQueue
 			}
-			if (queued || withWorker) && !postgres.IsURL(e.db) {
+			if (queued || withWorker) && !runner.IsDatabaseURL(e.db) {
 				return usagef("--queue and --worker need --db postgres://user@host:5432/db: queued runs are jobs in Postgres")
 			}
 			if withWorker && !rcfg.Queued() {
@@ -122,7 +119,7 @@ workers when the server stops.`,
 			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns, ParkAfter: parkAfter}
 			cfg.Options.Park = nil // the server's: --park-after
 			if parkAfter >= 0 {
-				cfg.Options.Park = &engine.Park{After: parkAfter}
+				cfg.Options.Park = &runner.Park{After: parkAfter}
 			}
 			tp, stopTracing, err := server.TracerFromEnv(cmd.Context(), os.LookupEnv, Version)
 			if err != nil {
@@ -320,7 +317,7 @@ refuses it from its next request.`,
 				id, _, _ = strings.Cut(rest, "_") // the whole token was given
 			}
 			if err := r.Tokens().Revoke(cmd.Context(), id); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
+				if errors.Is(err, runner.ErrNoRecord) {
 					return exit(ExitFailed, fmt.Errorf("no token %q; skein token list shows the ids", id))
 				}
 				return exit(ExitFailed, err)

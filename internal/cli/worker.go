@@ -12,7 +12,6 @@ import (
 
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store/postgres"
 )
 
 func workerCmd(e *env) *cobra.Command {
@@ -50,7 +49,7 @@ it).`,
   skein worker --db postgres://skein@db:5432/skein --queues gpu --concurrency 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !postgres.IsURL(e.db) {
+			if !runner.IsDatabaseURL(e.db) {
 				return usagef("skein worker needs --db postgres://user@host:5432/db (or $%s): workers share runs through Postgres", envDB)
 			}
 			if concurrency < 1 {
@@ -84,7 +83,7 @@ it).`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			fmt.Fprintf(e.stderr, "skein worker: working queues %s (%d at once each) of %s\n",
-				strings.Join(queues, ","), concurrency, postgres.Redact(e.db))
+				strings.Join(queues, ","), concurrency, runner.RedactURL(e.db))
 			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate,
 				RescueAfter: rescueAfter, Logger: newLogger(e)})
 			if err != nil {

@@ -208,7 +208,8 @@ func (r *Recorder) offload(s *store.Step) error {
 	return nil
 }
 
-// StepFromRecord converts an engine step record into a store row.
+// StepFromRecord is the step as a store keeps it: the record of run
+// runID, its directives folded into its output.
 func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 	out := rec.Output
 	if len(rec.Directives) > 0 {
@@ -218,13 +219,9 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		}
 		out[directivesKey] = rec.Directives
 	}
-	return &store.Step{
-		RunID: runID, StepOrder: rec.StepOrder, Node: rec.Node, Type: rec.Type, Visit: rec.Visit,
-		Iteration: rec.Iteration, Attempts: rec.Attempts, Status: string(rec.Status), Params: rec.Params,
-		Output: out, Error: rec.Error, ConfigHash: rec.ConfigHash, Cached: rec.Cached, Pinned: rec.Pinned,
-		StartedAt: rec.StartedAt, FinishedAt: rec.FinishedAt, DurationMS: rec.DurationMS, Tokens: rec.Tokens, CostUSD: rec.CostUSD,
-		ProcessGroup: rec.ProcessGroup, Masked: rec.Masked, WakeAt: rec.WakeAt, SkipReason: rec.SkipReason,
-	}
+	s := *rec
+	s.RunID, s.Output, s.Directives = runID, out, nil
+	return &s
 }
 
 // RedactStep returns s with red's secrets masked in its parameters, output

@@ -15,8 +15,8 @@ import (
 func TestPinOfMaskedStepRunsAgain(t *testing.T) {
 	t.Parallel()
 	steps := []*store.Step{
-		{Node: "token", Visit: 1, Status: string(engine.StatusSuccess), Output: map[string]any{"text": "***"}, Masked: true},
-		{Node: "plain", Visit: 1, Status: string(engine.StatusSuccess), Output: map[string]any{"text": "hello"}},
+		{Node: "token", Visit: 1, Status: engine.StatusSuccess, Output: map[string]any{"text": "***"}, Masked: true},
+		{Node: "plain", Visit: 1, Status: engine.StatusSuccess, Output: map[string]any{"text": "hello"}},
 	}
 	r := durable.ForPins(steps, []string{"token", "plain"})
 	got, ok := r.Reuse(engine.ReuseQuery{Node: "token", Visit: 1, Hash: "h1"})

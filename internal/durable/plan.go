@@ -26,11 +26,11 @@ type Verdict struct {
 func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) []Verdict {
 	succeeded := map[string]bool{}
 	masked := map[string]bool{}
-	status := map[string]string{}
+	status := map[string]engine.Status{}
 	for _, s := range steps {
 		status[s.Node] = s.Status
 		// A waiting step did its work: it goes on waiting (see ForResume).
-		if s.Status == string(engine.StatusSuccess) || s.Status == string(engine.StatusWaiting) && s.ConfigHash != "" {
+		if s.Status == engine.StatusSuccess || s.Status == engine.StatusWaiting && s.ConfigHash != "" {
 			succeeded[s.Node] = true
 			masked[s.Node] = masked[s.Node] || s.Masked
 		}
@@ -54,7 +54,7 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 		case plan.Nodes[i].Spec.Role == node.RoleTrigger:
 			v.Action, v.Reason = "reuse", "trigger: the run's inputs"
 		case !succeeded[n.ID] && status[n.ID] != "":
-			v.Reason = "was " + status[n.ID]
+			v.Reason = "was " + string(status[n.ID])
 		case !succeeded[n.ID]:
 			v.Reason = "did not run"
 		case old != nil && changed(old.Node(n.ID), n):
@@ -63,7 +63,7 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 			v.Reason = "its output held a secret, stored masked: not reused"
 		case upstreamRuns != "":
 			v.Reason = "after " + upstreamRuns + ", which runs again"
-		case status[n.ID] == string(engine.StatusWaiting):
+		case status[n.ID] == engine.StatusWaiting:
 			v.Action, v.Reason = "reuse", "waiting, unchanged: waits on until its signal or wake-up time"
 		default:
 			v.Action, v.Reason = "reuse", "succeeded, unchanged"

@@ -38,7 +38,7 @@ func ForResume(steps []*store.Step) *Reuser {
 	byGen := map[key]map[int][]*store.Step{}
 	var keys []key
 	for _, s := range steps {
-		if s.Status != string(engine.StatusSuccess) && s.Status != string(engine.StatusWaiting) || s.ConfigHash == "" {
+		if s.Status != engine.StatusSuccess && s.Status != engine.StatusWaiting || s.ConfigHash == "" {
 			continue
 		}
 		if s.Masked {
@@ -82,7 +82,7 @@ func ForPins(steps []*store.Step, pins []string) *Reuser {
 	}
 	latest := map[key]int{}
 	for _, s := range steps {
-		if !want[s.Node] || s.Status != string(engine.StatusSuccess) {
+		if !want[s.Node] || s.Status != engine.StatusSuccess {
 			continue
 		}
 		k := key{s.Node, s.Visit}

@@ -11,69 +11,18 @@ import (
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// StepRecord is the durable record of one step (one visit of one node), as
-// DESIGN §2.8 and the JSON output describe it.
-type StepRecord struct {
-	StepOrder int            `json:"step_order"`
-	Node      string         `json:"node"`
-	Type      string         `json:"type"`
-	Status    Status         `json:"status"`
-	Visit     int            `json:"visit"`
-	Iteration int            `json:"iteration"`
-	Attempts  int            `json:"attempts"`
-	Params    map[string]any `json:"params,omitempty"`
-	Output    map[string]any `json:"output,omitempty"`
-	Error     *node.Error    `json:"error,omitempty"`
-	Cached    bool           `json:"cached"`
-	Pinned    bool           `json:"pinned"`
-	// Mocked is set when a test's mock answered for the node (Reused.Mocked).
-	Mocked     bool       `json:"mocked,omitempty"`
-	StartedAt  *time.Time `json:"started_at,omitempty"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
-	DurationMS int64      `json:"duration_ms"`
-	Tokens     int        `json:"tokens"`
-	CostUSD    float64    `json:"cost_usd"`
-	// ConfigHash identifies what the step ran (see ConfigHash).
-	ConfigHash string `json:"config_hash,omitempty"`
-	// ProcessGroup is the process group the running step's kind started
-	// (node.Call.ProcessStarted), recorded and flushed as soon as it
-	// starts, so a resume after Skein died can kill what it left running
-	// before it runs the node again. Only a running step holds one: it is 0
-	// once the attempt ends.
-	ProcessGroup int `json:"process_group,omitempty"`
-	// Masked is set when the output held a secret value, so what is
-	// recorded is not what the run saw: a resume runs the node again
-	// rather than reuse "***".
-	Masked bool `json:"masked,omitempty"`
-	// SkipReason says why a skipped step did not run (Skip* constants).
-	SkipReason string `json:"skip_reason,omitempty"`
-	// Directives are the step's _route and other directives, kept so a
-	// reused step routes as the original did.
-	Directives map[string]any `json:"-"`
-	// Retry is set while the step's failed attempt waits to be tried
-	// again, so a display shows one final mark per step.
-	Retry bool `json:"-"`
-	// Loop is the loop context of the step ({item, index, total,
-	// iteration} in a foreach item, {iteration, index} in a loop pass),
-	// for displays; nil outside loop bodies.
-	Loop map[string]any `json:"-"`
-	// WakeAt is, for a step that holds its successors (a wait, a
-	// _delay_seconds, a signal's timeout), when it lets them go on. It is
-	// kept once the wait is over, and an execution that resumes the run
-	// waits until then, not a whole wait more (Options.Wakes).
-	WakeAt *time.Time `json:"wake_at,omitempty"`
-}
-
-// TimedEvent is an event with its time, as written to events.jsonl.
-type TimedEvent struct {
-	Time time.Time `json:"time"`
-	Event
-}
+// StepRecord is the record of one step (package record has it), and
+// TimedEvent an event with its time, as written to events.jsonl.
+type (
+	StepRecord = record.Step
+	TimedEvent = record.TimedEvent
+)
 
 // Recorder receives a run's records as they happen, in order, from one
 // goroutine. The run folder, the database and the progress display are

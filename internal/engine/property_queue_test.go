@@ -103,7 +103,7 @@ func TestSchedulerPropertiesThroughTheQueue(t *testing.T) {
 				at, err := st.RequestCancel(ctx, id, false)
 				require.NoError(t, err)
 				// A run that ended first stays as it ended.
-				cancelled = at.Status == string(engine.RunRunning)
+				cancelled = at.Status == engine.RunRunning
 			}
 			run := awaitQueueRun(t, st, id)
 
@@ -122,10 +122,10 @@ func TestSchedulerPropertiesThroughTheQueue(t *testing.T) {
 			}
 			sort.Strings(outputs)
 			if cancelled {
-				require.Contains(t, []string{"cancelled", "failed"}, run.Status, "a cancelled run\n%s", sc.src)
+				require.Contains(t, []string{"cancelled", "failed"}, string(run.Status), "a cancelled run\n%s", sc.src)
 				return
 			}
-			require.Equal(t, string(local.done.Status), run.Status, "the queue's run ended otherwise than the in-process one\n%s", sc.src)
+			require.Equal(t, string(local.done.Status), string(run.Status), "the queue's run ended otherwise than the in-process one\n%s", sc.src)
 			if !sc.exact() {
 				return
 			}
@@ -157,7 +157,7 @@ func awaitQueueRun(t *testing.T, st *postgres.Store, id string) *store.Run {
 		steps, err := st.Steps(ctx, id)
 		require.NoError(t, err)
 		for _, s := range steps {
-			if s.Status != string(engine.StatusWaiting) {
+			if s.Status != engine.StatusWaiting {
 				continue
 			}
 			err := st.SaveSignal(ctx, &store.Signal{RunID: id, Node: s.Node, Visit: s.Visit, Data: "approved", CreatedAt: signalAt})

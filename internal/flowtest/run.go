@@ -16,7 +16,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -189,7 +189,7 @@ func Run(ctx context.Context, files []*File, opt Options) *Report {
 }
 
 // park ends a case's run when it waits for a signal: nobody would send one.
-var park = &engine.Park{After: time.Minute, SignalsOnly: true}
+var park = &runner.Park{After: time.Minute, SignalsOnly: true}
 
 func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 	start := time.Now()
@@ -234,7 +234,7 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 		out.Error = "the run did not start: " + err.Error()
 		return out
 	}
-	out.ExecutionID, out.Status = res.Run.ID, res.Run.Status
+	out.ExecutionID, out.Status = res.Run.ID, string(res.Run.Status)
 	if res.Err != nil {
 		out.Error = "recording the run: " + res.Err.Error()
 	}
@@ -256,14 +256,14 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 }
 
 // mock is the runner's Options.Mock of the case.
-func (c *Case) mock(q engine.ReuseQuery) (engine.Reused, bool) {
+func (c *Case) mock(q runner.MockQuery) (runner.MockAnswer, bool) {
 	ms, ok := c.Mocks[q.Node]
 	if !ok {
-		return engine.Reused{}, false
+		return runner.MockAnswer{}, false
 	}
 	m := ms[min(max(q.Visit-1, 0), len(ms)-1)]
 	o, d, err := m.answer()
-	return engine.Reused{Mocked: true, Output: o, Directives: d, Err: err}, true
+	return runner.MockAnswer{Output: o, Directives: d, Err: err}, true
 }
 
 // compare checks a run against what a case expects.
@@ -271,7 +271,7 @@ func compare(want Expect, res *runner.Result) []Mismatch {
 	ms := []Mismatch{}
 	er := res.Engine
 	if want.Status == "" {
-		want.Status = string(engine.RunCompleted) // a run that failed fails the case unless it says so
+		want.Status = string(record.RunCompleted) // a run that failed fails the case unless it says so
 	}
 	if string(er.Status) != want.Status {
 		got := any(string(er.Status))
@@ -290,14 +290,14 @@ func compare(want Expect, res *runner.Result) []Mismatch {
 	}
 	for _, id := range sortedKeys(want.Steps) {
 		se := want.Steps[id]
-		var last *engine.StepRecord
+		var last *record.Step
 		visits := 0
 		for _, s := range er.Steps {
 			if s.Node != id {
 				continue
 			}
 			last = s
-			if s.Status != engine.StatusSkipped && s.Status != engine.StatusPending {
+			if s.Status != record.StatusSkipped && s.Status != record.StatusPending {
 				visits++
 			}
 		}

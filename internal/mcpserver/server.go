@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -276,6 +277,25 @@ func New(serving context.Context, cfg Config) *Server {
 // resources of its own beside Skein's.
 func (s *Server) MCP() *sdk.Server { return s.mcp }
 
+// nullableMaps lets every map in s be null: a nil map (a step without
+// output) is encoded as null, as the run document's schema says.
+func nullableMaps(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if s.Type == "object" && s.Properties == nil {
+		s.Type, s.Types = "", []string{"null", "object"}
+	}
+	for _, p := range s.Properties {
+		nullableMaps(p)
+	}
+	nullableMaps(s.Items)
+	nullableMaps(s.AdditionalProperties)
+	for _, d := range s.Defs {
+		nullableMaps(d)
+	}
+}
+
 // AddTool adds a tool whose schemas come from In and Out. A handler's
 // *node.Error becomes a tool error (isError) whose text is that error as
 // JSON; it carries no structured content, which clients would check
@@ -286,6 +306,7 @@ func AddTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, 
 		if err != nil {
 			panic(fmt.Sprintf("tool %s: output schema: %v", t.Name, err))
 		}
+		nullableMaps(schema)
 		t.OutputSchema = schema
 	}
 	// Out is erased to any so that an error result keeps no structured
@@ -359,7 +380,10 @@ func listRunsSchema() *jsonschema.Schema {
 	if err != nil {
 		panic(fmt.Sprintf("list_runs: input schema: %v", err))
 	}
-	s.Properties["status"].Enum = []any{"pending", "running", "waiting", "completed", "failed", "cancelled"}
+	s.Properties["status"].Enum = []any{
+		record.RunPending, record.RunRunning, record.RunWaiting,
+		record.RunCompleted, record.RunFailed, record.RunCancelled,
+	}
 	s.Properties["limit"].Minimum = new(0.0)
 	return s
 }
@@ -486,7 +510,7 @@ func (s *Server) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, *nod
 		return out, toolError(err)
 	}
 	for _, run := range runs {
-		out.Runs = append(out.Runs, runSummary{ID: run.ID, Workflow: run.Workflow, Status: run.Status, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt})
+		out.Runs = append(out.Runs, runSummary{ID: run.ID, Workflow: run.Workflow, Status: string(run.Status), StartedAt: run.StartedAt, FinishedAt: run.FinishedAt})
 	}
 	return out, nil
 }
@@ -526,7 +550,7 @@ func (s *Server) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.Erro
 	if err != nil {
 		return cancelOut{}, toolError(err)
 	}
-	return cancelOut{ExecutionID: run.ID, Status: run.Status}, nil
+	return cancelOut{ExecutionID: run.ID, Status: string(run.Status)}, nil
 }
 
 func (s *Server) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.Error) {

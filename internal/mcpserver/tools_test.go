@@ -16,7 +16,6 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/mcpserver"
 	"github.com/skeinhq/skein/internal/runner"
 	_ "github.com/skeinhq/skein/node/standard"
@@ -93,7 +92,7 @@ func serveMCP(t *testing.T, dir string, hc mcpserver.HTTPConfig) (url string, st
 // returned, for signal_run to continue.
 func config(dir string) mcpserver.Config {
 	return mcpserver.Config{Runner: runner.Config{Dir: dir},
-		Options: runner.Options{Park: &engine.Park{After: time.Minute, SignalsOnly: true}}}
+		Options: runner.Options{Park: &runner.Park{After: time.Minute, SignalsOnly: true}}}
 }
 
 type bearer struct{ token string }
@@ -253,7 +252,7 @@ func TestMCPTools(t *testing.T) {
 		t.Parallel()
 		res := callTool(t, cs, "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Paris"}})
 		run := toolResult[mcpRun](t, res)
-		require.Equal(t, "completed", run.Status)
+		require.Equal(t, "completed", string(run.Status))
 		require.Equal(t, "Paris for 3 days", run.Outputs["text"])
 		require.NotEmpty(t, run.ID)
 		require.Len(t, run.Steps, 2)
@@ -261,7 +260,7 @@ func TestMCPTools(t *testing.T) {
 
 		got := toolResult[mcpRun](t, callTool(t, cs, "get_run", map[string]any{"id": run.ID}))
 		require.Equal(t, run.ID, got.ID)
-		require.Equal(t, "completed", got.Status)
+		require.Equal(t, "completed", string(got.Status))
 		require.Equal(t, run.Outputs, got.Outputs)
 		require.Len(t, got.Steps, 2)
 		require.True(t, filepath.IsAbs(got.File), got.File)
@@ -279,7 +278,7 @@ func TestMCPTools(t *testing.T) {
 			if r.ID == run.ID {
 				found = true
 				require.Equal(t, "ok", r.Workflow)
-				require.Equal(t, "completed", r.Status)
+				require.Equal(t, "completed", string(r.Status))
 				require.NotEmpty(t, r.StartedAt)
 				require.NotNil(t, r.FinishedAt)
 			}
@@ -309,13 +308,13 @@ func TestMCPTools(t *testing.T) {
 		flaky := writeFile(t, "flaky.yaml", flakyWorkflow)
 		marker := filepath.Join(t.TempDir(), "marker")
 		run := toolResult[mcpRun](t, callTool(t, cs, "run_workflow", map[string]any{"file": flaky, "inputs": map[string]any{"marker": marker}}))
-		require.Equal(t, "failed", run.Status, "a failed run is a result")
+		require.Equal(t, "failed", string(run.Status), "a failed run is a result")
 		require.NotNil(t, run.Error)
 
 		require.NoError(t, os.WriteFile(marker, nil, 0o600))
 		resumed := toolResult[mcpRun](t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
 		require.Equal(t, run.ID, resumed.ID)
-		require.Equal(t, "completed", resumed.Status)
+		require.Equal(t, "completed", string(resumed.Status))
 
 		again := toolError(t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
 		require.Equal(t, "completed", again.Code, "as skein resume and the HTTP API say it")
@@ -433,14 +432,14 @@ func TestMCPStopCancelsRuns(t *testing.T) {
 	c := <-calls
 	require.NoError(t, c.err)
 	run := toolResult[mcpRun](t, c.res)
-	require.Equal(t, "cancelled", run.Status)
+	require.Equal(t, "cancelled", string(run.Status))
 
 	r, err := runner.OpenExisting(runner.Config{Dir: dir})
 	require.NoError(t, err)
 	defer r.Close()
 	doc, err := r.Get(context.Background(), run.ID)
 	require.NoError(t, err)
-	require.Equal(t, "cancelled", doc.Status, "the run is recorded cancelled")
+	require.Equal(t, "cancelled", string(doc.Status), "the run is recorded cancelled")
 }
 
 func mustJSON(t *testing.T, v any) string {

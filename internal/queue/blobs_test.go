@@ -139,7 +139,7 @@ func TestBigValuesCrossWorkers(t *testing.T) {
 
 			run := b.start(t, handOff, nil)
 			done := b.wait(t, run.ID)
-			require.Equal(t, "completed", done.Status, "%v", done.Error)
+			require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 			require.EqualValues(t, len(bigText), done.Outputs["len"], "worker B got the whole value")
 			out, ok := done.Outputs["text"].(*blob.Blob)
 			require.True(t, ok, "a big output of the run is a reference, got %T", done.Outputs["text"])
@@ -229,7 +229,7 @@ secrets: [TOKEN]
 nodes:
   - {id: leak, type: leaker, secret: "{{ secrets.TOKEN }}"}
 `, nil)
-	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
 	step := b.steps(t, run.ID)["leak"][0]
 	require.True(t, step.Masked, "the output held the secret: it is recorded masked")
 	arts := step.Output["_directives"].(map[string]any)[queue.ArtifactsKey].(map[string]any)
@@ -291,7 +291,7 @@ outputs:
 		Secrets: func(*workflow.Workflow) (map[string]string, error) { return map[string]string{"TOKEN": secret}, nil }})
 	run := b.start(t, flow, nil)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	require.Equal(t, true, done.Outputs["same"], "the other worker read the sealed output")
 }
 
@@ -336,7 +336,7 @@ edges:
   - {from: start, to: consume}
 `, map[string]any{"text": bigText})
 	end := b.wait(t, run.ID)
-	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 	steps := b.steps(t, run.ID)
 	sum := sha256.Sum256([]byte(bigText))
 	require.Equal(t, hex.EncodeToString(sum[:]), steps["consume"][0].Output["sha256"], "the worker read the input whole")

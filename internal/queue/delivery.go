@@ -84,7 +84,7 @@ func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration { retur
 // owes and its job, when its workflow delivers for fin's status.
 func (d *Driver) oweDelivery(w *write, fin *store.Run) {
 	env := w.st.env
-	if env.run.ParentID != "" || !env.w.Delivery.Delivers(fin.Status) {
+	if env.run.ParentID != "" || !env.w.Delivery.Delivers(string(fin.Status)) {
 		return
 	}
 	gen := max(env.run.Generation, 1)

@@ -290,7 +290,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 	abs, _ := filepath.Abs(w.File)
 	run := &store.Run{
 		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
-		Status: string(engine.RunRunning), Inputs: req.Inputs, StartedAt: d.now(),
+		Status: engine.RunRunning, Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 	}
 	env, err := d.newEnv(ctx, run)
@@ -504,15 +504,6 @@ func (d *Driver) readRun(ctx context.Context, id string) (*store.Run, error) {
 	return d.cfg.Store.Run(ctx, id)
 }
 
-// ended reports whether a stored run status is final.
-func ended(status string) bool {
-	switch engine.RunStatus(status) {
-	case engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
-		return true
-	}
-	return false
-}
-
 // work runs one task job: it finds the task in the run's state, runs it,
 // and records its outcome.
 func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
@@ -709,7 +700,7 @@ func (d *Driver) envOf(ctx context.Context, runID string) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ended(run.Status) {
+	if run.Status.Final() {
 		d.forget(run.ID)
 		return nil, nil
 	}
@@ -728,7 +719,7 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 		if err != nil {
 			return nil, nil, err
 		}
-		if ended(run.Status) {
+		if run.Status.Final() {
 			d.forget(run.ID)
 			return run, nil, nil
 		}
@@ -759,7 +750,7 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 			return nil, nil, err
 		}
 	}
-	if ended(run.Status) {
+	if run.Status.Final() {
 		d.drop(env.id)
 		d.forget(run.ID)
 		return run, nil, nil
@@ -939,7 +930,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		if err != nil {
 			return err
 		}
-		if ended(pre.Status) {
+		if pre.Status.Final() {
 			d.forget(runID)
 			return nil
 		}
@@ -979,7 +970,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 	} else if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
-	if ended(run.Status) {
+	if run.Status.Final() {
 		d.forget(runID)
 		return nil
 	}
@@ -1220,7 +1211,7 @@ func (d *Driver) finish(st *state) *store.Run {
 		outs = map[string]any{}
 	}
 	now := d.now()
-	r := &store.Run{ID: st.env.id, Status: string(status), Outputs: outs, Error: runErr, FinishedAt: &now,
+	r := &store.Run{ID: st.env.id, Status: status, Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
 	r = durable.RedactRun(st.env.red, r)
 	// Kept in the shared store, which writes on connections of its own:
@@ -1232,7 +1223,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	if keepErr != nil {
 		c.Outputs = map[string]any{}
 		if c.Error == nil {
-			c.Status, c.Error = string(engine.RunFailed), keepErr
+			c.Status, c.Error = engine.RunFailed, keepErr
 		}
 	}
 	return &c

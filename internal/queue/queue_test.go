@@ -263,13 +263,13 @@ func TestHelloThroughTheQueue(t *testing.T) {
 	require.NoError(t, err)
 	run := b.start(t, string(src), map[string]any{"who": "Ada"})
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	require.Equal(t, "Hello, Ada!", done.Outputs["greeting"])
 	require.EqualValues(t, 3, done.Outputs["length"])
 	steps := b.steps(t, run.ID)
 	for _, id := range []string{"start", "greet", "measure"} {
 		require.Len(t, steps[id], 1, id)
-		require.Equal(t, "success", steps[id][0].Status, id)
+		require.Equal(t, "success", string(steps[id][0].Status), id)
 	}
 	require.True(t, done.LeaseExpired, "a finished run has no owner")
 }
@@ -280,10 +280,10 @@ func TestFanOutJoinFiresOnce(t *testing.T) {
 	const n = 24
 	run := b.start(t, fanOutFlow(n), nil)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	steps := b.steps(t, run.ID)
 	require.Len(t, steps["join"], 1, "the join ran more than once")
-	require.Equal(t, "success", steps["join"][0].Status)
+	require.Equal(t, "success", string(steps["join"][0].Status))
 	require.Len(t, steps["total"], 1)
 	for i := range n {
 		require.Len(t, steps[fmt.Sprintf("b%d", i)], 1)
@@ -312,7 +312,7 @@ edges:
   - {from: start, to: shaky}
 `, nil)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	steps := b.steps(t, run.ID)
 	require.Len(t, steps["shaky"], 1)
 	require.Equal(t, 2, steps["shaky"][0].Attempts)
@@ -338,7 +338,7 @@ edges:
 `, nil)
 	done := b.wait(t, run.ID)
 	took := time.Since(began)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	require.GreaterOrEqual(t, took, time.Second, "the wait is not cut short")
 	require.Less(t, took, 2500*time.Millisecond, "the wait ends when it is due, not at River's next scheduler pass")
 }
@@ -368,7 +368,7 @@ edges:
 	go func() { done <- d.Work(ctx, time.Second) }()
 	defer func() { stop(); require.NoError(t, <-done) }()
 	end := b.wait(t, run.ID)
-	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 }
 
 func TestCancelReachesWorkers(t *testing.T) {
@@ -387,13 +387,13 @@ edges:
 	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
 	require.NoError(t, err)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "cancelled", done.Status)
+	require.Equal(t, "cancelled", string(done.Status))
 	steps := b.steps(t, run.ID)
 	for _, s := range steps["after"] {
-		require.Equal(t, "skipped", s.Status, "a node ran after the cancel")
+		require.Equal(t, "skipped", string(s.Status), "a node ran after the cancel")
 	}
 	require.Len(t, steps["nap"], 1)
-	require.NotEqual(t, "success", steps["nap"][0].Status, "the wait ended as if its hour had passed")
+	require.NotEqual(t, "success", string(steps["nap"][0].Status), "the wait ended as if its hour had passed")
 }
 
 // released counts the services a worker released.
@@ -417,7 +417,7 @@ func TestWorkerReleasesTheServicesOfEndedRuns(t *testing.T) {
 	defer func() { stop(); require.NoError(t, <-done) }()
 	for range 3 {
 		run := b.start(t, fanOutFlow(3), nil)
-		require.Equal(t, "completed", b.wait(t, run.ID).Status)
+		require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
 	}
 	require.Eventually(t, func() bool { return rel.n.Load() == made.Load() }, 10*time.Second, 10*time.Millisecond,
 		"the worker holds the services of runs that ended (%d made, %d released)", made.Load(), rel.n.Load())
@@ -466,7 +466,7 @@ func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
 	stop()
 	require.NoError(t, <-done)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "pending", steps["hold"][0].Status, "the stopped attempt went back to the queue, recording nothing")
+	require.Equal(t, "pending", string(steps["hold"][0].Status), "the stopped attempt went back to the queue, recording nothing")
 	require.Nil(t, steps["hold"][0].Output)
 
 	second, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
@@ -481,7 +481,7 @@ func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
 	go func() { done2 <- second.Work(w2ctx, time.Second) }()
 	defer func() { stop2(); require.NoError(t, <-done2) }()
 	end := b.wait(t, run.ID)
-	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 	steps = b.steps(t, run.ID)
 	require.Equal(t, true, steps["hold"][0].Output["again"])
 	require.Equal(t, 1, steps["hold"][0].Attempts, "the node's own attempt count is unchanged")
@@ -523,7 +523,7 @@ func TestEventsOfARunningNodeAreLive(t *testing.T) {
 		return false
 	}, 10*time.Second, 10*time.Millisecond, "the running node's event was not recorded")
 	close(release)
-	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
 }
 
 // TestQueuedNodeIsPendingUntilAWorkerTakesIt: a released node's step is
@@ -534,7 +534,7 @@ func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
 	b := setup(t, 0)
 	run := b.start(t, "version: 1\nname: one\nnodes:\n  - {id: only, type: set, values: {x: 1}}\n", nil)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "pending", steps["only"][0].Status)
+	require.Equal(t, "pending", string(steps["only"][0].Status))
 	require.Nil(t, steps["only"][0].StartedAt)
 	started := func() int {
 		evs, err := b.st.Events(context.Background(), run.ID, 0, 100)
@@ -556,10 +556,10 @@ func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- d.Work(ctx, time.Second) }()
 	defer func() { stop(); require.NoError(t, <-done) }()
-	require.Equal(t, "completed", b.wait(t, run.ID).Status)
+	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
 	require.Equal(t, 1, started())
 	steps = b.steps(t, run.ID)
-	require.Equal(t, "success", steps["only"][0].Status)
+	require.Equal(t, "success", string(steps["only"][0].Status))
 	require.NotNil(t, steps["only"][0].StartedAt)
 }
 
@@ -579,7 +579,7 @@ func TestEventsOfEachNodeKeepTheirOrder(t *testing.T) {
 	}
 	run := b.start(t, fmt.Sprintf(fanOut, nodes, edges), nil)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	evs, err := b.st.Events(context.Background(), run.ID, 0, 10_000)
 	require.NoError(t, err)
 	seen := map[string][]string{}
@@ -596,7 +596,7 @@ func TestEventsOfEachNodeKeepTheirOrder(t *testing.T) {
 	steps := b.steps(t, run.ID)
 	for i := range n {
 		s := steps[fmt.Sprintf("b%d", i)][0]
-		require.Equal(t, "success", s.Status)
+		require.Equal(t, "success", string(s.Status))
 		require.NotNil(t, s.StartedAt)
 		if i%2 == 1 {
 			require.GreaterOrEqual(t, s.FinishedAt.Sub(*s.StartedAt), 30*time.Millisecond, "a step starts when its node does")
@@ -623,7 +623,7 @@ func TestWideFanOutOnWorkersSharingAPool(t *testing.T) {
 	}
 	run := b.start(t, fanOutFlow(200), nil)
 	end := b.wait(t, run.ID)
-	require.Equal(t, "completed", end.Status, "%v", end.Error)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 	require.Len(t, b.steps(t, run.ID)["join"], 1)
 }
 
@@ -646,12 +646,12 @@ edges:
   - {from: two, to: three}
 `, nil)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "failed", done.Status)
+	require.Equal(t, "failed", string(done.Status))
 	require.Equal(t, 1400, done.Tokens)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "success", steps["two"][0].Status, "%v", steps["two"][0].Error)
+	require.Equal(t, "success", string(steps["two"][0].Status), "%v", steps["two"][0].Error)
 	three := steps["three"][0]
-	require.Equal(t, "failed", three.Status)
+	require.Equal(t, "failed", string(three.Status))
 	require.Equal(t, "budget_exceeded", three.Error.Category)
 	require.Contains(t, three.Error.Message, "1400 tokens used, limits.max_tokens is 1000")
 }
@@ -693,7 +693,7 @@ outputs:
 		Workflow: w, Source: []byte(src), Trigger: "hook", Payload: map[string]any{"body": map[string]any{"n": 7}}})
 	require.NoError(t, err)
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	read := b.steps(t, run.ID)["read"]
 	require.Len(t, read, 1)
 	require.EqualValues(t, 7, read[0].Output["from_hook"], "the trigger node's output")
@@ -721,7 +721,7 @@ edges:
 `, nil)
 	require.Equal(t, at, run.StartedAt.UTC())
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	require.Equal(t, at, done.StartedAt.UTC())
 	require.NotNil(t, done.FinishedAt)
 	require.Equal(t, at, done.FinishedAt.UTC())
@@ -862,7 +862,7 @@ nodes:
 	}, 30*time.Second, 10*time.Millisecond, "victim was not run again after its worker was lost")
 	bystander.release()
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 
 	steps := b.steps(t, run.ID)
 	require.Equal(t, 2, steps["victim"][0].Attempts, "the lost attempt took one retry")
@@ -871,7 +871,7 @@ nodes:
 	require.Len(t, retries, 1)
 	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node victim")
 
-	require.Equal(t, "success", steps["bystander"][0].Status)
+	require.Equal(t, "success", string(steps["bystander"][0].Status))
 	require.Equal(t, 1, steps["bystander"][0].Attempts, "the other worker's attempt was not counted lost")
 	require.EqualValues(t, 1, steps["bystander"][0].Output["attempt"])
 	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "bystander"))
@@ -915,9 +915,9 @@ nodes:
 	work(queue.Config{Queues: map[string]int{"c": 1}})
 
 	done := b.wait(t, run.ID)
-	require.Equal(t, "completed", done.Status, "%v", done.Error)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	steps := b.steps(t, run.ID)
-	require.Equal(t, "success", steps["once"][0].Status)
+	require.Equal(t, "success", string(steps["once"][0].Status))
 	require.Equal(t, 1, steps["once"][0].Attempts, "no attempt was lost: the node never began")
 	require.Empty(t, eventsOf(t, b, run.ID, engine.EventRetry, "once"))
 }

@@ -226,7 +226,7 @@ func (d *Driver) Wait(ctx context.Context, runID string, interval time.Duration)
 		if err != nil {
 			return nil, err
 		}
-		if ended(run.Status) {
+		if run.Status.Final() {
 			return run, nil
 		}
 		select {

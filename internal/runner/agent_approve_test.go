@@ -92,7 +92,7 @@ func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 		{Text: "wrote a.txt; b.txt was refused", Usage: tokens},
 	})
 	res := b.start(t, approvingAgentOn(string(flavor), modelName, model.BaseURL(), fs.URL), runner.Options{Park: park})
-	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "waiting", string(res.Run.Status), "%+v", res.Run.Error)
 	id := res.Run.ID
 	require.Equal(t, 1, model.Calls())
 	require.NoFileExists(t, filepath.Join(out, "a.txt"), "nothing runs before the approval")
@@ -100,8 +100,8 @@ func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 	doc, err := b.r.Get(b.ctx, id)
 	require.NoError(t, err)
 	step := stepOf(doc, "writer")
-	require.Equal(t, "waiting", step.Status)
-	approval := step.Output.(map[string]any)["approval"].(map[string]any)
+	require.Equal(t, "waiting", string(step.Status))
+	approval := step.Output["approval"].(map[string]any)
 	require.Equal(t, "fs.write_file", approval["tool"])
 	require.Equal(t, map[string]any{"path": "a.txt", "content": "first"}, approval["arguments"])
 
@@ -111,7 +111,7 @@ func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: id, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
 	require.NoError(t, again.Err)
-	require.Equal(t, "waiting", again.Run.Status, "the second call waits too: %+v", again.Run.Error)
+	require.Equal(t, "waiting", string(again.Run.Status), "the second call waits too: %+v", again.Run.Error)
 	require.FileExists(t, filepath.Join(out, "a.txt"), "the approved call ran")
 	require.NoFileExists(t, filepath.Join(out, "b.txt"))
 	require.Equal(t, 2, model.Calls())
@@ -122,7 +122,7 @@ func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: id, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
 	require.NoError(t, done.Err)
-	require.Equal(t, "completed", done.Run.Status, "%+v", done.Run.Error)
+	require.Equal(t, "completed", string(done.Run.Status), "%+v", done.Run.Error)
 	require.Equal(t, "wrote a.txt; b.txt was refused", done.Run.Outputs["answer"])
 	require.NoFileExists(t, filepath.Join(out, "b.txt"), "the denied call did not run")
 	require.Equal(t, 3, model.Calls(), "the model was asked once per turn")
@@ -134,9 +134,9 @@ func testAgentApproval(t *testing.T, flavor llmtest.Flavor, modelName string) {
 	doc, err = b.r.Get(b.ctx, id)
 	require.NoError(t, err)
 	step = stepOf(doc, "writer")
-	require.Equal(t, "success", step.Status)
-	require.EqualValues(t, 2, step.Output.(map[string]any)["tool_calls"])
-	require.EqualValues(t, 300, step.Output.(map[string]any)["usage"].(map[string]any)["total_tokens"],
+	require.Equal(t, "success", string(step.Status))
+	require.EqualValues(t, 2, step.Output["tool_calls"])
+	require.EqualValues(t, 300, step.Output["usage"].(map[string]any)["total_tokens"],
 		"the step's usage adds up its parts (its record's tokens are what each execution spent)")
 }
 
@@ -172,7 +172,7 @@ func TestAgentApprovalLive(t *testing.T) {
 	}
 	select {
 	case res := <-done:
-		require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+		require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not take its signals")
 	}
@@ -211,7 +211,7 @@ func TestAgentApprovalMasksSecrets(t *testing.T) {
 	require.NoError(t, err)
 	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
-	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "waiting", string(res.Run.Status), "%+v", res.Run.Error)
 	doc, err := r.Get(t.Context(), res.Run.ID)
 	require.NoError(t, err)
 	shown, err := json.Marshal(stepOf(doc, "writer").Output)
@@ -229,7 +229,7 @@ func TestAgentApprovalMasksSecrets(t *testing.T) {
 	require.NoError(t, err)
 	done, err := r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
-	require.Equal(t, "completed", done.Run.Status, "%+v", done.Run.Error)
+	require.Equal(t, "completed", string(done.Run.Status), "%+v", done.Run.Error)
 	content, err := os.ReadFile(filepath.Join(out, "a.txt"))
 	require.NoError(t, err)
 	require.Equal(t, "the note is hush-0123456789", string(content), "the tool got the real value")

@@ -67,7 +67,7 @@ func TestAgentWorkflowTool(t *testing.T) {
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
 	require.Equal(t, "take an umbrella", res.Run.Outputs["answer"])
 	require.Equal(t, 600, res.Run.Tokens, "the agent's turns and the child's call")
 
@@ -93,7 +93,7 @@ func TestAgentWorkflowTool(t *testing.T) {
 	require.NoError(t, err)
 	ids := map[string]string{}
 	for _, k := range kids {
-		ids[k.ID] = k.Status
+		ids[k.ID] = string(k.Status)
 	}
 	require.Equal(t, "completed", ids[res.Run.ID+".agent1.lookup1"], "the call is a child run: %v", ids)
 }
@@ -113,7 +113,7 @@ func TestAgentWorkflowToolBudget(t *testing.T) {
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 2, srv.Calls(), "no model call after the budget is spent")
 	require.Equal(t, 400, res.Run.Tokens)
 	require.NotNil(t, res.Run.Error)
@@ -188,13 +188,13 @@ func TestAgentWorkflowToolResume(t *testing.T) {
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 3, srv.Calls())
 
 	srv.Push(call, llmtest.Reply("take an umbrella"))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", again.Run.Status, "%+v", again.Run.Error)
+	require.Equal(t, "completed", string(again.Run.Status), "%+v", again.Run.Error)
 	require.Equal(t, 5, srv.Calls(), "the agent's two turns; the child's model was not asked again")
 	require.JSONEq(t, `{"forecast": "rain", "execution_id": "`+res.Run.ID+`.agent1.lookup1"}`, toolResult(t, srv.Last(), "c1"))
 }
@@ -217,7 +217,7 @@ nodes:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
 	require.Equal(t, []string{"fs__write_file"}, func() (names []string) {
 		for _, tl := range srv.Last().Tools {
 			names = append(names, tl.Name)
@@ -238,12 +238,12 @@ func TestAgentWorkflowToolApproval(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "lookup.yaml"), []byte(lookupChild(srv.BaseURL())), 0o644))
 	src := strings.Replace(agentWithTools(srv.BaseURL(), ""), "    tools:", "    approve_tools: [lookup]\n    tools:", 1)
 	res := b.start(t, src, runner.Options{Park: park})
-	require.Equal(t, "waiting", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "waiting", string(res.Run.Status), "%+v", res.Run.Error)
 	_, err := b.r.Signal(b.ctx, runner.SignalRequest{RunID: res.Run.ID, Node: "agent", Data: map[string]any{"approved": false}})
 	require.NoError(t, err)
 	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
-	require.Equal(t, "completed", done.Run.Status, "%+v", done.Run.Error)
+	require.Equal(t, "completed", string(done.Run.Status), "%+v", done.Run.Error)
 	require.Equal(t, "no lookup then", done.Run.Outputs["answer"])
 	require.Contains(t, toolResult(t, srv.Last(), "c1"), "did not approve this call of lookup")
 	kids, err := b.r.List(b.ctx, runner.ListRequest{Parent: res.Run.ID})
@@ -266,14 +266,14 @@ func TestAgentWorkflowToolFails(t *testing.T) {
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
 	require.Equal(t, "the lookup failed", res.Run.Outputs["answer"])
 	result := toolResult(t, srv.Last(), "c1")
 	require.Contains(t, result, "error: child workflow lookup.yaml failed")
 	kids, err := b.r.List(b.ctx, runner.ListRequest{Parent: res.Run.ID})
 	require.NoError(t, err)
 	require.Len(t, kids, 1)
-	require.Equal(t, "failed", kids[0].Status)
+	require.Equal(t, "failed", string(kids[0].Status))
 }
 
 // allowed_tools narrows the MCP tools only: a workflow tool is offered as
@@ -300,7 +300,7 @@ nodes:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status, "%+v", res.Run.Error)
+	require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
 	var names []string
 	for _, tl := range srv.Last().Tools {
 		names = append(names, tl.Name)

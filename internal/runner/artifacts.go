@@ -14,6 +14,7 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -21,11 +22,7 @@ import (
 var ErrNoArtifact = errors.New("no such artifact")
 
 // ArtifactDoc is a file a node saved, as the run's document lists it.
-type ArtifactDoc struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
-}
+type ArtifactDoc = record.Artifact
 
 // stepArtifacts lists the artifacts a queued step keeps in the blob store
 // (its queue.ArtifactsKey directive), by name.

@@ -65,7 +65,7 @@ func stepOutput(t *testing.T, doc *runner.RunDoc, node string) map[string]any {
 	t.Helper()
 	for _, s := range doc.Steps {
 		if s.Node == node {
-			out, _ := s.Output.(map[string]any)
+			out := s.Output
 			return out
 		}
 	}
@@ -85,7 +85,7 @@ func TestABigOutputReachesDownstreamWhole(t *testing.T) {
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
 	require.NoError(t, res.Err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 
 	want := fileSum(t, filepath.Join(b.dir, "big.bin"))
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
@@ -134,13 +134,13 @@ func TestResumeReusesABigStep(t *testing.T) {
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status, "gate is closed")
+	require.Equal(t, "failed", string(res.Run.Status), "gate is closed")
 
 	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
 	require.NoError(t, again.Err)
-	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "completed", string(again.Run.Status))
 
 	count, err := os.ReadFile(filepath.Join(b.dir, "big.bin.count"))
 	require.NoError(t, err)
@@ -164,11 +164,11 @@ func TestPinnedBigOutputOutlivesItsRun(t *testing.T) {
 	require.NoError(t, err)
 	first, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", first.Run.Status)
+	require.Equal(t, "completed", string(first.Run.Status))
 
 	second, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: first.Run.ID, Pins: []string{"big"}})
 	require.NoError(t, err)
-	require.Equal(t, "completed", second.Run.Status)
+	require.Equal(t, "completed", string(second.Run.Status))
 	require.NoError(t, os.RemoveAll(first.Run.Dir))
 
 	doc, err := b.r.Get(b.ctx, second.Run.ID)
@@ -212,7 +212,7 @@ edges:
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
 	require.NoError(t, res.Err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)
 	done := stepOutput(t, doc, "done")
@@ -309,7 +309,7 @@ edges:
 		if s.Node != "item" {
 			continue
 		}
-		switch s.Output.(map[string]any)["stdout"].(type) {
+		switch s.Output["stdout"].(type) {
 		case string:
 			kept++
 		case *blob.Blob:
@@ -430,7 +430,7 @@ func TestOnDemandFolderIsMadeForABigValue(t *testing.T) {
 		r, dir, _ := setup(t)
 		res := start(t, r, dir, true, "")
 		require.NoError(t, res.Err)
-		require.Equal(t, "completed", res.Run.Status)
+		require.Equal(t, "completed", string(res.Run.Status))
 		doc, err := r.Get(t.Context(), res.Run.ID)
 		require.NoError(t, err)
 		require.Equal(t, "100000", doc.Outputs["bytes"], "the next node read the value whole")
@@ -453,7 +453,7 @@ func TestOnDemandFolderIsMadeForABigValue(t *testing.T) {
 		r, dir, _ := setup(t)
 		res := start(t, r, dir, false, "")
 		require.NoError(t, res.Err)
-		require.Equal(t, "completed", res.Run.Status)
+		require.Equal(t, "completed", string(res.Run.Status))
 		require.NoDirExists(t, res.Run.Dir, "a run that keeps nothing gets no folder")
 	})
 
@@ -466,7 +466,7 @@ func TestOnDemandFolderIsMadeForABigValue(t *testing.T) {
 		folder := filepath.Join(runs, started.Format("2006-01-02_15-04-05")+"_link00000001")
 		require.NoError(t, os.Symlink(elsewhere, folder))
 		res := start(t, r, dir, true, "link00000001")
-		require.Equal(t, "failed", res.Run.Status)
+		require.Equal(t, "failed", string(res.Run.Status))
 		require.NotNil(t, res.Run.Error)
 		require.Equal(t, "big_value", res.Run.Error.Code, "the failure says a big value could not be kept")
 		require.Contains(t, res.Run.Error.Message, "writing a big value to "+filepath.Join(folder, "blobs"))

@@ -74,7 +74,7 @@ func TestSubworkflowBudgets(t *testing.T) {
 			require.NoError(t, err)
 			res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 			require.NoError(t, err)
-			require.Equal(t, "failed", res.Run.Status)
+			require.Equal(t, "failed", string(res.Run.Status))
 			require.Equal(t, tc.wantTokens, res.Run.Tokens, "the run's tokens")
 			require.Equal(t, tc.wantTokens/700, srv.Calls(), "model calls")
 			step := res.Engine.Steps[0]
@@ -114,13 +114,13 @@ edges:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 600, res.Run.Tokens)
 
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "failed", again.Run.Status)
+	require.Equal(t, "failed", string(again.Run.Status))
 	require.Equal(t, 1200, again.Run.Tokens, "both executions' spend")
 	require.Equal(t, 2, srv.Calls(), "the third call is over the budget")
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
@@ -133,7 +133,7 @@ edges:
 		}
 	}
 	require.NotNil(t, third)
-	require.Equal(t, "failed", third.Status)
+	require.Equal(t, "failed", string(third.Status))
 	require.Equal(t, "budget_exceeded", third.Error.Category)
 }
 
@@ -177,7 +177,7 @@ edges:
 		}
 	}
 	require.NotNil(t, extract)
-	require.Equal(t, "failed", extract.Status)
+	require.Equal(t, "failed", string(extract.Status))
 	require.Equal(t, 300, extract.Tokens, "both replies of the failed re-ask")
 	require.InDelta(t, (250*0.40+50*1.60)/1e6, extract.CostUSD, 1e-12)
 	require.NotNil(t, doc.Verdict)
@@ -266,7 +266,7 @@ edges:
 			res, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: file,
 				Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }})
 			require.NoError(t, err)
-			require.Equal(t, tc.wantStatus, res.Run.Status, res.Repair.Stopped)
+			require.Equal(t, tc.wantStatus, string(res.Run.Status), res.Repair.Stopped)
 			if tc.limits != "" {
 				require.Equal(t, 1, srv.Calls(), "the repair model is not asked")
 				require.Contains(t, res.Repair.Stopped, "token budget is spent")
@@ -308,7 +308,7 @@ nodes:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 2, srv.Calls())
 	require.Equal(t, 300, res.Engine.Steps[0].Tokens)
 	require.Equal(t, 300, res.Run.Tokens)
@@ -341,13 +341,13 @@ edges:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 600, res.Run.Tokens)
 
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "failed", again.Run.Status)
+	require.Equal(t, "failed", string(again.Run.Status))
 	require.Equal(t, 2, srv.Calls(), "the child's third call is over its own budget")
 	require.Equal(t, "budget_exceeded", again.Engine.Steps[len(again.Engine.Steps)-1].Error.Category)
 	require.Equal(t, 1200, again.Run.Tokens, "each token once")
@@ -375,7 +375,7 @@ nodes:
 	res, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: file,
 		Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.Equal(t, 3, srv.Calls(), res.Repair.Stopped)
 	require.Contains(t, res.Repair.Stopped, "attempts did not fix the workflow")
 	require.Equal(t, 300, res.Repair.Tokens)
@@ -405,7 +405,7 @@ nodes:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 	evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
 	require.NoError(t, err)
 	var warned bool
@@ -485,7 +485,7 @@ nodes:
 	rep, err := b.r.StartRepairing(b.ctx, runner.RepairRequest{File: b.write(t, "fixme.yaml", src),
 		Inputs: func(*workflow.Workflow) (map[string]any, error) { return nil, nil }, Options: runner.Options{Observer: obs}})
 	require.NoError(t, err)
-	require.Equal(t, "completed", rep.Run.Status, rep.Repair.Stopped)
+	require.Equal(t, "completed", string(rep.Run.Status), rep.Repair.Stopped)
 	warned := obs.of("warning")
 	require.Len(t, warned, 1)
 	require.Contains(t, warned[0].Text, "the repair model model-x has no known price, so its cost counts as $0")

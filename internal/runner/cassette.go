@@ -197,7 +197,7 @@ type stepKey struct {
 func lastSteps(hist []*store.Step) map[stepKey]*store.Step {
 	out := map[stepKey]*store.Step{}
 	for _, s := range hist {
-		if s.Status == string(engine.StatusPending) || s.Status == string(engine.StatusRunning) {
+		if s.Status == engine.StatusPending || s.Status == engine.StatusRunning {
 			continue
 		}
 		k := stepKey{s.Node, s.Visit}
@@ -228,8 +228,8 @@ func diverged(recorded map[stepKey]*store.Step, replayed []*engine.StepRecord, r
 		switch {
 		case rec == nil:
 			out = append(out, Divergence{Node: k.node, Visit: k.visit, What: "only_replayed", Replayed: string(s.Status)})
-		case rec.Status != string(s.Status):
-			out = append(out, Divergence{Node: k.node, Visit: k.visit, What: "status", Recorded: rec.Status, Replayed: string(s.Status)})
+		case rec.Status != s.Status:
+			out = append(out, Divergence{Node: k.node, Visit: k.visit, What: "status", Recorded: string(rec.Status), Replayed: string(s.Status)})
 		default:
 			o, _ := red.Map(s.Output)
 			a, b := asJSON(rec.Output), asJSON(o)

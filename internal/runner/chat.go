@@ -52,7 +52,7 @@ func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string,
 // or a list as compact JSON), once the run has completed. A reply over
 // 64 KiB is loaded from its blob.
 func Reply(run *store.Run) (string, bool, error) {
-	if run == nil || run.Status != string(engine.RunCompleted) {
+	if run == nil || run.Status != engine.RunCompleted {
 		return "", false, nil
 	}
 	v, ok := run.Outputs["reply"]

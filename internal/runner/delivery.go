@@ -61,7 +61,7 @@ func deliveryHold(d *workflow.Delivery) time.Duration { return d.Timeout + 30*ti
 // returns that owner; the zero Owner when nothing is owed, or the record
 // failed (the delivery is then made, but not durably).
 func (r *Runner) oweDelivery(ctx context.Context, w *workflow.Workflow, run *store.Run, o Options) store.Owner {
-	if !w.Delivery.Delivers(run.Status) {
+	if !w.Delivery.Delivers(string(run.Status)) {
 		return store.Owner{}
 	}
 	hold := r.newOwner()
@@ -120,13 +120,13 @@ func (r *Runner) deliver(ctx context.Context, w *workflow.Workflow, run *store.R
 	}
 	shown := redact(target)
 	fin := run.FinishedAt
-	data := DeliveryData{ExecutionID: run.ID, Workflow: run.Workflow, Status: run.Status, Trigger: run.Trigger, Generation: run.Generation,
+	data := DeliveryData{ExecutionID: run.ID, Workflow: run.Workflow, Status: string(run.Status), Trigger: run.Trigger, Generation: run.Generation,
 		Outputs: outputsOrEmpty(node.RedactValue(run.Outputs, redact)), Error: run.Error, StartedAt: run.StartedAt, FinishedAt: fin,
 		Tokens: run.Tokens, CostUSD: run.CostUSD}
 	if fin != nil {
 		data.DurationMS = fin.Sub(run.StartedAt).Milliseconds()
 	}
-	body, err := json.Marshal(DeliveryBody{Type: "run." + run.Status, Timestamp: r.clock.Now().UTC(), Data: data})
+	body, err := json.Marshal(DeliveryBody{Type: "run." + string(run.Status), Timestamp: r.clock.Now().UTC(), Data: data})
 	if err != nil {
 		record(EventDeliveryFailed, map[string]any{"attempts": from.made, "error": "encoding the delivery: " + err.Error()})
 		end()
@@ -241,7 +241,7 @@ func (r *Runner) goOnDelivering(ctx context.Context, run *store.Run, generation 
 	if err != nil {
 		return 0, err
 	}
-	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(run.Status) {
+	if run.Generation != generation || run.FinishedAt == nil || !w.Delivery.Delivers(string(run.Status)) {
 		return 0, r.st.EndDelivery(ctx, run.ID, generation, hold.Token)
 	}
 	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/store"
@@ -21,7 +22,7 @@ import (
 type RunDoc struct {
 	ExecutionID string            `json:"execution_id"`
 	Workflow    string            `json:"workflow"`
-	Status      string            `json:"status"`
+	Status      record.RunStatus  `json:"status"`
 	Outputs     map[string]any    `json:"outputs"`
 	Error       *node.Error       `json:"error"`
 	Steps       []StepDoc         `json:"steps"`
@@ -59,40 +60,8 @@ type OwnerDoc struct {
 	LeaseUntil time.Time `json:"lease_until"`
 }
 
-// StepDoc is one step in a RunDoc.
-type StepDoc struct {
-	Node      string `json:"node"`
-	Type      string `json:"type"`
-	Status    string `json:"status"`
-	Visit     int    `json:"visit"`
-	Iteration int    `json:"iteration"`
-	Attempts  int    `json:"attempts"`
-	// SkipReason says why a skipped step did not run: dead_path (a branch
-	// not taken), disabled, cancelled (the run was cancelled first),
-	// run_failed (the run failed first), item_failed (its foreach item
-	// failed, and on_error: continue moved to the next item).
-	SkipReason string `json:"skip_reason,omitempty"`
-	// Params are the node's parameters as they were resolved, secrets
-	// masked; absent for a step that never resolved them.
-	Params map[string]any `json:"params,omitempty"`
-	// Output is the step's output object; null when it has none.
-	Output     any         `json:"output"`
-	Error      *node.Error `json:"error"`
-	Cached     bool        `json:"cached"`
-	Pinned     bool        `json:"pinned"`
-	StartedAt  *time.Time  `json:"started_at"`
-	FinishedAt *time.Time  `json:"finished_at"`
-	DurationMS int64       `json:"duration_ms"`
-	Tokens     int         `json:"tokens"`
-	CostUSD    float64     `json:"cost_usd"`
-	// WakeAt is, for a step that holds its successors (a wait, a
-	// _delay_seconds, a signal's timeout), when it lets them go on.
-	WakeAt *time.Time `json:"wake_at,omitempty"`
-	// Artifacts are the files the node saved on a worker of a queued run,
-	// kept in the blob store (GET /api/runs/{id}/artifacts/{node}/{name});
-	// a local run keeps them in its folder, <node>/artifacts/.
-	Artifacts []ArtifactDoc `json:"artifacts,omitempty"`
-}
+// StepDoc is one step in a RunDoc: the step record (package record).
+type StepDoc = record.Step
 
 // doc builds the document of a run from its records.
 func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *RunDoc {
@@ -116,16 +85,11 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 	}
 	for _, s := range steps {
 		out, directives, _ := durable.Output(s)
-		arts, _ := stepArtifacts(directives)
-		var output any
-		if out != nil {
-			output = out
-		}
-		d.Steps = append(d.Steps, StepDoc{
-			Node: s.Node, Type: s.Type, Status: s.Status, Visit: s.Visit, Iteration: s.Iteration, Attempts: s.Attempts, SkipReason: s.SkipReason, Params: s.Params,
-			Output: output, Error: s.Error, Cached: s.Cached, Pinned: s.Pinned, StartedAt: usecPtr(s.StartedAt), FinishedAt: usecPtr(s.FinishedAt),
-			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, WakeAt: usecPtr(s.WakeAt), Artifacts: arts,
-		})
+		step := *s
+		step.Output, step.Directives = out, nil
+		step.StartedAt, step.FinishedAt, step.WakeAt = usecPtr(s.StartedAt), usecPtr(s.FinishedAt), usecPtr(s.WakeAt)
+		step.Artifacts, _ = stepArtifacts(directives)
+		d.Steps = append(d.Steps, step)
 	}
 	return d
 }

@@ -18,7 +18,7 @@ import (
 func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	step := func(n string, out any) runner.StepDoc {
+	step := func(n string, out map[string]any) runner.StepDoc {
 		return runner.StepDoc{Node: n, Type: "set", Status: "success", Visit: 1, Output: out, StartedAt: &now, FinishedAt: &now,
 			Params: map[string]any{"values": map[string]any{"html": "<b>&</b>", "steps": []any{}}}}
 	}

@@ -3,7 +3,7 @@ package runner
 import (
 	"time"
 
-	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // EventDoc is an event of a run as every front end prints it: a line of
@@ -20,6 +20,6 @@ type EventDoc struct {
 }
 
 // EventLine is ev as an EventDoc.
-func EventLine(ev store.Event) EventDoc {
+func EventLine(ev record.EventRow) EventDoc {
 	return EventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 }

@@ -165,7 +165,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 		run = &store.Run{
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
-			Trigger: j.trigger, Status: string(engine.RunRunning), Inputs: j.inputs, StartedAt: started,
+			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
 		}
 		if err := r.st.CreateRun(ctx, run); err != nil {
@@ -285,7 +285,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
-		Park:    o.Park,
+		Park:    o.Park.engine(),
 		Wakes:   j.wakes,
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
@@ -302,16 +302,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
 	}
-	if mock, reuse := o.Mock, opts.Reuse; mock != nil {
-		opts.Reuse = func(q engine.ReuseQuery) (engine.Reused, bool) {
-			if r, ok := mock(q); ok {
-				return r, true
-			}
-			if reuse != nil {
-				return reuse(q)
-			}
-			return engine.Reused{}, false
-		}
+	if o.Mock != nil {
+		opts.Reuse = mockReuse(o.Mock, opts.Reuse)
 	}
 	opts.Evidence = evidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
@@ -368,7 +360,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		_ = recs.Event(ev)
 	}
 	fin := res.FinishedAt
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+	run.Status, run.Outputs, run.Error, run.FinishedAt = res.Status, res.Outputs, res.Error, &fin
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	_ = rl.Flush() // written once rec.Finish commits it
 	if obs != nil {
@@ -391,7 +383,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
 			runErr = err
 		}
-		if w.Delivery.Delivers(run.Status) {
+		if w.Delivery.Delivers(string(run.Status)) {
 			r.deliver(ctx, w, run, j, secrets, o, hold, goOn{})
 		}
 	}
@@ -452,7 +444,7 @@ func (r *Runner) leave(ctx context.Context, run *store.Run, res *engine.Result, 
 		Data: map[string]any{"reason": "the process running it stopped; resume continues the run"}}})
 	_ = rl.Flush()
 	l.stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunRunning), nil, nil, nil
+	run.Status, run.Outputs, run.Error, run.FinishedAt = engine.RunRunning, nil, nil, nil
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	if err := rec.Finish(run); err != nil && runErr == nil {
 		runErr = err
@@ -500,7 +492,7 @@ func (r *Runner) park(ctx context.Context, run *store.Run, res *engine.Result, r
 		_ = obs.Flush()
 	}
 	l.stop()
-	run.Status, run.Outputs, run.Error, run.FinishedAt = string(engine.RunWaiting), nil, nil, nil
+	run.Status, run.Outputs, run.Error, run.FinishedAt = engine.RunWaiting, nil, nil, nil
 	run.WakeAt = usecPtr(res.WakeAt)
 	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
 	out := &Result{Run: run, Engine: res, Resumed: resumed, redact: red}
@@ -533,7 +525,7 @@ func (r *Runner) release(ctx context.Context, run *store.Run) {
 	}
 	now := r.clock.Now()
 	fin := *run
-	fin.Status, fin.FinishedAt = string(engine.RunFailed), &now
+	fin.Status, fin.FinishedAt = engine.RunFailed, &now
 	if fin.Error == nil {
 		fin.Error = &node.Error{Code: "not_started", Category: node.CategoryInternal, Message: "the run could not start"}
 	}
@@ -721,7 +713,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 				return nil, err
 			}
 			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
-				Status: string(engine.RunRunning), StartedAt: started, Owner: parent.Owner, LeaseTTL: r.cfg.LeaseTTL}
+				Status: engine.RunRunning, StartedAt: started, Owner: parent.Owner, LeaseTTL: r.cfg.LeaseTTL}
 			if err := r.st.CreateRun(bg, child); err != nil {
 				crl.Close()
 				return nil, err
@@ -770,7 +762,7 @@ func (r *Runner) childFactory(ctx context.Context, parent *store.Run, l *lease, 
 			defer l.addChild(id, false)
 			defer crl.Close()
 			fin := res.FinishedAt
-			child.Status, child.Outputs, child.Error, child.FinishedAt = string(res.Status), res.Outputs, res.Error, &fin
+			child.Status, child.Outputs, child.Error, child.FinishedAt = res.Status, res.Outputs, res.Error, &fin
 			child.Tokens, child.CostUSD = res.Tokens, res.CostUSD
 			_ = crl.Flush()
 			if err := rec.Finish(child); err != nil {

@@ -54,7 +54,7 @@ outputs:
 			res, err := r.Start(context.Background(), runner.StartRequest{Workflow: w})
 			require.NoError(t, err)
 			require.NoError(t, res.Err)
-			require.Equal(t, "completed", res.Run.Status)
+			require.Equal(t, "completed", string(res.Run.Status))
 			require.Equal(t, "billing", res.Run.Outputs["team"])
 			status := map[string]string{}
 			for _, s := range res.Engine.Steps {

@@ -78,7 +78,7 @@ func TestMemoryAcrossRuns(t *testing.T) {
 				res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"conversation": conv, "message": message}})
 				require.NoError(t, err)
 				require.NoError(t, res.Err)
-				require.Equal(t, "completed", res.Run.Status)
+				require.Equal(t, "completed", string(res.Run.Status))
 				return res
 			}
 			turns := func(req *llmtest.Request) []string {

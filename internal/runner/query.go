@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -30,8 +31,8 @@ func (r *Runner) run(ctx context.Context, id string) (*store.Run, error) {
 // Status is the run's status as people should see it: a running run
 // whose owner is gone is interrupted. A waiting run has no owner: it was
 // left waiting for a signal or a timer (Options.Park).
-func (r *Runner) Status(run *store.Run) string {
-	switch engine.RunStatus(run.Status) {
+func (r *Runner) Status(run *store.Run) record.RunStatus {
+	switch run.Status {
 	case engine.RunRunning, engine.RunPending:
 		if live, _ := r.liveOwner(run); !live {
 			return StatusInterrupted
@@ -41,7 +42,7 @@ func (r *Runner) Status(run *store.Run) string {
 }
 
 // StatusInterrupted is the status of a run whose owner died (DESIGN §2.7).
-const StatusInterrupted = "interrupted"
+const StatusInterrupted = record.RunInterrupted
 
 // Get returns a run as a document: the run with its steps (of its latest
 // execution) and its verdict.
@@ -113,8 +114,8 @@ type Cursor struct {
 // List returns the matching runs, newest first, with their status as
 // people should see it (Runner.Status).
 func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error) {
-	f := store.RunFilter{Workflow: req.Workflow, Status: req.Status, Parent: req.Parent, Limit: req.Limit}
-	if req.Status == StatusInterrupted || req.Status == string(engine.RunRunning) {
+	f := store.RunFilter{Workflow: req.Workflow, Status: record.RunStatus(req.Status), Parent: req.Parent, Limit: req.Limit}
+	if st := record.RunStatus(req.Status); st == StatusInterrupted || st == engine.RunRunning {
 		// A dead local owner is seen only here, not by the database.
 		f.Status, f.Limit = "", 0
 	}
@@ -148,7 +149,7 @@ func (r *Runner) page(runs []*store.Run, req ListRequest) ([]*store.Run, bool) {
 			continue
 		}
 		run.Status = r.Status(run)
-		if req.Status != "" && run.Status != req.Status {
+		if req.Status != "" && run.Status != record.RunStatus(req.Status) {
 			continue
 		}
 		out = append(out, run)
@@ -192,7 +193,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	if err != nil {
 		return nil, err
 	}
-	if st := r.Status(run); st == StatusInterrupted || st == string(engine.RunWaiting) {
+	if st := r.Status(run); st == StatusInterrupted || st == engine.RunWaiting {
 		// Nobody runs it: it is cancelled here, and its waiting steps
 		// with it.
 		claimed, err := r.claim(ctx, run)
@@ -206,15 +207,15 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 		now := r.clock.Now()
 		var stopped []*store.Step
 		for _, s := range steps {
-			if s.Status == string(engine.StatusWaiting) {
+			if s.Status == engine.StatusWaiting {
 				c := *s
-				c.Status, c.FinishedAt, c.Output = string(engine.StatusCancelled), &now, nil
+				c.Status, c.FinishedAt, c.Output = engine.StatusCancelled, &now, nil
 				c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
 				stopped = append(stopped, &c)
 			}
 		}
 		stopped = append(stopped, r.skippedByCancel(ctx, run, steps)...)
-		claimed.Status, claimed.FinishedAt = string(engine.RunCancelled), &now
+		claimed.Status, claimed.FinishedAt = engine.RunCancelled, &now
 		claimed.Error = cancelledError()
 		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
 			return nil, err
@@ -246,7 +247,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 		if run, err = r.run(ctx, run.ID); err != nil {
 			return nil, err
 		}
-		if r.Status(run) != string(engine.RunRunning) {
+		if r.Status(run) != engine.RunRunning {
 			break
 		}
 	}
@@ -286,7 +287,7 @@ func (r *Runner) skippedByCancel(ctx context.Context, run *store.Run, steps []*s
 		}
 		order++
 		out = append(out, &store.Step{RunID: run.ID, Generation: gen, StepOrder: order, Node: pn.ID, Type: pn.Type,
-			Visit: 1, Status: string(engine.StatusSkipped), SkipReason: engine.SkipCancelled})
+			Visit: 1, Status: engine.StatusSkipped, SkipReason: engine.SkipCancelled})
 	}
 	return out
 }

@@ -170,7 +170,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		if len(evs) == 1000 {
 			continue // more to read
 		}
-		if queueEnded(cur.Status) {
+		if cur.Status.Final() {
 			res.StartedAt = cur.StartedAt
 			if cur.FinishedAt != nil {
 				res.FinishedAt = *cur.FinishedAt
@@ -187,7 +187,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 			if awaits := signalWaits(w, r.cfg.Registry, res.Steps); awaits != nil {
 				if only, err := queue.OnlySignals(ctx, pg, run.ID); err == nil && only {
 					parked := *cur
-					parked.Status = string(engine.RunWaiting)
+					parked.Status = engine.RunWaiting
 					res.Status, res.Awaiting = engine.RunWaiting, awaits
 					return &Result{Run: &parked, Engine: res, redact: r.redactor(nil)}, nil
 				}
@@ -247,7 +247,7 @@ func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish boo
 
 // queued reports whether a run is a queued run that has not ended.
 func queued(run *store.Run) bool {
-	return run.Owner.Host == queue.OwnerHost && !queueEnded(run.Status)
+	return run.Owner.Host == queue.OwnerHost && !run.Status.Final()
 }
 
 // cancelQueued applies the cancel request of a queued run on the queue at
@@ -330,14 +330,6 @@ func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepR
 		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: s.Node})
 	}
 	return out
-}
-
-func queueEnded(status string) bool {
-	switch engine.RunStatus(status) {
-	case engine.RunCompleted, engine.RunFailed, engine.RunCancelled:
-		return true
-	}
-	return false
 }
 
 // unclaimed reports whether the run has jobs that were due for longer

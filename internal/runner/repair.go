@@ -162,7 +162,7 @@ func (s *repairing) runtime(ctx context.Context, j job) (*Result, error) {
 		if err != nil {
 			return s.finish(ctx, nil, err)
 		}
-		if res.Run.Status != string(engine.RunFailed) {
+		if res.Run.Status != engine.RunFailed {
 			return s.finish(ctx, res, nil)
 		}
 		if s.assess.Blocked != "" {
@@ -409,7 +409,7 @@ func (s *repairing) finish(ctx context.Context, res *Result, err error) (*Result
 	if res != nil {
 		s.bill(ctx, res.Run)
 	}
-	completed := res != nil && res.Run.Status == string(engine.RunCompleted)
+	completed := res != nil && res.Run.Status == engine.RunCompleted
 	var saved, backup string
 	switch {
 	case !s.repaired:

@@ -139,7 +139,7 @@ func (r *Runner) liveOwner(run *store.Run) (bool, error) {
 // step started, so a recycled group id of an unrelated process is spared.
 func (r *Runner) killOrphans(hist []*store.Step) {
 	for _, s := range hist {
-		if s.ProcessGroup <= 0 || s.Status != string(engine.StatusRunning) || s.StartedAt == nil {
+		if s.ProcessGroup <= 0 || s.Status != engine.StatusRunning || s.StartedAt == nil {
 			continue
 		}
 		_, _ = proc.KillGroup(s.ProcessGroup, *s.StartedAt)

@@ -17,6 +17,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
@@ -242,9 +243,9 @@ func (r *Runner) Load(file string) (*workflow.Workflow, error) {
 // records it describes are committed: a step shown done is on disk.
 type Observer interface {
 	// Started is called once the run is recorded, before any node runs.
-	Started(run *store.Run, resumed bool)
-	Step(rec engine.StepRecord)
-	Event(ev engine.TimedEvent)
+	Started(run *record.Run, resumed bool)
+	Step(rec record.Step)
+	Event(ev record.TimedEvent)
 	// Note is a line of the repair loop ([repair], [repaired]).
 	Note(n Note)
 }
@@ -288,12 +289,12 @@ type Options struct {
 	// signal, or a timer due later than Park.After) with the run left
 	// waiting and owned by nobody, instead of holding it in this process.
 	// A signal (Signal) or its wake-up time (Due) resumes it.
-	Park *engine.Park
+	Park *Park
 	// Mock, when set, answers nodes of the workflow instead of running
 	// them (skein test): an answer must have Mocked set. Nodes it does not
 	// answer run, or are reused as a resume or rerun would reuse them.
 	// Child runs of subworkflow nodes are not mocked.
-	Mock func(engine.ReuseQuery) (engine.Reused, bool)
+	Mock func(MockQuery) (MockAnswer, bool)
 	// Record keeps a cassette of the run's interactions with the outside
 	// world in its folder (skein run --record; record: true in the
 	// workflow does the same), for Replay.
@@ -307,7 +308,7 @@ type Options struct {
 // Result is how an execution ended.
 type Result struct {
 	// Run is the stored run, final.
-	Run *store.Run
+	Run *record.Run
 	// Engine is the engine's result: every step of this execution.
 	Engine  *engine.Result
 	Verdict *check.RunVerdict

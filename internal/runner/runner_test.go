@@ -101,7 +101,7 @@ func TestStartGetAndTheOneShape(t *testing.T) {
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"who": "Ada"}})
 	require.NoError(t, err)
 	require.NoError(t, res.Err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 	require.Equal(t, store.Owner{}, res.Run.Owner, "a finished run has no owner")
 
 	doc := b.r.Doc(b.ctx, res)
@@ -113,7 +113,7 @@ func TestStartGetAndTheOneShape(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, string(gotJSON), string(docJSON), "an execution's document is the stored run's")
 	require.Len(t, got.Steps, 2)
-	require.Equal(t, "hi Ada", got.Steps[1].Output.(map[string]any)["text"])
+	require.Equal(t, "hi Ada", got.Steps[1].Output["text"])
 	require.Equal(t, 1, got.Generation)
 
 	s := compileSchema(t)
@@ -170,17 +170,17 @@ edges:
 	require.NoError(t, err)
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "failed", again.Run.Status)
+	require.Equal(t, "failed", string(again.Run.Status))
 	require.Equal(t, 2, again.Run.Generation)
 
 	require.NoError(t, os.WriteFile(gate, nil, 0o644))
 	last, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", last.Run.Status)
+	require.Equal(t, "completed", string(last.Run.Status))
 	require.Equal(t, 3, last.Run.Generation)
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)
@@ -230,7 +230,7 @@ func TestAFailedFinalWriteLeavesTheRunResumable(t *testing.T) {
 	require.ErrorContains(t, res.Err, "disk full")
 	stored, err := st.Run(t.Context(), res.Run.ID)
 	require.NoError(t, err)
-	require.Equal(t, "running", stored.Status, "no final status without the last records")
+	require.Equal(t, "running", string(stored.Status), "no final status without the last records")
 
 	_, err = r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID})
 	require.ErrorIs(t, err, store.ErrOwned, "the lease has not run out yet")
@@ -238,7 +238,7 @@ func TestAFailedFinalWriteLeavesTheRunResumable(t *testing.T) {
 		run, err := st.Run(t.Context(), res.Run.ID)
 		return err == nil && run.LeaseExpired
 	}, 5*time.Second, 10*time.Millisecond)
-	list, err := r.List(t.Context(), runner.ListRequest{Status: runner.StatusInterrupted})
+	list, err := r.List(t.Context(), runner.ListRequest{Status: string(runner.StatusInterrupted)})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
 
@@ -246,7 +246,7 @@ func TestAFailedFinalWriteLeavesTheRunResumable(t *testing.T) {
 	again, err := r.Resume(t.Context(), runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
 	require.NoError(t, again.Err)
-	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "completed", string(again.Run.Status))
 }
 
 // TestCancelAnInterruptedRun: a run whose owner is gone is marked
@@ -269,7 +269,7 @@ func TestCancelAnInterruptedRun(t *testing.T) {
 
 	run, err := r.Cancel(t.Context(), runner.CancelRequest{RunID: "dead"})
 	require.NoError(t, err)
-	require.Equal(t, "cancelled", run.Status)
+	require.Equal(t, "cancelled", string(run.Status))
 	require.Equal(t, store.Owner{}, run.Owner)
 	require.NotNil(t, run.FinishedAt)
 }

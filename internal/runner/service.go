@@ -6,13 +6,25 @@ import (
 	"encoding/hex"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/schedule"
 	"github.com/skeinhq/skein/internal/store"
 )
 
 // What a long-running front end (skein serve) needs beyond runs.
 
-// Store is the runner's store (schedules are kept there).
+// Store is the store the runner keeps runs in, for tests of the runner
+// and its neighbours; front ends use the runner's methods.
 func (r *Runner) Store() store.Store { return r.st }
+
+// ScheduleState is where the schedules' fire times are kept, for the
+// scheduler of a server.
+func (r *Runner) ScheduleState() schedule.Store { return r.st }
+
+// Schedules lists the stored state of the schedules: each schedule
+// trigger's last and next fire times.
+func (r *Runner) Schedules(ctx context.Context) ([]store.Schedule, error) {
+	return r.st.Schedules(ctx)
+}
 
 // SaveWorkflow stores a workflow's source as its next version, unless it
 // is the latest version already, and returns the version.
@@ -28,7 +40,7 @@ func (r *Runner) SaveWorkflow(ctx context.Context, name string, source []byte) (
 // or it was a process of this host that no longer exists. A run that
 // ended, waits, or has a live owner is not one.
 func (r *Runner) Abandoned(ctx context.Context) ([]*store.Run, error) {
-	runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: string(engine.RunRunning)})
+	runs, err := r.st.ListRuns(ctx, store.RunFilter{Status: engine.RunRunning})
 	if err != nil {
 		return nil, err
 	}

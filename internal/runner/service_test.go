@@ -58,12 +58,12 @@ outputs:
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}, Trigger: "tick",
 		Payload: map[string]any{"scheduled_at": at, "missed": 0}})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status, "the gate is closed")
+	require.Equal(t, "failed", string(res.Run.Status), "the gate is closed")
 
 	require.NoError(t, os.WriteFile(marker, nil, 0o644))
 	res, err = b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 	require.Equal(t, "at "+at+" / "+at, res.Run.Outputs["text"])
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)

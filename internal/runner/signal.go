@@ -119,7 +119,7 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 		}
 	}
 	switch r.Status(root) {
-	case string(engine.RunWaiting), StatusInterrupted:
+	case engine.RunWaiting, StatusInterrupted:
 		res.Resume = root.ID
 	}
 	cur.Status = r.Status(cur)
@@ -154,14 +154,14 @@ func (r *Runner) waitingVisit(run *store.Run, nodeID string, wn *workflow.Node, 
 	sort.Ints(visits)
 	why := "it has not started"
 	if len(visits) > 0 {
-		why = "it is " + latest[visits[len(visits)-1]].Status
+		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	now := r.clock.Now()
 	for _, v := range visits {
 		s := latest[v]
 		switch {
-		case s.Status == string(engine.StatusWaiting) && s.Params["until"] == "signal":
-		case s.Status == string(engine.StatusRunning) && until == "signal":
+		case s.Status == engine.StatusWaiting && s.Params["until"] == "signal":
+		case s.Status == engine.StatusRunning && until == "signal":
 		default:
 			continue
 		}
@@ -169,7 +169,7 @@ func (r *Runner) waitingVisit(run *store.Run, nodeID string, wn *workflow.Node, 
 			why = "its waiting step has its signal already"
 			continue
 		}
-		if s.WakeAt != nil && s.Status == string(engine.StatusWaiting) && !now.Before(*s.WakeAt) {
+		if s.WakeAt != nil && s.Status == engine.StatusWaiting && !now.Before(*s.WakeAt) {
 			why = "its timeout passed at " + s.WakeAt.UTC().Format(time.RFC3339)
 			continue
 		}
@@ -199,11 +199,11 @@ func (r *Runner) parkedVisit(run *store.Run, nodeID string, hist []*store.Step, 
 	sort.Ints(visits)
 	why := "it has not started"
 	if len(visits) > 0 {
-		why = "it is " + latest[visits[len(visits)-1]].Status
+		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	for _, v := range visits {
 		s := latest[v]
-		if s.Status != string(engine.StatusWaiting) {
+		if s.Status != engine.StatusWaiting {
 			continue
 		}
 		_, d, err := durable.Output(s)

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
@@ -34,7 +33,7 @@ outputs:
   approval: "{{ approve.data }}"
 `
 
-var park = &engine.Park{After: time.Minute}
+var park = &runner.Park{After: time.Minute}
 
 type signalBundle struct {
 	ctx context.Context
@@ -82,22 +81,22 @@ func TestSignalResumesAWaitingRun(t *testing.T) {
 	t.Parallel()
 	b := setupSignals(t, 0)
 	res := b.start(t, approvalFlow, runner.Options{Park: park})
-	require.Equal(t, "waiting", res.Run.Status)
+	require.Equal(t, "waiting", string(res.Run.Status))
 	id := res.Run.ID
 
 	doc, err := b.r.Get(b.ctx, id)
 	require.NoError(t, err)
-	require.Equal(t, "waiting", doc.Status)
+	require.Equal(t, "waiting", string(doc.Status))
 	require.Nil(t, doc.Owner, "no process holds a waiting run")
 	wake := b.clk.Now().Add(time.Hour)
 	require.Equal(t, &wake, doc.WakeAt)
 	approve := stepOf(doc, "approve")
-	require.Equal(t, "waiting", approve.Status)
+	require.Equal(t, "waiting", string(approve.Status))
 	require.Equal(t, &wake, approve.WakeAt)
 	list, err := b.r.List(b.ctx, runner.ListRequest{Status: "waiting"})
 	require.NoError(t, err)
 	require.Len(t, list, 1)
-	list, err = b.r.List(b.ctx, runner.ListRequest{Status: runner.StatusInterrupted})
+	list, err = b.r.List(b.ctx, runner.ListRequest{Status: string(runner.StatusInterrupted)})
 	require.NoError(t, err)
 	require.Empty(t, list, "a waiting run is not interrupted")
 	due, err := b.r.Due(b.ctx)
@@ -109,21 +108,21 @@ func TestSignalResumesAWaitingRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, id, sig.Resume, "nobody runs it: the caller resumes it")
 	require.Equal(t, 1, sig.Signal.Visit)
-	require.Equal(t, "waiting", sig.Run.Status)
+	require.Equal(t, "waiting", string(sig.Run.Status))
 
 	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: id})
 	require.NoError(t, err)
 	require.NoError(t, done.Err)
-	require.Equal(t, "completed", done.Run.Status)
+	require.Equal(t, "completed", string(done.Run.Status))
 	require.Equal(t, "hello, approved by Ada", done.Run.Outputs["message"])
 	require.Equal(t, map[string]any{"by": "Ada"}, done.Run.Outputs["approval"])
 	doc, err = b.r.Get(b.ctx, id)
 	require.NoError(t, err)
 	require.True(t, stepOf(doc, "draft").Cached, "draft is not run again")
 	approve = stepOf(doc, "approve")
-	require.Equal(t, "success", approve.Status)
-	require.Equal(t, b.clk.Now().Format(time.RFC3339Nano), approve.Output.(map[string]any)["signaled_at"])
-	require.Equal(t, "skipped", stepOf(doc, "expired").Status)
+	require.Equal(t, "success", string(approve.Status))
+	require.Equal(t, b.clk.Now().Format(time.RFC3339Nano), approve.Output["signaled_at"])
+	require.Equal(t, "skipped", string(stepOf(doc, "expired").Status))
 
 	_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: id, Node: "approve"})
 	require.ErrorIs(t, err, runner.ErrCompleted)
@@ -184,10 +183,10 @@ func TestSignalReachesALiveOwner(t *testing.T) {
 	}, 10*time.Second, 5*time.Millisecond, "approve waits")
 	require.Empty(t, sig.Resume, "its owner applies it")
 	// The owner may finish the run before Signal reads it back.
-	require.Contains(t, []string{"running", "completed"}, sig.Run.Status, "the signal is taken, not left waiting")
+	require.Contains(t, []string{"running", "completed"}, string(sig.Run.Status), "the signal is taken, not left waiting")
 	select {
 	case res := <-done:
-		require.Equal(t, "completed", res.Run.Status)
+		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "hello, approved by Bo", res.Run.Outputs["message"])
 	case <-time.After(10 * time.Second):
 		t.Fatal("the run did not take its signal")
@@ -226,7 +225,7 @@ func TestAWaitingTimerIsDueAtItsWakeUpTime(t *testing.T) {
 	b.clk.Advance(0)
 	select {
 	case res := <-done:
-		require.Equal(t, "completed", res.Run.Status)
+		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "nobody approved", res.Run.Outputs["message"])
 		require.Nil(t, res.Run.Outputs["approval"])
 	case <-time.After(10 * time.Second):
@@ -243,11 +242,11 @@ func TestCancelAWaitingRun(t *testing.T) {
 	res := b.start(t, approvalFlow, runner.Options{Park: park})
 	run, err := b.r.Cancel(b.ctx, runner.CancelRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "cancelled", run.Status)
+	require.Equal(t, "cancelled", string(run.Status))
 	require.Equal(t, store.Owner{}, run.Owner)
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)
-	require.Equal(t, "cancelled", stepOf(doc, "approve").Status)
+	require.Equal(t, "cancelled", string(stepOf(doc, "approve").Status))
 	_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: res.Run.ID, Node: "approve"})
 	require.ErrorIs(t, err, runner.ErrNotWaiting)
 	require.ErrorContains(t, err, "skein resume")
@@ -290,7 +289,7 @@ func TestASignalSavedWhileTheRunParksIsNotLost(t *testing.T) {
 	require.NoError(t, err)
 	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
-	require.Equal(t, "completed", res.Run.Status)
+	require.Equal(t, "completed", string(res.Run.Status))
 	require.Equal(t, "hello, approved by Cy", res.Run.Outputs["message"])
 	require.Equal(t, 2, res.Run.Generation, "parked once, resumed at once")
 }
@@ -325,7 +324,7 @@ outputs:
 	}, 10*time.Second, 5*time.Millisecond, "the child's approve waits")
 	select {
 	case res := <-done:
-		require.Equal(t, "completed", res.Run.Status)
+		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "hello, approved by Di", res.Run.Outputs["message"])
 	case <-time.After(10 * time.Second):
 		t.Fatal("the child did not take its signal")
@@ -344,12 +343,12 @@ func TestRerunPinningAnApprovalDoesNotWaitAgain(t *testing.T) {
 	require.NoError(t, err)
 	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: id})
 	require.NoError(t, err)
-	require.Equal(t, "completed", done.Run.Status)
+	require.Equal(t, "completed", string(done.Run.Status))
 
 	again, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: id, Pins: []string{"approve"}, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
 	require.NoError(t, again.Err)
-	require.Equal(t, "completed", again.Run.Status, "the pinned approval did not wait again")
+	require.Equal(t, "completed", string(again.Run.Status), "the pinned approval did not wait again")
 	require.Equal(t, "hello, approved by Ada", again.Run.Outputs["message"])
 	doc, err := b.r.Get(b.ctx, again.Run.ID)
 	require.NoError(t, err)
@@ -367,12 +366,12 @@ func TestPinsSurviveTheResumeOfAParkedRerun(t *testing.T) {
 	require.NoError(t, err)
 	done, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: first.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", done.Run.Status)
+	require.Equal(t, "completed", string(done.Run.Status))
 
 	again, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: first.Run.ID, Pins: []string{"draft"}, Options: runner.Options{Park: park}})
 	require.NoError(t, err)
 	require.NoError(t, again.Err)
-	require.Equal(t, "waiting", again.Run.Status)
+	require.Equal(t, "waiting", string(again.Run.Status))
 	doc, err := b.r.Get(b.ctx, again.Run.ID)
 	require.NoError(t, err)
 	require.True(t, stepOf(doc, "draft").Pinned, "draft is pinned in the re-run")

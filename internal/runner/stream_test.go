@@ -99,12 +99,12 @@ nodes:
 			r := <-done
 			require.NoError(t, r.err)
 			require.NoError(t, r.res.Err)
-			require.Equal(t, "completed", r.res.Run.Status)
+			require.Equal(t, "completed", string(r.res.Run.Status))
 			require.True(t, srv.Last().Stream, "the node asked for a stream")
 			doc, err := b.r.Get(b.ctx, id)
 			require.NoError(t, err)
 			require.Len(t, doc.Steps, 1)
-			out := doc.Steps[0].Output.(map[string]any)
+			out := doc.Steps[0].Output
 			require.Equal(t, reply, out["text"], "the step holds the whole reply")
 			require.Equal(t, 39, doc.Steps[0].Tokens, "the usage of the final chunk")
 

@@ -19,7 +19,7 @@ func (r *Runner) triggerPayload(hist []*store.Step, trigger string) map[string]a
 		return nil
 	}
 	for _, s := range hist {
-		if s.Node != trigger || s.Status != string(engine.StatusSuccess) || s.Masked {
+		if s.Node != trigger || s.Status != engine.StatusSuccess || s.Masked {
 			continue
 		}
 		if spec, ok := r.cfg.Registry.Lookup(s.Type); !ok || spec.StartsByDefault {

@@ -40,12 +40,12 @@ func TestPayloadSurvivesResumeAndRerun(t *testing.T) {
 
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}, Trigger: "hook", Payload: payload})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status, "the gate fails while the marker is missing")
+	require.Equal(t, "failed", string(res.Run.Status), "the gate fails while the marker is missing")
 
 	require.NoError(t, os.WriteFile(marker, nil, 0o644))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "completed", string(again.Run.Status))
 	require.Equal(t, "hi Ada / Ada via POST", again.Run.Outputs["text"])
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)
@@ -57,7 +57,7 @@ func TestPayloadSurvivesResumeAndRerun(t *testing.T) {
 
 	rerun, err := b.r.Rerun(b.ctx, runner.RerunRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", rerun.Run.Status)
+	require.Equal(t, "completed", string(rerun.Run.Status))
 	require.Equal(t, "hi Ada / Ada via POST", rerun.Run.Outputs["text"])
 	require.Equal(t, "hook", rerun.Run.Trigger)
 }
@@ -72,10 +72,10 @@ func TestManualResumeHasNoPayload(t *testing.T) {
 	marker := filepath.Join(b.dir, "marker")
 	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"marker": marker}})
 	require.NoError(t, err)
-	require.Equal(t, "failed", res.Run.Status)
+	require.Equal(t, "failed", string(res.Run.Status))
 	require.NoError(t, os.WriteFile(marker, nil, 0o644))
 	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
 	require.NoError(t, err)
-	require.Equal(t, "completed", again.Run.Status)
+	require.Equal(t, "completed", string(again.Run.Status))
 	require.Equal(t, "hi  /  via ", again.Run.Outputs["text"])
 }

@@ -17,9 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -314,7 +313,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	run, err := s.launch(r.Context(), "run started", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: body.Trigger, RunID: runID, Options: o})
 	})
-	if errors.Is(err, store.ErrExists) && runID != "" {
+	if errors.Is(err, runner.ErrExists) && runID != "" {
 		// Another process started the key's run meanwhile.
 		if done, err := s.replay(w, r, runID, inputs); done || err != nil {
 			return err
@@ -436,7 +435,7 @@ const (
 	maxPage     = 500
 )
 
-var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", runner.StatusInterrupted}
+var runStatuses = []string{"pending", "running", "waiting", "completed", "failed", "cancelled", string(runner.StatusInterrupted)}
 
 func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
@@ -477,8 +476,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func summary(run *store.Run) RunSummary {
-	sm := RunSummary{ExecutionID: run.ID, Workflow: run.Workflow, Status: run.Status, Trigger: run.Trigger, ParentID: run.ParentID,
+func summary(run *record.Run) RunSummary {
+	sm := RunSummary{ExecutionID: run.ID, Workflow: run.Workflow, Status: string(run.Status), Trigger: run.Trigger, ParentID: run.ParentID,
 		Error: run.Error, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Tokens: run.Tokens, CostUSD: run.CostUSD}
 	if run.FinishedAt != nil {
 		sm.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()
@@ -615,9 +614,9 @@ func (s *Server) rerunRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 // live reports whether a run with this status may still change.
-func live(status string) bool {
-	switch engine.RunStatus(status) {
-	case engine.RunRunning, engine.RunPending, engine.RunWaiting:
+func live(status record.RunStatus) bool {
+	switch status {
+	case record.RunRunning, record.RunPending, record.RunWaiting:
 		return true
 	}
 	return false
@@ -669,7 +668,7 @@ func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) error {
 		_, err := s.launch(r.Context(), "run resumed by a signal", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 			return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: root, Options: o})
 		})
-		if err != nil && !errors.Is(err, store.ErrOwned) {
+		if err != nil && !errors.Is(err, runner.ErrOwned) {
 			// The signal is on record and its run due: the next resume
 			// (this server's waker, or its successor's) applies it.
 			s.log.Warn("resuming a signalled run", "run", root, "err", err)

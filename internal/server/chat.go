@@ -127,7 +127,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	if done := s.waitEnd(r.Context(), run.ID, wait); done != nil {
-		ans.Status, ans.Reply, ans.Error = done.Status, s.reply(done.ID, done.Outputs), done.Error
+		ans.Status, ans.Reply, ans.Error = string(done.Status), s.reply(done.ID, done.Outputs), done.Error
 		writeJSON(w, http.StatusOK, ans)
 		return nil
 	}
@@ -218,7 +218,7 @@ func (s *Server) chatStream(w http.ResponseWriter, r *http.Request, ans ChatAnsw
 		case !live(run.Status):
 			// The run's last events commit with its final status, so
 			// none can follow what was just read.
-			ans.Status, ans.Reply, ans.Error = run.Status, s.reply(run.ID, run.Outputs), run.Error
+			ans.Status, ans.Reply, ans.Error = string(run.Status), s.reply(run.ID, run.Outputs), run.Error
 			send("end", ans)
 			return
 		}

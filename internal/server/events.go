@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // EventDoc is one event of a run, the data of a Server-Sent Event: the
@@ -117,7 +117,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 // writeEvent writes one event as a Server-Sent Event.
-func writeEvent(w http.ResponseWriter, ev store.Event) error {
+func writeEvent(w http.ResponseWriter, ev record.EventRow) error {
 	data, err := json.Marshal(EventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit,
 		Iteration: ev.Iteration, Data: ev.Data})
 	if err != nil {

@@ -21,8 +21,8 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/nodes/trigger"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -166,7 +166,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	if deliveryID != "" {
 		runID = hookRunID(e.Name, hk.node, deliveryID)
 		// One delivery id makes one run: the run's id is made from it, and
-		// creating a run whose id exists fails (store.ErrExists) before it
+		// creating a run whose id exists fails (runner.ErrExists) before it
 		// runs anything. The lock keeps two requests of this process for
 		// one id in line, so the second finds the first's run.
 		unlock := s.keys.lock(runID)
@@ -175,7 +175,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	run, err := s.launch(withSource(r.Context(), SourceWebhook), "run started by webhook", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
 		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: hk.node, Payload: payload, RunID: runID, Options: o})
 	})
-	if errors.Is(err, store.ErrExists) && runID != "" {
+	if errors.Is(err, runner.ErrExists) && runID != "" {
 		return replayed(w, runID) // another process took the delivery meanwhile
 	}
 	if err != nil {
@@ -302,7 +302,7 @@ func hookHeaders(h http.Header, cfg trigger.Hook) map[string]any {
 
 // waitEnd waits until a run ends, for at most timeout; nil when it did
 // not end in time (or the client left, or the server stops).
-func (s *Server) waitEnd(ctx context.Context, id string, timeout time.Duration) *store.Run {
+func (s *Server) waitEnd(ctx context.Context, id string, timeout time.Duration) *record.Run {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	poll := time.NewTicker(s.cfg.EventPoll)
@@ -330,12 +330,12 @@ func (s *Server) waitEnd(ctx context.Context, id string, timeout time.Duration) 
 	}
 }
 
-func resultOf(run *store.Run) RunResult {
+func resultOf(run *record.Run) RunResult {
 	out := run.Outputs
 	if out == nil {
 		out = map[string]any{}
 	}
-	return RunResult{ExecutionID: run.ID, Workflow: run.Workflow, Status: run.Status, Outputs: out, Error: run.Error}
+	return RunResult{ExecutionID: run.ID, Workflow: run.Workflow, Status: string(run.Status), Outputs: out, Error: run.Error}
 }
 
 // hookSpec is a webhook trigger as the server checks requests against it.

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/nodes/trigger"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/schedule"
 )
@@ -80,8 +80,8 @@ func (sr scheduleRuns) State(ctx context.Context, id string) (bool, bool, error)
 	if err != nil {
 		return false, false, err
 	}
-	switch engine.RunStatus(doc.Status) {
-	case engine.RunRunning, engine.RunPending, engine.RunWaiting:
+	switch record.RunStatus(doc.Status) {
+	case record.RunRunning, record.RunPending, record.RunWaiting:
 		return true, true, nil
 	}
 	return true, false, nil
@@ -105,7 +105,7 @@ type ScheduleDoc struct {
 // listSchedules serves GET /api/schedules: the schedule triggers served,
 // with their stored fire times (in each schedule's time zone).
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	rows, err := s.cfg.Runner.Store().Schedules(r.Context())
+	rows, err := s.cfg.Runner.Schedules(r.Context())
 	if err != nil {
 		return err
 	}

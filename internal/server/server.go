@@ -17,10 +17,9 @@ import (
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/schedule"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -135,7 +134,7 @@ func New(cfg Config) (*Server, error) {
 		if after == 0 {
 			after = time.Minute
 		}
-		cfg.Options.Park = &engine.Park{After: after}
+		cfg.Options.Park = &runner.Park{After: after}
 	}
 	if cfg.WakePoll <= 0 {
 		cfg.WakePoll = time.Second
@@ -155,7 +154,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
 		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
 		slots: make(slots, cfg.MaxRunning)}
-	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.Store(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
+	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.ScheduleState(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()
 	s.keys.init()
@@ -275,7 +274,7 @@ func (s *Server) enter() bool {
 // launch carries out an execution in the background and returns once its
 // run is recorded (or the execution failed before that). The execution
 // outlives the request: it ends with its run, or on Shutdown.
-func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*store.Run, error) {
+func (s *Server) launch(ctx context.Context, what string, do func(context.Context, runner.Options) (*runner.Result, error)) (*record.Run, error) {
 	if err := s.slots.acquire(ctx); err != nil {
 		return nil, err
 	}
@@ -283,7 +282,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 		s.slots.release()
 		return nil, errShuttingDown
 	}
-	obs := &observer{started: make(chan *store.Run, 1), hub: &s.hub}
+	obs := &observer{started: make(chan *record.Run, 1), hub: &s.hub}
 	tel := s.observe(ctx, obs)
 	o := s.cfg.Options
 	o.Observer, o.Leave, o.Hard = tel, s.leave, s.hard
@@ -307,7 +306,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 			s.log.Error("run ended with an error", append(attrs, "err", res.Err)...)
 			return
 		}
-		if res.Run.Status == string(engine.RunWaiting) {
+		if res.Run.Status == record.RunWaiting {
 			if res.Run.WakeAt != nil {
 				attrs = append(attrs, "wake_at", res.Run.WakeAt.Format(time.RFC3339))
 			}
@@ -357,7 +356,7 @@ func (s *Server) wake(ctx context.Context) {
 				return s.cfg.Runner.Resume(ctx, runner.ResumeRequest{RunID: id, Options: o})
 			})
 			switch {
-			case err == nil, errors.Is(err, store.ErrOwned):
+			case err == nil, errors.Is(err, runner.ErrOwned):
 				delete(failed, id)
 			case errors.Is(err, errShuttingDown):
 				return
@@ -385,12 +384,12 @@ func (s *Server) wake(ctx context.Context) {
 // observer hears of one execution: when its run is recorded, and each
 // committed step and event, which wake the run's event streams.
 type observer struct {
-	started chan *store.Run
+	started chan *record.Run
 	hub     *hub
 	runID   atomic.Value
 }
 
-func (o *observer) Started(run *store.Run, _ bool) {
+func (o *observer) Started(run *record.Run, _ bool) {
 	o.runID.Store(run.ID)
 	select {
 	case o.started <- run:
@@ -398,8 +397,8 @@ func (o *observer) Started(run *store.Run, _ bool) {
 	}
 }
 
-func (o *observer) Step(engine.StepRecord)  { o.wake() }
-func (o *observer) Event(engine.TimedEvent) { o.wake() }
+func (o *observer) Step(record.Step)        { o.wake() }
+func (o *observer) Event(record.TimedEvent) { o.wake() }
 func (o *observer) Note(runner.Note)        {}
 
 func (o *observer) wake() {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 )
 
 // Outcomes of a takeover, the outcome label of skein_takeovers_total.
@@ -78,7 +77,7 @@ func (s *Server) takeover(ctx context.Context, told map[string]bool) {
 			s.cfg.Metrics.Takeover(takeoverResumed)
 		case errors.Is(err, errShuttingDown):
 			return
-		case errors.Is(err, store.ErrOwned):
+		case errors.Is(err, runner.ErrOwned):
 			s.log.Info("run taken over by another process", "run", id)
 			s.cfg.Metrics.Takeover(takeoverOwned)
 		default:
@@ -130,7 +129,7 @@ func (s *Server) redeliver(ctx context.Context, told map[string]bool) {
 			switch {
 			case err == nil:
 				s.log.Info("went on with a delivery a dead owner left", "run", run.ID, "workflow", run.Workflow, "attempts_before", od.Delivery.Attempts)
-			case errors.Is(err, store.ErrOwned), errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, runner.ErrOwned), errors.Is(err, runner.ErrNoRecord):
 				// another process went on with it, or it ended
 			default:
 				s.log.Error("could not go on with a delivery; it stays owed", "run", run.ID, "err", err)

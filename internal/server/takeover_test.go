@@ -56,7 +56,7 @@ func TestTakeoverOnStart(t *testing.T) {
 	run, err := p.st.Run(t.Context(), "abandoned")
 	require.NoError(t, err)
 	require.Equal(t, 2, run.Generation, "claimed once")
-	require.Equal(t, "completed", run.Status)
+	require.Equal(t, "completed", string(run.Status))
 	m := p.metrics()
 	require.Contains(t, m, `skein_takeovers_total{outcome="resumed"} 1`+"\n")
 	require.Contains(t, m, `skein_takeovers_total{outcome="not_served"} 1`+"\n")

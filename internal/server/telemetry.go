@@ -14,9 +14,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -57,7 +56,7 @@ type telemetry struct {
 	ctx     context.Context
 	source  string
 	mu      sync.Mutex
-	run     *store.Run
+	run     *record.Run
 	span    trace.Span
 	spanCtx context.Context
 }
@@ -75,7 +74,7 @@ func (s *Server) observe(ctx context.Context, next runner.Observer) *telemetry {
 
 var _ runner.Observer = (*telemetry)(nil)
 
-func (t *telemetry) Started(run *store.Run, resumed bool) {
+func (t *telemetry) Started(run *record.Run, resumed bool) {
 	t.mu.Lock()
 	prev, prevSpan := t.run, t.span
 	t.mu.Unlock()
@@ -84,8 +83,8 @@ func (t *telemetry) Started(run *store.Run, resumed bool) {
 		// a signal for it was saved, and it was resumed at once. The first
 		// ended with the run waiting.
 		t.m.runsRunning.Dec()
-		t.m.RunFinished(prev.Workflow, string(engine.RunWaiting))
-		prevSpan.SetAttributes(attribute.String("skein.run.status", string(engine.RunWaiting)))
+		t.m.RunFinished(prev.Workflow, string(record.RunWaiting))
+		prevSpan.SetAttributes(attribute.String("skein.run.status", string(record.RunWaiting)))
 		prevSpan.End()
 	} else {
 		t.m.queueDepth.Dec()
@@ -106,9 +105,9 @@ func (t *telemetry) Started(run *store.Run, resumed bool) {
 	t.next.Started(run, resumed)
 }
 
-func (t *telemetry) Step(rec engine.StepRecord) {
+func (t *telemetry) Step(rec record.Step) {
 	switch rec.Status {
-	case engine.StatusSuccess, engine.StatusFailed, engine.StatusCancelled:
+	case record.StatusSuccess, record.StatusFailed, record.StatusCancelled:
 		if rec.StartedAt != nil && rec.FinishedAt != nil {
 			if !rec.Cached && !rec.Pinned && !t.trigger(rec.Type) {
 				t.m.NodeFinished(rec.Type, string(rec.Status), rec.FinishedAt.Sub(*rec.StartedAt))
@@ -121,7 +120,7 @@ func (t *telemetry) Step(rec engine.StepRecord) {
 
 // nodeSpan records a finished step as a span of the run's, with its own
 // start and end times (the step is seen once committed, a little later).
-func (t *telemetry) nodeSpan(rec engine.StepRecord) {
+func (t *telemetry) nodeSpan(rec record.Step) {
 	t.mu.Lock()
 	ctx := t.spanCtx
 	t.mu.Unlock()
@@ -138,14 +137,14 @@ func (t *telemetry) nodeSpan(rec engine.StepRecord) {
 		attribute.Bool("skein.node.cached", rec.Cached),
 		attribute.Bool("skein.node.pinned", rec.Pinned),
 	))
-	if rec.Status == engine.StatusFailed && rec.Error != nil {
+	if rec.Status == record.StatusFailed && rec.Error != nil {
 		span.SetStatus(codes.Error, rec.Error.Message)
 		span.SetAttributes(attribute.String("skein.error.code", rec.Error.Code), attribute.String("skein.error.category", string(rec.Error.Category)))
 	}
 	span.End(trace.WithTimestamp(*rec.FinishedAt))
 }
 
-func (t *telemetry) Event(ev engine.TimedEvent) { t.next.Event(ev) }
+func (t *telemetry) Event(ev record.TimedEvent) { t.next.Event(ev) }
 func (t *telemetry) Note(n runner.Note)         { t.next.Note(n) }
 
 // end counts the execution's end and ends its span; res is nil when it
@@ -161,7 +160,7 @@ func (t *telemetry) end(res *runner.Result) {
 	t.m.runsRunning.Dec()
 	status := "error" // it failed without a result
 	if res != nil && res.Run != nil {
-		status = res.Run.Status
+		status = string(res.Run.Status)
 	}
 	t.m.RunFinished(run.Workflow, status)
 	span.SetAttributes(attribute.String("skein.run.status", status))
@@ -170,7 +169,7 @@ func (t *telemetry) end(res *runner.Result) {
 		span.SetStatus(codes.Error, res.Run.Error.Message)
 	case res != nil && res.Err != nil:
 		span.SetStatus(codes.Error, res.Err.Error())
-	case status == string(engine.RunCompleted):
+	case status == string(record.RunCompleted):
 		span.SetStatus(codes.Ok, "")
 	}
 	end := time.Now()

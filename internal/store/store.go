@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // Conditions callers tell apart with errors.Is. Implementations wrap them
@@ -48,127 +48,14 @@ func (e *OwnedError) Error() string {
 // Is makes errors.Is(err, ErrOwned) hold.
 func (e *OwnedError) Is(target error) bool { return target == ErrOwned }
 
-// Owner is the process that runs a run: a CLI process, a server, or a
-// worker. Token is random per claim; the other fields describe the owner
-// to people and let a process on the same host see that the owner died.
-type Owner struct {
-	Host  string
-	PID   int
-	Token string
-}
-
-func (o Owner) String() string {
-	if o.Token == "" {
-		return "nobody"
-	}
-	if o.PID == 0 {
-		return o.Host // not a process: the queue's workers
-	}
-	return fmt.Sprintf("pid %d on %s", o.PID, o.Host)
-}
-
-// Run is one execution of a workflow.
-type Run struct {
-	ID       string
-	Workflow string
-	// WorkflowVersion is the stored version of the workflow the run
-	// executes; 0 when the run was not tied to a stored version.
-	WorkflowVersion int
-	// File is the workflow file the run was started from, if any.
-	File string
-	// Dir is the run folder (.skein/runs/<workflow>/<time>_<id>).
-	Dir string
-	// ParentID is the run whose subworkflow node started this run.
-	ParentID string
-	// Trigger is the id of the trigger node that fired.
-	Trigger string
-	// Status is a run status as stored: pending, running, waiting,
-	// completed, failed, cancelled (DESIGN §2.7). A running or pending run
-	// whose lease expired is interrupted; see LeaseExpired. A waiting run
-	// has no owner: it was left waiting for a signal or a timer (WakeAt).
-	Status     string
-	Inputs     map[string]any
-	Outputs    map[string]any
-	Error      *node.Error
-	StartedAt  time.Time
-	FinishedAt *time.Time
-	Tokens     int
-	CostUSD    float64
-
-	// Owner holds the run while it runs; its zero value means nobody.
-	Owner Owner
-	// LeaseUntil is when the owner's lease ends, by the database's clock;
-	// zero when nobody owns the run.
-	LeaseUntil time.Time
-	// LeaseExpired is set on reading: the run has no owner, or its lease
-	// ended, by the database's clock.
-	LeaseExpired bool
-	// LeaseTTL, given to CreateRun with an Owner, is how long the new
-	// lease lasts. It is not stored.
-	LeaseTTL time.Duration
-	// CancelRequested is when someone asked the owner to cancel the run.
-	CancelRequested *time.Time
-	// CancelLetFinish is set when that request lets the running nodes
-	// finish; without it they are stopped.
-	CancelLetFinish bool
-	// Generation counts the executions of the run: 1 for the first, one
-	// more for each resume. Steps are recorded per generation, so a resume
-	// never overwrites what an earlier execution recorded.
-	Generation int
-	// WakeAt is, for a waiting run, the earliest wake-up time of its
-	// waits; nil when only a signal can wake it. It is written with a
-	// Batch's Finish and cleared by ClaimRun.
-	WakeAt *time.Time
-}
-
-// Step is the record of one visit of one node (DESIGN §2.8). A step is
-// keyed by (RunID, Generation, Node, Visit); saving it again replaces the
-// record.
-type Step struct {
-	RunID string
-	// Generation is the run's execution that recorded the step (0 is
-	// taken as 1).
-	Generation int
-
-	StepOrder int
-	Node      string
-	Type      string
-	Visit     int
-	Iteration int
-	Attempts  int
-	// Status is a step status: pending, running, success, failed,
-	// skipped, waiting, cancelled.
-	Status string
-	// SkipReason says why a skipped step did not run (engine.Skip*).
-	SkipReason string
-	Params     map[string]any
-	Output     map[string]any
-	// OutputRef is the path of a file holding the whole output, as
-	// versions before blobs kept a large one; Output is then nil. New steps
-	// keep their big values in blobs instead (see the package doc).
-	OutputRef string
-	Error     *node.Error
-	// ConfigHash is the hash of the node's definition and resolved inputs,
-	// compared on resume to decide whether the step can be reused.
-	ConfigHash string
-	Cached     bool
-	Pinned     bool
-	StartedAt  *time.Time
-	FinishedAt *time.Time
-	DurationMS int64
-	Tokens     int
-	CostUSD    float64
-	// Masked is set when the step's output held a secret value and is
-	// stored with it masked: it is never reused as data (DESIGN §3).
-	Masked bool
-	// ProcessGroup is the process group of a command the running step
-	// started, so a process that outlived a dead owner can be stopped
-	// before the step runs again; 0 when none.
-	ProcessGroup int
-	// WakeAt is when a step that holds its successors (a wait, a
-	// _delay_seconds, a signal's timeout) lets them go on; nil otherwise.
-	WakeAt *time.Time
-}
+// The records a store keeps (package record has them): the run row, its
+// owner, a step, and an event row.
+type (
+	Run   = record.Run
+	Owner = record.Owner
+	Step  = record.Step
+	Event = record.EventRow
+)
 
 // Signal is data sent to a wait node of a run (a wait with until:
 // signal), for one visit of that node: the visit that waited when the
@@ -201,19 +88,6 @@ type Batch struct {
 	// transaction as the steps and events: its status, outputs, error,
 	// finish time and usage. The run's owner and lease are cleared.
 	Finish *Run
-}
-
-// Event is one line of a run's event log. Seq numbers a run's events from
-// 1 in the order they were appended.
-type Event struct {
-	RunID     string
-	Seq       int64
-	Time      time.Time
-	Type      string
-	Node      string
-	Visit     int
-	Iteration int
-	Data      map[string]any
 }
 
 // WorkflowVersion is one stored version of a workflow's source. Versions of
@@ -301,7 +175,7 @@ type RunFilter struct {
 	Workflow string
 	// Status is a stored status, or "interrupted": running or waiting
 	// runs whose lease expired.
-	Status string
+	Status record.RunStatus
 	// Parent keeps only the child runs of this run.
 	Parent string
 	// Limit caps the number of runs returned; 0 returns them all.

@@ -10,9 +10,8 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -59,7 +58,7 @@ type board struct {
 	st     styles
 	nodeW  int
 	typeW  int
-	run    *store.Run
+	run    *record.Run
 	begun  time.Time
 	act    map[key]*active
 	order  []key // of act, as the steps appeared
@@ -88,7 +87,7 @@ func (b *board) workflow(w *workflow.Workflow) {
 	}
 }
 
-func (b *board) started(run *store.Run, resumed bool) []string {
+func (b *board) started(run *record.Run, resumed bool) []string {
 	b.run, b.begun = run, b.clk.Now()
 	verb := "run"
 	if resumed {
@@ -99,7 +98,7 @@ func (b *board) started(run *store.Run, resumed bool) []string {
 
 // label names a step: its node, with the foreach item index (sq[2]), the
 // loop pass (body (pass 3)) or, on a cycle, the visit (poll #2).
-func label(rec engine.StepRecord) string {
+func label(rec record.Step) string {
 	if rec.Loop != nil {
 		if _, ok := rec.Loop["total"]; ok {
 			return fmt.Sprintf("%s[%v]", rec.Node, rec.Loop["index"])
@@ -114,7 +113,7 @@ func label(rec engine.StepRecord) string {
 	return rec.Node
 }
 
-func (b *board) get(k key, rec engine.StepRecord) *active {
+func (b *board) get(k key, rec record.Step) *active {
 	a, ok := b.act[k]
 	if !ok {
 		a = &active{label: label(rec), typ: rec.Type, start: b.clk.Now()}
@@ -134,13 +133,13 @@ func (b *board) drop(k key) {
 	}
 }
 
-func (b *board) step(rec engine.StepRecord) []string {
+func (b *board) step(rec record.Step) []string {
 	k := key{rec.Node, rec.Visit}
 	switch rec.Status {
-	case engine.StatusPending:
+	case record.StatusPending:
 		b.get(k, rec).pending = true
 		return nil
-	case engine.StatusRunning:
+	case record.StatusRunning:
 		a := b.get(k, rec)
 		a.pending, a.retry = false, nil
 		if rec.StartedAt != nil && rec.Attempts <= 1 {
@@ -149,7 +148,7 @@ func (b *board) step(rec engine.StepRecord) []string {
 			a.start = b.clk.Now() // a retry: its node_started event tells the exact time
 		}
 		return nil
-	case engine.StatusFailed:
+	case record.StatusFailed:
 		if rec.Retry {
 			return nil // the retry event says what comes next
 		}
@@ -161,15 +160,15 @@ func (b *board) step(rec engine.StepRecord) []string {
 	return b.finished(rec)
 }
 
-func (b *board) event(ev engine.TimedEvent) []string {
+func (b *board) event(ev record.TimedEvent) []string {
 	k := key{ev.Node, ev.Visit}
 	switch ev.Type {
-	case engine.EventNodeStarted:
+	case record.EventNodeStarted:
 		b.starts[k] = ev.Time
 		if a, ok := b.act[k]; ok && !b.done[k] {
 			a.start, a.pending, a.retry = ev.Time, false, nil
 		}
-	case engine.EventRetry:
+	case record.EventRetry:
 		r := &retry{attempt: intOf(ev.Data["attempt"]), max: intOf(ev.Data["max_attempts"]), at: ev.Time,
 			delay: time.Duration(intOf(ev.Data["delay_ms"])) * time.Millisecond}
 		r.reason, _ = ev.Data["error"].(string)
@@ -179,7 +178,7 @@ func (b *board) event(ev engine.TimedEvent) []string {
 			lbl = a.label
 		}
 		return []string{fmt.Sprintf("%s %s %s", b.st.yellow.Render("↻"), b.pad(lbl, b.nodeW), b.st.yellow.Render(r.text(0)))}
-	case engine.EventLoopIteration:
+	case record.EventLoopIteration:
 		if a, ok := b.act[k]; ok {
 			if total, ok := ev.Data["total"]; ok {
 				a.items = fmt.Sprintf("started %d of %d items", intOf(ev.Data["index"])+1, intOf(total))
@@ -187,7 +186,7 @@ func (b *board) event(ev engine.TimedEvent) []string {
 				a.items = fmt.Sprintf("pass %d", intOf(ev.Data["iteration"])+1)
 			}
 		}
-	case engine.EventWarning:
+	case record.EventWarning:
 		msg, _ := ev.Data["message"].(string)
 		return []string{b.st.yellow.Render("⚠ " + msg)}
 	}
@@ -213,24 +212,24 @@ func (r *retry) text(left time.Duration) string {
 }
 
 // finished renders the line of a step that ended, with what goes under it.
-func (b *board) finished(rec engine.StepRecord) []string {
+func (b *board) finished(rec record.Step) []string {
 	st := b.st
 	var mark, tail string
 	dur := b.duration(rec)
 	switch {
-	case rec.Status == engine.StatusWaiting:
+	case rec.Status == record.StatusWaiting:
 		mark, dur = st.yellow.Render("⏸"), waitingFor(rec)
 	case rec.Cached:
 		mark, tail = st.cyan.Render("↻"), "cached"
 	case rec.Pinned:
 		mark, tail = st.cyan.Render("↻"), "pinned"
-	case rec.Status == engine.StatusSuccess:
+	case rec.Status == record.StatusSuccess:
 		mark = st.green.Render("✓")
-	case rec.Status == engine.StatusFailed:
+	case rec.Status == record.StatusFailed:
 		mark = st.red.Render("✗")
-	case rec.Status == engine.StatusSkipped:
+	case rec.Status == record.StatusSkipped:
 		mark, dur = st.dim.Render("–"), "skipped"
-	case rec.Status == engine.StatusCancelled:
+	case rec.Status == record.StatusCancelled:
 		mark, tail = st.yellow.Render("⊘"), "cancelled"
 		if rec.Error != nil && rec.Error.Message != "" {
 			tail += ": " + oneLine(rec.Error.Message, 120)
@@ -238,22 +237,22 @@ func (b *board) finished(rec engine.StepRecord) []string {
 	default:
 		return nil
 	}
-	if route, ok := rec.Directives["_route"].(string); ok && rec.Status == engine.StatusSuccess {
+	if route, ok := rec.Directives["_route"].(string); ok && rec.Status == record.StatusSuccess {
 		tail = joinTail(tail, "→ "+route)
 	}
-	if rec.Attempts > 1 && (rec.Status == engine.StatusSuccess || rec.Status == engine.StatusFailed) {
+	if rec.Attempts > 1 && (rec.Status == record.StatusSuccess || rec.Status == record.StatusFailed) {
 		tail = joinTail(tail, fmt.Sprintf("after %d attempts", rec.Attempts))
 	}
 	line := fmt.Sprintf("%s %s %s", mark, b.pad(label(rec), b.nodeW), st.dim.Render(b.pad(rec.Type, b.typeW)+" "+dur))
 	if tail != "" {
 		c := st.dim
-		if rec.Status == engine.StatusCancelled {
+		if rec.Status == record.StatusCancelled {
 			c = st.yellow
 		}
 		line += "  " + c.Render(tail)
 	}
 	out := []string{line}
-	if rec.Status == engine.StatusFailed && rec.Error != nil {
+	if rec.Status == record.StatusFailed && rec.Error != nil {
 		out = append(out, "    "+st.red.Render(rec.Error.Message))
 		for _, l := range StderrTail(rec.Error.Details) {
 			out = append(out, st.dim.Render("    │ "+l))
@@ -263,7 +262,7 @@ func (b *board) finished(rec engine.StepRecord) []string {
 }
 
 // duration is how long the step's final attempt took.
-func (b *board) duration(rec engine.StepRecord) string {
+func (b *board) duration(rec record.Step) string {
 	d := time.Duration(rec.DurationMS) * time.Millisecond
 	if s, ok := b.starts[key{rec.Node, rec.Visit}]; ok && rec.Attempts > 1 && rec.FinishedAt != nil && !rec.FinishedAt.Before(s) {
 		d = rec.FinishedAt.Sub(s)
@@ -348,7 +347,7 @@ func StderrTail(details map[string]any) []string {
 }
 
 // waitingFor says what a waiting step waits for.
-func waitingFor(rec engine.StepRecord) string {
+func waitingFor(rec record.Step) string {
 	at := ""
 	if rec.WakeAt != nil {
 		at = rec.WakeAt.Local().Format("2006-01-02 15:04:05")

@@ -9,9 +9,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -171,17 +170,17 @@ func (l *Live) Workflow(w *workflow.Workflow) {
 }
 
 // Started prints the run's first line.
-func (l *Live) Started(run *store.Run, resumed bool) {
+func (l *Live) Started(run *record.Run, resumed bool) {
 	l.apply(func(b *board) []string { return b.started(run, resumed) })
 }
 
 // Step prints the line of a step that ended, or shows one under way.
-func (l *Live) Step(rec engine.StepRecord) {
+func (l *Live) Step(rec record.Step) {
 	l.apply(func(b *board) []string { return b.step(rec) })
 }
 
 // Event prints retries and warnings, and times the steps under way.
-func (l *Live) Event(ev engine.TimedEvent) {
+func (l *Live) Event(ev record.TimedEvent) {
 	l.apply(func(b *board) []string { return b.event(ev) })
 }
 

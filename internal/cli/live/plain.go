@@ -7,9 +7,8 @@ import (
 	"sync"
 
 	"github.com/skeinhq/skein/internal/clock"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -71,7 +70,7 @@ func (p *Plain) Workflow(w *workflow.Workflow) {
 
 // Started prints the run's first line, with its id, so an interrupted
 // run can be found and resumed.
-func (p *Plain) Started(run *store.Run, resumed bool) {
+func (p *Plain) Started(run *record.Run, resumed bool) {
 	if p.o.NotesOnly {
 		return
 	}
@@ -81,7 +80,7 @@ func (p *Plain) Started(run *store.Run, resumed bool) {
 }
 
 // Step prints the line of a step that ended.
-func (p *Plain) Step(rec engine.StepRecord) {
+func (p *Plain) Step(rec record.Step) {
 	if p.o.NotesOnly {
 		return
 	}
@@ -91,7 +90,7 @@ func (p *Plain) Step(rec engine.StepRecord) {
 }
 
 // Event prints retries and warnings.
-func (p *Plain) Event(ev engine.TimedEvent) {
+func (p *Plain) Event(ev record.TimedEvent) {
 	if p.o.NotesOnly {
 		return
 	}

@@ -18,7 +18,7 @@ func TestPureImports(t *testing.T) {
 	allowed := map[string]bool{
 		"fmt": true, "hash/fnv": true, "math": true, "sort": true, "time": true,
 		"github.com/skeinhq/skein/expr": true, "github.com/skeinhq/skein/node": true,
-		"github.com/skeinhq/skein/workflow": true,
+		"github.com/skeinhq/skein/workflow": true, "github.com/skeinhq/skein/internal/record": true,
 	}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)

@@ -3,41 +3,32 @@ package scheduler
 import (
 	"time"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/node"
 )
 
-// Status is the status of one step (one visit of one node).
-type Status string
-
-// Step statuses (DESIGN §2.7). The scheduler hands a task to its driver
-// as running; a driver that holds it back for a concurrency slot records
-// its step as pending until it really starts (see Driver).
-const (
-	StatusPending   Status = "pending"
-	StatusRunning   Status = "running"
-	StatusSuccess   Status = "success"
-	StatusFailed    Status = "failed"
-	StatusSkipped   Status = "skipped"
-	StatusWaiting   Status = "waiting"
-	StatusCancelled Status = "cancelled"
+// The record types the scheduler speaks (package record has them).
+type (
+	Status    = record.Status
+	RunStatus = record.RunStatus
+	Event     = record.Event
 )
 
-// Final reports whether s is a final status.
-func (s Status) Final() bool {
-	return s == StatusSuccess || s == StatusFailed || s == StatusSkipped || s == StatusCancelled
-}
-
-// RunStatus is the status of a run.
-type RunStatus string
-
-// Run statuses.
+// Step and run statuses.
 const (
-	RunPending   RunStatus = "pending"
-	RunRunning   RunStatus = "running"
-	RunWaiting   RunStatus = "waiting"
-	RunCompleted RunStatus = "completed"
-	RunFailed    RunStatus = "failed"
-	RunCancelled RunStatus = "cancelled"
+	StatusPending   = record.StatusPending
+	StatusRunning   = record.StatusRunning
+	StatusSuccess   = record.StatusSuccess
+	StatusFailed    = record.StatusFailed
+	StatusSkipped   = record.StatusSkipped
+	StatusWaiting   = record.StatusWaiting
+	StatusCancelled = record.StatusCancelled
+	RunPending      = record.RunPending
+	RunRunning      = record.RunRunning
+	RunWaiting      = record.RunWaiting
+	RunCompleted    = record.RunCompleted
+	RunFailed       = record.RunFailed
+	RunCancelled    = record.RunCancelled
 )
 
 // Task is one attempt of one node for a driver to run.
@@ -102,44 +93,27 @@ type StepUpdate struct {
 // Why a step was skipped (StepUpdate.SkipReason, the step record's
 // skip_reason).
 const (
-	// SkipDeadPath: every edge into the node died (a branch not taken).
-	SkipDeadPath = "dead_path"
-	// SkipDisabled: the node is disabled; the run flowed through it.
-	SkipDisabled = "disabled"
-	// SkipCancelled: the run was cancelled before the node ran.
-	SkipCancelled = "cancelled"
-	// SkipRunFailed: the run failed before the node ran.
-	SkipRunFailed = "run_failed"
-	// SkipItemFailed: the foreach item it belongs to failed (on_error:
-	// continue moves to the next item).
-	SkipItemFailed = "item_failed"
+	SkipDeadPath   = record.SkipDeadPath
+	SkipDisabled   = record.SkipDisabled
+	SkipCancelled  = record.SkipCancelled
+	SkipRunFailed  = record.SkipRunFailed
+	SkipItemFailed = record.SkipItemFailed
 )
-
-// Event is a line for events.jsonl.
-type Event struct {
-	Type      string
-	Node      string
-	Visit     int
-	Iteration int
-	Data      map[string]any
-}
 
 // Event types.
 const (
-	EventExecutionStarted  = "execution_started"
-	EventExecutionFinished = "execution_finished"
-	EventNodeStarted       = "node_started"
-	EventNodeFinished      = "node_finished"
-	EventBranchEvaluated   = "branch_evaluated"
-	EventVariableSet       = "variable_set"
-	EventRetry             = "retry"
-	EventLoopIteration     = "loop_iteration"
-	EventLoopExited        = "loop_exited"
-	EventWarning           = "warning"
-	// EventSignalAwaited: a wait node waits for a signal (its step is
-	// waiting); EventSignalReceived: the signal came and the node goes on.
-	EventSignalAwaited  = "signal_awaited"
-	EventSignalReceived = "signal_received"
+	EventExecutionStarted  = record.EventExecutionStarted
+	EventExecutionFinished = record.EventExecutionFinished
+	EventNodeStarted       = record.EventNodeStarted
+	EventNodeFinished      = record.EventNodeFinished
+	EventBranchEvaluated   = record.EventBranchEvaluated
+	EventVariableSet       = record.EventVariableSet
+	EventRetry             = record.EventRetry
+	EventLoopIteration     = record.EventLoopIteration
+	EventLoopExited        = record.EventLoopExited
+	EventWarning           = record.EventWarning
+	EventSignalAwaited     = record.EventSignalAwaited
+	EventSignalReceived    = record.EventSignalReceived
 )
 
 // DirectiveAwait is the directive by which a wait node (node.RoleWait)

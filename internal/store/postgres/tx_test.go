@@ -59,7 +59,7 @@ func TestWithTxTakesTheCallersStatements(t *testing.T) {
 	b.Queue(`SELECT count(*) FROM events WHERE run_id = $1`, "r1").QueryRow(func(row pgx.Row) error { return row.Scan(&events) })
 	run, last, err := s.WithTx(tx, b).LockRun(ctx, "r1")
 	require.NoError(t, err)
-	require.Equal(t, "running", run.Status)
+	require.Equal(t, "running", string(run.Status))
 	require.Equal(t, int64(1), last)
 	require.Equal(t, 1, events, "the caller's read was sent with LockRun")
 	require.Zero(t, b.Len(), "the caller's batch is empty once sent")

@@ -194,7 +194,7 @@ func TestLocked(t *testing.T) {
 
 		r, err := s.Run(t.Context(), "r1")
 		require.NoError(t, err, "reads go on while another process writes")
-		require.Equal(t, "pending", r.Status, "reads see the last commit")
+		require.Equal(t, "pending", string(r.Status), "reads see the last commit")
 
 		require.NoError(t, tx.Rollback())
 		require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r2", Workflow: "w"}), "the lock is free again")

@@ -42,9 +42,9 @@ func testChat(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.Len(t, all, 3)
 		require.Equal(t, []string{"hello", "and then?", "bye"}, []string{all[0].Message, all[1].Message, all[2].Message}, "oldest first")
 		require.Equal(t, "r1", all[0].Run.ID)
-		require.Equal(t, "completed", all[0].Run.Status)
+		require.Equal(t, "completed", string(all[0].Run.Status))
 		require.Equal(t, "hi Ada", all[0].Run.Outputs["reply"])
-		require.Equal(t, "running", all[1].Run.Status)
+		require.Equal(t, "running", string(all[1].Run.Status))
 
 		last, err := b.s.ChatTurns(b.ctx, "chat", "c1", 2)
 		require.NoError(t, err)

@@ -154,7 +154,7 @@ func testLeases(t *testing.T, setup func(t *testing.T) *bundle) {
 			Finish: &store.Run{Status: "completed", Outputs: map[string]any{"x": 1}, FinishedAt: &fin, Tokens: 7}}}))
 		got, err := b.s.Run(b.ctx, "r1")
 		require.NoError(t, err)
-		require.Equal(t, "completed", got.Status)
+		require.Equal(t, "completed", string(got.Status))
 		require.Equal(t, map[string]any{"x": 1}, got.Outputs)
 		require.Equal(t, 7, got.Tokens)
 		require.Equal(t, store.Owner{}, got.Owner, "finishing releases the run")
@@ -162,7 +162,7 @@ func testLeases(t *testing.T, setup func(t *testing.T) *bundle) {
 
 		c, err := b.s.ClaimRun(b.ctx, "r1", owner("t2"), time.Hour, "")
 		require.NoError(t, err, "a finished run can be claimed")
-		require.Equal(t, "running", c.Status)
+		require.Equal(t, "running", string(c.Status))
 		require.Nil(t, c.FinishedAt)
 	})
 

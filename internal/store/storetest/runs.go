@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -47,12 +48,12 @@ func testRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		before := time.Now().Add(-time.Second)
 		r := &store.Run{ID: "r1", Workflow: "triage"}
 		require.NoError(t, b.s.CreateRun(b.ctx, r))
-		require.Equal(t, "pending", r.Status, "an empty status becomes pending")
+		require.Equal(t, "pending", string(r.Status), "an empty status becomes pending")
 		require.WithinRange(t, r.StartedAt, before, time.Now().Add(time.Second), "a zero StartedAt becomes now")
 
 		got, err := b.s.Run(b.ctx, "r1")
 		require.NoError(t, err)
-		require.Equal(t, "pending", got.Status)
+		require.Equal(t, "pending", string(got.Status))
 		require.WithinDuration(t, r.StartedAt, got.StartedAt, time.Microsecond)
 		require.Nil(t, got.FinishedAt)
 	})
@@ -181,7 +182,7 @@ func testRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		} {
 			started := base.Add(time.Duration(min(i, 3)) * time.Minute)
 			require.NoError(t, b.s.CreateRun(b.ctx, &store.Run{ID: spec.id, Workflow: spec.workflow,
-				Status: spec.status, StartedAt: started}))
+				Status: record.RunStatus(spec.status), StartedAt: started}))
 		}
 
 		for _, tc := range []struct {

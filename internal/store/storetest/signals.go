@@ -117,7 +117,7 @@ func testWaits(t *testing.T, setup func(t *testing.T) *bundle) {
 
 		got, err := b.s.Run(b.ctx, "soon")
 		require.NoError(t, err)
-		require.Equal(t, "waiting", got.Status)
+		require.Equal(t, "waiting", string(got.Status))
 		require.Equal(t, &soon, got.WakeAt)
 		require.Equal(t, store.Owner{}, got.Owner, "a waiting run has no owner")
 
@@ -153,7 +153,7 @@ func testWaits(t *testing.T, setup func(t *testing.T) *bundle) {
 
 		c, err := b.s.ClaimRun(b.ctx, "soon", store.Owner{Host: "h2", PID: 7, Token: "t2"}, time.Hour, "")
 		require.NoError(t, err, "a waiting run is claimed to resume it")
-		require.Equal(t, "running", c.Status)
+		require.Equal(t, "running", string(c.Status))
 		require.Nil(t, c.WakeAt, "the claim clears the wake-up time")
 		runs, err = b.s.ListRuns(b.ctx, store.RunFilter{DueBy: later.Add(time.Second)})
 		require.NoError(t, err)

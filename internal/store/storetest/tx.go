@@ -28,7 +28,7 @@ func testTx(t *testing.T, setup func(t *testing.T) *bundle) {
 			if err != nil {
 				return err
 			}
-			require.Equal(t, "running", got.Status)
+			require.Equal(t, "running", string(got.Status))
 			require.Zero(t, last, "a new run has no events")
 			return tx.SaveBatch(b.ctx, store.Batch{RunID: "r1",
 				Steps:  []*store.Step{{StepOrder: 1, Node: "a", Visit: 1, Status: "success"}},
@@ -42,7 +42,7 @@ func testTx(t *testing.T, setup func(t *testing.T) *bundle) {
 
 		got, err := b.s.Run(b.ctx, "r1")
 		require.NoError(t, err)
-		require.Equal(t, "completed", got.Status, "the final record was written")
+		require.Equal(t, "completed", string(got.Status), "the final record was written")
 		require.Equal(t, map[string]any{"n": 7}, got.Outputs)
 		steps, err := b.s.Steps(b.ctx, "r1")
 		require.NoError(t, err)
