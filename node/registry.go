@@ -74,6 +74,19 @@ func (r *Registry) New(kind string) (Kind, bool) {
 	return e.ctor(), true
 }
 
+// Clone returns a new registry that holds every kind r holds now. Kinds
+// registered in either afterwards are not seen by the other: a program
+// adds its own kinds to a clone of Default without changing Default.
+func (r *Registry) Clone() *Registry {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c := NewRegistry()
+	for k, e := range r.kinds {
+		c.kinds[k] = e
+	}
+	return c
+}
+
 // Kinds returns every registered kind name, sorted.
 func (r *Registry) Kinds() []string {
 	r.mu.RLock()

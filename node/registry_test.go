@@ -49,6 +49,22 @@ func TestRegistry(t *testing.T) {
 	})
 }
 
+func TestRegistryClone(t *testing.T) {
+	t.Parallel()
+	base := node.NewRegistry()
+	base.MustRegister(node.Spec{Kind: "echo"}, func() node.Kind { return echo{} })
+	c := base.Clone()
+	c.MustRegister(node.Spec{Kind: "extra"}, nil)
+	base.MustRegister(node.Spec{Kind: "later"}, nil)
+
+	require.Equal(t, []string{"echo", "extra"}, c.Kinds(), "the clone holds what the registry held, and its own kinds")
+	require.Equal(t, []string{"echo", "later"}, base.Kinds(), "a kind added to the clone does not reach the registry it came from")
+	k, ok := c.New("echo")
+	require.True(t, ok, "the clone makes the registry's kinds")
+	require.IsType(t, echo{}, k)
+	require.ErrorIs(t, c.Register(node.Spec{Kind: "echo"}, nil), node.ErrDuplicate, "the clone refuses a kind it holds already")
+}
+
 func TestAsError(t *testing.T) {
 	t.Parallel()
 	require.Nil(t, node.AsError(nil))

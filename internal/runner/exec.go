@@ -13,11 +13,13 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/check/judge"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/memory"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	mcpkind "github.com/skeinhq/skein/internal/nodes/mcp"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
@@ -248,7 +250,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	// MCP servers start on first use and stop when the run ends.
 	pool := mcppool.NewPool(w.MCPServers, mcppool.Scope(j.inputs, secrets))
 	defer pool.Close()
-	models := llmkind.NewModels(w, getenv)
+	models := registry.New(w, getenv)
 	models.Render = secretRenderer(secrets)
 	tape := j.tape(w, o, run.ID, started, red, getenv)
 	services := runServices(httpkind.Policy{DenyPrivate: o.DenyPrivate}, w, pool, models,
@@ -267,7 +269,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		ChildServices: func(cw *workflow.Workflow, inputs map[string]any) (*node.Services, func()) {
 			// A child uses the servers and models its own file declares.
 			cpool := mcppool.NewPool(cw.MCPServers, mcppool.Scope(inputs, secrets))
-			cmodels := llmkind.NewModels(cw, getenv)
+			cmodels := registry.New(cw, getenv)
 			cmodels.Render = secretRenderer(secrets)
 			var ct *cassette.Tape
 			if tape != nil {
@@ -813,12 +815,14 @@ func (r *Runner) spent(ctx context.Context, run *store.Run, hist []*store.Step, 
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
 func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
-	judge := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
-	if j, ok := judge.(*llmkind.Judge); ok && tape != nil {
-		// The judge's model calls are recorded, or answered by a replay.
-		j.Models.HTTPClient = tapeClient(tape)
+	jd := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
+	if j, ok := jd.(*judge.LLM); ok && tape != nil {
+		if m, ok := j.Models.(*registry.Models); ok {
+			// The judge's model calls are recorded, or answered by a replay.
+			m.HTTPClient = tapeClient(tape)
+		}
 	}
-	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), judge, red)
+	return verify(ctx, w, res, dir, storedEvents(ctx, r.st, runID), jd, red)
 }
 
 // artifactDir gives each node its artifacts folder in the run folder, as an
@@ -941,7 +945,7 @@ func (b *observed) Flush() error {
 // runServices are the services the kinds of one run get: the HTTP policy,
 // the run's MCP servers, its models, its memory (memory:), and the models
 // as the judge.
-func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *llmkind.Models, mem llmkind.Memory) *node.Services {
+func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, models *registry.Models, mem memory.Store) *node.Services {
 	s := httpkind.PolicyService.Provide(nil, pol)
 	s = mcppool.Service.Provide(s, pool)
 	if w.File != "" {
@@ -949,8 +953,8 @@ func runServices(pol httpkind.Policy, w *workflow.Workflow, pool *mcppool.Pool, 
 		// the workflow, read afresh for each run.
 		s = mcppool.LockService.Provide(s, mcppool.NewPins(w.File))
 	}
-	s = llmkind.ModelsService.Provide(s, models)
-	s = llmkind.MemoryService.Provide(s, mem)
+	s = registry.Service.Provide(s, models)
+	s = memory.Service.Provide(s, mem)
 	// resolve: arguments of mcp nodes are picked by the workflow's models
 	// and kept for the run.
 	s = mcpkind.PickerService.Provide(s, models)

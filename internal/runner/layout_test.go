@@ -76,6 +76,17 @@ func TestFrontEndsReachRunsThroughTheRunner(t *testing.T) {
 		}
 	}
 	require.Greater(t, seen, 20, "the front ends' files were found")
+	// The public package, the module's root: its own files only.
+	public := imports(t, ".", false)
+	require.NotEmpty(t, public, "the public package's files were found")
+	for file, imps := range public {
+		for _, p := range imps {
+			for _, f := range forbidden {
+				require.False(t, p == f || strings.HasPrefix(p, f+"/"),
+					"%s imports %s: the public package reaches runs through internal/runner and internal/record", file, p)
+			}
+		}
+	}
 
 	nodes := imports(t, "internal/nodes", true)
 	require.NotEmpty(t, nodes)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/llm"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/memory"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -19,14 +19,14 @@ type runMemory struct {
 	replaces string
 }
 
-var _ llmkind.Memory = runMemory{}
+var _ memory.Store = runMemory{}
 
-func (m runMemory) source(step llmkind.MemoryStep) store.MemorySource {
+func (m runMemory) source(step memory.Step) store.MemorySource {
 	return store.MemorySource{RunID: step.RunID, Step: step.Step, Replaces: m.replaces}
 }
 
 // Recall returns the thread's last messages.
-func (m runMemory) Recall(ctx context.Context, thread string, step llmkind.MemoryStep, limit int) ([]llm.Message, error) {
+func (m runMemory) Recall(ctx context.Context, thread string, step memory.Step, limit int) ([]llm.Message, error) {
 	kept, err := m.st.Memory(ctx, m.workflow, thread, limit, m.source(step))
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (m runMemory) Recall(ctx context.Context, thread string, step llmkind.Memor
 }
 
 // Remember keeps a step's turn in the thread.
-func (m runMemory) Remember(ctx context.Context, thread string, step llmkind.MemoryStep, msgs []llm.Message) error {
+func (m runMemory) Remember(ctx context.Context, thread string, step memory.Step, msgs []llm.Message) error {
 	kept := make([]*store.MemoryMessage, 0, len(msgs))
 	for _, msg := range msgs {
 		kept = append(kept, &store.MemoryMessage{Role: msg.Role, Content: msg.Content})
@@ -55,12 +55,12 @@ const KindMemory = "memory"
 // from the cassette on a replay, which remembers nothing (the thread as
 // the recorded run left it is the thread).
 type tapeMemory struct {
-	mem  llmkind.Memory
+	mem  memory.Store
 	tape *cassette.Tape
 }
 
 // tapedMemory is mem under tape (mem itself when tape is nil).
-func tapedMemory(mem llmkind.Memory, tape *cassette.Tape) llmkind.Memory {
+func tapedMemory(mem memory.Store, tape *cassette.Tape) memory.Store {
 	if tape == nil {
 		return mem
 	}
@@ -73,13 +73,13 @@ type recallRequest struct {
 	Limit  int    `json:"limit"`
 }
 
-func (m tapeMemory) Recall(ctx context.Context, thread string, step llmkind.MemoryStep, limit int) ([]llm.Message, error) {
+func (m tapeMemory) Recall(ctx context.Context, thread string, step memory.Step, limit int) ([]llm.Message, error) {
 	return cassette.Do(ctx, m.tape, KindMemory, recallRequest{Thread: thread, Limit: limit}, func(ctx context.Context) ([]llm.Message, error) {
 		return m.mem.Recall(ctx, thread, step, limit)
 	})
 }
 
-func (m tapeMemory) Remember(ctx context.Context, thread string, step llmkind.MemoryStep, msgs []llm.Message) error {
+func (m tapeMemory) Remember(ctx context.Context, thread string, step memory.Step, msgs []llm.Message) error {
 	if m.tape.Replaying() {
 		return nil
 	}

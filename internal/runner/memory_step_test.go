@@ -10,6 +10,8 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/llm/registry"
+	"github.com/skeinhq/skein/internal/memory"
 	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
@@ -29,13 +31,13 @@ func TestMemoryOfAStepRunAgain(t *testing.T) {
 	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running", StartedAt: time.Now()}))
 
 	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("first answer"), llmtest.Reply("second answer")})
-	models := llmkind.NewModels(&workflow.Workflow{Name: "w", LLM: []*workflow.LLMConfig{
+	models := registry.New(&workflow.Workflow{Name: "w", LLM: []*workflow.LLMConfig{
 		{Name: "default", Provider: "openai", Model: "gpt-4.1-mini", BaseURL: srv.BaseURL(), APIKey: "k"},
 	}}, func(string) (string, bool) { return "", false })
 	mem := runMemory{st: st, workflow: "w"}
 	services := node.BudgetService.Provide(nil, &engine.Budget{})
-	services = llmkind.ModelsService.Provide(services, models)
-	services = llmkind.MemoryService.Provide(services, mem)
+	services = registry.Service.Provide(services, models)
+	services = memory.Service.Provide(services, mem)
 	call := func() {
 		t.Helper()
 		_, err := llmkind.AgentKind{}.Run(ctx, &node.Call{

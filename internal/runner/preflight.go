@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/skeinhq/skein/internal/check"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -204,7 +204,7 @@ func modelProblems(w *workflow.Workflow, reg *node.Registry, getenv func(string)
 			use("vision", n, n.Pos) // it describes the images an agent's tools return
 		}
 	}
-	models := llmkind.NewModels(w, getenv)
+	models := registry.New(w, getenv)
 	var ds workflow.Diagnostics
 	seen := map[string]bool{} // entries already reported
 	for _, name := range order {

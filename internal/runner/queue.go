@@ -11,9 +11,9 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -384,7 +384,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 		},
 		Services: func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func()) {
 			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
-			models := llmkind.NewModels(w, r.cfg.LookupEnv)
+			models := registry.New(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
 			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, runMemory{st: pg, workflow: w.Name}), release
 		},

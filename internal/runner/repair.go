@@ -13,7 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/store"
@@ -85,7 +85,7 @@ type repairing struct {
 	// runSpent is what the run spent by its last execution's end.
 	runSpent engine.Spent
 
-	models *llmkind.Models
+	models *registry.Models
 	// unpricedTold: the repair model has no price, and the user was told.
 	unpricedTold bool
 	provider     llm.Provider
@@ -339,7 +339,7 @@ func (s *repairing) fix(ctx context.Context, phase repair.Phase, problems []repa
 func (s *repairing) ask(ctx context.Context, msgs []llm.Message) (*repair.Reply, error) {
 	if !s.modelDone {
 		s.modelDone = true
-		s.models = llmkind.NewModels(s.w, s.r.cfg.LookupEnv)
+		s.models = registry.New(s.w, s.r.cfg.LookupEnv)
 		s.models.Render = secretRenderer(s.secrets())
 		s.provider, s.model, s.modelErr = s.models.Get("repair")
 	}

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/check/judge"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -21,9 +22,9 @@ import (
 // config's templates (api_key: "{{ secrets.KEY }}") render with the run's
 // secrets, as the nodes' models do.
 func defaultJudge(w *workflow.Workflow, lookupEnv func(string) (string, bool), secrets map[string]string) check.Judge {
-	m := llmkind.NewModels(w, lookupEnv)
+	m := registry.New(w, lookupEnv)
 	m.Render = secretRenderer(secrets)
-	return &llmkind.Judge{Models: m}
+	return &judge.LLM{Models: m}
 }
 
 // verify runs the evaluation pass of a finished run and writes its verdict

@@ -16,9 +16,9 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	mcpclient "github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/internal/mcp/mcptest"
-	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/node/nodetest"
 	_ "github.com/skeinhq/skein/node/standard"
@@ -99,7 +99,7 @@ func conformance(t *testing.T) map[string]nodetest.Config {
 			Block: func(t *testing.T) (nodetest.Sample, <-chan struct{}) {
 				srv, started := holdingModel(t)
 				return nodetest.Sample{Name: "model_holds", Params: map[string]any{"prompt": "hi"}, Call: func(t *testing.T, c *node.Call) {
-					c.Services = nodellm.ModelsService.Provide(c.Services, models(srv))
+					c.Services = registry.Service.Provide(c.Services, models(srv))
 				}}, started
 			},
 		},
@@ -120,7 +120,7 @@ func conformance(t *testing.T) map[string]nodetest.Config {
 			Block: func(t *testing.T) (nodetest.Sample, <-chan struct{}) {
 				srv, started := holdingModel(t)
 				return nodetest.Sample{Name: "model_holds", Params: map[string]any{"prompt": "hi"}, Call: func(t *testing.T, c *node.Call) {
-					c.Services = nodellm.ModelsService.Provide(c.Services, models(srv))
+					c.Services = registry.Service.Provide(c.Services, models(srv))
 				}}, started
 			},
 		},
@@ -287,23 +287,23 @@ func mcpServices(t *testing.T, srv *mcptest.Server, s *node.Services) *node.Serv
 // with a spare reply for an answer asked for again.
 func aiServices(t *testing.T, tools *mcptest.Server, script ...llmtest.Turn) *node.Services {
 	srv := llmtest.NewServer(t, llmtest.OpenAI, append(script, script[len(script)-1]))
-	return nodellm.ModelsService.Provide(mcpServices(t, tools, nil), models(srv))
+	return registry.Service.Provide(mcpServices(t, tools, nil), models(srv))
 }
 
 // replies makes the call's model answer text.
 func replies(text string) func(t *testing.T, c *node.Call) {
 	return func(t *testing.T, c *node.Call) {
 		srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply(text), llmtest.Reply(text)})
-		c.Services = nodellm.ModelsService.Provide(c.Services, models(srv))
+		c.Services = registry.Service.Provide(c.Services, models(srv))
 	}
 }
 
 // models is the default model answered by srv.
-func models(srv *llmtest.Server) *nodellm.Models {
+func models(srv *llmtest.Server) *registry.Models {
 	w := &workflow.Workflow{Name: "conformance", LLM: []*workflow.LLMConfig{{
 		Name: "default", Provider: "openai", Model: testModel, BaseURL: srv.BaseURL(), APIKey: "test-key",
 	}}}
-	return nodellm.NewModels(w, func(string) (string, bool) { return "", false })
+	return registry.New(w, func(string) (string, bool) { return "", false })
 }
 
 // holdingModel is a model server whose first request never gets an

@@ -15,6 +15,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/node"
 )
@@ -240,7 +241,7 @@ func resourceLinkText(l *sdk.ResourceLink) string {
 
 // summarize describes images with the vision model.
 // It returns the summary, the vision model's name and what it used.
-func summarize(ctx context.Context, ms *Models, imgs []llm.Image) (string, string, llm.Usage, error) {
+func summarize(ctx context.Context, ms *registry.Models, imgs []llm.Image) (string, string, llm.Usage, error) {
 	p, model, err := ms.Get("vision")
 	if err != nil {
 		return "", "", llm.Usage{}, err

@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/node"
 )
@@ -19,7 +20,7 @@ import (
 // It works on the step's state, which AgentKind.Run holds.
 type toolRound struct {
 	c         *node.Call
-	ms        *Models
+	ms        *registry.Models
 	pool      *mcp.Pool
 	children  node.NamedChildren
 	byName    map[string]offered

@@ -15,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/mcp"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard" // the other kinds of the workflows validated here
 	"github.com/skeinhq/skein/workflow"
 )
 

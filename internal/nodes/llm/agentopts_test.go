@@ -15,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/internal/mcp/mcptest"
+	"github.com/skeinhq/skein/internal/memory"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -163,10 +164,10 @@ func TestSamplingBounds(t *testing.T) {
 type fakeMemory struct {
 	mu      sync.Mutex
 	threads map[string][]llm.Message
-	steps   []nodellm.MemoryStep
+	steps   []memory.Step
 }
 
-func (m *fakeMemory) Recall(_ context.Context, thread string, step nodellm.MemoryStep, limit int) ([]llm.Message, error) {
+func (m *fakeMemory) Recall(_ context.Context, thread string, step memory.Step, limit int) ([]llm.Message, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.steps = append(m.steps, step)
@@ -177,7 +178,7 @@ func (m *fakeMemory) Recall(_ context.Context, thread string, step nodellm.Memor
 	return slices.Clone(msgs), nil
 }
 
-func (m *fakeMemory) Remember(_ context.Context, thread string, step nodellm.MemoryStep, msgs []llm.Message) error {
+func (m *fakeMemory) Remember(_ context.Context, thread string, step memory.Step, msgs []llm.Message) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.steps = append(m.steps, step)
@@ -200,7 +201,7 @@ func TestLLMMemory(t *testing.T) {
 		"system":   "Be brief.",
 		"messages": []any{map[string]any{"role": "user", "content": "Who am I?"}},
 		"memory":   map[string]any{"thread": "t1", "max_messages": 2},
-	}, nodellm.MemoryService.Provide(nil, mem))
+	}, memory.Service.Provide(nil, mem))
 	out, err := b.run(t, nodellm.LLMKind{})
 	require.Nil(t, err)
 	require.Equal(t, "You are Ada.", out["text"])
@@ -211,7 +212,7 @@ func TestLLMMemory(t *testing.T) {
 	}, srv.Requests()[0].Messages, "the last two messages of the thread, between the system prompt and the node's")
 	require.Equal(t, []llm.Message{{Role: llm.RoleUser, Content: "Who am I?"}, {Role: llm.RoleAssistant, Content: "You are Ada."}},
 		mem.threads["t1"][4:], "the node's turn is kept")
-	require.Equal(t, nodellm.MemoryStep{RunID: "r1", Step: "n/1"}, mem.steps[0], "the step is named by run, node and visit")
+	require.Equal(t, memory.Step{RunID: "r1", Step: "n/1"}, mem.steps[0], "the step is named by run, node and visit")
 
 	empty := setup(t, ms, map[string]any{"prompt": "Hi", "memory": map[string]any{"thread": ""}}, nil)
 	out, err = empty.run(t, nodellm.LLMKind{})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -16,13 +17,13 @@ import (
 // refused request, a bad key) is the node's error: another model would
 // not fix it.
 type chain struct {
-	ms      *Models
+	ms      *registry.Models
 	entries []string
 	cur     int
 }
 
 // modelChain reads the node's model parameter: one name or a list.
-func modelChain(c *node.Call, ms *Models) (*chain, error) {
+func modelChain(c *node.Call, ms *registry.Models) (*chain, error) {
 	var entries []string
 	switch v := c.Params["model"].(type) {
 	case string:

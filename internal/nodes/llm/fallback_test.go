@@ -9,6 +9,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/mcp"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/workflow"
@@ -23,8 +24,8 @@ var (
 
 // fallbackModels declares primary and backup, each on its own server
 // (primaryURL may be a server that is gone).
-func fallbackModels(flavor llmtest.Flavor, primaryURL string, backup *llmtest.Server) *nodellm.Models {
-	return nodellm.NewModels(&workflow.Workflow{Name: "t", LLM: []*workflow.LLMConfig{
+func fallbackModels(flavor llmtest.Flavor, primaryURL string, backup *llmtest.Server) *registry.Models {
+	return registry.New(&workflow.Workflow{Name: "t", LLM: []*workflow.LLMConfig{
 		{Name: "primary", Provider: string(flavor), Model: "primary-model", BaseURL: primaryURL, APIKey: "k", Price: &primaryPrice},
 		{Name: "backup", Provider: string(flavor), Model: "backup-model", BaseURL: backup.BaseURL(), APIKey: "k", Price: &backupPrice},
 	}}, noEnv)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/mcp"
-	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -33,7 +33,7 @@ const testModel = "gpt-4.1-mini"
 func noEnv(string) (string, bool) { return "", false }
 
 // models resolves the named model configs, each pointing at a fake server.
-func models(servers map[string]*llmtest.Server, flavor llmtest.Flavor) *nodellm.Models {
+func models(servers map[string]*llmtest.Server, flavor llmtest.Flavor) *registry.Models {
 	w := &workflow.Workflow{Name: "t"}
 	for _, name := range []string{"default", "vision", "judge"} {
 		srv, ok := servers[name]
@@ -48,7 +48,7 @@ func models(servers map[string]*llmtest.Server, flavor llmtest.Flavor) *nodellm.
 			Name: name, Provider: string(flavor), Model: model, BaseURL: srv.BaseURL(), APIKey: "test-key",
 		})
 	}
-	return nodellm.NewModels(w, noEnv)
+	return registry.New(w, noEnv)
 }
 
 // event is one event a kind emitted.
@@ -89,13 +89,13 @@ type bundle struct {
 
 // setup builds a call of a kind with params, the models, and the extra
 // services given (an MCP pool, a budget).
-func setup(t *testing.T, ms *nodellm.Models, params map[string]any, services *node.Services) *bundle {
+func setup(t *testing.T, ms *registry.Models, params map[string]any, services *node.Services) *bundle {
 	t.Helper()
 	ev := &events{}
 	if _, ok := node.BudgetService.Lookup(services); !ok {
 		services = node.BudgetService.Provide(services, &engine.Budget{}) // the engine always gives one
 	}
-	svc := nodellm.ModelsService.Provide(services, ms)
+	svc := registry.Service.Provide(services, ms)
 	secrets := map[string]string{"TOKEN": "s3cr3t-token"}
 	run := t.TempDir()
 	return &bundle{events: ev, call: &node.Call{

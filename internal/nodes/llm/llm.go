@@ -3,9 +3,6 @@ package llm
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"mime"
-	"path/filepath"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/llm"
@@ -60,7 +57,7 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 		req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
 	}
 	if prompt := c.String("prompt"); prompt != "" {
-		imgs, err := images(c.Files, "images", c.Params["images"])
+		imgs, err := llm.ReadImages(c.Files, "images", c.Params["images"])
 		if err != nil {
 			return nil, err
 		}
@@ -130,38 +127,4 @@ func replyRoute(js any, text string) (any, bool) {
 	}
 	r, ok := m["_route"]
 	return r, ok && r != nil
-}
-
-// images reads the image files named by a list of paths, or of entries
-// {path, mime} of an mcp node's images output, through the run's
-// file-access policy: a path from an upstream output is read only when it
-// lies in the run's folder or a folder of files:. param names the list in
-// errors.
-func images(files *node.Files, param string, v any) ([]llm.Image, error) {
-	list, _ := v.([]any)
-	var out []llm.Image
-	for i, p := range list {
-		var path string
-		switch x := p.(type) {
-		case string:
-			path = x
-		case map[string]any: // an entry of an mcp node's images output
-			path, _ = x["path"].(string)
-		}
-		if path == "" {
-			continue
-		}
-		data, err := files.Read(path)
-		if err != nil {
-			e := node.AsError(err)
-			e.Message = fmt.Sprintf("%s[%d]: %s", param, i, e.Message)
-			return nil, e
-		}
-		mt := mime.TypeByExtension(filepath.Ext(path))
-		if mt == "" {
-			mt = "image/png"
-		}
-		out = append(out, llm.Image{MIME: mt, Data: data})
-	}
-	return out, nil
 }

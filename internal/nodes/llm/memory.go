@@ -8,48 +8,23 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/memory"
 	"github.com/skeinhq/skein/node"
 )
 
-// Memory keeps the messages of conversation threads for the memory:
-// parameter of llm and agent nodes, in the run's store.
-type Memory interface {
-	// Recall returns the last limit messages of a thread, oldest first,
-	// without those step kept itself (a step run again does not see its
-	// own earlier exchange).
-	Recall(ctx context.Context, thread string, step MemoryStep, limit int) ([]llm.Message, error)
-	// Remember keeps msgs in a thread, in place of what step kept there
-	// before.
-	Remember(ctx context.Context, thread string, step MemoryStep, msgs []llm.Message) error
-}
-
-// MemoryStep names the step that recalls or remembers: its run and
-// node/visit.
-type MemoryStep struct {
-	RunID string
-	Step  string
-}
-
-// MemoryService is the service under which the AI kinds find the run's
-// memory.
-var MemoryService = node.NewService[Memory]("conversation memory (memory:)")
-
-// DefaultMaxMessages is how many messages of a thread memory: recalls when
-// it sets no max_messages.
-const DefaultMaxMessages = 20
-
-// memory is a node's memory: parameter, rendered.
-type memory struct {
+// conversation is a node's memory: parameter, rendered: the thread it
+// belongs to and the store that keeps it.
+type conversation struct {
 	thread string
 	max    int
-	store  Memory
-	step   MemoryStep
+	store  memory.Store
+	step   memory.Step
 }
 
 // memoryOf reads the node's memory: parameter; nil when it has none, or
 // when its thread renders empty (a run that is not part of a
 // conversation).
-func memoryOf(c *node.Call) (*memory, error) {
+func memoryOf(c *node.Call) (*conversation, error) {
 	m := c.Map("memory")
 	if m == nil {
 		return nil, nil
@@ -61,12 +36,12 @@ func memoryOf(c *node.Call) (*memory, error) {
 	if strings.TrimSpace(thread) == "" {
 		return nil, nil
 	}
-	mem := &memory{thread: thread, max: DefaultMaxMessages, step: MemoryStep{RunID: c.RunID, Step: fmt.Sprintf("%s/%d", c.NodeID, c.Visit)}}
+	mem := &conversation{thread: thread, max: memory.DefaultMaxMessages, step: memory.Step{RunID: c.RunID, Step: fmt.Sprintf("%s/%d", c.NodeID, c.Visit)}}
 	if v, ok := m["max_messages"]; ok {
 		n, _ := (node.Param{Type: node.Int}).Coerce(v)
 		mem.max, _ = n.(int)
 	}
-	st, err := MemoryService.Get(c)
+	st, err := memory.Service.Get(c)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +50,7 @@ func memoryOf(c *node.Call) (*memory, error) {
 }
 
 // recall returns the thread's last messages; none without memory.
-func (m *memory) recall(ctx context.Context) ([]llm.Message, error) {
+func (m *conversation) recall(ctx context.Context) ([]llm.Message, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -88,7 +63,7 @@ func (m *memory) recall(ctx context.Context) ([]llm.Message, error) {
 
 // remember keeps the exchange of a step, masked: what the user said and
 // what the model answered.
-func (m *memory) remember(ctx context.Context, c *node.Call, said, answer string) error {
+func (m *conversation) remember(ctx context.Context, c *node.Call, said, answer string) error {
 	if m == nil {
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/mcp"
 	nodellm "github.com/skeinhq/skein/internal/nodes/llm"
 	"github.com/skeinhq/skein/node"
@@ -16,13 +17,13 @@ import (
 
 // modelsOf resolves one model config per server: name → (model, server),
 // with an optional price per name.
-func modelsOf(entries map[string]string, servers map[string]*llmtest.Server, prices map[string]*workflow.Price) *nodellm.Models {
+func modelsOf(entries map[string]string, servers map[string]*llmtest.Server, prices map[string]*workflow.Price) *registry.Models {
 	w := &workflow.Workflow{Name: "t"}
 	for name, model := range entries {
 		w.LLM = append(w.LLM, &workflow.LLMConfig{Name: name, Provider: "openai", Model: model,
 			BaseURL: servers[name].BaseURL(), APIKey: "test-key", Price: prices[name]})
 	}
-	return nodellm.NewModels(w, noEnv)
+	return registry.New(w, noEnv)
 }
 
 // A schema step whose re-ask fails too was billed for both replies: its

@@ -1,4 +1,10 @@
-package llm
+// Package judge answers the checks that need a model (screen checks and
+// expect:, see internal/check) by asking the workflow's judge model: LLM is
+// a check.MeteredJudge over the llm provider interface, one call per node,
+// with the node's output, its last tool events and its images as evidence,
+// and a JSON reply of one verdict per check. What each call used is priced
+// at the judge model's price.
+package judge
 
 import (
 	"context"
@@ -10,14 +16,28 @@ import (
 	"github.com/skeinhq/skein/internal/llm"
 )
 
-// Judge answers checks with the judge model (llm.judge, else llm.vision,
-// else llm.default): one call per node, with the node's output, its last
-// tool events and its images as evidence.
-type Judge struct {
-	Models *Models
+// Models are the models a judge asks; internal/llm/registry's Models
+// resolves them from a workflow's llm: section.
+type Models interface {
+	// Get returns the provider and the model a model name resolves to
+	// ("judge" falls back to the vision model, then to default).
+	Get(name string) (llm.Provider, string, error)
+	// Cost is what usage u of model cost in US dollars; known is false
+	// when the model has no price, and the cost is then 0.
+	Cost(model string, u llm.Usage) (usd float64, known bool)
+	// Unpriced says that model, which name resolved to, has no price,
+	// what follows (consequence), and how to set one.
+	Unpriced(name, model, consequence string) string
 }
 
-var _ check.MeteredJudge = (*Judge)(nil)
+// LLM answers checks with the judge model (llm.judge, else llm.vision,
+// else llm.default): one call per node, with the node's output, its last
+// tool events and its images as evidence.
+type LLM struct {
+	Models Models
+}
+
+var _ check.MeteredJudge = (*LLM)(nil)
 
 var verdictSchema = map[string]any{
 	"type":     "object",
@@ -39,14 +59,14 @@ var verdictSchema = map[string]any{
 }
 
 // Judge implements check.Judge.
-func (j *Judge) Judge(ctx context.Context, req check.JudgeRequest) ([]check.JudgeVerdict, error) {
+func (j *LLM) Judge(ctx context.Context, req check.JudgeRequest) ([]check.JudgeVerdict, error) {
 	v, _, err := j.JudgeMetered(ctx, req)
 	return v, err
 }
 
 // JudgeMetered implements check.MeteredJudge: the judge's replies are
 // priced at the judge model's price.
-func (j *Judge) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]check.JudgeVerdict, check.Usage, error) {
+func (j *LLM) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]check.JudgeVerdict, check.Usage, error) {
 	p, model, err := j.Models.Get("judge")
 	if err != nil {
 		return nil, check.Usage{}, err
@@ -82,7 +102,7 @@ func (j *Judge) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]che
 		b.WriteString("\n")
 	}
 	b.WriteString("\nAnswer with one verdict per check, using the check names exactly.")
-	imgs, err := images(req.Files, "evidence image", paths)
+	imgs, err := llm.ReadImages(req.Files, "evidence image", paths)
 	if err != nil {
 		return nil, check.Usage{}, err
 	}
@@ -93,7 +113,7 @@ func (j *Judge) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]che
 		var known bool
 		used.CostUSD, known = j.Models.Cost(model, resp.Usage)
 		if !known {
-			used.Warnings = []string{"the judge's " + unpricedMessage(j.Models, "judge", model, "its cost counts as $0")}
+			used.Warnings = []string{"the judge's " + j.Models.Unpriced("judge", model, "its cost counts as $0")}
 		}
 	}
 	if err != nil {
@@ -109,41 +129,10 @@ func (j *Judge) JudgeMetered(ctx context.Context, req check.JudgeRequest) ([]che
 	return reply.Verdicts, used, nil
 }
 
-// JudgeValue decides a guardrail's judge: prompt, asking whether value
-// passes. It returns the verdict, the model's reason and the usage.
-func (m *Models) JudgeValue(ctx context.Context, modelName, prompt string, value any) (bool, string, map[string]any, error) {
-	if modelName == "" {
-		modelName = "judge"
+// clip cuts s to n bytes, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	p, model, err := m.Get(modelName)
-	if err != nil {
-		return false, "", nil, err
-	}
-	val, _ := json.MarshalIndent(value, "", "  ")
-	schema := map[string]any{
-		"type": "object", "required": []any{"pass", "reason"},
-		"properties": map[string]any{"pass": map[string]any{"type": "boolean"}, "reason": map[string]any{"type": "string"}},
-	}
-	text := fmt.Sprintf("%s\n\nThe value to judge:\n%s\n\nAnswer pass (true or false) and a short reason.", prompt, clip(string(val), 16<<10))
-	v, resp, err := llm.ChatJSON(ctx, p, llm.Request{Model: model, Messages: []llm.Message{llm.User(text)}}, schema)
-	var used map[string]any
-	if resp != nil {
-		used = m.usage(model, resp.Usage)
-	}
-	if err != nil {
-		return false, "", used, err
-	}
-	obj, _ := v.(map[string]any)
-	pass, _ := obj["pass"].(bool)
-	reason, _ := obj["reason"].(string)
-	return pass, reason, used, nil
-}
-
-// usage is the _token_usage directive of one reply of model.
-func (m *Models) usage(model string, u llm.Usage) map[string]any {
-	cost, known := m.Cost(model, u)
-	return map[string]any{
-		"input_tokens": u.InputTokens, "output_tokens": u.OutputTokens, "total_tokens": u.TotalTokens,
-		"cost_usd": cost, "priced": known,
-	}
+	return s[:n] + "…"
 }

@@ -1,4 +1,4 @@
-package llm_test
+package judge_test
 
 import (
 	"context"
@@ -12,10 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/check/judge"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
-	llmkind "github.com/skeinhq/skein/internal/nodes/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
@@ -74,9 +75,8 @@ edges:
 		step(2, "page", 2, map[string]any{"title": "Welcome, Ada"}),
 		step(3, "other", 1, map[string]any{"x": 1}),
 	}}
-	judge := &llmkind.Judge{Models: llmkind.NewModels(w, func(string) (string, bool) { return "", false })}
 	v := check.Evaluate(context.Background(), check.Input{
-		Workflow: w, Result: res, Judge: judge,
+		Workflow: w, Result: res, Judge: &judge.LLM{Models: registry.New(w, noEnv)},
 		Events: func(n string) []map[string]any {
 			if n == "page" {
 				return events
@@ -155,7 +155,7 @@ nodes:
 				Visit: 1, Output: map[string]any{"title": "Welcome"}, StartedAt: &now, FinishedAt: &now}}}
 			v := check.Evaluate(context.Background(), check.Input{
 				Workflow: w, Result: res, Budget: tc.budget,
-				Judge:  &llmkind.Judge{Models: llmkind.NewModels(w, func(string) (string, bool) { return "", false })},
+				Judge:  &judge.LLM{Models: registry.New(w, noEnv)},
 				Images: func(string) []string { return []string{filepath.Join(dir, "shot.png")} },
 				Files:  node.NewFiles(dir, dir),
 			})

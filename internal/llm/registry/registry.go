@@ -1,4 +1,4 @@
-package llm
+package registry
 
 import (
 	"fmt"
@@ -16,9 +16,8 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// ModelsService is the service under which the AI kinds find the run's
-// models.
-var ModelsService = node.NewService[*Models]("LLM models")
+// Service is the service under which the AI kinds find the run's models.
+var Service = node.NewService[*Models]("LLM models")
 
 // Models resolves the model names of a workflow's llm: section (with the
 // environment fallbacks of llm.New) into providers, once per run.
@@ -42,8 +41,8 @@ type model struct {
 	cfg workflow.LLMConfig
 }
 
-// NewModels makes the resolver of a workflow's models.
-func NewModels(w *workflow.Workflow, getenv func(string) (string, bool)) *Models {
+// New makes the resolver of a workflow's models.
+func New(w *workflow.Workflow, getenv func(string) (string, bool)) *Models {
 	if getenv == nil {
 		getenv = os.LookupEnv
 	}
@@ -190,73 +189,9 @@ func (m *Models) Check(name string) (string, error) {
 	return pick, err
 }
 
-// spend is what a step's model calls used, each reply priced at the model
-// that made it (an agent's vision summaries at the vision model's price).
-type spend struct {
-	usage llm.Usage
-	cost  float64
-	// unpriced are the models without a price that answered.
-	unpriced []string
-}
-
-// add counts a reply of model (named entry in llm:) and, the first time a
-// model without a price answers, records a warning that says how to set
-// one.
-func (s *spend) add(c *node.Call, ms *Models, entry, model string, u llm.Usage) {
-	s.usage = s.usage.Add(u)
-	cost, known := ms.Cost(model, u)
-	s.cost += cost
-	if known || slices.Contains(s.unpriced, model) {
-		return
-	}
-	s.unpriced = append(s.unpriced, model)
-	c.Emit("warning", map[string]any{"model": model, "unpriced": true, "message": unpricedMessage(ms, entry, model, "its cost counts as $0")})
-}
-
-// directive is the _token_usage directive of what was spent.
-func (s *spend) directive() map[string]any {
-	return map[string]any{
-		"input_tokens": s.usage.InputTokens, "output_tokens": s.usage.OutputTokens, "total_tokens": s.usage.TotalTokens,
-		"cost_usd": s.cost, "priced": len(s.unpriced) == 0,
-	}
-}
-
 // Unpriced says that model, which the name resolved to, has no price,
 // what follows (consequence), and how to set one.
 func (m *Models) Unpriced(name, model, consequence string) string {
-	return unpricedMessage(m, name, model, consequence)
-}
-
-// unpricedMessage says that model has no price, what follows, and how to
-// set one.
-func unpricedMessage(ms *Models, entry, model, consequence string) string {
 	return fmt.Sprintf("model %s has no known price, so %s; set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}} (US dollars per million tokens)",
-		model, consequence, ms.Entry(entry))
-}
-
-// categoryBudget is the category of a budget error (the engine's
-// CategoryBudget): never retried, never repaired.
-const categoryBudget = "budget_exceeded"
-
-// checkBudget checks the run's budget with what this step has spent so far
-// counted on top, before a call to model (named entry in llm:). Under a
-// cost limit, a model without a price is refused: its cost could not be
-// counted.
-func checkBudget(c *node.Call, ms *Models, entry, model string, spent *spend) error {
-	b, err := node.BudgetService.Get(c)
-	if err != nil {
-		return err
-	}
-	if err := b.CheckExtra(spent.usage.TotalTokens, spent.cost); err != nil {
-		return err
-	}
-	if _, known := ms.Cost(model, llm.Usage{}); !known && b.CostLimited() {
-		return &node.Error{Code: "model_unpriced", Category: categoryBudget, Permanent: true,
-			Message: unpricedMessage(ms, entry, model, "limits.max_cost_usd cannot count what it costs")}
-	}
-	return nil
-}
-
-func models(c *node.Call) (*Models, error) {
-	return ModelsService.Get(c)
+		model, consequence, m.Entry(name))
 }

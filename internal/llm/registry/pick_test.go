@@ -1,4 +1,4 @@
-package llm_test
+package registry_test
 
 import (
 	"context"
