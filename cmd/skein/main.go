@@ -12,7 +12,6 @@ import (
 
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cli"
-	"github.com/skeinhq/skein/internal/runner"
 	_ "github.com/skeinhq/skein/node/standard"
 )
 
@@ -28,7 +27,7 @@ func main() {
 		// values does not pile up beyond a run's output budget; a run
 		// whose workflow sets a larger budget raises it. GOMEMLIMIT
 		// overrides.
-		debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
+		debug.SetMemoryLimit(blob.MemoryLimit(blob.DefaultBudget))
 	}
 	os.Exit(profiled(run))
 }

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -35,7 +35,7 @@ prints {"valid", "diagnostics"} (schema/validate.schema.json).`,
 			if _, err := e.config(); err != nil {
 				return usagef("%v", err)
 			}
-			req := runner.PreflightRequest{LookupEnv: e.getenv, SecretsFile: secretsFile, Strict: strict}
+			req := preflight.Request{LookupEnv: e.getenv, SecretsFile: secretsFile, Strict: strict}
 			if len(inputs) > 0 || inputFile != "" {
 				req.Inputs = func(w *workflow.Workflow) (map[string]any, error) {
 					raw, _, err := inputValues(w, inputs, inputFile) // what does not convert is a diagnostic
@@ -44,7 +44,7 @@ prints {"valid", "diagnostics"} (schema/validate.schema.json).`,
 			}
 			all := workflow.Diagnostics{}
 			for _, f := range files {
-				_, ds, err := runner.Validate(f, node.Default, req)
+				_, ds, err := preflight.Validate(f, node.Default, req)
 				if err != nil {
 					return err
 				}

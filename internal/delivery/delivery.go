@@ -3,6 +3,11 @@
 // (webhook-id, webhook-timestamp, webhook-signature), retried with
 // exponential backoff a bounded number of times. Each attempt is reported
 // to the caller, who records it.
+//
+// Runs delivers a run that ended to its workflow's delivery: block: it
+// renders the URL and secret, posts the run (Body), records each attempt
+// as an event of the run, and keeps the store's record of the delivery
+// owed up to date, so that a process that dies leaves it for the next.
 package delivery
 
 import (

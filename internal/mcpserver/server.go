@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
@@ -448,7 +449,7 @@ func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.
 	}
 	// What would stop a run here comes as warnings, as skein validate
 	// gives them.
-	_, ds, err := runner.Validate(file, node.Default, runner.PreflightRequest{LookupEnv: s.cfg.Runner.LookupEnv, SecretsFile: s.cfg.Options.SecretsFile})
+	_, ds, err := preflight.Validate(file, node.Default, preflight.Request{LookupEnv: s.cfg.Runner.LookupEnv, SecretsFile: s.cfg.Options.SecretsFile})
 	if err != nil {
 		return validateOut{}, toolError(err)
 	}

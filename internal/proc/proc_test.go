@@ -43,3 +43,11 @@ func TestBase(t *testing.T) {
 		require.Contains(t, proc.BaseEnv, k, "only the base variables are passed on")
 	}
 }
+
+// This process is alive; a process id no process has is not.
+func TestAlive(t *testing.T) {
+	t.Parallel()
+	require.True(t, proc.Alive(os.Getpid()))
+	require.False(t, proc.Alive(0))
+	require.False(t, proc.Alive(1<<22+7), "beyond pid_max")
+}

@@ -1,8 +1,13 @@
-// Package repair is the model side of `skein run --auto-repair` (DESIGN §4):
-// it decides which failures a model may fix, tells the model about them, reads
-// the corrected workflow it returns, and describes what changed.
+// Package repair is `skein run --auto-repair` (DESIGN §4): the loop that runs
+// a workflow and repairs it, and its model side — it decides which failures a
+// model may fix, tells the model about them, reads the corrected workflow it
+// returns, and describes what changed.
 //
-// The pieces, in the order the loop in internal/cli uses them:
+// Run is the loop: it drives the application layer through the small Runs
+// interface (execute a workflow, go on with a failed run, keep the run's
+// totals), asks the repair model for a corrected workflow, shows what
+// changed and resumes the run with it, and saves the repaired file once
+// the run completes. The pieces, in the order the loop uses them:
 //
 //   - FromDiagnostics turns validation errors into Problems; Assess reads a
 //     finished run into Problems (its failed steps), Warnings (API business

@@ -326,20 +326,20 @@ edges:
 // the process has one (skein sets one); it never lowers it. Not parallel:
 // the limit is the process's.
 func TestABudgetRaisesTheMemoryLimit(t *testing.T) {
-	prev := debug.SetMemoryLimit(runner.MemoryLimit(blob.DefaultBudget))
+	prev := debug.SetMemoryLimit(blob.MemoryLimit(blob.DefaultBudget))
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 	b := setup(t)
 	w, err := b.r.Load(b.write(t, "m.yaml", "version: 1\nname: m\nlimits: {max_output_memory: 1GiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
 	require.NoError(t, err)
 	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1))
+	require.Equal(t, blob.MemoryLimit(1<<30), debug.SetMemoryLimit(-1))
 
 	w, err = b.r.Load(b.write(t, "s.yaml", "version: 1\nname: s\nlimits: {max_output_memory: 2MiB}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"))
 	require.NoError(t, err)
 	_, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
 	require.NoError(t, err)
-	require.Equal(t, runner.MemoryLimit(1<<30), debug.SetMemoryLimit(-1), "not lowered")
+	require.Equal(t, blob.MemoryLimit(1<<30), debug.SetMemoryLimit(-1), "not lowered")
 }
 
 // TestABigOutputOnPostgresIsInTheDatabase: a run on Postgres executed in

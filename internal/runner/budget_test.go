@@ -196,40 +196,6 @@ edges:
 	require.Equal(t, 2300, doc.Tokens)
 }
 
-// A model without a known price under limits.max_cost_usd is a validation
-// warning that says how to set a price; with a price, none.
-func TestValidateWarnsOfUnpricedModels(t *testing.T) {
-	t.Parallel()
-	b := aiSetup(t)
-	src := `version: 1
-name: unpriced
-limits: {max_cost_usd: 0.50}
-llm:
-  default: {provider: openai, model: model-x, base_url: "http://127.0.0.1:9/v1", api_key: test PRICE}
-nodes:
-  - {id: ask, type: llm, prompt: hello}
-`
-	noEnv := runner.PreflightRequest{LookupEnv: func(string) (string, bool) { return "", false }}
-	_, ds, err := runner.Validate(b.write(t, "unpriced.yaml", strings.Replace(src, " PRICE", "", 1)), nil, noEnv)
-	require.NoError(t, err)
-	require.False(t, ds.HasErrors(), ds.Error())
-	require.Len(t, ds, 1)
-	require.Contains(t, ds[0].Message, "model model-x has no known price, so limits.max_cost_usd cannot count what it costs")
-	require.Contains(t, ds[0].Message, "llm: {default: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}")
-
-	_, ds, err = runner.Validate(b.write(t, "priced.yaml", strings.Replace(src, " PRICE", ", price: {input_per_mtok: 1.0, output_per_mtok: 2.0}", 1)), nil, noEnv)
-	require.NoError(t, err)
-	require.Empty(t, ds)
-
-	// An agent's vision model, which describes its tools' images, too.
-	vision := strings.Replace(src, " PRICE", ", price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}\n  vision: {provider: openai, model: eye-x, api_key: test", 1)
-	_, ds, err = runner.Validate(b.write(t, "vision.yaml", vision), nil, noEnv)
-	require.NoError(t, err)
-	require.Len(t, ds, 1, ds.Error())
-	require.Contains(t, ds[0].Message, "model eye-x has no known price")
-	require.Contains(t, ds[0].Message, "llm: {vision: {…, price:")
-}
-
 // What the repair model costs counts in the run's totals (recorded as a
 // repair_usage event) and against its budget: a run whose budget is spent
 // is not repaired.

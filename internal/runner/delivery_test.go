@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/delivery"
 	"github.com/skeinhq/skein/internal/runner"
 )
 
@@ -24,7 +25,7 @@ var deliverySecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("the ru
 type receiver struct {
 	t      *testing.T
 	mu     sync.Mutex
-	bodies []runner.DeliveryBody
+	bodies []delivery.Body
 	ids    []string
 }
 
@@ -33,7 +34,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	wh, err := standardwebhooks.NewWebhook(deliverySecret)
 	require.NoError(rc.t, err)
 	require.NoError(rc.t, wh.Verify(data, r.Header), "the delivery is signed")
-	var b runner.DeliveryBody
+	var b delivery.Body
 	require.NoError(rc.t, json.Unmarshal(data, &b))
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -93,10 +94,10 @@ outputs:
 	var attempts []map[string]any
 	for _, ev := range evs {
 		switch ev.Type {
-		case runner.EventDeliveryAttempt:
+		case delivery.EventAttempt:
 			attempts = append(attempts, ev.Data)
 			fallthrough
-		case runner.EventDeliverySucceeded, runner.EventDeliveryFailed:
+		case delivery.EventSucceeded, delivery.EventFailed:
 			types = append(types, ev.Type)
 		}
 	}
@@ -151,7 +152,7 @@ nodes:
 	evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
 	require.NoError(t, err)
 	last := evs[len(evs)-1]
-	require.Equal(t, runner.EventDeliveryFailed, last.Type)
+	require.Equal(t, delivery.EventFailed, last.Type)
 	require.Contains(t, last.Data["error"], "HTTP 400")
 }
 

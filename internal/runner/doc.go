@@ -5,9 +5,14 @@
 // none of them holds run logic.
 //
 // A Runner owns the store (.skein/skein.db, or the database of
-// [Config.DB]: a Postgres URL or a SQLite file), the group committer shared by
-// the runs it executes, and for each run its run folder, MCP servers,
-// models, checks and the repair loop.
+// [Config.DB]: a Postgres URL or a SQLite file, opened by package
+// store/open), the group committer shared by the runs it executes, and
+// for each run its run folder, MCP servers, models and checks. It decides
+// what each execution becomes and leaves the mechanics to packages of
+// their own: durable (leases, run folders, child runs, parked and left
+// runs), services (what the node kinds get), queue (queued runs, followed
+// from here), delivery, repair (the --auto-repair loop, driving the
+// runner through repair.Runs), cassette, check, secrets and preflight.
 //
 // # Ownership
 //

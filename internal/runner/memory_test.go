@@ -118,25 +118,3 @@ func TestMemoryAcrossRuns(t *testing.T) {
 		})
 	}
 }
-
-// validate reads a model list: a fallback without a known price under
-// limits.max_cost_usd is reported, as the primary would be.
-func TestValidateReadsModelLists(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	file := b.write(t, "fallback.yaml", `version: 1
-name: fallback
-limits: {max_cost_usd: 0.50}
-llm:
-  default: {provider: openai, model: gpt-4.1-mini, base_url: "http://127.0.0.1:9/v1", api_key: test}
-  backup: {provider: openai, model: model-x, base_url: "http://127.0.0.1:9/v1", api_key: test}
-nodes:
-  - {id: ask, type: llm, prompt: hello, model: [default, backup]}
-`)
-	_, ds, err := runner.Validate(file, nil, runner.PreflightRequest{LookupEnv: func(string) (string, bool) { return "", false }})
-	require.NoError(t, err)
-	require.False(t, ds.HasErrors(), ds.Error())
-	require.Len(t, ds, 1, ds.Error())
-	require.Contains(t, ds[0].Message, "model model-x has no known price")
-	require.Contains(t, ds[0].Message, "llm: {backup: {…, price:")
-}

@@ -2,20 +2,18 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -55,7 +53,7 @@ func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.doc(run, steps, readVerdict(run.Dir)), nil
+	return r.doc(run, steps, verdictOf(run.Dir)), nil
 }
 
 // ErrNoVersion is returned by RunWorkflow for a run that was not tied to
@@ -205,16 +203,11 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 			return nil, err
 		}
 		now := r.clock.Now()
-		var stopped []*store.Step
-		for _, s := range steps {
-			if s.Status == engine.StatusWaiting {
-				c := *s
-				c.Status, c.FinishedAt, c.Output = engine.StatusCancelled, &now, nil
-				c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
-				stopped = append(stopped, &c)
-			}
+		var plan *engine.Plan // nil when the store no longer has the run's workflow
+		if w, err := r.storedWorkflow(ctx, run); err == nil {
+			plan, _ = engine.NewPlan(w, r.cfg.Registry)
 		}
-		stopped = append(stopped, r.skippedByCancel(ctx, run, steps)...)
+		stopped := durable.Cancelled(plan, run, steps, now)
 		claimed.Status, claimed.FinishedAt = engine.RunCancelled, &now
 		claimed.Error = cancelledError()
 		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
@@ -255,43 +248,6 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	return run, nil
 }
 
-// skippedByCancel returns the steps a cancel skips in a run nobody runs,
-// as the scheduler's cancel skips them in a running one: every node of
-// the run's graph, outside loop bodies, reachable from where it started
-// and without a step yet, skipped with skip_reason cancelled. A workflow
-// version the store no longer has gives none.
-func (r *Runner) skippedByCancel(ctx context.Context, run *store.Run, steps []*store.Step) []*store.Step {
-	w, err := r.storedWorkflow(ctx, run)
-	if err != nil {
-		return nil
-	}
-	p, err := engine.NewPlan(w, r.cfg.Registry)
-	if err != nil {
-		return nil
-	}
-	starts, err := p.StartNodes(run.Trigger)
-	if err != nil {
-		return nil
-	}
-	has := map[string]bool{}
-	order, gen := 0, 1
-	for _, s := range steps {
-		has[s.Node] = true
-		order, gen = max(order, s.StepOrder), max(gen, s.Generation)
-	}
-	reach := p.G.Reachable(starts)
-	var out []*store.Step
-	for i, pn := range p.Nodes {
-		if !reach[i] || pn.Home >= 0 || has[pn.ID] {
-			continue
-		}
-		order++
-		out = append(out, &store.Step{RunID: run.ID, Generation: gen, StepOrder: order, Node: pn.ID, Type: pn.Type,
-			Visit: 1, Status: engine.StatusSkipped, SkipReason: engine.SkipCancelled})
-	}
-	return out
-}
-
 // PruneRequest deletes old runs.
 type PruneRequest struct {
 	OlderThan time.Duration
@@ -319,35 +275,15 @@ func (r *Runner) Prune(ctx context.Context, req PruneRequest) (*PruneResult, err
 	if req.DryRun {
 		return res, nil
 	}
-	root := filepath.Join(r.cfg.Dir, "runs")
-	parents := map[string]bool{}
-	for _, run := range runs {
-		if run.Dir == "" || !within(root, run.Dir) {
-			continue
-		}
-		if err := os.RemoveAll(run.Dir); err == nil {
-			res.Folders++
-		}
-		parents[filepath.Dir(run.Dir)] = true
+	dirs := make([]string, len(runs))
+	for i, run := range runs {
+		dirs[i] = run.Dir
 	}
-	for p := range parents {
-		_ = os.Remove(p) // only when empty
-	}
+	res.Folders = runlog.Remove(r.cfg.Dir, dirs)
 	if err := r.st.Compact(ctx); err != nil {
 		return res, err
 	}
 	return res, nil
-}
-
-// within reports whether path is inside root.
-func within(root, path string) bool {
-	ra, err1 := filepath.Abs(root)
-	pa, err2 := filepath.Abs(path)
-	if err1 != nil || err2 != nil {
-		return false
-	}
-	rel, err := filepath.Rel(ra, pa)
-	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
 
 // Check evaluates the checks of a recorded run again and writes its
@@ -367,9 +303,9 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	}
 	// The records are masked already; the judge's reply may not be. The
 	// secrets set now are masked in it (the run's may be set no longer).
-	secrets := knownSecrets(w, r.cfg.LookupEnv)
-	red := redact.New(secrets)
-	v, err := r.verify(ctx, w, resultFromStore(run, steps), run.ID, run.Dir, secrets, red, nil)
+	known := secrets.Known(w, r.cfg.LookupEnv)
+	red := redact.New(known)
+	v, err := r.verify(ctx, w, durable.Result(run, steps), run.ID, run.Dir, known, red, nil)
 	if v != nil && (v.Tokens > 0 || v.CostUSD > 0) && (run.LeaseExpired || run.Owner.Token == "") {
 		// The judge's calls are the run's spending too.
 		run.Tokens += v.Tokens
@@ -387,41 +323,25 @@ func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.Run
 	if err != nil {
 		return nil, nil, err
 	}
-	path := filepath.Join(run.Dir, check.VerdictFile)
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return run, nil, nil
-	}
-	if err != nil {
-		return run, nil, err
-	}
-	var v check.RunVerdict
-	if err := json.Unmarshal(data, &v); err != nil {
-		return run, nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return run, &v, nil
+	v, err := check.ReadVerdict(run.Dir)
+	return run, v, err
 }
 
 // VerdictStatus is the status of a finished run's checks, read from its
 // folder's verdict file: "" when it has none.
 func VerdictStatus(run *store.Run) string {
-	if v := readVerdict(run.Dir); v != nil {
+	if v := verdictOf(run.Dir); v != nil {
 		return v.Status
 	}
 	return ""
 }
 
-func readVerdict(dir string) *check.RunVerdict {
+// verdictOf is the verdict in a run folder; nil when it has none or it
+// does not read.
+func verdictOf(dir string) *check.RunVerdict {
 	if dir == "" {
 		return nil
 	}
-	data, err := os.ReadFile(filepath.Join(dir, check.VerdictFile))
-	if err != nil {
-		return nil
-	}
-	var v check.RunVerdict
-	if json.Unmarshal(data, &v) != nil {
-		return nil
-	}
-	return &v
+	v, _ := check.ReadVerdict(dir)
+	return v
 }

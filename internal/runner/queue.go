@@ -7,15 +7,15 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/cenkalti/backoff/v5"
-
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
 	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/services"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/node"
@@ -41,10 +41,6 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 	return pg, nil
 }
 
-// WaitingHint is how long Enqueue follows a run whose jobs nobody takes
-// before it says that no worker runs.
-const WaitingHint = 3 * time.Second
-
 // Enqueue starts a run on the queue and follows it to its end: its steps
 // and events go to the observer as the workers record them. Cancelling
 // ctx cancels the run as a local run's first Ctrl-C does — nothing new
@@ -53,7 +49,7 @@ const WaitingHint = 3 * time.Second
 // workers stop the running nodes. Closing o.Hard before it, or o.Leave,
 // stops following at once, the run going on.
 // A subworkflow node's child runs in the process of the worker that runs
-// the node (queueChild). Queued runs do not run delivery yet. Their records
+// the node (queue.Child). Queued runs do not run delivery yet. Their records
 // are in the database; their folder is made for the files of their checks
 // (run here when the run ends) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
@@ -104,132 +100,27 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	return r.follow(ctx, pg, w, run, req.Options)
 }
 
-// follow polls a queued run until it ends.
-//
-// With o.Park set to park for signals only (the CLI's), following ends as
-// an execution that parks does: when the run only waits for signals. The
-// result then says waiting, the run goes on with the workers as soon as a
-// signal comes.
+// follow follows a queued run until it ends (queue.Follow): its records
+// go to the observer; a run that ended has its checks run here.
 func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Workflow, run *store.Run, o Options) (*Result, error) {
-	const every = 100 * time.Millisecond
-	seen := map[[2]any]string{}
-	var seq int64
-	cancelled := false
-	hinted := false
-	started := time.Now()
-	t := time.NewTicker(every)
-	defer t.Stop()
-	// While the database is unreachable (it restarts), following waits
-	// with backoff and goes on where it was: the workers go on too.
-	lost := backoff.NewExponentialBackOff()
-	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
-	for {
-		cur, err := r.st.Run(context.WithoutCancel(ctx), run.ID)
-		var steps []*store.Step
-		var evs []store.Event
-		if err == nil {
-			steps, err = r.st.Steps(context.WithoutCancel(ctx), run.ID)
-		}
-		if err == nil {
-			evs, err = r.st.Events(context.WithoutCancel(ctx), run.ID, seq, 1000)
-		}
-		if postgres.Transient(err) {
-			wait := time.NewTimer(lost.NextBackOff())
-			select {
-			case <-wait.C:
-				continue
-			case <-o.Hard:
-				wait.Stop()
-				return nil, fmt.Errorf("stopped following run %s while the database was unreachable (%w); its workers go on with it", run.ID, err)
-			case <-o.Leave:
-				wait.Stop()
-				return nil, fmt.Errorf("left run %s to its workers while the database was unreachable: %w", run.ID, err)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		lost.Reset()
-		res := resultFromStore(cur, steps)
-		if o.Observer != nil {
-			for _, ev := range evs {
-				o.Observer.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
-			}
-			for _, rec := range res.Steps {
-				key := [2]any{rec.Node, rec.Visit}
-				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
-				if seen[key] != state {
-					seen[key] = state
-					o.Observer.Step(*rec)
-				}
-			}
-		}
-		if len(evs) > 0 {
-			seq = evs[len(evs)-1].Seq
-		}
-		if len(evs) == 1000 {
-			continue // more to read
-		}
-		if cur.Status.Final() {
-			res.StartedAt = cur.StartedAt
-			if cur.FinishedAt != nil {
-				res.FinishedAt = *cur.FinishedAt
-				res.DurationMS = cur.FinishedAt.Sub(cur.StartedAt).Milliseconds()
-			}
-			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
-			out := &Result{Run: cur, Engine: res, redact: r.redactor(nil)}
-			if hasChecks(w) {
-				out.Verdict, out.Err = r.verifyQueued(context.WithoutCancel(ctx), w, cur, res, o)
-			}
-			return out, nil
-		}
-		if o.Park != nil && o.Park.SignalsOnly && !cancelled {
-			if awaits := signalWaits(w, r.cfg.Registry, res.Steps); awaits != nil {
-				if only, err := queue.OnlySignals(ctx, pg, run.ID); err == nil && only {
-					parked := *cur
-					parked.Status = engine.RunWaiting
-					res.Status, res.Awaiting = engine.RunWaiting, awaits
-					return &Result{Run: &parked, Engine: res, redact: r.redactor(nil)}, nil
-				}
-			}
-		}
-		if !hinted && time.Since(started) > WaitingHint && o.Observer != nil {
-			if idle, queues, err := unclaimed(ctx, pg, run.ID, WaitingHint); err == nil && idle {
-				hinted = true
-				o.Observer.Note(Note{Kind: "problem", Text: fmt.Sprintf(
-					"waiting for a worker: start skein worker --db %s --queues %s (no worker took this run's jobs in %s)",
-					postgres.Redact(r.cfg.DB), queues, WaitingHint)})
-			}
-		}
-		select {
-		case <-ctx.Done():
-			// As a local run's: nothing new starts, the running nodes
-			// finish (o.Hard stops them), the rest is skipped.
-			if !cancelled {
-				cancelled = true
-				ctx = context.WithoutCancel(ctx)
-				if err := r.cancelFollowed(ctx, run.ID, true, o.Observer); err != nil {
-					return nil, err
-				}
-			}
-			ctx = context.WithoutCancel(ctx)
-		case <-o.Hard:
-			if cancelled {
-				// A second Ctrl-C: the workers stop the running nodes.
-				o.Hard = nil
-				if err := r.cancelFollowed(ctx, run.ID, false, o.Observer); err != nil {
-					return nil, err
-				}
-				break
-			}
-			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", run.ID, run.ID)
-		case <-o.Leave:
-			// This process stops (a server that shuts down); the run
-			// goes on with its workers.
-			return &Result{Run: cur, Engine: res, redact: r.redactor(nil)}, nil
-		case <-t.C:
-		}
+	f := queue.Follow{Store: pg, Registry: r.cfg.Registry, Workflow: w, RunID: run.ID, DBName: postgres.Redact(r.cfg.DB),
+		ParkOnSignals: o.Park != nil && o.Park.SignalsOnly, Hard: o.Hard, Leave: o.Leave,
+		Cancel: func(ctx context.Context, letFinish bool) error {
+			return r.cancelFollowed(ctx, run.ID, letFinish, o.Observer)
+		}}
+	if obs := o.Observer; obs != nil {
+		f.Step, f.Event = obs.Step, obs.Event
+		f.Note = func(kind, text string) { obs.Note(Note{Kind: kind, Text: text}) }
 	}
+	out, err := f.Run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Run: out.Run, Engine: out.Result, redact: r.redactor(nil)}
+	if out.Ended && check.Has(w) {
+		res.Verdict, res.Err = r.verifyQueued(context.WithoutCancel(ctx), w, out.Run, out.Result, o)
+	}
+	return res, nil
 }
 
 // cancelFollowed cancels a run that follow follows, on the queue at once.
@@ -290,7 +181,7 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 	if v == nil {
 		return nil, err
 	}
-	evs := verdictEvents(v, r.clock.Now())
+	evs := check.Events(v, r.clock.Now())
 	sevs := make([]store.Event, len(evs))
 	for i, ev := range evs {
 		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
@@ -299,50 +190,6 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 		err = aerr
 	}
 	return v, err
-}
-
-// signalWaits returns the steps that wait for a signal when every step
-// that has not ended is one, else nil.
-func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepRecord) []engine.Await {
-	var out []engine.Await
-	for _, s := range steps {
-		if s.Status.Final() {
-			continue
-		}
-		if s.Status != engine.StatusWaiting {
-			return nil
-		}
-		n := w.Node(s.Node)
-		if n == nil {
-			return nil
-		}
-		spec, ok := reg.Lookup(n.Type)
-		switch {
-		case ok && spec.Parks != nil && s.Directives[engine.DirectiveAwait] == engine.AwaitSignal:
-			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, s.Directives)})
-			continue
-		case !ok || spec.Role != node.RoleWait:
-			return nil
-		}
-		if u, _ := n.Params["until"].(string); u != "signal" {
-			return nil
-		}
-		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: s.Node})
-	}
-	return out
-}
-
-// unclaimed reports whether the run has jobs that were due for longer
-// than after and none that a worker took, and which queues they are in.
-func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time.Duration) (bool, string, error) {
-	var due, taken int
-	var queues string
-	err := pg.Pool().QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE state = 'available' AND scheduled_at < now() - $2::float8 * interval '1 second'),
-		count(*) FILTER (WHERE attempted_at IS NOT NULL),
-		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
-		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
-	return due > 0 && taken == 0, queues, err
 }
 
 // WorkRequest runs queue workers.
@@ -386,7 +233,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
 			models := registry.New(w, r.cfg.LookupEnv)
 			models.Render = secretRenderer(secrets)
-			return runServices(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, runMemory{st: pg, workflow: w.Name}), release
+			return services.Build(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, services.Memory{Store: pg, Workflow: w.Name}), release
 		},
 		Deliver: func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error) {
 			token := queue.DeliveryToken(run.ID, generation)
@@ -398,12 +245,64 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 			return next, err
 		},
 		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
-			return &queueChild{r: r, parentID: runID, parentFile: w.File, nodeID: t.Node.ID, visit: t.Visit, budget: budget, waiting: waiting,
-				opts: Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}}
+			opts := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}
+			return &queue.Child{Registry: r.cfg.Registry, ParentID: runID, ParentFile: w.File, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
+				Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+					return r.runQueueChild(ctx, runID, budget, opts, cw, id, in)
+				}}
 		},
 	})
 	if err != nil {
 		return err
 	}
 	return d.Work(ctx, req.Grace)
+}
+
+// runQueueChild runs the child run id of a subworkflow node of a queued
+// run, parent, in a worker (queue.Child), or goes on with the one a
+// stopped worker left, and returns its final record. budget is the parent
+// run's: the child's own limits hold, and what it spends counts against
+// the parent's too.
+func (r *Runner) runQueueChild(ctx context.Context, parent string, budget *engine.Budget, opts Options, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+	// The node's context ends when its run's cancel stops running nodes,
+	// or its worker stops them: the child's running nodes stop with it,
+	// as a local child's stop with its parent's (Options.Hard).
+	o := opts
+	o.Hard = ctx.Done()
+	prev, err := r.st.Run(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		res, err := r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: parent, budget: budget}, o)
+		if err != nil {
+			return nil, err
+		}
+		return res.Run, nil
+	case err != nil:
+		return nil, err
+	case engine.RunStatus(prev.Status) == engine.RunCompleted:
+		return prev, nil
+	}
+	if live, err := r.liveOwner(prev); err != nil {
+		return nil, err
+	} else if live {
+		return nil, ownedError(prev)
+	}
+	hist, err := r.st.StepHistory(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	claimed, err := r.claim(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	// The parent's history does not hold what earlier executions of the
+	// child spent; the child goes on from it.
+	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
+	budget.Add(spent.Tokens, spent.CostUSD)
+	res, err := r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: parent,
+		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: budget}, o)
+	if err != nil {
+		return nil, err
+	}
+	return res.Run, nil
 }

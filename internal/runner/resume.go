@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	"github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -45,9 +43,9 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 		return nil, err
 	}
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
-		r.killOrphans(hist)
+		durable.KillOrphans(hist)
 	}
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: r.triggerPayload(hist, claimed.Trigger), runID: claimed.ID,
+	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, claimed.Trigger), runID: claimed.ID,
 		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
 }
 
@@ -116,34 +114,10 @@ func (e *OwnedError) Error() string {
 // Unwrap makes errors.Is(err, store.ErrOwned) hold.
 func (e *OwnedError) Unwrap() error { return store.ErrOwned }
 
-// liveOwner reports whether the run is owned by a process that is alive:
-// its lease has not run out and, when it is a process of this host, that
-// process exists.
+// liveOwner reports whether the run is owned by a live process
+// (durable.LiveOwner).
 func (r *Runner) liveOwner(run *store.Run) (bool, error) {
-	if run.LeaseExpired || run.Owner.Token == "" {
-		return false, nil
-	}
-	if run.Owner.Host == r.host {
-		if run.Owner.PID == r.pid {
-			return true, nil
-		}
-		return processAlive(run.Owner.PID), nil
-	}
-	return true, nil
-}
-
-// killOrphans stops the process groups that steps left running by a dead
-// owner still have, before their nodes run again. Process groups are this
-// host's: the caller passes only the history of a run last owned here.
-// proc.KillGroup kills a group only if it has a process started since the
-// step started, so a recycled group id of an unrelated process is spared.
-func (r *Runner) killOrphans(hist []*store.Step) {
-	for _, s := range hist {
-		if s.ProcessGroup <= 0 || s.Status != engine.StatusRunning || s.StartedAt == nil {
-			continue
-		}
-		_, _ = proc.KillGroup(s.ProcessGroup, *s.StartedAt)
-	}
+	return durable.LiveOwner(run, r.host, r.pid), nil
 }
 
 // workflowOf loads the workflow a run used, or the one given instead.
@@ -161,20 +135,11 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 // checkNodeIDs refuses a workflow that lost nodes the run has steps for:
 // their results could not be matched.
 func checkNodeIDs(w *workflow.Workflow, run *store.Run, steps []*store.Step) error {
-	var missing []string
-	seen := map[string]bool{}
-	for _, s := range steps {
-		if w.Node(s.Node) == nil && !seen[s.Node] {
-			seen[s.Node] = true
-			missing = append(missing, s.Node)
-		}
+	if missing := durable.MissingNodes(w, steps); len(missing) > 0 {
+		return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
+			run.ID, strings.Join(missing, ", "), w.File)
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	sort.Strings(missing)
-	return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
-		run.ID, strings.Join(missing, ", "), w.File)
+	return nil
 }
 
 // ResumePlan is what a resume would do with each node.
@@ -243,7 +208,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
 		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
 	}
-	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: r.triggerPayload(hist, run.Trigger), runID: NewRunID(),
+	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger), runID: NewRunID(),
 		reuse: reuse, rerunOf: run.ID}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -40,9 +39,6 @@ func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
 // named.
 const maxCandidates = 10
 
-// listPage is how many runs ResolveRunID reads at a time.
-const listPage = 500
-
 // ResolveRunID returns the id of the one run whose id is idOrPrefix or
 // begins with it, as `git` does with commits: an exact id wins, a unique
 // prefix names its run, a prefix of several runs is an *AmbiguousError
@@ -56,44 +52,13 @@ func (r *Runner) ResolveRunID(ctx context.Context, idOrPrefix string) (string, e
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
-	// Not an id: read the runs a page at a time, newest first. A page
-	// ends before the microsecond after its last run's start, so runs
-	// that started in the same microsecond are not missed; seen drops
-	// those read twice.
-	var matches []*store.Run
-	total := 0
-	seen := map[string]bool{}
-	f := store.RunFilter{Limit: listPage}
-	for {
-		runs, err := r.st.ListRuns(ctx, f)
-		if err != nil {
-			return "", err
-		}
-		fresh := 0
-		for _, run := range runs {
-			if seen[run.ID] {
-				continue
-			}
-			seen[run.ID] = true
-			fresh++
-			if !strings.HasPrefix(run.ID, idOrPrefix) {
-				continue
-			}
-			total++
-			if len(matches) < maxCandidates {
-				run.Status = r.Status(run)
-				matches = append(matches, run)
-			}
-		}
-		if f.Limit == 0 || len(runs) < f.Limit {
-			break
-		}
-		f.Before = runs[len(runs)-1].StartedAt.Add(time.Microsecond)
-		if fresh == 0 {
-			// A whole page started in one microsecond: read the rest
-			// at once.
-			f.Limit = 0
-		}
+	// Not an id: the runs whose ids begin with it.
+	matches, total, err := store.WithPrefix(ctx, r.st, idOrPrefix, maxCandidates)
+	if err != nil {
+		return "", err
+	}
+	for _, run := range matches {
+		run.Status = r.Status(run)
 	}
 	switch total {
 	case 0:

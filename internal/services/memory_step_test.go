@@ -1,4 +1,4 @@
-package runner
+package services
 
 import (
 	"path/filepath"
@@ -34,7 +34,7 @@ func TestMemoryOfAStepRunAgain(t *testing.T) {
 	models := registry.New(&workflow.Workflow{Name: "w", LLM: []*workflow.LLMConfig{
 		{Name: "default", Provider: "openai", Model: "gpt-4.1-mini", BaseURL: srv.BaseURL(), APIKey: "k"},
 	}}, func(string) (string, bool) { return "", false })
-	mem := runMemory{st: st, workflow: "w"}
+	mem := Memory{Store: st, Workflow: "w"}
 	services := node.BudgetService.Provide(nil, &engine.Budget{})
 	services = registry.Service.Provide(services, models)
 	services = memory.Service.Provide(services, mem)

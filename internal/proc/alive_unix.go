@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package proc
 
 import (
 	"bytes"
@@ -10,9 +10,9 @@ import (
 	"syscall"
 )
 
-// processAlive reports whether a process of this host exists and is not a
+// Alive reports whether a process of this host exists and is not a
 // zombie (a killed child its parent has not reaped yet is dead).
-func processAlive(pid int) bool {
+func Alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}

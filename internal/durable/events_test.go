@@ -1,4 +1,4 @@
-package runner
+package durable_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
@@ -60,7 +61,7 @@ nodes:
 	}}
 	judge := &judgeFake{}
 
-	v, err := verify(ctx, w, res, dir, storedEvents(ctx, st, "r1"), judge, nil)
+	v, err := check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, st, "r1"), judge, nil)
 	require.NoError(t, err)
 	require.NotNil(t, v)
 	require.Len(t, judge.reqs, 1)

@@ -1,4 +1,4 @@
-package runner
+package services
 
 import (
 	"context"
@@ -9,25 +9,25 @@ import (
 	"github.com/skeinhq/skein/internal/store"
 )
 
-// runMemory is the memory of the llm and agent nodes of one run of a
+// Memory is the memory of the llm and agent nodes of one run of a
 // workflow, kept in the run's store.
-type runMemory struct {
-	st       store.Store
-	workflow string
-	// replaces is the run this run re-runs: its steps' turns are replaced
+type Memory struct {
+	Store    store.Store
+	Workflow string
+	// Replaces is the run this run re-runs: its steps' turns are replaced
 	// by this run's, not added to.
-	replaces string
+	Replaces string
 }
 
-var _ memory.Store = runMemory{}
+var _ memory.Store = Memory{}
 
-func (m runMemory) source(step memory.Step) store.MemorySource {
-	return store.MemorySource{RunID: step.RunID, Step: step.Step, Replaces: m.replaces}
+func (m Memory) source(step memory.Step) store.MemorySource {
+	return store.MemorySource{RunID: step.RunID, Step: step.Step, Replaces: m.Replaces}
 }
 
 // Recall returns the thread's last messages.
-func (m runMemory) Recall(ctx context.Context, thread string, step memory.Step, limit int) ([]llm.Message, error) {
-	kept, err := m.st.Memory(ctx, m.workflow, thread, limit, m.source(step))
+func (m Memory) Recall(ctx context.Context, thread string, step memory.Step, limit int) ([]llm.Message, error) {
+	kept, err := m.Store.Memory(ctx, m.Workflow, thread, limit, m.source(step))
 	if err != nil {
 		return nil, err
 	}
@@ -39,12 +39,12 @@ func (m runMemory) Recall(ctx context.Context, thread string, step memory.Step, 
 }
 
 // Remember keeps a step's turn in the thread.
-func (m runMemory) Remember(ctx context.Context, thread string, step memory.Step, msgs []llm.Message) error {
+func (m Memory) Remember(ctx context.Context, thread string, step memory.Step, msgs []llm.Message) error {
 	kept := make([]*store.MemoryMessage, 0, len(msgs))
 	for _, msg := range msgs {
 		kept = append(kept, &store.MemoryMessage{Role: msg.Role, Content: msg.Content})
 	}
-	return m.st.ReplaceMemory(ctx, m.workflow, thread, m.source(step), kept)
+	return m.Store.ReplaceMemory(ctx, m.Workflow, thread, m.source(step), kept)
 }
 
 // KindMemory is the cassette kind of what a step recalled from memory.
@@ -59,8 +59,8 @@ type tapeMemory struct {
 	tape *cassette.Tape
 }
 
-// tapedMemory is mem under tape (mem itself when tape is nil).
-func tapedMemory(mem memory.Store, tape *cassette.Tape) memory.Store {
+// Taped is mem under tape (mem itself when tape is nil).
+func Taped(mem memory.Store, tape *cassette.Tape) memory.Store {
 	if tape == nil {
 		return mem
 	}

@@ -1,4 +1,4 @@
-package runner
+package mcp
 
 import (
 	"context"
@@ -9,14 +9,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	mcppool "github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// evidenceHook calls the workflow's evidence tool after a checked node
+// EvidenceHook calls the workflow's evidence tool after a checked node
 // succeeds and saves the images it returns as evidence-N.<ext> in the
 // node's artifacts, where the judge finds them.
-func evidenceHook(w *workflow.Workflow, pool *mcppool.Pool) func(ctx context.Context, nodeID, dir string) {
+func EvidenceHook(w *workflow.Workflow, pool *Pool) func(ctx context.Context, nodeID, dir string) {
 	if w.Evidence == nil || w.Evidence.Server == "" || pool == nil {
 		return nil
 	}

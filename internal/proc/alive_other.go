@@ -1,11 +1,11 @@
 //go:build !unix
 
-package runner
+package proc
 
 import "os"
 
-// processAlive reports whether a process of this host exists.
-func processAlive(pid int) bool {
+// Alive reports whether a process of this host exists.
+func Alive(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
 		return false

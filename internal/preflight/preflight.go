@@ -1,4 +1,8 @@
-package runner
+// Package preflight finds what would stop a valid workflow from running
+// on this machine — models it cannot call, secrets that are not set,
+// inputs that are missing or wrong — all at once, as diagnostics beside
+// the file's own (skein validate, the MCP validate tool).
+package preflight
 
 import (
 	"errors"
@@ -9,12 +13,13 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/llm/registry"
+	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// PreflightRequest says what Preflight checks besides the file.
-type PreflightRequest struct {
+// Request says what Check checks besides the file.
+type Request struct {
 	// LookupEnv reads the environment (secrets, SKEIN_LLM_*); nil is
 	// os.LookupEnv.
 	LookupEnv func(string) (string, bool)
@@ -29,10 +34,10 @@ type PreflightRequest struct {
 }
 
 // Validate loads and validates a workflow file and, when it is valid,
-// adds what Preflight finds: every problem of the file and of running it
+// adds what Check finds: every problem of the file and of running it
 // here, at once. An error is a problem of the request (inputs that cannot
 // be read), not of the file.
-func Validate(file string, reg *node.Registry, req PreflightRequest) (*workflow.Workflow, workflow.Diagnostics, error) {
+func Validate(file string, reg *node.Registry, req Request) (*workflow.Workflow, workflow.Diagnostics, error) {
 	if reg == nil {
 		reg = node.Default
 	}
@@ -40,7 +45,7 @@ func Validate(file string, reg *node.Registry, req PreflightRequest) (*workflow.
 	if w == nil || ds.HasErrors() {
 		return w, ds, nil
 	}
-	more, err := Preflight(w, reg, req)
+	more, err := Check(w, reg, req)
 	if err != nil {
 		return w, ds, err
 	}
@@ -49,7 +54,7 @@ func Validate(file string, reg *node.Registry, req PreflightRequest) (*workflow.
 	return w, ds, nil
 }
 
-// Preflight reports what would stop a valid workflow from running here,
+// Check reports what would stop a valid workflow from running here,
 // all at once: models its llm and agent nodes, judged checks and expect:
 // use that this environment does not configure (no model, an unknown
 // provider, no API key), declared secrets that are not set, and inputs.
@@ -57,7 +62,7 @@ func Validate(file string, reg *node.Registry, req PreflightRequest) (*workflow.
 // The file is valid whatever the machine, so these are warnings, and
 // errors with Strict; inputs that were given (Inputs not nil) are checked
 // as a run checks them, and their problems are errors.
-func Preflight(w *workflow.Workflow, reg *node.Registry, req PreflightRequest) (workflow.Diagnostics, error) {
+func Check(w *workflow.Workflow, reg *node.Registry, req Request) (workflow.Diagnostics, error) {
 	if req.LookupEnv == nil {
 		req.LookupEnv = os.LookupEnv
 	}
@@ -77,13 +82,13 @@ func Preflight(w *workflow.Workflow, reg *node.Registry, req PreflightRequest) (
 	// Secrets: every one that is not set, each with where to set it.
 	var fromFile map[string]string
 	if req.SecretsFile != "" {
-		m, err := readDotenv(req.SecretsFile)
+		m, err := secrets.ReadDotenv(req.SecretsFile)
 		if err != nil {
 			add(workflow.Error, workflow.Pos{}, "", "--secrets-file: %v", err)
 		}
 		fromFile = m
 	}
-	for _, name := range missingSecrets(w, req.LookupEnv, fromFile) {
+	for _, name := range secrets.Missing(w, req.LookupEnv, fromFile) {
 		add(sev, orTop(w.KeyPos("secrets")), "", "secret %s is not set here: export SKEIN_SECRET_%s (or %s), or put it in a --secrets-file", name, name, name)
 	}
 
@@ -126,25 +131,6 @@ func orTop(p workflow.Pos) workflow.Pos {
 		return workflow.Pos{Line: 1, Col: 1}
 	}
 	return p
-}
-
-// missingSecrets lists the declared secrets that neither the environment
-// nor the file (nil: none) sets, in declaration order.
-func missingSecrets(w *workflow.Workflow, getenv func(string) (string, bool), file map[string]string) []string {
-	var missing []string
-	for _, name := range w.Secrets {
-		if _, ok := getenv("SKEIN_SECRET_" + name); ok {
-			continue
-		}
-		if _, ok := getenv(name); ok {
-			continue
-		}
-		if _, ok := file[name]; ok {
-			continue
-		}
-		missing = append(missing, name)
-	}
-	return missing
 }
 
 // modelUse is a model name and the nodes that use it.

@@ -1,0 +1,223 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Follow follows a queued run from another process (skein run, the server
+// that started it) until it ends: it polls the run's records, handing new
+// steps and events to Step and Event as the workers commit them.
+type Follow struct {
+	Store    *postgres.Store
+	Registry *node.Registry
+	Workflow *workflow.Workflow
+	RunID    string
+	// ParkOnSignals ends following as an execution that parks for
+	// signals ends: when the run only waits for signals. The result then
+	// says waiting; the run goes on with the workers as soon as a signal
+	// comes.
+	ParkOnSignals bool
+	// Cancelling Run's ctx calls Cancel(letFinish: true), as a local
+	// run's first Ctrl-C, and follows the run to its end; closing Hard
+	// after that calls Cancel(false). Closing Hard before it, or Leave,
+	// stops following at once, the run going on.
+	Hard, Leave <-chan struct{}
+	Cancel      func(ctx context.Context, letFinish bool) error
+	// Step, Event and Note (lines for people), when set, see the run.
+	Step  func(engine.StepRecord)
+	Event func(engine.TimedEvent)
+	Note  func(kind, text string)
+	// DBName names the database for people, in the hint that no worker
+	// takes the run's jobs.
+	DBName string
+}
+
+// Followed is how following a run ended: the run ended (Ended), it only
+// waits for signals (its status waiting), or the follower left.
+type Followed struct {
+	Run    *store.Run
+	Result *engine.Result
+	Ended  bool
+}
+
+// WaitingHint is how long Follow follows a run whose jobs nobody takes
+// before it says that no worker runs.
+const WaitingHint = 3 * time.Second
+
+// Run follows the run until it ends, parks, or following stops.
+func (f *Follow) Run(ctx context.Context) (*Followed, error) {
+	hard := f.Hard
+	st, runID := f.Store, f.RunID
+	const every = 100 * time.Millisecond
+	seen := map[[2]any]string{}
+	var seq int64
+	cancelled := false
+	hinted := false
+	started := time.Now()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	// While the database is unreachable (it restarts), following waits
+	// with backoff and goes on where it was: the workers go on too.
+	lost := backoff.NewExponentialBackOff()
+	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
+	for {
+		cur, err := st.Run(context.WithoutCancel(ctx), runID)
+		var steps []*store.Step
+		var evs []store.Event
+		if err == nil {
+			steps, err = st.Steps(context.WithoutCancel(ctx), runID)
+		}
+		if err == nil {
+			evs, err = st.Events(context.WithoutCancel(ctx), runID, seq, 1000)
+		}
+		if postgres.Transient(err) {
+			wait := time.NewTimer(lost.NextBackOff())
+			select {
+			case <-wait.C:
+				continue
+			case <-hard:
+				wait.Stop()
+				return nil, fmt.Errorf("stopped following run %s while the database was unreachable (%w); its workers go on with it", runID, err)
+			case <-f.Leave:
+				wait.Stop()
+				return nil, fmt.Errorf("left run %s to its workers while the database was unreachable: %w", runID, err)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		lost.Reset()
+		res := durable.Result(cur, steps)
+		if f.Event != nil {
+			for _, ev := range evs {
+				f.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
+			}
+		}
+		if f.Step != nil {
+			for _, rec := range res.Steps {
+				key := [2]any{rec.Node, rec.Visit}
+				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
+				if seen[key] != state {
+					seen[key] = state
+					f.Step(*rec)
+				}
+			}
+		}
+		if len(evs) > 0 {
+			seq = evs[len(evs)-1].Seq
+		}
+		if len(evs) == 1000 {
+			continue // more to read
+		}
+		if cur.Status.Final() {
+			res.StartedAt = cur.StartedAt
+			if cur.FinishedAt != nil {
+				res.FinishedAt = *cur.FinishedAt
+				res.DurationMS = cur.FinishedAt.Sub(cur.StartedAt).Milliseconds()
+			}
+			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
+			return &Followed{Run: cur, Result: res, Ended: true}, nil
+		}
+		if f.ParkOnSignals && !cancelled {
+			if awaits := signalWaits(f.Workflow, f.Registry, res.Steps); awaits != nil {
+				if only, err := OnlySignals(ctx, st, runID); err == nil && only {
+					parked := *cur
+					parked.Status = engine.RunWaiting
+					res.Status, res.Awaiting = engine.RunWaiting, awaits
+					return &Followed{Run: &parked, Result: res}, nil
+				}
+			}
+		}
+		if !hinted && time.Since(started) > WaitingHint && f.Note != nil {
+			if idle, queues, err := unclaimed(ctx, st, runID, WaitingHint); err == nil && idle {
+				hinted = true
+				f.Note("problem", fmt.Sprintf(
+					"waiting for a worker: start skein worker --db %s --queues %s (no worker took this run's jobs in %s)",
+					f.DBName, queues, WaitingHint))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			// As a local run's: nothing new starts, the running nodes
+			// finish (Hard stops them), the rest is skipped.
+			if !cancelled {
+				cancelled = true
+				ctx = context.WithoutCancel(ctx)
+				if err := f.Cancel(ctx, true); err != nil {
+					return nil, err
+				}
+			}
+			ctx = context.WithoutCancel(ctx)
+		case <-hard:
+			if cancelled {
+				// A second Ctrl-C: the workers stop the running nodes.
+				hard = nil
+				if err := f.Cancel(ctx, false); err != nil {
+					return nil, err
+				}
+				break
+			}
+			return nil, fmt.Errorf("stopped following run %s; its workers go on with it (skein runs show %s)", runID, runID)
+		case <-f.Leave:
+			// This process stops (a server that shuts down); the run
+			// goes on with its workers.
+			return &Followed{Run: cur, Result: res}, nil
+		case <-t.C:
+		}
+	}
+}
+
+// signalWaits returns the steps that wait for a signal when every step
+// that has not ended is one, else nil.
+func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepRecord) []engine.Await {
+	var out []engine.Await
+	for _, s := range steps {
+		if s.Status.Final() {
+			continue
+		}
+		if s.Status != engine.StatusWaiting {
+			return nil
+		}
+		n := w.Node(s.Node)
+		if n == nil {
+			return nil
+		}
+		spec, ok := reg.Lookup(n.Type)
+		switch {
+		case ok && spec.Parks != nil && s.Directives[engine.DirectiveAwait] == engine.AwaitSignal:
+			out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: engine.SignalName(s.Node, s.Directives)})
+			continue
+		case !ok || spec.Role != node.RoleWait:
+			return nil
+		}
+		if u, _ := n.Params["until"].(string); u != "signal" {
+			return nil
+		}
+		out = append(out, engine.Await{Node: s.Node, Visit: s.Visit, Signal: s.Node})
+	}
+	return out
+}
+
+// unclaimed reports whether the run has jobs that were due for longer
+// than after and none that a worker took, and which queues they are in.
+func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time.Duration) (bool, string, error) {
+	var due, taken int
+	var queues string
+	err := pg.Pool().QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE state = 'available' AND scheduled_at < now() - $2::float8 * interval '1 second'),
+		count(*) FILTER (WHERE attempted_at IS NOT NULL),
+		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
+		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
+	return due > 0 && taken == 0, queues, err
+}

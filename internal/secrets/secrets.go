@@ -1,0 +1,132 @@
+// Package secrets reads the values of a workflow's declared secrets: from
+// SKEIN_SECRET_<NAME>, then <NAME> in the environment, then a dotenv
+// file (--secrets-file). It renders the templates of model configs that
+// read them, and never changes the environment.
+package secrets
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/joho/godotenv"
+
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// ReadDotenv reads a dotenv file with godotenv: NAME=value lines, blank
+// lines and # comments, also after a value (NAME="x" # note reads x); an
+// `export ` prefix; '…' taken as written, "…" with \n escapes and on
+// several lines; ${NAME} of a name set above it. The environment is
+// neither read nor changed.
+func ReadDotenv(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m, err := godotenv.Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return m, nil
+}
+
+// UnsetError is a request whose secrets cannot all be read: the secrets
+// file does not read, or declared secrets are not set. Its message says
+// what to do.
+type UnsetError struct{ Msg string }
+
+func (e *UnsetError) Error() string { return e.Msg }
+
+// Resolve reads each declared secret from SKEIN_SECRET_<NAME>, then
+// <NAME> in the environment, then the secrets file (none when file is
+// ""). A secret that is not set, or a file that does not read, is an
+// *UnsetError.
+func Resolve(w *workflow.Workflow, getenv func(string) (string, bool), file string) (map[string]string, error) {
+	var fromFile map[string]string
+	if file != "" {
+		var err error
+		if fromFile, err = ReadDotenv(file); err != nil {
+			return nil, &UnsetError{Msg: fmt.Sprintf("--secrets-file: %v", err)}
+		}
+	}
+	out := map[string]string{}
+	for _, name := range w.Secrets {
+		if v, ok := getenv("SKEIN_SECRET_" + name); ok {
+			out[name] = v
+		} else if v, ok := getenv(name); ok {
+			out[name] = v
+		} else if v, ok := fromFile[name]; ok {
+			out[name] = v
+		}
+	}
+	missing := Missing(w, getenv, fromFile)
+	switch len(missing) {
+	case 0:
+	case 1:
+		return nil, &UnsetError{Msg: fmt.Sprintf("secret %s is not set; export SKEIN_SECRET_%s (or %s), or put it in a --secrets-file", missing[0], missing[0], missing[0])}
+	default:
+		return nil, &UnsetError{Msg: fmt.Sprintf("secrets %s are not set; export SKEIN_SECRET_<NAME> (or <NAME>) for each, or put them in a --secrets-file", strings.Join(missing, ", "))}
+	}
+	return out, nil
+}
+
+// Missing lists the declared secrets that neither the environment nor the
+// file's values (nil: none) set, in declaration order.
+func Missing(w *workflow.Workflow, getenv func(string) (string, bool), file map[string]string) []string {
+	var missing []string
+	for _, name := range w.Secrets {
+		if _, ok := getenv("SKEIN_SECRET_" + name); ok {
+			continue
+		}
+		if _, ok := getenv(name); ok {
+			continue
+		}
+		if _, ok := file[name]; ok {
+			continue
+		}
+		missing = append(missing, name)
+	}
+	return missing
+}
+
+// Known returns the values of the workflow's secrets that are set in the
+// environment (SKEIN_SECRET_<NAME>, then <NAME>), skipping the others:
+// for masking what a run that is over produces.
+func Known(w *workflow.Workflow, getenv func(string) (string, bool)) map[string]string {
+	out := map[string]string{}
+	for _, name := range w.Secrets {
+		if v, ok := getenv("SKEIN_SECRET_" + name); ok {
+			out[name] = v
+		} else if v, ok := getenv(name); ok {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// Renderer renders templates in model configs, which may read secrets
+// only (api_key: "{{ secrets.OPENAI_API_KEY }}").
+func Renderer(secrets map[string]string) func(string) (string, error) {
+	scope := &expr.Scope{Secrets: map[string]any{}}
+	for k, v := range secrets {
+		scope.Secrets[k] = v
+	}
+	return func(s string) (string, error) {
+		if !expr.HasTemplate(s) {
+			return s, nil
+		}
+		v, err := expr.RenderValue(s, scope)
+		if err != nil {
+			return "", err
+		}
+		if v == nil {
+			// Never "<nil>": a key sent as "Bearer <nil>" fails far from
+			// its cause.
+			return "", fmt.Errorf("%s has no value: the secret it reads is not set (SKEIN_SECRET_<NAME> or --secrets-file)", s)
+		}
+		return fmt.Sprint(v), nil
+	}
+}
