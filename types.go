@@ -3,6 +3,7 @@ package skein
 import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/runner"
 )
 
@@ -13,14 +14,14 @@ type (
 	// RunDoc is the document of a run (DESIGN §6): what `skein run -o
 	// json`, `skein runs show -o json`, the HTTP API and the MCP tools
 	// print, described by schema/run.schema.json.
-	RunDoc = runner.RunDoc
+	RunDoc = rundoc.Doc
 	// Step is one step of a run: one visit of one node. Its JSON is a
 	// step of the run document.
 	Step = record.Step
 	// Artifact is a file a step of a queued run saved.
 	Artifact = record.Artifact
 	// OwnerDoc is the process that runs a run, in its RunDoc.
-	OwnerDoc = runner.OwnerDoc
+	OwnerDoc = rundoc.Owner
 	// Verdict is what a run's checks found.
 	Verdict = check.RunVerdict
 	// Run is a run's row, as List and Cancel return it.

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // Divergence is a step of a replay that differs from the recorded run.
@@ -91,6 +93,21 @@ func Diverged(recorded, replayed []Step, replayedID, recordedID string) []Diverg
 		return out[i].Visit < out[j].Visit
 	})
 	return out
+}
+
+// DivergedRuns compares the steps of a replay, run replayedID, with the
+// recorded steps of run recordedID (Diverged); mask masks the replayed
+// outputs as the recorded ones were masked when they were stored.
+func DivergedRuns(recorded, replayed []*record.Step, replayedID, recordedID string, mask func(map[string]any) map[string]any) []Divergence {
+	was := make([]Step, len(recorded))
+	for i, s := range recorded {
+		was[i] = Step{Node: s.Node, Visit: s.Visit, Generation: s.Generation, Order: s.StepOrder, Status: string(s.Status), Output: s.Output}
+	}
+	now := make([]Step, len(replayed))
+	for i, s := range replayed {
+		now[i] = Step{Node: s.Node, Visit: s.Visit, Order: s.StepOrder, Status: string(s.Status), Output: mask(s.Output)}
+	}
+	return Diverged(was, now, replayedID, recordedID)
 }
 
 // asJSON is v as its JSON decodes: numbers float64, so the recorded and

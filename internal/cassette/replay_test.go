@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // A replay's steps are compared with the recorded run's by node and
@@ -31,6 +32,30 @@ func TestDiverged(t *testing.T) {
 		{Node: "c", Visit: 1, What: "only_recorded", Recorded: "success"},
 		{Node: "d", Visit: 1, What: "only_replayed", Replayed: "skipped"},
 	}, got)
+}
+
+// The replayed steps are masked as the recorded ones were stored: a
+// secret in a replayed output is no divergence; the recorded steps of
+// earlier generations give way to the last.
+func TestDivergedRuns(t *testing.T) {
+	t.Parallel()
+	recorded := []*record.Step{
+		{Node: "a", Visit: 1, Generation: 1, StepOrder: 1, Status: record.StatusFailed},
+		{Node: "a", Visit: 1, Generation: 2, StepOrder: 1, Status: record.StatusSuccess, Output: map[string]any{"key": "***"}},
+		{Node: "b", Visit: 1, Generation: 2, StepOrder: 2, Status: record.StatusSuccess},
+	}
+	replayed := []*record.Step{
+		{Node: "a", Visit: 1, StepOrder: 1, Status: record.StatusSuccess, Output: map[string]any{"key": "s3cret"}},
+		{Node: "b", Visit: 1, StepOrder: 2, Status: record.StatusFailed},
+	}
+	mask := func(m map[string]any) map[string]any {
+		if m == nil {
+			return nil
+		}
+		return map[string]any{"key": "***"}
+	}
+	got := cassette.DivergedRuns(recorded, replayed, "rep-2", "rec-1", mask)
+	require.Equal(t, []cassette.Divergence{{Node: "b", Visit: 1, What: "status", Recorded: "success", Replayed: "failed"}}, got)
 }
 
 // A replay reads the model settings the cassette recorded, and stands in

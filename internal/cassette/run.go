@@ -43,3 +43,48 @@ func Save(t *Tape, dir, replayed string) error {
 	}
 	return nil
 }
+
+// Source is the cassette a run answers its interactions from.
+type Source struct {
+	Cassette *Cassette
+	// File, when set, is the cassette's file: the interactions AllowNew
+	// sends live are appended to it.
+	File string
+	// AllowNew sends a request the cassette has no answer for live, and
+	// keeps its exchange; without it such a request fails its node with
+	// the difference from the one recorded there.
+	AllowNew bool
+}
+
+// ForRun is the tape of a run of workflow: a player of src when it
+// replays one, a recorder when it records, else nil.
+func ForRun(src *Source, record bool, workflow, runID string, started time.Time, getenv func(string) (string, bool), mask func(string) string) *Tape {
+	switch {
+	case src != nil:
+		return NewPlayer(src.Cassette, runID, started, mask, src.AllowNew)
+	case record:
+		return NewRunRecorder(workflow, runID, started, getenv, mask)
+	}
+	return nil
+}
+
+// SaveRun writes a run's cassette in its folder dir (Save), and the
+// interactions a replay of src added to src's file.
+func SaveRun(t *Tape, dir string, src *Source) error {
+	replayed := ""
+	if src != nil {
+		replayed = src.File
+	}
+	return Save(t, dir, replayed)
+}
+
+// ReadRun reads the cassette a recorded run kept in its folder dir, as the
+// source of a replay of it.
+func ReadRun(dir string, allowNew bool) (*Source, error) {
+	file := filepath.Join(dir, FileName)
+	c, err := Read(file)
+	if err != nil {
+		return nil, err
+	}
+	return &Source{Cassette: c, File: file, AllowNew: allowNew}, nil
+}

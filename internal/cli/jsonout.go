@@ -322,7 +322,7 @@ func runStatusesAny() []any {
 }
 
 // Schemas returns the JSON Schemas of what the commands print with -o
-// json besides the run document (runner.RunSchema), by file name in
+// json besides the run document (rundoc.Schema), by file name in
 // schema/.
 func Schemas() (map[string][]byte, error) {
 	out := map[string][]byte{}

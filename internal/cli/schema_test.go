@@ -10,7 +10,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/rundoc"
 )
 
 // TestJSONFollowsTheRunSchema: `run -o json` and `runs show -o json` print
@@ -23,8 +23,8 @@ func TestJSONFollowsTheRunSchema(t *testing.T) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	require.NoError(t, err)
 	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource(runner.RunSchemaID, doc))
-	schema, err := c.Compile(runner.RunSchemaID)
+	require.NoError(t, c.AddResource(rundoc.SchemaID, doc))
+	schema, err := c.Compile(rundoc.SchemaID)
 	require.NoError(t, err)
 	valid := func(out string) map[string]any {
 		t.Helper()

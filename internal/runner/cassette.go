@@ -3,56 +3,33 @@ package runner
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/durable"
-	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
 // ReplaySource is the cassette a run answers its interactions from
 // (Options.Replay).
-type ReplaySource struct {
-	Cassette *cassette.Cassette
-	// File, when set, is the cassette's file: the interactions AllowNew
-	// sends live are appended to it.
-	File string
-	// AllowNew sends a request the cassette has no answer for live, and
-	// keeps its exchange; without it such a request fails its node with
-	// the difference from the one recorded there.
-	AllowNew bool
-}
+type ReplaySource = cassette.Source
 
 // tape returns the cassette tape of an execution: a player for a replay,
 // a recorder when the run records (Options.Record, or record: true in
 // the workflow), else nil.
 func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Time, red *redact.Redactor, getenv func(string) (string, bool)) *cassette.Tape {
-	switch {
-	case j.replay != nil:
-		return cassette.NewPlayer(j.replay.Cassette, runID, started, red.Func(), j.replay.AllowNew)
-	case o.Record || w.Record:
-		return cassette.NewRunRecorder(w.Name, runID, started, getenv, red.Func())
-	}
-	return nil
+	return cassette.ForRun(j.replay, o.Record || w.Record, w.Name, runID, started, getenv, red.Func())
 }
 
-// saveTape writes an execution's cassette in its run folder rl
-// (cassette.Save), and the interactions a replay added to the replayed
-// cassette's file.
+// saveTape writes an execution's cassette in its run folder rl, and the
+// interactions a replay added to the replayed cassette's file.
 func saveTape(tape *cassette.Tape, rl *runlog.Writer, j job) error {
 	if err := rl.Materialize(); err != nil {
 		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
-	replayed := ""
-	if j.replay != nil {
-		replayed = j.replay.File
-	}
-	return cassette.Save(tape, rl.Dir(), replayed)
+	return cassette.SaveRun(tape, rl.Dir(), j.replay)
 }
 
 // ReplayRequest re-executes a recorded run from its cassette.
@@ -99,8 +76,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	if err != nil {
 		return nil, err
 	}
-	src := filepath.Join(run.Dir, cassette.FileName)
-	c, err := cassette.Read(src)
+	src, err := cassette.ReadRun(run.Dir, req.AllowNew)
 	if err != nil {
 		return nil, usagef("run %s cannot be replayed: %v", run.ID, err)
 	}
@@ -109,7 +85,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 		return nil, err
 	}
 	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger),
-		runID: NewRunID(), replay: &ReplaySource{Cassette: c, File: src, AllowNew: req.AllowNew}}, req.Options)
+		runID: NewRunID(), replay: src}, req.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -118,25 +94,10 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 		out.Mismatches, out.Added = res.tape.Mismatches(), res.tape.Added()
 	}
 	if res.Engine != nil {
-		recorded := replaySteps(hist, func(s *store.Step) cassette.Step {
-			return cassette.Step{Node: s.Node, Visit: s.Visit, Generation: s.Generation, Order: s.StepOrder, Status: string(s.Status), Output: s.Output}
-		})
-		replayed := replaySteps(res.Engine.Steps, func(s *engine.StepRecord) cassette.Step {
-			o, _ := res.redact.Map(s.Output) // masked as the recorded steps are
-			return cassette.Step{Node: s.Node, Visit: s.Visit, Order: s.StepOrder, Status: string(s.Status), Output: o}
-		})
-		out.Diverged = cassette.Diverged(recorded, replayed, res.Run.ID, run.ID)
+		mask := func(m map[string]any) map[string]any { o, _ := res.redact.Map(m); return o } // as the recorded steps are
+		out.Diverged = cassette.DivergedRuns(hist, res.Engine.Steps, res.Run.ID, run.ID, mask)
 	}
 	return out, nil
-}
-
-// replaySteps are a run's steps as a replay compares them.
-func replaySteps[S any](steps []S, step func(S) cassette.Step) []cassette.Step {
-	out := make([]cassette.Step, len(steps))
-	for i, s := range steps {
-		out[i] = step(s)
-	}
-	return out
 }
 
 // CassetteMismatches are the requests the run's cassette had no answer

@@ -12,7 +12,8 @@
 // their own: durable (leases, run folders, child runs, parked and left
 // runs), services (what the node kinds get), queue (queued runs, followed
 // from here), delivery, repair (the --auto-repair loop, driving the
-// runner through repair.Runs), cassette, check, secrets and preflight.
+// runner through repair.Runs), rundoc (the document of a run), cassette,
+// check, secrets and preflight.
 //
 // # Ownership
 //

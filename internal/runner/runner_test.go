@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,13 +13,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	_ "github.com/skeinhq/skein/node/standard"
 )
-
-var update = flag.Bool("update", false, "rewrite schema/run.schema.json from runner.RunDoc")
 
 const schemaFile = "../../schema/run.schema.json"
 
@@ -57,18 +55,6 @@ edges:
   - {from: a, to: b}
 `
 
-func TestRunSchemaUpToDate(t *testing.T) {
-	t.Parallel()
-	got, err := runner.RunSchema()
-	require.NoError(t, err)
-	if *update {
-		require.NoError(t, os.WriteFile(schemaFile, got, 0o644))
-	}
-	want, err := os.ReadFile(schemaFile)
-	require.NoError(t, err, "create it with: go test ./internal/runner -update")
-	require.Equal(t, string(want), string(got), "schema/run.schema.json is stale; refresh it with: go test ./internal/runner -update")
-}
-
 // compileSchema compiles schema/run.schema.json.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
@@ -77,8 +63,8 @@ func compileSchema(t *testing.T) *jsonschema.Schema {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	require.NoError(t, err)
 	c := jsonschema.NewCompiler()
-	require.NoError(t, c.AddResource(runner.RunSchemaID, doc))
-	s, err := c.Compile(runner.RunSchemaID)
+	require.NoError(t, c.AddResource(rundoc.SchemaID, doc))
+	s, err := c.Compile(rundoc.SchemaID)
 	require.NoError(t, err)
 	return s
 }

@@ -1,31 +1,28 @@
-package runner
+package rundoc
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
-	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
-	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
-// RunDoc is the one JSON shape of a run (DESIGN §6): `skein run -o json`,
+// Doc is the one JSON shape of a run (DESIGN §6): `skein run -o json`,
 // `skein runs show -o json`, the MCP tools and the API print it, and
 // schema/run.schema.json describes it.
-type RunDoc struct {
+type Doc struct {
 	ExecutionID string            `json:"execution_id"`
 	Workflow    string            `json:"workflow"`
 	Status      record.RunStatus  `json:"status"`
 	Outputs     map[string]any    `json:"outputs"`
 	Error       *node.Error       `json:"error"`
-	Steps       []StepDoc         `json:"steps"`
+	Steps       []Step            `json:"steps"`
 	Verdict     *check.RunVerdict `json:"verdict"`
 	Inputs      map[string]any    `json:"inputs"`
 	Trigger     string            `json:"trigger,omitempty"`
@@ -40,7 +37,7 @@ type RunDoc struct {
 	Tokens     int        `json:"tokens"`
 	CostUSD    float64    `json:"cost_usd"`
 	// Owner is the process running the run, while it runs.
-	Owner *OwnerDoc `json:"owner,omitempty"`
+	Owner *Owner `json:"owner,omitempty"`
 	// WakeAt is, for a waiting run, the earliest wake-up time of its
 	// waits; absent when only a signal can wake it.
 	WakeAt *time.Time `json:"wake_at,omitempty"`
@@ -49,25 +46,41 @@ type RunDoc struct {
 	// --auto-repair found and left alone.
 	Warnings []repair.Warning `json:"warnings"`
 	// RepairedWorkflow and Repair say what --auto-repair did.
-	RepairedWorkflow *string       `json:"repaired_workflow,omitempty"`
-	Repair           *RepairReport `json:"repair,omitempty"`
+	RepairedWorkflow *string        `json:"repaired_workflow,omitempty"`
+	Repair           *repair.Report `json:"repair,omitempty"`
 }
 
-// OwnerDoc is who runs a run.
-type OwnerDoc struct {
+// Owner is who runs a run.
+type Owner struct {
 	Host       string    `json:"host"`
 	PID        int       `json:"pid"`
 	LeaseUntil time.Time `json:"lease_until"`
 }
 
-// StepDoc is one step in a RunDoc: the step record (package record).
-type StepDoc = record.Step
+// Step is one step in a Doc: the step record (package record).
+type Step = record.Step
 
-// doc builds the document of a run from its records.
-func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *RunDoc {
-	d := &RunDoc{
-		ExecutionID: run.ID, Workflow: run.Workflow, Status: r.Status(run), Outputs: run.Outputs, Error: run.Error,
-		Steps: make([]StepDoc, 0, len(steps)), Verdict: v, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
+// Records are what a document is built from.
+type Records struct {
+	Run *record.Run
+	// Status is the run's status as the runner sees it: a running run
+	// whose owner died is interrupted.
+	Status  record.RunStatus
+	Steps   []*record.Step
+	Verdict *check.RunVerdict
+	// Output reads a step's output and the artifacts listed in its
+	// directives (a queued step's), whether kept in the record or in a
+	// file or blob it refers to.
+	Output func(*record.Step) (out, artifacts map[string]any)
+}
+
+// Build builds the document of a run from its records, times to the
+// microsecond as a store keeps them.
+func Build(in Records) *Doc {
+	run := in.Run
+	d := &Doc{
+		ExecutionID: run.ID, Workflow: run.Workflow, Status: in.Status, Outputs: run.Outputs, Error: run.Error,
+		Steps: make([]Step, 0, len(in.Steps)), Verdict: in.Verdict, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
 		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: usec(run.StartedAt), FinishedAt: usecPtr(run.FinishedAt),
 		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{}, WakeAt: usecPtr(run.WakeAt),
 	}
@@ -81,51 +94,38 @@ func (r *Runner) doc(run *store.Run, steps []*store.Step, v *check.RunVerdict) *
 		d.DurationMS = d.FinishedAt.Sub(d.StartedAt).Milliseconds()
 	}
 	if run.Owner.Token != "" && !run.LeaseExpired {
-		d.Owner = &OwnerDoc{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
+		d.Owner = &Owner{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
 	}
-	for _, s := range steps {
-		out, directives, _ := durable.Output(s)
+	for _, s := range in.Steps {
 		step := *s
-		step.Output, step.Directives = out, nil
+		var artifacts map[string]any
+		if in.Output != nil {
+			step.Output, artifacts = in.Output(s)
+		}
+		step.Directives = nil
 		step.StartedAt, step.FinishedAt, step.WakeAt = usecPtr(s.StartedAt), usecPtr(s.FinishedAt), usecPtr(s.WakeAt)
-		step.Artifacts, _ = stepArtifacts(directives)
+		step.Artifacts, _ = Artifacts(artifacts)
 		d.Steps = append(d.Steps, step)
 	}
 	return d
 }
 
-// Doc returns the document of an execution's result. It is built from the
-// execution's own records the way Get builds it from the stored ones (times
-// to the microsecond, as stored), so the two are the same document; it
-// reads nothing back. Every part of it goes through the run's Redactor, as
-// the stored records did: the document every front end prints holds no
-// secret.
-func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
-	red := res.redact
-	var steps []*store.Step
-	if res.Engine != nil {
-		steps = make([]*store.Step, 0, len(res.Engine.Steps))
-		for _, s := range res.Engine.Steps {
-			steps = append(steps, durable.RedactStep(red, durable.StepFromRecord(res.Run.ID, s)))
-		}
+// AddRepair adds what --auto-repair did to the document: its report, the
+// warnings it left alone and the repaired workflow, each through red so
+// that the document holds no secret.
+func (d *Doc) AddRepair(red *redact.Redactor, rep *repair.Report) {
+	if rep == nil {
+		return
 	}
-	verdict, _ := redact.Into(red, res.Verdict)
-	d := r.doc(durable.RedactRun(red, res.Run), steps, verdict)
-	if rep := res.Repair; rep != nil {
-		masked, _ := redact.Into(red, rep) // JSON fields only: the rest is read from rep
-		d.Repair = masked
-		if rep.Warnings != nil {
-			d.Warnings, _ = redact.Into(red, rep.Warnings)
-		}
-		if rep.Workflow != nil {
-			src := red.String(string(rep.Workflow))
-			d.RepairedWorkflow = &src
-		}
+	masked, _ := redact.Into(red, rep) // JSON fields only: the rest is read from rep
+	d.Repair = masked
+	if rep.Warnings != nil {
+		d.Warnings, _ = redact.Into(red, rep.Warnings)
 	}
-	if d.FinishedAt == nil && res.Engine != nil {
-		d.DurationMS = res.Engine.DurationMS
+	if rep.Workflow != nil {
+		src := red.String(string(rep.Workflow))
+		d.RepairedWorkflow = &src
 	}
-	return d
 }
 
 // usec is t as the store keeps it: UTC, to the microsecond.
@@ -139,20 +139,16 @@ func usecPtr(t *time.Time) *time.Time {
 	return &u
 }
 
-func cancelledError() *node.Error {
-	return &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
-}
-
 // WriteJSON writes the document as indented JSON (what encoding/json
 // writes with a two-space indent, <, > and & unescaped, and a final
 // newline), one step at a time, so that a run with many big steps is never
 // whole in memory (run.json).
-func (d *RunDoc) WriteJSON(w io.Writer) error {
+func (d *Doc) WriteJSON(w io.Writer) error {
 	if len(d.Steps) == 0 {
 		return encodeIndented(w, d, "")
 	}
 	head := *d
-	head.Steps = []StepDoc{}
+	head.Steps = []Step{}
 	var buf bytes.Buffer
 	if err := encodeIndented(&buf, &head, ""); err != nil {
 		return err

@@ -1,24 +1,24 @@
-package runner
+package rundoc
 
 import (
 	"encoding/json"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 )
 
-// RunSchemaID is the $id of schema/run.schema.json.
-const RunSchemaID = "https://skein.dev/schema/run.schema.json"
+// SchemaID is the $id of schema/run.schema.json.
+const SchemaID = "https://skein.dev/schema/run.schema.json"
 
-// RunSchema returns the JSON Schema of RunDoc, the one JSON shape of a run,
-// as published in schema/run.schema.json.
-func RunSchema() ([]byte, error) {
-	s, err := jsonschema.For[RunDoc](nil)
+// Schema returns the JSON Schema of Doc, the one JSON shape of a run, as
+// published in schema/run.schema.json.
+func Schema() ([]byte, error) {
+	s, err := jsonschema.For[Doc](nil)
 	if err != nil {
 		return nil, err
 	}
-	s.Properties["status"].Enum = []any{"pending", "running", "waiting", "completed", "failed", "cancelled", StatusInterrupted}
+	s.Properties["status"].Enum = []any{"pending", "running", "waiting", "completed", "failed", "cancelled", record.RunInterrupted}
 	s.Properties["status"].Description = "interrupted: the process running it died; skein resume continues it"
 	step := s.Properties["steps"].Items
 	step.Properties["output"] = &jsonschema.Schema{Types: []string{"null", "object"}, Description: "the step's output object; null when it has none. " + bigValues}
@@ -26,11 +26,11 @@ func RunSchema() ([]byte, error) {
 	s.Properties["outputs"].Description = bigValues
 	s.Defs = map[string]*jsonschema.Schema{"blob": blobSchema()}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
-	step.Properties["skip_reason"].Enum = []any{engine.SkipDeadPath, engine.SkipDisabled, engine.SkipCancelled, engine.SkipRunFailed, engine.SkipItemFailed}
+	step.Properties["skip_reason"].Enum = []any{record.SkipDeadPath, record.SkipDisabled, record.SkipCancelled, record.SkipRunFailed, record.SkipItemFailed}
 	step.Properties["skip_reason"].Description = "why a skipped step did not run: dead_path (a branch not taken), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
-	s.ID = RunSchemaID
+	s.ID = SchemaID
 	s.Title = "Skein run"
 	s.Description = "A run with its steps: what skein run -o json, skein runs show -o json, the MCP tools and the API return."
 	b, err := json.MarshalIndent(s, "", "  ")

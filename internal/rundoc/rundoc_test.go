@@ -1,4 +1,4 @@
-package runner_test
+package rundoc_test
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -18,25 +18,25 @@ import (
 func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
-	step := func(n string, out map[string]any) runner.StepDoc {
-		return runner.StepDoc{Node: n, Type: "set", Status: "success", Visit: 1, Output: out, StartedAt: &now, FinishedAt: &now,
+	step := func(n string, out map[string]any) rundoc.Step {
+		return rundoc.Step{Node: n, Type: "set", Status: "success", Visit: 1, Output: out, StartedAt: &now, FinishedAt: &now,
 			Params: map[string]any{"values": map[string]any{"html": "<b>&</b>", "steps": []any{}}}}
 	}
 	tests := []struct {
 		name string
-		doc  runner.RunDoc
+		doc  rundoc.Doc
 	}{
-		{name: "no steps", doc: runner.RunDoc{ExecutionID: "r1", Workflow: "w", Status: "completed", Outputs: map[string]any{}}},
-		{name: "a long tail", doc: runner.RunDoc{ExecutionID: "r1", Status: "completed",
+		{name: "no steps", doc: rundoc.Doc{ExecutionID: "r1", Workflow: "w", Status: "completed", Outputs: map[string]any{}}},
+		{name: "a long tail", doc: rundoc.Doc{ExecutionID: "r1", Status: "completed",
 			Inputs: map[string]any{"long": strings.Repeat("the inputs come after the steps ", 100)},
-			Steps:  []runner.StepDoc{step("a", map[string]any{"x": strings.Repeat("x", 300)}), step("b", nil)}}},
-		{name: "one step", doc: runner.RunDoc{ExecutionID: "r1", Status: "failed", Steps: []runner.StepDoc{step("a", nil)},
+			Steps:  []rundoc.Step{step("a", map[string]any{"x": strings.Repeat("x", 300)}), step("b", nil)}}},
+		{name: "one step", doc: rundoc.Doc{ExecutionID: "r1", Status: "failed", Steps: []rundoc.Step{step("a", nil)},
 			Error: &node.Error{Code: "x", Message: "m"}}},
 		{
 			name: "steps and an output with its own steps key",
-			doc: runner.RunDoc{ExecutionID: "r1", Status: "completed", StartedAt: now,
+			doc: rundoc.Doc{ExecutionID: "r1", Status: "completed", StartedAt: now,
 				Outputs: map[string]any{"steps": []any{}, "nested": map[string]any{"steps": []any{1, "two"}}, "long": strings.Repeat("more than a step ", 200)},
-				Steps: []runner.StepDoc{step("a", map[string]any{"x": 1}), step("b", map[string]any{"list": []any{map[string]any{"k": "v"}}}),
+				Steps: []rundoc.Step{step("a", map[string]any{"x": 1}), step("b", map[string]any{"list": []any{map[string]any{"k": "v"}}}),
 					step("c", map[string]any{"long": strings.Repeat("a step longer than the head of the document ", 100)})}},
 		},
 	}
