@@ -26,3 +26,22 @@ func ReadVerdict(dir string) (*RunVerdict, error) {
 	}
 	return &v, nil
 }
+
+// VerdictIn is the verdict in the run folder dir; nil when it has none
+// or it does not read.
+func VerdictIn(dir string) *RunVerdict {
+	if dir == "" {
+		return nil
+	}
+	v, _ := ReadVerdict(dir)
+	return v
+}
+
+// VerdictStatus is the status of the checks of the run whose folder is
+// dir, read from its verdict file: "" when it has none.
+func VerdictStatus(dir string) string {
+	if v := VerdictIn(dir); v != nil {
+		return v.Status
+	}
+	return ""
+}

@@ -1182,11 +1182,7 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 		w.log.Queue(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2), cancel_let_finish = false
 			WHERE id = $1`, env.id, d.now())
 	}
-	sevs := make([]store.Event, len(w.events))
-	for i, ev := range w.events {
-		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
-	}
-	if err := d.cfg.Store.WithTx(tx, w.log).SaveBatch(ctx, store.Batch{RunID: env.id, Steps: steps, Events: sevs, Finish: finish}, w.last); err != nil {
+	if err := d.cfg.Store.WithTx(tx, w.log).SaveBatch(ctx, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
 	if len(w.jobs) > 0 {

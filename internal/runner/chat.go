@@ -5,78 +5,25 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/skeinhq/skein/internal/blob"
-	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/chat"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 )
 
-// Roles of chat messages.
-const (
-	RoleUser      = "user"
-	RoleAssistant = "assistant"
-)
+// ChatMessage is a message of a conversation (chat.Message).
+type ChatMessage = chat.Message
 
-// ChatMessage is one message of a conversation as a chat workflow reads it
-// in trigger.history: a user's message, or the reply of the run that
-// answered it (its output reply).
-type ChatMessage struct {
-	Role        string `json:"role"`
-	Content     string `json:"content"`
-	ExecutionID string `json:"execution_id"`
-}
-
-// ChatHistory returns the last turns messages of a conversation of a
-// workflow and their replies, oldest first. A message whose run has not
-// completed, or has no output reply, has no reply in the history.
+// ChatHistory returns the last turns messages of a conversation and their
+// replies, oldest first (chat.History).
 func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string, turns int) ([]ChatMessage, error) {
-	ts, err := r.st.ChatTurns(ctx, workflow, conversation, turns)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ChatMessage, 0, 2*len(ts))
-	for _, t := range ts {
-		out = append(out, ChatMessage{Role: RoleUser, Content: t.Message, ExecutionID: t.RunID})
-		reply, ok, err := Reply(t.Run)
-		if err != nil {
-			return nil, fmt.Errorf("the reply of run %s: %w", t.RunID, err)
-		}
-		if ok {
-			out = append(out, ChatMessage{Role: RoleAssistant, Content: reply, ExecutionID: t.RunID})
-		}
-	}
-	return out, nil
-}
-
-// Reply is the answer of a chat run: its output reply, as text (an object
-// or a list as compact JSON), once the run has completed. A reply over
-// 64 KiB is loaded from its blob.
-func Reply(run *store.Run) (string, bool, error) {
-	if run == nil || run.Status != engine.RunCompleted {
-		return "", false, nil
-	}
-	v, ok := run.Outputs["reply"]
-	if !ok || v == nil {
-		return "", false, nil
-	}
-	v, err := blob.Resolve(v)
-	if err != nil {
-		return "", false, err
-	}
-	s, err := node.Text(v)
-	return s, err == nil, nil
+	return chat.History(ctx, r.st, workflow, conversation, turns)
 }
 
 // AddChatMessage records a message of a conversation with the run that
-// answers it, so later messages see it in their history. It returns the
-// message's number in the conversation, from 1.
+// answers it (chat.Add) and returns its number in the conversation.
 func (r *Runner) AddChatMessage(ctx context.Context, workflow, conversation, runID, message string) (int, error) {
-	t := &store.ChatTurn{Workflow: workflow, Conversation: conversation, RunID: runID, Message: message}
-	if err := r.st.AddChatTurn(ctx, t); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, fmt.Errorf("recording the chat message: %w", ErrNotFound)
-		}
-		return 0, err
+	n, err := chat.Add(ctx, r.st, workflow, conversation, runID, message)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, fmt.Errorf("recording the chat message: %w", ErrNotFound)
 	}
-	return t.Turn, nil
+	return n, err
 }

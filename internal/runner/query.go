@@ -11,7 +11,6 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
-	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
@@ -53,12 +52,12 @@ func (r *Runner) Get(ctx context.Context, id string) (*RunDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.doc(run, steps, verdictOf(run.Dir)), nil
+	return r.doc(run, steps, check.VerdictIn(run.Dir)), nil
 }
 
 // ErrNoVersion is returned by RunWorkflow for a run that was not tied to
 // a stored version of its workflow.
-var ErrNoVersion = errors.New("the run's workflow was not stored with it")
+var ErrNoVersion = durable.ErrNoVersion
 
 // RunWorkflow returns the workflow a run executed: the version stored with
 // the run, which may differ from the file as it is now.
@@ -72,21 +71,7 @@ func (r *Runner) RunWorkflow(ctx context.Context, id string) (*workflow.Workflow
 
 // storedWorkflow is the workflow version stored with run.
 func (r *Runner) storedWorkflow(ctx context.Context, run *store.Run) (*workflow.Workflow, error) {
-	if run.WorkflowVersion <= 0 {
-		return nil, fmt.Errorf("run %s: %w", run.ID, ErrNoVersion)
-	}
-	v, err := r.st.Workflow(ctx, run.Workflow, run.WorkflowVersion)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("run %s: version %d of %s: %w", run.ID, run.WorkflowVersion, run.Workflow, ErrNoVersion)
-	}
-	if err != nil {
-		return nil, err
-	}
-	w, ds := workflow.Decode(run.File, v.Source)
-	if ds.HasErrors() {
-		return nil, fmt.Errorf("run %s: version %d of %s does not parse: %s", run.ID, run.WorkflowVersion, run.Workflow, ds.Error())
-	}
-	return w, nil
+	return durable.StoredWorkflow(ctx, r.st, run)
 }
 
 // ListRequest selects runs.
@@ -102,60 +87,14 @@ type ListRequest struct {
 	After *Cursor
 }
 
-// Cursor is a place in the list of runs, newest first: a run's start time
-// and id.
-type Cursor struct {
-	StartedAt time.Time
-	ID        string
-}
+// Cursor is a place in the list of runs, newest first (store.Cursor).
+type Cursor = store.Cursor
 
 // List returns the matching runs, newest first, with their status as
 // people should see it (Runner.Status).
 func (r *Runner) List(ctx context.Context, req ListRequest) ([]*store.Run, error) {
 	f := store.RunFilter{Workflow: req.Workflow, Status: record.RunStatus(req.Status), Parent: req.Parent, Limit: req.Limit}
-	if st := record.RunStatus(req.Status); st == StatusInterrupted || st == engine.RunRunning {
-		// A dead local owner is seen only here, not by the database.
-		f.Status, f.Limit = "", 0
-	}
-	if c := req.After; c != nil {
-		// The store pages by start time alone; runs that started in the
-		// same microsecond as the cursor are told apart by id here.
-		f.Before = c.StartedAt.Add(time.Microsecond)
-		if f.Limit > 0 {
-			f.Limit += 16
-		}
-	}
-	for {
-		runs, err := r.st.ListRuns(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		out, full := r.page(runs, req)
-		if full || f.Limit == 0 || len(runs) < f.Limit {
-			return out, nil
-		}
-		f.Limit *= 4 // many runs at the cursor's instant: read further
-	}
-}
-
-// page keeps the runs of a store page that match req, up to its limit,
-// and reports whether the limit was reached.
-func (r *Runner) page(runs []*store.Run, req ListRequest) ([]*store.Run, bool) {
-	out := runs[:0]
-	for _, run := range runs {
-		if c := req.After; c != nil && run.StartedAt.Equal(c.StartedAt) && run.ID >= c.ID {
-			continue
-		}
-		run.Status = r.Status(run)
-		if req.Status != "" && run.Status != record.RunStatus(req.Status) {
-			continue
-		}
-		out = append(out, run)
-		if req.Limit > 0 && len(out) == req.Limit {
-			return out, true
-		}
-	}
-	return out, false
+	return store.ListPage(ctx, r.st, f, req.After, r.Status)
 }
 
 // Events returns up to limit of a run's events after seq afterSeq.
@@ -198,19 +137,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 		if err != nil {
 			return nil, err
 		}
-		steps, err := r.st.Steps(ctx, run.ID)
-		if err != nil {
-			return nil, err
-		}
-		now := r.clock.Now()
-		var plan *engine.Plan // nil when the store no longer has the run's workflow
-		if w, err := r.storedWorkflow(ctx, run); err == nil {
-			plan, _ = engine.NewPlan(w, r.cfg.Registry)
-		}
-		stopped := durable.Cancelled(plan, run, steps, now)
-		claimed.Status, claimed.FinishedAt = engine.RunCancelled, &now
-		claimed.Error = cancelledError()
-		if err := r.st.SaveBatch(ctx, []store.Batch{{RunID: run.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
+		if err := durable.CancelClaimed(ctx, r.st, r.cfg.Registry, claimed, r.clock.Now(), cancelledError()); err != nil {
 			return nil, err
 		}
 		return r.run(ctx, run.ID)
@@ -228,21 +155,8 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 			return nil, fmt.Errorf("the cancel of run %s is recorded for its workers, but applying it here failed: %w", run.ID, err)
 		}
 	}
-	deadline := time.Now().Add(req.Wait)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for time.Now().Before(deadline) {
-		select {
-		case <-ctx.Done():
-			return run, ctx.Err()
-		case <-tick.C:
-		}
-		if run, err = r.run(ctx, run.ID); err != nil {
-			return nil, err
-		}
-		if r.Status(run) != engine.RunRunning {
-			break
-		}
+	if run, err = durable.AwaitEnd(ctx, r.st, run, req.Wait, r.Status); err != nil {
+		return run, err
 	}
 	run.Status = r.Status(run)
 	return run, nil
@@ -267,23 +181,11 @@ func (r *Runner) Prune(ctx context.Context, req PruneRequest) (*PruneResult, err
 	if req.OlderThan <= 0 {
 		return nil, usagef("--older-than must be more than 0")
 	}
-	runs, err := r.st.DeleteRuns(ctx, r.clock.Now().Add(-req.OlderThan), req.DryRun)
-	if err != nil {
+	runs, n, err := durable.Prune(ctx, r.st, r.cfg.Dir, r.clock.Now().Add(-req.OlderThan), req.DryRun)
+	if runs == nil && err != nil {
 		return nil, err
 	}
-	res := &PruneResult{Runs: runs}
-	if req.DryRun {
-		return res, nil
-	}
-	dirs := make([]string, len(runs))
-	for i, run := range runs {
-		dirs[i] = run.Dir
-	}
-	res.Folders = runlog.Remove(r.cfg.Dir, dirs)
-	if err := r.st.Compact(ctx); err != nil {
-		return res, err
-	}
-	return res, nil
+	return &PruneResult{Runs: runs, Folders: n}, err
 }
 
 // Check evaluates the checks of a recorded run again and writes its
@@ -329,19 +231,4 @@ func (r *Runner) Verdict(ctx context.Context, id string) (*store.Run, *check.Run
 
 // VerdictStatus is the status of a finished run's checks, read from its
 // folder's verdict file: "" when it has none.
-func VerdictStatus(run *store.Run) string {
-	if v := verdictOf(run.Dir); v != nil {
-		return v.Status
-	}
-	return ""
-}
-
-// verdictOf is the verdict in a run folder; nil when it has none or it
-// does not read.
-func verdictOf(dir string) *check.RunVerdict {
-	if dir == "" {
-		return nil
-	}
-	v, _ := check.ReadVerdict(dir)
-	return v
-}
+func VerdictStatus(run *store.Run) string { return check.VerdictStatus(run.Dir) }

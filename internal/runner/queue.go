@@ -10,15 +10,10 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
-	"github.com/skeinhq/skein/internal/llm/registry"
-	mcppool "github.com/skeinhq/skein/internal/mcp"
-	httpkind "github.com/skeinhq/skein/internal/nodes/http"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runlog"
-	"github.com/skeinhq/skein/internal/services"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -62,10 +57,6 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 		return nil, err
 	}
 	w := req.Workflow
-	src, err := workflow.ReadFile(w.File)
-	if err != nil {
-		return nil, err
-	}
 	plan, err := r.plan(w)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
@@ -73,24 +64,12 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock})
-	if err != nil {
-		return nil, err
-	}
 	id := req.RunID
 	if id == "" {
 		id = NewRunID()
 	}
-	// The run's folder is named now and made when needed: by a resume
-	// here, which runs the rest of a failed run in this process.
-	rl, err := runlog.OpenOnDemand(r.cfg.Dir, w.Name, id, r.clock.Now(), nil, r.redactor(nil))
-	if err != nil {
-		return nil, err
-	}
-	dir := rl.Dir()
-	_ = rl.Close() // nothing was written
-	run, err := d.Start(ctx, queue.StartRequest{RunID: id, Workflow: w, Source: src, Inputs: req.Inputs, Trigger: req.Trigger,
-		Payload: req.Payload, Dir: dir})
+	run, err := queue.Enqueue(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil),
+		queue.StartRequest{RunID: id, Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload})
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +128,7 @@ func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
 	if err != nil {
 		return err
 	}
-	d, err := queue.New(queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs})
-	if err != nil {
-		return err
-	}
-	if err := d.Cancel(ctx, runID); err != nil {
-		return fmt.Errorf("cancelling run %s on the queue: %w", runID, err)
-	}
-	return nil
+	return queue.CancelRun(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs}, runID)
 }
 
 // verifyQueued runs the checks of a queued run that ended, in the process
@@ -181,12 +153,7 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 	if v == nil {
 		return nil, err
 	}
-	evs := check.Events(v, r.clock.Now())
-	sevs := make([]store.Event, len(evs))
-	for i, ev := range evs {
-		sevs[i] = store.Event{Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
-	}
-	if aerr := r.st.AppendEvents(ctx, run.ID, sevs); aerr != nil && err == nil {
+	if aerr := queue.AppendEvents(ctx, r.st, run.ID, check.Events(v, r.clock.Now())); aerr != nil && err == nil {
 		err = aerr
 	}
 	return v, err
@@ -218,91 +185,55 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	if err != nil {
 		return err
 	}
-	// MCP servers are pooled per worker: runs whose servers start the
-	// same way (same command, arguments, environment and secrets) share
-	// them; a server no run uses stops after a minute.
-	shared := &mcppool.Shared{}
-	defer func() { _ = shared.Close() }()
-	d, err := queue.New(queue.Config{
-		Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs, RescueAfter: req.RescueAfter, Logger: req.Logger,
-		Clock: r.clock,
-		Secrets: func(w *workflow.Workflow) (map[string]string, error) {
-			return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
+	opts := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}
+	return queue.Workers{Grace: req.Grace, LookupEnv: r.cfg.LookupEnv, DenyPrivate: req.DenyPrivate,
+		Config: queue.Config{Store: pg, Registry: r.cfg.Registry, Queues: req.Queues, Blobs: r.blobs, RescueAfter: req.RescueAfter,
+			Logger: req.Logger, Clock: r.clock,
+			Secrets: func(w *workflow.Workflow) (map[string]string, error) {
+				return resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
+			},
+			Deliver: func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error) {
+				token := queue.DeliveryToken(run.ID, generation)
+				o := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Hard: ctx.Done()}
+				next, err := r.goOnDelivering(ctx, run, generation, w, o, store.Owner{Host: r.host, PID: r.pid, Token: token}, token, true)
+				if err == nil && ctx.Err() != nil {
+					err = ctx.Err() // stopped: the job is given again
+				}
+				return next, err
+			}},
+		Execute: func(ctx context.Context, c queue.ChildRun) (*store.Run, error) {
+			return r.executeQueueChild(ctx, c, opts)
 		},
-		Services: func(w *workflow.Workflow, inputs map[string]any, secrets map[string]string) (*node.Services, func()) {
-			pool, release := shared.Acquire(w.MCPServers, mcppool.Scope(inputs, secrets))
-			models := registry.New(w, r.cfg.LookupEnv)
-			models.Render = secretRenderer(secrets)
-			return services.Build(httpkind.Policy{DenyPrivate: req.DenyPrivate}, w, pool, models, services.Memory{Store: pg, Workflow: w.Name}), release
-		},
-		Deliver: func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error) {
-			token := queue.DeliveryToken(run.ID, generation)
-			o := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Hard: ctx.Done()}
-			next, err := r.goOnDelivering(ctx, run, generation, w, o, store.Owner{Host: r.host, PID: r.pid, Token: token}, token, true)
-			if err == nil && ctx.Err() != nil {
-				err = ctx.Err() // stopped: the job is given again
-			}
-			return next, err
-		},
-		Children: func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
-			opts := Options{SecretsFile: req.SecretsFile, DenyPrivate: req.DenyPrivate, Concurrency: 16}
-			return &queue.Child{Registry: r.cfg.Registry, ParentID: runID, ParentFile: w.File, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
-				Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-					return r.runQueueChild(ctx, runID, budget, opts, cw, id, in)
-				}}
-		},
-	})
-	if err != nil {
-		return err
-	}
-	return d.Work(ctx, req.Grace)
+		Claim: r.claimQueueChild,
+	}.Work(ctx)
 }
 
-// runQueueChild runs the child run id of a subworkflow node of a queued
-// run, parent, in a worker (queue.Child), or goes on with the one a
-// stopped worker left, and returns its final record. budget is the parent
-// run's: the child's own limits hold, and what it spends counts against
-// the parent's too.
-func (r *Runner) runQueueChild(ctx context.Context, parent string, budget *engine.Budget, opts Options, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-	// The node's context ends when its run's cancel stops running nodes,
-	// or its worker stops them: the child's running nodes stop with it,
-	// as a local child's stop with its parent's (Options.Hard).
-	o := opts
+// executeQueueChild runs a child run of a subworkflow node of a queued
+// run in a worker (queue.Workers.Execute), or goes on with the one a
+// stopped worker left. The node's context ends when its run's cancel
+// stops running nodes, or its worker stops them: the child's running
+// nodes stop with it, as a local child's stop with its parent's
+// (Options.Hard).
+func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Options) (*store.Run, error) {
 	o.Hard = ctx.Done()
-	prev, err := r.st.Run(ctx, id)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		res, err := r.execute(ctx, job{w: cw, inputs: in, runID: id, parent: parent, budget: budget}, o)
-		if err != nil {
-			return nil, err
-		}
-		return res.Run, nil
-	case err != nil:
-		return nil, err
-	case engine.RunStatus(prev.Status) == engine.RunCompleted:
-		return prev, nil
+	j := job{w: c.Workflow, inputs: c.Inputs, runID: c.ID, parent: c.Parent, budget: c.Budget}
+	if c.Resume != nil {
+		j.resume, j.reuse, j.wakes, j.spent = c.Resume, durable.ForResume(c.History), durable.Wakes(c.History), c.Spent
 	}
+	res, err := r.execute(ctx, j, o)
+	if err != nil {
+		return nil, err
+	}
+	return res.Run, nil
+}
+
+// claimQueueChild claims a child run a stopped worker left, unless its
+// owner is alive.
+func (r *Runner) claimQueueChild(ctx context.Context, prev *store.Run) (*store.Run, error) {
 	if live, err := r.liveOwner(prev); err != nil {
 		return nil, err
 	} else if live {
 		return nil, ownedError(prev)
 	}
-	hist, err := r.st.StepHistory(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	claimed, err := r.claim(ctx, prev)
-	if err != nil {
-		return nil, err
-	}
-	// The parent's history does not hold what earlier executions of the
-	// child spent; the child goes on from it.
-	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
-	budget.Add(spent.Tokens, spent.CostUSD)
-	res, err := r.execute(ctx, job{w: cw, inputs: claimed.Inputs, runID: id, parent: parent,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: spent, budget: budget}, o)
-	if err != nil {
-		return nil, err
-	}
-	return res.Run, nil
+	return r.claim(ctx, prev)
 }

@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // prefixPage is how many runs WithPrefix reads at a time.
@@ -48,4 +52,62 @@ func WithPrefix(ctx context.Context, st Store, prefix string, keep int) (matches
 		}
 	}
 	return matches, total, nil
+}
+
+// ErrAmbiguous: a run id prefix matches more than one run.
+var ErrAmbiguous = errors.New("ambiguous run id")
+
+// AmbiguousError is a run id prefix that matches several runs; Matches
+// holds them, newest first (at most MaxCandidates of them), and Total
+// counts them all.
+type AmbiguousError struct {
+	Prefix  string
+	Matches []*Run
+	Total   int
+}
+
+func (e *AmbiguousError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run id %q is ambiguous: %d runs begin with it; type more of the id:", e.Prefix, e.Total)
+	for _, run := range e.Matches {
+		fmt.Fprintf(&b, "\n  %s  %s  %s  %s", run.ID, run.Workflow, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04:05"))
+	}
+	if more := e.Total - len(e.Matches); more > 0 {
+		fmt.Fprintf(&b, "\n  … and %d more", more)
+	}
+	return b.String()
+}
+
+func (e *AmbiguousError) Is(target error) bool { return target == ErrAmbiguous }
+
+// MaxCandidates is how many of the runs an ambiguous prefix matches are
+// named.
+const MaxCandidates = 10
+
+// ResolveRunID returns the id of the one run of st whose id is idOrPrefix
+// or begins with it, as `git` does with commits: an exact id wins, a
+// unique prefix names its run, a prefix of several runs is an
+// *AmbiguousError (ErrAmbiguous) naming them, with their status as
+// status tells it, and no match is ErrNotFound.
+func ResolveRunID(ctx context.Context, st Store, idOrPrefix string, status func(*Run) record.RunStatus) (string, error) {
+	if _, err := st.Run(ctx, idOrPrefix); err == nil {
+		return idOrPrefix, nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	// Not an id: the runs whose ids begin with it.
+	matches, total, err := WithPrefix(ctx, st, idOrPrefix, MaxCandidates)
+	if err != nil {
+		return "", err
+	}
+	for _, run := range matches {
+		run.Status = status(run)
+	}
+	switch total {
+	case 0:
+		return "", ErrNotFound
+	case 1:
+		return matches[0].ID, nil
+	}
+	return "", &AmbiguousError{Prefix: idOrPrefix, Matches: matches, Total: total}
 }
