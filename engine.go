@@ -83,7 +83,11 @@ func Open(cfg Config) (*Engine, error) {
 			}
 		}
 	}
-	r, err := runner.Open(runner.Config{Dir: cfg.Dir, DB: cfg.Database, Queue: cfg.Queue, Registry: reg, LookupEnv: cfg.LookupEnv})
+	place := runner.PlaceLocal
+	if cfg.Queue {
+		place = runner.PlaceQueue
+	}
+	r, err := runner.Open(runner.Config{Dir: cfg.Dir, DB: cfg.Database, Placement: place, Registry: reg, LookupEnv: cfg.LookupEnv})
 	if err != nil {
 		return nil, err
 	}

@@ -118,7 +118,7 @@ func TestMCPStdio(t *testing.T) {
 	require.True(t, res.IsError)
 	var terr struct{ Code, Category, Message string }
 	require.NoError(t, json.Unmarshal([]byte(mcpText(res)), &terr), mcpText(res))
-	require.Equal(t, "file_not_found", terr.Code)
+	require.Equal(t, "invalid_workflow", terr.Code, "as skein run -o json says it")
 	require.Equal(t, "validation", terr.Category)
 	require.Contains(t, terr.Message, "nosuch.yaml")
 }

@@ -8,22 +8,17 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/internal/mcpserver"
+	"github.com/skeinhq/skein/internal/runner"
 )
 
 // MCPHandler serves Skein's MCP server over streamable HTTP, as
 // `skein mcp --http` does, with --dir dir, until ctx ends. extra adds
 // tools and resources to the server before it serves.
 func MCPHandler(ctx context.Context, dir string, log io.Writer, extra func(*sdk.Server)) http.Handler {
-	srv := newMCPServer(ctx, &mcpService{flags: execFlags{output: "json", dir: dir, concurrency: 1}}, log)
-	extra(srv)
-	return mcpHTTPHandler(srv, mcpHTTPConfig{})
-}
-
-// AddMCPTool adds a tool the way Skein adds its own: a *node.Error the
-// handler returns is a tool error.
-func AddMCPTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
-	addTool(srv, t, h)
+	srv := mcpserver.New(ctx, mcpserver.Config{Runner: runner.Config{Dir: dir}, Options: runner.Options{Concurrency: 1}, Version: Version, Log: log})
+	extra(srv.MCP())
+	return srv.Handler(mcpserver.HTTPConfig{})
 }
 
 // MainIn runs the CLI as Main does, as if started in folder wd (where

@@ -23,19 +23,13 @@ import (
 // and checks every command's output against them). A run is always the
 // one run document, runner.RunDoc (schema/run.schema.json).
 
-// Error codes of errorDoc: stable, for programs to branch on. They are
-// those of the HTTP API's problems where the two meet.
+// Error codes of errorDoc: stable, for programs to branch on. The
+// runner's errors have the codes of its catalogue (runner.Classify), the
+// same over the HTTP API and the MCP server; these are the CLI's own.
 const (
-	codeUsage       = "usage"            // how skein was called: a flag, an argument, an input
-	codeInvalid     = "invalid_workflow" // details.diagnostics holds every problem
-	codeNotFound    = "not_found"        // no such run, or no such node in it
-	codeAmbiguous   = "ambiguous_run_id" // details.matches lists the runs
-	codeCompleted   = "completed"
-	codeNotRun      = "not_running"
-	codeNotWait     = "not_waiting"
-	codeOwned       = "run_owned"
-	codeInvalidTest = "invalid_test" // a test file skein test cannot run; details: file, line
-	codeFailed      = "failed"       // anything else (exit 1)
+	codeUsage       = runner.CodeUsage           // how skein was called: a flag, an argument, an input
+	codeInvalid     = runner.CodeInvalidWorkflow // details.diagnostics holds every problem
+	codeInvalidTest = "invalid_test"             // a test file skein test cannot run; details: file, line
 )
 
 // errorDoc is what a command run with -o json prints on stdout when it
@@ -72,21 +66,6 @@ func listItem(r *record.Run) runListItem {
 		it.DurationMS = r.FinishedAt.Sub(r.StartedAt).Milliseconds()
 	}
 	return it
-}
-
-// eventDoc is one line of skein runs events.
-type eventDoc struct {
-	Seq       int64          `json:"seq"`
-	Time      time.Time      `json:"time"`
-	Type      string         `json:"type"`
-	Node      string         `json:"node,omitempty"`
-	Visit     int            `json:"visit"`
-	Iteration int            `json:"iteration"`
-	Data      map[string]any `json:"data,omitempty"`
-}
-
-func eventLine(ev record.EventRow) eventDoc {
-	return eventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 }
 
 // cancelDoc is what skein cancel -o json prints.
@@ -147,15 +126,13 @@ type tokenDoc struct {
 }
 
 // errorOf describes err for errorDoc, and says which exit code goes with
-// it: the one place that maps the runner's errors to both.
+// it. The command line's own errors (flags, test files) are told apart
+// here; every other error is the runner's catalogue's (runner.Classify),
+// whose class decides the exit code: 2 when asking again the same way
+// cannot work (invalid, not found, conflict), else 1.
 func errorOf(err error) (int, *node.Error) {
-	var inv *runner.InvalidError
-	var use *runner.UsageError
 	var cliUse *usageError
-	var amb *runner.AmbiguousError
-	var owned *runner.OwnedError
 	var de *diagnosticsError
-	var ne *node.Error
 	var te *flowtest.Error
 	val := func(code string) *node.Error {
 		return &node.Error{Code: code, Category: node.CategoryValidation, Message: err.Error()}
@@ -166,43 +143,43 @@ func errorOf(err error) (int, *node.Error) {
 		e.Message = problemsSummary(de.ds)
 		e.Details = map[string]any{"diagnostics": de.ds}
 		return ExitInvalid, e
-	case errors.As(err, &inv):
-		e := val(codeInvalid)
-		e.Message = inv.File + " is not a valid workflow"
-		if len(inv.Diagnostics) > 0 {
-			e.Message = problemsSummary(inv.Diagnostics)
-		}
-		e.Details = map[string]any{"diagnostics": nonNil(inv.Diagnostics)}
-		return ExitInvalid, e
 	case errors.As(err, &te):
 		e := val(codeInvalidTest)
 		e.Details = map[string]any{"file": te.File, "line": te.Line}
 		return ExitInvalid, e
-	case errors.As(err, &use), errors.As(err, &cliUse):
+	case errors.As(err, &cliUse):
 		return ExitInvalid, val(codeUsage)
+	}
+	fe := runner.Classify(err)
+	e := &node.Error{Code: fe.Code, Category: node.CategoryValidation, Message: fe.Msg}
+	code := ExitInvalid
+	switch fe.Class {
+	case runner.ClassInvalid, runner.ClassNotFound, runner.ClassConflict:
+	default:
+		code = ExitFailed
+		if fe.Class != runner.ClassOwned {
+			e.Category = node.CategoryInternal
+		}
+	}
+	var amb *runner.AmbiguousError
+	var ne *node.Error
+	switch {
+	case fe.Code == runner.CodeInvalidWorkflow:
+		e.Message = fe.Msg
+		if len(fe.Diagnostics) > 0 {
+			e.Message = problemsSummary(fe.Diagnostics)
+		}
+		e.Details = map[string]any{"diagnostics": fe.Diagnostics}
 	case errors.As(err, &amb):
-		e := val(codeAmbiguous)
 		matches := make([]runListItem, 0, len(amb.Matches))
 		for _, r := range amb.Matches {
 			matches = append(matches, listItem(r))
 		}
 		e.Details = map[string]any{"prefix": amb.Prefix, "total": amb.Total, "matches": matches}
-		return ExitInvalid, e
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode):
-		return ExitInvalid, val(codeNotFound)
-	case errors.Is(err, runner.ErrCompleted):
-		return ExitInvalid, val(codeCompleted)
-	case errors.Is(err, runner.ErrNotRunning):
-		return ExitInvalid, val(codeNotRun)
-	case errors.Is(err, runner.ErrNotWaiting):
-		return ExitInvalid, val(codeNotWait)
-	case errors.As(err, &owned), errors.Is(err, runner.ErrOwned):
-		e := &node.Error{Code: codeOwned, Category: node.CategoryValidation, Message: err.Error()}
-		return ExitFailed, e
 	case errors.As(err, &ne):
-		return ExitFailed, &node.Error{Code: ne.Code, Category: ne.Category, Message: ne.Message, Details: ne.Details}
+		e.Category, e.Details = ne.Category, ne.Details
 	}
-	return ExitFailed, &node.Error{Code: codeFailed, Category: node.CategoryInternal, Message: err.Error()}
+	return code, e
 }
 
 // problemsSummary is the one-line message of a workflow's problems.
@@ -217,13 +194,6 @@ func problemsSummary(ds workflow.Diagnostics) string {
 		noun = "error"
 	}
 	return fmt.Sprintf("%s is not a valid workflow: %d %s (details.diagnostics lists them)", file, len(errs), noun)
-}
-
-func nonNil(ds workflow.Diagnostics) workflow.Diagnostics {
-	if ds == nil {
-		return workflow.Diagnostics{}
-	}
-	return ds
 }
 
 // wantsJSON reports whether the command line asked for -o json: the
@@ -287,11 +257,11 @@ func schemaOf[T any]() func() (*jsonschema.Schema, error) {
 
 // outputSchemas are the schemas of -o json besides the run document's.
 var outputSchemas = []outputSchema{
-	{"error.schema.json", "Skein error", "What every command run with -o json prints on stdout when it fails before it has a result (exit code 1 or 2): one object whose error has a stable code (usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed), a category, a message and details (invalid_workflow: diagnostics, each as in validate.schema.json; invalid_test: the test file and line).", errorSchema},
+	{"error.schema.json", "Skein error", "What every command run with -o json prints on stdout when it fails before it has a result (exit code 1 or 2): one object whose error has a stable code (usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, lease_lost, run_exists, database_locked, database_invalid, unavailable, internal — the codes of the HTTP API's problems and the MCP server's tool errors for the same errors), a category, a message and details (invalid_workflow: diagnostics, each as in validate.schema.json; invalid_test: the test file and line).", errorSchema},
 	{"validate.schema.json", "Skein validate", "What skein validate -o json prints: every problem of the files given, errors and warnings.", schemaOf[validateDoc]()},
 	{"runs-list.schema.json", "Skein runs list", "What skein runs list -o json prints: runs, newest first.", listSchema},
 	{"verdict.schema.json", "Skein verdict", "What skein runs verdict -o json and skein check -o json print: the run's verdict, check by check, or null when its workflow has no checks.", verdictSchema},
-	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[eventDoc]()},
+	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[runner.EventDoc]()},
 	{"cancel.schema.json", "Skein cancel", "What skein cancel -o json prints.", schemaOf[cancelDoc]()},
 	{"signal.schema.json", "Skein signal", "What skein signal -o json prints when the run's owner, another process, applies the signal (when skein signal resumes the run itself it prints the run document, run.schema.json).", schemaOf[signalDoc]()},
 	{"resume-plan.schema.json", "Skein resume plan", "What skein resume --plan -o json prints: what a resume would reuse and run again.", schemaOf[planDoc]()},
@@ -321,7 +291,7 @@ func errorSchema() (*jsonschema.Schema, error) {
 	}
 	e.Properties["details"].Properties["file"] = &jsonschema.Schema{Type: "string", Description: "invalid_test: the test file"}
 	e.Properties["details"].Properties["line"] = &jsonschema.Schema{Type: "integer", Description: "invalid_test: the line of the problem, 0 when it is the whole file"}
-	e.Properties["code"].Description = "usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, failed; or the code of the node error that stopped the command"
+	e.Properties["code"].Description = "usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, lease_lost, run_exists, database_locked, database_invalid, unavailable, internal; or the code of the node error that stopped the command"
 	return s, nil
 }
 

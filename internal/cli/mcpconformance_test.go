@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/mcpserver"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -86,11 +87,11 @@ func TestMCPConformanceFixtures(t *testing.T) {
 	defer cancel()
 	h := cli.MCPHandler(ctx, t.TempDir(), io.Discard, func(srv *sdk.Server) {
 		type none struct{}
-		cli.AddMCPTool(srv, &sdk.Tool{Name: "test_simple_text", Description: "answers text"},
+		mcpserver.AddTool(srv, &sdk.Tool{Name: "test_simple_text", Description: "answers text"},
 			func(context.Context, none) (map[string]string, *node.Error) {
 				return map[string]string{"text": "This is a simple text response for testing."}, nil
 			})
-		cli.AddMCPTool(srv, &sdk.Tool{Name: "test_error_handling", Description: "answers a tool error"},
+		mcpserver.AddTool(srv, &sdk.Tool{Name: "test_error_handling", Description: "answers a tool error"},
 			func(context.Context, none) (none, *node.Error) {
 				return none{}, &node.Error{Code: "internal", Category: node.CategoryInternal, Message: "This tool intentionally returns an error for testing"}
 			})

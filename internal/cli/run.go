@@ -158,10 +158,14 @@ Postgres --db; --auto-repair does too).`,
 			if queued && f.record {
 				return usagef("--record keeps the interactions of nodes run in this process; it does not go with --queue")
 			}
-			// A Postgres --db sends the nodes to the queue unless asked
-			// otherwise.
-			if !cmd.Flags().Changed("queue") && !local && !autoRepair && !f.record {
-				queued = runner.IsDatabaseURL(e.db)
+			// Where the nodes run is the runner's decision (Place): on
+			// the queue with a Postgres --db, unless asked otherwise.
+			place := runner.PlaceAuto
+			switch {
+			case local || autoRepair:
+				place = runner.PlaceLocal
+			case queued:
+				place = runner.PlaceQueue
 			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				resolve := func(w *workflow.Workflow) (map[string]any, error) { return resolveInputs(w, inputs, inputFile) }
@@ -176,13 +180,7 @@ Postgres --db; --auto-repair does too).`,
 				if err != nil {
 					return nil, err
 				}
-				if queued && w.Record && !cmd.Flags().Changed("queue") {
-					queued = false // record: true runs here, as --record does
-				}
-				if queued {
-					return r.Enqueue(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
-				}
-				return r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Options: o})
+				return r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Placement: place, Options: o})
 			})
 		},
 	}

@@ -173,7 +173,7 @@ until it ends.`,
 				for _, ev := range evs {
 					if eventsOutput == "text" {
 						fmt.Fprintln(e.stdout, eventText(ev))
-					} else if err := enc.Encode(eventLine(ev)); err != nil {
+					} else if err := enc.Encode(runner.EventLine(ev)); err != nil {
 						return err
 					}
 					after = ev.Seq

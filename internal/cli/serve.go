@@ -93,21 +93,25 @@ workers when the server stops.`,
 			if queued && local || withWorker && local {
 				return usagef("--local runs the nodes in this process; it does not go with --queue or --worker")
 			}
-			// A Postgres --db sends the runs' nodes to the queue unless
-			// asked otherwise.
-			if !cmd.Flags().Changed("queue") && !local {
-				queued = runner.IsDatabaseURL(e.db)
+			// Where runs' nodes run is the runner's decision: on the
+			// queue with a Postgres --db, unless asked otherwise.
+			rcfg := runner.Config{Dir: f.dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv, OnDemandFolders: onDemand}
+			switch {
+			case local:
+				rcfg.Placement = runner.PlaceLocal
+			case queued:
+				rcfg.Placement = runner.PlaceQueue
 			}
 			if (queued || withWorker) && !runner.IsDatabaseURL(e.db) {
 				return usagef("--queue and --worker need --db postgres://user@host:5432/db: queued runs are jobs in Postgres")
 			}
-			if withWorker && !queued {
+			if withWorker && !rcfg.Queued() {
 				return usagef("--worker runs the nodes of queued runs; give --db postgres://… (without --local)")
 			}
 			if rescueAfter < 100*time.Millisecond {
 				return usagef("--rescue-after must be at least 100ms")
 			}
-			r, err := runner.Open(runner.Config{Dir: f.dir, DB: e.db, Blobs: e.blobs, LookupEnv: e.getenv, OnDemandFolders: onDemand, Queue: queued})
+			r, err := runner.Open(rcfg)
 			if err != nil {
 				return failure(err) // a bad --db is a usage error
 			}

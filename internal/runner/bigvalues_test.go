@@ -350,7 +350,7 @@ func TestABigOutputOnPostgresIsInTheDatabase(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
 	dir := t.TempDir()
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, "here"), DB: db})
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, "here"), DB: db, Placement: runner.PlaceLocal})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	b := &bundle{ctx: t.Context(), r: r, dir: dir}

@@ -23,7 +23,7 @@ func TestRunsOnPostgres(t *testing.T) {
 	url := pgtest.URL(t)
 	dir := t.TempDir()
 	open := func(sub string) *runner.Runner {
-		r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, sub), DB: url})
+		r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, sub), DB: url, Placement: runner.PlaceLocal})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, r.Close()) })
 		return r

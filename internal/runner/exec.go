@@ -40,12 +40,15 @@ type StartRequest struct {
 	Payload map[string]any
 	// RunID, when set, is the new run's id; default a random one.
 	RunID string
+	// Placement, when set, overrides the runner's (Config.Placement).
+	Placement Placement
 	Options
 }
 
-// Start runs a workflow to its end.
+// Start runs a workflow to its end, in this process or on the queue's
+// workers as Place decides.
 func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
-	if r.cfg.Queue {
+	if r.Place(req) == PlaceQueue {
 		return r.Enqueue(ctx, req)
 	}
 	id := req.RunID

@@ -62,9 +62,9 @@ type Config struct {
 	// PoolSize, when positive, is the most connections to a Postgres
 	// database (default pgxpool's, or the URL's pool_max_conns).
 	PoolSize int32
-	// Queue makes Start hand new runs to the queue's workers (Enqueue)
-	// instead of running them here; DB must name a Postgres database.
-	Queue bool
+	// Placement is where Start runs new runs' nodes (Place); default
+	// PlaceAuto: on the queue's workers when the database is Postgres.
+	Placement Placement
 	// Clock tells the time of runs (their timers, wake-up times, steps'
 	// times); default the wall clock. Leases are timed by the store.
 	Clock clock.Clock

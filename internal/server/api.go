@@ -43,7 +43,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := s.cfg.Runner.List(ctx, runner.ListRequest{Limit: 1}); err != nil {
-		return problemf(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer: %v", err)
+		return problemf(http.StatusServiceUnavailable, CodeUnavailable, "the store does not answer: %v", err)
 	}
 	c := s.Catalog()
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "workflows": len(c.Workflows), "problems": len(c.Problems)})

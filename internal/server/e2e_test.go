@@ -325,7 +325,7 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"missing input", "POST", "/api/workflows/gate/runs", map[string]any{}, 400, "invalid_inputs"},
 		{"unknown field", "POST", "/api/workflows/quick/runs", map[string]any{"input": map[string]any{}}, 400, "bad_request"},
 		{"not json", "POST", "/api/workflows/quick/runs", "{", 400, "bad_request"},
-		{"unknown trigger", "POST", "/api/workflows/quick/runs", map[string]any{"trigger": "nope"}, 400, "bad_request"},
+		{"unknown trigger", "POST", "/api/workflows/quick/runs", map[string]any{"trigger": "nope"}, 400, "usage"},
 		{"unknown run", "GET", "/api/runs/000000000000", nil, 404, "not_found"},
 		{"cancel unknown run", "POST", "/api/runs/000000000000/cancel", nil, 404, "not_found"},
 		{"unknown route", "GET", "/api/nothing", nil, 404, "not_found"},
@@ -401,7 +401,7 @@ func TestCancelResumeRerun(t *testing.T) {
 	require.Equal(t, "ran\n", string(data), "count ran once in all: resumed and rerun reused it")
 
 	p = s.admin("POST", "/api/runs/"+id+"/rerun", map[string]any{"pins": []string{"nope"}}, http.StatusBadRequest)
-	require.Equal(t, "bad_request", p["code"])
+	require.Equal(t, "usage", p["code"], "an unknown pin is the runner's usage error, as from skein rerun")
 }
 
 // TestIdempotencyKey sends the same start with one key at once from many

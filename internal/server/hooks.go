@@ -94,7 +94,7 @@ func hookOutcome(err error) string {
 	switch p := problemOf(err); p.Code {
 	case CodeDeliveryReplayed:
 		return "duplicate"
-	case CodeInvalidInputs, CodeUnsupportedMediaType:
+	case CodeInvalidInputs, CodeUnsupportedMediaType, CodeUsage:
 		return CodeBadRequest
 	default:
 		return p.Code

@@ -16,17 +16,24 @@ import (
 // branch on (docs/api.md lists them with their statuses).
 const (
 	CodeBadRequest           = "bad_request"
+	CodeUsage                = runner.CodeUsage
 	CodeInvalidInputs        = "invalid_inputs"
-	CodeInvalidWorkflow      = "invalid_workflow"
+	CodeInvalidWorkflow      = runner.CodeInvalidWorkflow
 	CodeUnauthorized         = "unauthorized"
 	CodeForbidden            = "forbidden"
 	CodeCSRF                 = "csrf"
-	CodeNotFound             = "not_found"
+	CodeNotFound             = runner.CodeNotFound
 	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeRunOwned             = "run_owned"
-	CodeCompleted            = "completed"
-	CodeNotRunning           = "not_running"
-	CodeNotWaiting           = "not_waiting"
+	CodeRunOwned             = runner.CodeRunOwned
+	CodeCompleted            = runner.CodeCompleted
+	CodeNotRunning           = runner.CodeNotRunning
+	CodeNotWaiting           = runner.CodeNotWaiting
+	CodeAmbiguousRunID       = runner.CodeAmbiguousRunID
+	CodeLeaseLost            = runner.CodeLeaseLost
+	CodeRunExists            = runner.CodeRunExists
+	CodeDatabaseLocked       = runner.CodeDatabaseLocked
+	CodeDatabaseInvalid      = runner.CodeDatabaseInvalid
+	CodeUnavailable          = runner.CodeUnavailable
 	CodeIdempotencyReuse     = "idempotency_key_reused"
 	CodeTooLarge             = "too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
@@ -34,12 +41,13 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeBusy                 = "busy"
 	CodeNotReady             = "not_ready"
-	CodeInternal             = "internal"
+	CodeInternal             = runner.CodeInternal
 )
 
 // titles are the problems' titles, one per code.
 var titles = map[string]string{
 	CodeBadRequest:           "The request is not valid",
+	CodeUsage:                "The request cannot be carried out as given",
 	CodeInvalidInputs:        "The inputs do not match the workflow's inputs",
 	CodeInvalidWorkflow:      "The workflow is not valid",
 	CodeUnauthorized:         "A valid API token is required",
@@ -51,6 +59,12 @@ var titles = map[string]string{
 	CodeCompleted:            "The run completed",
 	CodeNotRunning:           "The run is not running",
 	CodeNotWaiting:           "The node is not waiting for a signal",
+	CodeAmbiguousRunID:       "The run id prefix matches several runs",
+	CodeLeaseLost:            "Another process took the run over",
+	CodeRunExists:            "A run with this id exists",
+	CodeDatabaseLocked:       "The database is locked by another process",
+	CodeDatabaseInvalid:      "The database is not one this server can use",
+	CodeUnavailable:          "The database cannot be reached",
 	CodeIdempotencyReuse:     "The idempotency key was used for a different request",
 	CodeTooLarge:             "The request body is too large",
 	CodeUnsupportedMediaType: "The body's content type is not one the route takes",
@@ -79,40 +93,23 @@ func (p *Problem) Error() string { return p.Detail }
 
 // problemf makes a problem with a code and a detail.
 func problemf(status int, code, format string, args ...any) *Problem {
-	return &Problem{Type: "https://skein.dev/problems/" + code, Title: titles[code], Status: status,
+	title, ok := titles[code]
+	if !ok { // a node's error that stopped the request before a run
+		title = titles[CodeInternal]
+	}
+	return &Problem{Type: "https://skein.dev/problems/" + code, Title: title, Status: status,
 		Detail: fmt.Sprintf(format, args...), Code: code}
 }
 
-// problemOf maps an error to its problem: the one place that decides
-// statuses and codes.
+// problemOf maps an error to its problem. The server's own (a body too
+// large, too many runs, shutting down) are told apart here; every other
+// error is the runner's catalogue's (runner.Classify): its code is the
+// problem's, its class the status.
 func problemOf(err error) *Problem {
 	var p *Problem
-	var inv *runner.InvalidError
-	var use *runner.UsageError
-	var owned *runner.OwnedError
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &p):
-		return p
-	case errors.As(err, &inv):
-		p = problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "%s", err.Error())
-		p.Diagnostics = inv.Diagnostics
-		return p
-	case errors.As(err, &use):
-		return problemf(http.StatusBadRequest, CodeBadRequest, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound), errors.Is(err, runner.ErrNoNode), errors.Is(err, runner.ErrNoArtifact), errors.Is(err, runner.ErrNoVersion):
-		return problemf(http.StatusNotFound, CodeNotFound, "%s", err.Error())
-	case errors.Is(err, runner.ErrNotWaiting):
-		return problemf(http.StatusConflict, CodeNotWaiting, "%s", err.Error())
-	case errors.Is(err, runner.ErrCompleted):
-		return problemf(http.StatusConflict, CodeCompleted, "%s", err.Error())
-	case errors.Is(err, runner.ErrNotRunning):
-		return problemf(http.StatusConflict, CodeNotRunning, "%s", err.Error())
-	case errors.As(err, &owned), errors.Is(err, runner.ErrOwned):
-		p = problemf(http.StatusConflict, CodeRunOwned, "%s", err.Error())
-		if owned != nil {
-			p.ExecutionID = owned.RunID
-		}
 		return p
 	case errors.As(err, &tooBig):
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
@@ -121,18 +118,43 @@ func problemOf(err error) *Problem {
 	case errors.Is(err, errShuttingDown):
 		return problemf(http.StatusServiceUnavailable, CodeShuttingDown, "the server is shutting down; try again on its successor")
 	}
-	return problemf(http.StatusInternalServerError, CodeInternal, "%s", err.Error())
+	fe := runner.Classify(err)
+	p = problemf(statusOf(fe), fe.Code, "%s", fe.Msg)
+	p.Diagnostics, p.ExecutionID = fe.Diagnostics, fe.RunID
+	return p
 }
+
+// statusOf is the HTTP status of a class of the runner's errors.
+func statusOf(fe *runner.Error) int {
+	switch fe.Class {
+	case runner.ClassInvalid:
+		if fe.Code == runner.CodeInvalidWorkflow {
+			return http.StatusUnprocessableEntity
+		}
+		return http.StatusBadRequest
+	case runner.ClassNotFound:
+		return http.StatusNotFound
+	case runner.ClassConflict, runner.ClassOwned:
+		return http.StatusConflict
+	case runner.ClassBusy, runner.ClassUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// retried are the codes whose problems say when to try again
+// (Retry-After): the condition passes by itself.
+var retried = map[string]bool{CodeBusy: true, CodeNotReady: true, CodeUnavailable: true, CodeDatabaseLocked: true}
 
 var errShuttingDown = errors.New("the server is shutting down")
 
 // writeProblem answers with err as a problem; a server error is logged.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemOf(err)
-	if p.Status >= 500 && p.Code != CodeShuttingDown && p.Code != CodeNotReady && p.Code != CodeBusy {
+	if p.Status >= 500 && p.Code != CodeShuttingDown && !retried[p.Code] {
 		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	if p.Code == CodeBusy || p.Code == CodeNotReady {
+	if retried[p.Code] {
 		w.Header().Set("Retry-After", "1")
 	}
 	if p.Status == http.StatusUnauthorized {

@@ -148,7 +148,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			// The tokens could not be read: the store does not answer,
 			// which says nothing of the token.
 			s.log.WarnContext(r.Context(), "tokens not readable", "path", r.URL.Path, "err", err)
-			s.writeProblem(w, r, problemf(http.StatusServiceUnavailable, CodeNotReady, "the store does not answer; try again"))
+			s.writeProblem(w, r, problemf(http.StatusServiceUnavailable, CodeUnavailable, "the store does not answer; try again"))
 			return
 		}
 		if err != nil || sc == auth.None {

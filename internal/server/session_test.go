@@ -144,7 +144,7 @@ func between(s, from, to string) string {
 }
 
 // TestStoreDownIsNotAnInvalidToken: while the store cannot be read, a
-// request with a token — /readyz included — is answered 503 not_ready
+// request with a token — /readyz included — is answered 503 unavailable
 // with Retry-After, not 401: the token may be fine.
 func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 	t.Parallel()
@@ -159,7 +159,7 @@ func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 		require.Equal(t, "1", res.Header.Get("Retry-After"), path)
 		var p struct{ Code string }
 		require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
-		require.Equal(t, "not_ready", p.Code, path)
+		require.Equal(t, "unavailable", p.Code, path)
 	}
 	res := call(t, "GET", base+"/api/runs", "", map[string]string{"Authorization": "Bearer not-a-token"})
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "a token that is not one is refused without the store")

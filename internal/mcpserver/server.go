@@ -1,16 +1,11 @@
-package cli
+package mcpserver
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -21,7 +16,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/spf13/cobra"
 
 	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/record"
@@ -30,95 +24,39 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// mcpPath is where `skein mcp --http` answers.
-const mcpPath = "/mcp"
-
-// Error codes of tool errors. Their category is node.CategoryValidation
-// unless said otherwise.
+// The runner's errors have the codes of its catalogue (toolError); these
+// are the server's own.
 const (
-	codeInvalidWorkflow  = "invalid_workflow"
 	codeInvalidInputs    = "invalid_inputs"
-	codeInvalidArguments = "invalid_arguments"
-	codeFileNotFound     = "file_not_found"
-	codeRunNotFound      = "run_not_found"
-	codeInternal         = "internal" // category internal
+	codeInvalidArguments = "invalid_arguments" // arguments that do not match the tool's input schema
+	codeInternal         = runner.CodeInternal // category internal
 )
 
-func mcpCmd(e *env) *cobra.Command {
-	var (
-		svc = mcpService{flags: execFlags{output: "json"}}
-		hc  mcpHTTPConfig
-	)
-	cmd := &cobra.Command{
-		Use:   "mcp",
-		Short: "Serve Skein as an MCP server: tools to validate, run and inspect workflows",
-		Long: `Serve Skein over the Model Context Protocol, on stdin/stdout by default or
-over streamable HTTP with --http ADDR (at ` + mcpPath + `).
-
-Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run,
-cancel_run.
-Resources: skein://runs/{id}/events, a run's events as JSON lines.
-Runs are recorded in --dir like those of ` + "`skein run`" + `; workflow paths are
-taken from the folder skein mcp was started in.
-
---http refuses an address other than loopback unless --token (or
-$SKEIN_MCP_TOKEN) is set; with a token every request must carry
-Authorization: Bearer <token>. An HTTP session that receives no request
-for --session-idle is closed; a request naming it is then answered 404
-Not Found, and the client starts a new session.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if svc.flags.concurrency < 1 {
-				return usagef("--concurrency must be at least 1")
-			}
-			if hc.sessionIdle < 0 {
-				return usagef("--session-idle must not be negative")
-			}
-			if hc.token == "" {
-				hc.token = os.Getenv("SKEIN_MCP_TOKEN")
-			}
-			if hc.addr != "" {
-				if err := checkMCPAddr(hc.addr, hc.token); err != nil {
-					return err
-				}
-			}
-			svc.db, svc.blobs = e.db, e.blobs
-			ctx, stop := context.WithCancel(cmd.Context())
-			srv := newMCPServer(ctx, &svc, e.stderr)
-			var err error
-			if hc.addr == "" {
-				err = serveMCPStdio(ctx, e, srv)
-			} else {
-				err = serveMCPHTTP(ctx, e, srv, &svc, hc)
-			}
-			// Calls still running (the client left) are cancelled: a run
-			// ends cancelled and is recorded.
-			stop()
-			svc.drain()
-			svc.close()
-			return err
-		},
-	}
-	fl := cmd.Flags()
-	fl.StringVar(&hc.addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
-	fl.StringVar(&hc.token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
-	fl.DurationVar(&hc.sessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
-	svc.flags.registerRun(fl, "most nodes running at once, per run")
-	svc.lookupEnv = e.getenv
-	return cmd
+// Config configures a Server.
+type Config struct {
+	// Runner opens the runner the tools use, on the first call that needs
+	// it: the folder (Dir) or database (DB) runs are recorded in, the
+	// environment runs see (LookupEnv), and where their nodes run
+	// (Placement: by default on the queue's workers with a Postgres DB).
+	Runner runner.Config
+	// Options are the options of every run the tools start or resume
+	// (concurrency, the secrets file, private networks); its SecretsFile
+	// is read by validate_workflow too.
+	Options runner.Options
+	// Version is the version the server tells clients.
+	Version string
+	// Log receives what goes wrong inside the server (the stack of a
+	// handler that panicked); default nowhere.
+	Log io.Writer
 }
 
-// mcpService answers the tools through one runner, opened on first use,
-// so calls may run at once and their records are committed together.
-type mcpService struct {
-	// flags are those of `skein run --output json`.
-	flags execFlags
-	// db is --db: a database instead of the folder's skein.db; blobs is
-	// --blobs, the shared blob folder of queued runs on it.
-	db, blobs string
-	// lookupEnv is the environment runs see (nil: the process's).
-	lookupEnv func(string) (string, bool)
-	calls     inflight // requests being answered
+// Server is Skein's MCP server. Its tools work through one runner, opened
+// on first use, so calls may run at once and their records are committed
+// together.
+type Server struct {
+	cfg   Config
+	mcp   *sdk.Server
+	calls inflight // requests being answered
 
 	mu sync.Mutex
 	r  *runner.Runner
@@ -126,7 +64,7 @@ type mcpService struct {
 
 // runner returns the service's runner, opening it; with create false it
 // returns nil when the folder has no database yet (nothing was run).
-func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
+func (s *Server) runner(create bool) (*runner.Runner, *node.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.r != nil {
@@ -135,7 +73,7 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	if !create && !s.hasDatabase() {
 		return nil, nil
 	}
-	r, err := runner.Open(runner.Config{Dir: s.flags.dir, DB: s.db, Blobs: s.blobs, LookupEnv: s.lookupEnv})
+	r, err := runner.Open(s.cfg.Runner)
 	if err != nil {
 		return nil, toolError(err)
 	}
@@ -143,8 +81,10 @@ func (s *mcpService) runner(create bool) (*runner.Runner, *node.Error) {
 	return r, nil
 }
 
-// close closes the runner.
-func (s *mcpService) close() {
+// Close refuses new requests, waits for those being answered (cancel the
+// context given to New to end them) and closes the runner.
+func (s *Server) Close() {
+	s.drain()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.r != nil {
@@ -183,7 +123,7 @@ func (f *inflight) close() {
 
 // track counts the requests being answered, so drain can wait for them,
 // and cancels them when serving ends: a run in progress ends cancelled.
-func (s *mcpService) track(serving context.Context) sdk.Middleware {
+func (s *Server) track(serving context.Context) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			if !s.calls.enter() {
@@ -199,7 +139,7 @@ func (s *mcpService) track(serving context.Context) sdk.Middleware {
 }
 
 // drain refuses new requests and waits for those being answered.
-func (s *mcpService) drain() { s.calls.close() }
+func (s *Server) drain() { s.calls.close() }
 
 // Tool inputs and outputs. Their JSON Schemas are derived from the types;
 // the jsonschema tags are the descriptions.
@@ -257,52 +197,55 @@ type (
 	}
 )
 
-// newMCPServer builds the MCP server with Skein's tools and resources.
-// Requests are cancelled when serving ends; what goes wrong inside the
-// server (a handler that panicked) is written to log.
-func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Server {
-	srv := sdk.NewServer(&sdk.Implementation{Name: "skein", Title: "Skein", Version: Version}, &sdk.ServerOptions{
+// New builds the MCP server with Skein's tools and resources. Requests
+// are cancelled when serving ends (serving is done).
+func New(serving context.Context, cfg Config) *Server {
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &Server{cfg: cfg}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "skein", Title: "Skein", Version: cfg.Version}, &sdk.ServerOptions{
 		Instructions: "Skein runs workflows (YAML graphs of tools, commands and AI steps) and records every run. " +
 			"Validate a workflow before running it; a run's result lists its steps; failed or cancelled runs can be resumed. " +
 			"Tool errors carry a JSON object {code, category, message}.",
 	})
-	srv.AddReceivingMiddleware(protocolErrors(log), s.track(serving), argumentErrors)
+	srv.AddReceivingMiddleware(protocolErrors(cfg.Log), s.track(serving), argumentErrors)
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:        "validate_workflow",
 		Title:       "Validate a workflow",
 		Description: "Check a workflow (a file, or YAML text) without running it: its shape, node parameters, edges, loops and template references; then, as warnings, what a run here would lack (models, secrets, required inputs). Returns every problem with its line and column.",
 		Annotations: readOnly,
 	}, s.validate)
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:  "run_workflow",
 		Title: "Run a workflow",
 		Description: "Run a workflow file to its end and return the run: status (completed, failed, cancelled), outputs, error and steps. " +
 			"A failed run is a result, not an error; an invalid workflow or bad inputs are errors. The run is recorded, so get_run and resume_run find it.",
 		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.run)
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:        "list_runs",
 		Title:       "List runs",
 		Description: "List recorded runs, newest first.",
 		Annotations: readOnly,
 		InputSchema: listRunsSchema(),
 	}, s.listRuns)
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:        "get_run",
 		Title:       "Show a run",
 		Description: "Show a recorded run with its inputs, outputs, error and steps. Its events are the resource skein://runs/{id}/events.",
 		Annotations: readOnly,
 	}, s.getRun)
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:  "resume_run",
 		Title: "Resume a run",
 		Description: "Continue a failed, cancelled or interrupted run: steps that succeeded with unchanged definitions and inputs are reused (cached), the rest run again. " +
 			"Returns the run like run_workflow.",
 		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.resume)
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:  "cancel_run",
 		Title: "Cancel a run",
 		Description: "Stop a running run, wherever it runs (this server, a skein run in a terminal, the workers of a queue): no new node starts, " +
@@ -311,7 +254,7 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 		Annotations: &sdk.ToolAnnotations{DestructiveHint: new(true), OpenWorldHint: new(false)},
 	}, s.cancel)
 
-	addTool(srv, &sdk.Tool{
+	AddTool(srv, &sdk.Tool{
 		Name:  "signal_run",
 		Title: "Signal a waiting run",
 		Description: "Send a signal (an approval, a person's answer) to a wait node with until: signal of a run, and continue the run: " +
@@ -327,8 +270,13 @@ func newMCPServer(serving context.Context, s *mcpService, log io.Writer) *sdk.Se
 		MIMEType:    "application/x-ndjson",
 		URITemplate: "skein://runs/{id}/events",
 	}, s.readEvents)
-	return srv
+	s.mcp = srv
+	return s
 }
+
+// MCP is the SDK's server, for a program that adds tools (AddTool) or
+// resources of its own beside Skein's.
+func (s *Server) MCP() *sdk.Server { return s.mcp }
 
 // nullableMaps lets every map in s be null: a nil map (a step without
 // output) is encoded as null, as the run document's schema says.
@@ -349,11 +297,11 @@ func nullableMaps(s *jsonschema.Schema) {
 	}
 }
 
-// addTool adds a tool whose schemas come from In and Out. A handler's
+// AddTool adds a tool whose schemas come from In and Out. A handler's
 // *node.Error becomes a tool error (isError) whose text is that error as
 // JSON; it carries no structured content, which clients would check
 // against the output schema.
-func addTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
+func AddTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
 	if t.OutputSchema == nil {
 		schema, err := jsonschema.For[Out](nil)
 		if err != nil {
@@ -445,29 +393,32 @@ func validationError(code, format string, args ...any) *node.Error {
 	return &node.Error{Code: code, Category: node.CategoryValidation, Message: fmt.Sprintf(format, args...)}
 }
 
-// toolError turns a runner error into a tool error a program can branch
-// on.
+// toolError renders a runner error as a tool error: its code is the
+// runner's catalogue's (runner.Classify), the same as from the CLI and
+// the HTTP API; its category is validation unless the error is internal
+// (or the database cannot be reached).
 func toolError(err error) *node.Error {
-	var inv *runner.InvalidError
-	var use *runner.UsageError
+	fe := runner.Classify(err)
+	e := &node.Error{Code: fe.Code, Category: node.CategoryValidation, Message: fe.Msg}
+	var ne *node.Error
 	switch {
-	case errors.As(err, &inv):
-		return validationError(codeInvalidWorkflow, "%s", err.Error())
-	case errors.As(err, &use):
-		return validationError(codeInvalidArguments, "%s", use.Msg)
-	case errors.Is(err, runner.ErrNotFound):
-		return validationError(codeRunNotFound, "%s", err.Error())
-	case errors.Is(err, runner.ErrCompleted), errors.Is(err, runner.ErrNotRunning):
-		return validationError(codeInvalidArguments, "%s", err.Error())
-	case errors.Is(err, runner.ErrOwned):
-		return &node.Error{Code: "run_owned", Category: node.CategoryValidation, Message: err.Error()}
+	case errors.As(err, &ne):
+		e.Category, e.Details = ne.Category, ne.Details
+	case fe.Class == runner.ClassInternal, fe.Class == runner.ClassUnavailable, fe.Class == runner.ClassBusy:
+		e.Category = node.CategoryInternal
 	}
-	return &node.Error{Code: codeInternal, Category: node.CategoryInternal, Message: err.Error()}
+	switch {
+	case len(fe.Diagnostics) > 0:
+		e.Details = map[string]any{"diagnostics": fe.Diagnostics}
+	case fe.RunID != "":
+		e.Details = map[string]any{"execution_id": fe.RunID}
+	}
+	return e
 }
 
 // runDoc is the tool result of an execution: a run that ended, whatever
 // its status, is a result; one that could not be recorded is an error.
-func (s *mcpService) runDoc(ctx context.Context, r *runner.Runner, res *runner.Result, err error) (runner.RunDoc, *node.Error) {
+func (s *Server) runDoc(ctx context.Context, r *runner.Runner, res *runner.Result, err error) (runner.RunDoc, *node.Error) {
 	if err != nil {
 		return runner.RunDoc{}, toolError(err)
 	}
@@ -480,7 +431,7 @@ func (s *mcpService) runDoc(ctx context.Context, r *runner.Runner, res *runner.R
 	return *doc, nil
 }
 
-func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
+func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
 	file := in.File
 	switch {
 	case (in.File == "") == (in.YAML == ""):
@@ -498,7 +449,7 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 	}
 	// What would stop a run here comes as warnings, as skein validate
 	// gives them.
-	_, ds, err := preflight.Validate(file, node.Default, preflight.Request{LookupEnv: s.lookupEnv, SecretsFile: s.flags.secretsFile})
+	_, ds, err := preflight.Validate(file, node.Default, preflight.Request{LookupEnv: s.cfg.Runner.LookupEnv, SecretsFile: s.cfg.Options.SecretsFile})
 	if err != nil {
 		return validateOut{}, toolError(err)
 	}
@@ -513,7 +464,7 @@ func (s *mcpService) validate(_ context.Context, in validateIn) (validateOut, *n
 	return out, nil
 }
 
-func (s *mcpService) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Error) {
+func (s *Server) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Error) {
 	if terr := checkFile(in.File); terr != nil {
 		return runner.RunDoc{}, terr
 	}
@@ -533,25 +484,19 @@ func (s *mcpService) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Er
 	return s.runDoc(ctx, r, res, err)
 }
 
-// options are the runner's options for the server's flags.
-func (s *mcpService) options() runner.Options {
-	f := s.flags
-	return f.options(nil, nil)
-}
+// options are the options of the runs the tools start.
+func (s *Server) options() runner.Options { return s.cfg.Options }
 
-// checkFile tells a missing workflow file from an invalid one.
+// checkFile refuses a call without a workflow file. A file that does not
+// exist is the runner's to refuse (invalid_workflow, as skein run does).
 func checkFile(file string) *node.Error {
 	if file == "" {
 		return validationError(codeInvalidArguments, "file is required")
 	}
-	if _, err := os.Stat(file); errors.Is(err, fs.ErrNotExist) {
-		wd, _ := os.Getwd()
-		return validationError(codeFileNotFound, "no workflow file %s (relative paths are taken from %s)", file, wd)
-	}
 	return nil
 }
 
-func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, *node.Error) {
+func (s *Server) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, *node.Error) {
 	out := listRunsOut{Runs: []runSummary{}}
 	r, terr := s.runner(false)
 	if terr != nil || r == nil {
@@ -571,7 +516,7 @@ func (s *mcpService) listRuns(ctx context.Context, in listRunsIn) (listRunsOut, 
 	return out, nil
 }
 
-func (s *mcpService) getRun(ctx context.Context, in runIDIn) (runner.RunDoc, *node.Error) {
+func (s *Server) getRun(ctx context.Context, in runIDIn) (runner.RunDoc, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
 		return runner.RunDoc{}, terr
@@ -583,7 +528,7 @@ func (s *mcpService) getRun(ctx context.Context, in runIDIn) (runner.RunDoc, *no
 	return *doc, nil
 }
 
-func (s *mcpService) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *node.Error) {
+func (s *Server) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
 		return runner.RunDoc{}, terr
@@ -597,7 +542,7 @@ func (s *mcpService) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *n
 	return s.runDoc(ctx, r, res, err)
 }
 
-func (s *mcpService) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.Error) {
+func (s *Server) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
 		return cancelOut{}, terr
@@ -609,7 +554,7 @@ func (s *mcpService) cancel(ctx context.Context, in cancelIn) (cancelOut, *node.
 	return cancelOut{ExecutionID: run.ID, Status: string(run.Status)}, nil
 }
 
-func (s *mcpService) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.Error) {
+func (s *Server) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.Error) {
 	r, terr := s.findRun(ctx, in.ID)
 	if terr != nil {
 		return runner.RunDoc{}, terr
@@ -642,7 +587,7 @@ func (s *mcpService) signal(ctx context.Context, in signalIn) (runner.RunDoc, *n
 
 // readEvents answers skein://runs/{id}/events with the run's events, one
 // JSON object a line, as `skein runs events ID` prints them.
-func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
+func (s *Server) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (*sdk.ReadResourceResult, error) {
 	uri := req.Params.URI
 	id, ok := strings.CutPrefix(uri, "skein://runs/")
 	if ok {
@@ -653,7 +598,7 @@ func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceReques
 	}
 	r, terr := s.findRun(ctx, id)
 	if terr != nil {
-		if terr.Code == codeRunNotFound {
+		if terr.Code == runner.CodeNotFound {
 			return nil, sdk.ResourceNotFoundError(uri)
 		}
 		return nil, terr
@@ -666,23 +611,24 @@ func (s *mcpService) readEvents(ctx context.Context, req *sdk.ReadResourceReques
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for _, ev := range evs {
-		if err := enc.Encode(eventLine(ev)); err != nil {
+		if err := enc.Encode(runner.EventLine(ev)); err != nil {
 			return nil, err
 		}
 	}
 	return &sdk.ReadResourceResult{Contents: []*sdk.ResourceContents{{URI: uri, MIMEType: "application/x-ndjson", Text: b.String()}}}, nil
 }
 
-func (s *mcpService) hasDatabase() bool {
-	return runner.HasDatabase(runner.Config{Dir: s.flags.dir, DB: s.db})
+func (s *Server) hasDatabase() bool {
+	return runner.HasDatabase(s.cfg.Runner)
 }
 
 // findRun returns the runner, or a tool error unless the run is recorded.
-func (s *mcpService) findRun(ctx context.Context, id string) (*runner.Runner, *node.Error) {
+func (s *Server) findRun(ctx context.Context, id string) (*runner.Runner, *node.Error) {
 	if id == "" {
 		return nil, validationError(codeInvalidArguments, "id is required")
 	}
-	notFound := validationError(codeRunNotFound, "no run %q in %s; list_runs shows the runs", id, s.flags.dir)
+	notFound := toolError(runner.ErrNotFound)
+	notFound.Message = fmt.Sprintf("no run %q in %s; list_runs shows the runs", id, s.cfg.Runner.Dir)
 	r, terr := s.runner(false)
 	if terr != nil {
 		return nil, terr
@@ -696,167 +642,4 @@ func (s *mcpService) findRun(ctx context.Context, id string) (*runner.Runner, *n
 		return nil, toolError(err)
 	}
 	return r, nil
-}
-
-// serveMCPStdio serves one client on the command's stdin and stdout until
-// the client hangs up or ctx ends.
-func serveMCPStdio(ctx context.Context, e *env, srv *sdk.Server) error {
-	err := srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
-	if err == nil || errors.Is(err, io.EOF) || ctx.Err() != nil {
-		return nil
-	}
-	return exit(ExitFailed, fmt.Errorf("mcp: %w", err))
-}
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
-
-// checkMCPAddr refuses to listen beyond this machine without a token.
-func checkMCPAddr(addr, token string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return usagef("--http %s: %v (write host:port, e.g. 127.0.0.1:7070)", addr, err)
-	}
-	if token != "" || isLoopbackHost(host) {
-		return nil
-	}
-	return usagef("--http %s is reachable from other machines; pass --token (clients then send Authorization: Bearer <token>) or listen on 127.0.0.1", addr)
-}
-
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// mcpHTTPConfig is how `skein mcp --http` serves.
-type mcpHTTPConfig struct {
-	addr  string
-	token string // bearer token every request must carry, if set
-	// sessionIdle is how long a session may go without a request before
-	// it is closed and forgotten (0: never). A call in progress keeps its
-	// session open; a client that only listens on its event stream must
-	// ping.
-	sessionIdle time.Duration
-}
-
-// mcpHTTPHandler serves srv over streamable HTTP at mcpPath. With a
-// token, every request must carry it as a bearer token.
-func mcpHTTPHandler(srv *sdk.Server, hc mcpHTTPConfig) http.Handler {
-	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
-		SessionTimeout: hc.sessionIdle,
-	})
-	h = answerClosedSessions(h)
-	h = http.NewCrossOriginProtection().Handler(h)
-	if hc.token != "" {
-		h = requireBearer(hc.token, h)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(mcpPath, h)
-	return mux
-}
-
-// answerClosedSessions answers 404 Not Found to a POST on a session that
-// the SDK's handler left without any answer. The handler does that to a
-// request that arrives while its session is being closed (an idle one,
-// say): the session has stopped but is not yet forgotten. 404 is what
-// the protocol answers for a session that no longer exists, and tells
-// the client to start a new one; an empty 200 would tell it nothing.
-func answerClosedSessions(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
-			next.ServeHTTP(w, r)
-			return
-		}
-		aw := &answerWriter{ResponseWriter: w}
-		next.ServeHTTP(aw, r)
-		if !aw.answered {
-			http.Error(w, "session not found", http.StatusNotFound)
-		}
-	})
-}
-
-// answerWriter notes whether anything was written. Flushes go through it
-// (http.ResponseController finds FlushError first), so that a flushed
-// status counts.
-type answerWriter struct {
-	http.ResponseWriter
-	answered bool
-}
-
-func (w *answerWriter) WriteHeader(code int) {
-	w.answered = true
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *answerWriter) Write(p []byte) (int, error) {
-	w.answered = true
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *answerWriter) FlushError() error {
-	w.answered = true
-	return http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func requireBearer(token string, next http.Handler) http.Handler {
-	want := sha256.Sum256([]byte(token))
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
-			http.Error(w, "a bearer token is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// serveMCPHTTP listens on addr until ctx ends. The calls being answered
-// then end (cancelled) and their results are sent before the server stops.
-func serveMCPHTTP(ctx context.Context, e *env, srv *sdk.Server, svc *mcpService, hc mcpHTTPConfig) error {
-	ln, err := net.Listen("tcp", hc.addr)
-	if err != nil {
-		return exit(ExitFailed, fmt.Errorf("--http: %w", err))
-	}
-	// posts are the requests that carry calls; their answers are written
-	// before the server stops. (GETs are event streams that never end.)
-	var posts inflight
-	h := mcpHTTPHandler(srv, hc)
-	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			if !posts.enter() {
-				http.Error(w, "skein mcp is shutting down", http.StatusServiceUnavailable)
-				return
-			}
-			defer posts.leave()
-		}
-		h.ServeHTTP(w, r)
-	})}
-	fmt.Fprintf(e.stderr, "skein mcp: listening on http://%s%s\n", ln.Addr(), mcpPath)
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
-		return exit(ExitFailed, fmt.Errorf("--http: %w", err))
-	case <-ctx.Done():
-	}
-	svc.drain()
-	posts.close()
-	for ss := range srv.Sessions() {
-		_ = ss.Close() // ends the clients' event streams
-	}
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(stopCtx); err != nil {
-		_ = hs.Close()
-	}
-	<-served
-	return nil
 }

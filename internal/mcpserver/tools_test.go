@@ -1,10 +1,10 @@
-package cli_test
+package mcpserver_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,7 +16,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/mcpserver"
+	"github.com/skeinhq/skein/internal/runner"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 const badWorkflow = `version: 1
@@ -50,43 +52,47 @@ edges:
 `
 
 type mcpBundle struct {
-	dir     string // the server's --dir
+	dir     string // the server's folder
 	url     string
 	session *sdk.ClientSession
 }
 
-// setupMCP serves `skein mcp --http 127.0.0.1:0` in-process until the test
-// ends, with a temporary --dir, and connects a client to it.
-func setupMCP(t *testing.T, args ...string) *mcpBundle {
+// setupMCP serves the MCP server over HTTP until the test ends, with a
+// temporary folder, and connects a client to it.
+func setupMCP(t *testing.T) *mcpBundle {
 	t.Helper()
 	b := &mcpBundle{dir: t.TempDir()}
-	b.url, _ = serveMCP(t, append([]string{"mcp", "--http", "127.0.0.1:0", "--dir", b.dir}, args...)...)
+	b.url, _ = serveMCP(t, b.dir, mcpserver.HTTPConfig{})
 	b.session = connectMCP(t, b.url, "")
 	return b
 }
 
-// serveMCP runs skein with args until stop is called or the test ends,
-// and returns the URL it listens on. stop returns the exit code.
-func serveMCP(t *testing.T, args ...string) (url string, stop func() int) {
+// serveMCP serves the MCP server, recording runs in dir, over streamable
+// HTTP on a loopback port until stop is called or the test ends, as skein
+// mcp --http does, and returns its URL.
+func serveMCP(t *testing.T, dir string, hc mcpserver.HTTPConfig) (url string, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Main(ctx, args, strings.NewReader(""), io.Discard, pw)
-		pw.Close()
-	}()
-	stop = sync.OnceValue(func() int {
-		cancel()
-		return <-done
-	})
-	t.Cleanup(func() { require.Equal(t, cli.ExitOK, stop()) })
-	line, err := bufio.NewReader(pr).ReadString('\n')
+	srv := mcpserver.New(ctx, config(dir))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
-	require.True(t, ok, "want the address on stderr, got %q", line)
-	return url, stop
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStreamableHTTP(ctx, ln, hc) }()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		require.NoError(t, <-done)
+		srv.Close()
+	})
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String() + mcpserver.Path, stop
+}
+
+// config is the server's configuration as skein mcp makes it, recording
+// runs in dir: a run that only waits for a signal is left waiting and
+// returned, for signal_run to continue.
+func config(dir string) mcpserver.Config {
+	return mcpserver.Config{Runner: runner.Config{Dir: dir},
+		Options: runner.Options{Park: &runner.Park{After: time.Minute, SignalsOnly: true}}}
 }
 
 type bearer struct{ token string }
@@ -311,7 +317,7 @@ func TestMCPTools(t *testing.T) {
 		require.Equal(t, "completed", string(resumed.Status))
 
 		again := toolError(t, callTool(t, cs, "resume_run", map[string]any{"id": run.ID}))
-		require.Equal(t, "invalid_arguments", again.Code)
+		require.Equal(t, "completed", again.Code, "as skein resume and the HTTP API say it")
 		require.Contains(t, again.Message, "nothing to resume")
 	})
 
@@ -325,13 +331,13 @@ func TestMCPTools(t *testing.T) {
 			code    string
 			message string
 		}{
-			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "file_not_found", "no workflow file testdata/nosuch.yaml"},
+			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "invalid_workflow", "testdata/nosuch.yaml"},
 			{"invalid workflow", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", bad + ":5:21: error: unknown node type"},
 			{"missing input", "run_workflow", map[string]any{"file": "testdata/ok.yaml"}, "invalid_inputs", "missing required input city"},
 			{"mistyped input", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome", "days": "many"}}, "invalid_inputs", "days"},
-			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "invalid_arguments", "nosuch"},
-			{"unknown run", "get_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
-			{"resume unknown run", "resume_run", map[string]any{"id": "nosuchrun"}, "run_not_found", `no run "nosuchrun"`},
+			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "usage", "nosuch"},
+			{"unknown run", "get_run", map[string]any{"id": "nosuchrun"}, "not_found", `no run "nosuchrun"`},
+			{"resume unknown run", "resume_run", map[string]any{"id": "nosuchrun"}, "not_found", `no run "nosuchrun"`},
 			{"file and yaml", "validate_workflow", map[string]any{"file": bad, "yaml": badWorkflow}, "invalid_arguments", "either file or yaml"},
 		}
 		for _, tt := range tests {
@@ -381,7 +387,7 @@ func TestMCPListRunsEmpty(t *testing.T) {
 
 func TestMCPToken(t *testing.T) {
 	t.Parallel()
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--token", "s3cret")
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{Token: "s3cret"})
 
 	for _, token := range []string{"", "wrong"} {
 		_, err := dialMCP(url, token)
@@ -402,7 +408,7 @@ func TestMCPToken(t *testing.T) {
 func TestMCPStopCancelsRuns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	url, stop := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", dir)
+	url, stop := serveMCP(t, dir, mcpserver.HTTPConfig{})
 	cs := connectMCP(t, url, "")
 	slow := writeFile(t, "slow.yaml", slowWorkflow)
 
@@ -416,34 +422,24 @@ func TestMCPStopCancelsRuns(t *testing.T) {
 		calls <- call{res, err}
 	}()
 	require.Eventually(t, func() bool {
-		r := skein(t, "runs", "list", "--dir", dir, "--status", "running")
-		return strings.Contains(r.stdout, "slow")
+		list := toolResult[struct {
+			Runs []struct{ Workflow string } `json:"runs"`
+		}](t, callTool(t, cs, "list_runs", map[string]any{"status": "running"}))
+		return len(list.Runs) == 1 && list.Runs[0].Workflow == "slow"
 	}, 10*time.Second, 20*time.Millisecond, "the run starts")
 
-	require.Equal(t, cli.ExitOK, stop())
+	stop()
 	c := <-calls
 	require.NoError(t, c.err)
 	run := toolResult[mcpRun](t, c.res)
 	require.Equal(t, "cancelled", string(run.Status))
 
-	r := skein(t, "runs", "show", "--dir", dir, "--output", "json", run.ID)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, `"status": "cancelled"`)
-}
-
-func TestMCPRefusesOpenAddressWithoutToken(t *testing.T) {
-	t.Parallel()
-	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:7070", "example.com:7070"} {
-		t.Run(addr, func(t *testing.T) {
-			t.Parallel()
-			r := skein(t, "mcp", "--http", addr, "--dir", t.TempDir())
-			require.Equal(t, cli.ExitInvalid, r.code)
-			require.Contains(t, r.stderr, "pass --token")
-		})
-	}
-	r := skein(t, "mcp", "--http", "nohost", "--dir", t.TempDir())
-	require.Equal(t, cli.ExitInvalid, r.code)
-	require.Contains(t, r.stderr, "host:port")
+	r, err := runner.OpenExisting(runner.Config{Dir: dir})
+	require.NoError(t, err)
+	defer r.Close()
+	doc, err := r.Get(context.Background(), run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "cancelled", string(doc.Status), "the run is recorded cancelled")
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -454,15 +450,11 @@ func mustJSON(t *testing.T, v any) string {
 }
 
 // TestMCPSessionIdle leaves HTTP sessions unused for longer than
-// --session-idle: the server closes them, answers a request naming one
+// SessionIdle: the server closes them, answers a request naming one
 // with 404 Not Found, and the client can start a new session.
 func TestMCPSessionIdle(t *testing.T) {
 	t.Parallel()
-	r := skein(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--session-idle", "-1s")
-	require.Equal(t, cli.ExitInvalid, r.code)
-	require.Contains(t, r.stderr, "--session-idle")
-
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--session-idle", "200ms")
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{SessionIdle: 200 * time.Millisecond})
 	deadline := func(t *testing.T) context.Context {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		t.Cleanup(cancel)

@@ -1,4 +1,4 @@
-package cli_test
+package mcpserver_test
 
 import (
 	"os"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/mcpserver"
 )
 
 // TestMCPCancelRun: one client's run_workflow is stopped by another
@@ -14,7 +16,7 @@ import (
 // it as its result.
 func TestMCPCancelRun(t *testing.T) {
 	t.Parallel()
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir())
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{})
 	runner, other := connectMCP(t, url, ""), connectMCP(t, url, "")
 
 	done := make(chan map[string]any, 1)
@@ -47,7 +49,7 @@ func TestMCPCancelRun(t *testing.T) {
 // its reason, and the run ends cancelled.
 func TestMCPCancelRunLetFinish(t *testing.T) {
 	t.Parallel()
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir())
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{})
 	runner, other := connectMCP(t, url, ""), connectMCP(t, url, "")
 	dir := t.TempDir()
 	gate, flow := filepath.Join(dir, "gate"), filepath.Join(dir, "gated.yaml")

@@ -1,8 +1,7 @@
-package cli_test
+package mcpserver_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,10 +16,10 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/mcpserver"
 )
 
-// mcpTransport reaches a `skein mcp` served over one transport.
+// mcpTransport reaches the MCP server served over one transport.
 type mcpTransport struct {
 	name string
 	// connect returns an initialised SDK client session.
@@ -31,12 +29,12 @@ type mcpTransport struct {
 	raw func(t *testing.T) *rawSession
 }
 
-// mcpTransports serves `skein mcp` over stdio (one server per client, as
+// mcpTransports serves the MCP server over stdio (one server per client, as
 // a client would start it) and over streamable HTTP (one server for the
-// test), each with a temporary --dir.
+// test), each with a temporary folder.
 func mcpTransports(t *testing.T) []mcpTransport {
 	t.Helper()
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir())
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{})
 	return []mcpTransport{
 		{
 			name: "stdio",
@@ -69,50 +67,36 @@ func mcpTransports(t *testing.T) []mcpTransport {
 	}
 }
 
-// serveMCPStdio runs `skein mcp` on pipes until the test ends, when its
-// stdin is closed and it must exit 0. It returns the server's stdout and
-// stdin.
+// serveMCPStdio serves the MCP server on pipes, with a temporary folder,
+// until the test ends, when its stdin is closed and it must return
+// without an error. It returns the server's stdout and stdin.
 func serveMCPStdio(t *testing.T) (stdout io.ReadCloser, stdin io.WriteCloser) {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	var stderr lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := mcpserver.New(ctx, config(t.TempDir()))
+	done := make(chan error, 1)
 	go func() {
-		done <- cli.Main(context.Background(), []string{"mcp", "--dir", t.TempDir()}, inR, outW, &stderr)
+		done <- srv.ServeStdio(ctx, inR, outW)
 		outW.Close()
 	}()
 	t.Cleanup(func() {
 		inW.Close()
 		go func() { _, _ = io.Copy(io.Discard, outR) }()
 		select {
-		case code := <-done:
-			require.Equal(t, cli.ExitOK, code, "skein mcp exits 0 when stdin ends; stderr: %s", stderr.String())
+		case err := <-done:
+			require.NoError(t, err, "the server ends without an error when its stdin ends")
 		case <-time.After(10 * time.Second):
-			t.Errorf("skein mcp did not exit after its stdin ended; stderr: %s", stderr.String())
+			t.Errorf("the server did not end after its stdin ended")
 		}
+		cancel()
+		srv.Close()
 	})
 	return outR, inW
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-// rawSession speaks JSON-RPC to skein mcp as written: over stdio (stdin,
+// rawSession speaks JSON-RPC to the MCP server as written: over stdio (stdin,
 // stdout) or streamable HTTP (url).
 type rawSession struct {
 	stdin  io.Writer
@@ -187,7 +171,7 @@ func (rs *rawSession) send(t *testing.T, msg string) (*http.Response, string) {
 		}
 		for {
 			line, err := rs.stdout.ReadString('\n')
-			require.NoError(t, err, "skein mcp answers %s", msg)
+			require.NoError(t, err, "the server answers %s", msg)
 			if strings.Contains(line, fmt.Sprintf(`"id":%d,`, rs.nextID)) {
 				return nil, line
 			}

@@ -1,10 +1,12 @@
-package cli_test
+package mcpserver_test
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/mcpserver"
 )
 
 // TestMCPSignalRun: an approval workflow run through MCP waits; signal_run
@@ -12,7 +14,7 @@ import (
 // signal to a node that does not wait is a tool error.
 func TestMCPSignalRun(t *testing.T) {
 	t.Parallel()
-	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir())
+	url, _ := serveMCP(t, t.TempDir(), mcpserver.HTTPConfig{})
 	cs := connectMCP(t, url, "")
 	file, err := filepath.Abs("../../examples/approval.yaml")
 	require.NoError(t, err)
@@ -33,5 +35,5 @@ func TestMCPSignalRun(t *testing.T) {
 	require.Equal(t, map[string]any{"approved": true, "by": "Grace"}, outs["approval"])
 
 	again := toolError(t, callTool(t, cs, "signal_run", map[string]any{"id": id, "node": "approve"}))
-	require.NotEmpty(t, again.Code, "a completed run takes no signal")
+	require.Equal(t, "completed", again.Code, "a completed run takes no signal")
 }

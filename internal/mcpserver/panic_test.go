@@ -1,4 +1,4 @@
-package cli
+package mcpserver
 
 import (
 	"bytes"
@@ -14,7 +14,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
+	_ "github.com/skeinhq/skein/node/standard"
 )
 
 // TestMCPHandlerPanics serves Skein's MCP server with one more tool whose
@@ -24,14 +26,14 @@ func TestMCPHandlerPanics(t *testing.T) {
 	t.Parallel()
 	transports := []struct {
 		name  string
-		serve func(t *testing.T, srv *sdk.Server) sdk.Transport
+		serve func(t *testing.T, srv *Server) sdk.Transport
 	}{
-		{"stdio", func(t *testing.T, srv *sdk.Server) sdk.Transport {
+		{"stdio", func(t *testing.T, srv *Server) sdk.Transport {
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			done := make(chan error, 1)
 			go func() {
-				done <- serveMCPStdio(context.Background(), &env{stdin: inR, stdout: outW, stderr: io.Discard}, srv)
+				done <- srv.ServeStdio(context.Background(), inR, outW)
 				outW.Close()
 			}()
 			t.Cleanup(func() {
@@ -45,10 +47,10 @@ func TestMCPHandlerPanics(t *testing.T) {
 			})
 			return &sdk.IOTransport{Reader: outR, Writer: inW}
 		}},
-		{"http", func(t *testing.T, srv *sdk.Server) sdk.Transport {
-			hs := httptest.NewServer(mcpHTTPHandler(srv, mcpHTTPConfig{}))
+		{"http", func(t *testing.T, srv *Server) sdk.Transport {
+			hs := httptest.NewServer(srv.Handler(HTTPConfig{}))
 			t.Cleanup(hs.Close)
-			return &sdk.StreamableClientTransport{Endpoint: hs.URL + mcpPath}
+			return &sdk.StreamableClientTransport{Endpoint: hs.URL + Path}
 		}},
 	}
 	for _, tr := range transports {
@@ -57,8 +59,8 @@ func TestMCPHandlerPanics(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var log syncBuffer
-			srv := newMCPServer(ctx, &mcpService{flags: execFlags{output: "json", dir: t.TempDir(), concurrency: 1}}, &log)
-			addTool(srv, &sdk.Tool{Name: "explode", Description: "panics"}, func(context.Context, struct{}) (struct{}, *node.Error) {
+			srv := New(ctx, Config{Runner: runner.Config{Dir: t.TempDir()}, Options: runner.Options{Concurrency: 1}, Log: &log})
+			AddTool(srv.MCP(), &sdk.Tool{Name: "explode", Description: "panics"}, func(context.Context, struct{}) (struct{}, *node.Error) {
 				panic("boom")
 			})
 			client := sdk.NewClient(&sdk.Implementation{Name: "skein-test", Version: "1"}, nil)
@@ -78,7 +80,7 @@ func TestMCPHandlerPanics(t *testing.T) {
 				require.False(t, res.IsError)
 			}
 			require.Contains(t, log.String(), "answering tools/call: panic: boom")
-			require.Contains(t, log.String(), "mcpserver_panic_test.go", "the log has the stack")
+			require.Contains(t, log.String(), "panic_test.go", "the log has the stack")
 		})
 	}
 }
