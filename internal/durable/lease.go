@@ -8,6 +8,8 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // Lease keeps the lease of a run that executes here, and watches for a
@@ -183,4 +185,38 @@ func LastSeq(sigs []store.Signal) int64 {
 		return 0
 	}
 	return sigs[len(sigs)-1].Seq
+}
+
+// WatchRunSignals gives the signals of run for an execution of w: none
+// when w awaits none; else those recorded while no process ran the run,
+// applied as soon as their steps wait, and a channel the lease's poll
+// sends later ones to.
+func (l *Lease) WatchRunSignals(ctx context.Context, st store.Store, w *workflow.Workflow, reg *node.Registry, runID string) ([]engine.Signal, chan engine.Signal, error) {
+	if !AwaitsSignals(w, reg) {
+		return nil, nil, nil
+	}
+	sigs, err := st.Signals(ctx, runID, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan engine.Signal, SignalBuffer)
+	l.WatchSignals(runID, LastSeq(sigs), ch)
+	return Signals(sigs), ch, nil
+}
+
+// StopOn calls stop when hard closes, until the returned func is called
+// (nil hard: never).
+func StopOn(hard <-chan struct{}, stop func()) (done func()) {
+	if hard == nil {
+		return func() {}
+	}
+	ended := make(chan struct{})
+	go func() {
+		select {
+		case <-hard:
+			stop()
+		case <-ended:
+		}
+	}()
+	return func() { close(ended) }
 }

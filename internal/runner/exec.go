@@ -139,70 +139,28 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.rerunOf != "" {
 		meta["rerun_of"] = j.rerunOf
 	}
-	var rl *runlog.Writer
-	run := j.resume
-	if run != nil {
-		if rl, err = r.runs().ReopenFolder(run.Dir, w.Name, run.ID, started, meta, red); err != nil {
-			r.runs().Release(ctx, run)
-			return nil, err
-		}
-		run.File = abs
-		if err := r.st.UpdateRun(ctx, run); err != nil {
-			rl.Close()
-			r.runs().Release(ctx, run)
-			return nil, err
-		}
-	} else {
-		if rl, err = r.runs().OpenFolder(w.Name, j.runID, started, meta, red); err != nil {
-			return nil, err
-		}
+	opened, err := r.runs().Open(ctx, j.resume, j.runID, w.Name, abs, func(dir string) (*store.Run, error) {
 		ver, err := r.saveWorkflow(ctx, w)
-		if err != nil {
-			rl.Close()
-			return nil, err
-		}
-		run = &store.Run{
-			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: rl.Dir(),
+		return &store.Run{
+			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: dir,
 			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
-		}
-		if err := r.st.CreateRun(ctx, run); err != nil {
-			rl.Close()
-			return nil, err
-		}
-	}
-	defer rl.Close()
-	blobs, err := r.runs().BlobStore(rl, red)
-	if err == nil && j.resume != nil {
-		err = blobs.RemoveStale() // what a killed execution was writing
-	}
-	var recBlobs *blob.Store
-	if err == nil {
-		recBlobs, err = r.runs().BlobStore(rl, nil) // its records are masked already
-	}
+		}, err
+	}, started, meta, red)
 	if err != nil {
-		r.runs().Release(ctx, run)
 		return nil, err
 	}
+	run, rl, blobs, recBlobs := opened.Run, opened.Folder, opened.Blobs, opened.RecordBlobs
+	defer rl.Close()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	hard := make(chan struct{})
 	var hardOnce sync.Once
 	stopHard := func() { hardOnce.Do(func() { close(hard) }) }
-	if o.Hard != nil {
-		// Hard is watched until the execution returns, not only until
-		// runCtx ends: a hard stop follows a cancel.
-		ended := make(chan struct{})
-		defer close(ended)
-		go func() {
-			select {
-			case <-o.Hard:
-				stopHard()
-			case <-ended:
-			}
-		}()
-	}
+	// Hard is watched until the execution returns, not only until runCtx
+	// ends: a hard stop follows a cancel.
+	defer durable.StopOn(o.Hard, stopHard)()
 	lease := durable.Keep(runCtx, r.st, run, r.cfg.LeaseTTL, r.cfg.CancelPoll, func(letFinish bool) {
 		// A cancel request: nothing new starts; running nodes are stopped
 		// unless it lets them finish.
@@ -213,19 +171,12 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	})
 	defer lease.Stop()
 
-	var signals []engine.Signal
-	var sigCh chan engine.Signal
-	if durable.AwaitsSignals(w, r.cfg.Registry) {
-		// Signals recorded while no process ran the run are applied as soon
-		// as their steps wait; later ones come through the lease's poll.
-		sigs, err := r.st.Signals(ctx, run.ID, 0)
-		if err != nil {
-			r.runs().Release(ctx, run)
-			return nil, err
-		}
-		signals = durable.Signals(sigs)
-		sigCh = make(chan engine.Signal, durable.SignalBuffer)
-		lease.WatchSignals(run.ID, durable.LastSeq(sigs), sigCh)
+	// Signals recorded while no process ran the run are applied as soon as
+	// their steps wait; later ones come through the lease's poll.
+	signals, sigCh, err := lease.WatchRunSignals(ctx, r.st, w, r.cfg.Registry, run.ID)
+	if err != nil {
+		r.runs().Release(ctx, run)
+		return nil, err
 	}
 
 	rec := durable.NewRecorder(r.commit, run.ID, recBlobs, red)
@@ -272,9 +223,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	if j.budget != nil {
 		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
 	}
-	if sigCh != nil {
-		opts.SignalCh = sigCh
-	}
+	opts.SignalCh = sigCh
 	if j.reuse != nil {
 		opts.Reuse = j.reuse.Reuse
 	}
@@ -303,11 +252,11 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		run.Status = StatusInterrupted
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: runErr, redact: red}, nil
 	}
+	var flush func()
+	if obs != nil {
+		flush = func() { _ = obs.Flush() }
+	}
 	if res.Status == engine.RunWaiting {
-		var flush func()
-		if obs != nil {
-			flush = func() { _ = obs.Flush() }
-		}
 		signalled, err := r.runs().Park(ctx, run, res, rec, recs, flush, rl, lease, red)
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: errors.Join(runErr, err), redact: red, signalled: signalled}, nil
 	}
@@ -339,36 +288,15 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		res.Tokens += verdict.Tokens
 		res.CostUSD += verdict.CostUSD
 	}
-	for _, ev := range extra {
-		_ = recs.Event(ev)
+	hold, ended, err := r.runs().End(run, res, rec, recs, flush, rl, lease, extra, func() store.Owner { return r.oweDelivery(ctx, w, run, o) },
+		func() any {
+			return r.Doc(ctx, &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red})
+		})
+	if err != nil && runErr == nil {
+		runErr = err
 	}
-	fin := res.FinishedAt
-	run.Status, run.Outputs, run.Error, run.FinishedAt = res.Status, res.Outputs, res.Error, &fin
-	run.Tokens, run.CostUSD = res.Tokens, res.CostUSD
-	_ = rl.Flush() // written once rec.Finish commits it
-	if obs != nil {
-		_ = obs.Flush()
-	}
-	lease.Stop() // no renewal may race the release
-	// The delivery is owed before the run's final record: a process that
-	// dies between the two leaves it for the next (Redeliver).
-	hold := r.oweDelivery(ctx, w, run, o)
-	if err := rec.Finish(run); err != nil {
-		// The run stays owned until its lease runs out: then it is
-		// interrupted, and resumable. Its folder's run.json keeps
-		// saying running, as the database does.
-		if runErr == nil {
-			runErr = err
-		}
-	} else {
-		run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-		out := &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red}
-		if err := rl.Finish(r.Doc(ctx, out)); err != nil && runErr == nil {
-			runErr = err
-		}
-		if w.Delivery.Delivers(string(run.Status)) {
-			r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: j.inputs, Payload: j.payload, Secrets: secrets, Hold: hold}, o)
-		}
+	if ended && w.Delivery.Delivers(string(run.Status)) {
+		r.deliver(ctx, delivery.Job{Workflow: w, Run: run, Inputs: j.inputs, Payload: j.payload, Secrets: secrets, Hold: hold}, o)
 	}
 	return &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, Err: runErr, redact: red, tape: tape}, nil
 }

@@ -31,7 +31,7 @@ func (r *Runner) run(ctx context.Context, id string) (*store.Run, error) {
 func (r *Runner) Status(run *store.Run) record.RunStatus {
 	switch run.Status {
 	case engine.RunRunning, engine.RunPending:
-		if live, _ := r.liveOwner(run); !live {
+		if !r.liveOwner(run) {
 			return StatusInterrupted
 		}
 	}

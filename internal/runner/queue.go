@@ -11,7 +11,6 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
-	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/workflow"
@@ -141,22 +140,9 @@ func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *st
 		return nil, err
 	}
 	red := r.redactor(secrets)
-	rl, err := runlog.ReopenOnDemand(run.Dir, w.Name, run.ID, run.StartedAt, nil, red)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = rl.Close() }()
-	if err := rl.Materialize(); err != nil {
-		return nil, err
-	}
-	v, err := r.verify(ctx, w, res, run.ID, rl.Dir(), secrets, red, nil)
-	if v == nil {
-		return nil, err
-	}
-	if aerr := queue.AppendEvents(ctx, r.st, run.ID, check.Events(v, r.clock.Now())); aerr != nil && err == nil {
-		err = aerr
-	}
-	return v, err
+	return queue.VerifyEnded(ctx, r.st, run, w.Name, red, r.clock.Now(), func(dir string) (*check.RunVerdict, error) {
+		return r.verify(ctx, w, res, run.ID, dir, secrets, red, nil)
+	})
 }
 
 // WorkRequest runs queue workers.
@@ -230,10 +216,8 @@ func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Opti
 // claimQueueChild claims a child run a stopped worker left, unless its
 // owner is alive.
 func (r *Runner) claimQueueChild(ctx context.Context, prev *store.Run) (*store.Run, error) {
-	if live, err := r.liveOwner(prev); err != nil {
-		return nil, err
-	} else if live {
-		return nil, ownedError(prev)
+	if r.liveOwner(prev) {
+		return nil, durable.Owned(prev)
 	}
 	return r.claim(ctx, prev)
 }

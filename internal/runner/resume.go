@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -62,63 +61,42 @@ func (r *Runner) prepareResume(ctx context.Context, id, file string) (*store.Run
 	if run.ParentID != "" {
 		return nil, nil, nil, usagef("run %s is a child run of %s; resume the parent: skein resume %s", run.ID, run.ParentID, run.ParentID)
 	}
-	if live, err := r.liveOwner(run); err != nil {
-		return nil, nil, nil, err
-	} else if live {
-		return nil, nil, nil, ownedError(run)
+	if r.liveOwner(run) {
+		return nil, nil, nil, durable.Owned(run)
 	}
+	w, hist, err := r.history(ctx, run, file)
+	return run, w, hist, err
+}
+
+// history loads the workflow to go on with run with (workflowOf) and the
+// run's steps, and checks that the workflow still has their nodes.
+func (r *Runner) history(ctx context.Context, run *store.Run, file string) (*workflow.Workflow, []*store.Step, error) {
 	w, err := r.workflowOf(run, file)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	hist, err := r.st.StepHistory(ctx, run.ID)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	if err := checkNodeIDs(w, run, hist); err != nil {
-		return nil, nil, nil, err
+	if missing := durable.MissingNodes(w, hist); len(missing) > 0 {
+		return nil, nil, usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
+			run.ID, strings.Join(missing, ", "), w.File)
 	}
-	return run, w, hist, nil
+	return w, hist, nil
 }
 
-// claim takes a run over from its dead owner, atomically: of several
-// claims at once exactly one succeeds.
+// claim takes a run over from its dead owner (durable.Claim).
 func (r *Runner) claim(ctx context.Context, run *store.Run) (*store.Run, error) {
-	takeover := ""
-	if !run.LeaseExpired {
-		takeover = run.Owner.Token // liveOwner found it dead
-	}
-	claimed, err := r.st.ClaimRun(ctx, run.ID, r.newOwner(), r.cfg.LeaseTTL, takeover)
-	if errors.Is(err, store.ErrOwned) {
-		cur, rerr := r.st.Run(ctx, run.ID)
-		if rerr == nil {
-			return nil, ownedError(cur)
-		}
-	}
-	return claimed, err
-}
-
-// ownedError says who runs a run and what to do.
-func ownedError(run *store.Run) error {
-	return &OwnedError{OwnedError: store.OwnedError{RunID: run.ID, Owner: run.Owner, LeaseUntil: run.LeaseUntil}}
+	return durable.Claim(ctx, r.st, run, r.newOwner(), r.cfg.LeaseTTL)
 }
 
 // OwnedError is a run that another live process runs.
-type OwnedError struct{ store.OwnedError }
-
-func (e *OwnedError) Error() string {
-	return fmt.Sprintf("run %s is running in %s; wait for it to end, or stop it with `skein cancel %s`",
-		e.RunID, e.Owner, e.RunID)
-}
-
-// Unwrap makes errors.Is(err, store.ErrOwned) hold.
-func (e *OwnedError) Unwrap() error { return store.ErrOwned }
+type OwnedError = durable.OwnedError
 
 // liveOwner reports whether the run is owned by a live process
 // (durable.LiveOwner).
-func (r *Runner) liveOwner(run *store.Run) (bool, error) {
-	return durable.LiveOwner(run, r.host, r.pid), nil
-}
+func (r *Runner) liveOwner(run *store.Run) bool { return durable.LiveOwner(run, r.host, r.pid) }
 
 // workflowOf loads the workflow a run used, or the one given instead.
 func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow, error) {
@@ -130,16 +108,6 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 		return nil, usagef("run %s has no workflow file on record; pass --file FILE", run.ID)
 	}
 	return r.Load(file)
-}
-
-// checkNodeIDs refuses a workflow that lost nodes the run has steps for:
-// their results could not be matched.
-func checkNodeIDs(w *workflow.Workflow, run *store.Run, steps []*store.Step) error {
-	if missing := durable.MissingNodes(w, steps); len(missing) > 0 {
-		return usagef("run %s has steps for node(s) %s, which %s does not have (renamed?); keep the node ids, or start afresh with `skein run`",
-			run.ID, strings.Join(missing, ", "), w.File)
-	}
-	return nil
 }
 
 // ResumePlan is what a resume would do with each node.
@@ -156,15 +124,8 @@ func (r *Runner) PlanResume(ctx context.Context, id, file string) (*ResumePlan, 
 	if err != nil {
 		return nil, err
 	}
-	w, err := r.workflowOf(run, file)
+	w, hist, err := r.history(ctx, run, file)
 	if err != nil {
-		return nil, err
-	}
-	hist, err := r.st.StepHistory(ctx, run.ID)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkNodeIDs(w, run, hist); err != nil {
 		return nil, err
 	}
 	old, _ := r.storedWorkflow(ctx, run) // nil when the run was stored without it

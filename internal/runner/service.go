@@ -49,7 +49,7 @@ func (r *Runner) Abandoned(ctx context.Context) ([]*store.Run, error) {
 		if run.ParentID != "" || engine.RunStatus(run.Status) != engine.RunRunning {
 			continue
 		}
-		if live, err := r.liveOwner(run); err != nil || live {
+		if r.liveOwner(run) {
 			continue
 		}
 		out = append(out, run)

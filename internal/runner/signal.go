@@ -2,25 +2,18 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
-	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// Errors of Signal.
+// Errors of Signal (durable.SaveSignal).
 var (
-	// ErrNoNode: the run's workflow has no node of that id.
-	ErrNoNode = errors.New("no such node")
-	// ErrNotWaiting: no step of the node waits for a signal (it has not
-	// started, ran already, timed out, or is not a wait with until:
-	// signal), or its waiting step has its signal already.
-	ErrNotWaiting = errors.New("the node is not waiting for a signal")
+	ErrNoNode     = durable.ErrNoNode
+	ErrNotWaiting = durable.ErrNotWaiting
 )
 
 // SignalRequest sends data to a wait node (until: signal) of a run, or to
@@ -65,45 +58,12 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 		return nil, fmt.Errorf("run %s is %s, so node %s is not waiting for a signal; `skein resume %s` first: %w",
 			run.ID, run.Status, req.Node, run.ID, ErrNotWaiting)
 	}
-	var wn *workflow.Node
-	parks := false
-	if w, err := r.workflowOf(run, ""); err == nil {
-		if wn = w.Node(req.Node); wn == nil {
-			return nil, fmt.Errorf("run %s: its workflow %s has no node %q: %w", run.ID, w.File, req.Node, ErrNoNode)
-		}
-		spec, ok := r.cfg.Registry.Lookup(wn.Type)
-		parks = ok && spec.Parks != nil && spec.Parks(wn.Params)
-		if !parks && (!ok || spec.Role != node.RoleWait) {
-			return nil, fmt.Errorf("node %s of run %s is a %s node; only a wait with until: signal (or an agent with approve_tools) takes signals: %w", req.Node, run.ID, wn.Type, ErrNotWaiting)
-		}
+	var w *workflow.Workflow
+	if lw, err := r.workflowOf(run, ""); err == nil {
+		w = lw
 	}
-	hist, err := r.st.StepHistory(ctx, run.ID)
+	sig, err := durable.SaveSignal(ctx, r.st, r.cfg.Registry, w, run, req.Node, req.Data, r.clock.Now())
 	if err != nil {
-		return nil, err
-	}
-	sent, err := r.st.Signals(ctx, run.ID, 0)
-	if err != nil {
-		return nil, err
-	}
-	name := req.Node
-	var visit int
-	why := ""
-	if parks {
-		visit, name, why, err = durable.ParkedVisit(req.Node, hist, sent)
-	} else {
-		visit, why = durable.WaitingVisit(req.Node, wn, hist, sent, r.clock.Now())
-	}
-	if err != nil {
-		return nil, err
-	}
-	if visit == 0 {
-		return nil, fmt.Errorf("node %s of run %s is not waiting for a signal (%s): %w", req.Node, run.ID, why, ErrNotWaiting)
-	}
-	sig := store.Signal{RunID: run.ID, Node: name, Visit: visit, Data: req.Data, CreatedAt: r.clock.Now().UTC().Truncate(time.Microsecond)}
-	if err := r.st.SaveSignal(ctx, &sig); err != nil {
-		if errors.Is(err, store.ErrExists) {
-			return nil, fmt.Errorf("node %s of run %s has its signal already: %w", req.Node, run.ID, ErrNotWaiting)
-		}
 		return nil, err
 	}
 	// Read the run again: an execution that parked while the signal was
