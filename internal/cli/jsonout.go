@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/flowtest"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -261,7 +262,7 @@ var outputSchemas = []outputSchema{
 	{"validate.schema.json", "Skein validate", "What skein validate -o json prints: every problem of the files given, errors and warnings.", schemaOf[validateDoc]()},
 	{"runs-list.schema.json", "Skein runs list", "What skein runs list -o json prints: runs, newest first.", listSchema},
 	{"verdict.schema.json", "Skein verdict", "What skein runs verdict -o json and skein check -o json print: the run's verdict, check by check, or null when its workflow has no checks.", verdictSchema},
-	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[runner.EventDoc]()},
+	{"event.schema.json", "Skein event", "One line of skein runs events (JSON lines): an event of a run.", schemaOf[rundoc.Event]()},
 	{"cancel.schema.json", "Skein cancel", "What skein cancel -o json prints.", schemaOf[cancelDoc]()},
 	{"signal.schema.json", "Skein signal", "What skein signal -o json prints when the run's owner, another process, applies the signal (when skein signal resumes the run itself it prints the run document, run.schema.json).", schemaOf[signalDoc]()},
 	{"resume-plan.schema.json", "Skein resume plan", "What skein resume --plan -o json prints: what a resume would reuse and run again.", schemaOf[planDoc]()},

@@ -15,6 +15,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/cli/live"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -173,7 +174,7 @@ until it ends.`,
 				for _, ev := range evs {
 					if eventsOutput == "text" {
 						fmt.Fprintln(e.stdout, eventText(ev))
-					} else if err := enc.Encode(runner.EventLine(ev)); err != nil {
+					} else if err := enc.Encode(rundoc.EventLine(ev)); err != nil {
 						return err
 					}
 					after = ev.Seq

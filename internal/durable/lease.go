@@ -220,3 +220,14 @@ func StopOn(hard <-chan struct{}, stop func()) (done func()) {
 	}()
 	return func() { close(ended) }
 }
+
+// Closed reports whether ch is closed (nil: never), as an execution asks
+// whether it was told to leave its run.
+func Closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/rundoc"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -611,7 +612,7 @@ func (s *Server) readEvents(ctx context.Context, req *sdk.ReadResourceRequest) (
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	for _, ev := range evs {
-		if err := enc.Encode(runner.EventLine(ev)); err != nil {
+		if err := enc.Encode(rundoc.EventLine(ev)); err != nil {
 			return nil, err
 		}
 	}

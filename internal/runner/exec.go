@@ -122,7 +122,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	// The one Redactor of the run: every writer of its records gets it.
 	red := r.redactor(secrets)
-	plan, err := r.plan(w)
+	plan, err := r.plans.Get(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
@@ -140,7 +140,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		meta["rerun_of"] = j.rerunOf
 	}
 	opened, err := r.runs().Open(ctx, j.resume, j.runID, w.Name, abs, func(dir string) (*store.Run, error) {
-		ver, err := r.saveWorkflow(ctx, w)
+		ver, err := r.versions.Save(ctx, r.st, w)
 		return &store.Run{
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: dir,
 			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
@@ -245,7 +245,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		// Someone else owns the run now: write nothing more.
 		return &Result{Run: run, Engine: res, Resumed: j.resume != nil, Err: fmt.Errorf("run %s: %w", run.ID, store.ErrLeaseLost), redact: red}, nil
 	}
-	if left(o.Leave) && res.Status == engine.RunCancelled {
+	if durable.Closed(o.Leave) && res.Status == engine.RunCancelled {
 		if err := r.runs().Leave(run, res, rec, recs, rl, lease); err != nil && runErr == nil {
 			runErr = err
 		}
@@ -310,34 +310,6 @@ func (r *Runner) runs() *durable.Host {
 		}}
 }
 
-// plan returns the plan of w. A plan does not change once made, so the
-// runs of one loaded workflow (a served one) share it.
-func (r *Runner) plan(w *workflow.Workflow) (*engine.Plan, error) {
-	r.planMu.Lock()
-	p, ok := r.plans[w]
-	r.planMu.Unlock()
-	if ok {
-		return p, nil
-	}
-	p, err := engine.NewPlan(w, r.cfg.Registry)
-	if err != nil {
-		return nil, err
-	}
-	r.planMu.Lock()
-	defer r.planMu.Unlock()
-	if len(r.plans) >= maxPlans {
-		clear(r.plans) // the workflows of a long-lived server were reloaded
-	}
-	if r.plans == nil {
-		r.plans = map[*workflow.Workflow]*engine.Plan{}
-	}
-	r.plans[w] = p
-	return p, nil
-}
-
-// maxPlans bounds the plans a Runner keeps.
-const maxPlans = 256
-
 // spentBefore is what a run spent in its earlier executions
 // (durable.Spent).
 func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.Step) engine.Spent {
@@ -356,14 +328,4 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 		}
 	}
 	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), jd, red)
-}
-
-// left reports whether Options.Leave is closed.
-func left(leave <-chan struct{}) bool {
-	select {
-	case <-leave:
-		return true
-	default:
-		return false
-	}
 }

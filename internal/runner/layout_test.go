@@ -112,3 +112,24 @@ func TestRecordIsALeaf(t *testing.T) {
 		}
 	}
 }
+
+// TestRunnerIsSlim: the runner is the application layer only — what runs
+// where, in which order, under which errors. Mechanics live in the
+// packages beside it (durable, queue, delivery, repair, rundoc, …), so the
+// runner stays at most 2,500 lines of non-test Go.
+func TestRunnerIsSlim(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	lines := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		lines += strings.Count(string(data), "\n")
+	}
+	require.Greater(t, lines, 0)
+	require.LessOrEqual(t, lines, 2500, "internal/runner holds %d lines of non-test Go", lines)
+}

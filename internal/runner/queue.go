@@ -56,7 +56,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 		return nil, err
 	}
 	w := req.Workflow
-	plan, err := r.plan(w)
+	plan, err := r.plans.Get(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/check/judge"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -83,14 +84,13 @@ type Runner struct {
 	clock  clock.Clock
 	host   string
 	pid    int
-	// versions maps each workflow run so far to its stored version.
-	versions sync.Map
+	// versions are the stored versions of the workflows run so far.
+	versions durable.Versions
 	// redactors are the Redactors of the secret values seen (redactor).
 	redMu     sync.Mutex
 	redactors map[string]*redact.Redactor
-	// plans are the plans of the workflows run (plan).
-	planMu sync.Mutex
-	plans  map[*workflow.Workflow]*engine.Plan
+	// plans are the plans of the workflows run.
+	plans engine.Plans
 	// queueOnce migrates the queue's tables once (pgStore).
 	queueOnce sync.Once
 	queueErr  error
@@ -116,7 +116,7 @@ func Open(cfg Config) (*Runner, error) {
 		cfg.CancelPoll = DefaultCancelPoll
 	}
 	if cfg.Judge == nil {
-		cfg.Judge = defaultJudge
+		cfg.Judge = judge.ForWorkflow
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = node.Default

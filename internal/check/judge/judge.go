@@ -14,6 +14,9 @@ import (
 
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/llm"
+	"github.com/skeinhq/skein/internal/llm/registry"
+	"github.com/skeinhq/skein/internal/secrets"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // Models are the models a judge asks; internal/llm/registry's Models
@@ -135,4 +138,14 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// ForWorkflow is the judge of a workflow's checks: its judge model, else
+// vision, else default, else the environment's (SKEIN_LLM_*). Its config's
+// templates (api_key: "{{ secrets.KEY }}") render with the run's secrets,
+// as the nodes' models do.
+func ForWorkflow(w *workflow.Workflow, lookupEnv func(string) (string, bool), secretValues map[string]string) check.Judge {
+	m := registry.New(w, lookupEnv)
+	m.Render = secrets.Renderer(secretValues)
+	return &LLM{Models: m}
 }

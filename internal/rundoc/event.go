@@ -1,4 +1,4 @@
-package runner
+package rundoc
 
 import (
 	"time"
@@ -6,10 +6,10 @@ import (
 	"github.com/skeinhq/skein/internal/record"
 )
 
-// EventDoc is an event of a run as every front end prints it: a line of
+// Event is an event of a run as every front end prints it: a line of
 // skein runs events and of the MCP resource skein://runs/{id}/events
 // (schema/event.schema.json).
-type EventDoc struct {
+type Event struct {
 	Seq       int64          `json:"seq"`
 	Time      time.Time      `json:"time"`
 	Type      string         `json:"type"`
@@ -19,7 +19,7 @@ type EventDoc struct {
 	Data      map[string]any `json:"data,omitempty"`
 }
 
-// EventLine is ev as an EventDoc.
-func EventLine(ev record.EventRow) EventDoc {
-	return EventDoc{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
+// EventLine is ev as an Event.
+func EventLine(ev record.EventRow) Event {
+	return Event{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}
 }
