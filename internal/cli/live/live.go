@@ -59,8 +59,12 @@ const DefaultTick = spinEvery
 func NewLive(o Options, lo LiveOptions) *Live {
 	st := newStyles(true)
 	l := &Live{b: newBoard(o.Clock, st), st: st, o: o, done: make(chan struct{}), restore: func() {}}
+	out := o.Out
+	if f, ok := out.(*os.File); ok {
+		out = terminal{File: f, fd: f.Fd()}
+	}
 	opts := []tea.ProgramOption{
-		tea.WithOutput(o.Out), tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithoutCatchPanics(), tea.WithoutBracketedPaste(),
+		tea.WithOutput(out), tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithoutCatchPanics(), tea.WithoutBracketedPaste(),
 	}
 	if lo.Env != nil {
 		opts = append(opts, tea.WithEnvironment(lo.Env))
@@ -220,3 +224,15 @@ func (l *Live) Close() {
 // MiniDot); the frame shown follows the step's elapsed time on the
 // display's clock, so a fixed clock draws a fixed frame.
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+// terminal is the display's terminal as its program sees it: the file,
+// with its descriptor read once. The program checks the terminal's size
+// from goroutines of its own that may outlive it; they read the number
+// kept here, not the file's, which the command may be closing by then.
+type terminal struct {
+	*os.File
+	fd uintptr
+}
+
+// Fd returns the terminal's descriptor, read when the display started.
+func (t terminal) Fd() uintptr { return t.fd }
