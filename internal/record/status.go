@@ -43,7 +43,14 @@ func (s RunStatus) Final() bool {
 
 // Why a skipped step did not run (Step.SkipReason).
 const (
-	// SkipDeadPath: every edge into the node died (a branch not taken).
+	// SkipBranchNotTaken: the node is on a handle of an if, a switch or a
+	// _route that was not taken (Step.TakenHandle says which one was).
+	SkipBranchNotTaken = "branch_not_taken"
+	// SkipUpstreamFailed: a node it depends on failed (on_error: continue
+	// or a route to an error handler) and no edge into it fired.
+	SkipUpstreamFailed = "upstream_failed"
+	// SkipDeadPath: every edge into the node died because the nodes
+	// before it were skipped.
 	SkipDeadPath = "dead_path"
 	// SkipDisabled: the node is disabled; the run flowed through it.
 	SkipDisabled = "disabled"

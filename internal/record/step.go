@@ -22,6 +22,13 @@ type Step struct {
 	Attempts  int    `json:"attempts"`
 	// SkipReason says why a skipped step did not run (Skip* constants).
 	SkipReason string `json:"skip_reason,omitempty"`
+	// TakenHandle is, for a step skipped as branch_not_taken, the handle
+	// the branching node took instead.
+	TakenHandle string `json:"taken_handle,omitempty"`
+	// StepOrder is the step's place in the run, from 1, in the order
+	// steps started (a pending step takes its place when it is planned):
+	// steps are listed in this order.
+	StepOrder int `json:"step_order"`
 	// Params are the node's parameters as they were resolved (secrets
 	// masked once recorded); nil for a step that never resolved them.
 	Params map[string]any `json:"params,omitempty"`
@@ -40,6 +47,13 @@ type Step struct {
 	// kept once the wait is over, and an execution that resumes the run
 	// waits until then, not a whole wait more.
 	WakeAt *time.Time `json:"wake_at,omitempty"`
+	// RanOn is where the step ran: the host, the process and, on the
+	// queue, the worker; nil for a step that never started.
+	RanOn *Place `json:"ran_on,omitempty"`
+	// Confidence is the confidence (0..1) the node reported for its
+	// result (a _confidence directive, or the confidence number of an llm
+	// node's schema); nil when it reported none.
+	Confidence *float64 `json:"confidence_score,omitempty"`
 	// Artifacts are the files the node saved, as a run document lists
 	// them; the engine and the stores leave it empty (the step's
 	// directives hold them).
@@ -50,9 +64,6 @@ type Step struct {
 	// Generation is the run's execution that recorded the step (0 is
 	// taken as 1).
 	Generation int `json:"-"`
-	// StepOrder is the step's place in the run, from 1: steps are listed
-	// in this order.
-	StepOrder int `json:"-"`
 	// Mocked is set when a test's mock answered for the node.
 	Mocked bool `json:"-"`
 	// ConfigHash identifies what the step ran (the node's definition and
@@ -89,4 +100,12 @@ type Artifact struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+}
+
+// Place is where a step ran.
+type Place struct {
+	Host string `json:"host"`
+	PID  int    `json:"pid,omitempty"`
+	// Worker is the queue worker that ran the step; empty in a local run.
+	Worker string `json:"worker,omitempty"`
 }

@@ -26,8 +26,11 @@ func Schema() ([]byte, error) {
 	s.Properties["outputs"].Description = bigValues
 	s.Defs = map[string]*jsonschema.Schema{"blob": blobSchema()}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
-	step.Properties["skip_reason"].Enum = []any{record.SkipDeadPath, record.SkipDisabled, record.SkipCancelled, record.SkipRunFailed, record.SkipItemFailed}
-	step.Properties["skip_reason"].Description = "why a skipped step did not run: dead_path (a branch not taken), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
+	step.Properties["skip_reason"].Enum = []any{record.SkipBranchNotTaken, record.SkipUpstreamFailed, record.SkipDeadPath, record.SkipDisabled, record.SkipCancelled, record.SkipRunFailed, record.SkipItemFailed}
+	step.Properties["skip_reason"].Description = "why a skipped step did not run: branch_not_taken (it is on a handle its branch did not take; taken_handle says which was), upstream_failed (a node before it failed), dead_path (the nodes before it were skipped), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
+	step.Properties["step_order"].Description = "the step's place in the run, from 1, in the order steps started; a pending step takes its place when it is planned"
+	step.Properties["ran_on"].Description = "where the step ran: the host, the process id and, for a queued run, the worker"
+	step.Properties["confidence_score"].Description = "the confidence (0..1) the node reported for its result: a _confidence directive, or the confidence number of an llm node's schema"
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
 	s.ID = SchemaID

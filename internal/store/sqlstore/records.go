@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
 
 // stepCols are the columns of a step after its key, in StepArgs' order.
 const stepCols = `step_order, type, iteration, attempts, status, params, output, output_ref, error,
-	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at, skip_reason`
+	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at, skip_reason,
+	taken_handle, ran_host, ran_pid, ran_worker, confidence`
 
 // stepArgCount is the number of values of a step row: its key and stepCols.
 var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
@@ -31,7 +33,9 @@ const upsertStepTail = `
 		started_at = excluded.started_at, finished_at = excluded.finished_at,
 		duration_ms = excluded.duration_ms, tokens = excluded.tokens, cost_usd = excluded.cost_usd,
 		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at,
-		skip_reason = excluded.skip_reason`
+		skip_reason = excluded.skip_reason, taken_handle = excluded.taken_handle,
+		ran_host = excluded.ran_host, ran_pid = excluded.ran_pid, ran_worker = excluded.ran_worker,
+		confidence = excluded.confidence`
 
 const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
 
@@ -113,10 +117,15 @@ func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
 	if gen <= 0 {
 		gen = 1
 	}
+	var ran record.Place
+	if st.RanOn != nil {
+		ran = *st.RanOn
+	}
 	return []any{runID, gen, st.Node, st.Visit,
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
-		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt), st.SkipReason}, nil
+		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
+		st.TakenHandle, ran.Host, ran.PID, ran.Worker, st.Confidence}, nil
 }
 
 func eventData(events []store.Event) ([][]byte, error) {
@@ -241,16 +250,21 @@ func scanStep(sc Row) (*store.Step, error) {
 	var st store.Step
 	var params, output, stepErr []byte
 	var started, finished, wake Time
+	var ran record.Place
 	if err := sc.Scan(&st.RunID, &st.Generation, &st.Node, &st.Visit,
 		&st.StepOrder, &st.Type, &st.Iteration, &st.Attempts, &st.Status, &params, &output, &st.OutputRef, &stepErr,
 		&st.ConfigHash, &st.Cached, &st.Pinned, &started, &finished, &st.DurationMS, &st.Tokens, &st.CostUSD,
-		&st.ProcessGroup, &st.Masked, &wake, &st.SkipReason); err != nil {
+		&st.ProcessGroup, &st.Masked, &wake, &st.SkipReason,
+		&st.TakenHandle, &ran.Host, &ran.PID, &ran.Worker, &st.Confidence); err != nil {
 		return nil, err
 	}
 	if err := decode(stepErr, &st.Error, decoded{"parameters", params, &st.Params}, decoded{"output", output, &st.Output}); err != nil {
 		return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
 	}
 	st.StartedAt, st.FinishedAt, st.WakeAt = started.Ptr(), finished.Ptr(), wake.Ptr()
+	if ran != (record.Place{}) {
+		st.RanOn = &ran
+	}
 	return &st, nil
 }
 

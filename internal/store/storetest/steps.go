@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -171,6 +172,27 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.NoError(t, err)
 		require.Len(t, steps, 3)
 		require.Equal(t, []string{"dead_path", "", "cancelled"}, []string{steps[0].SkipReason, steps[1].SkipReason, steps[2].SkipReason})
+	})
+
+	t.Run("StepLogFieldsRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+		sure := 0.875
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{
+			{StepOrder: 1, Node: "gate", Visit: 1, Status: "success", Confidence: &sure,
+				RanOn: &record.Place{Host: "box", PID: 4242, Worker: "w-1"}},
+			{StepOrder: 2, Node: "no", Visit: 1, Status: "skipped", SkipReason: "branch_not_taken", TakenHandle: "true"},
+		}))
+		steps, err := b.s.Steps(b.ctx, "r1")
+		require.NoError(t, err)
+		require.Len(t, steps, 2)
+		require.Equal(t, &record.Place{Host: "box", PID: 4242, Worker: "w-1"}, steps[0].RanOn)
+		require.NotNil(t, steps[0].Confidence)
+		require.InDelta(t, 0.875, *steps[0].Confidence, 1e-9)
+		require.Equal(t, "true", steps[1].TakenHandle)
+		require.Nil(t, steps[1].RanOn, "a step that never started ran nowhere")
+		require.Nil(t, steps[1].Confidence, "no confidence reported reads back as none, not 0")
 	})
 
 	t.Run("GenerationsAreKeptApart", func(t *testing.T) {
