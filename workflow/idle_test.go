@@ -197,6 +197,41 @@ edges:
 	}
 }
 
+// Every problem of an unreachable node's own settings is a warning: an
+// unknown key, a mistyped parameter, an undeclared input or MCP server.
+func TestIdleNodeEveryOwnProblemIsAWarning(t *testing.T) {
+	t.Parallel()
+	w, ds := validateText(t, `version: 1
+name: half
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: done, type: set, values: {ok: true}}
+  - id: later
+    type: mcp
+    server: nosuch
+    tool: "{{ inputs.tool }}"
+    argz: {}
+  - {id: pause, type: wait, duration: often}
+edges:
+  - {from: start, to: done}
+  - {from: later, to: pause}
+`)
+	require.False(t, ds.HasErrors(), "%s", diagLines(ds))
+	const why = "; ignored because no run reaches the node from any trigger"
+	for _, c := range []struct{ node, part, at string }{
+		{"later", `node uses MCP server "nosuch", which mcp_servers does not declare`, "8:13"},
+		{"later", `tool reads inputs.tool, but no input "tool" is declared`, "9:15"},
+		{"later", `unknown key "argz" for node type mcp`, "10:5"},
+		{"pause", `parameter "duration" of wait`, "11:39"},
+	} {
+		d := diagnosticOf(t, ds, c.node, c.part)
+		require.Equal(t, string(workflow.Warning), string(d.Severity), d.String())
+		require.Equal(t, c.at, workflow.Pos{Line: d.Line, Col: d.Col}.String(), d.String())
+		require.True(t, strings.HasSuffix(d.Message, why), d.Message)
+		require.Contains(t, w.Ignored(), d)
+	}
+}
+
 // Problems that shape the graph stay errors in a node that never runs.
 func TestIdleNodeStructuralProblemsStayErrors(t *testing.T) {
 	t.Parallel()
