@@ -955,6 +955,9 @@ func (v *validator) reachability() {
 // ids, types, edges and loops shape the whole graph and stay errors, and so
 // does every problem of a trigger, which starts runs even when disabled.
 func (v *validator) ignoreIdle() {
+	if len(v.owner) == 0 {
+		return
+	}
 	var reach, live []bool
 	from := ""
 	if !v.brokenEdges {
