@@ -36,48 +36,8 @@ func (v *validator) references() {
 	w := v.w
 	v.stamp = make([]int32, len(w.Nodes))
 	for i, n := range w.Nodes {
-		spec := v.specs[i]
-		if spec == nil {
-			continue
-		}
-		site := refSite{user: i, pos: n.Pos, nodeID: n.ID, nodesOK: true}
-		for _, p := range spec.Params {
-			raw := n.rawAt(p.Name)
-			if raw == nil {
-				continue
-			}
-			s := site
-			s.path = p.Name
-			if p.Expr {
-				if raw.kind == vString {
-					s.pos, s.raw = raw.pos, raw
-					v.expression(raw.s, s)
-				}
-				continue
-			}
-			if p.Type == node.List && len(p.Items) > 0 && raw.kind == vList {
-				for i, item := range raw.list {
-					for _, e := range item.keys {
-						ip := paramItem(p, e.key)
-						s.path = fmt.Sprintf("%s[%d].%s", p.Name, i, e.key)
-						if ip.Expr && e.val.kind == vString {
-							s.pos, s.raw = e.val.pos, e.val
-							v.expression(e.val.s, s)
-						} else if !ip.NoTemplate {
-							v.templates(e.val, s)
-						}
-					}
-				}
-				continue
-			}
-			if !p.NoTemplate {
-				v.templates(raw, s)
-			}
-		}
-		for ci, c := range n.Checks {
-			if c.Type == "expr" && c.Expr != "" {
-				v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true})
-			}
+		if spec := v.specs[i]; spec != nil {
+			v.own(i, func() { v.nodeReferences(i, n, spec) })
 		}
 	}
 	for _, o := range w.Outputs {
@@ -102,6 +62,50 @@ func (v *validator) references() {
 		}
 	}
 	v.deliveryRefs()
+}
+
+// nodeReferences checks the templates and expressions of node i's
+// parameters and checks.
+func (v *validator) nodeReferences(i int, n *Node, spec *node.Spec) {
+	site := refSite{user: i, pos: n.Pos, nodeID: n.ID, nodesOK: true}
+	for _, p := range spec.Params {
+		raw := n.rawAt(p.Name)
+		if raw == nil {
+			continue
+		}
+		s := site
+		s.path = p.Name
+		if p.Expr {
+			if raw.kind == vString {
+				s.pos, s.raw = raw.pos, raw
+				v.expression(raw.s, s)
+			}
+			continue
+		}
+		if p.Type == node.List && len(p.Items) > 0 && raw.kind == vList {
+			for j, item := range raw.list {
+				for _, e := range item.keys {
+					ip := paramItem(p, e.key)
+					s.path = fmt.Sprintf("%s[%d].%s", p.Name, j, e.key)
+					if ip.Expr && e.val.kind == vString {
+						s.pos, s.raw = e.val.pos, e.val
+						v.expression(e.val.s, s)
+					} else if !ip.NoTemplate {
+						v.templates(e.val, s)
+					}
+				}
+			}
+			continue
+		}
+		if !p.NoTemplate {
+			v.templates(raw, s)
+		}
+	}
+	for ci, c := range n.Checks {
+		if c.Type == "expr" && c.Expr != "" {
+			v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true})
+		}
+	}
 }
 
 // diagPath is the site's path from the top of the file, for diagnostics.

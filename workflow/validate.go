@@ -72,8 +72,9 @@ func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 // returns every problem at once.
 func Validate(w *Workflow, reg *node.Registry) Diagnostics {
 	w.kinds = reg
-	v := &validator{w: w, reg: reg, d: &diags{file: w.File}}
+	v := &validator{w: w, reg: reg, d: &diags{file: w.File}, owner: map[int]int{}}
 	v.run()
+	w.ignored = v.ignored
 	return v.d.list
 }
 
@@ -90,6 +91,22 @@ type validator struct {
 
 	// brokenEdges is set when an edge names a node that does not exist.
 	brokenEdges bool
+	// owner maps a diagnostic's index to the node whose own parameters,
+	// expressions or references it is about: a problem that does not
+	// matter when that node never runs (see ignoreIdle).
+	owner map[int]int
+	// ignored are the errors ignoreIdle turned into warnings.
+	ignored Diagnostics
+}
+
+// own runs check and records the diagnostics it adds as problems of node
+// i's own settings.
+func (v *validator) own(i int, check func()) {
+	from := len(v.d.list)
+	check()
+	for j := from; j < len(v.d.list); j++ {
+		v.owner[j] = i
+	}
 }
 
 func (v *validator) run() {
@@ -125,6 +142,7 @@ func (v *validator) run() {
 	v.reachability()
 	v.references()
 	v.servers()
+	v.ignoreIdle()
 }
 
 func suggestName(s string) string {
@@ -313,7 +331,7 @@ func (v *validator) nodes() {
 			continue
 		}
 		v.specs[i] = spec
-		v.params(n, spec, path)
+		v.own(i, func() { v.params(n, spec, path) })
 	}
 }
 
@@ -896,6 +914,20 @@ func (v *validator) cycles() {
 	v.comp, _ = g.SCC(nil)
 }
 
+// starts returns the nodes a run may start from: the triggers or, when the
+// workflow has none, every entry node; from names them for messages.
+func (v *validator) starts() (starts []int, from string) {
+	for i, spec := range v.specs {
+		if spec != nil && spec.Category == node.Trigger {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) == 0 {
+		return v.g.Entries, "any entry node"
+	}
+	return starts, "any trigger"
+}
+
 // reachability warns about nodes no run reaches. A run starts at the trigger
 // that fired, so when the workflow has triggers a node is reached only from
 // them; without triggers every entry node starts.
@@ -904,16 +936,7 @@ func (v *validator) reachability() {
 		return // what is reachable is not known until the edges name real nodes
 	}
 	g := v.g
-	var starts []int
-	for i, spec := range v.specs {
-		if spec != nil && spec.Category == node.Trigger {
-			starts = append(starts, i)
-		}
-	}
-	from := "any trigger"
-	if len(starts) == 0 {
-		starts, from = g.Entries, "any entry node"
-	}
+	starts, from := v.starts()
 	seen := g.Reachable(starts)
 	for i, n := range g.Nodes {
 		// Nodes with an unknown type or a duplicate id have errors already.
@@ -921,6 +944,131 @@ func (v *validator) reachability() {
 			v.d.warnf(n.Pos, "", n.ID, "node %q cannot be reached from %s and will not run; add an edge to it or remove it", n.ID, from)
 		}
 	}
+}
+
+// ignoreIdle turns into warnings the errors of nodes that never run: a
+// disabled node, a node no trigger (or, without triggers, no entry node)
+// reaches, and a node reached only by a handle a disabled node does not
+// follow. A run ignores such a node, so its half-written settings do not
+// keep the rest of the workflow from running. Only the problems of the
+// node's own parameters, expressions and references are turned (see own):
+// ids, types, edges and loops shape the whole graph and stay errors, and so
+// does every problem of a trigger, which starts runs even when disabled.
+func (v *validator) ignoreIdle() {
+	if len(v.owner) == 0 {
+		return
+	}
+	var reach, live []bool
+	from := ""
+	if !v.brokenEdges {
+		var starts []int
+		starts, from = v.starts()
+		reach, live = v.g.Reachable(starts), v.live(starts)
+	}
+	var past []string // by node: the disabled node a dead node lies past
+	for j := range v.d.list {
+		i, owned := v.owner[j]
+		d := &v.d.list[j]
+		if !owned {
+			continue
+		}
+		n, spec := v.g.Nodes[i], v.specs[i]
+		if d.Severity != Error || spec == nil || spec.Category == node.Trigger {
+			continue
+		}
+		var why string
+		switch {
+		case n.Disabled:
+			why = "the node is disabled"
+		case reach != nil && !reach[i]:
+			why = "no run reaches the node from " + from
+		case live != nil && !live[i]:
+			if past == nil {
+				past = v.pastDisabled(live)
+			}
+			why = "no run reaches the node past the disabled nodes before it"
+			if k, ok := v.g.Index[past[i]]; ok {
+				why = fmt.Sprintf("the node is reached only past disabled node %q, which follows only its %s handle", past[i], handleName(v.specs[k].FallThrough))
+			}
+		default:
+			continue
+		}
+		d.Severity = Warning
+		d.Message += "; ignored because " + why
+		v.ignored = append(v.ignored, *d)
+	}
+	v.ignored.Sort()
+}
+
+// live returns the nodes a run can reach from starts, moving as the
+// scheduler does: a disabled node is skipped and its run goes on only by
+// its kind's fall-through handle.
+func (v *validator) live(starts []int) []bool {
+	g := v.g
+	seen := make([]bool, len(g.Nodes))
+	queue := append([]int(nil), starts...)
+	for _, s := range starts {
+		seen[s] = true
+	}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, ei := range g.Out[c] {
+			e := g.Edges[ei]
+			if seen[e.To] || v.disabledDrops(e) {
+				continue
+			}
+			seen[e.To] = true
+			queue = append(queue, e.To)
+		}
+	}
+	return seen
+}
+
+// disabledDrops reports whether a run never follows edge e because it
+// leaves a disabled node by a handle other than the fall-through one.
+// Triggers start runs whether disabled or not.
+func (v *validator) disabledDrops(e GraphEdge) bool {
+	spec := v.specs[e.From]
+	return v.g.Nodes[e.From].Disabled && spec != nil && spec.Category != node.Trigger && e.On != spec.FallThrough
+}
+
+// pastDisabled names, for each node live does not hold but the graph
+// reaches, a disabled node whose dropped edges lead to it.
+func (v *validator) pastDisabled(live []bool) []string {
+	g := v.g
+	past := make([]string, len(g.Nodes))
+	var queue []int
+	for c := range g.Nodes {
+		if !live[c] {
+			continue
+		}
+		for _, ei := range g.Out[c] {
+			if e := g.Edges[ei]; v.disabledDrops(e) && !live[e.To] && past[e.To] == "" {
+				past[e.To] = g.Nodes[c].ID
+				queue = append(queue, e.To)
+			}
+		}
+	}
+	for len(queue) > 0 {
+		c := queue[0]
+		queue = queue[1:]
+		for _, ei := range g.Out[c] {
+			if to := g.Edges[ei].To; !live[to] && past[to] == "" {
+				past[to] = past[c]
+				queue = append(queue, to)
+			}
+		}
+	}
+	return past
+}
+
+// handleName is a handle as messages name it: "" is the default handle.
+func handleName(h string) string {
+	if h == "" {
+		return "default"
+	}
+	return strconv.Quote(h)
 }
 
 // toolWorkflow checks the child workflow of an agent's workflow tool: its
@@ -960,64 +1108,71 @@ func (v *validator) servers() {
 		models = append(models, l.Name)
 	}
 	for i, n := range w.Nodes {
-		if v.specs[i] == nil {
-			continue
-		}
-		for _, p := range v.specs[i].Params {
-			val, ok := n.Params[p.Name]
-			if !ok || p.Ref == node.RefNone {
-				continue
-			}
-			// A reference is checked as the kind gets it: coerced to the
-			// parameter's type (a server written as a number is its text).
-			if cv, err := p.Coerce(val); err == nil && cv != nil {
-				val = cv
-			}
-			switch p.Ref {
-			case node.RefMCPServer:
-				if srv, ok := val.(string); ok && w.MCPServer(srv) == nil {
-					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "node uses MCP server %q, which mcp_servers does not declare%s", srv, didYouMean(srv, names))
-				}
-			case node.RefMCPTools:
-				tools, _ := val.([]any)
-				if s, ok := val.(string); ok {
-					tools = []any{s} // one pattern
-				}
-				for i, t := range tools {
-					if m, ok := t.(map[string]any); ok {
-						v.toolWorkflow(n, p.Name, i, m)
-						continue
-					}
-					s, _ := t.(string)
-					srv, _, _ := strings.Cut(s, ".")
-					if w.MCPServer(srv) == nil && !expr.HasTemplate(s) {
-						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "tool %q names MCP server %q, which mcp_servers does not declare%s", s, srv, didYouMean(srv, names))
-					}
-				}
-			case node.RefModel:
-				names, _ := val.([]any) // a list of models: fallbacks
-				if m, ok := val.(string); ok {
-					names = []any{m}
-				}
-				for _, x := range names {
-					if m, ok := x.(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil {
-						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, models))
-					}
-				}
-			case node.RefWorkflow:
-				if f, ok := val.(string); ok && w.File != "" && !expr.HasTemplate(f) {
-					full := f
-					if !filepath.IsAbs(f) {
-						full = filepath.Join(filepath.Dir(w.File), f)
-					}
-					if _, err := os.Stat(full); err != nil {
-						v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
-					}
-				}
-			}
+		if v.specs[i] != nil {
+			v.own(i, func() { v.nodeServers(n, v.specs[i], names, models) })
 		}
 	}
 	if w.Evidence != nil && w.Evidence.Server != "" && w.MCPServer(w.Evidence.Server) == nil {
 		v.d.errorf(w.Evidence.Pos, "evidence.server", "", "evidence uses MCP server %q, which mcp_servers does not declare%s", w.Evidence.Server, didYouMean(w.Evidence.Server, names))
+	}
+}
+
+// nodeServers checks what a node's parameters name: MCP servers and their
+// tools, models, child workflows. names are the declared MCP servers,
+// models the declared models.
+func (v *validator) nodeServers(n *Node, spec *node.Spec, names, models []string) {
+	w := v.w
+	for _, p := range spec.Params {
+		val, ok := n.Params[p.Name]
+		if !ok || p.Ref == node.RefNone {
+			continue
+		}
+		// A reference is checked as the kind gets it: coerced to the
+		// parameter's type (a server written as a number is its text).
+		if cv, err := p.Coerce(val); err == nil && cv != nil {
+			val = cv
+		}
+		switch p.Ref {
+		case node.RefMCPServer:
+			if srv, ok := val.(string); ok && w.MCPServer(srv) == nil {
+				v.d.errorf(n.ParamPos(p.Name), "", n.ID, "node uses MCP server %q, which mcp_servers does not declare%s", srv, didYouMean(srv, names))
+			}
+		case node.RefMCPTools:
+			tools, _ := val.([]any)
+			if s, ok := val.(string); ok {
+				tools = []any{s} // one pattern
+			}
+			for i, t := range tools {
+				if m, ok := t.(map[string]any); ok {
+					v.toolWorkflow(n, p.Name, i, m)
+					continue
+				}
+				s, _ := t.(string)
+				srv, _, _ := strings.Cut(s, ".")
+				if w.MCPServer(srv) == nil && !expr.HasTemplate(s) {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "tool %q names MCP server %q, which mcp_servers does not declare%s", s, srv, didYouMean(srv, names))
+				}
+			}
+		case node.RefModel:
+			names, _ := val.([]any) // a list of models: fallbacks
+			if m, ok := val.(string); ok {
+				names = []any{m}
+			}
+			for _, x := range names {
+				if m, ok := x.(string); ok && len(w.LLM) > 0 && w.LLMConfig(m) == nil {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "model %q is not declared under llm:%s", m, didYouMean(m, models))
+				}
+			}
+		case node.RefWorkflow:
+			if f, ok := val.(string); ok && w.File != "" && !expr.HasTemplate(f) {
+				full := f
+				if !filepath.IsAbs(f) {
+					full = filepath.Join(filepath.Dir(w.File), f)
+				}
+				if _, err := os.Stat(full); err != nil {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
+				}
+			}
+		}
 	}
 }

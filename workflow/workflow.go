@@ -14,6 +14,9 @@ type Workflow struct {
 	// kinds is the registry the workflow was validated against; its specs
 	// give the nodes' roles.
 	kinds *node.Registry
+	// ignored are the problems Validate found in nodes that never run and
+	// reported as warnings.
+	ignored Diagnostics
 	// File is the path the workflow was read from, used in diagnostics.
 	File        string
 	Version     int
@@ -201,6 +204,11 @@ type Output struct {
 
 	raw *value
 }
+
+// Ignored returns the problems the last Validate found in nodes a run
+// never runs (disabled, or reached by no run) and so reported as warnings
+// instead of errors.
+func (w *Workflow) Ignored() Diagnostics { return w.ignored }
 
 // Node returns the node with the given id.
 func (w *Workflow) Node(id string) *Node {

@@ -44,6 +44,7 @@ var scenarios = []scenario{
 	{name: "guardrail_visits"},
 	{name: "cycle_visits"},
 	{name: "disabled_nodes"},
+	{name: "half_built"},
 	// Failures, retries and on_error.
 	{name: "fail_node", inputs: map[string]any{"why": "the feed is empty"}},
 	{name: "retry_backoff", inputs: map[string]any{"base": "$HTTP"}},

@@ -19,7 +19,9 @@ func validateCmd(e *env) *cobra.Command {
 		Short: "Check workflow files and print every problem",
 		Long: `Check workflow files: their shape, node parameters, edges and handles, loops
 and cycles, and every template reference. Each problem is printed as
-file:line:col: severity: message (node id).
+file:line:col: severity: message (node id). The problems of a node that
+never runs (disabled, or reached by no trigger) are warnings that say why
+they are ignored: a half-built branch does not make the file invalid.
 
 Then what would stop a run on this machine, all at once, as warnings: models
 that are not configured (an llm or agent node with no model in llm: nor

@@ -273,6 +273,13 @@ func (r *Run) Start(starts []int, payload map[string]any) *Actions {
 			root.st[pn.Slot].status = StatusSkipped
 		}
 	}
+	// Problems of nodes that never run were warnings when the workflow was
+	// validated; the run records them where it ignores the nodes.
+	for _, d := range p.W.Ignored() {
+		if i, ok := p.G.Index[d.Node]; ok {
+			r.event(EventWarning, p.Nodes[i], nil, map[string]any{"message": fmt.Sprintf("node %q, line %d:%d: %s", d.Node, d.Line, d.Col, d.Message)})
+		}
+	}
 	// Edges out of ignored nodes never fire.
 	for _, i := range p.rootRegion {
 		if !r.reach[i] {
