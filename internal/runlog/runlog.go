@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -85,6 +86,10 @@ type Writer struct {
 	// err is the first error of the goroutine; Flush and Finish return it.
 	err  error
 	done chan struct{}
+
+	// nodeEvents, set by TraceNodes, reads the run's events for the node
+	// files Finish writes; nil: no node files.
+	nodeEvents func() ([]record.EventRow, error)
 
 	// Owned by the goroutine until done is closed, then by Finish or Close.
 	events  *os.File
@@ -591,9 +596,11 @@ func (w *Writer) Finish(result any) error {
 		w.mu.Unlock()
 		return err
 	}
+	traced := w.nodeEvents != nil
 	if w.onDemand && !w.made {
-		// Only a folder someone wrote into gets a run.json.
-		if _, err := os.Lstat(w.dir); errors.Is(err, fs.ErrNotExist) {
+		// Only a folder someone wrote into, or a traced run's, gets a
+		// run.json.
+		if _, err := os.Lstat(w.dir); errors.Is(err, fs.ErrNotExist) && !traced {
 			w.closed, w.finished = true, true
 			w.mu.Unlock()
 			return nil
@@ -609,7 +616,10 @@ func (w *Writer) Finish(result any) error {
 	if jw, ok := result.(JSONWriter); ok {
 		// Written as it is encoded: a run of many steps is never whole in
 		// memory.
-		if err = w.stop(); err == nil {
+		if err = w.stop(); err == nil && traced {
+			err = w.writeNodes(result)
+		}
+		if err == nil {
 			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
 				c := &secretCheck{w: f, redact: w.redact}
 				if err := jw.WriteJSON(c); err != nil {
@@ -640,6 +650,9 @@ func (w *Writer) Finish(result any) error {
 			ch <- encoded{data, err}
 		}()
 		err = w.stop()
+		if err == nil && traced {
+			err = w.writeNodes(result)
+		}
 		enc := <-ch
 		if err == nil {
 			if enc.err != nil {
