@@ -612,12 +612,14 @@ func (w *Writer) Finish(result any) error {
 		}
 	}
 	w.mu.Unlock()
-	var err error
+	// nodesErr is the error of writing the node files of a traced run:
+	// run.json is written all the same.
+	var err, nodesErr error
 	if jw, ok := result.(JSONWriter); ok {
 		// Written as it is encoded: a run of many steps is never whole in
 		// memory.
 		if err = w.stop(); err == nil && traced {
-			err = w.writeNodes(result)
+			nodesErr = w.writeNodes(result)
 		}
 		if err == nil {
 			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
@@ -651,7 +653,7 @@ func (w *Writer) Finish(result any) error {
 		}()
 		err = w.stop()
 		if err == nil && traced {
-			err = w.writeNodes(result)
+			nodesErr = w.writeNodes(result)
 		}
 		enc := <-ch
 		if err == nil {
@@ -665,7 +667,7 @@ func (w *Writer) Finish(result any) error {
 	if err == nil {
 		err = w.sync()
 	}
-	err = errors.Join(err, w.closeFiles())
+	err = errors.Join(err, nodesErr, w.closeFiles())
 	w.mu.Lock()
 	w.finished, w.finishErr = true, err
 	w.mu.Unlock()
