@@ -1,6 +1,7 @@
 package runlog
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -99,24 +100,36 @@ func (w *Writer) writeNodes(result any) error {
 	}
 	stale := !w.fresh
 	for _, id := range order {
-		if err := w.mkdir(id); err != nil {
-			return err
-		}
-		name := filepath.Join(id, runFile)
 		data, err := w.encode(byNode[id], true)
 		if err != nil {
-			return fmt.Errorf("encoding %s: %w", filepath.Join(w.dir, name), err)
-		}
-		if err := w.writeAtomic(name, data, stale); err != nil {
-			return err
+			return fmt.Errorf("encoding %s: %w", filepath.Join(w.dir, id, runFile), err)
 		}
 		var lines []byte
 		if enc := encs[id]; enc != nil {
 			lines = enc.buf.Bytes()
 		}
-		if err := w.writeAtomic(filepath.Join(id, eventsFile), lines, stale); err != nil {
+		if err := w.writeNode(id, data, lines, stale); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeNode writes the run.json and events.jsonl of node id into its
+// folder, made if need be, through a root opened on the folder (one
+// lookup of the folder for both files).
+func (w *Writer) writeNode(id string, run, events []byte, stale bool) error {
+	if err := w.mkdir(id); err != nil {
+		return err
+	}
+	dir := filepath.Join(w.dir, id)
+	r, err := w.root.OpenRoot(id)
+	if err != nil {
+		return pathError("cannot open", dir, err)
+	}
+	err = writeFileAtomic(r, dir, runFile, run, stale)
+	if err == nil {
+		err = writeFileAtomic(r, dir, eventsFile, events, stale)
+	}
+	return errors.Join(err, r.Close())
 }

@@ -782,10 +782,37 @@ func (w *Writer) mkdir(name string) error {
 // readers see the old file or the new one, never a part. With stale, a
 // temporary file a crash may have left is removed first.
 func (w *Writer) writeAtomic(name string, data []byte, stale bool) error {
-	return w.writeAtomicFunc(name, stale, func(f io.Writer) error {
-		_, err := f.Write(data)
-		return err
-	})
+	return writeFileAtomic(w.root, w.dir, name, data, stale)
+}
+
+// writeFileAtomic is writeAtomic into the folder r, whose path is dir, in
+// one write.
+func writeFileAtomic(r *os.Root, dir, name string, data []byte, stale bool) error {
+	path := filepath.Join(dir, name)
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
+	if stale {
+		if err := r.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return pathError("cannot write", path, err)
+		}
+	}
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return pathError("cannot write", path, err)
+	}
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = r.Remove(tmp)
+		return pathError("cannot write", path, err)
+	}
+	return nil
 }
 
 // JSONWriter is a result that writes itself as indented JSON, a piece at
