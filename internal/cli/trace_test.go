@@ -276,3 +276,34 @@ edges:
 	require.Equal(t, []string{"node_started", "node_finished", "node_started", "node_finished"}, types,
 		"the node's events of both executions, as the database holds them")
 }
+
+// A run that waits for a signal has its node files when the command ends
+// with it waiting; the signal that ends it rewrites them.
+func TestRunTraceNodesOfAWaitingRun(t *testing.T) {
+	t.Parallel()
+	sk := t.TempDir()
+	file := filepath.Join(t.TempDir(), "gate.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: gate
+trace: nodes
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: approve, type: wait, until: signal}
+  - {id: after, type: template, text: "by {{ approve.data.by }}"}
+edges:
+  - {from: start, to: approve}
+  - {from: approve, to: after}
+`), 0o644))
+	r := skein(t, "run", "--dir", sk, "-o", "json", file)
+	require.Equal(t, 4, r.code, r.stderr)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	dir, id := m["dir"].(string), m["execution_id"].(string)
+	require.Equal(t, "waiting", readNodeRun(t, dir, "approve").Status)
+	require.Equal(t, "success", readNodeRun(t, dir, "start").Status)
+
+	r = skein(t, "signal", "--dir", sk, id, "approve", "--data", `{"by": "ada"}`)
+	require.Equal(t, 0, r.code, r.stderr+r.stdout)
+	require.Equal(t, "success", readNodeRun(t, dir, "approve").Status)
+	require.Equal(t, "success", readNodeRun(t, dir, "after").Status)
+}
