@@ -13,10 +13,11 @@
 # and runs each chain with the default layout and with --trace nodes, once
 # each per round, the four runs interleaved within a round so that load
 # from other processes spreads over all of them. Every run gets its own
-# --dir. It prints the median wall time of each and, per size, the cost of
-# the option per node: (median traced − median default) / (N + 1), the
-# trigger being a node too; and the node files written (a check that the
-# traced runs wrote them).
+# --dir. It prints the median wall time and CPU time (user + sys, from
+# bash's time: less sensitive than wall time to other processes on the
+# machine) of each and, per size, the cost of the option per node:
+# (median traced − median default) / (N + 1), the trigger being a node too;
+# and the node files written (a check that the traced runs wrote them).
 set -euo pipefail
 rounds=${1:-9}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,7 +43,9 @@ for n in $SIZES; do
 	} >"$wf/chain-$n.yaml"
 done
 
+TIMEFORMAT='%3U %3S' # bash's time: user and system CPU seconds
 declare -A times
+declare -A cpu
 declare -A files
 for ((r = 0; r < rounds; r++)); do
 	for n in $SIZES; do
@@ -51,13 +54,14 @@ for ((r = 0; r < rounds; r++)); do
 			d=$BENCH_DIR/runs/$name-$r
 			rm -rf "$d"
 			s=$(date +%s%N)
-			if ! "$OUT/skein" run --dir "$d" --trace "$mode" "$wf/chain-$n.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
+			if ! { time "$OUT/skein" run --dir "$d" --trace "$mode" "$wf/chain-$n.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; } 2>"$BENCH_DIR/cpu"; then
 				echo "skein run $name failed:" >&2
 				cat "$BENCH_DIR/stderr" >&2
 				exit 1
 			fi
 			e=$(date +%s%N)
 			times[$name]+="$(((e - s) / 1000)) "
+			cpu[$name]+="$(awk '{printf "%d", ($1 + $2) * 1000000}' "$BENCH_DIR/cpu") "
 			files[$name]=$(find "$d/runs" -mindepth 4 -name run.json | wc -l)
 		done
 	done
@@ -69,15 +73,20 @@ echo "# after:  $(uptime)"
 
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 declare -A med
+declare -A cmed
 for n in $SIZES; do
 	for mode in run nodes; do
 		name=chain-$n-$mode
 		med[$name]=$(median "${times[$name]}")
-		printf '%-16s median %9d µs   node run.json files %5d   runs: %s\n' "$name" "${med[$name]}" "${files[$name]}" "${times[$name]}"
+		cmed[$name]=$(median "${cpu[$name]}")
+		printf '%-16s wall median %9d µs   CPU (user+sys) median %9d µs   node run.json files %5d\n' "$name" "${med[$name]}" "${cmed[$name]}" "${files[$name]}"
+		printf '%-16s wall runs: %s\n' "" "${times[$name]}"
 	done
 done
 echo
 for n in $SIZES; do
 	awk -v a="${med[chain-$n-run]}" -v b="${med[chain-$n-nodes]}" -v n="$n" \
-		'BEGIN {printf "chain of %d: default %.1f µs a node, --trace nodes %.1f µs a node: the option costs %.1f µs a node (%.0f%%)\n", n, a/(n+1), b/(n+1), (b-a)/(n+1), (b-a)/a*100}'
+		'BEGIN {printf "chain of %d, wall: default %.1f µs a node, --trace nodes %.1f µs a node: the option costs %.1f µs a node (%+.0f%%)\n", n, a/(n+1), b/(n+1), (b-a)/(n+1), (b-a)/a*100}'
+	awk -v a="${cmed[chain-$n-run]}" -v b="${cmed[chain-$n-nodes]}" -v n="$n" \
+		'BEGIN {printf "chain of %d, CPU:  default %.1f µs a node, --trace nodes %.1f µs a node: the option costs %.1f µs a node (%+.0f%%)\n", n, a/(n+1), b/(n+1), (b-a)/(n+1), (b-a)/a*100}'
 done
