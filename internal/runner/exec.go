@@ -152,7 +152,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	run, rl, blobs, recBlobs := opened.Run, opened.Folder, opened.Blobs, opened.RecordBlobs
 	defer rl.Close()
-	r.runsFor(o).TraceFolder(ctx, rl, w, run.ID)
+	runs := r.runs()
+	runs.Trace = o.Trace // --trace, over the workflows' trace:
+	runs.TraceFolder(ctx, rl, w, run.ID)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -208,7 +210,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Files:         runlog.Files(w, rl.Dir()),
 		Services:      svc,
 		ChildServices: sc.Child, // a child uses the servers and models its own file declares
-		Child:         r.runsFor(o).ChildFactory(ctx, run, lease, red),
+		Child:         runs.ChildFactory(ctx, run, lease, red),
 	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
@@ -309,13 +311,6 @@ func (r *Runner) runs() *durable.Host {
 		Doc: func(ctx context.Context, run *store.Run, res *engine.Result, red *redact.Redactor) any {
 			return r.Doc(ctx, &Result{Run: run, Engine: res, redact: red})
 		}}
-}
-
-// runsFor is runs for an execution with options o: its trace level.
-func (r *Runner) runsFor(o Options) *durable.Host {
-	h := r.runs()
-	h.Trace = o.Trace
-	return h
 }
 
 // spentBefore is what a run spent in its earlier executions

@@ -131,12 +131,9 @@ func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
 	return queue.CancelRun(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs}, runID)
 }
 
-// endQueued writes the files of a queued run that ended into its folder,
-// made now, in the process that follows it (skein run, the server that
-// started it): the verdict of its checks (their events go to the
-// database), and, for a run traced with nodes, its run.json and its node
-// files, from the records the workers committed. A run with neither gets
-// no folder.
+// endQueued writes into the folder of a queued run that ended, made now by
+// the process that follows it (skein run, the server that started it), the
+// verdict of its checks and, traced with nodes, its run.json and node files.
 func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store.Run, res *engine.Result, o Options) (*check.RunVerdict, error) {
 	checks, traced := check.Has(w), w.Traces(o.Trace) == workflow.TraceNodes
 	if !checks && !traced {
@@ -159,7 +156,9 @@ func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store
 		})
 	}
 	if traced {
-		r.runsFor(o).TraceFolder(ctx, rl, w, run.ID)
+		runs := r.runs()
+		runs.Trace = o.Trace
+		runs.TraceFolder(ctx, rl, w, run.ID)
 		err = errors.Join(err, rl.Finish(r.Doc(ctx, &Result{Run: run, Engine: res, Verdict: v, redact: red})))
 	}
 	return v, err
