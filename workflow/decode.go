@@ -24,7 +24,7 @@ var CommonFields = []string{
 
 var topKeys = []string{
 	"version", "name", "description", "inputs", "secrets", "files", "defaults", "mcp_servers",
-	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs", "record",
+	"llm", "limits", "evidence", "delivery", "nodes", "edges", "outputs", "record", "trace",
 }
 
 // InputTypes are the types an input may declare.
@@ -290,6 +290,15 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 			w.Description, _ = dec.str(v, key, "")
 		case "record":
 			w.Record, _ = dec.boolean(v, key, "")
+		case "trace":
+			if s, ok := dec.str(v, key, ""); ok {
+				t, err := ParseTrace(s)
+				if err != nil {
+					dec.d.errorf(v.pos, key, "", "%v: run writes the run's run.json and events.jsonl; nodes also writes each node's run.json and events.jsonl in its folder", err)
+					return
+				}
+				w.Trace = t
+			}
 		case "inputs":
 			dec.inputs(w, v)
 		case "secrets":

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -36,7 +37,11 @@ type Workflow struct {
 	Delivery *Delivery
 	// Record keeps a cassette of every run's interactions with the
 	// outside world (`record: true`), as skein run --record does.
-	Record  bool
+	Record bool
+	// Trace is what the run folder holds besides run.json and
+	// events.jsonl (`trace:`): TraceNodes adds each node's own files.
+	// Empty means TraceRun.
+	Trace   Trace
 	Nodes   []*Node
 	Edges   []*Edge
 	Outputs []*Output
@@ -129,6 +134,45 @@ type Evidence struct {
 	Tool      string
 	Arguments map[string]any
 	Pos       Pos
+}
+
+// Trace is a trace level: what a run's folder holds (`trace:` in a
+// workflow, skein run --trace).
+type Trace string
+
+// Trace levels.
+const (
+	// TraceRun, the default, is the fast layout: the run's run.json and
+	// events.jsonl, and a node folder only for a node with files of its
+	// own (artifacts, a verdict).
+	TraceRun Trace = "run"
+	// TraceNodes adds, in each node's folder, the node's run.json (its
+	// visits) and events.jsonl (its events), written when the run ends
+	// or waits.
+	TraceNodes Trace = "nodes"
+)
+
+// TraceLevels are the trace levels a workflow or a command may ask for.
+var TraceLevels = []string{string(TraceRun), string(TraceNodes)}
+
+// ParseTrace reads a trace level: run or nodes.
+func ParseTrace(s string) (Trace, error) {
+	if !contains(TraceLevels, s) {
+		return "", fmt.Errorf("trace must be run or nodes, not %q%s", s, didYouMean(s, TraceLevels))
+	}
+	return Trace(s), nil
+}
+
+// Traces returns the trace level of a run of w: flag, when set (a
+// command's --trace wins), else the workflow's own, else TraceRun.
+func (w *Workflow) Traces(flag Trace) Trace {
+	switch {
+	case flag != "":
+		return flag
+	case w != nil && w.Trace != "":
+		return w.Trace
+	}
+	return TraceRun
 }
 
 // OnError values.

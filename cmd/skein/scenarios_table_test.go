@@ -1,10 +1,12 @@
 package main_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -92,6 +94,10 @@ var scenarios = []scenario{
 	{name: "vars_overwrite"},
 	{name: "route_join", inputs: map[string]any{"base": "$HTTP"}},
 	{name: "wait_until_past"},
+	// trace: nodes writes each node's run.json and events.jsonl in the
+	// run's folder, on every configuration (made on demand for a served
+	// run, by the following process for a queued one).
+	{name: "trace_nodes", check: nodeFiles},
 	// A killed owner: skein run is resumed, a server's takeover goes on,
 	// new workers go on; what completed before the kill ran once.
 	{name: "kill_resume", own: true, slowQueue: true, anyAttempts: []string{"hang"}, inputs: map[string]any{"marker": "$TMP/m"},
@@ -108,6 +114,49 @@ var scenarios = []scenario{
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},
 	{name: "cancel_waiting", script: []action{{node: "approve", status: "waiting", do: "cancel"}}},
 	{name: "cancel_let_finish", script: []action{{node: "busy", status: "running", do: "cancel-let-finish"}}},
+}
+
+// nodeFiles checks the node files of scenario trace_nodes: each node's
+// run.json with its status and visits, and its events. They are written
+// once the run's final record has committed, so they may come just after
+// the run reads as ended.
+func nodeFiles(t *testing.T, _ string, doc map[string]any) {
+	dir := str(doc["dir"])
+	require.NotEmpty(t, dir, mustJSON(t, doc))
+	eventually(t, 60*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(dir, "report", "events.jsonl"))
+		return err == nil
+	}, "run %s: no node files in %s", doc["execution_id"], dir)
+	want := map[string]struct {
+		status string
+		visits int
+	}{
+		"start": {"success", 1}, "big": {"success", 1}, "taken": {"success", 1}, "missed": {"skipped", 1},
+		"poll": {"success", 1}, "bump": {"success", 2}, "back": {"success", 2}, "report": {"success", 1},
+	}
+	for node, w := range want {
+		var nr struct {
+			Node   string           `json:"node"`
+			Trace  string           `json:"trace"`
+			Status string           `json:"status"`
+			Visits []map[string]any `json:"visits"`
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, node, "run.json"))
+		require.NoError(t, err, node)
+		require.NoError(t, json.Unmarshal(raw, &nr), node)
+		require.Equal(t, node, nr.Node)
+		require.Equal(t, "nodes", nr.Trace)
+		require.Equal(t, w.status, nr.Status, node)
+		require.Len(t, nr.Visits, w.visits, node)
+		evs, err := os.ReadFile(filepath.Join(dir, node, "events.jsonl"))
+		require.NoError(t, err, node)
+		finished := strings.Count(string(evs), `"type":"node_finished"`)
+		if w.status == "skipped" {
+			require.Zero(t, finished, node)
+		} else {
+			require.Equal(t, w.visits, finished, "%s: one node_finished a visit", node)
+		}
+	}
 }
 
 // noSecretIn checks the run document holds no secret value.

@@ -33,6 +33,13 @@ type execFlags struct {
 	dirFlag string
 	// record is skein run --record.
 	record bool
+	// trace is --trace of run and resume ("" when not given).
+	trace string
+}
+
+// addTraceFlag adds --trace, what the run folder holds.
+func (f *execFlags) addTraceFlag(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.trace, "trace", "", "what the run folder holds: run (run.json and events.jsonl) or nodes (also each node's run.json and events.jsonl in its folder, written when the run ends or waits); default the workflow's trace:, else run")
 }
 
 func (f *execFlags) register(cmd *cobra.Command) {
@@ -59,13 +66,19 @@ func (f *execFlags) check(cmd *cobra.Command) error {
 	if f.concurrency < 1 {
 		return usagef("--concurrency must be at least 1")
 	}
+	if f.trace != "" {
+		if _, err := workflow.ParseTrace(f.trace); err != nil {
+			return usagef("--%v", err)
+		}
+	}
 	return nil
 }
 
 // options are the runner's options for the flags; obs, when set, shows
 // the run's progress.
 func (f *execFlags) options(obs runner.Observer, hard <-chan struct{}) runner.Options {
-	return runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark, Observer: obs, Record: f.record}
+	return runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile, DenyPrivate: f.denyPrivate, Hard: hard, Park: cliPark, Observer: obs, Record: f.record,
+		Trace: workflow.Trace(f.trace)}
 }
 
 // resumeCommand is the command that resumes run id: with --dir when it
@@ -185,6 +198,7 @@ Postgres --db; --auto-repair does too).`,
 		},
 	}
 	f.register(cmd)
+	f.addTraceFlag(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&f.record, "record", false, "keep a cassette of every interaction with the outside world (models, MCP tools, HTTP, shell; secrets masked) in the run folder, for skein replay")
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "input as name=value (repeatable)")
@@ -396,6 +410,7 @@ exactly one proceeds.`,
 		},
 	}
 	f.register(cmd)
+	f.addTraceFlag(cmd)
 	addFileFlag(cmd, &wfile, "resume with this (edited) workflow file")
 	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
 	return cmd

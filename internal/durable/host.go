@@ -9,6 +9,7 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
@@ -37,6 +38,22 @@ type Host struct {
 	// Doc is the document of a run that ended or parked, for its folder's
 	// run.json, its secrets masked with red.
 	Doc func(ctx context.Context, run *store.Run, res *engine.Result, red *redact.Redactor) any
+	// Trace, when set, is the trace level of every run executed here
+	// (skein run --trace), over their workflows' own.
+	Trace workflow.Trace
+}
+
+// TraceFolder has rl, the folder of run runID of w, write each node's
+// run.json and events.jsonl when it gets the run's document (the run ends
+// or waits), when the run is traced with nodes (w.Traces(h.Trace)): the
+// document's steps, and the events the store has committed for the run,
+// read then. Nothing changes for a run traced with run.
+func (h *Host) TraceFolder(ctx context.Context, rl *runlog.Writer, w *workflow.Workflow, runID string) {
+	if w.Traces(h.Trace) != workflow.TraceNodes {
+		return
+	}
+	bg := context.WithoutCancel(ctx) // read after the run's own context ended
+	rl.TraceNodes(func() ([]record.EventRow, error) { return h.Store.Events(bg, runID, 0, 0) })
 }
 
 // BlobStore is where a run executed here keeps its big values: the shared
@@ -189,6 +206,7 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 		default:
 			return nil, err
 		}
+		h.TraceFolder(ctx, crl, cw, id)
 		l.AddChild(id, true)
 		blobs, err := h.BlobStore(crl, red)
 		if err == nil && reuse != nil {

@@ -139,6 +139,10 @@ func usecPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// StepRecords returns the document's steps, in step order: the node files
+// of a traced run list them (runlog.StepLister).
+func (d *Doc) StepRecords() []record.Step { return d.Steps }
+
 // WriteJSON writes the document as indented JSON (what encoding/json
 // writes with a two-space indent, <, > and & unescaped, and a final
 // newline), one step at a time, so that a run with many big steps is never

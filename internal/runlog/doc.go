@@ -11,9 +11,23 @@
 //		                      the node kind when it has some
 //
 // where root is usually ".skein" and the time is the run's start in UTC, so
-// folders sort by start whatever the machine's time zone. There is no
-// per-node events file: a node's events are the lines of events.jsonl that
+// folders sort by start whatever the machine's time zone. By default there
+// is no per-node file: a node's events are the lines of events.jsonl that
 // name it (and the database's events table).
+//
+// A run traced with nodes (workflow.TraceNodes: skein run --trace nodes,
+// trace: nodes) adds, when Finish writes the run's document (the run ends
+// or waits), for every node with a step:
+//
+//	<node>/run.json       a NodeRun: the node's visits, each the step as the
+//	                      document lists it, with the node's status, times,
+//	                      attempts and trace level
+//	<node>/events.jsonl   the node's events, every visit's, as the store
+//	                      committed them
+//
+// written from the document's steps (a StepLister) and the events
+// TraceNodes reads, which the caller reads from the store once the run's
+// records are committed. An on-demand folder is made for them.
 //
 // The database is the source of truth; the folder is a view of it, written
 // off the engine's path. A Writer is the engine's Recorder for one run, but

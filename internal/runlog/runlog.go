@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -85,6 +86,10 @@ type Writer struct {
 	// err is the first error of the goroutine; Flush and Finish return it.
 	err  error
 	done chan struct{}
+
+	// nodeEvents, set by TraceNodes, reads the run's events for the node
+	// files Finish writes; nil: no node files.
+	nodeEvents func() ([]record.EventRow, error)
 
 	// Owned by the goroutine until done is closed, then by Finish or Close.
 	events  *os.File
@@ -591,9 +596,11 @@ func (w *Writer) Finish(result any) error {
 		w.mu.Unlock()
 		return err
 	}
+	traced := w.nodeEvents != nil
 	if w.onDemand && !w.made {
-		// Only a folder someone wrote into gets a run.json.
-		if _, err := os.Lstat(w.dir); errors.Is(err, fs.ErrNotExist) {
+		// Only a folder someone wrote into, or a traced run's, gets a
+		// run.json.
+		if _, err := os.Lstat(w.dir); errors.Is(err, fs.ErrNotExist) && !traced {
 			w.closed, w.finished = true, true
 			w.mu.Unlock()
 			return nil
@@ -605,11 +612,16 @@ func (w *Writer) Finish(result any) error {
 		}
 	}
 	w.mu.Unlock()
-	var err error
+	// nodesErr is the error of writing the node files of a traced run:
+	// run.json is written all the same.
+	var err, nodesErr error
 	if jw, ok := result.(JSONWriter); ok {
 		// Written as it is encoded: a run of many steps is never whole in
 		// memory.
-		if err = w.stop(); err == nil {
+		if err = w.stop(); err == nil && traced {
+			nodesErr = w.writeNodes(result)
+		}
+		if err == nil {
 			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
 				c := &secretCheck{w: f, redact: w.redact}
 				if err := jw.WriteJSON(c); err != nil {
@@ -640,6 +652,9 @@ func (w *Writer) Finish(result any) error {
 			ch <- encoded{data, err}
 		}()
 		err = w.stop()
+		if err == nil && traced {
+			nodesErr = w.writeNodes(result)
+		}
 		enc := <-ch
 		if err == nil {
 			if enc.err != nil {
@@ -652,7 +667,7 @@ func (w *Writer) Finish(result any) error {
 	if err == nil {
 		err = w.sync()
 	}
-	err = errors.Join(err, w.closeFiles())
+	err = errors.Join(err, nodesErr, w.closeFiles())
 	w.mu.Lock()
 	w.finished, w.finishErr = true, err
 	w.mu.Unlock()
@@ -767,10 +782,37 @@ func (w *Writer) mkdir(name string) error {
 // readers see the old file or the new one, never a part. With stale, a
 // temporary file a crash may have left is removed first.
 func (w *Writer) writeAtomic(name string, data []byte, stale bool) error {
-	return w.writeAtomicFunc(name, stale, func(f io.Writer) error {
-		_, err := f.Write(data)
-		return err
-	})
+	return writeFileAtomic(w.root, w.dir, name, data, stale)
+}
+
+// writeFileAtomic is writeAtomic into the folder r, whose path is dir, in
+// one write.
+func writeFileAtomic(r *os.Root, dir, name string, data []byte, stale bool) error {
+	path := filepath.Join(dir, name)
+	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
+	if stale {
+		if err := r.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return pathError("cannot write", path, err)
+		}
+	}
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return pathError("cannot write", path, err)
+	}
+	if len(data) > 0 {
+		_, err = f.Write(data)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = r.Rename(tmp, name)
+	}
+	if err != nil {
+		_ = r.Remove(tmp)
+		return pathError("cannot write", path, err)
+	}
+	return nil
 }
 
 // JSONWriter is a result that writes itself as indented JSON, a piece at

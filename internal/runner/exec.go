@@ -152,6 +152,9 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	run, rl, blobs, recBlobs := opened.Run, opened.Folder, opened.Blobs, opened.RecordBlobs
 	defer rl.Close()
+	runs := r.runs()
+	runs.Trace = o.Trace // --trace, over the workflows' trace:
+	runs.TraceFolder(ctx, rl, w, run.ID)
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -207,7 +210,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Files:         runlog.Files(w, rl.Dir()),
 		Services:      svc,
 		ChildServices: sc.Child, // a child uses the servers and models its own file declares
-		Child:         r.runs().ChildFactory(ctx, run, lease, red),
+		Child:         runs.ChildFactory(ctx, run, lease, red),
 	}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,

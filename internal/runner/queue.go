@@ -11,6 +11,7 @@ import (
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/workflow"
@@ -95,8 +96,8 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 		return nil, err
 	}
 	res := &Result{Run: out.Run, Engine: out.Result, redact: r.redactor(nil)}
-	if out.Ended && check.Has(w) {
-		res.Verdict, res.Err = r.verifyQueued(context.WithoutCancel(ctx), w, out.Run, out.Result, o)
+	if out.Ended {
+		res.Verdict, res.Err = r.endQueued(context.WithoutCancel(ctx), w, out.Run, out.Result, o)
 	}
 	return res, nil
 }
@@ -130,19 +131,37 @@ func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
 	return queue.CancelRun(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs}, runID)
 }
 
-// verifyQueued runs the checks of a queued run that ended, in the process
-// that follows it (skein run, the server that started it): the
-// verdict files go to the run's folder, made now, and the verdict events
-// to the database.
-func (r *Runner) verifyQueued(ctx context.Context, w *workflow.Workflow, run *store.Run, res *engine.Result, o Options) (*check.RunVerdict, error) {
+// endQueued writes into the folder of a queued run that ended, made now by
+// the process that follows it (skein run, the server that started it), the
+// verdict of its checks and, traced with nodes, its run.json and node files.
+func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store.Run, res *engine.Result, o Options) (*check.RunVerdict, error) {
+	checks, traced := check.Has(w), w.Traces(o.Trace) == workflow.TraceNodes
+	if !checks && !traced {
+		return nil, nil
+	}
 	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile)
 	if err != nil {
 		return nil, err
 	}
 	red := r.redactor(secrets)
-	return queue.VerifyEnded(ctx, r.st, run, w.Name, red, r.clock.Now(), func(dir string) (*check.RunVerdict, error) {
-		return r.verify(ctx, w, res, run.ID, dir, secrets, red, nil)
-	})
+	rl, err := runlog.ReopenOnDemand(run.Dir, w.Name, run.ID, run.StartedAt, nil, red)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rl.Close() }()
+	var v *check.RunVerdict
+	if checks {
+		v, err = queue.VerifyEnded(ctx, r.st, rl, run, r.clock.Now(), func(dir string) (*check.RunVerdict, error) {
+			return r.verify(ctx, w, res, run.ID, dir, secrets, red, nil)
+		})
+	}
+	if traced {
+		runs := r.runs()
+		runs.Trace = o.Trace
+		runs.TraceFolder(ctx, rl, w, run.ID)
+		err = errors.Join(err, rl.Finish(r.Doc(ctx, &Result{Run: run, Engine: res, Verdict: v, redact: red})))
+	}
+	return v, err
 }
 
 // WorkRequest runs queue workers.

@@ -299,6 +299,9 @@ type Options struct {
 	// world in its folder (skein run --record; record: true in the
 	// workflow does the same), for Replay.
 	Record bool
+	// Trace, when set, is the trace level of the run and its child runs
+	// (skein run --trace), over their workflows' trace: fields.
+	Trace workflow.Trace
 	// Replay, when set, answers the run's interactions from a cassette
 	// instead of sending them (skein test's cases that name one, the
 	// examples' golden replays). Child runs answer from it too.

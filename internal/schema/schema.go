@@ -330,6 +330,11 @@ func build(reg *node.Registry) (object, error) {
 				"type":        "boolean",
 				"description": "Keep a cassette of every run's interactions with the outside world (models, MCP tools, HTTP, shell; secrets masked) in its run folder, for skein replay; as skein run --record.",
 			},
+			"trace": object{
+				"type":        "string",
+				"enum":        []string{"run", "nodes"},
+				"description": "What a run's folder holds: run (the default) writes the run's run.json and events.jsonl; nodes also writes, in each node's folder, the node's run.json (its visits: status, times, attempts) and events.jsonl (its events) when the run ends or waits; as skein run --trace nodes, which wins over it.",
+			},
 			"evidence": object{
 				"type": "object",
 				"properties": object{
