@@ -256,6 +256,47 @@ func RunProviderSuite(t *testing.T, newProvider NewProvider, flavor Flavor) {
 		require.True(t, b.srv.Last().Stream, "the request asked for a stream")
 	})
 
+	t.Run("StreamIgnoredByTheServer", func(t *testing.T) {
+		t.Parallel()
+		call := llm.ToolCall{ID: "call_w", Name: "get_weather", Arguments: map[string]any{"city": "Paris"}}
+		b := setup(t, newProvider, flavor,
+			Turn{Text: "Checking the weather.", ToolCalls: []llm.ToolCall{call}, Usage: llm.Usage{InputTokens: 30, OutputTokens: 9}, IgnoreStream: true},
+			Turn{Text: "Sunny in Paris.", Usage: llm.Usage{InputTokens: 40, OutputTokens: 4}, IgnoreStream: true})
+
+		var got []string
+		req := llm.Request{Messages: []llm.Message{llm.User("Weather in Paris?")}, Tools: []llm.Tool{weather}, Stream: true,
+			OnText: func(piece string) { got = append(got, piece) }}
+		resp, err := b.p.Chat(ctx, req)
+		require.NoError(t, err, "a JSON answer to a streamed request is read as the whole reply")
+		require.True(t, b.srv.Last().Stream, "the request asked for a stream")
+		require.True(t, resp.Unstreamed)
+		require.Equal(t, "Checking the weather.", resp.Text)
+		require.Equal(t, []string{"Checking the weather."}, got, "the text arrives in one piece")
+		require.Len(t, resp.ToolCalls, 1)
+		require.Equal(t, "call_w", resp.ToolCalls[0].ID)
+		require.Equal(t, "get_weather", resp.ToolCalls[0].Name)
+		require.Equal(t, map[string]any{"city": "Paris"}, resp.ToolCalls[0].Arguments)
+		require.Equal(t, llm.StopToolCalls, resp.StopReason)
+		require.Equal(t, llm.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 39}, resp.Usage)
+		require.Equal(t, b.model, resp.Model)
+
+		req.Messages = append(req.Messages, llm.Assistant(resp), llm.ToolResult("call_w", "sunny"))
+		resp, err = b.p.Chat(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, "Sunny in Paris.", resp.Text)
+		require.Equal(t, llm.StopEnd, resp.StopReason)
+		require.Equal(t, llm.Usage{InputTokens: 40, OutputTokens: 4, TotalTokens: 44}, resp.Usage)
+	})
+
+	t.Run("StreamedReplyIsNotUnstreamed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newProvider, flavor, Reply("streamed"))
+		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("hi")}, Stream: true})
+		require.NoError(t, err)
+		require.Equal(t, "streamed", resp.Text)
+		require.False(t, resp.Unstreamed)
+	})
+
 	t.Run("StreamingTextArrivesBeforeTheReplyEnds", func(t *testing.T) {
 		t.Parallel()
 		hold := make(chan struct{})
