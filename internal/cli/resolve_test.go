@@ -126,6 +126,7 @@ mcp_servers:
 		require.EqualValues(t, 37, data["index"])
 		require.EqualValues(t, 1036, data["value"])
 		require.Equal(t, reason, data["reason"])
+		require.Equal(t, "model", data["source"], "the retry asked the model again")
 	}
 	require.Equal(t, 920+925, res.Tokens, "both picks are charged to the run")
 }
@@ -177,8 +178,8 @@ edges:
 	resolved := runEvents(t, dir, "resolved")
 	require.Len(t, resolved, 2)
 	require.Equal(t, "Mail", resolved[0]["data"].(map[string]any)["value"])
-	require.Nil(t, resolved[0]["data"].(map[string]any)["cached"])
-	require.Equal(t, true, resolved[1]["data"].(map[string]any)["cached"])
+	require.Equal(t, "model", resolved[0]["data"].(map[string]any)["source"])
+	require.Equal(t, "cache", resolved[1]["data"].(map[string]any)["source"])
 	require.True(t, strings.Contains(r.stdout, "opened Mail"), r.stdout)
 }
 
