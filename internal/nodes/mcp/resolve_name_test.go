@@ -40,7 +40,7 @@ func (p *namePicker) PickItem(_ context.Context, _, _ string, items []any) (int,
 		if it == p.want {
 			n = i + 1
 		}
-		if m, ok := it.(map[string]any); ok && (m["text"] == p.want || m["name"] == p.want || m["role"] == p.want) {
+		if m, ok := it.(map[string]any); ok && (m["text"] == p.want || m["name"] == p.want || m["title"] == p.want || m["role"] == p.want) {
 			n = i + 1
 		}
 	}
@@ -308,4 +308,45 @@ func TestResolveByName(t *testing.T) {
 		d.mu.Unlock()
 		require.True(t, slices.ContainsFunc(r.events, func(e event) bool { return e.kind == "tool_call" && e.data["tool"] == "focus_window" }))
 	})
+}
+
+// find_text's own app_name scopes the resolution; another listing's pick
+// is kept by its arguments and target, and the tool is not called again.
+func TestResolveScopesAndListings(t *testing.T) {
+	t.Parallel()
+	d, pool := newDesktop(t)
+	d.elements["Calculator"] = []any{element("5", "text", 3), element("5", "button", 4)}
+	cache, p := mcpkind.NewResolutions(), &namePicker{want: "button"}
+	arg := map[string]any{"target": map[string]any{"resolve": "5", "from": map[string]any{"tool": "find_text", "args": map[string]any{"app_name": "Calculator"}}}}
+	r := nameRun(t, pool, cache, p, "five", 1, "click", arg)
+	require.Nil(t, r.err)
+	require.Equal(t, "Calculator", r.event(t, "resolved")["app"])
+	require.Equal(t, element("5", "button", 4), r.event(t, "resolved")["value"])
+
+	var mu sync.Mutex
+	listings := 0
+	srv := mcptest.New(t)
+	srv.AddTool("list_windows", nil, func(context.Context, map[string]any) (*sdk.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		listings++
+		return mcptest.Text(`[{"id": 1, "title": "Inbox"}, {"id": 2, "title": "Invoice INV-7"}]`), nil
+	})
+	srv.AddTool("focus", nil, returns(mcptest.Text("ok")))
+	wins := mcpclient.NewPool([]*workflow.MCPServer{{Name: "test", URL: srv.URL}}, nil)
+	t.Cleanup(func() { require.NoError(t, wins.Close()) })
+	p.mu.Lock()
+	p.want = "Invoice INV-7"
+	p.mu.Unlock()
+	win := map[string]any{"id": map[string]any{"resolve": "the invoice", "from": map[string]any{"tool": "list_windows", "args": map[string]any{"app": "billing"}}, "field": "id"}}
+	for _, want := range []string{"model", "cache"} {
+		r = nameRun(t, wins, cache, p, "win", 1, "focus", win)
+		require.Nil(t, r.err)
+		require.Equal(t, want, r.event(t, "resolved")["source"])
+		require.Equal(t, 2, r.event(t, "resolved")["value"])
+	}
+	mu.Lock()
+	require.Equal(t, 1, listings, "a cached pick is not listed again")
+	mu.Unlock()
+	require.Equal(t, 2, p.count())
 }
