@@ -78,6 +78,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	if p.cfg.NoStream {
+		req.Stream, req.OnText = false, nil
+	}
 	params, js, err := p.params(req)
 	if err != nil {
 		return nil, err

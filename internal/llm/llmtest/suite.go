@@ -62,6 +62,12 @@ type bundle struct {
 // against it.
 func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn) *bundle {
 	t.Helper()
+	return setupWith(t, newProvider, flavor, func(*llm.Config) {}, script...)
+}
+
+// setupWith is setup with the provider's configuration changed by edit.
+func setupWith(t *testing.T, newProvider NewProvider, flavor Flavor, edit func(*llm.Config), script ...Turn) *bundle {
+	t.Helper()
 	srv := NewServer(t, flavor, script)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -70,7 +76,7 @@ func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn)
 		b.model = AnthropicModel
 	}
 	temp := 0.25
-	b.p = newProvider(t, llm.Config{
+	cfg := llm.Config{
 		Name:        "test",
 		Provider:    string(flavor),
 		Model:       b.model,
@@ -81,7 +87,9 @@ func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn)
 		MaxTokens:   321,
 		HTTPClient:  &http.Client{Transport: tr},
 		Retry:       llm.RetryPolicy{Sleep: b.sleeps.Sleep},
-	})
+	}
+	edit(&cfg)
+	b.p = newProvider(t, cfg)
 	require.NotNil(t, b.p, "newProvider returned nil")
 	return b
 }
@@ -286,6 +294,19 @@ func RunProviderSuite(t *testing.T, newProvider NewProvider, flavor Flavor) {
 		require.Equal(t, "Sunny in Paris.", resp.Text)
 		require.Equal(t, llm.StopEnd, resp.StopReason)
 		require.Equal(t, llm.Usage{InputTokens: 40, OutputTokens: 4, TotalTokens: 44}, resp.Usage)
+	})
+
+	t.Run("NoStreamConfig", func(t *testing.T) {
+		t.Parallel()
+		b := setupWith(t, newProvider, flavor, func(c *llm.Config) { c.NoStream = true }, Reply("Whole."))
+		var got []string
+		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("hi")}, Stream: true,
+			OnText: func(piece string) { got = append(got, piece) }})
+		require.NoError(t, err)
+		require.Equal(t, "Whole.", resp.Text)
+		require.False(t, b.srv.Last().Stream, "a model configured stream: false is never asked for a stream")
+		require.Empty(t, got)
+		require.False(t, resp.Unstreamed)
 	})
 
 	t.Run("StreamedReplyIsNotUnstreamed", func(t *testing.T) {

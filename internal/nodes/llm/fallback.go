@@ -102,10 +102,14 @@ func (ch *chain) warnWhole(c *node.Call, entry, model string, resp *llm.Response
 		return
 	}
 	ch.warnedWhole = true
+	if entry == "" {
+		entry = "default"
+	}
 	c.Emit("warning", map[string]any{"model": model, "unstreamed": true, "message": fmt.Sprintf(
 		"node %s: the server of model %s (llm: %s) ignored the request for a stream and answered with the whole reply as one JSON body; "+
-			"it was read whole, without llm_delta events while it was written. Set stream: false on node %s to ask for the whole reply",
-		c.NodeID, model, entry, c.NodeID)})
+			"it was read whole, without llm_delta events while it was written. Set stream: false on node %s, "+
+			"or on the model for every node (llm: {%s: {…, stream: false}}), to ask for the whole reply",
+		c.NodeID, model, entry, c.NodeID, entry)})
 }
 
 // exhausted reports whether a model call failed in a way another model may

@@ -167,6 +167,7 @@ func TestStreamIgnoredByTheServer(t *testing.T) {
 			require.Equal(t, true, warnings[0]["unstreamed"])
 			require.Contains(t, warnings[0]["message"], "node n: the server of model")
 			require.Contains(t, warnings[0]["message"], "Set stream: false on node n")
+			require.Contains(t, warnings[0]["message"], "or on the model for every node (llm: {default: {…, stream: false}})")
 		})
 	}
 }
