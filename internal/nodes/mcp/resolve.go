@@ -525,8 +525,12 @@ func label(item any, field string) string {
 	case string:
 		return v
 	case map[string]any:
-		for _, k := range []string{field, "text", "name", "title"} {
-			if s, ok := v[k].(string); ok && k != "" {
+		keys := []string{"text", "name", "title"}
+		if field != "" {
+			keys = append([]string{field}, keys...)
+		}
+		for _, k := range keys {
+			if s, ok := v[k].(string); ok {
 				return s
 			}
 		}
