@@ -519,7 +519,7 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 			dec.typeErr(e.val, path, "", "a map {provider, model}")
 			continue
 		}
-		dec.fields(e.val, path, "", "model "+strconv.Quote(e.key), []string{"provider", "model", "base_url", "api_key", "headers", "temperature", "max_tokens", "price"}, func(k string, fv *value, _ Pos) {
+		dec.fields(e.val, path, "", "model "+strconv.Quote(e.key), []string{"provider", "model", "base_url", "api_key", "headers", "temperature", "max_tokens", "stream", "price"}, func(k string, fv *value, _ Pos) {
 			p := path + "." + k
 			switch k {
 			case "provider":
@@ -547,6 +547,10 @@ func (dec *decoder) llm(w *Workflow, v *value) {
 				l.Temperature = &t
 			case "max_tokens":
 				l.MaxTokens, _ = dec.integer(fv, p, "", 1, 10_000_000)
+			case "stream":
+				if b, ok := dec.boolean(fv, p, ""); ok {
+					l.Stream = &b
+				}
 			case "price":
 				l.Price = dec.price(fv, p)
 			}

@@ -198,3 +198,20 @@ func TestFileRoots(t *testing.T) {
 	require.Equal(t, []string{filepath.Join(dir, "flows", "assets"), shared, shared}, w.FileRoots())
 	require.Equal(t, filepath.Join(dir, "flows"), w.Dir())
 }
+
+// stream: false on a model is kept; anything but a boolean is an error
+// at its position.
+func TestDecodeModelStream(t *testing.T) {
+	t.Parallel()
+	src := "version: 1\nname: s\nllm:\n  default: {provider: openai, model: m, stream: false}\n  other: {provider: openai, model: m}\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"
+	w, ds := workflow.Decode("s.yaml", []byte(src))
+	require.False(t, ds.HasErrors(), ds.Error())
+	require.NotNil(t, w.LLMConfig("default").Stream)
+	require.False(t, *w.LLMConfig("default").Stream)
+	require.Nil(t, w.LLMConfig("other").Stream, "unset leaves it to each node")
+
+	_, ds = workflow.Decode("s.yaml", []byte(strings.Replace(src, "stream: false", "stream: sometimes", 1)))
+	require.True(t, ds.HasErrors())
+	require.Contains(t, ds.Error(), "s.yaml:4:")
+	require.Contains(t, ds.Error(), "true or false")
+}

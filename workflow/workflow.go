@@ -115,6 +115,9 @@ type LLMConfig struct {
 	Headers     map[string]string
 	Temperature *float64
 	MaxTokens   int
+	// Stream, when set to false, never asks the model for a stream (for
+	// a server that does not stream); nil leaves it to each node.
+	Stream *bool
 	// Price is what the model costs, for a model whose price Skein does
 	// not know (or to override the one it knows).
 	Price *Price

@@ -126,6 +126,7 @@ mcp_servers:
 		require.EqualValues(t, 37, data["index"])
 		require.EqualValues(t, 1036, data["value"])
 		require.Equal(t, reason, data["reason"])
+		require.Equal(t, "model", data["source"], "the retry asked the model again")
 	}
 	require.Equal(t, 920+925, res.Tokens, "both picks are charged to the run")
 }
@@ -177,8 +178,8 @@ edges:
 	resolved := runEvents(t, dir, "resolved")
 	require.Len(t, resolved, 2)
 	require.Equal(t, "Mail", resolved[0]["data"].(map[string]any)["value"])
-	require.Nil(t, resolved[0]["data"].(map[string]any)["cached"])
-	require.Equal(t, true, resolved[1]["data"].(map[string]any)["cached"])
+	require.Equal(t, "model", resolved[0]["data"].(map[string]any)["source"])
+	require.Equal(t, "cache", resolved[1]["data"].(map[string]any)["source"])
 	require.True(t, strings.Contains(r.stdout, "opened Mail"), r.stdout)
 }
 
@@ -203,4 +204,95 @@ nodes:
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stdout, file+`:11:7: error: argument id: "tol" is not a key of from (it takes tool, args, server); write {resolve:`)
 	require.Contains(t, r.stdout, "(node focus)")
+}
+
+// Click by name through skein run: the app is found by list_apps without
+// the model; an ambiguous text asks the model, whose choice a later node
+// takes from the cache; a retry of the clicking node asks again.
+func TestClickByName(t *testing.T) {
+	t.Parallel()
+	tools := mcptest.New(t)
+	var mu sync.Mutex
+	var finds []map[string]any
+	clicks := 0
+	elements := `[{"text": "5", "role": "text", "x": 10, "y": 5}, {"text": "5", "role": "button", "x": 40, "y": 80}]`
+	tools.AddDescribedTool("list_apps", "Lists the running apps.", nil, func(context.Context, map[string]any) (*sdk.CallToolResult, error) {
+		return mcptest.Text(`[{"name": "Calculator", "pid": 7}, {"name": "Mail", "pid": 8}]`), nil
+	})
+	tools.AddDescribedTool("focus_window", "Focuses an app.", nil, func(context.Context, map[string]any) (*sdk.CallToolResult, error) {
+		return mcptest.Text(`{"focused": true}`), nil
+	})
+	tools.AddDescribedTool("find_text", "Finds text on the screen.", nil, func(_ context.Context, args map[string]any) (*sdk.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		finds = append(finds, args)
+		return mcptest.Text(elements), nil
+	})
+	tools.AddDescribedTool("click", "Clicks an element.", nil, func(_ context.Context, args map[string]any) (*sdk.CallToolResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		clicks++
+		if clicks == 1 {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "the window moved"}}}, nil
+		}
+		return mcptest.Text(`{"clicked": true}`), nil
+	})
+	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
+		{Text: `{"index": 2, "reason": "the button, not the display"}`, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: `{"index": 2, "reason": "the button again"}`, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}},
+	})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "click.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(`version: 1
+name: click
+mcp_servers:
+  desktop: {url: "`+tools.URL+`"}
+`+llmSection(model)+`nodes:
+  - id: open
+    type: mcp
+    server: desktop
+    tool: focus_window
+    arguments:
+      app_name: {resolve: "calculator", from: {tool: list_apps}, field: name}
+  - id: five
+    type: mcp
+    server: desktop
+    tool: click
+    retries: 1
+    retry_backoff: 10ms
+    arguments:
+      target: {resolve: "5", from: {tool: find_text}}
+  - id: five_again
+    type: mcp
+    server: desktop
+    tool: click
+    arguments:
+      target: {resolve: "5", from: {tool: find_text}}
+edges:
+  - {from: open, to: five}
+  - {from: five, to: five_again}
+`), 0o644))
+
+	r := skein(t, "run", "--output", "json", "--dir", dir, file)
+	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Equal(t, "completed", string(decodeAIRun(t, r).Status))
+	require.Equal(t, 2, model.Calls(), "the model is asked on the first attempt and on the retry, not by the later node")
+
+	var got [][]any
+	for _, ev := range runEvents(t, dir, "resolved") {
+		data := ev["data"].(map[string]any)
+		got = append(got, []any{ev["node"], data["source"], data["app"], data["value"]})
+	}
+	button := map[string]any{"text": "5", "role": "button", "x": 40.0, "y": 80.0}
+	require.Equal(t, [][]any{
+		{"open", "tool", nil, "Calculator"},
+		{"five", "model", "Calculator", button},
+		{"five", "model", "Calculator", button},
+		{"five_again", "cache", "Calculator", button},
+	}, got)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, f := range finds {
+		require.Equal(t, map[string]any{"text": "5", "app_name": "Calculator"}, f, "find_text looks in the focused app")
+	}
 }

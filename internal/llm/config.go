@@ -50,6 +50,10 @@ type Config struct {
 	Headers     map[string]string
 	Temperature *float64
 	MaxTokens   int
+	// NoStream sends every request unstreamed, whatever its Stream says
+	// (llm: {…, stream: false}, for a server that does not stream): the
+	// reply comes whole and OnText is not called.
+	NoStream bool
 	// HTTPClient sends the requests; nil is a client of the provider's.
 	HTTPClient *http.Client
 	Retry      RetryPolicy
@@ -164,6 +168,7 @@ func Resolve(cfg workflow.LLMConfig, getenv func(string) (string, bool)) (Config
 		APIKey:      strings.TrimSpace(cfg.APIKey),
 		Temperature: cfg.Temperature,
 		MaxTokens:   cfg.MaxTokens,
+		NoStream:    cfg.Stream != nil && !*cfg.Stream,
 	}
 	if len(cfg.Headers) > 0 {
 		c.Headers = make(map[string]string, len(cfg.Headers))

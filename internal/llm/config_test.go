@@ -66,6 +66,11 @@ func TestResolve(t *testing.T) {
 			want: Config{Name: "vision", Provider: "anthropic", Model: "claude-sonnet-4-5", APIKey: "sk-ant"},
 		},
 		{
+			name: "stream: false never asks for a stream",
+			cfg:  workflow.LLMConfig{Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1", Stream: new(false)},
+			want: Config{Name: "default", Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1", NoStream: true},
+		},
+		{
 			name: "a local endpoint needs no key",
 			cfg:  workflow.LLMConfig{Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1"},
 			want: Config{Name: "default", Provider: "openai", Model: "llama3.2", BaseURL: "http://localhost:11434/v1"},

@@ -15,7 +15,9 @@
 // llm_malformed, authentication; errors are *node.Error with the status
 // and the start of the body in their details), the price table behind Cost,
 // and ChatJSON, which asks for JSON matching a schema, validates it and
-// re-asks once.
+// re-asks once. WholeReply lets a provider read the answer of a server that
+// ignores a request's stream flag (one JSON body instead of events) as the
+// whole reply, marked Response.Unstreamed.
 //
 // internal/llm/llmtest holds a scripted fake of both APIs and the
 // conformance suite every provider runs.

@@ -122,6 +122,11 @@ type Response struct {
 	// Model is the model that answered, as the endpoint names it.
 	Model      string `json:"model"`
 	StopReason string `json:"stop_reason"`
+	// Unstreamed is set when the request asked for a stream and the server
+	// answered with the whole reply as one JSON body instead (a server that
+	// ignores stream): the reply is complete, but its text arrived in one
+	// piece, at the end.
+	Unstreamed bool `json:"-"`
 }
 
 // System returns a system message.

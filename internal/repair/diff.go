@@ -223,7 +223,7 @@ func sections(w *workflow.Workflow) map[string]any {
 		l := map[string]any{}
 		for _, x := range w.LLM {
 			l[x.Name] = map[string]any{"provider": x.Provider, "model": x.Model, "base_url": x.BaseURL,
-				"api_key": x.APIKey, "headers": x.Headers, "temperature": x.Temperature, "max_tokens": x.MaxTokens}
+				"api_key": x.APIKey, "headers": x.Headers, "temperature": x.Temperature, "max_tokens": x.MaxTokens, "stream": x.Stream}
 		}
 		m["llm"] = l
 	}

@@ -194,6 +194,7 @@ func build(reg *node.Registry) (object, error) {
 				"headers":     object{"type": "object", "additionalProperties": ref("scalar"), "description": "Extra HTTP headers."},
 				"temperature": object{"type": "number", "description": "Sampling temperature."},
 				"max_tokens":  object{"type": "integer", "minimum": 1, "maximum": maxModelToks, "description": "Most tokens in a reply."},
+				"stream":      object{"type": "boolean", "description": "false: never ask this model for a stream (for a server that does not stream), whatever a node's stream says."},
 				"price": object{
 					"type": "object",
 					"properties": object{

@@ -78,6 +78,9 @@ func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, er
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
+	if p.cfg.NoStream {
+		req.Stream, req.OnText = false, nil
+	}
 	params, js, err := p.params(req)
 	if err != nil {
 		return nil, err
@@ -365,7 +368,8 @@ func response(msg *sdk.Message) *llm.Response {
 // stream reads the reply's events into the SDK's accumulator, passing
 // each piece of text to onText (when set) as it comes.
 func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onText func(string)) (*llm.Response, error) {
-	s := p.svc.NewStreaming(ctx, params)
+	var whole llm.WholeReply
+	s := p.svc.NewStreaming(ctx, params, option.WithMiddleware(whole.Catch))
 	defer s.Close()
 	var (
 		msg              sdk.Message
@@ -392,6 +396,9 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onTe
 	if err := s.Err(); err != nil {
 		return nil, llm.StreamError(err)
 	}
+	if whole.Body != nil {
+		return unstreamed(whole.Body, onText)
+	}
 	if !started {
 		return nil, llm.Malformedf("the stream ended without message_start")
 	}
@@ -399,6 +406,24 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onTe
 		return nil, errors.New("the stream ended before message_stop")
 	}
 	return response(&msg), nil
+}
+
+// unstreamed reads a message a server sent whole in answer to a streamed
+// request, passing its text to onText in one piece.
+func unstreamed(body []byte, onText func(string)) (*llm.Response, error) {
+	var msg sdk.Message
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, llm.Malformedf("the server answered a streamed request with JSON that is not a message: %v", err)
+	}
+	if msg.Type != "" && msg.Type != "message" {
+		return nil, llm.Malformedf("the server answered a streamed request with a %q, not a message", msg.Type)
+	}
+	resp := response(&msg)
+	resp.Unstreamed = true
+	if onText != nil && resp.Text != "" {
+		onText(resp.Text)
+	}
+	return resp, nil
 }
 
 func usage(in, out int64) llm.Usage {

@@ -3,7 +3,8 @@
 //
 // A Server listens on 127.0.0.1 and plays a Script: one Turn per request,
 // either a reply (text, tool calls, usage; sent as an event stream in the
-// API's own chunk format when the request asks for one) or a failure (an
+// API's own chunk format when the request asks for one, unless the turn
+// IgnoreStream: then as one JSON body, as some servers do) or a failure (an
 // error status with Retry-After, a body that is not JSON, a request that
 // never gets an answer). It records every request, decoded back into llm
 // types, so a test can assert what was sent: messages, images, tools,

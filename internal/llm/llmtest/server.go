@@ -46,6 +46,10 @@ type Turn struct {
 	Malformed bool
 	// Hang never answers: the handler waits for the client to give up.
 	Hang bool
+	// IgnoreStream answers a request that asks for a stream as if it had
+	// not: one JSON body (Content-Type application/json) holding the whole
+	// reply, as some OpenAI-compatible servers do.
+	IgnoreStream bool
 	// Hold pauses a streamed reply right after its first piece of text
 	// until Hold is closed (or the client gives up), so a test can see
 	// that piece arrive while the reply is still open.
@@ -255,7 +259,7 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, req *Request, turn
 	if turn.Usage.TotalTokens == 0 {
 		turn.Usage.TotalTokens = turn.Usage.InputTokens + turn.Usage.OutputTokens
 	}
-	if req.Stream {
+	if req.Stream && !turn.IgnoreStream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(http.StatusOK)

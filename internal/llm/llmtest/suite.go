@@ -62,6 +62,12 @@ type bundle struct {
 // against it.
 func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn) *bundle {
 	t.Helper()
+	return setupWith(t, newProvider, flavor, func(*llm.Config) {}, script...)
+}
+
+// setupWith is setup with the provider's configuration changed by edit.
+func setupWith(t *testing.T, newProvider NewProvider, flavor Flavor, edit func(*llm.Config), script ...Turn) *bundle {
+	t.Helper()
 	srv := NewServer(t, flavor, script)
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -70,7 +76,7 @@ func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn)
 		b.model = AnthropicModel
 	}
 	temp := 0.25
-	b.p = newProvider(t, llm.Config{
+	cfg := llm.Config{
 		Name:        "test",
 		Provider:    string(flavor),
 		Model:       b.model,
@@ -81,7 +87,9 @@ func setup(t *testing.T, newProvider NewProvider, flavor Flavor, script ...Turn)
 		MaxTokens:   321,
 		HTTPClient:  &http.Client{Transport: tr},
 		Retry:       llm.RetryPolicy{Sleep: b.sleeps.Sleep},
-	})
+	}
+	edit(&cfg)
+	b.p = newProvider(t, cfg)
 	require.NotNil(t, b.p, "newProvider returned nil")
 	return b
 }
@@ -254,6 +262,60 @@ func RunProviderSuite(t *testing.T, newProvider NewProvider, flavor Flavor) {
 		require.Equal(t, llm.StopEnd, resp.StopReason)
 		require.Equal(t, b.model, resp.Model)
 		require.True(t, b.srv.Last().Stream, "the request asked for a stream")
+	})
+
+	t.Run("StreamIgnoredByTheServer", func(t *testing.T) {
+		t.Parallel()
+		call := llm.ToolCall{ID: "call_w", Name: "get_weather", Arguments: map[string]any{"city": "Paris"}}
+		b := setup(t, newProvider, flavor,
+			Turn{Text: "Checking the weather.", ToolCalls: []llm.ToolCall{call}, Usage: llm.Usage{InputTokens: 30, OutputTokens: 9}, IgnoreStream: true},
+			Turn{Text: "Sunny in Paris.", Usage: llm.Usage{InputTokens: 40, OutputTokens: 4}, IgnoreStream: true})
+
+		var got []string
+		req := llm.Request{Messages: []llm.Message{llm.User("Weather in Paris?")}, Tools: []llm.Tool{weather}, Stream: true,
+			OnText: func(piece string) { got = append(got, piece) }}
+		resp, err := b.p.Chat(ctx, req)
+		require.NoError(t, err, "a JSON answer to a streamed request is read as the whole reply")
+		require.True(t, b.srv.Last().Stream, "the request asked for a stream")
+		require.True(t, resp.Unstreamed)
+		require.Equal(t, "Checking the weather.", resp.Text)
+		require.Equal(t, []string{"Checking the weather."}, got, "the text arrives in one piece")
+		require.Len(t, resp.ToolCalls, 1)
+		require.Equal(t, "call_w", resp.ToolCalls[0].ID)
+		require.Equal(t, "get_weather", resp.ToolCalls[0].Name)
+		require.Equal(t, map[string]any{"city": "Paris"}, resp.ToolCalls[0].Arguments)
+		require.Equal(t, llm.StopToolCalls, resp.StopReason)
+		require.Equal(t, llm.Usage{InputTokens: 30, OutputTokens: 9, TotalTokens: 39}, resp.Usage)
+		require.Equal(t, b.model, resp.Model)
+
+		req.Messages = append(req.Messages, llm.Assistant(resp), llm.ToolResult("call_w", "sunny"))
+		resp, err = b.p.Chat(ctx, req)
+		require.NoError(t, err)
+		require.Equal(t, "Sunny in Paris.", resp.Text)
+		require.Equal(t, llm.StopEnd, resp.StopReason)
+		require.Equal(t, llm.Usage{InputTokens: 40, OutputTokens: 4, TotalTokens: 44}, resp.Usage)
+	})
+
+	t.Run("NoStreamConfig", func(t *testing.T) {
+		t.Parallel()
+		b := setupWith(t, newProvider, flavor, func(c *llm.Config) { c.NoStream = true }, Reply("Whole."))
+		var got []string
+		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("hi")}, Stream: true,
+			OnText: func(piece string) { got = append(got, piece) }})
+		require.NoError(t, err)
+		require.Equal(t, "Whole.", resp.Text)
+		require.False(t, b.srv.Last().Stream, "a model configured stream: false is never asked for a stream")
+		require.Empty(t, got)
+		require.False(t, resp.Unstreamed)
+	})
+
+	t.Run("StreamedReplyIsNotUnstreamed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newProvider, flavor, Reply("streamed"))
+		resp, err := b.p.Chat(ctx, llm.Request{Messages: []llm.Message{llm.User("hi")}, Stream: true})
+		require.NoError(t, err)
+		require.Equal(t, "streamed", resp.Text)
+		require.False(t, resp.Unstreamed)
 	})
 
 	t.Run("StreamingTextArrivesBeforeTheReplyEnds", func(t *testing.T) {

@@ -8,6 +8,7 @@ package openai
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"slices"
@@ -67,6 +68,9 @@ func New(cfg llm.Config) (*Provider, error) {
 func (p *Provider) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
+	}
+	if p.cfg.NoStream {
+		req.Stream, req.OnText = false, nil
 	}
 	params, err := p.params(req)
 	if err != nil {
@@ -237,7 +241,8 @@ func response(c *oai.ChatCompletion) *llm.Response {
 }
 
 func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParams, onText func(string)) (*llm.Response, error) {
-	s := p.svc.NewStreaming(ctx, params)
+	var whole llm.WholeReply
+	s := p.svc.NewStreaming(ctx, params, option.WithMiddleware(whole.Catch))
 	defer s.Close()
 	var (
 		acc    oai.ChatCompletionAccumulator
@@ -263,6 +268,9 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 	if err := s.Err(); err != nil {
 		return nil, llm.StreamError(err)
 	}
+	if whole.Body != nil {
+		return unstreamed(whole.Body, onText)
+	}
 	if chunks == 0 {
 		return nil, llm.Malformedf("the stream ended without a chunk")
 	}
@@ -270,6 +278,24 @@ func (p *Provider) stream(ctx context.Context, params oai.ChatCompletionNewParam
 		return nil, llm.Malformedf("the stream has no choices")
 	}
 	return response(&acc.ChatCompletion), nil
+}
+
+// unstreamed reads a chat.completion a server sent whole in answer to a
+// streamed request, passing its text to onText in one piece.
+func unstreamed(body []byte, onText func(string)) (*llm.Response, error) {
+	var c oai.ChatCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, llm.Malformedf("the server answered a streamed request with JSON that is not a chat completion: %v", err)
+	}
+	if len(c.Choices) == 0 {
+		return nil, llm.Malformedf("the server answered a streamed request with a completion that has no choices")
+	}
+	resp := response(&c)
+	resp.Unstreamed = true
+	if onText != nil && resp.Text != "" {
+		onText(resp.Text)
+	}
+	return resp, nil
 }
 
 // callIndex gives each streamed tool call an index of its own before the

@@ -20,6 +20,9 @@ type chain struct {
 	ms      *registry.Models
 	entries []string
 	cur     int
+	// warnedWhole is set once a warning said that a server answered a
+	// streamed request whole: one warning per step.
+	warnedWhole bool
 }
 
 // modelChain reads the node's model parameter: one name or a list.
@@ -75,6 +78,7 @@ func (ch *chain) call(ctx context.Context, c *node.Call, spent *spend, ev map[st
 		resp, err := do(p, req)
 		if resp != nil {
 			spent.add(c, ch.ms, entry, model, resp.Usage)
+			ch.warnWhole(c, entry, model, resp)
 		}
 		if err == nil {
 			ch.cur = i
@@ -87,6 +91,25 @@ func (ch *chain) call(ctx context.Context, c *node.Call, spent *spend, ev map[st
 		c.Emit("model_fallback", map[string]any{"from": model, "to": next, "error": c.Redact(node.AsError(err).Message),
 			"message": fmt.Sprintf("model %s is exhausted; trying %s", model, next)})
 	}
+}
+
+// warnWhole records, the first time in a step, that the server of model
+// (named entry in llm:) answered a streamed request with the whole reply
+// in one JSON body: the reply was read whole, and the node should not ask
+// for a stream.
+func (ch *chain) warnWhole(c *node.Call, entry, model string, resp *llm.Response) {
+	if !resp.Unstreamed || ch.warnedWhole {
+		return
+	}
+	ch.warnedWhole = true
+	if entry == "" {
+		entry = "default"
+	}
+	c.Emit("warning", map[string]any{"model": model, "unstreamed": true, "message": fmt.Sprintf(
+		"node %s: the server of model %s (llm: %s) ignored the request for a stream and answered with the whole reply as one JSON body; "+
+			"it was read whole, without llm_delta events while it was written. Set stream: false on node %s, "+
+			"or on the model for every node (llm: {%s: {…, stream: false}}), to ask for the whole reply",
+		c.NodeID, model, entry, c.NodeID, entry)})
 }
 
 // exhausted reports whether a model call failed in a way another model may

@@ -129,3 +129,45 @@ func TestStreamDeltasMaskSecrets(t *testing.T) {
 	require.NotContains(t, all.String(), "s3cr3t")
 	require.Contains(t, all.String(), "keep it safe.")
 }
+
+// A server that answers a streamed request with one JSON body gives the
+// whole reply, and the step one warning however many calls it makes.
+func TestStreamIgnoredByTheServer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		flavor llmtest.Flavor
+		kind   node.Kind
+		script llmtest.Script
+		params map[string]any
+	}{
+		{name: "llm, openai", flavor: llmtest.OpenAI, kind: nodellm.LLMKind{},
+			script: llmtest.Script{{Text: "Bonjour.", IgnoreStream: true}}, params: map[string]any{"prompt": "Say hello in French."}},
+		{name: "llm, anthropic", flavor: llmtest.Anthropic, kind: nodellm.LLMKind{},
+			script: llmtest.Script{{Text: "Bonjour.", IgnoreStream: true}}, params: map[string]any{"prompt": "Say hello in French."}},
+		{name: "agent, a re-ask of a bad schema reply", flavor: llmtest.OpenAI, kind: nodellm.AgentKind{},
+			script: llmtest.Script{{Text: "Bonjour.", IgnoreStream: true}, {Text: `{"greeting": "Bonjour."}`, IgnoreStream: true}},
+			params: map[string]any{"prompt": "Say hello in French.", "schema": map[string]any{"type": "object", "required": []any{"greeting"}}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := llmtest.NewServer(t, tt.flavor, tt.script)
+			b := setup(t, models(map[string]*llmtest.Server{"default": srv}, tt.flavor), tt.params, nil)
+			out, err := b.run(t, tt.kind)
+			require.Nil(t, err)
+			require.True(t, srv.Last().Stream, "the node asked for a stream")
+			require.Equal(t, len(tt.script), srv.Calls())
+			if _, ok := tt.params["schema"]; ok {
+				require.Equal(t, map[string]any{"greeting": "Bonjour."}, out["json"])
+			} else {
+				require.Equal(t, "Bonjour.", out["text"])
+			}
+			warnings := b.events.ofKind("warning")
+			require.Len(t, warnings, 1, "one warning for the step")
+			require.Equal(t, true, warnings[0]["unstreamed"])
+			require.Contains(t, warnings[0]["message"], "node n: the server of model")
+			require.Contains(t, warnings[0]["message"], "Set stream: false on node n")
+			require.Contains(t, warnings[0]["message"], "or on the model for every node (llm: {default: {…, stream: false}})")
+		})
+	}
+}

@@ -11,12 +11,19 @@
 // first evicts the server's cached tool list.
 //
 // An argument written {resolve, from: {tool, args, server}, field, model}
-// is resolved before anything else (resolve.go): the listing tool is
-// called, the host's Picker (the run's models) picks the item matching the
-// description, and the argument becomes the item or its field. Picks are
-// kept in the host's Resolutions for the run, by node and description,
-// and dropped before a retry; each is a resolved event, and what the
-// model spent is the output's _token_usage (or the error's).
+// is resolved before anything else (resolve.go), the tool before a model:
+// find_text is called for the target (in the app the server focused last)
+// and one match is the answer; another listing tool's one item named as
+// the target is the answer; the host's Picker (the run's models) is asked
+// only to choose among several matches, or among the names find_text saw
+// or the items listed when nothing matched directly. What a model decided
+// is kept in the host's Resolutions for the run — find_text names by
+// (target, app), list_apps picks by app name, other picks by (tool
+// arguments, target, focused app) — and what a node's kind of call keeps
+// is dropped before its retry (its resolutions, and the focused app for
+// focus_window). Each resolution is a resolved event saying whether the
+// tool, the cache or the model answered; what the model spent is the
+// output's _token_usage (or the error's).
 //
 // The output follows the variable-extraction rule:
 //

@@ -63,17 +63,17 @@ func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[strin
 			return nil, err
 		}
 	}
+	cache, ok := ResolutionsService.Lookup(call.Services)
+	if !ok {
+		cache = NewResolutions() // no run to keep them for: this call's
+	}
+	if call.Attempt > 1 {
+		cache.evictFor(server, tool, specs) // a retry resolves afresh
+		for _, s := range specs {
+			pool.Evict(s.server)
+		}
+	}
 	if len(specs) > 0 {
-		cache, ok := ResolutionsService.Lookup(call.Services)
-		if !ok {
-			cache = NewResolutions() // no run to keep them for: this call's
-		}
-		if call.Attempt > 1 {
-			cache.evict(call.NodeID) // a retry lists and picks again
-			for _, s := range specs {
-				pool.Evict(s.server)
-			}
-		}
 		args = maps.Clone(args)
 		r := &resolver{call: call, pool: pool, cache: cache, spent: spent}
 		if err := r.resolve(ctx, args, specs); err != nil {
@@ -114,6 +114,9 @@ func (k *MCP) run(ctx context.Context, call *node.Call, spent *usage) (map[strin
 			Message: fmt.Sprintf("tool %q of MCP server %q failed: %s", tool, server, clip(strings.TrimSpace(r.text), 500)),
 			Details: map[string]any{"text": r.text, "server": server, "tool": tool},
 		}
+	}
+	if app, ok := args["app_name"].(string); ok && tool == focusWindow && app != "" {
+		cache.focus(server, app)
 	}
 	return output(res, r.text, call.ArtifactDir, tool)
 }

@@ -29,49 +29,124 @@ type Picker interface {
 // PickerService is the key of the run's Picker in node.Call.Services.
 var PickerService = node.NewService[Picker]("a model to resolve mcp arguments")
 
-// Resolutions cache what resolve: arguments resolved to, for one run, by
-// node and description. Its methods are safe for concurrent use.
+// Tools that resolution knows by name, as the desktop MCP servers that
+// click by name have them.
+const (
+	// findText searches the screen for a text ({text, app_name}): it
+	// answers the matching elements, or none and the names of the elements
+	// it could see (available_elements).
+	findText = "find_text"
+	// listApps lists the running apps; an app's name is resolved against
+	// it.
+	listApps = "list_apps"
+	// focusWindow brings an app ({app_name}) to the front; later find_text
+	// resolutions on its server are scoped to that app.
+	focusWindow = "focus_window"
+)
+
+// Resolutions are a run's caches of what resolve: arguments resolved to
+// when a model had to decide, and the app each MCP server last focused.
+// Keys hold the server, the listing tool, the target as written and the
+// app it was resolved in: find_text names by (target, app), list_apps
+// names by app name, other listings by (tool arguments, target, focused
+// app). Its methods are safe for concurrent use.
 type Resolutions struct {
-	mu sync.Mutex
-	m  map[resolutionKey]resolution
+	mu      sync.Mutex
+	m       map[cacheKey]cached
+	focused map[string]string // server → app
 }
 
-// resolution is what one resolve: argument resolved to, and its resolved
-// event.
-type resolution struct {
-	value any
-	event map[string]any
-}
+// cacheKey is one cached resolution.
+type cacheKey struct{ server, tool, args, target, app string }
 
-type resolutionKey struct{ node, description string }
+// cached is what a model decided a target is: for find_text the element's
+// name (and role, when it chose among several matches) that the tool
+// finds it by; for a listing, the item.
+type cached struct {
+	name, role string
+	item       any
+}
 
 // ResolutionsService is the key of the run's *Resolutions.
 var ResolutionsService = node.NewService[*Resolutions]("the run's resolved mcp arguments")
 
-// NewResolutions returns an empty cache.
-func NewResolutions() *Resolutions { return &Resolutions{m: map[resolutionKey]resolution{}} }
+// NewResolutions returns empty caches.
+func NewResolutions() *Resolutions {
+	return &Resolutions{m: map[cacheKey]cached{}, focused: map[string]string{}}
+}
 
-func (r *Resolutions) get(nodeID, description string) (resolution, bool) {
+func (r *Resolutions) get(k cacheKey) (cached, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	v, ok := r.m[resolutionKey{nodeID, description}]
+	v, ok := r.m[k]
 	return v, ok
 }
 
-func (r *Resolutions) put(nodeID, description string, v resolution) {
+func (r *Resolutions) put(k cacheKey, v cached) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.m[resolutionKey{nodeID, description}] = v
+	r.m[k] = v
 }
 
-// evict forgets what the node resolved, before a retry.
-func (r *Resolutions) evict(nodeID string) {
+// evict forgets one resolution.
+func (r *Resolutions) evict(k cacheKey) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.m {
-		if k.node == nodeID {
-			delete(r.m, k)
-		}
+	delete(r.m, k)
+}
+
+// focus records the app a server focused.
+func (r *Resolutions) focus(server, app string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.focused[server] = app
+}
+
+// unfocus forgets the app a server focused.
+func (r *Resolutions) unfocus(server string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.focused, server)
+}
+
+// focusedApp is the app the server last focused, or "".
+func (r *Resolutions) focusedApp(server string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.focused[server]
+}
+
+// scope is the app a spec resolves in: none for list_apps (app names
+// are cached by name), else the app_name its find_text arguments give, else
+// the app its server focused last.
+func (r *Resolutions) scope(s resolveSpec) string {
+	if s.tool == listApps {
+		return ""
+	}
+	if app, ok := s.args["app_name"].(string); ok && s.tool == findText {
+		return app
+	}
+	return r.focusedApp(s.server)
+}
+
+// key is the cache entry of a spec resolved in app.
+func (s resolveSpec) key(app string) cacheKey {
+	k := cacheKey{server: s.server, tool: s.tool, target: s.description, app: app}
+	if s.tool != findText && s.tool != listApps {
+		k.args = jsonText(s.args)
+	}
+	return k
+}
+
+// evictFor forgets, before a retry, what the node's kind of call keeps:
+// the resolutions of its resolve: arguments in the app they would use now,
+// and the focused app when the node focuses one.
+func (r *Resolutions) evictFor(server, tool string, specs []resolveSpec) {
+	for _, s := range specs {
+		r.evict(s.key(r.scope(s)))
+	}
+	if tool == focusWindow {
+		r.unfocus(server)
 	}
 }
 
@@ -210,46 +285,290 @@ func withUsage(err error, spent *usage) error {
 	return &cp
 }
 
-// resolve replaces each resolve: argument of args with the item the model
-// picked from its listing, or what the run's cache holds for it.
+// Sources of a resolution, in its resolved event.
+const (
+	sourceTool  = "tool"  // the tool found one match
+	sourceCache = "cache" // a model's earlier decision, kept for the run
+	sourceModel = "model" // a model picked among the candidates
+)
+
+// resolve replaces each resolve: argument of args with what it resolves
+// to. The tool comes first: a direct match is used as it is; a model is
+// asked only when the tool gives no direct match but candidates, and what
+// it decides is kept in the run's caches.
 func (r *resolver) resolve(ctx context.Context, args map[string]any, specs []resolveSpec) error {
 	for _, s := range specs {
-		if v, ok := r.cache.get(r.call.NodeID, s.description); ok {
-			ev := maps.Clone(v.event)
-			ev["argument"], ev["cached"] = s.arg, true
-			r.call.Emit("resolved", ev)
-			args[s.arg] = v.value
-			continue
+		var (
+			v   any
+			err error
+		)
+		if s.tool == findText {
+			v, err = r.findElement(ctx, s)
+		} else {
+			v, err = r.fromListing(ctx, s)
 		}
-		v, err := r.pick(ctx, s)
 		if err != nil {
 			return err
 		}
-		r.cache.put(r.call.NodeID, s.description, v)
-		args[s.arg] = v.value
+		args[s.arg] = v
 	}
 	return nil
 }
 
-// pick lists the items and asks the model which one matches.
-func (r *resolver) pick(ctx context.Context, s resolveSpec) (resolution, error) {
-	var none resolution
+// fromListing resolves s against the items its listing tool gives: the
+// one item whose name is the target, else the item a model picks.
+func (r *resolver) fromListing(ctx context.Context, s resolveSpec) (any, error) {
+	app := r.cache.scope(s)
+	key := s.key(app)
+	ev := r.event(s, app)
+	if c, ok := r.cache.get(key); ok {
+		ev["source"] = sourceCache
+		return r.done(s, ev, c.item)
+	}
+	out, err := r.list(ctx, s, s.args)
+	if err != nil {
+		return nil, err
+	}
+	items := listItems(out)
+	if len(items) == 0 {
+		return nil, &node.Error{Code: "resolve_no_items", Category: node.CategoryExecution,
+			Message: fmt.Sprintf("argument %s: tool %q of MCP server %q listed nothing to pick %q from", s.arg, s.tool, s.server, s.description)}
+	}
+	ev["items"] = len(items)
+	if i := directMatch(items, s); i >= 0 {
+		ev["source"] = sourceTool
+		return r.done(s, ev, items[i])
+	}
+	n, err := r.ask(ctx, s, items, ev)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.put(key, cached{item: items[n-1]})
+	return r.done(s, ev, items[n-1])
+}
+
+// findElement resolves s with find_text: the element it finds by the
+// target's name (or by the name a model gave the target earlier in this
+// app); among several, the one a model picks; with none, the tool's
+// available elements are the candidates a model names the target from.
+func (r *resolver) findElement(ctx context.Context, s resolveSpec) (any, error) {
+	app := r.cache.scope(s)
+	key := s.key(app)
+	ev := r.event(s, app)
+	name, c, fromCache := s.description, cached{}, false
+	if c, fromCache = r.cache.get(key); fromCache {
+		name = c.name
+	}
+	matches, candidates, err := r.find(ctx, s, name, app)
+	if err != nil {
+		return nil, err
+	}
+	if fromCache && len(matches) == 0 {
+		// The element the cache names is gone: resolve afresh.
+		r.cache.evict(key)
+		name, c, fromCache = s.description, cached{}, false
+		if matches, candidates, err = r.find(ctx, s, name, app); err != nil {
+			return nil, err
+		}
+	}
+	ev["source"] = sourceTool
+	if fromCache {
+		ev["source"] = sourceCache
+	}
+	if len(matches) == 0 {
+		if len(candidates) == 0 {
+			return nil, &node.Error{Code: "resolve_no_items", Category: node.CategoryExecution,
+				Message: fmt.Sprintf("argument %s: tool %q of MCP server %q found no element %q%s and listed none to pick from", s.arg, s.tool, s.server, s.description, inApp(app))}
+		}
+		ev["items"] = len(candidates)
+		n, err := r.ask(ctx, s, candidates, ev)
+		if err != nil {
+			return nil, err
+		}
+		name = label(candidates[n-1], "")
+		r.cache.put(key, cached{name: name})
+		if matches, _, err = r.find(ctx, s, name, app); err != nil {
+			return nil, err
+		}
+		if len(matches) == 0 {
+			return nil, &node.Error{Code: "resolve_no_match", Category: node.CategoryExecution,
+				Message: fmt.Sprintf("argument %s: tool %q of MCP server %q found no element %q, the name the model gave %q%s", s.arg, s.tool, s.server, name, s.description, inApp(app))}
+		}
+	}
+	ev["name"] = name
+	if len(matches) == 1 {
+		return r.done(s, ev, matches[0])
+	}
+	if fromCache && c.role != "" {
+		for _, m := range matches {
+			if label(m, "") == c.name && role(m) == c.role {
+				return r.done(s, ev, m)
+			}
+		}
+	}
+	ev["items"] = len(matches)
+	n, err := r.ask(ctx, s, matches, ev)
+	if err != nil {
+		return nil, err
+	}
+	picked := matches[n-1]
+	r.cache.put(key, cached{name: label(picked, ""), role: role(picked)})
+	return r.done(s, ev, picked)
+}
+
+// event starts the resolved event of s.
+func (r *resolver) event(s resolveSpec, app string) map[string]any {
+	ev := map[string]any{"argument": s.arg, "description": s.description, "server": s.server, "tool": s.tool}
+	if app != "" {
+		ev["app"] = app
+	}
+	return ev
+}
+
+// done emits the resolved event of the item s resolved to, and returns
+// the argument's value: the item, or its field.
+func (r *resolver) done(s resolveSpec, ev map[string]any, item any) (any, error) {
+	c := r.call
+	value := item
+	if s.field != "" {
+		m, ok := item.(map[string]any)
+		if !ok || m[s.field] == nil {
+			c.Emit("resolved", ev)
+			return nil, &node.Error{Code: "resolve_no_field", Category: node.CategoryExecution,
+				Message: fmt.Sprintf("argument %s: the item picked for %q has no field %q: %s", s.arg, s.description, s.field, clip(jsonText(item), 300))}
+		}
+		value = m[s.field]
+	}
+	ev["item"] = node.RedactValue(item, c.Redact)
+	ev["value"] = node.RedactValue(value, c.Redact)
+	c.Emit("resolved", ev)
+	return value, nil
+}
+
+// find calls find_text for name in app: the matches, and the names of
+// the elements it could see when there are none.
+func (r *resolver) find(ctx context.Context, s resolveSpec, name, app string) (matches, candidates []any, err error) {
+	args := maps.Clone(s.args)
+	if args == nil {
+		args = map[string]any{}
+	}
+	args["text"] = name
+	if _, ok := args["app_name"]; !ok && app != "" {
+		args["app_name"] = app
+	}
+	out, err := r.list(ctx, s, args)
+	if err != nil {
+		return nil, nil, err
+	}
+	matches, candidates = foundElements(out)
+	return matches, candidates, nil
+}
+
+// foundElements reads find_text's answer: a list of matches (its items,
+// or a matches key) and available_elements; a text of several JSON values
+// (the matches, then an object with available_elements) is read value by
+// value.
+func foundElements(out map[string]any) (matches, candidates []any) {
+	read := func(v any) {
+		switch v := v.(type) {
+		case []any:
+			matches = append(matches, v...)
+		case map[string]any:
+			if m, ok := v["matches"].([]any); ok {
+				matches = append(matches, m...)
+			}
+			if a, ok := v["available_elements"].([]any); ok {
+				candidates = append(candidates, a...)
+			}
+		}
+	}
+	if items, ok := out["items"].([]any); ok {
+		read(items)
+		return matches, candidates
+	}
+	text, ok := out["text"].(string)
+	if !ok || len(out) != 1 {
+		read(out)
+		return matches, candidates
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	for {
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			break
+		}
+		read(v)
+	}
+	return matches, candidates
+}
+
+// directMatch is the index of the one item whose name is the target
+// (ignoring case), or -1 when none or several are.
+func directMatch(items []any, s resolveSpec) int {
+	found := -1
+	for i, it := range items {
+		if !strings.EqualFold(strings.TrimSpace(label(it, s.field)), strings.TrimSpace(s.description)) {
+			continue
+		}
+		if found >= 0 {
+			return -1
+		}
+		found = i
+	}
+	return found
+}
+
+// label is an item's name: the item when it is a string, else its field
+// (when a string), text, name or title.
+func label(item any, field string) string {
+	switch v := item.(type) {
+	case string:
+		return v
+	case map[string]any:
+		keys := []string{"text", "name", "title"}
+		if field != "" {
+			keys = append([]string{field}, keys...)
+		}
+		for _, k := range keys {
+			if s, ok := v[k].(string); ok {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// role is an element's role, or "".
+func role(item any) string {
+	m, _ := item.(map[string]any)
+	s, _ := m["role"].(string)
+	return s
+}
+
+func inApp(app string) string {
+	if app == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in app %q", app)
+}
+
+// list calls the listing tool of s with args and returns its output.
+func (r *resolver) list(ctx context.Context, s resolveSpec, args map[string]any) (map[string]any, error) {
 	c := r.call
 	t, err := r.pool.Tool(ctx, s.server, s.tool)
 	if err != nil {
-		return none, err
+		return nil, err
 	}
 	if pins, ok := mcpclient.LockService.Lookup(c.Services); ok {
 		if err := pins.Check(ctx, r.pool, s.server, []*mcpclient.Tool{t}, warner(c)); err != nil {
-			return none, err
+			return nil, err
 		}
 	}
-	args := s.args
 	if args == nil {
 		args = map[string]any{}
 	}
 	if err := t.CheckArguments(args); err != nil {
-		return none, err
+		return nil, err
 	}
 	c.Emit("tool_call", map[string]any{"server": s.server, "tool": s.tool, "arguments": node.RedactValue(args, c.Redact), "resolving": s.arg})
 	start := c.Now()
@@ -258,29 +577,27 @@ func (r *resolver) pick(ctx context.Context, s resolveSpec) (resolution, error) 
 	if err != nil {
 		c.Emit("tool_result", map[string]any{"server": s.server, "tool": s.tool, "duration_ms": ms, "is_error": true, "images": 0, "text": "",
 			"error": c.Redact(node.AsError(err).Message), "resolving": s.arg})
-		return none, err
+		return nil, err
 	}
 	sum := readResult(res)
 	c.Emit("tool_result", map[string]any{"server": s.server, "tool": s.tool, "duration_ms": ms, "is_error": res.IsError,
 		"images": sum.images, "text": clip(c.Redact(sum.text), eventTextLimit), "resolving": s.arg})
 	if res.IsError {
-		return none, &node.Error{Code: "mcp_error", Category: mcpclient.CategoryToolError,
+		return nil, &node.Error{Code: "mcp_error", Category: mcpclient.CategoryToolError,
 			Message: fmt.Sprintf("argument %s: listing tool %q of MCP server %q failed: %s", s.arg, s.tool, s.server, clip(strings.TrimSpace(sum.text), 500)),
 			Details: map[string]any{"text": sum.text, "server": s.server, "tool": s.tool}}
 	}
-	out, err := output(res, sum.text, "", s.tool)
-	if err != nil {
-		return none, err
-	}
-	items := listItems(out)
-	if len(items) == 0 {
-		return none, &node.Error{Code: "resolve_no_items", Category: node.CategoryExecution,
-			Message: fmt.Sprintf("argument %s: tool %q of MCP server %q listed nothing to pick %q from", s.arg, s.tool, s.server, s.description)}
-	}
+	return output(res, sum.text, "", s.tool)
+}
 
+// ask has a model pick the item of items that matches s's description,
+// and returns its number (from 1). The model's answer goes in ev; no
+// matching item emits ev and fails.
+func (r *resolver) ask(ctx context.Context, s resolveSpec, items []any, ev map[string]any) (int, error) {
+	c := r.call
 	picker, err := PickerService.Get(c)
 	if err != nil {
-		return none, err
+		return 0, err
 	}
 	name := s.model
 	if name == "" {
@@ -289,10 +606,10 @@ func (r *resolver) pick(ctx context.Context, s resolveSpec) (resolution, error) 
 	entry, priceless, known := picker.Priced(name)
 	if b, ok := node.BudgetService.Lookup(c.Services); ok {
 		if err := b.CheckExtra(r.spent.total, r.spent.cost); err != nil {
-			return none, err
+			return 0, err
 		}
 		if !known && b.CostLimited() {
-			return none, &node.Error{Code: "model_unpriced", Category: "budget_exceeded", Permanent: true,
+			return 0, &node.Error{Code: "model_unpriced", Category: "budget_exceeded", Permanent: true,
 				Message: fmt.Sprintf("argument %s: model %s has no known price, so limits.max_cost_usd cannot count what resolving costs; "+
 					"set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}", s.arg, priceless, entry)}
 		}
@@ -304,30 +621,16 @@ func (r *resolver) pick(ctx context.Context, s resolveSpec) (resolution, error) 
 			"model %s has no known price, so resolving argument %s counts as $0; set one in the workflow: llm: {%s: {…, price: {input_per_mtok: 1.0, output_per_mtok: 2.0}}}", model, s.arg, entry)})
 	}
 	if err != nil {
-		return none, err
+		return 0, err
 	}
-	ev := map[string]any{"argument": s.arg, "description": s.description, "server": s.server, "tool": s.tool,
-		"items": len(items), "index": n, "reason": c.Redact(reason), "model": model}
+	ev["source"], ev["index"], ev["reason"], ev["model"] = sourceModel, n, c.Redact(reason), model
 	if n < 1 || n > len(items) {
 		c.Emit("resolved", ev)
-		return none, &node.Error{Code: "resolve_no_match", Category: node.CategoryExecution,
+		return 0, &node.Error{Code: "resolve_no_match", Category: node.CategoryExecution,
 			Message: fmt.Sprintf("argument %s: no item that tool %q listed matches %q (of %d; the model said: %s)", s.arg, s.tool, s.description, len(items), clip(reason, 300)),
 			Details: map[string]any{"argument": s.arg, "reason": reason, "items": len(items)}}
 	}
-	item := items[n-1]
-	value := item
-	if s.field != "" {
-		m, ok := item.(map[string]any)
-		if !ok || m[s.field] == nil {
-			return none, &node.Error{Code: "resolve_no_field", Category: node.CategoryExecution,
-				Message: fmt.Sprintf("argument %s: the item picked for %q has no field %q: %s", s.arg, s.description, s.field, clip(jsonText(item), 300))}
-		}
-		value = m[s.field]
-	}
-	ev["item"] = node.RedactValue(item, c.Redact)
-	ev["value"] = node.RedactValue(value, c.Redact)
-	c.Emit("resolved", ev)
-	return resolution{value: value, event: ev}, nil
+	return n, nil
 }
 
 // listItems finds the items of a listing tool's output: its items (a JSON

@@ -74,12 +74,12 @@ func TestResolveCases(t *testing.T) {
 		charged  bool // the error carries the pick's tokens
 	}{
 		{name: "text lines", arg: map[string]any{"resolve": "the second", "from": from("lines")}, index: 2, want: "beta"},
-		{name: "the one list of an object, with field", arg: map[string]any{"resolve": "mail", "from": from("wrapped"), "field": "name"}, index: 1, want: "Mail"},
+		{name: "the one list of an object, with field", arg: map[string]any{"resolve": "the email app", "from": from("wrapped"), "field": "name"}, index: 1, want: "Mail"},
 		{name: "no item matches", arg: map[string]any{"resolve": "delta", "from": from("lines")}, index: 0,
 			code: "resolve_no_match", message: `argument x: no item that tool "lines" listed matches "delta" (of 3; the model said: because)`, charged: true},
 		{name: "a number past the list", arg: map[string]any{"resolve": "x", "from": from("lines")}, index: 9, code: "resolve_no_match", charged: true},
-		{name: "a missing field", arg: map[string]any{"resolve": "mail", "from": from("wrapped"), "field": "id"}, index: 1,
-			code: "resolve_no_field", message: `argument x: the item picked for "mail" has no field "id": {"name":"Mail"}`, charged: true},
+		{name: "a missing field", arg: map[string]any{"resolve": "the email app", "from": from("wrapped"), "field": "id"}, index: 1,
+			code: "resolve_no_field", message: `argument x: the item picked for "the email app" has no field "id": {"name":"Mail"}`, charged: true},
 		{name: "nothing listed", arg: map[string]any{"resolve": "x", "from": from("empty")}, code: "resolve_no_items"},
 		{name: "unknown listing tool", arg: map[string]any{"resolve": "x", "from": from("list")}, code: "unknown_tool"},
 		{name: "the model fails", arg: map[string]any{"resolve": "x", "from": from("lines")}, pickErr: &node.Error{Code: "llm_http", Message: "boom"}, code: "llm_http", charged: true},

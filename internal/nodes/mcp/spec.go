@@ -19,11 +19,12 @@ var Spec = node.Spec{
 		{Name: "tool", Type: node.String, Required: true, Description: "The tool's name."},
 		{Name: "arguments", Type: node.Map, Description: "The tool's arguments (templates). " +
 			"An argument written `{resolve: \"the invoice window\", from: {tool: list_windows, args: {…}, server: …}, field: id, model: …}` " +
-			"is resolved first: the listing tool is called (on the node's server unless `from.server` names another), " +
-			"a model (`model`, else `default`) picks the item that matches the description, and the argument is that item, or its `field`. " +
-			"The pick is kept for the run (per node and description; on queue workers, by each worker) and made again before a retry; each one is a `resolved` event " +
-			"(argument, description, items, index, item, value, reason, model; `cached: true` when reused) and its tokens count as the step's. " +
-			"No matching item fails the node (`resolve_no_match`, retried like any failure)."},
+			"is resolved first, the tool before a model: `find_text` is called for the target (in the focused app) and one match is the answer; " +
+			"another listing tool's one item named as the target (ignoring case) is the answer; a model (`model`, else `default`) picks only among several matches, " +
+			"or among the elements find_text saw (`available_elements`) or the items listed when nothing matched directly; the argument is the item, or its `field`. " +
+			"What a model decided is kept for the run (per target and app for find_text, per app name for list_apps; on queue workers, by each worker) and forgotten before the node's retry; " +
+			"each resolution is a `resolved` event (argument, description, source: tool, cache or model, items, item, value, app, and the model's index, reason and model) and its tokens count as the step's. " +
+			"No candidates at all fails the node with `resolve_no_items`; no matching item with `resolve_no_match` (retried like any failure). See Resolving arguments by name in workflows.md."},
 	},
 	Routes: true,
 	Check:  checkParams,
