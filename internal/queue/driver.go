@@ -22,6 +22,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
@@ -1207,7 +1208,7 @@ func (d *Driver) finish(st *state) *store.Run {
 		outs = map[string]any{}
 	}
 	now := d.now()
-	r := &store.Run{ID: st.env.id, Status: status, Outputs: outs, Error: runErr, FinishedAt: &now,
+	r := &store.Run{ID: st.env.id, Status: status, Outputs: outs, Error: record.ErrorContext("", runErr), FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
 	r = durable.RedactRun(st.env.red, r)
 	// Kept in the shared store, which writes on connections of its own:

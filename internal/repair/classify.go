@@ -8,7 +8,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
-	mcpclient "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -83,9 +83,10 @@ func Repairable(e *node.Error) (bool, string) {
 	if e == nil {
 		return false, "there is no error"
 	}
+	if record.Fixable(e) {
+		return true, "" // the rule every recorded error's fixable field gives
+	}
 	switch e.Category {
-	case node.CategoryTemplate, node.CategoryValidation, node.CategoryExecution, mcpclient.CategoryToolError:
-		return true, ""
 	case node.CategoryHTTPStatus:
 		status := statusOf(e)
 		switch {
@@ -93,8 +94,6 @@ func Repairable(e *node.Error) (bool, string) {
 			return false, fmt.Sprintf("HTTP %d is an authentication error; check the credentials (authentication errors are never repaired)", status)
 		case status == 408 || status == 429:
 			return false, fmt.Sprintf("HTTP %d asks to wait and try again, which an edit does not cure", status)
-		case status >= 400 && status < 500:
-			return true, ""
 		case status >= 500:
 			return false, fmt.Sprintf("HTTP %d is a server error, which an edit does not cure", status)
 		}
@@ -109,26 +108,7 @@ func Repairable(e *node.Error) (bool, string) {
 
 // statusOf reads the HTTP status of an http_status error: Details.status,
 // else the code http_<status>.
-func statusOf(e *node.Error) int {
-	if e.Details != nil {
-		switch s := e.Details["status"].(type) {
-		case int:
-			return s
-		case int64:
-			return int(s)
-		case float64:
-			return int(s)
-		case json.Number:
-			n, _ := s.Int64()
-			return int(n)
-		}
-	}
-	var n int
-	if _, err := fmt.Sscanf(e.Code, "http_%d", &n); err == nil {
-		return n
-	}
-	return 0
-}
+func statusOf(e *node.Error) int { return record.HTTPStatus(e) }
 
 // BusinessError reports an API that answered well but said no: `"ok":
 // false`, `"success": false` or a non-empty GraphQL `errors` list, in an http

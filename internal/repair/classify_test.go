@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
+	mcpclient "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard"
@@ -27,7 +29,7 @@ func TestRepairable(t *testing.T) {
 		{"template", &node.Error{Category: node.CategoryTemplate}, true, ""},
 		{"validation", &node.Error{Category: node.CategoryValidation}, true, ""},
 		{"execution failure", &node.Error{Category: node.CategoryExecution}, true, ""},
-		{"mcp tool error", &node.Error{Category: "mcp_tool_error"}, true, ""},
+		{"mcp tool error", &node.Error{Category: mcpclient.CategoryToolError}, true, ""},
 		{"400", httpErr(400), true, ""},
 		{"404", httpErr(404), true, ""},
 		{"422", httpErr(422), true, ""},
@@ -50,6 +52,7 @@ func TestRepairable(t *testing.T) {
 			got, why := repair.Repairable(tc.err)
 			require.Equal(t, tc.want, got, why)
 			require.Contains(t, why, tc.why)
+			require.Equal(t, tc.want, record.Fixable(tc.err), "a recorded error's fixable field is what repair decides")
 		})
 	}
 	t.Run("status from JSON", func(t *testing.T) {
