@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/apierr"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/record"
@@ -111,54 +112,11 @@ func Repairable(e *node.Error) (bool, string) {
 func statusOf(e *node.Error) int { return record.HTTPStatus(e) }
 
 // BusinessError reports an API that answered well but said no: `"ok":
-// false`, `"success": false` or a non-empty GraphQL `errors` list, in an http
-// output's body or at the top of an mcp output. The top-level `success` of
-// an output is the scheduler's and is not read.
-func BusinessError(output map[string]any) (string, bool) {
-	if body, ok := output["body"].(map[string]any); ok {
-		if msg, ok := businessError(body, true); ok {
-			return msg, true
-		}
-	}
-	return businessError(output, false)
-}
-
-func businessError(m map[string]any, readSuccess bool) (string, bool) {
-	var what string
-	switch {
-	case m["ok"] == false:
-		what = `"ok": false`
-	case readSuccess && m["success"] == false:
-		what = `"success": false`
-	default:
-		if errs, ok := m["errors"].([]any); ok && len(errs) > 0 {
-			msg := "GraphQL errors"
-			if first, ok := errs[0].(map[string]any); ok {
-				if s, ok := first["message"].(string); ok && s != "" {
-					msg += ": " + clip(s, 200)
-				}
-			}
-			if len(errs) > 1 {
-				msg += fmt.Sprintf(" (and %d more)", len(errs)-1)
-			}
-			return "the API answered " + msg, true
-		}
-		return "", false
-	}
-	for _, k := range []string{"error", "message", "description", "reason", "msg"} {
-		switch v := m[k].(type) {
-		case string:
-			if v != "" {
-				return fmt.Sprintf("the API answered %s (%s: %s)", what, k, clip(v, 200)), true
-			}
-		case map[string]any:
-			if s, ok := v["message"].(string); ok && s != "" {
-				return fmt.Sprintf("the API answered %s (%s: %s)", what, k, clip(s, 200)), true
-			}
-		}
-	}
-	return "the API answered " + what, true
-}
+// false`, `"success": false`, a `"status"` of 400 or more or a non-empty
+// GraphQL `errors` list, in an http output's body or (ok and errors) at the
+// top of an mcp output (apierr.InOutput). The top-level `success` of an
+// output is the scheduler's and is not read.
+func BusinessError(output map[string]any) (string, bool) { return apierr.InOutput(output) }
 
 // businessKinds are the kinds whose outputs carry an API's answer.
 var businessKinds = map[string]bool{"http": true, "mcp": true}

@@ -77,6 +77,12 @@ func TestBusinessError(t *testing.T) {
 		{"an error object", map[string]any{"body": map[string]any{"ok": false, "error": map[string]any{"message": "nope"}}},
 			`the API answered "ok": false (error: nope)`},
 		{"no reason given", map[string]any{"body": map[string]any{"ok": false}}, `the API answered "ok": false`},
+		{"status 500 in a 200's body", map[string]any{"status": 200, "body": map[string]any{"status": 500, "message": "db down"}},
+			`the API answered "status": 500 (message: db down)`},
+		{"status 404 as a JSON float", map[string]any{"body": map[string]any{"status": float64(404)}}, `the API answered "status": 404`},
+		{"status 200 in a body", map[string]any{"body": map[string]any{"status": 200}}, ""},
+		{"a status that is text", map[string]any{"body": map[string]any{"status": "error"}}, ""},
+		{"the HTTP status of an output", map[string]any{"status": 500, "body": map[string]any{}}, ""},
 		{"GraphQL errors", map[string]any{"body": map[string]any{"data": nil, "errors": []any{
 			map[string]any{"message": "Cannot query field \"nme\""}, map[string]any{"message": "x"}}}},
 			`the API answered GraphQL errors: Cannot query field "nme" (and 1 more)`},
@@ -166,6 +172,15 @@ func TestAssess(t *testing.T) {
 				ok("b", "set", nil), failed("c", "http", bad),
 			}},
 			warnings: []repair.Warning{{Node: "a", Visit: 1, Message: `the API answered "ok": false (error: denied)`}},
+			blocked:  "node c failed after node a, whose API refused the request",
+		},
+		{
+			name: "a 200 whose body says status 500 is a warning, and what fails after it is not repaired",
+			res: &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{
+				ok("a", "http", map[string]any{"status": 200, "body": map[string]any{"status": 500, "message": "db down"}, "success": true}),
+				ok("b", "set", nil), failed("c", "http", bad),
+			}},
+			warnings: []repair.Warning{{Node: "a", Visit: 1, Message: `the API answered "status": 500 (message: db down)`}},
 			blocked:  "node c failed after node a, whose API refused the request",
 		},
 		{

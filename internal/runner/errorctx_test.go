@@ -1,6 +1,10 @@
 package runner_test
 
 import (
+	"encoding/json"
+	"io"
+	nethttp "net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -8,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 )
@@ -137,4 +142,91 @@ nodes:
 	require.Contains(t, got.Error.Message, "… (cut; whole message in blob ", "the run's error is the cut one")
 	require.NotContains(t, got.Error.Message, secret[:3])
 	validateDoc(t, compileSchema(t), got)
+}
+
+// TestAPIRefusalIsAWarning: a 200 whose JSON body says "status": 500
+// succeeds, records a warning event naming the node and what the body
+// said, and is a warning to --auto-repair, which repairs nothing for it.
+func TestAPIRefusalIsAWarning(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status": 500, "message": "db down"}`)
+	}))
+	t.Cleanup(srv.Close)
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "refused.yaml", `version: 1
+name: refused
+inputs:
+  base: {type: string}
+nodes:
+  - {id: get, type: http, url: "{{ inputs.base }}/orders"}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"base": srv.URL}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", string(res.Run.Status), "the node succeeds")
+	require.Equal(t, "success", string(lastStep(t, b, res.Run.ID, "get").Status))
+
+	evs, _, err := b.r.Events(b.ctx, res.Run.ID, 0, 0)
+	require.NoError(t, err)
+	var warnings []map[string]any
+	for _, ev := range evs {
+		if ev.Type == "warning" && ev.Node == "get" {
+			warnings = append(warnings, ev.Data)
+		}
+	}
+	require.Len(t, warnings, 1, "one warning on the node")
+	require.Equal(t, "api_warning", warnings[0]["category"])
+	require.Contains(t, warnings[0]["message"], `node get: the API answered "status": 500 (message: db down)`)
+
+	a := repair.Assess(w, node.Default, res.Engine)
+	require.Empty(t, a.Problems, "an API's refusal is not repaired")
+	require.Equal(t, []repair.Warning{{Node: "get", Visit: 1, Message: `the API answered "status": 500 (message: db down)`}}, a.Warnings)
+}
+
+// TestHTTPErrorCarriesHeaders: a failed response's step error holds the
+// response's headers, credentials and the run's secrets masked, and the
+// time the request took.
+func TestHTTPErrorCarriesHeaders(t *testing.T) {
+	t.Parallel()
+	const secret = "tok-0f-the-run"
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Set-Cookie", "session=abc123")
+		w.Header().Set("X-Seen", "you sent "+r.Header.Get("X-Token"))
+		w.Header().Set("X-Request-Id", "req-7")
+		w.WriteHeader(nethttp.StatusUnprocessableEntity)
+		io.WriteString(w, `{"error": "bad order"}`)
+	}))
+	t.Cleanup(srv.Close)
+	b := setupEnv(t, map[string]string{"TOKEN": secret})
+	w, err := b.r.Load(b.write(t, "post.yaml", `version: 1
+name: post
+secrets: [TOKEN]
+inputs:
+  base: {type: string}
+nodes:
+  - {id: post, type: http, method: POST, url: "{{ inputs.base }}/orders", headers: {X-Token: "{{ secrets.TOKEN }}"}}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"base": srv.URL}})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(res.Run.Status))
+
+	e := lastStep(t, b, res.Run.ID, "post").Error
+	require.NotNil(t, e)
+	require.Equal(t, "http_422", e.Code)
+	require.True(t, e.Fixable, "a 422 is a request an edit can correct")
+	headers, ok := e.Details["headers"].(map[string]any)
+	require.True(t, ok, "details.headers: %#v", e.Details)
+	require.Equal(t, "req-7", headers["x-request-id"])
+	require.Equal(t, "***", headers["set-cookie"])
+	require.Equal(t, "***", headers["x-seen"], "a header that holds a secret is masked")
+	require.Contains(t, e.Details, "duration_ms")
+	got, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	js, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.NotContains(t, string(js), secret)
+	require.NotContains(t, string(js), "abc123")
 }
