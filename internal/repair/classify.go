@@ -45,6 +45,10 @@ type Problem struct {
 	// Stderr is the end of a failed command's standard error (at most
 	// MaxBody bytes): what the command said was wrong.
 	Stderr string `json:"stderr,omitempty"`
+	// Missing and AvailableFields are, for a template that read a key its
+	// object lacked, the path it read and that object's keys.
+	Missing         string   `json:"missing,omitempty"`
+	AvailableFields []string `json:"available_fields,omitempty"`
 	// Params are the failed step's parameters as rendered for the run.
 	Params map[string]any `json:"params,omitempty"`
 	// Upstream lists the output fields the nodes before this one offer.
@@ -218,6 +222,14 @@ func stepProblem(w *workflow.Workflow, reg *node.Registry, s *engine.StepRecord,
 		}
 		if se, ok := e.Details["stderr"].(string); ok {
 			p.Stderr = tail(strings.TrimSpace(se), MaxBody)
+		}
+		p.Missing, _ = e.Details["missing"].(string)
+		if fs, ok := e.Details["available_fields"].([]any); ok {
+			for _, f := range fs {
+				if s, ok := f.(string); ok {
+					p.AvailableFields = append(p.AvailableFields, s)
+				}
+			}
 		}
 	}
 	p.Upstream = upstreamFields(w, reg, s.Node, outputs)

@@ -184,6 +184,22 @@ func TestAssess(t *testing.T) {
 			blocked:  "node c failed after node a, whose API refused the request",
 		},
 		{
+			name: "a template's missing key comes with the fields its object had",
+			res: &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{
+				ok("a", "http", aOut),
+				{Node: "b", Type: "set", Status: engine.StatusFailed, Visit: 1, Error: &node.Error{
+					Category: node.CategoryTemplate, Code: "template", Message: "a.body.key is missing",
+					Details: map[string]any{"missing": "a.body.key", "available_fields": []any{"items", "k"}}}},
+			}},
+			problems: []repair.Problem{{
+				Phase: repair.PhaseRuntime, Node: "b", Type: "set", Category: "template", Code: "template",
+				Message: "a.body.key is missing", Missing: "a.body.key", AvailableFields: []string{"items", "k"},
+				Upstream: []repair.Fields{
+					{Node: "a", Type: "http", Fields: []string{"body (map)", "body.items (list of 1)", "body.items[0].id (number)", "body.k (string)", "status (number)"}},
+				},
+			}},
+		},
+		{
 			name: "a business error in a run that completed is a warning",
 			res: &engine.Result{Status: engine.RunCompleted, Steps: []*engine.StepRecord{
 				ok("a", "http", map[string]any{"body": map[string]any{"success": false}}), ok("b", "set", nil), ok("c", "http", nil),
