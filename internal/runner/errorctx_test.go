@@ -230,3 +230,48 @@ nodes:
 	require.NotContains(t, string(js), secret)
 	require.NotContains(t, string(js), "abc123")
 }
+
+// TestErrorSources: a parameter whose rendered value does not fit its
+// type is a validation error of its node, which an edit may fix; an error
+// of the run's outputs names no node.
+func TestErrorSources(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "typed.yaml", `version: 1
+name: typed
+nodes:
+  - {id: size, type: set, values: {n: lots}}
+  - {id: get, type: http, url: "http://127.0.0.1:1/", max_body: "{{ size.n }}"}
+edges:
+  - {from: size, to: get}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(res.Run.Status))
+	e := lastStep(t, b, res.Run.ID, "get").Error
+	require.NotNil(t, e)
+	require.Equal(t, "param_type", e.Code)
+	require.Equal(t, "get", e.Node)
+	require.Equal(t, node.SourceValidation, e.Source)
+	require.True(t, e.Fixable)
+
+	w, err = b.r.Load(b.write(t, "outs.yaml", `version: 1
+name: outs
+nodes:
+  - {id: a, type: shell, command: [echo, '{"n": 1}']}
+outputs:
+  n: "{{ upper(a.json.m) }}"
+`))
+	require.NoError(t, err)
+	res, err = b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(res.Run.Status))
+	got, err := b.r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.Error)
+	require.Equal(t, "outputs", got.Error.Code)
+	require.Empty(t, got.Error.Node, "no node made the run's outputs")
+	require.Equal(t, node.SourceTemplate, got.Error.Source)
+	require.True(t, got.Error.Fixable)
+}
