@@ -948,7 +948,7 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 			if rv, err = expr.RenderValue(v, scope); err != nil {
 				return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
 					Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err),
-					Details: templateDetails(err)}
+					Details: TemplateDetails(err)}
 			}
 			// A kind gets its parameters whole: the big values a template
 			// passed on as they were (`{{ fetch }}`) are read back. A
@@ -980,10 +980,10 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 	return params, nil
 }
 
-// templateDetails are the details of a template's error: when it read a
+// TemplateDetails are the details of a template's error: when it read a
 // key an object lacked, the path it read (missing) and the object's keys
 // (available_fields, sorted, at most expr.MaxAvailableFields).
-func templateDetails(err error) map[string]any {
+func TemplateDetails(err error) map[string]any {
 	var xe *expr.Error
 	if !errors.As(err, &xe) || xe.Missing == "" {
 		return nil
@@ -1030,7 +1030,8 @@ func (rs *runState) result() *Result {
 	outs, err := rs.outputs()
 	if err != nil && res.Status == RunCompleted {
 		res.Status = RunFailed
-		res.Error = record.ErrorContext("", &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()})
+		res.Error = record.ErrorContext("", &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(),
+			Details: TemplateDetails(err)})
 	}
 	// The run's error is the failed step's, details and all (a command's
 	// stderr, a response body): masked like the step's.

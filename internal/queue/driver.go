@@ -1202,7 +1202,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	outs, err := engine.Outputs(st.env.plan, st.scope, st.run)
 	if err != nil && status == engine.RunCompleted {
 		status = engine.RunFailed
-		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
+		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(), Details: engine.TemplateDetails(err)}
 	}
 	if status != engine.RunCompleted && status != engine.RunFailed {
 		outs = map[string]any{}

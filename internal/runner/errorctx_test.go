@@ -274,4 +274,5 @@ outputs:
 	require.Empty(t, got.Error.Node, "no node made the run's outputs")
 	require.Equal(t, node.SourceTemplate, got.Error.Source)
 	require.True(t, got.Error.Fixable)
+	require.Equal(t, []any{"n"}, got.Error.Details["available_fields"], "the keys of a.json, which lacked m")
 }
