@@ -1021,7 +1021,6 @@ func (rs *runState) result() *Result {
 		res.Status = RunFailed
 		res.Error = &node.Error{Code: "recorder", Category: node.CategoryInternal, Message: rs.recErr.Error()}
 	}
-	res.Error = record.ErrorContext("", res.Error)
 	if res.Status == RunWaiting {
 		res.Error, _ = rs.redact.Error(res.Error)
 		res.Outputs = map[string]any{} // the run has not ended
@@ -1030,8 +1029,8 @@ func (rs *runState) result() *Result {
 	outs, err := rs.outputs()
 	if err != nil && res.Status == RunCompleted {
 		res.Status = RunFailed
-		res.Error = record.ErrorContext("", &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(),
-			Details: TemplateDetails(err)})
+		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(),
+			Details: TemplateDetails(err)}
 	}
 	// The run's error is the failed step's, details and all (a command's
 	// stderr, a response body): masked like the step's.
@@ -1041,6 +1040,7 @@ func (rs *runState) result() *Result {
 	if res.Outputs, keepErr = KeepOutputs(rs.opts.Blobs, res.Outputs); keepErr != nil && res.Error == nil {
 		res.Status, res.Error = RunFailed, keepErr
 	}
+	res.Error = record.ErrorContext("", res.Error) // a step's names its node already
 	return res
 }
 

@@ -1208,7 +1208,7 @@ func (d *Driver) finish(st *state) *store.Run {
 		outs = map[string]any{}
 	}
 	now := d.now()
-	r := &store.Run{ID: st.env.id, Status: status, Outputs: outs, Error: record.ErrorContext("", runErr), FinishedAt: &now,
+	r := &store.Run{ID: st.env.id, Status: status, Outputs: outs, Error: runErr, FinishedAt: &now,
 		Tokens: st.tokens, CostUSD: st.cost}
 	r = durable.RedactRun(st.env.red, r)
 	// Kept in the shared store, which writes on connections of its own:
@@ -1223,6 +1223,7 @@ func (d *Driver) finish(st *state) *store.Run {
 			c.Status, c.Error = engine.RunFailed, keepErr
 		}
 	}
+	c.Error = record.ErrorContext("", c.Error) // a step's names its node already
 	return &c
 }
 
