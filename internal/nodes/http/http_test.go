@@ -409,6 +409,11 @@ func TestRunStatusError(t *testing.T) {
 			require.Equal(t, base, err.Details["url"], "the URL in details has no query")
 			require.Equal(t, tt.body, err.Details["body"])
 			require.IsType(t, int64(0), err.Details["duration_ms"])
+			if tt.retryAfter > 0 {
+				require.Equal(t, tt.retryAfter.Milliseconds(), err.Details["retry_after_ms"])
+			} else {
+				require.NotContains(t, err.Details, "retry_after_ms")
+			}
 			require.NotContains(t, fmt.Sprint(err.Message, err.Details), "s3cret", "query secrets stay out of the error")
 		})
 	}
@@ -435,6 +440,12 @@ func TestStatusErrorHeaders(t *testing.T) {
 	require.NotContains(t, fmt.Sprint(err.Details), "s3cret")
 	require.NotContains(t, fmt.Sprint(err.Details), "abc123")
 	require.IsType(t, int64(0), err.Details["duration_ms"], "the time the request took")
+
+	// After redirects, the error names where the answer came from.
+	_, err = run(t, b.call(map[string]any{"url": b.url("/to?target=/refuse")}))
+	require.NotNil(t, err)
+	require.Equal(t, b.url("/to"), err.Details["url"])
+	require.Equal(t, b.url("/refuse"), err.Details["final_url"])
 }
 
 // TestBusinessErrorWarns: a 2xx answer whose JSON body says the API
@@ -519,6 +530,8 @@ func TestRunTimeout(t *testing.T) {
 	require.False(t, err.Permanent, "a timeout may be retried")
 	require.Contains(t, err.Message, "GET "+b.url("/block")+": timed out after")
 	require.NotContains(t, err.Message, "s3cret")
+	require.Equal(t, b.url("/block"), err.Details["url"], "without its query")
+	require.IsType(t, int64(0), err.Details["duration_ms"], "the time the request took")
 }
 
 func TestRunCancelled(t *testing.T) {
@@ -544,6 +557,8 @@ func TestRunConnectionRefused(t *testing.T) {
 	require.Equal(t, "connection_refused", nerr.Code)
 	require.False(t, nerr.Permanent, "the server may come up")
 	require.Equal(t, "GET http://"+addr+"/x: connection refused", nerr.Message)
+	require.Equal(t, "http://"+addr+"/x", nerr.Details["url"])
+	require.IsType(t, int64(0), nerr.Details["duration_ms"], "the time the attempt took")
 }
 
 func TestRunDNSFailure(t *testing.T) {
