@@ -28,11 +28,20 @@ var (
 // Expr is the source the error is about: the bare expression, or the whole
 // template string for an error inside a template. Offset is the byte offset
 // into Expr where the error happened, or -1 when it is not known.
+//
+// Missing and AvailableFields say, for an error caused by a value the
+// expression read and its scope did not hold (`upper(fetch.body.nope)`),
+// what was read — the path, fetch.body.nope — and the keys, sorted, at most
+// MaxAvailableFields, of the object that lacked it (fetch.body's). Both are
+// empty otherwise, and when a whole root name is missing.
 type Error struct {
 	Expr   string
 	Offset int
 	Msg    string
 	Err    error
+
+	Missing         string
+	AvailableFields []string
 
 	template bool // Expr is a template rather than a bare expression
 }

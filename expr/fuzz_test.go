@@ -25,6 +25,8 @@ var fuzzSeeds = []string{
 	"héllo {{ \"日本\" + a }}",
 	"{{ a?.b?.[0] }}",
 	"{{ 1..3 | map(# * 2) }}",
+	" {{ 1 + 1 }}",
+	"{{ inputs.n }}\n",
 }
 
 // FuzzParseTemplate checks that scanning, parsing and rendering never panic,
@@ -80,8 +82,21 @@ func FuzzParseTemplate(f *testing.F) {
 				t.Fatalf("reference %v is outside %q", r, s)
 			}
 		}
-		if _, err := tmpl.Render(scope); err != nil {
+		segs := tmpl.Segments()
+		if want := len(segs) == 1 && s == "{{"+segs[0].Code+"}}"; tmpl.Single() != want {
+			t.Fatalf("Single() = %v for %q, want %v: only a template that is exactly one {{ }} is single", tmpl.Single(), s, want)
+		}
+		v, err := tmpl.Render(scope)
+		if err != nil {
 			checkError(t, err, s)
+			return
+		}
+		if !tmpl.Single() {
+			// The text around the expressions is kept as it is.
+			text, ok := v.(string)
+			if !ok || !strings.HasPrefix(text, tmpl.lits[0]) || !strings.HasSuffix(text, tmpl.lits[len(tmpl.lits)-1]) {
+				t.Fatalf("%q rendered %#v, which does not keep the text around its expressions", s, v)
+			}
 		}
 	})
 }

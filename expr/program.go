@@ -164,15 +164,21 @@ func (p *Program) runError(err error, env map[string]any) *Error {
 			fmt.Sprintf("memory budget exceeded: the expression built more than %d elements", MemoryBudget))
 	}
 	msg := fe.Message
+	var gap *absent
 	switch {
 	case strings.HasPrefix(msg, "interface conversion:"):
-		msg = p.conversionMsg(msg, env)
+		msg, gap = p.conversionMsg(msg, env)
 	case strings.Contains(msg, "<nil>"):
-		if missing := p.missing(env); len(missing) > 0 {
+		var missing []string
+		if missing, gap = p.missing(env); len(missing) > 0 {
 			msg += ": " + strings.Join(missing, "; ")
 		}
 	}
-	return errorAt(p.code, off, fe.Prev, msg)
+	e := errorAt(p.code, off, fe.Prev, msg)
+	if gap != nil {
+		e.Missing, e.AvailableFields = gap.path, gap.fields
+	}
+	return e
 }
 
 // conversionMsg says, in place of Go's "interface conversion: interface {}
@@ -180,7 +186,7 @@ func (p *Program) runError(err error, env map[string]any) *Error {
 // expression was given and which of the values it reads are missing: the
 // path, and the keys that were there. It names types and keys, never
 // values (one may be secret).
-func (p *Program) conversionMsg(goMsg string, env map[string]any) string {
+func (p *Program) conversionMsg(goMsg string, env map[string]any) (string, *absent) {
 	got, want := "another type", "a value of another type"
 	if rest, ok := strings.CutPrefix(goMsg, "interface conversion: interface {} is "); ok {
 		if g, w, ok := strings.Cut(rest, ", not "); ok {
@@ -188,20 +194,31 @@ func (p *Program) conversionMsg(goMsg string, env map[string]any) string {
 		}
 	}
 	msg := fmt.Sprintf("a function here takes %s but was given %s", want, got)
-	if missing := p.missing(env); len(missing) > 0 {
+	missing, gap := p.missing(env)
+	if len(missing) > 0 {
 		msg += ": " + strings.Join(missing, "; ")
 	}
-	return msg
+	return msg, gap
 }
 
+// absent is the first key the program read that an object of its scope
+// lacked: the path read, and the object's keys (Error.AvailableFields).
+type absent struct {
+	path   string
+	fields []string
+}
+
+// MaxAvailableFields bounds Error.AvailableFields.
+const MaxAvailableFields = 20
+
 // missing lists the values the program reads that env does not hold: each
-// path with the keys that were there.
-func (p *Program) missing(env map[string]any) []string {
+// path with the keys that were there. gap is the first of them that an
+// object lacked (nil when only a root name is missing).
+func (p *Program) missing(env map[string]any) (missing []string, gap *absent) {
 	refs, err := References(p.code)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	var missing []string
 	seen := map[string]bool{}
 	for _, r := range refs {
 		cur, ok := env[r.Root]
@@ -224,13 +241,29 @@ func (p *Program) missing(env map[string]any) []string {
 				if !seen[path] {
 					seen[path] = true
 					missing = append(missing, fmt.Sprintf("%s is missing (%s has: %s)", path, where, keyList(m)))
+					if gap == nil {
+						gap = &absent{path: path, fields: sortedKeys(m, MaxAvailableFields)}
+					}
 				}
 				break
 			}
 			cur, where = next, where+"."+key
 		}
 	}
-	return missing
+	return missing, gap
+}
+
+// sortedKeys returns m's keys, sorted, at most n of them.
+func sortedKeys(m map[string]any, n int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > n {
+		keys = keys[:n]
+	}
+	return keys
 }
 
 // goTypeName names a Go type of a conversion message as a user knows it.

@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -370,14 +371,19 @@ func TestGuardedCallsWithUnknownArguments(t *testing.T) {
 func TestMissingValueErrors(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		code string
-		want []string
+		code        string
+		want        []string
+		wantMissing string
+		wantFields  []string
 	}{
-		{`upper(fetch.body.nope)`, []string{"a function here takes a string but was given nothing (nil)", "fetch.body.nope is missing (fetch.body has: html, items)"}},
-		{`split(later.text, ",")`, []string{"takes a string but was given nothing (nil)", "later is missing"}},
-		{`trim(inputs.days)`, []string{"a function here takes a string but was given a number"}},
-		{`fetch.body.nope + "x"`, []string{"<nil> + string", "fetch.body.nope is missing (fetch.body has: html, items)"}},
-		{`len(inputs.nope)`, []string{"inputs.nope is missing (inputs has: city, days, rate, tags)"}},
+		{`upper(fetch.body.nope)`, []string{"a function here takes a string but was given nothing (nil)", "fetch.body.nope is missing (fetch.body has: html, items)"},
+			"fetch.body.nope", []string{"html", "items"}},
+		{`split(later.text, ",")`, []string{"takes a string but was given nothing (nil)", "later is missing"}, "", nil},
+		{`trim(inputs.days)`, []string{"a function here takes a string but was given a number"}, "", nil},
+		{`fetch.body.nope + "x"`, []string{"<nil> + string", "fetch.body.nope is missing (fetch.body has: html, items)"},
+			"fetch.body.nope", []string{"html", "items"}},
+		{`len(inputs.nope)`, []string{"inputs.nope is missing (inputs has: city, days, rate, tags)"},
+			"inputs.nope", []string{"city", "days", "rate", "tags"}},
 	} {
 		t.Run(tt.code, func(t *testing.T) {
 			t.Parallel()
@@ -388,6 +394,31 @@ func TestMissingValueErrors(t *testing.T) {
 			for _, w := range tt.want {
 				require.Contains(t, err.Error(), w)
 			}
+			var xe *Error
+			require.ErrorAs(t, err, &xe)
+			require.Equal(t, tt.wantMissing, xe.Missing, "the path read that was missing")
+			require.Equal(t, tt.wantFields, xe.AvailableFields, "the keys of the object that lacked it")
 		})
 	}
+}
+
+// TestAvailableFieldsAreBounded: an error lists at most MaxAvailableFields
+// keys of the object that lacked the one read, the first ones in order,
+// and keeps them through a template.
+func TestAvailableFieldsAreBounded(t *testing.T) {
+	t.Parallel()
+	body := map[string]any{}
+	for i := range 30 {
+		body[fmt.Sprintf("k%02d", i)] = i
+	}
+	s := &Scope{Nodes: map[string]any{"fetch": map[string]any{"body": body}}}
+	tmpl, err := ParseTemplate("n: {{ len(fetch.body.nope) }}")
+	require.NoError(t, err)
+	_, err = tmpl.Render(s)
+	var xe *Error
+	require.ErrorAs(t, err, &xe)
+	require.Equal(t, "fetch.body.nope", xe.Missing)
+	require.Len(t, xe.AvailableFields, MaxAvailableFields)
+	require.Equal(t, "k00", xe.AvailableFields[0])
+	require.Equal(t, "k19", xe.AvailableFields[MaxAvailableFields-1])
 }

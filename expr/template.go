@@ -27,7 +27,7 @@ type Template struct {
 	src    string
 	segs   []Segment
 	lits   []string // the text around the segments: len(segs)+1 pieces
-	single bool     // one segment and only spaces around it
+	single bool     // one segment and nothing around it
 
 	once  sync.Once
 	progs []*Program
@@ -84,8 +84,7 @@ func ParseTemplate(s string) (*Template, error) {
 		i = end + 2
 	}
 	t.lits = append(t.lits, s[i:])
-	t.single = len(t.segs) == 1 &&
-		strings.TrimSpace(t.lits[0]) == "" && strings.TrimSpace(t.lits[1]) == ""
+	t.single = len(t.segs) == 1 && t.lits[0] == "" && t.lits[1] == ""
 	return t, nil
 }
 
@@ -148,8 +147,8 @@ func (t *Template) Static() bool { return len(t.segs) == 0 }
 // Segments returns the template's expressions in order.
 func (t *Template) Segments() []Segment { return t.segs }
 
-// Single reports whether the template is one {{ expr }} with only spaces
-// around it (its value keeps the expression's type).
+// Single reports whether the template is exactly one {{ expr }}, with no
+// text around it, not even a space (its value keeps the expression's type).
 func (t *Template) Single() bool { return t.single }
 
 // References returns the free names of all the template's expressions, with
@@ -170,9 +169,9 @@ func (t *Template) References() ([]Ref, error) {
 }
 
 // Render evaluates the template in s. A static template renders to its
-// source. A template that is exactly one `{{ expr }}`, give or take
-// surrounding spaces, renders to the expression's value with its type (a
-// list stays a list). Otherwise every value is turned into text — nil as "",
+// source. A template that is exactly one `{{ expr }}`, with no text around
+// it, renders to the expression's value with its type (a list stays a
+// list). Otherwise every value is turned into text — nil as "",
 // strings as they are, numbers in their shortest form (3, not 3.0), bools as
 // true or false, lists and maps as compact JSON — and the pieces are
 // concatenated.

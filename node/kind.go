@@ -100,8 +100,31 @@ const (
 	CategoryInternal   = "internal"
 )
 
+// Error sources: where an error comes from (Error.Source).
+const (
+	// SourceRuntime: the node ran, or tried to, and failed.
+	SourceRuntime = "runtime"
+	// SourceValidation: a parameter's value, or what the node was asked
+	// to do, is not valid (category validation).
+	SourceValidation = "validation"
+	// SourceTemplate: a template did not render (category template).
+	SourceTemplate = "template"
+)
+
 // Error is the structured error of a failed step.
+//
+// A kind sets Code, Category, Message and Details; the engine sets Node,
+// Source and Fixable when it records the error.
 type Error struct {
+	// Node is the id of the node whose step failed; "" for a run's error
+	// that no node made (a cancel, the run's outputs).
+	Node string `json:"node,omitempty"`
+	// Source is where the error comes from: SourceRuntime,
+	// SourceValidation or SourceTemplate.
+	Source string `json:"source,omitempty"`
+	// Fixable reports whether an edit of the workflow may cure the error:
+	// the errors skein run --auto-repair repairs.
+	Fixable  bool           `json:"fixable"`
 	Code     string         `json:"code"`
 	Category string         `json:"category"`
 	Message  string         `json:"message"`

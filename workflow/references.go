@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
@@ -226,12 +227,15 @@ func (v *validator) templateInExpression(code string, at int, site refSite) {
 	if i := strings.LastIndexByte(name, '.'); i >= 0 {
 		name = name[i+1:]
 	}
-	if t, err := expr.ParseTemplate(code); err == nil && t.Single() {
+	// Blanks around the one {{ }} (a YAML block scalar's newline) do not
+	// change what the fix is.
+	lead := len(code) - len(strings.TrimLeftFunc(code, unicode.IsSpace))
+	if t, err := expr.ParseTemplate(strings.TrimSpace(code)); err == nil && t.Single() {
 		segs := t.Segments()
 		inner := strings.TrimSpace(segs[0].Code)
 		v.d.errorf(site.at(at), site.diagPath(), site.nodeID,
 			"%s is an expression, not a template: it is evaluated as written, without {{ }}; write %s: %q", site.path, name, inner)
-		site.base += segs[0].Offset
+		site.base += lead + segs[0].Offset
 		v.refs(segs[0].Code, site)
 		return
 	}

@@ -143,6 +143,7 @@ func errorOf(err error) (int, *node.Error) {
 		e := val(codeInvalid)
 		e.Message = problemsSummary(de.ds)
 		e.Details = map[string]any{"diagnostics": de.ds}
+		e.Source, e.Fixable = node.SourceValidation, true // what --auto-repair repairs
 		return ExitInvalid, e
 	case errors.As(err, &te):
 		e := val(codeInvalidTest)
@@ -171,6 +172,7 @@ func errorOf(err error) (int, *node.Error) {
 			e.Message = problemsSummary(fe.Diagnostics)
 		}
 		e.Details = map[string]any{"diagnostics": fe.Diagnostics}
+		e.Source, e.Fixable = node.SourceValidation, true // what --auto-repair repairs
 	case errors.As(err, &amb):
 		matches := make([]runListItem, 0, len(amb.Matches))
 		for _, r := range amb.Matches {
@@ -179,6 +181,7 @@ func errorOf(err error) (int, *node.Error) {
 		e.Details = map[string]any{"prefix": amb.Prefix, "total": amb.Total, "matches": matches}
 	case errors.As(err, &ne):
 		e.Category, e.Details = ne.Category, ne.Details
+		e.Node, e.Source, e.Fixable = ne.Node, ne.Source, ne.Fixable
 	}
 	return code, e
 }
@@ -293,6 +296,9 @@ func errorSchema() (*jsonschema.Schema, error) {
 	e.Properties["details"].Properties["file"] = &jsonschema.Schema{Type: "string", Description: "invalid_test: the test file"}
 	e.Properties["details"].Properties["line"] = &jsonschema.Schema{Type: "integer", Description: "invalid_test: the line of the problem, 0 when it is the whole file"}
 	e.Properties["code"].Description = "usage, invalid_workflow, invalid_test, not_found, ambiguous_run_id, completed, not_running, not_waiting, run_owned, lease_lost, run_exists, database_locked, database_invalid, unavailable, internal; or the code of the node error that stopped the command"
+	e.Properties["node"].Description = "the node of the node error that stopped the command, when there is one"
+	e.Properties["source"].Description = "validation for invalid_workflow; a node error's own (runtime, validation, template); absent otherwise"
+	e.Properties["fixable"].Description = "true when an edit of the workflow may cure the error (invalid_workflow, and node errors skein run --auto-repair repairs)"
 	return s, nil
 }
 

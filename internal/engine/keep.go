@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"unicode/utf8"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -73,4 +75,51 @@ func KeepOutputs(st *blob.Store, outs map[string]any) (map[string]any, *node.Err
 		return outs, &node.Error{Code: "big_value", Category: node.CategoryInternal, Message: "keeping the run's outputs: " + err.Error()}
 	}
 	return o, nil
+}
+
+// MaxMessage is how many characters of an error's message a step keeps.
+const MaxMessage = 2000
+
+// KeepMessage bounds the message of a task's error: one longer than
+// MaxMessage characters is cut there, after red masked its secrets, and
+// the whole masked text is kept in a blob of st — the message then ends
+// with "… (cut; whole message in blob <file>)" and details.message_blob
+// refers to the blob. Both drivers call it with Keep. The error is copied,
+// never changed; a shorter message, or a nil st, is left as it is.
+func KeepMessage(st *blob.Store, red *redact.Redactor, oc Outcome) Outcome {
+	e := oc.Err
+	if st == nil || e == nil || utf8.RuneCountInString(e.Message) <= MaxMessage {
+		return oc
+	}
+	whole := red.String(e.Message)
+	c := *e
+	c.Details = maps.Clone(e.Details)
+	if c.Details == nil {
+		c.Details = map[string]any{}
+	}
+	cut, n := whole, 0
+	for i := range whole {
+		if n == MaxMessage {
+			cut = whole[:i]
+			break
+		}
+		n++
+	}
+	v, err := st.Put(whole)
+	b, ok := v.(*blob.Blob)
+	switch {
+	case err != nil:
+		c.Message = fmt.Sprintf("%s… (cut; the whole message was not kept: %v)", cut, err)
+	case !ok:
+		c.Message = cut + "… (cut; the whole message holds a secret value and was not kept)"
+	default:
+		ref := b.Path()
+		if ref == "" {
+			ref = b.Digest() + " of the " + b.Store() + " store"
+		}
+		c.Message = fmt.Sprintf("%s… (cut; whole message in blob %s)", cut, ref)
+		c.Details["message_blob"] = b
+	}
+	oc.Err = &c
+	return oc
 }

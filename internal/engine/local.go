@@ -740,6 +740,7 @@ func (rs *runState) launch(t *Task) {
 			}
 			oc, params = rs.runTask(ctx, t, upstream, td)
 			oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
+			oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
 			<-rs.d.slots
 			<-rs.runSlots
 		} else {
@@ -946,7 +947,8 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 			var err error
 			if rv, err = expr.RenderValue(v, scope); err != nil {
 				return nil, &node.Error{Code: "template", Category: node.CategoryTemplate, Permanent: true, Err: err,
-					Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err)}
+					Message: fmt.Sprintf("parameter %s (line %d): %v", p.Name, pn.Node.ParamPos(p.Name).Line, err),
+					Details: TemplateDetails(err)}
 			}
 			// A kind gets its parameters whole: the big values a template
 			// passed on as they were (`{{ fetch }}`) are read back. A
@@ -976,6 +978,21 @@ func RenderParams(pn *PlanNode, scope *expr.Scope) (map[string]any, *node.Error)
 		params[p.Name] = cv
 	}
 	return params, nil
+}
+
+// TemplateDetails are the details of a template's error: when it read a
+// key an object lacked, the path it read (missing) and the object's keys
+// (available_fields, sorted, at most expr.MaxAvailableFields).
+func TemplateDetails(err error) map[string]any {
+	var xe *expr.Error
+	if !errors.As(err, &xe) || xe.Missing == "" {
+		return nil
+	}
+	fields := make([]any, len(xe.AvailableFields))
+	for i, f := range xe.AvailableFields {
+		fields[i] = f
+	}
+	return map[string]any{"missing": xe.Missing, "available_fields": fields}
 }
 
 func (rs *runState) result() *Result {
@@ -1012,7 +1029,8 @@ func (rs *runState) result() *Result {
 	outs, err := rs.outputs()
 	if err != nil && res.Status == RunCompleted {
 		res.Status = RunFailed
-		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
+		res.Error = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(),
+			Details: TemplateDetails(err)}
 	}
 	// The run's error is the failed step's, details and all (a command's
 	// stderr, a response body): masked like the step's.
@@ -1022,6 +1040,7 @@ func (rs *runState) result() *Result {
 	if res.Outputs, keepErr = KeepOutputs(rs.opts.Blobs, res.Outputs); keepErr != nil && res.Error == nil {
 		res.Status, res.Error = RunFailed, keepErr
 	}
+	res.Error = record.ErrorContext("", res.Error) // a step's names its node already
 	return res
 }
 

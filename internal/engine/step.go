@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 )
 
@@ -136,5 +137,6 @@ func ApplyStep(rec *StepRecord, su StepUpdate, now time.Time, end *StepEnd, o St
 		} else {
 			rec.Error = su.Error
 		}
+		rec.Error = record.ErrorContext(rec.Node, rec.Error)
 	}
 }

@@ -35,11 +35,17 @@ type TaskEnv struct {
 }
 
 // RunScope is the scope every template of a run sees: its inputs, trigger
-// payload, secrets and execution; TaskScope adds a task's part.
+// payload, secrets and execution; TaskScope adds a task's part. A run
+// started without a payload (by hand, or by a trigger that starts by
+// default) has its inputs as its trigger, as its trigger node's output
+// is; a webhook's or a chat's run has what the trigger fired with.
 func RunScope(runID, workflow string, started time.Time, inputs, payload map[string]any, secrets map[string]string) expr.Scope {
 	sec := make(map[string]any, len(secrets))
 	for k, v := range secrets {
 		sec[k] = v
+	}
+	if payload == nil {
+		payload = inputs
 	}
 	if payload == nil {
 		payload = map[string]any{}

@@ -181,5 +181,6 @@ func (d *Driver) call(ctx context.Context, env *runEnv, tenv engine.TaskEnv, t *
 				"message": fmt.Sprintf("artifacts not kept: they hold a secret value: %s", strings.Join(refused, ", "))})
 		}
 	}
-	return engine.Keep(env.blobs, nil, t.Node, oc, params)
+	oc, params = engine.Keep(env.blobs, nil, t.Node, oc, params)
+	return engine.KeepMessage(env.blobs, env.red, oc), params
 }

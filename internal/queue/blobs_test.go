@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
@@ -347,4 +348,30 @@ edges:
 	var longest int
 	require.NoError(t, st.Pool().QueryRow(ctx, `SELECT max(octet_length(body::text)) FROM skein_queue_log WHERE run_id = $1`, run.ID).Scan(&longest))
 	require.Less(t, longest, blob.InlineLimit, "no history event holds the input")
+}
+
+// TestLongErrorMessageIsCut: on the queue too, an error message over
+// 2,000 characters is stored cut there, naming the blob of the shared
+// store that keeps the whole of it.
+func TestLongErrorMessageIsCut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	run := b.start(t, `version: 1
+name: loud
+nodes:
+  - {id: loud, type: fail, message: "{{ repeat('x', 5000) }}"}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "failed", string(end.Status))
+	e := b.steps(t, run.ID)["loud"][0].Error
+	require.NotNil(t, e)
+	kept, marker, ok := strings.Cut(e.Message, "… (cut; whole message in blob ")
+	require.True(t, ok, "the message says it was cut: %.80q…", e.Message)
+	require.Equal(t, strings.Repeat("x", engine.MaxMessage), kept)
+	ref, ok := e.Details["message_blob"].(*blob.Blob)
+	require.True(t, ok, "details.message_blob: %#v", e.Details["message_blob"])
+	require.Equal(t, postgres.KindBlobs, ref.Store())
+	require.Equal(t, int64(5000), ref.Size())
+	require.Contains(t, marker, ref.Digest())
+	require.Contains(t, end.Error.Message, "… (cut; whole message in blob ", "the run's error is the cut one")
 }

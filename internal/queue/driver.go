@@ -22,6 +22,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
@@ -1201,7 +1202,7 @@ func (d *Driver) finish(st *state) *store.Run {
 	outs, err := engine.Outputs(st.env.plan, st.scope, st.run)
 	if err != nil && status == engine.RunCompleted {
 		status = engine.RunFailed
-		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error()}
+		runErr = &node.Error{Code: "outputs", Category: node.CategoryTemplate, Message: err.Error(), Details: engine.TemplateDetails(err)}
 	}
 	if status != engine.RunCompleted && status != engine.RunFailed {
 		outs = map[string]any{}
@@ -1222,6 +1223,7 @@ func (d *Driver) finish(st *state) *store.Run {
 			c.Status, c.Error = engine.RunFailed, keepErr
 		}
 	}
+	c.Error = record.ErrorContext("", c.Error) // a step's names its node already
 	return &c
 }
 

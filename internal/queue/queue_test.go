@@ -701,6 +701,31 @@ outputs:
 	require.EqualValues(t, 7, done.Outputs["n"], "the run's outputs read `trigger` too")
 }
 
+// TestManualTriggerIsTheInputs: a run started by hand on the queue reads
+// its inputs as `trigger`, as a local run does.
+func TestManualTriggerIsTheInputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	run := b.start(t, `version: 1
+name: by-hand
+inputs:
+  who: {type: string}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: read, type: set, values: {trigger: "{{ trigger }}", who: "{{ trigger.who }}"}}
+edges:
+  - {from: start, to: read}
+outputs:
+  who: "{{ trigger.who }}"
+`, map[string]any{"who": "Ada"})
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	read := b.steps(t, run.ID)["read"]
+	require.Len(t, read, 1)
+	require.Equal(t, map[string]any{"who": "Ada"}, read[0].Output["trigger"], "`trigger` is the run's inputs")
+	require.Equal(t, "Ada", done.Outputs["who"], "the run's outputs read it too")
+}
+
 // TestDriverTakesTheClock: what the queue driver records is timed by its
 // clock, as the local driver's records are: the run's start and end, its
 // steps and its events.

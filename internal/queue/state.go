@@ -58,8 +58,8 @@ func (st *state) feed(e *event) (*engine.Actions, []*engine.StepRecord, error) {
 			return nil, nil, err
 		}
 		// The scope's trigger is what the run was started with, as the
-		// local driver has it (engine.RunScope: {} when nothing); the
-		// trigger node's output falls back to the inputs.
+		// local driver has it (engine.RunScope: the inputs when nothing),
+		// as the trigger node's output is.
 		if e.Payload != nil {
 			st.scope.Trigger = e.Payload
 		}

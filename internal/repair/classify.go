@@ -6,9 +6,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/apierr"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
-	mcpclient "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -44,6 +45,10 @@ type Problem struct {
 	// Stderr is the end of a failed command's standard error (at most
 	// MaxBody bytes): what the command said was wrong.
 	Stderr string `json:"stderr,omitempty"`
+	// Missing and AvailableFields are, for a template that read a key its
+	// object lacked, the path it read and that object's keys.
+	Missing         string   `json:"missing,omitempty"`
+	AvailableFields []string `json:"available_fields,omitempty"`
 	// Params are the failed step's parameters as rendered for the run.
 	Params map[string]any `json:"params,omitempty"`
 	// Upstream lists the output fields the nodes before this one offer.
@@ -83,9 +88,10 @@ func Repairable(e *node.Error) (bool, string) {
 	if e == nil {
 		return false, "there is no error"
 	}
+	if record.Fixable(e) {
+		return true, "" // the rule every recorded error's fixable field gives
+	}
 	switch e.Category {
-	case node.CategoryTemplate, node.CategoryValidation, node.CategoryExecution, mcpclient.CategoryToolError:
-		return true, ""
 	case node.CategoryHTTPStatus:
 		status := statusOf(e)
 		switch {
@@ -93,8 +99,6 @@ func Repairable(e *node.Error) (bool, string) {
 			return false, fmt.Sprintf("HTTP %d is an authentication error; check the credentials (authentication errors are never repaired)", status)
 		case status == 408 || status == 429:
 			return false, fmt.Sprintf("HTTP %d asks to wait and try again, which an edit does not cure", status)
-		case status >= 400 && status < 500:
-			return true, ""
 		case status >= 500:
 			return false, fmt.Sprintf("HTTP %d is a server error, which an edit does not cure", status)
 		}
@@ -109,76 +113,14 @@ func Repairable(e *node.Error) (bool, string) {
 
 // statusOf reads the HTTP status of an http_status error: Details.status,
 // else the code http_<status>.
-func statusOf(e *node.Error) int {
-	if e.Details != nil {
-		switch s := e.Details["status"].(type) {
-		case int:
-			return s
-		case int64:
-			return int(s)
-		case float64:
-			return int(s)
-		case json.Number:
-			n, _ := s.Int64()
-			return int(n)
-		}
-	}
-	var n int
-	if _, err := fmt.Sscanf(e.Code, "http_%d", &n); err == nil {
-		return n
-	}
-	return 0
-}
+func statusOf(e *node.Error) int { return record.HTTPStatus(e) }
 
 // BusinessError reports an API that answered well but said no: `"ok":
-// false`, `"success": false` or a non-empty GraphQL `errors` list, in an http
-// output's body or at the top of an mcp output. The top-level `success` of
-// an output is the scheduler's and is not read.
-func BusinessError(output map[string]any) (string, bool) {
-	if body, ok := output["body"].(map[string]any); ok {
-		if msg, ok := businessError(body, true); ok {
-			return msg, true
-		}
-	}
-	return businessError(output, false)
-}
-
-func businessError(m map[string]any, readSuccess bool) (string, bool) {
-	var what string
-	switch {
-	case m["ok"] == false:
-		what = `"ok": false`
-	case readSuccess && m["success"] == false:
-		what = `"success": false`
-	default:
-		if errs, ok := m["errors"].([]any); ok && len(errs) > 0 {
-			msg := "GraphQL errors"
-			if first, ok := errs[0].(map[string]any); ok {
-				if s, ok := first["message"].(string); ok && s != "" {
-					msg += ": " + clip(s, 200)
-				}
-			}
-			if len(errs) > 1 {
-				msg += fmt.Sprintf(" (and %d more)", len(errs)-1)
-			}
-			return "the API answered " + msg, true
-		}
-		return "", false
-	}
-	for _, k := range []string{"error", "message", "description", "reason", "msg"} {
-		switch v := m[k].(type) {
-		case string:
-			if v != "" {
-				return fmt.Sprintf("the API answered %s (%s: %s)", what, k, clip(v, 200)), true
-			}
-		case map[string]any:
-			if s, ok := v["message"].(string); ok && s != "" {
-				return fmt.Sprintf("the API answered %s (%s: %s)", what, k, clip(s, 200)), true
-			}
-		}
-	}
-	return "the API answered " + what, true
-}
+// false`, `"success": false`, a `"status"` of 400 or more or a non-empty
+// GraphQL `errors` list, in an http output's body or (ok and errors) at the
+// top of an mcp output (apierr.InOutput). The top-level `success` of an
+// output is the scheduler's and is not read.
+func BusinessError(output map[string]any) (string, bool) { return apierr.InOutput(output) }
 
 // businessKinds are the kinds whose outputs carry an API's answer.
 var businessKinds = map[string]bool{"http": true, "mcp": true}
@@ -280,6 +222,14 @@ func stepProblem(w *workflow.Workflow, reg *node.Registry, s *engine.StepRecord,
 		}
 		if se, ok := e.Details["stderr"].(string); ok {
 			p.Stderr = tail(strings.TrimSpace(se), MaxBody)
+		}
+		p.Missing, _ = e.Details["missing"].(string)
+		if fs, ok := e.Details["available_fields"].([]any); ok {
+			for _, f := range fs {
+				if s, ok := f.(string); ok {
+					p.AvailableFields = append(p.AvailableFields, s)
+				}
+			}
 		}
 	}
 	p.Upstream = upstreamFields(w, reg, s.Node, outputs)

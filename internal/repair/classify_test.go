@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
+	mcpclient "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/repair"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard"
@@ -27,7 +29,7 @@ func TestRepairable(t *testing.T) {
 		{"template", &node.Error{Category: node.CategoryTemplate}, true, ""},
 		{"validation", &node.Error{Category: node.CategoryValidation}, true, ""},
 		{"execution failure", &node.Error{Category: node.CategoryExecution}, true, ""},
-		{"mcp tool error", &node.Error{Category: "mcp_tool_error"}, true, ""},
+		{"mcp tool error", &node.Error{Category: mcpclient.CategoryToolError}, true, ""},
 		{"400", httpErr(400), true, ""},
 		{"404", httpErr(404), true, ""},
 		{"422", httpErr(422), true, ""},
@@ -50,6 +52,7 @@ func TestRepairable(t *testing.T) {
 			got, why := repair.Repairable(tc.err)
 			require.Equal(t, tc.want, got, why)
 			require.Contains(t, why, tc.why)
+			require.Equal(t, tc.want, record.Fixable(tc.err), "a recorded error's fixable field is what repair decides")
 		})
 	}
 	t.Run("status from JSON", func(t *testing.T) {
@@ -74,6 +77,12 @@ func TestBusinessError(t *testing.T) {
 		{"an error object", map[string]any{"body": map[string]any{"ok": false, "error": map[string]any{"message": "nope"}}},
 			`the API answered "ok": false (error: nope)`},
 		{"no reason given", map[string]any{"body": map[string]any{"ok": false}}, `the API answered "ok": false`},
+		{"status 500 in a 200's body", map[string]any{"status": 200, "body": map[string]any{"status": 500, "message": "db down"}},
+			`the API answered "status": 500 (message: db down)`},
+		{"status 404 as a JSON float", map[string]any{"body": map[string]any{"status": float64(404)}}, `the API answered "status": 404`},
+		{"status 200 in a body", map[string]any{"body": map[string]any{"status": 200}}, ""},
+		{"a status that is text", map[string]any{"body": map[string]any{"status": "error"}}, ""},
+		{"the HTTP status of an output", map[string]any{"status": 500, "body": map[string]any{}}, ""},
 		{"GraphQL errors", map[string]any{"body": map[string]any{"data": nil, "errors": []any{
 			map[string]any{"message": "Cannot query field \"nme\""}, map[string]any{"message": "x"}}}},
 			`the API answered GraphQL errors: Cannot query field "nme" (and 1 more)`},
@@ -164,6 +173,31 @@ func TestAssess(t *testing.T) {
 			}},
 			warnings: []repair.Warning{{Node: "a", Visit: 1, Message: `the API answered "ok": false (error: denied)`}},
 			blocked:  "node c failed after node a, whose API refused the request",
+		},
+		{
+			name: "a 200 whose body says status 500 is a warning, and what fails after it is not repaired",
+			res: &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{
+				ok("a", "http", map[string]any{"status": 200, "body": map[string]any{"status": 500, "message": "db down"}, "success": true}),
+				ok("b", "set", nil), failed("c", "http", bad),
+			}},
+			warnings: []repair.Warning{{Node: "a", Visit: 1, Message: `the API answered "status": 500 (message: db down)`}},
+			blocked:  "node c failed after node a, whose API refused the request",
+		},
+		{
+			name: "a template's missing key comes with the fields its object had",
+			res: &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{
+				ok("a", "http", aOut),
+				{Node: "b", Type: "set", Status: engine.StatusFailed, Visit: 1, Error: &node.Error{
+					Category: node.CategoryTemplate, Code: "template", Message: "a.body.key is missing",
+					Details: map[string]any{"missing": "a.body.key", "available_fields": []any{"items", "k"}}}},
+			}},
+			problems: []repair.Problem{{
+				Phase: repair.PhaseRuntime, Node: "b", Type: "set", Category: "template", Code: "template",
+				Message: "a.body.key is missing", Missing: "a.body.key", AvailableFields: []string{"items", "k"},
+				Upstream: []repair.Fields{
+					{Node: "a", Type: "http", Fields: []string{"body (map)", "body.items (list of 1)", "body.items[0].id (number)", "body.k (string)", "status (number)"}},
+				},
+			}},
 		},
 		{
 			name: "a business error in a run that completed is a warning",

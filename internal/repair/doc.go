@@ -18,8 +18,9 @@
 //     mcp_tool_error are repaired; authentication and budget errors never,
 //     nor timeouts, connection failures and server errors, which a retry
 //     rather than an edit may cure.
-//   - BusinessError finds `"ok": false`, `"success": false` and a GraphQL
-//     `errors` list in an output. Those are warnings on the node, not
+//   - BusinessError finds `"ok": false`, `"success": false`, a `"status"`
+//     of 400 or more and a GraphQL `errors` list in an output (package
+//     apierr, which the http kind also uses to warn as it runs). Those are warnings on the node, not
 //     repaired: the request was well formed and the API said no.
 //   - Signature normalises problems (ids, times, numbers and paths removed)
 //     so the loop can stop when the same error comes back after a repair.

@@ -6,6 +6,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/node"
 )
 
 // SchemaID is the $id of schema/run.schema.json.
@@ -31,6 +32,8 @@ func Schema() ([]byte, error) {
 	step.Properties["step_order"].Description = "the step's place in the run, from 1, in the order steps started; a pending step takes its place when it is planned"
 	step.Properties["ran_on"].Description = "where the step ran: the host, the process id and, for a queued run, the worker"
 	step.Properties["confidence_score"].Description = "the confidence (0..1) the node reported for its result: a _confidence directive, or the confidence number of an llm node's schema"
+	describeError(s.Properties["error"], "the run's error: the first failed step's (its message prefixed with \"node <id>: \"), or one no node made (a cancel, the run's outputs); null when the run did not fail")
+	describeError(step.Properties["error"], "the step's error; null when it did not fail")
 	s.Properties["steps"].Type, s.Properties["steps"].Types = "array", nil
 	s.Schema = "https://json-schema.org/draft/2020-12/schema"
 	s.ID = SchemaID
@@ -41,6 +44,20 @@ func Schema() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// describeError documents the fields of an error object (node.Error).
+func describeError(e *jsonschema.Schema, what string) {
+	e.Description = what
+	p := e.Properties
+	p["node"].Description = "the id of the node whose step failed; absent for a run's error that no node made"
+	p["source"].Description = "where the error comes from: template (a template did not render), validation (a parameter's value is not valid), runtime (the node ran, or tried to, and failed)"
+	p["source"].Enum = []any{node.SourceRuntime, node.SourceValidation, node.SourceTemplate}
+	p["fixable"].Description = "an edit of the workflow may cure the error: the errors skein run --auto-repair repairs (template, validation, execution_failure, mcp_tool_error, an HTTP 4xx but 401, 403, 408 and 429)"
+	p["code"].Description = "a stable code: template, param_type, http_404, timeout, fail_node, …"
+	p["category"].Description = "the class of the error: template, validation, execution_failure, http_status, connection, timeout, cancelled, budget_exceeded, authentication, mcp_tool_error, internal"
+	p["message"].Description = "what went wrong, secrets masked; a message over 2,000 characters is cut there, ending \"… (cut; whole message in blob <file>)\", and details.message_blob refers to the whole text"
+	p["details"].Description = "what the kind adds: for http_status, status, body, headers (secrets masked), duration_ms and url; for a request that failed, duration_ms and url; for a template that read a key its object lacked, missing (the path read) and available_fields (that object's keys, sorted, at most 20); a command's stderr; message_blob ($defs/blob) when the message was cut"
 }
 
 // bigValues says where big values are.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -782,7 +783,8 @@ func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, 
 		}
 		if !r.failing {
 			// The first failure is the run's error.
-			r.failErr = &node.Error{Code: err.Code, Category: err.Category, Message: fmt.Sprintf("node %s: %s", pn.ID, err.Message), Details: err.Details}
+			r.failErr = record.ErrorContext(pn.ID, &node.Error{Code: err.Code, Category: err.Category,
+				Message: fmt.Sprintf("node %s: %s", pn.ID, err.Message), Details: err.Details})
 		}
 		r.failing = true
 		if r.running > 0 {

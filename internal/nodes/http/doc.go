@@ -11,12 +11,20 @@
 //
 // A status outside expect_status (default: any 2xx) fails the node with a
 // node.Error of category http_status and code http_<status>, whose Details
-// hold the status, the start of the body, the duration and the URL (without
-// its query string or user info, which often carry secrets). 408, 429 and
+// hold the status, the start of the body, the response headers (first
+// values under lower-case names; Authorization, Cookie, Set-Cookie and the
+// like, and any header that holds a secret's value, masked), the duration
+// and the URL (without its query string or user info, which often carry
+// secrets). 408, 429 and
 // 5xx answers may be retried, no sooner than the server's Retry-After; other
 // 4xx answers are permanent. Timeouts fail with category timeout, network
 // failures with category connection, and a bad URL or parameter with
 // category validation (permanent).
+//
+// A 2xx answer whose JSON body says the API refused — a "status" of 400
+// or more, "ok": false, "success": false or a GraphQL "errors" list
+// (package apierr) — succeeds, with a warning event of category
+// api_warning that names the node and what the body said.
 //
 // Requests other than GET and HEAD carry an Idempotency-Key header set to
 // the step's idempotency key (run/node/visit), the same on every attempt, so

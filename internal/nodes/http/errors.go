@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -25,7 +26,7 @@ const maxErrorBody = 2 << 10
 // statusError is the error of a response whose status was not expected.
 // 408, 429 and 5xx may be retried (no sooner than Retry-After); other 4xx
 // are permanent.
-func statusError(r *request, resp *nethttp.Response, body []byte, elapsed time.Duration, now time.Time) *node.Error {
+func statusError(r *request, resp *nethttp.Response, body []byte, elapsed time.Duration, call *node.Call) *node.Error {
 	status := resp.StatusCode
 	where := r.req.Method + " " + safeURL(r.req.URL)
 	if resp.Request != nil { // the last hop of a redirect chain
@@ -43,6 +44,7 @@ func statusError(r *request, resp *nethttp.Response, body []byte, elapsed time.D
 		"status":      status,
 		"duration_ms": elapsed.Milliseconds(),
 		"url":         safeURL(r.req.URL),
+		"headers":     maskedHeaders(resp.Header, call.Redact),
 	}
 	if resp.Request != nil && safeURL(resp.Request.URL) != safeURL(r.req.URL) {
 		details["final_url"] = safeURL(resp.Request.URL)
@@ -56,7 +58,7 @@ func statusError(r *request, resp *nethttp.Response, body []byte, elapsed time.D
 	e := &node.Error{Code: "http_" + strconv.Itoa(status), Category: node.CategoryHTTPStatus, Message: msg, Details: details}
 	switch {
 	case status == nethttp.StatusRequestTimeout, status == nethttp.StatusTooManyRequests, status >= 500:
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), now)
+		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), call.Now())
 		if e.RetryAfter > 0 {
 			details["retry_after_ms"] = e.RetryAfter.Milliseconds()
 		}
@@ -64,6 +66,28 @@ func statusError(r *request, resp *nethttp.Response, body []byte, elapsed time.D
 		e.Permanent = true
 	}
 	return e
+}
+
+// credentialHeaders are the response headers whose values are
+// credentials whatever they hold.
+var credentialHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "set-cookie": true,
+	"x-api-key": true, "x-auth-token": true,
+}
+
+// maskedHeaders maps each response header's lower-case name to its first
+// value, as the output's headers do, with the value of a credential
+// header, and of any header that holds a secret's value (redact changes
+// it), replaced by redact.Mask.
+func maskedHeaders(h nethttp.Header, redactFn func(string) string) map[string]any {
+	out := firstValues(h)
+	for k, v := range out {
+		s, _ := v.(string)
+		if credentialHeaders[k] || redactFn != nil && redactFn(s) != s {
+			out[k] = redact.Mask
+		}
+	}
+	return out
 }
 
 // retryAfter reads a Retry-After header: a number of seconds or an HTTP

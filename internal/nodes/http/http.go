@@ -2,9 +2,11 @@ package http
 
 import (
 	"context"
+	"fmt"
 	nethttp "net/http"
 	"time"
 
+	"github.com/skeinhq/skein/internal/apierr"
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/node"
 )
@@ -45,7 +47,7 @@ func (*HTTP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
 		return nil, requestError(r, err, elapsed)
 	}
 	if !r.expected(resp.StatusCode) {
-		return nil, statusError(r, resp, body, elapsed, call.Now())
+		return nil, statusError(r, resp, body, elapsed, call)
 	}
 	if truncated {
 		ev := map[string]any{"port": "body", "limit_bytes": r.maxBody, "url": safeURL(resp.Request.URL)}
@@ -54,10 +56,22 @@ func (*HTTP) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
 		}
 		call.Emit("output_truncated", ev)
 	}
+	decoded := decodeBody(resp.Header, body, truncated)
+	if resp.StatusCode >= 200 && resp.StatusCode <= 299 {
+		if msg, refused := apierr.InBody(decoded); refused {
+			call.Emit("warning", map[string]any{
+				"category": apierr.Category,
+				"message": fmt.Sprintf("node %s: %s; the step succeeds, as the status was %d: check the body, or fail on it with a condition",
+					call.NodeID, call.Redact(msg), resp.StatusCode),
+				"status": resp.StatusCode,
+				"url":    safeURL(resp.Request.URL),
+			})
+		}
+	}
 	return map[string]any{
 		"status":    resp.StatusCode,
 		"headers":   firstValues(resp.Header),
-		"body":      decodeBody(resp.Header, body, truncated),
+		"body":      decoded,
 		"truncated": truncated,
 	}, nil
 }

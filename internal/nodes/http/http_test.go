@@ -9,6 +9,7 @@ import (
 	"net"
 	nethttp "net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -183,6 +184,23 @@ func testRoutes() nethttp.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"error": "status %d"}`, code)
+	})
+
+	// /answer?body=JSON answers 200 with that JSON body.
+	mux.HandleFunc("/answer", func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, r.URL.Query().Get("body"))
+	})
+	// /refuse answers 403 with credentials, and a secret, in its headers.
+	mux.HandleFunc("/refuse", func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Set-Cookie", "session=abc123")
+		w.Header().Set("Authorization", "Bearer abc")
+		w.Header().Set("X-Echo", "your token is s3cret-value")
+		w.Header().Set("X-Api-Key", "k-1")
+		w.Header().Set("X-Request-Id", "req-7")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(nethttp.StatusForbidden)
+		io.WriteString(w, `{"error": "forbidden"}`)
 	})
 
 	// /hops/{n} redirects n times, then answers "arrived".
@@ -391,7 +409,84 @@ func TestRunStatusError(t *testing.T) {
 			require.Equal(t, base, err.Details["url"], "the URL in details has no query")
 			require.Equal(t, tt.body, err.Details["body"])
 			require.IsType(t, int64(0), err.Details["duration_ms"])
+			if tt.retryAfter > 0 {
+				require.Equal(t, tt.retryAfter.Milliseconds(), err.Details["retry_after_ms"])
+			} else {
+				require.NotContains(t, err.Details, "retry_after_ms")
+			}
 			require.NotContains(t, fmt.Sprint(err.Message, err.Details), "s3cret", "query secrets stay out of the error")
+		})
+	}
+}
+
+// TestStatusErrorHeaders: a failed response's error carries its headers,
+// credentials and secrets masked, and the time the request took.
+func TestStatusErrorHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	call := b.call(map[string]any{"url": b.url("/refuse")})
+	call.Redact = func(s string) string { return strings.ReplaceAll(s, "s3cret-value", "***") }
+	_, err := run(t, call)
+	require.NotNil(t, err)
+	require.Equal(t, "http_403", err.Code)
+	headers, ok := err.Details["headers"].(map[string]any)
+	require.True(t, ok, "details.headers: %#v", err.Details)
+	require.Equal(t, "req-7", headers["x-request-id"], "other headers are kept, under lower-case names")
+	require.Equal(t, "application/json", headers["content-type"])
+	require.Equal(t, "***", headers["set-cookie"], "a session cookie is a credential")
+	require.Equal(t, "***", headers["authorization"])
+	require.Equal(t, "***", headers["x-api-key"])
+	require.Equal(t, "***", headers["x-echo"], "a header that holds a secret is masked whole")
+	require.NotContains(t, fmt.Sprint(err.Details), "s3cret")
+	require.NotContains(t, fmt.Sprint(err.Details), "abc123")
+	require.IsType(t, int64(0), err.Details["duration_ms"], "the time the request took")
+
+	// After redirects, the error names where the answer came from.
+	_, err = run(t, b.call(map[string]any{"url": b.url("/to?target=/refuse")}))
+	require.NotNil(t, err)
+	require.Equal(t, b.url("/to"), err.Details["url"])
+	require.Equal(t, b.url("/refuse"), err.Details["final_url"])
+}
+
+// TestBusinessErrorWarns: a 2xx answer whose JSON body says the API
+// refused (status >= 400, ok or success false, GraphQL errors) succeeds
+// and records a warning naming the node and what the body said.
+func TestBusinessErrorWarns(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		body string
+		want string // "" for no warning
+	}{
+		{"status 500", `{"status": 500, "message": "db down"}`, `node fetch: the API answered "status": 500 (message: db down)`},
+		{"ok false", `{"ok": false, "error": "channel_not_found"}`, `node fetch: the API answered "ok": false (error: channel_not_found)`},
+		{"success false", `{"success": false}`, `node fetch: the API answered "success": false`},
+		{"GraphQL errors", `{"data": null, "errors": [{"message": "Cannot query field"}]}`, `node fetch: the API answered GraphQL errors: Cannot query field`},
+		{"status 200", `{"status": 200, "ok": true}`, ""},
+		{"empty errors", `{"data": {}, "errors": []}`, ""},
+		{"a list", `[{"ok": false}]`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			out, err := run(t, b.call(map[string]any{"url": b.url("/answer?body=" + url.QueryEscape(tt.body))}))
+			require.Nil(t, err, "the node succeeds")
+			require.Equal(t, 200, out["status"])
+			var warnings []event
+			for _, ev := range b.emitted() {
+				if ev.kind == "warning" {
+					warnings = append(warnings, ev)
+				}
+			}
+			if tt.want == "" {
+				require.Empty(t, warnings)
+				return
+			}
+			require.Len(t, warnings, 1)
+			require.Equal(t, "api_warning", warnings[0].data["category"])
+			require.Contains(t, warnings[0].data["message"], tt.want)
+			require.Equal(t, 200, warnings[0].data["status"])
 		})
 	}
 }
@@ -435,6 +530,8 @@ func TestRunTimeout(t *testing.T) {
 	require.False(t, err.Permanent, "a timeout may be retried")
 	require.Contains(t, err.Message, "GET "+b.url("/block")+": timed out after")
 	require.NotContains(t, err.Message, "s3cret")
+	require.Equal(t, b.url("/block"), err.Details["url"], "without its query")
+	require.IsType(t, int64(0), err.Details["duration_ms"], "the time the request took")
 }
 
 func TestRunCancelled(t *testing.T) {
@@ -460,6 +557,8 @@ func TestRunConnectionRefused(t *testing.T) {
 	require.Equal(t, "connection_refused", nerr.Code)
 	require.False(t, nerr.Permanent, "the server may come up")
 	require.Equal(t, "GET http://"+addr+"/x: connection refused", nerr.Message)
+	require.Equal(t, "http://"+addr+"/x", nerr.Details["url"])
+	require.IsType(t, int64(0), nerr.Details["duration_ms"], "the time the attempt took")
 }
 
 func TestRunDNSFailure(t *testing.T) {
