@@ -299,7 +299,7 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 			errf("loop has no field %q%s (fields: %s)", first, didYouMean(first, loopKeys), strings.Join(loopKeys, ", "))
 		}
 		return
-	case "trigger", "vars":
+	case "trigger", "vars", "messages":
 		return
 	}
 	idx, isNode := v.g.Index[r.Root]
@@ -327,7 +327,8 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 			return
 		}
 	}
-	if first == "" || contains(alwaysPorts, first) {
+	// confidence is there when the node reported one (_confidence).
+	if first == "" || contains(alwaysPorts, first) || first == "confidence" {
 		return
 	}
 	spec := v.specs[idx]
