@@ -303,6 +303,11 @@ type normStep struct {
 	Output     any    `json:"output"`
 	Error      string `json:"error,omitempty"`
 	SkipReason string `json:"skip_reason,omitempty"`
+	// Cached marks a step reused from an earlier execution (resume,
+	// rerun), never one a run kept as it went on after a signal or timer.
+	Cached bool `json:"cached,omitempty"`
+	// Confidence is the confidence_score the node reported.
+	Confidence any `json:"confidence_score,omitempty"`
 }
 
 // volatileKeys are output keys whose values differ from run to run.
@@ -323,7 +328,7 @@ func normalise(doc map[string]any, names *strings.Replacer, anyVisit bool, anyAt
 		s := s.(map[string]any)
 		ns := normStep{Node: str(s["node"]), Status: str(s["status"]), Visit: num(s["visit"]),
 			Iteration: num(s["iteration"]), Attempts: num(s["attempts"]), Output: normValue(s["output"]),
-			SkipReason: str(s["skip_reason"])}
+			SkipReason: str(s["skip_reason"]), Cached: s["cached"] == true, Confidence: s["confidence_score"]}
 		if e, ok := s["error"].(map[string]any); ok {
 			ns.Error = str(e["code"])
 		}

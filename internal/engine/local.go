@@ -217,6 +217,7 @@ type taskDone struct {
 	cached  bool
 	pinned  bool
 	mocked  bool
+	kept    bool // Reused.Kept
 }
 
 // runState is the driver's side of one run.
@@ -765,7 +766,7 @@ func (rs *runState) launch(t *Task) {
 			if td.hash != "" && oc.Err == nil {
 				rs.hashes[t.Node.Index] = td.hash
 			}
-			if !td.cached && !td.pinned {
+			if !td.cached && !td.pinned && !td.kept {
 				tokens, cost := usageOf(oc.Directives)
 				if oc.Err != nil {
 					tokens, cost = failedUsage(oc.Err)
@@ -837,7 +838,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 			return Outcome{Output: r.Output, Directives: r.Directives}, params
 		}
 		if ok {
-			td.cached, td.pinned = !r.Pinned, r.Pinned
+			td.cached, td.pinned, td.kept = !r.Pinned && !r.Kept, r.Pinned, r.Kept
 			return Outcome{Output: r.Output, Directives: reusedDirectives(r)}, params
 		}
 		if r.Miss != "" {
