@@ -336,7 +336,9 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 		return
 	}
 	ports := spec.DeclaredOutputs(w.Nodes[idx].Params)
-	if ports == nil || contains(ports, first) {
+	// A legacy node_outputs result is merged into the output: its keys
+	// are not known before the run.
+	if ports == nil || contains(ports, first) || contains(ports, "node_outputs") {
 		return
 	}
 	all := append(ports, alwaysPorts...)

@@ -29,6 +29,18 @@ var Known = []string{
 	DirectiveResume, DirectiveTokenUsage, DirectiveMessages, DirectiveConfidence,
 }
 
+// knownList is Known as text.
+var knownList = func() string {
+	s := ""
+	for i, k := range Known {
+		if i > 0 {
+			s += ", "
+		}
+		s += k
+	}
+	return s
+}()
+
 // legacyOutputs is the key of a component's legacy result shape,
 // {"node_outputs": {...}}, whose content is the node's output.
 const legacyOutputs = "node_outputs"
@@ -74,7 +86,7 @@ func (r *Run) readDirectives(f *frame, pn *PlanNode, d map[string]any) (float64,
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !contains(Known, k) {
-			warn("node %q returned the directive %q, which Skein does not know (it knows %v): ignored", pn.ID, k, Known)
+			warn("node %q returned the directive %q, which Skein does not know: ignored (the directives are %s)", pn.ID, k, knownList)
 		}
 	}
 	c, ok := ConfidenceOf(d)
