@@ -83,6 +83,9 @@ type scenario struct {
 	anyCached bool
 	// warnings puts the run's warning events in the golden.
 	warnings bool
+	// verdict waits, once the run ended, for its checks' verdict (a
+	// queued run's checks run after it ends).
+	verdict bool
 	// own gives the scenario a configuration of its own (a server, workers
 	// and a database no other scenario uses): it kills them. noWorkers
 	// starts the queued configuration without workers.
@@ -222,7 +225,7 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 		doc = tg.show(t, id)
 		switch doc["status"] {
 		case "completed", "failed", "cancelled":
-			return true
+			return !sc.verdict || doc["verdict"] != nil
 		}
 		return false
 	}, "%s: run %s did not end: %s", cfg, id, mustJSON(t, doc))

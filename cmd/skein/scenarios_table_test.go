@@ -106,7 +106,7 @@ var scenarios = []scenario{
 	{name: "messages_directive", warnings: true},
 	{name: "confidence", warnings: true},
 	{name: "unknown_directive", warnings: true},
-	{name: "checks_failed_node"},
+	{name: "checks_failed_node", verdict: true},
 	// Cancel.
 	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},
