@@ -90,7 +90,8 @@ outputs:
 	for _, s := range doc["steps"].([]any) {
 		st := s.(map[string]any)
 		if st["node"] == "draft" {
-			require.Equal(t, true, st["cached"], "draft ran once")
+			require.Equal(t, "success", st["status"])
+			require.Equal(t, false, st["cached"], "the run went on after its signal: draft is as it was, not cached")
 		}
 	}
 }

@@ -152,7 +152,11 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 			clean[k] = v
 		}
 	}
-	return engine.Reused{Output: clean, Directives: directives, Pinned: pinned, Kept: r.Continue && !pinned}, true
+	re := engine.Reused{Output: clean, Directives: directives, Pinned: pinned, Kept: r.Continue && !pinned}
+	if re.Kept && s.StartedAt != nil && s.FinishedAt != nil {
+		re.StartedAt, re.FinishedAt = *s.StartedAt, *s.FinishedAt
+	}
+	return re, true
 }
 
 // Pinned reports which pins have no successful step to reuse.
