@@ -91,7 +91,7 @@ func Bar(v *RunVerdict, color bool) string {
 	if v.Stopped != "" {
 		bar += " · stopped at " + v.Stopped
 	}
-	if v.Status == StatusIncomplete {
+	if v.Status == StatusIncomplete && n.NotRun == 0 {
 		bar += " · the run did not complete"
 	}
 	return bar

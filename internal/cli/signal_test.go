@@ -87,6 +87,9 @@ outputs:
 	require.Equal(t, 0, show.code, show.stderr)
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
 	require.Equal(t, "completed", doc["status"])
+	text := skein(t, "runs", "show", "--dir", skeinDir, id)
+	require.Equal(t, 0, text.code, text.stderr)
+	require.NotContains(t, text.stdout, "cached", "no step of a run that went on after its signal reads as reused")
 	for _, s := range doc["steps"].([]any) {
 		st := s.(map[string]any)
 		if st["node"] == "draft" {
