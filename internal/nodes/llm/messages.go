@@ -2,6 +2,8 @@ package llm
 
 import (
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/node"
@@ -20,7 +22,7 @@ func messageList(c *node.Call) ([]llm.Message, error) {
 		if role == "" {
 			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d] has no role (system, user, assistant or tool)", i)
 		}
-		content, err := node.Text(mm["content"])
+		content, err := contentText(mm["content"])
 		if err != nil {
 			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d].content %v", i, err)
 		}
@@ -37,6 +39,32 @@ func messageList(c *node.Call) ([]llm.Message, error) {
 		out = append(out, msg)
 	}
 	return out, nil
+}
+
+// contentText is a message's content as text: a string, null, or a list
+// of parts whose text parts ({type: text, text}, or plain strings) are
+// joined.
+func contentText(v any) (string, error) {
+	parts, ok := v.([]any)
+	if !ok {
+		return node.Text(v)
+	}
+	var b strings.Builder
+	for j, p := range parts {
+		switch x := p.(type) {
+		case string:
+			b.WriteString(x)
+		case map[string]any:
+			if t, ok := x["text"].(string); ok {
+				b.WriteString(t)
+				continue
+			}
+			return "", fmt.Errorf("part %d has no text (only text parts are read)", j)
+		default:
+			return "", fmt.Errorf("part %d is not a text part", j)
+		}
+	}
+	return b.String(), nil
 }
 
 func toolCallOf(v any) (llm.ToolCall, bool) {
