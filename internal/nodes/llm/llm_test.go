@@ -69,7 +69,7 @@ func TestLLM(t *testing.T) {
 		},
 		{
 			name: "the run's messages, tool calls and text parts included",
-			params: map[string]any{"prompt": "And tomorrow?", "messages": []any{
+			params: map[string]any{"messages": []any{
 				map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Weather "}, "in Paris?"}},
 				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
 					map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "weather", "arguments": `{"city":"Paris"}`}},
@@ -80,7 +80,6 @@ func TestLLM(t *testing.T) {
 				llm.User("Weather in Paris?"),
 				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Paris"}, RawArguments: `{"city":"Paris"}`}}},
 				{Role: llm.RoleTool, Content: "sunny", ToolCallID: "c1"},
-				llm.User("And tomorrow?"),
 			},
 		},
 		{

@@ -41,6 +41,27 @@ func messageList(c *node.Call) ([]llm.Message, error) {
 	return out, nil
 }
 
+// checkMessages checks a messages list written in the file: each message
+// is an object with a role (a template is checked when it renders).
+func checkMessages(p map[string]any) []node.ParamError {
+	list, ok := p["messages"].([]any)
+	if !ok {
+		return nil
+	}
+	var errs []node.ParamError
+	for i, m := range list {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			errs = append(errs, node.ParamError{Param: fmt.Sprintf("messages[%d]", i), Message: "a message is {role, content, tool_calls?, tool_call_id?}"})
+			continue
+		}
+		if _, ok := mm["role"]; !ok {
+			errs = append(errs, node.ParamError{Param: fmt.Sprintf("messages[%d]", i), Message: "a message needs a role: system, user, assistant or tool"})
+		}
+	}
+	return errs
+}
+
 // contentText is a message's content as text: a string, null, or a list
 // of parts whose text parts ({type: text, text}, or plain strings) are
 // joined.

@@ -20,7 +20,7 @@ var LLMSpec = node.Spec{
 	Description: "Calls a model with a prompt or messages; the reply is `text`, or `json` validated against `schema`. A reply that is a JSON object with `_route` (the `json`, or the whole text) routes the run to that handle, as a shell script's does.",
 	Params: []node.Param{
 		{Name: "prompt", Type: node.String, Description: "The user message."},
-		{Name: "messages", Type: node.List, Description: "A conversation: [{role, content, tool_calls?, tool_call_id?}], such as the run's `{{ messages }}` (the nodes' `_messages`); it goes after the system prompt and before the prompt."},
+		{Name: "messages", Type: node.List, Description: "A conversation: [{role, content, tool_calls?, tool_call_id?}], such as the run's `{{ messages }}` (the nodes' `_messages`), sent after the system prompt; set it or prompt."},
 		{Name: "system", Type: node.String, Description: "The system prompt."},
 		{Name: "model", Type: node.Strings, Default: "default", NoTemplate: true, Ref: node.RefModel, Description: "Name of a model from llm:, or a list of them: `[primary, fallback, …]`. When a model is exhausted — rate limited (429), failing (5xx), timed out or unreachable after its retries — a `model_fallback` event says so and the next one answers, and the node's later calls; any other error (400, 401) fails the node. Each reply is charged at the price of the model that gave it; the output `model` is the model that answered (last)."},
 		{Name: "temperature", Type: node.Number, Description: "Sampling temperature, 0 to 2."},
@@ -39,7 +39,7 @@ var LLMSpec = node.Spec{
 		if a == b {
 			return []node.ParamError{{Param: "prompt", Message: "set exactly one of prompt or messages"}}
 		}
-		return slices.Concat(checkSecrets(p), checkSampling(p), checkMemoryParam(p))
+		return slices.Concat(checkSecrets(p), checkSampling(p), checkMemoryParam(p), checkMessages(p))
 	},
 }
 
@@ -77,7 +77,7 @@ var AgentSpec = node.Spec{
 		return false
 	},
 	Check: func(p map[string]any) []node.ParamError {
-		return slices.Concat(checkTools(p), checkSecrets(p), checkSampling(p), checkMemoryParam(p))
+		return slices.Concat(checkTools(p), checkSecrets(p), checkSampling(p), checkMemoryParam(p), checkMessages(p))
 	},
 }
 
