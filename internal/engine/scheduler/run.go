@@ -29,21 +29,22 @@ const MaxBackoff = 5 * time.Minute
 // returns the actions that follow. It is not safe for concurrent use: a
 // driver feeds it events one at a time.
 type Run struct {
-	plan   *Plan
-	runID  string
-	frames map[int]*frame
-	nextFr int
-	tasks  map[int64]*taskRef
-	nextID int64
-	timers map[int64]*timerRef
-	awaits map[int64]*awaitRef // by task id
-	visits []int
-	latest []map[string]any
-	vars   map[string]any
+	plan    *Plan
+	runID   string
+	frames  map[int]*frame
+	nextFr  int
+	tasks   map[int64]*taskRef
+	nextID  int64
+	timers  map[int64]*timerRef
+	awaits  map[int64]*awaitRef // by task id
+	visits  []int
+	latest  []map[string]any
+	vars    map[string]any
+	reach   []bool
+	running int
+
 	// messages is the run's message list (_messages).
 	messages []any
-	reach    []bool
-	running  int
 
 	started    bool
 	cancelling bool
