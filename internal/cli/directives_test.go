@@ -1,12 +1,17 @@
 package cli_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/rundoc"
 )
 
 // TestConfidenceAndChecksOfAFailedNode: runs show gives a step's
@@ -43,4 +48,40 @@ edges:
 	show := skein(t, "runs", "show", "--dir", skeinDir, id[1])
 	require.Equal(t, 0, show.code, show.stderr)
 	require.Regexp(t, `guess\s+shell\s+1\s+0\s+success · confidence 0\.40`, show.stdout)
+
+	// The run document has them, as schema/run.schema.json describes.
+	js := skein(t, "runs", "show", "--dir", skeinDir, "-o", "json", id[1])
+	require.Equal(t, 0, js.code, js.stderr)
+	data, err := os.ReadFile("../../schema/run.schema.json")
+	require.NoError(t, err)
+	sdoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(t, c.AddResource(rundoc.SchemaID, sdoc))
+	schema, err := c.Compile(rundoc.SchemaID)
+	require.NoError(t, err)
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader([]byte(js.stdout)))
+	require.NoError(t, err)
+	require.NoError(t, schema.Validate(inst), js.stdout)
+	var doc struct {
+		Steps []struct {
+			Node       string   `json:"node"`
+			Confidence *float64 `json:"confidence_score"`
+		} `json:"steps"`
+		Verdict struct {
+			Nodes []struct {
+				Checks []struct {
+					Verdict string `json:"verdict"`
+				} `json:"checks"`
+			} `json:"nodes"`
+		} `json:"verdict"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(js.stdout), &doc))
+	for _, s := range doc.Steps {
+		if s.Node == "guess" {
+			require.NotNil(t, s.Confidence)
+			require.Equal(t, 0.4, *s.Confidence)
+		}
+	}
+	require.Equal(t, "not_run", doc.Verdict.Nodes[0].Checks[0].Verdict)
 }
