@@ -235,6 +235,11 @@ func TestAWaitingTimerIsDueAtItsWakeUpTime(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the resumed run did not end")
 	}
+	doc, err := b.r.Get(b.ctx, id)
+	require.NoError(t, err)
+	draft := stepOf(doc, "draft")
+	require.Equal(t, "success", string(draft.Status))
+	require.False(t, draft.Cached, "a run going on after its timer keeps its steps as they were, not cached")
 	due, err = b.r.Due(b.ctx)
 	require.NoError(t, err)
 	require.Empty(t, due)
