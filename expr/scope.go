@@ -8,11 +8,11 @@ import (
 
 // ScopeRoots are the top-level names the scope reserves; node ids must not
 // use them.
-var ScopeRoots = []string{"inputs", "trigger", "vars", "secrets", "execution", "loop"}
+var ScopeRoots = []string{"inputs", "trigger", "vars", "secrets", "execution", "loop", "messages"}
 
 // Scope is what expressions can read: the run's inputs, trigger payload,
-// variables, declared secrets, execution facts, the current loop, and the
-// outputs of the nodes finished so far.
+// variables, declared secrets, execution facts, the current loop, the
+// run's chat messages, and the outputs of the nodes finished so far.
 //
 // Values are data: they are read, never rendered again, and evaluation never
 // modifies them. A value an expression returns may be (part of) a value of
@@ -24,7 +24,10 @@ type Scope struct {
 	Secrets   map[string]any
 	Execution map[string]any // id, workflow, started_at
 	Loop      map[string]any // item, index, total, iteration; nil outside loops
-	Nodes     map[string]any // node id → its output object, with "success" and "error"
+	// Messages is the run's message list (the nodes' _messages); nil is
+	// an empty list.
+	Messages []any
+	Nodes    map[string]any // node id → its output object, with "success" and "error"
 }
 
 // Env returns the flat environment expressions see: the keys of ScopeRoots
@@ -76,6 +79,11 @@ func (s *Scope) lookup(name string) (any, bool) {
 			return nil, true
 		}
 		return s.Loop, true
+	case "messages":
+		if s == nil || s.Messages == nil {
+			return []any{}, true
+		}
+		return s.Messages, true
 	default:
 		if s == nil {
 			return nil, false

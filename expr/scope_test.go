@@ -150,6 +150,7 @@ func TestScopeEnv(t *testing.T) {
 		"secrets":   map[string]any{},
 		"execution": map[string]any{},
 		"loop":      nil,
+		"messages":  []any{},
 		"fetch":     map[string]any{"status": 200},
 	}, env)
 	require.Len(t, (*Scope)(nil).Env(), len(ScopeRoots))

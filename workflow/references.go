@@ -307,7 +307,7 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 			errf("loop has no field %q%s (fields: %s)", first, didYouMean(first, loopKeys), strings.Join(loopKeys, ", "))
 		}
 		return
-	case "trigger", "vars":
+	case "trigger", "vars", "messages":
 		return
 	}
 	idx, isNode := v.g.Index[r.Root]
@@ -335,7 +335,8 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 			return
 		}
 	}
-	if first == "" || contains(alwaysPorts, first) {
+	// confidence is there when the node reported one (_confidence).
+	if first == "" || contains(alwaysPorts, first) || first == "confidence" {
 		return
 	}
 	spec := v.specs[idx]
@@ -343,7 +344,9 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 		return
 	}
 	ports := spec.DeclaredOutputs(w.Nodes[idx].Params)
-	if ports == nil || contains(ports, first) {
+	// A legacy node_outputs result is merged into the output: its keys
+	// are not known before the run.
+	if ports == nil || contains(ports, first) || contains(ports, "node_outputs") {
 		return
 	}
 	all := append(ports, alwaysPorts...)

@@ -77,6 +77,15 @@ type scenario struct {
 	// configuration goes on after a kill: a resume starts the step again,
 	// a takeover runs it again, a worker's loss costs it an attempt.
 	anyAttempts []string
+	// anyCached drops whether steps were reused: after a kill, a resume
+	// reuses what completed (cached) where the queue's new workers go on
+	// from its history.
+	anyCached bool
+	// warnings puts the run's warning events in the golden.
+	warnings bool
+	// verdict waits, once the run ended, for its checks' verdict (a
+	// queued run's checks run after it ends).
+	verdict bool
 	// own gives the scenario a configuration of its own (a server, workers
 	// and a database no other scenario uses): it kills them. noWorkers
 	// starts the queued configuration without workers.
@@ -117,6 +126,8 @@ type target interface {
 	signal(t *testing.T, id, node string, data any)
 	kill(t *testing.T, id string)
 	recover(t *testing.T, id string)
+	// events returns an ended run's events.
+	events(t *testing.T, id string) []map[string]any
 }
 
 // scenarioEnv holds the fixtures every configuration shares.
@@ -214,11 +225,19 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 		doc = tg.show(t, id)
 		switch doc["status"] {
 		case "completed", "failed", "cancelled":
-			return true
+			return !sc.verdict || doc["verdict"] != nil
 		}
 		return false
 	}, "%s: run %s did not end: %s", cfg, id, mustJSON(t, doc))
 	got := normalise(doc, strings.NewReplacer(env.http.srv.URL, "$HTTP", id, "$RUN", tmp, "$TMP"), sc.anyVisit, sc.anyAttempts)
+	if sc.anyCached {
+		for i := range got.Steps {
+			got.Steps[i].Cached = false
+		}
+	}
+	if sc.warnings {
+		got.Warnings = warningsOf(tg.events(t, id))
+	}
 	file := filepath.Join(scenarioDir, "want", sc.name+".json")
 	if *updateScenarios && writesGolden(sc, cfg) {
 		b, err := json.MarshalIndent(got, "", "  ")
@@ -292,6 +311,44 @@ type normRun struct {
 	Error   string     `json:"error,omitempty"`
 	Outputs any        `json:"outputs"`
 	Steps   []normStep `json:"steps"`
+	// Warnings are the warning events (scenario.warnings), as
+	// "node: message", sorted.
+	Warnings []string `json:"warnings,omitempty"`
+	// Checks are the verdicts of the run's checks, as "node › check:
+	// verdict", and the verdict's status.
+	Checks []string `json:"checks,omitempty"`
+}
+
+// warningsOf lists the warning events of evs as "node: message", sorted.
+func warningsOf(evs []map[string]any) []string {
+	var out []string
+	for _, ev := range evs {
+		if ev["type"] != "warning" {
+			continue
+		}
+		data, _ := ev["data"].(map[string]any)
+		out = append(out, str(ev["node"])+": "+str(data["message"]))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// checksOf lists a run document's check verdicts.
+func checksOf(doc map[string]any) []string {
+	v, _ := doc["verdict"].(map[string]any)
+	if v == nil || str(v["status"]) == "" {
+		return nil
+	}
+	out := []string{"status: " + str(v["status"])}
+	nodes, _ := v["nodes"].([]any)
+	for _, n := range nodes {
+		checks, _ := n.(map[string]any)["checks"].([]any)
+		for _, c := range checks {
+			c := c.(map[string]any)
+			out = append(out, str(c["node"])+" › "+str(c["check"])+": "+str(c["verdict"]))
+		}
+	}
+	return out
 }
 
 type normStep struct {
@@ -303,6 +360,11 @@ type normStep struct {
 	Output     any    `json:"output"`
 	Error      string `json:"error,omitempty"`
 	SkipReason string `json:"skip_reason,omitempty"`
+	// Cached marks a step reused from an earlier execution (resume,
+	// rerun), never one a run kept as it went on after a signal or timer.
+	Cached bool `json:"cached,omitempty"`
+	// Confidence is the confidence_score the node reported.
+	Confidence any `json:"confidence_score,omitempty"`
 }
 
 // volatileKeys are output keys whose values differ from run to run.
@@ -314,7 +376,7 @@ var volatileKeys = map[string]bool{"headers": true, "waited_ms": true, "signaled
 // the attempt counts of those nodes.
 func normalise(doc map[string]any, names *strings.Replacer, anyVisit bool, anyAttempts []string) normRun {
 	normValue := func(v any) any { return normValue(v, names) }
-	r := normRun{Status: str(doc["status"]), Outputs: normValue(doc["outputs"])}
+	r := normRun{Status: str(doc["status"]), Outputs: normValue(doc["outputs"]), Checks: checksOf(doc)}
 	if e, ok := doc["error"].(map[string]any); ok {
 		r.Error = str(e["code"])
 	}
@@ -323,7 +385,7 @@ func normalise(doc map[string]any, names *strings.Replacer, anyVisit bool, anyAt
 		s := s.(map[string]any)
 		ns := normStep{Node: str(s["node"]), Status: str(s["status"]), Visit: num(s["visit"]),
 			Iteration: num(s["iteration"]), Attempts: num(s["attempts"]), Output: normValue(s["output"]),
-			SkipReason: str(s["skip_reason"])}
+			SkipReason: str(s["skip_reason"]), Cached: s["cached"] == true, Confidence: s["confidence_score"]}
 		if e, ok := s["error"].(map[string]any); ok {
 			ns.Error = str(e["code"])
 		}
@@ -403,6 +465,9 @@ func newScenarioEnv(t *testing.T) *scenarioEnv {
 			last = r.Messages[n-1].Content
 		}
 		if r.Schema != nil {
+			if props, _ := r.Schema["properties"].(map[string]any); props["confidence"] != nil {
+				return llmtest.Turn{Text: `{"answer": "yes", "confidence": 0.9}`, Usage: llmUsage(10, 5)}
+			}
 			return llmtest.Turn{Text: `{"answer": "yes", "sure": true}`, Usage: llmUsage(10, 5)}
 		}
 		return llmtest.Turn{Text: fmt.Sprintf("you said %d bytes: %.40s", len(last), last),
@@ -570,6 +635,24 @@ func (l *localTarget) show(t *testing.T, id string) map[string]any {
 	return doc
 }
 
+func (l *localTarget) events(t *testing.T, id string) []map[string]any {
+	t.Helper()
+	cmd := l.command("runs", "events", "--dir", l.dir, id)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	require.NoError(t, cmd.Run(), errb.String())
+	var evs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if line == "" {
+			continue
+		}
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
 func (l *localTarget) cancel(t *testing.T, id string, letFinish bool) {
 	t.Helper()
 	args := []string{"cancel", "--dir", l.dir, "--wait=false", id}
@@ -721,6 +804,28 @@ func (s *servedTarget) show(t *testing.T, id string) map[string]any {
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 	require.Equal(t, http.StatusOK, resp.StatusCode, mustJSON(t, doc))
 	return doc
+}
+
+// events reads an ended run's event stream to its end.
+func (s *servedTarget) events(t *testing.T, id string) []map[string]any {
+	t.Helper()
+	resp, err := http.Get(s.url("/api/runs/" + id + "/events"))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+	var evs []map[string]any
+	for _, line := range strings.Split(string(raw), "\n") {
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			continue
+		}
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal([]byte(data), &ev), data)
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 func (s *servedTarget) cancel(t *testing.T, id string, letFinish bool) {

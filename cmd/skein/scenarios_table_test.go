@@ -100,15 +100,20 @@ var scenarios = []scenario{
 	{name: "trace_nodes", check: nodeFiles},
 	// A killed owner: skein run is resumed, a server's takeover goes on,
 	// new workers go on; what completed before the kill ran once.
-	{name: "kill_resume", own: true, slowQueue: true, anyAttempts: []string{"hang"}, inputs: map[string]any{"marker": "$TMP/m"},
+	{name: "kill_resume", own: true, slowQueue: true, anyAttempts: []string{"hang"}, anyCached: true, inputs: map[string]any{"marker": "$TMP/m"},
 		script: []action{{node: "hang", status: "running", do: "kill"}}, check: ranOnce},
 	// A killed worker's loss is its own: the node running on the other
 	// worker goes on untouched (on the queue; locally and on a server the
 	// kill takes both, and a resume or takeover runs them again).
-	{name: "kill_bystander", own: true, slowQueue: true, queues: []string{"a", "b,default"}, anyAttempts: []string{"victim", "bystander"},
+	{name: "kill_bystander", own: true, slowQueue: true, queues: []string{"a", "b,default"}, anyAttempts: []string{"victim", "bystander"}, anyCached: true,
 		inputs: map[string]any{"marker": "$TMP/m"},
 		script: []action{{node: "bystander", status: "running", do: "observe"}, {node: "victim", status: "running", do: "kill"}},
 		check:  bystanderUntouched},
+	// Directives, confidence and checks of a failed node.
+	{name: "messages_directive", warnings: true},
+	{name: "confidence", warnings: true},
+	{name: "unknown_directive", warnings: true},
+	{name: "checks_failed_node", verdict: true},
 	// Cancel.
 	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},

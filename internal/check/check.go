@@ -26,6 +26,9 @@ const (
 	Fail    Verdict = "fail"
 	Error   Verdict = "error"   // the check could not be answered
 	Skipped Verdict = "skipped" // the check was not evaluated
+	// NotRun: the node failed, so its checks were not run; the node's
+	// failure is what fails the run.
+	NotRun Verdict = "not_run"
 )
 
 // Run statuses.
@@ -34,8 +37,9 @@ const (
 	StatusWarnings = "PASSED WITH WARNINGS"
 	StatusFailed   = "FAILED"
 	// StatusIncomplete: the run did not complete (it failed, was cancelled
-	// or waits) and no check failed; the checks of the nodes that did not
-	// run are skipped, so the run cannot be said to pass.
+	// or waits), or a checked node failed, and no check failed; the checks
+	// of the nodes that did not run are skipped, those of the nodes that
+	// failed not run, so the run cannot be said to pass.
 	StatusIncomplete = "INCOMPLETE"
 )
 
@@ -138,15 +142,12 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 		case t.step == nil:
 			nv = skipNode(t, "the node did not run")
 		case t.step.Status == engine.StatusFailed:
-			// A checked node that failed did not give what its checks
-			// ask for: they fail (warn with on_fail: warn).
+			// Checks judge what a node that completed gave; a node that
+			// failed gave nothing to judge, and its failure already
+			// fails the run (or was let pass with on_error).
 			nv = skipNode(t, lastVisitReason(t.step))
 			for i := range nv.Checks {
-				if r := &nv.Checks[i]; r.OnFail == OnFailWarn {
-					r.Verdict = Warn
-				} else {
-					r.Verdict = Fail
-				}
+				nv.Checks[i].Verdict = NotRun
 			}
 		case t.step.Status != engine.StatusSuccess:
 			nv = skipNode(t, lastVisitReason(t.step))
@@ -164,6 +165,9 @@ func Evaluate(ctx context.Context, in Input) *RunVerdict {
 	v.Warnings = e.spent.Warnings
 	v.Status = status(v.Nodes)
 	if in.Result != nil && in.Result.Status != "" && in.Result.Status != engine.RunCompleted && v.Status != StatusFailed {
+		v.Status = StatusIncomplete
+	}
+	if v.Status != StatusFailed && anyVerdict(v.Nodes, NotRun) {
 		v.Status = StatusIncomplete
 	}
 	return v
@@ -386,13 +390,25 @@ func lastVisitReason(s *engine.StepRecord) string {
 }
 
 // rank orders verdicts from best to worst, for a node's sum.
-var rank = map[Verdict]int{Skipped: 0, Pass: 1, Warn: 2, Error: 3, Fail: 4}
+var rank = map[Verdict]int{Skipped: 0, NotRun: 0, Pass: 1, Warn: 2, Error: 3, Fail: 4}
+
+// anyVerdict reports whether a check of nodes has verdict want.
+func anyVerdict(nodes []NodeVerdict, want Verdict) bool {
+	for _, nv := range nodes {
+		for _, r := range nv.Checks {
+			if r.Verdict == want {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // sum is a node's verdict: its worst check's.
 func sum(rs []CheckResult) Verdict {
 	v := Skipped
 	for _, r := range rs {
-		if rank[r.Verdict] > rank[v] {
+		if rank[r.Verdict] > rank[v] || r.Verdict == NotRun && v == Skipped {
 			v = r.Verdict
 		}
 	}

@@ -297,12 +297,12 @@ func TestLastVisit(t *testing.T) {
 			judged:   1,
 		},
 		{
-			name:      "last visit failed: its checks fail",
+			name:      "last visit failed: its checks are not run",
 			steps:     []*engine.StepRecord{ok("poll", 1, 1, map[string]any{"count": 3}), failed("poll", 2, 2, "timed out")},
 			visit:     2,
-			verdicts:  []string{"poll:done=fail", "poll:expect=fail"},
+			verdicts:  []string{"poll:done=not_run", "poll:expect=not_run"},
 			reasoning: "the node's last visit (visit 2) failed: timed out",
-			status:    check.StatusFailed,
+			status:    check.StatusIncomplete,
 		},
 		{
 			name:      "last visit skipped",

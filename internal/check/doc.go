@@ -3,8 +3,10 @@
 // gathers the answers into a verdict.
 //
 // Evaluate walks the checked nodes in the order their last visit ran. Each
-// node is judged once, on its last visit; a node whose last visit failed or
-// was skipped, or that never ran, has its checks skipped, with the reason.
+// node is judged once, on its last visit: checks judge nodes that
+// completed. A node whose last visit failed has its checks "not_run" (its
+// failure is what fails the run); one whose last visit was skipped, or
+// that never ran, has them "skipped", with the reason.
 //
 // Deterministic check types are answered here, without a model:
 //
@@ -37,12 +39,11 @@
 // `on_fail: warn` turns a check's "fail" into "warn", and keeps its "error"
 // from failing the run. The first hard failure (a "fail", or an "error" of a
 // check with on_fail fail) stops the pass after its node: the nodes after it
-// are "skipped", with "evaluation stopped at node X". The checks of a node
-// whose judged visit failed are "fail" ("warn" with on_fail: warn): it did
-// not give what they ask for. The run's status is FAILED when a check
-// failed hard, else INCOMPLETE when the run did not complete (it failed,
-// was cancelled or waits: the checks of the nodes that did not run are
-// skipped), else PASSED WITH WARNINGS when one warned (or erred softly),
+// are "skipped", with "evaluation stopped at node X". The run's status is
+// FAILED when a check failed hard, else INCOMPLETE when the run did not
+// complete (it failed, was cancelled or waits: the checks of the nodes that
+// did not run are skipped) or a check was not run (its node failed, with
+// on_error letting the run go on), else PASSED WITH WARNINGS when one warned (or erred softly),
 // else PASSED; it is empty when the workflow has no checks and no expect.
 //
 // Write stores the verdict as <run>/verdict.json and <run>/<node>/verdict.json.

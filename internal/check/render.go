@@ -17,6 +17,8 @@ const (
 // Counts tallies the check verdicts of a run.
 type Counts struct {
 	Passed, Warnings, Failed, Errors, Skipped int
+	// NotRun counts the checks of nodes that failed.
+	NotRun int
 }
 
 // Count tallies v's check verdicts.
@@ -36,6 +38,8 @@ func Count(v *RunVerdict) Counts {
 				c.Failed++
 			case Error:
 				c.Errors++
+			case NotRun:
+				c.NotRun++
 			default:
 				c.Skipped++
 			}
@@ -77,6 +81,9 @@ func Bar(v *RunVerdict, color bool) string {
 	if n.Errors > 0 {
 		parts = append(parts, fmt.Sprintf("%s (%s)", plural(n.Errors, "error"), names(v, Error)))
 	}
+	if n.NotRun > 0 {
+		parts = append(parts, fmt.Sprintf("%d not run (%s: the node failed)", n.NotRun, names(v, NotRun)))
+	}
 	if n.Skipped > 0 {
 		parts = append(parts, fmt.Sprintf("%d skipped", n.Skipped))
 	}
@@ -84,7 +91,7 @@ func Bar(v *RunVerdict, color bool) string {
 	if v.Stopped != "" {
 		bar += " · stopped at " + v.Stopped
 	}
-	if v.Status == StatusIncomplete {
+	if v.Status == StatusIncomplete && n.NotRun == 0 {
 		bar += " · the run did not complete"
 	}
 	return bar
@@ -120,7 +127,7 @@ func plural(n int, word string) string {
 }
 
 // Mark is the sign of a verdict in Details: ✓ pass, ⚠ warn, ✗ fail,
-// ! error, – skipped.
+// ! error, ⊘ not run, – skipped.
 func Mark(v Verdict) string {
 	switch v {
 	case Pass:
@@ -131,6 +138,8 @@ func Mark(v Verdict) string {
 		return "✗"
 	case Error:
 		return "!"
+	case NotRun:
+		return "⊘"
 	default:
 		return "–"
 	}

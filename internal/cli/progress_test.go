@@ -68,7 +68,7 @@ edges:
 	require.Regexp(t, `(?m)^✗ compile_everything_in_the_repository  shell          \S+  after 2 attempts\n    command "sh" exited with status 3\n    │ line 11\n`, r.stdout)
 	require.Contains(t, r.stdout, "    │ line 30\n")
 	require.NotContains(t, r.stdout, "│ line 10\n", "only the last 20 lines of stderr")
-	require.Contains(t, r.stdout, "FAILED · 0 passed, 1 failed (compile_everything_in_the_repository › built)")
+	require.Contains(t, r.stdout, "INCOMPLETE · 0 passed, 1 not run (compile_everything_in_the_repository › built: the node failed)", "the failed node's checks are not run")
 	require.True(t, strings.HasSuffix(r.stdout, "resume with: skein resume "+id+" --dir "+dir+"\n"), r.stdout)
 
 	show := skein(t, "runs", "show", "--dir", dir, id)

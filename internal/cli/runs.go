@@ -131,6 +131,9 @@ interrupted; resume it with skein resume RUN_ID.`,
 				case s.SkipReason != "":
 					st += " (" + s.SkipReason + ")"
 				}
+				if s.Confidence != nil {
+					st += fmt.Sprintf(" · confidence %.2f", *s.Confidence)
+				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", i+1, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
 					fmtDuration(time.Duration(s.DurationMS)*time.Millisecond))
 			}

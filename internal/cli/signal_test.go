@@ -87,10 +87,14 @@ outputs:
 	require.Equal(t, 0, show.code, show.stderr)
 	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
 	require.Equal(t, "completed", doc["status"])
+	text := skein(t, "runs", "show", "--dir", skeinDir, id)
+	require.Equal(t, 0, text.code, text.stderr)
+	require.NotContains(t, text.stdout, "cached", "no step of a run that went on after its signal reads as reused")
 	for _, s := range doc["steps"].([]any) {
 		st := s.(map[string]any)
 		if st["node"] == "draft" {
-			require.Equal(t, true, st["cached"], "draft ran once")
+			require.Equal(t, "success", st["status"])
+			require.Equal(t, false, st["cached"], "the run went on after its signal: draft is as it was, not cached")
 		}
 	}
 }

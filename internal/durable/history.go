@@ -17,9 +17,25 @@ func Spent(ctx context.Context, st store.Store, run *store.Run, hist []*store.St
 
 func spent(ctx context.Context, st store.Store, run *store.Run, hist []*store.Step, depth int) engine.Spent {
 	var sum engine.Spent
+	type ran struct {
+		node, hash string
+		visit      int
+		finished   int64
+	}
+	seen := map[ran]bool{}
 	for _, s := range hist {
 		if s.Cached || s.Pinned {
 			continue
+		}
+		if s.FinishedAt != nil && s.ConfigHash != "" {
+			// A later execution that went on after a signal or timer
+			// keeps the step as it was (engine.Reused.Kept): the same
+			// step, spent once.
+			k := ran{s.Node, s.ConfigHash, s.Visit, s.FinishedAt.UnixNano()}
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
 		}
 		sum.Tokens += s.Tokens
 		sum.CostUSD += s.CostUSD

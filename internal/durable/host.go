@@ -184,11 +184,13 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 			if herr != nil {
 				return nil, herr
 			}
+			waiting := engine.RunStatus(child.Status) == engine.RunWaiting
 			if child, err = h.Store.ClaimRun(bg, id, parent.Owner, h.LeaseTTL, child.Owner.Token); err != nil {
 				return nil, err
 			}
 			KillOrphans(hist)
 			reuse = ForResume(hist)
+			reuse.Continue = waiting
 			spent = Spent(bg, h.Store, child, hist)
 			if crl, err = h.ReopenFolder(child.Dir, cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err

@@ -17,6 +17,10 @@ type Reuser struct {
 	masked  map[string]bool // node + "\x00" + hash of steps stored masked
 	Reused  int             // how many tasks were answered
 	problem error
+	// Continue marks the reuse of a waiting run going on after a signal
+	// or a timer: its steps are its own, kept as they were (Reused.Kept),
+	// not cached.
+	Continue bool
 }
 
 // ForResume reuses every successful step whose config hash matches: same
@@ -148,7 +152,11 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 			clean[k] = v
 		}
 	}
-	return engine.Reused{Output: clean, Directives: directives, Pinned: pinned}, true
+	re := engine.Reused{Output: clean, Directives: directives, Pinned: pinned, Kept: r.Continue && !pinned}
+	if re.Kept && s.StartedAt != nil && s.FinishedAt != nil {
+		re.StartedAt, re.FinishedAt = *s.StartedAt, *s.FinishedAt
+	}
+	return re, true
 }
 
 // Pinned reports which pins have no successful step to reuse.

@@ -217,6 +217,9 @@ type taskDone struct {
 	cached  bool
 	pinned  bool
 	mocked  bool
+	kept    bool // Reused.Kept
+	// ran is, for a kept step, when it ran (Reused.StartedAt, FinishedAt).
+	ran [2]time.Time
 }
 
 // runState is the driver's side of one run.
@@ -682,6 +685,10 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 	if done != nil {
 		end = &StepEnd{At: done.end, Outcome: done.outcome, Params: done.params, Hash: done.hash,
 			Cached: done.cached, Pinned: done.pinned, Mocked: done.mocked}
+		if done.kept && !done.ran[0].IsZero() {
+			// The run's own step from before it parked: as it was.
+			end.Started, end.At = done.ran[0], done.ran[1]
+		}
 	}
 	ApplyStep(rec, su, now, end, o)
 	rs.record(rec)
@@ -766,7 +773,7 @@ func (rs *runState) launch(t *Task) {
 			if td.hash != "" && oc.Err == nil {
 				rs.hashes[t.Node.Index] = td.hash
 			}
-			if !td.cached && !td.pinned {
+			if !td.cached && !td.pinned && !td.kept {
 				tokens, cost := usageOf(oc.Directives)
 				if oc.Err != nil {
 					tokens, cost = failedUsage(oc.Err)
@@ -838,7 +845,8 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 			return Outcome{Output: r.Output, Directives: r.Directives}, params
 		}
 		if ok {
-			td.cached, td.pinned = !r.Pinned, r.Pinned
+			td.cached, td.pinned, td.kept = !r.Pinned && !r.Kept, r.Pinned, r.Kept
+			td.ran = [2]time.Time{r.StartedAt, r.FinishedAt}
 			return Outcome{Output: r.Output, Directives: reusedDirectives(r)}, params
 		}
 		if r.Miss != "" {

@@ -269,7 +269,10 @@ func TestSchedulerRegressions(t *testing.T) {
 		s.drain()
 		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
 		require.Equal(t, failedSt, s.last("b").Status)
-		require.Equal(t, []any{nil}, s.last("each").Output["results"])
+		require.Equal(t, []any{map[string]any{"success": false, "error": map[string]any{
+			"code": "scripted", "category": "execution_failure", "message": "a attempt 1 failed"}}}, s.last("each").Output["results"],
+			"the item holds the failure that stopped it (a's), not b's later one")
+		require.Equal(t, 1, s.last("each").Output["failed"])
 		require.Equal(t, statusList(success), s.statuses("after"))
 	})
 

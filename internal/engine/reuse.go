@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"sort"
+	"time"
 
 	"github.com/skeinhq/skein/node"
 )
@@ -25,6 +26,14 @@ type Reused struct {
 	Output     map[string]any
 	Directives map[string]any
 	Pinned     bool // reused because the user pinned the node, not by hash
+	// Kept marks the run's own step from before it parked, given back as
+	// the run goes on after a signal or a timer: it is recorded as it was
+	// (neither cached nor pinned), and its usage, counted when it ran, is
+	// not counted again.
+	Kept bool
+	// StartedAt and FinishedAt are, for a kept step, when it ran: its
+	// record keeps them.
+	StartedAt, FinishedAt time.Time
 	// Mocked marks an answer a test gave (skein test's mocks): the step
 	// is recorded neither cached nor pinned but mocked, and its usage
 	// (a _token_usage directive) counts as if the node had run.

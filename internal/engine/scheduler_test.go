@@ -345,7 +345,11 @@ func TestSchedulerRules(t *testing.T) {
 				require.Equal(t, engine.RunCompleted, s.done.Status)
 				require.Equal(t, statusList(success, failedSt, success), s.statuses("work"))
 				require.Equal(t, 2, s.count("next", success), "the failed item stops; the others go on")
-				require.Equal(t, []any{map[string]any{"v": 10}, nil, map[string]any{"v": 30}}, s.last("each").Output["results"])
+				results := s.last("each").Output["results"].([]any)
+				require.Equal(t, map[string]any{"v": 10}, results[0])
+				require.Equal(t, false, results[1].(map[string]any)["success"], "the failed item keeps its outcome in its place")
+				require.Equal(t, map[string]any{"v": 30}, results[2])
+				require.Equal(t, 1, s.last("each").Output["failed"])
 				require.Equal(t, statusList(success), s.statuses("after"))
 			},
 		},

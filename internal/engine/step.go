@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/engine/scheduler"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 )
@@ -92,6 +93,10 @@ func ApplyStep(rec *StepRecord, su StepUpdate, now time.Time, end *StepEnd, o St
 			// _state_patch marks the step like a masked output.
 			rec.Directives, directivesMasked = mask(end.Outcome.Directives)
 			rec.Tokens, rec.CostUSD = Usage(end.Outcome)
+			rec.Confidence = nil
+			if c, ok := scheduler.ConfidenceOf(end.Outcome.Directives); ok && end.Outcome.Err == nil {
+				rec.Confidence = &c
+			}
 			if !end.Started.IsZero() {
 				s := end.Started
 				rec.StartedAt = &s

@@ -61,9 +61,10 @@ func RunScope(runID, workflow string, started time.Time, inputs, payload map[str
 }
 
 // TaskScope is the scope of a task's templates: the run's, with the
-// variables, loop and node outputs the task started with.
+// variables, messages, loop and node outputs the task started with.
 func TaskScope(run expr.Scope, t *Task) expr.Scope {
 	run.Vars = t.Vars
+	run.Messages = t.Messages
 	run.Loop = t.Loop
 	run.Nodes = t.Nodes
 	return run
@@ -165,6 +166,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 func Outputs(plan *Plan, scope expr.Scope, r *Run) (map[string]any, error) {
 	w := plan.W
 	scope.Vars = r.Vars()
+	scope.Messages = r.Messages()
 	scope.Nodes = r.Latest()
 	out := map[string]any{}
 	if len(w.Outputs) > 0 {

@@ -31,6 +31,11 @@ func Schema() ([]byte, error) {
 	step.Properties["skip_reason"].Description = "why a skipped step did not run: branch_not_taken (it is on a handle its branch did not take; taken_handle says which was), upstream_failed (a node before it failed), dead_path (the nodes before it were skipped), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
 	step.Properties["step_order"].Description = "the step's place in the run, from 1, in the order steps started; a pending step takes its place when it is planned"
 	step.Properties["ran_on"].Description = "where the step ran: the host, the process id and, for a queued run, the worker"
+	verdicts := []any{"pass", "warn", "fail", "error", "skipped", "not_run"}
+	nodes := s.Properties["verdict"].Properties["nodes"].Items
+	nodes.Properties["verdict"].Enum = verdicts
+	nodes.Properties["checks"].Items.Properties["verdict"].Enum = verdicts
+	nodes.Properties["checks"].Items.Properties["verdict"].Description = "pass, warn, fail; error: the check could not be answered; skipped: its node did not run, or the pass stopped before it; not_run: its node failed, so it was not judged (the failure is what fails the run)"
 	step.Properties["confidence_score"].Description = "the confidence (0..1) the node reported for its result: a _confidence directive, or the confidence number of an llm node's schema"
 	describeError(s.Properties["error"], "the run's error: the first failed step's (its message prefixed with \"node <id>: \"), or one no node made (a cancel, the run's outputs); null when the run did not fail")
 	describeError(step.Properties["error"], "the step's error; null when it did not fail")

@@ -44,8 +44,12 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		durable.KillOrphans(hist)
 	}
+	reuse := durable.ForResume(hist)
+	// A parked run goes on after its signal or timer: its steps are kept,
+	// not cached.
+	reuse.Continue = engine.RunStatus(run.Status) == engine.RunWaiting
 	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, claimed.Trigger), runID: claimed.ID,
-		resume: claimed, reuse: durable.ForResume(hist), wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
+		resume: claimed, reuse: reuse, wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
 }
 
 // prepareResume reads a run, its history and the workflow to resume it

@@ -88,6 +88,7 @@ func TestSignalResumesAWaitingRun(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "waiting", string(doc.Status))
 	require.Nil(t, doc.Owner, "no process holds a waiting run")
+	drafted := *stepOf(doc, "draft").FinishedAt
 	wake := b.clk.Now().Add(time.Hour)
 	require.Equal(t, &wake, doc.WakeAt)
 	approve := stepOf(doc, "approve")
@@ -118,7 +119,10 @@ func TestSignalResumesAWaitingRun(t *testing.T) {
 	require.Equal(t, map[string]any{"by": "Ada"}, done.Run.Outputs["approval"])
 	doc, err = b.r.Get(b.ctx, id)
 	require.NoError(t, err)
-	require.True(t, stepOf(doc, "draft").Cached, "draft is not run again")
+	draft := stepOf(doc, "draft")
+	require.Equal(t, "success", string(draft.Status))
+	require.False(t, draft.Cached, "the run went on after its signal: its steps are its own, not cached")
+	require.Equal(t, drafted, *draft.FinishedAt, "draft is not run again: its step is as it was")
 	approve = stepOf(doc, "approve")
 	require.Equal(t, "success", string(approve.Status))
 	require.Equal(t, b.clk.Now().Format(time.RFC3339Nano), approve.Output["signaled_at"])
@@ -231,6 +235,11 @@ func TestAWaitingTimerIsDueAtItsWakeUpTime(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the resumed run did not end")
 	}
+	doc, err := b.r.Get(b.ctx, id)
+	require.NoError(t, err)
+	draft := stepOf(doc, "draft")
+	require.Equal(t, "success", string(draft.Status))
+	require.False(t, draft.Cached, "a run going on after its timer keeps its steps as they were, not cached")
 	due, err = b.r.Due(b.ctx)
 	require.NoError(t, err)
 	require.Empty(t, due)

@@ -100,7 +100,7 @@ type Sample struct {
 
 // Directives are the keys beginning with "_" that the engine reads from a
 // kind's output.
-var Directives = []string{"_route", "_state_patch", "_delay_seconds", "_await", "_await_name", "_resume", "_token_usage"}
+var Directives = []string{"_route", "_state_patch", "_delay_seconds", "_await", "_await_name", "_resume", "_token_usage", "_messages", "_confidence"}
 
 // Categories are the error categories package node declares.
 var Categories = []string{

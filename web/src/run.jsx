@@ -265,6 +265,12 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
             {s.iteration ? `, iteration ${s.iteration}` : ""} · {s.attempts} attempt{s.attempts === 1 ? "" : "s"} ·{" "}
             <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : s.status} />{" "}
             {duration(elapsed(s.started_at, s.finished_at, s.duration_ms))} {tokens(s.tokens)} {cost(s.cost_usd)}
+            {s.confidence_score != null ? (
+              <span class="confidence" title="confidence_score: the confidence the node reported">
+                {" "}
+                · confidence {s.confidence_score.toFixed(2)}
+              </span>
+            ) : null}
           </summary>
           <div class="step-body">
             <p class="muted">

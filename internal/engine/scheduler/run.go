@@ -44,6 +44,9 @@ type Run struct {
 	reach   []bool
 	running int
 
+	// messages is the run's message list (_messages).
+	messages []any
+
 	started    bool
 	cancelling bool
 	failing    bool
@@ -109,6 +112,8 @@ type frame struct {
 	last     map[string]any
 	lastTopo int
 	abort    bool // a foreach item that failed with on_error: continue
+	// abortErr is the error that failed the foreach item.
+	abortErr *node.Error
 	closed   bool
 }
 
@@ -137,6 +142,7 @@ type loopState struct {
 	inFlight int
 	done     int
 	results  []any
+	failed   int // foreach items that failed
 }
 
 // NewRun makes the scheduler state for a run of plan.
@@ -611,7 +617,7 @@ func (r *Run) resumeTask(f *frame, pn *PlanNode, attempt int, resume *node.Resum
 	r.nextID++
 	t := &Task{
 		ID: r.nextID, Node: pn, Frame: f.id, Visit: st.visit, Iteration: f.pass,
-		Attempt: attempt, Vars: r.vars, Loop: r.loopCtx(f), Resume: resume,
+		Attempt: attempt, Vars: r.vars, Messages: r.messages, Loop: r.loopCtx(f), Resume: resume,
 	}
 	if st.loop != nil {
 		t.Passes = st.loop.passes
@@ -771,7 +777,7 @@ func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, 
 	switch onErr {
 	case "continue":
 		if r.inForEach(f) {
-			f.abort = true
+			f.abort, f.abortErr = true, err
 			return
 		}
 		r.propagate(f, pn, []string{""})
@@ -844,7 +850,10 @@ func (r *Run) dropTimers() {
 
 func (r *Run) succeeded(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	st := &f.st[pn.Slot]
-	out := withStatus(copyMap(oc.Output), true, "")
+	out := withStatus(mergeLegacy(pn.ID, copyMap(oc.Output)), true, "")
+	if c, ok := r.readDirectives(f, pn, oc.Directives); ok {
+		out["confidence"] = c
+	}
 	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok && len(patch) > 0 {
 		nv := make(map[string]any, len(r.vars)+len(patch))
 		for k, v := range r.vars {
@@ -1116,8 +1125,14 @@ func (r *Run) forEachFill(f *frame, pn *PlanNode) {
 func (r *Run) forEachDone(f *frame, pn *PlanNode, attempt int, taskID int64) {
 	ls := f.st[pn.Slot].loop
 	results := ls.results
-	out := withStatus(expr.Normalize(results), true, "")
+	norm := expr.Normalize(results)
+	if len(results) > 0 && isFailedItem(results[0]) {
+		// The first item failed: its error is not the foreach's.
+		delete(norm, "error")
+	}
+	out := withStatus(norm, true, "")
 	out["results"] = results
+	out["failed"] = ls.failed
 	r.event(EventLoopExited, pn, f, map[string]any{"iterations": len(results)})
 	f.st[pn.Slot].loop = nil
 	r.complete(f, pn, attempt, out, []string{"done"}, taskID)
@@ -1206,7 +1221,10 @@ func (r *Run) frameDone(parent *frame, child *frame) {
 		ls := st.loop
 		ls.inFlight--
 		ls.done++
-		if !child.abort {
+		if child.abort {
+			ls.results[child.pass] = failedItem(child.abortErr)
+			ls.failed++
+		} else {
 			ls.results[child.pass] = stripStatus(child.last)
 		}
 		if ls.done == len(ls.items) {
@@ -1321,6 +1339,21 @@ func withStatus(m map[string]any, ok bool, errMsg string) map[string]any {
 		m["error"] = errMsg
 	}
 	return m
+}
+
+// failedItem is what a foreach's list holds for an item that failed (with
+// on_error: continue): {success: false, error: {code, category, message}}.
+func failedItem(err *node.Error) map[string]any {
+	e := map[string]any{}
+	if err != nil {
+		e = map[string]any{"code": err.Code, "category": string(err.Category), "message": err.Message}
+	}
+	return map[string]any{"success": false, "error": e}
+}
+
+func isFailedItem(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && m["success"] == false && len(m) == 2 && m["error"] != nil
 }
 
 // stripStatus returns m without the success and error fields the scheduler

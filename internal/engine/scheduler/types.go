@@ -43,6 +43,9 @@ type Task struct {
 	Nodes map[string]any
 	// Vars is the run's variables when the task started.
 	Vars map[string]any
+	// Messages is the run's message list when the task started (the
+	// _messages of the steps that succeeded before).
+	Messages []any
 	// Loop is {item, index, total, iteration} inside a loop or foreach
 	// body, nil elsewhere.
 	Loop map[string]any
@@ -58,8 +61,7 @@ type Task struct {
 type Outcome struct {
 	// Output is the node's output object, directives removed.
 	Output map[string]any
-	// Directives are the _-prefixed keys of the result: _route,
-	// _state_patch, _delay_seconds, _token_usage.
+	// Directives are the _-prefixed keys of the result (Known).
 	Directives map[string]any
 	// Err is set when the attempt failed.
 	Err *node.Error

@@ -154,6 +154,11 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 			return nil, err
 		}
 		msgs = append(msgs, past...)
+		conv, err := messageList(c)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, conv...)
 		msgs = append(msgs, llm.User(c.String("prompt")))
 	}
 	var answer any // the final answer parsed, with a schema
@@ -173,6 +178,9 @@ func (AgentKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 		out := map[string]any{"text": text, "tool_calls": calls, "usage": shown, "model": modelName, "stopped": stopped, "_token_usage": u}
 		if sch != nil && stopped == "" {
 			out["json"] = answer
+			if conf, ok := confidenceOf(c.Map("schema"), answer); ok {
+				out["_confidence"] = conf
+			}
 		}
 		if stopped == "" {
 			if err := mem.remember(ctx, c, c.String("prompt"), text); err != nil {

@@ -461,3 +461,20 @@ func TestAgentResourceLinksAndProgress(t *testing.T) {
 	require.Equal(t, 1.0, progress[0]["progress"])
 	require.Equal(t, 3.0, progress[0]["total"])
 }
+
+// TestAgentMessages: an agent given messages (the run's `{{ messages }}`)
+// sends them after its system prompt and before its task.
+func TestAgentMessages(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply("done")})
+	b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI), map[string]any{
+		"system":   "Be brief.",
+		"prompt":   "Sum it up.",
+		"messages": []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "hello"}},
+	}, nil)
+	out, err := b.run(t, nodellm.AgentKind{})
+	require.Nil(t, err)
+	require.Equal(t, "done", out["text"])
+	require.Equal(t, []llm.Message{llm.System("Be brief."), llm.User("hi"), {Role: llm.RoleAssistant, Content: "hello"}, llm.User("Sum it up.")},
+		srv.Last().Messages)
+}

@@ -44,18 +44,11 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	}
 	req.Messages = append(req.Messages, past...)
 	ownFrom := len(req.Messages) // this turn's messages start here
-	for i, m := range c.List("messages") {
-		mm, _ := m.(map[string]any)
-		role, _ := mm["role"].(string)
-		if role == "" {
-			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d] has no role (system, user or assistant)", i)
-		}
-		content, err := node.Text(mm["content"])
-		if err != nil {
-			return nil, node.Failf(node.CategoryValidation, "messages", "messages[%d].content %v", i, err)
-		}
-		req.Messages = append(req.Messages, llm.Message{Role: role, Content: content})
+	conv, err := messageList(c)
+	if err != nil {
+		return nil, err
 	}
+	req.Messages = append(req.Messages, conv...)
 	if prompt := c.String("prompt"); prompt != "" {
 		imgs, err := llm.ReadImages(c.Files, "images", c.Params["images"])
 		if err != nil {
@@ -85,6 +78,9 @@ func (LLMKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	out := map[string]any{"model": modelName, "text": resp.Text}
 	if schema != nil {
 		out["json"] = answer
+		if conf, ok := confidenceOf(schema, answer); ok {
+			out["_confidence"] = conf
+		}
 	}
 	if route, ok := replyRoute(out["json"], resp.Text); ok {
 		out["_route"] = route

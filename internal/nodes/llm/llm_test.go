@@ -68,6 +68,21 @@ func TestLLM(t *testing.T) {
 			},
 		},
 		{
+			name: "the run's messages, tool calls and text parts included",
+			params: map[string]any{"messages": []any{
+				map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Weather "}, "in Paris?"}},
+				map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+					map[string]any{"id": "c1", "type": "function", "function": map[string]any{"name": "weather", "arguments": `{"city":"Paris"}`}},
+				}},
+				map[string]any{"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+			}},
+			sent: []llm.Message{
+				llm.User("Weather in Paris?"),
+				{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "weather", Arguments: map[string]any{"city": "Paris"}, RawArguments: `{"city":"Paris"}`}}},
+				{Role: llm.RoleTool, Content: "sunny", ToolCallID: "c1"},
+			},
+		},
+		{
 			name:        "temperature and max_tokens",
 			params:      map[string]any{"prompt": "Say hi", "temperature": 0.2, "max_tokens": 50},
 			sent:        []llm.Message{llm.User("Say hi")},
@@ -300,4 +315,38 @@ func TestLLMBudgetLeft(t *testing.T) {
 	require.Nil(t, err)
 	require.Equal(t, "ok", out["text"])
 	require.Equal(t, 1, srv.Calls())
+}
+
+// TestLLMConfidence: a schema with a top-level confidence number makes
+// the answer's confidence the step's (_confidence); without one, or with
+// one that is not a number, there is none.
+func TestLLMConfidence(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		conf    any // the schema's confidence property; nil: none
+		reply   string
+		want    any
+		present bool
+	}{
+		{name: "a number", conf: map[string]any{"type": "number"}, reply: `{"answer": "yes", "confidence": 0.82}`, want: 0.82, present: true},
+		{name: "no confidence in the schema", reply: `{"answer": "yes", "confidence": 0.82}`},
+		{name: "a string", conf: map[string]any{"type": "string"}, reply: `{"answer": "yes", "confidence": "high"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			props := map[string]any{"answer": map[string]any{"type": "string"}}
+			if tc.conf != nil {
+				props["confidence"] = tc.conf
+			}
+			srv := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{llmtest.Reply(tc.reply)})
+			b := setup(t, models(map[string]*llmtest.Server{"default": srv}, llmtest.OpenAI),
+				map[string]any{"prompt": "Sure?", "schema": map[string]any{"type": "object", "properties": props}}, nil)
+			out, err := b.run(t, nodellm.LLMKind{})
+			require.Nil(t, err)
+			got, ok := out["_confidence"]
+			require.Equal(t, tc.present, ok)
+			require.Equal(t, tc.want, got)
+		})
+	}
 }
