@@ -599,7 +599,7 @@ func TestWriterMasksSecrets(t *testing.T) {
 	require.Equal(t, "node_finished", lines[1]["type"])
 	var got map[string]any
 	readJSON(t, filepath.Join(w.Dir(), "run.json"), &got)
-	require.Equal(t, map[string]any{"status": "failed", "error": map[string]any{"code": "", "category": "", "message": "m",
+	require.Equal(t, map[string]any{"status": "failed", "error": map[string]any{"code": "", "category": "", "message": "m", "fixable": false,
 		"details": map[string]any{"stderr": "***\n"}}, "output": map[string]any{"k": []any{"x", "***"}}}, got)
 	for _, f := range []string{"events.jsonl", "run.json"} {
 		data, err := os.ReadFile(filepath.Join(w.Dir(), f))
