@@ -216,6 +216,10 @@ edges:
 	require.Regexp(t, `approve\s+wait\s+1\s+0\s+⏸ waiting\s+1\s+\S+\s+`+here, show.stdout)
 	require.Regexp(t, `send\s+set\s+1\s+0\s+· pending\s+0\s+-\s+-`, show.stdout)
 
+	plan := skein(t, "resume", "--plan", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `run\s+send\s+did not run`, plan.stdout, "a planned step did not run")
+
 	cancel := skein(t, "cancel", "--dir", dir, doc["execution_id"].(string))
 	require.Equal(t, 0, cancel.code, cancel.stderr)
 	show = skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
