@@ -42,6 +42,9 @@ type Run struct {
 	vars    map[string]any
 	reach   []bool
 	running int
+	// byTopo is each home's region in topological order (the run's own
+	// under -1), for planning its frames; made on first use.
+	byTopo map[int][]int
 
 	started    bool
 	cancelling bool
@@ -234,15 +237,21 @@ func (r *Run) stopStep(f *frame, pn *PlanNode, attempt int, taskID int64) {
 	}
 }
 
-// plan reserves the next visit of each reachable node of f that has no
+// planFrame reserves the next visit of each reachable node of f that has no
 // reserved visit and no work under way, and records its step pending: the
 // steps a frame may run are in the step log before they start. nodes are
 // the nodes to plan (f's region when nil), in topological order.
 func (r *Run) planFrame(f *frame, nodes []int) {
 	if nodes == nil {
-		nodes = make([]int, len(f.region))
-		copy(nodes, f.region)
-		sort.Slice(nodes, func(i, j int) bool { return r.plan.Nodes[nodes[i]].topo < r.plan.Nodes[nodes[j]].topo })
+		if nodes = r.byTopo[f.owner]; nodes == nil {
+			nodes = make([]int, len(f.region))
+			copy(nodes, f.region)
+			sort.Slice(nodes, func(i, j int) bool { return r.plan.Nodes[nodes[i]].topo < r.plan.Nodes[nodes[j]].topo })
+			if r.byTopo == nil {
+				r.byTopo = map[int][]int{}
+			}
+			r.byTopo[f.owner] = nodes
+		}
 	}
 	for _, i := range nodes {
 		pn := r.plan.Nodes[i]
