@@ -549,14 +549,26 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 // before it (upstream_failed) outweighs a branch not taken, which
 // outweighs nodes before it that were skipped (dead_path).
 func (r *Run) whyDead(f *frame, pn *PlanNode) edgeCause {
-	rank := map[string]int{SkipUpstreamFailed: 3, SkipBranchNotTaken: 2, SkipDeadPath: 1}
 	why := edgeCause{reason: SkipDeadPath}
 	for _, ei := range pn.in {
-		if c := f.cause[r.plan.EdgeSlot[ei]]; rank[c.reason] > rank[why.reason] {
+		if c := f.cause[r.plan.EdgeSlot[ei]]; weight(c.reason) > weight(why.reason) {
 			why = c
 		}
 	}
 	return why
+}
+
+// weight orders the reasons an edge died by how much they say (whyDead).
+func weight(reason string) int {
+	switch reason {
+	case SkipUpstreamFailed:
+		return 3
+	case SkipBranchNotTaken:
+		return 2
+	case SkipDeadPath:
+		return 1
+	}
+	return 0
 }
 
 // rearm makes the target of a back-edge pending again, with the nodes of its
