@@ -67,7 +67,7 @@ resume again: refused, the run completed
 cancel: cancelled true
   start success 
   hold cancelled 
-  after skipped cancelled
+  after cancelled 
 get: cancelled
 list: slow cancelled
 list: embedded completed

@@ -214,8 +214,8 @@ func TestCancelByContext(t *testing.T) {
 	for _, s := range doc.Steps {
 		steps[s.Node] = string(s.Status) + " " + s.SkipReason
 	}
-	require.Equal(t, map[string]string{"start": "success ", "hold": "cancelled ", "after": "skipped cancelled"}, steps,
-		"the running node is stopped, not let finish, and what did not start is skipped")
+	require.Equal(t, map[string]string{"start": "success ", "hold": "cancelled ", "after": "cancelled "}, steps,
+		"the running node is stopped, not let finish, and what did not start is cancelled")
 
 	_, err := b.eng.Cancel(context.Background(), id, nil)
 	require.ErrorIs(t, err, skein.ErrNotRunning, "a run that ended cannot be cancelled")

@@ -61,13 +61,16 @@ const (
 	StatusCancelled = record.StatusCancelled
 )
 
-// Why a skipped step did not run (Step.SkipReason).
+// Why a skipped step did not run (Step.SkipReason; Step.TakenHandle says
+// which handle was taken for SkipBranchNotTaken).
 const (
-	SkipDeadPath   = record.SkipDeadPath
-	SkipDisabled   = record.SkipDisabled
-	SkipCancelled  = record.SkipCancelled
-	SkipRunFailed  = record.SkipRunFailed
-	SkipItemFailed = record.SkipItemFailed
+	SkipBranchNotTaken = record.SkipBranchNotTaken
+	SkipUpstreamFailed = record.SkipUpstreamFailed
+	SkipDeadPath       = record.SkipDeadPath
+	SkipDisabled       = record.SkipDisabled
+	SkipCancelled      = record.SkipCancelled
+	SkipRunFailed      = record.SkipRunFailed
+	SkipItemFailed     = record.SkipItemFailed
 )
 
 // Event types: Event.Type holds one of them.

@@ -24,6 +24,8 @@ type cancelDoc struct {
 		Status     string         `json:"status"`
 		SkipReason string         `json:"skip_reason"`
 		Output     map[string]any `json:"output"`
+		StartedAt  *string        `json:"started_at"`
+		RanOn      map[string]any `json:"ran_on"`
 	} `json:"steps"`
 }
 
@@ -36,13 +38,16 @@ func (d cancelDoc) step(node string) (status string, output map[string]any) {
 	return status, output
 }
 
-// skippedByCancel asserts node's step is skipped, the cancel its reason.
-func (d cancelDoc) skippedByCancel(t *testing.T, node string) {
+// cancelledUnstarted asserts node's step never started because of the
+// cancel: it is cancelled, not skipped, without a start time or a place.
+func (d cancelDoc) cancelledUnstarted(t *testing.T, node string) {
 	t.Helper()
 	for _, s := range d.Steps {
 		if s.Node == node {
-			require.Equal(t, "skipped", string(s.Status), node)
-			require.Equal(t, "cancelled", s.SkipReason, "%s: a skipped step says why", node)
+			require.Equal(t, "cancelled", string(s.Status), node)
+			require.Empty(t, s.SkipReason, node)
+			require.Nil(t, s.StartedAt, "%s never started", node)
+			require.Nil(t, s.RanOn, "%s ran nowhere", node)
 			return
 		}
 	}
@@ -187,7 +192,7 @@ func TestCancelLetFinish(t *testing.T) {
 			st, out := doc.step("slow")
 			require.Equal(t, "success", st, "the running node finished and was recorded")
 			require.Equal(t, map[string]any{"done": true}, out["json"])
-			doc.skippedByCancel(t, "after") // nothing new started
+			doc.cancelledUnstarted(t, "after") // nothing new started
 		})
 	}
 }
@@ -215,7 +220,7 @@ func TestCancelStopsTheNodeOnAWorker(t *testing.T) {
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
 	require.Equal(t, "cancelled", st, "the running node was stopped")
-	doc.skippedByCancel(t, "after")
+	doc.cancelledUnstarted(t, "after")
 }
 
 // TestCtrlCWithNoWorker: `skein run` of a queued run that no worker takes
@@ -235,8 +240,8 @@ func TestCtrlCWithNoWorker(t *testing.T) {
 			require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), "skein run exits 130 at the first signal")
 			doc := showRun(t, "--db", db, id)
 			require.Equal(t, "cancelled", string(doc.Status))
-			doc.skippedByCancel(t, "slow")
-			doc.skippedByCancel(t, "after")
+			doc.cancelledUnstarted(t, "slow")
+			doc.cancelledUnstarted(t, "after")
 			var left int
 			pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
 			require.Zero(t, left, "no job of the run is left for a worker")
@@ -291,7 +296,7 @@ func TestCtrlCOnAQueuedRun(t *testing.T) {
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
 	require.Equal(t, "cancelled", st, "the second Ctrl-C stopped the running node")
-	doc.skippedByCancel(t, "after")
+	doc.cancelledUnstarted(t, "after")
 }
 
 // TestAPICancelWithNoWorker: POST /api/runs/{id}/cancel of a queued run
@@ -314,8 +319,8 @@ func TestAPICancelWithNoWorker(t *testing.T) {
 	require.Equal(t, "cancelled", doc["status"], "the answer is the run, cancelled")
 	require.NotNil(t, doc["finished_at"])
 	got := getRun(t, base, id)
-	got.skippedByCancel(t, "slow")
-	got.skippedByCancel(t, "after")
+	got.cancelledUnstarted(t, "slow")
+	got.cancelledUnstarted(t, "after")
 	var left int
 	pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state IN ('available', 'scheduled', 'retryable', 'pending', 'running')`, &left)
 	require.Zero(t, left, "no job of the run is left for a worker")
@@ -362,5 +367,5 @@ nodes:
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("sub")
 	require.Equal(t, "cancelled", st, "the subworkflow node was stopped")
-	doc.skippedByCancel(t, "after")
+	doc.cancelledUnstarted(t, "after")
 }

@@ -220,7 +220,7 @@ edges:
 	require.Equal(t, "cancelled", string(doc.Status))
 	for _, s := range doc.Steps {
 		if s.Node == "after" {
-			require.Equal(t, "skipped", string(s.Status))
+			require.Equal(t, "cancelled", string(s.Status), "never started because of the cancel")
 		}
 	}
 }

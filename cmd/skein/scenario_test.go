@@ -38,12 +38,16 @@ import (
 //
 // Each configuration's run is normalised (run status, error code,
 // outputs; per step: node, status, visit, iteration, attempts, output,
-// error code, skip reason; blob references by digest, volatile keys like
-// HTTP headers dropped) and must equal the scenario's golden file,
+// error code, skip reason and the handle a branch took instead; blob
+// references by digest, volatile keys like HTTP headers dropped) and must
+// equal the scenario's golden file,
 // testdata/scenarios/want/<name>.json. `go test -run TestScenarios/local
 // -update-scenarios` writes the goldens from the local configuration
 // (from the first configuration of a scenario that does not run locally); a
-// changed golden is a change of semantics, reviewed as such.
+// changed golden is a change of semantics, reviewed as such. What the
+// golden cannot hold is checked on every run (checkStepLog): the steps
+// are listed by step_order, no step of an ended run is pending, and each
+// step that started says where it ran — on the queue, which worker.
 
 var updateScenarios = flag.Bool("update-scenarios", false, "write testdata/scenarios/want/*.json from the local configuration (or a scenario's first)")
 
@@ -116,6 +120,9 @@ type action struct {
 	// serve on the same folder, new workers).
 	do   string
 	data any // a signal's data
+	// pending names the nodes that must have a pending step (planned,
+	// not started) when the condition holds.
+	pending []string
 }
 
 // target is one configuration.
@@ -198,6 +205,10 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 			last = tg.show(t, id)
 			return stepReached(last, a.node, a.status)
 		}, "%s: run %s: step %s never became %s: %s", cfg, id, a.node, a.status, mustJSON(t, last))
+		for _, p := range a.pending {
+			require.True(t, stepReached(last, p, "pending"), "%s: run %s: while %s is %s, %s is planned (pending): %s",
+				cfg, id, a.node, a.status, p, mustJSON(t, last))
+		}
 		switch a.do {
 		case "cancel":
 			tg.cancel(t, id, false)
@@ -249,12 +260,46 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 	var want normRun
 	require.NoError(t, json.Unmarshal(raw, &want))
 	require.Equal(t, indented(t, want), indented(t, got), "%s: scenario %s (run %s) differs from %s", cfg, sc.name, id, file)
+	checkStepLog(t, cfg, doc)
 	for _, o := range sc.order {
 		a, b := firstStep(doc, o[0]), firstStep(doc, o[1])
 		require.True(t, a >= 0 && b >= 0 && a < b, "%s: %s's first step must come before %s's", cfg, o[0], o[1])
 	}
 	if sc.check != nil {
 		sc.check(t, tmp, doc)
+	}
+}
+
+// checkStepLog checks what every ended run's step log holds: its steps in
+// step_order, each numbered once from 1; no step pending; a step that
+// started says where it ran (host and process), one that never started
+// (skipped, or cancelled before it started) does not; on the queue the
+// steps a worker ran name the worker, elsewhere none does.
+func checkStepLog(t *testing.T, cfg string, doc map[string]any) {
+	steps, _ := doc["steps"].([]any)
+	last := 0
+	for _, s := range steps {
+		s := s.(map[string]any)
+		name := fmt.Sprintf("%s: step %v/%v (%v)", cfg, s["node"], s["visit"], s["status"])
+		order := num(s["step_order"])
+		require.Greater(t, order, last, "%s: steps are listed by step_order, each once", name)
+		last = order
+		require.NotEqual(t, "pending", s["status"], "%s: an ended run has no pending step", name)
+		ran, _ := s["ran_on"].(map[string]any)
+		if s["started_at"] == nil {
+			require.Nil(t, ran, "%s never started: it ran nowhere", name)
+			continue
+		}
+		require.NotNil(t, ran, "%s started: it says where it ran", name)
+		require.NotEmpty(t, ran["host"], name)
+		require.NotZero(t, num(ran["pid"]), name)
+		switch {
+		case cfg != "queued":
+			require.Nil(t, ran["worker"], "%s: no queue worker", name)
+		case !strings.HasPrefix(str(s["type"]), "trigger."):
+			// A trigger's step is recorded where the run was queued.
+			require.NotEmpty(t, ran["worker"], "%s: the worker that ran it", name)
+		}
 	}
 }
 
@@ -352,14 +397,15 @@ func checksOf(doc map[string]any) []string {
 }
 
 type normStep struct {
-	Node       string `json:"node"`
-	Status     string `json:"status"`
-	Visit      int    `json:"visit"`
-	Iteration  int    `json:"iteration"`
-	Attempts   int    `json:"attempts"`
-	Output     any    `json:"output"`
-	Error      string `json:"error,omitempty"`
-	SkipReason string `json:"skip_reason,omitempty"`
+	Node        string `json:"node"`
+	Status      string `json:"status"`
+	Visit       int    `json:"visit"`
+	Iteration   int    `json:"iteration"`
+	Attempts    int    `json:"attempts"`
+	Output      any    `json:"output"`
+	Error       string `json:"error,omitempty"`
+	SkipReason  string `json:"skip_reason,omitempty"`
+	TakenHandle string `json:"taken_handle,omitempty"`
 	// Cached marks a step reused from an earlier execution (resume,
 	// rerun), never one a run kept as it went on after a signal or timer.
 	Cached bool `json:"cached,omitempty"`
@@ -385,7 +431,7 @@ func normalise(doc map[string]any, names *strings.Replacer, anyVisit bool, anyAt
 		s := s.(map[string]any)
 		ns := normStep{Node: str(s["node"]), Status: str(s["status"]), Visit: num(s["visit"]),
 			Iteration: num(s["iteration"]), Attempts: num(s["attempts"]), Output: normValue(s["output"]),
-			SkipReason: str(s["skip_reason"]), Cached: s["cached"] == true, Confidence: s["confidence_score"]}
+			SkipReason: str(s["skip_reason"]), TakenHandle: str(s["taken_handle"]), Cached: s["cached"] == true, Confidence: s["confidence_score"]}
 		if e, ok := s["error"].(map[string]any); ok {
 			ns.Error = str(e["code"])
 		}

@@ -67,7 +67,7 @@ var scenarios = []scenario{
 	{name: "state_patch"},
 	{name: "wait_duration", slowQueue: true},
 	{name: "delay_directive", slowQueue: true},
-	{name: "signal_wait", script: []action{{node: "approve", status: "waiting", do: "signal", data: map[string]any{"approved": true, "by": "ada"}}}},
+	{name: "signal_wait", script: []action{{node: "approve", status: "waiting", pending: []string{"after"}, do: "signal", data: map[string]any{"approved": true, "by": "ada"}}}},
 	{name: "signal_timeout", slowQueue: true},
 	// Subworkflows and budgets.
 	{name: "subworkflow_basic"},
@@ -117,7 +117,7 @@ var scenarios = []scenario{
 	// Cancel.
 	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},
-	{name: "cancel_waiting", script: []action{{node: "approve", status: "waiting", do: "cancel"}}},
+	{name: "cancel_waiting", script: []action{{node: "approve", status: "waiting", pending: []string{"after"}, do: "cancel"}}},
 	{name: "cancel_let_finish", script: []action{{node: "busy", status: "running", do: "cancel-let-finish"}}},
 }
 

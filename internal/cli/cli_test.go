@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -162,7 +163,66 @@ edges:
 	require.Equal(t, 0, r.code, r.stderr)
 	show := skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
 	require.Equal(t, 0, show.code, show.stderr)
-	require.Regexp(t, `not_taken\s+set\s+1\s+0\s+skipped \(dead_path\)`, show.stdout)
-	require.Regexp(t, `off\s+set\s+1\s+0\s+skipped \(disabled\)`, show.stdout)
-	require.Regexp(t, `taken\s+set\s+1\s+0\s+success\s`, show.stdout)
+	require.Regexp(t, `not_taken\s+set\s+1\s+0\s+– skipped \(branch_not_taken: took false\)\s+0\s+-\s+-`, show.stdout)
+	require.Regexp(t, `off\s+set\s+1\s+0\s+– skipped \(disabled\)\s+0\s+-\s+-`, show.stdout)
+	require.Regexp(t, `taken\s+set\s+1\s+0\s+✓ success\s`, show.stdout)
+}
+
+// TestRunsShowStepLog: skein runs show lists the whole plan: each step
+// by its step_order, with its mark, why it was skipped and where it ran;
+// a run that waits for a signal shows the nodes after the wait pending.
+func TestRunsShowStepLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "log.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: log
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: fetch, type: shell, command: ["false"], on_error: route}
+  - {id: use, type: set, values: {x: 1}}
+  - {id: after_use, type: set, values: {x: 2}}
+  - {id: recover, type: set, values: {x: 3}}
+  - {id: approve, type: wait, until: signal, timeout: 24h}
+  - {id: send, type: set, values: {x: 4}}
+edges:
+  - {from: start, to: fetch}
+  - {from: fetch, to: use}
+  - {from: use, to: after_use}
+  - {from: fetch, to: recover, on: error}
+  - {from: recover, to: approve}
+  - {from: approve, to: send}
+`), 0o644))
+	r, doc := runJSONIn(t, dir, flow)
+	require.Equal(t, 4, r.code, "waiting: exit 4\n%s", r.stderr)
+	require.Equal(t, "waiting", doc["status"], r.stdout)
+	show := skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, show.code, show.stderr)
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	here := regexp.QuoteMeta(host) + ` pid \d+`
+	orders := map[string]string{}
+	for _, line := range strings.Split(show.stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && regexp.MustCompile(`^\d+$`).MatchString(f[0]) {
+			orders[f[1]] = f[0]
+		}
+	}
+	require.Equal(t, map[string]string{"start": "1", "fetch": "2", "use": "3", "recover": "4", "after_use": "5", "approve": "6", "send": "7"},
+		orders, "steps are numbered in the order of the plan (topological):\n%s", show.stdout)
+	require.Regexp(t, `fetch\s+shell\s+1\s+0\s+✗ failed\s+1\s+\S+\s+`+here, show.stdout)
+	require.Regexp(t, `use\s+set\s+1\s+0\s+– skipped \(upstream_failed\)\s+0\s+-\s+-`, show.stdout)
+	require.Regexp(t, `after_use\s+set\s+1\s+0\s+– skipped \(dead_path\)\s+0\s+-\s+-`, show.stdout)
+	require.Regexp(t, `recover\s+set\s+1\s+0\s+✓ success\s+1\s+\S+\s+`+here, show.stdout)
+	require.Regexp(t, `approve\s+wait\s+1\s+0\s+⏸ waiting\s+1\s+\S+\s+`+here, show.stdout)
+	require.Regexp(t, `send\s+set\s+1\s+0\s+· pending\s+0\s+-\s+-`, show.stdout)
+
+	plan := skein(t, "resume", "--plan", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `run\s+send\s+did not run`, plan.stdout, "a planned step did not run")
+
+	cancel := skein(t, "cancel", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, cancel.code, cancel.stderr)
+	show = skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
+	require.Regexp(t, `send\s+set\s+1\s+0\s+⊘ cancelled\s+0\s+-\s+-`, show.stdout, "a planned step a cancel stopped is cancelled")
+	require.NotContains(t, show.stdout, "pending")
 }

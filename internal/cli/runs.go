@@ -120,22 +120,14 @@ interrupted; resume it with skein resume RUN_ID.`,
 			}
 			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", doc.File, doc.Dir)
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\t")
-			for i, s := range doc.Steps {
-				st := string(s.Status)
-				switch {
-				case s.Cached:
-					st += " ↻ cached"
-				case s.Pinned:
-					st += " ↻ pinned"
-				case s.SkipReason != "":
-					st += " (" + s.SkipReason + ")"
+			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\tRAN ON\t")
+			for _, s := range doc.Steps {
+				dur := "-"
+				if s.StartedAt != nil {
+					dur = fmtDuration(time.Duration(s.DurationMS) * time.Millisecond)
 				}
-				if s.Confidence != nil {
-					st += fmt.Sprintf(" · confidence %.2f", *s.Confidence)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t\n", i+1, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
-					fmtDuration(time.Duration(s.DurationMS)*time.Millisecond))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\t\n", s.StepOrder, s.Node, s.Type, s.Visit, s.Iteration, stepStatus(&s), s.Attempts,
+					dur, ranOn(s.RanOn))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -401,6 +393,49 @@ func printVerdict(e *env, v *check.RunVerdict, output string) error {
 		return exit(ExitFailed, nil)
 	}
 	return nil
+}
+
+// stepMarks are the marks of a step's status in runs show, as the
+// progress lines have them.
+var stepMarks = map[record.Status]string{
+	record.StatusPending: "·", record.StatusRunning: "▸", record.StatusSuccess: "✓", record.StatusFailed: "✗",
+	record.StatusSkipped: "–", record.StatusWaiting: "⏸", record.StatusCancelled: "⊘",
+}
+
+// stepStatus is a step's status in runs show: its mark and status, and
+// whether it was reused or why it was skipped (with the handle its branch
+// took instead).
+func stepStatus(s *runner.StepDoc) string {
+	st := string(s.Status)
+	if m := stepMarks[s.Status]; m != "" {
+		st = m + " " + st
+	}
+	switch {
+	case s.Cached:
+		st += " ↻ cached"
+	case s.Pinned:
+		st += " ↻ pinned"
+	case s.SkipReason == record.SkipBranchNotTaken && s.TakenHandle != "":
+		st += " (" + s.SkipReason + ": took " + s.TakenHandle + ")"
+	case s.SkipReason != "":
+		st += " (" + s.SkipReason + ")"
+	}
+	if s.Confidence != nil {
+		st += fmt.Sprintf(" · confidence %.2f", *s.Confidence)
+	}
+	return st
+}
+
+// ranOn says where a step ran: its queue worker, else its host and
+// process; "-" for a step that did not run.
+func ranOn(p *record.Place) string {
+	switch {
+	case p == nil:
+		return "-"
+	case p.Worker != "":
+		return "worker " + p.Worker
+	}
+	return fmt.Sprintf("%s pid %d", p.Host, p.PID)
 }
 
 // printFailedSteps shows each failed step's error with the last lines of

@@ -44,7 +44,8 @@ import (
 //
 // Comparing, run ids (12 hex digits) stand for whatever id the run got —
 // the same id in the block is the same run, and a command that names one
-// is given the real one —, dates, times and durations match any, runs of
+// is given the real one —, dates, times, durations and process ids (pid
+// N) match any, this machine's name where a step ran is laptop, runs of
 // spaces count as one, the block's folder is left out of paths, and …
 // matches anything: inside a line, any text; alone on a line, any number
 // of lines. Examples that need what the folder does not hold (a model that
@@ -153,6 +154,7 @@ var (
 	dateTimeRe = regexp.MustCompile(`\d{4}-\d{2}-\d{2}[ _T]\d{2}[:-]\d{2}[:-]\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?`)
 	durationRe = regexp.MustCompile(`<?\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`)
 	spacesRe   = regexp.MustCompile(`[ \t]+`)
+	pidRe      = regexp.MustCompile(`\bpid \d+\b`)
 )
 
 // normalizeLine makes a line comparable: ids, times and durations replaced,
@@ -161,6 +163,7 @@ func normalizeLine(s string) string {
 	s = replaceIDs(s, func(string) string { return "<ID>" })
 	s = dateTimeRe.ReplaceAllString(s, "<TIME>")
 	s = durationRe.ReplaceAllString(s, "<DUR>")
+	s = pidRe.ReplaceAllString(s, "pid <PID>")
 	return strings.TrimRight(spacesRe.ReplaceAllString(s, " "), " ")
 }
 
@@ -219,11 +222,16 @@ func match(want, got []string) ([][2]string, bool) {
 }
 
 // shownLines is what printed lines look like in a transcript: paths
-// relative to the block's folder, the server on its usual port.
+// relative to the block's folder, the server on its usual port, this
+// machine's name where a step ran (host pid N) as laptop.
 func shownLines(lines []string, dir, port string) []string {
 	out := make([]string, len(lines))
+	host, _ := os.Hostname()
 	for i, l := range lines {
 		l = strings.ReplaceAll(l, dir+string(filepath.Separator), "")
+		if host != "" {
+			l = strings.ReplaceAll(l, " "+host+" pid ", " laptop pid ")
+		}
 		out[i] = strings.ReplaceAll(l, "127.0.0.1:"+port, "127.0.0.1:7420")
 	}
 	return out

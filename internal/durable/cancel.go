@@ -10,9 +10,10 @@ import (
 
 // Cancelled returns the steps that cancelling a run nobody runs records,
 // as the scheduler's cancel does in a running one: its waiting steps
-// cancelled at now, and every node of p, the run's plan, outside loop
-// bodies, reachable from where it started and without a step yet,
-// skipped with skip_reason cancelled (none without a plan).
+// cancelled at now, its pending steps cancelled (they never started), and
+// every node of p, the run's plan, outside loop bodies, reachable from
+// where it started and without a step yet (a run recorded before steps
+// were planned), cancelled too (none without a plan).
 func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Time) []*store.Step {
 	var out []*store.Step
 	for _, s := range steps {
@@ -20,6 +21,11 @@ func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Tim
 			c := *s
 			c.Status, c.FinishedAt, c.Output = engine.StatusCancelled, &now, nil
 			c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
+			out = append(out, &c)
+		}
+		if s.Status == engine.StatusPending {
+			c := *s
+			c.Status = engine.StatusCancelled
 			out = append(out, &c)
 		}
 	}
@@ -43,7 +49,7 @@ func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Tim
 		}
 		order++
 		out = append(out, &store.Step{RunID: run.ID, Generation: gen, StepOrder: order, Node: pn.ID, Type: pn.Type,
-			Visit: 1, Status: engine.StatusSkipped, SkipReason: engine.SkipCancelled})
+			Visit: 1, Status: engine.StatusCancelled})
 	}
 	return out
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
@@ -141,4 +142,20 @@ func TestRecorderMasksSecrets(t *testing.T) {
 		require.NotContains(t, string(data), secret, path)
 		return nil
 	}))
+}
+
+// A result rebuilt from stored steps (a queued run followed, skein check)
+// keeps why a step was skipped and where each step ran.
+func TestResultKeepsTheStepLog(t *testing.T) {
+	t.Parallel()
+	run := &store.Run{ID: "r1", Workflow: "w", Status: engine.RunCompleted}
+	res := durable.Result(run, []*store.Step{
+		{StepOrder: 1, Node: "gate", Visit: 1, Status: engine.StatusSuccess, RanOn: &record.Place{Host: "h", PID: 7, Worker: "h_7_ab"}},
+		{StepOrder: 2, Node: "no", Visit: 1, Status: engine.StatusSkipped, SkipReason: engine.SkipBranchNotTaken, TakenHandle: "false"},
+	})
+	require.Len(t, res.Steps, 2)
+	require.Equal(t, &record.Place{Host: "h", PID: 7, Worker: "h_7_ab"}, res.Steps[0].RanOn)
+	require.Equal(t, 2, res.Steps[1].StepOrder)
+	require.Equal(t, engine.SkipBranchNotTaken, res.Steps[1].SkipReason)
+	require.Equal(t, "false", res.Steps[1].TakenHandle)
 }

@@ -53,7 +53,7 @@ func PlanResume(plan *engine.Plan, old *workflow.Workflow, steps []*store.Step) 
 		switch {
 		case plan.Nodes[i].Spec.Role == node.RoleTrigger:
 			v.Action, v.Reason = "reuse", "trigger: the run's inputs"
-		case !succeeded[n.ID] && status[n.ID] != "":
+		case !succeeded[n.ID] && status[n.ID] != "" && status[n.ID] != engine.StatusPending:
 			v.Reason = "was " + string(status[n.ID])
 		case !succeeded[n.ID]:
 			v.Reason = "did not run"

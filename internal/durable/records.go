@@ -54,6 +54,7 @@ func Result(run *store.Run, steps []*store.Step) *engine.Result {
 			Iteration: s.Iteration, Attempts: s.Attempts, Params: s.Params, Output: out, Error: s.Error,
 			Cached: s.Cached, Pinned: s.Pinned, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt,
 			DurationMS: s.DurationMS, Tokens: s.Tokens, CostUSD: s.CostUSD, ConfigHash: s.ConfigHash, Directives: directives,
+			SkipReason: s.SkipReason, TakenHandle: s.TakenHandle, RanOn: s.RanOn,
 		})
 	}
 	return res

@@ -43,7 +43,7 @@ func WaitingVisit(nodeID string, wn *workflow.Node, hist []*store.Step, sent []s
 	}
 	sort.Ints(visits)
 	why := "it has not started"
-	if len(visits) > 0 {
+	if len(visits) > 0 && latest[visits[len(visits)-1]].Status != engine.StatusPending {
 		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	for _, v := range visits {
@@ -88,7 +88,7 @@ func ParkedVisit(nodeID string, hist []*store.Step, sent []store.Signal) (visit 
 	}
 	sort.Ints(visits)
 	why = "it has not started"
-	if len(visits) > 0 {
+	if len(visits) > 0 && latest[visits[len(visits)-1]].Status != engine.StatusPending {
 		why = "it is " + string(latest[visits[len(visits)-1]].Status)
 	}
 	for _, v := range visits {

@@ -193,7 +193,7 @@ const threeBranchEdges = `
 // TestDriverCancel cancels a run while three branches run.
 func TestDriverCancel(t *testing.T) {
 	t.Parallel()
-	t.Run("running tasks finish, pending nodes are skipped", func(t *testing.T) {
+	t.Run("running tasks finish, pending nodes are cancelled", func(t *testing.T) {
 		t.Parallel()
 		b := setupDriver(t, wf(threeBranches, threeBranchEdges))
 		ctx, cancel := context.WithCancel(context.Background())
@@ -209,7 +209,10 @@ func TestDriverCancel(t *testing.T) {
 			require.Equal(t, engine.StatusSuccess, stepsOf(res, id)[0].Status, id)
 		}
 		for _, id := range []string{"meet", "after"} {
-			require.Equal(t, engine.StatusSkipped, stepsOf(res, id)[0].Status, id)
+			st := stepsOf(res, id)[0]
+			require.Equal(t, engine.StatusCancelled, st.Status, id)
+			require.Nil(t, st.StartedAt, "%s never started", id)
+			require.Nil(t, st.RanOn, "%s ran nowhere", id)
 		}
 	})
 	t.Run("after the grace period running tasks are cancelled", func(t *testing.T) {
@@ -227,7 +230,7 @@ func TestDriverCancel(t *testing.T) {
 			st := stepsOf(res, id)[0]
 			require.Equal(t, engine.StatusCancelled, st.Status, id)
 		}
-		require.Equal(t, engine.StatusSkipped, stepsOf(res, "meet")[0].Status)
+		require.Equal(t, engine.StatusCancelled, stepsOf(res, "meet")[0].Status)
 	})
 }
 

@@ -677,7 +677,7 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 		rs.steps[key] = rec
 		rs.order = append(rs.order, rec)
 	}
-	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs}
+	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs, Place: Here()}
 	if w, ok := rs.wakeAt[key]; ok {
 		o.WakeAt = &w
 	}

@@ -120,7 +120,10 @@ func TestDriverSignals(t *testing.T) {
 		approve := stepsOf(res, "approve")[0]
 		require.Equal(t, engine.StatusWaiting, approve.Status)
 		require.Equal(t, &wake, approve.WakeAt)
-		require.Empty(t, stepsOf(res, "send"), "nothing after the wait ran")
+		send := stepsOf(res, "send")
+		require.Len(t, send, 1, "the step after the wait is planned")
+		require.Equal(t, engine.StatusPending, send[0].Status, "nothing after the wait ran")
+		require.Nil(t, send[0].StartedAt)
 		require.Zero(t, b.clk.Pending(), "no timer is left behind")
 
 		// The resume: the signal came 10 minutes in, within the timeout.

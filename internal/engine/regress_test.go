@@ -98,7 +98,7 @@ func TestSchedulerRegressions(t *testing.T) {
 		require.True(t, a.Done)
 		require.Equal(t, engine.RunCancelled, a.Status)
 		require.Equal(t, cancelled, s.last("slow").Status)
-		require.Equal(t, skipped, s.last("next").Status)
+		require.Equal(t, cancelled, s.last("next").Status, "never started because of the cancel")
 	})
 
 	t.Run("a loop whose body fails gets a final status", func(t *testing.T) {
@@ -305,7 +305,7 @@ func TestSchedulerRegressions(t *testing.T) {
 		require.Equal(t, failedSt, s.last("a").Status)
 	})
 
-	t.Run("a merge with wait any that got an input after the run stopped is skipped", func(t *testing.T) {
+	t.Run("a merge with wait any that got an input after the run stopped is cancelled", func(t *testing.T) {
 		t.Parallel()
 		s := newSim(t, wf(`
   - {id: start, type: trigger.manual}
@@ -324,7 +324,7 @@ func TestSchedulerRegressions(t *testing.T) {
 		a := s.finishWith("b", cancelErr)
 		require.True(t, a.Done)
 		require.Equal(t, engine.RunCancelled, a.Status)
-		require.Equal(t, statusList(skipped), s.statuses("meet"), "pending when the run stopped")
+		require.Equal(t, statusList(cancelled), s.statuses("meet"), "pending when the run stopped")
 	})
 
 	t.Run("a delay too long for a duration is the longest one", func(t *testing.T) {

@@ -43,6 +43,8 @@ const (
 	RunCompleted           = scheduler.RunCompleted
 	RunFailed              = scheduler.RunFailed
 	RunCancelled           = scheduler.RunCancelled
+	SkipBranchNotTaken     = scheduler.SkipBranchNotTaken
+	SkipUpstreamFailed     = scheduler.SkipUpstreamFailed
 	SkipDeadPath           = scheduler.SkipDeadPath
 	SkipDisabled           = scheduler.SkipDisabled
 	SkipCancelled          = scheduler.SkipCancelled

@@ -885,7 +885,7 @@ func TestSchedulerCancel(t *testing.T) {
 	require.Equal(t, statusList(failedSt), s.statuses("c"), "the attempt that failed stays failed; no retry")
 	require.Equal(t, statusList(success), s.statuses("d"))
 	for _, id := range []string{"a2", "meet", "after"} {
-		require.Equal(t, statusList(skipped), s.statuses(id), id)
+		require.Equal(t, statusList(cancelled), s.statuses(id), id)
 	}
 	for _, st := range s.steps {
 		require.True(t, st.Status.Final(), "%s ended %s", st.Node, st.Status)

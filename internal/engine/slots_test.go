@@ -116,7 +116,7 @@ func TestDriverSlotWaitIsPending(t *testing.T) {
 	require.Equal(t, []string{first, second}, log.startedNodes())
 }
 
-// Cancelling a run skips the nodes waiting for a slot: they never start.
+// Cancelling a run cancels the nodes waiting for a slot: they never start.
 func TestDriverCancelSkipsQueued(t *testing.T) {
 	t.Parallel()
 	b := setupDriver(t, wf(twoBlocks, twoBlockEdges))
@@ -127,12 +127,13 @@ func TestDriverCancelSkipsQueued(t *testing.T) {
 	first := b.started(1)[0]
 	second := map[string]string{"a": "b", "b": "a"}[first]
 	cancel()
-	log.await(t, second, engine.StatusSkipped)
+	log.await(t, second, engine.StatusCancelled)
 	b.gates.open(first) // the running node finishes
 	res := result(t, done)
 	require.Equal(t, engine.RunCancelled, res.Status)
 	require.Equal(t, engine.StatusSuccess, stepsOf(res, first)[0].Status)
-	require.Equal(t, engine.StatusSkipped, stepsOf(res, second)[0].Status)
+	require.Equal(t, engine.StatusCancelled, stepsOf(res, second)[0].Status)
+	require.Nil(t, stepsOf(res, second)[0].StartedAt)
 	require.Equal(t, []string{first}, log.startedNodes(), "%s never started", second)
 }
 
@@ -165,7 +166,7 @@ edges:
 
 	var work []engine.StepRecord
 	for _, s := range log.steps {
-		if s.Node == "work" && s.Status != engine.StatusRunning {
+		if s.Node == "work" && s.Status != engine.StatusRunning && s.Status != engine.StatusPending {
 			work = append(work, s)
 		}
 	}

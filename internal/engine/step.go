@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"os"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/blob"
@@ -42,7 +44,16 @@ type StepOptions struct {
 	// that held a secret (masked here, kept whole in memory for the run).
 	// A failure is left to the recorder. Nil keeps none.
 	Blobs *blob.Store
+	// Place is where the step runs (Here for a local run), recorded as
+	// its RanOn once it starts; nil records none.
+	Place *record.Place
 }
+
+// Here is this process's place: its host name and process id.
+var Here = sync.OnceValue(func() *record.Place {
+	host, _ := os.Hostname()
+	return &record.Place{Host: host, PID: os.Getpid()}
+})
 
 // ApplyStep applies a scheduler's step update to the step's record, as
 // both drivers record their steps: now is the time of the event that made
@@ -52,9 +63,24 @@ func ApplyStep(rec *StepRecord, su StepUpdate, now time.Time, end *StepEnd, o St
 		su.Status = StatusPending
 		rec.FinishedAt = nil
 	}
+	neverStarted := (rec.Status == "" || rec.Status == StatusPending) && (end == nil || end.Outcome.NotStarted)
+	if su.Status == StatusCancelled && neverStarted {
+		// Planned, then the run was cancelled before it started: it has
+		// no times and ran nowhere.
+		rec.Status, rec.Error = StatusCancelled, nil
+		return
+	}
 	rec.Status = su.Status
 	rec.Retry = su.Retry
 	rec.SkipReason = su.SkipReason
+	rec.TakenHandle = su.TakenHandle
+	switch su.Status {
+	case StatusRunning, StatusSuccess, StatusFailed, StatusWaiting, StatusCancelled:
+		if rec.RanOn == nil && o.Place != nil {
+			p := *o.Place
+			rec.RanOn = &p
+		}
+	}
 	if su.Loop != nil {
 		rec.Loop = su.Loop
 	}

@@ -74,7 +74,7 @@ func (b *bundle) available(t *testing.T, runID string) int {
 // TestCancelStopsARunningNodeOnItsWorker: a cancel request (the default:
 // stop running nodes) reaches the worker that runs a shell node, which
 // kills its process and records the step cancelled; the node after it is
-// skipped and the run ends cancelled.
+// cancelled and the run ends cancelled.
 func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
@@ -92,16 +92,20 @@ func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	steps := b.steps(t, run.ID)
 	require.Len(t, steps["slow"], 1)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
+	require.NotNil(t, steps["slow"][0].RanOn, "the stopped node says where it ran")
+	require.NotEmpty(t, steps["slow"][0].RanOn.Worker, "the worker that ran it")
+	require.Equal(t, os.Getpid(), steps["slow"][0].RanOn.PID)
 	require.Len(t, steps["after"], 1)
-	require.Equal(t, "skipped", string(steps["after"][0].Status))
-	require.Equal(t, "cancelled", steps["after"][0].SkipReason, "the skipped step says why")
+	require.Equal(t, "cancelled", string(steps["after"][0].Status), "never started because of the cancel")
+	require.Empty(t, steps["after"][0].SkipReason)
+	require.Nil(t, steps["after"][0].RanOn, "it ran nowhere")
 	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 10*time.Second, 10*time.Millisecond,
 		"a job of the run is left")
 }
 
 // TestCancelWithNoWorker: a run whose jobs no worker took is cancelled at
 // once, in the call that cancels it: its jobs are cancelled, its steps
-// skipped, and the run ends cancelled with its timing.
+// cancelled, and the run ends cancelled with its timing.
 func TestCancelWithNoWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
@@ -120,8 +124,8 @@ func TestCancelWithNoWorker(t *testing.T) {
 	steps := b.steps(t, run.ID)
 	for _, id := range []string{"slow", "after"} {
 		require.Len(t, steps[id], 1, id)
-		require.Equal(t, "skipped", string(steps[id][0].Status), id)
-		require.Equal(t, "cancelled", steps[id][0].SkipReason, "%s: the skipped step says why", id)
+		require.Equal(t, "cancelled", string(steps[id][0].Status), id)
+		require.Nil(t, steps[id][0].StartedAt, "%s never started", id)
 	}
 	// Cancelling again changes nothing.
 	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
@@ -129,7 +133,7 @@ func TestCancelWithNoWorker(t *testing.T) {
 
 // TestCancelLetFinishOnTheQueue: a cancel that lets running nodes finish
 // leaves the worker's node running; it is recorded success, the node
-// after it is skipped and the run ends cancelled.
+// after it is cancelled and the run ends cancelled.
 func TestCancelLetFinishOnTheQueue(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
@@ -154,8 +158,7 @@ func TestCancelLetFinishOnTheQueue(t *testing.T) {
 	require.Equal(t, "success", string(steps["slow"][0].Status), "the running node finished and was recorded")
 	require.Equal(t, true, steps["slow"][0].Output["json"].(map[string]any)["done"])
 	require.Len(t, steps["after"], 1)
-	require.Equal(t, "skipped", string(steps["after"][0].Status), "nothing new started")
-	require.Equal(t, "cancelled", steps["after"][0].SkipReason, "the skipped step says why")
+	require.Equal(t, "cancelled", string(steps["after"][0].Status), "nothing new started")
 }
 
 // TestCancelLetFinishThenStop: a cancel that lets running nodes finish is
@@ -184,5 +187,5 @@ func TestCancelLetFinishThenStop(t *testing.T) {
 	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
 	steps := b.steps(t, run.ID)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
-	require.Equal(t, "skipped", string(steps["after"][0].Status))
+	require.Equal(t, "cancelled", string(steps["after"][0].Status))
 }

@@ -145,6 +145,9 @@ type runEnv struct {
 	task    engine.TaskEnv
 	blobs   *blob.Store
 	release func()
+	// place is where the steps the scheduler ends without a task (a
+	// trigger, a merge) ran: this process.
+	place *record.Place
 }
 
 // TaskArgs is the job of one attempt of one node.
@@ -346,7 +349,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, nodes: p.nodes, trigger: run.Trigger, inputs: run.Inputs,
-		red: redact.New(secrets), secrets: secrets, release: func() {}}
+		red: redact.New(secrets), secrets: secrets, release: func() {}, place: d.place()}
 	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services
@@ -433,6 +436,16 @@ func (d *Driver) env(ctx context.Context, run *store.Run) (*runEnv, error) {
 	}
 	d.envs[run.ID] = env
 	return env, nil
+}
+
+// place is where this process runs steps: its host and process id and,
+// when it works queues, its worker id.
+func (d *Driver) place() *record.Place {
+	p := &record.Place{Host: d.host, PID: os.Getpid()}
+	if len(d.cfg.Queues) > 0 {
+		p.Worker = d.id
+	}
+	return p
 }
 
 // forget drops what the worker holds for a run that ended.
@@ -557,7 +570,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		if st.run.Task(args.Task) == nil {
 			return nil
 		}
-		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started}
+		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started, RanOn: env.place}
 	}
 	var first func(st *state) *event
 	if pn := env.nodes[args.Node]; pn != nil && pn.Spec.Pure {

@@ -183,8 +183,8 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepRecord) []engine.Await {
 	var out []engine.Await
 	for _, s := range steps {
-		if s.Status.Final() {
-			continue
+		if s.Status.Final() || s.Status == engine.StatusPending && s.Attempts == 0 {
+			continue // ended, or planned: nothing of it runs or is queued
 		}
 		if s.Status != engine.StatusWaiting {
 			return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/node"
 )
@@ -49,6 +50,8 @@ type event struct {
 	NotStarted bool
 	// Hash is the attempt's config hash (engine.ConfigHash).
 	Hash string
+	// RanOn is, for began, the worker that took the task's job.
+	RanOn *record.Place
 
 	Timer int64 // timer
 
@@ -70,6 +73,7 @@ type body struct {
 	Started    *time.Time      `json:"started,omitempty"`
 	NotStarted bool            `json:"not_started,omitempty"`
 	Hash       string          `json:"hash,omitempty"`
+	RanOn      *record.Place   `json:"ran_on,omitempty"`
 	Timer      int64           `json:"timer,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
 	Sent       *time.Time      `json:"sent,omitempty"`
@@ -101,7 +105,7 @@ func (e *event) encode() ([]byte, error) {
 			return nil, err
 		}
 	}
-	b.Task, b.Timer, b.NotStarted, b.Hash = e.Task, e.Timer, e.NotStarted, e.Hash
+	b.Task, b.Timer, b.NotStarted, b.Hash, b.RanOn = e.Task, e.Timer, e.NotStarted, e.Hash, e.RanOn
 	if !e.Started.IsZero() {
 		b.Started = &e.Started
 	}
@@ -116,7 +120,7 @@ func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, r
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return nil, err
 	}
-	e := &event{Seq: seq, Kind: kind, At: at.UTC(), Node: node, Visit: visit, Task: b.Task, Timer: b.Timer, NotStarted: b.NotStarted, Hash: b.Hash}
+	e := &event{Seq: seq, Kind: kind, At: at.UTC(), Node: node, Visit: visit, Task: b.Task, Timer: b.Timer, NotStarted: b.NotStarted, Hash: b.Hash, RanOn: b.RanOn}
 	var err error
 	dec := func(raw json.RawMessage) map[string]any {
 		if err != nil || len(raw) == 0 {

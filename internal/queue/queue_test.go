@@ -390,7 +390,7 @@ edges:
 	require.Equal(t, "cancelled", string(done.Status))
 	steps := b.steps(t, run.ID)
 	for _, s := range steps["after"] {
-		require.Equal(t, "skipped", string(s.Status), "a node ran after the cancel")
+		require.Equal(t, "cancelled", string(s.Status), "a node ran after the cancel")
 	}
 	require.Len(t, steps["nap"], 1)
 	require.NotEqual(t, "success", string(steps["nap"][0].Status), "the wait ended as if its hour had passed")

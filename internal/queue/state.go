@@ -138,6 +138,10 @@ func (st *state) began(e *event) (*engine.Actions, []*engine.StepRecord, error) 
 		s := e.Started
 		rec.StartedAt = &s
 	}
+	if e.RanOn != nil {
+		p := *e.RanOn
+		rec.RanOn = &p
+	}
 	var data map[string]any
 	if t.Attempt > 1 {
 		data = map[string]any{"attempt": t.Attempt}
@@ -161,6 +165,7 @@ func (st *state) unbegan(e *event) (*engine.Actions, []*engine.StepRecord, error
 	}
 	rec.Status = engine.StatusPending
 	rec.FinishedAt = nil // it waited for a child run
+	rec.RanOn = nil      // the worker that takes its job again says where
 	return a, []*engine.StepRecord{rec}, nil
 }
 
@@ -233,7 +238,7 @@ func (st *state) record(a *engine.Actions, e *event) []*engine.StepRecord {
 		// A released task's job waits in the queue: the worker that takes
 		// it marks its step running (Driver.began). Secrets are masked as
 		// the step is written (durable.RedactStep).
-		o := engine.StepOptions{Pending: true}
+		o := engine.StepOptions{Pending: true, Place: st.env.place}
 		if w, ok := st.wakeAt[key]; ok {
 			o.WakeAt = &w
 		}

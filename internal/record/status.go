@@ -54,7 +54,8 @@ const (
 	SkipDeadPath = "dead_path"
 	// SkipDisabled: the node is disabled; the run flowed through it.
 	SkipDisabled = "disabled"
-	// SkipCancelled: the run was cancelled before the node ran.
+	// SkipCancelled: the run was cancelled before the node ran, in runs
+	// recorded before such steps were recorded cancelled instead.
 	SkipCancelled = "cancelled"
 	// SkipRunFailed: the run failed before the node ran.
 	SkipRunFailed = "run_failed"

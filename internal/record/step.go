@@ -26,8 +26,9 @@ type Step struct {
 	// the branching node took instead.
 	TakenHandle string `json:"taken_handle,omitempty"`
 	// StepOrder is the step's place in the run, from 1, in the order
-	// steps started (a pending step takes its place when it is planned):
-	// steps are listed in this order.
+	// steps were planned (the run's own nodes in topological order when
+	// it starts, a loop pass's or foreach item's when it is planned); a
+	// step keeps it as it runs, and steps are listed in this order.
 	StepOrder int `json:"step_order"`
 	// Params are the node's parameters as they were resolved (secrets
 	// masked once recorded); nil for a step that never resolved them.

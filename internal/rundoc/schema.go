@@ -28,9 +28,11 @@ func Schema() ([]byte, error) {
 	s.Defs = map[string]*jsonschema.Schema{"blob": blobSchema()}
 	step.Properties["status"].Enum = []any{"pending", "running", "success", "failed", "skipped", "waiting", "cancelled"}
 	step.Properties["skip_reason"].Enum = []any{record.SkipBranchNotTaken, record.SkipUpstreamFailed, record.SkipDeadPath, record.SkipDisabled, record.SkipCancelled, record.SkipRunFailed, record.SkipItemFailed}
-	step.Properties["skip_reason"].Description = "why a skipped step did not run: branch_not_taken (it is on a handle its branch did not take; taken_handle says which was), upstream_failed (a node before it failed), dead_path (the nodes before it were skipped), disabled, cancelled (the run was cancelled first), run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue)"
-	step.Properties["step_order"].Description = "the step's place in the run, from 1, in the order steps started; a pending step takes its place when it is planned"
-	step.Properties["ran_on"].Description = "where the step ran: the host, the process id and, for a queued run, the worker"
+	step.Properties["status"].Description = "pending: planned, not started (every node the run's start reaches is pending from the start; a loop pass's or foreach item's nodes from when the pass or item is planned); cancelled: stopped by a cancel, or never started because of one (then without started_at and ran_on); an ended run has no pending step"
+	step.Properties["skip_reason"].Description = "why a skipped step did not run: branch_not_taken (it is on a handle its branch did not take; taken_handle says which was), upstream_failed (a node before it failed and went on, on_error continue or route, without firing the edge into it), dead_path (the nodes before it were skipped), disabled, run_failed (the run failed first), item_failed (its foreach item failed with on_error: continue); cancelled only in runs recorded before a cancel's unstarted steps were cancelled"
+	step.Properties["taken_handle"].Description = "for a step skipped as branch_not_taken, the handle its branch took instead (absent: the default handle)"
+	step.Properties["step_order"].Description = "the step's place in the run, from 1, in the order steps were planned: the run's own nodes in the graph's topological order (file order breaking ties) when the run starts, then each loop pass's and foreach item's nodes as the pass or item is planned; a step keeps its place as it runs and ends, and steps are listed in this order"
+	step.Properties["ran_on"].Description = "where the step ran: the host, the process id and, for a queued run, the id of the worker that took its job; absent for a step that never started"
 	verdicts := []any{"pass", "warn", "fail", "error", "skipped", "not_run"}
 	nodes := s.Properties["verdict"].Properties["nodes"].Items
 	nodes.Properties["verdict"].Enum = verdicts

@@ -327,8 +327,8 @@ func TestFinishWritesResult(t *testing.T) {
 
 	var got engine.Result
 	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
-	want := *res
-	require.Equal(t, want, got, "run.json is the document Finish was given")
+	require.Equal(t, *res, got, "run.json is the document Finish was given")
+	require.Equal(t, 1, got.Steps[0].StepOrder, "step_order is in run.json")
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
 	require.NoDirExists(t, filepath.Join(b.w.Dir(), "a"), "no folder for a node with nothing to keep")
 

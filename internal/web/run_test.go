@@ -102,6 +102,13 @@ func TestLiveRun(t *testing.T) {
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('section.panel pre.stderr')`))
 	require.Contains(t, panel, "node_started")
 	require.Contains(t, panel, "node_finished")
+	require.Regexp(t, `Ran on \S+ \(pid \d+\)`, panel, "where the step ran")
+	require.Regexp(t, `#\d+ Visit 1`, panel, "the step's step_order")
+
+	// A skipped step says why: the branch not taken, and the handle taken.
+	do(t, ctx, chromedp.Click(`g.node[data-node="rejected"]`), chromedp.WaitVisible(`section.panel[data-panel-node="rejected"] .skip-reason`))
+	require.Equal(t, "Skipped: its branch took true", eval[string](t, ctx, `document.querySelector('section.panel .skip-reason').innerText`))
+	require.NotContains(t, eval[string](t, ctx, `document.querySelector('section.panel').innerText`), "Ran on", "a skipped step ran nowhere")
 	// A window wide enough for the whole graph beside the panel.
 	do(t, ctx, chromedp.EmulateViewport(2700, 900))
 	eval[chromedp.Void](t, ctx, `document.querySelector(".graph-wrap").scrollLeft = 0`)

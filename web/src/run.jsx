@@ -238,6 +238,26 @@ function Artifacts({ run, node }) {
   );
 }
 
+// skipText says why a step was skipped.
+function skipText(s) {
+  switch (s.skip_reason) {
+    case "branch_not_taken":
+      return s.taken_handle ? `its branch took ${s.taken_handle}` : "its branch took another handle";
+    case "upstream_failed":
+      return "a node before it failed";
+    case "dead_path":
+      return "the nodes before it were skipped";
+    case "disabled":
+      return "the node is disabled";
+    case "run_failed":
+      return "the run failed first";
+    case "item_failed":
+      return "its foreach item failed";
+    default:
+      return s.skip_reason;
+  }
+}
+
 function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, session, refresh }) {
   const n = graph.nodes.find((x) => x.id === id) || { id, type: "" };
   const steps = (st && st.steps) || [];
@@ -261,7 +281,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
       {steps.map((s, i) => (
         <details class="step" open={i === steps.length - 1} key={`${s.visit}-${i}`}>
           <summary>
-            Visit {s.visit}
+            <span class="muted">#{s.step_order}</span> Visit {s.visit}
             {s.iteration ? `, iteration ${s.iteration}` : ""} · {s.attempts} attempt{s.attempts === 1 ? "" : "s"} ·{" "}
             <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : s.status} />{" "}
             {duration(elapsed(s.started_at, s.finished_at, s.duration_ms))} {tokens(s.tokens)} {cost(s.cost_usd)}
@@ -277,6 +297,16 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
               {time(s.started_at)}
               {s.finished_at ? ` → ${time(s.finished_at)}` : ""}
             </p>
+            {s.skip_reason ? (
+              <p class="skip-reason" data-skip-reason={s.skip_reason}>
+                Skipped: {skipText(s)}
+              </p>
+            ) : null}
+            {s.ran_on ? (
+              <p class="muted ran-on">
+                Ran on {s.ran_on.worker ? `worker ${s.ran_on.worker}` : `${s.ran_on.host} (pid ${s.ran_on.pid})`}
+              </p>
+            ) : null}
             {s.params ? (
               <>
                 <h4>Parameters</h4>

@@ -137,7 +137,9 @@ func (b *board) step(rec record.Step) []string {
 	k := key{rec.Node, rec.Visit}
 	switch rec.Status {
 	case record.StatusPending:
-		b.get(k, rec).pending = true
+		if rec.Attempts > 0 { // released, waiting for a slot; else planned
+			b.get(k, rec).pending = true
+		}
 		return nil
 	case record.StatusRunning:
 		a := b.get(k, rec)

@@ -43,6 +43,9 @@ type Run struct {
 	vars    map[string]any
 	reach   []bool
 	running int
+	// byTopo is each home's region in topological order (the run's own
+	// under -1), for planning its frames; made on first use.
+	byTopo map[int][]int
 
 	// messages is the run's message list (_messages).
 	messages []any
@@ -104,6 +107,9 @@ type frame struct {
 	loop   map[string]any
 	st     []nstate
 	edge   []uint8
+	// cause says why each dead edge died, for the steps it leaves
+	// skipped; a held exit keeps the cause it would die with.
+	cause  []edgeCause
 	out    []map[string]any
 	active int // running tasks and timers
 	// last is the output of the succeeded node that comes last in the
@@ -117,6 +123,13 @@ type frame struct {
 	closed   bool
 }
 
+// edgeCause is why an edge died: the skip reason it gives the node it
+// leads to, and the handle its branch took for branch_not_taken.
+type edgeCause struct {
+	reason string
+	taken  string
+}
+
 type nstate struct {
 	status   Status
 	visits   int
@@ -127,6 +140,9 @@ type nstate struct {
 	task     int64
 	timer    int64 // the retry or delay timer set for the node, 0 when none
 	visit    int   // the run-wide visit number of the current activation
+	// planned is set while visit is reserved for the node's next
+	// activation, recorded pending, and not yet used.
+	planned bool
 }
 
 // busy reports whether the node has work under way in its frame: a task,
@@ -200,24 +216,72 @@ func (r *Run) event(typ string, pn *PlanNode, f *frame, data map[string]any) {
 	r.act.Events = append(r.act.Events, ev)
 }
 
-// skipStep records the step of a node that did not run, with why.
-func (r *Run) skipStep(f *frame, pn *PlanNode, attempt int, reason string, taskID int64) {
+// skipStep records the step of a node that did not run, with why (and,
+// for branch_not_taken, the handle its branch took).
+func (r *Run) skipStep(f *frame, pn *PlanNode, attempt int, why edgeCause, taskID int64) {
 	r.step(f, pn, attempt, StatusSkipped, nil, nil, taskID)
-	r.act.Steps[len(r.act.Steps)-1].SkipReason = reason
+	su := &r.act.Steps[len(r.act.Steps)-1]
+	su.SkipReason = why.reason
+	if why.reason == SkipBranchNotTaken {
+		su.TakenHandle = why.taken
+	}
 }
 
-// stopReason is why what has not run yet in f is skipped while the run
-// stops or the foreach item f belongs to failed.
-func (r *Run) stopReason(f *frame) string {
+// stopStep records the step of a node that never ran because the run
+// stops or the foreach item f belongs to failed: cancelled when the run
+// was cancelled, else skipped with why (run_failed, item_failed).
+func (r *Run) stopStep(f *frame, pn *PlanNode, attempt int, taskID int64) {
 	switch {
 	case r.failing: // a failure before a cancel ends the run failed
-		return SkipRunFailed
+		r.skipStep(f, pn, attempt, edgeCause{reason: SkipRunFailed}, taskID)
 	case r.cancelling:
-		return SkipCancelled
-	case f != nil && f.abort:
-		return SkipItemFailed
+		f.st[pn.Slot].status = StatusCancelled
+		r.step(f, pn, attempt, StatusCancelled, nil, nil, taskID)
+	case f.abort:
+		r.skipStep(f, pn, attempt, edgeCause{reason: SkipItemFailed}, taskID)
+	default:
+		r.skipStep(f, pn, attempt, r.whyDead(f, pn), taskID)
 	}
-	return SkipDeadPath
+}
+
+// planFrame reserves the next visit of each reachable node of f that has no
+// reserved visit and no work under way, and records its step pending: the
+// steps a frame may run are in the step log before they start. nodes are
+// the nodes to plan (f's region when nil), in topological order.
+func (r *Run) planFrame(f *frame, nodes []int) {
+	if nodes == nil {
+		if nodes = r.byTopo[f.owner]; nodes == nil {
+			nodes = make([]int, len(f.region))
+			copy(nodes, f.region)
+			sort.Slice(nodes, func(i, j int) bool { return r.plan.Nodes[nodes[i]].topo < r.plan.Nodes[nodes[j]].topo })
+			if r.byTopo == nil {
+				r.byTopo = map[int][]int{}
+			}
+			r.byTopo[f.owner] = nodes
+		}
+	}
+	for _, i := range nodes {
+		pn := r.plan.Nodes[i]
+		st := &f.st[pn.Slot]
+		if !r.reach[i] || st.planned || st.status != StatusPending {
+			continue
+		}
+		r.visits[i]++
+		st.visit, st.planned = r.visits[i], true
+		r.step(f, pn, 0, StatusPending, nil, nil, 0)
+	}
+}
+
+// visit gives the node's activation in f its visit number: the one
+// reserved when it was planned, else the next.
+func (r *Run) visit(f *frame, pn *PlanNode) {
+	st := &f.st[pn.Slot]
+	if st.planned {
+		st.planned = false
+		return
+	}
+	r.visits[pn.Index]++
+	st.visit = r.visits[pn.Index]
 }
 
 func (r *Run) step(f *frame, pn *PlanNode, attempt int, st Status, out map[string]any, err *node.Error, taskID int64) {
@@ -287,6 +351,9 @@ func (r *Run) Start(starts []int, payload map[string]any) *Actions {
 			r.event(EventWarning, p.Nodes[i], nil, map[string]any{"message": fmt.Sprintf("node %q, line %d:%d: %s", d.Node, d.Line, d.Col, d.Message)})
 		}
 	}
+	// The whole plan is in the step log from the start: every reachable
+	// node of the run's own frame is pending.
+	r.planFrame(root, nil)
 	// Edges out of ignored nodes never fire.
 	for _, i := range p.rootRegion {
 		if !r.reach[i] {
@@ -296,9 +363,9 @@ func (r *Run) Start(starts []int, payload map[string]any) *Actions {
 	for _, s := range starts {
 		pn := p.Nodes[s]
 		if pn.ctrl == ctrlTrigger {
-			r.visits[s]++
+			r.visit(root, pn)
 			st := &root.st[pn.Slot]
-			st.status, st.visits, st.visit = StatusSuccess, st.visits+1, r.visits[s]
+			st.status, st.visits = StatusSuccess, st.visits+1
 			out := withStatus(copyMap(payload), true, "")
 			root.out[pn.Slot] = out
 			r.latest[s] = out
@@ -329,6 +396,7 @@ func (r *Run) newFrame(parent *frame, owner int, region []int, nedges int, pass 
 		lastTopo: -1,
 		st:       make([]nstate, len(region)),
 		edge:     make([]uint8, nedges),
+		cause:    make([]edgeCause, nedges),
 		out:      make([]map[string]any, len(region)),
 	}
 	for i := range f.st {
@@ -338,15 +406,20 @@ func (r *Run) newFrame(parent *frame, owner int, region []int, nedges int, pass 
 	return f
 }
 
-// killOut marks every forward out-edge of pn dead, in frame f. Edges that
-// leave a cycle stay open until the cycle is over (see release).
+// killOut marks every forward out-edge of pn dead, in frame f, as the
+// edges of a node that did not run (dead_path). Edges that leave a cycle
+// stay open until the cycle is over (see release).
 func (r *Run) killOut(f *frame, pn *PlanNode) {
 	for _, ei := range pn.out {
 		if slot := r.plan.EdgeSlot[ei]; slot >= 0 && f.edge[slot] == edgeOpen {
 			if pn.cycle != nil && r.plan.isExit(ei) {
+				if f.cause[slot].reason == "" {
+					f.cause[slot] = edgeCause{reason: SkipDeadPath}
+				}
 				continue
 			}
 			f.edge[slot] = edgeDead
+			f.cause[slot] = edgeCause{reason: SkipDeadPath}
 			r.resolve(f, r.plan.G.Edges[ei].To, false)
 		}
 	}
@@ -370,6 +443,9 @@ func (r *Run) release(f *frame) {
 			for _, ei := range c.exits {
 				if slot := r.plan.EdgeSlot[ei]; f.edge[slot] == edgeOpen {
 					f.edge[slot] = edgeDead
+					if f.cause[slot].reason == "" {
+						f.cause[slot] = edgeCause{reason: SkipDeadPath}
+					}
 					changed = true
 					r.resolve(f, r.plan.G.Edges[ei].To, false)
 				}
@@ -400,6 +476,12 @@ func (r *Run) cycleOver(f *frame, c *cycle) bool {
 func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
 	g := r.plan.G
 	back := false
+	// The edges not taken die: the node failed (on_error continue or
+	// route), or it took another handle.
+	why := edgeCause{reason: SkipBranchNotTaken, taken: handles[0]}
+	if f.st[pn.Slot].status == StatusFailed {
+		why = edgeCause{reason: SkipUpstreamFailed}
+	}
 	for _, ei := range pn.out {
 		e := g.Edges[ei]
 		if e.Back {
@@ -414,6 +496,7 @@ func (r *Run) propagate(f *frame, pn *PlanNode, handles []string) {
 		if match {
 			f.edge[slot] = edgeFired
 		} else {
+			f.cause[slot] = why
 			if pn.cycle != nil && r.plan.isExit(ei) {
 				continue // held: the cycle may come round to pn again
 			}
@@ -470,11 +553,36 @@ func (r *Run) skip(f *frame, pn *PlanNode) {
 	st := &f.st[pn.Slot]
 	st.status = StatusSkipped
 	if r.reach[pn.Index] {
-		r.visits[pn.Index]++
-		st.visit = r.visits[pn.Index]
-		r.skipStep(f, pn, 0, SkipDeadPath, 0)
+		r.visit(f, pn)
+		r.skipStep(f, pn, 0, r.whyDead(f, pn), 0)
 	}
 	r.killOut(f, pn)
+}
+
+// whyDead is why a node whose in-edges all died is skipped: a failure
+// before it (upstream_failed) outweighs a branch not taken, which
+// outweighs nodes before it that were skipped (dead_path).
+func (r *Run) whyDead(f *frame, pn *PlanNode) edgeCause {
+	why := edgeCause{reason: SkipDeadPath}
+	for _, ei := range pn.in {
+		if c := f.cause[r.plan.EdgeSlot[ei]]; weight(c.reason) > weight(why.reason) {
+			why = c
+		}
+	}
+	return why
+}
+
+// weight orders the reasons an edge died by how much they say (whyDead).
+func weight(reason string) int {
+	switch reason {
+	case SkipUpstreamFailed:
+		return 3
+	case SkipBranchNotTaken:
+		return 2
+	case SkipDeadPath:
+		return 1
+	}
+	return 0
 }
 
 // rearm makes the target of a back-edge pending again, with the nodes of its
@@ -515,13 +623,22 @@ func (r *Run) rearm(f *frame, t *PlanNode) {
 		}
 		pn := p.Nodes[i]
 		st := &f.st[pn.Slot]
-		*st = nstate{status: StatusPending, visits: st.visits}
+		*st = nstate{status: StatusPending, visits: st.visits, visit: st.visit, planned: st.planned}
 		for _, ei := range pn.in {
 			if reset[p.G.Edges[ei].From] {
 				f.edge[p.EdgeSlot[ei]] = edgeOpen
+				f.cause[p.EdgeSlot[ei]] = edgeCause{}
 			}
 		}
 	}
+	// The cycle comes round: its re-armed nodes are planned again.
+	var again []int
+	for _, i := range t.rearm {
+		if reset[i] {
+			again = append(again, i)
+		}
+	}
+	r.planFrame(f, again)
 	// Count what the re-armed nodes already have from the others.
 	for _, i := range t.rearm {
 		if !reset[i] {
@@ -549,9 +666,8 @@ func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
 		return
 	}
 	if pn.MaxVisits > 0 && st.visits >= pn.MaxVisits {
-		r.visits[pn.Index]++
+		r.visit(f, pn)
 		st.visits++
-		st.visit = r.visits[pn.Index]
 		err := &node.Error{Code: "max_visits", Category: node.CategoryExecution, Permanent: true,
 			Message: fmt.Sprintf("node %q reached its visit limit (max_visits: %d); the cycle through it did not end", pn.ID, pn.MaxVisits)}
 		r.event(EventNodeStarted, pn, f, nil)
@@ -559,12 +675,11 @@ func (r *Run) activate(f *frame, pn *PlanNode, viaBack bool) {
 		return
 	}
 	st.visits++
-	r.visits[pn.Index]++
-	st.visit = r.visits[pn.Index]
+	r.visit(f, pn)
 	st.started = true
 	if pn.Disabled {
 		st.status = StatusSkipped
-		r.skipStep(f, pn, 0, SkipDisabled, 0)
+		r.skipStep(f, pn, 0, edgeCause{reason: SkipDisabled}, 0)
 		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped), "disabled": true})
 		r.propagate(f, pn, []string{pn.FallThrough})
 		return
@@ -706,8 +821,8 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	if oc.NotStarted && (r.cancelling || r.failing) {
 		// It waited for a slot and never ran: a pending step.
 		f.st[pn.Slot].status = StatusSkipped
-		r.skipStep(f, pn, t.Attempt, r.stopReason(f), t.ID)
-		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(StatusSkipped)})
+		r.stopStep(f, pn, t.Attempt, t.ID)
+		r.event(EventNodeFinished, pn, f, map[string]any{"status": string(f.st[pn.Slot].status)})
 		return
 	}
 	if r.cancelling && (err.Category == node.CategoryCancelled) {
@@ -1143,6 +1258,7 @@ func (r *Run) spawn(parent *frame, pn *PlanNode, pass int, loop map[string]any) 
 	child := r.newFrame(parent, pn.Index, pn.region, len(pn.regionEdges), pass, loop)
 	child.slotOf = pn.Slot
 	parent.active++ // the child frame keeps its parent busy
+	r.planFrame(child, nil)
 	for _, i := range pn.region {
 		m := r.plan.Nodes[i]
 		if m.bodyIn > 0 && len(m.in) == 0 {
@@ -1175,18 +1291,20 @@ func (r *Run) settle(f *frame) {
 	}
 }
 
-// closeFrame marks what never ran in f as skipped.
+// closeFrame ends the steps of f that never ran: cancelled when the run
+// was cancelled, else skipped (run_failed, item_failed, or dead_path for
+// a node the frame planned but never reached).
 func (r *Run) closeFrame(f *frame) {
 	for _, i := range f.region {
 		pn := r.plan.Nodes[i]
 		st := &f.st[pn.Slot]
-		if st.status == StatusPending && r.reach[i] {
-			st.status = StatusSkipped
-			if r.cancelling || r.failing || f.abort {
-				r.visits[pn.Index]++
-				st.visit = r.visits[pn.Index]
-				r.skipStep(f, pn, 0, r.stopReason(f), 0)
-			}
+		if st.status != StatusPending || !r.reach[i] {
+			continue
+		}
+		st.status = StatusSkipped
+		if st.planned || r.cancelling || r.failing || f.abort {
+			r.visit(f, pn)
+			r.stopStep(f, pn, 0, 0)
 		}
 	}
 	delete(r.frames, f.id)

@@ -67,7 +67,8 @@ type Outcome struct {
 	Err *node.Error
 	// NotStarted is set when the task never ran: the driver withdrew it
 	// while it waited for a concurrency slot, because the run is being
-	// cancelled or failed. Its step is then skipped, as pending steps are.
+	// cancelled or failed. Its step then ends as pending steps do:
+	// cancelled, or skipped as run_failed.
 	NotStarted bool
 }
 
@@ -86,6 +87,9 @@ type StepUpdate struct {
 	Retry bool
 	// SkipReason says why a skipped step did not run (Skip* constants).
 	SkipReason string
+	// TakenHandle is, for a step skipped as branch_not_taken, the handle
+	// its branch took instead.
+	TakenHandle string
 	// Loop is the loop context of the step's frame ({item, index, total,
 	// iteration} in a foreach item, {iteration, index} in a loop pass),
 	// nil outside loop bodies.
@@ -95,11 +99,13 @@ type StepUpdate struct {
 // Why a step was skipped (StepUpdate.SkipReason, the step record's
 // skip_reason).
 const (
-	SkipDeadPath   = record.SkipDeadPath
-	SkipDisabled   = record.SkipDisabled
-	SkipCancelled  = record.SkipCancelled
-	SkipRunFailed  = record.SkipRunFailed
-	SkipItemFailed = record.SkipItemFailed
+	SkipBranchNotTaken = record.SkipBranchNotTaken
+	SkipUpstreamFailed = record.SkipUpstreamFailed
+	SkipDeadPath       = record.SkipDeadPath
+	SkipDisabled       = record.SkipDisabled
+	SkipCancelled      = record.SkipCancelled
+	SkipRunFailed      = record.SkipRunFailed
+	SkipItemFailed     = record.SkipItemFailed
 )
 
 // Event types.
