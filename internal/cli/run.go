@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/cli/live"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
@@ -364,21 +366,22 @@ exactly one proceeds.`,
 				if err != nil {
 					return err
 				}
-				p, err := r.PlanResume(cmd.Context(), id, wfile)
+				p, err := r.PlanResume(cmd.Context(), runner.ResumeRequest{RunID: id, WorkflowFile: wfile,
+					Options: runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile}})
 				if err != nil {
 					return failure(err)
 				}
+				doc := planDoc{ExecutionID: p.Run.ID, File: p.File, Nodes: make([]planNodeDoc, 0, len(p.Verdicts))}
+				for _, v := range p.Verdicts {
+					doc.Nodes = append(doc.Nodes, planNodeDoc{Node: v.Node, Visit: v.Visit, Label: planLabel(p.Run.ID, v), Run: v.Run, Action: v.Action, Reason: v.Reason})
+				}
 				if f.output == "json" {
-					doc := planDoc{ExecutionID: p.Run.ID, File: p.File, Nodes: make([]planNodeDoc, 0, len(p.Verdicts))}
-					for _, v := range p.Verdicts {
-						doc.Nodes = append(doc.Nodes, planNodeDoc{Node: v.Node, Action: v.Action, Reason: v.Reason})
-					}
 					writeJSON(e.stdout, doc)
 					return nil
 				}
 				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, p.File)
-				for _, v := range p.Verdicts {
-					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", v.Action, v.Node, v.Reason)
+				for _, n := range doc.Nodes {
+					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", n.Action, n.Label, n.Reason)
 				}
 				return nil
 			}
@@ -399,6 +402,20 @@ exactly one proceeds.`,
 	addFileFlag(cmd, &wfile, "resume with this (edited) workflow file")
 	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
 	return cmd
+}
+
+// planLabel names a step of a resume plan as the progress display does;
+// a child run's step is prefixed with the child's part of its run id
+// (call1/inner).
+func planLabel(runID string, v durable.Verdict) string {
+	l := v.Node
+	if v.Action != durable.ActDepends {
+		l = live.Label(record.Step{Node: v.Node, Visit: v.Visit, Loop: v.Loop})
+	}
+	if v.Run != "" {
+		l = strings.TrimPrefix(v.Run, runID+".") + "/" + l
+	}
+	return l
 }
 
 func rerunCmd(e *env) *cobra.Command {

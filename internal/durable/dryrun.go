@@ -1,0 +1,93 @@
+package durable
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// Collector is a Recorder that keeps, in memory, the latest record of each
+// step it is given (a dry run's, which must write nothing).
+type Collector struct {
+	mu    sync.Mutex
+	steps map[[2]any]*store.Step
+}
+
+// Step implements engine.Recorder.
+func (c *Collector) Step(rec *engine.StepRecord) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.steps == nil {
+		c.steps = map[[2]any]*store.Step{}
+	}
+	cp := *rec
+	c.steps[[2]any{rec.Node, rec.Visit}] = &cp
+	return nil
+}
+
+// Event implements engine.Recorder: events are not kept.
+func (c *Collector) Event(engine.TimedEvent) error { return nil }
+
+// Steps returns the steps in step order.
+func (c *Collector) Steps() []*store.Step {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*store.Step, 0, len(c.steps))
+	for _, s := range c.steps {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].StepOrder < out[j].StepOrder })
+	return out
+}
+
+// PlanChildren gives the subworkflow nodes of a dry run of a resume child
+// runs that record nothing: each reuses what the child run of the same id
+// recorded, as a resume's child does (Host.ChildFactory), and its steps
+// are kept for Verdicts in Runs.
+type PlanChildren struct {
+	Store    store.Store
+	Registry *node.Registry
+
+	mu   sync.Mutex
+	runs []DryRun
+}
+
+// Factory is the dry run's engine.Host.Child.
+func (p *PlanChildren) Factory(ctx context.Context) engine.ChildFactory {
+	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
+		var hist []*store.Step
+		_, err := p.Store.Run(ctx, id)
+		switch {
+		case err == nil:
+			if hist, err = p.Store.StepHistory(ctx, id); err != nil {
+				return nil, err
+			}
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		plan, err := engine.NewPlan(cw, p.Registry)
+		if err != nil {
+			return nil, err
+		}
+		col := &Collector{}
+		return &engine.ChildRun{Recorder: col, Reuse: ForResume(hist).Reuse, Finish: func(res *engine.Result) error {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			p.runs = append(p.runs, DryRun{RunID: id, Child: true, Plan: plan, History: hist, Steps: col.Steps(), Open: res.Open})
+			return nil
+		}}, nil
+	}
+}
+
+// Runs returns the child runs' dry runs, in the order they ended.
+func (p *PlanChildren) Runs() []DryRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]DryRun(nil), p.runs...)
+}
