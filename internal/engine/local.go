@@ -293,9 +293,9 @@ type runState struct {
 	defs    [][]byte // canonical definition per node
 	// open holds, in a dry run, the steps of the tasks not called
 	// (Options.DryRun).
-	open []*StepRecord
-	tokens  int      // this run's usage, its children's included
-	cost    float64
+	open   []*StepRecord
+	tokens int // this run's usage, its children's included
+	cost   float64
 }
 
 type sigKey struct {
