@@ -51,7 +51,9 @@ func (c *Collector) Steps() []*store.Step {
 // recorded, as a resume's child does (Host.ChildFactory), and its steps
 // are kept for Verdicts in Runs.
 type PlanChildren struct {
-	Store    store.Store
+	// History reads the steps of every generation of a child run; a run
+	// not recorded yet has none (nil, nil).
+	History  func(ctx context.Context, runID string) ([]*store.Step, error)
 	Registry *node.Registry
 
 	mu   sync.Mutex
@@ -61,14 +63,8 @@ type PlanChildren struct {
 // Factory is the dry run's engine.Host.Child.
 func (p *PlanChildren) Factory(ctx context.Context) engine.ChildFactory {
 	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
-		var hist []*store.Step
-		_, err := p.Store.Run(ctx, id)
-		switch {
-		case err == nil:
-			if hist, err = p.Store.StepHistory(ctx, id); err != nil {
-				return nil, err
-			}
-		case !errors.Is(err, store.ErrNotFound):
+		hist, err := p.History(ctx, id)
+		if err != nil {
 			return nil, err
 		}
 		plan, err := engine.NewPlan(cw, p.Registry)
@@ -82,6 +78,18 @@ func (p *PlanChildren) Factory(ctx context.Context) engine.ChildFactory {
 			p.runs = append(p.runs, DryRun{RunID: id, Child: true, Plan: plan, History: hist, Steps: col.Steps(), Open: res.Open})
 			return nil
 		}}, nil
+	}
+}
+
+// StoredHistory reads a child run's steps from st (PlanChildren.History).
+func StoredHistory(st store.Store) func(ctx context.Context, runID string) ([]*store.Step, error) {
+	return func(ctx context.Context, id string) ([]*store.Step, error) {
+		if _, err := st.Run(ctx, id); errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		return st.StepHistory(ctx, id)
 	}
 }
 

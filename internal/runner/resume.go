@@ -156,7 +156,7 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 		return nil, err
 	}
 	col := &durable.Collector{}
-	children := &durable.PlanChildren{Store: r.st, Registry: r.cfg.Registry}
+	children := &durable.PlanChildren{History: durable.StoredHistory(r.st), Registry: r.cfg.Registry}
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: r.redactor(secrets),
 		Host:  engine.Host{Recorder: col, Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse, Child: children.Factory(ctx)},
