@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestResumeReusesSucceededSteps(t *testing.T) {
 	require.Equal(t, 0, plan.code, plan.stderr)
 	require.Regexp(t, `reuse\s+a\s`, plan.stdout)
 	require.Regexp(t, `run\s+d\s+was failed`, plan.stdout)
-	require.Regexp(t, `run\s+e\s`, plan.stdout)
+	require.Regexp(t, `depends\s+e\s+after d, which runs again: its result decides`, plan.stdout)
 	require.Equal(t, "abc", readLog(t, log), "--plan changes nothing")
 
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
@@ -129,7 +130,8 @@ func TestResumeAfterEditRerunsChangedNodeAndDownstream(t *testing.T) {
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
 	plan := skein(t, "resume", "--plan", "--dir", sk, run.ID)
 	require.Regexp(t, `run\s+b\s+definition changed`, plan.stdout)
-	require.Regexp(t, `run\s+c\s+after b`, plan.stdout)
+	require.Regexp(t, `reuse\s+a\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `depends\s+c\s+after b, which runs again`, plan.stdout)
 
 	second := skein(t, "resume", "--output", "json", "--dir", sk, run.ID)
 	require.Equal(t, 0, second.code, second.stderr)
@@ -237,4 +239,69 @@ func TestRunsListAndPrune(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(sk, "runs", "ok"), "the emptied workflow folder goes too")
 	l = skein(t, "runs", "list", "--dir", sk)
 	require.Equal(t, 1, len(strings.Split(strings.TrimSpace(l.stdout), "\n")))
+}
+
+// TestResumePlanInLoops: the plan of a resume tells, pass by pass, what
+// the resume reuses: the passes of a loop that completed, and the node
+// after the loop; a node that failed in a pass runs again, and what comes
+// after it depends on it.
+func TestResumePlanInLoops(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "loop.yaml")
+	inPass, atGate := filepath.Join(dir, "pass"), filepath.Join(dir, "gate")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: passes
+nodes:
+  - {id: l, type: loop, exit: "false", max_iterations: 3}
+  - {id: body, type: shell, command: [echo, "pass {{ loop.index }}"]}
+  - {id: check, type: shell, command: [sh, -c, 'test "$1" != 1 || test -f "$2"', x, "{{ loop.index }}", "`+inPass+`"]}
+  - {id: end, type: endloop, loop: l}
+  - {id: after, type: shell, command: [echo, after]}
+  - {id: gate, type: shell, command: [test, -f, "`+atGate+`"]}
+edges:
+  - {from: l, to: body, on: body}
+  - {from: body, to: check}
+  - {from: check, to: end}
+  - {from: l, to: after, on: done}
+  - {from: after, to: gate}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 1, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	// check fails in the second pass: what comes after it depends on it.
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `reuse\s+body \(pass 1\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+check \(pass 1\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+body \(pass 2\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+check \(pass 2\)\s+was failed`, plan.stdout)
+	require.Regexp(t, `depends\s+after\s+after check, which runs again`, plan.stdout)
+	require.NotContains(t, plan.stdout, "pass 3")
+
+	require.NoError(t, os.WriteFile(inPass, nil, 0o644))
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 1, second.code, second.stderr) // the gate is still closed
+	cached, ran := decode(t, second).cached()
+	require.Equal(t, []string{"body", "check", "body"}, cached, "the plan's reused steps")
+	require.Equal(t, []string{"l", "end", "check", "end", "body", "check", "end", "after"}, ran)
+
+	// Only the gate failed: the plan reuses every pass and the node after
+	// the loop, and so does the resume.
+	plan = skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	for _, step := range []string{"body (pass 1)", "check (pass 1)", "body (pass 2)", "check (pass 2)", "body (pass 3)", "check (pass 3)", "after"} {
+		require.Regexp(t, `reuse\s+`+regexp.QuoteMeta(step)+`\s+succeeded, unchanged`, plan.stdout)
+	}
+	require.Regexp(t, `run\s+l\s+evaluated again on each pass`, plan.stdout)
+	require.Regexp(t, `run\s+gate\s+was failed`, plan.stdout)
+	require.NotContains(t, plan.stdout, "depends")
+
+	require.NoError(t, os.WriteFile(atGate, nil, 0o644))
+	third := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 0, third.code, third.stderr)
+	cached, _ = decode(t, third).cached()
+	require.Equal(t, []string{"body", "check", "body", "check", "body", "check", "after"}, cached)
 }
