@@ -305,3 +305,74 @@ edges:
 	cached, _ = decode(t, third).cached()
 	require.Equal(t, []string{"body", "check", "body", "check", "body", "check", "after"}, cached)
 }
+
+// TestResumePlanInForEachAndChildRuns: the plan names a foreach item's
+// steps (each[1]) and plans the child run of a subworkflow node that runs
+// again (call1/inner): its completed steps are reused, as the resume then
+// reuses them.
+func TestResumePlanInForEachAndChildRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child.yaml"), []byte(`version: 1
+name: child
+nodes:
+  - {id: inner, type: shell, command: [echo, inner]}
+  - {id: gate, type: shell, command: [test, -f, "`+open+`"]}
+edges:
+  - {from: inner, to: gate}
+`), 0o644))
+	flow := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: parent
+nodes:
+  - {id: items, type: foreach, items: "{{ [1, 2] }}"}
+  - {id: each, type: shell, command: [echo, "{{ loop.item }}"]}
+  - {id: done, type: endloop, loop: items}
+  - {id: call, type: subworkflow, workflow: child.yaml}
+edges:
+  - {from: items, to: each, on: body}
+  - {from: each, to: done}
+  - {from: items, to: call, on: done}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 1, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `run\s+items\s+evaluated again on each pass`, plan.stdout)
+	require.Regexp(t, `reuse\s+each\[0\]\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+each\[1\]\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+call\s+was failed`, plan.stdout)
+	require.Regexp(t, `reuse\s+call1/inner\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+call1/gate\s+was failed`, plan.stdout)
+
+	var js struct {
+		Nodes []struct {
+			Node, Label, Run, Action string
+			Visit                    int
+		} `json:"nodes"`
+	}
+	planJSON := skein(t, "resume", "--plan", "-o", "json", "--dir", sk, id)
+	require.NoError(t, json.Unmarshal([]byte(planJSON.stdout), &js), planJSON.stdout)
+	var inner []string
+	for _, n := range js.Nodes {
+		if n.Run != "" {
+			inner = append(inner, n.Run+" "+n.Node+" "+n.Action)
+		}
+	}
+	require.Equal(t, []string{id + ".call1 inner reuse", id + ".call1 gate run"}, inner)
+
+	require.NoError(t, os.WriteFile(open, nil, 0o644))
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 0, second.code, second.stderr)
+	cached, _ := decode(t, second).cached()
+	require.Equal(t, []string{"each", "each"}, cached)
+	child := skein(t, "runs", "show", "-o", "json", "--dir", sk, id+".call1")
+	require.Equal(t, 0, child.code, child.stderr)
+	cached, ran := decode(t, child).cached()
+	require.Equal(t, []string{"inner"}, cached, "the child reuses what its plan said")
+	require.Equal(t, []string{"gate"}, ran)
+}
