@@ -376,3 +376,38 @@ edges:
 	require.Equal(t, []string{"inner"}, cached, "the child reuses what its plan said")
 	require.Equal(t, []string{"gate"}, ran)
 }
+
+// TestResumePlanOfAWaitingRun: a run left waiting for a signal goes on
+// waiting when resumed: the plan reuses the wait and says what follows it
+// waits for the signal.
+func TestResumePlanOfAWaitingRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "approve.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: approve
+nodes:
+  - {id: draft, type: shell, command: [echo, draft]}
+  - {id: approval, type: wait, until: signal}
+  - {id: publish, type: shell, command: [echo, "{{ approval.data.ok }}"]}
+edges:
+  - {from: draft, to: approval}
+  - {from: approval, to: publish}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 4, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `reuse\s+draft\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+approval\s+waiting, unchanged: waits on until its signal`, plan.stdout)
+	require.Regexp(t, `depends\s+publish\s+after approval, which waits for its signal`, plan.stdout)
+
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 4, second.code, second.stderr)
+	cached, ran := decode(t, second).cached()
+	require.Equal(t, []string{"draft", "approval"}, cached)
+	require.Empty(t, ran)
+}

@@ -20,8 +20,9 @@ const (
 	ActRun = "run"
 	// ActSkip: the step is skipped, as the run's recorded data decide.
 	ActSkip = "skip"
-	// ActDepends: what the node does depends on a node that runs again;
-	// it comes after it (or a further visit of it does, on a cycle).
+	// ActDepends: what the node does depends on a node that runs again,
+	// or on a wait's signal; it comes after it (or a later visit of it
+	// does, on a cycle).
 	ActDepends = "depends"
 )
 
@@ -74,6 +75,8 @@ func (dr DryRun) verdicts() []Verdict {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].StepOrder < steps[j].StepOrder })
 	var out []Verdict
 	var open []int
+	// why tells, by node, what the steps after a seed of open wait for.
+	why := map[string]string{}
 	seen := map[int]bool{}
 	byID := make(map[string]*engine.PlanNode, len(dr.Plan.Nodes))
 	for _, pn := range dr.Plan.Nodes {
@@ -87,9 +90,16 @@ func (dr DryRun) verdicts() []Verdict {
 		seen[pn.Index] = true
 		act, reason := Action(pn, s)
 		isOpen := dr.isOpen(s)
-		if isOpen {
+		switch {
+		case isOpen:
 			act, reason = ActRun, ""
 			open = append(open, pn.Index)
+			why[s.Node] = "which runs again: its result decides"
+		case s.Status == engine.StatusWaiting && s.Cached && why[s.Node] == "":
+			// A wait the resume goes on with: what follows comes when
+			// its signal does.
+			open = append(open, pn.Index)
+			why[s.Node] = "which waits for its signal"
 		}
 		if act == ActRun {
 			reason = dr.why(pn, s, reason, isOpen)
@@ -125,9 +135,9 @@ func (dr DryRun) verdicts() []Verdict {
 			continue
 		}
 		n := g.Nodes[i]
-		reason := "after " + from[i] + ", which runs again: its result decides"
+		reason := "after " + from[i] + ", " + why[from[i]]
 		if seen[i] {
-			reason = "any later visit comes after " + from[i] + ", which runs again: its result decides"
+			reason = "any later visit comes after " + from[i] + ", " + why[from[i]]
 		}
 		out = append(out, Verdict{Run: dr.child(), Node: n.ID, Action: ActDepends, Reason: reason})
 	}

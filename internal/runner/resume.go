@@ -162,6 +162,15 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 		Host:  engine.Host{Recorder: col, Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse, Child: children.Factory(ctx)},
 		Wakes: j.wakes, Spent: j.spent, Concurrency: req.Concurrency, DryRun: true,
 	}
+	if durable.AwaitsSignals(w, r.cfg.Registry) {
+		// The signals recorded since the run last ran are applied, as the
+		// resume applies them.
+		sigs, err := r.st.Signals(ctx, run.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		opts.Signals = durable.Signals(sigs)
+	}
 	res, err := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(ctx, plan, opts)
 	if err != nil {
 		return nil, err
