@@ -99,3 +99,28 @@ func (p *PlanChildren) Runs() []DryRun {
 	defer p.mu.Unlock()
 	return append([]DryRun(nil), p.runs...)
 }
+
+// PlanResume plays a resume of run as a dry run (engine.Options.DryRun)
+// and says what it does with each step (Verdicts). opts is the resume's
+// own (its job's inputs, payload, secrets, reuse of hist, wakes): the
+// dry run records in memory, plans child runs from their histories and
+// applies the signals recorded since the run last ran, as the resume
+// does. old is the workflow the run ran with (nil when unknown).
+func (h *Host) PlanResume(ctx context.Context, run *store.Run, plan *engine.Plan, old *workflow.Workflow, hist []*store.Step, opts engine.Options) ([]Verdict, error) {
+	col := &Collector{}
+	children := &PlanChildren{History: StoredHistory(h.Store), Registry: h.Registry}
+	opts.Recorder, opts.Child, opts.DryRun = col, children.Factory(ctx), true
+	if AwaitsSignals(plan.W, h.Registry) {
+		sigs, err := h.Store.Signals(ctx, run.ID, 0)
+		if err != nil {
+			return nil, err
+		}
+		opts.Signals = Signals(sigs)
+	}
+	res, err := engine.NewDriver(h.Registry, h.Clock, 0).Execute(ctx, plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	runs := append([]DryRun{{RunID: run.ID, Plan: plan, Old: old, History: hist, Steps: col.Steps(), Open: res.Open}}, children.Runs()...)
+	return Verdicts(runs), nil
+}

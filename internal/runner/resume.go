@@ -155,28 +155,15 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 	if err != nil {
 		return nil, err
 	}
-	col := &durable.Collector{}
-	children := &durable.PlanChildren{History: durable.StoredHistory(r.st), Registry: r.cfg.Registry}
-	opts := engine.Options{
+	verdicts, err := r.runs().PlanResume(ctx, run, plan, old, hist, engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: r.redactor(secrets),
-		Host:  engine.Host{Recorder: col, Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse, Child: children.Factory(ctx)},
-		Wakes: j.wakes, Spent: j.spent, Concurrency: req.Concurrency, DryRun: true,
-	}
-	if durable.AwaitsSignals(w, r.cfg.Registry) {
-		// The signals recorded since the run last ran are applied, as the
-		// resume applies them.
-		sigs, err := r.st.Signals(ctx, run.ID, 0)
-		if err != nil {
-			return nil, err
-		}
-		opts.Signals = durable.Signals(sigs)
-	}
-	res, err := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(ctx, plan, opts)
+		Host:  engine.Host{Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse},
+		Wakes: j.wakes, Spent: j.spent, Concurrency: req.Concurrency,
+	})
 	if err != nil {
 		return nil, err
 	}
-	runs := append([]durable.DryRun{{RunID: run.ID, Plan: plan, Old: old, History: hist, Steps: col.Steps(), Open: res.Open}}, children.Runs()...)
-	return &ResumePlan{Run: run, File: w.File, Verdicts: durable.Verdicts(runs)}, nil
+	return &ResumePlan{Run: run, File: w.File, Verdicts: verdicts}, nil
 }
 
 // RerunRequest starts a new run with an earlier run's inputs, reusing the
