@@ -25,7 +25,8 @@ import (
 // property tests (loops, foreaches, guardrail → fix cycles, branches,
 // joins), sometimes with one action replaced by a subworkflow node whose
 // child is a random workflow too, runs on the local driver with scripted
-// kinds and one action failing, so the run fails. A node's definition is
+// kinds and one action failing, so the run fails — or cancelling the run
+// as it runs, so the run is interrupted. A node's definition is
 // then edited, or not. The plan of a resume (a dry run of it, turned into
 // durable.Verdicts) must agree with what the resume then does, run by run
 // (the child runs too):
@@ -47,6 +48,9 @@ type resumeScript struct {
 	meta map[string]*fnode
 	mu   sync.Mutex
 	fail string // the node that fails while set
+	// interrupt, when set, is called by the failing node instead: it
+	// cancels the run, and the node stops, cancelled.
+	interrupt context.CancelFunc
 }
 
 func (s *resumeScript) decide(id string, loop any, k int) int {
@@ -85,6 +89,13 @@ func (k scriptedKind) Run(_ context.Context, c *node.Call) (map[string]any, erro
 	switch k.kind {
 	case "act":
 		if s.failing(id) {
+			s.mu.Lock()
+			interrupt := s.interrupt
+			s.mu.Unlock()
+			if interrupt != nil {
+				interrupt()
+				return nil, &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled"}
+			}
 			return nil, fail(true)
 		}
 		out := map[string]any{"v": fmt.Sprintf("%s/%v", id, loop)}
@@ -245,7 +256,8 @@ func (x *execution) history() map[string][]*store.Step {
 
 // execute runs plan once, reusing what hist (by run: "" for the run, a
 // child run's id) recorded, when it is not nil.
-func (rsc *resumeScenario) execute(t *testing.T, plan *engine.Plan, hist map[string][]*store.Step) *execution {
+// With interrupt, the failing node cancels the run instead of failing.
+func (rsc *resumeScenario) execute(t *testing.T, plan *engine.Plan, hist map[string][]*store.Step, interrupt bool) *execution {
 	x := &execution{col: &durable.Collector{}, children: map[string]*durable.Collector{}}
 	opts := engine.Options{RunID: "run-1", Instant: true}
 	opts.Recorder = x.col
@@ -259,7 +271,19 @@ func (rsc *resumeScenario) execute(t *testing.T, plan *engine.Plan, hist map[str
 		x.mu.Unlock()
 		return &engine.ChildRun{Recorder: col, Reuse: durable.ForResume(hist[id]).Reuse}, nil
 	}
-	res, err := engine.NewDriver(rsc.reg, nil, 0).Execute(context.Background(), plan, opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if hist == nil && interrupt {
+		rsc.script.mu.Lock()
+		rsc.script.interrupt = cancel
+		rsc.script.mu.Unlock()
+		defer func() {
+			rsc.script.mu.Lock()
+			rsc.script.interrupt = nil
+			rsc.script.mu.Unlock()
+		}()
+	}
+	res, err := engine.NewDriver(rsc.reg, nil, 0).Execute(ctx, plan, opts)
 	require.NoError(t, err)
 	x.res = res
 	return x
@@ -292,9 +316,10 @@ func checkResumePlan(t *testing.T, seed int) {
 	}
 	g := rand(seed)
 	victim := rsc.plain[g%len(rsc.plain)]
+	interrupt := g/5%3 == 0
 	plan := rsc.load(t, rsc.src)
 	rsc.script.setFailing(victim)
-	first := rsc.execute(t, plan, nil)
+	first := rsc.execute(t, plan, nil, interrupt)
 	hist := first.history()
 
 	src := rsc.src
@@ -306,9 +331,9 @@ func checkResumePlan(t *testing.T, seed int) {
 	plan2 := rsc.load(t, src)
 	rsc.script.setFailing("")
 	verdicts := rsc.planOf(t, plan2, plan.W, hist)
-	resumed := rsc.execute(t, plan2, hist)
+	resumed := rsc.execute(t, plan2, hist, false)
 
-	ctx := fmt.Sprintf("seed %d: %s failed first, %q edited\n%s\n--- child.yaml\n%s\nplan:\n%s", seed, victim, edited, src, rsc.child, showVerdicts(verdicts))
+	ctx := fmt.Sprintf("seed %d: %s failed first (interrupting the run: %t), %q edited\n%s\n--- child.yaml\n%s\nplan:\n%s", seed, victim, interrupt, edited, src, rsc.child, showVerdicts(verdicts))
 	planned := map[string]map[string]int{} // run → key → how many
 	depends := map[string]map[string]bool{}
 	for _, v := range verdicts {
