@@ -445,3 +445,14 @@ func TestResumePlanProperties(t *testing.T) {
 		}
 	}
 }
+
+// FuzzResumePlan checks the resume plan's property on the workflows of
+// the seeds the fuzzer picks.
+func FuzzResumePlan(f *testing.F) {
+	f.Add(uint16(0))
+	f.Add(uint16(52))
+	f.Add(uint16(1234))
+	f.Fuzz(func(t *testing.T, seed uint16) {
+		checkResumePlan(t, int(seed))
+	})
+}
