@@ -110,8 +110,8 @@ type Options struct {
 	// is Pure, or is a subworkflow (whose child run is a dry run too).
 	// Any other task is not called: its step stays running, and what
 	// follows it is not known. The execution ends when nothing else can
-	// go on, with Result.Open counting those tasks. Timers fire at once,
-	// as with Instant.
+	// go on, Result.Open holding those tasks' steps. Timers fire at once,
+	// as with Instant (a signal's timeout keeps its time).
 	DryRun bool
 }
 
