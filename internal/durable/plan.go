@@ -59,9 +59,9 @@ type DryRun struct {
 
 // Verdicts turns dry runs of a resume — the run's and its child runs' —
 // into what the resume does: the steps the dry run recorded, in step
-// order, each with its action (Action), and then, for every node a step
-// that runs again leads to, a verdict ActDepends. A child run's verdicts
-// follow its parent's.
+// order, each with its action (Action), and then, for every node that a
+// step that runs again, or a wait that goes on waiting, leads to, a
+// verdict ActDepends. A child run's verdicts follow its parent's.
 func Verdicts(runs []DryRun) []Verdict {
 	var out []Verdict
 	for _, dr := range runs {
@@ -75,7 +75,8 @@ func (dr DryRun) verdicts() []Verdict {
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].StepOrder < steps[j].StepOrder })
 	var out []Verdict
 	var open []int
-	// why tells, by node, what the steps after a seed of open wait for.
+	// open are the nodes whose steps run again or go on waiting; why
+	// says, by node, what comes after it waits for.
 	why := map[string]string{}
 	seen := map[int]bool{}
 	byID := make(map[string]*engine.PlanNode, len(dr.Plan.Nodes))
@@ -106,8 +107,8 @@ func (dr DryRun) verdicts() []Verdict {
 		}
 		out = append(out, Verdict{Run: dr.child(), Node: s.Node, Visit: s.Visit, Iteration: s.Iteration, Loop: s.Loop, Action: act, Reason: reason})
 	}
-	// What follows a step that runs again: every node it leads to, on
-	// any edge (a cycle's back edge leads to further visits).
+	// What follows them: every node they lead to, on any edge (a cycle's
+	// back edge leads to later visits).
 	g := dr.Plan.G
 	queue := append([]int(nil), open...)
 	from := map[int]string{}
