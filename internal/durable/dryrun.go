@@ -13,7 +13,8 @@ import (
 )
 
 // Collector is a Recorder that keeps, in memory, the latest record of each
-// step it is given (a dry run's, which must write nothing).
+// step it is given (a dry run's, which must write nothing), as a store
+// keeps it (StepFromRecord).
 type Collector struct {
 	mu    sync.Mutex
 	steps map[[2]any]*store.Step
@@ -26,8 +27,7 @@ func (c *Collector) Step(rec *engine.StepRecord) error {
 	if c.steps == nil {
 		c.steps = map[[2]any]*store.Step{}
 	}
-	cp := *rec
-	c.steps[[2]any{rec.Node, rec.Visit}] = &cp
+	c.steps[[2]any{rec.Node, rec.Visit}] = StepFromRecord(rec.RunID, rec)
 	return nil
 }
 
