@@ -93,7 +93,7 @@ func TestResumeReusesSucceededSteps(t *testing.T) {
 	require.Equal(t, 0, plan.code, plan.stderr)
 	require.Regexp(t, `reuse\s+a\s`, plan.stdout)
 	require.Regexp(t, `run\s+d\s+was failed`, plan.stdout)
-	require.Regexp(t, `depends\s+e\s+after d, which runs again: its result decides`, plan.stdout)
+	require.Regexp(t, `depends\s+e\s+after d, which runs again; reused only if its inputs come out unchanged`, plan.stdout)
 	require.Equal(t, "abc", readLog(t, log), "--plan changes nothing")
 
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))

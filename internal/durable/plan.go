@@ -95,7 +95,7 @@ func (dr DryRun) verdicts() []Verdict {
 		case isOpen:
 			act, reason = ActRun, ""
 			open = append(open, pn.Index)
-			why[s.Node] = "which runs again: its result decides"
+			why[s.Node] = "which runs again; reused only if its inputs come out unchanged"
 		case s.Status == engine.StatusWaiting && s.Cached && why[s.Node] == "":
 			// A wait the resume goes on with: what follows comes when
 			// its signal does.
