@@ -347,7 +347,9 @@ meanwhile are applied). Every step that succeeded before, with the same node def
 same resolved parameters and unchanged upstream, is reused (↻, cached);
 changed nodes and everything downstream run again. Failed steps never count
 as done. Pass --file to resume with an edited file; its node ids must
-match the run's. --plan shows what would be reused and changes nothing.
+match the run's. --plan plays the resume dry and shows, step by step, what
+it reuses, runs again, skips, or cannot know before a node runs again; it
+changes nothing.
 
 A run still running in another process is refused; of two resumes at once
 exactly one proceeds.`,
@@ -400,7 +402,7 @@ exactly one proceeds.`,
 	}
 	f.register(cmd)
 	addFileFlag(cmd, &wfile, "resume with this (edited) workflow file")
-	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
+	cmd.Flags().BoolVar(&planOnly, "plan", false, "show, step by step, what the resume would reuse or run again, and change nothing")
 	return cmd
 }
 
