@@ -96,8 +96,13 @@ type planDoc struct {
 }
 
 type planNodeDoc struct {
-	Node   string `json:"node"`
-	Action string `json:"action" jsonschema:"reuse: its recorded output is used again; run: it runs again"`
+	Node  string `json:"node"`
+	Visit int    `json:"visit,omitempty" jsonschema:"the step's visit of the node (from 1); absent with action depends, which speaks of the node's steps after a node that runs again"`
+	// Label names the step as the progress display does: body (pass 2),
+	// each[1], poll #2, call1/inner for a child run's step.
+	Label  string `json:"label" jsonschema:"the step as the progress display names it: body (pass 2), each[1], poll #2; child/inner for a step of a subworkflow node's child run"`
+	Run    string `json:"run,omitempty" jsonschema:"the child run the step belongs to, for a step of a subworkflow node's child run"`
+	Action string `json:"action" jsonschema:"reuse: its recorded output (or, for a trigger, the run's inputs) is used again; run: it runs again; skip: it is skipped, as the recorded data decide; depends: it comes after a node that runs again, whose result decides"`
 	Reason string `json:"reason"`
 }
 

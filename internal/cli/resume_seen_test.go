@@ -41,6 +41,16 @@ edges:
 	require.Equal(t, "failed", doc["status"])
 	id := doc["execution_id"].(string)
 
+	// The plan needs the secrets the resume needs: the steps' hashes
+	// are of their parameters as rendered.
+	plan := skein(t, "resume", "--dir", sk, "--plan", id)
+	require.Equal(t, 2, plan.code)
+	require.Contains(t, plan.stderr, "secret TOKEN is not set")
+	plan = skein(t, "resume", "--dir", sk, "--secrets-file", env, "--plan", id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `run\s+secret\s+its earlier output held a secret value, stored masked, so it is not reused`, plan.stdout)
+	require.NotContains(t, plan.stdout, "hunter2-very-secret")
+
 	require.NoError(t, os.WriteFile(open, nil, 0o644))
 	r := skein(t, "resume", "--dir", sk, "--secrets-file", env, id)
 	require.Equal(t, 0, r.code, r.stderr+r.stdout)
@@ -51,9 +61,6 @@ edges:
 	require.NoError(t, err)
 	require.Equal(t, []string{"secret", "binary", "use", "secret"}, strings.Fields(string(data)),
 		"only the masked step ran again; the raw bytes were reused as they were, so use was too")
-
-	plan := skein(t, "resume", "--dir", sk, "--plan", id)
-	require.Equal(t, 0, plan.code, plan.stderr)
 }
 
 // runJSONIn runs a workflow with --output json in the folder sk.

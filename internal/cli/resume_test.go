@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -92,7 +93,7 @@ func TestResumeReusesSucceededSteps(t *testing.T) {
 	require.Equal(t, 0, plan.code, plan.stderr)
 	require.Regexp(t, `reuse\s+a\s`, plan.stdout)
 	require.Regexp(t, `run\s+d\s+was failed`, plan.stdout)
-	require.Regexp(t, `run\s+e\s`, plan.stdout)
+	require.Regexp(t, `depends\s+e\s+after d, which runs again; reused only if its inputs come out unchanged`, plan.stdout)
 	require.Equal(t, "abc", readLog(t, log), "--plan changes nothing")
 
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
@@ -129,7 +130,8 @@ func TestResumeAfterEditRerunsChangedNodeAndDownstream(t *testing.T) {
 	require.NoError(t, os.WriteFile(flag, nil, 0o644))
 	plan := skein(t, "resume", "--plan", "--dir", sk, run.ID)
 	require.Regexp(t, `run\s+b\s+definition changed`, plan.stdout)
-	require.Regexp(t, `run\s+c\s+after b`, plan.stdout)
+	require.Regexp(t, `reuse\s+a\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `depends\s+c\s+after b, which runs again`, plan.stdout)
 
 	second := skein(t, "resume", "--output", "json", "--dir", sk, run.ID)
 	require.Equal(t, 0, second.code, second.stderr)
@@ -237,4 +239,175 @@ func TestRunsListAndPrune(t *testing.T) {
 	require.NoDirExists(t, filepath.Join(sk, "runs", "ok"), "the emptied workflow folder goes too")
 	l = skein(t, "runs", "list", "--dir", sk)
 	require.Equal(t, 1, len(strings.Split(strings.TrimSpace(l.stdout), "\n")))
+}
+
+// TestResumePlanInLoops: the plan of a resume tells, pass by pass, what
+// the resume reuses: the passes of a loop that completed, and the node
+// after the loop; a node that failed in a pass runs again, and what comes
+// after it depends on it.
+func TestResumePlanInLoops(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "loop.yaml")
+	inPass, atGate := filepath.Join(dir, "pass"), filepath.Join(dir, "gate")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: passes
+nodes:
+  - {id: l, type: loop, exit: "false", max_iterations: 3}
+  - {id: body, type: shell, command: [echo, "pass {{ loop.index }}"]}
+  - {id: check, type: shell, command: [sh, -c, 'test "$1" != 1 || test -f "$2"', x, "{{ loop.index }}", "`+inPass+`"]}
+  - {id: end, type: endloop, loop: l}
+  - {id: after, type: shell, command: [echo, after]}
+  - {id: gate, type: shell, command: [test, -f, "`+atGate+`"]}
+edges:
+  - {from: l, to: body, on: body}
+  - {from: body, to: check}
+  - {from: check, to: end}
+  - {from: l, to: after, on: done}
+  - {from: after, to: gate}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 1, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	// check fails in the second pass: what comes after it depends on it.
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `reuse\s+body \(pass 1\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+check \(pass 1\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+body \(pass 2\)\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+check \(pass 2\)\s+was failed`, plan.stdout)
+	require.Regexp(t, `depends\s+after\s+after check, which runs again`, plan.stdout)
+	require.NotContains(t, plan.stdout, "pass 3")
+
+	require.NoError(t, os.WriteFile(inPass, nil, 0o644))
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 1, second.code, second.stderr) // the gate is still closed
+	cached, ran := decode(t, second).cached()
+	require.Equal(t, []string{"body", "check", "body"}, cached, "the plan's reused steps")
+	require.Equal(t, []string{"l", "end", "check", "end", "body", "check", "end", "after"}, ran)
+
+	// Only the gate failed: the plan reuses every pass and the node after
+	// the loop, and so does the resume.
+	plan = skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	for _, step := range []string{"body (pass 1)", "check (pass 1)", "body (pass 2)", "check (pass 2)", "body (pass 3)", "check (pass 3)", "after"} {
+		require.Regexp(t, `reuse\s+`+regexp.QuoteMeta(step)+`\s+succeeded, unchanged`, plan.stdout)
+	}
+	require.Regexp(t, `run\s+l\s+evaluated again on each pass`, plan.stdout)
+	require.Regexp(t, `run\s+gate\s+was failed`, plan.stdout)
+	require.NotContains(t, plan.stdout, "depends")
+
+	require.NoError(t, os.WriteFile(atGate, nil, 0o644))
+	third := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 0, third.code, third.stderr)
+	cached, _ = decode(t, third).cached()
+	require.Equal(t, []string{"body", "check", "body", "check", "body", "check", "after"}, cached)
+}
+
+// TestResumePlanInForEachAndChildRuns: the plan names a foreach item's
+// steps (each[1]) and plans the child run of a subworkflow node that runs
+// again (call1/inner): its completed steps are reused, as the resume then
+// reuses them.
+func TestResumePlanInForEachAndChildRuns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	open := filepath.Join(dir, "open")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "child.yaml"), []byte(`version: 1
+name: child
+nodes:
+  - {id: inner, type: shell, command: [echo, inner]}
+  - {id: gate, type: shell, command: [test, -f, "`+open+`"]}
+edges:
+  - {from: inner, to: gate}
+`), 0o644))
+	flow := filepath.Join(dir, "parent.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: parent
+nodes:
+  - {id: items, type: foreach, items: "{{ [1, 2] }}"}
+  - {id: each, type: shell, command: [echo, "{{ loop.item }}"]}
+  - {id: done, type: endloop, loop: items}
+  - {id: call, type: subworkflow, workflow: child.yaml}
+edges:
+  - {from: items, to: each, on: body}
+  - {from: each, to: done}
+  - {from: items, to: call, on: done}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 1, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `run\s+items\s+evaluated again on each pass`, plan.stdout)
+	require.Regexp(t, `reuse\s+each\[0\]\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+each\[1\]\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+call\s+was failed`, plan.stdout)
+	require.Regexp(t, `reuse\s+call1/inner\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `run\s+call1/gate\s+was failed`, plan.stdout)
+
+	var js struct {
+		Nodes []struct {
+			Node, Label, Run, Action string
+			Visit                    int
+		} `json:"nodes"`
+	}
+	planJSON := skein(t, "resume", "--plan", "-o", "json", "--dir", sk, id)
+	require.NoError(t, json.Unmarshal([]byte(planJSON.stdout), &js), planJSON.stdout)
+	var inner []string
+	for _, n := range js.Nodes {
+		if n.Run != "" {
+			inner = append(inner, n.Run+" "+n.Node+" "+n.Action)
+		}
+	}
+	require.Equal(t, []string{id + ".call1 inner reuse", id + ".call1 gate run"}, inner)
+
+	require.NoError(t, os.WriteFile(open, nil, 0o644))
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 0, second.code, second.stderr)
+	cached, _ := decode(t, second).cached()
+	require.Equal(t, []string{"each", "each"}, cached)
+	child := skein(t, "runs", "show", "-o", "json", "--dir", sk, id+".call1")
+	require.Equal(t, 0, child.code, child.stderr)
+	cached, ran := decode(t, child).cached()
+	require.Equal(t, []string{"inner"}, cached, "the child reuses what its plan said")
+	require.Equal(t, []string{"gate"}, ran)
+}
+
+// TestResumePlanOfAWaitingRun: a run left waiting for a signal goes on
+// waiting when resumed: the plan reuses the wait and says what follows it
+// waits for the signal.
+func TestResumePlanOfAWaitingRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "approve.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: approve
+nodes:
+  - {id: draft, type: shell, command: [echo, draft]}
+  - {id: approval, type: wait, until: signal}
+  - {id: publish, type: shell, command: [echo, "{{ approval.data.ok }}"]}
+edges:
+  - {from: draft, to: approval}
+  - {from: approval, to: publish}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	first, doc := runJSONIn(t, sk, flow)
+	require.Equal(t, 4, first.code, first.stderr)
+	id := doc["execution_id"].(string)
+
+	plan := skein(t, "resume", "--plan", "--dir", sk, id)
+	require.Equal(t, 0, plan.code, plan.stderr)
+	require.Regexp(t, `reuse\s+draft\s+succeeded, unchanged`, plan.stdout)
+	require.Regexp(t, `reuse\s+approval\s+waiting, unchanged: waits on until its signal`, plan.stdout)
+	require.Regexp(t, `depends\s+publish\s+after approval, which waits for its signal`, plan.stdout)
+
+	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
+	require.Equal(t, 4, second.code, second.stderr)
+	cached, ran := decode(t, second).cached()
+	require.Equal(t, []string{"draft", "approval"}, cached)
+	require.Empty(t, ran)
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/cli/live"
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
@@ -359,7 +361,9 @@ meanwhile are applied). Every step that succeeded before, with the same node def
 same resolved parameters and unchanged upstream, is reused (↻, cached);
 changed nodes and everything downstream run again. Failed steps never count
 as done. Pass --file to resume with an edited file; its node ids must
-match the run's. --plan shows what would be reused and changes nothing.
+match the run's. --plan plays the resume dry and shows, step by step, what
+it reuses, runs again, skips, or cannot know before a node runs again; it
+changes nothing.
 
 A run still running in another process is refused; of two resumes at once
 exactly one proceeds.`,
@@ -378,21 +382,22 @@ exactly one proceeds.`,
 				if err != nil {
 					return err
 				}
-				p, err := r.PlanResume(cmd.Context(), id, wfile)
+				p, err := r.PlanResume(cmd.Context(), runner.ResumeRequest{RunID: id, WorkflowFile: wfile,
+					Options: runner.Options{Concurrency: f.concurrency, SecretsFile: f.secretsFile}})
 				if err != nil {
 					return failure(err)
 				}
+				doc := planDoc{ExecutionID: p.Run.ID, File: p.File, Nodes: make([]planNodeDoc, 0, len(p.Verdicts))}
+				for _, v := range p.Verdicts {
+					doc.Nodes = append(doc.Nodes, planNodeDoc{Node: v.Node, Visit: v.Visit, Label: planLabel(p.Run.ID, v), Run: v.Run, Action: v.Action, Reason: v.Reason})
+				}
 				if f.output == "json" {
-					doc := planDoc{ExecutionID: p.Run.ID, File: p.File, Nodes: make([]planNodeDoc, 0, len(p.Verdicts))}
-					for _, v := range p.Verdicts {
-						doc.Nodes = append(doc.Nodes, planNodeDoc{Node: v.Node, Action: v.Action, Reason: v.Reason})
-					}
 					writeJSON(e.stdout, doc)
 					return nil
 				}
 				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, p.File)
-				for _, v := range p.Verdicts {
-					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", v.Action, v.Node, v.Reason)
+				for _, n := range doc.Nodes {
+					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", n.Action, n.Label, n.Reason)
 				}
 				return nil
 			}
@@ -412,8 +417,22 @@ exactly one proceeds.`,
 	f.register(cmd)
 	f.addTraceFlag(cmd)
 	addFileFlag(cmd, &wfile, "resume with this (edited) workflow file")
-	cmd.Flags().BoolVar(&planOnly, "plan", false, "show what would be reused or run again, and change nothing")
+	cmd.Flags().BoolVar(&planOnly, "plan", false, "show, step by step, what the resume would reuse or run again, and change nothing")
 	return cmd
+}
+
+// planLabel names a step of a resume plan as the progress display does;
+// a child run's step is prefixed with the child's part of its run id
+// (call1/inner).
+func planLabel(runID string, v durable.Verdict) string {
+	l := v.Node
+	if v.Action != durable.ActDepends {
+		l = live.Label(record.Step{Node: v.Node, Visit: v.Visit, Loop: v.Loop})
+	}
+	if v.Run != "" {
+		l = strings.TrimPrefix(v.Run, runID+".") + "/" + l
+	}
+	return l
 }
 
 func rerunCmd(e *env) *cobra.Command {

@@ -104,6 +104,15 @@ type Options struct {
 	// waited for is already known. A signal wait's timeout keeps its
 	// time. Subworkflows inherit it.
 	Instant bool
+	// DryRun plays the run without effects, to show what it would do (the
+	// plan of a resume): each task is prepared and hashed as in a real run
+	// and offered to Reuse; one that is not answered runs only if its kind
+	// is Pure, or is a subworkflow (whose child run is a dry run too).
+	// Any other task is not called: its step stays running, and what
+	// follows it is not known. The execution ends when nothing else can
+	// go on, Result.Open holding those tasks' steps. Timers fire at once,
+	// as with Instant (a signal's timeout keeps its time).
+	DryRun bool
 }
 
 // Host is what a run asks of the world around it: where its steps and
@@ -182,6 +191,11 @@ type Result struct {
 	// Awaiting lists, for a run left waiting, the steps that wait for a
 	// signal.
 	Awaiting []Await `json:"-"`
+	// Open holds, for a dry run (Options.DryRun), the steps of the tasks
+	// it did not call: they would run, and their results are not known;
+	// when there are any, the run's end is not known either (Status is
+	// running).
+	Open []*StepRecord `json:"-"`
 }
 
 // Driver runs plans on this machine: tasks are goroutines, bounded per run
@@ -219,7 +233,25 @@ type taskDone struct {
 	mocked  bool
 	kept    bool // Reused.Kept
 	// ran is, for a kept step, when it ran (Reused.StartedAt, FinishedAt).
-	ran [2]time.Time
+	ran  [2]time.Time
+	open bool // a dry run did not call it (Options.DryRun)
+}
+
+// codeOpen is the code of the error a subworkflow node's child dry run
+// ends with when its end is not known: the node is left open too.
+const codeOpen = "dry_run_open"
+
+// leaveOpen keeps a task a dry run did not call running: its step
+// records the config hash it would run with, and the run goes on without
+// it.
+func (rs *runState) leaveOpen(t *Task, hash string) {
+	rec := rs.steps[[2]int{t.Node.Index, t.Visit}]
+	rs.open = append(rs.open, rec)
+	if rec != nil {
+		rec.ConfigHash = hash
+		rs.record(rec)
+		rs.flush()
+	}
 }
 
 // runState is the driver's side of one run.
@@ -262,8 +294,11 @@ type runState struct {
 	closed  chan struct{}
 	hashes  []string // latest step hash per node
 	defs    [][]byte // canonical definition per node
-	tokens  int      // this run's usage, its children's included
-	cost    float64
+	// open holds, in a dry run, the steps of the tasks not called
+	// (Options.DryRun).
+	open   []*StepRecord
+	tokens int // this run's usage, its children's included
+	cost   float64
 }
 
 type sigKey struct {
@@ -286,6 +321,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	}
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 16
+	}
+	if opts.DryRun {
+		opts.Instant = true
 	}
 	if opts.Budget == nil {
 		opts.Budget = NewBudget(plan.W.Limits.MaxTokens, plan.W.Limits.MaxCostUSD, nil, opts.Spent.Tokens, opts.Spent.CostUSD)
@@ -346,7 +384,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		select {
 		case fn := <-rs.events:
 			fn()
-			done = rs.sched.Ended() && rs.sched.Running() == 0
+			done = rs.over()
 		case sig, ok := <-sigCh:
 			if !ok {
 				sigCh = nil
@@ -355,7 +393,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 			if rs.keepSignal(sig) {
 				rs.deliver(sig)
 			}
-			done = rs.sched.Ended() && rs.sched.Running() == 0
+			done = rs.over()
 		case <-leave:
 			leave = nil
 			if rs.mayPark(true) {
@@ -456,7 +494,25 @@ func (rs *runState) apply(a *Actions) bool {
 			rs.deliver(sig)
 		}
 	}
-	return rs.sched.Ended() && rs.sched.Running() == 0
+	return rs.over()
+}
+
+// over reports whether the run is over and nothing runs any more; or, in
+// a dry run, whether nothing can go on: every task left is one not called
+// (Options.DryRun), and no timer will fire but a signal's timeout.
+func (rs *runState) over() bool {
+	if rs.sched.Ended() && rs.sched.Running() == 0 {
+		return true
+	}
+	if !rs.opts.DryRun || rs.sched.Running() != len(rs.open) {
+		return false
+	}
+	for id := range rs.timers {
+		if t, ok := rs.holds[id]; !ok || !t.Timeout {
+			return false
+		}
+	}
+	return true
 }
 
 // admit gives the tasks a releases their concurrency slots when some are
@@ -750,6 +806,13 @@ func (rs *runState) launch(t *Task) {
 			oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
 			<-rs.d.slots
 			<-rs.runSlots
+			if rs.opts.DryRun && (td.open || oc.Err != nil && oc.Err.Code == codeOpen) {
+				rs.mu.Lock()
+				delete(rs.cancels, t.ID)
+				rs.mu.Unlock()
+				rs.events <- func() { rs.leaveOpen(t, td.hash) }
+				return
+			}
 		} else {
 			msg := "the run was cancelled before the node started"
 			if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -856,6 +919,10 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 					Data: map[string]any{"message": msg, "reuse": "masked"}}, rs.d.Clock.Now())
 			})
 		}
+	}
+	if rs.opts.DryRun && !pn.Spec.Pure && pn.Spec.Role != node.RoleSubworkflow {
+		td.open = true
+		return Outcome{}, params
 	}
 	env := rs.taskEnv()
 	if pn.Spec.Role == node.RoleSubworkflow || pn.Spec.RunsChildren {
@@ -1011,6 +1078,12 @@ func (rs *runState) result() *Result {
 		Tokens: rs.tokens, CostUSD: rs.cost,
 	}
 	a := rs.sched
+	if len(rs.open) > 0 && !a.Stopping() {
+		// A dry run that stopped at tasks it did not call: how the run
+		// ends is not known.
+		res.Status, res.Open, res.Outputs = RunRunning, rs.open, map[string]any{}
+		return res
+	}
 	switch {
 	case a.Stopping():
 		res.Status, res.Error = a.Status()

@@ -124,7 +124,7 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 		RunID: childID, Inputs: in, Secrets: rs.opts.Secrets, Concurrency: rs.opts.Concurrency,
 		Host:        Host{Services: rs.opts.Services, Child: rs.opts.Child, ChildServices: rs.opts.ChildServices},
 		CancelGrace: rs.opts.CancelGrace, Hard: rs.opts.Hard, Stack: chain,
-		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory, Instant: rs.opts.Instant,
+		Blobs: rs.opts.Blobs, Memory: rs.opts.Memory, Instant: rs.opts.Instant, DryRun: rs.opts.DryRun,
 	}
 	if rs.opts.ChildServices != nil {
 		services, release := rs.opts.ChildServices(w, in)
@@ -160,6 +160,12 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 	}
 	if runErr != nil {
 		return nil, node.Fail(node.CategoryInternal, "subworkflow", runErr)
+	}
+	if len(res.Open) > 0 {
+		// A dry run of the child stopped at tasks it did not call: what
+		// the child gives back is not known.
+		return nil, &node.Error{Code: codeOpen, Category: node.CategoryInternal, Permanent: true,
+			Message: fmt.Sprintf("child workflow %s: %d node(s) would run again", path, len(res.Open))}
 	}
 	rs.post(func() {
 		// The child's usage is already in the parent's budget; the

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -44,12 +45,21 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		durable.KillOrphans(hist)
 	}
+	j := r.resumeJob(ctx, claimed, w, hist)
+	j.resume = claimed
+	return r.execute(ctx, j, req.Options)
+}
+
+// resumeJob is what a resume of run executes, with the workflow w and the
+// run's steps of every generation: the same job for the resume and for
+// its plan (PlanResume), so the plan is what the resume does.
+func (r *Runner) resumeJob(ctx context.Context, run *store.Run, w *workflow.Workflow, hist []*store.Step) job {
 	reuse := durable.ForResume(hist)
 	// A parked run goes on after its signal or timer: its steps are kept,
 	// not cached.
 	reuse.Continue = engine.RunStatus(run.Status) == engine.RunWaiting
-	return r.execute(ctx, job{w: w, inputs: claimed.Inputs, trigger: claimed.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, claimed.Trigger), runID: claimed.ID,
-		resume: claimed, reuse: reuse, wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, claimed, hist)}, req.Options)
+	return job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger), runID: run.ID,
+		reuse: reuse, wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, run, hist)}
 }
 
 // prepareResume reads a run, its history and the workflow to resume it
@@ -114,30 +124,50 @@ func (r *Runner) workflowOf(run *store.Run, override string) (*workflow.Workflow
 	return r.Load(file)
 }
 
-// ResumePlan is what a resume would do with each node.
+// ResumePlan is what a resume would do with each step.
 type ResumePlan struct {
 	Run      *store.Run
 	File     string
 	Verdicts []durable.Verdict
 }
 
-// PlanResume shows what a resume of run id would reuse and run again, and
-// changes nothing.
-func (r *Runner) PlanResume(ctx context.Context, id, file string) (*ResumePlan, error) {
-	run, err := r.run(ctx, id)
+// PlanResume shows what a resume of req.RunID would reuse and run again,
+// and changes nothing: it plays the resume's job (resumeJob) as a dry run
+// (engine.Options.DryRun), so each step is hashed and offered for reuse
+// exactly as the resume will. Nodes that run again are not called (but
+// those without side effects: conditions, loops, data nodes); the
+// subworkflow nodes' child runs are planned the same way.
+func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan, error) {
+	run, err := r.run(ctx, req.RunID)
 	if err != nil {
 		return nil, err
 	}
-	w, hist, err := r.history(ctx, run, file)
+	w, hist, err := r.history(ctx, run, req.WorkflowFile)
 	if err != nil {
 		return nil, err
 	}
 	old, _ := r.storedWorkflow(ctx, run) // nil when the run was stored without it
-	plan, err := engine.NewPlan(w, r.cfg.Registry)
+	plan, err := r.plans.Get(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
-	return &ResumePlan{Run: run, File: w.File, Verdicts: durable.PlanResume(plan, old, hist)}, nil
+	j := r.resumeJob(ctx, run, w, hist)
+	if _, err := plan.StartNodes(j.trigger); err != nil {
+		return nil, usagef("%s: %v", w.File, err)
+	}
+	secrets, err := resolveSecrets(w, r.cfg.LookupEnv, req.SecretsFile)
+	if err != nil {
+		return nil, err
+	}
+	verdicts, err := r.runs().PlanResume(ctx, run, plan, old, hist, engine.Options{
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: r.redactor(secrets),
+		Host:  engine.Host{Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse},
+		Wakes: j.wakes, Spent: j.spent, Concurrency: req.Concurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &ResumePlan{Run: run, File: w.File, Verdicts: verdicts}, nil
 }
 
 // RerunRequest starts a new run with an earlier run's inputs, reusing the

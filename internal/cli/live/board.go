@@ -96,9 +96,9 @@ func (b *board) started(run *record.Run, resumed bool) []string {
 	return []string{b.st.dim.Render(fmt.Sprintf("▶ %s %s · %s", verb, run.ID, run.Workflow))}
 }
 
-// label names a step: its node, with the foreach item index (sq[2]), the
+// Label names a step: its node, with the foreach item index (sq[2]), the
 // loop pass (body (pass 3)) or, on a cycle, the visit (poll #2).
-func label(rec record.Step) string {
+func Label(rec record.Step) string {
 	if rec.Loop != nil {
 		if _, ok := rec.Loop["total"]; ok {
 			return fmt.Sprintf("%s[%v]", rec.Node, rec.Loop["index"])
@@ -116,7 +116,7 @@ func label(rec record.Step) string {
 func (b *board) get(k key, rec record.Step) *active {
 	a, ok := b.act[k]
 	if !ok {
-		a = &active{label: label(rec), typ: rec.Type, start: b.clk.Now()}
+		a = &active{label: Label(rec), typ: rec.Type, start: b.clk.Now()}
 		b.act[k] = a
 		b.order = append(b.order, k)
 	}
@@ -245,7 +245,7 @@ func (b *board) finished(rec record.Step) []string {
 	if rec.Attempts > 1 && (rec.Status == record.StatusSuccess || rec.Status == record.StatusFailed) {
 		tail = joinTail(tail, fmt.Sprintf("after %d attempts", rec.Attempts))
 	}
-	line := fmt.Sprintf("%s %s %s", mark, b.pad(label(rec), b.nodeW), st.dim.Render(b.pad(rec.Type, b.typeW)+" "+dur))
+	line := fmt.Sprintf("%s %s %s", mark, b.pad(Label(rec), b.nodeW), st.dim.Render(b.pad(rec.Type, b.typeW)+" "+dur))
 	if tail != "" {
 		c := st.dim
 		if rec.Status == record.StatusCancelled {
