@@ -2,8 +2,6 @@ package runner
 
 import (
 	"errors"
-	"slices"
-	"strings"
 
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/secrets"
@@ -24,34 +22,8 @@ func resolveSecrets(w *workflow.Workflow, getenv func(string) (string, bool), fi
 // secrets (secrets.Renderer).
 var secretRenderer = secrets.Renderer
 
-// redactor returns the Redactor of a run's secrets. Runs with the same
-// secret values share one (a Redactor does not change once made): a
-// served webhook's every run would otherwise build the same one again.
+// redactor returns the Redactor of a run's secrets, shared by runs with
+// the same secret values (redact.Cache).
 func (r *Runner) redactor(secrets map[string]string) *redact.Redactor {
-	if len(secrets) == 0 {
-		return nil
-	}
-	values := make([]string, 0, len(secrets))
-	for _, v := range secrets {
-		values = append(values, v)
-	}
-	slices.Sort(values)
-	key := strings.Join(values, "\x00")
-	r.redMu.Lock()
-	defer r.redMu.Unlock()
-	if red, ok := r.redactors[key]; ok {
-		return red
-	}
-	if len(r.redactors) >= maxRedactors {
-		clear(r.redactors)
-	}
-	red := redact.New(secrets)
-	if r.redactors == nil {
-		r.redactors = map[string]*redact.Redactor{}
-	}
-	r.redactors[key] = red
-	return red
+	return r.redactors.For(secrets)
 }
-
-// maxRedactors bounds the Redactors a Runner keeps.
-const maxRedactors = 64

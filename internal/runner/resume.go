@@ -45,19 +45,19 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if run.Owner.Host == "" || run.Owner.Host == r.host {
 		durable.KillOrphans(hist)
 	}
-	j := r.resumeJob(ctx, claimed, w, hist)
+	j := r.resumeJob(ctx, claimed, w, hist, engine.RunStatus(run.Status) == engine.RunWaiting)
 	j.resume = claimed
 	return r.execute(ctx, j, req.Options)
 }
 
 // resumeJob is what a resume of run executes, with the workflow w and the
 // run's steps of every generation: the same job for the resume and for
-// its plan (PlanResume), so the plan is what the resume does.
-func (r *Runner) resumeJob(ctx context.Context, run *store.Run, w *workflow.Workflow, hist []*store.Step) job {
+// its plan (PlanResume), so the plan is what the resume does. A parked
+// run (one that was waiting when claimed) goes on after its signal or
+// timer: its steps are kept, not cached.
+func (r *Runner) resumeJob(ctx context.Context, run *store.Run, w *workflow.Workflow, hist []*store.Step, parked bool) job {
 	reuse := durable.ForResume(hist)
-	// A parked run goes on after its signal or timer: its steps are kept,
-	// not cached.
-	reuse.Continue = engine.RunStatus(run.Status) == engine.RunWaiting
+	reuse.Continue = parked
 	return job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger), runID: run.ID,
 		reuse: reuse, wakes: durable.Wakes(hist), spent: r.spentBefore(ctx, run, hist)}
 }
@@ -151,7 +151,7 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
-	j := r.resumeJob(ctx, run, w, hist)
+	j := r.resumeJob(ctx, run, w, hist, engine.RunStatus(run.Status) == engine.RunWaiting)
 	if _, err := plan.StartNodes(j.trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}

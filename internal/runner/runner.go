@@ -87,8 +87,7 @@ type Runner struct {
 	// versions are the stored versions of the workflows run so far.
 	versions durable.Versions
 	// redactors are the Redactors of the secret values seen (redactor).
-	redMu     sync.Mutex
-	redactors map[string]*redact.Redactor
+	redactors redact.Cache
 	// plans are the plans of the workflows run.
 	plans engine.Plans
 	// queueOnce migrates the queue's tables once (pgStore).
