@@ -47,7 +47,7 @@ edges:
 
 	show := skein(t, "runs", "show", "--dir", skeinDir, id[1])
 	require.Equal(t, 0, show.code, show.stderr)
-	require.Regexp(t, `guess\s+shell\s+1\s+0\s+success · confidence 0\.40`, show.stdout)
+	require.Regexp(t, `guess\s+shell\s+1\s+0\s+✓ success · confidence 0\.40`, show.stdout)
 
 	// The run document has them, as schema/run.schema.json describes.
 	js := skein(t, "runs", "show", "--dir", skeinDir, "-o", "json", id[1])

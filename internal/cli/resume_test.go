@@ -286,7 +286,7 @@ edges:
 	require.Equal(t, 1, second.code, second.stderr) // the gate is still closed
 	cached, ran := decode(t, second).cached()
 	require.Equal(t, []string{"body", "check", "body"}, cached, "the plan's reused steps")
-	require.Equal(t, []string{"l", "end", "check", "end", "body", "check", "end", "after"}, ran)
+	require.Equal(t, []string{"l", "after", "end", "check", "end", "body", "check", "end"}, ran, "in step_order: the node after the loop is planned before the passes")
 
 	// Only the gate failed: the plan reuses every pass and the node after
 	// the loop, and so does the resume.
@@ -303,7 +303,7 @@ edges:
 	third := skein(t, "resume", "--output", "json", "--dir", sk, id)
 	require.Equal(t, 0, third.code, third.stderr)
 	cached, _ = decode(t, third).cached()
-	require.Equal(t, []string{"body", "check", "body", "check", "body", "check", "after"}, cached)
+	require.Equal(t, []string{"after", "body", "check", "body", "check", "body", "check"}, cached, "in step_order")
 }
 
 // TestResumePlanInForEachAndChildRuns: the plan names a foreach item's
@@ -408,6 +408,19 @@ edges:
 	second := skein(t, "resume", "--output", "json", "--dir", sk, id)
 	require.Equal(t, 4, second.code, second.stderr)
 	cached, ran := decode(t, second).cached()
-	require.Equal(t, []string{"draft", "approval"}, cached)
-	require.Empty(t, ran)
+	require.Empty(t, cached, "a waiting run goes on: its steps are kept as they were, not cached")
+	require.Equal(t, []string{"draft"}, ran, "draft stays a success")
+	var again map[string]any
+	require.NoError(t, jsonUnmarshal(second.stdout, &again))
+	startedAt := func(doc map[string]any, node string) any {
+		for _, s := range doc["steps"].([]any) {
+			if s := s.(map[string]any); s["node"] == node {
+				return s["started_at"]
+			}
+		}
+		return nil
+	}
+	require.NotNil(t, startedAt(doc, "draft"))
+	require.Equal(t, startedAt(doc, "draft"), startedAt(again, "draft"),
+		"draft did not run again, as the plan said: it keeps the time it ran at")
 }

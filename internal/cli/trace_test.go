@@ -162,7 +162,7 @@ func TestRunTraceNodesWritesNodeFiles(t *testing.T) {
 	no := readNodeRun(t, dir, "no")
 	require.Equal(t, "skipped", no.Status, "the branch not taken")
 	require.Len(t, no.Visits, 1)
-	require.Equal(t, "dead_path", no.Visits[0].SkipReason)
+	require.Equal(t, "branch_not_taken", no.Visits[0].SkipReason)
 	require.Empty(t, no.StartedAt)
 	require.Empty(t, readEvents(t, filepath.Join(dir, "no", "events.jsonl")), "a skipped node did not start")
 

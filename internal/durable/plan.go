@@ -85,7 +85,10 @@ func (dr DryRun) verdicts() []Verdict {
 	}
 	for _, s := range steps {
 		pn := byID[s.Node]
-		if pn == nil {
+		// A step still pending was planned but not reached: the dry run
+		// stopped before it, at a step that runs again, whose depends
+		// verdicts cover it.
+		if pn == nil || s.Status == engine.StatusPending {
 			continue
 		}
 		seen[pn.Index] = true

@@ -151,7 +151,10 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
-	j := r.resumeJob(ctx, run, w, hist, engine.RunStatus(run.Status) == engine.RunWaiting)
+	// Planned as a resume, not as a parked run going on, so that a step
+	// the resume takes over reads as reused (cached) whether it will be
+	// kept or cached.
+	j := r.resumeJob(ctx, run, w, hist, false)
 	if _, err := plan.StartNodes(j.trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
