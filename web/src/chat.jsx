@@ -75,7 +75,23 @@ export function ChatPage({ name }) {
       </ol>
       <form onSubmit={send}>
         <label for="chat-msg">Message</label>
-        <textarea id="chat-msg" rows="2" value={text} onInput={(e) => setText(e.currentTarget.value)} />
+        <textarea
+          id="chat-msg"
+          rows="2"
+          value={text}
+          aria-describedby="chat-keys"
+          onInput={(e) => setText(e.currentTarget.value)}
+          onKeyDown={(e) => {
+            // Enter sends; Shift+Enter (and Enter while an IME composes) breaks the line.
+            if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+              e.preventDefault();
+              if (!busy) e.currentTarget.form.requestSubmit();
+            }
+          }}
+        />
+        <span id="chat-keys" class="muted">
+          Enter sends, Shift+Enter breaks the line.
+        </span>
         <button type="submit" class="primary" disabled={busy}>
           {busy ? "Waiting for the reply…" : "Send"}
         </button>

@@ -139,6 +139,7 @@ function Timeline({ events }) {
       {events.map((ev) => (
         <li key={ev.seq} class={`ev ev-${ev.type}`} data-type={ev.type}>
           <span class="t">{clock(ev.time)}</span> <span class="type">{ev.type}</span>
+          {ev.node ? <span class="node"> {ev.node}</span> : null}
           {ev.visit ? <span class="muted"> #{ev.visit}</span> : null} <span class="data">{eventSummary(ev)}</span>
         </li>
       ))}
@@ -154,8 +155,10 @@ function ErrorView({ error }) {
   return (
     <div class="err" role="group" aria-label="error">
       <p>
+        {error.code ? <code class="code">{error.code}</code> : null}
+        {error.node ? <span class="err-node"> in node {error.node}</span> : null}
+        {error.code || error.node ? ": " : null}
         <strong>{error.message}</strong>
-        {error.code ? <span class="muted"> · {error.code}</span> : null}
         {error.category ? <span class="muted"> · {error.category}</span> : null}
       </p>
       {stderr ? (
@@ -165,6 +168,35 @@ function ErrorView({ error }) {
         </>
       ) : null}
       {Object.keys(rest).length ? <JsonTree value={rest} label="error details" /> : null}
+    </div>
+  );
+}
+
+// RunSummary leads a run's page: what went in, and what came out — the
+// outputs, or the run's error (its code, node and message).
+function RunSummary({ run }) {
+  const inputs = run.inputs && Object.keys(run.inputs).length ? run.inputs : null;
+  return (
+    <div class="run-summary">
+      <section class="run-inputs" aria-labelledby="run-in-h">
+        <h2 id="run-in-h">Inputs</h2>
+        {inputs ? <JsonTree value={inputs} label="run inputs" /> : <p class="muted">No inputs.</p>}
+      </section>
+      {run.error ? (
+        <section class="run-error" aria-labelledby="run-err-h">
+          <h2 id="run-err-h">Error</h2>
+          <ErrorView error={run.error} />
+        </section>
+      ) : (
+        <section class="run-outputs" aria-labelledby="run-out-h">
+          <h2 id="run-out-h">Outputs</h2>
+          {run.outputs && Object.keys(run.outputs).length ? (
+            <JsonTree value={run.outputs} label="run outputs" />
+          ) : (
+            <p class="muted">{LIVE.has(run.status) ? `None yet: the run is ${run.status}.` : "No outputs."}</p>
+          )}
+        </section>
+      )}
     </div>
   );
 }
@@ -518,11 +550,7 @@ export function RunPage({ id, session }) {
             {note}
           </p>
         ) : null}
-        {run.error ? (
-          <div class="run-error">
-            <ErrorView error={run.error} />
-          </div>
-        ) : null}
+        <RunSummary run={run} />
         <VerdictBar verdict={run.verdict} />
         {awaiting.length && canRun && !awaiting.includes(selected) ? (
           <p class="hint">
