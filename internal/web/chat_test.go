@@ -1,9 +1,12 @@
 package web_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -91,4 +94,46 @@ edges:
 	release()
 	until(t, ctx, `document.querySelector('g.node[data-node="answer"][data-status="success"]') && !document.querySelector("pre.streaming")`)
 	until(t, ctx, `document.querySelector('section.panel').textContent.includes("`+reply+`")`)
+}
+
+// TestChatKeys: in the chat box Enter sends the message and Shift+Enter
+// breaks the line.
+func TestChatKeys(t *testing.T) {
+	t.Parallel()
+	s := serve(t, nil)
+	ctx := browser(t)
+	s.signIn(ctx)
+	do(t, ctx, chromedp.Navigate(s.url+"/#/chat/chat"), chromedp.WaitVisible("#chat-msg"))
+	require.Contains(t, eval[string](t, ctx, `document.querySelector("section.chat form").innerText`), "Enter sends, Shift+Enter breaks the line.")
+	do(t, ctx,
+		chromedp.Focus("#chat-msg"),
+		chromedp.KeyEvent("first"),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierShift)),
+		chromedp.KeyEvent("second"),
+	)
+	require.Equal(t, "first\nsecond", eval[string](t, ctx, `document.querySelector("#chat-msg").value`), "Shift+Enter breaks the line")
+	require.Zero(t, eval[int](t, ctx, `document.querySelectorAll(".msg").length`), "nothing is sent yet")
+
+	do(t, ctx, pressEnter())
+	until(t, ctx, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("you said first\nsecond; before: "))`)
+	require.Equal(t, "first\nsecond", eval[string](t, ctx, `document.querySelector(".msg.user").lastChild.textContent`))
+	require.Equal(t, "", eval[string](t, ctx, `document.querySelector("#chat-msg").value`), "the box is emptied")
+}
+
+// pressEnter presses Enter as a keyboard does: a keyDown that carries
+// its text, so that a page that prevents the keydown's default inserts
+// no line break (chromedp.KeyEvent sends the text as a separate char
+// event, which no handler can prevent).
+func pressEnter() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tab *chromedp.Target) error {
+		key := input.DispatchKeyEventParams{Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
+		down := key
+		down.Type, down.Text, down.UnmodifiedText = input.DispatchKeyEventTypeKeyDown, "\r", "\r"
+		if _, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, down); err != nil {
+			return err
+		}
+		key.Type = input.DispatchKeyEventTypeKeyUp
+		_, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, key)
+		return err
+	})
 }
