@@ -30,7 +30,7 @@ func TestRunSummary(t *testing.T) {
 	ctx := browser(t)
 	s.signIn(ctx)
 
-	ok := s.api("POST", "/api/workflows/hello/runs?wait=30s", map[string]any{"inputs": map[string]any{"who": "Ada", "times": 2}})["execution_id"].(string)
+	ok := s.api("POST", "/api/workflows/hello/runs", map[string]any{"inputs": map[string]any{"who": "Ada", "times": 2}})["execution_id"].(string)
 	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+ok))
 	until(t, ctx, `document.querySelector('section.run[data-status="completed"] .run-outputs')`)
 	require.Equal(t, "completed", eval[string](t, ctx, `document.querySelector(".run-head h1 .pill").textContent`))
@@ -47,7 +47,7 @@ func TestRunSummary(t *testing.T) {
 	require.Contains(t, events, `node_started start #1`, "the event list: %q", events)
 
 	// A failed run: its error in place of its outputs.
-	bad := s.api("POST", "/api/workflows/broken/runs?wait=30s", map[string]any{})["execution_id"].(string)
+	bad := s.api("POST", "/api/workflows/broken/runs", map[string]any{})["execution_id"].(string)
 	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+bad))
 	until(t, ctx, `document.querySelector('section.run[data-status="failed"] .run-summary .run-error')`)
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector(".run-outputs")`), "a failed run shows its error, not outputs")

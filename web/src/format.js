@@ -39,3 +39,14 @@ export function elapsed(started, finished, ms) {
 }
 
 export const LIVE = new Set(["pending", "running", "waiting"]);
+
+// count is a whole number as the runs list shows it: 0, 1,234.
+export function count(n) {
+  return Math.round(n || 0).toLocaleString("en-US");
+}
+
+// usd is a cost as the runs list shows it: $0.00, $0.0042, $1.25.
+export function usd(v) {
+  const x = v || 0;
+  return `$${x.toFixed(x > 0 && x < 0.01 ? 4 : 2)}`;
+}

@@ -2,7 +2,7 @@
 // the API's cursor, refreshed every two seconds while the page is shown.
 import { useEffect, useState } from "preact/hooks";
 import { api } from "./api.js";
-import { cost, duration, elapsed, time, tokens } from "./format.js";
+import { count, duration, elapsed, time, usd } from "./format.js";
 
 const STATUSES = ["pending", "running", "waiting", "completed", "failed", "cancelled", "interrupted"];
 const REFRESH_MS = 2000;
@@ -91,8 +91,8 @@ export function RunsPage({ query }) {
               <th scope="col">Trigger</th>
               <th scope="col">Started</th>
               <th scope="col">Duration</th>
-              <th scope="col">Tokens</th>
-              <th scope="col">Cost</th>
+              <th scope="col" class="num">Tokens</th>
+              <th scope="col" class="num">Cost</th>
               <th scope="col">Verdict</th>
             </tr>
           </thead>
@@ -109,8 +109,8 @@ export function RunsPage({ query }) {
                 <td>{r.trigger || ""}</td>
                 <td>{time(r.started_at)}</td>
                 <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms))}</td>
-                <td>{tokens(r.tokens)}</td>
-                <td>{cost(r.cost_usd)}</td>
+                <td class="num tokens">{count(r.tokens)}</td>
+                <td class="num cost">{usd(r.cost_usd)}</td>
                 <td class="verdict-cell" data-verdict={r.verdict || ""}>{r.verdict || ""}</td>
               </tr>
             ))}
