@@ -4,10 +4,18 @@
 // handle is its label; the branch a control node took is marked.
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
 import { memo } from "preact/compat";
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { cost, duration, tokens } from "./format.js";
 
 const NODE_W = 176;
 const NODE_H = 62;
+
+// The pane a graph is drawn in is at most MAX_H pixels high; zoom goes
+// from MIN_ZOOM to MAX_ZOOM, ZOOM_STEP a button press.
+const MAX_H = 620;
+const MIN_ZOOM = 0.1;
+const MAX_ZOOM = 4;
+const ZOOM_STEP = 1.25;
 
 // layout places the graph's nodes and routes its edges.
 export function layout(graph) {
@@ -100,19 +108,102 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
   );
 });
 
-// Graph draws the graph. states: node id → {status, visits, duration,
-// tokens, cost, cached, pinned}; taken: node id → the handles it chose.
+// fitView is the view that shows the whole graph in a pane of width w:
+// the graph at its size when it fits, else scaled down to fit.
+function fitView(lay, w) {
+  const h = Math.min(lay.height, MAX_H);
+  const k = Math.min(1, w > 0 ? w / lay.width : 1, h / lay.height);
+  return { k, x: 0, y: 0 };
+}
+
+const clampZoom = (k) => Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, k));
+
+// Graph draws the graph in a pane that fits it on open; the wheel and
+// the buttons zoom, dragging the background pans. states: node id →
+// {status, visits, duration, tokens, cost, cached, pinned}; taken: node
+// id → the handles it chose.
 export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onSelect, label }) {
   const select = onSelect || (() => {});
+  const wrap = useRef(null);
+  const [width, setWidth] = useState(0);
+  const [view, setView] = useState(null); // {k, x, y}: scale, then the graph point at the pane's top left
+  const drag = useRef(null);
+
+  useLayoutEffect(() => {
+    const el = wrap.current;
+    const measure = () => setWidth(el.clientWidth);
+    measure();
+    const ro = new ResizeObserver(measure);
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, []);
+  // A new graph opens fitted.
+  useEffect(() => setView(null), [lay]);
+
+  const fit = fitView(lay, width);
+  const height = Math.max(80, Math.ceil(lay.height * fit.k));
+  const v = view || fit;
+  // zoomAt scales by f around the pane's point (px, py).
+  const zoomAt = (f, px, py) =>
+    setView((cur) => {
+      const c = cur || fit;
+      const k = clampZoom(c.k * f);
+      return { k, x: c.x + px / c.k - px / k, y: c.y + py / c.k - py / k };
+    });
+
+  useEffect(() => {
+    const el = wrap.current.querySelector("svg");
+    const wheel = (ev) => {
+      ev.preventDefault();
+      const r = el.getBoundingClientRect();
+      zoomAt(ev.deltaY < 0 ? 1.1 : 1 / 1.1, ev.clientX - r.left, ev.clientY - r.top);
+    };
+    el.addEventListener("wheel", wheel, { passive: false });
+    return () => el.removeEventListener("wheel", wheel);
+  });
+
+  const down = (ev) => {
+    if (ev.button !== 0 || ev.target.closest("g.node")) return;
+    drag.current = { x: ev.clientX, y: ev.clientY, v };
+    ev.currentTarget.setPointerCapture(ev.pointerId);
+  };
+  const move = (ev) => {
+    const d = drag.current;
+    if (!d) return;
+    setView({ k: d.v.k, x: d.v.x - (ev.clientX - d.x) / d.v.k, y: d.v.y - (ev.clientY - d.y) / d.v.k });
+  };
+  const up = () => {
+    drag.current = null;
+  };
+
   return (
-    <div class="graph-wrap">
+    <div class="graph-wrap" ref={wrap}>
+      <div class="zoom" role="toolbar" aria-label="Zoom">
+        <button type="button" aria-label="Zoom in" title="Zoom in" onClick={() => zoomAt(ZOOM_STEP, width / 2, height / 2)}>
+          +
+        </button>
+        <button type="button" aria-label="Zoom out" title="Zoom out" onClick={() => zoomAt(1 / ZOOM_STEP, width / 2, height / 2)}>
+          −
+        </button>
+        <button type="button" onClick={() => setView(null)}>
+          Fit
+        </button>
+        <span class="zoom-level" aria-live="polite">
+          {Math.round(v.k * 100)}%
+        </span>
+      </div>
       <svg
-        class="graph"
-        width={lay.width}
-        height={lay.height}
-        viewBox={`0 0 ${lay.width} ${lay.height}`}
+        class={`graph${drag.current ? " panning" : ""}`}
+        width="100%"
+        height={height}
+        viewBox={`${v.x} ${v.y} ${width > 0 ? width / v.k : lay.width} ${height / v.k}`}
+        preserveAspectRatio="xMinYMin meet"
         role="group"
         aria-label={label || "workflow graph"}
+        onPointerDown={down}
+        onPointerMove={move}
+        onPointerUp={up}
+        onPointerCancel={up}
       >
         <defs>
           <marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse">
