@@ -2,14 +2,53 @@
 // from its inputs that starts a run and opens it.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "./api.js";
+import { time } from "./format.js";
 import { Graph, layout } from "./graph.jsx";
 import { may } from "./run.jsx";
+import { StatusPill } from "./runs.jsx";
+
+// lastRuns reads each workflow's newest run: name → run, or null.
+async function lastRuns(names) {
+  const runs = await Promise.all(
+    names.map((n) =>
+      api("GET", `/api/runs?${new URLSearchParams({ workflow: n, limit: "1" })}`).then(
+        (d) => d.runs[0] || null,
+        () => null,
+      ),
+    ),
+  );
+  return Object.fromEntries(names.map((n, i) => [n, runs[i]]));
+}
+
+// nextFires is, per workflow, the earliest next fire of its schedules.
+async function nextFires() {
+  const out = {};
+  const d = await api("GET", "/api/schedules");
+  for (const s of d.schedules) {
+    if (s.next_fire && (!out[s.workflow] || new Date(s.next_fire) < new Date(out[s.workflow]))) out[s.workflow] = s.next_fire;
+  }
+  return out;
+}
 
 export function WorkflowsPage() {
   const [list, setList] = useState(null);
   const [error, setError] = useState("");
+  const [last, setLast] = useState({});
+  const [next, setNext] = useState({});
   useEffect(() => {
-    api("GET", "/api/workflows").then(setList, (e) => setError(e.message));
+    let stop = false;
+    api("GET", "/api/workflows").then(
+      (l) => {
+        if (stop) return;
+        setList(l);
+        lastRuns(l.workflows.map((w) => w.name)).then((r) => !stop && setLast(r));
+        nextFires().then((n) => !stop && setNext(n), () => {});
+      },
+      (e) => setError(e.message),
+    );
+    return () => {
+      stop = true;
+    };
   }, []);
   return (
     <section aria-labelledby="wf-h">
@@ -25,6 +64,8 @@ export function WorkflowsPage() {
               <th scope="col">Description</th>
               <th scope="col">Triggers</th>
               <th scope="col">Inputs</th>
+              <th scope="col">Last run</th>
+              <th scope="col">Next fire</th>
             </tr>
           </thead>
           <tbody>
@@ -36,6 +77,19 @@ export function WorkflowsPage() {
                 <td>{w.description || ""}</td>
                 <td>{w.triggers.map((t) => t.type).join(", ")}</td>
                 <td>{w.inputs.map((i) => i.name).join(", ")}</td>
+                <td class="last-run">
+                  {last[w.name] ? (
+                    <>
+                      <StatusPill status={last[w.name].status} />{" "}
+                      <a href={`#/runs/${last[w.name].execution_id}`}>{time(last[w.name].started_at)}</a>
+                    </>
+                  ) : last[w.name] === null ? (
+                    <span class="muted">never</span>
+                  ) : null}
+                </td>
+                <td class="next-fire" data-next={next[w.name] || ""}>
+                  {next[w.name] ? time(next[w.name]) : ""}
+                </td>
               </tr>
             ))}
           </tbody>
