@@ -10,8 +10,9 @@ import (
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 )
 
-// TestRunsListNumbers: the runs list shows each run's tokens and cost as
-// numbers — a run that used no model 0 and $0.00.
+// TestRunsListNumbers: the runs list shows each run's trigger by its kind
+// (manual, chat), and its tokens and cost as numbers — a run that used no
+// model 0 and $0.00.
 func TestRunsListNumbers(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
@@ -26,6 +27,15 @@ nodes:
   - {id: answer, type: llm, prompt: "write"}
 edges:
   - {from: start, to: answer}
+`, "talk.yaml": `version: 1
+name: talk
+nodes:
+  - {id: hi, type: trigger.chat}
+  - {id: answer, type: template, text: "you said {{ hi.message }}"}
+edges:
+  - {from: hi, to: answer}
+outputs:
+  reply: "{{ answer.text }}"
 `})
 	ctx := browser(t)
 	s.signIn(ctx)
@@ -39,4 +49,13 @@ edges:
 	}
 	require.Equal(t, []string{"15,456", "$0.01"}, cells(asked), "tokens and cost of a run that used a model")
 	require.Equal(t, []string{"0", "$0.00"}, cells(plain), "tokens and cost of a run that used none")
+
+	chat := s.api("POST", "/api/chat/talk", map[string]any{"message": "hello"})["execution_id"].(string)
+	until(t, ctx, `!!document.querySelector('tr[data-run="`+chat+`"]')`)
+	trigger := func(id string) string {
+		return eval[string](t, ctx, `document.querySelector('tr[data-run="`+id+`"] td.trigger').textContent`)
+	}
+	require.Equal(t, "manual", trigger(plain), "a run started at a trigger.manual node")
+	require.Equal(t, "manual", trigger(asked))
+	require.Equal(t, "chat", trigger(chat), "a run of a trigger.chat node")
 }

@@ -11,8 +11,19 @@ export function StatusPill({ status }) {
   return <span class={`pill s-${status}`}>{status}</span>;
 }
 
+// triggerKind is the kind of trigger that started a run — manual,
+// webhook, schedule, chat — from the type of its trigger node in the
+// served workflow (a run that names none started at the workflow's only
+// trigger); else the trigger node's id, if the run names one.
+function triggerKind(r, triggers) {
+  const of = triggers[r.workflow] || [];
+  const t = r.trigger ? of.find((x) => x.id === r.trigger) : of.length === 1 ? of[0] : null;
+  return t ? t.type.replace(/^trigger\./, "") : r.trigger || "";
+}
+
 export function RunsPage({ query }) {
   const [workflows, setWorkflows] = useState([]);
+  const [triggers, setTriggers] = useState({});
   const [workflow, setWorkflow] = useState(query.get("workflow") || "");
   const [status, setStatus] = useState(query.get("status") || "");
   const [cursors, setCursors] = useState([""]); // the cursor of each page up to this one
@@ -20,7 +31,13 @@ export function RunsPage({ query }) {
   const [error, setError] = useState("");
 
   useEffect(() => {
-    api("GET", "/api/workflows").then((d) => setWorkflows(d.workflows.map((w) => w.name)), () => {});
+    api("GET", "/api/workflows").then(
+      (d) => {
+        setWorkflows(d.workflows.map((w) => w.name));
+        setTriggers(Object.fromEntries(d.workflows.map((w) => [w.name, w.triggers])));
+      },
+      () => {},
+    );
   }, []);
 
   const cursor = cursors[cursors.length - 1];
@@ -106,7 +123,7 @@ export function RunsPage({ query }) {
                 <td>
                   <StatusPill status={r.status} />
                 </td>
-                <td>{r.trigger || ""}</td>
+                <td class="trigger">{triggerKind(r, triggers)}</td>
                 <td>{time(r.started_at)}</td>
                 <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms))}</td>
                 <td class="num tokens">{count(r.tokens)}</td>
