@@ -151,9 +151,8 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}
 	}
-	// Planned as a resume, not as a parked run going on, so that a step
-	// the resume takes over reads as reused (cached) whether it will be
-	// kept or cached.
+	// Planned as a resume: a step it takes over reads as reused (cached),
+	// whether a parked run's going on will keep it or a resume cache it.
 	j := r.resumeJob(ctx, run, w, hist, false)
 	if _, err := plan.StartNodes(j.trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)

@@ -57,10 +57,13 @@ func TestLiveRun(t *testing.T) {
 	require.Equal(t, []string{"pending", "running", "success"}, seen["slow"], "the slow node's badge, in order")
 	for _, n := range []string{"decide", "tick", "call"} {
 		// Quick nodes may start and end between two frames: their badges
-		// never go back.
+		// never go back, but for a loop's body, whose badge starts over
+		// with each pass (tick runs twice).
 		require.Subset(t, []string{"pending", "running", "success"}, seen[n], n)
 		require.Equal(t, "success", seen[n][len(seen[n])-1], n)
-		require.True(t, sortedBy(seen[n], []string{"pending", "running", "success"}), "%s went %v", n, seen[n])
+		if n != "tick" {
+			require.True(t, sortedBy(seen[n], []string{"pending", "running", "success"}), "%s went %v", n, seen[n])
+		}
 	}
 	// The signal resumed the parked run: approve's step carries on from the
 	// recorded one.
