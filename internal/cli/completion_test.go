@@ -111,6 +111,9 @@ func TestCompletionOffersTheRunsACommandTakes(t *testing.T) {
 	failed := started(1, "testdata/fail.yaml")
 	completed := started(0, "../../examples/hello.yaml")
 	waiting := started(4, "../../examples/approval.yaml")
+	cancelled := started(4, "../../examples/approval.yaml")
+	r := skein(t, "cancel", "--dir", sk, cancelled)
+	require.Equal(t, 0, r.code, r.stderr)
 
 	offered := func(args ...string) []string {
 		t.Helper()
@@ -131,11 +134,11 @@ func TestCompletionOffersTheRunsACommandTakes(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"resume: not a completed run", []string{"resume"}, sorted(failed, waiting)},
+		{"resume: not a completed run", []string{"resume"}, sorted(failed, waiting, cancelled)},
 		{"cancel: a run that has not ended", []string{"cancel"}, sorted(waiting)},
 		{"signal: a run that waits", []string{"signal"}, sorted(waiting)},
-		{"runs show: every run", []string{"runs", "show"}, sorted(failed, completed, waiting)},
-		{"rerun: every run", []string{"rerun"}, sorted(failed, completed, waiting)},
+		{"runs show: every run", []string{"runs", "show"}, sorted(failed, completed, waiting, cancelled)},
+		{"rerun: every run", []string{"rerun"}, sorted(failed, completed, waiting, cancelled)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, offered(append(tc.args, "--dir", sk, "")...))
