@@ -23,10 +23,15 @@ RACE_PKGS ?= ./internal/...
 FUZZMINIMIZE ?= 1s
 FUZZ = $(GO) test -run='^$$' -fuzzminimizetime=$(FUZZMINIMIZE)
 
-.PHONY: build test race deps ci lint fuzz bench man web
+.PHONY: build install test race deps ci lint fuzz bench man web
 
 build:
 	$(GO) build -o skein ./cmd/skein
+
+# skein, installed where go install puts binaries: $(go env GOBIN), or
+# $(go env GOPATH)/bin when GOBIN is empty (~/go/bin by default).
+install:
+	$(GO) install ./cmd/skein
 
 # Man pages, one per command, generated from the commands' definitions.
 man:

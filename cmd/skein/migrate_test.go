@@ -3,7 +3,9 @@ package main_test
 import (
 	"context"
 	"database/sql"
+	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +23,16 @@ func TestMigrateCommand(t *testing.T) {
 	require.Equal(t, 0, first.code, first.stderr)
 	require.Contains(t, first.stdout, "applied 0001 init")
 	require.Contains(t, first.stdout, filepath.Join(dir, "skein.db")+" migrated from schema version 0 to")
+	// README shows skein migrate on Postgres: its schema version is this one.
+	latest := regexp.MustCompile(`migrated from schema version 0 to (\d+)\n`).FindStringSubmatch(first.stdout)
+	require.NotNil(t, latest, first.stdout)
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	shown := regexp.MustCompile(`migrated from schema version \d+ to (\d+)`).FindAllStringSubmatch(string(readme), -1)
+	require.NotEmpty(t, shown, "README shows skein migrate")
+	for _, m := range shown {
+		require.Equal(t, latest[1], m[1], "README's skein migrate reaches schema version %s; this skein's is %s", m[1], latest[1])
+	}
 	again := run(t, "migrate", "--dir", dir)
 	require.Equal(t, 0, again.code, again.stderr)
 	require.Contains(t, again.stdout, "is up to date")

@@ -114,6 +114,7 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		manCmd(e),
 	)
 	e.setCompletions(root)
+	setUsageErrors(root)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -123,7 +124,7 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 	if errors.As(err, &ee) {
 		code, cause = ee.code, ee.err
 	} else {
-		cause = &usageError{err.Error()}
+		cause = &usageError{msg: err.Error()}
 	}
 	var de *diagnosticsError
 	switch {
@@ -133,6 +134,10 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		}
 	case cause != nil:
 		fmt.Fprintln(stderr, "skein:", cause)
+		var ue *usageError
+		if errors.As(cause, &ue) && ue.cmd != nil {
+			printUsageHint(stderr, ue.cmd)
+		}
 	}
 	// With -o json a command that failed before printing its result
 	// prints the error as one JSON object, so stdout is never empty.

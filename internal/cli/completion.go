@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,22 +21,34 @@ import (
 // completionRuns is how many of the newest runs are offered for a run id.
 const completionRuns = 500
 
+// runsAccepted are the statuses of the runs a command takes, by command
+// path, for the commands that refuse some runs: resume refuses a completed
+// run and one a live process runs, cancel one that ended, signal one that
+// does not wait. Other commands take every run.
+var runsAccepted = map[string][]string{
+	"skein resume": {"failed", "cancelled", string(runner.StatusInterrupted), "waiting"},
+	"skein cancel": {"pending", "running", "waiting", string(runner.StatusInterrupted)},
+	"skein signal": {"waiting"},
+}
+
 // completeRunID completes a command's RUN_ID argument with the ids of the
-// runs in its --dir folder, newest first, each described by its workflow,
-// status and start.
+// runs in its --dir folder that the command takes, newest first, each
+// described by its workflow, status and start.
 func (e *env) completeRunID(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) > 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return e.runIDs(cmd, toComplete)
+	return e.runIDs(cmd, toComplete, runsAccepted[cmd.CommandPath()])
 }
 
 // completeRunIDFlag completes a flag whose value is a run id.
 func (e *env) completeRunIDFlag(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return e.runIDs(cmd, toComplete)
+	return e.runIDs(cmd, toComplete, nil)
 }
 
-func (e *env) runIDs(cmd *cobra.Command, prefix string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// runIDs offers the runs whose id begins with prefix and, unless statuses
+// is empty, whose status is one of them.
+func (e *env) runIDs(cmd *cobra.Command, prefix string, statuses []string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if e.applyDefaults(cmd) != nil {
 		return nil, cobra.ShellCompDirectiveError
 	}
@@ -54,7 +67,7 @@ func (e *env) runIDs(cmd *cobra.Command, prefix string) ([]cobra.Completion, cob
 	}
 	var out []cobra.Completion
 	for _, run := range runs {
-		if strings.HasPrefix(run.ID, prefix) {
+		if strings.HasPrefix(run.ID, prefix) && (len(statuses) == 0 || slices.Contains(statuses, string(run.Status))) {
 			out = append(out, cobra.CompletionWithDesc(run.ID, fmt.Sprintf("%s %s %s", run.Workflow, run.Status, run.StartedAt.Local().Format("2006-01-02 15:04"))))
 		}
 	}

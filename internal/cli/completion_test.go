@@ -3,6 +3,7 @@ package cli_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -44,11 +45,16 @@ func TestDynamicCompletion(t *testing.T) {
 		return lines[:len(lines)-1], lines[len(lines)-1]
 	}
 
-	for _, cmd := range [][]string{{"runs", "show"}, {"runs", "events"}, {"runs", "verdict"}, {"check"}, {"resume"}, {"rerun"}, {"cancel"}} {
+	for _, cmd := range [][]string{{"runs", "show"}, {"runs", "events"}, {"runs", "verdict"}, {"check"}, {"resume"}, {"rerun"}} {
 		got, directive := complete(append(cmd, "--dir", sk, id[:3])...)
 		require.Len(t, got, 1, "%v", cmd)
 		require.True(t, strings.HasPrefix(got[0], id+"\tfail failed "), "%v: %q", cmd, got[0])
 		require.Equal(t, ":36", directive, "no files, in the order given (%v)", cmd)
+	}
+	for _, cmd := range []string{"cancel", "signal"} {
+		got, directive := complete(cmd, "--dir", sk, id[:3])
+		require.Empty(t, got, "%s does not take a failed run", cmd)
+		require.Equal(t, ":36", directive)
 	}
 	got, _ := complete("runs", "show", "--dir", sk, "zz")
 	require.Empty(t, got, "no run begins with zz")
@@ -88,4 +94,54 @@ func TestManPages(t *testing.T) {
 
 	h := skein(t, "--help")
 	require.NotContains(t, h.stdout, "man ")
+}
+
+// TestCompletionOffersTheRunsACommandTakes: resume offers the runs it can
+// resume (not a completed one), cancel the runs that have not ended, signal
+// the runs that wait.
+func TestCompletionOffersTheRunsACommandTakes(t *testing.T) {
+	t.Parallel()
+	sk := filepath.Join(t.TempDir(), ".skein")
+	started := func(code int, args ...string) string {
+		t.Helper()
+		r := skein(t, append([]string{"run", "--dir", sk, "-o", "json"}, args...)...)
+		require.Equal(t, code, r.code, r.stderr)
+		return decode(t, r).ID
+	}
+	failed := started(1, "testdata/fail.yaml")
+	completed := started(0, "../../examples/hello.yaml")
+	waiting := started(4, "../../examples/approval.yaml")
+	cancelled := started(4, "../../examples/approval.yaml")
+	r := skein(t, "cancel", "--dir", sk, cancelled)
+	require.Equal(t, 0, r.code, r.stderr)
+
+	offered := func(args ...string) []string {
+		t.Helper()
+		r := skein(t, append([]string{"__complete"}, args...)...)
+		require.Equal(t, 0, r.code, r.stderr)
+		var ids []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if id, _, ok := strings.Cut(l, "\t"); ok {
+				ids = append(ids, id)
+			}
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	sorted := func(ids ...string) []string { slices.Sort(ids); return ids }
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"resume: not a completed run", []string{"resume"}, sorted(failed, waiting, cancelled)},
+		{"cancel: a run that has not ended", []string{"cancel"}, sorted(waiting)},
+		{"signal: a run that waits", []string{"signal"}, sorted(waiting)},
+		{"runs show: every run", []string{"runs", "show"}, sorted(failed, completed, waiting, cancelled)},
+		{"rerun: every run", []string{"rerun"}, sorted(failed, completed, waiting, cancelled)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, offered(append(tc.args, "--dir", sk, "")...))
+		})
+	}
 }

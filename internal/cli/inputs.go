@@ -7,16 +7,23 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/skeinhq/skein/workflow"
 )
 
 // usageError is a problem with how skein was called (exit 2).
-type usageError struct{ msg string }
+type usageError struct {
+	msg string
+	// cmd, when set, is the command whose arguments or flags were wrong:
+	// its usage line and a pointer to its --help follow the message.
+	cmd *cobra.Command
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
-	return exit(ExitInvalid, &usageError{fmt.Sprintf(format, args...)})
+	return exit(ExitInvalid, &usageError{msg: fmt.Sprintf(format, args...)})
 }
 
 // resolveInputs merges --input-file and -i pairs, converts text values to

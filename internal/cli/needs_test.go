@@ -57,7 +57,10 @@ func TestExamplesSayWhatTheyNeed(t *testing.T) {
 		m, err := filepath.Glob(pat)
 		require.NoError(t, err)
 		for _, f := range m {
-			if !strings.HasSuffix(f, ".test.yaml") { // a workflow's tests, not a workflow
+			switch {
+			case strings.HasSuffix(f, ".test.yaml"): // a workflow's tests, not a workflow
+			case filepath.ToSlash(f) == "../../examples/tour/flow.yaml": // wrong on purpose: the README's skein validate
+			default:
 				files = append(files, f)
 			}
 		}

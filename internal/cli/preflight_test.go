@@ -18,8 +18,8 @@ func TestValidateReportsWhatARunHereLacks(t *testing.T) {
 	file, err := filepath.Abs("testdata/preflight/ready.yaml")
 	require.NoError(t, err)
 	const f = "testdata/preflight/ready.yaml"
-	noModel := f + `:10:6: warning: nodes ask, helper cannot call a model here: llm "default": no model: set model: in llm.default or SKEIN_LLM_MODEL (node ask)`
-	noJudge := f + `:12:6: warning: node say cannot call a model here: llm "judge": no model: set model: in llm.judge or SKEIN_LLM_MODEL (node say)`
+	noModel := f + `:10:6: warning: nodes ask, helper cannot call a model here: llm "default": no model: set model: in llm.default or SKEIN_LLM_MODEL, or OPENAI_API_KEY alone for OpenAI's gpt-4.1-mini (node ask)`
+	noJudge := f + `:12:6: warning: node say cannot call a model here: llm "judge": no model: set model: in llm.judge or SKEIN_LLM_MODEL, or OPENAI_API_KEY alone for OpenAI's gpt-4.1-mini (node say)`
 	secrets := []string{
 		f + ":3:1: warning: secret API_TOKEN is not set here: export SKEIN_SECRET_API_TOKEN (or API_TOKEN), or put it in a --secrets-file",
 		f + ":3:1: warning: secret DB_PASSWORD is not set here: export SKEIN_SECRET_DB_PASSWORD (or DB_PASSWORD), or put it in a --secrets-file",

@@ -31,20 +31,21 @@ import (
 // line ending in \ goes on with the next), the lines after one are what it
 // prints, stdout and stderr together.
 //
-// Each block runs in a folder of its own holding a copy of examples/ and
-// of testdata/transcripts/ (whose flows/ is what skein serve serves), in
-// one bash, so variables and `echo $?` work as in a terminal. The skein
-// built from this tree is first on PATH; the environment has NO_COLOR=1,
+// Each block runs in a folder of its own that stands for the repository's
+// root: it holds a copy of examples/ (the tour's own files are in
+// examples/tour/), and nothing else. It runs in one bash, so variables and
+// `echo $?` work as in a terminal. The skein that `make install` builds
+// from this tree is first on PATH; the environment has NO_COLOR=1,
 // TERM=dumb and SKEIN_LLM_BASE_URL (no SKEIN_LLM_MODEL) pointing at a
-// scripted model whose one answer is the repair of greet.yaml
-// (greet.repaired.yaml, which names the model). A `skein serve` command
-// runs in the background until the block ends (on a free port, shown as
-// 7420): what it shows is what it has printed before the next command
-// runs. serveDirective before a block starts a server for it.
+// scripted model whose one answer is the repair of examples/tour/greet.yaml
+// (testdata/greet.repaired.yaml). A `skein serve` command runs in the
+// background until the block ends (on a free port, shown as 7420): what it
+// shows is what it has printed before the next command runs.
+// serveDirective before a block starts a server for it.
 //
 // Comparing, run ids (12 hex digits) stand for whatever id the run got —
-// the same id in the block is the same run, and a command that names one
-// is given the real one —, dates, times, durations and process ids (pid
+// the same id in the block is the same run, two ids are two runs, and a
+// command that names one is given the real one —, dates, times, durations and process ids (pid
 // N) match any, this machine's name where a step ran is laptop, runs of
 // spaces count as one, the block's folder is left out of paths, and …
 // matches anything: inside a line, any text; alone on a line, any number
@@ -65,7 +66,7 @@ type transcript struct {
 }
 
 // serveDirective, on the line before a console block, starts skein serve
-// --workflows ./flows in the block's folder before its commands, and sets
+// --workflows examples in the block's folder before its commands, and sets
 // TOKEN to the server's admin token: the block goes on from an earlier one
 // that started the server. It is an HTML comment: Markdown does not show it.
 const serveDirective = "<!-- transcript: skein serve runs, $TOKEN is its admin token -->"
@@ -340,14 +341,18 @@ func startServer(t *testing.T, dir string, environ []string, command string, rea
 	return got
 }
 
-// buildSkein builds the skein binary of this tree into a folder and
-// returns it.
+// buildSkein builds the skein binary of this tree as README's set-up
+// does, with make install (into GOBIN, here a folder of the test), and
+// returns the folder.
 func buildSkein(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", filepath.Join(bin, "skein"), "../../cmd/skein")
+	cmd := exec.Command("make", "-C", "../..", "install")
+	cmd.Env = append(os.Environ(), "GOBIN="+bin)
 	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "building skein: %s", out)
+	require.NoError(t, err, "make install: %s", out)
+	_, err = os.Stat(filepath.Join(bin, "skein"))
+	require.NoError(t, err, "make install put no skein in GOBIN: %s", out)
 	return bin
 }
 
@@ -400,8 +405,7 @@ func TestTranscripts(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			copyTree(t, "../../examples", filepath.Join(dir, "examples"))
-			copyTree(t, "testdata/transcripts", dir)
-			fix, err := os.ReadFile("testdata/transcripts/greet.repaired.yaml")
+			fix, err := os.ReadFile("testdata/greet.repaired.yaml")
 			require.NoError(t, err)
 			model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{repaired(string(fix), "greet read fetch.json.nme; fetch prints name")})
 			environ := []string{
@@ -412,7 +416,7 @@ func TestTranscripts(t *testing.T) {
 			port := freePort(t)
 			sh := startShell(t, dir, environ)
 			if tr.serve {
-				got := startServer(t, dir, environ, "skein serve --addr 127.0.0.1:"+port+" --workflows ./flows", func(lines []string) bool {
+				got := startServer(t, dir, environ, "skein serve --addr 127.0.0.1:"+port+" --workflows examples", func(lines []string) bool {
 					return len(lines) > 0 && strings.Contains(lines[len(lines)-1], `"msg":"listening"`)
 				})
 				require.NotEmpty(t, got)
@@ -420,7 +424,8 @@ func TestTranscripts(t *testing.T) {
 				out, code := sh.run(t, "TOKEN=$(cat .skein/admin.token)")
 				require.Equal(t, 0, code, out)
 			}
-			ids := map[string]string{} // id shown → id of the run here
+			ids := map[string]string{}     // id shown → id of the run here
+			shownAs := map[string]string{} // id of the run here → id shown
 			for _, s := range tr.steps {
 				command := replaceIDs(s.command, func(id string) string {
 					if real, ok := ids[id]; ok {
@@ -470,6 +475,10 @@ func TestTranscripts(t *testing.T) {
 						if _, ok := ids[shown[i]]; !ok {
 							ids[shown[i]] = real[i]
 						}
+						if other, ok := shownAs[real[i]]; ok && other != shown[i] {
+							t.Fatalf("%s:%d: $ %s\nthe block shows one run as %s and as %s: use one id", tr.file, s.line, s.command, other, shown[i])
+						}
+						shownAs[real[i]] = shown[i]
 					}
 				}
 			}

@@ -30,6 +30,11 @@ const (
 	Anthropic = "anthropic"
 )
 
+// DefaultOpenAIModel is the model of an openai entry that names none, when
+// neither SKEIN_LLM_MODEL nor a base URL is set and an API key is: the key
+// alone (OPENAI_API_KEY) is enough to call OpenAI.
+const DefaultOpenAIModel = "gpt-4.1-mini"
+
 // DefaultMaxTokens is the reply budget of providers whose API requires one
 // (Anthropic) when neither the config nor the request sets it.
 const DefaultMaxTokens = 4096
@@ -129,7 +134,8 @@ func (r *registry) open(cfg Config) (Provider, error) {
 //
 //   - provider: SKEIN_LLM_PROVIDER, else anthropic for a model named
 //     claude-*, else openai;
-//   - model: SKEIN_LLM_MODEL;
+//   - model: SKEIN_LLM_MODEL, else DefaultOpenAIModel for an openai entry
+//     with an API key and no base_url (OpenAI's own API);
 //   - base_url: SKEIN_LLM_BASE_URL;
 //   - api_key: SKEIN_LLM_API_KEY, else OPENAI_API_KEY or ANTHROPIC_API_KEY
 //     by provider.
@@ -206,7 +212,13 @@ func Resolve(cfg workflow.LLMConfig, getenv func(string) (string, bool)) (Config
 			c.APIKey = env(EnvClaude)
 		}
 	}
+	if c.Model == "" && c.Provider == OpenAI && c.BaseURL == "" && c.APIKey != "" {
+		c.Model = DefaultOpenAIModel
+	}
 	if c.Model == "" {
+		if c.Provider == OpenAI && c.BaseURL == "" {
+			return Config{}, configErr(name, "no model: set model: in llm.%s or %s, or %s alone for OpenAI's %s", name, EnvModel, EnvOpenAI, DefaultOpenAIModel)
+		}
 		return Config{}, configErr(name, "no model: set model: in llm.%s or %s", name, EnvModel)
 	}
 	if c.BaseURL != "" {

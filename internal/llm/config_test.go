@@ -53,6 +53,12 @@ func TestResolve(t *testing.T) {
 			want: Config{Name: "judge", Provider: "anthropic", Model: "claude-opus-4-1", APIKey: "sk-ant"},
 		},
 		{
+			name: "OPENAI_API_KEY alone calls OpenAI's default model",
+			cfg:  workflow.LLMConfig{},
+			env:  map[string]string{EnvOpenAI: "sk-openai"},
+			want: Config{Name: "default", Provider: "openai", Model: DefaultOpenAIModel, APIKey: "sk-openai"},
+		},
+		{
 			name: "openai by default",
 			cfg:  workflow.LLMConfig{Model: "gpt-4o"},
 			env:  map[string]string{EnvOpenAI: "sk-openai"},
@@ -94,8 +100,13 @@ func TestResolveErrors(t *testing.T) {
 		env  map[string]string
 		want []string
 	}{
-		{"no model", workflow.LLMConfig{Name: "default", Provider: "openai"}, map[string]string{EnvOpenAI: "k"},
+		{"no model for a server of one's own", workflow.LLMConfig{Name: "default", Provider: "openai"},
+			map[string]string{EnvOpenAI: "k", EnvBaseURL: "http://localhost:11434/v1"},
 			[]string{`llm "default"`, "no model", EnvModel}},
+		{"no model and no key for OpenAI", workflow.LLMConfig{Name: "default"}, nil,
+			[]string{`llm "default"`, "no model", EnvModel, EnvOpenAI + " alone for OpenAI's gpt-4.1-mini"}},
+		{"no model for anthropic", workflow.LLMConfig{Name: "default", Provider: "anthropic"}, map[string]string{EnvClaude: "k"},
+			[]string{"no model", EnvModel}},
 		{"no key for openai", workflow.LLMConfig{Model: "gpt-4o"}, nil,
 			[]string{"no API key for openai", EnvOpenAI, EnvAPIKey}},
 		{"no key for anthropic", workflow.LLMConfig{Name: "vision", Model: "claude-sonnet-4-5"}, nil,

@@ -80,11 +80,16 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// TestNewNeedsAModel: an entry for a server of one's own names its model;
+// one for OpenAI's API with a key gets DefaultOpenAIModel.
 func TestNewNeedsAModel(t *testing.T) {
 	t.Parallel()
-	_, err := llm.New(workflow.LLMConfig{Name: "judge", Provider: "openai", APIKey: "k"},
-		func(string) (string, bool) { return "", false })
+	noEnv := func(string) (string, bool) { return "", false }
+	_, err := llm.New(workflow.LLMConfig{Name: "judge", Provider: "openai", APIKey: "k", BaseURL: "http://localhost:11434/v1"}, noEnv)
 	require.ErrorContains(t, err, `llm "judge": no model`)
+	cfg, err := llm.Resolve(workflow.LLMConfig{Name: "judge", Provider: "openai", APIKey: "k"}, noEnv)
+	require.NoError(t, err)
+	require.Equal(t, llm.DefaultOpenAIModel, cfg.Model)
 }
 
 func TestProvidersRegistered(t *testing.T) {
