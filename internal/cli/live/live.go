@@ -8,6 +8,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/term"
 
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
@@ -62,6 +64,9 @@ func NewLive(o Options, lo LiveOptions) *Live {
 	out := o.Out
 	if f, ok := out.(*os.File); ok {
 		out = terminal{File: f, fd: f.Fd()}
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil {
+			l.b.width = w
+		}
 	}
 	opts := []tea.ProgramOption{
 		tea.WithOutput(out), tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithoutCatchPanics(), tea.WithoutBracketedPaste(),
@@ -120,6 +125,11 @@ func (m *model) next() tea.Cmd {
 }
 
 func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if ws, ok := msg.(tea.WindowSizeMsg); ok && ws.Width > 0 {
+		m.l.mu.Lock()
+		m.l.b.width = ws.Width
+		m.l.mu.Unlock()
+	}
 	if _, ok := msg.(tick); ok {
 		m.l.mu.Lock()
 		closed := m.l.closed
@@ -138,9 +148,24 @@ func (m *model) View() string {
 	case m.l.closed:
 		return ""
 	case m.l.keep:
-		return m.l.b.view(m.spin) + "\n"
+		return fit(m.l.b.view(m.spin), m.l.b.width) + "\n"
 	}
-	return m.l.b.view(m.spin)
+	return fit(m.l.b.view(m.spin), m.l.b.width)
+}
+
+// fit cuts each line of s to width w (0: as it is), with an ellipsis
+// where it is cut, counting wide runes as two columns: a line that
+// wrapped would take two rows of the screen where the renderer counts
+// one, and the next redraw would leave part of it behind.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, w, "…")
+	}
+	return strings.Join(lines, "\n")
 }
 
 // apply changes the board under the lock, prints the lines it gives
@@ -153,7 +178,7 @@ func (l *Live) apply(f func(*board) []string) {
 		return
 	}
 	lines := f(l.b)
-	failed := l.failed
+	failed, width := l.failed, l.b.width
 	l.mu.Unlock()
 	if failed { // the program could not draw: plain lines
 		if len(lines) > 0 {
@@ -163,7 +188,7 @@ func (l *Live) apply(f func(*board) []string) {
 	}
 	// Send, not Program.Println: it does not block once the program ended.
 	if len(lines) > 0 {
-		l.p.Send(tea.Println(strings.Join(lines, "\n"))())
+		l.p.Send(tea.Println(fit(strings.Join(lines, "\n"), width))())
 	}
 	l.p.Send(refresh{})
 }
