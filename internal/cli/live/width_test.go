@@ -57,7 +57,7 @@ func TestLiveFitsTheWidth(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(t0)
 			screen := onTerminal(t, cols, 30, func(out *os.File) {
-				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{})
 				doubleCtrlC(&script{d: l, clk: clk})
 				l.Close()
 				_, _ = out.WriteString(strings.Join(summary, "\n") + "\n")
@@ -83,7 +83,7 @@ func TestLiveViewFitsTheWidth(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(t0)
 			screen := onTerminal(t, cols, 30, func(out *os.File) {
-				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{})
 				longRun(&script{d: l, clk: clk})
 				l.stop()
 			})
