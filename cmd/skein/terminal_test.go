@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
 )
@@ -79,4 +80,76 @@ func withoutEnv(env []string, names ...string) []string {
 		}
 	}
 	return out
+}
+
+// A double Ctrl-C while a long-named node runs, on a terminal 120 columns
+// wide, read back through a terminal emulator: every row of the screen is
+// a whole line skein printed or one cut with …, none a fragment of an
+// older frame, and the screen ends with the run's summary.
+func TestDoubleCtrlCLeavesNoFragments(t *testing.T) {
+	t.Parallel()
+	const cols = 120
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "flow.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: nap
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: sleep_through_the_whole_quarterly_reporting_window, type: shell, command: [sleep, "30"]}
+edges:
+  - {from: start, to: sleep_through_the_whole_quarterly_reporting_window}
+`), 0o644))
+	cmd := exec.Command(bin, "run", flow)
+	cmd.Dir = dir
+	cmd.Env = append(withoutEnv(os.Environ(), "CI", "NO_COLOR", "TERM"), "TERM=xterm-256color")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: cols, Rows: 30})
+	require.NoError(t, err)
+	defer ptmx.Close()
+	var out bytes.Buffer
+	// waitFor reads the terminal until it has shown s.
+	waitFor := func(s string) {
+		buf := make([]byte, 4096)
+		for !strings.Contains(out.String(), s) {
+			n, err := ptmx.Read(buf)
+			out.Write(buf[:n])
+			require.NoError(t, err, "waiting for %q in %q", s, out.String())
+		}
+	}
+	waitFor("1 running")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	waitFor("Ctrl-C again")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	if _, err := io.Copy(&out, ptmx); err != nil && !errors.Is(err, syscall.EIO) {
+		require.NoError(t, err)
+	}
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee)
+	require.Equal(t, 130, ee.ExitCode(), out.String())
+
+	em := vt.NewEmulator(cols, 30)
+	answers := make(chan struct{})
+	go func() {
+		defer close(answers)
+		_, _ = io.Copy(io.Discard, em)
+	}()
+	_, err = em.Write(out.Bytes())
+	require.NoError(t, err)
+	screen := strings.TrimRight(em.String(), "\n ")
+	require.NoError(t, em.InputPipe().(io.Closer).Close())
+	<-answers
+	var lines []string
+	for _, l := range strings.Split(screen, "\n") {
+		lines = append(lines, strings.TrimRight(l, " "))
+	}
+	for _, l := range lines {
+		require.Regexp(t, `^(|▶ run [0-9a-f]+ · nap|✓ start +trigger\.manual .*|⊘ sleep_through_\S+… +shell +\S+  cancelled: command "sleep" was cancelled.*|cancelling: waiting for running nodes \(Ctrl-C again to stop them now\)|run [0-9a-f]+ cancelled in .*|resume with: .*)$`, l, "a row that is no line skein printed:\n%s", screen)
+	}
+	cancelled := ""
+	for _, l := range lines {
+		if strings.HasPrefix(l, "⊘ ") {
+			cancelled = l
+		}
+	}
+	require.True(t, strings.HasSuffix(cancelled, "…"), "the cancelled line is cut to the width:\n%s", screen)
+	require.Regexp(t, `resume with: skein resume [0-9a-f]+$`, lines[len(lines)-1], screen)
 }

@@ -20,7 +20,7 @@ import (
 // longRun starts a run with node ids, errors and messages longer than a
 // narrow terminal: four nodes run, one fails with a long error.
 func longRun(s *script) {
-	long := "fetch-the-quarterly-revenue-report-from-the-upstream-archive"
+	long := "fetch_the_quarterly_revenue_report_from_the_upstream_archive"
 	s.begin("start:trigger.manual", long+":http", "summarise:llm", "archive:shell", "発注を確認する:shell")
 	s.run(long, "http")
 	s.run("summarise", "llm")
