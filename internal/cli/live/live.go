@@ -44,6 +44,8 @@ type Live struct {
 	failed  bool   // a write failed: print plain lines
 	restore func() // the terminal's echo
 	keep    bool   // stop: a blank last line under the last frame
+	last    string // the width and view last drawn
+	ending  sync.Once
 }
 
 var _ Display = (*Live)(nil)
@@ -130,6 +132,11 @@ func (l *Live) flush() {
 	default:
 		view = l.b.view(spinFrames)
 	}
+	frame := fmt.Sprintf("%d\x00%s", l.b.width, view)
+	if len(l.queued) == 0 && l.drawn && frame == l.last && !l.closed {
+		return // the same frame again, at the same width
+	}
+	l.last = frame
 	lines := strings.Split(view, "\n")
 	if l.height > 0 && len(lines) > l.height {
 		lines = lines[len(lines)-l.height:] // the rows above are out of reach
@@ -251,9 +258,11 @@ func (l *Live) Close() { l.end(false) }
 
 // end stops the redraws and draws the last frame: none, or with keep the
 // view as it was (tests).
-func (l *Live) end(keep bool) {
+func (l *Live) end(keep bool) { l.ending.Do(func() { l.finish(keep) }) }
+
+func (l *Live) finish(keep bool) {
 	l.mu.Lock()
-	if l.closed || !l.started {
+	if !l.started {
 		l.closed = true
 		l.mu.Unlock()
 		return
