@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/dustin/go-humanize"
 
 	"github.com/skeinhq/skein/internal/clock"
@@ -58,6 +59,7 @@ type board struct {
 	st     styles
 	nodeW  int
 	typeW  int
+	width  int // the terminal's, which caps the node column; 0: none
 	run    *record.Run
 	begun  time.Time
 	act    map[key]*active
@@ -82,8 +84,8 @@ func (b *board) workflow(w *workflow.Workflow) {
 		if n == nil {
 			continue
 		}
-		b.nodeW = max(b.nodeW, len(n.ID)+1)
-		b.typeW = max(b.typeW, len(n.Type))
+		b.nodeW = max(b.nodeW, ansi.StringWidth(n.ID)+1)
+		b.typeW = max(b.typeW, ansi.StringWidth(n.Type))
 	}
 }
 
@@ -179,7 +181,7 @@ func (b *board) event(ev record.TimedEvent) []string {
 			a.retry = r
 			lbl = a.label
 		}
-		return []string{fmt.Sprintf("%s %s %s", b.st.yellow.Render("↻"), b.pad(lbl, b.nodeW), b.st.yellow.Render(r.text(0)))}
+		return []string{fmt.Sprintf("%s %s %s", b.st.yellow.Render("↻"), b.node(lbl), b.st.yellow.Render(r.text(0)))}
 	case record.EventLoopIteration:
 		if a, ok := b.act[k]; ok {
 			if total, ok := ev.Data["total"]; ok {
@@ -245,7 +247,7 @@ func (b *board) finished(rec record.Step) []string {
 	if rec.Attempts > 1 && (rec.Status == record.StatusSuccess || rec.Status == record.StatusFailed) {
 		tail = joinTail(tail, fmt.Sprintf("after %d attempts", rec.Attempts))
 	}
-	line := fmt.Sprintf("%s %s %s", mark, b.pad(Label(rec), b.nodeW), st.dim.Render(b.pad(rec.Type, b.typeW)+" "+dur))
+	line := fmt.Sprintf("%s %s %s", mark, b.node(Label(rec)), st.dim.Render(b.pad(rec.Type, b.typeW)+" "+dur))
 	if tail != "" {
 		c := st.dim
 		if rec.Status == record.StatusCancelled {
@@ -285,16 +287,16 @@ func (b *board) view(spin []string) string {
 		switch {
 		case a.retry != nil:
 			left := a.retry.at.Add(a.retry.delay).Sub(now)
-			lines = append(lines, fmt.Sprintf("%s %s %s %s", b.st.yellow.Render("↻"), b.pad(a.label, b.nodeW),
+			lines = append(lines, fmt.Sprintf("%s %s %s %s", b.st.yellow.Render("↻"), b.node(a.label),
 				b.st.dim.Render(b.pad(a.typ, b.typeW)), b.st.yellow.Render(a.retry.text(max(left, time.Millisecond)))))
 		case a.pending:
 			pending++
-			lines = append(lines, fmt.Sprintf("%s %s %s", b.st.dim.Render("·"), b.pad(a.label, b.nodeW),
+			lines = append(lines, fmt.Sprintf("%s %s %s", b.st.dim.Render("·"), b.node(a.label),
 				b.st.dim.Render(b.pad(a.typ, b.typeW)+" waiting for a slot")))
 		default:
 			el := now.Sub(a.start)
 			frame := spin[int(max(el, 0)/spinEvery)%len(spin)]
-			line := fmt.Sprintf("%s %s %s", b.st.cyan.Render(frame), b.pad(a.label, b.nodeW),
+			line := fmt.Sprintf("%s %s %s", b.st.cyan.Render(frame), b.node(a.label),
 				b.st.dim.Render(b.pad(a.typ, b.typeW)+" ")+fmtElapsed(el))
 			if a.items != "" {
 				line += "  " + b.st.dim.Render(a.items) // its body's nodes run, not it
@@ -324,6 +326,17 @@ func (b *board) view(spin []string) string {
 
 // spinEvery is how long a spinner frame lasts.
 const spinEvery = 100 * time.Millisecond
+
+// node renders a step's label in the node column: padded to the column,
+// and on a terminal cut to at most two fifths of its width.
+func (b *board) node(label string) string {
+	w := b.nodeW
+	if b.width > 0 {
+		w = min(w, max(minNodeWidth/2, b.width*2/5))
+		label = ansi.Truncate(label, w-1, "…")
+	}
+	return b.pad(label, w)
+}
 
 // pad pads s to width w, or adds one space when it is longer.
 func (b *board) pad(s string, w int) string {

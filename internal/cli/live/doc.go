@@ -10,8 +10,9 @@
 //
 //   - Plain writes those lines and nothing else: stable text for logs,
 //     pipes, NO_COLOR and TERM=dumb.
-//   - Live, on a terminal, is a Bubble Tea program without the alternate
-//     screen: the finished lines are printed above it for good, and under
+//   - Live, on a terminal, redraws a view in place without the alternate
+//     screen and without querying the terminal: the finished lines are
+//     printed above it for good, each cut to the terminal's width, and under
 //     them it keeps the nodes running now with a spinner and their
 //     elapsed time, the nodes waiting for a slot or a retry, and the run's
 //     tokens, cost and time so far.

@@ -2,41 +2,50 @@ package live
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+	"golang.org/x/term"
 
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
 )
 
-// Live shows a run on a terminal: a Bubble Tea program, inline (no
-// alternate screen), that prints each finished line above itself for
-// good and keeps under them the steps under way and the run's totals.
-// It reads no keys: Ctrl-C stays the terminal's signal, which the
-// command turns into a cancel.
+// Live shows a run on a terminal, inline (no alternate screen): it
+// prints each finished line above its view for good and keeps under
+// them the steps under way and the run's totals, redrawn in place. It
+// reads no keys and asks the terminal nothing (no colour or cursor
+// queries): Ctrl-C stays the terminal's signal, which the command turns
+// into a cancel.
 //
-// It uses Bubble Tea v1: the inline renderer of v2.1 (charm.land) writes
-// lines printed above the view at the top of the screen, and drops the
-// lines of a multi-line print, when the view is not at the bottom of the
-// terminal — which it is not when a run starts.
+// Every line it writes is cut to the terminal's width, so each takes one
+// row and a redraw, which moves up as many rows as it drew, never leaves
+// part of an older frame behind.
 type Live struct {
-	mu      sync.Mutex // guards b and the flags below
+	mu      sync.Mutex // guards the fields below
 	b       *board
 	st      styles
 	o       Options
-	p       *tea.Program
+	tick    time.Duration
+	fd      int // the terminal's descriptor, -1 if Out is no file
+	height  int
+	queued  []string // to print above the view at the next frame
+	rows    int      // rows the last view took
+	drawn   bool     // a frame was drawn: the cursor is hidden
+	stopped chan struct{}
 	done    chan struct{}
 	closed  bool
-	once    sync.Once // starts the program
 	started bool
-	failed  bool   // the program ended with an error: print plain lines
+	failed  bool   // a write failed: print plain lines
 	restore func() // the terminal's echo
-	keep    bool   // stop: a blank last line takes the renderer's last erase
+	keep    bool   // stop: a blank last line under the last frame
+	last    string // the width and view last drawn
+	ending  sync.Once
 }
 
 var _ Display = (*Live)(nil)
@@ -44,128 +53,167 @@ var _ Display = (*Live)(nil)
 // LiveOptions are what a live display adds to Options.
 type LiveOptions struct {
 	// Tick is how often the view is redrawn for its spinners and times;
-	// 0 redraws only when something happens (tests).
+	// 0 redraws at once whenever something happens (tests).
 	Tick time.Duration
-	// Env is the terminal's environment (TERM…); nil takes the process's.
-	Env []string
 }
 
 // DefaultTick redraws the spinners ten times a second.
 const DefaultTick = spinEvery
 
-// NewLive returns a live display on o.Out, which must be a terminal. Its
-// program starts with the first thing to show, so a command that stops
+// NewLive returns a live display on o.Out, which must be a terminal. It
+// starts drawing with the first thing to show, so a command that stops
 // before a run starts (an invalid workflow) leaves the terminal alone.
 func NewLive(o Options, lo LiveOptions) *Live {
 	st := newStyles(true)
-	l := &Live{b: newBoard(o.Clock, st), st: st, o: o, done: make(chan struct{}), restore: func() {}}
-	out := o.Out
-	if f, ok := out.(*os.File); ok {
-		out = terminal{File: f, fd: f.Fd()}
+	l := &Live{b: newBoard(o.Clock, st), st: st, o: o, tick: lo.Tick, fd: -1,
+		stopped: make(chan struct{}), done: make(chan struct{}), restore: func() {}}
+	if f, ok := o.Out.(*os.File); ok {
+		l.fd = int(f.Fd())
 	}
-	opts := []tea.ProgramOption{
-		tea.WithOutput(out), tea.WithInput(nil), tea.WithoutSignalHandler(), tea.WithoutCatchPanics(), tea.WithoutBracketedPaste(),
-	}
-	if lo.Env != nil {
-		opts = append(opts, tea.WithEnvironment(lo.Env))
-	}
-	l.p = tea.NewProgram(&model{l: l, tick: lo.Tick, spin: spinFrames}, opts...)
+	l.size()
 	return l
 }
 
-// start runs the program, once.
-func (l *Live) start() {
-	l.once.Do(func() {
-		l.mu.Lock()
-		if l.closed { // Close came first: never start
-			l.mu.Unlock()
-			return
-		}
-		l.started = true
-		l.mu.Unlock()
-		if f, ok := l.o.Out.(*os.File); ok {
-			l.restore = quiet(f)
-		}
-		go func() {
-			defer close(l.done)
-			if _, err := l.p.Run(); err != nil {
-				l.mu.Lock()
-				l.failed = true
-				l.mu.Unlock()
-				fmt.Fprintf(l.o.Err, "skein: live progress: %v; plain lines follow\n", err)
-			}
-		}()
-	})
-}
-
-// refresh asks for a new frame.
-type refresh struct{}
-
-type tick struct{}
-
-// model is the Bubble Tea model: its view is the board's.
-type model struct {
-	l    *Live
-	tick time.Duration
-	spin []string
-}
-
-func (m *model) Init() tea.Cmd { return m.next() }
-
-func (m *model) next() tea.Cmd {
-	if m.tick <= 0 {
-		return nil
-	}
-	return tea.Tick(m.tick, func(time.Time) tea.Msg { return tick{} })
-}
-
-func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	if _, ok := msg.(tick); ok {
-		m.l.mu.Lock()
-		closed := m.l.closed
-		m.l.mu.Unlock()
-		if !closed {
-			return m, m.next()
-		}
-	}
-	return m, nil
-}
-
-func (m *model) View() string {
-	m.l.mu.Lock()
-	defer m.l.mu.Unlock()
-	switch {
-	case m.l.closed:
-		return ""
-	case m.l.keep:
-		return m.l.b.view(m.spin) + "\n"
-	}
-	return m.l.b.view(m.spin)
-}
-
-// apply changes the board under the lock, prints the lines it gives
-// above the view, in order, and redraws.
-func (l *Live) apply(f func(*board) []string) {
-	l.start()
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+// size reads the terminal's size (under the lock, or before the display
+// starts).
+func (l *Live) size() {
+	if l.fd < 0 {
 		return
 	}
+	if w, h, err := term.GetSize(l.fd); err == nil && w > 0 {
+		l.b.width, l.height = w, h
+	}
+}
+
+// start turns off the terminal's echo and, with a tick, starts redrawing
+// the view on it; once.
+func (l *Live) start() {
+	if l.started || l.closed {
+		return
+	}
+	l.started = true
+	if f, ok := l.o.Out.(*os.File); ok {
+		l.restore = quiet(f)
+	}
+	if l.tick <= 0 {
+		close(l.done)
+		return
+	}
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				l.mu.Lock()
+				l.flush()
+				l.mu.Unlock()
+			case <-l.stopped:
+				return
+			}
+		}
+	}()
+}
+
+// flush draws a frame: the queued lines above, then the view in place of
+// the last one. Under the lock.
+func (l *Live) flush() {
+	if l.failed {
+		return
+	}
+	l.size()
+	var view string
+	switch {
+	case l.closed:
+		view = ""
+	case l.keep:
+		view = l.b.view(spinFrames) + "\n"
+	default:
+		view = l.b.view(spinFrames)
+	}
+	frame := fmt.Sprintf("%d\x00%s", l.b.width, view)
+	if len(l.queued) == 0 && l.drawn && frame == l.last && !l.closed {
+		return // the same frame again, at the same width
+	}
+	l.last = frame
+	lines := strings.Split(view, "\n")
+	if l.height > 0 && len(lines) > l.height {
+		lines = lines[len(lines)-l.height:] // the rows above are out of reach
+	}
+	var buf strings.Builder
+	if !l.drawn {
+		buf.WriteString(ansi.HideCursor)
+	}
+	if l.rows > 1 {
+		buf.WriteString(ansi.CursorUp(l.rows - 1))
+	}
+	buf.WriteByte('\r')
+	w := l.b.width
+	row := func(s string) {
+		s = fit(s, w)
+		buf.WriteString(s)
+		if w <= 0 || ansi.StringWidth(s) < w {
+			buf.WriteString(ansi.EraseLineRight)
+		}
+	}
+	for _, q := range l.queued {
+		for _, s := range strings.Split(q, "\n") {
+			row(s)
+			buf.WriteString("\r\n")
+		}
+	}
+	for i, s := range lines {
+		row(s)
+		if i < len(lines)-1 {
+			buf.WriteString("\r\n")
+		}
+	}
+	buf.WriteString(ansi.EraseScreenBelow + "\r")
+	l.queued, l.rows, l.drawn = nil, len(lines), true
+	if _, err := io.WriteString(l.o.Out, buf.String()); err != nil {
+		l.failed = true
+		fmt.Fprintf(l.o.Err, "skein: live progress: %v; plain lines follow\n", err)
+	}
+}
+
+// fit cuts each line of s to width w (0: as it is), with an ellipsis
+// where it is cut, counting wide runes as two columns: a line that
+// wrapped would take two rows of the screen where a redraw counts one,
+// and leave part of it behind.
+func fit(s string, w int) string {
+	if w <= 0 {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = ansi.Truncate(l, w, "…")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// apply changes the board under the lock and queues the lines it gives
+// to print above the view, in order; without a tick it draws at once.
+func (l *Live) apply(f func(*board) []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.start()
 	lines := f(l.b)
-	failed := l.failed
-	l.mu.Unlock()
-	if failed { // the program could not draw: plain lines
+	if l.failed { // the terminal could not be drawn on: plain lines
 		if len(lines) > 0 {
 			fmt.Fprintln(l.o.Out, strings.Join(lines, "\n"))
 		}
 		return
 	}
-	// Send, not Program.Println: it does not block once the program ended.
 	if len(lines) > 0 {
-		l.p.Send(tea.Println(strings.Join(lines, "\n"))())
+		l.queued = append(l.queued, strings.Join(lines, "\n"))
 	}
-	l.p.Send(refresh{})
+	if l.tick <= 0 {
+		l.flush()
+	}
 }
 
 // Workflow lays out the columns for w's nodes.
@@ -204,19 +252,32 @@ func (l *Live) Say(line string) {
 	l.apply(func(*board) []string { return []string{l.st.yellow.Render(line)} })
 }
 
-// Close clears the view and ends the program; the terminal is the
-// command's again when it returns.
-func (l *Live) Close() {
+// Close prints what is queued, clears the view and shows the cursor;
+// the terminal is the command's again when it returns.
+func (l *Live) Close() { l.end(false) }
+
+// end stops the redraws and draws the last frame: none, or with keep the
+// view as it was (tests).
+func (l *Live) end(keep bool) { l.ending.Do(func() { l.finish(keep) }) }
+
+func (l *Live) finish(keep bool) {
 	l.mu.Lock()
-	l.closed = true
-	started := l.started
-	l.mu.Unlock()
-	if !started {
+	if !l.started {
+		l.closed = true
+		l.mu.Unlock()
 		return
 	}
-	l.p.Send(refresh{})
-	l.p.Quit()
+	l.mu.Unlock()
+	close(l.stopped)
 	<-l.done
+	l.mu.Lock()
+	l.keep, l.closed = keep, !keep
+	l.flush()
+	l.keep, l.closed = false, true
+	if !l.failed {
+		_, _ = io.WriteString(l.o.Out, ansi.ShowCursor)
+	}
+	l.mu.Unlock()
 	l.restore()
 }
 
@@ -224,15 +285,3 @@ func (l *Live) Close() {
 // MiniDot); the frame shown follows the step's elapsed time on the
 // display's clock, so a fixed clock draws a fixed frame.
 var spinFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
-
-// terminal is the display's terminal as its program sees it: the file,
-// with its descriptor read once. The program checks the terminal's size
-// from goroutines of its own that may outlive it; they read the number
-// kept here, not the file's, which the command may be closing by then.
-type terminal struct {
-	*os.File
-	fd uintptr
-}
-
-// Fd returns the terminal's descriptor, read when the display started.
-func (t terminal) Fd() uintptr { return t.fd }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/vt"
 	"github.com/creack/pty"
@@ -72,7 +73,7 @@ func TestLiveGolden(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(t0)
 			screen := onTerminal(t, 100, 30, func(out *os.File) {
-				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+				l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{})
 				sc.play(&script{d: l, clk: clk})
 				l.stop()
 			})
@@ -87,7 +88,7 @@ func TestLiveCloseClearsView(t *testing.T) {
 	t.Parallel()
 	clk := clock.NewFake(t0)
 	screen := onTerminal(t, 100, 30, func(out *os.File) {
-		l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Env: []string{"TERM=xterm-256color"}})
+		l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{})
 		scenarios[0].play(&script{d: l, clk: clk})
 		l.Close()
 		_, _ = out.WriteString("run 3f2a9c1e0b7d completed in 2.2s\n")
@@ -135,13 +136,19 @@ func onTerminal(t *testing.T, cols, rows int, draw func(out *os.File)) string {
 	return screen
 }
 
-// stop ends the program leaving its last frame on the screen (tests).
-func (l *Live) stop() {
-	l.mu.Lock()
-	l.keep = true
-	l.mu.Unlock()
-	l.p.Send(refresh{})
-	l.p.Quit()
-	<-l.done
-	l.restore()
+// stop ends the display leaving its last frame on the screen (tests).
+func (l *Live) stop() { l.end(true) }
+
+// With a tick the display draws on its own clock, not at each event; what
+// it has not drawn yet when it closes is printed then, in order.
+func TestLiveTickDrawsWhatIsQueuedAtClose(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	screen := onTerminal(t, 100, 30, func(out *os.File) {
+		l := NewLive(Options{Out: out, Err: io.Discard, Clock: clk}, LiveOptions{Tick: time.Hour})
+		scenarios[0].play(&script{d: l, clk: clk})
+		l.Close()
+		_, _ = out.WriteString("run 3f2a9c1e0b7d completed in 2.2s\n")
+	})
+	golden(t, filepath.Join("live", "closed.golden"), screen+"\n")
 }
