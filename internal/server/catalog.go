@@ -36,10 +36,13 @@ type Entry struct {
 	Warnings workflow.Diagnostics
 }
 
-// FileProblem is a file of the folder that is not served: it does not
-// validate, or its workflow's name is taken by another file.
+// FileProblem is a file of the folder that is not served (it does not
+// validate, or its workflow's name is taken by another file), or, with
+// Node, a webhook trigger of a served workflow that cannot take requests
+// (its secret is not set).
 type FileProblem struct {
 	File        string                `json:"file"`
+	Node        string                `json:"node,omitempty"`
 	Message     string                `json:"message"`
 	Diagnostics []workflow.Diagnostic `json:"diagnostics,omitempty"`
 }
@@ -51,6 +54,9 @@ func (c *Catalog) Lookup(name string) *Entry { return c.byName[name] }
 // (its base name, without extension), if any.
 func (c *Catalog) problemFor(name string) *FileProblem {
 	for i, p := range c.Problems {
+		if p.Node != "" { // a served workflow's webhook
+			continue
+		}
 		base := filepath.Base(p.File)
 		if strings.TrimSuffix(base, filepath.Ext(base)) == name {
 			return &c.Problems[i]
@@ -140,12 +146,17 @@ func (s *Server) Reload() error {
 		attrs := []any{"file", p.File, "problem", p.Message}
 		s.log.Error("workflow not served", attrs...)
 	}
+	// The hooks are built now, so that one whose secret is not set is a
+	// problem (and in the log) before any request comes for it.
+	hooks, hookProblems := s.newHookCache(c)
+	c.Problems = append(c.Problems, hookProblems...)
 	names := make([]string, 0, len(c.Workflows))
 	for _, e := range c.Workflows {
 		names = append(names, e.Name)
 	}
 	s.log.Info("workflows loaded", "dir", s.cfg.Workflows, "served", len(c.Workflows), "problems", len(c.Problems), "names", names)
 	s.catalog.Store(c)
+	s.hooks.Store(hooks)
 	s.sched.Set(s.scheduleTriggers(c))
 	select {
 	case s.reloaded <- struct{}{}: // the new files get their versions

@@ -115,15 +115,24 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 		w.Header().Set("Allow", hk.cfg.Method)
 		return problemf(http.StatusMethodNotAllowed, CodeMethodNotAllowed, "the hook %s takes %s requests", r.URL.Path, hk.cfg.Method)
 	}
+	if hk.err == nil {
+		// The secrets may have gone since the hooks were built (a
+		// secrets file is read by every run).
+		if _, err := s.cfg.Runner.Secrets(e.W, s.cfg.Options.SecretsFile); err != nil {
+			s.log.Error("webhook cannot take requests; set its secret", "workflow", e.Name, "file", e.File, "trigger", hk.node, "err", err)
+			return hookUnavailable(r)
+		}
+	}
 	if hk.err != nil {
-		return hk.err
+		return hookUnavailable(r)
 	}
 	if hk.cfg.Auth == "" {
-		return problemf(http.StatusForbidden, CodeForbidden,
+		return hookProblem(http.StatusForbidden, CodeForbidden, "The webhook has no auth, so it takes no requests",
 			"the hook %s has no auth, so it takes no requests; give trigger %s an auth: hmac, bearer, or none (to let anyone in)", r.URL.Path, hk.node)
 	}
 	if hk.cfg.Auth == trigger.AuthBearer && !hk.bearerOK(r) {
-		return hookUnauthorized("a bearer secret is required (%s)", hk.bearerWhere())
+		return hookProblem(http.StatusUnauthorized, CodeUnauthorized, "A valid webhook secret is required",
+			"a bearer secret is required (%s)", hk.bearerWhere())
 	}
 	if r.ContentLength > hk.cfg.MaxBody {
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", hk.cfg.MaxBody)
@@ -137,7 +146,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 			if errors.Is(err, standardwebhooks.ErrMessageTooOld) || errors.Is(err, standardwebhooks.ErrMessageTooNew) {
 				m.outcome = "expired"
 			}
-			return hookUnauthorized("%s", signatureProblem(err))
+			return hookProblem(http.StatusUnauthorized, CodeUnauthorized, "A valid webhook signature is required", "%s", signatureProblem(err))
 		}
 	}
 	deliveryID := r.Header.Get(standardwebhooks.HeaderWebhookID)
@@ -192,8 +201,20 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	return nil
 }
 
-func hookUnauthorized(format string, args ...any) *Problem {
-	return problemf(http.StatusUnauthorized, CodeUnauthorized, format, args...)
+// hookUnavailable answers a request to a hook whose secrets the server
+// lacks. What is missing is the operator's to know (the server's log and
+// problems name it); the caller learns only that something is.
+func hookUnavailable(r *http.Request) *Problem {
+	return problemf(http.StatusServiceUnavailable, CodeWebhookUnavailable,
+		"the hook %s cannot take requests: the server lacks its configuration; the server's log says what to set", r.URL.Path)
+}
+
+// hookProblem is a problem of a webhook request with a title of its own:
+// a webhook's auth is its trigger's secret or signature, not an API token.
+func hookProblem(status int, code, title, format string, args ...any) *Problem {
+	p := problemf(status, code, format, args...)
+	p.Title = title
+	return p
 }
 
 // signatureProblem says why a Standard Webhooks signature was refused.
@@ -346,7 +367,8 @@ type hookSpec struct {
 	verifier *standardwebhooks.Webhook
 	// bearer is the SHA-256 of the bearer secret (auth bearer).
 	bearer [sha256.Size]byte
-	// err is why the hook cannot take requests (its secret is not set).
+	// err is why the hook cannot take requests (its secret is not set),
+	// for the operator: it may name the variable to set.
 	err error
 }
 
@@ -434,24 +456,29 @@ func (s *Server) buildHooks(e *Entry) map[string]*hookSpec {
 		}
 		h := &hookSpec{node: n.ID, cfg: cfg}
 		table[cfg.Path] = h
-		if cfg.Auth != trigger.AuthHMAC && cfg.Auth != trigger.AuthBearer {
-			continue
-		}
 		if !loaded {
 			secrets, secretsErr = s.cfg.Runner.Secrets(e.W, s.cfg.Options.SecretsFile)
 			loaded = true
 		}
-		secret, err := renderSecret(cfg.Secret, secrets, secretsErr)
+		if secretsErr != nil { // a run of the workflow could not start
+			h.err = fmt.Errorf("webhook %s of workflow %s answers 503 webhook_unavailable until the workflow's secrets are set: %w", n.ID, e.Name, secretsErr)
+			s.log.Error("webhook cannot take requests; set its secret", "workflow", e.Name, "file", e.File, "trigger", n.ID, "err", secretsErr)
+			continue
+		}
+		if cfg.Auth != trigger.AuthHMAC && cfg.Auth != trigger.AuthBearer {
+			continue
+		}
+		secret, err := renderSecret(cfg.Secret, secrets)
 		if err != nil {
-			h.err = fmt.Errorf("the secret of webhook %s of workflow %s: %w", n.ID, e.Name, err)
-			s.log.Error("webhook cannot take requests", "workflow", e.Name, "trigger", n.ID, "err", err)
+			h.err = fmt.Errorf("webhook %s of workflow %s answers 503 webhook_unavailable until its secret is set: %w", n.ID, e.Name, err)
+			s.log.Error("webhook cannot take requests; set its secret", "workflow", e.Name, "file", e.File, "trigger", n.ID, "err", err)
 			continue
 		}
 		switch cfg.Auth {
 		case trigger.AuthHMAC:
 			if h.verifier, err = standardwebhooks.NewWebhook(secret); err != nil || !strings.HasPrefix(secret, "whsec_") {
-				h.err = fmt.Errorf("the secret of webhook %s of workflow %s is not a Standard Webhooks secret (whsec_ then base64)", n.ID, e.Name)
-				s.log.Error("webhook cannot take requests", "workflow", e.Name, "trigger", n.ID, "err", h.err)
+				h.err = fmt.Errorf("webhook %s of workflow %s answers 503 webhook_unavailable until its secret is a Standard Webhooks secret (whsec_ then base64)", n.ID, e.Name)
+				s.log.Error("webhook cannot take requests; set its secret", "workflow", e.Name, "file", e.File, "trigger", n.ID, "err", h.err)
 			}
 		case trigger.AuthBearer:
 			h.bearer = sha256.Sum256([]byte(secret))
@@ -462,12 +489,9 @@ func (s *Server) buildHooks(e *Entry) map[string]*hookSpec {
 
 // renderSecret renders a hook's secret, a template that may read the
 // workflow's secrets.
-func renderSecret(tmpl string, secrets map[string]string, secretsErr error) (string, error) {
+func renderSecret(tmpl string, secrets map[string]string) (string, error) {
 	if !expr.HasTemplate(tmpl) {
 		return tmpl, nil
-	}
-	if secretsErr != nil {
-		return "", secretsErr
 	}
 	scope := &expr.Scope{Secrets: make(map[string]any, len(secrets))}
 	for k, v := range secrets {
@@ -482,4 +506,26 @@ func renderSecret(tmpl string, secrets map[string]string, secretsErr error) (str
 		return "", errors.New("the secret renders empty")
 	}
 	return s, nil
+}
+
+// newHookCache builds the hooks of every workflow of c, rendering their
+// secrets now, and returns them with the problems of the hooks that
+// cannot take requests (in file and node order).
+func (s *Server) newHookCache(c *Catalog) (*hookCache, []FileProblem) {
+	hc := &hookCache{c: c, m: make(map[*Entry]map[string]*hookSpec, len(c.Workflows))}
+	var problems []FileProblem
+	for _, e := range c.Workflows {
+		table := s.buildHooks(e)
+		hc.m[e] = table
+		byNode := make(map[string]*hookSpec, len(table))
+		for _, h := range table {
+			byNode[h.node] = h
+		}
+		for _, n := range e.W.Nodes {
+			if h := byNode[n.ID]; h != nil && h.err != nil {
+				problems = append(problems, FileProblem{File: e.File, Node: n.ID, Message: h.err.Error()})
+			}
+		}
+	}
+	return hc, problems
 }

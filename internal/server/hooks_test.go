@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -108,6 +109,9 @@ func TestHookSignatures(t *testing.T) {
 			p := a.json(t)
 			require.Equal(t, tc.code, p["code"])
 			require.Contains(t, p["detail"], tc.detail)
+			if tc.code == "unauthorized" {
+				require.Equal(t, "A valid webhook signature is required", p["title"], "a webhook's auth is not an API token")
+			}
 			if tc.code == "delivery_replayed" {
 				require.Equal(t, id, p["execution_id"])
 			}
@@ -219,7 +223,14 @@ func TestHookBearerAndBodies(t *testing.T) {
 			a := s.do(tc.method, tc.path, "", tc.body, tc.header...)
 			require.Equal(t, tc.status, a.status, string(a.body))
 			require.Equal(t, "application/problem+json", a.header.Get("Content-Type"))
-			require.Equal(t, tc.code, a.json(t)["code"])
+			p := a.json(t)
+			require.Equal(t, tc.code, p["code"])
+			switch tc.code {
+			case "unauthorized":
+				require.Equal(t, "A valid webhook secret is required", p["title"], "a webhook's auth is not an API token")
+			case "forbidden":
+				require.Equal(t, "The webhook has no auth, so it takes no requests", p["title"])
+			}
 		})
 	}
 	require.Equal(t, before, s.runsOf("hooked"), "no refused request made a run")
@@ -424,4 +435,101 @@ func TestBusy(t *testing.T) {
 	require.NoError(t, os.WriteFile(marker, nil, 0o644))
 	next := post(fmt.Sprintf(`{"marker": %q}`, marker))
 	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, next.Code, "the slot frees when the first run ends: %s", next.Body.String())
+}
+
+// TestHookSecretUnset: a workflow whose secrets are not set is served,
+// but its hooks answer 503 webhook_unavailable without naming a secret;
+// the server lists them under problems and its log says what to set, at
+// start and on reload.
+func TestHookSecretUnset(t *testing.T) {
+	t.Parallel()
+	secrets := filepath.Join(t.TempDir(), "secrets.env")
+	require.NoError(t, os.WriteFile(secrets, nil, 0o600))
+	s := serve(t, serveOpts{flows: copyDir(t, "testdata/hooks"), args: []string{"--secrets-file", secrets}})
+
+	// problems lists the hooks of a workflow, for its file, by trigger.
+	problems := func(file string) map[string]string {
+		out := map[string]string{}
+		for _, p := range s.admin("GET", "/api/workflows", nil, http.StatusOK)["problems"].([]any) {
+			p := p.(map[string]any)
+			if filepath.Base(p["file"].(string)) == file {
+				out[p["node"].(string)] = p["message"].(string)
+			}
+		}
+		return out
+	}
+	got := problems("hooked.yaml")
+	require.ElementsMatch(t, []string{"signed", "token", "token_header", "open", "sync", "bare"}, keys(got), "no hook of the workflow can start a run")
+	require.Contains(t, got["signed"], "webhook_unavailable")
+	require.Contains(t, got["signed"], "HOOK_SECRET", "the operator learns what to set")
+	require.Contains(t, got["signed"], "SKEIN_SECRET_")
+	var served []string
+	for _, w := range s.admin("GET", "/api/workflows", nil, http.StatusOK)["workflows"].([]any) {
+		served = append(served, w.(map[string]any)["name"].(string))
+	}
+	require.Contains(t, served, "hooked", "the workflow is served")
+
+	logged := s.logged("webhook cannot take requests; set its secret")
+	var triggers []string
+	for _, l := range logged {
+		if l["workflow"] == "hooked" {
+			triggers = append(triggers, l["trigger"].(string))
+			require.Contains(t, l["err"], "HOOK_SECRET")
+		}
+	}
+	require.ElementsMatch(t, []string{"signed", "token", "token_header", "open", "sync", "bare"}, triggers)
+
+	body := `{"n": 1}`
+	for _, tc := range []struct {
+		method, path string
+		header       []string
+	}{
+		{"POST", "/hooks/hooked/signed", append(signed(t, "msg_1", time.Now(), body), "Content-Type", "application/json")},
+		{"POST", "/hooks/hooked/by-token", []string{"Content-Type", "application/json", "Authorization", "Bearer " + hookToken}},
+		{"PUT", "/hooks/hooked/by-header", []string{"Content-Type", "application/json"}},
+		{"POST", "/hooks/hooked/open", []string{"Content-Type", "application/json"}},
+	} {
+		a := s.do(tc.method, tc.path, "", body, tc.header...)
+		require.Equal(t, http.StatusServiceUnavailable, a.status, "%s: %s", tc.path, a.body)
+		p := a.json(t)
+		require.Equal(t, "webhook_unavailable", p["code"])
+		require.Equal(t, "https://skein.dev/problems/webhook_unavailable", p["type"])
+		require.Equal(t, "The webhook cannot take requests until the server is configured for it", p["title"])
+		for _, name := range []string{"HOOK_SECRET", "HOOK_TOKEN", "SKEIN_SECRET", "secrets.env"} {
+			require.NotContains(t, string(a.body), name, "a caller learns no secret's name")
+		}
+	}
+	require.Equal(t, 0, s.runsOf("hooked"))
+	metrics := string(s.do("GET", "/metrics", s.token, nil).body)
+	require.Contains(t, metrics, `skein_webhook_deliveries_total{outcome="webhook_unavailable",trigger="signed",workflow="hooked"} 1`)
+
+	// Set the secrets, add a workflow whose secret is not set, reload.
+	require.NoError(t, os.WriteFile(secrets, []byte("HOOK_SECRET="+hookSecret+"\nHOOK_TOKEN="+hookToken+"\n"), 0o600))
+	late := "version: 1\nname: late\nsecrets: [LATE_SECRET]\nnodes:\n  - {id: hook, type: trigger.webhook, auth: {type: bearer, secret: \"{{ secrets.LATE_SECRET }}\"}}\n"
+	require.NoError(t, os.WriteFile(filepath.Join(s.flows, "late.yaml"), []byte(late), 0o644))
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGHUP))
+	s.eventually("the reload lists the new workflow's hook", 10*time.Second, func() bool { return len(problems("late.yaml")) == 1 })
+	require.Contains(t, problems("late.yaml")["hook"], "LATE_SECRET")
+	require.Empty(t, problems("hooked.yaml"), "the secrets are set now")
+	s.eventually("the reload logs what to set", 10*time.Second, func() bool {
+		for _, l := range s.logged("webhook cannot take requests; set its secret") {
+			if l["workflow"] == "late" && l["trigger"] == "hook" {
+				return true
+			}
+		}
+		return false
+	})
+	a := s.do("POST", "/hooks/late/hook", "", body, "Content-Type", "application/json", "Authorization", "Bearer x")
+	require.Equal(t, http.StatusServiceUnavailable, a.status, string(a.body))
+	require.NotContains(t, string(a.body), "LATE_SECRET")
+	a = s.do("POST", "/hooks/hooked/signed", "", body, append(signed(t, "msg_2", time.Now(), body), "Content-Type", "application/json")...)
+	require.Equal(t, http.StatusAccepted, a.status, "the reload took the secrets: %s", a.body)
+
+	// The secrets file is emptied after the reload: the next delivery
+	// finds out, and still names nothing.
+	require.NoError(t, os.WriteFile(secrets, nil, 0o600))
+	a = s.do("POST", "/hooks/hooked/open", "", body, "Content-Type", "application/json")
+	require.Equal(t, http.StatusServiceUnavailable, a.status, string(a.body))
+	require.Equal(t, "webhook_unavailable", a.json(t)["code"])
+	require.NotContains(t, string(a.body), "HOOK_")
 }

@@ -38,6 +38,7 @@ const (
 	CodeTooLarge             = "too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeDeliveryReplayed     = "delivery_replayed"
+	CodeWebhookUnavailable   = "webhook_unavailable"
 	CodeShuttingDown         = "shutting_down"
 	CodeBusy                 = "busy"
 	CodeNotReady             = "not_ready"
@@ -69,6 +70,7 @@ var titles = map[string]string{
 	CodeTooLarge:             "The request body is too large",
 	CodeUnsupportedMediaType: "The body's content type is not one the route takes",
 	CodeDeliveryReplayed:     "The delivery was received before",
+	CodeWebhookUnavailable:   "The webhook cannot take requests until the server is configured for it",
 	CodeShuttingDown:         "The server is shutting down",
 	CodeBusy:                 "The server is busy",
 	CodeNotReady:             "The server is not ready",
