@@ -40,7 +40,7 @@ its name; a file that does not is logged and skipped. The folder is loaded
 again when a file in it changes and on SIGHUP. Runs are recorded in --dir,
 which the CLI may share.
 
-Every route but /healthz needs an API token (Authorization: Bearer
+Every route but the probes (/healthz, /readyz) needs an API token (Authorization: Bearer
 <token>). On first start an admin token is written to <dir>/admin.token;
 skein token create makes more. --no-auth serves without tokens, and only on
 a loopback address.
