@@ -31,6 +31,7 @@ func serveCmd(e *env) *cobra.Command {
 	var noAuth, queued, withWorker, local bool
 	var grace, parkAfter, rescueAfter time.Duration
 	var maxRuns int
+	var lf logFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API: start, follow, cancel, resume and rerun the runs of a folder of workflows",
@@ -72,6 +73,10 @@ workers when the server stops.`,
 			if f.concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
 			}
+			log, err := newLogger(e, lf)
+			if err != nil {
+				return err
+			}
 			if err := checkServeAddr(addr, noAuth); err != nil {
 				return err
 			}
@@ -81,7 +86,6 @@ workers when the server stops.`,
 				}
 				return usagef("--workflows %s: %v", flows, err)
 			}
-			log := newLogger(e)
 			var onDemand bool
 			switch folders {
 			case "on-demand":
@@ -198,6 +202,7 @@ workers when the server stops.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (host:port)")
+	addLogFlags(cmd, &lf)
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
@@ -355,14 +360,50 @@ func checkServeAddr(addr string, noAuth bool) error {
 	return nil
 }
 
-// newLogger logs to stderr: JSON lines when stderr is not a terminal (a
-// service manager, a container), text for people otherwise.
-func newLogger(e *env) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if isTerminal(e.stderr) {
-		return slog.New(slog.NewTextHandler(e.stderr, opts))
+// logFlags are --log-format and --log-level of the long-running commands
+// (serve, worker).
+type logFlags struct {
+	format, level string
+}
+
+func addLogFlags(cmd *cobra.Command, lf *logFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&lf.format, "log-format", "", "text or json (default: json when stderr is not a terminal — a service manager, a container — else text)")
+	fl.StringVar(&lf.level, "log-level", "info", "the least severe level logged: debug, info, warn or error (debug adds the probes' and metrics' requests)")
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// newLogger logs to stderr in --log-format from --log-level up: JSON lines
+// when stderr is not a terminal (a service manager, a container), text for
+// people otherwise, unless told.
+func newLogger(e *env, lf logFlags) (*slog.Logger, error) {
+	var level slog.Level
+	switch lf.level {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, usagef("--log-level %q: give debug, info, warn or error", lf.level)
 	}
-	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	opts := &slog.HandlerOptions{Level: level}
+	switch lf.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	case "":
+		if isTerminal(e.stderr) {
+			return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usagef("--log-format %q: give text or json", lf.format)
 }
 
 // stopOnSecondSignal stops running nodes at once on the second Ctrl-C or
