@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinhq/skein/docs"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
@@ -52,6 +53,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 		return notReady
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// openAPI answers the API's OpenAPI document (docs/openapi.yaml).
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(docs.OpenAPI) // a caller gone is no problem of ours
 	return nil
 }
 

@@ -46,6 +46,7 @@ func (s *Server) register() {
 		{"GET", "/api/runs/{id}/artifacts/{node}/{name}", auth.Read, s.getArtifact},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
+		{"GET", "/api/openapi.yaml", auth.Read, s.openAPI},
 		{"POST", "/api/session", auth.None, s.signIn},
 		{"GET", "/api/session", auth.Read, s.session},
 		{"DELETE", "/api/session", auth.None, s.signOut},
