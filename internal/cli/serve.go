@@ -27,7 +27,7 @@ const defaultServeAddr = "127.0.0.1:7420"
 
 func serveCmd(e *env) *cobra.Command {
 	var f execFlags
-	var addr, flows, folders string
+	var addr, metricsAddr, flows, folders string
 	var noAuth, queued, withWorker, local bool
 	var grace, parkAfter, rescueAfter time.Duration
 	var maxRuns int
@@ -54,9 +54,11 @@ server (this one or the next) when its wake-up time comes.
 Schedule triggers fire while the server runs; their fire times are kept in
 the database, so a restart neither skips nor doubles a fire. On start, and
 every 30 s after, the server takes over the runs a dead process left running
-(of the workflows it serves), reusing their completed steps. GET /metrics is in the Prometheus
-format; set OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per
-node by OTLP/HTTP.
+(of the workflows it serves), reusing their completed steps. GET /metrics
+is in the Prometheus format, with a read token, or without one on
+--metrics-addr (an address only the scraper reaches); set
+OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per node by
+OTLP/HTTP.
 
 SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
@@ -169,6 +171,22 @@ workers when the server stops.`,
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
+			if metricsAddr != "" {
+				mln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return exit(ExitFailed, fmt.Errorf("--metrics-addr: %w", err))
+				}
+				metricsDone := make(chan error, 1)
+				go func() { metricsDone <- srv.ServeMetrics(ctx, mln) }()
+				defer func() {
+					stop()
+					if err := <-metricsDone; err != nil {
+						log.Warn("serving metrics", "err", err)
+					}
+				}()
+				log.Info("serving metrics without a token (--metrics-addr)", "addr", mln.Addr().String(),
+					"url", "http://"+mln.Addr().String()+"/metrics")
+			}
 			go reloadOnHUP(ctx, srv)
 			served := make(chan struct{})
 			defer close(served)
@@ -202,6 +220,7 @@ workers when the server stops.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (host:port)")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "also serve GET /metrics, without a token, on this address (host:port) for a Prometheus scraper; /metrics on --addr keeps needing a read token")
 	addLogFlags(cmd, &lf)
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
