@@ -23,7 +23,7 @@ RACE_PKGS ?= ./internal/...
 FUZZMINIMIZE ?= 1s
 FUZZ = $(GO) test -run='^$$' -fuzzminimizetime=$(FUZZMINIMIZE)
 
-.PHONY: build install test race deps ci lint fuzz bench man web
+.PHONY: build install test race deps ci lint fuzz bench man web image
 
 build:
 	$(GO) build -o skein ./cmd/skein
@@ -32,6 +32,21 @@ build:
 # $(go env GOPATH)/bin when GOBIN is empty (~/go/bin by default).
 install:
 	$(GO) install ./cmd/skein
+
+# The container image, without a container daemon: a static skein for
+# Linux (CGO_ENABLED=0; the SQLite driver is pure Go) on an empty base, run
+# as user 65532, skein serve by default, written as an OCI image layout in
+# skein-image.tar (podman load -i skein-image.tar, or skopeo copy
+# oci-archive:skein-image.tar docker://REGISTRY/skein:TAG). docs/deploy.md.
+# IMAGE_ARCH picks the architecture; IMAGE_CA_CERTS the certificate
+# authorities nodes trust for HTTPS (none when the file is missing).
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+IMAGE_VERSION ?= dev
+IMAGE_CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w -X github.com/skeinhq/skein/internal/cli.Version=$(IMAGE_VERSION)" -o tmp/image/skein ./cmd/skein
+	$(GO) run ./scripts/image -binary tmp/image/skein -arch $(IMAGE_ARCH) -version $(IMAGE_VERSION) \
+		$$([ -f "$(IMAGE_CA_CERTS)" ] && echo -ca-certs "$(IMAGE_CA_CERTS)") -o skein-image.tar
 
 # Man pages, one per command, generated from the commands' definitions.
 man:

@@ -27,10 +27,11 @@ const defaultServeAddr = "127.0.0.1:7420"
 
 func serveCmd(e *env) *cobra.Command {
 	var f execFlags
-	var addr, flows, folders string
+	var addr, metricsAddr, flows, folders string
 	var noAuth, queued, withWorker, local bool
 	var grace, parkAfter, rescueAfter time.Duration
 	var maxRuns int
+	var lf logFlags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API: start, follow, cancel, resume and rerun the runs of a folder of workflows",
@@ -40,7 +41,7 @@ its name; a file that does not is logged and skipped. The folder is loaded
 again when a file in it changes and on SIGHUP. Runs are recorded in --dir,
 which the CLI may share.
 
-Every route but /healthz needs an API token (Authorization: Bearer
+Every route but the probes (/healthz, /readyz) needs an API token (Authorization: Bearer
 <token>). On first start an admin token is written to <dir>/admin.token;
 skein token create makes more. --no-auth serves without tokens, and only on
 a loopback address.
@@ -53,9 +54,11 @@ server (this one or the next) when its wake-up time comes.
 Schedule triggers fire while the server runs; their fire times are kept in
 the database, so a restart neither skips nor doubles a fire. On start, and
 every 30 s after, the server takes over the runs a dead process left running
-(of the workflows it serves), reusing their completed steps. GET /metrics is in the Prometheus
-format; set OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per
-node by OTLP/HTTP.
+(of the workflows it serves), reusing their completed steps. GET /metrics
+is in the Prometheus format, with a read token, or without one on
+--metrics-addr (an address only the scraper reaches); set
+OTEL_EXPORTER_OTLP_ENDPOINT to send a trace span per run and per node by
+OTLP/HTTP.
 
 SIGTERM or Ctrl-C: no new request or run is taken, running nodes get
 --shutdown-grace to finish (then they are stopped), and unfinished runs are
@@ -72,6 +75,10 @@ workers when the server stops.`,
 			if f.concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
 			}
+			log, err := newLogger(e, lf)
+			if err != nil {
+				return err
+			}
 			if err := checkServeAddr(addr, noAuth); err != nil {
 				return err
 			}
@@ -81,7 +88,6 @@ workers when the server stops.`,
 				}
 				return usagef("--workflows %s: %v", flows, err)
 			}
-			log := newLogger(e)
 			var onDemand bool
 			switch folders {
 			case "on-demand":
@@ -165,6 +171,22 @@ workers when the server stops.`,
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
+			if metricsAddr != "" {
+				mln, err := net.Listen("tcp", metricsAddr)
+				if err != nil {
+					return exit(ExitFailed, fmt.Errorf("--metrics-addr: %w", err))
+				}
+				metricsDone := make(chan error, 1)
+				go func() { metricsDone <- srv.ServeMetrics(ctx, mln) }()
+				defer func() {
+					stop()
+					if err := <-metricsDone; err != nil {
+						log.Warn("serving metrics", "err", err)
+					}
+				}()
+				log.Info("serving metrics without a token (--metrics-addr)", "addr", mln.Addr().String(),
+					"url", "http://"+mln.Addr().String()+"/metrics")
+			}
 			go reloadOnHUP(ctx, srv)
 			served := make(chan struct{})
 			defer close(served)
@@ -198,6 +220,8 @@ workers when the server stops.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&addr, "addr", defaultServeAddr, "address to listen on (host:port)")
+	fl.StringVar(&metricsAddr, "metrics-addr", "", "also serve GET /metrics, without a token, on this address (host:port) for a Prometheus scraper; /metrics on --addr keeps needing a read token")
+	addLogFlags(cmd, &lf)
 	fl.StringVar(&flows, "workflows", "./flows", "folder of the workflow files to serve")
 	fl.BoolVar(&noAuth, "no-auth", false, "serve without API tokens (loopback addresses only)")
 	fl.DurationVar(&grace, "shutdown-grace", 30*time.Second, "on shutdown, how long running nodes may take to finish before they are stopped")
@@ -355,14 +379,50 @@ func checkServeAddr(addr string, noAuth bool) error {
 	return nil
 }
 
-// newLogger logs to stderr: JSON lines when stderr is not a terminal (a
-// service manager, a container), text for people otherwise.
-func newLogger(e *env) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if isTerminal(e.stderr) {
-		return slog.New(slog.NewTextHandler(e.stderr, opts))
+// logFlags are --log-format and --log-level of the long-running commands
+// (serve, worker).
+type logFlags struct {
+	format, level string
+}
+
+func addLogFlags(cmd *cobra.Command, lf *logFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&lf.format, "log-format", "", "text or json (default: json when stderr is not a terminal — a service manager, a container — else text)")
+	fl.StringVar(&lf.level, "log-level", "info", "the least severe level logged: debug, info, warn or error (debug adds the probes' and metrics' requests)")
+	_ = cmd.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions([]string{"debug", "info", "warn", "error"}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// newLogger logs to stderr in --log-format from --log-level up: JSON lines
+// when stderr is not a terminal (a service manager, a container), text for
+// people otherwise, unless told.
+func newLogger(e *env, lf logFlags) (*slog.Logger, error) {
+	var level slog.Level
+	switch lf.level {
+	case "debug":
+		level = slog.LevelDebug
+	case "info":
+		level = slog.LevelInfo
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		return nil, usagef("--log-level %q: give debug, info, warn or error", lf.level)
 	}
-	return slog.New(slog.NewJSONHandler(e.stderr, opts))
+	opts := &slog.HandlerOptions{Level: level}
+	switch lf.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	case "":
+		if isTerminal(e.stderr) {
+			return slog.New(slog.NewTextHandler(e.stderr, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usagef("--log-format %q: give text or json", lf.format)
 }
 
 // stopOnSecondSignal stops running nodes at once on the second Ctrl-C or

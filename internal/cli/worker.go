@@ -20,6 +20,7 @@ func workerCmd(e *env) *cobra.Command {
 	var concurrency int
 	var grace, rescueAfter time.Duration
 	var denyPrivate bool
+	var lf logFlags
 	cmd := &cobra.Command{
 		Use:   "worker --db postgres://…",
 		Short: "Run the nodes of queued runs: a worker of the Postgres job queue",
@@ -55,6 +56,10 @@ it).`,
 			if concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
 			}
+			log, err := newLogger(e, lf)
+			if err != nil {
+				return err
+			}
 			if rescueAfter < 100*time.Millisecond {
 				return usagef("--rescue-after must be at least 100ms")
 			}
@@ -85,7 +90,7 @@ it).`,
 			fmt.Fprintf(e.stderr, "skein worker: working queues %s (%d at once each) of %s\n",
 				strings.Join(queues, ","), concurrency, runner.RedactURL(e.db))
 			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate,
-				RescueAfter: rescueAfter, Logger: newLogger(e)})
+				RescueAfter: rescueAfter, Logger: log})
 			if err != nil {
 				return failure(err)
 			}
@@ -95,6 +100,7 @@ it).`,
 	}
 	fl := cmd.Flags()
 	addDirFlag(fl, &dir)
+	addLogFlags(cmd, &lf)
 	fl.StringSliceVar(&queues, "queues", []string{"default"}, "queues to take jobs from (comma-separated)")
 	addConcurrencyFlag(fl, &concurrency, "jobs run at once per queue")
 	fl.DurationVar(&grace, "grace", 5*time.Minute, "on SIGTERM, how long running nodes may finish before they are stopped (0: as long as they take)")

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinhq/skein/docs"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
@@ -26,27 +27,39 @@ import (
 // maxBody bounds a request body (a workflow's text, a run's inputs).
 const maxBody = 1 << 20
 
+// healthz answers 200 while the process answers. It needs no token and
+// says nothing else.
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) error {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	return nil
 }
 
 // readyz answers 200 when the server takes work: it is not shutting down
-// and its store answers.
+// and its store answers; else 503 not_ready. It needs no token (a probe
+// carries no secret), so it says nothing but ready or not: why it is not
+// ready goes to the log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	notReady := problemf(http.StatusServiceUnavailable, CodeNotReady, "not ready")
 	s.mu.Lock()
 	stopping := s.stopping
 	s.mu.Unlock()
 	if stopping {
-		return problemf(http.StatusServiceUnavailable, CodeNotReady, "the server is shutting down")
+		return notReady
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if _, err := s.cfg.Runner.List(ctx, runner.ListRequest{Limit: 1}); err != nil {
-		return problemf(http.StatusServiceUnavailable, CodeUnavailable, "the store does not answer: %v", err)
+		s.log.WarnContext(r.Context(), "not ready: the store does not answer", "err", err)
+		return notReady
 	}
-	c := s.Catalog()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "workflows": len(c.Workflows), "problems": len(c.Problems)})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// openAPI answers the API's OpenAPI document (docs/openapi.yaml).
+func (s *Server) openAPI(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(docs.OpenAPI) // a caller gone is no problem of ours
 	return nil
 }
 

@@ -7,9 +7,9 @@
 //
 // Every error is answered as application/problem+json with a stable code
 // (problemOf is the one place that maps errors to statuses and codes).
-// Authentication denies by default: every route but /healthz needs a bearer
-// token whose scope (read < run < admin) the route allows. The web viewer
-// (package web) is served at / without a token; it signs in through
+// Authentication denies by default: every route but the probes (/healthz,
+// /readyz) needs a bearer token whose scope (read < run < admin) the
+// route allows. The web viewer (package web) is served at / without a token; it signs in through
 // /api/session, which keeps the token in an HttpOnly cookie that then
 // authenticates as the token, with a CSRF token required on the requests
 // that may change something (session.go).

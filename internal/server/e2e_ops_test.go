@@ -223,3 +223,30 @@ func TestTracesOverOTLP(t *testing.T) {
 	}
 	require.Equal(t, 2, children, "a span per node: %v", names)
 }
+
+// TestMetricsAddr: with --metrics-addr, GET /metrics answers there without
+// a token, and only /metrics does; on --addr it still needs one.
+func TestMetricsAddr(t *testing.T) {
+	t.Parallel()
+	s := serve(t, serveOpts{args: []string{"--metrics-addr", "127.0.0.1:0"}})
+	s.ended(s.start("quick", nil))
+	lines := s.logged("serving metrics without a token (--metrics-addr)")
+	require.Len(t, lines, 1)
+	addr := lines[0]["addr"].(string)
+
+	res, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Contains(t, string(body), `skein_runs_started_total{source="api",workflow="quick"} 1`)
+
+	res, err = http.Get("http://" + addr + "/api/runs")
+	require.NoError(t, err)
+	require.NoError(t, res.Body.Close())
+	require.Equal(t, http.StatusNotFound, res.StatusCode, "the metrics address serves nothing but /metrics")
+
+	require.Equal(t, http.StatusUnauthorized, s.do("GET", "/metrics", "", nil).status, "on --addr, /metrics needs a token")
+	require.Equal(t, http.StatusOK, s.do("GET", "/metrics", s.token, nil).status)
+}

@@ -579,9 +579,9 @@ func TestShutdownLeavesRunsResumable(t *testing.T) {
 	require.Equal(t, true, step(doc, "count")["cached"])
 }
 
-// TestAuthMatrix: no route but /healthz answers without a valid token
-// (signing in answers, but signs nobody in); a
-// read token reads but cannot start, cancel, resume or rerun.
+// TestAuthMatrix: no route but the probes (/healthz, /readyz) answers
+// without a valid token (signing in answers, but signs nobody in); a read
+// token reads but cannot start, cancel, resume or rerun.
 func TestAuthMatrix(t *testing.T) {
 	t.Parallel()
 	s := serve(t, serveOpts{})
@@ -590,6 +590,8 @@ func TestAuthMatrix(t *testing.T) {
 	read := tokenCreate(t, s.dir, "read")
 	run := tokenCreate(t, s.dir, "run")
 
+	// The probes answer anyone, with or without a token.
+	probes := map[string]string{"/healthz": `{"status":"ok"}`, "/readyz": `{"status":"ready"}`}
 	routes := routesOf(t)
 	require.NotEmpty(t, routes)
 	for _, rt := range routes {
@@ -600,8 +602,9 @@ func TestAuthMatrix(t *testing.T) {
 		t.Run(rt.Method+" "+rt.Path, func(t *testing.T) {
 			for _, tok := range []string{"", "skn_000000000000_nope", "not-a-token"} {
 				a := s.do(rt.Method, path, tok, nil)
-				if rt.Path == "/healthz" {
-					require.Equal(t, http.StatusOK, a.status)
+				if probe, ok := probes[rt.Path]; ok {
+					require.Equal(t, http.StatusOK, a.status, "token %q: %s", tok, a.body)
+					require.JSONEq(t, probe, string(a.body), "a probe says alive or ready and nothing else")
 					continue
 				}
 				if rt.Scope.String() == "none" {

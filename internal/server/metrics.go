@@ -2,6 +2,9 @@ package server
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -141,6 +144,29 @@ func (m *Metrics) Takeover(outcome string) {
 // Metrics are the server's metrics: the webhook and chat code counts its
 // deliveries there.
 func (s *Server) Metrics() *Metrics { return s.cfg.Metrics }
+
+// ServeMetrics serves GET /metrics, and nothing else, on ln without a
+// token — Prometheus' convention for an address only the scraper reaches
+// (skein serve --metrics-addr) — until ctx ends.
+func (s *Server) ServeMetrics(ctx context.Context, ln net.Listener) error {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.cfg.Metrics.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var err error
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		_ = hs.Close() // a scrape is short and may be lost
+		err = <-served
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
 
 // metrics serves GET /metrics.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request) error {

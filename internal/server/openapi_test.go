@@ -1,6 +1,8 @@
 package server_test
 
 import (
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -58,6 +60,31 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	require.Contains(t, string(data), `$ref: "../schema/run.schema.json"`)
 	_, err = os.Stat("../../schema/run.schema.json")
 	require.NoError(t, err)
+}
+
+// TestOpenAPIServed: GET /api/openapi.yaml answers docs/openapi.yaml as
+// YAML to a token, and nothing without one.
+func TestOpenAPIServed(t *testing.T) {
+	t.Parallel()
+	base, tok, _ := tokenServer(t, true)
+	res := call(t, "GET", base+"/api/openapi.yaml", "", map[string]string{"Authorization": "Bearer " + tok})
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, "application/yaml", res.Header.Get("Content-Type"))
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	var doc struct {
+		OpenAPI string         `yaml:"openapi"`
+		Paths   map[string]any `yaml:"paths"`
+	}
+	require.NoError(t, yaml.Unmarshal(body, &doc))
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	require.Contains(t, doc.Paths, "/api/openapi.yaml", "the document describes its own route")
+	want, err := os.ReadFile("../../docs/openapi.yaml")
+	require.NoError(t, err)
+	require.Equal(t, string(want), string(body), "the server answers docs/openapi.yaml as it is")
+
+	res = call(t, "GET", base+"/api/openapi.yaml", "", nil)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "the spec is behind a token, as every route but the probes")
 }
 
 func keys(m map[string]string) []string {

@@ -28,7 +28,7 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 func (s *Server) register() {
 	s.routes = []Route{
 		{"GET", "/healthz", auth.None, s.healthz},
-		{"GET", "/readyz", auth.Read, s.readyz},
+		{"GET", "/readyz", auth.None, s.readyz},
 		{"GET", "/metrics", auth.Read, s.metrics},
 		{"GET", "/api/workflows", auth.Read, s.listWorkflows},
 		{"GET", "/api/workflows/{name}", auth.Read, s.getWorkflow},
@@ -46,6 +46,7 @@ func (s *Server) register() {
 		{"GET", "/api/runs/{id}/artifacts/{node}/{name}", auth.Read, s.getArtifact},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
+		{"GET", "/api/openapi.yaml", auth.Read, s.openAPI},
 		{"POST", "/api/session", auth.None, s.signIn},
 		{"GET", "/api/session", auth.Read, s.session},
 		{"DELETE", "/api/session", auth.None, s.signOut},
@@ -104,14 +105,15 @@ func scopeOf(ctx context.Context) auth.Scope {
 	return sc
 }
 
-// tokenless tells the requests that need no API token: GET /healthz, the
+// tokenless tells the requests that need no API token: GET /healthz and
+// /readyz (probes, which say only alive or ready), the
 // webhooks (which check their trigger's auth), the web viewer's files
 // (a sign-in page without a token: everything it shows comes from the
 // API) and signing in and out.
 func tokenless(r *http.Request) bool {
 	p := r.URL.Path
 	switch {
-	case p == "/healthz", strings.HasPrefix(p, hookPrefix):
+	case p == "/healthz", p == "/readyz", strings.HasPrefix(p, hookPrefix):
 		return true
 	case p == "/api/session":
 		return r.Method == http.MethodPost || r.Method == http.MethodDelete

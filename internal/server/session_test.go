@@ -144,8 +144,9 @@ func between(s, from, to string) string {
 }
 
 // TestStoreDownIsNotAnInvalidToken: while the store cannot be read, a
-// request with a token — /readyz included — is answered 503 unavailable
-// with Retry-After, not 401: the token may be fine.
+// request with a token is answered 503 unavailable with Retry-After, not
+// 401: the token may be fine. /readyz, without a token, says not ready and
+// nothing of why.
 func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 	t.Parallel()
 	base, tok, r := tokenServer(t, false)
@@ -153,15 +154,21 @@ func TestStoreDownIsNotAnInvalidToken(t *testing.T) {
 	require.Equal(t, http.StatusOK, call(t, "GET", base+"/api/runs", "", bearer).StatusCode, "the store answers")
 
 	require.NoError(t, r.Close()) // the database is gone
-	for _, path := range []string{"/api/runs", "/readyz"} {
-		res := call(t, "GET", base+path, "", bearer)
-		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, path)
-		require.Equal(t, "1", res.Header.Get("Retry-After"), path)
-		var p struct{ Code string }
-		require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
-		require.Equal(t, "unavailable", p.Code, path)
-	}
-	res := call(t, "GET", base+"/api/runs", "", map[string]string{"Authorization": "Bearer not-a-token"})
+	res := call(t, "GET", base+"/api/runs", "", bearer)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	var p struct{ Code string }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
+	require.Equal(t, "unavailable", p.Code)
+
+	res = call(t, "GET", base+"/readyz", "", nil)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Equal(t, "1", res.Header.Get("Retry-After"))
+	var ready struct{ Code, Detail string }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&ready))
+	require.Equal(t, "not_ready", ready.Code)
+	require.Equal(t, "not ready", ready.Detail, "the reason is logged, not told to an anonymous caller")
+	res = call(t, "GET", base+"/api/runs", "", map[string]string{"Authorization": "Bearer not-a-token"})
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode, "a token that is not one is refused without the store")
 }
 
