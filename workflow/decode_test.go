@@ -57,6 +57,10 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 		{"two documents", "two.yaml", "version: 1\n---\nversion: 1\n", "several YAML documents"},
 		{"json trailing", "t.json", `{"version": 1} x`, "after the end"},
 		{"json unclosed", "t.json", `{"version": 1`, "end of file"},
+		{"json trailing comma in a list", "t.json", "{\"nodes\": [1,\n  ]}", "t.json:2:3: error: JSON: unexpected ']'; expected a value"},
+		{"json trailing comma in a map", "t.json", `{"version": 1, }`, "t.json:1:16: error: JSON: unexpected '}'; expected a key in double quotes"},
+		{"json number with a leading zero", "t.json", `{"version": -01}`, "t.json:1:15: error: JSON: invalid character '1' after object value"},
+		{"json lone surrogate", "t.json", `{"name": "\ud800"}`, "surrogate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,8 +14,8 @@
 //	}
 //
 // YAML is read with go.yaml.in/yaml/v3's Node API, which keeps the line and
-// column of every value; JSON with a small strict parser of this package's
-// own, because encoding/json reports no positions.
+// column of every value; JSON with go-json-experiment/json's jsontext, which
+// reports the byte offset of every token (encoding/json reports none).
 //
 // Graph gives the validated workflow as indexed nodes and edges with
 // back-edges marked; the engine plans runs from it. Decoding is bounded:

@@ -1,330 +1,202 @@
 package workflow
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// parseJSON parses a JSON document into a value tree. It is a small strict
-// parser of its own because encoding/json does not report positions of
-// values, and every diagnostic needs one.
+// parseJSON parses a JSON document into a value tree with
+// go-json-experiment/json's jsontext, which reports the byte offset of
+// every token; the offsets are turned into lines and columns here. Duplicate
+// keys, depth and value count are checked here, so their errors match the
+// YAML decoder's.
 func parseJSON(src []byte) (*value, *parseError) {
-	p := &jsonParser{src: src, line: 1, lineStart: 0}
-	if len(src) >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF {
-		p.i = 3
+	base := 0
+	if bytes.HasPrefix(src, []byte{0xEF, 0xBB, 0xBF}) {
+		base = 3
 	}
-	p.space()
-	if p.i >= len(p.src) {
+	c := &cursor{src: src, line: 1}
+	if len(bytes.TrimLeft(src[base:], " \t\r\n")) == 0 {
 		return nil, &parseError{Pos{1, 1}, "the file holds no workflow (it is empty)"}
 	}
+	p := &textParser{src: src, base: base, c: c, dec: jsontext.NewDecoder(bytes.NewReader(src[base:]), jsontext.AllowDuplicateNames(true))}
 	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	p.space()
-	if p.i < len(p.src) {
-		return nil, p.errf("JSON: unexpected %s after the end of the document", p.what())
+	off := p.start()
+	if _, err := p.dec.ReadToken(); !errors.Is(err, io.EOF) {
+		return nil, &parseError{c.pos(off), fmt.Sprintf("JSON: unexpected %s after the end of the document", what(src, off))}
 	}
 	return v, nil
 }
 
-type jsonParser struct {
-	src       []byte
-	i         int
-	line      int
-	lineStart int
-	count     int
-	// colAt and col cache the last column computed on the current line, so
-	// long one-line documents cost linear time.
-	colAt, col int
+type textParser struct {
+	src   []byte
+	base  int
+	c     *cursor
+	dec   *jsontext.Decoder
+	count int
 }
 
-func (p *jsonParser) pos() Pos {
-	if p.colAt < p.lineStart || p.colAt > p.i {
-		p.colAt, p.col = p.lineStart, 0
-	}
-	p.col += utf8.RuneCount(p.src[p.colAt:p.i])
-	p.colAt = p.i
-	return Pos{p.line, p.col + 1}
-}
-
-func (p *jsonParser) errf(format string, args ...any) *parseError {
-	return &parseError{p.pos(), fmt.Sprintf(format, args...)}
-}
-
-func (p *jsonParser) what() string {
-	if p.i >= len(p.src) {
-		return "end of file"
-	}
-	r, _ := utf8.DecodeRune(p.src[p.i:])
-	return strconv.QuoteRune(r)
-}
-
-func (p *jsonParser) space() {
-	for p.i < len(p.src) {
-		switch p.src[p.i] {
-		case '\n':
-			p.i++
-			p.line++
-			p.lineStart = p.i
-		case ' ', '\t', '\r':
-			p.i++
-		default:
-			return
+// start is the offset of the next token: past the whitespace, comma or
+// colon that follows the last one.
+func (p *textParser) start() int {
+	off := p.base + int(p.dec.InputOffset())
+	for off < len(p.src) {
+		switch p.src[off] {
+		case ' ', '\t', '\r', '\n', ',', ':':
+			off++
+			continue
 		}
+		break
 	}
+	return off
 }
 
-func (p *jsonParser) value(depth int) (*value, *parseError) {
+func (p *textParser) fail(err error) *parseError {
+	var se *jsontext.SyntacticError
+	if errors.As(err, &se) {
+		off := p.base + int(se.ByteOffset)
+		if errors.Is(se.Err, io.ErrUnexpectedEOF) {
+			return &parseError{p.c.pos(len(p.src)), "JSON: unexpected end of file"}
+		}
+		if off < len(p.src) && p.src[off] == ',' { // a trailing comma: point at what follows it
+			next := off + 1
+			for next < len(p.src) && bytes.IndexByte([]byte(" \t\r\n"), p.src[next]) >= 0 {
+				next++
+			}
+			if next < len(p.src) && p.src[next] == ']' {
+				return &parseError{p.c.pos(next), "JSON: unexpected ']'; expected a value"}
+			}
+			if next < len(p.src) && p.src[next] == '}' {
+				return &parseError{p.c.pos(next), "JSON: unexpected '}'; expected a key in double quotes"}
+			}
+		}
+		return &parseError{p.c.pos(off), "JSON: " + se.Err.Error()}
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return &parseError{p.c.pos(len(p.src)), "JSON: unexpected end of file"}
+	}
+	return &parseError{p.c.pos(p.start()), "JSON: " + err.Error()}
+}
+
+func (p *textParser) value(depth int) (*value, *parseError) {
 	p.count++
+	off := p.start()
 	if p.count > MaxValues {
-		return nil, p.errf("the file has more than %d values", MaxValues)
+		return nil, &parseError{p.c.pos(off), fmt.Sprintf("the file has more than %d values", MaxValues)}
 	}
 	if depth > MaxDepth {
-		return nil, p.errf("nesting is deeper than %d levels", MaxDepth)
+		return nil, &parseError{p.c.pos(off), fmt.Sprintf("nesting is deeper than %d levels", MaxDepth)}
 	}
-	if p.i >= len(p.src) {
-		return nil, p.errf("JSON: unexpected end of file")
+	tok, err := p.dec.ReadToken()
+	if err != nil {
+		return nil, p.fail(err)
 	}
-	pos := p.pos()
-	switch c := p.src[p.i]; {
-	case c == '{':
-		return p.object(pos, depth)
-	case c == '[':
-		return p.array(pos, depth)
-	case c == '"':
-		start := p.i
-		s, err := p.str()
-		if err != nil {
-			return nil, err
-		}
+	pos := p.c.pos(off)
+	switch tok.Kind() {
+	case 'n':
+		return &value{kind: vNull, pos: pos}, nil
+	case 't', 'f':
+		return &value{kind: vBool, pos: pos, b: tok.Bool()}, nil
+	case '"':
+		s := tok.String()
 		v := &value{kind: vString, pos: pos, s: s}
-		if p.i-start == len(s)+2 { // no escapes: offsets map onto the source
+		if p.base+int(p.dec.InputOffset())-off == len(s)+2 { // no escapes: offsets map onto the source
 			v.style = '"'
 		}
 		return v, nil
-	case c == 't' || c == 'f' || c == 'n':
-		for _, lit := range []string{"true", "false", "null"} {
-			if len(p.src)-p.i >= len(lit) && string(p.src[p.i:p.i+len(lit)]) == lit {
-				p.i += len(lit)
-				switch lit {
-				case "true":
-					return &value{kind: vBool, pos: pos, b: true}, nil
-				case "false":
-					return &value{kind: vBool, pos: pos}, nil
-				}
-				return &value{kind: vNull, pos: pos}, nil
-			}
+	case '0':
+		text := string(p.src[off : p.base+int(p.dec.InputOffset())])
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return &value{kind: vInt, pos: pos, i: n}, nil
 		}
-	case c == '-' || (c >= '0' && c <= '9'):
-		return p.number(pos)
-	}
-	return nil, p.errf("JSON: unexpected %s; expected a value", p.what())
-}
-
-func (p *jsonParser) object(pos Pos, depth int) (*value, *parseError) {
-	p.i++
-	v := &value{kind: vMap, pos: pos}
-	p.space()
-	if p.i < len(p.src) && p.src[p.i] == '}' {
-		p.i++
-		return v, nil
-	}
-	for {
-		p.space()
-		if p.i >= len(p.src) || p.src[p.i] != '"' {
-			return nil, p.errf("JSON: unexpected %s; expected a key in double quotes", p.what())
-		}
-		kpos := p.pos()
-		key, err := p.str()
+		f, err := strconv.ParseFloat(text, 64)
 		if err != nil {
-			return nil, err
+			return nil, &parseError{pos, fmt.Sprintf("JSON: %q is not a valid number", text)}
 		}
-		if prev, dup := v.get(key); dup {
-			_ = prev
+		return &value{kind: vFloat, pos: pos, f: f}, nil
+	case '{':
+		v := &value{kind: vMap, pos: pos}
+		for p.dec.PeekKind() != '}' {
+			koff := p.start()
+			ktok, err := p.dec.ReadToken()
+			if err != nil {
+				return nil, p.fail(err)
+			}
+			kpos := p.c.pos(koff)
+			key := ktok.String()
 			for _, e := range v.keys {
 				if e.key == key {
 					return nil, &parseError{kpos, fmt.Sprintf("duplicate key %q (first at %s)", key, e.keyPos)}
 				}
 			}
+			val, perr := p.value(depth + 1)
+			if perr != nil {
+				return nil, perr
+			}
+			v.keys = append(v.keys, mapEntry{key: key, keyPos: kpos, val: val})
 		}
-		p.space()
-		if p.i >= len(p.src) || p.src[p.i] != ':' {
-			return nil, p.errf("JSON: unexpected %s; expected ':' after key %q", p.what(), key)
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, p.fail(err)
 		}
-		p.i++
-		p.space()
-		val, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
+		return v, nil
+	case '[':
+		v := &value{kind: vList, pos: pos}
+		for p.dec.PeekKind() != ']' {
+			e, perr := p.value(depth + 1)
+			if perr != nil {
+				return nil, perr
+			}
+			v.list = append(v.list, e)
 		}
-		v.keys = append(v.keys, mapEntry{key: key, keyPos: kpos, val: val})
-		p.space()
-		if p.i >= len(p.src) {
-			return nil, p.errf("JSON: unexpected end of file; expected ',' or '}'")
+		if _, err := p.dec.ReadToken(); err != nil {
+			return nil, p.fail(err)
 		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return v, nil
-		default:
-			return nil, p.errf("JSON: unexpected %s; expected ',' or '}'", p.what())
-		}
-	}
-}
-
-func (p *jsonParser) array(pos Pos, depth int) (*value, *parseError) {
-	p.i++
-	v := &value{kind: vList, pos: pos}
-	p.space()
-	if p.i < len(p.src) && p.src[p.i] == ']' {
-		p.i++
 		return v, nil
 	}
+	return nil, &parseError{pos, fmt.Sprintf("JSON: unexpected %s; expected a value", what(p.src, off))}
+}
+
+// cursor turns byte offsets, which only grow, into lines and columns in
+// characters, in linear time over the document.
+type cursor struct {
+	src           []byte
+	line          int
+	at, lineStart int
+	col           int
+}
+
+func (c *cursor) pos(off int) Pos {
+	off = min(off, len(c.src))
+	if off < c.at { // an error can point back: count again from the start
+		c.line, c.at, c.lineStart, c.col = 1, 0, 0, 0
+	}
 	for {
-		p.space()
-		e, err := p.value(depth + 1)
-		if err != nil {
-			return nil, err
-		}
-		v.list = append(v.list, e)
-		p.space()
-		if p.i >= len(p.src) {
-			return nil, p.errf("JSON: unexpected end of file; expected ',' or ']'")
-		}
-		switch p.src[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return v, nil
-		default:
-			return nil, p.errf("JSON: unexpected %s; expected ',' or ']'", p.what())
-		}
-	}
-}
-
-func (p *jsonParser) number(pos Pos) (*value, *parseError) {
-	start := p.i
-	isFloat := false
-	if p.src[p.i] == '-' {
-		p.i++
-	}
-	for p.i < len(p.src) {
-		c := p.src[p.i]
-		switch {
-		case c >= '0' && c <= '9':
-		case c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-':
-			isFloat = true
-		default:
-			goto done
-		}
-		p.i++
-	}
-done:
-	text := string(p.src[start:p.i])
-	if !isFloat {
-		if n, err := strconv.ParseInt(text, 10, 64); err == nil && (text == "0" || text == "-0" || (text[0] != '0' && (len(text) < 2 || text[:2] != "-0"))) {
-			return &value{kind: vInt, pos: pos, i: n}, nil
-		}
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil || text[len(text)-1] == '.' || (len(text) > 1 && text[0] == '0' && text[1] != '.' && text[1] != 'e' && text[1] != 'E') {
-		return nil, &parseError{pos, fmt.Sprintf("JSON: %q is not a valid number", text)}
-	}
-	return &value{kind: vFloat, pos: pos, f: f}, nil
-}
-
-// str reads a JSON string starting at the opening quote.
-func (p *jsonParser) str() (string, *parseError) {
-	p.i++
-	start := p.i
-	// Fast path: no escapes.
-	for p.i < len(p.src) {
-		c := p.src[p.i]
-		if c == '"' {
-			s := string(p.src[start:p.i])
-			p.i++
-			if !utf8.ValidString(s) {
-				return "", p.errf("JSON: string is not valid UTF-8")
-			}
-			return s, nil
-		}
-		if c == '\\' || c < 0x20 {
+		i := bytes.IndexByte(c.src[c.at:off], '\n')
+		if i < 0 {
 			break
 		}
-		p.i++
+		c.line++
+		c.at += i + 1
+		c.lineStart, c.col = c.at, 0
 	}
-	buf := append([]byte(nil), p.src[start:p.i]...)
-	for p.i < len(p.src) {
-		c := p.src[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			if !utf8.Valid(buf) {
-				return "", p.errf("JSON: string is not valid UTF-8")
-			}
-			return string(buf), nil
-		case c < 0x20:
-			return "", p.errf("JSON: control character in string (write it as an escape)")
-		case c == '\\':
-			if p.i+1 >= len(p.src) {
-				return "", p.errf("JSON: unexpected end of file in string")
-			}
-			e := p.src[p.i+1]
-			p.i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := p.hex4()
-				if !ok {
-					return "", p.errf("JSON: bad \\u escape")
-				}
-				if utf16.IsSurrogate(r) {
-					r2 := utf8.RuneError
-					if p.i+1 < len(p.src) && p.src[p.i] == '\\' && p.src[p.i+1] == 'u' {
-						p.i += 2
-						if x, ok := p.hex4(); ok {
-							r2 = x
-						}
-					}
-					r = utf16.DecodeRune(r, r2)
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return "", p.errf("JSON: unknown escape \\%c", e)
-			}
-		default:
-			buf = append(buf, c)
-			p.i++
-		}
-	}
-	return "", p.errf("JSON: unexpected end of file in string")
+	c.col += utf8.RuneCount(c.src[c.at:off])
+	c.at = off
+	return Pos{c.line, c.col + 1}
 }
 
-func (p *jsonParser) hex4() (rune, bool) {
-	if p.i+4 > len(p.src) {
-		return 0, false
+func what(src []byte, off int) string {
+	if off >= len(src) {
+		return "end of file"
 	}
-	n, err := strconv.ParseUint(string(p.src[p.i:p.i+4]), 16, 32)
-	if err != nil {
-		return 0, false
-	}
-	p.i += 4
-	return rune(n), true
+	r, _ := utf8.DecodeRune(src[off:])
+	return strconv.QuoteRune(r)
 }

@@ -16,11 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -110,9 +110,9 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 	if after == nil {
 		after = time.After
 	}
-	wait := p.Backoff
-	for i := 0; i < p.Made && wait < MaxBackoff; i++ {
-		wait *= 2
+	wait := schedule(p.Backoff)
+	for i := 0; i < p.Made; i++ {
+		wait.NextBackOff()
 	}
 	if p.Wait > 0 && !p.Once {
 		select {
@@ -126,8 +126,7 @@ func (s *Sender) Send(ctx context.Context, url, secret string, m Message, p Poli
 		a.N = n
 		done := a.OK() || n > p.Retries || !retriable(a) || ctx.Err() != nil
 		if !done {
-			a.Retry = jitter(min(wait, MaxBackoff))
-			wait *= 2
+			a.Retry = wait.NextBackOff()
 		}
 		if report != nil {
 			report(a)
@@ -190,11 +189,10 @@ func retriable(a Attempt) bool {
 	return a.Status == 0 || a.Status == http.StatusRequestTimeout || a.Status == http.StatusTooManyRequests || a.Status >= 500
 }
 
-func jitter(d time.Duration) time.Duration {
-	if d <= 0 {
-		return 0
-	}
-	return d - d/5 + time.Duration(rand.Int64N(int64(d/5)*2+1))
+// schedule is the delivery's backoff: first the policy's Backoff, doubled
+// before each next attempt up to MaxBackoff, each wait with ±20% jitter.
+func schedule(first time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: min(first, MaxBackoff), RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: MaxBackoff}
 }
 
 // Describe says how an attempt went, for people: "HTTP 200", or the error.

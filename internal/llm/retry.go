@@ -2,9 +2,9 @@ package llm
 
 import (
 	"context"
-	"math/rand/v2"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -91,12 +91,14 @@ func withAttempts(e *node.Error, attempts int) *node.Error {
 }
 
 // DefaultBackoff waits 1 s before the first retry and doubles each time, at
-// most 30 s, with ±20 % jitter.
+// most 30 s, with ±20 % jitter: cenkalti/backoff's exponential schedule.
 func DefaultBackoff(n int) time.Duration {
-	d := time.Second << min(max(n-1, 0), 5)
-	d = min(d, 30*time.Second)
-	jitter := 0.8 + 0.4*rand.Float64()
-	return time.Duration(float64(d) * jitter)
+	b := backoff.ExponentialBackOff{InitialInterval: time.Second, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 30 * time.Second}
+	d := b.NextBackOff()
+	for i := 1; i < n; i++ {
+		d = b.NextBackOff()
+	}
+	return d
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

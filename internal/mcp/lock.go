@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -16,7 +17,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/goccy/go-yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/skeinhq/skein/node"
 )
@@ -95,7 +96,9 @@ func ReadLock(path string) (*Lock, error) {
 		return nil, fmt.Errorf("reading the lock file %s: %w", path, err)
 	}
 	var l Lock
-	if err := yaml.UnmarshalWithOptions(data, &l, yaml.Strict()); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&l); err != nil && !errors.Is(err, io.EOF) { // EOF: an empty file, caught by the version check
 		return nil, fmt.Errorf("lock file %s is not valid: %v; delete it and run skein lock update on the workflow to write it again", path, err)
 	}
 	if l.Version != LockVersion {

@@ -70,6 +70,17 @@ func TestReadLockErrors(t *testing.T) {
 	_, err = mcp.ReadLock(bad)
 	require.ErrorContains(t, err, "lock file "+bad+" is not valid")
 	require.ErrorContains(t, err, "run skein lock update")
+
+	unknown := filepath.Join(dir, "unknown.skein.lock")
+	require.NoError(t, os.WriteFile(unknown, []byte("version: 1\nserver: {}\n"), 0o644))
+	_, err = mcp.ReadLock(unknown)
+	require.ErrorContains(t, err, "lock file "+unknown+" is not valid", "a misspelt key is an error, not an empty lock")
+	require.ErrorContains(t, err, "server")
+
+	empty := filepath.Join(dir, "empty.skein.lock")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	_, err = mcp.ReadLock(empty)
+	require.ErrorContains(t, err, "lock file "+empty+" has version 0; this Skein reads version 1")
 }
 
 // pinsBundle is a test server with two tools, a pool and the pins of a

@@ -1,13 +1,14 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/goccy/go-yaml"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/skeinhq/skein/internal/schema"
 	"github.com/skeinhq/skein/node"
@@ -88,7 +89,9 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 			}
 			src, err := os.ReadFile(f)
 			require.NoError(t, err)
-			js, err := yaml.YAMLToJSON(src)
+			var doc any
+			require.NoError(t, yaml.Unmarshal(src, &doc))
+			js, err := json.Marshal(doc)
 			require.NoError(t, err)
 			require.NoError(t, validate(t, sch, string(js)), "%s passes workflow.Validate but not the schema", f)
 		})

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
+
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/node"
@@ -857,16 +859,18 @@ func (r *Run) failed(f *frame, pn *PlanNode, t *Task, oc Outcome) {
 	r.fail(f, pn, t.Attempt, oc.Output, err, t.ID)
 }
 
-// backoff is retry_backoff × 2^(attempt-1), with up to 20% jitter drawn
-// from the task's identity (so the scheduler stays deterministic), capped.
+// backoff is retry_backoff × 2^(attempt-1), capped at MaxBackoff, plus up
+// to 20% jitter, capped again. The schedule is cenkalti/backoff's
+// exponential one without its randomization; the jitter is drawn from the
+// task's identity instead, so the scheduler stays deterministic (a replay
+// or a resume computes the same delays).
 func (r *Run) backoff(pn *PlanNode, t *Task) time.Duration {
-	d := pn.Backoff
-	for i := 1; i < t.Attempt && d < MaxBackoff; i++ {
-		d *= 2
+	b := backoff.ExponentialBackOff{InitialInterval: pn.Backoff, Multiplier: 2, MaxInterval: MaxBackoff}
+	d := b.NextBackOff()
+	for i := 1; i < t.Attempt; i++ {
+		d = b.NextBackOff()
 	}
-	if d > MaxBackoff {
-		d = MaxBackoff
-	}
+	d = min(d, MaxBackoff)
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s/%s/%d/%d", r.runID, pn.ID, t.Visit, t.Attempt)
 	jitter := time.Duration(uint64(d) / 5 * uint64(h.Sum32()%1000) / 1000)
