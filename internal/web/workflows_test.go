@@ -42,3 +42,27 @@ edges:
 	require.Equal(t, want, eval[string](t, ctx, `document.querySelector('tr[data-workflow="nightly"] td.next-fire').innerText`), "nightly's next fire")
 	require.Empty(t, eval[string](t, ctx, `document.querySelector('tr[data-workflow="hello"] td.next-fire').innerText`), "hello has no schedule")
 }
+
+func TestWorkflowsProblemsNameTheWebhook(t *testing.T) {
+	t.Parallel()
+	s := serve(t, map[string]string{"deploy.yaml": `version: 1
+name: deploy
+secrets: [WEB_TEST_UNSET_HOOK_SECRET]
+nodes:
+  - id: hook
+    type: trigger.webhook
+    path: deploy
+    auth: {type: bearer, secret: "{{ secrets.WEB_TEST_UNSET_HOOK_SECRET }}"}
+  - {id: note, type: template, text: "deploying"}
+edges:
+  - {from: hook, to: note}
+`})
+	ctx := browser(t)
+	s.signIn(ctx)
+	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows"))
+	until(t, ctx, `(document.querySelector('ul.problems') || {}).textContent`)
+	require.Equal(t, "Problems", eval[string](t, ctx, `document.querySelector('ul.problems').previousElementSibling.previousElementSibling.innerText`))
+	item := eval[string](t, ctx, `[...document.querySelectorAll('ul.problems li')].map(li => li.innerText).find(t => t.includes("deploy.yaml")) || ""`)
+	require.Contains(t, item, "deploy.yaml › hook:", "the problem names the file and the webhook's node")
+	require.Contains(t, item, "WEB_TEST_UNSET_HOOK_SECRET", "the operator's page says what to set")
+}

@@ -97,11 +97,13 @@ export function WorkflowsPage() {
       ) : null}
       {list && list.problems.length ? (
         <>
-          <h2>Not served</h2>
-          <ul>
+          <h2>Problems</h2>
+          <p class="hint">Files of the folder that are not served, and webhooks that take no requests until the server is configured for them.</p>
+          <ul class="problems">
             {list.problems.map((p) => (
               <li>
-                <span class="mono">{p.file}</span>: {p.message}
+                <span class="mono">{p.file}</span>
+                {p.node ? <span class="mono"> › {p.node}</span> : null}: {p.message}
               </li>
             ))}
           </ul>
