@@ -22,6 +22,11 @@ type Run struct {
 	ParentID string
 	// Trigger is the id of the trigger node that fired.
 	Trigger string
+	// Source is how the run was started: cli, api, webhook, schedule,
+	// chat, mcp or replay; empty for runs recorded before it was kept.
+	Source string
+	// ReplayOf is the run a replay replays; empty for other runs.
+	ReplayOf string
 	// Status is the run's status as stored: pending, running, waiting,
 	// completed, failed, cancelled (DESIGN §2.7). A running or pending run
 	// whose lease expired is interrupted; see LeaseExpired. A waiting run
