@@ -7,6 +7,17 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
+// How a run was started (Run.Source).
+const (
+	SourceCLI      = "cli"      // skein run, resume or rerun
+	SourceAPI      = "api"      // skein serve's POST /api/runs
+	SourceWebhook  = "webhook"  // a webhook trigger's request
+	SourceSchedule = "schedule" // a schedule trigger's fire
+	SourceChat     = "chat"     // a chat trigger's message
+	SourceMCP      = "mcp"      // a tool of skein mcp
+	SourceReplay   = "replay"   // skein replay: ReplayOf is the replayed run
+)
+
 // Run is the row of one execution of a workflow, as a store keeps it.
 type Run struct {
 	ID       string

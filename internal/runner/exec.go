@@ -17,6 +17,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/services"
@@ -43,6 +44,20 @@ type StartRequest struct {
 	// Placement, when set, overrides the runner's (Config.Placement).
 	Placement Placement
 	Options
+}
+
+// source is how the job's run was started: a replay's, else o.Source,
+// else the command line.
+func (j job) source(o Options) string {
+	switch {
+	case j.replayOf != "":
+		return record.SourceReplay
+	case j.parent != "":
+		return "" // a child run is started by its parent's node
+	case o.Source != "":
+		return o.Source
+	}
+	return record.SourceCLI
 }
 
 // Start runs a workflow to its end, in this process or on the queue's
@@ -103,6 +118,8 @@ type job struct {
 	budget *engine.Budget
 	// replay answers the run's interactions from a cassette.
 	replay *ReplaySource
+	// replayOf is the run a replay (Runner.Replay) replays.
+	replayOf string
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -145,6 +162,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: dir,
 			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
+			Source: j.source(o), ReplayOf: j.replayOf,
 		}, err
 	}, started, meta, red)
 	if err != nil {

@@ -69,7 +69,8 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 		id = NewRunID()
 	}
 	run, err := queue.Enqueue(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil),
-		queue.StartRequest{RunID: id, Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload})
+		queue.StartRequest{RunID: id, Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload,
+			StartedBy: job{}.source(req.Options)})
 	if err != nil {
 		return nil, err
 	}

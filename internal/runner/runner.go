@@ -305,6 +305,10 @@ type Options struct {
 	// instead of sending them (skein test's cases that name one, the
 	// examples' golden replays). Child runs answer from it too.
 	Replay *ReplaySource
+	// Source is how the run was started, kept in its record
+	// (record.SourceCLI, SourceAPI …); default record.SourceCLI. A replay
+	// (Runner.Replay) is record.SourceReplay whatever it says.
+	Source string
 }
 
 // Result is how an execution ended.
