@@ -193,6 +193,13 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
 	require.Equal(t, "replay", rep.Run["source"])
 	require.Equal(t, recorded, rep.Run["replay_of"])
+
+	r = skein(t, "rerun", "-o", "json", "--dir", dir, ok)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rerun map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rerun), r.stdout)
+	require.Equal(t, "cli", rerun["source"], "skein rerun")
+	require.Nil(t, rerun["replay_of"], "a rerun is no replay")
 }
 
 // jsonDocs reads the JSON documents of out, one after another.

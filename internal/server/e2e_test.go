@@ -398,6 +398,7 @@ func TestCancelResumeRerun(t *testing.T) {
 	doc = s.ended(newID)
 	require.Equal(t, "completed", doc["status"])
 	require.Equal(t, true, step(doc, "count")["pinned"])
+	require.Equal(t, "api", doc["source"], "a rerun through the API")
 	data, err := os.ReadFile(log)
 	require.NoError(t, err)
 	require.Equal(t, "ran\n", string(data), "count ran once in all: resumed and rerun reused it")
