@@ -75,4 +75,10 @@ outputs:
 	require.Equal(t, "replay of "+rec.Run.ID, trigger(rep.Run.ID), "a replay names the run it replays")
 	require.Equal(t, "#/runs/"+rec.Run.ID, eval[string](t, ctx,
 		`document.querySelector('tr[data-run="`+rep.Run.ID+`"] td.trigger a.replay-of').getAttribute('href')`), "and links to it")
+
+	// The replay's page names the run it replays too.
+	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+rep.Run.ID))
+	until(t, ctx, `!!document.querySelector('section.run[data-run="`+rep.Run.ID+`"] .facts a.replay-of')`)
+	require.Equal(t, "#/runs/"+rec.Run.ID, eval[string](t, ctx,
+		`document.querySelector('section.run .facts a.replay-of').getAttribute('href')`))
 }
