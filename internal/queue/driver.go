@@ -298,7 +298,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
 		Status: engine.RunRunning, Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
-		Source: req.StartedBy,
+		Source: record.StartedBy(req.StartedBy, "", ""),
 	}
 	env, err := d.newEnv(ctx, run)
 	if err != nil {

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -17,6 +18,19 @@ const (
 	SourceMCP      = "mcp"      // a tool of skein mcp
 	SourceReplay   = "replay"   // skein replay: ReplayOf is the replayed run
 )
+
+// StartedBy is the Source of a new run: SourceReplay for a run that
+// replays another (replayOf), none for a child run (parentID: its
+// parent's node started it), else source, else SourceCLI.
+func StartedBy(source, replayOf, parentID string) string {
+	switch {
+	case replayOf != "":
+		return SourceReplay
+	case parentID != "":
+		return ""
+	}
+	return cmp.Or(source, SourceCLI)
+}
 
 // Run is the row of one execution of a workflow, as a store keeps it.
 type Run struct {

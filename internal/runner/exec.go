@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,31 +47,14 @@ type StartRequest struct {
 	Options
 }
 
-// source is how the job's run was started: a replay's, else o.Source,
-// else the command line.
-func (j job) source(o Options) string {
-	switch {
-	case j.replayOf != "":
-		return record.SourceReplay
-	case j.parent != "":
-		return "" // a child run is started by its parent's node
-	case o.Source != "":
-		return o.Source
-	}
-	return record.SourceCLI
-}
-
 // Start runs a workflow to its end, in this process or on the queue's
 // workers as Place decides.
 func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
 	if r.Place(req) == PlaceQueue {
 		return r.Enqueue(ctx, req)
 	}
-	id := req.RunID
-	if id == "" {
-		id = NewRunID()
-	}
-	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload, runID: id}, req.Options)
+	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload,
+		runID: cmp.Or(req.RunID, NewRunID())}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }
 
@@ -117,9 +101,8 @@ type job struct {
 	// the child spends counts against it too (nil: no parent).
 	budget *engine.Budget
 	// replay answers the run's interactions from a cassette.
-	replay *ReplaySource
-	// replayOf is the run a replay (Runner.Replay) replays.
-	replayOf string
+	replay   *ReplaySource
+	replayOf string // the run a replay (Runner.Replay) replays
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -162,7 +145,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: dir,
 			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
-			Source: j.source(o), ReplayOf: j.replayOf,
+			Source: record.StartedBy(o.Source, j.replayOf, j.parent), ReplayOf: j.replayOf,
 		}, err
 	}, started, meta, red)
 	if err != nil {

@@ -305,9 +305,7 @@ type Options struct {
 	// instead of sending them (skein test's cases that name one, the
 	// examples' golden replays). Child runs answer from it too.
 	Replay *ReplaySource
-	// Source is how the run was started, kept in its record
-	// (record.SourceCLI, SourceAPI …); default record.SourceCLI. A replay
-	// (Runner.Replay) is record.SourceReplay whatever it says.
+	// Source is how a new run was started (record.StartedBy; default cli).
 	Source string
 }
 
