@@ -81,6 +81,7 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		r := skein(t, append([]string{"run", "-o", "json", "--dir", dir}, args...)...)
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &m), r.stdout+r.stderr)
+		require.Equal(t, "cli", m["source"], "skein run records that the command line started the run")
 		return m["execution_id"].(string)
 	}
 	ok := start("testdata/ok.yaml", "-i", "city=Paris")
@@ -182,6 +183,23 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 			}
 		}
 	}
+
+	// A replay's run says what it replays.
+	r := skein(t, "replay", "-o", "json", "--dir", dir, recorded)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rep struct {
+		Run map[string]any `json:"run"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep), r.stdout)
+	require.Equal(t, "replay", rep.Run["source"])
+	require.Equal(t, recorded, rep.Run["replay_of"])
+
+	r = skein(t, "rerun", "-o", "json", "--dir", dir, ok)
+	require.Equal(t, 0, r.code, r.stderr)
+	var rerun map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rerun), r.stdout)
+	require.Equal(t, "cli", rerun["source"], "skein rerun")
+	require.Nil(t, rerun["replay_of"], "a rerun is no replay")
 }
 
 // jsonDocs reads the JSON documents of out, one after another.

@@ -504,7 +504,11 @@ func (s *Server) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Error)
 }
 
 // options are the options of the runs the tools start.
-func (s *Server) options() runner.Options { return s.cfg.Options }
+func (s *Server) options() runner.Options {
+	o := s.cfg.Options
+	o.Source = record.SourceMCP
+	return o
+}
 
 // checkFile refuses a call without a workflow file. A file that does not
 // exist is the runner's to refuse (invalid_workflow, as skein run does).

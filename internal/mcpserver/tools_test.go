@@ -170,6 +170,7 @@ type mcpRun struct {
 	Outputs map[string]any `json:"outputs"`
 	Error   *mcpError      `json:"error"`
 	File    string         `json:"file"`
+	Source  string         `json:"source"`
 	Steps   []struct {
 		Node   string `json:"node"`
 		Status string `json:"status"`
@@ -264,6 +265,7 @@ func TestMCPTools(t *testing.T) {
 		require.Equal(t, run.Outputs, got.Outputs)
 		require.Len(t, got.Steps, 2)
 		require.True(t, filepath.IsAbs(got.File), got.File)
+		require.Equal(t, "mcp", got.Source, "a run started by the run_workflow tool")
 
 		list := toolResult[struct {
 			Runs []struct {

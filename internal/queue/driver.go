@@ -277,6 +277,8 @@ type StartRequest struct {
 	Inputs  map[string]any
 	Trigger string
 	Payload map[string]any
+	// StartedBy is how the run was started (store.Run.Source).
+	StartedBy string
 	// Dir is the run's folder, made when something needs it (a resume
 	// on this machine).
 	Dir string
@@ -296,6 +298,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
 		Status: engine.RunRunning, Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
+		Source: record.StartedBy(req.StartedBy, "", ""),
 	}
 	env, err := d.newEnv(ctx, run)
 	if err != nil {

@@ -1,11 +1,36 @@
 package record
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
 	"github.com/skeinhq/skein/node"
 )
+
+// How a run was started (Run.Source).
+const (
+	SourceCLI      = "cli"      // skein run, resume or rerun
+	SourceAPI      = "api"      // skein serve's POST /api/runs
+	SourceWebhook  = "webhook"  // a webhook trigger's request
+	SourceSchedule = "schedule" // a schedule trigger's fire
+	SourceChat     = "chat"     // a chat trigger's message
+	SourceMCP      = "mcp"      // a tool of skein mcp
+	SourceReplay   = "replay"   // skein replay: ReplayOf is the replayed run
+)
+
+// StartedBy is the Source of a new run: SourceReplay for a run that
+// replays another (replayOf), none for a child run (parentID: its
+// parent's node started it), else source, else SourceCLI.
+func StartedBy(source, replayOf, parentID string) string {
+	switch {
+	case replayOf != "":
+		return SourceReplay
+	case parentID != "":
+		return ""
+	}
+	return cmp.Or(source, SourceCLI)
+}
 
 // Run is the row of one execution of a workflow, as a store keeps it.
 type Run struct {
@@ -22,6 +47,11 @@ type Run struct {
 	ParentID string
 	// Trigger is the id of the trigger node that fired.
 	Trigger string
+	// Source is how the run was started: cli, api, webhook, schedule,
+	// chat, mcp or replay; empty for runs recorded before it was kept.
+	Source string
+	// ReplayOf is the run a replay replays; empty for other runs.
+	ReplayOf string
 	// Status is the run's status as stored: pending, running, waiting,
 	// completed, failed, cancelled (DESIGN §2.7). A running or pending run
 	// whose lease expired is interrupted; see LeaseExpired. A waiting run

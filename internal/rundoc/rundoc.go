@@ -26,9 +26,15 @@ type Doc struct {
 	Verdict     *check.RunVerdict `json:"verdict"`
 	Inputs      map[string]any    `json:"inputs"`
 	Trigger     string            `json:"trigger,omitempty"`
-	ParentID    string            `json:"parent_id,omitempty"`
-	File        string            `json:"file"`
-	Dir         string            `json:"dir"`
+	// Source is how the run was started: cli, api, webhook, schedule,
+	// chat, mcp or replay; absent for a child run and runs recorded
+	// before it was kept.
+	Source string `json:"source,omitempty"`
+	// ReplayOf is, for a replay, the run it replays.
+	ReplayOf string `json:"replay_of,omitempty"`
+	ParentID string `json:"parent_id,omitempty"`
+	File     string `json:"file"`
+	Dir      string `json:"dir"`
 	// Generation counts the run's executions: 1, then one more per resume.
 	Generation int        `json:"generation"`
 	StartedAt  time.Time  `json:"started_at"`
@@ -81,6 +87,7 @@ func Build(in Records) *Doc {
 	d := &Doc{
 		ExecutionID: run.ID, Workflow: run.Workflow, Status: in.Status, Outputs: run.Outputs, Error: run.Error,
 		Steps: make([]Step, 0, len(in.Steps)), Verdict: in.Verdict, Inputs: run.Inputs, Trigger: run.Trigger, ParentID: run.ParentID,
+		Source: run.Source, ReplayOf: run.ReplayOf,
 		File: run.File, Dir: run.Dir, Generation: run.Generation, StartedAt: usec(run.StartedAt), FinishedAt: usecPtr(run.FinishedAt),
 		Tokens: run.Tokens, CostUSD: run.CostUSD, Warnings: []repair.Warning{}, WakeAt: usecPtr(run.WakeAt),
 	}

@@ -94,8 +94,10 @@ func TestAgentWorkflowTool(t *testing.T) {
 	ids := map[string]string{}
 	for _, k := range kids {
 		ids[k.ID] = string(k.Status)
+		require.Empty(t, k.Source, "a child run is started by its parent's node, not by a front end")
 	}
 	require.Equal(t, "completed", ids[res.Run.ID+".agent1.lookup1"], "the call is a child run: %v", ids)
+	require.Equal(t, "cli", res.Run.Source)
 }
 
 // What a workflow tool spends counts against the run's budget: the agent

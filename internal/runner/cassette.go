@@ -85,7 +85,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 		return nil, err
 	}
 	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger),
-		runID: NewRunID(), replay: src}, req.Options)
+		runID: NewRunID(), replay: src, replayOf: run.ID}, req.Options)
 	if err != nil {
 		return nil, err
 	}

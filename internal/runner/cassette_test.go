@@ -81,6 +81,13 @@ func TestRecordTrueAndReplayRunNothing(t *testing.T) {
 	require.Empty(t, rr.Diverged, "an output naming its run (ref) is the same output")
 	require.Empty(t, rr.Mismatches)
 	require.Equal(t, res.Run.ID, rr.Of)
+	require.Equal(t, "cli", res.Run.Source, "a run started with no source is the command line's")
+	require.Equal(t, "replay", rr.Run.Source)
+	require.Equal(t, res.Run.ID, rr.Run.ReplayOf)
+	doc, err := r.Get(t.Context(), rr.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "replay", doc.Source, "the run document says it is a replay")
+	require.Equal(t, res.Run.ID, doc.ReplayOf)
 }
 
 // TestReplayEditedWorkflow: a replay of an edited workflow names the steps

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
 	"github.com/skeinhq/skein/internal/services"
@@ -51,11 +53,8 @@ func (r *Runner) Start(ctx context.Context, req StartRequest) (*Result, error) {
 	if r.Place(req) == PlaceQueue {
 		return r.Enqueue(ctx, req)
 	}
-	id := req.RunID
-	if id == "" {
-		id = NewRunID()
-	}
-	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload, runID: id}, req.Options)
+	res, err := r.execute(ctx, job{w: req.Workflow, inputs: req.Inputs, trigger: req.Trigger, payload: req.Payload,
+		runID: cmp.Or(req.RunID, NewRunID())}, req.Options)
 	return r.continueSignalled(ctx, res, err, req.Options)
 }
 
@@ -102,7 +101,8 @@ type job struct {
 	// the child spends counts against it too (nil: no parent).
 	budget *engine.Budget
 	// replay answers the run's interactions from a cassette.
-	replay *ReplaySource
+	replay   *ReplaySource
+	replayOf string // the run a replay (Runner.Replay) replays
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -145,6 +145,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 			ID: j.runID, Workflow: w.Name, WorkflowVersion: ver, File: abs, Dir: dir,
 			Trigger: j.trigger, Status: engine.RunRunning, Inputs: j.inputs, StartedAt: started,
 			Owner: r.newOwner(), LeaseTTL: r.cfg.LeaseTTL, ParentID: j.parent,
+			Source: record.StartedBy(o.Source, j.replayOf, j.parent), ReplayOf: j.replayOf,
 		}, err
 	}, started, meta, red)
 	if err != nil {

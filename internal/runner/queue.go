@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,12 +65,8 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	id := req.RunID
-	if id == "" {
-		id = NewRunID()
-	}
 	run, err := queue.Enqueue(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil),
-		queue.StartRequest{RunID: id, Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload})
+		queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
 	if err != nil {
 		return nil, err
 	}

@@ -305,6 +305,8 @@ type Options struct {
 	// instead of sending them (skein test's cases that name one, the
 	// examples' golden replays). Child runs answer from it too.
 	Replay *ReplaySource
+	// Source is how a new run was started (record.StartedBy; default cli).
+	Source string
 }
 
 // Result is how an execution ended.

@@ -417,18 +417,22 @@ func (s *Server) accepted(w http.ResponseWriter, r *http.Request, id string) err
 // RunSummary is a run in a list: the fields of the run document without
 // its steps, inputs and outputs.
 type RunSummary struct {
-	ExecutionID string      `json:"execution_id"`
-	Workflow    string      `json:"workflow"`
-	Status      string      `json:"status"`
-	Trigger     string      `json:"trigger,omitempty"`
-	ParentID    string      `json:"parent_id,omitempty"`
-	Error       *node.Error `json:"error"`
-	Generation  int         `json:"generation"`
-	StartedAt   time.Time   `json:"started_at"`
-	FinishedAt  *time.Time  `json:"finished_at"`
-	DurationMS  int64       `json:"duration_ms"`
-	Tokens      int         `json:"tokens"`
-	CostUSD     float64     `json:"cost_usd"`
+	ExecutionID string `json:"execution_id"`
+	Workflow    string `json:"workflow"`
+	Status      string `json:"status"`
+	Trigger     string `json:"trigger,omitempty"`
+	// Source and ReplayOf are the run document's: how the run was
+	// started, and the run a replay replays.
+	Source     string      `json:"source,omitempty"`
+	ReplayOf   string      `json:"replay_of,omitempty"`
+	ParentID   string      `json:"parent_id,omitempty"`
+	Error      *node.Error `json:"error"`
+	Generation int         `json:"generation"`
+	StartedAt  time.Time   `json:"started_at"`
+	FinishedAt *time.Time  `json:"finished_at"`
+	DurationMS int64       `json:"duration_ms"`
+	Tokens     int         `json:"tokens"`
+	CostUSD    float64     `json:"cost_usd"`
 	// Verdict is the status of the run's checks (PASSED, PASSED WITH
 	// WARNINGS, FAILED, INCOMPLETE) once they ran; empty for a run with no
 	// checks, or still running.
@@ -491,6 +495,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 
 func summary(run *record.Run) RunSummary {
 	sm := RunSummary{ExecutionID: run.ID, Workflow: run.Workflow, Status: string(run.Status), Trigger: run.Trigger, ParentID: run.ParentID,
+		Source: run.Source, ReplayOf: run.ReplayOf,
 		Error: run.Error, Generation: run.Generation, StartedAt: run.StartedAt, FinishedAt: run.FinishedAt, Tokens: run.Tokens, CostUSD: run.CostUSD}
 	if run.FinishedAt != nil {
 		sm.DurationMS = run.FinishedAt.Sub(run.StartedAt).Milliseconds()

@@ -35,6 +35,7 @@ func TestChatWithHistory(t *testing.T) {
 		map[string]any{"role": "assistant", "content": "you said hello; before: ", "execution_id": id1},
 	}, out["history"])
 	require.Equal(t, "chat", doc["trigger"])
+	require.Equal(t, "chat", doc["source"], "a run a chat message started")
 
 	other := s.admin("POST", "/api/chat/chat", map[string]any{"message": "hi", "conversation": "mine"}, http.StatusOK)
 	require.Equal(t, "mine", other["conversation"])

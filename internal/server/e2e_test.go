@@ -259,6 +259,7 @@ func TestStartGetAndListWithPagination(t *testing.T) {
 		require.Equal(t, fmt.Sprintf("Hello, Ada #%d!", i), doc["outputs"].(map[string]any)["text"])
 		require.Len(t, doc["steps"], 2, "GET /api/runs/{id} has the steps")
 		require.Equal(t, "success", step(doc, "greet")["status"])
+		require.Equal(t, "api", doc["source"], "a run started by POST /api/workflows/{name}/runs")
 	}
 	gate := s.start("gate", map[string]any{"log": filepath.Join(s.tmp, "log"), "marker": filepath.Join(s.tmp, "marker")})
 
@@ -274,6 +275,7 @@ func TestStartGetAndListWithPagination(t *testing.T) {
 		page := s.admin("GET", q, nil, http.StatusOK)
 		for _, r := range page["runs"].([]any) {
 			seen = append(seen, r.(map[string]any)["execution_id"].(string))
+			require.Equal(t, "api", r.(map[string]any)["source"], "the list carries the source")
 		}
 		next, _ := page["next"].(string)
 		if next == "" {
@@ -396,6 +398,7 @@ func TestCancelResumeRerun(t *testing.T) {
 	doc = s.ended(newID)
 	require.Equal(t, "completed", doc["status"])
 	require.Equal(t, true, step(doc, "count")["pinned"])
+	require.Equal(t, "api", doc["source"], "a rerun through the API")
 	data, err := os.ReadFile(log)
 	require.NoError(t, err)
 	require.Equal(t, "ran\n", string(data), "count ran once in all: resumed and rerun reused it")

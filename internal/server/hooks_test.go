@@ -183,7 +183,9 @@ func TestHookBearerAndBodies(t *testing.T) {
 
 	a := s.do("POST", "/hooks/hooked/by-token", "", "hello", "Content-Type", "text/plain; charset=utf-8", "Authorization", bearer)
 	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
-	out := outputs(s.ended(a.json(t)["execution_id"].(string)))
+	doc := s.ended(a.json(t)["execution_id"].(string))
+	require.Equal(t, "webhook", doc["source"], "a run started by a webhook")
+	out := outputs(doc)
 	require.Equal(t, "hello", out["body"])
 	require.NotContains(t, out["headers"], "authorization")
 

@@ -11,17 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/skeinhq/skein/internal/record"
 )
 
 // Sources of runs: how a run came to be executed by the server, the
 // source label of skein_runs_started_total.
 const (
-	SourceAPI      = "api"      // started, resumed or rerun through the API
-	SourceSchedule = "schedule" // a schedule trigger fired
-	SourceTakeover = "takeover" // taken over from a dead owner on start
-	SourceWake     = "wake"     // a waiting run resumed when its wake-up time came
-	SourceWebhook  = "webhook"  // a webhook delivery
-	SourceChat     = "chat"     // a chat message
+	SourceAPI      = record.SourceAPI      // started, resumed or rerun through the API
+	SourceSchedule = record.SourceSchedule // a schedule trigger fired
+	SourceTakeover = "takeover"            // taken over from a dead owner on start
+	SourceWake     = "wake"                // a waiting run resumed when its wake-up time came
+	SourceWebhook  = record.SourceWebhook  // a webhook delivery
+	SourceChat     = record.SourceChat     // a chat message
 )
 
 type sourceKey struct{}

@@ -67,7 +67,9 @@ func TestServeQueuedOnPostgres(t *testing.T) {
 	})
 
 	quick := s.start("quick", map[string]any{"who": "Ada", "n": 1})
-	require.Equal(t, "completed", s.ended(quick)["status"])
+	done := s.ended(quick)
+	require.Equal(t, "completed", done["status"])
+	require.Equal(t, "api", done["source"], "a queued run keeps its source")
 
 	id := s.start("approval", map[string]any{"text": "ship it"})
 	s.until(id, "its approval step waiting", func(doc map[string]any) bool {
@@ -122,4 +124,5 @@ outputs:
 	require.EqualValues(t, 7, read["from_hook"], "the trigger node's output")
 	require.EqualValues(t, 7, read["from_trigger"], "`trigger` on the worker")
 	require.EqualValues(t, 7, doc["outputs"].(map[string]any)["n"])
+	require.Equal(t, "webhook", doc["source"], "a queued run keeps its source")
 }

@@ -53,6 +53,7 @@ func TestNightlyReportAsWritten(t *testing.T) {
 	require.Equal(t, http.StatusOK, status, string(body))
 	var doc struct {
 		Trigger string `json:"trigger"`
+		Source  string `json:"source"`
 		Steps   []struct {
 			Node   string         `json:"node"`
 			Output map[string]any `json:"output"`
@@ -60,6 +61,7 @@ func TestNightlyReportAsWritten(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(body, &doc))
 	require.Equal(t, "nightly", doc.Trigger)
+	require.Equal(t, "schedule", doc.Source, "a run a schedule fired")
 	require.Equal(t, "nightly", doc.Steps[0].Node)
 	require.Equal(t, "2026-03-29T03:00:00+02:00", doc.Steps[0].Output["scheduled_at"])
 	require.Equal(t, float64(0), doc.Steps[0].Output["missed"])

@@ -286,6 +286,7 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 	tel := s.observe(ctx, obs)
 	o := s.cfg.Options
 	o.Observer, o.Leave, o.Hard = tel, s.leave, s.hard
+	o.Source = sourceOf(ctx) // the new run's record keeps it; a resume keeps the run's
 	failed := make(chan error, 1)
 	bg := context.WithoutCancel(ctx)
 	go func() {

@@ -8,11 +8,13 @@ import (
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	"github.com/skeinhq/skein/internal/runner"
 )
 
-// TestRunsListNumbers: the runs list shows each run's trigger by its kind
-// (manual, chat), and its tokens and cost as numbers — a run that used no
-// model 0 and $0.00.
+// TestRunsListNumbers: the runs list shows how each run was started (api,
+// chat, manual for the command line's, replay with a link to the run it
+// replays), and its tokens and cost as numbers — a run that used no model
+// 0 and $0.00.
 func TestRunsListNumbers(t *testing.T) {
 	t.Parallel()
 	model := llmtest.NewServer(t, llmtest.OpenAI, llmtest.Script{
@@ -55,7 +57,28 @@ outputs:
 	trigger := func(id string) string {
 		return eval[string](t, ctx, `document.querySelector('tr[data-run="`+id+`"] td.trigger').textContent`)
 	}
-	require.Equal(t, "manual", trigger(plain), "a run started at a trigger.manual node")
-	require.Equal(t, "manual", trigger(asked))
+	require.Equal(t, "api", trigger(plain), "a run started through the API")
+	require.Equal(t, "api", trigger(asked))
 	require.Equal(t, "chat", trigger(chat), "a run of a trigger.chat node")
+
+	// A run the command line started, recorded, and its replay.
+	w, err := s.r.Load("testdata/flows/hello.yaml")
+	require.NoError(t, err)
+	rec, err := s.r.Start(t.Context(), runner.StartRequest{Workflow: w, Inputs: map[string]any{"who": "Ada", "times": 1},
+		Options: runner.Options{Record: true}})
+	require.NoError(t, err)
+	rep, err := s.r.Replay(t.Context(), runner.ReplayRequest{RunID: rec.Run.ID})
+	require.NoError(t, err)
+	require.NoError(t, rep.Err)
+	until(t, ctx, `!!document.querySelector('tr[data-run="`+rep.Run.ID+`"]')`)
+	require.Equal(t, "manual", trigger(rec.Run.ID), "a run of the command line is a manual one")
+	require.Equal(t, "replay of "+rec.Run.ID, trigger(rep.Run.ID), "a replay names the run it replays")
+	require.Equal(t, "#/runs/"+rec.Run.ID, eval[string](t, ctx,
+		`document.querySelector('tr[data-run="`+rep.Run.ID+`"] td.trigger a.replay-of').getAttribute('href')`), "and links to it")
+
+	// The replay's page names the run it replays too.
+	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+rep.Run.ID))
+	until(t, ctx, `!!document.querySelector('section.run[data-run="`+rep.Run.ID+`"] .facts a.replay-of')`)
+	require.Equal(t, "#/runs/"+rec.Run.ID, eval[string](t, ctx,
+		`document.querySelector('section.run .facts a.replay-of').getAttribute('href')`))
 }

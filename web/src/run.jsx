@@ -519,6 +519,15 @@ export function RunPage({ id, session }) {
               · parent <a href={`#/runs/${run.parent_id}`}>{run.parent_id}</a>
             </>
           ) : null}
+          {run.replay_of ? (
+            <>
+              {" "}
+              · replay of{" "}
+              <a href={`#/runs/${run.replay_of}`} class="replay-of">
+                {run.replay_of}
+              </a>
+            </>
+          ) : null}
         </p>
         {canRun ? (
           <div class="actions" role="toolbar" aria-label="Run actions">

@@ -11,11 +11,18 @@ export function StatusPill({ status }) {
   return <span class={`pill s-${status}`}>{status}</span>;
 }
 
-// triggerKind is the kind of trigger that started a run — manual,
-// webhook, schedule, chat — from the type of its trigger node in the
-// served workflow (a run that names none started at the workflow's only
-// trigger); else the trigger node's id, if the run names one.
+// SOURCES names how a run was started (its source) in the Trigger column:
+// the command line's runs are manual ones.
+const SOURCES = { cli: "manual", api: "api", webhook: "webhook", schedule: "schedule", chat: "chat", mcp: "mcp", replay: "replay" };
+
+// triggerKind is how a run was started — manual, api, webhook, schedule,
+// chat, mcp, replay — from its source; for a run that records none (a
+// child run, or one recorded before sources were kept), from the type of
+// its trigger node in the served workflow (a run that names none started
+// at the workflow's only trigger); else the trigger node's id, if the run
+// names one.
 function triggerKind(r, triggers) {
+  if (r.source) return SOURCES[r.source] || r.source;
   const of = triggers[r.workflow] || [];
   const t = r.trigger ? of.find((x) => x.id === r.trigger) : of.length === 1 ? of[0] : null;
   return t ? t.type.replace(/^trigger\./, "") : r.trigger || "";
@@ -123,7 +130,17 @@ export function RunsPage({ query }) {
                 <td>
                   <StatusPill status={r.status} />
                 </td>
-                <td class="trigger">{triggerKind(r, triggers)}</td>
+                <td class="trigger">
+                  <span class="kind">{triggerKind(r, triggers)}</span>
+                  {r.replay_of ? (
+                    <>
+                      {" of "}
+                      <a href={`#/runs/${r.replay_of}`} class="mono replay-of" title={`a replay of run ${r.replay_of}`}>
+                        {r.replay_of}
+                      </a>
+                    </>
+                  ) : null}
+                </td>
                 <td>{time(r.started_at)}</td>
                 <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms))}</td>
                 <td class="num tokens">{count(r.tokens)}</td>

@@ -62,8 +62,8 @@ func New(db DB, d Dialect) (*Core, *Statements) {
 	c.expired = `(owner_token = '' OR lease_until IS NULL OR lease_until < ` + d.Now + `)`
 	c.st = &Statements{c: c, SQL: SQL{
 		InsertRun: `INSERT INTO runs (id, ` + runCols + `, owner_host, owner_pid, owner_token, generation, lease_until)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-		CASE WHEN $18 <> '' THEN ` + d.AddMicros(d.Now, "$20") + ` ELSE ` + d.NoTime + ` END)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
+		CASE WHEN $20 <> '' THEN ` + d.AddMicros(d.Now, "$22") + ` ELSE ` + d.NoTime + ` END)
 	ON CONFLICT (id) DO NOTHING RETURNING lease_until`,
 		ReadRun:         `SELECT ` + c.readCols() + ` FROM runs WHERE id = $1`,
 		RunOwner:        `SELECT owner_token FROM runs WHERE id = $1`,

@@ -239,7 +239,7 @@ func (c *Core) UpdateRun(ctx context.Context, r *store.Run) error {
 
 // runCols are the columns of a run after its id, in runArgs' order.
 const runCols = `workflow, workflow_version, file, dir, parent_id, trigger_node, status,
-	inputs, outputs, error, started_at, finished_at, tokens, cost_usd`
+	inputs, outputs, error, started_at, finished_at, tokens, cost_usd, source, replay_of`
 
 // readCols are what ScanRun reads: the id, runCols, the owner, the lease
 // and whether it expired by the database's clock.
@@ -254,7 +254,8 @@ func (c *Core) runArgs(r *store.Run) ([]any, error) {
 		return nil, err
 	}
 	return []any{r.Workflow, r.WorkflowVersion, r.File, r.Dir, r.ParentID, r.Trigger, r.Status,
-		docs[0], docs[1], docs[2], c.time(r.StartedAt), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD}, nil
+		docs[0], docs[1], docs[2], c.time(r.StartedAt), c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD,
+		r.Source, r.ReplayOf}, nil
 }
 
 // Run returns the run id.
@@ -356,7 +357,7 @@ func ScanRun(sc Row) (*store.Run, error) {
 	var inputs, outputs, runErr []byte
 	var started, finished, lease, cancel, wake Time
 	if err := sc.Scan(&r.ID, &r.Workflow, &r.WorkflowVersion, &r.File, &r.Dir, &r.ParentID, &r.Trigger, &r.Status,
-		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD,
+		&inputs, &outputs, &runErr, &started, &finished, &r.Tokens, &r.CostUSD, &r.Source, &r.ReplayOf,
 		&r.Owner.Host, &r.Owner.PID, &r.Owner.Token, &lease, &r.LeaseExpired, &cancel, &r.Generation, &wake,
 		&r.CancelLetFinish); err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ func testRuns(t *testing.T, setup func(t *testing.T) *bundle) {
 		want := &store.Run{
 			ID: "r1", Workflow: "triage", WorkflowVersion: 3, File: "/flows/triage.yaml",
 			Dir: "/w/.skein/runs/triage/2025-03-01_12-00-00_r1", ParentID: "r0", Trigger: "start",
+			Source: "replay", ReplayOf: "r0a",
 			Status:  "failed",
 			Inputs:  map[string]any{"city": "Paris", "days": 3, "opts": map[string]any{"metric": true}},
 			Outputs: map[string]any{"summary": "rain", "scores": []any{1, 2.5}},
