@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cli"
+	"github.com/skeinhq/skein/internal/mcpserver/mcptest"
 )
 
 // The MCP server's tools are tested in internal/mcpserver; these are the
@@ -83,37 +83,12 @@ func serveMCP(t *testing.T, args ...string) (url string, stop func() int) {
 	return url, stop
 }
 
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-func connectMCP(t *testing.T, url, token string) *sdk.ClientSession {
-	t.Helper()
-	cs, err := dialMCP(url, token)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
-}
-
-func dialMCP(url, token string) (*sdk.ClientSession, error) {
-	hc := &http.Client{}
-	if token != "" {
-		hc.Transport = bearer{token}
-	}
-	client := sdk.NewClient(&sdk.Implementation{Name: "skein-test", Version: "1"}, nil)
-	return client.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
-}
-
-func callTool(t *testing.T, cs *sdk.ClientSession, name string, args map[string]any) *sdk.CallToolResult {
-	t.Helper()
-	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: name, Arguments: args})
-	require.NoError(t, err)
-	return res
-}
+// The SDK's client on the server's Streamable HTTP endpoint (mcptest).
+var (
+	connectMCP = mcptest.Connect
+	dialMCP    = mcptest.Dial
+	callTool   = mcptest.CallTool
+)
 
 // toolError decodes a failed call's structured error.
 func toolError(t *testing.T, res *sdk.CallToolResult) mcpError {
