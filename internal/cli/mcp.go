@@ -42,7 +42,11 @@ run them (--local runs them in this process).
 $SKEIN_MCP_TOKEN) is set; with a token every request must carry
 Authorization: Bearer <token>. An HTTP session that receives no request
 for --session-idle is closed; a request naming it is then answered 404
-Not Found, and the client starts a new session.`,
+Not Found, and the client starts a new session. At most --max-sessions
+sessions are kept: a new one past that closes the least recently used
+session that has no call in progress (answered 404 from then on), and
+when every session has a call in progress the new one is refused with
+503 Service Unavailable and Retry-After.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if flags.concurrency < 1 {
@@ -50,6 +54,9 @@ Not Found, and the client starts a new session.`,
 			}
 			if hc.SessionIdle < 0 {
 				return usagef("--session-idle must not be negative")
+			}
+			if hc.MaxSessions < 1 {
+				return usagef("--max-sessions must be at least 1")
 			}
 			if hc.Token == "" {
 				hc.Token = os.Getenv("SKEIN_MCP_TOKEN")
@@ -92,6 +99,7 @@ Not Found, and the client starts a new session.`,
 	fl.StringVar(&addr, "http", "", "serve streamable HTTP on this address (e.g. 127.0.0.1:7070) instead of stdio")
 	fl.StringVar(&hc.Token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
 	fl.DurationVar(&hc.SessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
+	fl.IntVar(&hc.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "most HTTP sessions kept at once; past it the least recently used idle session is closed")
 	fl.BoolVar(&local, "local", false, "with --db postgres://…: run the nodes in this process, not on the queue's workers")
 	flags.registerRun(fl, "most nodes running at once, per run")
 	return cmd

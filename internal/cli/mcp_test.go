@@ -52,11 +52,26 @@ func TestMCPRefusesOpenAddressWithoutToken(t *testing.T) {
 	require.Contains(t, r.stderr, "host:port")
 }
 
-func TestMCPSessionIdleFlag(t *testing.T) {
+func TestMCPSessionFlags(t *testing.T) {
 	t.Parallel()
-	r := skein(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--session-idle", "-1s")
-	require.Equal(t, cli.ExitInvalid, r.code)
-	require.Contains(t, r.stderr, "--session-idle")
+	for _, tc := range []struct{ flag, value string }{
+		{"--session-idle", "-1s"},
+		{"--max-sessions", "0"},
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			t.Parallel()
+			r := skein(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), tc.flag, tc.value)
+			require.Equal(t, cli.ExitInvalid, r.code)
+			require.Contains(t, r.stderr, tc.flag)
+		})
+	}
+	t.Run("defaults", func(t *testing.T) {
+		t.Parallel()
+		r := skein(t, "mcp", "--help")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Regexp(t, `--max-sessions int\s+.*\(default 64\)`, r.stdout)
+		require.Regexp(t, `--session-idle duration\s+.*\(default 10m0s\)`, r.stdout)
+	})
 }
 
 // serveMCP runs skein with args until stop is called or the test ends,

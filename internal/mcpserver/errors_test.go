@@ -115,16 +115,19 @@ type rawReply struct {
 	Error      *jsonrpc.Error  `json:"error"`
 }
 
-func (rs *rawSession) initialize(t *testing.T) {
+func (rs *rawSession) initialize(t testing.TB) {
 	t.Helper()
 	rep := rs.call(t, "initialize", `{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}`)
+	if rs.url != "" {
+		require.Equal(t, http.StatusOK, rep.HTTPStatus, rep.Body)
+	}
 	require.Nil(t, rep.Error, rep.Body)
 	rs.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
 // call sends a request with method and params (JSON, or "" for none) and
 // returns its answer.
-func (rs *rawSession) call(t *testing.T, method, params string) rawReply {
+func (rs *rawSession) call(t testing.TB, method, params string) rawReply {
 	t.Helper()
 	rs.nextID++
 	msg := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q`, rs.nextID, method)
@@ -161,7 +164,7 @@ func (rs *rawSession) call(t *testing.T, method, params string) rawReply {
 
 // send writes one message. Over HTTP it returns the response and its
 // body; over stdio, for a request, the line that answers it.
-func (rs *rawSession) send(t *testing.T, msg string) (*http.Response, string) {
+func (rs *rawSession) send(t testing.TB, msg string) (*http.Response, string) {
 	t.Helper()
 	if rs.url == "" {
 		_, err := io.WriteString(rs.stdin, msg+"\n")

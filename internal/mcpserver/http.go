@@ -40,15 +40,23 @@ type HTTPConfig struct {
 	// session open; a client that only listens on its event stream must
 	// ping.
 	SessionIdle time.Duration
+	// MaxSessions is the most sessions kept open at once (0:
+	// DefaultMaxSessions). A new session past it closes the least recently
+	// used session that has no call in progress; when every session has
+	// one, its initialize is answered 503 Service Unavailable with
+	// Retry-After.
+	MaxSessions int
 }
 
 // Handler serves the server over streamable HTTP at Path. With a token,
-// every request must carry it as a bearer token.
+// every request must carry it as a bearer token. It keeps at most
+// hc.MaxSessions sessions (see HTTPConfig); a server has one Handler.
 func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		SessionTimeout: hc.SessionIdle,
 	})
 	h = answerClosedSessions(h)
+	h = s.capSessions(hc.MaxSessions, h)
 	h = http.NewCrossOriginProtection().Handler(h)
 	if hc.Token != "" {
 		h = requireBearer(hc.Token, h)
@@ -66,7 +74,7 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 // the client to start a new one; an empty 200 would tell it nothing.
 func answerClosedSessions(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") == "" {
+		if r.Method != http.MethodPost || r.Header.Get(sessionIDHeader) == "" {
 			next.ServeHTTP(w, r)
 			return
 		}

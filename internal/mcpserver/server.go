@@ -59,6 +59,8 @@ type Server struct {
 	mcp   *sdk.Server
 	calls inflight // requests being answered
 
+	sessionCalls sessionCalls // calls in progress, by session
+
 	mu sync.Mutex
 	r  *runner.Runner
 }
@@ -123,7 +125,9 @@ func (f *inflight) close() {
 }
 
 // track counts the requests being answered, so drain can wait for them,
-// and cancels them when serving ends: a run in progress ends cancelled.
+// and those of each session, which is not closed to make room while it
+// has one (sessionCap); it cancels them when serving ends: a run in
+// progress ends cancelled.
 func (s *Server) track(serving context.Context) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
@@ -131,6 +135,9 @@ func (s *Server) track(serving context.Context) sdk.Middleware {
 				return nil, errors.New("skein mcp is shutting down")
 			}
 			defer s.calls.leave()
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && ss.ID() != "" {
+				defer s.sessionCalls.enter(ss.ID())()
+			}
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(serving, cancel)()

@@ -73,8 +73,15 @@ func setupMCP(t *testing.T) *mcpBundle {
 // mcp --http does, and returns its URL.
 func serveMCP(t *testing.T, dir string, hc mcpserver.HTTPConfig) (url string, stop func()) {
 	t.Helper()
+	_, url, stop = serveMCPServer(t, dir, hc)
+	return url, stop
+}
+
+// serveMCPServer is serveMCP that returns the server too.
+func serveMCPServer(t testing.TB, dir string, hc mcpserver.HTTPConfig) (srv *mcpserver.Server, url string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := mcpserver.New(ctx, config(dir))
+	srv = mcpserver.New(ctx, config(dir))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -85,7 +92,7 @@ func serveMCP(t *testing.T, dir string, hc mcpserver.HTTPConfig) (url string, st
 		srv.Close()
 	})
 	t.Cleanup(stop)
-	return "http://" + ln.Addr().String() + mcpserver.Path, stop
+	return srv, "http://" + ln.Addr().String() + mcpserver.Path, stop
 }
 
 // config is the server's configuration as skein mcp makes it, recording
