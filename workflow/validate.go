@@ -1083,6 +1083,10 @@ func (v *validator) toolWorkflow(n *Node, param string, i int, m map[string]any)
 		full = filepath.Join(filepath.Dir(v.w.File), f)
 	}
 	at := fmt.Sprintf("%s[%d].workflow", param, i)
+	if _, err := v.w.childFile(f); err != nil {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "tool %v: %v", m["name"], err)
+		return
+	}
 	if _, err := os.Stat(full); err != nil {
 		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q of tool %v not found (looked for %s)", f, m["name"], full)
 		return
@@ -1169,7 +1173,9 @@ func (v *validator) nodeServers(n *Node, spec *node.Spec, names, models []string
 				if !filepath.IsAbs(f) {
 					full = filepath.Join(filepath.Dir(w.File), f)
 				}
-				if _, err := os.Stat(full); err != nil {
+				if _, err := w.childFile(f); err != nil {
+					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "%v", err)
+				} else if _, err := os.Stat(full); err != nil {
 					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
 				}
 			}

@@ -71,18 +71,34 @@ func (s *subRunner) RunNamedChild(ctx context.Context, name, path string, inputs
 
 // InputSchema implements node.NamedChildren.
 func (s *subRunner) InputSchema(path string) (map[string]any, string, error) {
-	w, ds := workflow.Load(s.childFile(path), s.rs.d.Registry)
+	full, err := s.childFile(path)
+	if err != nil {
+		return nil, "", err
+	}
+	w, ds := workflow.Load(full, s.rs.d.Registry)
 	if ds.HasErrors() {
 		return nil, "", fmt.Errorf("child workflow %s is invalid:\n%s", path, ds.Error())
 	}
 	return w.InputSchema(), w.Description, nil
 }
 
-func (s *subRunner) childFile(path string) string {
-	if filepath.IsAbs(path) {
-		return path
+// childFile is the file of the child workflow at path, which must stay
+// inside the parent's folder or its files: (workflow.ChildFile).
+func (s *subRunner) childFile(path string) (string, error) {
+	full, err := s.rs.plan.W.ChildFile(s.task.Node.Node, childParam(s.task.Node.Node), path)
+	if err != nil {
+		return "", &node.Error{Code: "subworkflow_path", Category: node.CategoryValidation, Permanent: true, Message: err.Error(), Err: err}
 	}
-	return filepath.Join(filepath.Dir(s.rs.plan.W.File), path)
+	return full, nil
+}
+
+// childParam is the parameter of n that names its child workflows: a
+// subworkflow's workflow, else an agent's tools.
+func childParam(n *workflow.Node) string {
+	if _, ok := n.Params["workflow"]; ok {
+		return "workflow"
+	}
+	return "tools"
 }
 
 func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[string]any, wait bool) (map[string]any, error) {
@@ -92,7 +108,10 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 		return nil, &node.Error{Code: "subworkflow_depth", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("subworkflows nest deeper than %d levels (%s)", MaxDepth, strings.Join(append(rs.opts.Stack, rs.plan.W.File), " → "))}
 	}
-	full := s.childFile(path)
+	full, err := s.childFile(path)
+	if err != nil {
+		return nil, err
+	}
 	abs, err := filepath.Abs(full)
 	if err != nil {
 		abs = full

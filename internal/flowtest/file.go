@@ -14,6 +14,7 @@ import (
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/confine"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -42,9 +43,13 @@ type Case struct {
 	Mocks map[string][]Mock
 	// Cassette is the file of a recorded run (skein run --record) the
 	// case's run answers its interactions from; skein test --update
-	// records it again. Relative paths are the test file's.
+	// records it again. Relative paths are the test file's, and it must
+	// stay inside the test file's folder (symlinks resolved).
 	Cassette string
-	Expect   Expect
+	// CassetteLine is where the case names its cassette.
+	CassetteLine int
+	cassetteRef  string // as written, relative to the test file's folder
+	Expect       Expect
 	// Judge answers the run's judged checks (expect:, screen checks).
 	Judge check.Judge
 }
@@ -220,7 +225,13 @@ func Load(path string, reg *node.Registry) (*File, error) {
 	if len(doc.Cases) == 0 {
 		return nil, &Error{File: path, Line: 1, Msg: "the file has no cases; add cases: [{name: ..., expect: {status: completed}}]"}
 	}
-	wfPath, err := workflowOf(path, doc.Workflow)
+	var wfPath string
+	if doc.Workflow != "" {
+		err = inFolder(path, doc.Workflow, "workflow", "move the test file beside its workflow, or into a folder that holds it")
+	}
+	if err == nil {
+		wfPath, err = workflowOf(path, doc.Workflow)
+	}
 	if err != nil {
 		return nil, &Error{File: path, Line: at("workflow"), Msg: err.Error()}
 	}
@@ -256,7 +267,13 @@ func Load(path string, reg *node.Registry) (*File, error) {
 		names[cd.Name] = true
 		c := &Case{Name: cd.Name, Line: line, Trigger: cd.Trigger, Payload: plainMap(cd.Payload), Mocks: map[string][]Mock{}, Expect: cd.Expect}
 		if cd.Cassette != "" {
-			c.Cassette = filepath.Join(filepath.Dir(path), cd.Cassette)
+			c.Cassette, c.cassetteRef, c.CassetteLine = cd.Cassette, cd.Cassette, orLine(at("cases", i, "cassette"), line)
+			if !filepath.IsAbs(c.Cassette) {
+				c.Cassette = filepath.Join(filepath.Dir(path), c.Cassette)
+			}
+			if err := c.cassetteInFolder(path); err != nil {
+				return nil, err
+			}
 		}
 		in, err := w.ResolveInputs(plainMap(cd.Inputs))
 		if err != nil {
@@ -348,11 +365,58 @@ func orLine(l, def int) int {
 	return def
 }
 
+// inFolder refuses a path the test file at file names (under key) that
+// leads outside the test file's folder, symlinks resolved: a test run
+// reads it, and skein test --update writes cassettes.
+func inFolder(file, named, key, fix string) error {
+	_, err := confine.Resolve(named, filepath.Dir(file))
+	return folderError(named, key, fix, err)
+}
+
+// folderError is how inFolder reports err, the failure to resolve named.
+func folderError(named, key, fix string, err error) error {
+	switch {
+	case errors.Is(err, confine.ErrEscapes):
+		return fmt.Errorf("%s: %w, the folder of the test file; %s", key, err, fix)
+	case err != nil:
+		return fmt.Errorf("%s: %q cannot be resolved: %w", key, named, err)
+	}
+	return nil
+}
+
+// cassetteInFolder refuses the case's cassette when it leads outside the
+// folder of the test file at file, with the line that names it.
+func (c *Case) cassetteInFolder(file string) error {
+	_, err := confine.Resolve(c.cassetteRef, filepath.Dir(file))
+	return c.cassetteError(file, err)
+}
+
+// cassetteError is err, a failure to resolve or write the case's cassette
+// beneath the folder of the test file at file, with the line naming it.
+func (c *Case) cassetteError(file string, err error) error {
+	fix := "move the cassette into " + absDir(file) + " (a subfolder such as testdata/cassettes/ is fine) and name it there"
+	if err := folderError(c.cassetteRef, "cassette", fix, err); err != nil {
+		return &Error{File: file, Line: c.CassetteLine, Msg: fmt.Sprintf("case %q: %v", c.Name, err)}
+	}
+	return nil
+}
+
+// absDir is the folder of file, absolute when it can be made so.
+func absDir(file string) string {
+	if abs, err := filepath.Abs(filepath.Dir(file)); err == nil {
+		return abs
+	}
+	return filepath.Dir(file)
+}
+
 // workflowOf returns the workflow a test file tests.
 func workflowOf(path, named string) (string, error) {
 	dir := filepath.Dir(path)
 	if named != "" {
-		p := filepath.Join(dir, named)
+		p := named
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, named)
+		}
 		if _, err := os.Stat(p); err != nil {
 			return "", fmt.Errorf("workflow: %s does not exist", p)
 		}

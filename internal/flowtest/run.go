@@ -3,6 +3,7 @@ package flowtest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/confine"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
@@ -218,12 +220,25 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 	case c.Cassette != "" && opt.Update:
 		o.Record = true
 	case c.Cassette != "":
+		// Checked again at use: a symlink may have changed since Load.
+		if err := c.cassetteInFolder(f.Path); err != nil {
+			out.Error = err.Error()
+			return out
+		}
 		tape, err := cassette.Read(c.Cassette)
 		if err != nil {
 			out.Error = fmt.Sprintf("case %q: %v; record it with skein test --update", c.Name, err)
 			return out
 		}
 		o.Replay = &runner.ReplaySource{Cassette: tape}
+	}
+	if o.Record {
+		// Refused before the live run, which may cost money, and again
+		// when the cassette is written (WriteFile).
+		if err := c.cassetteInFolder(f.Path); err != nil {
+			out.Error = err.Error()
+			return out
+		}
 	}
 	res, err := r.Start(ctx, runner.StartRequest{
 		Workflow: f.Workflow, Inputs: c.Inputs, Trigger: c.Trigger, Payload: c.Payload,
@@ -247,7 +262,7 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 		// down must not replace a good recording.
 		if len(out.Mismatches) > 0 {
 			out.Error = "the cassette " + c.Cassette + " was left as it was: the live run did not meet the case"
-		} else if err := copyFile(filepath.Join(res.Run.Dir, cassette.FileName), c.Cassette); err != nil {
+		} else if err := c.saveCassette(f.Path, filepath.Join(res.Run.Dir, cassette.FileName)); err != nil {
 			out.Error = "updating the cassette: " + err.Error()
 		}
 	}
@@ -431,15 +446,17 @@ func (v verdictJudge) Judge(_ context.Context, req check.JudgeRequest) ([]check.
 	return out, nil
 }
 
-// copyFile writes the file at src to dst (a recorded cassette to the
-// file a case names), making dst's folder.
-func copyFile(src, dst string) error {
+// saveCassette writes the cassette a run recorded at src to the file the
+// case names, making its folder, beneath the folder of the test file at
+// file: a path that leads out of it is refused with the line naming it.
+func (c *Case) saveCassette(file, src string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
+	err = confine.WriteFile(c.cassetteRef, b, 0o644, filepath.Dir(file))
+	if errors.Is(err, confine.ErrEscapes) {
+		return c.cassetteError(file, err)
 	}
-	return os.WriteFile(dst, b, 0o644)
+	return err
 }

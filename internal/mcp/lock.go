@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/skeinhq/skein/internal/confine"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -51,6 +52,20 @@ func LockPath(workflowFile string) string {
 		}
 	}
 	return filepath.Join(dir, base+".skein.lock")
+}
+
+// lockInFolder refuses a lock file that leads out of its folder, the
+// workflow's, through a symlink: the lock is read and written there, and
+// pins kept elsewhere would be neither the workflow's nor safe to write.
+func lockInFolder(path string) error {
+	_, err := confine.Resolve(filepath.Base(path), filepath.Dir(path))
+	switch {
+	case errors.Is(err, confine.ErrEscapes):
+		return fmt.Errorf("lock file %w, the folder of its workflow; replace the symlink with the lock file itself (skein lock update writes it)", err)
+	case err != nil:
+		return fmt.Errorf("lock file %s cannot be resolved: %w", path, err)
+	}
+	return nil
 }
 
 // Pin returns the pinned form of a tool.
@@ -88,6 +103,9 @@ func PinAll(tools []*Tool) map[string]PinnedTool {
 // ReadLock reads a lock file. A file that does not exist is an empty lock
 // and no error.
 func ReadLock(path string) (*Lock, error) {
+	if err := lockInFolder(path); err != nil {
+		return nil, err
+	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &Lock{Version: LockVersion, Servers: map[string]map[string]PinnedTool{}}, nil
@@ -154,6 +172,9 @@ func quote(s string) string {
 // WriteLock writes l to path atomically: a reader sees the old file or the
 // new one, never half of it.
 func WriteLock(path, workflowFile string, l *Lock) error {
+	if err := lockInFolder(path); err != nil {
+		return err
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
 	if err != nil {

@@ -181,3 +181,66 @@ func FuzzReadLock(f *testing.F) {
 		require.Equal(t, l, back)
 	})
 }
+
+// A lock file that is a symlink leading out of its workflow's folder is
+// neither read nor written: the pins would not be the workflow's, and
+// writing them would change a file outside the project. A lock in the
+// folder (or a symlink that stays in it) works.
+func TestLockFileStaysInItsFolder(t *testing.T) {
+	t.Parallel()
+	top := t.TempDir()
+	dir, outside := filepath.Join(top, "project"), filepath.Join(top, "outside")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "pins"), 0o755))
+	require.NoError(t, os.MkdirAll(outside, 0o755))
+	victim := filepath.Join(outside, "victim.lock")
+	require.NoError(t, os.WriteFile(victim, []byte("version: 1\nservers: {}\n"), 0o644))
+	lock := &mcp.Lock{Version: mcp.LockVersion, Servers: map[string]map[string]mcp.PinnedTool{"s": {}}}
+
+	for _, tc := range []struct{ name, target string }{
+		{"a symlink to an absolute path outside", victim},
+		{"a symlink through ..", "../outside/victim.lock"},
+		{"a dangling symlink out", filepath.Join(outside, "made.lock")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sub := t.TempDir()
+			wf := filepath.Join(sub, "flow.yaml")
+			// The link's relative target is read from its own folder.
+			target := tc.target
+			if !filepath.IsAbs(target) {
+				require.NoError(t, os.MkdirAll(filepath.Join(sub, "..", "outside"), 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(sub, "..", "outside", "victim.lock"), []byte("version: 1\nservers: {}\n"), 0o644))
+			}
+			require.NoError(t, os.Symlink(target, mcp.LockPath(wf)))
+
+			_, err := mcp.ReadLock(mcp.LockPath(wf))
+			require.Error(t, err)
+			require.Contains(t, err.Error(), `"flow.skein.lock" leads through a symlink to`)
+			require.Contains(t, err.Error(), "the folder of its workflow; replace the symlink with the lock file itself")
+
+			err = mcp.WriteLock(mcp.LockPath(wf), wf, lock)
+			require.Error(t, err)
+			require.ErrorIs(t, err, workflow.ErrPathEscapes)
+			if filepath.IsAbs(target) {
+				got, err := os.ReadFile(victim)
+				require.NoError(t, err)
+				require.Equal(t, "version: 1\nservers: {}\n", string(got), "the file outside is unchanged")
+				require.NoFileExists(t, filepath.Join(outside, "made.lock"))
+			} else {
+				got, err := os.ReadFile(filepath.Join(sub, "..", "outside", "victim.lock"))
+				require.NoError(t, err)
+				require.Equal(t, "version: 1\nservers: {}\n", string(got), "the file outside is unchanged")
+			}
+		})
+	}
+
+	t.Run("a symlink that stays in the folder", func(t *testing.T) {
+		t.Parallel()
+		wf := filepath.Join(dir, "flow.yaml")
+		require.NoError(t, mcp.WriteLock(filepath.Join(dir, "pins", "flow.skein.lock"), wf, lock))
+		require.NoError(t, os.Symlink(filepath.Join("pins", "flow.skein.lock"), mcp.LockPath(wf)))
+		got, err := mcp.ReadLock(mcp.LockPath(wf))
+		require.NoError(t, err)
+		require.Contains(t, got.Servers, "s")
+	})
+}

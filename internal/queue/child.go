@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
@@ -24,11 +23,14 @@ type Child struct {
 	Run      func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error)
 	Registry *node.Registry
 	ParentID string
-	// ParentFile is the parent workflow's file: a child's path is read
-	// relative to its folder, so the worker needs the files there.
-	ParentFile string
-	NodeID     string
-	Visit      int
+	// Parent is the parent workflow: a child's path is read relative to
+	// its file's folder, so the worker needs the files there, and must
+	// stay inside it or its files: (workflow.ChildFile).
+	Parent *workflow.Workflow
+	// Node is the parent's node that runs the child.
+	Node   *workflow.Node
+	NodeID string
+	Visit  int
 	// Waiting marks the parent step waiting while its child runs, as a
 	// local run's is (engine's subRunner).
 	Waiting func()
@@ -50,22 +52,35 @@ func (c *Child) RunNamedChild(ctx context.Context, name, path string, inputs map
 
 // InputSchema implements node.NamedChildren.
 func (c *Child) InputSchema(path string) (map[string]any, string, error) {
-	cw, ds := workflow.Load(c.file(path), c.Registry)
+	file, err := c.file(path)
+	if err != nil {
+		return nil, "", err
+	}
+	cw, ds := workflow.Load(file, c.Registry)
 	if ds.HasErrors() {
 		return nil, "", fmt.Errorf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())
 	}
 	return cw.InputSchema(), cw.Description, nil
 }
 
-func (c *Child) file(path string) string {
-	if filepath.IsAbs(path) {
-		return path
+func (c *Child) file(path string) (string, error) {
+	param := "tools"
+	if _, ok := c.Node.Params["workflow"]; ok || c.Node == nil {
+		param = "workflow"
 	}
-	return filepath.Join(filepath.Dir(c.ParentFile), path)
+	full, err := c.Parent.ChildFile(c.Node, param, path)
+	if err != nil {
+		return "", &node.Error{Code: "subworkflow_path", Category: node.CategoryValidation, Permanent: true, Message: err.Error(), Err: err}
+	}
+	return full, nil
 }
 
 func (c *Child) runChild(ctx context.Context, id, path string, inputs map[string]any, wait bool) (map[string]any, error) {
-	cw, ds := workflow.Load(c.file(path), c.Registry)
+	file, err := c.file(path)
+	if err != nil {
+		return nil, err
+	}
+	cw, ds := workflow.Load(file, c.Registry)
 	if ds.HasErrors() {
 		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())}

@@ -154,7 +154,7 @@ func (ws Workers) Work(ctx context.Context) error {
 		return services.Build(httpkind.Policy{DenyPrivate: ws.DenyPrivate}, w, pool, models, mem), release
 	}
 	cfg.Children = func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
-		return &Child{Registry: cfg.Registry, ParentID: runID, ParentFile: w.File, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
+		return &Child{Registry: cfg.Registry, ParentID: runID, Parent: w, Node: t.Node.Node, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
 			Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
 				return ws.runChild(ctx, runID, budget, cw, id, in)
 			}}

@@ -196,7 +196,7 @@ func init() {
 		Kind: Subworkflow, Category: node.Control, Role: node.RoleSubworkflow,
 		Description: "Runs another workflow as a child run; its outputs become this step's output.",
 		Params: []node.Param{
-			{Name: "workflow", Type: node.String, Required: true, NoTemplate: true, Ref: node.RefWorkflow, Description: "Path of the child workflow file, relative to this one."},
+			{Name: "workflow", Type: node.String, Required: true, NoTemplate: true, Ref: node.RefWorkflow, Description: "Path of the child workflow file, relative to this one; it must stay inside this file's folder or a folder of `files:`, symlinks resolved."},
 			{Name: "inputs", Type: node.Map, Description: "The child's inputs (templates)."},
 		},
 		Routes: true,
