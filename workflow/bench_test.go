@@ -3,6 +3,7 @@ package workflow_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/skeinhq/skein/node"
@@ -77,6 +78,70 @@ func BenchmarkDecodeYAML10k(b *testing.B) {
 	for b.Loop() {
 		if w, ds := workflow.Decode("big.yaml", src); w == nil {
 			b.Fatal(ds.Error())
+		}
+	}
+}
+
+// bigValues generates a workflow whose one set node, big, has n values.
+// With aliased, every value is an alias (*v) of one anchored string, so the
+// file holds n aliases; else each value is written out. With refs > 0, a
+// second set node, use, reads refs of big's outputs, one a value.
+func bigValues(n int, aliased bool, refs int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: big-values\nnodes:\n  - {id: start, type: trigger.manual}\n  - id: big\n    type: set\n    values:\n")
+	if aliased {
+		b.WriteString("      base: &v some text\n")
+	}
+	for i := range n {
+		if aliased {
+			fmt.Fprintf(&b, "      k%d: *v\n", i)
+		} else {
+			fmt.Fprintf(&b, "      k%d: value %d\n", i, i)
+		}
+	}
+	if refs > 0 {
+		b.WriteString("  - id: use\n    type: set\n    values:\n")
+		for i := range refs {
+			fmt.Fprintf(&b, "      r%d: \"{{ big.k%d }}\"\n", i, i%n)
+		}
+	}
+	b.WriteString("edges:\n  - {from: start, to: big}\n")
+	if refs > 0 {
+		b.WriteString("  - {from: big, to: use}\n")
+	}
+	return []byte(b.String())
+}
+
+// BenchmarkValidateBigValues loads (decodes and validates) a set node with
+// 10k, 40k and 160k values: written out, as aliases, and written out with
+// a second set node reading as many of its outputs (10k and 40k: 160k
+// would pass workflow.MaxFileSize). 160k aliases are more
+// than workflow.MaxAliasValues: that file is refused, and the figure is
+// the cost of refusing it.
+func BenchmarkValidateBigValues(b *testing.B) {
+	for _, kind := range []string{"values", "aliases", "references"} {
+		for _, n := range []int{10_000, 40_000, 160_000} {
+			aliased, refs := kind == "aliases", 0
+			if kind == "references" {
+				if n > 40_000 {
+					continue // past workflow.MaxFileSize
+				}
+				refs = n
+			}
+			b.Run(fmt.Sprintf("%s/%dk", kind, n/1000), func(b *testing.B) {
+				src := bigValues(n, aliased, refs)
+				b.SetBytes(int64(len(src)))
+				b.ReportAllocs()
+				for b.Loop() {
+					w, ds := workflow.Decode("big.yaml", src)
+					if w != nil {
+						ds = append(ds, workflow.Validate(w, node.Default)...)
+					}
+					if refused := aliased && n > workflow.MaxAliasValues; ds.HasErrors() != refused {
+						b.Fatalf("errors: %v, want %v: %s", ds.HasErrors(), refused, ds.Error())
+					}
+				}
+			})
 		}
 	}
 }

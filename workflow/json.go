@@ -133,16 +133,14 @@ func (p *textParser) value(depth int) (*value, *parseError) {
 			}
 			kpos := p.c.pos(koff)
 			key := ktok.String()
-			for _, e := range v.keys {
-				if e.key == key {
-					return nil, &parseError{kpos, fmt.Sprintf("duplicate key %q (first at %s)", key, e.keyPos)}
-				}
+			if i := v.find(key); i >= 0 {
+				return nil, &parseError{kpos, fmt.Sprintf("duplicate key %q (first at %s)", key, v.keys[i].keyPos)}
 			}
 			val, perr := p.value(depth + 1)
 			if perr != nil {
 				return nil, perr
 			}
-			v.keys = append(v.keys, mapEntry{key: key, keyPos: kpos, val: val})
+			v.add(mapEntry{key: key, keyPos: kpos, val: val})
 		}
 		if _, err := p.dec.ReadToken(); err != nil {
 			return nil, p.fail(err)

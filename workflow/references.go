@@ -343,14 +343,39 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	if spec == nil {
 		return
 	}
-	ports := spec.DeclaredOutputs(w.Nodes[idx].Params)
+	ports := v.ports(idx, spec)
 	// A legacy node_outputs result is merged into the output: its keys
 	// are not known before the run.
-	if ports == nil || contains(ports, first) || contains(ports, "node_outputs") {
+	if ports.list == nil || ports.has[first] || ports.has["node_outputs"] {
 		return
 	}
-	all := append(ports, alwaysPorts...)
+	all := append(append([]string(nil), ports.list...), alwaysPorts...)
 	errf("node %q (%s) has no output %q%s (its outputs: %s)", r.Root, w.Nodes[idx].Type, first, didYouMean(first, all), strings.Join(all, ", "))
+}
+
+// declaredPorts are the output ports of a node known before the run.
+type declaredPorts struct {
+	list []string // nil when they are not known before the run
+	has  map[string]bool
+}
+
+// ports returns node idx's declared output ports, worked out once per
+// node: a set node's ports are the keys of its values, and every reference
+// to the node looks one up.
+func (v *validator) ports(idx int, spec *node.Spec) *declaredPorts {
+	if v.portsOf == nil {
+		v.portsOf = make([]*declaredPorts, len(v.w.Nodes))
+	}
+	if p := v.portsOf[idx]; p != nil {
+		return p
+	}
+	list := spec.DeclaredOutputs(v.w.Nodes[idx].Params)
+	p := &declaredPorts{list: list, has: make(map[string]bool, len(list))}
+	for _, name := range list {
+		p.has[name] = true
+	}
+	v.portsOf[idx] = p
+	return p
 }
 
 func (v *validator) onCycle(i int) bool {

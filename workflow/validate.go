@@ -88,6 +88,8 @@ type validator struct {
 	comp  []int // SCC of each node over every edge
 	stamp []int32
 	epoch int32
+	// portsOf caches each node's declared output ports (see ports).
+	portsOf []*declaredPorts
 
 	// brokenEdges is set when an edge names a node that does not exist.
 	brokenEdges bool
@@ -381,10 +383,8 @@ func suggestID(s string) string {
 // written, params or common fields.
 func (n *Node) ParamPosOf(key string) Pos {
 	if n.raw != nil {
-		for _, e := range n.raw.keys {
-			if e.key == key {
-				return e.val.pos
-			}
+		if i := n.raw.find(key); i >= 0 {
+			return n.raw.keys[i].val.pos
 		}
 	}
 	return n.Pos
@@ -392,10 +392,8 @@ func (n *Node) ParamPosOf(key string) Pos {
 
 func (n *Node) keyPos(key string) Pos {
 	if n.raw != nil {
-		for _, e := range n.raw.keys {
-			if e.key == key {
-				return e.keyPos
-			}
+		if i := n.raw.find(key); i >= 0 {
+			return n.raw.keys[i].keyPos
 		}
 	}
 	return n.Pos
@@ -553,10 +551,8 @@ func (v *validator) items(n *Node, p node.Param, list []any, path string) {
 			if !contains(names, k) {
 				kp := pos
 				if rawItem != nil {
-					for _, re := range rawItem.keys {
-						if re.key == k {
-							kp = re.keyPos
-						}
+					if j := rawItem.find(k); j >= 0 {
+						kp = rawItem.keys[j].keyPos
 					}
 				}
 				v.d.errorf(kp, ipath+"."+k, n.ID, "unknown key %q in an entry of %s%s", k, p.Name, didYouMean(k, names))

@@ -38,7 +38,15 @@ type value struct {
 	s     string
 	list  []*value
 	keys  []mapEntry
+	// index finds a key of a map with more than smallMap keys. The
+	// decoders build it as they add keys (see add); a decoded value is not
+	// changed after, so reading it needs no lock.
+	index map[string]int
 }
+
+// smallMap is the most keys a map value holds without an index: a scan of
+// a few keys costs less than a hash.
+const smallMap = 16
 
 type mapEntry struct {
 	key    string
@@ -49,12 +57,43 @@ type mapEntry struct {
 
 // get returns the entry for key.
 func (v *value) get(key string) (*value, bool) {
-	for i := range v.keys {
-		if v.keys[i].key == key {
-			return v.keys[i].val, true
-		}
+	if i := v.find(key); i >= 0 {
+		return v.keys[i].val, true
 	}
 	return nil, false
+}
+
+// find returns the index of key's entry in v.keys, or -1; through the
+// index for a big map, so that a map's keys are found in linear time
+// overall, whatever their number.
+func (v *value) find(key string) int {
+	if v.index != nil {
+		if i, ok := v.index[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i := range v.keys {
+		if v.keys[i].key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// add appends an entry to a map whose keys do not hold e.key yet, indexing
+// the keys once there are more than smallMap.
+func (v *value) add(e mapEntry) {
+	v.keys = append(v.keys, e)
+	switch {
+	case v.index != nil:
+		v.index[e.key] = len(v.keys) - 1
+	case len(v.keys) > smallMap:
+		v.index = make(map[string]int, cap(v.keys))
+		for i, k := range v.keys {
+			v.index[k.key] = i
+		}
+	}
 }
 
 // plain converts v into plain Go values: integers become int, other

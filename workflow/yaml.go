@@ -485,9 +485,9 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 				return &parseError{Pos{vn.Line, vn.Column}, "YAML: a merge key (<<) takes a map or a list of maps"}
 			}
 			for _, e := range sm.keys {
-				if _, dup := m.get(e.key); !dup {
+				if m.find(e.key) < 0 {
 					e.merged = true
-					m.keys = append(m.keys, e)
+					m.add(e)
 				}
 			}
 		}
@@ -516,10 +516,7 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 		// Nothing written after "key:": the key's position.
 		val.pos = kpos
 	}
-	for i := range m.keys {
-		if m.keys[i].key != key {
-			continue
-		}
+	if i := m.find(key); i >= 0 {
 		if m.keys[i].merged {
 			// Merged keys are overridden by explicit ones.
 			m.keys[i] = mapEntry{key: key, keyPos: kpos, val: val}
@@ -528,7 +525,7 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 		prev := m.keys[i].keyPos
 		return &parseError{kpos, fmt.Sprintf("YAML: duplicate key: mapping key %q already defined at [%d:%d]; remove one of them", key, prev.Line, prev.Col)}
 	}
-	m.keys = append(m.keys, mapEntry{key: key, keyPos: kpos, val: val})
+	m.add(mapEntry{key: key, keyPos: kpos, val: val})
 	return nil
 }
 
