@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -220,8 +221,9 @@ func pad(i int) string {
 }
 
 // TestKilledShellLeavesNoOrphan kills `skein run` while a shell node's
-// background child sleeps before writing a file: the resume stops that
-// child first, so only the re-run node's own child writes.
+// background child sleeps before writing a file: the child dies with skein
+// (on Linux, its supervisor kills it; elsewhere the resume stops it first),
+// so only the re-run node's own child writes.
 func TestKilledShellLeavesNoOrphan(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -248,7 +250,9 @@ func TestKilledShellLeavesNoOrphan(t *testing.T) {
 
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	require.True(t, alive(orphan), "the sleeping child outlived skein (it is not its direct child)")
+	if runtime.GOOS == "linux" {
+		eventually(t, 30*time.Second, func() bool { return !alive(orphan) }, "the sleeping child outlived skein")
+	}
 
 	r := run(t, "resume", "--dir", dir, id)
 	require.Equal(t, 0, r.code, r.stderr)

@@ -13,9 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A stdio server dies with the Skein that started it, even when Skein is
-// killed with SIGKILL and cannot stop it, and even when the server would
-// outlive the end of its stdin. It leads a process group of its own.
+// A stdio server dies with the Skein that started it, with every process
+// it started, even when Skein is killed with SIGKILL and cannot stop it,
+// and even when the server would outlive the end of its stdin. It leads a
+// process group of its own.
 func TestServerDiesWithSkein(t *testing.T) {
 	t.Parallel()
 	p := servers(t)
@@ -44,6 +45,7 @@ func TestServerDiesWithSkein(t *testing.T) {
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	require.NoError(t, err)
 	require.Contains(t, survivors(marker), pid, "the server runs while Skein does")
+	require.Len(t, survivors(marker), 2, "the server and the program it started")
 	pgid, err := syscall.Getpgid(pid)
 	require.NoError(t, err)
 	require.Equal(t, pid, pgid, "the server leads its own process group")

@@ -12,5 +12,5 @@ func ServerPID(p *Pool, server string) int {
 	if c.proc == nil {
 		return 0
 	}
-	return c.proc.cmd.Process.Pid
+	return c.proc.tree.Pid()
 }

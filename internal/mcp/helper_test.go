@@ -19,13 +19,14 @@ const (
 )
 
 // runHelper stands in for Skein: it starts the faulty server, which keeps
-// running when its stdin closes, through a pool, prints its pid, and waits
-// until its own stdin closes (or it is killed).
+// running when its stdin closes, as the child of a shell (the server is
+// the shell; the faulty program its grandchild) through a pool, prints the
+// shell's pid, and waits until its own stdin closes (or it is killed).
 func runHelper() {
 	// Its stderr goes to /dev/null: a write to the pipe of a dead Skein
 	// would make it exit on its own.
 	srv := &workflow.MCPServer{Name: "faulty", Command: "sh",
-		Args: []string{"-c", `exec "$0" "$1" --ignore-stdin-close 2>/dev/null`, os.Getenv(helperEnv), os.Getenv(faultyEnv)},
+		Args: []string{"-c", `"$0" "$1" --ignore-stdin-close 2>/dev/null & wait`, os.Getenv(helperEnv), os.Getenv(faultyEnv)},
 		Env:  map[string]string{markerVar: os.Getenv(markerVar)}}
 	pool := mcp.NewPool([]*workflow.MCPServer{srv}, mcp.Scope(nil, nil))
 	if _, err := pool.Tools(context.Background(), "faulty"); err != nil {

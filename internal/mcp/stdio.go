@@ -26,6 +26,7 @@ const pipeWait = time.Second
 // process is a running stdio server.
 type process struct {
 	cmd    *exec.Cmd
+	tree   *proc.Tree
 	stderr *tail
 	exited chan struct{} // closed once the process is reaped
 	state  *os.ProcessState
@@ -70,7 +71,7 @@ func (p *process) status() string {
 // group even after a clean exit, so nothing the server started survives it.
 func (p *process) stop(grace time.Duration) {
 	p.exitedWithin(grace)
-	proc.SignalGroup(p.cmd.Process, syscall.SIGKILL)
+	p.tree.Signal(syscall.SIGKILL)
 	<-p.exited // bounded: SIGKILL cannot be ignored, and WaitDelay closes stray pipes
 }
 
@@ -123,7 +124,8 @@ func prepareStdio(s *workflow.MCPServer, scope *expr.Scope) (*stdioCommand, erro
 
 // spawn starts the server and returns the ends of its stdout and stdin
 // that Skein reads and writes. The process leads its own group and, on
-// Linux, dies with Skein (proc.Apply); its stderr goes to a tail.
+// Linux, dies with Skein, with every process it started (proc.Start); its
+// stderr goes to a tail.
 func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, err error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -140,8 +142,7 @@ func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, e
 		Path: c.path, Args: append([]string{c.path}, c.args...), Env: c.env, Dir: c.dir,
 		Stdin: inR, Stdout: outW, Stderr: p.stderr, WaitDelay: pipeWait,
 	}
-	proc.Apply(p.cmd)
-	err = p.cmd.Start()
+	p.tree, err = proc.Start(p.cmd)
 	inR.Close() // the child has its own copies
 	outW.Close()
 	if err != nil {
@@ -150,7 +151,7 @@ func (c *stdioCommand) spawn(name string) (p *process, stdout, stdin *os.File, e
 		return nil, nil, nil, startError(name, "start", true, "", "starting %s: %v", c.path, err)
 	}
 	go func() {
-		_ = p.cmd.Wait()
+		_ = p.tree.Wait()
 		p.state = p.cmd.ProcessState
 		close(p.exited)
 	}()

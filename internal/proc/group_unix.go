@@ -3,30 +3,22 @@
 package proc
 
 import (
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
 )
 
-// Apply sets the rules for a child process on cmd before it starts: it
+// apply sets the rules for a child process on cmd before it starts: it
 // leads a process group of its own (Setpgid), so that stopping the group
-// stops everything it started, and on Linux it gets SIGKILL when Skein dies
-// (Pdeathsig), so that a killed Skein leaves no command or MCP server
-// running behind it.
+// stops everything it started, and on Linux it gets SIGKILL when the
+// thread that started it exits (Pdeathsig).
 //
-// Pdeathsig only reaches the direct child: a process it forked lives on in
-// the group after Skein dies. KillGroup stops such a group later, given the
-// group recorded when the process started (see Group).
-//
-// The Go caveat: the kernel sends the death signal when the OS thread that
-// forked the child exits, not the process. The Go runtime keeps its threads
-// until the process ends, except the thread of a goroutine that exits while
-// locked to it with runtime.LockOSThread. So never call Start (or
-// CombinedOutput, Run, …) on a command prepared by Apply from a goroutine
-// that has locked its thread, or the child is killed when that goroutine
-// ends.
-func Apply(cmd *exec.Cmd) {
+// Pdeathsig only reaches the direct child, and the kernel sends it when the
+// OS thread that forked the child exits, not the process: the Go runtime
+// keeps its threads until the process ends, except the thread of a
+// goroutine that exits while locked to it with runtime.LockOSThread. That
+// is why, on Linux, Start runs a command under a supervisor instead.
+func apply(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -35,22 +27,24 @@ func Apply(cmd *exec.Cmd) {
 	setDeathSignal(cmd.SysProcAttr)
 }
 
-// Group returns the process group led by p, a process started with Apply:
-// its pid. It is 0 where there are no process groups.
-func Group(p *os.Process) int { return p.Pid }
+// Group returns the process group the command leads: its pid. It is what
+// a step records (node.Call.ProcessStarted) for KillGroup.
+func (t *Tree) Group() int { return t.pid }
 
-// SignalGroup sends sig to the process group led by p, a process started
-// with Apply. A group that is already gone is not an error.
-func SignalGroup(p *os.Process, sig syscall.Signal) {
-	_ = syscall.Kill(-p.Pid, sig)
+// Signal sends sig to the command's process group. A group that is already
+// gone is not an error. On Linux the supervisor is not in the group: when
+// the command ends, of sig or otherwise, it kills what the command left
+// and exits as the command did.
+func (t *Tree) Signal(sig syscall.Signal) {
+	_ = syscall.Kill(-t.pid, sig)
 }
 
-// AwaitGroup waits, at most limit, until no process of the group led by p
-// is left. Signal delivery is asynchronous: a killed process may live a
+// Await waits, at most limit, until no process of the command's group is
+// left. Signal delivery is asynchronous: a killed process may live a
 // moment longer.
-func AwaitGroup(p *os.Process, limit time.Duration) {
+func (t *Tree) Await(limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	for syscall.Kill(-p.Pid, 0) == nil && time.Now().Before(deadline) {
+	for syscall.Kill(-t.pid, 0) == nil && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }

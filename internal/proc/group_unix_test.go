@@ -47,6 +47,7 @@ func eventually(t *testing.T, limit time.Duration, cond func() bool, msg string,
 // grandchild (sleep) and waits for it, both in the shell's group.
 type groupCmd struct {
 	cmd  *exec.Cmd
+	tree *proc.Tree
 	pids []int // the shell, then its grandchild
 }
 
@@ -54,12 +55,12 @@ func startGroup(t *testing.T) *groupCmd {
 	t.Helper()
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	cmd := exec.Command("sh", "-c", `echo $$ > "$1.tmp"; sleep 30 & echo $! >> "$1.tmp"; mv "$1.tmp" "$1"; wait`, "sh", pidFile)
-	proc.Apply(cmd)
-	require.NoError(t, cmd.Start())
-	g := &groupCmd{cmd: cmd}
+	tree, err := proc.Start(cmd)
+	require.NoError(t, err)
+	g := &groupCmd{cmd: cmd, tree: tree}
 	t.Cleanup(func() {
-		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
-		_ = cmd.Wait()
+		tree.Signal(syscall.SIGKILL)
+		_ = tree.Wait()
 	})
 	eventually(t, 5*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }, "the command did not write its pids")
 	data, err := os.ReadFile(pidFile)
@@ -73,15 +74,19 @@ func startGroup(t *testing.T) *groupCmd {
 	return g
 }
 
-func TestApplyStartsAGroup(t *testing.T) {
+func TestStartStartsAGroup(t *testing.T) {
 	t.Parallel()
 	g := startGroup(t)
-	require.Equal(t, g.cmd.Process.Pid, proc.Group(g.cmd.Process), "the command leads the group")
+	require.Equal(t, g.pids[0], g.tree.Pid(), "the tree's pid is the command's")
+	require.Equal(t, g.tree.Pid(), g.tree.Group(), "the command leads the group")
 	for _, pid := range g.pids {
 		pgid, err := syscall.Getpgid(pid)
 		require.NoError(t, err)
-		require.Equal(t, g.cmd.Process.Pid, pgid, "process %d is in the command's group", pid)
+		require.Equal(t, g.tree.Pid(), pgid, "process %d is in the command's group", pid)
 	}
+	sid, err := syscall.Getpgid(g.cmd.Process.Pid)
+	require.NoError(t, err)
+	require.NotEqual(t, syscall.Getpgrp(), sid, "a terminal's Ctrl-C for Skein's group does not reach the command or its supervisor")
 }
 
 func TestKillGroup(t *testing.T) {
@@ -92,13 +97,13 @@ func TestKillGroup(t *testing.T) {
 		stepStarted := time.Now()
 		g := startGroup(t)
 
-		killed, err := proc.KillGroup(proc.Group(g.cmd.Process), stepStarted)
+		killed, err := proc.KillGroup(g.tree.Group(), stepStarted)
 		require.NoError(t, err)
 		require.True(t, killed)
 		for _, pid := range g.pids {
 			require.False(t, alive(pid), "process %d is gone when KillGroup returns", pid)
 		}
-		_ = g.cmd.Wait()
+		_ = g.tree.Wait()
 		require.Equal(t, syscall.SIGKILL, g.cmd.ProcessState.Sys().(syscall.WaitStatus).Signal())
 	})
 
@@ -111,7 +116,7 @@ func TestKillGroup(t *testing.T) {
 
 		// As if the group id had been recycled: its processes started
 		// well before the step that recorded it.
-		killed, err := proc.KillGroup(proc.Group(g.cmd.Process), time.Now().Add(5*time.Second))
+		killed, err := proc.KillGroup(g.tree.Group(), time.Now().Add(5*time.Second))
 		require.NoError(t, err)
 		require.False(t, killed)
 		for _, pid := range g.pids {
@@ -121,10 +126,10 @@ func TestKillGroup(t *testing.T) {
 
 	t.Run("a group that is gone", func(t *testing.T) {
 		t.Parallel()
-		cmd := exec.Command("true")
-		proc.Apply(cmd)
-		require.NoError(t, cmd.Run())
-		killed, err := proc.KillGroup(cmd.Process.Pid, time.Now().Add(-time.Minute))
+		tree, err := proc.Start(exec.Command("true"))
+		require.NoError(t, err)
+		require.NoError(t, tree.Wait())
+		killed, err := proc.KillGroup(tree.Group(), time.Now().Add(-time.Minute))
 		require.NoError(t, err)
 		require.False(t, killed)
 	})

@@ -11,19 +11,31 @@ import (
 	"github.com/skeinhq/skein/internal/proc"
 )
 
-// runHelper stands in for Skein: it starts `sleep 30` with the proc rules,
-// prints the child's pid and waits until its stdin closes (or it is
-// killed).
+// scriptEnv is the script a helper runs with sh -c; tagEnv is the value of
+// markerEnv, which tags every process of its tree (see survivors) but not
+// the helper itself.
+const (
+	scriptEnv = "SKEIN_PROC_TEST_SCRIPT"
+	tagEnv    = "SKEIN_PROC_TEST_TAG"
+	markerEnv = "SKEIN_PROC_TEST_MARKER"
+)
+
+// runHelper stands in for Skein: it starts the script of scriptEnv with the
+// proc rules (its first argument is the helper's own first argument),
+// prints the pid of what stands between them (the supervisor, or the
+// command itself where there is none) and the command's pid, and waits
+// until its stdin closes (or it is killed).
 func runHelper() {
-	cmd := exec.Command("sleep", "30")
-	proc.Apply(cmd)
-	if err := cmd.Start(); err != nil {
+	cmd := exec.Command("sh", "-c", os.Getenv(scriptEnv), "sh", os.Getenv(helperEnv))
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), markerEnv + "=" + os.Getenv(tagEnv)}
+	tree, err := proc.Start(cmd)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Println(cmd.Process.Pid)
+	fmt.Println(cmd.Process.Pid, tree.Pid())
 	_, _ = io.Copy(io.Discard, os.Stdin)
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	tree.Signal(9)
+	_ = tree.Wait()
 	os.Exit(0)
 }

@@ -78,6 +78,7 @@ func KillGroup(pgid int, startedAt time.Time) (killed bool, err error) {
 // stat is what KillGroup reads from /proc/<pid>/stat.
 type stat struct {
 	state      byte   // R, S, D, Z, …
+	ppid       int    // parent
 	pgrp       int    // process group
 	startTicks uint64 // start, in clock ticks since boot
 }
@@ -103,6 +104,10 @@ func parseStat(b []byte) (stat, error) {
 	if len(f) < 20 || len(f[0]) != 1 {
 		return stat{}, errors.New("too few fields")
 	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return stat{}, fmt.Errorf("ppid: %w", err)
+	}
 	pgrp, err := strconv.Atoi(string(f[2]))
 	if err != nil {
 		return stat{}, fmt.Errorf("pgrp: %w", err)
@@ -111,7 +116,7 @@ func parseStat(b []byte) (stat, error) {
 	if err != nil {
 		return stat{}, fmt.Errorf("starttime: %w", err)
 	}
-	return stat{state: f[0][0], pgrp: pgrp, startTicks: start}, nil
+	return stat{state: f[0][0], ppid: ppid, pgrp: pgrp, startTicks: start}, nil
 }
 
 // groupMembers returns the living processes of group pgid (zombies are

@@ -2,15 +2,17 @@
 // the shell kind's commands and stdio MCP servers alike. A child gets an
 // explicit environment (never Skein's whole one, which may hold secrets),
 // its program is found with the child's own PATH, and it leads a process
-// group of its own so that stopping it stops everything it started (Apply,
-// SignalGroup, AwaitGroup).
+// group of its own so that stopping it stops everything it started (Start,
+// Tree.Signal, Tree.Await).
 //
-// A child dies with Skein: on Linux the kernel kills it when Skein dies,
-// even of SIGKILL. What it started in turn is not reached that way, so the
-// group of a running step is recorded (node.Call.ProcessStarted), and a
+// A child's whole tree dies with Skein. On Linux, Start runs the command
+// under a supervisor — this program re-executed, caught by this package's
+// init before main — that kills the command's group and every orphan of
+// the tree (it is their reaper) when Skein dies, even of SIGKILL, and when
+// the command itself exits. Elsewhere nothing watches the tree. Either way
+// the group of a running step is recorded (node.Call.ProcessStarted), and a
 // resume kills a group its dead owner left (KillGroup) before it runs the
-// step again, so the new attempt does not run beside what the old one left
-// behind.
+// step again, so the new attempt never runs beside what the old one left.
 package proc
 
 import (

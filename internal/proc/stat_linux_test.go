@@ -19,11 +19,12 @@ func TestParseStat(t *testing.T) {
 		want stat
 		err  bool
 	}{
-		{"plain", "123 (sleep) S 1 77 77" + tail, stat{state: 'S', pgrp: 77, startTicks: 4242}, false},
-		{"spaces and parentheses in the name", "123 (a) (b c) Z 1 78 77" + tail, stat{state: 'Z', pgrp: 78, startTicks: 4242}, false},
+		{"plain", "123 (sleep) S 1 77 77" + tail, stat{state: 'S', ppid: 1, pgrp: 77, startTicks: 4242}, false},
+		{"spaces and parentheses in the name", "123 (a) (b c) Z 1 78 77" + tail, stat{state: 'Z', ppid: 1, pgrp: 78, startTicks: 4242}, false},
 		{"no name", "123 sleep S 1 77 77" + tail, stat{}, true},
 		{"cut short", "123 (sleep) S 1 77 77 0 0\n", stat{}, true},
 		{"garbled group", "123 (sleep) S 1 x 77" + tail, stat{}, true},
+		{"garbled parent", "123 (sleep) S x 77 77" + tail, stat{}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

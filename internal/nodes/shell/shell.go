@@ -94,14 +94,14 @@ func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[stri
 	if cfg.stdin != nil {
 		cmd.Stdin = strings.NewReader(*cfg.stdin)
 	}
-	proc.Apply(cmd)
-	if err := cmd.Start(); err != nil {
+	tree, err := proc.Start(cmd)
+	if err != nil {
 		return nil, startError(cfg, err)
 	}
-	if pgid := proc.Group(cmd.Process); pgid != 0 && call.ProcessStarted != nil {
+	if pgid := tree.Group(); pgid != 0 && call.ProcessStarted != nil {
 		call.ProcessStarted(pgid)
 	}
-	interrupted, waitErr := s.wait(ctx, cmd)
+	interrupted, waitErr := s.wait(ctx, tree)
 	code := exitCode(cmd.ProcessState)
 	var exitErr *exec.ExitError
 	waitFailed := waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay)
@@ -164,31 +164,32 @@ func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[stri
 	return out, nil
 }
 
-// wait waits for cmd to finish. When ctx ends first it stops the command's
-// process group (SIGTERM, then SIGKILL after the grace), reaps it and
-// reports interrupted. It returns only once the goroutine it starts is done.
-func (s *Shell) wait(ctx context.Context, cmd *exec.Cmd) (interrupted bool, err error) {
+// wait waits for the command to finish. When ctx ends first it stops the
+// command's process group (SIGTERM, then SIGKILL after the grace), reaps it
+// and reports interrupted. It returns only once the goroutine it starts is
+// done.
+func (s *Shell) wait(ctx context.Context, tree *proc.Tree) (interrupted bool, err error) {
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- tree.Wait() }()
 	select {
 	case err := <-done:
 		return false, err
 	case <-ctx.Done():
 	}
-	proc.SignalGroup(cmd.Process, syscall.SIGTERM)
+	tree.Signal(syscall.SIGTERM)
 	grace := time.NewTimer(orDefault(s.KillGrace, DefaultKillGrace))
 	defer grace.Stop()
 	select {
 	case err = <-done:
 		// The leader is gone; whatever it left in its group goes too.
-		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
+		tree.Signal(syscall.SIGKILL)
 	case <-grace.C:
-		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
+		tree.Signal(syscall.SIGKILL)
 		// Bounded: the leader dies of SIGKILL, and WaitDelay closes
 		// pipes still held by processes that left the group.
 		err = <-done
 	}
-	proc.AwaitGroup(cmd.Process, 200*time.Millisecond)
+	tree.Await(200 * time.Millisecond)
 	return true, err
 }
 
