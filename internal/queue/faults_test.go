@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +21,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/faultproxy"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
+	"github.com/skeinhq/skein/node"
 )
 
 // The fault tests run real `skein worker` and `skein serve` processes
@@ -527,4 +530,264 @@ func freeAddr(t *testing.T) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
+}
+
+// ledger is the outside service of TestFaultNetworkCut: it counts the
+// calls of each Idempotency-Key (the side effects of each node) and holds
+// the calls to /held until released.
+type ledger struct {
+	*httptest.Server
+	mu       sync.Mutex
+	calls    map[string]int
+	held     chan string // a call to /held arrived
+	answered chan string // a call to /held was answered
+	release  chan struct{}
+	// Release answers the held calls.
+	Release func()
+}
+
+func newLedger(t *testing.T) *ledger {
+	l := &ledger{calls: map[string]int{}, held: make(chan string, 64), answered: make(chan string, 64), release: make(chan struct{})}
+	count := func(r *http.Request) {
+		l.mu.Lock()
+		l.calls[r.Header.Get("Idempotency-Key")]++
+		l.mu.Unlock()
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/call", func(w http.ResponseWriter, r *http.Request) {
+		count(r)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok": true}`)
+	})
+	mux.HandleFunc("/held", func(w http.ResponseWriter, r *http.Request) {
+		count(r)
+		key := r.Header.Get("Idempotency-Key")
+		l.held <- key
+		select {
+		case <-l.release:
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"ok": true}`)
+		w.(http.Flusher).Flush()
+		l.answered <- key
+	})
+	l.Server = httptest.NewServer(mux)
+	t.Cleanup(l.Close)
+	open := sync.OnceFunc(func() { close(l.release) })
+	l.Release = open
+	t.Cleanup(open) // before Close: held calls return
+	return l
+}
+
+// Calls is how often each key was called.
+func (l *ledger) Calls() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]int, len(l.calls))
+	for k, n := range l.calls {
+		out[k] = n
+	}
+	return out
+}
+
+// TestFaultNetworkCut: the network between the workers and Postgres is
+// cut (a proxy drops every byte, answers nothing and holds new
+// connections) for twice the workers' lease, while each run has a node
+// whose side effect completes during the cut. Once the network is back,
+// every run completes and no side effect ran twice: the nodes done before
+// the cut are not run again, and the ones that finished during it are
+// recorded, not run again.
+func TestFaultNetworkCut(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	const lease = time.Second
+	for range 2 {
+		startWorker(t, u.String(), "--rescue-after", lease.String())
+	}
+	svc := newLedger(t)
+	const runs = 4
+	var ids []string
+	for range runs {
+		ids = append(ids, b.start(t, fmt.Sprintf(`version: 1
+name: cut
+nodes:
+  - {id: before, type: http, method: POST, url: "%[1]s/call", retries: 2, retry_backoff: 0s}
+  - {id: during, type: http, method: POST, url: "%[1]s/held", retries: 2, retry_backoff: 0s}
+  - {id: after, type: http, method: POST, url: "%[1]s/call", retries: 2, retry_backoff: 0s}
+edges:
+  - {from: before, to: during}
+  - {from: during, to: after}
+`, svc.URL), nil).ID)
+	}
+	for range runs {
+		recv(t, svc.held, "a run's node that is held")
+	}
+
+	proxy.Cut()
+	svc.Release()
+	for range runs {
+		recv(t, svc.answered, "the answer to a held node, during the cut")
+	}
+	// The cut lasts until both workers' leases ran out twice over, by the
+	// database's clock.
+	require.Eventually(t, func() bool {
+		var late int
+		require.NoError(t, b.st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM skein_queue_workers
+			WHERE seen_at < now() - 2 * lease_ms::float8 * interval '1 millisecond'`).Scan(&late))
+		return late == 2
+	}, 30*time.Second, 20*time.Millisecond, "the workers' leases did not run out during the cut")
+	proxy.Restore()
+
+	for _, id := range ids {
+		done := b.wait(t, id)
+		require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+		steps := b.steps(t, id)
+		for _, n := range []string{"before", "during", "after"} {
+			require.Len(t, steps[n], 1, n)
+			require.Equal(t, "success", string(steps[n][0].Status), n)
+			require.Equal(t, 1, steps[n][0].Attempts, "%s of run %s ran once", n, id)
+		}
+	}
+	calls := svc.Calls()
+	require.Len(t, calls, 3*runs, "one key per node of each run: %v", calls)
+	for key, n := range calls {
+		require.Equal(t, 1, n, "the side effect of %s ran %d times", key, n)
+	}
+}
+
+// steadyFlow is a run that a worker still serving runs completes.
+const steadyFlow = `version: 1
+name: steady
+nodes:
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: set, values: {n: "{{ a.n + 1 }}"}}
+edges:
+  - {from: a, to: b}
+`
+
+// completes waits for a run of steadyFlow and checks it completed.
+func (b *bundle) completes(t *testing.T, id string) *store.Run {
+	t.Helper()
+	done := b.wait(t, id)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	require.EqualValues(t, 2, b.steps(t, id)["b"][0].Output["n"])
+	return done
+}
+
+// faultyMCP is the command of the misbehaving MCP server of internal/mcp's
+// tests (node and a script of its own, no packages). Without node the test
+// is skipped, or fails when CI=true.
+func faultyMCP(t *testing.T) (nodeBin, script string) {
+	t.Helper()
+	nodeBin, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("node is not in PATH: the MCP fault tests need Node.js")
+		}
+		t.Skip("node is not in PATH")
+	}
+	script, err = filepath.Abs("../mcp/testdata/faulty.js")
+	require.NoError(t, err)
+	return nodeBin, script
+}
+
+// TestFaultHungMCPServer: an MCP server on a worker that never answers —
+// a tool call, or its handshake — fails its node when the node's timeout
+// runs out, with code timeout; the worker serves other runs meanwhile and
+// after.
+func TestFaultHungMCPServer(t *testing.T) {
+	t.Parallel()
+	nodeBin, script := faultyMCP(t)
+	cases := []struct {
+		name, flag, tool, message string
+	}{
+		{name: "a tool call", tool: "hang", message: `tools/call "hang" did not finish`},
+		{name: "the handshake", flag: "--hang-at-start", tool: "echo", message: `MCP server "faulty": gave up waiting for it to start`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, 0)
+			worker := startWorker(t, b.url)
+			args := fmt.Sprintf("[%q]", script)
+			if tc.flag != "" {
+				args = fmt.Sprintf("[%q, %q]", script, tc.flag)
+			}
+			hung := b.start(t, fmt.Sprintf(`version: 1
+name: hung
+mcp_servers:
+  faulty: {command: %q, args: %s}
+nodes:
+  - {id: call, type: mcp, server: faulty, tool: %s, arguments: {message: hi}, timeout: 3s}
+`, nodeBin, args, tc.tool), nil)
+			require.Eventually(t, func() bool {
+				return len(eventsOf(t, b, hung.ID, engine.EventNodeStarted, "call")) == 1
+			}, 30*time.Second, 10*time.Millisecond, "the node did not start")
+			meanwhile := b.start(t, steadyFlow, nil)
+			b.completes(t, meanwhile.ID)
+
+			failed := b.wait(t, hung.ID)
+			require.Equal(t, "failed", string(failed.Status))
+			step := b.steps(t, hung.ID)["call"][0]
+			require.Equal(t, "failed", string(step.Status))
+			require.NotNil(t, step.Error)
+			require.Equal(t, "timeout", step.Error.Code, "%v", step.Error)
+			require.Equal(t, node.CategoryTimeout, step.Error.Category)
+			require.Contains(t, step.Error.Message, tc.message)
+			require.GreaterOrEqual(t, step.FinishedAt.Sub(*step.StartedAt), 3*time.Second, "the node ran its whole timeout")
+
+			b.completes(t, b.start(t, steadyFlow, nil).ID)
+			select {
+			case <-worker.done:
+				t.Fatal("the worker died")
+			default:
+			}
+		})
+	}
+}
+
+// TestFaultMemoryBudget: a node whose expression would build more than an
+// evaluation may (expr's budgets: MemoryBudget elements, ByteBudget bytes
+// of strings) fails with its budget error, without taking the worker's
+// memory; the worker serves the next run.
+func TestFaultMemoryBudget(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, expr, message string
+	}{
+		{name: "elements", expr: "map(1..100000000, #)", message: "memory budget exceeded: the expression built more than 1000000 elements"},
+		{name: "bytes", expr: `repeat(repeat("x", 1000), 1000000)`, message: "memory budget exceeded: repeat() would take the bytes this evaluation built past 33554432"},
+		{name: "doubling", expr: `reduce(1..64, #acc + #acc, "x")`, message: "memory budget exceeded: a string concatenation (+)"},
+	}
+	b := setup(t, 0)
+	worker := startWorker(t, b.url)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			hog := b.start(t, fmt.Sprintf(`version: 1
+name: hog
+nodes:
+  - {id: hog, type: set, values: {big: %q}}
+`, "{{ "+tc.expr+" }}"), nil)
+			failed := b.wait(t, hog.ID)
+			require.Equal(t, "failed", string(failed.Status))
+			step := b.steps(t, hog.ID)["hog"][0]
+			require.Equal(t, "failed", string(step.Status))
+			require.NotNil(t, step.Error)
+			t.Logf("%s/%s: %s", step.Error.Category, step.Error.Code, step.Error.Message)
+			require.Contains(t, step.Error.Message, tc.message)
+			require.Contains(t, step.Error.Message, "parameter values (line 4)")
+			b.completes(t, b.start(t, steadyFlow, nil).ID)
+		})
+	}
+	select {
+	case <-worker.done:
+		t.Fatal("the worker died")
+	default:
+	}
 }

@@ -17,6 +17,8 @@
 // Flags:
 //   --ignore-stdin-close  keep running when stdin closes
 //   --exit-at-start       exit with status 2 before reading anything
+//   --hang-at-start       read every request and answer none (a server
+//                         stuck in its handshake)
 "use strict";
 
 const args = process.argv.slice(2);
@@ -48,8 +50,10 @@ function text(t, isError) {
   return { content: [{ type: "text", text: t }], isError: !!isError };
 }
 
+const hangAtStart = args.includes("--hang-at-start");
+
 function handle(msg) {
-  if (msg.id === undefined) return; // a notification
+  if (msg.id === undefined || hangAtStart) return; // a notification, or stuck
   switch (msg.method) {
     case "initialize":
       return reply(msg.id, {
