@@ -121,6 +121,9 @@ func numberValues(x any, convert bool) (any, error) {
 		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil && int64(int(i)) == i {
 			return int(i), nil
 		}
+		if f == 0 {
+			return 0.0, nil // -0 is 0: JSON keeps no sign of zero that a run could tell
+		}
 		return f, nil
 	case map[string]any:
 		for k, v := range t {
