@@ -98,6 +98,8 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzLoad -fuzztime=10s ./internal/flowtest
 	$(FUZZ) -fuzz=FuzzRead -fuzztime=10s ./internal/cassette
 	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=10s ./internal/mcp
+	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=10s ./internal/server
+	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10s ./internal/server
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable

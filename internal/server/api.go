@@ -8,11 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -187,7 +185,7 @@ func (s *Server) entry(name string) (*Entry, error) {
 		prob.Diagnostics = p.Diagnostics
 		return nil, prob
 	}
-	return nil, problemf(http.StatusNotFound, CodeNotFound, "no workflow %q in %s; GET /api/workflows lists them", name, c.Dir)
+	return nil, problemf(http.StatusNotFound, CodeNotFound, "no workflow %q is served; GET /api/workflows lists them", name)
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
@@ -210,8 +208,11 @@ type ValidateResult struct {
 // content type; a subworkflow it names by a relative path is not found).
 // An invalid workflow is a 200 answer with valid false.
 func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error {
-	src, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	src, err := readBody(w, r, maxBody)
 	if err != nil {
+		return err
+	}
+	if err := checkUTF8("the workflow text", src); err != nil {
 		return err
 	}
 	name := "inline.yaml"
@@ -238,51 +239,6 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 	return nil
 }
 
-// jsonKind names the JSON a Go type is decoded from.
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Bool:
-		return "true or false"
-	case reflect.String:
-		return "a string"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
-		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	}
-	return "another JSON value"
-}
-
-// decodeBody reads a JSON object body into v; an empty body leaves v as
-// it is. Unknown fields are refused.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		return err
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			// Said in the body's terms, not the server's Go types.
-			return problemf(http.StatusBadRequest, CodeBadRequest, "field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
-		}
-		return problemf(http.StatusBadRequest, CodeBadRequest, "the body is not the JSON object expected: %v", err)
-	}
-	if dec.More() {
-		return problemf(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
-	}
-	return nil
-}
-
 // StartBody is the body of POST /api/workflows/{name}/runs.
 type StartBody struct {
 	Inputs  map[string]any `json:"inputs"`
@@ -306,7 +262,11 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	inputs, err := e.W.ResolveInputs(numbers(body.Inputs))
+	in, err := inputValues(body.Inputs)
+	if err != nil {
+		return err
+	}
+	inputs, err := e.W.ResolveInputs(in)
 	if err != nil {
 		return problemf(http.StatusBadRequest, CodeInvalidInputs, "%v", err)
 	}
@@ -371,36 +331,6 @@ func sameJSON(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
-}
-
-// numbers turns the json.Numbers of a decoded body into int (when whole)
-// or float64, as the engine's values are.
-func numbers(v map[string]any) map[string]any {
-	if v == nil {
-		return map[string]any{}
-	}
-	for k, x := range v {
-		v[k] = number(x)
-	}
-	return v
-}
-
-func number(x any) any {
-	switch t := x.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(string(t), 10, 64); err == nil && int64(int(i)) == i {
-			return int(i)
-		}
-		f, _ := t.Float64()
-		return f
-	case map[string]any:
-		return numbers(t)
-	case []any:
-		for i := range t {
-			t[i] = number(t[i])
-		}
-	}
-	return x
 }
 
 // accepted answers 202 with the run an execution started or continued.
@@ -658,22 +588,20 @@ type SignalAnswer struct {
 // signal of the run's wait node, then resumes the run when no process runs
 // it. 202: the signal is on record and will be applied.
 func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) error {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	raw, err := readBody(w, r, maxBody)
 	if err != nil {
 		return err
 	}
 	var data any = map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&data); err != nil {
-			return problemf(http.StatusBadRequest, CodeBadRequest, "the body is not JSON: %v", err)
-		}
-		if dec.More() {
-			return problemf(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
+		if err := decodeJSON(raw, &data, false); err != nil {
+			return err
 		}
 		// Numbers stay json.Numbers: the store keeps them as JSON, and the
 		// run reads them back as ints or floats.
+		if _, err := numberValues(data, false); err != nil {
+			return err
+		}
 	}
 	id, nodeID := r.PathValue("id"), r.PathValue("node")
 	res, err := s.cfg.Runner.Signal(r.Context(), runner.SignalRequest{RunID: id, Node: nodeID, Data: data})

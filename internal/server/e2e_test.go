@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,6 +26,10 @@ import (
 var bin string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run()) // a fuzz target serves nothing: no binary to build in every worker
+	}
 	dir, err := os.MkdirTemp("", "skein-server-bin")
 	if err != nil {
 		panic(err)
@@ -346,8 +351,10 @@ func TestErrorsAreProblems(t *testing.T) {
 			require.NotEmpty(t, p["title"])
 			require.NotEmpty(t, p["detail"])
 			require.Equal(t, "https://skein.dev/problems/"+tc.code, p["type"])
+			require.NotContains(t, string(a.body), s.flows, "a problem names the workflows folder's files within it")
 			if tc.code == "invalid_workflow" {
 				require.NotEmpty(t, p["diagnostics"])
+				require.Contains(t, p["detail"], "broken.yaml is not served")
 			}
 		})
 	}

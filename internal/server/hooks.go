@@ -1,15 +1,12 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -94,7 +91,7 @@ func hookOutcome(err error) string {
 	switch p := problemOf(err); p.Code {
 	case CodeDeliveryReplayed:
 		return "duplicate"
-	case CodeInvalidInputs, CodeUnsupportedMediaType, CodeUsage:
+	case CodeInvalidInputs, CodeInvalidBody, CodeUnsupportedMediaType, CodeUsage:
 		return CodeBadRequest
 	default:
 		return p.Code
@@ -137,7 +134,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	if r.ContentLength > hk.cfg.MaxBody {
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", hk.cfg.MaxBody)
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, hk.cfg.MaxBody))
+	raw, err := readBody(w, r, hk.cfg.MaxBody)
 	if err != nil {
 		return err
 	}
@@ -258,25 +255,31 @@ func parseBody(contentType string, raw []byte) (any, error) {
 	}
 	switch {
 	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
 		var v any
-		if err := dec.Decode(&v); err != nil {
-			return nil, problemf(http.StatusBadRequest, CodeBadRequest, "the body is not valid JSON: %v", err)
+		if err := decodeJSON(raw, &v, false); err != nil {
+			return nil, err
 		}
-		if dec.More() {
-			return nil, problemf(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
-		}
-		return number(v), nil
+		return numberValues(v, true)
 	case mt == "application/x-www-form-urlencoded":
+		if err := checkUTF8("the form", raw); err != nil {
+			return nil, err
+		}
 		q, err := url.ParseQuery(string(raw))
 		if err != nil {
 			return nil, problemf(http.StatusBadRequest, CodeBadRequest, "the body is not a valid form: %v", err)
+		}
+		for k, vs := range q {
+			if err := checkUTF8(fmt.Sprintf("form field %q", k), []byte(k+strings.Join(vs, ""))); err != nil {
+				return nil, err
+			}
 		}
 		return values(q), nil
 	case strings.HasPrefix(mt, "text/"):
 		if cs := strings.ToLower(params["charset"]); cs != "" && cs != "utf-8" && cs != "us-ascii" {
 			return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "send text in UTF-8, not %s", cs)
+		}
+		if err := checkUTF8("the text", raw); err != nil {
+			return nil, err
 		}
 		return string(raw), nil
 	}

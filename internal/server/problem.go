@@ -2,12 +2,15 @@ package server
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 
+	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -16,6 +19,7 @@ import (
 // branch on (docs/api.md lists them with their statuses).
 const (
 	CodeBadRequest           = "bad_request"
+	CodeInvalidBody          = "invalid_body"
 	CodeUsage                = runner.CodeUsage
 	CodeInvalidInputs        = "invalid_inputs"
 	CodeInvalidWorkflow      = runner.CodeInvalidWorkflow
@@ -48,6 +52,7 @@ const (
 // titles are the problems' titles, one per code.
 var titles = map[string]string{
 	CodeBadRequest:           "The request is not valid",
+	CodeInvalidBody:          "The request body is not what its content type says",
 	CodeUsage:                "The request cannot be carried out as given",
 	CodeInvalidInputs:        "The inputs do not match the workflow's inputs",
 	CodeInvalidWorkflow:      "The workflow is not valid",
@@ -89,6 +94,9 @@ type Problem struct {
 	Diagnostics []workflow.Diagnostic `json:"diagnostics,omitempty"`
 	// ExecutionID names the run the problem is about, when there is one.
 	ExecutionID string `json:"execution_id,omitempty"`
+	// RequestID names the request in the server's log, which has the
+	// whole error, when the answer says less than the log.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Detail }
@@ -151,10 +159,39 @@ var retried = map[string]bool{CodeBusy: true, CodeNotReady: true, CodeUnavailabl
 var errShuttingDown = errors.New("the server is shutting down")
 
 // writeProblem answers with err as a problem; a server error is logged.
+// The answer names no path of the server's (pathScrubber); a caller that
+// sent no API token (a webhook's, a probe's) is told only what the problem
+// is when its detail named one, or when it is a server error: the log has
+// the whole error, under the request id the answer gives.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
-	p := problemOf(err)
-	if p.Status >= 500 && p.Code != CodeShuttingDown && !retried[p.Code] {
-		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	p := *problemOf(err)
+	logged := p.Status >= 500 && p.Code != CodeShuttingDown && !retried[p.Code]
+	detail, hadPath := s.paths.scrub(p.Detail, r.URL.Path)
+	p.Detail = detail
+	if scopeOf(r.Context()) == auth.None && (logged || hadPath || p.Diagnostics != nil) {
+		hadPath = true
+		p.RequestID = newRequestID()
+		p.Detail = "the server could not take the request; its log says why (request id " + p.RequestID + ")"
+		p.Diagnostics = nil
+	} else if p.Diagnostics != nil {
+		ds := make([]workflow.Diagnostic, len(p.Diagnostics)) // the error's own are not changed
+		for i, d := range p.Diagnostics {
+			d.File, _ = s.paths.scrub(d.File, "")
+			d.Message, _ = s.paths.scrub(d.Message, "")
+			ds[i] = d
+		}
+		p.Diagnostics = ds
+	}
+	if p.RequestID == "" && (logged || hadPath) {
+		p.RequestID = newRequestID()
+	}
+	switch {
+	case logged:
+		s.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "code", p.Code,
+			"request_id", p.RequestID, "err", err)
+	case hadPath: // the answer says less than the error
+		s.log.WarnContext(r.Context(), "request refused", "method", r.Method, "path", r.URL.Path, "code", p.Code,
+			"request_id", p.RequestID, "err", err)
 	}
 	if retried[p.Code] {
 		w.Header().Set("Retry-After", "1")
@@ -162,7 +199,14 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	if p.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
 	}
-	writeJSONStatus(w, "application/problem+json", p.Status, p)
+	writeJSONStatus(w, "application/problem+json", p.Status, &p)
+}
+
+// newRequestID names a request in the log.
+func newRequestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
 }
 
 // writeJSON answers with v as JSON.

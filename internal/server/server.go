@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,6 +112,8 @@ type Server struct {
 	closingOnce sync.Once
 	// csrfKey signs the web viewer's CSRF tokens (session.go).
 	csrfKey [32]byte
+	// paths rewrites the server's paths in problems' details.
+	paths *pathScrubber
 }
 
 // New makes a server and loads its workflows. A workflow file that does
@@ -154,6 +157,8 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
 		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
 		slots: make(slots, cfg.MaxRunning)}
+	s.paths = newPathScrubber(map[string]string{cfg.Runner.Dir(): "the data folder", cfg.Workflows: "the workflows folder",
+		os.TempDir(): "the temporary folder"})
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.ScheduleState(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
 	s.hub.init()

@@ -1,0 +1,161 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+// roundTrips checks what a run would keep of a value taken from a body:
+// it encodes as JSON, that JSON is valid UTF-8, and decoding it as a body
+// gives the value again.
+func roundTrips(t *testing.T, v any) {
+	t.Helper()
+	data, err := json.Marshal(v)
+	require.NoError(t, err, "a value taken from a body encodes")
+	require.True(t, utf8.Valid(data), "a value taken from a body is UTF-8: %q", data)
+	var back any
+	require.NoError(t, decodeJSON(data, &back, false))
+	back, err = numberValues(back, true)
+	require.NoError(t, err)
+	again, err := json.Marshal(back)
+	require.NoError(t, err)
+	require.Equal(t, string(data), string(again), "the value round-trips")
+}
+
+// refused checks a body's refusal: a 4xx problem of a body's codes.
+func refused(t *testing.T, err error) {
+	t.Helper()
+	var p *Problem
+	require.True(t, errors.As(err, &p), "a refusal is a problem, not %v", err)
+	require.Contains(t, []string{CodeInvalidBody, CodeBadRequest, CodeUnsupportedMediaType}, p.Code, p.Detail)
+	require.Less(t, p.Status, 500, p.Detail)
+}
+
+// FuzzWebhookBody: whatever a webhook is sent, parsing its body does not
+// panic, and either refuses it (400 invalid_body or bad_request, 415) or
+// gives a value a run keeps as valid UTF-8 JSON; a body that is not UTF-8
+// is never taken.
+func FuzzWebhookBody(f *testing.F) {
+	for _, seed := range []struct{ ct, body string }{
+		{"application/json", `{"who": "Ada", "n": 3, "items": [1, 2.5]}`},
+		{"application/json", "{\"who\": \"\xff\"}"},
+		{"application/json", `{"n": 1e400}`},
+		{"application/json", `"\udc80"`},
+		{"application/json", `{} ]`},
+		{"application/cloudevents+json", `[null, true, -0, 1e-400]`},
+		{"application/x-www-form-urlencoded", "a=1&a=2&b=%FF"},
+		{"text/plain; charset=utf-8", "hello \xc3\x28"},
+		{"text/plain", "héllo"},
+		{"application/octet-stream", "x"},
+		{"", "x"},
+	} {
+		f.Add(seed.ct, []byte(seed.body))
+	}
+	f.Fuzz(func(t *testing.T, contentType string, raw []byte) {
+		v, err := parseBody(contentType, raw)
+		if err != nil {
+			refused(t, err)
+			return
+		}
+		require.True(t, len(raw) == 0 || utf8.Valid(raw), "a body that is not UTF-8 was taken: %q", raw)
+		roundTrips(t, v)
+	})
+}
+
+// FuzzRunInputs: whatever the body of POST /api/workflows/{name}/runs,
+// decoding it and its inputs does not panic, and either refuses it or
+// gives inputs a run keeps as valid UTF-8 JSON.
+func FuzzRunInputs(f *testing.F) {
+	for _, seed := range []string{
+		`{"inputs": {"who": "Ada", "days": 3}}`,
+		"{\"inputs\": {\"who\": \"\xed\xa0\x80\"}}",
+		`{"inputs": {"n": -1e999}}`,
+		`{"inputs": {"deep": [[[{"a": 1.5}]]]}, "trigger": "t"}`,
+		`{"inputs": 3}`,
+		`{"other": 1}`,
+		`{"inputs": {}} {}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var body StartBody
+		err := decodeJSON(raw, &body, true)
+		var inputs map[string]any
+		if err == nil {
+			inputs, err = inputValues(body.Inputs)
+		}
+		if err != nil {
+			refused(t, err)
+			return
+		}
+		require.True(t, utf8.Valid(raw), "a body that is not UTF-8 was taken: %q", raw)
+		roundTrips(t, inputs)
+	})
+}
+
+// TestBodiesThatAreNotWhatTheySay names what is refused, and how.
+func TestBodiesThatAreNotWhatTheySay(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, ct, body string
+		code, detail   string
+	}{
+		{"JSON not UTF-8", "application/json", "{\"who\": \"\xffx\"}", CodeInvalidBody, "byte 9 is 0xff"},
+		{"JSON with a surrogate encoded in UTF-8", "application/json", "\"\xed\xa0\x80\"", CodeInvalidBody, "not valid UTF-8"},
+		{"number beyond a float", "application/json", `{"n": 1e400}`, CodeInvalidBody, "1e400"},
+		{"text not UTF-8", "text/plain", "caf\xe9", CodeInvalidBody, "the text is not valid UTF-8"},
+		{"form not UTF-8 once decoded", "application/x-www-form-urlencoded", "name=caf%E9", CodeInvalidBody, `form field "name"`},
+		{"JSON then garbage", "application/json", `{} ]`, CodeBadRequest, "more than one JSON value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseBody(tc.ct, []byte(tc.body))
+			var p *Problem
+			require.True(t, errors.As(err, &p), "refused with a problem: %v", err)
+			require.Equal(t, tc.code, p.Code)
+			require.Equal(t, http.StatusBadRequest, p.Status)
+			require.Contains(t, p.Detail, tc.detail)
+		})
+	}
+	v, err := parseBody("application/json", []byte(`{"s": "\udc80", "n": 1e-400}`))
+	require.NoError(t, err, "an escaped lone surrogate is valid JSON: it decodes to U+FFFD")
+	require.Equal(t, map[string]any{"s": "\ufffd", "n": 0.0}, v)
+}
+
+// TestScrubPaths: a detail names the server's paths relative to its
+// folders, other absolute paths by their last element, and leaves the
+// request's own path, API routes and URLs alone.
+func TestScrubPaths(t *testing.T) {
+	t.Parallel()
+	data := filepath.Join(t.TempDir(), "srv", ".skein")
+	flows := filepath.Join(t.TempDir(), "flows")
+	ps := newPathScrubber(map[string]string{data: "the data folder", flows: "the workflows folder", ".rel": "the relative folder"})
+	for _, tc := range []struct{ name, in, want string }{
+		{"run folder", "cannot create run folder " + data + "/runs/hello/2026_abc: not a directory; free some room",
+			"cannot create run folder runs/hello/2026_abc: not a directory; free some room"},
+		{"folder itself", "open " + data + ": permission denied", "open the data folder: permission denied"},
+		{"quoted workflow file", `loading "` + flows + `/a.yaml": line 3`, `loading "a.yaml": line 3`},
+		{"file:line", flows + "/a.yaml:3:7: unknown field", "a.yaml:3:7: unknown field"},
+		{"another absolute path", "reading /etc/skein/secrets.env: no such file", "reading …/secrets.env: no such file"},
+		{"after an equals sign", "file=/var/lib/x/y.db.", "file=…/y.db."},
+		{"relative form of a folder", "mkdir .rel/runs/x: exists", "mkdir runs/x: exists"},
+		{"relative folder's name is a word", "the .rel folder", "the .rel folder"},
+		{"request path kept", "no route POST /some/where/else", "no route POST /some/where/else"},
+		{"API route kept", "the hook /hooks/a/b takes POST; GET /api/runs/x", "the hook /hooks/a/b takes POST; GET /api/runs/x"},
+		{"single element kept", "GET /healthz", "GET /healthz"},
+		{"URL kept", "calling https://example.com/a/b/c failed", "calling https://example.com/a/b/c failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, found := ps.scrub(tc.in, "/some/where/else")
+			require.Equal(t, tc.want, got)
+			require.Equal(t, tc.in != tc.want, found)
+		})
+	}
+}

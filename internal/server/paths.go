@@ -1,0 +1,124 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Problem details never name a path of the server's own: a path in the
+// data folder or the workflows folder is said relative to it ("runs/…",
+// "hello.yaml"), the folder itself by what it is ("the data folder"), and
+// any other absolute path by its last element ("…/secrets.env"). The
+// whole error, paths and all, goes to the server's log.
+
+// pathRoot is a folder of the server whose paths answers name relative to
+// it.
+type pathRoot struct {
+	dir  string // absolute, without a trailing separator
+	name string // what the folder itself is called in an answer
+}
+
+// pathScrubber rewrites the paths of a problem's detail.
+type pathScrubber struct {
+	roots []pathRoot // longest first: a folder inside another is said relative to itself
+}
+
+// newPathScrubber knows the folders of roots (folder → its name). Each is
+// known by its path as given, its absolute path and its path through
+// symlinks, whichever an error may name.
+func newPathScrubber(roots map[string]string) *pathScrubber {
+	ps := &pathScrubber{}
+	seen := map[string]bool{}
+	add := func(dir, name string) {
+		dir = filepath.Clean(dir)
+		if dir == "/" || dir == "." || seen[dir] {
+			return
+		}
+		seen[dir] = true
+		ps.roots = append(ps.roots, pathRoot{dir: dir, name: name})
+	}
+	for dir, name := range roots {
+		if dir == "" {
+			continue
+		}
+		add(dir, name)
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			continue
+		}
+		add(abs, name)
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			add(real, name)
+		}
+	}
+	sort.Slice(ps.roots, func(i, j int) bool {
+		if len(ps.roots[i].dir) != len(ps.roots[j].dir) {
+			return len(ps.roots[i].dir) > len(ps.roots[j].dir)
+		}
+		return ps.roots[i].dir < ps.roots[j].dir
+	})
+	return ps
+}
+
+// pathByte tells the bytes a path is made of, as errors write them.
+func pathByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 ||
+		strings.IndexByte("/._-~+@%:", c) >= 0
+}
+
+// scrub rewrites the server's paths in text; it reports whether it found
+// any. keep is a path text may name as it is (the request's own URL
+// path, which is the caller's, not the server's).
+func (ps *pathScrubber) scrub(text, keep string) (string, bool) {
+	var b strings.Builder
+	found := false
+	for i := 0; i < len(text); {
+		if i > 0 && pathByte(text[i-1]) || !pathByte(text[i]) {
+			b.WriteByte(text[i])
+			i++
+			continue
+		}
+		end := i
+		for end < len(text) && pathByte(text[end]) {
+			end++
+		}
+		// A path in prose ends before its sentence's punctuation.
+		for end > i+1 && strings.IndexByte(".,:;", text[end-1]) >= 0 {
+			end--
+		}
+		word := text[i:end]
+		if out, ok := ps.rewrite(word, keep); ok {
+			b.WriteString(out)
+			found = true
+		} else {
+			b.WriteString(word)
+		}
+		i = end
+	}
+	return b.String(), found
+}
+
+// rewrite is what an answer says for the word p when it is a path of the
+// server's; false when it is none (a word, the request's own path, a
+// single element such as /healthz, an API route).
+func (ps *pathScrubber) rewrite(p, keep string) (string, bool) {
+	for _, r := range ps.roots {
+		if p == r.dir && filepath.IsAbs(p) { // a relative one could be a word of prose
+			return r.name, true
+		}
+		if rel, ok := strings.CutPrefix(p, r.dir+string(os.PathSeparator)); ok {
+			return rel, true
+		}
+	}
+	if p[0] != os.PathSeparator || keep != "" && strings.HasPrefix(p, keep) || strings.Count(p, string(os.PathSeparator)) < 2 {
+		return "", false
+	}
+	for _, route := range []string{"/api/", "/hooks/", "/assets/"} {
+		if strings.HasPrefix(p, route) {
+			return "", false
+		}
+	}
+	return "…" + string(os.PathSeparator) + filepath.Base(p), true
+}
