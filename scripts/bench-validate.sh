@@ -17,7 +17,7 @@
 # binaries interleaved within a round. It prints the load (uptime), then
 # per file and binary the median wall time and the median CPU time
 # (user + system) and the exit code: 160,000 aliases are more than
-# workflow.MaxAliasValues, so that file is refused (exit 1) by design.
+# workflow.MaxAliasValues, so that file is refused (exit 2) by design.
 set -euo pipefail
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
