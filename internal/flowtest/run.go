@@ -218,11 +218,12 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 	case c.Cassette != "" && opt.Update:
 		o.Record = true
 	case c.Cassette != "":
-		tape, err := cassette.Read(c.Cassette)
+		tape, err := cassette.Open(c.Cassette)
 		if err != nil {
 			out.Error = fmt.Sprintf("case %q: %v; record it with skein test --update", c.Name, err)
 			return out
 		}
+		defer tape.Close()
 		o.Replay = &runner.ReplaySource{Cassette: tape}
 	}
 	res, err := r.Start(ctx, runner.StartRequest{
