@@ -2,10 +2,8 @@ package cassette
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -80,81 +78,63 @@ type Cassette struct {
 	Entries []*Entry
 }
 
-// Read reads a cassette file. Its errors name the file and the line.
+// Read reads a cassette file whole, every entry in memory; a replay opens
+// it instead (Open). Its errors name the file and the line.
 func Read(path string) (*Cassette, error) {
-	b, err := os.ReadFile(path)
+	f, err := Open(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no cassette: record the run with skein run --record (or record: true in the workflow): %w", path, err)
-		}
 		return nil, err
 	}
-	c := &Cassette{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), len(b)+1)
-	line := 0
-	header := false
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		if !header {
-			header = true
-			if err := json.Unmarshal(text, &c.Header); err != nil || c.Header.Cassette <= 0 {
-				return nil, fmt.Errorf("%s:%d: not a cassette header (want {\"cassette\": %d, …})", path, line, Version)
-			}
-			if c.Header.Cassette > Version {
-				return nil, fmt.Errorf("%s:%d: cassette format %d is newer than this skein reads (%d); upgrade skein", path, line, c.Header.Cassette, Version)
-			}
-			continue
-		}
-		e := &Entry{}
-		if err := json.Unmarshal(text, e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		if e.Kind == "" || e.Hash == "" {
-			return nil, fmt.Errorf("%s:%d: an entry needs a kind and a hash", path, line)
-		}
-		c.Entries = append(c.Entries, e)
+	defer f.Close()
+	entries, err := f.entries()
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if !header {
-		return nil, fmt.Errorf("%s: the cassette is empty", path)
-	}
-	return c, nil
+	return &Cassette{Header: f.Header, Entries: entries}, nil
 }
 
 // Write writes c to path atomically: a reader sees the old file or the
 // new one.
 func (c *Cassette) Write(path string) error {
-	var buf bytes.Buffer
-	h := c.Header
-	h.Cassette = Version
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(h); err != nil {
-		return err
-	}
-	for _, e := range c.Entries {
-		if err := enc.Encode(e); err != nil {
-			return err
-		}
-	}
+	return writeAtomic(path, c.Header, func(w io.Writer) error { return encode(w, c.Entries) })
+}
+
+// writeAtomic writes a cassette of header h to path through a temporary
+// file renamed into place: its entries are what entries writes.
+func writeAtomic(path string, h Header, entries func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".cassette-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return err
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	h.Cassette = Version
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	err = enc.Encode(h)
+	if err == nil {
+		err = entries(w)
 	}
-	if err := tmp.Close(); err != nil {
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// encode writes entries to w, one line each.
+func encode(w io.Writer, entries []*Entry) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, e := range entries {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -87,7 +87,7 @@ func (b *bundle) record(t *testing.T, runID, body string) (*cassette.Cassette, s
 	got, err := b.post(t, tape.Transport(nil), body)
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), cassette.FileName)
-	require.NoError(t, tape.Cassette().Write(path))
+	require.NoError(t, kept(t, tape).Write(path))
 	c, err := cassette.Read(path)
 	require.NoError(t, err)
 	return c, got
@@ -102,7 +102,7 @@ func TestReplayAnswersWithoutSending(t *testing.T) {
 	require.EqualValues(t, 1, b.calls.Load())
 
 	// Another run (its own id in the request) replays it, offline.
-	player := cassette.NewPlayer(c, "r-2", started.Add(time.Hour), b.mask, false)
+	player := opened(t, c).Player("r-2", started.Add(time.Hour), b.mask, false)
 	got, err := b.post(t, player.Transport(offline{t}), strings.ReplaceAll(body, "r-1", "r-2"))
 	require.NoError(t, err)
 	require.Equal(t, strings.ReplaceAll(live, secret, redact.Mask), got, "the streamed answer, whole, its secret masked")
@@ -130,7 +130,7 @@ func TestChangedRequestFailsWithItsDiff(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c, _ := b.record(t, "r-1", `{"model": "m", "messages": [{"role": "user", "content": "What is 2 + 2?"}]}`)
-	player := cassette.NewPlayer(c, "r-2", started, b.mask, false)
+	player := opened(t, c).Player("r-2", started, b.mask, false)
 	_, err := b.post(t, player.Transport(offline{t}), `{"model": "m", "messages": [{"role": "user", "content": "Add 2 and 2."}]}`)
 	require.Error(t, err)
 	var me *cassette.MismatchError
@@ -160,19 +160,31 @@ func TestAllowNewSendsAndAppends(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	c, _ := b.record(t, "r-1", `{"n": 1}`)
-	player := cassette.NewPlayer(c, "r-2", started, b.mask, true)
+	player := opened(t, c).Player("r-2", started, b.mask, true)
 	got, err := b.post(t, player.Transport(nil), `{"n": 2}`)
 	require.NoError(t, err)
 	require.Contains(t, got, `{"n": 2}`, "the live answer")
 	require.EqualValues(t, 2, b.calls.Load())
 	require.Equal(t, 1, player.Added())
-	entries := player.Cassette().Entries
+	entries := kept(t, player).Entries
 	require.Len(t, entries, 2)
 	require.True(t, entries[1].New)
 
-	// The appended exchange is answered by the next replay.
-	again := cassette.NewPlayer(player.Cassette(), "r-3", started, b.mask, false)
-	_, err = b.post(t, again.Transport(offline{t}), `{"n": 2}`)
+	// Saved, the cassette file has the appended exchange, and the next
+	// replay of the file answers it.
+	dir := t.TempDir()
+	file := filepath.Join(dir, "replayed.jsonl")
+	require.NoError(t, c.Write(file))
+	require.NoError(t, cassette.Save(player, dir, file))
+	for _, path := range []string{file, filepath.Join(dir, cassette.FileName)} {
+		back, err := cassette.Read(path)
+		require.NoError(t, err)
+		require.Equal(t, entries, back.Entries, path)
+	}
+	again, err := cassette.Open(file)
+	require.NoError(t, err)
+	t.Cleanup(func() { again.Close() })
+	_, err = b.post(t, again.Player("r-3", started, b.mask, false).Transport(offline{t}), `{"n": 2}`)
 	require.NoError(t, err)
 }
 
@@ -192,21 +204,26 @@ func TestReplayedErrorsAndRepeats(t *testing.T) {
 	for range 3 { // the same request three times: answers in order
 		_, _ = cassette.Do(ctx, rec, cassette.KindMCPCall, req, live)
 	}
-	player := cassette.NewPlayer(rec.Cassette(), "r-2", time.Time{}, nil, false)
-	never := func(context.Context) (map[string]any, error) { t.Error("live"); return nil, nil }
-	v, err := cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, v["n"])
-	_, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
-	ne := node.AsError(err)
-	require.Equal(t, "mcp_protocol", ne.Code)
-	require.Equal(t, node.CategoryConnection, ne.Category)
-	require.True(t, ne.Permanent)
-	v, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
-	require.NoError(t, err)
-	require.EqualValues(t, 3, v["n"])
-	_, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
-	require.ErrorContains(t, err, "no recording", "a fourth call was never recorded")
+	for name, play := range players(t, kept(t, rec)) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			player := play("r-2", time.Time{}, nil, false)
+			never := func(context.Context) (map[string]any, error) { t.Error("live"); return nil, nil }
+			v, err := cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
+			require.NoError(t, err)
+			require.EqualValues(t, 1, v["n"])
+			_, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
+			ne := node.AsError(err)
+			require.Equal(t, "mcp_protocol", ne.Code)
+			require.Equal(t, node.CategoryConnection, ne.Category)
+			require.True(t, ne.Permanent)
+			v, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
+			require.NoError(t, err)
+			require.EqualValues(t, 3, v["n"])
+			_, err = cassette.Do(ctx, player, cassette.KindMCPCall, req, never)
+			require.ErrorContains(t, err, "no recording", "a fourth call was never recorded")
+		})
+	}
 }
 
 func TestReadNamesFileAndLine(t *testing.T) {
@@ -270,13 +287,13 @@ func TestRecordingStreams(t *testing.T) {
 	_, err = io.ReadFull(resp.Body, first)
 	require.NoError(t, err)
 	require.Equal(t, "data: first\n\n", string(first))
-	require.Empty(t, tape.Cassette().Entries, "kept once the answer has ended")
+	require.Empty(t, kept(t, tape).Entries, "kept once the answer has ended")
 	close(read)
 	rest, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, "data: second\n\n", string(rest))
-	entries := tape.Cassette().Entries
+	entries := kept(t, tape).Entries
 	require.Len(t, entries, 1)
 	require.Contains(t, string(entries[0].Response), `data: first\n\ndata: second\n\n`, "the whole answer")
 }
@@ -295,10 +312,47 @@ func TestCallClock(t *testing.T) {
 	other := rec.CallClock(&node.Call{NodeID: "b", Visit: 1, Attempt: 1}, base)()
 
 	later := func() time.Time { return t0.Add(time.Hour) }
-	play := cassette.NewPlayer(rec.Cassette(), "r-2", time.Time{}, nil, false)
-	now = play.CallClock(call, later)
-	require.True(t, first.Equal(now()))
-	require.True(t, second.Equal(now()))
-	require.True(t, later().Equal(now()), "past the recorded reads")
-	require.True(t, other.Equal(play.CallClock(&node.Call{NodeID: "b", Visit: 1, Attempt: 1}, later)()))
+	for name, newPlayer := range players(t, kept(t, rec)) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			play := newPlayer("r-2", time.Time{}, nil, false)
+			now := play.CallClock(call, later)
+			require.True(t, first.Equal(now()))
+			require.True(t, second.Equal(now()))
+			require.True(t, later().Equal(now()), "past the recorded reads")
+			require.True(t, later().Equal(now()))
+			require.True(t, other.Equal(play.CallClock(&node.Call{NodeID: "b", Visit: 1, Attempt: 1}, later)()))
+		})
+	}
+}
+
+// kept is what tape holds.
+func kept(t *testing.T, tape *cassette.Tape) *cassette.Cassette {
+	t.Helper()
+	c, err := tape.Cassette()
+	require.NoError(t, err)
+	return c
+}
+
+// opened is c written to a file and opened, closed when the test ends.
+func opened(t *testing.T, c *cassette.Cassette) *cassette.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), cassette.FileName)
+	require.NoError(t, c.Write(path))
+	f, err := cassette.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, f.Close()) })
+	return f
+}
+
+// players are the two ways to replay c: from memory (NewPlayer) and from
+// its file (File.Player).
+func players(t *testing.T, c *cassette.Cassette) map[string]func(runID string, started time.Time, mask func(string) string, allowNew bool) *cassette.Tape {
+	f := opened(t, c)
+	return map[string]func(string, time.Time, func(string) string, bool) *cassette.Tape{
+		"memory": func(runID string, started time.Time, mask func(string) string, allowNew bool) *cassette.Tape {
+			return cassette.NewPlayer(c, runID, started, mask, allowNew)
+		},
+		"file": f.Player,
+	}
 }

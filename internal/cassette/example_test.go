@@ -18,12 +18,13 @@ func Example() {
 	n, _ := cassette.Do(ctx, rec, cassette.KindShell, req, func(context.Context) (int, error) { return 4, nil })
 	fmt.Println("recorded:", n)
 
-	play := cassette.NewPlayer(rec.Cassette(), "run-2", rec.Cassette().Header.StartedAt, nil, false)
+	recorded, _ := rec.Cassette()
+	play := cassette.NewPlayer(recorded, "run-2", recorded.Header.StartedAt, nil, false)
 	n, _ = cassette.Do(ctx, play, cassette.KindShell, req, func(context.Context) (int, error) { return 6, nil })
 	fmt.Println("replayed:", n)
 
 	// Another replay, of a node whose command changed.
-	play = cassette.NewPlayer(rec.Cassette(), "run-3", rec.Cassette().Header.StartedAt, nil, false)
+	play = cassette.NewPlayer(recorded, "run-3", recorded.Header.StartedAt, nil, false)
 	_, err := cassette.Do(ctx, play, cassette.KindShell, map[string]any{"argv": []string{"roll-dice", "--loaded"}},
 		func(context.Context) (int, error) { return 6, nil })
 	fmt.Println(err)

@@ -32,12 +32,11 @@ func NewRunRecorder(workflow, runID string, started time.Time, getenv func(strin
 // the cassette file replayed (none: "") added interactions (AllowNew),
 // appends them to that file too.
 func Save(t *Tape, dir, replayed string) error {
-	c := t.Cassette()
-	if err := c.Write(filepath.Join(dir, FileName)); err != nil {
+	if err := t.WriteFile(filepath.Join(dir, FileName)); err != nil {
 		return fmt.Errorf("writing the run's cassette: %w", err)
 	}
 	if replayed != "" && t.Added() > 0 {
-		if err := c.Write(replayed); err != nil {
+		if err := t.WriteFile(replayed); err != nil {
 			return fmt.Errorf("appending the new interactions to %s: %w", replayed, err)
 		}
 	}
@@ -46,7 +45,9 @@ func Save(t *Tape, dir, replayed string) error {
 
 // Source is the cassette a run answers its interactions from.
 type Source struct {
-	Cassette *Cassette
+	// Cassette is the cassette, open (Open); who opened it closes it once
+	// the run has ended.
+	Cassette *File
 	// File, when set, is the cassette's file: the interactions AllowNew
 	// sends live are appended to it.
 	File string
@@ -61,7 +62,7 @@ type Source struct {
 func ForRun(src *Source, record bool, workflow, runID string, started time.Time, getenv func(string) (string, bool), mask func(string) string) *Tape {
 	switch {
 	case src != nil:
-		return NewPlayer(src.Cassette, runID, started, mask, src.AllowNew)
+		return src.Cassette.Player(runID, started, mask, src.AllowNew)
 	case record:
 		return NewRunRecorder(workflow, runID, started, getenv, mask)
 	}
@@ -78,11 +79,11 @@ func SaveRun(t *Tape, dir string, src *Source) error {
 	return Save(t, dir, replayed)
 }
 
-// ReadRun reads the cassette a recorded run kept in its folder dir, as the
-// source of a replay of it.
+// ReadRun opens the cassette a recorded run kept in its folder dir, as the
+// source of a replay of it: close its Cassette once the replay has ended.
 func ReadRun(dir string, allowNew bool) (*Source, error) {
 	file := filepath.Join(dir, FileName)
-	c, err := Read(file)
+	c, err := Open(file)
 	if err != nil {
 		return nil, err
 	}

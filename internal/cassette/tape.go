@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -38,13 +39,18 @@ type reel struct {
 	// and the placeholder each is written as.
 	ids    *strings.Replacer
 	header Header
+	// file is the replayed cassette: a replay reads an entry from it when
+	// it looks at it, and holds only what it answers with.
+	file *File
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// used are the file's entries a replay has answered with, by slot.
+	used []bool
+	// entries are the recorded entries, or those a replay added.
 	entries    []*Entry
-	used       []bool
-	added      int
 	mismatches []*MismatchError
-	// clocks are the times each call read (recorded, or to replay), and
+	// clocks are the times each call read (recorded, or to replay, read
+	// from the file at the call's first read and let go once given), and
 	// clockAt how many of them a replay has given.
 	clocks  map[key][]time.Time
 	clockAt map[key]int
@@ -63,26 +69,22 @@ func NewRecorder(h Header, mask func(string) string) *Tape {
 	return &Tape{reel: &reel{mask: orIdentity(mask), ids: idReplacer(h.RunID, h.StartedAt), header: h, clocks: map[key][]time.Time{}}}
 }
 
-// NewPlayer returns a tape that answers requests from c. runID and
-// started are the replaying run's; mask masks its secrets. With allowNew,
-// a request c has no answer for is sent and its exchange added.
+// NewPlayer returns a tape that answers requests from c, a cassette in
+// memory (a replay of a file opens it: File.Player). runID and started
+// are the replaying run's; mask masks its secrets. With allowNew, a
+// request c has no answer for is sent and its exchange added.
 func NewPlayer(c *Cassette, runID string, started time.Time, mask func(string) string, allowNew bool) *Tape {
-	r := &reel{
-		replay: true, allowNew: allowNew, mask: orIdentity(mask), ids: idReplacer(runID, started), header: c.Header,
-		entries: append([]*Entry(nil), c.Entries...), used: make([]bool, len(c.Entries)),
-		clocks: map[key][]time.Time{}, clockAt: map[key]int{},
-	}
-	for _, e := range c.Entries {
-		if e.Kind != KindClock {
-			continue
-		}
-		var times []time.Time
-		if json.Unmarshal(e.Response, &times) == nil {
-			k := key{kind: KindClock, node: e.Node, visit: e.Visit, attempt: e.Attempt}
-			r.clocks[k] = append(r.clocks[k], times...)
-		}
-	}
-	return &Tape{reel: r}
+	return inMemory(c).Player(runID, started, mask, allowNew)
+}
+
+// Player returns a tape that answers requests from f, reading each entry
+// when it looks at it (NewPlayer). f must stay open while the tape is in
+// use.
+func (f *File) Player(runID string, started time.Time, mask func(string) string, allowNew bool) *Tape {
+	return &Tape{reel: &reel{
+		replay: true, allowNew: allowNew, mask: orIdentity(mask), ids: idReplacer(runID, started), header: f.Header,
+		file: f, used: make([]bool, f.Len()), clocks: map[key][]time.Time{}, clockAt: map[key]int{},
+	}}
 }
 
 func orIdentity(f func(string) string) func(string) string {
@@ -114,14 +116,26 @@ func (t *Tape) Scoped(name string) *Tape {
 func (t *Tape) Replaying() bool { return t.replay }
 
 // Cassette returns what t holds: the recorded entries, or the replayed
-// cassette's with the ones a replay added.
-func (t *Tape) Cassette() *Cassette {
+// cassette's read back whole with the ones a replay added. Save writes a
+// tape without holding it whole.
+func (t *Tape) Cassette() (*Cassette, error) {
+	if t.replay {
+		entries, err := t.file.entries()
+		if err != nil {
+			return nil, err
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		return &Cassette{Header: t.header, Entries: append(entries, t.entries...)}, nil
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := &Cassette{Header: t.header, Entries: append([]*Entry(nil), t.entries...)}
-	if t.replay {
-		return out // its clock entries are among the replayed ones
-	}
+	return &Cassette{Header: t.header, Entries: t.recorded()}, nil
+}
+
+// recorded are a recorder's entries, its calls' clocks last.
+func (t *Tape) recorded() []*Entry {
+	out := append([]*Entry(nil), t.entries...)
 	keys := make([]key, 0, len(t.clocks))
 	for k := range t.clocks {
 		keys = append(keys, k)
@@ -131,9 +145,30 @@ func (t *Tape) Cassette() *Cassette {
 	})
 	for _, k := range keys {
 		b, _ := json.Marshal(t.clocks[k])
-		out.Entries = append(out.Entries, &Entry{Kind: KindClock, Node: k.node, Visit: k.visit, Attempt: k.attempt, Hash: KindClock, Request: json.RawMessage("null"), Response: b})
+		out = append(out, &Entry{Kind: KindClock, Node: k.node, Visit: k.visit, Attempt: k.attempt, Hash: KindClock, Request: json.RawMessage("null"), Response: b})
 	}
 	return out
+}
+
+// WriteFile writes t's cassette (Cassette) to path atomically, a replayed
+// cassette's entries copied line by line from its file.
+func (t *Tape) WriteFile(path string) error {
+	t.mu.Lock()
+	h := t.header
+	entries := t.entries
+	if !t.replay {
+		entries = t.recorded()
+	}
+	entries = slices.Clip(entries) // the entries a replay adds meanwhile are not these
+	t.mu.Unlock()
+	return writeAtomic(path, h, func(w io.Writer) error {
+		if t.replay {
+			if err := t.file.writeEntries(w); err != nil {
+				return err
+			}
+		}
+		return encode(w, entries)
+	})
 }
 
 // CallClock is the clock of a call (node.Clock): when recording, base's
@@ -145,9 +180,17 @@ func (t *Tape) CallClock(c *node.Call, base func() time.Time) func() time.Time {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if t.replay {
-			if i := t.clockAt[k]; i < len(t.clocks[k]) {
+			times, ok := t.clocks[k]
+			if !ok {
+				times = t.recordedClock(k)
+				t.clocks[k] = times
+			}
+			if i := t.clockAt[k]; i < len(times) {
 				t.clockAt[k] = i + 1
-				return t.clocks[k][i]
+				if i+1 == len(times) {
+					t.clocks[k] = nil // all given
+				}
+				return times[i]
 			}
 			return base()
 		}
@@ -159,11 +202,33 @@ func (t *Tape) CallClock(c *node.Call, base func() time.Time) func() time.Time {
 
 var _ node.Clock = (*Tape)(nil)
 
+// recordedClock reads the times the call of k read when recorded. An
+// entry that does not read or decode gives none: the call reads the
+// replay's clock instead.
+func (t *Tape) recordedClock(k key) []time.Time {
+	var out []time.Time
+	lo, hi := t.file.callers(k)
+	for i := lo; i < hi; i++ {
+		e, err := t.file.entry(i)
+		if err != nil || !e.is(k) {
+			continue
+		}
+		var times []time.Time
+		if json.Unmarshal(e.Response, &times) == nil {
+			out = append(out, times...)
+		}
+	}
+	return out
+}
+
 // Added is how many entries a replay added (--allow-new).
 func (t *Tape) Added() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.added
+	if !t.replay {
+		return 0
+	}
+	return len(t.entries)
 }
 
 // Mismatches are the requests a replay found no answer for, in the order
@@ -229,7 +294,10 @@ func Do[T any](ctx context.Context, t *Tape, kind string, req any, live func(con
 		return zero, err
 	}
 	if t.replay {
-		e, merr := t.find(k, m)
+		e, merr, err := t.find(k, m)
+		if err != nil {
+			return zero, &node.Error{Code: "cassette", Category: node.CategoryInternal, Permanent: true, Message: err.Error(), Err: err}
+		}
 		if e != nil {
 			return answer[T](e)
 		}
@@ -279,32 +347,59 @@ func (t *Tape) keep(k key, m masked, v any, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.entries = append(t.entries, e)
-	t.used = append(t.used, true)
-	if t.replay {
-		t.added++
-	}
 }
 
 // find returns the unused entry of k with m's hash (a tool list may be
 // used again), or the mismatch that says how the request differs from the
-// first unused entry of k.
-func (t *Tape) find(k key, m masked) (*Entry, *MismatchError) {
+// first unused entry of k. The entries a replay added come after the
+// file's; they are used, but a tool list. It reads from the file only the
+// entries whose hashes match, and the first unused one of a mismatch.
+func (t *Tape) find(k key, m masked) (*Entry, *MismatchError, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var first *Entry
-	for i, e := range t.entries {
-		if e.Kind != k.kind || e.Node != k.node || e.Visit != k.visit || e.Attempt != k.attempt {
+	f := t.file
+	lo, hi := f.callers(k)
+	open := func(i int) bool { return !t.used[i] || k.kind == KindMCPTools }
+	sum := f.sum(m.hash)
+	for i := lo; i < hi; i++ {
+		if !open(i) || f.slots[i].req != sum {
 			continue
 		}
-		if t.used[i] && k.kind != KindMCPTools {
-			continue
+		e, err := f.entry(i)
+		if err != nil {
+			return nil, nil, err
 		}
-		if e.Hash == m.hash {
+		if e.is(k) && e.Hash == m.hash {
 			t.used[i] = true
-			return e, nil
+			return e, nil, nil
 		}
-		if first == nil {
+	}
+	if k.kind == KindMCPTools {
+		for _, e := range t.entries {
+			if e.is(k) && e.Hash == m.hash {
+				return e, nil, nil
+			}
+		}
+	}
+	var first *Entry
+	for i := lo; i < hi && first == nil; i++ {
+		if !open(i) {
+			continue
+		}
+		e, err := f.entry(i)
+		if err != nil {
+			return nil, nil, err
+		}
+		if e.is(k) {
 			first = e
+		}
+	}
+	if first == nil && k.kind == KindMCPTools {
+		for _, e := range t.entries {
+			if e.is(k) {
+				first = e
+				break
+			}
 		}
 	}
 	me := &MismatchError{Kind: k.kind, Node: k.node, Visit: k.visit, Attempt: k.attempt, Got: m.json}
@@ -313,7 +408,7 @@ func (t *Tape) find(k key, m masked) (*Entry, *MismatchError) {
 		me.Diff = Diff(first.Request, m.json)
 	}
 	t.mismatches = append(t.mismatches, me)
-	return nil, me
+	return nil, me, nil
 }
 
 // MismatchError is a replayed request the cassette has no answer for.

@@ -65,8 +65,9 @@ func TestExampleCassettes(t *testing.T) {
 	for _, g := range goldenCassettes {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
-			c, err := cassette.Read(filepath.Join("..", "..", "examples", "testdata", "cassettes", g.name+".jsonl"))
+			c, err := cassette.Open(filepath.Join("..", "..", "examples", "testdata", "cassettes", g.name+".jsonl"))
 			require.NoError(t, err, "record it with: go test ./internal/cli -run TestExampleCassettes -update")
+			defer c.Close()
 			// An empty environment: the cassette names the models and a
 			// replay needs no key.
 			nothing := func(string) (string, bool) { return "", false }

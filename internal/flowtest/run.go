@@ -225,11 +225,12 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 			out.Error = err.Error()
 			return out
 		}
-		tape, err := cassette.Read(c.Cassette)
+		tape, err := cassette.Open(c.Cassette)
 		if err != nil {
 			out.Error = fmt.Sprintf("case %q: %v; record it with skein test --update", c.Name, err)
 			return out
 		}
+		defer tape.Close()
 		o.Replay = &runner.ReplaySource{Cassette: tape}
 	}
 	if o.Record {

@@ -80,6 +80,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	if err != nil {
 		return nil, usagef("run %s cannot be replayed: %v", run.ID, err)
 	}
+	defer src.Cassette.Close()
 	hist, err := r.st.StepHistory(ctx, run.ID)
 	if err != nil {
 		return nil, err
