@@ -554,56 +554,120 @@ func running(pid int) bool {
 	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
 }
 
+// started returns a channel closed once the command has written n pids
+// to path: the moment the test stops it, however slow the machine is to
+// start it.
+func started(t *testing.T, path string, n int) <-chan struct{} {
+	t.Helper()
+	ready := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			data, err := os.ReadFile(path)
+			if err == nil && strings.HasSuffix(string(data), "\n") && len(lines(string(data))) == n {
+				close(ready)
+				return
+			}
+			select {
+			case <-tick.C:
+			case <-t.Context().Done():
+				return
+			}
+		}
+	}()
+	return ready
+}
+
+// expiresWhen is a context whose deadline passes when its channel is
+// closed: a timeout that ends when the test says, not by the wall clock.
+type expiresWhen struct {
+	context.Context
+	expired <-chan struct{}
+}
+
+func (c expiresWhen) Done() <-chan struct{} { return c.expired }
+
+func (c expiresWhen) Err() error {
+	select {
+	case <-c.expired:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// runWithin runs the node, failing the test if it has not returned within
+// a minute: a safety net, long enough for any load; the commands under
+// test sleep an hour, so a Run that waited for them would not return.
+func runWithin(t *testing.T, run func() (map[string]any, error)) (map[string]any, error) {
+	t.Helper()
+	type result struct {
+		out map[string]any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, err := run()
+		done <- result{out, err}
+	}()
+	select {
+	case r := <-done:
+		return r.out, r.err
+	case <-time.After(time.Minute):
+		t.Fatal("Run did not return: it waits for the command's processes")
+		return nil, nil
+	}
+}
+
 func TestStopKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
-		name      string
-		shell     *shell.Shell
-		script    string // writes its pids to $1, then blocks
-		ctx       func(t *testing.T) context.Context
-		category  string
-		sentinel  error
-		atLeast   time.Duration
-		atMost    time.Duration
-		preCancel bool
+		name     string
+		shell    *shell.Shell
+		script   string // writes its pids to $1, then blocks
+		ctx      func(t *testing.T, started <-chan struct{}) context.Context
+		category string
+		sentinel error
+		atLeast  time.Duration
 	}{
 		{
 			name:   "timeout",
 			shell:  &shell.Shell{},
-			script: `sleep 30 & echo $! > "$1"; echo $$ >> "$1"; sleep 30`,
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-				t.Cleanup(cancel)
-				return ctx
+			script: `sleep 3600 & echo $! > "$1"; echo $$ >> "$1"; sleep 3600`,
+			ctx: func(t *testing.T, started <-chan struct{}) context.Context {
+				return expiresWhen{context.Background(), started}
 			},
 			category: node.CategoryTimeout, sentinel: context.DeadlineExceeded,
-			atMost: 2500 * time.Millisecond,
 		},
 		{
 			name:   "SIGTERM ignored: SIGKILL after the grace",
 			shell:  &shell.Shell{KillGrace: 400 * time.Millisecond},
-			script: `trap '' TERM; sleep 30 & echo $! > "$1"; echo $$ >> "$1"; wait; wait`,
-			ctx: func(t *testing.T) context.Context {
-				ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-				t.Cleanup(cancel)
-				return ctx
+			script: `trap '' TERM; sleep 3600 & echo $! > "$1"; echo $$ >> "$1"; wait; wait`,
+			ctx: func(t *testing.T, started <-chan struct{}) context.Context {
+				return expiresWhen{context.Background(), started}
 			},
 			category: node.CategoryTimeout, sentinel: context.DeadlineExceeded,
-			atLeast: 700 * time.Millisecond, atMost: 2500 * time.Millisecond,
+			atLeast: 400 * time.Millisecond,
 		},
 		{
 			name:   "cancelled",
 			shell:  &shell.Shell{},
-			script: `sleep 30 & echo $! > "$1"; echo $$ >> "$1"; sleep 30`,
-			ctx: func(t *testing.T) context.Context {
+			script: `sleep 3600 & echo $! > "$1"; echo $$ >> "$1"; sleep 3600`,
+			ctx: func(t *testing.T, started <-chan struct{}) context.Context {
 				ctx, cancel := context.WithCancel(t.Context())
-				stop := time.AfterFunc(300*time.Millisecond, cancel)
-				t.Cleanup(func() { stop.Stop(); cancel() })
+				t.Cleanup(cancel)
+				go func() {
+					select {
+					case <-started:
+						cancel()
+					case <-ctx.Done():
+					}
+				}()
 				return ctx
 			},
 			category: node.CategoryCancelled, sentinel: context.Canceled,
-			atMost: 2500 * time.Millisecond,
 		},
 	}
 	for _, tt := range tests {
@@ -612,16 +676,18 @@ func TestStopKillsProcessGroup(t *testing.T) {
 
 			pidFile := filepath.Join(t.TempDir(), "pids")
 			b := setup(t)
+			ctx := tt.ctx(t, started(t, pidFile, 2))
 			start := time.Now()
-			out, err := tt.shell.Run(tt.ctx(t), b.call(map[string]any{"command": []any{"sh", "-c", tt.script, "sh", pidFile}}))
+			out, err := runWithin(t, func() (map[string]any, error) {
+				return tt.shell.Run(ctx, b.call(map[string]any{"command": []any{"sh", "-c", tt.script, "sh", pidFile}}))
+			})
 			elapsed := time.Since(start)
 
 			require.Nil(t, out)
 			e := nodeError(t, err)
 			require.Equal(t, tt.category, e.Category)
 			require.ErrorIs(t, err, tt.sentinel)
-			require.Less(t, elapsed, tt.atMost, "Run should return soon after the context ends")
-			require.GreaterOrEqual(t, elapsed, tt.atLeast)
+			require.GreaterOrEqual(t, elapsed, tt.atLeast, "the grace is given before SIGKILL")
 			pids := pidsOf(t, pidFile)
 			require.Len(t, pids, 2)
 			for _, pid := range pids {
@@ -644,45 +710,48 @@ func TestStopBeforeStart(t *testing.T) {
 	require.NoFileExists(t, filepath.Join(dir, "ran"), "a cancelled call should not start the command")
 }
 
+// TestBackgroundProcessDoesNotHangRun: Run returns once the command
+// exited and the pipe wait is over, while the background process that
+// holds its stdout still runs.
 func TestBackgroundProcessDoesNotHangRun(t *testing.T) {
 	t.Parallel()
 
 	b := setup(t)
-	start := time.Now()
-	out, err := (&shell.Shell{PipeWait: 200 * time.Millisecond}).Run(t.Context(),
-		b.call(map[string]any{"command": []any{"sh", "-c", "sleep 30 & echo $!"}}))
-	elapsed := time.Since(start)
+	out, err := runWithin(t, func() (map[string]any, error) {
+		return (&shell.Shell{PipeWait: 200 * time.Millisecond}).Run(t.Context(),
+			b.call(map[string]any{"command": []any{"sh", "-c", "sleep 3600 & echo $!"}}))
+	})
 	require.NoError(t, err)
 	pid, err := strconv.Atoi(strings.TrimSpace(out["stdout"].(string)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 
 	require.Equal(t, 0, out["exit_code"])
-	require.Less(t, elapsed, 2*time.Second, "Run should not wait for a background process that holds stdout")
+	require.True(t, running(pid), "Run returned while the background process still runs: it did not wait for it")
 }
 
 // TestEscapedProcessDoesNotHangRun: a process that left the command's
 // group cannot be killed with it, but Run still returns once the pipe wait
-// is over.
+// is over, not when the escaped sleep of an hour ends.
 func TestEscapedProcessDoesNotHangRun(t *testing.T) {
 	t.Parallel()
 
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
+	ctx := expiresWhen{context.Background(), started(t, pidFile, 1)}
 	b := setup(t)
-	start := time.Now()
-	_, err := (&shell.Shell{PipeWait: 200 * time.Millisecond}).Run(ctx, b.call(map[string]any{
-		"command": []any{"sh", "-c", `setsid sleep 30 & echo $! > "$1"; sleep 30`, "sh", pidFile},
-	}))
-	elapsed := time.Since(start)
-	for _, pid := range pidsOf(t, pidFile) {
+	_, err := runWithin(t, func() (map[string]any, error) {
+		return (&shell.Shell{PipeWait: 200 * time.Millisecond}).Run(ctx, b.call(map[string]any{
+			"command": []any{"sh", "-c", `setsid sleep 3600 & echo $! > "$1"; sleep 3600`, "sh", pidFile},
+		}))
+	})
+	pids := pidsOf(t, pidFile)
+	for _, pid := range pids {
 		t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
 	}
 
 	e := nodeError(t, err)
 	require.Equal(t, node.CategoryTimeout, e.Category)
-	require.Less(t, elapsed, 2500*time.Millisecond, "Run should not wait for an escaped process that holds stdout")
+	require.Len(t, pids, 1)
 }
 
 func TestOutputCap(t *testing.T) {
