@@ -40,5 +40,5 @@ func TestChildDiesWithParent(t *testing.T) {
 
 	require.NoError(t, helper.Process.Kill())
 	_ = helper.Wait()
-	eventually(t, 5*time.Second, func() bool { return !alive(child) }, "child %d outlived its parent's SIGKILL", child)
+	eventually(t, 60*time.Second, func() bool { return !alive(child) }, "child %d outlived its parent's SIGKILL", child)
 }

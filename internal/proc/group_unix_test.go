@@ -61,7 +61,7 @@ func startGroup(t *testing.T) *groupCmd {
 		proc.SignalGroup(cmd.Process, syscall.SIGKILL)
 		_ = cmd.Wait()
 	})
-	eventually(t, 5*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }, "the command did not write its pids")
+	eventually(t, 60*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }, "the command did not write its pids")
 	data, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	for _, l := range strings.Fields(string(data)) {
