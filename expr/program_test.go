@@ -262,8 +262,9 @@ func TestTimeout(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, "evaluation took longer than 100ms", e.Msg)
 	require.ErrorIs(t, err, ErrTimeout)
+	// That it stops once its budget is spent, however busy the machine,
+	// is TestTimeoutClock's, on a clock the test controls.
 	require.GreaterOrEqual(t, elapsed, DefaultTimeout)
-	require.Less(t, elapsed, 20*DefaultTimeout, "the evaluation must stop soon after its budget")
 }
 
 // TestTimeoutClock runs the wall budget on a clock the test controls.

@@ -169,10 +169,9 @@ func TestYAMLBombsRefusedQuickly(t *testing.T) {
 			require.Contains(t, ds[0].Message, tc.want)
 			require.Equal(t, "bomb.yaml", ds[0].File)
 			require.NotZero(t, ds[0].Line, "the error names a line")
-			// The allocation bound is the guard; the time bound only
-			// catches a blow-up (a bomb expanded takes minutes), with room
-			// for a busy machine under the race detector.
-			require.Less(t, elapsed, 10*time.Second, "refusing took too long")
+			// The allocation bound is the guard: an expanded bomb would
+			// allocate gigabytes. Time is left to the benchmarks: a
+			// loaded machine makes any wall-clock bound flaky.
 			require.Less(t, allocated, uint64(100<<20), "refusing allocated %d MiB", allocated>>20)
 		})
 	}

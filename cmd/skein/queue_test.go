@@ -239,7 +239,7 @@ nodes:
   - {id: slow, type: shell, command: [sh, -c, 'sleep 1; echo done']}
 `), 0o600))
 	cmd, _, sc := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), flow)
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, 60*time.Second, func() bool {
 		var running int
 		pgQuery(t, db, `SELECT count(*) FROM river_job WHERE state = 'running'`, &running)
 		return running == 1
@@ -251,7 +251,7 @@ nodes:
 	}
 	require.NoError(t, cmd.Wait(), rest.String())
 	require.Contains(t, rest.String(), "✓ slow")
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(out.String(), "drained") }, "the worker did not drain:\n%s", out.String())
+	eventually(t, 60*time.Second, func() bool { return strings.Contains(out.String(), "drained") }, "the worker did not drain:\n%s", out.String())
 }
 
 // TestResumeQueuedRun: a queued run that failed is resumed by skein

@@ -19,6 +19,11 @@ const (
 	RoleAssistant = "assistant"
 )
 
+// HistoryTurns is how many of a conversation's earlier messages a chat
+// run gets in trigger.history, each followed by its reply: up to
+// 2×HistoryTurns entries.
+const HistoryTurns = 50
+
 // Message is one message of a conversation as a chat workflow reads it
 // in trigger.history: a user's message, or the reply of the run that
 // answered it (its output reply).

@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,36 +71,46 @@ func TestDirDefaults(t *testing.T) {
 }
 
 // TestConcurrencyDefault: concurrency: in .skein.yaml bounds the nodes
-// running at once unless --concurrency says otherwise.
+// running at once unless --concurrency says otherwise. Each node marks
+// itself running and looks for the other's mark: one at a time, neither
+// ever sees the other; with meet=yes each also waits (up to a minute, a
+// safety net) for the other to start, which only nodes run together can.
 func TestConcurrencyDefault(t *testing.T) {
 	t.Parallel()
 	_, sub := project(t, "concurrency: 1\n")
 	file := filepath.Join(sub, "pair.yaml")
+	const script = `touch "$1/$2.on"; ` +
+		`if [ "$4" = yes ]; then i=0; while [ ! -e "$1/$3.on" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; ` +
+		`if [ -e "$1/$3.on" ]; then echo together; else echo alone; fi; ` +
+		`[ "$4" = yes ] || rm "$1/$2.on"`
 	require.NoError(t, os.WriteFile(file, []byte(`version: 1
 name: pair
+inputs:
+  dir: {type: string}
+  meet: {type: string, default: "no"}
 nodes:
-  - {id: a, type: shell, command: [sleep, "0.3"]}
-  - {id: b, type: shell, command: [sleep, "0.3"]}
+  - {id: a, type: shell, command: [sh, -c, '`+script+`', sh, "{{ inputs.dir }}", a, b, "{{ inputs.meet }}"]}
+  - {id: b, type: shell, command: [sh, -c, '`+script+`', sh, "{{ inputs.dir }}", b, a, "{{ inputs.meet }}"]}
 `), 0o644))
-	// With one node at a time the second sleep ends a whole sleep after
-	// the first; run together they end at about the same time. (Start
-	// times do not tell: a step waiting for a slot may be recorded as
-	// started.)
-	gap := func(args ...string) time.Duration {
-		r := skeinIn(t, sub, nil, append([]string{"run", "-o", "json", "--dir", t.TempDir(), file}, args...)...)
+	seen := func(args ...string) []string {
+		args = append([]string{"run", "-o", "json", "--dir", t.TempDir(), file, "-i", "dir=" + t.TempDir()}, args...)
+		r := skeinIn(t, sub, nil, args...)
 		require.Equal(t, 0, r.code, r.stderr)
 		var doc struct {
 			Steps []struct {
-				FinishedAt time.Time `json:"finished_at"`
+				Output map[string]any `json:"output"`
 			}
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
 		require.Len(t, doc.Steps, 2)
-		d := doc.Steps[1].FinishedAt.Sub(doc.Steps[0].FinishedAt)
-		return max(d, -d)
+		var out []string
+		for _, s := range doc.Steps {
+			out = append(out, strings.TrimSpace(s.Output["stdout"].(string)))
+		}
+		return out
 	}
-	require.GreaterOrEqual(t, gap(), 300*time.Millisecond, "concurrency: 1 runs one node at a time")
-	require.Less(t, gap("--concurrency", "2"), 300*time.Millisecond, "--concurrency 2 wins over the file")
+	require.Equal(t, []string{"alone", "alone"}, seen(), "concurrency: 1 runs one node at a time")
+	require.Equal(t, []string{"together", "together"}, seen("--concurrency", "2", "-i", "meet=yes"), "--concurrency 2 wins over the file")
 }
 
 // TestModelDefault: an LLM entry without a model uses --model, else

@@ -53,7 +53,7 @@ func (b *driverBundle) waitTimer() {
 		}
 		select {
 		case <-ch:
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			b.t.Fatal("no timer was set")
 		}
 	}
@@ -67,7 +67,7 @@ func (b *driverBundle) started(n int) []string {
 		select {
 		case id := <-b.gates.started:
 			ids = append(ids, id)
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			b.t.Fatalf("only %v of %d block nodes started", ids, n)
 		}
 	}
@@ -80,7 +80,7 @@ func result(t *testing.T, ch <-chan *engine.Result) *engine.Result {
 	case res := <-ch:
 		require.NotNil(t, res)
 		return res
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not end")
 		return nil
 	}

@@ -26,7 +26,7 @@ func newWaitWatch() *waitWatch {
 // status waits until node's step is recorded with status.
 func (w *waitWatch) status(t *testing.T, node string, status engine.Status) {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		w.mu.Lock()
 		got := w.steps[node].Status
@@ -64,7 +64,7 @@ func (w *waitWatch) await(t *testing.T, node string) {
 	select {
 	case got := <-w.waiting:
 		require.Equal(t, node, got)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatalf("%s did not begin to wait", node)
 	}
 }

@@ -97,7 +97,7 @@ func TestDriverRecordsProcessGroup(t *testing.T) {
 			done := b.execute(ctx, engine.Options{Host: engine.Host{Recorder: log}, Hard: hard})
 
 			var running engine.StepRecord
-			deadline := time.After(10 * time.Second)
+			deadline := time.After(60 * time.Second)
 			for running.ProcessGroup == 0 {
 				select {
 				case batch := <-log.flushed:

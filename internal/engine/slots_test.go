@@ -66,7 +66,7 @@ func (l *slotLog) startedNodes() []string {
 // await waits for a record of node with status st.
 func (l *slotLog) await(t *testing.T, node string, st engine.Status) engine.StepRecord {
 	t.Helper()
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case rec := <-l.step:

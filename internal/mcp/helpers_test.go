@@ -244,7 +244,8 @@ func (r *run) step(t *testing.T, id string) *engine.StepRecord {
 // q quotes a string for YAML.
 func q(s string) string { return strconv.Quote(s) }
 
-// within fails when fn takes longer than d.
+// within fails when fn took longer than d: a safety net for a call that
+// would otherwise never return, not a measure of how fast it is.
 func within(t *testing.T, d time.Duration, what string, fn func()) {
 	t.Helper()
 	start := time.Now()

@@ -32,14 +32,17 @@ func TestMCPCancelRun(t *testing.T) {
 			id = runs[0].(map[string]any)["id"].(string)
 		}
 		return id != ""
-	}, 10*time.Second, 20*time.Millisecond, "the run never showed up as running")
+	}, 60*time.Second, 20*time.Millisecond, "the run never showed up as running")
 
-	begin := time.Now()
 	out := toolResult[map[string]any](t, callTool(t, other, "cancel_run", map[string]any{"id": id}))
 	require.Equal(t, id, out["execution_id"])
 	require.Equal(t, "cancelled", out["status"])
-	run := <-done
-	require.Less(t, time.Since(begin), 2*time.Second)
+	var run map[string]any
+	select { // the node sleeps an hour: the call returns only because the cancel stopped it
+	case run = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the run_workflow call did not return after the cancel")
+	}
 	require.Equal(t, "cancelled", run["status"])
 	require.Equal(t, id, run["execution_id"])
 }
@@ -84,7 +87,7 @@ edges:
 			id = runs[0].(map[string]any)["id"].(string)
 		}
 		return id != ""
-	}, 10*time.Second, 20*time.Millisecond, "the run never showed up as running")
+	}, 60*time.Second, 20*time.Millisecond, "the run never showed up as running")
 
 	cancelled := make(chan map[string]any, 1)
 	go func() {

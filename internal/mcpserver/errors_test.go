@@ -87,7 +87,7 @@ func serveMCPStdio(t *testing.T) (stdout io.ReadCloser, stdin io.WriteCloser) {
 		select {
 		case err := <-done:
 			require.NoError(t, err, "the server ends without an error when its stdin ends")
-		case <-time.After(10 * time.Second):
+		case <-time.After(60 * time.Second):
 			t.Errorf("the server did not end after its stdin ended")
 		}
 		cancel()

@@ -41,7 +41,7 @@ func TestMCPHandlerPanics(t *testing.T) {
 				select {
 				case err := <-done:
 					require.NoError(t, err)
-				case <-time.After(10 * time.Second):
+				case <-time.After(60 * time.Second):
 					t.Error("the server did not stop when its stdin ended")
 				}
 			})

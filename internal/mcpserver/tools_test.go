@@ -411,7 +411,7 @@ func TestMCPStopCancelsRuns(t *testing.T) {
 			Runs []struct{ Workflow string } `json:"runs"`
 		}](t, callTool(t, cs, "list_runs", map[string]any{"status": "running"}))
 		return len(list.Runs) == 1 && list.Runs[0].Workflow == "slow"
-	}, 10*time.Second, 20*time.Millisecond, "the run starts")
+	}, 60*time.Second, 20*time.Millisecond, "the run starts")
 
 	stop()
 	c := <-calls

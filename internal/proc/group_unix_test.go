@@ -62,7 +62,7 @@ func startGroup(t *testing.T) *groupCmd {
 		tree.Signal(syscall.SIGKILL)
 		_ = tree.Wait()
 	})
-	eventually(t, 5*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }, "the command did not write its pids")
+	eventually(t, 60*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil }, "the command did not write its pids")
 	data, err := os.ReadFile(pidFile)
 	require.NoError(t, err)
 	for _, l := range strings.Fields(string(data)) {

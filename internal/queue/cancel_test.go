@@ -88,7 +88,7 @@ func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	done := b.wait(t, run.ID)
 	require.Equal(t, "cancelled", string(done.Status))
 	require.NotNil(t, done.FinishedAt)
-	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	require.Eventually(t, func() bool { return !alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
 	steps := b.steps(t, run.ID)
 	require.Len(t, steps["slow"], 1)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
@@ -99,7 +99,7 @@ func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	require.Equal(t, "cancelled", string(steps["after"][0].Status), "never started because of the cancel")
 	require.Empty(t, steps["after"][0].SkipReason)
 	require.Nil(t, steps["after"][0].RanOn, "it ran nowhere")
-	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 10*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 60*time.Second, 10*time.Millisecond,
 		"a job of the run is left")
 }
 
@@ -184,7 +184,7 @@ func TestCancelLetFinishThenStop(t *testing.T) {
 	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
 	done := b.wait(t, run.ID)
 	require.Equal(t, "cancelled", string(done.Status))
-	require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	require.Eventually(t, func() bool { return !alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
 	steps := b.steps(t, run.ID)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
 	require.Equal(t, "cancelled", string(steps["after"][0].Status))

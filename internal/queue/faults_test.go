@@ -489,7 +489,7 @@ edges:
 	}, 30*time.Second, 10*time.Millisecond)
 
 	pg.Stop(t)
-	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 10*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 60*time.Second, 20*time.Millisecond,
 		"/readyz did not say the server is not ready while the database is down")
 	for _, p := range []*proc{worker, server} {
 		require.Eventually(t, func() bool { return strings.Contains(p.out.String(), "lost the database; reconnecting") },
@@ -520,7 +520,7 @@ edges:
 	}
 	require.Eventually(t, func() bool {
 		return strings.Contains(server.out.String(), `"msg":"run ended","run":"`+doc.ID+`","workflow":"chain","status":"completed"`)
-	}, 10*time.Second, 10*time.Millisecond, "the server did not follow its run to the end")
+	}, 60*time.Second, 10*time.Millisecond, "the server did not follow its run to the end")
 }
 
 func freeAddr(t *testing.T) string {

@@ -168,12 +168,12 @@ func TestAgentApprovalLive(t *testing.T) {
 		require.Eventually(t, func() bool {
 			_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: "live0000002", Node: "writer", Data: data})
 			return err == nil
-		}, 10*time.Second, 5*time.Millisecond, "writer waits for %v", data)
+		}, 60*time.Second, 5*time.Millisecond, "writer waits for %v", data)
 	}
 	select {
 	case res := <-done:
 		require.Equal(t, "completed", string(res.Run.Status), "%+v", res.Run.Error)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not take its signals")
 	}
 	require.FileExists(t, filepath.Join(out, "a.txt"))

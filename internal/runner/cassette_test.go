@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/cassette"
+	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/runner"
 )
@@ -288,36 +289,87 @@ nodes:
 }
 
 // TestReplayDoesNotWaitAgain: a replay does not wait again for what the
-// recorded run waited for (a wait node, a retry's backoff).
+// recorded run waited for (a wait node, a retry's backoff). The runner's
+// clock is the test's: the recorded run waits until the test moves the
+// clock past its hour; the replay, on the same clock that nobody moves
+// past now, completes.
 func TestReplayDoesNotWaitAgain(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	r := b.r
-	w, err := r.Load(b.write(t, "pause.yaml", `version: 1
+	dir := t.TempDir()
+	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), Clock: clk})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	flow := filepath.Join(dir, "pause.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
 name: pause
 record: true
 nodes:
-  - {id: nap, type: wait, duration: 1s}
+  - {id: nap, type: wait, duration: 1h}
   - {id: after, type: shell, command: [echo, awake]}
 edges:
   - {from: nap, to: after}
 outputs:
   said: "{{ trim(after.stdout) }}"
-`))
+`), 0o644))
+	w, err := r.Load(flow)
 	require.NoError(t, err)
-	began := time.Now()
-	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
-	require.NoError(t, err)
-	require.NoError(t, res.Err)
-	require.GreaterOrEqual(t, time.Since(began), time.Second, "the recorded run waits")
 
-	began = time.Now()
-	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
-	require.NoError(t, err)
-	require.NoError(t, rr.Err)
-	require.Less(t, time.Since(began), time.Second, "the replay does not wait again")
-	require.Equal(t, "awake", rr.Engine.Outputs["said"])
-	require.Empty(t, rr.Diverged)
+	type result struct {
+		res *runner.Result
+		err error
+	}
+	type replay struct {
+		res *runner.ReplayResult
+		err error
+	}
+	recorded := make(chan result, 1)
+	timer := clk.WaitForTimer()
+	go func() {
+		res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+		recorded <- result{res, err}
+	}()
+	select {
+	case <-timer:
+	case got := <-recorded:
+		t.Fatalf("the recorded run ended without waiting: %+v", got)
+	}
+	clk.Advance(time.Hour)
+	got := <-recorded
+	require.NoError(t, got.err)
+	require.NoError(t, got.res.Err)
+	require.Equal(t, "completed", string(got.res.Run.Status))
+
+	replayed := make(chan replay, 1)
+	go func() {
+		rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: got.res.Run.ID})
+		replayed <- replay{rr, err}
+	}()
+	// Nobody moves the clock past now: a timer due later is a wait again;
+	// one due now (the recorded wait, over) is let fire.
+	var rr replay
+	for done := false; !done; {
+		timer := clk.WaitForTimer()
+		if next, ok := clk.Next(); ok {
+			if next.After(clk.Now()) {
+				clk.Advance(time.Hour) // let the replay end before failing
+				<-replayed
+				t.Fatalf("the replay waits again, until %s", next)
+			}
+			clk.Advance(0)
+			continue
+		}
+		select {
+		case <-timer:
+		case rr = <-replayed:
+			done = true
+		}
+	}
+	require.NoError(t, rr.err)
+	require.NoError(t, rr.res.Err)
+	require.Equal(t, "awake", rr.res.Engine.Outputs["said"])
+	require.Empty(t, rr.res.Diverged)
+	require.Zero(t, clk.Pending(), "no timer is left behind")
 }
 
 // TestReplayOfARunWithMemory: what a step recalled from memory is in the

@@ -12,10 +12,11 @@ import (
 // ChatMessage is a message of a conversation (chat.Message).
 type ChatMessage = chat.Message
 
-// ChatHistory returns the last turns messages of a conversation and their
-// replies, oldest first (chat.History).
-func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string, turns int) ([]ChatMessage, error) {
-	return chat.History(ctx, r.st, workflow, conversation, turns)
+// ChatHistory returns what a chat run of a conversation gets in
+// trigger.history: its last chat.HistoryTurns messages, each followed by
+// its reply, oldest first (chat.History).
+func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string) ([]ChatMessage, error) {
+	return chat.History(ctx, r.st, workflow, conversation, chat.HistoryTurns)
 }
 
 // AddChatMessage records a message of a conversation with the run that

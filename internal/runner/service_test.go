@@ -91,7 +91,7 @@ func TestAbandoned(t *testing.T) {
 	now := time.Now()
 	for _, run := range []*store.Run{
 		{ID: "deadowner", Status: "running", Owner: dead, LeaseTTL: time.Hour},
-		{ID: "expired", Status: "running", Owner: elsewhere, LeaseTTL: time.Microsecond},
+		{ID: "expired", Status: "running", Owner: elsewhere, LeaseTTL: -time.Second},
 		{ID: "leased", Status: "running", Owner: elsewhere, LeaseTTL: time.Hour},
 		{ID: "mine", Status: "running", Owner: live, LeaseTTL: time.Hour},
 		{ID: "child", Status: "running", ParentID: "deadowner", Owner: dead, LeaseTTL: time.Hour},
@@ -102,9 +102,6 @@ func TestAbandoned(t *testing.T) {
 		run.Workflow, run.StartedAt = "w", now
 		require.NoError(t, st.CreateRun(ctx, run))
 	}
-	// The database's clock counts milliseconds (unixepoch('subsec')): a
-	// lease of 1µs has run out once the next millisecond begins.
-	time.Sleep(2 * time.Millisecond)
 	runs, err := r.Abandoned(ctx)
 	require.NoError(t, err)
 	var ids []string

@@ -184,7 +184,7 @@ func TestSignalReachesALiveOwner(t *testing.T) {
 	require.Eventually(t, func() bool {
 		sig, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: "live0000001", Node: "approve", Data: map[string]any{"by": "Bo"}})
 		return err == nil
-	}, 10*time.Second, 5*time.Millisecond, "approve waits")
+	}, 60*time.Second, 5*time.Millisecond, "approve waits")
 	require.Empty(t, sig.Resume, "its owner applies it")
 	// The owner may finish the run before Signal reads it back.
 	require.Contains(t, []string{"running", "completed"}, string(sig.Run.Status), "the signal is taken, not left waiting")
@@ -192,7 +192,7 @@ func TestSignalReachesALiveOwner(t *testing.T) {
 	case res := <-done:
 		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "hello, approved by Bo", res.Run.Outputs["message"])
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the run did not take its signal")
 	}
 }
@@ -232,7 +232,7 @@ func TestAWaitingTimerIsDueAtItsWakeUpTime(t *testing.T) {
 		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "nobody approved", res.Run.Outputs["message"])
 		require.Nil(t, res.Run.Outputs["approval"])
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the resumed run did not end")
 	}
 	doc, err := b.r.Get(b.ctx, id)
@@ -330,12 +330,12 @@ outputs:
 	require.Eventually(t, func() bool {
 		_, err = b.r.Signal(b.ctx, runner.SignalRequest{RunID: "parent00001.sub1", Node: "approve", Data: map[string]any{"by": "Di"}})
 		return err == nil
-	}, 10*time.Second, 5*time.Millisecond, "the child's approve waits")
+	}, 60*time.Second, 5*time.Millisecond, "the child's approve waits")
 	select {
 	case res := <-done:
 		require.Equal(t, "completed", string(res.Run.Status))
 		require.Equal(t, "hello, approved by Di", res.Run.Outputs["message"])
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("the child did not take its signal")
 	}
 }

@@ -41,9 +41,6 @@ type ChatAnswer struct {
 
 // Chat limits.
 const (
-	// historyTurns is how many earlier messages (with their replies) a
-	// chat run gets in trigger.history.
-	historyTurns = 50
 	// defaultChatWait is how long a chat request waits for the reply
 	// unless ?wait= says otherwise; maxChatWait bounds ?wait=.
 	defaultChatWait = 30 * time.Second
@@ -97,7 +94,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) error {
 	// One message of a conversation at a time, so each sees the ones
 	// before it in its history.
 	unlock := s.keys.lock("chat\x00" + e.Name + "\x00" + body.Conversation)
-	history, err := s.cfg.Runner.ChatHistory(r.Context(), e.Name, body.Conversation, historyTurns)
+	history, err := s.cfg.Runner.ChatHistory(r.Context(), e.Name, body.Conversation)
 	if err != nil {
 		unlock()
 		return err

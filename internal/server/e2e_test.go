@@ -548,10 +548,10 @@ func TestReloadOnChange(t *testing.T) {
 	status := func(name string) int { return s.do("GET", "/api/workflows/"+name, s.token, nil).status }
 	eventually := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(60 * time.Second)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s did not happen within 20 s:\n%s", what, s.log())
+				t.Fatalf("%s did not happen within 60 s:\n%s", what, s.log())
 			}
 			time.Sleep(20 * time.Millisecond) // the watcher's reload is in another process
 		}

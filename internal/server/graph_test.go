@@ -61,7 +61,7 @@ edges:
 	edited := strings.Replace(string(src), "edges:\n", "edges:\n  - {from: start, to: extra}\n", 1)
 	edited = strings.Replace(edited, "nodes:\n", "nodes:\n  - {id: extra, type: template, text: new}\n", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(s.flows, "quick.yaml"), []byte(edited), 0o644))
-	s.eventually("the edited file is served", 20*time.Second, func() bool {
+	s.eventually("the edited file is served", 60*time.Second, func() bool {
 		w := s.do("GET", "/api/workflows/quick", s.token, nil)
 		return w.status == http.StatusOK && len(graphEdges(t, w.json(t)["graph"].(map[string]any))) == len(before)+1
 	})

@@ -510,10 +510,10 @@ func TestHookSecretUnset(t *testing.T) {
 	late := "version: 1\nname: late\nsecrets: [LATE_SECRET]\nnodes:\n  - {id: hook, type: trigger.webhook, auth: {type: bearer, secret: \"{{ secrets.LATE_SECRET }}\"}}\n"
 	require.NoError(t, os.WriteFile(filepath.Join(s.flows, "late.yaml"), []byte(late), 0o644))
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGHUP))
-	s.eventually("the reload lists the new workflow's hook", 10*time.Second, func() bool { return len(problems("late.yaml")) == 1 })
+	s.eventually("the reload lists the new workflow's hook", 60*time.Second, func() bool { return len(problems("late.yaml")) == 1 })
 	require.Contains(t, problems("late.yaml")["hook"], "LATE_SECRET")
 	require.Empty(t, problems("hooked.yaml"), "the secrets are set now")
-	s.eventually("the reload logs what to set", 10*time.Second, func() bool {
+	s.eventually("the reload logs what to set", 60*time.Second, func() bool {
 		for _, l := range s.logged("webhook cannot take requests; set its secret") {
 			if l["workflow"] == "late" && l["trigger"] == "hook" {
 				return true

@@ -79,7 +79,7 @@ func TestBlobsReadBesideAnOpenTransaction(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(60 * time.Second):
 		t.Fatal("reading a blob waited for the transaction that holds the store's connection")
 	}
 }

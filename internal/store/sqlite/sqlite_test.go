@@ -298,7 +298,7 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 			require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: id, Workflow: "w", Status: "running"}))
 			require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: id, Events: []store.Event{{Type: "note", Time: time.Now(), Data: map[string]any{"text": payload}}}}}))
 		}
-		require.Eventually(t, func() bool { return size(path) > before+200*2000 }, 10*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return size(path) > before+200*2000 }, 60*time.Second, 10*time.Millisecond,
 			"round %d: the pages reach the database file", round)
 	}
 }
