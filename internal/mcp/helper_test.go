@@ -24,9 +24,10 @@ const (
 // shell's pid, and waits until its own stdin closes (or it is killed).
 func runHelper() {
 	// Its stderr goes to /dev/null: a write to the pipe of a dead Skein
-	// would make it exit on its own.
+	// would make it exit on its own. A job sh starts with & reads
+	// /dev/null unless told otherwise: fd 3 hands it the pool's pipe.
 	srv := &workflow.MCPServer{Name: "faulty", Command: "sh",
-		Args: []string{"-c", `"$0" "$1" --ignore-stdin-close 2>/dev/null & wait`, os.Getenv(helperEnv), os.Getenv(faultyEnv)},
+		Args: []string{"-c", `exec 3<&0; "$0" "$1" --ignore-stdin-close <&3 3<&- 2>/dev/null & wait`, os.Getenv(helperEnv), os.Getenv(faultyEnv)},
 		Env:  map[string]string{markerVar: os.Getenv(markerVar)}}
 	pool := mcp.NewPool([]*workflow.MCPServer{srv}, mcp.Scope(nil, nil))
 	if _, err := pool.Tools(context.Background(), "faulty"); err != nil {
