@@ -36,7 +36,7 @@ func (w *Workflow) childFile(path string) (string, error) {
 	full := w.resolve(path)
 	if _, err := confine.Resolve(path, append([]string{w.Dir()}, w.FileRoots()...)...); err != nil {
 		if errors.Is(err, confine.ErrEscapes) {
-			return "", fmt.Errorf("child workflow %w; move the file into %s (a subfolder is fine) or declare its folder in files:", err, w.Dir())
+			return "", fmt.Errorf("child workflow %w; move the file into %s (a subfolder is fine) or declare its folder in files: [folder]", err, w.Dir())
 		}
 		return "", fmt.Errorf("child workflow %q cannot be resolved: %w", path, err)
 	}

@@ -89,7 +89,7 @@ func TestChildWorkflowsStayInTheirFolder(t *testing.T) {
 				require.Equal(t, kind.line, d.Line, d.String())
 				require.Equal(t, "run_child", d.Node)
 				require.Contains(t, d.Message, "outside "+dir)
-				require.Contains(t, d.Message, "move the file into "+dir+" (a subfolder is fine) or declare its folder in files:")
+				require.Contains(t, d.Message, "move the file into "+dir+" (a subfolder is fine) or declare its folder in files: [folder]")
 				if tc.symlink {
 					require.Contains(t, d.Message, "leads through a symlink to")
 				}

@@ -35,6 +35,6 @@ func TestChildWorkflowSymlinkedOutIsRefusedAtRun(t *testing.T) {
 	require.NotNil(t, step.Error)
 	require.Equal(t, "subworkflow_path", step.Error.Code, step.Error.Message)
 	require.Contains(t, step.Error.Message, parent+`:6: node "sub": child workflow "child.yaml" leads through a symlink to `)
-	require.Contains(t, step.Error.Message, "or declare its folder in files:")
+	require.Contains(t, step.Error.Message, "or declare its folder in files: [folder]")
 	require.NoFileExists(t, marker, "the workflow outside did not run")
 }
