@@ -222,7 +222,7 @@ func pad(i int) string {
 
 // TestKilledShellLeavesNoOrphan kills `skein run` while a shell node's
 // background child sleeps before writing a file: the child dies with skein
-// (on Linux, its supervisor kills it; elsewhere the resume stops it first),
+// (on Linux, the guardian kills it; elsewhere the resume stops it first),
 // so only the re-run node's own child writes.
 func TestKilledShellLeavesNoOrphan(t *testing.T) {
 	t.Parallel()

@@ -17,7 +17,7 @@ import (
 // OS thread that forked the child exits, not the process: the Go runtime
 // keeps its threads until the process ends, except the thread of a
 // goroutine that exits while locked to it with runtime.LockOSThread. That
-// is why, on Linux, Start runs a command under a supervisor instead.
+// is why, on Linux, Start also registers the command's group with a guardian.
 func apply(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
@@ -32,9 +32,7 @@ func apply(cmd *exec.Cmd) {
 func (t *Tree) Group() int { return t.pid }
 
 // Signal sends sig to the command's process group. A group that is already
-// gone is not an error. On Linux the supervisor is not in the group: when
-// the command ends, of sig or otherwise, it kills what the command left
-// and exits as the command did.
+// gone is not an error.
 func (t *Tree) Signal(sig syscall.Signal) {
 	_ = syscall.Kill(-t.pid, sig)
 }

@@ -22,8 +22,7 @@ const (
 
 // runHelper stands in for Skein: it starts the script of scriptEnv with the
 // proc rules (its first argument is the helper's own first argument),
-// prints the pid of what stands between them (the supervisor, or the
-// command itself where there is none) and the command's pid, and waits
+// prints the command's pid, and waits
 // until its stdin closes (or it is killed).
 func runHelper() {
 	cmd := exec.Command("sh", "-c", os.Getenv(scriptEnv), "sh", os.Getenv(helperEnv))
@@ -33,7 +32,7 @@ func runHelper() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	fmt.Println(cmd.Process.Pid, tree.Pid())
+	fmt.Println(tree.Pid())
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	tree.Signal(9)
 	_ = tree.Wait()

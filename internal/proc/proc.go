@@ -5,11 +5,12 @@
 // group of its own so that stopping it stops everything it started (Start,
 // Tree.Signal, Tree.Await).
 //
-// A child's whole tree dies with Skein. On Linux, Start runs the command
-// under a supervisor — this program re-executed, caught by this package's
-// init before main — that kills the command's group and every orphan of
-// the tree (it is their reaper) when Skein dies, even of SIGKILL, and when
-// the command itself exits. Elsewhere nothing watches the tree. Either way
+// A child's group dies with Skein. On Linux, Start registers the group with
+// a guardian — this program re-executed once, caught by this package's
+// init before main — that kills every registered group when Skein dies,
+// even of SIGKILL; Wait kills what the command left in its group when it
+// exits. A process that starts its own session (setsid) is not followed.
+// Elsewhere nothing watches the group. Either way
 // the group of a running step is recorded (node.Call.ProcessStarted), and a
 // resume kills a group its dead owner left (KillGroup) before it runs the
 // step again, so the new attempt never runs beside what the old one left.

@@ -1,203 +1,151 @@
 package proc
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
+	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// self is the program that runs a supervisor: this one, re-executed.
+// self is the program that runs the guardian: this one, re-executed.
 const self = "/proc/self/exe"
 
-// supervisorVar, set to "1" in a process's environment, makes this package
-// run the process as a supervisor (see supervise) when it initialises,
-// before the program's main, in Skein and in any test binary that links it.
-const supervisorVar = "SKEIN_PROC_SUPERVISOR"
+// guardianVar, set to "1" in a process's environment, makes this package
+// run the process as a guardian (see guard) when it initialises, before the
+// program's main, in Skein and in any test binary that links it.
+const guardianVar = "SKEIN_PROC_GUARDIAN"
 
-// canSupervise reports whether this process can re-execute itself: /proc
-// is mounted.
-var canSupervise = sync.OnceValue(func() bool {
+// canGuard reports whether this process can re-execute itself: /proc is
+// mounted.
+var canGuard = sync.OnceValue(func() bool {
 	_, err := os.Stat(self)
 	return err == nil
 })
 
+// guardian is Skein's end of the socket its guardian watches, started by
+// the first Start. Every command's group is registered on it ("+pgid\n")
+// while the command runs, and unregistered ("-pgid\n") once it ended.
+var guardian struct {
+	once sync.Once
+	err  error
+	mu   sync.Mutex
+	ctl  *os.File
+}
+
+// startGuardian starts the guardian, once: this program re-executed, with
+// the other end of a socket only Skein holds. When Skein dies, even of
+// SIGKILL, the socket ends, and the guardian kills every group still
+// registered, then exits.
+func startGuardian() error {
+	guardian.once.Do(func() {
+		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			guardian.err = fmt.Errorf("a socket for the guardian: %w", err)
+			return
+		}
+		ours := os.NewFile(uintptr(fds[0]), "guardian control")
+		theirs := os.NewFile(uintptr(fds[1]), "guardian control")
+		defer theirs.Close()
+		env := []string{guardianVar + "=1"}
+		if d, ok := os.LookupEnv("GOCOVERDIR"); ok { // a binary built with -cover
+			env = append(env, "GOCOVERDIR="+d)
+		}
+		g := &exec.Cmd{
+			Path: self, Args: []string{"skein-guardian"}, Env: env,
+			ExtraFiles: []*os.File{theirs}, // fd 3
+			// Its own group, so that a terminal's Ctrl-C for Skein's group
+			// does not reach it; no death signal: it must outlive Skein.
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+		if err := g.Start(); err != nil {
+			ours.Close()
+			guardian.err = fmt.Errorf("the guardian: %w", err)
+			return
+		}
+		// Never waited for: it ends after Skein (a guardian killed before
+		// stays a zombie until Skein exits).
+		_ = g.Process.Release()
+		guardian.ctl = ours
+	})
+	return guardian.err
+}
+
+// tell writes one line to the guardian. Once written, the line is the
+// guardian's even if Skein dies at once: it reads all before the end.
+func tell(op byte, pgid int) error {
+	guardian.mu.Lock()
+	defer guardian.mu.Unlock()
+	_, err := guardian.ctl.Write(strconv.AppendInt([]byte{op}, int64(pgid), 10))
+	if err == nil {
+		_, err = guardian.ctl.Write([]byte{'\n'})
+	}
+	return err
+}
+
 // Start starts cmd under the proc rules and returns its tree.
 //
-// On Linux the command runs under a supervisor: this program, re-executed
-// (cmd.Process is the supervisor). The supervisor starts the command
-// (cmd.Path, cmd.Args, its environment; in cmd.Dir with cmd's standard
-// streams) in a process group of its own, becomes the reaper of every
-// process the command leaves orphaned, and exits as the command did: with
-// its exit status, or of the signal that killed it. Before it exits it
-// kills what the command left running: the command's group, and what
-// escaped it (a daemon that made a session of its own is still its
-// descendant). It watches a socket whose other end only Skein holds: when
-// Skein dies, even of SIGKILL, the socket ends, and the supervisor kills
-// the whole tree — grandchildren included — before it exits. A signal sent
-// to the supervisor alone is passed on to the command's group.
+// The command leads a process group of its own and gets SIGKILL when Skein
+// dies. On Linux its group is also registered with Skein's guardian: this
+// program, re-executed once by the first Start, which watches a socket
+// whose other end only Skein holds. When Skein dies, even of SIGKILL, the
+// socket ends, and the guardian kills every registered group — what the
+// commands run in the foreground and in the background — before it exits.
+// A process that starts its own session (setsid) is not followed. Wait
+// kills what the command left in its group and unregisters it.
 //
-// Where /proc is not mounted the command is started directly, as on other
-// systems: it leads its group and gets SIGKILL when Skein dies, but what it
-// started does not.
+// Where /proc is not mounted the command is started without a guardian, as
+// on other systems: it gets SIGKILL when Skein dies, but what it started
+// does not.
 //
-// cmd.ExtraFiles must be empty. A command that cannot be executed fails
-// Start with the error exec.Cmd.Start gives for it.
+// cmd.ExtraFiles must be empty.
 func Start(cmd *exec.Cmd) (*Tree, error) {
 	if len(cmd.ExtraFiles) > 0 {
 		return nil, errors.New("proc.Start: ExtraFiles are not passed on")
 	}
-	if !canSupervise() {
-		apply(cmd)
-		if err := cmd.Start(); err != nil {
-			return nil, err
+	guarded := canGuard()
+	if guarded {
+		if err := startGuardian(); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 		}
-		return &Tree{cmd: cmd, pid: cmd.Process.Pid}, nil
 	}
-	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: a socket for its supervisor: %w", cmd.Path, err)
-	}
-	ours := os.NewFile(uintptr(fds[0]), "supervisor control")
-	theirs := os.NewFile(uintptr(fds[1]), "supervisor control")
-	want := spec{path: cmd.Path, args: cmd.Args, env: cmd.Environ()}
-	env0 := cmd.Env
-
-	env := []string{supervisorVar + "=1"}
-	if d, ok := os.LookupEnv("GOCOVERDIR"); ok { // a binary built with -cover
-		env = append(env, "GOCOVERDIR="+d)
-	}
-	cmd.Path, cmd.Args, cmd.Env = self, []string{"skein-supervisor", want.path}, env
-	cmd.ExtraFiles = []*os.File{theirs} // fd 3
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	// Its own group, so that a terminal's Ctrl-C for Skein's group does
-	// not reach it; no death signal: it must outlive Skein to kill the tree.
-	cmd.SysProcAttr.Setpgid = true
-	err = cmd.Start()
-	theirs.Close()
-	if err != nil {
-		ours.Close()
-		cmd.Path, cmd.Args, cmd.Env, cmd.ExtraFiles = want.path, want.args, env0, nil
+	apply(cmd)
+	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	pid, err := handshake(ours, want)
-	if err != nil {
-		ours.Close()
-		_ = cmd.Process.Kill() // it waits for its command: none was started
-		_ = cmd.Wait()
-		return nil, err
-	}
-	return &Tree{cmd: cmd, pid: pid, ctl: ours}, nil
-}
-
-// handshake sends the supervisor the command and reads back its pid, or
-// why it could not be executed.
-func handshake(ctl *os.File, want spec) (int, error) {
-	if _, err := ctl.Write(want.encode()); err != nil {
-		return 0, fmt.Errorf("starting %s: its supervisor: %w", want.path, err)
-	}
-	var reply [8]byte
-	if _, err := io.ReadFull(ctl, reply[:]); err != nil {
-		return 0, fmt.Errorf("starting %s: its supervisor ended before it did: %w", want.path, err)
-	}
-	pid := int(int32(binary.LittleEndian.Uint32(reply[:4])))
-	if errno := syscall.Errno(binary.LittleEndian.Uint32(reply[4:])); errno != 0 {
-		return 0, &fs.PathError{Op: "fork/exec", Path: want.path, Err: errno}
-	}
-	return pid, nil
-}
-
-// spec is the command Skein asks its supervisor to start.
-type spec struct {
-	path string
-	args []string
-	env  []string
-}
-
-// encode writes s as a length, then strings each with its length: path,
-// the number of args, args, env. Arguments and variables are bytes, not
-// necessarily UTF-8, and are kept as they are.
-func (s spec) encode() []byte {
-	b := make([]byte, 4, 256)
-	str := func(v string) {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
-		b = append(b, v...)
-	}
-	str(s.path)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(s.args)))
-	for _, a := range s.args {
-		str(a)
-	}
-	for _, e := range s.env {
-		str(e)
-	}
-	binary.LittleEndian.PutUint32(b, uint32(len(b)-4))
-	return b
-}
-
-// readSpec reads what encode wrote.
-func readSpec(r io.Reader) (spec, error) {
-	var n [4]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return spec{}, err
-	}
-	b := make([]byte, binary.LittleEndian.Uint32(n[:]))
-	if _, err := io.ReadFull(r, b); err != nil {
-		return spec{}, err
-	}
-	return decodeSpec(b)
-}
-
-var errSpec = errors.New("garbled command")
-
-func decodeSpec(b []byte) (spec, error) {
-	u32 := func() (uint32, bool) {
-		if len(b) < 4 {
-			return 0, false
+	t := &Tree{cmd: cmd, pid: cmd.Process.Pid}
+	if guarded {
+		if err := tell('+', t.pid); err != nil {
+			t.Signal(syscall.SIGKILL)
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("starting %s: the guardian is gone: %w", cmd.Path, err)
 		}
-		v := binary.LittleEndian.Uint32(b)
-		b = b[4:]
-		return v, true
+		t.guarded = true
 	}
-	str := func() (string, bool) {
-		n, ok := u32()
-		if !ok || uint64(n) > uint64(len(b)) {
-			return "", false
-		}
-		v := string(b[:n])
-		b = b[n:]
-		return v, true
-	}
-	var s spec
-	var ok bool
-	if s.path, ok = str(); !ok {
-		return spec{}, errSpec
-	}
-	nargs, ok := u32()
-	if !ok || uint64(nargs) > uint64(len(b)/4) {
-		return spec{}, errSpec
-	}
-	s.args = make([]string, nargs)
-	for i := range s.args {
-		if s.args[i], ok = str(); !ok {
-			return spec{}, errSpec
+	return t, nil
+}
+
+// Wait waits for the command to exit, as cmd.Wait does, and kills what it
+// left running in its group: the group ends with the command. It is killed
+// while the command, not yet reaped, still holds its id.
+func (t *Tree) Wait() error {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, t.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if !errors.Is(err, syscall.EINTR) {
+			break
 		}
 	}
-	for len(b) > 0 {
-		e, ok := str()
-		if !ok {
-			return spec{}, errSpec
-		}
-		s.env = append(s.env, e)
+	t.Signal(syscall.SIGKILL)
+	err := t.cmd.Wait()
+	t.Await(5 * time.Second)
+	if t.guarded {
+		_ = tell('-', t.pid)
 	}
-	return s, nil
+	return err
 }

@@ -9,7 +9,7 @@ import (
 
 // Start starts cmd under the proc rules and returns its tree: the command
 // leads a process group of its own (where there are groups), which Signal
-// and Await act on. No supervisor watches it here: if Skein dies, the
+// and Await act on. No guardian watches it here: if Skein dies, the
 // command and what it started go on running until a resume kills the
 // group it recorded (KillGroup).
 func Start(cmd *exec.Cmd) (*Tree, error) {
@@ -22,3 +22,6 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	}
 	return &Tree{cmd: cmd, pid: cmd.Process.Pid}, nil
 }
+
+// Wait waits for the command to exit, as cmd.Wait does.
+func (t *Tree) Wait() error { return t.cmd.Wait() }

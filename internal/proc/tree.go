@@ -1,7 +1,6 @@
 package proc
 
 import (
-	"io"
 	"os/exec"
 )
 
@@ -11,22 +10,10 @@ import (
 type Tree struct {
 	cmd *exec.Cmd
 	pid int // the command's own process, which leads its group
-	// ctl, on Linux, is Skein's end of the socket the command's supervisor
-	// watches: it stays open until Wait, and its end — Skein's death
-	// included — makes the supervisor kill the tree.
-	ctl io.Closer
+	// guarded, on Linux, says the group is registered with the guardian,
+	// which kills it if Skein dies before Wait unregisters it.
+	guarded bool
 }
 
-// Pid is the command's own process id. On Linux cmd.Process is the
-// supervisor that started it, not the command.
+// Pid is the command's own process id.
 func (t *Tree) Pid() int { return t.pid }
-
-// Wait waits for the command to exit, as cmd.Wait does; cmd.ProcessState
-// then holds its exit status (a supervisor exits the way its command did).
-func (t *Tree) Wait() error {
-	err := t.cmd.Wait()
-	if t.ctl != nil {
-		_ = t.ctl.Close()
-	}
-	return err
-}

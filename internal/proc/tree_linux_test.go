@@ -41,10 +41,9 @@ func survivors(marker string) []int {
 // helper is the test binary standing in for Skein, running one script
 // under the proc rules.
 type helper struct {
-	cmd        *exec.Cmd
-	supervisor int // what stands between the helper and the command
-	command    int // the command
-	marker     string
+	cmd     *exec.Cmd
+	command int // the command
+	marker  string
 }
 
 // startHelper starts a helper running script with dir as $1, and returns
@@ -72,19 +71,15 @@ func startHelper(t *testing.T, script, dir string) *helper {
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	require.NoError(t, err, "the helper prints the pids")
-	f := strings.Fields(line)
-	require.Len(t, f, 2)
-	h.supervisor, err = strconv.Atoi(f[0])
-	require.NoError(t, err)
-	h.command, err = strconv.Atoi(f[1])
+	h.command, err = strconv.Atoi(strings.TrimSpace(line))
 	require.NoError(t, err)
 	return h
 }
 
 // A command's whole tree dies with the process that started it, even when
 // that process is killed with SIGKILL and cannot stop it: the command, what
-// it runs in the foreground, what it runs in the background, and what left
-// its group and session. Once no process of the tree is left, none can
+// it runs in the foreground and what it runs in the background (a process
+// that starts its own session with setsid is not followed). Once no process of the tree is left, none can
 // write the file any more: it is never written.
 func TestTreeDiesWithSkein(t *testing.T) {
 	t.Parallel()
@@ -95,8 +90,6 @@ func TestTreeDiesWithSkein(t *testing.T) {
 		{"grandchild in the foreground", `touch "$1/started"; sh -c 'sleep 5; touch "$1/late"' sh "$1"`},
 		{"grandchild in the background", `(sleep 5; touch "$1/late") & touch "$1/started"; wait`},
 		{"orphan in the background", `(sleep 5; touch "$1/late") & touch "$1/started"`},
-		{"a session of its own", `setsid sh -c 'sleep 5; touch "$1/late"' sh "$1" & touch "$1/started"; wait`},
-		{"a session of its own, orphaned", `(setsid sh -c 'sleep 5; touch "$1/late"' sh "$1" &); touch "$1/started"; sleep 30`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,20 +101,20 @@ func TestTreeDiesWithSkein(t *testing.T) {
 
 			require.NoError(t, h.cmd.Process.Kill())
 			_ = h.cmd.Wait()
-			eventually(t, 30*time.Second, func() bool { return len(survivors(h.marker)) == 0 && !alive(h.supervisor) },
+			eventually(t, 30*time.Second, func() bool { return len(survivors(h.marker)) == 0 && !alive(h.command) },
 				"the tree outlived its owner's SIGKILL: %v", survivors(h.marker))
 			require.NoFileExists(t, filepath.Join(dir, "late"), "a process of the tree outlived its owner")
 		})
 	}
 }
 
-// What a command leaves running when it exits is killed with it: once Wait
-// returns, no process of its tree is left.
+// What a command leaves running in its group when it exits is killed with
+// it: once Wait returns, no process of its group is left.
 func TestTreeEndsWithTheCommand(t *testing.T) {
 	t.Parallel()
 	marker := "ends-" + strconv.Itoa(os.Getpid())
 	// The sleeps do not hold stdout: Wait does not wait for them.
-	cmd := exec.Command("sh", "-c", `echo ok; exec >/dev/null 2>&1; (sleep 30 &); setsid sleep 30 & sleep 30 &`)
+	cmd := exec.Command("sh", "-c", `echo ok; exec >/dev/null 2>&1; (sleep 30 &); sleep 30 &`)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), markerEnv + "=" + marker}
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -137,8 +130,8 @@ func TestTreeEndsWithTheCommand(t *testing.T) {
 	require.Empty(t, survivors(marker), "processes the command left are killed when it exits")
 }
 
-// A supervised command exits as it would unsupervised: its exit code, or
-// the signal that killed it.
+// Wait gives the command's exit status: its exit code, or the signal that
+// killed it.
 func TestExitStatusIsRelayed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -174,7 +167,7 @@ func TestExitStatusIsRelayed(t *testing.T) {
 }
 
 // Standard streams, environment and folder are the command's; the
-// supervisor's own variable is not in its environment.
+// guardian's own variable is not in its environment.
 func TestCommandGetsItsStreams(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -193,7 +186,7 @@ func TestCommandGetsItsStreams(t *testing.T) {
 	require.Equal(t, "hello", lines[0])
 	require.Contains(t, []string{dir, real}, lines[1])
 	require.Contains(t, lines, "FOO=b\xffr", "a variable's bytes are kept")
-	require.NotContains(t, out.String(), "SKEIN_PROC_SUPERVISOR")
+	require.NotContains(t, out.String(), "SKEIN_PROC_GUARDIAN")
 	require.Equal(t, "oops\n", errOut.String())
 }
 
@@ -226,16 +219,4 @@ func TestStartFailsAsExecDoes(t *testing.T) {
 			require.True(t, errors.As(err, &pe))
 		})
 	}
-}
-
-// A signal sent to the supervisor alone reaches the command's group.
-func TestSignalToTheSupervisorIsPassedOn(t *testing.T) {
-	t.Parallel()
-	h := startHelper(t, `sleep 30 & touch "$1/started"; wait`, t.TempDir())
-	require.NotEqual(t, h.supervisor, h.command, "the command runs under a supervisor")
-	marker := h.marker
-	eventually(t, 30*time.Second, func() bool { return len(survivors(marker)) == 2 }, "the command never started its sleep")
-	require.NoError(t, syscall.Kill(h.supervisor, syscall.SIGTERM))
-	eventually(t, 30*time.Second, func() bool { return len(survivors(marker)) == 0 && !alive(h.supervisor) },
-		"SIGTERM to the supervisor did not reach its command: %v", survivors(marker))
 }

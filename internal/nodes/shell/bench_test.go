@@ -8,7 +8,7 @@ import (
 
 // BenchmarkRunTrue is the cost of one shell node around the smallest
 // command: start `true`, wait for it, keep its (empty) output. On Linux
-// that includes the supervisor the command runs under.
+// that includes registering the command with the guardian.
 func BenchmarkRunTrue(b *testing.B) {
 	bn := &bundle{}
 	s := &shell.Shell{}

@@ -693,7 +693,7 @@ func TestBackgroundProcessDoesNotHangRun(t *testing.T) {
 
 // TestEscapedProcessDoesNotHangRun: a process that left the command's
 // group cannot be killed with the group, but Run still returns once the
-// pipe wait is over; on Linux the command's supervisor kills it too.
+// pipe wait is over (it starts a session of its own: no one follows it).
 func TestEscapedProcessDoesNotHangRun(t *testing.T) {
 	t.Parallel()
 
@@ -712,11 +712,6 @@ func TestEscapedProcessDoesNotHangRun(t *testing.T) {
 	e := nodeError(t, err)
 	require.Equal(t, node.CategoryTimeout, e.Category)
 	require.Less(t, elapsed, 30*time.Second, "Run should not wait for an escaped process that holds stdout")
-	if runtime.GOOS == "linux" {
-		for _, pid := range pids {
-			require.False(t, running(pid), "process %d outlived the node", pid)
-		}
-	}
 }
 
 func TestOutputCap(t *testing.T) {
