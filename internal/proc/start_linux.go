@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,61 +30,100 @@ var canGuard = sync.OnceValue(func() bool {
 // guardian is Skein's end of the socket its guardian watches, started by
 // the first Start. Every command's group is registered on it ("+pgid\n")
 // while the command runs, and unregistered ("-pgid\n") once it ended.
+// groups is what is registered, to hand to a new guardian when the one
+// before is gone (killed by someone).
 var guardian struct {
-	once sync.Once
-	err  error
-	mu   sync.Mutex
-	ctl  *os.File
+	mu     sync.Mutex
+	ctl    *os.File
+	groups map[int]bool
 }
 
-// startGuardian starts the guardian, once: this program re-executed, with
-// the other end of a socket only Skein holds. When Skein dies, even of
-// SIGKILL, the socket ends, and the guardian kills every group still
-// registered, then exits.
+// startGuardian starts a guardian, with guardian.mu held: this program
+// re-executed, with the other end of a socket only Skein holds. When
+// Skein dies, even of SIGKILL, the socket ends, and the guardian kills
+// every group still registered, then exits. The groups registered with a
+// guardian that is gone are registered with the new one.
 func startGuardian() error {
-	guardian.once.Do(func() {
-		fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			guardian.err = fmt.Errorf("a socket for the guardian: %w", err)
-			return
-		}
-		ours := os.NewFile(uintptr(fds[0]), "guardian control")
-		theirs := os.NewFile(uintptr(fds[1]), "guardian control")
-		defer theirs.Close()
-		env := []string{guardianVar + "=1"}
-		if d, ok := os.LookupEnv("GOCOVERDIR"); ok { // a binary built with -cover
-			env = append(env, "GOCOVERDIR="+d)
-		}
-		g := &exec.Cmd{
-			Path: self, Args: []string{"skein-guardian"}, Env: env,
-			ExtraFiles: []*os.File{theirs}, // fd 3
-			// Its own group, so that a terminal's Ctrl-C for Skein's group
-			// does not reach it; no death signal: it must outlive Skein.
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		}
-		if err := g.Start(); err != nil {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("a socket for the guardian: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "guardian control")
+	theirs := os.NewFile(uintptr(fds[1]), "guardian control")
+	defer theirs.Close()
+	env := []string{guardianVar + "=1"}
+	if d, ok := os.LookupEnv("GOCOVERDIR"); ok { // a binary built with -cover
+		env = append(env, "GOCOVERDIR="+d)
+	}
+	g := &exec.Cmd{
+		Path: self, Args: []string{"skein-guardian"}, Env: env,
+		ExtraFiles: []*os.File{theirs}, // fd 3
+		// Its own group, so that a terminal's Ctrl-C for Skein's group
+		// does not reach it; no death signal: it must outlive Skein.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if err := g.Start(); err != nil {
+		ours.Close()
+		return fmt.Errorf("the guardian: %w", err)
+	}
+	// Never waited for: it ends after Skein (a guardian killed before
+	// stays a zombie until Skein exits).
+	guardianPID = g.Process.Pid
+	_ = g.Process.Release()
+	var lines []byte
+	for pgid := range guardian.groups {
+		lines = append(strconv.AppendInt(append(lines, '+'), int64(pgid), 10), '\n')
+	}
+	if len(lines) > 0 {
+		if _, err := ours.Write(lines); err != nil {
 			ours.Close()
-			guardian.err = fmt.Errorf("the guardian: %w", err)
-			return
+			return fmt.Errorf("the guardian: %w", err)
 		}
-		// Never waited for: it ends after Skein (a guardian killed before
-		// stays a zombie until Skein exits).
-		_ = g.Process.Release()
-		guardian.ctl = ours
-	})
-	return guardian.err
+	}
+	guardian.ctl = ours
+	return nil
 }
 
-// tell writes one line to the guardian. Once written, the line is the
-// guardian's even if Skein dies at once: it reads all before the end.
+// ensureGuardian starts a guardian when there is none.
+func ensureGuardian() error {
+	guardian.mu.Lock()
+	defer guardian.mu.Unlock()
+	if guardian.ctl != nil {
+		return nil
+	}
+	return startGuardian()
+}
+
+// guardianPID is the process id of the last guardian started (tests).
+var guardianPID int
+
+// tell registers ('+') or unregisters ('-') a group with the guardian,
+// starting one when there is none or the one before is gone. Once
+// written, the line is the guardian's even if Skein dies at once: it
+// reads all before the end.
 func tell(op byte, pgid int) error {
 	guardian.mu.Lock()
 	defer guardian.mu.Unlock()
-	_, err := guardian.ctl.Write(strconv.AppendInt([]byte{op}, int64(pgid), 10))
-	if err == nil {
-		_, err = guardian.ctl.Write([]byte{'\n'})
+	if guardian.groups == nil {
+		guardian.groups = map[int]bool{}
 	}
-	return err
+	if op == '+' {
+		guardian.groups[pgid] = true
+	} else {
+		delete(guardian.groups, pgid)
+	}
+	if guardian.ctl != nil {
+		line := append(strconv.AppendInt([]byte{op}, int64(pgid), 10), '\n')
+		if _, err := guardian.ctl.Write(line); err == nil {
+			return nil
+		}
+		guardian.ctl.Close() // gone: a new one takes every group
+		guardian.ctl = nil
+	}
+	if op == '-' {
+		return nil
+	}
+	return startGuardian()
 }
 
 // Start starts cmd under the proc rules and returns its tree.
@@ -110,7 +148,10 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	}
 	guarded := canGuard()
 	if guarded {
-		if err := startGuardian(); err != nil {
+		// The guardian runs before the command does: registering it is
+		// then one write, not a guardian's start-up, during which a
+		// killed Skein would leave the command's group behind.
+		if err := ensureGuardian(); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 		}
 	}
@@ -123,7 +164,7 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 		if err := tell('+', t.pid); err != nil {
 			t.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()
-			return nil, fmt.Errorf("starting %s: the guardian is gone: %w", cmd.Path, err)
+			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 		}
 		t.guarded = true
 	}
@@ -143,7 +184,9 @@ func (t *Tree) Wait() error {
 	}
 	t.Signal(syscall.SIGKILL)
 	err := t.cmd.Wait()
-	t.Await(5 * time.Second)
+	// Not waited for until the group is empty: what SIGKILL hit is dead,
+	// if not yet reaped by whoever inherited it (a container's init may
+	// take its time).
 	if t.guarded {
 		_ = tell('-', t.pid)
 	}

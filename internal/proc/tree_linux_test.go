@@ -220,3 +220,23 @@ func TestStartFailsAsExecDoes(t *testing.T) {
 		})
 	}
 }
+
+// A guardian someone killed is replaced by the next Start, which hands
+// the new one every group still running: commands keep starting.
+func TestANewGuardianWhenTheOldIsGone(t *testing.T) {
+	first := exec.Command("sleep", "3600")
+	tree, err := proc.Start(first)
+	require.NoError(t, err)
+	t.Cleanup(func() { tree.Signal(syscall.SIGKILL); _ = tree.Wait() })
+	old := proc.GuardianPID()
+	require.NotZero(t, old, "the first Start started a guardian")
+	require.NoError(t, syscall.Kill(old, syscall.SIGKILL))
+	eventually(t, time.Minute, func() bool { return !proc.Alive(old) }, "the guardian %d outlived SIGKILL", old)
+
+	next, err := proc.Start(exec.Command("true"))
+	require.NoError(t, err, "a command starts after its guardian was killed")
+	require.NoError(t, next.Wait())
+	now := proc.GuardianPID()
+	require.NotEqual(t, old, now, "a new guardian took over")
+	require.True(t, proc.Alive(now), "the new guardian runs")
+}
