@@ -64,9 +64,8 @@ type ReplayResult struct {
 // Divergence is a step of a replay that differs from the recorded run.
 type Divergence = cassette.Divergence
 
-// Replay re-executes a recorded run (skein run --record) as a new run that
-// sends nothing, spawns no process and spends no tokens: every model, MCP,
-// HTTP and shell interaction is answered from the run's cassette.
+// Replay re-executes a recorded run (skein run --record) as a new run whose
+// every outside interaction is answered from the run's cassette.
 func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, error) {
 	run, err := r.run(ctx, req.RunID)
 	if err != nil {

@@ -12,15 +12,14 @@ import (
 // ChatMessage is a message of a conversation (chat.Message).
 type ChatMessage = chat.Message
 
-// ChatHistory returns what a chat run of a conversation gets in
-// trigger.history: its last chat.HistoryTurns messages, each followed by
-// its reply, oldest first (chat.History).
+// ChatHistory returns a conversation's trigger.history: its last
+// chat.HistoryTurns messages and their replies, oldest first.
 func (r *Runner) ChatHistory(ctx context.Context, workflow, conversation string) ([]ChatMessage, error) {
 	return chat.History(ctx, r.st, workflow, conversation, chat.HistoryTurns)
 }
 
-// AddChatMessage records a message of a conversation with the run that
-// answers it (chat.Add) and returns its number in the conversation.
+// AddChatMessage records a message with the run that answers it and
+// returns its number in the conversation (chat.Add).
 func (r *Runner) AddChatMessage(ctx context.Context, workflow, conversation, runID, message string) (int, error) {
 	n, err := chat.Add(ctx, r.st, workflow, conversation, runID, message)
 	if errors.Is(err, store.ErrNotFound) {
