@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/skeinhq/skein/internal/confine"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -99,23 +100,5 @@ func writeJSON(root *os.Root, name string, v any, red *redact.Redactor) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
-	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, name)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
+	return confine.Replace(root, name, data, 0o644)
 }

@@ -159,6 +159,12 @@ func WriteFile(name string, data []byte, perm fs.FileMode, dirs ...string) error
 			return err
 		}
 	}
+	return Replace(root, rel, data, perm)
+}
+
+// Replace writes data to rel beneath root through a temporary file beside
+// it, renamed over: a reader sees the old content or the new one.
+func Replace(root *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	tmp := filepath.Join(filepath.Dir(rel), "."+filepath.Base(rel)+"."+rand.Text()[:8])
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
