@@ -17,6 +17,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # so, once, and the other packages without it.
 RACE_PKGS ?= ./internal/...
 
+# How long one package's tests may take (go test's default is 10m). A
+# package whose test builds Skein from source (the container image's static
+# binary, without the build cache's race or cgo objects) needs more on a
+# fresh, loaded machine.
+TEST_TIMEOUT ?= 20m
+
 # Fuzzing: an input that finds new coverage is minimised for at most
 # FUZZMINIMIZE (Go's default, 60 s, took most of a 30 s run at 0 execs/s).
 # Raise it to minimise a failing input: make fuzz FUZZMINIMIZE=60s.
@@ -75,12 +81,12 @@ deps:
 # the race detector, the other packages (the binary's end-to-end tests,
 # the public packages) without it.
 test: deps
-	$(GO) test -race $(RACE_PKGS)
-	$(GO) test $$($(GO) list ./... | grep -v '/internal/')
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/internal/')
 
 # Only the tests of RACE_PKGS under the race detector.
 race: deps
-	$(GO) test -race $(RACE_PKGS)
+	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

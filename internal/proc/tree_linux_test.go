@@ -109,7 +109,8 @@ func TestTreeDiesWithSkein(t *testing.T) {
 }
 
 // What a command leaves running in its group when it exits is killed with
-// it: once Wait returns, no process of its group is left.
+// it: once Wait returns, every process of its group got SIGKILL (the
+// kernel may take a moment to end them on a loaded machine).
 func TestTreeEndsWithTheCommand(t *testing.T) {
 	t.Parallel()
 	marker := "ends-" + strconv.Itoa(os.Getpid())
@@ -127,7 +128,8 @@ func TestTreeEndsWithTheCommand(t *testing.T) {
 	})
 	require.NoError(t, tree.Wait())
 	require.Equal(t, "ok\n", out.String())
-	require.Empty(t, survivors(marker), "processes the command left are killed when it exits")
+	eventually(t, 30*time.Second, func() bool { return len(survivors(marker)) == 0 },
+		"processes the command left are killed when it exits: %v", survivors(marker))
 }
 
 // Wait gives the command's exit status: its exit code, or the signal that
