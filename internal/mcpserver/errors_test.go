@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -394,4 +396,39 @@ func with(m map[string]any, k string, v any) map[string]any {
 	out := clone(m)
 	out[k] = v
 	return out
+}
+
+// TestMCPErrorsNamePathsOverHTTPOnly: a tool error over HTTP names no path
+// of the machine's outside the working folder (a remote caller learns
+// nothing of its layout), and a path in it relative to it; over stdio the
+// caller is the machine's user and is told the whole path.
+func TestMCPErrorsNamePathsOverHTTPOnly(t *testing.T) {
+	t.Parallel()
+	outside := filepath.Join(t.TempDir(), "private", "missing.yaml")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	inside := filepath.Join(wd, "testdata", "missing-here.yaml")
+	for _, tr := range mcpTransports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			cs := tr.connect(t)
+			call := func(file string) string {
+				res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_workflow", Arguments: map[string]any{"file": file}})
+				require.NoError(t, err)
+				terr := toolError(t, res)
+				require.Equal(t, "invalid_workflow", terr.Code, terr.Message)
+				return terr.Message
+			}
+			out, in := call(outside), call(inside)
+			if tr.name == "stdio" {
+				require.Contains(t, out, outside)
+				require.Contains(t, in, inside)
+				return
+			}
+			require.NotContains(t, out, filepath.Dir(outside))
+			require.Contains(t, out, "…"+string(filepath.Separator)+"missing.yaml")
+			require.NotContains(t, in, wd)
+			require.Contains(t, in, filepath.Join("testdata", "missing-here.yaml"))
+		})
+	}
 }

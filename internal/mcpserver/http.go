@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/skeinhq/skein/internal/pathscrub"
 )
 
 // ServeStdio serves one client on in and out (a process's stdin and
@@ -52,6 +55,11 @@ type HTTPConfig struct {
 // every request must carry it as a bearer token. It keeps at most
 // hc.MaxSessions sessions (see HTTPConfig); a server has one Handler.
 func (s *Server) Handler(hc HTTPConfig) http.Handler {
+	roots := map[string]string{s.cfg.Runner.Dir: "the data folder"}
+	if wd, err := os.Getwd(); err == nil {
+		roots[wd] = "the working folder"
+	}
+	s.paths.Store(pathscrub.New(roots))
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{
 		SessionTimeout: hc.SessionIdle,
 	})

@@ -11,12 +11,14 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skeinhq/skein/internal/pathscrub"
 	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/rundoc"
@@ -63,6 +65,12 @@ type Server struct {
 
 	mu sync.Mutex
 	r  *runner.Runner
+
+	// paths, once the server serves HTTP, rewrites the paths its errors
+	// name (pathscrub): a caller over the network is told no path of the
+	// machine's, only paths in the data and working folders, relative to
+	// them. Over stdio the caller is the machine's user and is told all.
+	paths atomic.Pointer[pathscrub.Scrubber]
 }
 
 // runner returns the service's runner, opening it; with create false it
@@ -217,7 +225,7 @@ func New(serving context.Context, cfg Config) *Server {
 			"Validate a workflow before running it; a run's result lists its steps; failed or cancelled runs can be resumed. " +
 			"Tool errors carry a JSON object {code, category, message}.",
 	})
-	srv.AddReceivingMiddleware(protocolErrors(cfg.Log), s.track(serving), argumentErrors)
+	srv.AddReceivingMiddleware(s.scrubPaths, protocolErrors(cfg.Log), s.track(serving), argumentErrors)
 	readOnly := &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(false)}
 
 	AddTool(srv, &sdk.Tool{
@@ -373,6 +381,32 @@ func argumentErrors(next sdk.MethodHandler) sdk.MethodHandler {
 			r.Content = toolErrorContent(validationError(codeInvalidArguments, "%v", r.GetError()))
 		}
 		return res, nil
+	}
+}
+
+// scrubPaths rewrites the paths that tool errors and JSON-RPC errors name,
+// when the server serves HTTP (Server.paths).
+func (s *Server) scrubPaths(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		res, err := next(ctx, method, req)
+		ps := s.paths.Load()
+		if ps == nil {
+			return res, err
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) {
+			msg, _ := ps.Scrub(werr.Message, "")
+			err = &jsonrpc.Error{Code: werr.Code, Message: msg, Data: werr.Data}
+		}
+		if r, ok := res.(*sdk.CallToolResult); ok && r != nil && r.IsError {
+			for i, c := range r.Content {
+				if tc, ok := c.(*sdk.TextContent); ok {
+					text, _ := ps.Scrub(tc.Text, "")
+					r.Content[i] = &sdk.TextContent{Text: text, Meta: tc.Meta, Annotations: tc.Annotations}
+				}
+			}
+		}
+		return res, err
 	}
 }
 

@@ -159,14 +159,14 @@ var retried = map[string]bool{CodeBusy: true, CodeNotReady: true, CodeUnavailabl
 var errShuttingDown = errors.New("the server is shutting down")
 
 // writeProblem answers with err as a problem; a server error is logged.
-// The answer names no path of the server's (pathScrubber); a caller that
+// The answer names no path of the server's (pathscrub); a caller that
 // sent no API token (a webhook's, a probe's) is told only what the problem
 // is when its detail named one, or when it is a server error: the log has
 // the whole error, under the request id the answer gives.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := *problemOf(err)
 	logged := p.Status >= 500 && p.Code != CodeShuttingDown && !retried[p.Code]
-	detail, hadPath := s.paths.scrub(p.Detail, r.URL.Path)
+	detail, hadPath := s.paths.Scrub(p.Detail, r.URL.Path)
 	p.Detail = detail
 	if scopeOf(r.Context()) == auth.None && (logged || hadPath || p.Diagnostics != nil) {
 		hadPath = true
@@ -176,8 +176,8 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 	} else if p.Diagnostics != nil {
 		ds := make([]workflow.Diagnostic, len(p.Diagnostics)) // the error's own are not changed
 		for i, d := range p.Diagnostics {
-			d.File, _ = s.paths.scrub(d.File, "")
-			d.Message, _ = s.paths.scrub(d.Message, "")
+			d.File, _ = s.paths.Scrub(d.File, "")
+			d.Message, _ = s.paths.Scrub(d.Message, "")
 			ds[i] = d
 		}
 		p.Diagnostics = ds

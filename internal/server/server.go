@@ -18,6 +18,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/pathscrub"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/schedule"
@@ -113,7 +114,7 @@ type Server struct {
 	// csrfKey signs the web viewer's CSRF tokens (session.go).
 	csrfKey [32]byte
 	// paths rewrites the server's paths in problems' details.
-	paths *pathScrubber
+	paths *pathscrub.Scrubber
 }
 
 // New makes a server and loads its workflows. A workflow file that does
@@ -157,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Log, leave: make(chan struct{}), hard: make(chan struct{}), closing: make(chan struct{}),
 		reloaded: make(chan struct{}, 1), tracer: cfg.Tracer.Tracer("github.com/skeinhq/skein/internal/server"),
 		slots: make(slots, cfg.MaxRunning)}
-	s.paths = newPathScrubber(map[string]string{cfg.Runner.Dir(): "the data folder", cfg.Workflows: "the workflows folder",
+	s.paths = pathscrub.New(map[string]string{cfg.Runner.Dir(): "the data folder", cfg.Workflows: "the workflows folder",
 		os.TempDir(): "the temporary folder"})
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.ScheduleState(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})

@@ -1,4 +1,8 @@
-package server
+// Package pathscrub rewrites the paths a server's answers would name:
+// what an error says of the server's own folders is said relative to them,
+// and any other absolute path by its last element. The servers' logs keep
+// the whole error.
+package pathscrub
 
 import (
 	"os"
@@ -7,12 +11,6 @@ import (
 	"strings"
 )
 
-// Problem details never name a path of the server's own: a path in the
-// data folder or the workflows folder is said relative to it ("runs/…",
-// "hello.yaml"), the folder itself by what it is ("the data folder"), and
-// any other absolute path by its last element ("…/secrets.env"). The
-// whole error, paths and all, goes to the server's log.
-
 // pathRoot is a folder of the server whose paths answers name relative to
 // it.
 type pathRoot struct {
@@ -20,16 +18,19 @@ type pathRoot struct {
 	name string // what the folder itself is called in an answer
 }
 
-// pathScrubber rewrites the paths of a problem's detail.
-type pathScrubber struct {
+// Scrubber rewrites the paths of an answer: a path in one of its folders
+// is said relative to it ("runs/…", "hello.yaml"), the folder itself by
+// what it is ("the data folder"), and any other absolute path by its last
+// element ("…/secrets.env").
+type Scrubber struct {
 	roots []pathRoot // longest first: a folder inside another is said relative to itself
 }
 
-// newPathScrubber knows the folders of roots (folder → its name). Each is
+// New knows the folders of roots (folder → its name). Each is
 // known by its path as given, its absolute path and its path through
 // symlinks, whichever an error may name.
-func newPathScrubber(roots map[string]string) *pathScrubber {
-	ps := &pathScrubber{}
+func New(roots map[string]string) *Scrubber {
+	ps := &Scrubber{}
 	seen := map[string]bool{}
 	add := func(dir, name string) {
 		dir = filepath.Clean(dir)
@@ -68,10 +69,10 @@ func pathByte(c byte) bool {
 		strings.IndexByte("/._-~+@%:", c) >= 0
 }
 
-// scrub rewrites the server's paths in text; it reports whether it found
+// Scrub rewrites the server's paths in text; it reports whether it found
 // any. keep is a path text may name as it is (the request's own URL
 // path, which is the caller's, not the server's).
-func (ps *pathScrubber) scrub(text, keep string) (string, bool) {
+func (ps *Scrubber) Scrub(text, keep string) (string, bool) {
 	var b strings.Builder
 	found := false
 	for i := 0; i < len(text); {
@@ -103,7 +104,7 @@ func (ps *pathScrubber) scrub(text, keep string) (string, bool) {
 // rewrite is what an answer says for the word p when it is a path of the
 // server's; false when it is none (a word, the request's own path, a
 // single element such as /healthz, an API route).
-func (ps *pathScrubber) rewrite(p, keep string) (string, bool) {
+func (ps *Scrubber) rewrite(p, keep string) (string, bool) {
 	for _, r := range ps.roots {
 		if p == r.dir && filepath.IsAbs(p) { // a relative one could be a word of prose
 			return r.name, true
