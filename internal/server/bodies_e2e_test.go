@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -65,14 +66,21 @@ func TestProblemsNameNoServerPaths(t *testing.T) {
 		require.NotContains(t, string(a.body), s.dir, "an answer names no path of the server's")
 		require.NotContains(t, string(a.body), filepath.Dir(s.dir))
 		p := a.json(t)
+		require.Equal(t, "internal", p["code"], "a run folder that cannot be made is not the database being down")
+		require.Equal(t, http.StatusInternalServerError, a.status)
 		id, _ := p["request_id"].(string)
 		require.NotEmpty(t, id, "a request id points into the log: %s", a.body)
 		var logged string
-		for _, line := range strings.Split(s.log(), "\n") {
-			if strings.Contains(line, id) {
-				logged = line
+		// The log is read from the server's stderr as it comes: the line
+		// may follow the answer.
+		s.eventually("the log line of "+id, time.Minute, func() bool {
+			for _, line := range strings.Split(s.log(), "\n") {
+				if strings.Contains(line, id) {
+					logged = line
+				}
 			}
-		}
+			return logged != ""
+		})
 		require.Contains(t, logged, runs, "the log has the whole error, path and all")
 	}
 	hp := hook.json(t)

@@ -30,10 +30,16 @@ func Transient(err error) bool {
 		}
 		return false
 	}
-	var connErr *pgconn.ConnectError
-	var netErr net.Error
+	// A network operation's error, not any net.Error: every
+	// syscall.Errno is one (it has Timeout and Temporary), and a run
+	// folder that cannot be made (ENOTDIR, ENOSPC) is no outage.
+	var (
+		connErr *pgconn.ConnectError
+		opErr   *net.OpError
+		dnsErr  *net.DNSError
+	)
 	switch {
-	case errors.As(err, &connErr), errors.As(err, &netErr),
+	case errors.As(err, &connErr), errors.As(err, &opErr), errors.As(err, &dnsErr),
 		pgconn.SafeToRetry(err), pgconn.Timeout(err),
 		errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -36,6 +40,10 @@ func TestTransient(t *testing.T) {
 		{"no rows", pgx.ErrNoRows, false},
 		{"cancelled", context.Canceled, false},
 		{"other", errors.New("history has a gap"), false},
+		{"a file where a folder is needed", fmt.Errorf("cannot create run folder: %w", &fs.PathError{Op: "mkdir", Path: "/x/runs/a", Err: syscall.ENOTDIR}), false},
+		{"disk full", &fs.PathError{Op: "write", Path: "/x/runs/a/run.json", Err: syscall.ENOSPC}, false},
+		{"a read that timed out", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, true},
+		{"an unknown host", fmt.Errorf("dial: %w", &net.DNSError{Err: "no such host", Name: "db.invalid"}), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
