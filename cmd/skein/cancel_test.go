@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	skeinproc "github.com/skeinhq/skein/internal/proc"
 )
 
 // cancelDoc is what the cancel tests read of a run.
@@ -176,7 +178,7 @@ func TestCancelLetFinish(t *testing.T) {
 				st, _ := read().step("nap")
 				return st == "cancelled"
 			}, "the cancel never reached the run's owner")
-			require.True(t, alive(pid), "the running node goes on")
+			require.True(t, skeinproc.Alive(pid), "the running node goes on")
 			doc := read()
 			st, _ := doc.step("slow")
 			require.Equal(t, "running", st)
@@ -215,7 +217,7 @@ func TestCancelStopsTheNodeOnAWorker(t *testing.T) {
 	require.Equal(t, 0, c.code, c.stderr)
 	require.Contains(t, c.stdout, "run "+id+" cancelled")
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
-	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the node's process outlived the cancel")
+	eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(pid) }, "the node's process outlived the cancel")
 	doc := showRun(t, "--db", db, id)
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
@@ -287,11 +289,11 @@ func TestCtrlCOnAQueuedRun(t *testing.T) {
 		st, _ := showRun(t, "--db", db, id).step("nap")
 		return st == "cancelled"
 	}, "the first Ctrl-C did not cancel the run:\n%s", stderr.String())
-	require.True(t, alive(pid), "the first Ctrl-C lets the running node go on")
+	require.True(t, skeinproc.Alive(pid), "the first Ctrl-C lets the running node go on")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second), stderr.String())
-	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the node's process outlived the second Ctrl-C")
+	eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(pid) }, "the node's process outlived the second Ctrl-C")
 	doc := showRun(t, "--db", db, id)
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("slow")
@@ -362,7 +364,7 @@ nodes:
 	c := run(t, "cancel", "--db", db, id)
 	require.Equal(t, 0, c.code, c.stderr)
 	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
-	eventually(t, 30*time.Second, func() bool { return !alive(pid) }, "the child's node outlived the cancel")
+	eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(pid) }, "the child's node outlived the cancel")
 	doc := showRun(t, "--db", db, id)
 	require.Equal(t, "cancelled", string(doc.Status))
 	st, _ := doc.step("sub")

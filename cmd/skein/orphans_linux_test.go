@@ -9,27 +9,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-)
 
-// treeOf lists the living processes whose environment holds
-// SKEIN_TEST_TREE=marker: a shell node's processes, whatever their group or
-// session.
-func treeOf(marker string) []int {
-	want := []byte("SKEIN_TEST_TREE=" + marker + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && bytes.Contains(env, want) && alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+	"github.com/skeinhq/skein/internal/proc/proctest"
+)
 
 // TestKilledRunLeavesNoProcess kills `skein run` with SIGKILL while a shell
 // node runs a command that would write a file 5 s later, from a process
@@ -60,8 +42,8 @@ func TestKilledRunLeavesNoProcess(t *testing.T) {
 
 			_ = cmd.Process.Kill() // the node may have ended already (the background case)
 			_ = cmd.Wait()
-			eventually(t, 30*time.Second, func() bool { return len(treeOf(marker)) == 0 },
-				"the node's processes outlived skein's SIGKILL: %v", treeOf(marker))
+			eventually(t, 30*time.Second, func() bool { return len(proctest.Survivors("SKEIN_TEST_TREE", marker)) == 0 },
+				"the node's processes outlived skein's SIGKILL: %v", proctest.Survivors("SKEIN_TEST_TREE", marker))
 			for _, f := range []string{"x", "y"} {
 				require.NoFileExists(t, filepath.Join(dir, f), "a process of the node outlived skein")
 			}

@@ -13,13 +13,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	skeinproc "github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
@@ -199,20 +199,6 @@ func TestKillResumeAnywhere(t *testing.T) {
 	t.Logf("%d kills, %d nodes completed before the last; lines per node %v", kills, len(frozen), now)
 }
 
-// alive reports whether a process exists and is not a zombie (an orphan
-// that was killed stays a zombie where nobody reaps it).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
 func pad(i int) string {
 	if i < 10 {
 		return "0" + strconv.Itoa(i)
@@ -251,12 +237,12 @@ func TestKilledShellLeavesNoOrphan(t *testing.T) {
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
 	if runtime.GOOS == "linux" {
-		eventually(t, 30*time.Second, func() bool { return !alive(orphan) }, "the sleeping child outlived skein")
+		eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(orphan) }, "the sleeping child outlived skein")
 	}
 
 	r := run(t, "resume", "--dir", dir, id)
 	require.Equal(t, 0, r.code, r.stderr)
-	require.False(t, alive(orphan), "the resume stopped the child the dead run left")
+	require.False(t, skeinproc.Alive(orphan), "the resume stopped the child the dead run left")
 	data, err := os.ReadFile(out)
 	require.NoError(t, err)
 	require.Equal(t, "written\n", string(data), "only the re-run node's child wrote")

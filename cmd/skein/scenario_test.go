@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/llm/llmtest"
+	skeinproc "github.com/skeinhq/skein/internal/proc"
 )
 
 // The semantics contract: one table of scenarios (scenarios_table_test.go),
@@ -651,7 +652,7 @@ func (l *localTarget) kill(t *testing.T, id string) {
 	cmd := l.runs[id]
 	l.mu.Unlock()
 	require.NoError(t, cmd.Process.Kill())
-	eventually(t, 30*time.Second, func() bool { return cmd.ProcessState != nil || !alive(cmd.Process.Pid) }, "skein run did not die")
+	eventually(t, 30*time.Second, func() bool { return cmd.ProcessState != nil || !skeinproc.Alive(cmd.Process.Pid) }, "skein run did not die")
 }
 
 // recover resumes the run in a process of its own.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/proc/proctest"
 )
 
 // A stdio server dies with the Skein that started it, with every process
@@ -34,7 +36,7 @@ func TestServerDiesWithSkein(t *testing.T) {
 		_ = helper.Process.Kill()
 		_ = helper.Wait()
 		if t.Failed() {
-			for _, pid := range survivors(marker) {
+			for _, pid := range proctest.Survivors(markerVar, marker) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -44,7 +46,7 @@ func TestServerDiesWithSkein(t *testing.T) {
 	require.NoError(t, err, "the helper prints the server's pid")
 	pid, err := strconv.Atoi(strings.TrimSpace(line))
 	require.NoError(t, err)
-	require.Contains(t, survivors(marker), pid, "the server runs while Skein does")
+	require.Contains(t, proctest.Survivors(markerVar, marker), pid, "the server runs while Skein does")
 	pgid, err := syscall.Getpgid(pid)
 	require.NoError(t, err)
 	require.Equal(t, pid, pgid, "the server leads its own process group")
@@ -52,8 +54,8 @@ func TestServerDiesWithSkein(t *testing.T) {
 	require.NoError(t, helper.Process.Kill())
 	_ = helper.Wait()
 	deadline := time.Now().Add(60 * time.Second)
-	for len(survivors(marker)) > 0 {
-		require.True(t, time.Now().Before(deadline), "the server outlived Skein's SIGKILL: %v", survivors(marker))
+	for len(proctest.Survivors(markerVar, marker)) > 0 {
+		require.True(t, time.Now().Before(deadline), "the server outlived Skein's SIGKILL: %v", proctest.Survivors(markerVar, marker))
 		time.Sleep(10 * time.Millisecond)
 	}
 }

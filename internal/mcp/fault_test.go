@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/proc/proctest"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -138,7 +139,7 @@ func TestHungServerIsStoppedAndRestarted(t *testing.T) {
 
 	c := callKind(ctx, t, b.pool, "faulty", "spin", nil, 1)
 	require.Equal(t, node.CategoryTimeout, c.err.Category)
-	require.Eventually(t, func() bool { return len(survivors(b.marker)) == 0 },
+	require.Eventually(t, func() bool { return len(proctest.Survivors(markerVar, b.marker)) == 0 },
 		time.Minute, 20*time.Millisecond, "the hung server is killed without waiting for Close")
 
 	c = callKind(context.Background(), t, b.pool, "faulty", "echo", map[string]any{"message": "again"}, 2)
@@ -174,7 +175,7 @@ func TestCrashedServerWithChildHoldingOutput(t *testing.T) {
 	require.Contains(t, c.err.Details["stderr"], "faulty: exiting, my child keeps stdout")
 	// server_exited, not a timeout: noticed when the server exits, not
 	// when the call's 30 s run out.
-	require.Eventually(t, func() bool { return len(survivors(b.marker)) == 0 },
+	require.Eventually(t, func() bool { return len(proctest.Survivors(markerVar, b.marker)) == 0 },
 		time.Minute, 20*time.Millisecond, "the child holding the output is killed with the server's group")
 
 	c = callKind(context.Background(), t, b.pool, "faulty", "echo", map[string]any{"message": "back"}, 2)
@@ -196,7 +197,7 @@ func TestCloseKillsStubbornServer(t *testing.T) {
 	c := callKind(ctx, t, pool, "faulty", "hang", nil, 1)
 	require.Equal(t, node.CategoryTimeout, c.err.Category)
 	require.NotContains(t, c.err.Message, "ping", "the server still answers pings, so it is kept")
-	require.Len(t, survivors(marker), 1)
+	require.Len(t, proctest.Survivors(markerVar, marker), 1)
 
 	// The server ignores the end of its stdin: Close returns only because
 	// it killed it (a minute is a safety net, not a bound).

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/proc/proctest"
 	"github.com/skeinhq/skein/node"
 	_ "github.com/skeinhq/skein/node/standard"
 	"github.com/skeinhq/skein/workflow"
@@ -92,48 +91,10 @@ func (p paths) faultyServer(marker string, flags ...string) *workflow.MCPServer 
 		Env: map[string]string{markerVar: marker}}
 }
 
-// survivors lists the processes whose environment carries marker.
-func survivors(marker string) []int {
-	if runtime.GOOS != "linux" {
-		return nil
-	}
-	want := []byte(markerVar + "=" + marker)
-	dirs, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.Equal(kv, want) && !zombie(pid) {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
-}
-
-// zombie reports whether pid has exited and waits to be reaped (by a
-// parent that is not ours to hurry).
-func zombie(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
 // requireNoSurvivors fails when a process tagged with marker is alive.
 func requireNoSurvivors(t testing.TB, marker string) {
 	t.Helper()
-	require.Empty(t, survivors(marker), "processes started by the test are still running")
+	require.Empty(t, proctest.Survivors(markerVar, marker), "processes started by the test are still running")
 }
 
 // bundle is what most tests need: a pool over some servers whose

@@ -17,6 +17,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/mcp"
 	"github.com/skeinhq/skein/internal/mcp/mcptest"
+	"github.com/skeinhq/skein/internal/proc/proctest"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -86,7 +87,7 @@ func TestConcurrentFirstUse(t *testing.T) {
 	}
 	pid := mcp.ServerPID(b.pool, "everything")
 	require.NotZero(t, pid)
-	require.Equal(t, []int{pid}, survivors(b.marker), "one server process for every caller")
+	require.Equal(t, []int{pid}, proctest.Survivors(markerVar, b.marker), "one server process for every caller")
 }
 
 // args and env of a stdio server are templates over inputs and secrets.
@@ -129,7 +130,7 @@ func TestTemplateErrorInArgs(t *testing.T) {
 	require.Equal(t, mcp.CategoryStart, e.Category)
 	require.Equal(t, "template", e.Code)
 	require.Contains(t, e.Message, "args[0]")
-	require.Empty(t, survivors(b.marker), "nothing was spawned")
+	require.Empty(t, proctest.Survivors(markerVar, b.marker), "nothing was spawned")
 }
 
 // A streamable HTTP server gets the server's headers, rendered.
@@ -236,7 +237,7 @@ func TestNotAllowed(t *testing.T) {
 	require.True(t, c.err.Permanent)
 	require.Contains(t, c.err.Message, "the operator did not list it")
 	require.Equal(t, []string{b.paths.node}, asked)
-	require.Empty(t, survivors(b.marker))
+	require.Empty(t, proctest.Survivors(markerVar, b.marker))
 }
 
 func TestClosedPool(t *testing.T) {

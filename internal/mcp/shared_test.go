@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/mcp"
+	"github.com/skeinhq/skein/internal/proc/proctest"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -38,7 +39,7 @@ func TestSharedPoolsAcrossRuns(t *testing.T) {
 
 	_, err := a.Tools(ctx, "everything")
 	require.NoError(t, err)
-	require.Len(t, survivors(marker), 1, "one server process for both runs")
+	require.Len(t, proctest.Survivors(markerVar, marker), 1, "one server process for both runs")
 
 	releaseA()
 	releaseA() // a second release changes nothing
@@ -46,6 +47,6 @@ func TestSharedPoolsAcrossRuns(t *testing.T) {
 	require.NoError(t, err, "the pool outlives one of its runs")
 	releaseB()
 	releaseC()
-	require.Eventually(t, func() bool { return shared.Len() == 0 && len(survivors(marker)) == 0 },
+	require.Eventually(t, func() bool { return shared.Len() == 0 && len(proctest.Survivors(markerVar, marker)) == 0 },
 		time.Minute, 10*time.Millisecond, "idle pools close, and their servers exit")
 }

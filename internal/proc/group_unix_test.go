@@ -17,20 +17,6 @@ import (
 	"github.com/skeinhq/skein/internal/proc"
 )
 
-// alive reports whether pid is a living process: a zombie is dead, it only
-// waits to be reaped.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // no /proc here: kill says it exists
-	}
-	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
-	return !strings.HasPrefix(strings.TrimSpace(rest), "Z")
-}
-
 // eventually fails the test unless cond holds within limit.
 func eventually(t *testing.T, limit time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
@@ -101,7 +87,7 @@ func TestKillGroup(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, killed)
 		for _, pid := range g.pids {
-			require.False(t, alive(pid), "process %d is gone when KillGroup returns", pid)
+			require.False(t, proc.Alive(pid), "process %d is gone when KillGroup returns", pid)
 		}
 		_ = g.tree.Wait()
 		require.Equal(t, syscall.SIGKILL, g.cmd.ProcessState.Sys().(syscall.WaitStatus).Signal())
@@ -120,7 +106,7 @@ func TestKillGroup(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, killed)
 		for _, pid := range g.pids {
-			require.True(t, alive(pid), "process %d of an unrelated group was left alone", pid)
+			require.True(t, proc.Alive(pid), "process %d of an unrelated group was left alone", pid)
 		}
 	})
 

@@ -17,26 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/proc"
+	"github.com/skeinhq/skein/internal/proc/proctest"
 )
-
-// survivors lists the living processes whose environment carries marker:
-// every process of a helper's tree, whatever its group or session.
-func survivors(marker string) []int {
-	want := []byte(markerEnv + "=" + marker + "\x00")
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if err == nil && bytes.Contains(env, want) && alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
 
 // helper is the test binary standing in for Skein, running one script
 // under the proc rules.
@@ -64,7 +46,7 @@ func startHelper(t *testing.T, script, dir string) *helper {
 		_ = h.cmd.Process.Kill()
 		_ = h.cmd.Wait()
 		if t.Failed() { // leave no sleep behind
-			for _, pid := range survivors(h.marker) {
+			for _, pid := range proctest.Survivors(markerEnv, h.marker) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -101,8 +83,8 @@ func TestTreeDiesWithSkein(t *testing.T) {
 
 			require.NoError(t, h.cmd.Process.Kill())
 			_ = h.cmd.Wait()
-			eventually(t, 30*time.Second, func() bool { return len(survivors(h.marker)) == 0 && !alive(h.command) },
-				"the tree outlived its owner's SIGKILL: %v", survivors(h.marker))
+			eventually(t, 30*time.Second, func() bool { return len(proctest.Survivors(markerEnv, h.marker)) == 0 && !proc.Alive(h.command) },
+				"the tree outlived its owner's SIGKILL: %v", proctest.Survivors(markerEnv, h.marker))
 			require.NoFileExists(t, filepath.Join(dir, "late"), "a process of the tree outlived its owner")
 		})
 	}
@@ -122,14 +104,14 @@ func TestTreeEndsWithTheCommand(t *testing.T) {
 	tree, err := proc.Start(cmd)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		for _, pid := range survivors(marker) {
+		for _, pid := range proctest.Survivors(markerEnv, marker) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
 	require.NoError(t, tree.Wait())
 	require.Equal(t, "ok\n", out.String())
-	eventually(t, 30*time.Second, func() bool { return len(survivors(marker)) == 0 },
-		"processes the command left are killed when it exits: %v", survivors(marker))
+	eventually(t, 30*time.Second, func() bool { return len(proctest.Survivors(markerEnv, marker)) == 0 },
+		"processes the command left are killed when it exits: %v", proctest.Survivors(markerEnv, marker))
 }
 
 // Wait gives the command's exit status: its exit code, or the signal that

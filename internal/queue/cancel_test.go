@@ -8,11 +8,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	skeinproc "github.com/skeinhq/skein/internal/proc"
 )
 
 // sleeper is a workflow whose shell node writes its pid to pidFile, then
@@ -50,19 +51,6 @@ func pidOf(t *testing.T, file string) int {
 	return pid
 }
 
-// alive reports whether a process exists and is not a zombie.
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
 func (b *bundle) available(t *testing.T, runID string) int {
 	t.Helper()
 	var n int
@@ -88,7 +76,7 @@ func TestCancelStopsARunningNodeOnItsWorker(t *testing.T) {
 	done := b.wait(t, run.ID)
 	require.Equal(t, "cancelled", string(done.Status))
 	require.NotNil(t, done.FinishedAt)
-	require.Eventually(t, func() bool { return !alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	require.Eventually(t, func() bool { return !skeinproc.Alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
 	steps := b.steps(t, run.ID)
 	require.Len(t, steps["slow"], 1)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
@@ -148,7 +136,7 @@ func TestCancelLetFinishOnTheQueue(t *testing.T) {
 	got, err := b.st.Run(context.Background(), run.ID)
 	require.NoError(t, err)
 	require.Equal(t, "running", string(got.Status), "the run waits for its running node")
-	require.True(t, alive(pid), "the running node goes on")
+	require.True(t, skeinproc.Alive(pid), "the running node goes on")
 	require.NoError(t, os.WriteFile(gate, nil, 0o600))
 
 	done := b.wait(t, run.ID)
@@ -184,7 +172,7 @@ func TestCancelLetFinishThenStop(t *testing.T) {
 	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
 	done := b.wait(t, run.ID)
 	require.Equal(t, "cancelled", string(done.Status))
-	require.Eventually(t, func() bool { return !alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	require.Eventually(t, func() bool { return !skeinproc.Alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
 	steps := b.steps(t, run.ID)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
 	require.Equal(t, "cancelled", string(steps["after"][0].Status))
