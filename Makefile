@@ -29,7 +29,7 @@ TEST_TIMEOUT ?= 20m
 FUZZMINIMIZE ?= 1s
 FUZZ = $(GO) test -run='^$$' -fuzzminimizetime=$(FUZZMINIMIZE)
 
-.PHONY: build install test race deps ci lint fuzz bench man web image
+.PHONY: build install test race deps ci lint fuzz bench bench-go man web image
 
 # A release build: no file system paths in the binary (-trimpath), no
 # symbol table or DWARF (-s -w); panics still print their stack traces.
@@ -107,7 +107,20 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=10s ./internal/server
 	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10s ./internal/server
 
+# The CLI's figures (scripts/bench-cli.sh: chain, foreach, loop, cold
+# run), skein run as a process on the project's disk, this tree against
+# BENCH_BASE (the previous commit by default), interleaved run by run,
+# medians of BENCH_ROUNDS: each figure with its ratio now / base.
+BENCH_BASE ?= HEAD~1
+BENCH_ROUNDS ?= 5
 bench:
+	rm -rf tmp/bench-base && mkdir -p tmp/bench-base/src
+	git archive $(BENCH_BASE) | tar -x -C tmp/bench-base/src
+	cd tmp/bench-base/src && $(GO) build -o ../skein ./cmd/skein
+	BASE=tmp/bench-base/skein scripts/bench-cli.sh $(BENCH_ROUNDS)
+
+# The Go benchmarks of decoding, the scheduler and durable runs.
+bench-go:
 	$(GO) test -run='^$$' -bench=. -benchtime=10x ./workflow ./internal/engine ./internal/durable
 
 ci: lint fuzz test race

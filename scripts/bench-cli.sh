@@ -4,7 +4,9 @@
 #   scripts/bench-cli.sh [rounds]            (default 7 rounds)
 #
 # Environment: SKEIN=path times that binary instead of building one;
-# BENCH_DIR, FOREACH_SIZES and LOOP_SIZES as below.
+# BASE=path times that binary too, interleaved run by run with the first
+# (make bench builds the previous commit for it), and prints each figure's
+# ratio now / base; BENCH_DIR, FOREACH_SIZES and LOOP_SIZES as below.
 #
 # Builds the binary (go build -o $OUT/skein ./cmd/skein), generates
 #   chain-N.yaml    a trigger and N `set` nodes in a row        (N = 100, 1000)
@@ -12,14 +14,16 @@
 #   loop-N.yaml     a loop of N iterations, one `set` per pass  (N = 100, 1000, 10000)
 #   three.yaml      a trigger and 2 `set` nodes (the cold-start run)
 # and runs each workflow once per round, the workflows interleaved within a
-# round so that load from other processes spreads over all of them. Every
-# run gets its own --dir under $BENCH_DIR (default ./tmp/bench-cli, on the
+# round so that load from other processes spreads over all of them (with
+# BASE, the two binaries one after the other, in turn first). Every run
+# gets its own --dir under $BENCH_DIR (default ./tmp/bench-cli, on the
 # project's disk: keep it off tmpfs, the figures are about the real disk).
-# It prints the median wall time of each workflow and the derived figures:
-#   chain per node   (t1000 − t100) / 900
-#   foreach per item t(N) / N, and the 10,000 / 1,000 ratio
+# It prints the median wall time of each workflow and the derived figures,
+# against the targets of the performance work:
+#   chain per node   (t1000 − t100) / 900          target ≤ 25 µs
+#   foreach per item t(N) / N, and 10,000 / 1,000   target ≤ 30 µs, flat
 #   loop per pass    t(N) / N
-#   cold 3-node run  median
+#   cold 3-node run  median                         target ≤ 15 ms
 set -euo pipefail
 rounds=${1:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,7 +37,13 @@ if [[ -n ${SKEIN:-} ]]; then
 else
 	(cd "$root" && go build -o "$OUT/skein" ./cmd/skein)
 fi
-echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD)"
+bins=(now)
+if [[ -n ${BASE:-} ]]; then
+	cp "$BASE" "$OUT/skein-base"
+	bins=(now base)
+fi
+binary() { if [[ $1 == base ]]; then echo "$OUT/skein-base"; else echo "$OUT/skein"; fi; }
+echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 wf=$BENCH_DIR/wf
 chain() { # chain N
@@ -89,17 +99,21 @@ for n in $LOOP_SIZES; do loop "$n"; names+=("loop-$n"); done
 
 declare -A times
 for ((r = 0; r < rounds; r++)); do
+	order=("${bins[@]}")
+	if ((r % 2 == 1 && ${#bins[@]} == 2)); then order=(base now); fi
 	for name in "${names[@]}"; do
-		d=$BENCH_DIR/runs/$name-$r
-		rm -rf "$d"
-		s=$(date +%s%N)
-		if ! "$OUT/skein" run --dir "$d" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
-			echo "skein run $name failed:" >&2
-			cat "$BENCH_DIR/stderr" >&2
-			exit 1
-		fi
-		e=$(date +%s%N)
-		times[$name]+="$(((e - s) / 1000)) "
+		for bin in "${order[@]}"; do
+			d=$BENCH_DIR/runs/$bin-$name-$r
+			rm -rf "$d"
+			s=$(date +%s%N)
+			if ! "$(binary "$bin")" run --dir "$d" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
+				echo "skein run $name ($bin) failed:" >&2
+				cat "$BENCH_DIR/stderr" >&2
+				exit 1
+			fi
+			e=$(date +%s%N)
+			times[$bin,$name]+="$(((e - s) / 1000)) "
+		done
 	done
 done
 # Removed at the end, not after each run: ext4 skips inodes freed in the
@@ -109,19 +123,32 @@ done
 rm -rf "$BENCH_DIR/runs"
 
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
-declare -A med
-for name in "${names[@]}"; do
-	med[$name]=$(median "${times[$name]}")
-	printf '%-14s median %9d µs   runs: %s\n' "$name" "${med[$name]}" "${times[$name]}"
+declare -A med fig
+for bin in "${bins[@]}"; do
+	for name in "${names[@]}"; do
+		med[$bin,$name]=$(median "${times[$bin,$name]}")
+		printf '%-5s %-14s median %9d µs   runs: %s\n' "$bin" "$name" "${med[$bin,$name]}" "${times[$bin,$name]}"
+	done
+	fig[$bin,chain]=$(awk -v a="${med[$bin,chain-100]}" -v b="${med[$bin,chain-1000]}" 'BEGIN {printf "%.1f", (b-a)/900}')
+	for n in $FOREACH_SIZES; do fig[$bin,foreach-$n]=$(awk -v t="${med[$bin,foreach-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
+	for n in $LOOP_SIZES; do fig[$bin,loop-$n]=$(awk -v t="${med[$bin,loop-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
+	fig[$bin,cold]=$(awk -v t="${med[$bin,three]}" 'BEGIN {printf "%.1f", t/1000}')
 done
+# line LABEL KEY UNIT TARGET: a figure, its ratio to the target and, with
+# BASE, to the base binary's.
+line() {
+	local out
+	out=$(printf '%-34s %8s %s' "$1" "${fig[now,$2]}" "$3")
+	if [[ -n $4 ]]; then out+=$(awk -v v="${fig[now,$2]}" -v t="$4" 'BEGIN {printf "   (target ≤ %s: ratio %.2f)", t, v/t}'); fi
+	if [[ ${#bins[@]} == 2 ]]; then out+=$(awk -v v="${fig[now,$2]}" -v b="${fig[base,$2]}" 'BEGIN {printf "   base %s, now/base %.2f", b, (b > 0 ? v/b : 0)}'); fi
+	echo "$out"
+}
 echo
-awk -v a="${med[chain-100]}" -v b="${med[chain-1000]}" 'BEGIN {printf "chain per node (t1000-t100)/900: %.1f µs (target ≤ 50: ratio %.2f)\n", (b-a)/900, (b-a)/900/50}'
-for n in $FOREACH_SIZES; do awk -v t="${med[foreach-$n]}" -v n="$n" 'BEGIN {printf "foreach %6d items: %.1f µs per item (target ≤ 60: ratio %.2f)\n", n, t/n, t/n/60}'; done
-for n in $LOOP_SIZES; do awk -v t="${med[loop-$n]}" -v n="$n" 'BEGIN {printf "loop    %6d passes: %.1f µs per pass\n", n, t/n}'; done
-if [[ -n ${med[foreach-1000]:-} && -n ${med[foreach-10000]:-} ]]; then
-	awk -v a="${med[foreach-1000]}" -v b="${med[foreach-10000]}" 'BEGIN {printf "foreach per item 10,000 / 1,000: %.2f (target ≤ 1.5)\n", (b/10000)/(a/1000)}'
+line "chain per node (t1000-t100)/900:" chain µs 25
+for n in $FOREACH_SIZES; do line "foreach $n items, per item:" "foreach-$n" µs 30; done
+for n in $LOOP_SIZES; do line "loop $n passes, per pass:" "loop-$n" µs ""; done
+if [[ -n ${med[now,foreach-1000]:-} && -n ${med[now,foreach-10000]:-} ]]; then
+	awk -v a="${fig[now,foreach-1000]}" -v b="${fig[now,foreach-10000]}" 'BEGIN {printf "foreach per item 10,000 / 1,000: %.2f (flat: ≤ 1.1)\n", b/a}'
 fi
-if [[ -n ${med[loop-1000]:-} && -n ${med[loop-10000]:-} ]]; then
-	awk -v a="${med[loop-1000]}" -v b="${med[loop-10000]}" 'BEGIN {printf "loop per pass 10,000 / 1,000: %.2f\n", (b/10000)/(a/1000)}'
-fi
-awk -v t="${med[three]}" 'BEGIN {printf "cold 3-node run: %.1f ms (target ≤ 30: ratio %.2f)\n", t/1000, t/1000/30}'
+line "cold 3-node run:" cold ms 15
+echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
