@@ -47,8 +47,9 @@ type Server struct {
 
 // Serve starts cmd, a `skein serve`, and returns once it has logged its
 // "listening" line, taking the URL from it. Every line of its stderr goes
-// to log (nil: nowhere) until the process ends. When ctx ends first, or
-// the process exits first, the process is killed and the error says why.
+// to log (nil: nowhere) until the process ends. When the process exits
+// first, or ctx ends first (the process is then killed), the error says
+// why, with what it wrote to stderr.
 func Serve(ctx context.Context, cmd *exec.Cmd, log io.Writer) (*Server, error) {
 	return start(ctx, "skein serve", cmd, log, func(line []byte) (string, bool) {
 		var l struct{ Msg, URL string }
@@ -116,7 +117,7 @@ func start(ctx context.Context, what string, cmd *exec.Cmd, log io.Writer, liste
 		_ = cmd.Process.Kill()
 		<-s.drained
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("%s did not say where it listens: %w", what, context.Cause(ctx))
+		return nil, fmt.Errorf("%s did not say where it listens: %w\n%s", what, context.Cause(ctx), said.Bytes())
 	}
 }
 
