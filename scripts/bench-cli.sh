@@ -27,16 +27,13 @@
 set -euo pipefail
 rounds=${1:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/benchlib.sh"
 BENCH_DIR=${BENCH_DIR:-$root/tmp/bench-cli}
 OUT=$BENCH_DIR/bin
 FOREACH_SIZES=${FOREACH_SIZES:-"100 1000 10000"}
 LOOP_SIZES=${LOOP_SIZES:-"100 1000 10000"}
-mkdir -p "$OUT" "$BENCH_DIR/wf"
-if [[ -n ${SKEIN:-} ]]; then
-	cp "$SKEIN" "$OUT/skein" # a binary built elsewhere, e.g. of an older commit
-else
-	(cd "$root" && go build -o "$OUT/skein" ./cmd/skein)
-fi
+mkdir -p "$BENCH_DIR/wf"
+skein_binary "$OUT"
 bins=(now)
 if [[ -n ${BASE:-} ]]; then
 	cp "$BASE" "$OUT/skein-base"
@@ -46,14 +43,6 @@ binary() { if [[ $1 == base ]]; then echo "$OUT/skein-base"; else echo "$OUT/ske
 echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 wf=$BENCH_DIR/wf
-chain() { # chain N
-	{
-		printf 'version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n'
-		for ((i = 0; i < $1; i++)); do printf '  - {id: n%d, type: set, values: {i: %d}}\n' "$i" "$i"; done
-		printf 'edges:\n  - {from: start, to: n0}\n'
-		for ((i = 1; i < $1; i++)); do printf '  - {from: n%d, to: n%d}\n' $((i - 1)) "$i"; done
-	} >"$wf/chain-$1.yaml"
-}
 foreach() { # foreach N
 	cat >"$wf/foreach-$1.yaml" <<YAML
 version: 1
@@ -91,9 +80,9 @@ edges:
 YAML
 }
 names=(three chain-100 chain-1000)
-chain 2 && mv "$wf/chain-2.yaml" "$wf/three.yaml"
-chain 100
-chain 1000
+chain 2 "$wf" && mv "$wf/chain-2.yaml" "$wf/three.yaml"
+chain 100 "$wf"
+chain 1000 "$wf"
 for n in $FOREACH_SIZES; do foreach "$n"; names+=("foreach-$n"); done
 for n in $LOOP_SIZES; do loop "$n"; names+=("loop-$n"); done
 
@@ -122,7 +111,6 @@ done
 # here) — a cost of the benchmark, not of a run.
 rm -rf "$BENCH_DIR/runs"
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 declare -A med fig
 for bin in "${bins[@]}"; do
 	for name in "${names[@]}"; do

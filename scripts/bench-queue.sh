@@ -17,16 +17,13 @@
 set -euo pipefail
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/benchlib.sh"
 BENCH_DIR=${BENCH_DIR:-$root/tmp/bench-queue}
 OUT=$BENCH_DIR/bin
 WORKERS=${WORKERS:-1}
 base=${SKEIN_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
-mkdir -p "$OUT" "$BENCH_DIR/wf"
-if [[ -n ${SKEIN:-} ]]; then
-	cp "$SKEIN" "$OUT/skein"
-else
-	(cd "$root" && go build -o "$OUT/skein" ./cmd/skein)
-fi
+mkdir -p "$BENCH_DIR/wf"
+skein_binary "$OUT"
 schema=bench_queue_$$
 psql -q "$base" -c "CREATE SCHEMA $schema"
 sep='?'
@@ -47,16 +44,8 @@ done
 echo "# $(nproc) CPUs, $WORKERS worker(s), $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 wf=$BENCH_DIR/wf
-chain() { # chain N
-	{
-		printf 'version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n'
-		for ((i = 0; i < $1; i++)); do printf '  - {id: n%d, type: set, values: {i: %d}}\n' "$i" "$i"; done
-		printf 'edges:\n  - {from: start, to: n0}\n'
-		for ((i = 1; i < $1; i++)); do printf '  - {from: n%d, to: n%d}\n' $((i - 1)) "$i"; done
-	} >"$wf/chain-$1.yaml"
-}
-chain 20
-chain 200
+chain 20 "$wf"
+chain 200 "$wf"
 names=(chain-20 chain-200)
 declare -A times
 for ((r = 0; r < rounds; r++)); do
@@ -71,7 +60,6 @@ for ((r = 0; r < rounds; r++)); do
 		times[$name]+="$(((e - s) / 1000)) "
 	done
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 declare -A med
 for name in "${names[@]}"; do
 	med[$name]=$(median "${times[$name]}")

@@ -21,27 +21,17 @@
 set -euo pipefail
 rounds=${1:-9}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/benchlib.sh"
 BENCH_DIR=${BENCH_DIR:-$root/tmp/bench-trace}
 OUT=$BENCH_DIR/bin
 SIZES=${SIZES:-"200 1000"}
-mkdir -p "$OUT" "$BENCH_DIR/wf"
-if [[ -n ${SKEIN:-} ]]; then
-	cp "$SKEIN" "$OUT/skein"
-else
-	(cd "$root" && go build -o "$OUT/skein" ./cmd/skein)
-fi
+mkdir -p "$BENCH_DIR/wf"
+skein_binary "$OUT"
 echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD)"
 echo "# before: $(uptime)"
 
 wf=$BENCH_DIR/wf
-for n in $SIZES; do
-	{
-		printf 'version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n'
-		for ((i = 0; i < n; i++)); do printf '  - {id: n%d, type: set, values: {i: %d}}\n' "$i" "$i"; done
-		printf 'edges:\n  - {from: start, to: n0}\n'
-		for ((i = 1; i < n; i++)); do printf '  - {from: n%d, to: n%d}\n' $((i - 1)) "$i"; done
-	} >"$wf/chain-$n.yaml"
-done
+for n in $SIZES; do chain "$n" "$wf"; done
 
 TIMEFORMAT='%3U %3S' # bash's time: user and system CPU seconds
 declare -A times
@@ -71,7 +61,6 @@ done
 rm -rf "$BENCH_DIR/runs"
 echo "# after:  $(uptime)"
 
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
 declare -A med
 declare -A cmed
 for n in $SIZES; do

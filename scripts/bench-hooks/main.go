@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -36,6 +35,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/skeinhq/skein/scripts/internal/benchproc"
 )
 
 const flow = `version: 1
@@ -86,11 +87,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		dir = d
 	}
 	dir, _ = filepath.Abs(dir)
-	if skein == "" {
-		skein = filepath.Join(dir, "skein")
-		if out, err := exec.Command("go", "build", "-o", skein, "./cmd/skein").CombinedOutput(); err != nil {
-			return fmt.Errorf("building skein: %v\n%s", err, out)
-		}
+	skein, err := benchproc.Build(skein, dir)
+	if err != nil {
+		return err
 	}
 	flows := filepath.Join(dir, "flows")
 	if err := os.MkdirAll(flows, 0o755); err != nil {
@@ -113,40 +112,16 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, ".skein"), "--workflows", flows}, extra...)
 	cmd := exec.Command(skein, args...)
 	cmd.Env = append(os.Environ(), "SKEIN_SECRET_HOOK_SECRET="+secret)
-	stderr, err := cmd.StderrPipe()
+	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("not within 30 s"))
+	defer cancel()
+	// The server's stderr is copied to the log, not parsed: the client's
+	// CPU is measured.
+	srv, err := benchproc.Serve(ctx, cmd, logFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; see %s", err, logFile.Name())
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line := sc.Bytes()
-			_, _ = logFile.Write(append(line, '\n'))
-			var m map[string]any
-			if json.Unmarshal(line, &m) == nil && m["msg"] == "listening" {
-				addr <- m["addr"].(string)
-				break
-			}
-		}
-		// The rest is copied, not parsed: the client's CPU is measured.
-		_, _ = io.Copy(logFile, stderr)
-	}()
-	var base string
-	select {
-	case a := <-addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		return errors.New("skein serve did not listen within 30 s; see " + logFile.Name())
-	}
+	defer func() { _ = srv.Stop() }()
+	base := srv.URL
 	token, err := os.ReadFile(filepath.Join(dir, ".skein", "admin.token"))
 	if err != nil {
 		return err
@@ -161,7 +136,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		IdleConnTimeout:     time.Minute,
 	}, Timeout: 30 * time.Second}
 
-	// RSS of the server, every second.
+	// RSS of the server in bytes, every second.
 	var rssMu sync.Mutex
 	var rss []int64
 	stopRSS := make(chan struct{})
@@ -171,9 +146,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			if kb, err := rssKB(cmd.Process.Pid); err == nil {
+			if b, _, err := benchproc.RSS(srv.Pid()); err == nil {
 				rssMu.Lock()
-				rss = append(rss, kb)
+				rss = append(rss, b)
 				rssMu.Unlock()
 			}
 			select {
@@ -188,7 +163,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
 	}
-	serverCPU0, _ := procCPU(cmd.Process.Pid)
+	serverCPU0, _ := benchproc.CPU(srv.Pid())
 	clientCPU0 := selfCPU()
 	total := int(duration.Seconds() * float64(rate))
 	lat := make([]time.Duration, total)
@@ -276,7 +251,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	drained := time.Since(drainStart)
 	close(stopRSS)
 	<-rssDone
-	serverCPU1, _ := procCPU(cmd.Process.Pid)
+	serverCPU1, _ := benchproc.CPU(srv.Pid())
 	clientCPU := selfCPU() - clientCPU0
 
 	counts := map[int]int{}
@@ -316,13 +291,13 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	rssMu.Lock()
 	defer rssMu.Unlock()
 	if len(rss) > 0 {
-		fmt.Printf("server RSS (MiB, one sample a second): start %.0f", float64(rss[0])/1024)
-		for i, kb := range rss {
+		fmt.Printf("server RSS (MiB, one sample a second): start %.0f", mib(rss[0]))
+		for i, b := range rss {
 			if i > 0 && i%5 == 0 {
-				fmt.Printf("  t=%ds %.0f", i, float64(kb)/1024)
+				fmt.Printf("  t=%ds %.0f", i, mib(b))
 			}
 		}
-		fmt.Printf("  end %.0f  max %.0f\n", float64(rss[len(rss)-1])/1024, float64(slices.Max(rss))/1024)
+		fmt.Printf("  end %.0f  max %.0f\n", mib(rss[len(rss)-1]), mib(slices.Max(rss)))
 	}
 	return nil
 }
@@ -360,37 +335,13 @@ func listRuns(c *http.Client, base, token string) (map[string]string, error) {
 	}
 }
 
-func rssKB(pid int) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			return strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	return 0, errors.New("no VmRSS")
-}
-
-// procCPU is the CPU time (user and system) process pid has used.
-func procCPU(pid int) (time.Duration, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The fields after the command name, which is in parentheses.
-	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100, nil // clock ticks: USER_HZ is 100 on Linux
-}
-
 // selfCPU is the CPU time this process has used.
 func selfCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }

@@ -11,7 +11,7 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -21,56 +21,41 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/skeinhq/skein/scripts/internal/benchproc"
 )
 
 func main() {
 	sessions := flag.Int("sessions", 3000, "sessions to open")
 	skein := flag.String("skein", "", "the skein binary (default: go build ./cmd/skein)")
 	flag.Parse()
-	if err := bench(*sessions, *skein); err != nil {
+	if err := bench(context.Background(), *sessions, *skein); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-mcp-sessions:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(sessions int, bin string) error {
+func bench(ctx context.Context, sessions int, bin string) error {
 	dir, err := os.MkdirTemp(".", "bench-mcp-sessions-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	dir, _ = filepath.Abs(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "skein")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/skein").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, out)
-		}
+	if bin, err = benchproc.Build(bin, dir); err != nil {
+		return err
 	}
 	cmd := exec.Command(bin, "mcp", "--http", "127.0.0.1:0", "--dir", dir)
 	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
+	srv, err := benchproc.MCP(ctx, cmd, nil)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(stderr).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("reading the server's first line: %w", err)
-	}
-	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
-	if !ok {
-		return fmt.Errorf("the server said %q", line)
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	defer func() { _ = srv.Stop() }()
+	url := srv.URL
 
-	pid := cmd.Process.Pid
-	before, _, err := rss(pid)
+	pid := srv.Pid()
+	before, _, err := benchproc.RSS(pid)
 	if err != nil {
 		return err
 	}
@@ -92,7 +77,7 @@ func bench(sessions int, bin string) error {
 		ids = append(ids, id)
 	}
 	took := time.Since(begin)
-	after, peak, err := rss(pid)
+	after, peak, err := benchproc.RSS(pid)
 	if err != nil {
 		return err
 	}
@@ -131,24 +116,6 @@ func post(client *http.Client, url, id, msg string) (*http.Response, error) {
 	defer resp.Body.Close()
 	_, err = io.Copy(io.Discard, resp.Body)
 	return resp, err
-}
-
-// rss is the process's resident set and its peak, in bytes.
-func rss(pid int) (now, peak int64, err error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		var kb int64
-		if _, err := fmt.Sscanf(line, "VmRSS: %d kB", &kb); err == nil {
-			now = kb << 10
-		}
-		if _, err := fmt.Sscanf(line, "VmHWM: %d kB", &kb); err == nil {
-			peak = kb << 10
-		}
-	}
-	return now, peak, nil
 }
 
 func mb(b int64) float64 { return float64(b) / 1e6 }

@@ -12,7 +12,7 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,8 +24,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/skeinhq/skein/scripts/internal/benchproc"
 )
 
 func main() {
@@ -33,24 +34,21 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds; the median is reported")
 	skein := flag.String("skein", "", "the skein binary (default: go build ./cmd/skein)")
 	flag.Parse()
-	if err := bench(*runs, *rounds, *skein); err != nil {
+	if err := bench(context.Background(), *runs, *rounds, *skein); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-serve:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(runs, rounds int, bin string) error {
+func bench(ctx context.Context, runs, rounds int, bin string) error {
 	dir, err := os.MkdirTemp(".", "bench-serve-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	dir, _ = filepath.Abs(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "skein")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/skein").CombinedOutput(); err != nil {
-			return fmt.Errorf("go build: %v\n%s", err, out)
-		}
+	if bin, err = benchproc.Build(bin, dir); err != nil {
+		return err
 	}
 	wf := filepath.Join(dir, "wf")
 	if err := os.MkdirAll(wf, 0o755); err != nil {
@@ -72,7 +70,7 @@ func bench(runs, rounds int, bin string) error {
 	fmt.Printf("# %d runs of 11 steps, %d rounds, load %s\n", runs, rounds, strings.Join(strings.Fields(string(load))[:3], " "))
 	var rates []float64
 	for r := range rounds {
-		rate, err := round(bin, filepath.Join(dir, fmt.Sprintf("runs-%d", r)), wf, runs)
+		rate, err := round(ctx, bin, filepath.Join(dir, fmt.Sprintf("runs-%d", r)), wf, runs)
 		if err != nil {
 			return err
 		}
@@ -86,29 +84,13 @@ func bench(runs, rounds int, bin string) error {
 }
 
 // round starts a server, runs the runs and stops it.
-func round(bin, dir, wf string, runs int) (float64, error) {
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--no-auth", "--dir", dir, "--workflows", wf)
-	stderr, err := cmd.StderrPipe()
+func round(ctx context.Context, bin, dir, wf string, runs int) (float64, error) {
+	srv, err := benchproc.Serve(ctx, exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--no-auth", "--dir", dir, "--workflows", wf), nil)
 	if err != nil {
 		return 0, err
 	}
-	if err := cmd.Start(); err != nil {
-		return 0, err
-	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
-	base := ""
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		var line struct{ Msg, URL string }
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-			base = line.URL
-			break
-		}
-	}
-	if base == "" {
-		return 0, fmt.Errorf("skein serve did not say where it listens")
-	}
-	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	defer func() { _ = srv.Stop() }()
+	base := srv.URL
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	start := time.Now()
 	sem := make(chan struct{}, 64)

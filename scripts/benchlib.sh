@@ -1,0 +1,30 @@
+# benchlib.sh — functions the benchmark scripts share; sourced by
+# bench-cli.sh, bench-queue.sh and bench-trace.sh, not run.
+
+# skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN
+# when it is set (a binary built elsewhere, e.g. of an older commit), else
+# one built from this tree.
+skein_binary() {
+	mkdir -p "$1"
+	if [[ -n ${SKEIN:-} ]]; then
+		cp "$SKEIN" "$1/skein"
+	else
+		(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$1/skein" ./cmd/skein)
+	fi
+}
+
+# chain N DIR — writes DIR/chain-N.yaml: a trigger and N `set` nodes in a
+# row.
+chain() {
+	local i
+	{
+		printf 'version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n'
+		for ((i = 0; i < $1; i++)); do printf '  - {id: n%d, type: set, values: {i: %d}}\n' "$i" "$i"; done
+		printf 'edges:\n  - {from: start, to: n0}\n'
+		for ((i = 1; i < $1; i++)); do printf '  - {from: n%d, to: n%d}\n' $((i - 1)) "$i"; done
+	} >"$2/chain-$1.yaml"
+}
+
+# median "T1 T2 …" — the median of whole numbers (of the middle two, their
+# mean rounded down).
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }

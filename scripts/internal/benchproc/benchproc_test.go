@@ -1,0 +1,136 @@
+package benchproc_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/skeinhq/skein/internal/proc/proctest"
+	"github.com/skeinhq/skein/scripts/internal/benchproc"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tagEnv marks the processes a test starts, so that it can look for them
+// once they should be gone.
+const tagEnv = "SKEIN_BENCHPROC_TEST"
+
+// TestServers starts `skein serve` and `skein mcp --http` built from this
+// tree, asks each where it said it listens, and stops it: no process is
+// left, and its stderr is all in the log.
+func TestServers(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	bin, err := benchproc.Build("", t.TempDir())
+	require.NoError(t, err)
+	given, err := benchproc.Build(bin, "")
+	require.NoError(t, err)
+	require.Equal(t, bin, given, "a binary given is used, not built")
+
+	// start tags cmd, starts it with start and checks that it is the one
+	// process with its tag.
+	start := func(t *testing.T, cmd *exec.Cmd, start func(context.Context, *exec.Cmd, io.Writer) (*benchproc.Server, error)) (*benchproc.Server, *bytes.Buffer, string) {
+		tag := t.Name() + "-" + strconv.Itoa(os.Getpid())
+		cmd.Env = append(os.Environ(), tagEnv+"="+tag)
+		var log bytes.Buffer
+		srv, err := start(t.Context(), cmd, &log)
+		require.NoError(t, err)
+		require.Equal(t, []int{srv.Pid()}, proctest.Survivors(tagEnv, tag))
+		return srv, &log, tag
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+	t.Run("serve", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		flows := filepath.Join(dir, "flows")
+		require.NoError(t, os.Mkdir(flows, 0o755))
+		srv, log, tag := start(t, exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--no-auth", "--dir", dir, "--workflows", flows), benchproc.Serve)
+
+		resp, err := client.Get(srv.URL + "/healthz")
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode, "GET %s/healthz", srv.URL)
+
+		now, peak, err := benchproc.RSS(srv.Pid())
+		require.NoError(t, err)
+		require.Positive(t, now)
+		require.GreaterOrEqual(t, peak, now, "the peak resident set is at least the current one")
+		_, err = benchproc.CPU(srv.Pid())
+		require.NoError(t, err)
+
+		require.NoError(t, srv.Stop(), "skein serve ends cleanly on SIGTERM")
+		require.Empty(t, proctest.Survivors(tagEnv, tag), "no process is left")
+		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+		require.Greater(t, len(lines), 1, "the lines after the listening one are in the log too: %s", log)
+		require.Contains(t, log.String(), `"msg":"listening"`)
+	})
+
+	t.Run("mcp", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "mcp", "--http", "127.0.0.1:0", "--dir", dir)
+		cmd.Dir = dir
+		srv, log, tag := start(t, cmd, benchproc.MCP)
+
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"benchproc","version":"1"}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode, "POST initialize to %s: %s", srv.URL, body)
+		require.NotEmpty(t, resp.Header.Get("Mcp-Session-Id"), "the answer opens a session")
+		require.Contains(t, string(body), `"serverInfo"`)
+
+		require.NoError(t, srv.Stop(), "skein mcp ends cleanly on SIGTERM")
+		require.Empty(t, proctest.Survivors(tagEnv, tag), "no process is left")
+		require.Contains(t, log.String(), "listening on "+srv.URL)
+	})
+
+	t.Run("exits before listening", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "serve", "--addr", "no port", "--dir", dir)
+		_, err := benchproc.Serve(t.Context(), cmd, nil)
+		require.ErrorContains(t, err, "skein serve ended (exit status")
+		require.ErrorContains(t, err, "no port", "the error shows what it said")
+	})
+}
+
+// TestStartGivesUp kills a process that never says where it listens when
+// the context ends, and says why it gave up.
+func TestStartGivesUp(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	tag := t.Name() + "-" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command("sleep", "60")
+	cmd.Env = append(os.Environ(), tagEnv+"="+tag)
+	why := errors.New("waited long enough")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(why)
+	_, err := benchproc.MCP(ctx, cmd, nil)
+	require.ErrorIs(t, err, why)
+	require.ErrorContains(t, err, "skein mcp did not say where it listens")
+	require.Empty(t, proctest.Survivors(tagEnv, tag), "the process is killed")
+}
