@@ -131,7 +131,11 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, s.Close())
 
 		s = openT(t, url, Options{})
-		require.Equal(t, []store.Migration{{Version: 15, Name: "step_plans"}}, s.Schema().Applied)
+		var applied []string
+		for _, m := range s.Schema().Applied {
+			applied = append(applied, m.Name)
+		}
+		require.Contains(t, applied, "step_plans")
 		list := func() []string {
 			steps, err := s.Steps(t.Context(), "r1")
 			require.NoError(t, err)
