@@ -170,14 +170,11 @@ func (c *Committer) commit(subs []submission) []error {
 
 // merge folds the submissions of one transaction into one batch per run:
 // a step written twice (running, then success) is written once, as its
-// latest state; events keep their order.
+// latest state, and a step planned and saved only as saved; events keep
+// their order.
 func merge(subs []submission) []store.Batch {
 	byRun := map[string]int{}
 	var out []store.Batch
-	type stepKey struct {
-		node  string
-		visit int
-	}
 	index := map[string]map[stepKey]int{}
 	for _, s := range subs {
 		i, ok := byRun[s.batch.RunID]
@@ -204,7 +201,24 @@ func merge(subs []submission) []store.Batch {
 			idx[k] = len(b.Steps)
 			b.Steps = append(b.Steps, st)
 		}
+		b.Plan = append(b.Plan, s.batch.Plan...)
 		b.Events = append(b.Events, s.batch.Events...)
+	}
+	// A step planned and saved in one transaction is written as saved
+	// only.
+	for i := range out {
+		b := &out[i]
+		if len(b.Plan) == 0 || len(b.Steps) == 0 {
+			continue
+		}
+		idx := index[b.RunID]
+		plan := b.Plan[:0:0]
+		for _, p := range b.Plan {
+			if _, saved := idx[stepKey{p.Node, p.Visit}]; !saved {
+				plan = append(plan, p)
+			}
+		}
+		b.Plan = plan
 	}
 	return out
 }

@@ -57,6 +57,15 @@ type Recorder struct {
 	events []store.Event
 	after  []func()
 	err    error // the first failed commit of this run
+	// saved holds the steps handed over as step rows: a step planned
+	// once it has a row is written as a row, not as a plan.
+	saved map[stepKey]struct{}
+}
+
+// stepKey is a step's key within its generation.
+type stepKey struct {
+	node  string
+	visit int
 }
 
 var (
@@ -69,7 +78,7 @@ var (
 // blobs (none when it is nil), which need not know the secrets: what it
 // is given is masked already.
 func NewRecorder(c *Committer, runID string, blobs *blob.Store, red *redact.Redactor) *Recorder {
-	return &Recorder{c: c, runID: runID, redact: red, Blobs: blobs, steps: map[[2]any]*store.Step{}}
+	return &Recorder{c: c, runID: runID, redact: red, Blobs: blobs, steps: map[[2]any]*store.Step{}, saved: map[stepKey]struct{}{}}
 }
 
 // Step buffers the latest state of a step.
@@ -108,7 +117,7 @@ func (r *Recorder) AfterCommit(fn func()) {
 // cannot be written.
 func (r *Recorder) Flush() error {
 	b, after, err := r.take()
-	if err != nil || (len(b.Steps) == 0 && len(b.Events) == 0 && len(after) == 0) {
+	if err != nil || (len(b.Steps) == 0 && len(b.Plan) == 0 && len(b.Events) == 0 && len(after) == 0) {
 		return err
 	}
 	r.c.Submit(b, func(err error) {
@@ -163,19 +172,38 @@ func (r *Recorder) take() (store.Batch, []func(), error) {
 		return store.Batch{}, nil, err
 	}
 	steps := make([]*store.Step, 0, len(r.order))
+	var plan []*store.Step
 	for _, k := range r.order {
-		steps = append(steps, r.steps[k])
+		s := r.steps[k]
+		s.Generation = r.Generation
+		sk := stepKey{s.Node, s.Visit}
+		if _, ok := r.saved[sk]; !ok && Planned(s) {
+			plan = append(plan, s)
+			continue
+		}
+		r.saved[sk] = struct{}{}
+		steps = append(steps, s)
 	}
 	events, after := r.events, r.after
 	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
 	r.mu.Unlock()
 	for _, s := range steps {
-		s.Generation = r.Generation
 		if err := r.offload(s); err != nil {
 			return store.Batch{}, nil, err
 		}
 	}
-	return store.Batch{RunID: r.runID, Steps: steps, Events: events, Token: r.Token}, after, nil
+	return store.Batch{RunID: r.runID, Steps: steps, Plan: plan, Events: events, Token: r.Token}, after, nil
+}
+
+// Planned reports whether s is a step only planned: pending, with nothing
+// recorded but its key, place in the run, type and iteration. Such a step
+// is written as part of the run's plan (store.Batch.Plan), not as a row.
+func Planned(s *store.Step) bool {
+	return s.Status == engine.StatusPending && s.Attempts == 0 && s.Params == nil && s.Output == nil &&
+		s.OutputRef == "" && s.Error == nil && s.ConfigHash == "" && !s.Cached && !s.Pinned &&
+		s.StartedAt == nil && s.FinishedAt == nil && s.DurationMS == 0 && s.Tokens == 0 && s.CostUSD == 0 &&
+		s.ProcessGroup == 0 && !s.Masked && s.WakeAt == nil && s.SkipReason == "" && s.TakenHandle == "" &&
+		s.RanOn == nil && s.Confidence == nil
 }
 
 // Sync flushes and waits until every record of the run is committed.

@@ -77,8 +77,14 @@ type Signal struct {
 
 // Batch is one run's share of a SaveBatch.
 type Batch struct {
-	RunID  string
-	Steps  []*Step
+	RunID string
+	Steps []*Step
+	// Plan are steps planned and not started: pending, with only their
+	// key (Generation, Node, Visit), StepOrder, Type and Iteration. They
+	// are written as one row of the run's plan, not a step row each; a
+	// store lists each as a pending step (Steps, StepHistory) until a step
+	// of the same key is saved, which then stands in its place.
+	Plan   []*Step
 	Events []Event
 	// Token, when set, fences the batch: it is written only while the
 	// run's owner token is Token, else SaveBatch fails with ErrLeaseLost
@@ -230,15 +236,17 @@ type Store interface {
 	RequestCancel(ctx context.Context, id string, letFinish bool) (*Run, error)
 
 	// Steps returns the steps of the run's latest generation that has
-	// any, by step order.
+	// any, by step order: the steps saved, and those only planned
+	// (Batch.Plan) as pending.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
 	// StepHistory returns every step of every generation of the run,
 	// oldest generation first, each by step order. Nothing recorded is
 	// ever deleted but with its run.
 	StepHistory(ctx context.Context, runID string) ([]*Step, error)
 	// SaveBatch inserts or replaces steps, keyed by (run, generation,
-	// node, visit), appends the events (as AppendEvents) and writes the
-	// final run records of several runs in one transaction, setting the
+	// node, visit), records the planned steps (Batch.Plan), appends the
+	// events (as AppendEvents) and writes the final run records of
+	// several runs in one transaction, setting the
 	// events' RunID and Seq; the steps' RunID fields are ignored. A batch
 	// of a missing run fails the whole transaction with ErrNotFound, and
 	// one whose Token is not its run's owner token with ErrLeaseLost.

@@ -34,6 +34,21 @@ func withMigrations(t *testing.T, extra map[string]string) fs.FS {
 	return fsys
 }
 
+// upTo returns the embedded migrations up to version last.
+func upTo(t *testing.T, last int) fs.FS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, f := range withMigrations(t, nil).(fstest.MapFS) {
+		var v int
+		_, err := fmt.Sscanf(name, "%04d_", &v)
+		require.NoError(t, err)
+		if v <= last {
+			fsys[name] = f
+		}
+	}
+	return fsys
+}
+
 func openT(t *testing.T, url string, opts Options) *Store {
 	t.Helper()
 	s, err := OpenWithOptions(t.Context(), url, opts)
@@ -101,6 +116,40 @@ func TestMigrate(t *testing.T) {
 		r, err := s.Run(t.Context(), "r1")
 		require.NoError(t, err, "the data of the older schema is still there")
 		require.Equal(t, "w", r.Workflow)
+	})
+
+	t.Run("PendingStepRowsOfEarlierVersionsReadTheSame", func(t *testing.T) {
+		t.Parallel()
+		// Before version 15 a run's planned steps were pending step rows.
+		url := pgtest.URL(t)
+		s := openT(t, url, Options{migrations: upTo(t, 14)})
+		require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
+		require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: "r1", Steps: []*store.Step{
+			{StepOrder: 1, Node: "a", Visit: 1, Type: "set", Status: "success", Attempts: 1},
+			{StepOrder: 2, Node: "b", Visit: 1, Type: "set", Status: "pending"},
+		}}}))
+		require.NoError(t, s.Close())
+
+		s = openT(t, url, Options{})
+		var applied []string
+		for _, m := range s.Schema().Applied {
+			applied = append(applied, m.Name)
+		}
+		require.Contains(t, applied, "step_plans")
+		list := func() []string {
+			steps, err := s.Steps(t.Context(), "r1")
+			require.NoError(t, err)
+			var out []string
+			for _, st := range steps {
+				out = append(out, fmt.Sprintf("%d:%s %s", st.StepOrder, st.Node, st.Status))
+			}
+			return out
+		}
+		require.Equal(t, []string{"1:a success", "2:b pending"}, list())
+		require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: "r1",
+			Plan: []*store.Step{{StepOrder: 3, Node: "c", Visit: 1, Type: "set", Status: "pending"}}}}))
+		require.Equal(t, []string{"1:a success", "2:b pending", "3:c pending"}, list(),
+			"a run recorded both ways lists its pending rows and its plan")
 	})
 
 	t.Run("AFailedMigrationChangesNothing", func(t *testing.T) {

@@ -251,7 +251,7 @@ func (s *Store) pipelined(ctx context.Context, op string, fn func(begin *pgx.Bat
 }
 
 // tables are Skein's tables, for Compact.
-var tables = []string{"runs", "steps", "events", "checkpoints", "signals", "chat_turns", "workflows", "schedules", "api_tokens"}
+var tables = []string{"runs", "steps", "step_plans", "events", "checkpoints", "signals", "chat_turns", "workflows", "schedules", "api_tokens"}
 
 // Compact vacuums Skein's tables so the space of deleted rows is reused.
 func (s *Store) Compact(ctx context.Context) error {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -76,4 +77,50 @@ func reportRates(b *testing.B, batch int, unit string) {
 	}
 	b.ReportMetric(float64(b.N)/secs, "ops/s")
 	b.ReportMetric(float64(b.N*batch)/secs, unit)
+}
+
+// BenchmarkChainRecords writes the records of a chain of 1,000 nodes as
+// a local run does: its plan when it starts, then its nodes' steps with
+// their two events each, group-committed 20 nodes to a transaction.
+// pending-rows plans the steps as a pending row each (as schema versions
+// before 15 did), plan as one row of the run's plan.
+func BenchmarkChainRecords(b *testing.B) {
+	const n, group = 1000, 20
+	for _, mode := range []string{"pending-rows", "plan"} {
+		b.Run(mode, func(b *testing.B) {
+			s := open(b, filepath.Join(b.TempDir(), "skein.db"))
+			ctx := b.Context()
+			now := time.Now().UTC()
+			run := 0
+			for b.Loop() {
+				run++
+				id := fmt.Sprint("r", run)
+				require.NoError(b, s.CreateRun(ctx, &store.Run{ID: id, Workflow: "chain", Status: "running"}))
+				planned := make([]*store.Step, n)
+				for i := range planned {
+					planned[i] = &store.Step{Generation: 1, StepOrder: i + 1, Node: fmt.Sprint("n", i), Type: "set", Visit: 1, Status: "pending"}
+				}
+				start := store.Batch{RunID: id, Plan: planned}
+				if mode == "pending-rows" {
+					start = store.Batch{RunID: id, Steps: planned}
+				}
+				require.NoError(b, s.SaveBatch(ctx, []store.Batch{start}))
+				for g := 0; g < n; g += group {
+					bt := store.Batch{RunID: id}
+					for i := g; i < g+group; i++ {
+						bt.Steps = append(bt.Steps, &store.Step{Generation: 1, StepOrder: i + 1, Node: fmt.Sprint("n", i), Type: "set", Visit: 1,
+							Attempts: 1, Status: "success", Output: map[string]any{"i": i}, StartedAt: &now, FinishedAt: &now,
+							RanOn: &record.Place{Host: "bench", PID: 1}})
+						bt.Events = append(bt.Events,
+							store.Event{Time: now, Type: "node_started", Node: fmt.Sprint("n", i), Visit: 1},
+							store.Event{Time: now, Type: "node_finished", Node: fmt.Sprint("n", i), Visit: 1, Data: map[string]any{"status": "success"}})
+					}
+					if err := s.SaveBatch(ctx, []store.Batch{bt}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*n), "µs/node")
+		})
+	}
 }

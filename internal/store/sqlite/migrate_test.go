@@ -30,6 +30,21 @@ func withMigrations(t *testing.T, extra map[string]string) fs.FS {
 	return fsys
 }
 
+// upTo returns the embedded migrations up to version last.
+func upTo(t *testing.T, last int) fs.FS {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, f := range withMigrations(t, nil).(fstest.MapFS) {
+		var v int
+		_, err := fmt.Sscanf(name, "%04d_", &v)
+		require.NoError(t, err)
+		if v <= last {
+			fsys[name] = f
+		}
+	}
+	return fsys
+}
+
 func schemaVersions(t *testing.T, s *Store) []int {
 	t.Helper()
 	rows, err := s.r.QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
@@ -95,6 +110,35 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, s.r.QueryRowContext(t.Context(),
 			`SELECT COUNT(*) FROM sqlite_schema WHERE name = 'half'`).Scan(&n))
 		require.Zero(t, n, "the migration's first statement was rolled back")
+	})
+
+	t.Run("PendingStepRowsOfEarlierVersionsReadTheSame", func(t *testing.T) {
+		t.Parallel()
+		// Before version 15 a run's planned steps were pending step rows.
+		path := filepath.Join(t.TempDir(), "skein.db")
+		s, err := OpenWithOptions(path, Options{migrations: upTo(t, 14)})
+		require.NoError(t, err)
+		_, err = s.w.ExecContext(t.Context(), `INSERT INTO runs (id, workflow, status, started_at) VALUES ('r1', 'w', 'running', 1);
+			INSERT INTO steps (run_id, generation, node, visit, step_order, type, status, attempts)
+			VALUES ('r1', 1, 'a', 1, 1, 'set', 'success', 1), ('r1', 1, 'b', 1, 2, 'set', 'pending', 0)`)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+
+		s = openT(t, path)
+		list := func() []string {
+			steps, err := s.Steps(t.Context(), "r1")
+			require.NoError(t, err)
+			var out []string
+			for _, st := range steps {
+				out = append(out, fmt.Sprintf("%d:%s %s", st.StepOrder, st.Node, st.Status))
+			}
+			return out
+		}
+		require.Equal(t, []string{"1:a success", "2:b pending"}, list())
+		require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: "r1",
+			Plan: []*store.Step{{StepOrder: 3, Node: "c", Visit: 1, Type: "set", Status: "pending"}}}}))
+		require.Equal(t, []string{"1:a success", "2:b pending", "3:c pending"}, list(),
+			"a run recorded both ways lists its pending rows and its plan")
 	})
 
 	t.Run("UpToDateDatabaseIsNotWritten", func(t *testing.T) {

@@ -22,7 +22,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		type fence struct{ run, token string }
 		fenced := map[fence]bool{}
 		seqs := map[string]int64{} // the last event of each run so far
-		var steps, events [][]any
+		var steps, plans, events [][]any
 		for i, b := range bs {
 			if f := (fence{b.RunID, b.Token}); !fenced[f] {
 				if err := s.fenceTx(ctx, tx, b.RunID, b.Token); err != nil {
@@ -31,6 +31,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				fenced[f] = true
 			}
 			steps = append(steps, b.Steps...)
+			plans = append(plans, b.Plan...)
 			if len(b.Events) == 0 {
 				continue
 			}
@@ -46,6 +47,11 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		}
 		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.st.InsertStepHead, steps); err != nil {
 			return err
+		}
+		for _, p := range plans {
+			if _, err := tx.StmtContext(ctx, s.insertPlanSt).ExecContext(ctx, p...); err != nil {
+				return err
+			}
 		}
 		if err := s.insertRows(ctx, tx, s.insertEvSt, s.st.InsertEventHead, events); err != nil {
 			return err

@@ -59,6 +59,7 @@ type Store struct {
 	runOwnerSt   *sql.Stmt
 	insertRunSt  *sql.Stmt
 	finishRunSt  *sql.Stmt
+	insertPlanSt *sql.Stmt
 
 	// creates groups concurrent CreateRun calls into one transaction.
 	creates creates
@@ -94,6 +95,7 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.runOwnerSt = prep(rebind(s.st.RunOwner))
 		s.insertRunSt = prep(rebind(s.st.InsertRun))
 		s.finishRunSt = prep(rebind(s.st.FinishRun))
+		s.insertPlanSt = prep(rebind(s.st.InsertPlan))
 		s.multi = map[multiKey]*sql.Stmt{}
 		for _, n := range multiRowSizes {
 			s.multi[multiKey{s.st.InsertStepHead, n}] = prep(multiInsert(s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount(), n))
@@ -356,7 +358,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runOwnerSt, s.insertRunSt, s.finishRunSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runOwnerSt, s.insertRunSt, s.finishRunSt, s.insertPlanSt} {
 		if st != nil {
 			_ = st.Close()
 		}

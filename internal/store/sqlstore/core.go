@@ -53,6 +53,8 @@ type SQL struct {
 	// FinishRun writes a run's final record and releases its lease
 	// (FinishArgs).
 	FinishRun string
+	// InsertPlan inserts a row of planned steps (Batch.Plan).
+	InsertPlan string
 }
 
 // New returns the core of a store on db, in dialect d, and the statements
@@ -73,6 +75,7 @@ func New(db DB, d Dialect) (*Core, *Statements) {
 		InsertEventHead: insertEventHead,
 		InsertEvent:     insertEventHead + placeholders(1, eventArgCount),
 		LastSeq:         `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = $1`,
+		InsertPlan:      insertPlan,
 		FinishRun: `UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5, tokens = $6, cost_usd = $7,
 	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + ` WHERE id = $1`,
 	}}

@@ -50,6 +50,9 @@ type Batch struct {
 	store.Batch
 	// Steps are the arguments of SQL.UpsertStep, a step each.
 	Steps [][]any
+	// Plan are the arguments of SQL.InsertPlan, a row of the batch's
+	// planned steps for each generation they belong to.
+	Plan [][]any
 	// Finish, when the batch finishes its run, are the arguments of
 	// SQL.FinishRun.
 	Finish []any
@@ -65,6 +68,7 @@ func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
 		if out[i].Steps, err = s.stepsArgs(b.RunID, b.Steps); err != nil {
 			return nil, fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
 		}
+		out[i].Plan = s.c.planArgs(b.RunID, b.Plan)
 		if out[i].data, err = eventData(b.Events); err != nil {
 			return nil, fmt.Errorf("appending events to run %s: %w", b.RunID, err)
 		}
@@ -226,23 +230,48 @@ func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error
 	return nil
 }
 
-// Steps returns the steps of the run's latest generation, by step order.
+// Steps returns the steps of the run's latest generation, by step order,
+// its planned steps that have no step row listed pending.
 func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
-	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
-		WHERE run_id = $1 AND generation = (SELECT MAX(generation) FROM steps WHERE run_id = $1)
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	var gen int
+	err := c.db.Read().QueryRow(ctx, `SELECT COALESCE(MAX(g), 0) FROM (
+		SELECT MAX(generation) AS g FROM steps WHERE run_id = $1
+		UNION ALL SELECT MAX(generation) FROM step_plans WHERE run_id = $1) AS gens`, runID).Scan(&gen)
+	if err != nil {
+		return nil, c.db.Failed(op, err)
+	}
+	if gen == 0 {
+		return orNotFound[*store.Step](ctx, c, op, runID, nil, nil)
+	}
+	return c.steps(ctx, op, runID, gen, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 AND generation = $2
 		ORDER BY step_order, node, visit`)
 }
 
 // StepHistory returns the steps of every generation of the run.
 func (c *Core) StepHistory(ctx context.Context, runID string) ([]*store.Step, error) {
-	return c.steps(ctx, runID, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	return c.steps(ctx, op, runID, 0, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
 		WHERE run_id = $1 ORDER BY generation, step_order, node, visit`)
 }
 
-func (c *Core) steps(ctx context.Context, runID, q string) ([]*store.Step, error) {
-	op := fmt.Sprintf("reading the steps of run %s", runID)
-	rows, err := c.db.Read().Query(ctx, q, runID)
+// steps reads the steps of the run with q, of generation gen ($2; every
+// generation when 0), and merges in its planned steps. The steps are read
+// first: a step saved meanwhile is at worst listed pending.
+func (c *Core) steps(ctx context.Context, op, runID string, gen int, q string) ([]*store.Step, error) {
+	args := []any{runID}
+	if gen > 0 {
+		args = append(args, gen)
+	}
+	rows, err := c.db.Read().Query(ctx, q, args...)
 	steps, err := collect(c, op, rows, err, scanStep)
+	if err == nil {
+		var planned []*store.Step
+		if planned, err = c.plannedSteps(ctx, op, runID, gen); err == nil {
+			steps = withPlanned(steps, planned)
+		}
+	}
 	return orNotFound(ctx, c, op, runID, steps, err)
 }
 

@@ -81,11 +81,14 @@ func (t *tx) SaveBatch(ctx context.Context, b store.Batch, last int64) error {
 }
 
 // Writes returns the statements that write a batch, its events numbered
-// from first: its steps, its events, its final record.
+// from first: its steps, its plan, its events, its final record.
 func (s *Statements) Writes(b Batch, first int64) []Stmt {
-	stmts := make([]Stmt, 0, len(b.Steps)+len(b.Events)+1)
+	stmts := make([]Stmt, 0, len(b.Steps)+len(b.Plan)+len(b.Events)+1)
 	for _, args := range b.Steps {
 		stmts = append(stmts, Stmt{s.UpsertStep, args})
+	}
+	for _, args := range b.Plan {
+		stmts = append(stmts, Stmt{s.InsertPlan, args})
 	}
 	for _, args := range s.EventArgs(b, first) {
 		stmts = append(stmts, Stmt{s.InsertEvent, args})

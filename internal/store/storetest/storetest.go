@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) store.Store) {
 	t.Run("Workflows", func(t *testing.T) { testWorkflows(t, setup) })
 	t.Run("Runs", func(t *testing.T) { testRuns(t, setup) })
 	t.Run("Steps", func(t *testing.T) { testSteps(t, setup) })
+	t.Run("Plans", func(t *testing.T) { testPlans(t, setup) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, setup) })
 	t.Run("Tokens", func(t *testing.T) { testTokens(t, setup) })
 	t.Run("Chat", func(t *testing.T) { testChat(t, setup) })
