@@ -400,7 +400,18 @@ func (s *Server) scrubPaths(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		if r, ok := res.(*sdk.CallToolResult); ok && r != nil && r.IsError {
 			for i, c := range r.Content {
-				if tc, ok := c.(*sdk.TextContent); ok {
+				tc, ok := c.(*sdk.TextContent)
+				if !ok {
+					continue
+				}
+				// The error's own strings are scrubbed, not its JSON text,
+				// where an escape (\n) would join the word before a path.
+				var e node.Error
+				if json.Unmarshal([]byte(tc.Text), &e) == nil {
+					e.Message, _ = ps.Scrub(e.Message, "")
+					e.Details, _ = scrubValue(ps, e.Details).(map[string]any)
+					r.Content[i] = toolErrorContent(&e)[0]
+				} else {
 					text, _ := ps.Scrub(tc.Text, "")
 					r.Content[i] = &sdk.TextContent{Text: text, Meta: tc.Meta, Annotations: tc.Annotations}
 				}
@@ -408,6 +419,24 @@ func (s *Server) scrubPaths(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return res, err
 	}
+}
+
+// scrubValue scrubs the strings of a JSON value, wherever they are.
+func scrubValue(ps *pathscrub.Scrubber, v any) any {
+	switch v := v.(type) {
+	case string:
+		out, _ := ps.Scrub(v, "")
+		return out
+	case map[string]any:
+		for k, x := range v {
+			v[k] = scrubValue(ps, x)
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = scrubValue(ps, x)
+		}
+	}
+	return v
 }
 
 // protocolErrors keeps one request from ending the server: a handler that

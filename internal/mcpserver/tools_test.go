@@ -317,7 +317,10 @@ func TestMCPTools(t *testing.T) {
 			message string
 		}{
 			{"unknown file", "run_workflow", map[string]any{"file": "testdata/nosuch.yaml"}, "invalid_workflow", "testdata/nosuch.yaml"},
-			{"invalid workflow", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", bad + ":5:21: error: unknown node type"},
+			// Over HTTP a path outside the server's folders is named by
+			// its last element.
+			{"invalid workflow", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", "…/bad.yaml:5:21: error: unknown node type"},
+			{"every path of a message", "run_workflow", map[string]any{"file": bad}, "invalid_workflow", "\n…/bad.yaml:7:23: error: edge to unknown node"},
 			{"missing input", "run_workflow", map[string]any{"file": "testdata/ok.yaml"}, "invalid_inputs", "missing required input city"},
 			{"mistyped input", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome", "days": "many"}}, "invalid_inputs", "days"},
 			{"unknown trigger", "run_workflow", map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Rome"}, "trigger": "nosuch"}, "usage", "nosuch"},
