@@ -56,7 +56,7 @@ func benchRun(b *testing.B, src string, nodes, workers int) {
 		end, err := starter.Wait(wctx, run, 5*time.Millisecond)
 		cancel()
 		require.NoError(b, err)
-		require.Equal(b, "completed", end.Status)
+		require.Equal(b, "completed", string(end.Status))
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*nodes), "ms/node")
 	b.ReportMetric(float64(b.N*nodes)/b.Elapsed().Seconds(), "steps/s")

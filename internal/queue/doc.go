@@ -19,7 +19,11 @@
 // its lease, changes nothing); appends the outcome to the history and
 // applies it; writes the steps and events it changed, and the run's final
 // record when it ended; and inserts the River jobs of the tasks it
-// starts. Timers (retry backoff, _delay_seconds, wait) are jobs scheduled
+// starts. Its statements go out pipelined (postgres.Pipe): the BEGIN
+// with the row lock and the history read, the writes in front of River's
+// insert of the jobs, River's notification with the COMMIT — three round
+// trips; the run's row counts its events, so their numbering needs no
+// read of its own. Timers (retry backoff, _delay_seconds, wait) are jobs scheduled
 // for when they fire, never a sleeping worker (River makes a scheduled job
 // available within its scheduler's interval, 5 s). Cancel requests and
 // signals are rows in the store that every worker polls (Config.Poll); a

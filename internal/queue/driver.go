@@ -316,7 +316,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		env.release()
 		return nil, fmt.Errorf("starting run %s: keeping its trigger's payload: %w", run.ID, err)
 	}
-	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
 		env.release()
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
@@ -576,36 +576,63 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 		return &event{Kind: kindBegan, Task: args.Task, At: started, Started: started, RanOn: env.place}
 	}
 	var first func(st *state) *event
+	// stopped: the run stopped before a pure kind's node, which runs
+	// before its began is recorded, could be marked began; its outcome
+	// is then recorded as never started.
+	stopped := false
 	if pn := env.nodes[args.Node]; pn != nil && pn.Spec.Pure {
-		var run *store.Run
-		var st *state
-		err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
-			run, st, err = d.load(ctx, args.Run)
-			return err
-		})
-		if errors.Is(err, store.ErrNotFound) {
-			return river.JobCancel(err)
+		// The state this worker kept, when it knows the task: a chain's
+		// next node on the worker that released it needs no read. Whether
+		// the run stopped meanwhile is decided again under the run's lock
+		// (first), as is whether the task is still to run (the attempt
+		// token).
+		if job.Attempt == 1 {
+			if st := d.take(env.id); st != nil && st.env == env {
+				look(st)
+				d.put(st)
+			} else {
+				d.drop(env.id)
+				gone = true
+			}
 		}
-		if err != nil || st == nil {
-			return err
+		if job.Attempt > 1 || gone || stopping || begun {
+			var run *store.Run
+			var st *state
+			err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
+				run, st, err = d.load(ctx, args.Run)
+				return err
+			})
+			if errors.Is(err, store.ErrNotFound) {
+				return river.JobCancel(err)
+			}
+			if err != nil || st == nil {
+				return err
+			}
+			look(st)
+			d.put(st)
+			if gone {
+				return nil
+			}
+			if stopping || run.CancelRequested != nil {
+				return d.apply(context.WithoutCancel(ctx), args.Run, func(st *state) *event {
+					if st.run.Task(args.Task) == nil {
+						return nil
+					}
+					return notStarted()
+				}, nil)
+			}
+			if begun && job.Attempt > 1 {
+				return d.retaken(ctx, job, args.Run, t)
+			}
 		}
-		look(st)
-		d.put(st)
-		if gone {
-			return nil
+		first = func(st *state) *event {
+			if status, _ := st.run.Status(); status != engine.RunCompleted && st.run.Task(args.Task) != nil {
+				stopped = true
+				return nil
+			}
+			stopped = false
+			return beganEvent(st)
 		}
-		if stopping || run.CancelRequested != nil {
-			return d.apply(context.WithoutCancel(ctx), args.Run, func(st *state) *event {
-				if st.run.Task(args.Task) == nil {
-					return nil
-				}
-				return notStarted()
-			}, nil)
-		}
-		if begun && job.Attempt > 1 {
-			return d.retaken(ctx, job, args.Run, t)
-		}
-		first = beganEvent
 	} else {
 		err = d.persist(ctx, "starting node "+args.Node, func() error {
 			return d.apply(ctx, args.Run, func(st *state) *event {
@@ -680,9 +707,15 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 			if st.run.Task(args.Task) == nil {
 				// Another worker recorded this attempt first, or recorded
 				// it lost (this worker was paused or cut off past its
-				// lease): the attempt token drops a stale result.
-				d.cfg.Logger.Warn("dropped a stale result: the attempt was recorded without this worker", "run", run.ID, "node", t.Node.ID, "attempt", t.Attempt)
+				// lease), or the run was cancelled before a pure node's
+				// began: the attempt token drops a stale result.
+				if !st.cancelled {
+					d.cfg.Logger.Warn("dropped a stale result: the attempt was recorded without this worker", "run", run.ID, "node", t.Node.ID, "attempt", t.Attempt)
+				}
 				return nil
+			}
+			if stopped {
+				return notStarted()
 			}
 			return e
 		}, nil)
@@ -968,13 +1001,15 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			d.drop(env.id)
 		}
 	}()
-	tx, err := d.cfg.Store.Pool().Begin(ctx)
+	// Its BEGIN, the run's row with the seq of its last event, and what
+	// its history gained since this worker's state: one round trip. The
+	// writes then ride in front of the jobs' insert, the jobs'
+	// notification with the COMMIT (flush): three round trips in all.
+	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The run's row, its last event and what its history gained since
-	// this worker's state: one round trip.
 	var (
 		run  *store.Run
 		last int64
@@ -1044,7 +1079,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 
 // feedMk feeds the event mk makes of the state, if any, unless the run
 // ended.
-func (d *Driver) feedMk(ctx context.Context, tx pgx.Tx, w *write, mk func(*state) *event) error {
+func (d *Driver) feedMk(ctx context.Context, tx *postgres.Pipe, w *write, mk func(*state) *event) error {
 	st := w.st
 	if mk == nil || st.run.Ended() && st.run.Running() == 0 {
 		return nil
@@ -1084,7 +1119,7 @@ func (d *Driver) newWrite(st *state) *write {
 
 // step applies events to the state of a run that has no events yet (its
 // start) in tx, and records what they changed.
-func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, extra []engine.TimedEvent) (*write, error) {
+func (d *Driver) step(ctx context.Context, tx *postgres.Pipe, st *state, evs []*event, extra []engine.TimedEvent) (*write, error) {
 	w := d.newWrite(st)
 	w.events = append(w.events, extra...)
 	for _, e := range evs {
@@ -1099,7 +1134,7 @@ func (d *Driver) step(ctx context.Context, tx pgx.Tx, st *state, evs []*event, e
 // scheduler, gathering what it changed into w: steps, events, the jobs of
 // the tasks and timers it set. A wait that begins picks up its signal if
 // one was sent already.
-func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) error {
+func (d *Driver) feed(ctx context.Context, tx *postgres.Pipe, w *write, evs ...*event) error {
 	st := w.st
 	env := st.env
 	for len(evs) > 0 {
@@ -1176,9 +1211,11 @@ func (d *Driver) feed(ctx context.Context, tx pgx.Tx, w *write, evs ...*event) e
 	return nil
 }
 
-// flush writes what w gathered, and the run's final record when it
-// ended.
-func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
+// flush queues the writes of what w gathered, and of the run's final
+// record when it ended, in front of the next round trip of tx: the
+// insert of the jobs, whose notification rides with the COMMIT; with no
+// jobs, the COMMIT.
+func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	st := w.st
 	env := st.env
 	steps := make([]*store.Step, 0, len(w.order))
@@ -1199,13 +1236,16 @@ func (d *Driver) flush(ctx context.Context, tx pgx.Tx, w *write) error {
 		w.log.Queue(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2), cancel_let_finish = false
 			WHERE id = $1`, env.id, d.now())
 	}
-	if err := d.cfg.Store.WithTx(tx, w.log).SaveBatch(ctx, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
+	if _, err := postgres.QueueSave(w.log, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
+	tx.Defer(w.log)
 	if len(w.jobs) > 0 {
+		tx.DeferExec(true)
 		res, err := d.client.InsertManyTx(ctx, tx, w.jobs)
+		tx.DeferExec(false)
 		if err != nil {
-			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
+			return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
 		}
 		w.inserted(res)
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
@@ -150,6 +151,34 @@ func TestMigrate(t *testing.T) {
 			Plan: []*store.Step{{StepOrder: 3, Node: "c", Visit: 1, Type: "set", Status: "pending"}}}}))
 		require.Equal(t, []string{"1:a success", "2:b pending", "3:c pending"}, list(),
 			"a run recorded both ways lists its pending rows and its plan")
+	})
+
+	t.Run("EventCountIsBackfilled", func(t *testing.T) {
+		t.Parallel()
+		// A database of version 15 (events numbered by their largest
+		// seq) moves to 16: each run's row counts the events it has, and
+		// the next event follows them.
+		url := pgtest.URL(t)
+		ctx := t.Context()
+		s := openT(t, url, Options{migrations: upTo(t, 15)})
+		require.Equal(t, 15, s.Schema().Version)
+		require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+		require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r2", Workflow: "w"}))
+		_, err := s.pool.Exec(ctx, `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data)
+			SELECT 'r1', g, now(), 'e', '', 0, 0, '{}' FROM generate_series(1, 3) g`)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+
+		s = openT(t, url, Options{})
+		require.Contains(t, s.Schema().Applied, store.Migration{Version: 16, Name: "event_seq"})
+		for id, want := range map[string]int64{"r1": 3, "r2": 0} {
+			var got int64
+			require.NoError(t, s.pool.QueryRow(ctx, `SELECT event_seq FROM runs WHERE id = $1`, id).Scan(&got))
+			require.Equal(t, want, got, "run %s", id)
+		}
+		evs := []store.Event{{Time: time.Now(), Type: "next"}}
+		require.NoError(t, s.AppendEvents(ctx, "r1", evs))
+		require.Equal(t, int64(4), evs[0].Seq)
 	})
 
 	t.Run("AFailedMigrationChangesNothing", func(t *testing.T) {

@@ -68,11 +68,10 @@ type lockedRun struct {
 }
 
 // lockRunSQL locks a run's row against other writers of its events and
-// signals and reads its owner. The last seq (stmts.LastSeq) is then read
-// by a statement of its own, so that under READ COMMITTED its snapshot is
-// taken after the lock is held and sees what the previous holder
-// committed.
-var lockRunSQL = stmts.RunOwner + dialect.LockRow
+// signals and reads its owner and the seq of its last event (the row's
+// count of its events). Under READ COMMITTED a row lock that waited reads
+// the row as its previous holder committed it: the count is current.
+var lockRunSQL = `SELECT owner_token, event_seq FROM runs WHERE id = $1` + dialect.LockRow
 
 // batchSender sends a batch: a transaction, or a connection.
 type batchSender interface {
@@ -89,7 +88,6 @@ func lockRuns(ctx context.Context, q batchSender, b *pgx.Batch, ids []string) (m
 	skip := b.Len()
 	for _, id := range ids {
 		b.Queue(lockRunSQL, id)
-		b.Queue(stmts.LastSeq, id)
 	}
 	br := q.SendBatch(ctx, b)
 	for range skip {
@@ -101,10 +99,7 @@ func lockRuns(ctx context.Context, q batchSender, b *pgx.Batch, ids []string) (m
 	out := make(map[string]*lockedRun, len(ids))
 	for _, id := range ids {
 		var lr lockedRun
-		err := br.QueryRow().Scan(&lr.owner)
-		if err == nil {
-			err = br.QueryRow().Scan(&lr.lastSeq)
-		}
+		err := br.QueryRow().Scan(&lr.owner, &lr.lastSeq)
 		if errors.Is(err, pgx.ErrNoRows) {
 			_ = br.Close()
 			return nil, fmt.Errorf("run %s: %w", id, store.ErrNotFound)

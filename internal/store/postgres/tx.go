@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -79,33 +80,65 @@ func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 	return r, nil
 }
 
-// LockRun holds the run's row, then reads its last event seq in a
-// statement of its own, so that under READ COMMITTED its snapshot is taken
-// once the row is held and sees what the row's previous holder committed.
+// LockRun holds the run's row and reads it with the seq of its last event
+// (its count of events), in one statement: under READ COMMITTED a row
+// lock that waited reads the row as its previous holder committed it.
 func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) {
 	var r *store.Run
 	var last int64
 	b := &pgx.Batch{}
-	queueReadRun(b, stmts.ReadRun+dialect.LockRow, id, &r)
-	b.Queue(stmts.LastSeq, id).QueryRow(func(row pgx.Row) error { return row.Scan(&last) })
+	b.Queue(lockReadRunSQL, id).QueryRow(func(row pgx.Row) error {
+		var err error
+		r, err = sqlstore.ScanRun(withLast{row, &last})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		return err
+	})
 	if err := t.send(ctx, b); err != nil {
 		return nil, 0, err
 	}
 	return r, last, nil
 }
 
+// lockReadRunSQL reads and locks a run's row, and its count of events
+// after the columns ScanRun reads.
+var lockReadRunSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1) + dialect.LockRow
+
+// withLast scans a row's last column into last, its others as asked.
+type withLast struct {
+	row  pgx.Row
+	last *int64
+}
+
+func (w withLast) Scan(dest ...any) error {
+	return w.row.Scan(append(dest, w.last)...)
+}
+
 func (t *pgTx) SaveBatch(ctx context.Context, bt store.Batch, last int64) error {
-	bs, err := stmts.Batches([]store.Batch{bt})
+	b := &pgx.Batch{}
+	numbered, err := QueueSave(b, bt, last)
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	queueBatch(b, bs[0], last+1)
 	if err := t.send(ctx, b); err != nil {
 		return fmt.Errorf("saving the records of run %s: %w", bt.RunID, err)
 	}
-	bs[0].Numbered(last + 1)
+	numbered()
 	return nil
+}
+
+// QueueSave queues in b the writes of a run's steps, events (numbered
+// after last, the seq LockRun read) and final record, for its caller to
+// send in its transaction (Pipe.Defer). Once they are committed, numbered
+// sets the events' RunID and Seq.
+func QueueSave(b *pgx.Batch, bt store.Batch, last int64) (numbered func(), err error) {
+	bs, err := stmts.Batches([]store.Batch{bt})
+	if err != nil {
+		return nil, err
+	}
+	queueBatch(b, bs[0], last+1)
+	return func() { bs[0].Numbered(last + 1) }, nil
 }
 
 // queueReadRun queues in b the read q of run id into *dst; a missing run

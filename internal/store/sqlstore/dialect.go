@@ -90,6 +90,10 @@ type Dialect struct {
 	LockKey string
 	// NoLimit is the LIMIT parameter that limits nothing.
 	NoLimit any
+	// EventSeq: the run's row counts its events (runs.event_seq), so the
+	// seq of its last event is read with the row, not from the events,
+	// and every write of events moves it on (SQL.SetLastSeq).
+	EventSeq bool
 
 	// Time, JSON and Duration encode parameters: a time (already
 	// truncated to the microsecond), a JSON document (nil: NULL) and a

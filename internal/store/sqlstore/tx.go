@@ -81,9 +81,10 @@ func (t *tx) SaveBatch(ctx context.Context, b store.Batch, last int64) error {
 }
 
 // Writes returns the statements that write a batch, its events numbered
-// from first: its steps, its plan, its events, its final record.
+// from first: its steps, its plan, its events (and the run's count of
+// them, in a dialect that keeps it), its final record.
 func (s *Statements) Writes(b Batch, first int64) []Stmt {
-	stmts := make([]Stmt, 0, len(b.Steps)+len(b.Plan)+len(b.Events)+1)
+	stmts := make([]Stmt, 0, len(b.Steps)+len(b.Plan)+len(b.Events)+2)
 	for _, args := range b.Steps {
 		stmts = append(stmts, Stmt{s.UpsertStep, args})
 	}
@@ -92,6 +93,9 @@ func (s *Statements) Writes(b Batch, first int64) []Stmt {
 	}
 	for _, args := range s.EventArgs(b, first) {
 		stmts = append(stmts, Stmt{s.InsertEvent, args})
+	}
+	if len(b.Events) > 0 && s.SetLastSeq != "" {
+		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, first + int64(len(b.Events)) - 1}})
 	}
 	if b.Finish != nil {
 		stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
