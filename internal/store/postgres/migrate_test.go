@@ -125,10 +125,11 @@ func TestMigrate(t *testing.T) {
 		url := pgtest.URL(t)
 		s := openT(t, url, Options{migrations: upTo(t, 14)})
 		require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
-		require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: "r1", Steps: []*store.Step{
-			{StepOrder: 1, Node: "a", Visit: 1, Type: "set", Status: "success", Attempts: 1},
-			{StepOrder: 2, Node: "b", Visit: 1, Type: "set", Status: "pending"},
-		}}}))
+		// Written as a version-14 binary wrote them: this binary's batches
+		// need the later columns.
+		_, err := s.pool.Exec(t.Context(), `INSERT INTO steps (run_id, generation, node, visit, step_order, type, status, attempts)
+			VALUES ('r1', 1, 'a', 1, 1, 'set', 'success', 1), ('r1', 1, 'b', 1, 2, 'set', 'pending', 0)`)
+		require.NoError(t, err)
 		require.NoError(t, s.Close())
 
 		s = openT(t, url, Options{})
