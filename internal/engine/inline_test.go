@@ -234,3 +234,31 @@ func TestPureForEachYields(t *testing.T) {
 		require.Less(t, items(res), 10_000, "items that ran after the other branch failed the run")
 	})
 }
+
+// TestPureWithEvidenceRunsOffTheLoop: the evidence of a pure node with
+// expect: is captured by a call that may take a while (a screenshot), so
+// that node runs in a goroutine: a pure node on another branch runs on
+// the loop meanwhile.
+func TestPureWithEvidenceRunsOffTheLoop(t *testing.T) {
+	t.Parallel()
+	b := setupDriver(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: shown, type: calc, item: 1, expect: "item is 1"}
+  - {id: other, type: calc, item: 2}
+`, `
+  - {from: start, to: shown}
+  - {from: start, to: other}
+`))
+	otherRan := make(chan struct{})
+	hook := func(c *node.Call) {
+		if c.NodeID == "other" {
+			close(otherRan)
+		}
+	}
+	evidence := func(ctx context.Context, nodeID, _ string) {
+		<-otherRan // on the loop, this would wait for ever
+	}
+	res := result(t, b.execute(context.Background(), engine.Options{Host: engine.Host{
+		Services: calcHook.Provide(nil, hook), Evidence: evidence, ArtifactDir: func(string) string { return t.TempDir() }}}))
+	require.Equal(t, engine.RunCompleted, res.Status, "run error: %v", res.Error)
+}

@@ -368,7 +368,9 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	rs.inline = make([]bool, len(plan.Nodes))
 	for i, pn := range plan.Nodes {
 		rs.defs[i] = defOf(pn)
-		rs.inline[i] = inlines(pn)
+		// Evidence of a node with checks is captured after its call, by
+		// a tool call that may take a while: not on the loop.
+		rs.inline[i] = inlines(pn) && (opts.Evidence == nil || len(pn.Node.Checks) == 0 && pn.Node.Expect == "")
 	}
 	rs.redact = opts.Redactor
 	if rs.redact == nil {
