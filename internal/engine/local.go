@@ -307,8 +307,10 @@ type runState struct {
 	ready     []inlineTask
 	readyAt   int
 	cancelled context.Context
-	tokens    int // this run's usage, its children's included
-	cost      float64
+	// postFn is post, made once: a method value made per task allocates.
+	postFn func(func())
+	tokens int // this run's usage, its children's included
+	cost   float64
 }
 
 type sigKey struct {
@@ -365,6 +367,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		hashes:   make([]string, len(plan.Nodes)),
 		defs:     make([][]byte, len(plan.Nodes)),
 	}
+	rs.postFn = rs.post
 	rs.inline = make([]bool, len(plan.Nodes))
 	for i, pn := range plan.Nodes {
 		rs.defs[i] = defOf(pn)
@@ -834,7 +837,7 @@ func (rs *runState) launch(t *Task) {
 				start = rs.d.Clock.Now()
 				rs.post(func() { rs.began(t, start) })
 			}
-			oc, params = rs.runTask(ctx, t, upstream, td, rs.post)
+			oc, params = rs.runTask(ctx, t, upstream, td, rs.postFn)
 			oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
 			oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
 			<-rs.d.slots
