@@ -111,7 +111,10 @@ type Spec struct {
 	// Pure marks a kind whose run has no effect outside the run: it
 	// computes its output from its parameters (set, template, if…).
 	// Running it twice is harmless, so a queue worker does not record
-	// that it began before running it.
+	// that it began before running it. A pure kind does no I/O and does
+	// not block: a local run calls it on its scheduling goroutine, not a
+	// goroutine of its own, so it must return quickly without waiting for
+	// its context, and call Call.Emit only before it returns.
 	Pure        bool
 	Description string
 	Params      []Param

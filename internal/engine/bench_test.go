@@ -14,13 +14,16 @@ import (
 )
 
 // chainSrc is a trigger followed by n no-op nodes in a row.
-func chainSrc(n int) string {
+func chainSrc(n int) string { return chainOf("noop", n) }
+
+// chainOf is a trigger followed by n nodes of kind in a row.
+func chainOf(kind string, n int) string {
 	var nodes, edges strings.Builder
 	nodes.WriteString("  - {id: start, type: trigger.manual}\n")
 	prev := "start"
 	for i := range n {
 		id := fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&nodes, "  - {id: %s, type: noop}\n", id)
+		fmt.Fprintf(&nodes, "  - {id: %s, type: %s}\n", id, kind)
 		fmt.Fprintf(&edges, "  - {from: %s, to: %s}\n", prev, id)
 		prev = id
 	}
@@ -28,13 +31,16 @@ func chainSrc(n int) string {
 }
 
 // fanSrc is a trigger fanning out to n no-op nodes joined by a merge.
-func fanSrc(n int) string {
+func fanSrc(n int) string { return fanOf("noop", n) }
+
+// fanOf is a trigger fanning out to n nodes of kind joined by a merge.
+func fanOf(kind string, n int) string {
 	var nodes, edges strings.Builder
-	nodes.WriteString("  - {id: start, type: trigger.manual}\n  - {id: meet, type: merge}\n  - {id: end, type: noop}\n")
+	fmt.Fprintf(&nodes, "  - {id: start, type: trigger.manual}\n  - {id: meet, type: merge}\n  - {id: end, type: %s}\n", kind)
 	edges.WriteString("  - {from: meet, to: end}\n")
 	for i := range n {
 		id := fmt.Sprintf("n%d", i)
-		fmt.Fprintf(&nodes, "  - {id: %s, type: noop}\n", id)
+		fmt.Fprintf(&nodes, "  - {id: %s, type: %s}\n", id, kind)
 		fmt.Fprintf(&edges, "  - {from: start, to: %s}\n  - {from: %s, to: meet}\n", id, id)
 	}
 	return wf(nodes.String(), edges.String())
@@ -134,16 +140,54 @@ func benchDriver(b *testing.B, src string, nodes int) {
 }
 
 // BenchmarkChain400 runs a chain of 400 no-op nodes: on the scheduler alone
-// (the engine's own overhead) and through the local driver.
+// (the engine's own overhead) and through the local driver, where
+// driver-pure's nodes are of a kind declared pure (calc).
 func BenchmarkChain400(b *testing.B) {
 	b.Run("scheduler", func(b *testing.B) { benchPure(b, chainSrc(400), nil) })
 	b.Run("driver", func(b *testing.B) { benchDriver(b, chainSrc(400), 400) })
+	b.Run("driver-pure", func(b *testing.B) { benchDriver(b, chainOf("calc", 400), 400) })
 }
 
 // BenchmarkFanOutFanIn1000 fans out to 1,000 no-op nodes and joins them.
 func BenchmarkFanOutFanIn1000(b *testing.B) {
 	b.Run("scheduler", func(b *testing.B) { benchPure(b, fanSrc(1000), nil) })
 	b.Run("driver", func(b *testing.B) { benchDriver(b, fanSrc(1000), 1001) })
+	b.Run("driver-pure", func(b *testing.B) { benchDriver(b, fanOf("calc", 1000), 1001) })
+}
+
+// BenchmarkForEachDriver runs a foreach over n items, one at a time, each
+// a node of a kind declared pure, through the local driver (ns/node is
+// per item).
+func BenchmarkForEachDriver(b *testing.B) {
+	for _, n := range []int{1000, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			benchDriver(b, wf(fmt.Sprintf(`
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ 1..%d }}"}
+  - {id: body, type: calc, item: "{{ loop.item }}"}
+  - {id: eend, type: endloop, loop: each}
+`, n), `
+  - {from: start, to: each}
+  - {from: each, to: body, on: body}
+  - {from: body, to: eend}
+`), n)
+		})
+	}
+}
+
+// BenchmarkLoopDriver1000 runs a loop of 1,000 passes, each a node of a
+// kind declared pure, through the local driver (ns/node is per pass).
+func BenchmarkLoopDriver1000(b *testing.B) {
+	benchDriver(b, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: lp, type: loop, max_iterations: 1000}
+  - {id: body, type: calc}
+  - {id: lend, type: endloop, loop: lp}
+`, `
+  - {from: start, to: lp}
+  - {from: lp, to: body, on: body}
+  - {from: body, to: lend}
+`), 1000)
 }
 
 // BenchmarkLoop10000 runs a loop body 10,000 times on the scheduler (a

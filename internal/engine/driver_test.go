@@ -31,7 +31,7 @@ func (b *driverBundle) execute(ctx context.Context, opts engine.Options) <-chan 
 	if opts.RunID == "" {
 		opts.RunID = "run-1"
 	}
-	opts.Services = gatesService.Provide(nil, b.gates)
+	opts.Services = gatesService.Provide(opts.Services, b.gates)
 	out := make(chan *engine.Result, 1)
 	go func() {
 		res, err := b.drv.Execute(ctx, b.plan, opts)

@@ -72,7 +72,48 @@ func newTestRegistry() *node.Registry {
 		Kind: "noop", Category: node.Action,
 		Description: "Test action that does nothing.",
 	}, func() node.Kind { return noopKind{} })
+	reg.MustRegister(node.Spec{
+		Kind: "calc", Category: node.Data, Pure: true,
+		Description: "Test kind declared pure: outputs its item, calls the test's calc hook, panics when asked.",
+		Params: []node.Param{
+			{Name: "item", Type: node.Any, Description: "What it outputs."},
+			{Name: "panic", Type: node.Bool, Description: "Panic instead."},
+		},
+	}, func() node.Kind { return calcKind{} })
 	return reg
+}
+
+// impureRegistry is reg with no kind declared pure: every task runs in a
+// goroutine of its own, as before pure kinds ran on the driver's loop.
+func impureRegistry(reg *node.Registry) *node.Registry {
+	out := node.NewRegistry()
+	for _, s := range reg.Specs() {
+		kind := s.Kind
+		var ctor node.Constructor
+		if _, ok := reg.New(kind); ok {
+			ctor = func() node.Kind { k, _ := reg.New(kind); return k }
+		}
+		spec := *s
+		spec.Pure = false
+		out.MustRegister(spec, ctor)
+	}
+	return out
+}
+
+// calcHook, when a test provides one, is called by every calc node.
+var calcHook = node.NewService[func(c *node.Call)]("test calc hook")
+
+// calcKind is the pure test kind.
+type calcKind struct{}
+
+func (calcKind) Run(_ context.Context, c *node.Call) (map[string]any, error) {
+	if hook, ok := calcHook.Lookup(c.Services); ok {
+		hook(c)
+	}
+	if p, _ := c.Params["panic"].(bool); p {
+		panic("calc was asked to panic")
+	}
+	return map[string]any{"item": c.Params["item"]}, nil
 }
 
 // parkerKind parks its step with the state {n: 1}; run again after the
@@ -191,11 +232,17 @@ func (blockKind) Run(ctx context.Context, c *node.Call) (map[string]any, error) 
 // mustPlan decodes, validates and plans a workflow written in YAML.
 func mustPlan(t testing.TB, src string) *engine.Plan {
 	t.Helper()
+	return mustPlanWith(t, testReg, src)
+}
+
+// mustPlanWith is mustPlan with the kinds of reg.
+func mustPlanWith(t testing.TB, reg *node.Registry, src string) *engine.Plan {
+	t.Helper()
 	w, ds := workflow.Decode("test.yaml", []byte(src))
 	require.NotNil(t, w, "decoding: %s", ds.Error())
-	ds = append(ds, workflow.Validate(w, testReg)...)
+	ds = append(ds, workflow.Validate(w, reg)...)
 	require.False(t, ds.HasErrors(), "validating:\n%s\n%s", ds.Error(), src)
-	p, err := engine.NewPlan(w, testReg)
+	p, err := engine.NewPlan(w, reg)
 	require.NoError(t, err)
 	return p
 }

@@ -199,7 +199,9 @@ type Result struct {
 }
 
 // Driver runs plans on this machine: tasks are goroutines, bounded per run
-// and per process. A task released by the scheduler that finds no free
+// and per process; a task of a pure kind (node.Spec.Pure) that gets its
+// slots at once runs on the run's loop goroutine instead, with no hand-off
+// (launch). A task released by the scheduler that finds no free
 // slot waits for one: its step is recorded pending (not running), and its
 // node_started event and start time come when it gets the slot; a cancel
 // or a failure of the run withdraws it, and its step is skipped.
@@ -296,7 +298,17 @@ type runState struct {
 	defs    [][]byte // canonical definition per node
 	// open holds, in a dry run, the steps of the tasks not called
 	// (Options.DryRun).
-	open   []*StepRecord
+	open []*StepRecord
+	// inline tells, by node index, whether the node's tasks run on the
+	// loop goroutine (inlines). ready holds, from readyAt on, the tasks
+	// released to run there, in order (runReady); cancelled is the
+	// cancelled context the ones a cancel reached run with.
+	inline    []bool
+	ready     []inlineTask
+	readyAt   int
+	cancelled context.Context
+	// postFn is post, made once: a method value made per task allocates.
+	postFn func(func())
 	tokens int // this run's usage, its children's included
 	cost   float64
 }
@@ -355,8 +367,13 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		hashes:   make([]string, len(plan.Nodes)),
 		defs:     make([][]byte, len(plan.Nodes)),
 	}
+	rs.postFn = rs.post
+	rs.inline = make([]bool, len(plan.Nodes))
 	for i, pn := range plan.Nodes {
 		rs.defs[i] = defOf(pn)
+		// Evidence of a node with checks is captured after its call, by
+		// a tool call that may take a while: not on the loop.
+		rs.inline[i] = inlines(pn) && (opts.Evidence == nil || len(pn.Node.Checks) == 0 && pn.Node.Expect == "")
 	}
 	rs.redact = opts.Redactor
 	if rs.redact == nil {
@@ -381,7 +398,17 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	sigCh := opts.SignalCh
 	leave, ctxDone := opts.Leave, ctx.Done()
 	for !done {
+		// Tasks of pure kinds run here, a few at a time, between the
+		// events: a long foreach of them leaves room for the other
+		// branches' ends, signals and a cancel.
+		var readyCh chan struct{}
+		if rs.readyAt < len(rs.ready) {
+			readyCh = closedChan
+		}
 		select {
+		case <-readyCh:
+			rs.runReady()
+			done = rs.over()
 		case fn := <-rs.events:
 			fn()
 			done = rs.over()
@@ -485,6 +512,9 @@ func (rs *runState) apply(a *Actions) bool {
 			c()
 		}
 		rs.mu.Unlock()
+		for i := rs.readyAt; i < len(rs.ready); i++ {
+			rs.ready[i].cancelled = true
+		}
 	}
 	for _, t := range a.Start {
 		rs.launch(t)
@@ -773,13 +803,19 @@ func (rs *runState) processStarted(t *Task, pgid int) {
 	rs.flush()
 }
 
-// launch runs a task in a goroutine, within the run's and the process's
-// limits, and posts its outcome back to the loop.
+// launch runs a task within the run's and the process's limits: a task
+// of a pure kind that got its slots at once on the loop goroutine (queued
+// for runReady), any other in a goroutine of its own, which posts its
+// outcome back to the loop.
 func (rs *runState) launch(t *Task) {
 	upstream := rs.upstreamHashes(t.Node)
-	ctx, cancel := context.WithCancel(rs.taskCtx)
 	admitted := rs.admitted[t.ID]
 	delete(rs.admitted, t.ID)
+	if admitted && rs.inline[t.Node.Index] {
+		rs.ready = append(rs.ready, inlineTask{t: t, upstream: upstream})
+		return
+	}
+	ctx, cancel := context.WithCancel(rs.taskCtx)
 	var withdraw chan struct{}
 	rs.mu.Lock()
 	rs.cancels[t.ID] = cancel
@@ -801,7 +837,7 @@ func (rs *runState) launch(t *Task) {
 				start = rs.d.Clock.Now()
 				rs.post(func() { rs.began(t, start) })
 			}
-			oc, params = rs.runTask(ctx, t, upstream, td)
+			oc, params = rs.runTask(ctx, t, upstream, td, rs.postFn)
 			oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
 			oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
 			<-rs.d.slots
@@ -827,36 +863,110 @@ func (rs *runState) launch(t *Task) {
 		rs.mu.Lock()
 		delete(rs.cancels, t.ID)
 		rs.mu.Unlock()
-		rs.events <- func() {
-			a := rs.sched.Finished(t.ID, oc)
-			now := rs.d.Clock.Now()
-			td.outcome, td.params, td.start, td.end = oc, params, start, end
-			rs.admit(a)
-			rs.holdUntil(a, now, td)
-			if td.hash != "" && oc.Err == nil {
-				rs.hashes[t.Node.Index] = td.hash
-			}
-			if !td.cached && !td.pinned && !td.kept {
-				tokens, cost := usageOf(oc.Directives)
-				if oc.Err != nil {
-					tokens, cost = failedUsage(oc.Err)
-				}
-				rs.opts.Budget.Add(tokens, cost)
-				rs.tokens += tokens
-				rs.cost += cost
-			}
-			for _, su := range a.Steps {
-				if su.TaskID == t.ID {
-					rs.recordStep(su, now, td)
-				} else {
-					rs.recordStep(su, now, nil)
-				}
-			}
-			a.Steps = nil
-			rs.apply(a)
-		}
+		rs.events <- func() { rs.finish(t, td, oc, params, start, end) }
 	}()
 }
+
+// finish hands a task's outcome to the scheduler, on the loop goroutine,
+// records its step and carries out what follows.
+func (rs *runState) finish(t *Task, td *taskDone, oc Outcome, params map[string]any, start, end time.Time) {
+	a := rs.sched.Finished(t.ID, oc)
+	now := rs.d.Clock.Now()
+	td.outcome, td.params, td.start, td.end = oc, params, start, end
+	rs.admit(a)
+	rs.holdUntil(a, now, td)
+	if td.hash != "" && oc.Err == nil {
+		rs.hashes[t.Node.Index] = td.hash
+	}
+	if !td.cached && !td.pinned && !td.kept {
+		tokens, cost := usageOf(oc.Directives)
+		if oc.Err != nil {
+			tokens, cost = failedUsage(oc.Err)
+		}
+		rs.opts.Budget.Add(tokens, cost)
+		rs.tokens += tokens
+		rs.cost += cost
+	}
+	for _, su := range a.Steps {
+		if su.TaskID == t.ID {
+			rs.recordStep(su, now, td)
+		} else {
+			rs.recordStep(su, now, nil)
+		}
+	}
+	a.Steps = nil
+	rs.apply(a)
+}
+
+// inlineTask is a task of a pure kind waiting to run on the loop
+// goroutine, with the upstream hashes it was released with. cancelled
+// says a cancel reached it before it ran: it runs with a cancelled
+// context, as a task in a goroutine whose context a cancel ended does.
+type inlineTask struct {
+	t         *Task
+	upstream  []string
+	cancelled bool
+}
+
+// inlineBatch is how many pure tasks the loop runs before it looks at its
+// events again.
+const inlineBatch = 16
+
+// inlines reports whether the tasks of pn run on the loop goroutine: its
+// kind declares itself pure (node.Spec.Pure: it computes its output from
+// its parameters, with no I/O) and runs no child runs, whose ends come
+// back through the loop.
+func inlines(pn *PlanNode) bool {
+	return pn.Spec.Pure && !pn.Spec.RunsChildren && pn.Spec.Role != node.RoleSubworkflow
+}
+
+// runReady runs up to inlineBatch of the tasks queued to run on the loop
+// goroutine, in the order they were released.
+func (rs *runState) runReady() {
+	for n := 0; n < inlineBatch && rs.readyAt < len(rs.ready); n++ {
+		it := rs.ready[rs.readyAt]
+		rs.ready[rs.readyAt] = inlineTask{}
+		rs.readyAt++
+		if rs.readyAt == len(rs.ready) {
+			rs.ready, rs.readyAt = rs.ready[:0], 0
+		}
+		rs.runInline(it)
+	}
+}
+
+// runInline runs a task of a pure kind on the loop goroutine, holding the
+// slots it was admitted with, as launch's goroutine would: what the task
+// posts to the loop (an event it emits) is done at once, before its end.
+func (rs *runState) runInline(it inlineTask) {
+	t := it.t
+	ctx := rs.taskCtx
+	if it.cancelled {
+		if rs.cancelled == nil {
+			var cancel context.CancelFunc
+			rs.cancelled, cancel = context.WithCancel(rs.taskCtx)
+			cancel()
+		}
+		ctx = rs.cancelled
+	}
+	td := &taskDone{id: t.ID}
+	start := rs.d.Clock.Now()
+	oc, params := rs.runTask(ctx, t, it.upstream, td, callNow)
+	oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
+	oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
+	<-rs.d.slots
+	<-rs.runSlots
+	if rs.opts.DryRun && (td.open || oc.Err != nil && oc.Err.Code == codeOpen) {
+		rs.leaveOpen(t, td.hash)
+		return
+	}
+	if oc.Err != nil && ctx.Err() != nil && oc.Err.Category != node.CategoryTimeout {
+		oc.Err.Category = node.CategoryCancelled
+	}
+	rs.finish(t, td, oc, params, start, rs.d.Clock.Now())
+}
+
+// callNow calls fn: what a task on the loop goroutine posts to the loop.
+func callNow(fn func()) { fn() }
 
 // waitSlots waits for a slot of the run and one of the process for a task
 // that did not get them at once. It reports false, holding no slot, when
@@ -889,8 +999,9 @@ func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct
 	return got
 }
 
-// runTask renders the node's parameters and runs its kind.
-func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone) (Outcome, map[string]any) {
+// runTask renders the node's parameters and runs its kind; post runs a
+// function on the loop goroutine (runState.post, or callNow on it).
+func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone, post func(func())) (Outcome, map[string]any) {
 	pn := t.Node
 	params, hash, err := Prepare(rs.scope, t, rs.defs[pn.Index], upstream)
 	if err != nil {
@@ -914,7 +1025,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		}
 		if r.Miss != "" {
 			msg := fmt.Sprintf("node %s runs again: %s", pn.ID, r.Miss)
-			rs.post(func() {
+			post(func() {
 				rs.recordEvent(Event{Type: EventWarning, Node: pn.ID, Visit: t.Visit, Iteration: t.Iteration,
 					Data: map[string]any{"message": msg, "reuse": "masked"}}, rs.d.Clock.Now())
 			})
@@ -924,7 +1035,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		td.open = true
 		return Outcome{}, params
 	}
-	env := rs.taskEnv()
+	env := rs.taskEnv(post)
 	if pn.Spec.Role == node.RoleSubworkflow || pn.Spec.RunsChildren {
 		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
 	}
@@ -947,14 +1058,15 @@ func reusedDirectives(r Reused) map[string]any {
 	return d
 }
 
-// taskEnv is what the run's tasks are called with.
-func (rs *runState) taskEnv() TaskEnv {
+// taskEnv is what the run's tasks are called with; post runs a function
+// on the loop goroutine.
+func (rs *runState) taskEnv(post func(func())) TaskEnv {
 	return TaskEnv{
 		Registry: rs.d.Registry, RunID: rs.opts.RunID, Scope: rs.scope, Redactor: rs.redact,
 		Files: rs.opts.Files, Services: rs.opts.Services, Blobs: rs.opts.Blobs,
 		ArtifactDir: rs.opts.ArtifactDir, Evidence: rs.opts.Evidence, Now: rs.d.Clock.Now,
 		Emit: func(t *Task, kind string, data map[string]any) {
-			rs.post(func() {
+			post(func() {
 				rs.recordEvent(Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}, rs.d.Clock.Now())
 				// Out now, not with the step's end: a streamed reply's
 				// text and a tool's progress are for following the node
@@ -965,7 +1077,7 @@ func (rs *runState) taskEnv() TaskEnv {
 		ProcessStarted: func(t *Task, pgid int) {
 			// Posted before Run returns, so it reaches the loop before
 			// the task's end does.
-			rs.post(func() { rs.processStarted(t, pgid) })
+			post(func() { rs.processStarted(t, pgid) })
 		},
 	}
 }

@@ -150,40 +150,36 @@ func usecPtr(t *time.Time) *time.Time {
 // of a traced run list them (runlog.StepLister).
 func (d *Doc) StepRecords() []record.Step { return d.Steps }
 
-// WriteJSON writes the document as indented JSON (what encoding/json
-// writes with a two-space indent, <, > and & unescaped, and a final
-// newline), one step at a time, so that a run with many big steps is never
-// whole in memory (run.json).
+// WriteJSON writes the document as compact JSON (what encoding/json's
+// Encoder writes: no indent, <, > and & unescaped, a final newline), one
+// step at a time, so that a run with many big steps is never whole in
+// memory (run.json). Compact: indenting a run of many steps costs more
+// than the reader who wants it indented pays (jq . run.json).
 func (d *Doc) WriteJSON(w io.Writer) error {
 	if len(d.Steps) == 0 {
-		return encodeIndented(w, d, "")
+		return encode(w, d)
 	}
 	head := *d
 	head.Steps = []Step{}
 	var buf bytes.Buffer
-	if err := encodeIndented(&buf, &head, ""); err != nil {
+	if err := encode(&buf, &head); err != nil {
 		return err
 	}
-	// Top-level keys are the only ones indented by two spaces.
-	const key = "\n  \"steps\": []"
 	text := buf.Bytes()
-	at := bytes.Index(text, []byte(key))
+	at := stepsAt(text)
 	if at < 0 {
-		return encodeIndented(w, d, "")
+		return encode(w, d)
 	}
-	open := at + len(key) - 1 // at the ]
-	if _, err := w.Write(text[:open]); err != nil {
+	if _, err := w.Write(text[:at]); err != nil {
 		return err
 	}
 	buf = bytes.Buffer{} // text keeps the head's bytes
 	for i := range d.Steps {
 		buf.Reset()
-		sep := ",\n    "
-		if i == 0 {
-			sep = "\n    "
+		if i > 0 {
+			buf.WriteByte(',')
 		}
-		buf.WriteString(sep)
-		if err := encodeIndented(&buf, &d.Steps[i], "    "); err != nil {
+		if err := encode(&buf, &d.Steps[i]); err != nil {
 			return err
 		}
 		buf.Truncate(buf.Len() - 1) // the newline
@@ -191,16 +187,42 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 			return err
 		}
 	}
-	if _, err := io.WriteString(w, "\n  "); err != nil {
-		return err
-	}
-	_, err := w.Write(text[open:])
+	_, err := w.Write(text[at:])
 	return err
 }
 
-func encodeIndented(w io.Writer, v any, prefix string) error {
+// stepsAt returns where the ] of the document's own "steps":[] is in text,
+// the compact encoding of a document with no steps, or -1: a key of the
+// top-level object, not one of the same name in an output or an input.
+func stepsAt(text []byte) int {
+	key := []byte(`"steps":[]`)
+	depth, inString := 0, false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++ // the escaped character
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			// A value is followed by , or }: only a key matches.
+			if depth == 1 && bytes.HasPrefix(text[i:], key) {
+				return i + len(key) - 1
+			}
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return -1
+}
+
+func encode(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent(prefix, "  ")
 	return enc.Encode(v)
 }

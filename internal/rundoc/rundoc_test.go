@@ -3,6 +3,7 @@ package rundoc_test
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 )
 
 // WriteJSON writes, a step at a time, the very text encoding/json writes
-// of the whole document.
-func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
+// of the whole document, compact.
+func TestWriteJSONIsTheDocument(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
 	step := func(n string, out map[string]any) rundoc.Step {
@@ -39,6 +40,12 @@ func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
 				Steps: []rundoc.Step{step("a", map[string]any{"x": 1}), step("b", map[string]any{"list": []any{map[string]any{"k": "v"}}}),
 					step("c", map[string]any{"long": strings.Repeat("a step longer than the head of the document ", 100)})}},
 		},
+		{
+			name: "strings that look like the steps key",
+			doc: rundoc.Doc{ExecutionID: `"steps":[]`, Workflow: `\"steps\":[]`, Status: "completed",
+				Outputs: map[string]any{"a": `x","steps":[]`, "steps": []any{}},
+				Steps:   []rundoc.Step{step("a", map[string]any{"steps": []any{}})}},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,11 +53,31 @@ func TestWriteJSONIsTheIndentedDocument(t *testing.T) {
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)
 			enc.SetEscapeHTML(false)
-			enc.SetIndent("", "  ")
 			require.NoError(t, enc.Encode(&tt.doc))
 			var got bytes.Buffer
 			require.NoError(t, tt.doc.WriteJSON(&got))
 			require.Equal(t, want.String(), got.String())
 		})
 	}
+}
+
+// BenchmarkWriteJSON writes the run document of 1,000 set steps.
+func BenchmarkWriteJSON(b *testing.B) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	doc := rundoc.Doc{ExecutionID: "r1", Workflow: "chain", Status: "completed", Outputs: map[string]any{"i": 999}, StartedAt: now}
+	for i := range 1000 {
+		doc.Steps = append(doc.Steps, rundoc.Step{Node: "n" + strconv.Itoa(i), Type: "set", Status: "success", Visit: 1, Attempts: 1,
+			StartedAt: &now, FinishedAt: &now, ConfigHash: strings.Repeat("ab", 32),
+			Params: map[string]any{"values": map[string]any{"i": i}}, Output: map[string]any{"i": i}})
+	}
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := doc.WriteJSON(&buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(doc.Steps)), "ns/step")
+	b.ReportMetric(float64(buf.Len())/float64(len(doc.Steps)), "B/step")
 }

@@ -100,7 +100,7 @@ func (w *Writer) writeNodes(result any) error {
 	}
 	stale := !w.fresh
 	for _, id := range order {
-		data, err := w.encode(byNode[id], true)
+		data, err := w.encode(byNode[id])
 		if err != nil {
 			return fmt.Errorf("encoding %s: %w", filepath.Join(w.dir, id, runFile), err)
 		}

@@ -326,7 +326,7 @@ func (w *Writer) writeRunning(started time.Time) error {
 	data, err := w.encode(runningFile{
 		RunID: w.runID, Workflow: w.workflow, Status: engine.RunRunning,
 		Steps: []*engine.StepRecord{}, StartedAt: started, Meta: w.meta,
-	}, true)
+	})
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", filepath.Join(w.dir, runFile), err)
 	}
@@ -636,7 +636,7 @@ func (w *Writer) Finish(result any) error {
 		if errors.Is(err, errHoldsSecret) {
 			// The document was not masked: mask it whole.
 			var data []byte
-			if data, err = w.encode(result, true); err == nil {
+			if data, err = w.encode(result); err == nil {
 				err = w.writeAtomic(runFile, data, true)
 			}
 		}
@@ -648,7 +648,7 @@ func (w *Writer) Finish(result any) error {
 		}
 		ch := make(chan encoded, 1)
 		go func() {
-			data, err := w.encode(result, true)
+			data, err := w.encode(result)
 			ch <- encoded{data, err}
 		}()
 		err = w.stop()
@@ -815,7 +815,7 @@ func writeFileAtomic(r *os.Root, dir, name string, data []byte, stale bool) erro
 	return nil
 }
 
-// JSONWriter is a result that writes itself as indented JSON, a piece at
+// JSONWriter is a result that writes itself as JSON, a piece at
 // a time (runner.RunDoc), each Write a whole number of JSON tokens.
 type JSONWriter interface {
 	WriteJSON(w io.Writer) error
@@ -870,26 +870,21 @@ func (w *Writer) openAppend(name string) (*os.File, error) {
 
 // encode encodes v as encodeJSON does, with the run's secrets masked: when
 // the encoding holds one, it is masked as a JSON value.
-func (w *Writer) encode(v any, indent bool) ([]byte, error) {
-	data, err := encodeJSON(v, indent)
+func (w *Writer) encode(v any) ([]byte, error) {
+	data, err := encodeJSON(v)
 	if err != nil {
 		return nil, err
-	}
-	if indent {
-		return w.redact.JSON(data, "  ")
 	}
 	return w.redact.JSON(data, "")
 }
 
-// encodeJSON encodes v without escaping <, > and &, which keeps text such
-// as HTML or shell commands readable in the files. Lines end in a newline.
-func encodeJSON(v any, indent bool) ([]byte, error) {
+// encodeJSON encodes v compact, without escaping <, > and &, which keeps
+// text such as HTML or shell commands readable in the files. Lines end in
+// a newline.
+func encodeJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	if indent {
-		enc.SetIndent("", "  ")
-	}
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}

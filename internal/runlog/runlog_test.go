@@ -329,6 +329,7 @@ func TestFinishWritesResult(t *testing.T) {
 	readJSON(t, filepath.Join(b.w.Dir(), "run.json"), &got)
 	require.Equal(t, *res, got, "run.json is the document Finish was given")
 	require.Equal(t, 1, got.Steps[0].StepOrder, "step_order is in run.json")
+	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "run.json")), 1, "run.json is compact: one line")
 	require.Len(t, readLines(t, filepath.Join(b.w.Dir(), "events.jsonl")), 1)
 	require.NoDirExists(t, filepath.Join(b.w.Dir(), "a"), "no folder for a node with nothing to keep")
 
@@ -631,8 +632,8 @@ func TestFinishStreamsAndStillMasks(t *testing.T) {
 		name, want string
 		pieces     []string
 	}{
-		{name: "clean", pieces: []string{"{\n  \"steps\": [", "\n    {\"a\": 1}", "\n  ]\n}\n"}, want: "{\n  \"steps\": [\n    {\"a\": 1}\n  ]\n}\n"},
-		{name: "a secret in a piece", pieces: []string{"{\n  \"steps\": [", "\n    \"" + secret + "\"", "\n  ]\n}\n"}, want: "{\n  \"steps\": [\n    \"***\"\n  ]\n}\n"},
+		{name: "clean", pieces: []string{`{"steps":[`, `{"a":1}`, "]}\n"}, want: `{"steps":[{"a":1}]}` + "\n"},
+		{name: "a secret in a piece", pieces: []string{`{"steps":[`, `"` + secret + `"`, "]}\n"}, want: `{"steps":["***"]}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
