@@ -9,14 +9,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
 
-var (
-	nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-)
+// nameRe and queuePattern are compiled on first use, so that a command
+// that validates nothing does not pay for them.
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`) })
 
 // MaxIDLen is the longest node id.
 const MaxIDLen = 64
@@ -120,7 +121,7 @@ func (v *validator) run() {
 	}
 	if _, ok := w.pos["name"]; !ok {
 		v.d.errorf(Pos{1, 1}, "name", "", "the workflow has no name; add e.g. `name: %s`", suggestName(w.File))
-	} else if !nameRe.MatchString(w.Name) {
+	} else if !nameRe().MatchString(w.Name) {
 		v.d.errorf(w.pos["name"], "name", "", "workflow name %q must match [a-z0-9][a-z0-9_-]* (e.g. %q)", w.Name, suggestName(w.Name))
 	}
 	if len(w.Nodes) == 0 {
@@ -317,7 +318,7 @@ func (v *validator) nodes() {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
 		}
-		if n.Queue != "" && (len(n.Queue) > 128 || !queuePattern.MatchString(n.Queue)) {
+		if n.Queue != "" && (len(n.Queue) > 128 || !queuePattern().MatchString(n.Queue)) {
 			v.d.errorf(n.ParamPosOf("queue"), nodePath(i)+".queue", n.ID, "queue %q is not a queue name: lower-case letters and digits, in words joined by _ or -, at most 128 characters (e.g. gpu)", n.Queue)
 		}
 		if n.MaxVisits != nil {
@@ -745,7 +746,7 @@ func (v *validator) onError(n *Node) string {
 }
 
 // queuePattern is what River accepts as a queue name.
-var queuePattern = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+var queuePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`) })
 
 // MaxVisitsOf returns the visit limit of a node, defaults applied.
 func (w *Workflow) MaxVisitsOf(n *Node) int {
