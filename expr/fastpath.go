@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/expr-lang/expr/builtin"
@@ -36,7 +37,7 @@ func simplePath(code string) (Ref, bool) {
 		return Ref{}, false
 	}
 	start := i
-	var parts []string
+	parts := make([]string, 0, strings.Count(code[i:end], ".")+1)
 	for {
 		j := i
 		if j >= end || !identStart(code[j]) {
