@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	exprlang "github.com/expr-lang/expr"
@@ -28,62 +29,65 @@ var guardedNames = []string{
 
 // estimates give the bytes a guarded builtin is about to build, from its
 // arguments. When the arguments are not what the builtin takes, they return
-// 0 and the builtin itself reports the error.
-var estimates = map[string]func(args []any) int{
-	"repeat": func(args []any) int {
-		s, ok1 := arg[string](args, 0)
-		n, ok2 := intArg(args, 1)
-		if !ok1 || !ok2 || n <= 0 || n > maxRepeat {
-			return 0 // repeat reports bad counts itself
-		}
-		return mulSat(len(s), n)
-	},
-	"replace": func(args []any) int {
-		s, ok1 := arg[string](args, 0)
-		old, ok2 := arg[string](args, 1)
-		repl, ok3 := arg[string](args, 2)
-		if !ok1 || !ok2 || !ok3 {
-			return 0
-		}
-		grow := len(repl) - len(old)
-		if grow <= 0 {
-			return len(s)
-		}
-		count := occurrences(s, old)
-		if n, ok := intArg(args, 3); ok && n >= 0 && n < count {
-			count = n
-		}
-		return addSat(len(s), mulSat(count, grow))
-	},
-	"join": func(args []any) int {
-		sep, _ := arg[string](args, 1)
-		n := 0
-		switch list := argAt(args, 0).(type) {
-		case []string:
-			for _, s := range list {
-				n = addSat(n, len(s)+len(sep))
+// 0 and the builtin itself reports the error. Built on first use, with
+// compileOptions.
+var estimates = sync.OnceValue(func() map[string]func(args []any) int {
+	return map[string]func(args []any) int{
+		"repeat": func(args []any) int {
+			s, ok1 := arg[string](args, 0)
+			n, ok2 := intArg(args, 1)
+			if !ok1 || !ok2 || n <= 0 || n > maxRepeat {
+				return 0 // repeat reports bad counts itself
 			}
-		case []any:
-			for _, x := range list {
-				s, _ := x.(string)
-				n = addSat(n, len(s)+len(sep))
+			return mulSat(len(s), n)
+		},
+		"replace": func(args []any) int {
+			s, ok1 := arg[string](args, 0)
+			old, ok2 := arg[string](args, 1)
+			repl, ok3 := arg[string](args, 2)
+			if !ok1 || !ok2 || !ok3 {
+				return 0
 			}
-		}
-		return n
-	},
-	"split":      splitEstimate,
-	"splitAfter": splitEstimate,
-	"toJSON":     func(args []any) int { return jsonSize(argAt(args, 0), ByteBudget) },
-	"string":     func(args []any) int { return jsonSize(argAt(args, 0), ByteBudget) },
-	"toBase64": func(args []any) int {
-		s, _ := arg[string](args, 0)
-		return (len(s) + 2) / 3 * 4
-	},
-	"fromBase64": stringLen,
-	"fromJSON":   stringLen,
-	"upper":      stringLen,
-	"lower":      stringLen,
-}
+			grow := len(repl) - len(old)
+			if grow <= 0 {
+				return len(s)
+			}
+			count := occurrences(s, old)
+			if n, ok := intArg(args, 3); ok && n >= 0 && n < count {
+				count = n
+			}
+			return addSat(len(s), mulSat(count, grow))
+		},
+		"join": func(args []any) int {
+			sep, _ := arg[string](args, 1)
+			n := 0
+			switch list := argAt(args, 0).(type) {
+			case []string:
+				for _, s := range list {
+					n = addSat(n, len(s)+len(sep))
+				}
+			case []any:
+				for _, x := range list {
+					s, _ := x.(string)
+					n = addSat(n, len(s)+len(sep))
+				}
+			}
+			return n
+		},
+		"split":      splitEstimate,
+		"splitAfter": splitEstimate,
+		"toJSON":     func(args []any) int { return jsonSize(argAt(args, 0), ByteBudget) },
+		"string":     func(args []any) int { return jsonSize(argAt(args, 0), ByteBudget) },
+		"toBase64": func(args []any) int {
+			s, _ := arg[string](args, 0)
+			return (len(s) + 2) / 3 * 4
+		},
+		"fromBase64": stringLen,
+		"fromJSON":   stringLen,
+		"upper":      stringLen,
+		"lower":      stringLen,
+	}
+})
 
 // maxRepeat is the largest count expr-lang's repeat accepts.
 const maxRepeat = 1_000_000
@@ -133,7 +137,7 @@ var anyType = reflect.TypeFor[any]()
 // checker still checks the user's arguments.
 func guardedFunction(name string) exprlang.Option {
 	orig := builtin.Builtins[builtin.Index[name]]
-	estimate := estimates[name]
+	estimate := estimates()[name]
 	fn := func(params ...any) (any, error) {
 		g, ok := argAt(params, 0).(*guard)
 		if !ok {

@@ -1,15 +1,21 @@
 package expr
 
-import "github.com/expr-lang/expr/builtin"
+import (
+	"strings"
+	"sync"
 
-// builtinNames are expr-lang's built-in function names.
-var builtinNames = func() map[string]bool {
+	"github.com/expr-lang/expr/builtin"
+)
+
+// builtinNames are expr-lang's built-in function names, gathered on first
+// use.
+var builtinNames = sync.OnceValue(func() map[string]bool {
 	m := make(map[string]bool, len(builtin.Builtins))
 	for _, f := range builtin.Builtins {
 		m[f.Name] = true
 	}
 	return m
-}()
+})
 
 // simplePath recognises the most common expression, a plain member chain
 // such as `fetch.body.items` with optional spaces around it, without the
@@ -31,7 +37,7 @@ func simplePath(code string) (Ref, bool) {
 		return Ref{}, false
 	}
 	start := i
-	var parts []string
+	parts := make([]string, 0, strings.Count(code[i:end], ".")+1)
 	for {
 		j := i
 		if j >= end || !identStart(code[j]) {
@@ -72,4 +78,4 @@ func identPart(c byte) bool { return identStart(c) || (c >= '0' && c <= '9') }
 func IsBuiltin(name string) bool { return isFunction(name) || IsKeyword(name) }
 
 // isFunction reports whether name is a built-in function.
-func isFunction(name string) bool { return builtinNames[name] || isGuarded(name) }
+func isFunction(name string) bool { return builtinNames()[name] || isGuarded(name) }

@@ -321,8 +321,9 @@ func compile(code string) (_ *Program, err error) {
 		return nil, err
 	}
 	pt := &patcher{shadowed: a.shadowed}
-	opts := make([]exprlang.Option, 0, len(compileOptions)+1)
-	opts = append(opts, compileOptions...)
+	base := compileOptions()
+	opts := make([]exprlang.Option, 0, len(base)+1)
+	opts = append(opts, base...)
 	opts = append(opts, exprlang.Patch(pt))
 	prog, err := exprlang.Compile(code, opts...)
 	if err != nil {
@@ -357,8 +358,9 @@ func compile(code string) (_ *Program, err error) {
 
 // compileOptions configure every compilation: a map environment (fast
 // loads) where unknown names are nil, the node budget, and the guarded
-// builtins in place of expr-lang's.
-var compileOptions = func() []exprlang.Option {
+// builtins in place of expr-lang's. They are made on first use, so that a
+// command that compiles no expression does not pay for them.
+var compileOptions = sync.OnceValue(func() []exprlang.Option {
 	opts := []exprlang.Option{
 		exprlang.Env(map[string]any{}),
 		exprlang.AllowUndefinedVariables(),
@@ -371,7 +373,7 @@ var compileOptions = func() []exprlang.Option {
 		opts = append(opts, exprlang.DisableBuiltin(name), guardedFunction(name))
 	}
 	return opts
-}()
+})
 
 // patcher rewrites the AST before it is compiled:
 //   - a free name spelled like a built-in function but not called, such as

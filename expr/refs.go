@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
@@ -55,8 +56,8 @@ const nodeLimitMsg = "compilation failed: expression exceeds maximum allowed nod
 
 // parseConfig makes the parser see the AST Compile will see: the guarded
 // builtins are calls of functions rather than builtin nodes. The parser only
-// reads it.
-var parseConfig = func() *conf.Config {
+// reads it. It is made on first use.
+var parseConfig = sync.OnceValue(func() *conf.Config {
 	c := &conf.Config{
 		MaxNodes:  MaxNodes,
 		Functions: conf.FunctionsTable{},
@@ -67,7 +68,7 @@ var parseConfig = func() *conf.Config {
 		c.Disabled[name] = true
 	}
 	return c
-}()
+})
 
 // References returns the free names code reads, in source order, one Ref per
 // occurrence. Names bound inside the expression (let variables, the
@@ -136,7 +137,7 @@ func analyze(code string) (a *analysis, err error) {
 	}()
 	// A fresh parser each time: expr-lang's Parser does not fully reset its
 	// state between parses.
-	tree, perr := parser.ParseWithConfig(code, parseConfig)
+	tree, perr := parser.ParseWithConfig(code, parseConfig())
 	if perr != nil {
 		return nil, parseError(code, pos, perr)
 	}
@@ -222,7 +223,7 @@ func (w *walker) walk(node ast.Node) {
 			if !w.ident(callee) {
 				return
 			}
-			if _, ok := parseConfig.Functions[callee.Value]; !ok {
+			if _, ok := parseConfig().Functions[callee.Value]; !ok {
 				w.fail(callee.Location(), fmt.Sprintf("unknown function %s", callee.Value))
 				return
 			}

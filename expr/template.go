@@ -55,6 +55,9 @@ func ParseTemplate(s string) (*Template, error) {
 		t.lits = []string{s}
 		return t, nil
 	}
+	// Room for every segment, so that the lists grow once.
+	segs := strings.Count(s, "{{")
+	t.lits, t.segs = make([]string, 0, segs+1), make([]Segment, 0, segs)
 	i := 0 // start of the current text
 	for {
 		j := strings.Index(s[i:], "{{")

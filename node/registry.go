@@ -18,7 +18,7 @@ var ErrDuplicate = errors.New("node kind already registered")
 // NewRegistry. It is safe for concurrent use.
 type Registry struct {
 	mu    sync.RWMutex
-	kinds map[string]entry
+	kinds map[string]*entry
 }
 
 type entry struct {
@@ -27,7 +27,7 @@ type entry struct {
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: map[string]entry{}} }
+func NewRegistry() *Registry { return &Registry{kinds: map[string]*entry{}} }
 
 // Register adds a kind. It fails on an empty or malformed spec and on a
 // duplicate kind; nothing is ever silently overwritten.
@@ -40,7 +40,7 @@ func (r *Registry) Register(spec Spec, ctor Constructor) error {
 	if _, ok := r.kinds[spec.Kind]; ok {
 		return fmt.Errorf("%w: %q", ErrDuplicate, spec.Kind)
 	}
-	r.kinds[spec.Kind] = entry{spec: spec, ctor: ctor}
+	r.kinds[spec.Kind] = &entry{spec: spec, ctor: ctor}
 	return nil
 }
 
@@ -51,7 +51,10 @@ func (r *Registry) MustRegister(spec Spec, ctor Constructor) {
 	}
 }
 
-// Lookup returns the spec of a kind.
+// Lookup returns the spec of a kind. The spec is the registry's own, shared
+// by every caller (validation looks kinds up several times a node, and a
+// copy each time cost more than the rest of validating): read it, never
+// change it.
 func (r *Registry) Lookup(kind string) (*Spec, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

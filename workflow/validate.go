@@ -9,14 +9,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
 
-var (
-	nameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
-)
+// nameRe and queuePattern are compiled on first use, so that a command
+// that validates nothing does not pay for them.
+var nameRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`) })
 
 // MaxIDLen is the longest node id.
 const MaxIDLen = 64
@@ -120,7 +121,7 @@ func (v *validator) run() {
 	}
 	if _, ok := w.pos["name"]; !ok {
 		v.d.errorf(Pos{1, 1}, "name", "", "the workflow has no name; add e.g. `name: %s`", suggestName(w.File))
-	} else if !nameRe.MatchString(w.Name) {
+	} else if !nameRe().MatchString(w.Name) {
 		v.d.errorf(w.pos["name"], "name", "", "workflow name %q must match [a-z0-9][a-z0-9_-]* (e.g. %q)", w.Name, suggestName(w.Name))
 	}
 	if len(w.Nodes) == 0 {
@@ -299,41 +300,40 @@ func (v *validator) nodes() {
 	first := make(map[string]*Node, len(w.Nodes))
 	kinds := v.reg.Kinds()
 	for i, n := range w.Nodes {
-		path := "nodes[" + strconv.Itoa(i) + "]"
 		idPos := n.ParamPosOf("id")
 		switch {
 		case n.ID == "":
 		case !ValidID(n.ID):
-			v.d.errorf(idPos, path+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
+			v.d.errorf(idPos, nodePath(i)+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
 		case contains(expr.ScopeRoots, n.ID):
-			v.d.errorf(idPos, path+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
+			v.d.errorf(idPos, nodePath(i)+".id", n.ID, "node id %q is reserved for the expression scope; pick another id", n.ID)
 		case expr.IsKeyword(n.ID):
 			// Built-in function names are fine (the node shadows the
 			// function); a keyword cannot be read at all.
-			v.d.errorf(idPos, path+".id", n.ID, "node id %q is an expression keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
+			v.d.errorf(idPos, nodePath(i)+".id", n.ID, "node id %q is an expression keyword, so {{ %s.x }} could not read it; pick another id such as %q", n.ID, n.ID, n.ID+"_step")
 		}
 		if prev, dup := first[n.ID]; dup && n.ID != "" {
-			v.d.errorf(idPos, path+".id", n.ID, "duplicate node id %q (first used at line %d); node ids must be unique, so rename one of them", n.ID, prev.Pos.Line)
+			v.d.errorf(idPos, nodePath(i)+".id", n.ID, "duplicate node id %q (first used at line %d); node ids must be unique, so rename one of them", n.ID, prev.Pos.Line)
 		} else if n.ID != "" {
 			first[n.ID] = n
 			v.ids = append(v.ids, n.ID)
 		}
-		if n.Queue != "" && (len(n.Queue) > 128 || !queuePattern.MatchString(n.Queue)) {
-			v.d.errorf(n.ParamPosOf("queue"), path+".queue", n.ID, "queue %q is not a queue name: lower-case letters and digits, in words joined by _ or -, at most 128 characters (e.g. gpu)", n.Queue)
+		if n.Queue != "" && (len(n.Queue) > 128 || !queuePattern().MatchString(n.Queue)) {
+			v.d.errorf(n.ParamPosOf("queue"), nodePath(i)+".queue", n.ID, "queue %q is not a queue name: lower-case letters and digits, in words joined by _ or -, at most 128 characters (e.g. gpu)", n.Queue)
 		}
 		if n.MaxVisits != nil {
-			v.bounded(n.ParamPosOf("max_visits"), path+".max_visits", n.ID, "max_visits", *n.MaxVisits, 1, MaxVisitLimit)
+			v.bounded(n.ParamPosOf("max_visits"), nodePath(i)+".max_visits", n.ID, "max_visits", *n.MaxVisits, 1, MaxVisitLimit)
 		}
 		if n.Type == "" {
 			continue
 		}
 		spec, ok := v.reg.Lookup(n.Type)
 		if !ok {
-			v.d.errorf(n.ParamPosOf("type"), path+".type", n.ID, "unknown node type %q%s", n.Type, typeHint(n.Type, kinds))
+			v.d.errorf(n.ParamPosOf("type"), nodePath(i)+".type", n.ID, "unknown node type %q%s", n.Type, typeHint(n.Type, kinds))
 			continue
 		}
 		v.specs[i] = spec
-		v.own(i, func() { v.params(n, spec, path) })
+		v.own(i, func() { v.params(n, spec, i) })
 	}
 }
 
@@ -399,14 +399,17 @@ func (n *Node) keyPos(key string) Pos {
 	return n.Pos
 }
 
-func (v *validator) params(n *Node, spec *node.Spec, path string) {
-	var known []string
-	for _, p := range spec.Params {
-		known = append(known, p.Name)
-	}
+// params checks the parameters of w.Nodes[i]. Paths such as
+// nodes[3].command are built only for a message.
+func (v *validator) params(n *Node, spec *node.Spec, i int) {
 	for name, val := range n.Params {
 		p, ok := spec.Param(name)
 		if !ok {
+			path := nodePath(i)
+			var known []string
+			for _, p := range spec.Params {
+				known = append(known, p.Name)
+			}
 			hint := didYouMean(name, append(append([]string(nil), known...), CommonFields...))
 			list := "it takes no parameters"
 			if len(known) > 0 {
@@ -415,11 +418,11 @@ func (v *validator) params(n *Node, spec *node.Spec, path string) {
 			v.d.errorf(n.keyPos(name), path+"."+name, n.ID, "unknown key %q for node type %s%s (%s)", name, n.Type, hint, list)
 			continue
 		}
-		v.paramValue(n, p, val, n.ParamPos(name), path+"."+name)
+		v.paramValue(n, p, val, n.ParamPos(name), func() string { return nodePath(i) + "." + name })
 	}
 	for _, p := range spec.Params {
 		if _, ok := n.Params[p.Name]; p.Required && !ok {
-			v.d.errorf(n.Pos, path, n.ID, "node type %s needs parameter %q (%s); add `%s:` to the node", n.Type, p.Name, p.Description, p.Name)
+			v.d.errorf(n.Pos, nodePath(i), n.ID, "node type %s needs parameter %q (%s); add `%s:` to the node", n.Type, p.Name, p.Description, p.Name)
 		}
 	}
 	if spec.Check != nil {
@@ -428,7 +431,7 @@ func (v *validator) params(n *Node, spec *node.Spec, path string) {
 			if pe.Warning {
 				sev = Warning
 			}
-			v.d.add(sev, n.posAt(pe.Param), path+"."+pe.Param, n.ID, "%s", pe.Message)
+			v.d.add(sev, n.posAt(pe.Param), nodePath(i)+"."+pe.Param, n.ID, "%s", pe.Message)
 		}
 	}
 }
@@ -486,10 +489,10 @@ func isTemplated(val any) bool {
 // paramValue checks a value against a declared parameter type. Templates
 // stand for values known only at run time and are let through here (their
 // references are checked later).
-func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path string) {
+func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path func() string) {
 	if val == nil {
 		if p.Required {
-			v.d.errorf(pos, path, n.ID, "parameter %q of %s needs a value", p.Name, n.Type)
+			v.d.errorf(pos, path(), n.ID, "parameter %q of %s needs a value", p.Name, n.Type)
 		}
 		return
 	}
@@ -497,26 +500,26 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path str
 		return
 	}
 	if p.NoTemplate && p.Type != node.String && isTemplated(val) {
-		v.d.errorf(pos, path, n.ID, "parameter %q of %s is read before the run starts, so it cannot be a template; write a value", p.Name, n.Type)
+		v.d.errorf(pos, path(), n.ID, "parameter %q of %s is read before the run starts, so it cannot be a template; write a value", p.Name, n.Type)
 		return
 	}
 	if p.Expr {
 		if _, ok := val.(string); !ok {
-			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be an expression, not %s", p.Name, n.Type, describePlain(val))
+			v.d.errorf(pos, path(), n.ID, "parameter %q of %s must be an expression, not %s", p.Name, n.Type, describePlain(val))
 		}
 		return
 	}
 	if p.Type == node.List && len(p.Items) > 0 {
 		list, ok := val.([]any)
 		if !ok {
-			v.d.errorf(pos, path, n.ID, "parameter %q of %s must be a list, not %s", p.Name, n.Type, describePlain(val))
+			v.d.errorf(pos, path(), n.ID, "parameter %q of %s must be a list, not %s", p.Name, n.Type, describePlain(val))
 			return
 		}
-		v.items(n, p, list, path)
+		v.items(n, p, list, path())
 		return
 	}
 	if _, err := p.Coerce(val); err != nil {
-		v.d.errorf(pos, path, n.ID, "parameter %q of %s: %v%s", p.Name, n.Type, err, enumHint(p, val))
+		v.d.errorf(pos, path(), n.ID, "parameter %q of %s: %v%s", p.Name, n.Type, err, enumHint(p, val))
 	}
 }
 
@@ -566,7 +569,7 @@ func (v *validator) items(n *Node, p node.Param, list []any, path string) {
 				}
 				continue
 			}
-			v.paramValue(n, ip, iv, pos, ipath+"."+ip.Name)
+			v.paramValue(n, ip, iv, pos, func() string { return ipath + "." + ip.Name })
 		}
 	}
 }
@@ -644,14 +647,13 @@ func (v *validator) edges() {
 		if dst, dspec := v.spec(e.To); dspec != nil && dspec.Category == node.Trigger {
 			v.d.errorf(orPos(e.toPos, e.Pos), edgePath(i)+".to", dst.ID, "edge into trigger %q: triggers start runs and take no incoming edges; remove the edge", e.To)
 		}
-		allowed := spec.AllHandles(src.Params)
 		onErr := v.onError(src)
 		switch {
 		case e.On == HandleErrorName:
 			if onErr != OnErrorRoute {
 				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
 			}
-		case contains(allowed, e.On):
+		case hasHandle(spec, src.Params, e.On):
 			if spec.Role == node.RoleWait && e.On == HandleTimeoutName && src.Timeout == nil {
 				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its timeout handle, but the node has no timeout:; give it one (timeout: 24h) or remove the edge", src.ID)
 			}
@@ -662,6 +664,7 @@ func (v *validator) edges() {
 				v.d.errorf(e.Pos, edgePath(i), src.ID, "an endloop jumps back to its loop %q; an edge to %q is not allowed (continue after the loop from its done handle)", l, e.To)
 			}
 		default:
+			allowed := spec.AllHandles(src.Params)
 			var named []string
 			for _, h := range allowed {
 				if h != "" && h != node.HandleError {
@@ -712,6 +715,20 @@ const HandleErrorName = "error"
 // timeout: passes first.
 const HandleTimeoutName = "timeout"
 
+// hasHandle reports whether spec.AllHandles(params) holds h, without
+// building the list when the kind's handles are fixed.
+func hasHandle(spec *node.Spec, params map[string]any, h string) bool {
+	switch {
+	case spec.Handles == nil && (h == node.HandleDefault || h == node.HandleError):
+		return true
+	case contains(spec.Handles, h):
+		return true
+	case spec.DynamicHandles != nil:
+		return contains(spec.DynamicHandles(params), h)
+	}
+	return false
+}
+
 func edgePath(i int) string { return "edges[" + strconv.Itoa(i) + "]" }
 
 func orPos(p, fallback Pos) Pos {
@@ -729,7 +746,7 @@ func (v *validator) onError(n *Node) string {
 }
 
 // queuePattern is what River accepts as a queue name.
-var queuePattern = regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`)
+var queuePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]+([_-][a-z0-9]+)*$`) })
 
 // MaxVisitsOf returns the visit limit of a node, defaults applied.
 func (w *Workflow) MaxVisitsOf(n *Node) int {

@@ -207,14 +207,15 @@ type Node struct {
 	Params map[string]any
 	Pos    Pos
 
-	raw      *value // the node's map, for positions of nested values
-	paramPos map[string]Pos
+	raw *value // the node's map, for positions of nested values
 }
 
 // ParamPos returns the position of a parameter's value.
 func (n *Node) ParamPos(name string) Pos {
-	if p, ok := n.paramPos[name]; ok {
-		return p
+	if n.raw != nil && !contains(CommonFields, name) {
+		if i := n.raw.find(name); i >= 0 {
+			return n.raw.keys[i].val.pos
+		}
 	}
 	return n.Pos
 }

@@ -272,8 +272,42 @@ type yamlConv struct {
 	// the outermost alias being expanded.
 	expanded int
 	aliasAt  Pos
-	// slab hands out values from blocks, one allocation for many.
-	slab []value
+	// slab hands out values from blocks, one allocation for many; lists
+	// and entries do the same for the elements of lists and maps.
+	slab    []value
+	lists   []*value
+	entries []mapEntry
+}
+
+// slabCap is the most elements a list or map takes from a shared block;
+// a bigger one gets its own.
+const slabCap = 64
+
+// list returns an empty slice with room for n elements.
+func (c *yamlConv) list(n int) []*value {
+	if n > slabCap {
+		return make([]*value, 0, n)
+	}
+	if len(c.lists) < n {
+		c.lists = make([]*value, 1024)
+	}
+	s := c.lists[:0:n]
+	c.lists = c.lists[n:]
+	return s
+}
+
+// mapEntries returns an empty slice with room for n entries. A map that
+// grows past n (through a merge key) moves to a slice of its own.
+func (c *yamlConv) mapEntries(n int) []mapEntry {
+	if n > slabCap {
+		return make([]mapEntry, 0, n)
+	}
+	if len(c.entries) < n {
+		c.entries = make([]mapEntry, 512)
+	}
+	s := c.entries[:0:n]
+	c.entries = c.entries[n:]
+	return s
 }
 
 // val returns a pointer to a copy of v, allocated from the slab.
@@ -308,7 +342,7 @@ func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
 	case yaml.AliasNode:
 		return c.alias(n, pos, depth)
 	case yaml.SequenceNode:
-		v := c.val(value{kind: vList, pos: pos, list: make([]*value, 0, len(n.Content))})
+		v := c.val(value{kind: vList, pos: pos, list: c.list(len(n.Content))})
 		for _, e := range n.Content {
 			ev, err := c.conv(e, depth+1)
 			if err != nil {
@@ -318,7 +352,7 @@ func (c *yamlConv) conv(n *yaml.Node, depth int) (*value, *parseError) {
 		}
 		return v, nil
 	case yaml.MappingNode:
-		v := c.val(value{kind: vMap, pos: pos, keys: make([]mapEntry, 0, len(n.Content)/2)})
+		v := c.val(value{kind: vMap, pos: pos, keys: c.mapEntries(len(n.Content) / 2)})
 		if len(n.Content) > 0 {
 			v.pos = Pos{n.Content[0].Line, n.Content[0].Column}
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 )
@@ -34,30 +35,36 @@ func setUsageErrors(root *cobra.Command) {
 	walk(root)
 }
 
-// cobraArgCounts are the messages of cobra's argument validators, with
-// what they say in words.
-var cobraArgCounts = []struct {
+// argCount is a message of one of cobra's argument validators, with what
+// it says in words.
+type argCount struct {
 	re    *regexp.Regexp
 	words func(m []string) string
-}{
-	{regexp.MustCompile(`^accepts (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
-		return "takes " + arguments(m[1]) + ", got " + m[2]
-	}},
-	{regexp.MustCompile(`^requires at least (\d+) arg\(s\), only received (\d+)$`), func(m []string) string {
-		return "takes at least " + arguments(m[1]) + ", got " + m[2]
-	}},
-	{regexp.MustCompile(`^accepts at most (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
-		return "takes at most " + arguments(m[1]) + ", got " + m[2]
-	}},
-	{regexp.MustCompile(`^accepts between (\d+) and (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
-		return "takes " + m[1] + " to " + arguments(m[2]) + ", got " + m[3]
-	}},
 }
+
+// cobraArgCounts are the messages of cobra's argument validators, compiled
+// on first use (by a usage error).
+var cobraArgCounts = sync.OnceValue(func() []argCount {
+	return []argCount{
+		{regexp.MustCompile(`^accepts (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
+			return "takes " + arguments(m[1]) + ", got " + m[2]
+		}},
+		{regexp.MustCompile(`^requires at least (\d+) arg\(s\), only received (\d+)$`), func(m []string) string {
+			return "takes at least " + arguments(m[1]) + ", got " + m[2]
+		}},
+		{regexp.MustCompile(`^accepts at most (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
+			return "takes at most " + arguments(m[1]) + ", got " + m[2]
+		}},
+		{regexp.MustCompile(`^accepts between (\d+) and (\d+) arg\(s\), received (\d+)$`), func(m []string) string {
+			return "takes " + m[1] + " to " + arguments(m[2]) + ", got " + m[3]
+		}},
+	}
+})
 
 // argCountWords turns cobra's "accepts 1 arg(s), received 0" for skein
 // run into "run takes 1 argument, got 0"; another message is kept as it is.
 func argCountWords(cmd *cobra.Command, msg string) string {
-	for _, c := range cobraArgCounts {
+	for _, c := range cobraArgCounts() {
 		if m := c.re.FindStringSubmatch(msg); m != nil {
 			return strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ") + " " + c.words(m)
 		}

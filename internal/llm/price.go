@@ -4,6 +4,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Price is what a model costs, in US dollars per million tokens.
@@ -14,19 +15,22 @@ type Price struct {
 
 // builtinPrices are list prices of common models (USD per million tokens,
 // standard tier, no caching discounts). Workflows and deployments override
-// them; a model not here costs 0 and is reported as unknown.
-var builtinPrices = map[string]Price{
-	"gpt-4.1":           {InputPerMTok: 2.00, OutputPerMTok: 8.00},
-	"gpt-4.1-mini":      {InputPerMTok: 0.40, OutputPerMTok: 1.60},
-	"gpt-4o":            {InputPerMTok: 2.50, OutputPerMTok: 10.00},
-	"gpt-4o-mini":       {InputPerMTok: 0.15, OutputPerMTok: 0.60},
-	"claude-sonnet-4-5": {InputPerMTok: 3.00, OutputPerMTok: 15.00},
-	"claude-haiku-4-5":  {InputPerMTok: 1.00, OutputPerMTok: 5.00},
-	"claude-opus-4-1":   {InputPerMTok: 15.00, OutputPerMTok: 75.00},
-}
+// them; a model not here costs 0 and is reported as unknown. The table is
+// built on first use, by a run that prices a model.
+var builtinPrices = sync.OnceValue(func() map[string]Price {
+	return map[string]Price{
+		"gpt-4.1":           {InputPerMTok: 2.00, OutputPerMTok: 8.00},
+		"gpt-4.1-mini":      {InputPerMTok: 0.40, OutputPerMTok: 1.60},
+		"gpt-4o":            {InputPerMTok: 2.50, OutputPerMTok: 10.00},
+		"gpt-4o-mini":       {InputPerMTok: 0.15, OutputPerMTok: 0.60},
+		"claude-sonnet-4-5": {InputPerMTok: 3.00, OutputPerMTok: 15.00},
+		"claude-haiku-4-5":  {InputPerMTok: 1.00, OutputPerMTok: 5.00},
+		"claude-opus-4-1":   {InputPerMTok: 15.00, OutputPerMTok: 75.00},
+	}
+})
 
 // Prices returns a copy of the built-in price table.
-func Prices() map[string]Price { return maps.Clone(builtinPrices) }
+func Prices() map[string]Price { return maps.Clone(builtinPrices()) }
 
 // PriceOf finds a model's price: overrides first, then the built-in table.
 // A name is tried as given, then without a "vendor/" prefix (OpenRouter
@@ -37,7 +41,7 @@ func PriceOf(model string, overrides map[string]Price) (Price, bool) {
 		if p, ok := overrides[name]; ok {
 			return p, true
 		}
-		if p, ok := builtinPrices[name]; ok {
+		if p, ok := builtinPrices()[name]; ok {
 			return p, true
 		}
 	}
@@ -54,7 +58,7 @@ func Cost(model string, u Usage, overrides map[string]Price) (usd float64, known
 	return (float64(u.InputTokens)*p.InputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6, true
 }
 
-var dateSuffix = regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`)
+var dateSuffix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$`) })
 
 func priceNames(model string) []string {
 	m := strings.ToLower(strings.TrimSpace(model))
@@ -63,7 +67,7 @@ func priceNames(model string) []string {
 		m = m[i+1:]
 		names = append(names, m)
 	}
-	if d := dateSuffix.ReplaceAllString(m, ""); d != m {
+	if d := dateSuffix().ReplaceAllString(m, ""); d != m {
 		names = append(names, d)
 	}
 	return names

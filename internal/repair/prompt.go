@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm"
@@ -289,7 +290,11 @@ func Ask(ctx context.Context, p llm.Provider, model string, msgs []llm.Message) 
 	return &Reply{Workflow: wf, Explanation: strings.TrimSpace(expl)}, resp, nil
 }
 
-var fence = regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n[ \t]*```")
+// fence and nodesKey are compiled on first use: only the repair loop
+// needs them.
+var fence = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("(?s)```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n[ \t]*```")
+})
 
 // Extract finds a workflow in a model's text: a JSON object
 // {"workflow": "..."}, the first fenced code block, or the text itself when
@@ -309,7 +314,7 @@ func Extract(text string) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	if sub := fence.FindStringSubmatch(t); sub != nil {
+	if sub := fence().FindStringSubmatch(t); sub != nil {
 		t = strings.TrimSpace(sub[1])
 	} else if strings.HasPrefix(t, "```") {
 		return nil, false
@@ -320,9 +325,9 @@ func Extract(text string) ([]byte, bool) {
 	return []byte(t + "\n"), true
 }
 
-var nodesKey = regexp.MustCompile(`(?m)^\s*"?nodes"?\s*:`)
+var nodesKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^\s*"?nodes"?\s*:`) })
 
-func looksLikeWorkflow(t string) bool { return nodesKey.MatchString(t) }
+func looksLikeWorkflow(t string) bool { return nodesKey().MatchString(t) }
 
 // indent prefixes every line of s.
 func indent(s, prefix string) string {

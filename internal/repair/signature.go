@@ -4,22 +4,29 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
-// normalisers rewrite what changes from one occurrence of an error to the
-// next, in order: times before the numbers in them, ids before paths.
-var normalisers = []struct {
+// normaliser rewrites what matches re.
+type normaliser struct {
 	re   *regexp.Regexp
 	with string
-}{
-	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?`), "<time>"},
-	{regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b`), "<time>"},
-	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<id>"},
-	{regexp.MustCompile(`\b[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*[A-Za-z][A-Za-z0-9_-]*\b`), "<id>"},
-	{regexp.MustCompile(`(?:[A-Za-z]:)?(?:[/\\][^\s/\\'"?#:,;()\[\]{}<>]+){2,}[/\\]?`), "<path>"},
-	{regexp.MustCompile(`\d+(?:\.\d+)*`), "#"},
-	{regexp.MustCompile(`\s+`), " "},
 }
+
+// normalisers rewrite what changes from one occurrence of an error to the
+// next, in order: times before the numbers in them, ids before paths. They
+// are compiled on first use, by the repair loop only.
+var normalisers = sync.OnceValue(func() []normaliser {
+	return []normaliser{
+		{regexp.MustCompile(`\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?`), "<time>"},
+		{regexp.MustCompile(`\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b`), "<time>"},
+		{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<id>"},
+		{regexp.MustCompile(`\b[A-Za-z0-9_-]*[0-9][A-Za-z0-9_-]*[A-Za-z][A-Za-z0-9_-]*\b`), "<id>"},
+		{regexp.MustCompile(`(?:[A-Za-z]:)?(?:[/\\][^\s/\\'"?#:,;()\[\]{}<>]+){2,}[/\\]?`), "<path>"},
+		{regexp.MustCompile(`\d+(?:\.\d+)*`), "#"},
+		{regexp.MustCompile(`\s+`), " "},
+	}
+})
 
 // Normalize removes from an error message what differs between two
 // occurrences of the same error: times, ids (UUIDs and tokens with a digit
@@ -27,7 +34,7 @@ var normalisers = []struct {
 // or more segments, and numbers. Normalize is idempotent.
 func Normalize(msg string) string {
 	s := msg
-	for _, n := range normalisers {
+	for _, n := range normalisers() {
 		s = n.re.ReplaceAllString(s, n.with)
 	}
 	return strings.TrimSpace(s)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/internal/llm"
 	"github.com/skeinhq/skein/node"
@@ -20,8 +21,9 @@ type workflowTool struct {
 	path, name, description string
 }
 
-// toolName is what model APIs accept as a tool name.
-var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+// toolName is what model APIs accept as a tool name, compiled on first
+// use (by a workflow with an agent).
+var toolName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`) })
 
 // workflowToolsOf reads the workflow entries of tools (maps; strings are
 // MCP patterns). Check has refused malformed ones; a templated entry that
@@ -110,7 +112,7 @@ func checkWorkflowTool(i int, m map[string]any) []node.ParamError {
 	if f, ok := m["workflow"].(string); !ok || f == "" {
 		errs = append(errs, node.ParamError{Param: at("workflow"), Message: "a workflow tool needs workflow: the child workflow's file, relative to this one"})
 	}
-	if n, ok := m["name"].(string); !ok || !toolName.MatchString(n) {
+	if n, ok := m["name"].(string); !ok || !toolName().MatchString(n) {
 		errs = append(errs, node.ParamError{Param: at("name"), Message: "a workflow tool needs name: 1 to 64 letters, digits, _ or - (what the model calls it)"})
 	}
 	if d, ok := m["description"]; ok {

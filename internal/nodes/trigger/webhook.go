@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -53,7 +54,8 @@ type Hook struct {
 	RespondTimeout time.Duration
 }
 
-var pathSegment = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
+// pathSegment is compiled on first use: most runs have no webhook.
+var pathSegment = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9._~-]+$`) })
 
 // ParseWebhook reads a webhook node's parameters as written (id names the
 // node, the default path). Every problem is reported, each with the
@@ -67,7 +69,7 @@ func ParseWebhook(id string, p map[string]any) (Hook, []node.ParamError) {
 	if v, ok := p["path"].(string); ok && v != "" {
 		h.Path = v
 	}
-	if !pathSegment.MatchString(h.Path) {
+	if !pathSegment().MatchString(h.Path) {
 		bad("path", "path %s must be one URL segment of letters, digits, '.', '_', '~' and '-' (the hook is /hooks/{workflow}/{path})", quote(h.Path))
 	}
 	if v, ok := p["method"].(string); ok && v != "" {
