@@ -3,6 +3,7 @@ package blob
 import (
 	"reflect"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -14,6 +15,10 @@ import (
 type Budget struct {
 	max  int64
 	held atomic.Int64
+	// spill makes SpillWithin's limit, spill and count one step, so that
+	// values kept at once by concurrent tasks never pass the budget
+	// together.
+	spill sync.Mutex
 }
 
 // NewBudget returns a budget of max bytes; DefaultBudget when max <= 0.
@@ -52,6 +57,24 @@ func (b *Budget) Add(n int) {
 	if b != nil {
 		b.held.Add(int64(n))
 	}
+}
+
+// SpillWithin spills m (see Spill) with b's limit and counts in b what
+// stays in memory, one call of a budget at a time: two tasks that end
+// together cannot both keep the budget's last bytes. A nil b spills with
+// InlineLimit.
+func (s *Store) SpillWithin(b *Budget, m map[string]any, keep ...string) (map[string]any, error) {
+	if b == nil {
+		out, _, err := s.Spill(m, InlineLimit, keep...)
+		return out, err
+	}
+	b.spill.Lock()
+	defer b.spill.Unlock()
+	out, n, err := s.Spill(m, b.Limit(), keep...)
+	if err == nil {
+		b.Add(n)
+	}
+	return out, err
 }
 
 // Spill returns m with its values bigger than limit moved to blobs, and

@@ -3,6 +3,7 @@ package blob_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,4 +97,41 @@ func TestBudgetLowersTheLimit(t *testing.T) {
 	bud.Add(100 << 10)
 	require.Equal(t, blob.MinSize, bud.Limit(), "spent: every value of 1 KiB or more moves")
 	require.Equal(t, int64(blob.DefaultBudget), blob.NewBudget(0).Max())
+}
+
+// TestSpillWithinKeepsTheBudgetUnderConcurrentTasks: 64 tasks that end at
+// once, each with a 40 KB output, keep in memory what a 1 MiB budget holds
+// — 26 of them, however they interleave — and move the others.
+func TestSpillWithinKeepsTheBudgetUnderConcurrentTasks(t *testing.T) {
+	t.Parallel()
+	st, err := blob.NewStore(t.TempDir(), func(string) bool { return false })
+	require.NoError(t, err)
+	bud := blob.NewBudget(1 << 20)
+	const tasks = 64
+	kept := make(chan bool, tasks)
+	var start sync.WaitGroup
+	start.Add(1)
+	var done sync.WaitGroup
+	for range tasks {
+		done.Add(1)
+		go func() {
+			defer done.Done()
+			start.Wait()
+			out, err := st.SpillWithin(bud, map[string]any{"stdout": strings.Repeat("x", 40_000)})
+			require.NoError(t, err)
+			_, isText := out["stdout"].(string)
+			kept <- isText
+		}()
+	}
+	start.Done()
+	done.Wait()
+	close(kept)
+	n := 0
+	for k := range kept {
+		if k {
+			n++
+		}
+	}
+	require.Equal(t, 26, n, "1 MiB holds 26 outputs of 40 KB")
+	require.LessOrEqual(t, bud.Held(), bud.Max())
 }

@@ -36,14 +36,13 @@ func Keep(st *blob.Store, mem *blob.Budget, pn *PlanNode, oc Outcome, params map
 		oc.Output = nil
 		return oc, params
 	}
-	out, n, err := st.Spill(oc.Output, mem.Limit(), only...)
+	out, err := st.SpillWithin(mem, oc.Output, only...)
 	if err != nil {
 		return fail(err)
 	}
 	oc.Output = out
-	mem.Add(n)
 	if patch, ok := oc.Directives["_state_patch"].(map[string]any); ok {
-		p, n, err := st.Spill(patch, mem.Limit())
+		p, err := st.SpillWithin(mem, patch)
 		if err != nil {
 			return fail(err)
 		}
@@ -52,13 +51,11 @@ func Keep(st *blob.Store, mem *blob.Budget, pn *PlanNode, oc Outcome, params map
 			d["_state_patch"] = p
 			oc.Directives = d
 		}
-		mem.Add(n)
 	}
-	p, n, err := st.Spill(params, mem.Limit())
+	p, err := st.SpillWithin(mem, params)
 	if err != nil {
 		return fail(err)
 	}
-	mem.Add(n)
 	return oc, p
 }
 
