@@ -687,7 +687,10 @@ func TestBackgroundProcessDoesNotHangRun(t *testing.T) {
 	require.Equal(t, 0, out["exit_code"])
 	require.Less(t, elapsed, 30*time.Second, "Run should not wait for a background process that holds stdout")
 	if runtime.GOOS == "linux" {
-		require.False(t, running(pid), "what the command left running ends with it")
+		// Killed when Run returns; SIGKILL is delivered, not instant, on a
+		// loaded machine.
+		require.Eventually(t, func() bool { return !running(pid) }, 60*time.Second, 10*time.Millisecond,
+			"what the command left running ends with it")
 	}
 }
 
