@@ -39,7 +39,7 @@ func New(st Store) *Tokens { return &Tokens{st: st} }
 // once and kept nowhere, and its stored record.
 func (t *Tokens) Create(ctx context.Context, scope Scope, name string) (string, *store.Token, error) {
 	if scope <= None || scope > Admin {
-		return "", nil, fmt.Errorf("creating a token: %v is not a scope; use read, run or admin", scope)
+		return "", nil, fmt.Errorf("creating a token: %v is not a scope; use read, run, edit or admin", scope)
 	}
 	id := make([]byte, 6)
 	secret := make([]byte, 32)

@@ -23,7 +23,7 @@ func setup(t *testing.T) (*auth.Tokens, context.Context) {
 func TestCreateThenAuthenticate(t *testing.T) {
 	t.Parallel()
 	tokens, ctx := setup(t)
-	for _, sc := range []auth.Scope{auth.Read, auth.Run, auth.Admin} {
+	for _, sc := range []auth.Scope{auth.Read, auth.Run, auth.Edit, auth.Admin} {
 		text, rec, err := tokens.Create(ctx, sc, "ci")
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(text, "skn_"+rec.ID+"_"), text)
@@ -70,5 +70,40 @@ func TestScopes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, auth.Run, sc)
 	_, err = auth.ParseScope("root")
-	require.ErrorContains(t, err, "use read, run or admin")
+	require.ErrorContains(t, err, "use read, run, edit or admin")
+}
+
+// A token is stored with its scope's name, not its number: the tokens made
+// before the edit scope came between run and admin keep their powers.
+func TestStoredScopesKeepTheirPowers(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	tokens, ctx := auth.New(st), t.Context()
+	for _, tc := range []struct {
+		scope    auth.Scope
+		stored   string
+		mayEdit  bool
+		mayAdmin bool
+	}{
+		{auth.Run, "run", false, false},
+		{auth.Edit, "edit", true, false},
+		{auth.Admin, "admin", true, true},
+	} {
+		text, rec, err := tokens.Create(ctx, tc.scope, "")
+		require.NoError(t, err)
+		stored, err := st.Token(ctx, rec.ID)
+		require.NoError(t, err)
+		require.Equal(t, tc.stored, stored.Scope, "the store keeps the scope's name")
+		got, err := tokens.Authenticate(ctx, text)
+		require.NoError(t, err)
+		require.Equal(t, tc.mayEdit, got.Allows(auth.Edit), "%s may edit", tc.stored)
+		require.Equal(t, tc.mayAdmin, got.Allows(auth.Admin), "%s may administer", tc.stored)
+	}
+	require.True(t, auth.Edit.Allows(auth.Run), "edit may do what run may")
+	require.False(t, auth.Run.Allows(auth.Edit))
+	sc, err := auth.ParseScope("edit")
+	require.NoError(t, err)
+	require.Equal(t, auth.Edit, sc)
 }

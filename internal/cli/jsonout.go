@@ -127,7 +127,7 @@ type tokenListDoc struct {
 type tokenDoc struct {
 	ID        string    `json:"id" jsonschema:"the part of the token after skn_ and before the next underscore"`
 	Name      string    `json:"name"`
-	Scope     string    `json:"scope" jsonschema:"read, run or admin"`
+	Scope     string    `json:"scope" jsonschema:"read, run, edit or admin"`
 	CreatedAt time.Time `json:"created_at"`
 }
 

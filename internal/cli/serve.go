@@ -167,7 +167,7 @@ workers when the server stops.`,
 					msg = "made an admin token, written to " + tokenPath + " (mode 0600)"
 				}
 				log.Info(msg, "use", fmt.Sprintf(`curl -H "Authorization: Bearer $(cat %s)" http://%s/api/workflows`, tokenPath, ln.Addr()),
-					"more_tokens", "skein token create --scope read|run|admin --dir "+f.dir)
+					"more_tokens", "skein token create --scope read|run|edit|admin --dir "+f.dir)
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
 			defer stop()
@@ -245,12 +245,13 @@ func tokenCmd(e *env) *cobra.Command {
 	}
 	var dir, scope, name, createOutput string
 	create := &cobra.Command{
-		Use:   "create --scope read|run|admin [--name NAME]",
+		Use:   "create --scope read|run|edit|admin [--name NAME]",
 		Short: "Make an API token and print it (once: only its hash is kept)",
 		Long: `Make an API token for skein serve's API and print it on stdout. It is shown
 this once: the database keeps only its SHA-256. Scopes: read (list and show
 workflows and runs, follow events), run (also start, cancel, resume and
-rerun runs), admin (everything).`,
+rerun runs), edit (also create and change the workflow files of
+--workflows, as the web editor does), admin (everything).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			sc, err := auth.ParseScope(scope)
@@ -277,7 +278,7 @@ rerun runs), admin (everything).`,
 	}
 	addDirFlag(create.Flags(), &dir)
 	addOutputFlag(create, &createOutput)
-	create.Flags().StringVar(&scope, "scope", "", "read, run or admin")
+	create.Flags().StringVar(&scope, "scope", "", "read, run, edit or admin")
 	create.Flags().StringVar(&name, "name", "", "a name to remember the token by")
 	_ = create.MarkFlagRequired("scope")
 
