@@ -12,7 +12,7 @@ import { StatusPill } from "./runs.jsx";
 // events arrive (its steps carry outputs, durations, tokens and costs).
 const REFETCH_MS = 400;
 
-const SCOPES = { read: 1, run: 2, admin: 3 };
+const SCOPES = { read: 1, run: 2, edit: 3, admin: 4 };
 export const may = (session, want) => (SCOPES[session.scope] || 0) >= SCOPES[want];
 
 // graphOfSteps is the graph of a run stored without its workflow: its
