@@ -47,6 +47,15 @@ func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 	if err != nil {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
 	}
+	return LoadSource(path, src, reg)
+}
+
+// LoadSource decodes and validates the text of a workflow file as Load does,
+// without reading it: src is taken as the text of the file at path (not
+// read, and need not exist), whose folder the files it names (a
+// subworkflow, a prompt file) are taken from. An editor checks a draft
+// with it before the draft is saved.
+func LoadSource(path string, src []byte, reg *node.Registry) (*Workflow, Diagnostics) {
 	w, ds := Decode(path, src)
 	if w == nil {
 		return nil, ds
