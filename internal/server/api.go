@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -201,40 +200,42 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
 type ValidateResult struct {
 	Valid       bool                  `json:"valid"`
 	Diagnostics []workflow.Diagnostic `json:"diagnostics"`
+	// Nodes are the draft's nodes with the handles and output ports their
+	// kinds give them (a switch's handles follow its cases).
+	Nodes []ValidateNode `json:"nodes"`
 }
 
 // validateWorkflow checks the workflow text of the body as `skein
-// validate` checks a file (named inline.yaml, or inline.json for a JSON
-// content type; a subworkflow it names by a relative path is not found).
-// An invalid workflow is a 200 answer with valid false.
+// validate` checks a file, without writing it anywhere: as the file
+// ?file= of --workflows (a file name there; by default inline.yaml, or
+// inline.json for a JSON content type), whose folder the files it names
+// by a relative path (a subworkflow) are taken from. An invalid workflow
+// is a 200 answer with valid false.
 func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error {
-	src, err := readBody(w, r, maxBody)
+	src, err := readBody(w, r, editBodyLimit)
 	if err != nil {
 		return err
 	}
 	if err := checkUTF8("the workflow text", src); err != nil {
 		return err
 	}
-	name := "inline.yaml"
-	if strings.Contains(r.Header.Get("Content-Type"), "json") {
+	name := r.URL.Query().Get("file")
+	switch {
+	case name != "":
+		if err := checkFileName(name); err != nil {
+			return err
+		}
+	case strings.Contains(r.Header.Get("Content-Type"), "json"):
 		name = "inline.json"
+	default:
+		name = "inline.yaml"
 	}
-	tmp, err := os.MkdirTemp("", "skein-validate-")
+	dir, err := s.workflowsDir()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, name)
-	if err := os.WriteFile(file, src, 0o600); err != nil {
-		return err
-	}
-	_, ds := workflow.Load(file, s.registry())
-	out := ValidateResult{Valid: !ds.HasErrors(), Diagnostics: make([]workflow.Diagnostic, 0, len(ds))}
-	for _, d := range ds {
-		d.File = name
-		d.Message = strings.ReplaceAll(d.Message, file, name)
-		out.Diagnostics = append(out.Diagnostics, d)
-	}
+	wf, ds := workflow.LoadSource(filepath.Join(dir, name), src, s.registry())
+	out := ValidateResult{Valid: !ds.HasErrors(), Diagnostics: relDiagnostics(ds, dir), Nodes: draftNodes(wf, s.registry())}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

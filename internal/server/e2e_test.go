@@ -337,7 +337,7 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"cancel unknown run", "POST", "/api/runs/000000000000/cancel", nil, 404, "not_found"},
 		{"unknown route", "GET", "/api/nothing", nil, 404, "not_found"},
 		{"wrong method", "DELETE", "/api/runs", nil, 405, "method_not_allowed"},
-		{"body too large", "POST", "/api/workflows/validate", strings.Repeat("#", 1<<20+1), 413, "too_large"},
+		{"body too large", "POST", "/api/workflows/quick/runs", strings.Repeat("#", 1<<20+1), 413, "too_large"},
 		{"bad cancel wait", "POST", "/api/runs/000000000000/cancel?wait=forever", nil, 400, "bad_request"},
 		{"bad Last-Event-ID", "GET", "/api/runs/000000000000/events?after=x", nil, 400, "bad_request"},
 	} {
@@ -629,11 +629,15 @@ func TestAuthMatrix(t *testing.T) {
 				require.Contains(t, a.header.Get("WWW-Authenticate"), "Bearer")
 			}
 			a := s.do(rt.Method, path, read, nil)
-			if rt.Scope.String() == "run" || rt.Scope.String() == "admin" {
+			if sc := rt.Scope.String(); sc == "run" || sc == "edit" || sc == "admin" {
 				require.Equal(t, http.StatusForbidden, a.status, string(a.body))
 				require.Equal(t, "forbidden", a.json(t)["code"])
 			} else {
 				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, a.status, string(a.body))
+			}
+			if sc := rt.Scope.String(); sc == "edit" || sc == "admin" {
+				a := s.do(rt.Method, path, run, nil)
+				require.Equal(t, http.StatusForbidden, a.status, "a run token may not %s %s: %s", rt.Method, rt.Path, a.body)
 			}
 		})
 	}

@@ -46,6 +46,9 @@ const (
 	CodeShuttingDown         = "shutting_down"
 	CodeBusy                 = "busy"
 	CodeNotReady             = "not_ready"
+	CodeEditConflict         = "edit_conflict"
+	CodeWorkflowExists       = "workflow_exists"
+	CodePreconditionRequired = "precondition_required"
 	CodeInternal             = runner.CodeInternal
 )
 
@@ -79,6 +82,9 @@ var titles = map[string]string{
 	CodeShuttingDown:         "The server is shutting down",
 	CodeBusy:                 "The server is busy",
 	CodeNotReady:             "The server is not ready",
+	CodeEditConflict:         "The file changed since the version the edit started from",
+	CodeWorkflowExists:       "The workflow or its file exists",
+	CodePreconditionRequired: "The request must say which version it changes (If-Match)",
 	CodeInternal:             "Internal error",
 }
 
@@ -97,6 +103,10 @@ type Problem struct {
 	// RequestID names the request in the server's log, which has the
 	// whole error, when the answer says less than the log.
 	RequestID string `json:"request_id,omitempty"`
+	// Theirs and Yours are the two versions of an edit conflict: the file
+	// as it is now, and the text the request would have saved.
+	Theirs *SourceVersion `json:"theirs,omitempty"`
+	Yours  *SourceVersion `json:"yours,omitempty"`
 }
 
 func (p *Problem) Error() string { return p.Detail }

@@ -115,6 +115,9 @@ type Server struct {
 	csrfKey [32]byte
 	// paths rewrites the server's paths in problems' details.
 	paths *pathscrub.Scrubber
+	// editMu makes the editor's saves one at a time: each compares the
+	// file's hash and writes it with no other save between.
+	editMu sync.Mutex
 }
 
 // New makes a server and loads its workflows. A workflow file that does
