@@ -20,6 +20,7 @@ import (
 	"github.com/skeinhq/skein/internal/server"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // editor is a server in the test's process, on a SQLite store, with a
@@ -317,6 +318,23 @@ func TestEditStaysInsideTheWorkflowsFolder(t *testing.T) {
 	})
 }
 
+// TestSourceOfAFileNotServed: a file that does not validate is answered
+// by its base name, with its errors, so that the editor can mend it.
+func TestSourceOfAFileNotServed(t *testing.T) {
+	t.Parallel()
+	e := newEditor(t)
+	doc := e.source("broken")
+	require.False(t, doc.Served)
+	require.Equal(t, "broken.yaml", doc.File)
+	require.Contains(t, doc.Source, "type: shel")
+	require.NotEmpty(t, doc.Diagnostics)
+	require.Equal(t, "a", doc.Diagnostics[0].Node)
+	fixed := strings.Replace(doc.Source, "type: shel", "type: template, text: mended", 1)
+	status, _, body := e.do(auth.Edit, "PUT", "/api/workflows/broken/source", fixed, "If-Match", doc.ETag)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.True(t, e.source("broken").Served, "served once mended")
+}
+
 func TestCreateWorkflow(t *testing.T) {
 	t.Parallel()
 	e := newEditor(t)
@@ -445,9 +463,11 @@ nodes:
       - {name: big, condition: "inputs.n > 10"}
       - {name: small, condition: "inputs.n <= 10"}
   - {id: say, type: template, text: "{{ nope.text }}"}
+  - {id: child, type: subworkflow, workflow: quick.yaml, on_error: route}
 edges:
   - {from: start, to: pick}
   - {from: pick, to: say, on: big}
+  - {from: pick, to: child, on: small}
 `
 	status, _, body := e.do(auth.Read, "POST", "/api/workflows/validate?file=draft.yaml", draft)
 	require.Equal(t, http.StatusOK, status, string(body))
@@ -466,6 +486,19 @@ edges:
 	}
 	require.Equal(t, []string{"default", "big", "small"}, handles["pick"], "a switch's handles follow its cases")
 	require.Equal(t, []string{""}, handles["say"], "an action's default handle; error only with on_error: route")
+	require.Equal(t, []string{"", "error"}, handles["child"], "with on_error: route")
+	for _, d := range res.Diagnostics {
+		if d.Severity == workflow.Error {
+			require.NotEqual(t, "child", d.Node, "the subworkflow is found beside the served files: %s", d.Message)
+		}
+	}
+	status, _, body = e.do(auth.Read, "POST", "/api/workflows/validate?file=draft.yaml", strings.Replace(draft, "quick.yaml", "missing.yaml", 1))
+	require.Equal(t, http.StatusOK, status, string(body))
+	missing := false
+	for _, d := range decode[server.ValidateResult](t, body).Diagnostics {
+		missing = missing || (d.Node == "child" && d.Severity == workflow.Error)
+	}
+	require.True(t, missing, "a subworkflow that is not beside the served files is an error")
 	_, err := os.Stat(filepath.Join(e.flows, "draft.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist, "a draft is not written")
 
