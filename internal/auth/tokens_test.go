@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
@@ -75,11 +78,31 @@ func TestScopes(t *testing.T) {
 
 // A token is stored with its scope's name, not its number: the tokens made
 // before the edit scope came between run and admin keep their powers.
+// Both dialects keep it as text.
 func TestStoredScopesKeepTheirPowers(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
+	for name, open := range map[string]func(t *testing.T) store.Store{
+		"sqlite": func(t *testing.T) store.Store {
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+			require.NoError(t, err)
+			return st
+		},
+		"postgres": func(t *testing.T) store.Store {
+			st, err := postgres.Open(t.Context(), pgtest.URL(t))
+			require.NoError(t, err)
+			return st
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			st := open(t)
+			t.Cleanup(func() { _ = st.Close() })
+			storedScopes(t, st)
+		})
+	}
+}
+
+func storedScopes(t *testing.T, st store.Store) {
 	tokens, ctx := auth.New(st), t.Context()
 	for _, tc := range []struct {
 		scope    auth.Scope

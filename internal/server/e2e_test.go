@@ -599,6 +599,7 @@ func TestAuthMatrix(t *testing.T) {
 	s.ended(id)
 	read := tokenCreate(t, s.dir, "read")
 	run := tokenCreate(t, s.dir, "run")
+	edit := tokenCreate(t, s.dir, "edit")
 
 	// The probes answer anyone, with or without a token.
 	probes := map[string]string{"/healthz": `{"status":"ok"}`, "/readyz": `{"status":"ready"}`}
@@ -638,6 +639,10 @@ func TestAuthMatrix(t *testing.T) {
 			if sc := rt.Scope.String(); sc == "edit" || sc == "admin" {
 				a := s.do(rt.Method, path, run, nil)
 				require.Equal(t, http.StatusForbidden, a.status, "a run token may not %s %s: %s", rt.Method, rt.Path, a.body)
+			}
+			if rt.Scope.String() == "edit" {
+				a := s.do(rt.Method, path, edit, nil)
+				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, a.status, "an edit token may %s %s: %s", rt.Method, rt.Path, a.body)
 			}
 		})
 	}
