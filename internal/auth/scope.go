@@ -46,3 +46,6 @@ func ParseScope(name string) (Scope, error) {
 	}
 	return None, fmt.Errorf("unknown scope %q; use read, run, edit or admin", name)
 }
+
+// Names are the names of the scopes a token may have, lowest first.
+func Names() []string { return append([]string(nil), scopeNames[Read:]...) }

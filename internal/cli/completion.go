@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
 
+	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/runner"
 )
 
@@ -102,7 +103,7 @@ func (e *env) setCompletions(root *cobra.Command) {
 			_ = c.RegisterFlagCompletionFunc("parent", e.completeRunIDFlag)
 		}
 		if c.Flags().Lookup("scope") != nil {
-			_ = c.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions([]string{"read", "run", "admin"}, cobra.ShellCompDirectiveNoFileComp))
+			_ = c.RegisterFlagCompletionFunc("scope", cobra.FixedCompletions(auth.Names(), cobra.ShellCompDirectiveNoFileComp))
 		}
 		if c.Flags().Lookup("status") != nil {
 			_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(runStatuses, cobra.ShellCompDirectiveNoFileComp))

@@ -69,7 +69,7 @@ func TestDynamicCompletion(t *testing.T) {
 	got, _ = complete("runs", "list", "--status", "")
 	require.Contains(t, got, "interrupted")
 	got, _ = complete("token", "create", "--scope", "")
-	require.Equal(t, []string{"read", "run", "admin"}, got)
+	require.Equal(t, []string{"read", "run", "edit", "admin"}, got)
 	got, _ = complete("validate", "-o", "")
 	require.Equal(t, []string{"text", "json"}, got)
 }
