@@ -310,16 +310,20 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer root.Close()
 	file := body.File
-	if file == "" {
-		// Named after the workflow's own name.
-		wf, _ := workflow.Decode(filepath.Join(dir, "new.yaml"), []byte(body.Source))
-		if wf == nil || wf.Name == "" || wf.Name == "new" {
-			return problemf(http.StatusBadRequest, CodeBadRequest, "give the new workflow a name: (or the body a file) to name its file by")
-		}
-		file = wf.Name + ".yaml"
+	if file == "" { // named after the workflow's own name
+		ext := ".yaml"
 		if strings.HasPrefix(strings.TrimSpace(body.Source), "{") {
-			file = wf.Name + ".json"
+			ext = ".json"
 		}
+		wf, _ := workflow.Decode(filepath.Join(dir, "new"+ext), []byte(body.Source))
+		if wf == nil || wf.Name == "" || checkWorkflowName(wf.Name) != nil {
+			// Not a workflow with a name: say why, as a save would.
+			_, ds := workflow.LoadSource(filepath.Join(dir, "new"+ext), []byte(body.Source), s.registry())
+			p := problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "the new workflow is not valid; give it a name: to name its file by, or send file")
+			p.Diagnostics = relDiagnostics(ds.Errors(), dir)
+			return p
+		}
+		file = wf.Name + ext
 	}
 	if err := checkFileName(file); err != nil {
 		return err

@@ -369,6 +369,10 @@ func TestCreateWorkflow(t *testing.T) {
 	_, err = os.Stat(filepath.Join(e.flows, "another.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
+	status, _, body = e.do(auth.Edit, "POST", "/api/workflows", `{"source": "version: 1\nnodes:\n  - {id: a, type: template, text: hi}\n"}`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, "no name to name the file by: %s", body)
+	require.Contains(t, decode[server.Problem](t, body).Diagnostics[0].Message, "no name")
+
 	b, err = json.Marshal(server.CreateBody{File: "wrong.yaml", Source: "version: 1\nname: wrong\nnodes:\n  - {id: a, type: shel}\n"})
 	require.NoError(t, err)
 	status, _, body = e.do(auth.Edit, "POST", "/api/workflows", string(b))
