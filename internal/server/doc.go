@@ -8,8 +8,8 @@
 // Every error is answered as application/problem+json with a stable code
 // (problemOf is the one place that maps errors to statuses and codes).
 // Authentication denies by default: every route but the probes (/healthz,
-// /readyz) needs a bearer token whose scope (read < run < admin) the
-// route allows. The web viewer (package web) is served at / without a token; it signs in through
+// /readyz) needs a bearer token whose scope (read < run < edit < admin)
+// the route allows. The web viewer (package web) is served at / without a token; it signs in through
 // /api/session, which keeps the token in an HttpOnly cookie that then
 // authenticates as the token, with a CSRF token required on the requests
 // that may change something (session.go).
@@ -23,6 +23,12 @@
 // server takes over the interrupted runs, and those of any dead owner,
 // through their leases (takeover.go); waiting runs are left to the
 // wake-up poll.
+//
+// The web editor reads and saves the workflow files (edit.go): a save
+// names the version it was edited from (If-Match, the file's SHA-256) and
+// never overwrites a change it did not see; the text is validated before
+// it is written, written atomically inside the workflows folder only (an
+// os.Root), and stored as the workflow's next version.
 //
 // While it serves, the schedule triggers of its workflows fire (package
 // schedule keeps their times in the store; schedule.go starts their runs),
