@@ -119,7 +119,7 @@ func serve(t *testing.T, o serveOpts) *served {
 }
 
 // copyFlows copies testdata/flows to a folder of the test's own.
-func copyFlows(t *testing.T) string {
+func copyFlows(t testing.TB) string {
 	t.Helper()
 	dst := t.TempDir()
 	ents, err := os.ReadDir("testdata/flows")

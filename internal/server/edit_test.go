@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -26,7 +27,7 @@ import (
 // editor is a server in the test's process, on a SQLite store, with a
 // token of each scope, serving a copy of testdata/flows.
 type editor struct {
-	t      *testing.T
+	t      testing.TB
 	url    string
 	flows  string
 	r      *runner.Runner
@@ -35,7 +36,7 @@ type editor struct {
 
 // newEditor serves a copy of testdata/flows; prepare, when given, may add
 // files to it before the server loads them.
-func newEditor(t *testing.T, prepare ...func(flows string)) *editor {
+func newEditor(t testing.TB, prepare ...func(flows string)) *editor {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
@@ -508,4 +509,33 @@ edges:
 
 	status, _, body = e.do(auth.Read, "POST", "/api/workflows/validate?file=..%2fdraft.yaml", draft)
 	require.Equal(t, http.StatusBadRequest, status, string(body))
+}
+
+// draft200 is a workflow of 200 nodes in a chain, the size the editor must
+// stay responsive at.
+func draft200() string {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: big\nnodes:\n  - {id: start, type: trigger.manual}\n")
+	for i := range 199 {
+		fmt.Fprintf(&b, "  - {id: n%d, type: template, text: \"step %d\"}\n", i, i)
+	}
+	b.WriteString("edges:\n  - {from: start, to: n0}\n")
+	for i := 1; i < 199; i++ {
+		fmt.Fprintf(&b, "  - {from: n%d, to: n%d}\n", i-1, i)
+	}
+	return b.String()
+}
+
+// BenchmarkValidateDraft is one POST /api/workflows/validate of a 200-node
+// draft over loopback, as the editor sends it while the user types.
+func BenchmarkValidateDraft(b *testing.B) {
+	e := newEditor(b)
+	draft := draft200()
+	b.ResetTimer()
+	for b.Loop() {
+		status, _, body := e.do(auth.Read, "POST", "/api/workflows/validate?file=big.yaml", draft)
+		if status != http.StatusOK || !strings.Contains(string(body), `"valid":true`) {
+			b.Fatalf("%d %s", status, body)
+		}
+	}
 }
