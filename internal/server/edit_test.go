@@ -474,7 +474,7 @@ edges:
   - {from: pick, to: say, on: big}
   - {from: pick, to: child, on: small}
 `
-	status, _, body := e.do(auth.Read, "POST", "/api/workflows/validate?file=draft.yaml", draft)
+	status, _, body := e.do(auth.Edit, "POST", "/api/workflows/validate?file=draft.yaml", draft)
 	require.Equal(t, http.StatusOK, status, string(body))
 	res := decode[server.ValidateResult](t, body)
 	require.False(t, res.Valid)
@@ -497,7 +497,7 @@ edges:
 			require.NotEqual(t, "child", d.Node, "the subworkflow is found beside the served files: %s", d.Message)
 		}
 	}
-	status, _, body = e.do(auth.Read, "POST", "/api/workflows/validate?file=draft.yaml", strings.Replace(draft, "quick.yaml", "missing.yaml", 1))
+	status, _, body = e.do(auth.Edit, "POST", "/api/workflows/validate?file=draft.yaml", strings.Replace(draft, "quick.yaml", "missing.yaml", 1))
 	require.Equal(t, http.StatusOK, status, string(body))
 	missing := false
 	for _, d := range decode[server.ValidateResult](t, body).Diagnostics {
@@ -507,8 +507,18 @@ edges:
 	_, err := os.Stat(filepath.Join(e.flows, "draft.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist, "a draft is not written")
 
-	status, _, body = e.do(auth.Read, "POST", "/api/workflows/validate?file=..%2fdraft.yaml", draft)
+	status, _, body = e.do(auth.Edit, "POST", "/api/workflows/validate?file=..%2fdraft.yaml", draft)
 	require.Equal(t, http.StatusBadRequest, status, string(body))
+
+	// A draft's files: and child workflow paths make the server look at
+	// files of the machine; only a token that may write workflows (and so
+	// run them) may ask.
+	probe := "version: 1\nname: probe\nfiles: [/]\nnodes:\n  - {id: child, type: subworkflow, workflow: /etc/passwd}\n"
+	for _, scope := range []auth.Scope{auth.Read, auth.Run} {
+		status, _, body = e.do(scope, "POST", "/api/workflows/validate?file=draft.yaml", probe)
+		require.Equal(t, http.StatusForbidden, status, "%v token: %s", scope, body)
+		require.NotContains(t, string(body), "root:", "nothing of the file is answered")
+	}
 }
 
 // draft200 is a workflow of 200 nodes in a chain, the size the editor must
@@ -533,7 +543,7 @@ func BenchmarkValidateDraft(b *testing.B) {
 	draft := draft200()
 	b.ResetTimer()
 	for b.Loop() {
-		status, _, body := e.do(auth.Read, "POST", "/api/workflows/validate?file=big.yaml", draft)
+		status, _, body := e.do(auth.Edit, "POST", "/api/workflows/validate?file=big.yaml", draft)
 		if status != http.StatusOK || !strings.Contains(string(body), `"valid":true`) {
 			b.Fatalf("%d %s", status, body)
 		}
