@@ -67,10 +67,23 @@ func (e *OpError) Error() string {
 	if e.Node == "" {
 		return fmt.Sprintf("op %d (%s): %v", e.Index, e.Op, e.Err)
 	}
-	return fmt.Sprintf("op %d (%s of node %q): %v", e.Index, e.Op, e.Node, e.Err)
+	return fmt.Sprintf("op %d (%s %q): %v", e.Index, e.Op, e.Node, e.Err)
 }
 
 func (e *OpError) Unwrap() error { return e.Err }
+
+// condError is a message that wraps one of the conditions above.
+type condError struct {
+	cond error
+	msg  string
+}
+
+func (e *condError) Error() string        { return e.msg }
+func (e *condError) Is(target error) bool { return target == e.cond }
+
+func errf(cond error, format string, args ...any) error {
+	return &condError{cond, fmt.Sprintf(format, args...)}
+}
 
 // Apply applies ops in order to the text of a workflow file (YAML or
 // JSON; name tells which, as for workflow.Decode) and returns the new
@@ -81,21 +94,21 @@ func (e *OpError) Unwrap() error { return e.Err }
 func Apply(src []byte, name string, ops []Op) ([]byte, error) {
 	d, err := parse(src, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %v", name, ErrParse, err)
+		return nil, fmt.Errorf("%s: %w", name, errf(ErrParse, "%v", err))
 	}
 	if d.root.kind != 'm' {
-		return nil, fmt.Errorf("%s: %w: the file is not a map of workflow fields", name, ErrParse)
+		return nil, fmt.Errorf("%s: %w", name, errf(ErrParse, "the file is not a map of workflow fields"))
 	}
 	for i, op := range ops {
 		next, err := d.apply(op)
 		if err != nil {
 			if errors.Is(err, errLayout) {
-				err = fmt.Errorf("%w: the text there (%s) is written in a way the editor does not rewrite (an anchor, alias, tag or complex key); edit it as text", ErrLayout, name)
+				err = errf(ErrLayout, "the text this op changes in %s has an anchor, alias, tag or complex key, which the editor does not rewrite; edit it as text", name)
 			}
 			return nil, &OpError{Index: i, Op: op.Op, Node: op.Node, Err: err}
 		}
 		if d, err = d.reparse(next); err != nil {
-			return nil, &OpError{Index: i, Op: op.Op, Node: op.Node, Err: fmt.Errorf("%w: the edit would leave the file unreadable (%v); edit it as text", ErrLayout, err)}
+			return nil, &OpError{Index: i, Op: op.Op, Node: op.Node, Err: errf(ErrLayout, "the edit would leave the file unreadable (%v); edit it as text", err)}
 		}
 	}
 	return bytes.Clone(d.src), nil
@@ -143,7 +156,7 @@ func (d *doc) apply(op Op) ([]byte, error) {
 	case "disconnect":
 		return d.disconnect(op.Node, op.To, op.Handle)
 	}
-	return nil, fmt.Errorf("%w: unknown op %q; the ops are set, unset, add_node, remove_node, rename_node, connect, disconnect, disable, enable and duplicate", ErrBadOp, op.Op)
+	return nil, errf(ErrBadOp, "unknown op %q; the ops are set, unset, add_node, remove_node, rename_node, connect, disconnect, disable, enable and duplicate", op.Op)
 }
 
 // A splice replaces the bytes [start, end) with text.
@@ -204,11 +217,11 @@ func idOf(t *tnode) (string, *tnode) {
 // node finds a node by id.
 func (d *doc) node(id string) (slot, error) {
 	if id == "" {
-		return slot{}, fmt.Errorf("%w: the op names no node (node is empty)", ErrBadOp)
+		return slot{}, errf(ErrBadOp, "the op names no node (node is empty)")
 	}
 	l := d.nodeList()
 	if l == nil {
-		return slot{}, fmt.Errorf("%w: no node %q: the file has no nodes list", ErrUnknownNode, id)
+		return slot{}, errf(ErrUnknownNode, "no node %q: the file has no nodes list", id)
 	}
 	var ids []string
 	for i, it := range l.items {
@@ -220,7 +233,7 @@ func (d *doc) node(id string) (slot, error) {
 			ids = append(ids, nid)
 		}
 	}
-	return slot{}, fmt.Errorf("%w: no node %q in the file%s", ErrUnknownNode, id, listOf("the nodes are", ids))
+	return slot{}, errf(ErrUnknownNode, "no node %q in the file%s", id, listOf("the nodes are", ids))
 }
 
 // listOf names a few of the things there are.
@@ -237,14 +250,14 @@ func listOf(what string, names []string) string {
 
 func checkPath(path []string) error {
 	if len(path) == 0 {
-		return fmt.Errorf("%w: the path is empty; give the keys under the node, such as [\"timeout\"]", ErrBadPath)
+		return errf(ErrBadPath, `the path is empty; give the keys under the node, such as ["timeout"]`)
 	}
 	if path[0] == "id" {
-		return fmt.Errorf("%w: a node's id changes with rename_node, which also updates its edges", ErrBadPath)
+		return errf(ErrBadPath, "a node's id changes with rename_node, which also updates its edges")
 	}
 	for _, p := range path {
 		if p == "" {
-			return fmt.Errorf("%w: the path %q holds an empty key", ErrBadPath, strings.Join(path, "."))
+			return errf(ErrBadPath, "the path %q holds an empty key", strings.Join(path, "."))
 		}
 	}
 	return nil
@@ -269,7 +282,7 @@ func (d *doc) set(id string, path []string, raw json.RawMessage) ([]byte, error)
 	}
 	v, err := readValue(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: set needs a value: %v", ErrBadOp, err)
+		return nil, errf(ErrBadOp, "set needs a value: %v", err)
 	}
 	for i, seg := range path {
 		t, rest := cur.val(), path[i+1:]
@@ -296,7 +309,7 @@ func (d *doc) set(id string, path []string, raw json.RawMessage) ([]byte, error)
 		case t.kind == 'l':
 			j, ok := listIndex(seg, len(t.items))
 			if !ok {
-				return nil, fmt.Errorf("%w: %s is a list of %d; %q is not an index of it (0 to %d, or - to add one)", ErrBadPath, strings.Join(path[:i], "."), len(t.items), seg, len(t.items))
+				return nil, errf(ErrBadPath, "%s is a list of %d; %q is not an index of it (0 to %d, or - to add one)", strings.Join(path[:i], "."), len(t.items), seg, len(t.items))
 			}
 			if j == len(t.items) {
 				sp, err := d.appendItem(t, inFlow, nest(rest, v))
@@ -313,7 +326,7 @@ func (d *doc) set(id string, path []string, raw json.RawMessage) ([]byte, error)
 			}
 			return d.write(sp), nil
 		default:
-			return nil, fmt.Errorf("%w: %s is a single value, not a map or a list, so it has no %q", ErrBadPath, strings.Join(path[:i], "."), seg)
+			return nil, errf(ErrBadPath, "%s is a single value, not a map or a list, so it has no %q", strings.Join(path[:i], "."), seg)
 		}
 	}
 	sp, err := d.replace(cur, v)
@@ -354,7 +367,7 @@ func (d *doc) unset(id string, path []string, quiet bool) ([]byte, error) {
 			if quiet {
 				return d.src, nil
 			}
-			return nil, fmt.Errorf("%w: node %q has no %s", ErrBadPath, id, strings.Join(path[:i+1], "."))
+			return nil, errf(ErrBadPath, "node %q has no %s", id, strings.Join(path[:i+1], "."))
 		}
 		if i < len(path)-1 {
 			parents = append(parents, cur)
@@ -568,25 +581,25 @@ func (d *doc) remove(s slot, parent slot) (splice, error) {
 func (d *doc) addNode(id string, raw json.RawMessage) ([]byte, error) {
 	v, err := readValue(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: add_node needs the node's fields as a JSON object: %v", ErrBadOp, err)
+		return nil, errf(ErrBadOp, "add_node needs the node's fields as a JSON object: %v", err)
 	}
 	if v.kind != 'o' {
-		return nil, fmt.Errorf("%w: add_node needs the node's fields as a JSON object, such as {\"id\": \"fetch\", \"type\": \"http\"}", ErrBadOp)
+		return nil, errf(ErrBadOp, `add_node needs the node's fields as a JSON object, such as {"id": "fetch", "type": "http"}`)
 	}
 	switch given := v.get("id"); {
 	case given == nil && id == "":
-		return nil, fmt.Errorf("%w: add_node needs the new node's id (in node or in the value)", ErrBadOp)
+		return nil, errf(ErrBadOp, "add_node needs the new node's id (in node or in the value)")
 	case given == nil:
 		v.keys, v.vals = append([]string{"id"}, v.keys...), append([]*jval{str(id)}, v.vals...)
 	case given.kind != 's' || given.s == "":
-		return nil, fmt.Errorf("%w: the new node's id must be a string", ErrBadOp)
+		return nil, errf(ErrBadOp, "the new node's id must be a string")
 	case id != "" && given.s != id:
-		return nil, fmt.Errorf("%w: the op's node %q and the value's id %q differ", ErrBadOp, id, given.s)
+		return nil, errf(ErrBadOp, "the op's node %q and the value's id %q differ", id, given.s)
 	default:
 		id = given.s
 	}
 	if _, err := d.node(id); err == nil {
-		return nil, fmt.Errorf("%w: a node %q is already in the file; choose another id", ErrClash, id)
+		return nil, errf(ErrClash, "a node %q is already in the file; choose another id", id)
 	}
 	v.first("type")
 	v.first("id")
@@ -611,7 +624,7 @@ func (d *doc) addTo(key string, v *jval) (splice, error) {
 	case e.val.null:
 		return d.replace(s, &jval{kind: 'a', items: []*jval{v}})
 	}
-	return splice{}, fmt.Errorf("%w: %s is not a list; fix it in the text first", ErrBadPath, key)
+	return splice{}, errf(ErrBadPath, "%s is not a list; fix it in the text first", key)
 }
 
 // An edgeRef is an edge of the file.
@@ -712,13 +725,13 @@ func (d *doc) renameNode(id, to string) ([]byte, error) {
 		return nil, err
 	}
 	if to == "" {
-		return nil, fmt.Errorf("%w: rename_node needs the new id in to", ErrBadOp)
+		return nil, errf(ErrBadOp, "rename_node needs the new id in to")
 	}
 	if to == id {
 		return d.src, nil
 	}
 	if _, err := d.node(to); err == nil {
-		return nil, fmt.Errorf("%w: a node %q is already in the file; choose another id", ErrClash, to)
+		return nil, errf(ErrClash, "a node %q is already in the file; choose another id", to)
 	}
 	text, err := d.scalar(to)
 	if err != nil {
@@ -767,10 +780,10 @@ func (d *doc) duplicate(id, to string) ([]byte, error) {
 		return nil, err
 	}
 	if to == "" {
-		return nil, fmt.Errorf("%w: duplicate needs the copy's id in to", ErrBadOp)
+		return nil, errf(ErrBadOp, "duplicate needs the copy's id in to")
 	}
 	if _, err := d.node(to); err == nil {
-		return nil, fmt.Errorf("%w: a node %q is already in the file; choose another id", ErrClash, to)
+		return nil, errf(ErrClash, "a node %q is already in the file; choose another id", to)
 	}
 	text, err := d.scalar(to)
 	if err != nil {
@@ -809,7 +822,7 @@ func (d *doc) duplicate(id, to string) ([]byte, error) {
 
 func (d *doc) connect(from, to, handle string) ([]byte, error) {
 	if to == "" {
-		return nil, fmt.Errorf("%w: connect needs the target node in to", ErrBadOp)
+		return nil, errf(ErrBadOp, "connect needs the target node in to")
 	}
 	for _, id := range []string{from, to} {
 		if _, err := d.node(id); err != nil {
@@ -819,7 +832,7 @@ func (d *doc) connect(from, to, handle string) ([]byte, error) {
 	edges, _ := d.edges()
 	for _, e := range edges {
 		if e.text(e.from) == from && e.text(e.to) == to && e.text(e.on) == handle {
-			return nil, fmt.Errorf("%w: an edge from %q to %q%s is already in the file", ErrClash, from, to, onText(handle))
+			return nil, errf(ErrClash, "an edge from %q to %q%s is already in the file", from, to, onText(handle))
 		}
 	}
 	edge := &jval{kind: 'o', flow: true, keys: []string{"from", "to"}, vals: []*jval{str(from), str(to)}}
@@ -860,7 +873,7 @@ func (d *doc) disconnect(from, to, handle string) ([]byte, error) {
 				out = append(out, e.text(e.to)+onText(e.text(e.on)))
 			}
 		}
-		return nil, fmt.Errorf("%w: no edge from %q to %q%s%s", ErrUnknownEdge, from, to, onText(handle), listOf("its edges go to", out))
+		return nil, errf(ErrUnknownEdge, "no edge from %q to %q%s%s", from, to, onText(handle), listOf("its edges go to", out))
 	}
 	return nd.src, nil
 }
