@@ -93,6 +93,9 @@ func errf(cond error, format string, args ...any) error {
 // its node and what to do; src is never changed.
 func Apply(src []byte, name string, ops []Op) ([]byte, error) {
 	d, err := parse(src, name)
+	if errors.Is(err, errLayout) {
+		return nil, fmt.Errorf("%s: %w", name, errf(ErrLayout, "the file has a construct the editor does not read (a comment between a list's dash and its element, or a complex key); edit it as text"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, errf(ErrParse, "%v", err))
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -500,6 +501,54 @@ func TestLayouts(t *testing.T) {
 			}
 			if string(out) != tt.want {
 				t.Fatalf("got\n%q\nwant\n%q", out, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkApply200 edits one value of a 200-node workflow, what the
+// editor does on every change before it validates.
+func BenchmarkApply200(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("version: 1\nname: big\nnodes:\n")
+	for i := range 200 {
+		src.WriteString("  # step " + strconv.Itoa(i) + "\n  - id: n" + strconv.Itoa(i) + "\n    type: set\n    values: {x: " + strconv.Itoa(i) + "}\n")
+	}
+	src.WriteString("edges:\n")
+	for i := 1; i < 200; i++ {
+		src.WriteString("  - {from: n" + strconv.Itoa(i-1) + ", to: n" + strconv.Itoa(i) + "}\n")
+	}
+	text := []byte(src.String())
+	ops := []edit.Op{{Op: "set", Node: "n150", Path: []string{"values", "x"}, Value: json.RawMessage(`"changed"`)}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := edit.Apply(text, "big.yaml", ops); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestRefusesFilesItCannotRead(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		src  string
+		want error
+	}{
+		"a comment between a dash and its element": {"nodes:\n  - # the start\n    id: a\n    type: set\n", edit.ErrLayout},
+		"YAML that does not parse":                 {"nodes: [\n", edit.ErrParse},
+		"JSON that does not parse":                 {`{"nodes": [}`, edit.ErrParse},
+		"a list at the top":                        {"- id: a\n", edit.ErrParse},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			file := "f.yaml"
+			if strings.HasPrefix(tt.src, "{") {
+				file = "f.json"
+			}
+			out, err := edit.Apply([]byte(tt.src), file, []edit.Op{{Op: "disable", Node: "a"}})
+			if !errors.Is(err, tt.want) || out != nil || !strings.HasPrefix(err.Error(), file+": ") {
+				t.Fatalf("Apply = %q, %v; want an error naming %s wrapping %v", out, err, file, tt.want)
 			}
 		})
 	}
