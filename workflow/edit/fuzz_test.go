@@ -6,9 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/skeinhq/skein/workflow"
 	"github.com/skeinhq/skein/workflow/edit"
@@ -113,11 +117,65 @@ func FuzzApply(f *testing.F) {
 		if strings.HasSuffix(name, ".json") && !json.Valid(out) {
 			t.Fatalf("the JSON file is no longer JSON\nops %+v\n%s", ops, out)
 		}
+		// Nodes no op names decode as before (an endloop follows a
+		// renamed loop).
+		named := map[string]bool{}
+		for _, op := range ops {
+			named[op.Node], named[op.To] = true, true
+		}
+		before, after := nodesByID(t, src), nodesByID(t, out)
+		for id, n := range before {
+			if named[id] || n["type"] == "endloop" {
+				continue
+			}
+			if !reflect.DeepEqual(after[id], n) {
+				t.Fatalf("node %s, which no op names, changed from %v to %v\nops %+v\n%s", id, n, after[id], ops, out)
+			}
+		}
+		// A single set reads back as its value.
+		if len(ops) == 1 && ops[0].Op == "set" {
+			op := ops[0]
+			var want any
+			_ = yaml.Unmarshal(op.Value, &want)
+			var got any = after[op.Node]
+			for _, seg := range op.Path {
+				switch g := got.(type) {
+				case map[string]any:
+					got = g[seg]
+				case []any:
+					i, err := strconv.Atoi(seg)
+					if err != nil || i >= len(g) {
+						i = len(g) - 1 // "-" appended
+					}
+					got = g[i]
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("set %v wrote %#v, want %#v\n%s", op.Path, got, want, out)
+			}
+		}
 		bound := firstEdit(w, src, ops)
 		if len(out) < bound || !bytes.Equal(out[:bound], src[:bound]) {
 			t.Fatalf("the text before byte %d (line %d) changed\nops %+v\n%s", bound, bytes.Count(src[:bound], []byte("\n"))+1, ops, out)
 		}
 	})
+}
+
+// nodesByID decodes a file's nodes as plain values.
+func nodesByID(t *testing.T, src []byte) map[string]map[string]any {
+	var doc struct {
+		Nodes []map[string]any `yaml:"nodes"`
+	}
+	if err := yaml.Unmarshal(src, &doc); err != nil {
+		t.Fatalf("the text does not parse: %v\n%s", err, src)
+	}
+	out := map[string]map[string]any{}
+	for _, n := range doc.Nodes {
+		if id, ok := n["id"].(string); ok {
+			out[id] = n
+		}
+	}
+	return out
 }
 
 // firstEdit is a lower bound of the first byte ops may change: the start
