@@ -200,6 +200,12 @@ func TestOps(t *testing.T) {
 				m["nodes"] = without(m["nodes"].([]any), func(n map[string]any) bool { return n["id"] == "no_tax" })
 				m["edges"] = without(m["edges"].([]any), func(e map[string]any) bool { return e["from"] == "no_tax" || e["to"] == "no_tax" })
 			}},
+		{"remove a node with a comment above it", "branches.yaml",
+			[]edit.Op{{Op: "remove_node", Node: "large"}},
+			func(m map[string]any) {
+				m["nodes"] = without(m["nodes"].([]any), func(n map[string]any) bool { return n["id"] == "large" })
+				m["edges"] = without(m["edges"].([]any), func(e map[string]any) bool { return e["from"] == "large" || e["to"] == "large" })
+			}},
 		{"rename a node", "branches.yaml",
 			[]edit.Op{{Op: "rename_node", Node: "large", To: "big"}},
 			func(m map[string]any) {
@@ -261,6 +267,9 @@ func TestOps(t *testing.T) {
 			out, err := edit.Apply(src, tt.file, tt.ops)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !bytes.Equal(src, read(t, tt.file)) {
+				t.Fatal("Apply changed the text it was given")
 			}
 			want := plain(t, src)
 			tt.want(want)
