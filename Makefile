@@ -97,6 +97,7 @@ lint:
 fuzz:
 	$(FUZZ) -fuzz=FuzzDecode -fuzztime=30s ./workflow
 	$(FUZZ) -fuzz=FuzzYAMLDifferential -fuzztime=20s ./workflow
+	$(FUZZ) -fuzz=FuzzApply -fuzztime=10s ./workflow/edit
 	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=15s ./expr
 	$(FUZZ) -fuzz=FuzzReferences -fuzztime=15s ./expr
 	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
