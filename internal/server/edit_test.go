@@ -549,3 +549,44 @@ func BenchmarkValidateDraft(b *testing.B) {
 		}
 	}
 }
+
+// TestEditOpsChangeOnlyWhatTheyTouch: the graph editor's edits are applied
+// to the text, which keeps its comments and layout, and come back checked;
+// an edit that cannot be applied is 422 bad_edit naming it.
+func TestEditOpsChangeOnlyWhatTheyTouch(t *testing.T) {
+	t.Parallel()
+	e := newEditor(t)
+	src := "# Greets.\nversion: 1\nname: quick\nnodes:\n  - id: start   # where it starts\n    type: trigger.manual\n  - id: greet\n    type: template\n    text: \"Hello\"\n# the edges\nedges:\n  - {from: start, to: greet}\n"
+	send := func(sc auth.Scope, ops string) (int, []byte) {
+		body, err := json.Marshal(map[string]any{"file": "quick.yaml", "source": src, "ops": json.RawMessage(ops)})
+		require.NoError(t, err)
+		status, _, out := e.do(sc, "POST", "/api/workflows/edit", string(body), "Content-Type", "application/json")
+		return status, out
+	}
+
+	status, body := send(auth.Edit, `[{"op": "set", "node": "greet", "path": ["text"], "value": "Hello, friend"}]`)
+	require.Equal(t, http.StatusOK, status, string(body))
+	res := decode[server.EditResult](t, body)
+	require.Equal(t, strings.Replace(src, `text: "Hello"`, `text: "Hello, friend"`, 1), res.Source,
+		"one value changed; the comments and the rest as they were")
+	require.True(t, res.Valid, "%+v", res.Diagnostics)
+
+	status, body = send(auth.Edit, `[{"op": "add_node", "value": {"id": "say", "type": "template", "text": "{{ nope.text }}"}}, {"op": "connect", "node": "greet", "to": "say"}]`)
+	require.Equal(t, http.StatusOK, status, string(body))
+	res = decode[server.EditResult](t, body)
+	require.True(t, strings.HasPrefix(res.Source, "# Greets.\n"), res.Source)
+	require.Contains(t, res.Source, "# where it starts")
+	require.False(t, res.Valid, "the new node reads a node that does not exist")
+	require.Equal(t, "say", res.Diagnostics[0].Node)
+
+	status, body = send(auth.Edit, `[{"op": "set", "node": "helo", "path": ["text"], "value": 1}]`)
+	require.Equal(t, http.StatusUnprocessableEntity, status, string(body))
+	p := decode[server.Problem](t, body)
+	require.Equal(t, server.CodeBadEdit, p.Code)
+	require.Contains(t, p.Detail, `op 0 (set "helo")`)
+
+	for _, sc := range []auth.Scope{auth.Read, auth.Run} {
+		status, _ = send(sc, `[]`)
+		require.Equal(t, http.StatusForbidden, status, "%v token", sc)
+	}
+}

@@ -49,6 +49,7 @@ const (
 	CodeEditConflict         = "edit_conflict"
 	CodeWorkflowExists       = "workflow_exists"
 	CodePreconditionRequired = "precondition_required"
+	CodeBadEdit              = "bad_edit"
 	CodeInternal             = runner.CodeInternal
 )
 
@@ -85,6 +86,7 @@ var titles = map[string]string{
 	CodeEditConflict:         "The file changed since the version the edit started from",
 	CodeWorkflowExists:       "The workflow or its file exists",
 	CodePreconditionRequired: "The request must say which version it changes (If-Match)",
+	CodeBadEdit:              "An edit of the workflow's text cannot be applied",
 	CodeInternal:             "Internal error",
 }
 

@@ -34,6 +34,7 @@ func (s *Server) register() {
 		{"GET", "/api/workflows/{name}", auth.Read, s.getWorkflow},
 		{"POST", "/api/workflows", auth.Edit, s.createWorkflow},
 		{"POST", "/api/workflows/validate", auth.Edit, s.validateWorkflow},
+		{"POST", "/api/workflows/edit", auth.Edit, s.editWorkflow},
 		{"GET", "/api/workflows/{name}/source", auth.Read, s.getSource},
 		{"PUT", "/api/workflows/{name}/source", auth.Edit, s.putSource},
 		{"GET", "/api/kinds", auth.Read, s.kinds},
