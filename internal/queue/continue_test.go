@@ -2,11 +2,14 @@ package queue_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	skeinproc "github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/internal/queue"
 )
 
@@ -116,4 +119,95 @@ edges:
 		AND metadata ? 'continued_by'`, run.ID).Scan(&taken))
 	require.Zero(t, taken, "no worker took b by local continuation")
 	require.Zero(t, d.Continued(), "a's worker took nothing of the other queue, and c was released on the other worker")
+}
+
+// continuedBy returns, per node of a run, the worker that took its job by
+// local continuation ("" for a job fetched from the queue).
+func (b *bundle) continuedBy(t *testing.T, runID string) map[string]string {
+	t.Helper()
+	rows, err := b.st.Pool().Query(context.Background(), `SELECT args->>'node', COALESCE(metadata->>'continued_by', '')
+		FROM river_job WHERE kind = 'skein_task' AND args->>'run' = $1`, runID)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, by string
+		require.NoError(t, rows.Scan(&n, &by))
+		out[n] = by
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestFanOutContinuesOneBranch: a node that releases several nodes onto
+// its worker's queue takes one of them; the others go to the queue, for
+// any worker, and the join after them fires once.
+func TestFanOutContinuesOneBranch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	run := b.start(t, `version: 1
+name: fan
+nodes:
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b0, type: set, values: {i: 0}}
+  - {id: b1, type: set, values: {i: 1}}
+  - {id: b2, type: set, values: {i: 2}}
+  - {id: join, type: merge}
+  - {id: total, type: set, values: {n: "{{ len(join.inputs) }}"}}
+edges:
+  - {from: a, to: b0}
+  - {from: a, to: b1}
+  - {from: a, to: b2}
+  - {from: b0, to: join}
+  - {from: b1, to: join}
+  - {from: b2, to: join}
+  - {from: join, to: total}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	require.EqualValues(t, 3, b.steps(t, run.ID)["total"][0].Output["n"])
+	require.Len(t, eventsOf(t, b, run.ID, "node_started", "join"), 1, "the join started once")
+	by := b.continuedBy(t, run.ID)
+	taken := 0
+	for _, n := range []string{"b0", "b1", "b2"} {
+		if by[n] != "" {
+			taken++
+		}
+	}
+	require.Equal(t, 1, taken, "a took one of its three branches: %v", by)
+}
+
+// TestCancelStopsAContinuedNode: a cancel that stops running nodes stops
+// one its worker took by local continuation, as any other: the step is
+// cancelled, the node after it never starts, and no job of the run is
+// left running.
+func TestCancelStopsAContinuedNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: sleeper
+nodes:
+  - {id: first, type: set, values: {x: 1}}
+  - {id: slow, type: shell, command: [sh, -c, 'echo $$ > %s; sleep 300']}
+  - {id: after, type: set, values: {x: 2}}
+edges:
+  - {from: first, to: slow}
+  - {from: slow, to: after}
+`, pidFile), nil)
+	pid := pidOf(t, pidFile)
+	require.NotEmpty(t, b.continuedBy(t, run.ID)["slow"], "slow was taken by local continuation")
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", string(done.Status))
+	require.Eventually(t, func() bool { return !skeinproc.Alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
+	require.Equal(t, "cancelled", string(steps["after"][0].Status), "never started because of the cancel")
+	require.Nil(t, steps["after"][0].RanOn, "it ran nowhere")
+	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 60*time.Second, 10*time.Millisecond,
+		"a job of the run is left")
 }
