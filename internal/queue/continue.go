@@ -79,7 +79,7 @@ func (d *Driver) chain(ctx context.Context, job *rivertype.JobRow, args TaskArgs
 				"run", next.args.Run, "node", next.args.Node, "error", lerr)
 		}
 		if !h.completed {
-			d.settle(ctx, next.row.ID, lerr)
+			d.settle(ctx, next.row.ID, lerr, time.Minute)
 		}
 		next = h.next
 	}
@@ -157,13 +157,38 @@ func (d *Driver) completeIn(ctx context.Context, tx *postgres.Pipe, ids []int64)
 	return err
 }
 
+// handBack gives back to the queue the jobs a transaction whose COMMIT
+// failed may have taken: when the COMMIT did happen (its answer was lost),
+// no goroutine runs them and no worker would count this live one lost.
+// Their nodes never began; when nothing was committed, there is nothing
+// to give back.
+func (d *Driver) handBack(taken []*localJob) {
+	if len(taken) == 0 {
+		return
+	}
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		for _, j := range taken {
+			d.settle(context.Background(), j.row.ID, errHandedBack, handBackWithin)
+		}
+	}()
+}
+
+// handBackWithin bounds how long a worker retries giving jobs back while
+// the database is out of reach.
+const handBackWithin = 2 * time.Minute
+
+var errHandedBack = errors.New("the transaction that took the job did not answer its COMMIT")
+
 // settle ends the row of a job taken by local continuation whose node was
 // not recorded with its completion, as River ends a job by what its
 // worker returned: nil completes it, a cancel (the run is gone) cancels
 // it, another error gives it to a worker again (the node did not run, or
-// was put back to pending: unbegin).
-func (d *Driver) settle(ctx context.Context, id int64, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+// was put back to pending: unbegin). It retries for up to within while
+// the database is out of reach.
+func (d *Driver) settle(ctx context.Context, id int64, err error, within time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)
 	defer cancel()
 	var cancelled *river.JobCancelError
 	sql := completeSQL

@@ -1099,6 +1099,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
+		d.handBack(w.taken)
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
 	for i, j := range w.taken {
