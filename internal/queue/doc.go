@@ -33,6 +33,13 @@
 // its nodes stop them at their next poll unless the request lets them
 // finish (cancel.go).
 //
+// A node that releases the next node of its run onto a queue its worker
+// works has that worker take the next node's job in the same transaction
+// (continue.go): the job is marked running on this worker before the
+// COMMIT, and the worker runs it next on the same slot, without River's
+// notification and fetch. The job stays River's, so a worker lost while
+// it runs such a node is handled as any other (rescue.go).
+//
 // Starting a run (Driver.Start) inserts the run's row, its first history
 // event and the first jobs in one transaction. While it runs, a queue run
 // is owned by OwnerHost with a lease that does not run out, so no takeover

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,6 +122,10 @@ type Driver struct {
 	wakes map[int64]func() bool
 	// running stops the nodes this worker runs (cancel.go).
 	running map[runningTask]context.CancelCauseFunc
+	// stopping is set once Work stops taking jobs: no node takes its
+	// successor any more (continue.go); continued counts those taken.
+	stopping  atomic.Bool
+	continued atomic.Int64
 }
 
 type planned struct {
@@ -183,7 +188,7 @@ type taskWorker struct {
 }
 
 func (w *taskWorker) Work(ctx context.Context, job *river.Job[TaskArgs]) error {
-	return w.d.work(ctx, job.JobRow, job.Args)
+	return w.d.chain(ctx, job.JobRow, job.Args)
 }
 
 // Timeout: a node has its own timeout; River's must not cut it short.
@@ -522,8 +527,8 @@ func (d *Driver) readRun(ctx context.Context, id string) (*store.Run, error) {
 }
 
 // work runs one task job: it finds the task in the run's state, runs it,
-// and records its outcome.
-func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
+// and records its outcome, with the job taken to run next (h).
+func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs, h *hop) error {
 	var env *runEnv
 	err := d.persist(ctx, "reading run "+args.Run, func() (err error) {
 		env, err = d.envOf(ctx, args.Run)
@@ -702,8 +707,10 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 	}
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
 		Params: params, Started: started, Hash: hash}
+	cont := d.continues(ctx)
 	return d.persist(ctx, "recording node "+t.Node.ID, func() error {
-		return d.applyWith(context.WithoutCancel(ctx), run.ID, first, func(st *state) *event {
+		req := &applyReq{first: first, cont: cont, complete: h.complete, done: make(chan applyResult, 1)}
+		req.mk = func(st *state) *event {
 			if st.run.Task(args.Task) == nil {
 				// Another worker recorded this attempt first, or recorded
 				// it lost (this worker was paused or cut off past its
@@ -718,7 +725,10 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs)
 				return notStarted()
 			}
 			return e
-		}, nil)
+		}
+		err := d.submit(context.WithoutCancel(ctx), run.ID, req)
+		h.next, h.completed = req.next, req.completed
+		return err
 	})
 }
 
@@ -905,6 +915,14 @@ type applyReq struct {
 	// withdraw cancels the jobs no worker took of a run that is cancelled
 	// (cancel.go).
 	withdraw bool
+	// cont lets the apply take a job its transaction releases, to run
+	// next on this worker (next, once committed); complete is the job
+	// taken so whose node it records, to mark completed with it
+	// (completed, once committed). continue.go.
+	cont      bool
+	complete  int64
+	next      *localJob
+	completed bool
 	// done answers the apply; an async one has none.
 	done  chan applyResult
 	async bool
@@ -1061,11 +1079,34 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			return err
 		}
 	}
+	var (
+		wants    []*applyReq
+		complete []int64
+	)
+	for _, r := range reqs {
+		if r.cont {
+			wants = append(wants, r)
+		}
+		if r.complete != 0 {
+			complete = append(complete, r.complete)
+		}
+	}
+	d.pick(w, len(wants))
 	if err := d.flush(ctx, tx, w); err != nil {
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := d.completeIn(ctx, tx, complete); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		d.handBack(w.taken)
+		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	for i, j := range w.taken {
+		wants[i].next = j
+	}
+	for _, r := range reqs {
+		r.completed = r.complete != 0
 	}
 	d.wakeLater(w.wakes)
 	if st.run.Ended() && st.run.Running() == 0 {
@@ -1103,6 +1144,10 @@ type write struct {
 	// wakes the same once inserted (wake.go).
 	pending []pendingWake
 	wakes   []wake
+	// claims are the task jobs (indexes in jobs) this worker takes in the
+	// transaction, taken what it runs of them (continue.go).
+	claims  []int
+	taken   []*localJob
 	wasDone bool
 	// stopRunning is set when the run failed while nodes of it run: they
 	// are stopped, on whichever worker runs them, as a local run stops
@@ -1248,6 +1293,9 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 			return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
 		}
 		w.inserted(res)
+		if err := d.takeJobs(ctx, tx, w, res); err != nil {
+			return fmt.Errorf("run %s: taking its next node: %w", env.id, err)
+		}
 	}
 	return nil
 }

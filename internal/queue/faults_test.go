@@ -256,6 +256,72 @@ nodes:
 	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node call")
 }
 
+// TestFaultKilledWorkerMidChain: a worker runs a chain by local
+// continuation (each node takes the next one's job as it is recorded) and
+// is killed while a node of it runs. No node it completed runs again; the
+// node it was running counts as lost and runs again on the other worker,
+// which finishes the run.
+func TestFaultKilledWorkerMidChain(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	l := newLedger(t)
+	first := startWorker(t, b.url)
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: chain
+nodes:
+  - {id: one, type: http, method: POST, url: "%[1]s/call"}
+  - {id: two, type: http, method: POST, url: "%[1]s/call"}
+  - {id: three, type: set, values: {n: 3}}
+  - {id: hold, type: http, method: POST, url: "%[1]s/held", retries: 2, retry_backoff: 0s}
+  - {id: five, type: http, method: POST, url: "%[1]s/call"}
+  - {id: six, type: set, values: {n: "{{ three.n + 3 }}"}}
+edges:
+  - {from: one, to: two}
+  - {from: two, to: three}
+  - {from: three, to: hold}
+  - {from: hold, to: five}
+  - {from: five, to: six}
+`, l.URL), nil)
+	require.Equal(t, run.ID+"/hold/1", recv(t, l.held, "hold's first attempt"))
+	ctx := context.Background()
+	var lost string
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
+		run.ID).Scan(&lost))
+	for _, n := range []string{"two", "three", "hold"} {
+		var by string
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT COALESCE(metadata->>'continued_by', '') FROM river_job
+			WHERE args->>'run' = $1 AND args->>'node' = $2`, run.ID, n).Scan(&by))
+		require.Equal(t, lost, by, "node %s was taken by local continuation on the first worker", n)
+	}
+	first.kill(t)
+	l.Release()
+	startWorker(t, b.url)
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	calls := l.Calls()
+	for _, n := range []string{"one", "two", "five"} {
+		require.Equal(t, 1, calls[run.ID+"/"+n+"/1"], "node %s was called once", n)
+	}
+	require.Equal(t, 2, calls[run.ID+"/hold/1"], "hold was called once per attempt")
+	for _, n := range []string{"one", "two", "three", "five", "six"} {
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeFinished, n), 1, "node %s finished once", n)
+	}
+	steps := b.steps(t, run.ID)
+	for _, n := range []string{"one", "two", "three"} {
+		require.Equal(t, lost, steps[n][0].RanOn.Worker, "node %s ran on the first worker", n)
+		require.Equal(t, 1, steps[n][0].Attempts)
+	}
+	for _, n := range []string{"hold", "five", "six"} {
+		require.NotEqual(t, lost, steps[n][0].RanOn.Worker, "node %s ran on the other worker", n)
+	}
+	require.Equal(t, 2, steps["hold"][0].Attempts)
+	require.EqualValues(t, 6, steps["six"][0].Output["n"])
+	retries := eventsOf(t, b, run.ID, engine.EventRetry, "hold")
+	require.Len(t, retries, 1)
+	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node hold")
+}
+
 // TestFaultJobHandedOutAgain: River hands out again the job of a killed
 // worker (its rescuer does, after a day; here the test does, before the
 // worker's lease ran out): the worker that takes it does not run the node

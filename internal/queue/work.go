@@ -56,6 +56,7 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 		d.poll(pollCtx)
 	}()
 	<-ctx.Done()
+	d.stopping.Store(true)
 	stopPoll()
 	<-pollDone
 	stopCtx := context.WithoutCancel(ctx)

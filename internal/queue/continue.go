@@ -1,0 +1,212 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/skeinhq/skein/internal/store/postgres"
+)
+
+// Local continuation.
+//
+// A node a worker finishes often releases the next node of its run onto a
+// queue this worker works. Handed to River, that job would reach a worker
+// through a notification and a fetch (River fetches at most once per
+// cooldown); instead the worker takes it itself, in the transaction that
+// records the finished node, and runs it next on the same slot. The job
+// is inserted as River's pending (no fetch takes it, nobody is notified),
+// and marked running, attempt 1, attempted by this worker, before the
+// transaction commits — as River's own fetch marks the jobs it hands out.
+// From there it is a job like any other this worker took: a worker that
+// dies running it is lost, and its job is recorded or handed out again by
+// the others (rescue.go); the node begins under the run's lock and the
+// attempt token, so it runs at most once. The job is marked completed in
+// the transaction that records its node; one whose node ends otherwise
+// (it did not start: the run stopped) is settled after, as River settles
+// a job its worker returned.
+//
+// A worker takes at most one job per node it finished (a fan-out's other
+// branches go to River, for any worker), none once it is stopping, and
+// only for the queues it works.
+
+// continuedKey is the job metadata key naming the worker that took a job
+// by local continuation.
+const continuedKey = "continued_by"
+
+// localJob is a job this worker took in a transaction, to run next.
+type localJob struct {
+	row  *rivertype.JobRow
+	args TaskArgs
+}
+
+// hop is what work is given and gives back about local continuation:
+// complete is the id of the job to mark completed with the node's record
+// (0: River completes it), next the job taken to run next, completed
+// whether the job was marked completed.
+type hop struct {
+	complete  int64
+	next      *localJob
+	completed bool
+}
+
+// continues reports whether a node finishing now may take its successor.
+func (d *Driver) continues(ctx context.Context) bool {
+	return ctx.Err() == nil && !d.stopping.Load()
+}
+
+// Continued is how many nodes this worker ran by local continuation:
+// taken in the transaction that recorded the node before them, not
+// fetched from the queue.
+func (d *Driver) Continued() int64 { return d.continued.Load() }
+
+// chain runs a job River handed out, then the jobs its nodes took by
+// local continuation, one after another on the job's slot. The error is
+// the first job's, for River; a later job's is settled on its own row.
+func (d *Driver) chain(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
+	h := &hop{}
+	err := d.work(ctx, job, args, h)
+	for next := h.next; next != nil; {
+		d.continued.Add(1)
+		h = &hop{complete: next.row.ID}
+		lerr := d.work(ctx, next.row, next.args, h)
+		if lerr != nil {
+			d.cfg.Logger.Warn("a node taken by local continuation did not end; its job goes back to the queue",
+				"run", next.args.Run, "node", next.args.Node, "error", lerr)
+		}
+		if !h.completed {
+			d.settle(ctx, next.row.ID, lerr, time.Minute)
+		}
+		next = h.next
+	}
+	return err
+}
+
+// pick marks, for each of n applies that may continue, a task job of w
+// that this worker's queues serve to be taken in the transaction (at most
+// one each, in order).
+func (d *Driver) pick(w *write, n int) {
+	for i := range w.jobs {
+		if len(w.claims) == n {
+			return
+		}
+		args, ok := w.jobs[i].Args.(TaskArgs)
+		if !ok {
+			continue
+		}
+		opts := w.jobs[i].InsertOpts
+		if _, served := d.cfg.Queues[opts.Queue]; !served {
+			continue
+		}
+		meta, _ := json.Marshal(map[string]string{continuedKey: d.id})
+		opts.Pending, opts.Metadata = true, meta
+		w.claims = append(w.claims, i)
+		w.taken = append(w.taken, &localJob{args: args, row: &rivertype.JobRow{
+			Attempt: 1, AttemptedBy: []string{d.id}, Kind: args.Kind(), Queue: opts.Queue,
+			State: rivertype.JobStateRunning, Metadata: meta, MaxAttempts: opts.MaxAttempts,
+		}})
+	}
+}
+
+// takeSQL marks jobs inserted pending in this transaction as running on
+// this worker, as River's fetch marks the jobs it hands out.
+const takeSQL = `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
+	attempted_by = array_append(attempted_by, $2::text)
+	WHERE id = ANY($1) AND state = 'pending'`
+
+// completeSQL marks completed the jobs this worker took, unless another
+// worker has them since (this one was counted lost).
+const completeSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
+	WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
+
+// takeJobs queues, to ride with the COMMIT, the marks of the jobs pick chose,
+// now that River inserted them (res in the order of w.jobs).
+func (d *Driver) takeJobs(ctx context.Context, tx *postgres.Pipe, w *write, res []*rivertype.JobInsertResult) error {
+	if len(w.claims) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(w.claims))
+	for k, i := range w.claims {
+		if i >= len(res) || res[i] == nil || res[i].Job == nil {
+			return errors.New("river returned no job for a node taken by local continuation")
+		}
+		w.taken[k].row.ID = res[i].Job.ID
+		w.taken[k].row.EncodedArgs = res[i].Job.EncodedArgs
+		ids = append(ids, res[i].Job.ID)
+	}
+	tx.DeferExec(true)
+	defer tx.DeferExec(false)
+	_, err := tx.Exec(ctx, takeSQL, ids, d.id)
+	return err
+}
+
+// completeIn queues, to ride with the COMMIT, the completion of the jobs
+// this worker took whose nodes the transaction records. River's
+// JobCompleteTx would wait for its answer: a round trip of its own.
+func (d *Driver) completeIn(ctx context.Context, tx *postgres.Pipe, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	tx.DeferExec(true)
+	defer tx.DeferExec(false)
+	_, err := tx.Exec(ctx, completeSQL, ids, d.id)
+	return err
+}
+
+// handBack gives back to the queue the jobs a transaction whose COMMIT
+// failed may have taken: when the COMMIT did happen (its answer was lost),
+// no goroutine runs them and no worker would count this live one lost.
+// Their nodes never began; when nothing was committed, there is nothing
+// to give back.
+func (d *Driver) handBack(taken []*localJob) {
+	if len(taken) == 0 {
+		return
+	}
+	d.inflight.Add(1)
+	go func() {
+		defer d.inflight.Done()
+		for _, j := range taken {
+			d.settle(context.Background(), j.row.ID, errHandedBack, handBackWithin)
+		}
+	}()
+}
+
+// handBackWithin bounds how long a worker retries giving jobs back while
+// the database is out of reach.
+const handBackWithin = 2 * time.Minute
+
+var errHandedBack = errors.New("the transaction that took the job did not answer its COMMIT")
+
+// settle ends the row of a job taken by local continuation whose node was
+// not recorded with its completion, as River ends a job by what its
+// worker returned: nil completes it, a cancel (the run is gone) cancels
+// it, another error gives it to a worker again (the node did not run, or
+// was put back to pending: unbegin). It retries for up to within while
+// the database is out of reach.
+func (d *Driver) settle(ctx context.Context, id int64, err error, within time.Duration) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), within)
+	defer cancel()
+	var cancelled *river.JobCancelError
+	sql := completeSQL
+	switch {
+	case err == nil:
+	case errors.As(err, &cancelled):
+		sql = `UPDATE river_job SET state = 'cancelled', finalized_at = now()
+			WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
+	default:
+		sql = `UPDATE river_job SET state = 'available', scheduled_at = now()
+			WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
+	}
+	serr := d.persist(ctx, "settling a job", func() error {
+		_, err := d.cfg.Store.Pool().Exec(ctx, sql, []int64{id}, d.id)
+		return err
+	})
+	if serr != nil {
+		d.cfg.Logger.Warn("a job taken by local continuation stays running; it is handed out again when this worker is counted lost",
+			"job", id, "error", serr)
+	}
+}

@@ -1,0 +1,213 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	skeinproc "github.com/skeinhq/skein/internal/proc"
+	"github.com/skeinhq/skein/internal/queue"
+)
+
+// TestChainContinuesOnItsWorker: a node that releases the next node of
+// its run onto a queue its worker works has that worker take the next
+// node's job in the transaction that records it, and run it next: every
+// node after the first ran on that worker without a fetch, its job
+// marked as taken so, and completed.
+func TestChainContinuesOnItsWorker(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Work(wctx, 10*time.Second) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+
+	run := b.start(t, `version: 1
+name: chain
+nodes:
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: shell, command: [echo, hi]}
+  - {id: c, type: set, values: {n: "{{ a.n + 1 }}"}}
+  - {id: d, type: set, values: {n: "{{ c.n + 1 }}"}}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+  - {from: c, to: d}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	require.EqualValues(t, 3, b.steps(t, run.ID)["d"][0].Output["n"])
+	require.EqualValues(t, 3, d.Continued(), "the nodes after the first were taken by local continuation")
+
+	type job struct {
+		state, by string
+		attempt   int
+		attempted []string
+	}
+	jobs := map[string]job{}
+	// River completes the first job once its worker returns, which is
+	// after the chain it began.
+	require.Eventually(t, func() bool {
+		rows, err := b.st.Pool().Query(ctx, `SELECT args->>'node', state, attempt, attempted_by, COALESCE(metadata->>'continued_by', '')
+			FROM river_job WHERE kind = 'skein_task' AND args->>'run' = $1`, run.ID)
+		require.NoError(t, err)
+		clear(jobs)
+		for rows.Next() {
+			var n string
+			var j job
+			require.NoError(t, rows.Scan(&n, &j.state, &j.attempt, &j.attempted, &j.by))
+			jobs[n] = j
+		}
+		require.NoError(t, rows.Err())
+		return jobs["a"].state == "completed"
+	}, 30*time.Second, 10*time.Millisecond, "River did not complete the first node's job")
+	require.Len(t, jobs, 4)
+	worker := jobs["a"].attempted[0]
+	require.Empty(t, jobs["a"].by, "the first node's job was fetched from the queue")
+	steps := b.steps(t, run.ID)
+	for _, n := range []string{"a", "b", "c", "d"} {
+		require.Equal(t, "completed", jobs[n].state, "node %s", n)
+		require.Equal(t, 1, jobs[n].attempt, "node %s", n)
+		require.Equal(t, []string{worker}, jobs[n].attempted, "node %s", n)
+		require.NotNil(t, steps[n][0].RanOn, "node %s", n)
+		require.Equal(t, worker, steps[n][0].RanOn.Worker, "node %s ran on the worker that took it", n)
+		require.Equal(t, 1, steps[n][0].Attempts)
+		if n != "a" {
+			require.Equal(t, worker, jobs[n].by, "node %s was taken by local continuation", n)
+		}
+	}
+}
+
+// TestContinuationStaysInItsQueues: a node released onto a queue its
+// worker does not work goes to a worker of that queue, through River.
+func TestContinuationStaysInItsQueues(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1, "other")
+	ctx := context.Background()
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Work(wctx, 10*time.Second) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+
+	run := b.start(t, `version: 1
+name: hops
+nodes:
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: set, values: {n: 2}, queue: other}
+  - {id: c, type: set, values: {n: 3}}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	steps := b.steps(t, run.ID)
+	require.NotEqual(t, steps["a"][0].RanOn.Worker, steps["b"][0].RanOn.Worker, "b ran on the worker of its queue")
+	var taken int
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'b'
+		AND metadata ? 'continued_by'`, run.ID).Scan(&taken))
+	require.Zero(t, taken, "no worker took b by local continuation")
+	require.Zero(t, d.Continued(), "a's worker took nothing of the other queue, and c was released on the other worker")
+}
+
+// continuedBy returns, per node of a run, the worker that took its job by
+// local continuation ("" for a job fetched from the queue).
+func (b *bundle) continuedBy(t *testing.T, runID string) map[string]string {
+	t.Helper()
+	rows, err := b.st.Pool().Query(context.Background(), `SELECT args->>'node', COALESCE(metadata->>'continued_by', '')
+		FROM river_job WHERE kind = 'skein_task' AND args->>'run' = $1`, runID)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var n, by string
+		require.NoError(t, rows.Scan(&n, &by))
+		out[n] = by
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestFanOutContinuesOneBranch: a node that releases several nodes onto
+// its worker's queue takes one of them; the others go to the queue, for
+// any worker, and the join after them fires once.
+func TestFanOutContinuesOneBranch(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	run := b.start(t, `version: 1
+name: fan
+nodes:
+  - {id: a, type: set, values: {n: 1}}
+  - {id: b0, type: set, values: {i: 0}}
+  - {id: b1, type: set, values: {i: 1}}
+  - {id: b2, type: set, values: {i: 2}}
+  - {id: join, type: merge}
+  - {id: total, type: set, values: {n: "{{ len(join.inputs) }}"}}
+edges:
+  - {from: a, to: b0}
+  - {from: a, to: b1}
+  - {from: a, to: b2}
+  - {from: b0, to: join}
+  - {from: b1, to: join}
+  - {from: b2, to: join}
+  - {from: join, to: total}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	require.EqualValues(t, 3, b.steps(t, run.ID)["total"][0].Output["n"])
+	require.Len(t, eventsOf(t, b, run.ID, "node_started", "join"), 1, "the join started once")
+	by := b.continuedBy(t, run.ID)
+	taken := 0
+	for _, n := range []string{"b0", "b1", "b2"} {
+		if by[n] != "" {
+			taken++
+		}
+	}
+	require.Equal(t, 1, taken, "a took one of its three branches: %v", by)
+}
+
+// TestCancelStopsAContinuedNode: a cancel that stops running nodes stops
+// one its worker took by local continuation, as any other: the step is
+// cancelled, the node after it never starts, and no job of the run is
+// left running.
+func TestCancelStopsAContinuedNode(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: sleeper
+nodes:
+  - {id: first, type: set, values: {x: 1}}
+  - {id: slow, type: shell, command: [sh, -c, 'echo $$ > %s; sleep 300']}
+  - {id: after, type: set, values: {x: 2}}
+edges:
+  - {from: first, to: slow}
+  - {from: slow, to: after}
+`, pidFile), nil)
+	pid := pidOf(t, pidFile)
+	require.NotEmpty(t, b.continuedBy(t, run.ID)["slow"], "slow was taken by local continuation")
+
+	_, err := b.st.RequestCancel(context.Background(), run.ID, false)
+	require.NoError(t, err)
+	require.NoError(t, b.starter.Cancel(context.Background(), run.ID))
+	done := b.wait(t, run.ID)
+	require.Equal(t, "cancelled", string(done.Status))
+	require.Eventually(t, func() bool { return !skeinproc.Alive(pid) }, 60*time.Second, 10*time.Millisecond, "the node's process outlived the cancel")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
+	require.Equal(t, "cancelled", string(steps["after"][0].Status), "never started because of the cancel")
+	require.Nil(t, steps["after"][0].RanOn, "it ran nowhere")
+	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 60*time.Second, 10*time.Millisecond,
+		"a job of the run is left")
+}
