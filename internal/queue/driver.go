@@ -272,8 +272,10 @@ type StartRequest struct {
 	RunID    string
 	Workflow *workflow.Workflow
 	// Source is the workflow file's text, stored as the run's version:
-	// workers read the workflow from the database.
+	// workers read the workflow from the database. Version, when set, is
+	// its stored version (Starter saved it), and Source is not needed.
 	Source  []byte
+	Version int
 	Inputs  map[string]any
 	Trigger string
 	Payload map[string]any
@@ -288,14 +290,17 @@ type StartRequest struct {
 // in one transaction, and returns the run.
 func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error) {
 	w := req.Workflow
-	sum := sha256.Sum256(req.Source)
-	ver, err := d.cfg.Store.SaveWorkflow(ctx, w.Name, req.Source, hex.EncodeToString(sum[:]))
-	if err != nil {
-		return nil, err
+	if req.Version == 0 {
+		sum := sha256.Sum256(req.Source)
+		ver, err := d.cfg.Store.SaveWorkflow(ctx, w.Name, req.Source, hex.EncodeToString(sum[:]))
+		if err != nil {
+			return nil, err
+		}
+		req.Version = ver.Version
 	}
 	abs, _ := filepath.Abs(w.File)
 	run := &store.Run{
-		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
+		ID: req.RunID, Workflow: w.Name, WorkflowVersion: req.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
 		Status: engine.RunRunning, Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 		Source: record.StartedBy(req.StartedBy, "", ""),

@@ -30,7 +30,9 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 	if !ok {
 		return nil, usagef("the nodes of queued runs are jobs in Postgres: give --db postgres://user@host:5432/db (%v)", ErrNoQueue)
 	}
-	r.queueOnce.Do(func() { _, r.queueErr = queue.Migrate(ctx, pg.Pool()) })
+	r.queueOnce.Do(func() {
+		r.starter, r.queueErr = queue.Open(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil))
+	})
 	if r.queueErr != nil {
 		return nil, r.queueErr
 	}
@@ -65,13 +67,16 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	run, err := queue.Enqueue(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil),
-		queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
+	run, err := r.starter.Start(ctx, queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs,
+		Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
 	if err != nil {
 		return nil, err
 	}
 	if o := req.Observer; o != nil {
 		o.Started(run, false)
+	}
+	if req.Detach && !check.Has(w) && w.Traces(req.Trace) != workflow.TraceNodes {
+		return &Result{Run: run, Detached: true, redact: r.redactor(nil)}, nil
 	}
 	return r.follow(ctx, pg, w, run, req.Options)
 }
@@ -121,12 +126,26 @@ func queued(run *store.Run) bool {
 // once (queue.Driver.Cancel): the jobs no worker took are withdrawn and a
 // run with no node running ends cancelled.
 func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
-	pg, err := r.pgStore(ctx)
-	if err != nil {
+	if _, err := r.pgStore(ctx); err != nil {
 		return err
 	}
-	return queue.CancelRun(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs}, runID)
+	return r.starter.Cancel(ctx, runID)
 }
+
+// QueueJobs counts the queue's jobs that have not ended, by queue and
+// state (queue.JobStates); none without a Postgres database.
+func (r *Runner) QueueJobs(ctx context.Context) ([]QueueJobs, error) {
+	if _, pg := r.st.(*postgres.Store); !pg {
+		return nil, nil
+	}
+	if _, err := r.pgStore(ctx); err != nil {
+		return nil, err
+	}
+	return r.starter.Jobs(ctx)
+}
+
+// QueueJobs counts the jobs of one queue in one state.
+type QueueJobs = queue.Jobs
 
 // endQueued writes into the folder of a queued run that ended, made now by
 // the process that follows it (skein run, the server that started it), the

@@ -18,6 +18,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
@@ -90,9 +91,10 @@ type Runner struct {
 	redactors redact.Cache
 	// plans are the plans of the workflows run.
 	plans engine.Plans
-	// queueOnce migrates the queue's tables once (pgStore).
+	// queueOnce migrates the queue's tables and makes its starter once.
 	queueOnce sync.Once
 	queueErr  error
+	starter   *queue.Starter
 	// blobs keeps the big values of queued runs (sharedBlobs); nil on
 	// SQLite.
 	blobs   blob.Backend
@@ -318,6 +320,8 @@ type Result struct {
 	Verdict *check.RunVerdict
 	// Resumed is set when the execution continued an earlier one.
 	Resumed bool
+	// Detached: the run was left to the queue's workers (Detach).
+	Detached bool
 	// Repair is what --auto-repair did, when asked.
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.
