@@ -327,10 +327,15 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := d.cfg.Store.WithTx(tx, nil).CreateRun(ctx, run); err != nil {
+	// The run's row goes out with its history and first jobs, in one
+	// round trip; a run id that exists (a delivery taken already) fails
+	// it first, and nothing is kept.
+	created := &pgx.Batch{}
+	if err := postgres.QueueCreateRun(created, run); err != nil {
 		env.release()
 		return nil, err
 	}
+	tx.Defer(created)
 	st := newState(env)
 	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: payload}}, nil)
 	if err != nil {
