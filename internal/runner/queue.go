@@ -39,17 +39,12 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 	return pg, nil
 }
 
-// Enqueue starts a run on the queue and follows it to its end: its steps
-// and events go to the observer as the workers record them. Cancelling
-// ctx cancels the run as a local run's first Ctrl-C does — nothing new
-// starts, its nodes no worker took are skipped at once, running nodes
-// finish — and follows it to its end; closing o.Hard after that has the
-// workers stop the running nodes. Closing o.Hard before it, or o.Leave,
-// stops following at once, the run going on.
-// A subworkflow node's child runs in the process of the worker that runs
-// the node (queue.Child). Queued runs do not run delivery yet. Their records
-// are in the database; their folder is made for the files of their checks
-// (run here when the run ends) or of a resume here.
+// Enqueue starts a run on the queue and follows it to its end (unless
+// req.Detach), its steps and events going to the observer as the workers
+// record them. Cancelling ctx cancels the run as a local run's first
+// Ctrl-C does; closing o.Hard then stops its running nodes; closing o.Hard
+// before, or o.Leave, stops following, the run going on. Its folder is
+// made for the files of its checks (run here) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
 	if req.Record || req.Replay != nil || req.Workflow.Record {
 		// The nodes would run on workers, out of this cassette's reach.
@@ -115,11 +110,6 @@ func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish boo
 		obs.Note(Note{Kind: "problem", Text: fmt.Sprintf("the cancel is recorded for the workers, but applying it here failed: %v", err)})
 	}
 	return nil
-}
-
-// queued reports whether a run is a queued run that has not ended.
-func queued(run *store.Run) bool {
-	return run.Owner.Host == queue.OwnerHost && !run.Status.Final()
 }
 
 // cancelQueued applies the cancel request of a queued run on the queue at

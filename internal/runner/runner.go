@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -104,9 +105,7 @@ type Runner struct {
 // Open opens the folder's store, creating the folder and the database when
 // they do not exist.
 func Open(cfg Config) (*Runner, error) {
-	if cfg.Dir == "" {
-		cfg.Dir = ".skein"
-	}
+	cfg.Dir = cmp.Or(cfg.Dir, ".skein")
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
@@ -119,9 +118,7 @@ func Open(cfg Config) (*Runner, error) {
 	if cfg.Judge == nil {
 		cfg.Judge = judge.ForWorkflow
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = node.Default
-	}
+	cfg.Registry = cmp.Or(cfg.Registry, node.Default)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w; run from a writable folder or set --dir", cfg.Dir, err)
 	}
@@ -142,11 +139,7 @@ func Open(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clk, host: host, pid: os.Getpid(),
+	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: cmp.Or[clock.Clock](cfg.Clock, clock.Real{}), host: host, pid: os.Getpid(),
 		blobs: be, unmount: unmount}, nil
 }
 
