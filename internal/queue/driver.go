@@ -121,6 +121,8 @@ type Driver struct {
 	wakes map[int64]func() bool
 	// running stops the nodes this worker runs (cancel.go).
 	running map[runningTask]context.CancelCauseFunc
+	// redactors are the Redactors of the secret values of its runs.
+	redactors redact.Cache
 }
 
 type planned struct {
@@ -361,8 +363,14 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
+	// A run's Redactor is shared by the runs with its secret values: made
+	// once, not on each start (redact.New compiles their forms).
+	red := d.redactors.For(secrets)
+	if red == nil {
+		red = redact.New(nil)
+	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, nodes: p.nodes, trigger: run.Trigger, inputs: run.Inputs,
-		red: redact.New(secrets), secrets: secrets, release: func() {}, place: d.place()}
+		red: red, secrets: secrets, release: func() {}, place: d.place()}
 	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services

@@ -123,11 +123,8 @@ func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
 }
 
 // QueueJobs counts the queue's jobs that have not ended, by queue and
-// state (queue.JobStates); none without a Postgres database.
+// state (queue.JobStates); ErrNoQueue without a Postgres database.
 func (r *Runner) QueueJobs(ctx context.Context) ([]QueueJobs, error) {
-	if _, pg := r.st.(*postgres.Store); !pg {
-		return nil, nil
-	}
 	if _, err := r.pgStore(ctx); err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func (q *queueJobs) Collect(ch chan<- prometheus.Metric) {
 // watchQueue exports the jobs of the runner's queue (skein_queue_jobs).
 func (m *Metrics) watchQueue(count func(context.Context) ([]runner.QueueJobs, error), log *slog.Logger) {
 	err := m.reg.Register(&queueJobs{count: count, log: log, desc: prometheus.NewDesc("skein_queue_jobs",
-		"Jobs of the Postgres queue that have not ended, by queue and state: available (waiting for a worker: the queue depth), scheduled (due later), retryable, running. Counted in the database at each scrape; none without Postgres.",
+		"Jobs of the Postgres queue that have not ended, by queue and state: available (waiting for a worker: the queue depth), scheduled (due later), retryable, running. Counted in the database at each scrape, when the server's runs go to the queue.",
 		[]string{"queue", "state"}, nil)})
 	if are := (prometheus.AlreadyRegisteredError{}); err != nil && !errors.As(err, &are) {
 		log.Error("exporting the queue's jobs", "err", err)

@@ -162,7 +162,9 @@ func New(cfg Config) (*Server, error) {
 		os.TempDir(): "the temporary folder"})
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.ScheduleState(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
-	cfg.Metrics.watchQueue(cfg.Runner.QueueJobs, cfg.Log)
+	if cfg.Runner.Place(runner.StartRequest{}) == runner.PlaceQueue {
+		cfg.Metrics.watchQueue(cfg.Runner.QueueJobs, cfg.Log)
+	}
 	s.hub.init()
 	s.keys.init()
 	if _, err := rand.Read(s.csrfKey[:]); err != nil {
