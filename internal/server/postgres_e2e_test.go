@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -183,8 +184,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // TestQueueDepthInMetrics: webhooks accepted on Postgres while no worker
 // runs wait in the queue, and /metrics shows them waiting
-// (skein_queue_jobs, state available); a worker that starts drains them,
-// and the depth falls to 0 as the runs complete.
+// (skein_queue_jobs, state available) while the server holds no execution
+// for them (they ended "queued"); a worker that starts drains them, and
+// the depth falls to 0 as the runs complete.
 func TestQueueDepthInMetrics(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
@@ -198,6 +200,10 @@ func TestQueueDepthInMetrics(t *testing.T) {
 		ids = append(ids, a.json(t)["execution_id"].(string))
 	}
 	eventually(t, "3 jobs waiting for a worker", func() bool { return s.queueJobs("available") == 3 })
+	// The server handed the runs over and holds nothing for them.
+	eventually(t, "3 executions ended queued", func() bool {
+		return strings.Contains(string(s.do("GET", "/metrics", s.token, nil).body), `skein_runs_finished_total{status="queued",workflow="hooked"} 3`)
+	})
 	for _, id := range ids {
 		require.Equal(t, "running", s.admin("GET", "/api/runs/"+id, nil, http.StatusOK)["status"], "no worker took run %s", id)
 	}
