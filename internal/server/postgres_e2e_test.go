@@ -112,6 +112,16 @@ func TestWebhookQueuedOnPostgres(t *testing.T) {
 	require.EqualValues(t, 7, read["from_trigger"], "`trigger` on the worker")
 	require.EqualValues(t, 7, doc["outputs"].(map[string]any)["n"])
 	require.Equal(t, "webhook", doc["source"], "a queued run keeps its source")
+
+	// A delivery id makes one run on Postgres too: the same id again is
+	// answered 409 delivery_replayed with the first delivery's run.
+	first := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 8}, "Content-Type", "application/json", "Idempotency-Key", "order-8")
+	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
+	again := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 9}, "Content-Type", "application/json", "Idempotency-Key", "order-8")
+	require.Equal(t, http.StatusConflict, again.status, string(again.body))
+	require.Equal(t, "delivery_replayed", again.json(t)["code"])
+	require.Equal(t, first.json(t)["execution_id"], again.json(t)["execution_id"])
+	require.EqualValues(t, 8, s.ended(first.json(t)["execution_id"].(string))["outputs"].(map[string]any)["n"], "the first delivery's body")
 }
 
 // hookedFlows are the test flows and hooked, a webhook that reads its
