@@ -117,6 +117,16 @@ workers when the server stops.`,
 			if rescueAfter < 100*time.Millisecond {
 				return usagef("--rescue-after must be at least 100ms")
 			}
+			if runner.IsDatabaseURL(e.db) && !strings.Contains(e.db, "pool_max_conns") {
+				// A webhook's intake holds a connection for its
+				// transaction, a worker in this process one per running
+				// node: pgxpool's default (4 on two cores) would queue the
+				// intake behind a few of them.
+				rcfg.PoolSize = serveConns
+				if withWorker {
+					rcfg.PoolSize = min(serveConns+int32(f.concurrency), 64)
+				}
+			}
 			r, err := runner.Open(rcfg)
 			if err != nil {
 				return failure(err) // a bad --db is a usage error
@@ -235,6 +245,10 @@ workers when the server stops.`,
 	f.registerRun(fl, "most nodes running at once, per run")
 	return cmd
 }
+
+// serveConns is how many connections to a Postgres database skein serve
+// opens at most (more with --worker; pool_max_conns in the URL sets it).
+const serveConns = 16
 
 func tokenCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{

@@ -126,6 +126,8 @@ type Driver struct {
 	// successor any more (continue.go); continued counts those taken.
 	stopping  atomic.Bool
 	continued atomic.Int64
+	// redactors are the Redactors of the secret values of its runs.
+	redactors redact.Cache
 }
 
 type planned struct {
@@ -277,8 +279,10 @@ type StartRequest struct {
 	RunID    string
 	Workflow *workflow.Workflow
 	// Source is the workflow file's text, stored as the run's version:
-	// workers read the workflow from the database.
+	// workers read the workflow from the database. Version, when set, is
+	// its stored version (Starter saved it), and Source is not needed.
 	Source  []byte
+	Version int
 	Inputs  map[string]any
 	Trigger string
 	Payload map[string]any
@@ -293,14 +297,17 @@ type StartRequest struct {
 // in one transaction, and returns the run.
 func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error) {
 	w := req.Workflow
-	sum := sha256.Sum256(req.Source)
-	ver, err := d.cfg.Store.SaveWorkflow(ctx, w.Name, req.Source, hex.EncodeToString(sum[:]))
-	if err != nil {
-		return nil, err
+	if req.Version == 0 {
+		sum := sha256.Sum256(req.Source)
+		ver, err := d.cfg.Store.SaveWorkflow(ctx, w.Name, req.Source, hex.EncodeToString(sum[:]))
+		if err != nil {
+			return nil, err
+		}
+		req.Version = ver.Version
 	}
 	abs, _ := filepath.Abs(w.File)
 	run := &store.Run{
-		ID: req.RunID, Workflow: w.Name, WorkflowVersion: ver.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
+		ID: req.RunID, Workflow: w.Name, WorkflowVersion: req.Version, File: abs, Dir: req.Dir, Trigger: req.Trigger,
 		Status: engine.RunRunning, Inputs: req.Inputs, StartedAt: d.now(),
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 		Source: record.StartedBy(req.StartedBy, "", ""),
@@ -327,10 +334,15 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := d.cfg.Store.WithTx(tx, nil).CreateRun(ctx, run); err != nil {
+	// The run's row goes out with its history and first jobs, in one
+	// round trip; a run id that exists (a delivery taken already) fails
+	// it first, and nothing is kept.
+	created := &pgx.Batch{}
+	if err := postgres.QueueCreateRun(created, run); err != nil {
 		env.release()
 		return nil, err
 	}
+	tx.Defer(created)
 	st := newState(env)
 	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: payload}}, nil)
 	if err != nil {
@@ -356,8 +368,14 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
+	// A run's Redactor is shared by the runs with its secret values: made
+	// once, not on each start (redact.New compiles their forms).
+	red := d.redactors.For(secrets)
+	if red == nil {
+		red = redact.New(nil)
+	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, nodes: p.nodes, trigger: run.Trigger, inputs: run.Inputs,
-		red: redact.New(secrets), secrets: secrets, release: func() {}, place: d.place()}
+		red: red, secrets: secrets, release: func() {}, place: d.place()}
 	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	var services *node.Services

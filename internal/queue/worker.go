@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/registry"
 	mcppool "github.com/skeinhq/skein/internal/mcp"
@@ -19,41 +23,99 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// Enqueue starts a run of req.Workflow on the queue (Driver.Start): the
-// workflow's file, read now, is the run's version, and the run's folder
-// is named under root, to be made when something needs it (the files of
-// its checks, a resume on this machine).
-func Enqueue(ctx context.Context, cfg Config, root string, red *redact.Redactor, req StartRequest) (*store.Run, error) {
-	w := req.Workflow
-	src, err := workflow.ReadFile(w.File)
-	if err != nil {
-		return nil, err
-	}
-	d, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := runlog.OpenOnDemand(root, w.Name, req.RunID, d.cfg.Clock.Now(), nil, red)
-	if err != nil {
-		return nil, err
-	}
-	req.Source, req.Dir = src, rl.Dir()
-	_ = rl.Close() // nothing was written
-	return d.Start(ctx, req)
+// Starter starts runs on the queue for a process that hands them to the
+// workers (skein run, skein serve): one driver, made once, whose River
+// client only inserts jobs, and the stored version of each workflow it
+// started, saved on its first start. A start is then one transaction: the
+// run, its first history event and steps, its first jobs.
+type Starter struct {
+	d        *Driver
+	root     string
+	red      *redact.Redactor
+	versions durable.Versions
 }
 
-// CancelRun applies the cancel request of a queued run on the queue at
-// once (Driver.Cancel): the jobs no worker took are withdrawn and a run
-// with no node running ends cancelled.
-func CancelRun(ctx context.Context, cfg Config, runID string) error {
+// Open migrates cfg.Store's database (Migrate) and returns a starter on
+// it; the runs' folders are named under root, red masks what their names
+// could show.
+func Open(ctx context.Context, cfg Config, root string, red *redact.Redactor) (*Starter, error) {
+	if _, err := Migrate(ctx, cfg.Store.Pool()); err != nil {
+		return nil, err
+	}
+	cfg.Queues = nil
 	d, err := New(cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := d.Cancel(ctx, runID); err != nil {
+	return &Starter{d: d, root: root, red: red}, nil
+}
+
+// Cancel applies the cancel request of a queued run on the queue at once
+// (Driver.Cancel): the jobs no worker took are withdrawn and a run with
+// no node running ends cancelled.
+func (s *Starter) Cancel(ctx context.Context, runID string) error {
+	if err := s.d.Cancel(ctx, runID); err != nil {
 		return fmt.Errorf("cancelling run %s on the queue: %w", runID, err)
 	}
 	return nil
+}
+
+// Jobs counts the jobs of one queue in one state.
+type Jobs struct {
+	Queue string
+	// State is River's: available (waiting for a worker), scheduled (due
+	// later: a retry's backoff, a timer), retryable, or running.
+	State string
+	Count int64
+}
+
+// JobStates are the states Starter.Jobs counts: the jobs of the queue
+// that have not ended.
+var JobStates = []string{"available", "scheduled", "retryable", "running"}
+
+// Jobs counts the queue's jobs that have not ended, by queue and state
+// (JobStates), for the queue depth a server exports.
+func (s *Starter) Jobs(ctx context.Context) ([]Jobs, error) {
+	rows, err := s.d.cfg.Store.Pool().Query(ctx,
+		`SELECT queue, state::text, count(*) FROM river_job WHERE state = ANY($1::river_job_state[]) GROUP BY queue, state ORDER BY queue, state`, JobStates)
+	if err != nil {
+		return nil, fmt.Errorf("counting the queue's jobs: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Jobs, error) {
+		var j Jobs
+		return j, row.Scan(&j.Queue, &j.State, &j.Count)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting the queue's jobs: %w", err)
+	}
+	// The default queue has every state, at 0 when it has no such job, so
+	// a queue that drained counts 0 rather than nothing.
+	for _, st := range JobStates {
+		if !slices.ContainsFunc(out, func(j Jobs) bool { return j.Queue == DefaultQueue && j.State == st }) {
+			out = append(out, Jobs{Queue: DefaultQueue, State: st})
+		}
+	}
+	return out, nil
+}
+
+// Start starts a run of req.Workflow on the queue (Driver.Start): the
+// workflow's file, read on the first start of the loaded workflow, is the
+// run's version, and the run's folder is named under the starter's root,
+// to be made when something needs it (the files of its checks, a resume
+// on this machine).
+func (s *Starter) Start(ctx context.Context, req StartRequest) (*store.Run, error) {
+	w := req.Workflow
+	ver, err := s.versions.Save(ctx, s.d.cfg.Store, w)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := runlog.OpenOnDemand(s.root, w.Name, req.RunID, s.d.cfg.Clock.Now(), nil, s.red)
+	if err != nil {
+		return nil, err
+	}
+	req.Version, req.Dir = ver, rl.Dir()
+	_ = rl.Close() // nothing was written
+	return s.d.Start(ctx, req)
 }
 
 // AppendEvents records events of a run that were made outside its

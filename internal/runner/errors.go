@@ -142,11 +142,3 @@ func Classify(err error) *Error {
 	}
 	return e
 }
-
-// CodeOf is Classify(err).Code; "" for nil.
-func CodeOf(err error) string {
-	if err == nil {
-		return ""
-	}
-	return Classify(err).Code
-}

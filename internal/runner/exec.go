@@ -44,6 +44,9 @@ type StartRequest struct {
 	RunID string
 	// Placement, when set, overrides the runner's (Config.Placement).
 	Placement Placement
+	// Detach returns a queued run once committed, not following it unless
+	// its end writes files here (checks, traced nodes).
+	Detach bool
 	Options
 }
 

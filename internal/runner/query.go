@@ -9,6 +9,7 @@ import (
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/secrets"
@@ -150,7 +151,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	if run, err = r.st.RequestCancel(ctx, run.ID, req.LetFinish); err != nil {
 		return nil, err
 	}
-	if queued(run) {
+	if run.Owner.Host == queue.OwnerHost && !run.Status.Final() { // queued, not ended
 		if err := r.cancelQueued(ctx, run.ID); err != nil {
 			return nil, fmt.Errorf("the cancel of run %s is recorded for its workers, but applying it here failed: %w", run.ID, err)
 		}

@@ -30,24 +30,21 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 	if !ok {
 		return nil, usagef("the nodes of queued runs are jobs in Postgres: give --db postgres://user@host:5432/db (%v)", ErrNoQueue)
 	}
-	r.queueOnce.Do(func() { _, r.queueErr = queue.Migrate(ctx, pg.Pool()) })
+	r.queueOnce.Do(func() {
+		r.starter, r.queueErr = queue.Open(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil))
+	})
 	if r.queueErr != nil {
 		return nil, r.queueErr
 	}
 	return pg, nil
 }
 
-// Enqueue starts a run on the queue and follows it to its end: its steps
-// and events go to the observer as the workers record them. Cancelling
-// ctx cancels the run as a local run's first Ctrl-C does — nothing new
-// starts, its nodes no worker took are skipped at once, running nodes
-// finish — and follows it to its end; closing o.Hard after that has the
-// workers stop the running nodes. Closing o.Hard before it, or o.Leave,
-// stops following at once, the run going on.
-// A subworkflow node's child runs in the process of the worker that runs
-// the node (queue.Child). Queued runs do not run delivery yet. Their records
-// are in the database; their folder is made for the files of their checks
-// (run here when the run ends) or of a resume here.
+// Enqueue starts a run on the queue and follows it to its end (unless
+// req.Detach), its steps and events going to the observer as the workers
+// record them. Cancelling ctx cancels the run as a local run's first
+// Ctrl-C does; closing o.Hard then stops its running nodes; closing o.Hard
+// before, or o.Leave, stops following, the run going on. Its folder is
+// made for the files of its checks (run here) or of a resume here.
 func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error) {
 	if req.Record || req.Replay != nil || req.Workflow.Record {
 		// The nodes would run on workers, out of this cassette's reach.
@@ -65,13 +62,16 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
-	run, err := queue.Enqueue(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil),
-		queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs, Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
+	run, err := r.starter.Start(ctx, queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs,
+		Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
 	if err != nil {
 		return nil, err
 	}
 	if o := req.Observer; o != nil {
 		o.Started(run, false)
+	}
+	if req.Detach && !check.Has(w) && w.Traces(req.Trace) != workflow.TraceNodes {
+		return &Result{Run: run, Detached: true, redact: r.redactor(nil)}, nil
 	}
 	return r.follow(ctx, pg, w, run, req.Options)
 }
@@ -112,21 +112,27 @@ func (r *Runner) cancelFollowed(ctx context.Context, runID string, letFinish boo
 	return nil
 }
 
-// queued reports whether a run is a queued run that has not ended.
-func queued(run *store.Run) bool {
-	return run.Owner.Host == queue.OwnerHost && !run.Status.Final()
-}
-
 // cancelQueued applies the cancel request of a queued run on the queue at
 // once (queue.Driver.Cancel): the jobs no worker took are withdrawn and a
 // run with no node running ends cancelled.
 func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
-	pg, err := r.pgStore(ctx)
-	if err != nil {
+	if _, err := r.pgStore(ctx); err != nil {
 		return err
 	}
-	return queue.CancelRun(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs}, runID)
+	return r.starter.Cancel(ctx, runID)
 }
+
+// QueueJobs counts the queue's jobs that have not ended, by queue and
+// state (queue.JobStates); ErrNoQueue without a Postgres database.
+func (r *Runner) QueueJobs(ctx context.Context) ([]QueueJobs, error) {
+	if _, err := r.pgStore(ctx); err != nil {
+		return nil, err
+	}
+	return r.starter.Jobs(ctx)
+}
+
+// QueueJobs counts the jobs of one queue in one state.
+type QueueJobs = queue.Jobs
 
 // endQueued writes into the folder of a queued run that ended, made now by
 // the process that follows it (skein run, the server that started it), the

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/store"
@@ -90,9 +92,10 @@ type Runner struct {
 	redactors redact.Cache
 	// plans are the plans of the workflows run.
 	plans engine.Plans
-	// queueOnce migrates the queue's tables once (pgStore).
+	// queueOnce migrates the queue's tables and makes its starter once.
 	queueOnce sync.Once
 	queueErr  error
+	starter   *queue.Starter
 	// blobs keeps the big values of queued runs (sharedBlobs); nil on
 	// SQLite.
 	blobs   blob.Backend
@@ -102,9 +105,7 @@ type Runner struct {
 // Open opens the folder's store, creating the folder and the database when
 // they do not exist.
 func Open(cfg Config) (*Runner, error) {
-	if cfg.Dir == "" {
-		cfg.Dir = ".skein"
-	}
+	cfg.Dir = cmp.Or(cfg.Dir, ".skein")
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
@@ -117,9 +118,7 @@ func Open(cfg Config) (*Runner, error) {
 	if cfg.Judge == nil {
 		cfg.Judge = judge.ForWorkflow
 	}
-	if cfg.Registry == nil {
-		cfg.Registry = node.Default
-	}
+	cfg.Registry = cmp.Or(cfg.Registry, node.Default)
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("cannot create %s: %w; run from a writable folder or set --dir", cfg.Dir, err)
 	}
@@ -140,11 +139,7 @@ func Open(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	clk := cfg.Clock
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: clk, host: host, pid: os.Getpid(),
+	return &Runner{cfg: cfg, st: st, commit: durable.NewCommitter(st), clock: cmp.Or[clock.Clock](cfg.Clock, clock.Real{}), host: host, pid: os.Getpid(),
 		blobs: be, unmount: unmount}, nil
 }
 
@@ -318,6 +313,8 @@ type Result struct {
 	Verdict *check.RunVerdict
 	// Resumed is set when the execution continued an earlier one.
 	Resumed bool
+	// Detached: the run was left to the queue's workers (Detach).
+	Detached bool
 	// Repair is what --auto-repair did, when asked.
 	Repair *RepairReport
 	// Err is a failure to record or verify the run, beside its status.

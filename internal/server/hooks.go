@@ -179,7 +179,11 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 		defer unlock()
 	}
 	run, err := s.launch(withSource(r.Context(), SourceWebhook), "run started by webhook", func(ctx context.Context, o runner.Options) (*runner.Result, error) {
-		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: hk.node, Payload: payload, RunID: runID, Options: o})
+		// A run that answers at once is left to the queue's workers once
+		// recorded, when the runs go there: the server holds no execution
+		// slot for it, and accepted runs drain at the workers' pace.
+		return s.cfg.Runner.Start(ctx, runner.StartRequest{Workflow: e.W, Inputs: inputs, Trigger: hk.node, Payload: payload, RunID: runID,
+			Detach: hk.cfg.Respond != trigger.RespondOnFinish, Options: o})
 	})
 	if errors.Is(err, runner.ErrExists) && runID != "" {
 		return replayed(w, runID) // another process took the delivery meanwhile

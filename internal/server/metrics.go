@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/runner"
 )
 
 // Sources of runs: how a run came to be executed by the server, the
@@ -67,7 +68,7 @@ func NewMetrics() *Metrics {
 		}, []string{"workflow", "source"}),
 		runsFinished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "skein_runs_finished_total",
-			Help: "Executions that ended, by workflow and the run's status (interrupted: left for a resume at shutdown; waiting: parked until a signal or its wake-up time).",
+			Help: "Executions that ended, by workflow and the run's status (interrupted: left for a resume at shutdown; waiting: parked until a signal or its wake-up time; queued: a webhook's run handed to the queue's workers, which end it).",
 		}, []string{"workflow", "status"}),
 		nodeDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "skein_node_duration_seconds",
@@ -98,6 +99,44 @@ func NewMetrics() *Metrics {
 	m.reg.MustRegister(m.runsStarted, m.runsFinished, m.nodeDuration, m.runsRunning, m.queueDepth, m.fires, m.webhooks, m.takeovers,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// queueJobs exports the jobs of the Postgres queue that have not ended as
+// skein_queue_jobs{queue, state}, counted in the database at each scrape:
+// the queue depth is its available jobs (waiting for a worker).
+type queueJobs struct {
+	count func(context.Context) ([]runner.QueueJobs, error)
+	desc  *prometheus.Desc
+	log   *slog.Logger
+}
+
+// queueScrape bounds how long a scrape waits for the count.
+const queueScrape = 5 * time.Second
+
+func (q *queueJobs) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
+
+func (q *queueJobs) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), queueScrape)
+	defer cancel()
+	jobs, err := q.count(ctx)
+	if err != nil {
+		q.log.Warn("counting the queue's jobs for /metrics", "err", err)
+		ch <- prometheus.NewInvalidMetric(q.desc, err)
+		return
+	}
+	for _, j := range jobs {
+		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(j.Count), j.Queue, j.State)
+	}
+}
+
+// watchQueue exports the jobs of the runner's queue (skein_queue_jobs).
+func (m *Metrics) watchQueue(count func(context.Context) ([]runner.QueueJobs, error), log *slog.Logger) {
+	err := m.reg.Register(&queueJobs{count: count, log: log, desc: prometheus.NewDesc("skein_queue_jobs",
+		"Jobs of the Postgres queue that have not ended, by queue and state: available (waiting for a worker: the queue depth), scheduled (due later), retryable, running. Counted in the database at each scrape, when the server's runs go to the queue.",
+		[]string{"queue", "state"}, nil)})
+	if are := (prometheus.AlreadyRegisteredError{}); err != nil && !errors.As(err, &are) {
+		log.Error("exporting the queue's jobs", "err", err)
+	}
 }
 
 // Gatherer is the registry the metrics are in.

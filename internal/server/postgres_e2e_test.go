@@ -6,9 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
@@ -95,6 +99,35 @@ func TestServeQueuedOnPostgres(t *testing.T) {
 func TestWebhookQueuedOnPostgres(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
+	flows := hookedFlows(t)
+	s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+	startWorker(t, db)
+
+	a := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 7}, "Content-Type", "application/json")
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	doc := s.ended(a.json(t)["execution_id"].(string))
+	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
+	read := step(doc, "read")["output"].(map[string]any)
+	require.EqualValues(t, 7, read["from_hook"], "the trigger node's output")
+	require.EqualValues(t, 7, read["from_trigger"], "`trigger` on the worker")
+	require.EqualValues(t, 7, doc["outputs"].(map[string]any)["n"])
+	require.Equal(t, "webhook", doc["source"], "a queued run keeps its source")
+
+	// A delivery id makes one run on Postgres too: the same id again is
+	// answered 409 delivery_replayed with the first delivery's run.
+	first := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 8}, "Content-Type", "application/json", "Idempotency-Key", "order-8")
+	require.Equal(t, http.StatusAccepted, first.status, string(first.body))
+	again := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 9}, "Content-Type", "application/json", "Idempotency-Key", "order-8")
+	require.Equal(t, http.StatusConflict, again.status, string(again.body))
+	require.Equal(t, "delivery_replayed", again.json(t)["code"])
+	require.Equal(t, first.json(t)["execution_id"], again.json(t)["execution_id"])
+	require.EqualValues(t, 8, s.ended(first.json(t)["execution_id"].(string))["outputs"].(map[string]any)["n"], "the first delivery's body")
+}
+
+// hookedFlows are the test flows and hooked, a webhook that reads its
+// trigger in a set node.
+func hookedFlows(t *testing.T) string {
+	t.Helper()
 	flows := copyFlows(t)
 	require.NoError(t, os.WriteFile(filepath.Join(flows, "hooked.yaml"), []byte(`version: 1
 name: hooked
@@ -106,7 +139,13 @@ edges:
 outputs:
   n: "{{ trigger.body.n }}"
 `), 0o644))
-	s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+	return flows
+}
+
+// startWorker starts a skein worker process on db, stopped (and checked to
+// drain) when the test ends.
+func startWorker(t *testing.T, db string) {
+	t.Helper()
 	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
 	var wout bytes.Buffer
 	w.Stdout, w.Stderr = &wout, &wout
@@ -115,14 +154,73 @@ outputs:
 		_ = w.Process.Signal(syscall.SIGTERM)
 		require.NoError(t, w.Wait(), "the worker exits 0 when it drained:\n%s", wout.String())
 	})
+}
 
-	a := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": 7}, "Content-Type", "application/json")
-	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
-	doc := s.ended(a.json(t)["execution_id"].(string))
-	require.Equal(t, "completed", doc["status"], "%v", doc["error"])
-	read := step(doc, "read")["output"].(map[string]any)
-	require.EqualValues(t, 7, read["from_hook"], "the trigger node's output")
-	require.EqualValues(t, 7, read["from_trigger"], "`trigger` on the worker")
-	require.EqualValues(t, 7, doc["outputs"].(map[string]any)["n"])
-	require.Equal(t, "webhook", doc["source"], "a queued run keeps its source")
+// queueJobs reads skein_queue_jobs{queue="default",state} from /metrics.
+func (s *served) queueJobs(state string) float64 {
+	s.t.Helper()
+	m := s.do("GET", "/metrics", s.token, nil)
+	require.Equal(s.t, http.StatusOK, m.status, string(m.body))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(m.body))
+	require.NoError(s.t, err)
+	fam := families["skein_queue_jobs"]
+	require.NotNil(s.t, fam, "/metrics has skein_queue_jobs:\n%s", m.body)
+	for _, metric := range fam.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range metric.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["queue"] == "default" && labels["state"] == state {
+			return metric.GetGauge().GetValue()
+		}
+	}
+	s.t.Fatalf("/metrics has no skein_queue_jobs{queue=\"default\",state=%q}:\n%s", state, m.body)
+	return 0
+}
+
+// eventually polls cond (a real process's state: nothing to wait on)
+// until it holds, failing after a minute.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within a minute", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process
+	}
+}
+
+// TestQueueDepthInMetrics: webhooks accepted on Postgres while no worker
+// runs wait in the queue, and /metrics shows them waiting
+// (skein_queue_jobs, state available) while the server holds no execution
+// for them (they ended "queued"); a worker that starts drains them, and
+// the depth falls to 0 as the runs complete.
+func TestQueueDepthInMetrics(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	s := serve(t, serveOpts{flows: hookedFlows(t), args: []string{"--db", db}})
+	require.Zero(t, s.queueJobs("available"), "no job before any webhook")
+
+	var ids []string
+	for n := range 3 {
+		a := s.do("POST", "/hooks/hooked/hook", "", map[string]any{"n": n}, "Content-Type", "application/json")
+		require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+		ids = append(ids, a.json(t)["execution_id"].(string))
+	}
+	eventually(t, "3 jobs waiting for a worker", func() bool { return s.queueJobs("available") == 3 })
+	// The server handed the runs over and holds nothing for them.
+	eventually(t, "3 executions ended queued", func() bool {
+		return strings.Contains(string(s.do("GET", "/metrics", s.token, nil).body), `skein_runs_finished_total{status="queued",workflow="hooked"} 3`)
+	})
+	for _, id := range ids {
+		require.Equal(t, "running", s.admin("GET", "/api/runs/"+id, nil, http.StatusOK)["status"], "no worker took run %s", id)
+	}
+
+	startWorker(t, db)
+	for _, id := range ids {
+		require.Equal(t, "completed", s.ended(id)["status"])
+	}
+	eventually(t, "the queue drained", func() bool { return s.queueJobs("available") == 0 && s.queueJobs("running") == 0 })
 }

@@ -165,6 +165,9 @@ func New(cfg Config) (*Server, error) {
 		os.TempDir(): "the temporary folder"})
 	s.sched = schedule.New(schedule.Config{Store: cfg.Runner.ScheduleState(), Runs: scheduleRuns{s}, Clock: cfg.Clock, Log: cfg.Log.With("component", "schedules"),
 		Outcome: cfg.Metrics.ScheduleFires})
+	if cfg.Runner.Place(runner.StartRequest{}) == runner.PlaceQueue {
+		cfg.Metrics.watchQueue(cfg.Runner.QueueJobs, cfg.Log)
+	}
 	s.hub.init()
 	s.keys.init()
 	if _, err := rand.Read(s.csrfKey[:]); err != nil {
@@ -308,6 +311,9 @@ func (s *Server) launch(ctx context.Context, what string, do func(context.Contex
 			return
 		}
 		s.hub.notify(res.Run.ID)
+		if res.Detached {
+			return // the queue's workers run it; the start was logged
+		}
 		attrs := []any{"run", res.Run.ID, "workflow", res.Run.Workflow, "status", res.Run.Status}
 		if res.Run.FinishedAt != nil {
 			attrs = append(attrs, "duration_ms", res.Run.FinishedAt.Sub(res.Run.StartedAt).Milliseconds())

@@ -147,6 +147,10 @@ func (t *telemetry) nodeSpan(rec record.Step) {
 func (t *telemetry) Event(ev record.TimedEvent) { t.next.Event(ev) }
 func (t *telemetry) Note(n runner.Note)         { t.next.Note(n) }
 
+// statusQueued is the status label of an execution that ended by handing
+// its run to the queue's workers (runner.StartRequest.Detach).
+const statusQueued = "queued"
+
 // end counts the execution's end and ends its span; res is nil when it
 // failed before its run was recorded.
 func (t *telemetry) end(res *runner.Result) {
@@ -159,7 +163,10 @@ func (t *telemetry) end(res *runner.Result) {
 	}
 	t.m.runsRunning.Dec()
 	status := "error" // it failed without a result
-	if res != nil && res.Run != nil {
+	switch {
+	case res != nil && res.Detached:
+		status = statusQueued
+	case res != nil && res.Run != nil:
 		status = string(res.Run.Status)
 	}
 	t.m.RunFinished(run.Workflow, status)

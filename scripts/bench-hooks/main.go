@@ -8,6 +8,12 @@
 // second.
 //
 //	go run ./scripts/bench-hooks [-rate 2000] [-duration 30s] [-skein path]
+//	go run ./scripts/bench-hooks -db postgres://postgres@127.0.0.1:5432/test?sslmode=disable -workers 2
+//
+// With -db the server keeps its runs in a new schema of that Postgres
+// database (dropped at the end) and hands their nodes to -workers `skein
+// worker` processes; the server's CPU per request is then the intake's
+// alone.
 //
 // The figures go to stdout; the server's logs to <dir>/serve.log.
 package main
@@ -34,6 +40,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/skeinhq/skein/scripts/internal/benchproc"
@@ -68,14 +75,16 @@ func main() {
 	dir := flag.String("dir", "", "working folder (default: a new one under ./tmp)")
 	conns := flag.Int("conns", 64, "most connections to the server")
 	extra := flag.String("serve-args", "", "more arguments of skein serve, space-separated")
+	db := flag.String("db", "", "a Postgres URL: keep the runs in a new schema of this database, run the nodes on -workers skein worker processes")
+	workers := flag.Int("workers", 2, "with -db: how many skein worker processes")
 	flag.Parse()
-	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra)); err != nil {
+	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-hooks:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string) error {
+func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers int) error {
 	if dir == "" {
 		if err := os.MkdirAll("tmp", 0o755); err != nil {
 			return err
@@ -109,11 +118,42 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		return err
 	}
 	defer logFile.Close()
-	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, ".skein"), "--workflows", flows}, extra...)
-	cmd := exec.Command(skein, args...)
-	cmd.Env = append(os.Environ(), "SKEIN_SECRET_HOOK_SECRET="+secret)
+	env := append(os.Environ(), "SKEIN_SECRET_HOOK_SECRET="+secret, "HOOK_SECRET="+secret)
 	ctx, cancel := context.WithTimeoutCause(context.Background(), 30*time.Second, errors.New("not within 30 s"))
 	defer cancel()
+	args := []string{"serve", "--addr", "127.0.0.1:0", "--dir", filepath.Join(dir, ".skein"), "--workflows", flows}
+	if db != "" {
+		url, drop, err := schema(ctx, db)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		env = append(env, "SKEIN_DB="+url)
+		if out, err := exec.Command(skein, "migrate", "--db", url).CombinedOutput(); err != nil {
+			return fmt.Errorf("skein migrate: %w: %s", err, out)
+		}
+		for i := range workers {
+			wlog, err := os.Create(filepath.Join(dir, fmt.Sprintf("worker%d.log", i+1)))
+			if err != nil {
+				return err
+			}
+			defer wlog.Close()
+			w := exec.Command(skein, "worker", "--dir", filepath.Join(dir, fmt.Sprintf(".worker%d", i+1)))
+			// SKEIN_CPUPROFILE profiles the server alone.
+			w.Env = slices.DeleteFunc(slices.Clone(env), func(v string) bool { return strings.HasPrefix(v, "SKEIN_CPUPROFILE=") })
+			w.Stdout, w.Stderr = wlog, wlog
+			if err := w.Start(); err != nil {
+				return err
+			}
+			defer func() {
+				_ = w.Process.Signal(syscall.SIGTERM)
+				_ = w.Wait()
+			}()
+		}
+	}
+	args = append(args, extra...)
+	cmd := exec.Command(skein, args...)
+	cmd.Env = env
 	// The server's stderr is copied to the log, not parsed: the client's
 	// CPU is measured.
 	srv, err := benchproc.Serve(ctx, cmd, logFile)
@@ -160,6 +200,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	}()
 
 	fmt.Printf("# %d CPUs, %s/%s, %s for %s at %d/s, %d connections\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, skein, duration, rate, conns)
+	if db != "" {
+		fmt.Printf("# Postgres (%s), %d skein worker processes\n", db, workers)
+	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
 	}
@@ -345,3 +388,26 @@ func selfCPU() time.Duration {
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000) }
+
+// schema makes a new schema in the database of url and returns a URL of
+// it (its search_path) and how to drop it.
+func schema(ctx context.Context, url string) (string, func(), error) {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return "", nil, err
+	}
+	name := fmt.Sprintf("bench_hooks_%d", os.Getpid())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
+		_ = conn.Close(ctx)
+		return "", nil, err
+	}
+	drop := func() {
+		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE")
+		_ = conn.Close(context.Background())
+	}
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	return url + sep + "search_path=" + name, drop, nil
+}

@@ -29,6 +29,9 @@ type Options struct {
 	// ConnectTimeout bounds each connection attempt when the URL sets no
 	// connect_timeout (default 10 s).
 	ConnectTimeout time.Duration
+	// Tracer, when set, sees every statement the pool's connections send
+	// (tests count round trips and transactions with it).
+	Tracer pgx.QueryTracer
 
 	// migrations replaces the embedded migrations (tests).
 	migrations fs.FS
@@ -77,6 +80,9 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout

@@ -70,6 +70,19 @@ func (t *pgTx) CreateRun(ctx context.Context, r *store.Run) error {
 	return err
 }
 
+// QueueCreateRun queues in b the insert of a new run, for a caller that
+// sends it in front of its next round trip (Pipe.Defer): a run id that
+// exists fails that round trip with ErrExists, before the statements
+// queued after it are read.
+func QueueCreateRun(b *pgx.Batch, r *store.Run) error {
+	args, err := stmts.CreateRunArgs(r)
+	if err != nil {
+		return fmt.Errorf("creating run %s: %w", r.ID, err)
+	}
+	b.Queue(stmts.InsertRun, args...).QueryRow(func(row pgx.Row) error { return stmts.Created(r, row) })
+	return nil
+}
+
 func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
 	b := &pgx.Batch{}

@@ -1,0 +1,229 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/redact"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
+	"github.com/skeinhq/skein/workflow"
+)
+
+// statements is a pgx tracer that counts what a store's connections send:
+// round trips (a query, or a batch of pipelined statements) and the
+// statements themselves.
+type statements struct {
+	mu         sync.Mutex
+	roundTrips int
+	sql        []string
+}
+
+func (s *statements) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roundTrips++
+	s.sql = append(s.sql, d.SQL)
+	return ctx
+}
+
+func (*statements) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *statements) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roundTrips++
+	return ctx
+}
+
+func (s *statements) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sql = append(s.sql, d.SQL)
+}
+
+func (*statements) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// reset forgets what was counted.
+func (s *statements) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.roundTrips, s.sql = 0, nil
+}
+
+// count returns the round trips and how many statements were exactly
+// one of the given words (BEGIN, COMMIT).
+func (s *statements) count(word string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, q := range s.sql {
+		if strings.EqualFold(strings.TrimSpace(q), word) {
+			n++
+		}
+	}
+	return n
+}
+
+const intakeFlow = `version: 1
+name: intake
+nodes:
+  - id: hook
+    type: trigger.webhook
+    auth: {type: none}
+  - id: left
+    type: set
+    values: {order: "{{ trigger.body.order }}"}
+  - id: right
+    type: set
+    values: {n: 1}
+edges:
+  - {from: hook, to: left}
+  - {from: hook, to: right}
+`
+
+type intake struct {
+	st      *postgres.Store
+	starter *queue.Starter
+	trace   *statements
+	w       *workflow.Workflow
+}
+
+func setupIntake(t *testing.T) *intake {
+	t.Helper()
+	ctx := context.Background()
+	trace := &statements{}
+	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(t), postgres.Options{Tracer: trace})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	reg := registry()
+	starter, err := queue.Open(ctx, queue.Config{Store: st, Registry: reg}, t.TempDir(), redact.New(nil))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "intake.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(intakeFlow), 0o600))
+	w, ds := workflow.Load(file, reg)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	return &intake{st: st, starter: starter, trace: trace, w: w}
+}
+
+func (in *intake) start(ctx context.Context, id string) (*store.Run, error) {
+	return in.starter.Start(ctx, queue.StartRequest{RunID: id, Workflow: in.w, Trigger: "hook",
+		Payload: map[string]any{"body": map[string]any{"order": id}, "method": "POST"}})
+}
+
+// rows counts what the database holds of a run: its row, its steps, its
+// history and its jobs.
+func (in *intake) rows(t *testing.T, id string) (runs, steps, events, jobs int) {
+	t.Helper()
+	ctx := context.Background()
+	pool := in.st.Pool()
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = $1`, id).Scan(&runs))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM steps WHERE run_id = $1`, id).Scan(&steps))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE run_id = $1`, id).Scan(&events))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE args->>'run' = $1`, id).Scan(&jobs))
+	return
+}
+
+// TestIntakeIsOneTransaction: starting a run on the queue (a webhook's
+// intake on Postgres) writes the run row, its trigger step, its history
+// and the jobs of its first nodes in one transaction, its statements
+// pipelined into two round trips (the jobs' insert, then the COMMIT with
+// their notification); the workflow's version is saved on the first start
+// only.
+func TestIntakeIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	in := setupIntake(t)
+	ctx := context.Background()
+	_, err := in.start(ctx, "first")
+	require.NoError(t, err)
+
+	in.trace.reset()
+	run, err := in.start(ctx, "second")
+	require.NoError(t, err)
+	require.Equal(t, "second", run.ID)
+	require.Equal(t, 1, in.trace.count("BEGIN"), "one transaction: %q", in.trace.sql)
+	require.Equal(t, 1, in.trace.count("COMMIT"), "one transaction: %q", in.trace.sql)
+	in.trace.mu.Lock()
+	trips, sent := in.trace.roundTrips, len(in.trace.sql)
+	in.trace.mu.Unlock()
+	require.LessOrEqual(t, trips, 2, "the intake's statements go out pipelined: %d round trips for %q", trips, in.trace.sql)
+	t.Logf("intake: %d statements in %d round trips: %q", sent, trips, in.trace.sql)
+
+	runs, steps, events, jobs := in.rows(t, "second")
+	require.Equal(t, 1, runs)
+	require.Positive(t, steps, "the trigger's step is recorded with the run")
+	require.Positive(t, events)
+	require.Equal(t, 2, jobs, "a job for each node after the trigger")
+}
+
+// TestIntakeFailureLeavesNoHalfRun: an intake that fails part-way leaves
+// nothing of its run — no run row without its jobs — and a delivery whose
+// run exists (the same run id) adds no job to it.
+func TestIntakeFailureLeavesNoHalfRun(t *testing.T) {
+	t.Parallel()
+	in := setupIntake(t)
+	ctx := context.Background()
+	_, err := in.start(ctx, "warm") // the workflow's version is saved
+	require.NoError(t, err)
+
+	// The jobs' insert fails, after the run row and its steps were sent.
+	_, err = in.st.Pool().Exec(ctx, `
+CREATE FUNCTION refuse_job() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN RAISE EXCEPTION 'no jobs today'; END $$;
+CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTION refuse_job();`)
+	require.NoError(t, err)
+	_, err = in.start(ctx, "broken")
+	require.ErrorContains(t, err, "no jobs today")
+	runs, steps, events, jobs := in.rows(t, "broken")
+	require.Equal(t, [4]int{0, 0, 0, 0}, [4]int{runs, steps, events, jobs}, "runs, steps, events, jobs of the failed intake")
+
+	_, err = in.st.Pool().Exec(ctx, `DROP TRIGGER refuse_job ON river_job`)
+	require.NoError(t, err)
+	_, err = in.start(ctx, "once")
+	require.NoError(t, err)
+	_, err = in.start(ctx, "once")
+	require.ErrorIs(t, err, store.ErrExists)
+	runs, _, _, jobs = in.rows(t, "once")
+	require.Equal(t, 1, runs)
+	require.Equal(t, 2, jobs, "the second delivery of one run adds no job")
+}
+
+// BenchmarkIntake starts runs of a webhook workflow on the queue, from 50
+// goroutines, with no worker: the intake's own cost (CPU and round trips
+// to the database).
+func BenchmarkIntake(b *testing.B) {
+	ctx := context.Background()
+	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(b), postgres.Options{MaxConns: 16})
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = st.Close() })
+	reg := registry()
+	starter, err := queue.Open(ctx, queue.Config{Store: st, Registry: reg}, b.TempDir(), redact.New(nil))
+	require.NoError(b, err)
+	file := filepath.Join(b.TempDir(), "intake.yaml")
+	require.NoError(b, os.WriteFile(file, []byte(intakeFlow), 0o600))
+	w, ds := workflow.Load(file, reg)
+	require.False(b, ds.HasErrors(), "%v", ds)
+	in := &intake{st: st, starter: starter, w: w}
+	var n atomic.Int64
+	b.SetParallelism(25) // 50 goroutines on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := in.start(ctx, fmt.Sprintf("b%d", n.Add(1))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
