@@ -29,6 +29,9 @@ type Options struct {
 
 	// migrations replaces the embedded migrations (tests).
 	migrations fs.FS
+	// retrying is called each time opening meets a lock and tries again
+	// (tests).
+	retrying func()
 }
 
 // Store is a store.Store in one SQLite file.
@@ -36,12 +39,13 @@ type Store struct {
 	*sqlstore.Core
 	st *sqlstore.Statements
 
-	path    string
-	timeout time.Duration
-	schema  store.SchemaReport // what Open did to the schema
-	w       *sql.DB            // one connection: every write, in order
-	r       *sql.DB            // read-only connections
-	ck      *sql.DB            // one connection: checkpoints (checkpoints)
+	path     string
+	timeout  time.Duration
+	retrying func()             // Options.retrying
+	schema   store.SchemaReport // what Open did to the schema
+	w        *sql.DB            // one connection: every write, in order
+	r        *sql.DB            // read-only connections
+	ck       *sql.DB            // one connection: checkpoints (checkpoints)
 	// ckStop stops the checkpoints; ckDone is closed when they stopped.
 	ckStop, ckDone chan struct{}
 	// ckMu is held by a background checkpoint, and by Compact, whose
@@ -129,7 +133,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
 
-	s := &Store{path: path, timeout: opts.BusyTimeout}
+	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying}
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
@@ -210,14 +214,39 @@ func (s *Store) prepare(migs []store.MigrationFile) error {
 	if version > latest {
 		return s.newerSchema(version, latest)
 	}
-	var mode string
-	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+	mode, err := s.walMode(ctx)
+	if err != nil {
 		return s.openFailed("turning on WAL mode", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
 		return fmt.Errorf("opening %s: the database stays in %s journal mode, not WAL (is it on a network file system?)", s.path, mode)
 	}
 	return s.migrate(ctx, migs, version)
+}
+
+// walMode turns WAL on and returns the journal mode the database is in.
+// In a new database the change is a write made inside a read: when another
+// process holds the write lock — it is making the same change, or
+// migrating — SQLite fails the upgrade at once rather than call the busy
+// handler, since waiting inside a read could deadlock. So walMode tries
+// again, from a fresh statement, until the busy timeout: `skein run`s
+// started together in a new folder all open it.
+func (s *Store) walMode(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(s.timeout)
+	delay := time.Millisecond
+	for {
+		var mode string
+		err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode)
+		code, ok := sqliteCode(err)
+		if !ok || code != sqlite3.SQLITE_BUSY || !time.Now().Before(deadline) {
+			return mode, err
+		}
+		if s.retrying != nil {
+			s.retrying()
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 50*time.Millisecond)
+	}
 }
 
 // inspect returns the schema version of the database: 0 for a new one. A

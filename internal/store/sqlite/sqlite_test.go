@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -300,5 +301,37 @@ func TestCheckpointsInTheBackground(t *testing.T) {
 		}
 		require.Eventually(t, func() bool { return size(path) > before+200*2000 }, 60*time.Second, 10*time.Millisecond,
 			"round %d: the pages reach the database file", round)
+	}
+}
+
+// TestOpenAtOnce opens one new database from many connections at once, as
+// `skein run`s started together in a fresh folder do: every open succeeds
+// and the schema is migrated once.
+func TestOpenAtOnce(t *testing.T) {
+	t.Parallel()
+	for round := range 5 {
+		path := filepath.Join(t.TempDir(), "skein.db")
+		const n = 8
+		errs := make(chan error, n)
+		start := make(chan struct{})
+		for range n {
+			go func() {
+				<-start
+				s, err := sqlite.Open(path)
+				if err == nil {
+					err = s.CreateRun(t.Context(), &store.Run{ID: fmt.Sprintf("r%p", s), Workflow: "w"})
+					err = errors.Join(err, s.Close())
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range n {
+			require.NoError(t, <-errs, "round %d: every open of a new database succeeds", round)
+		}
+		var migrations int
+		require.NoError(t, rawDB(t, path).QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&migrations))
+		s := open(t, path)
+		require.Equal(t, s.Schema().Latest, migrations, "each migration applied once")
 	}
 }
