@@ -93,20 +93,24 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
-# Short fuzz runs of the parsers and the scheduler.
+# Short fuzz runs of the parsers and the scheduler. Each runs a number of
+# inputs (about 10–30 s on a quiet machine), not a duration: Go 1.26's fuzz
+# coordinator can fail a run with "context deadline exceeded", and no
+# failing input, when a -fuzztime duration ends while a loaded machine
+# keeps a worker from answering (go.dev/issue/75804, fixed in Go 1.27).
 fuzz:
-	$(FUZZ) -fuzz=FuzzDecode -fuzztime=30s ./workflow
-	$(FUZZ) -fuzz=FuzzYAMLDifferential -fuzztime=20s ./workflow
-	$(FUZZ) -fuzz=FuzzApply -fuzztime=10s ./workflow/edit
-	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=15s ./expr
-	$(FUZZ) -fuzz=FuzzReferences -fuzztime=15s ./expr
-	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=30s ./internal/engine
-	$(FUZZ) -fuzz=FuzzContains -fuzztime=10s ./internal/redact
-	$(FUZZ) -fuzz=FuzzLoad -fuzztime=10s ./internal/flowtest
-	$(FUZZ) -fuzz=FuzzRead -fuzztime=10s ./internal/cassette
-	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=10s ./internal/mcp
-	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=10s ./internal/server
-	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10s ./internal/server
+	$(FUZZ) -fuzz=FuzzDecode -fuzztime=20000x ./workflow
+	$(FUZZ) -fuzz=FuzzYAMLDifferential -fuzztime=15000x ./workflow
+	$(FUZZ) -fuzz=FuzzApply -fuzztime=5000x ./workflow/edit
+	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=200000x ./expr
+	$(FUZZ) -fuzz=FuzzReferences -fuzztime=120000x ./expr
+	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=5000x ./internal/engine
+	$(FUZZ) -fuzz=FuzzContains -fuzztime=80000x ./internal/redact
+	$(FUZZ) -fuzz=FuzzLoad -fuzztime=2000x ./internal/flowtest
+	$(FUZZ) -fuzz=FuzzRead -fuzztime=7000x ./internal/cassette
+	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=2500x ./internal/mcp
+	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=15000x ./internal/server
+	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10000x ./internal/server
 
 # The CLI's figures (scripts/bench-cli.sh: chain, foreach, loop, cold
 # run), skein run as a process on the project's disk, this tree against
