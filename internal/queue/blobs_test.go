@@ -266,14 +266,8 @@ func TestSealedHistoryOpensOnEveryWorker(t *testing.T) {
 	b := setup(t, 0)
 	const secret = "sk-live-1b2c3d4e5f"
 	work := func(queueName, value string) {
-		d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queueName: 2},
-			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
+		b.work(t, queue.Config{Queues: map[string]int{queueName: 2}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond,
 			Secrets: func(*workflow.Workflow) (map[string]string, error) { return map[string]string{"TOKEN": value}, nil }})
-		require.NoError(t, err)
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- d.Work(ctx, time.Second) }()
-		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
 	}
 	flow := `version: 1
 name: sealed

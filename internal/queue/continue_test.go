@@ -22,13 +22,7 @@ func TestChainContinuesOnItsWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	ctx := context.Background()
-	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 2},
-		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
-	require.NoError(t, err)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Work(wctx, 10*time.Second) }()
-	defer func() { stop(); require.NoError(t, <-done) }()
+	d := b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 2}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
 
 	run := b.start(t, `version: 1
 name: chain
@@ -92,13 +86,7 @@ func TestContinuationStaysInItsQueues(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1, "other")
 	ctx := context.Background()
-	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 2},
-		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
-	require.NoError(t, err)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- d.Work(wctx, 10*time.Second) }()
-	defer func() { stop(); require.NoError(t, <-done) }()
+	d := b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 2}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
 
 	run := b.start(t, `version: 1
 name: hops

@@ -100,11 +100,12 @@ type intake struct {
 	w       *workflow.Workflow
 }
 
-func setupIntake(t *testing.T) *intake {
+// setupIntake opens a starter on the test database; opts.Tracer, a
+// *statements, records what the intake sends.
+func setupIntake(t testing.TB, opts postgres.Options) *intake {
 	t.Helper()
 	ctx := context.Background()
-	trace := &statements{}
-	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(t), postgres.Options{Tracer: trace})
+	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(t), opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	reg := registry()
@@ -114,6 +115,7 @@ func setupIntake(t *testing.T) *intake {
 	require.NoError(t, os.WriteFile(file, []byte(intakeFlow), 0o600))
 	w, ds := workflow.Load(file, reg)
 	require.False(t, ds.HasErrors(), "%v", ds)
+	trace, _ := opts.Tracer.(*statements)
 	return &intake{st: st, starter: starter, trace: trace, w: w}
 }
 
@@ -143,7 +145,7 @@ func (in *intake) rows(t *testing.T, id string) (runs, steps, events, jobs int) 
 // only.
 func TestIntakeIsOneTransaction(t *testing.T) {
 	t.Parallel()
-	in := setupIntake(t)
+	in := setupIntake(t, postgres.Options{Tracer: &statements{}})
 	ctx := context.Background()
 	_, err := in.start(ctx, "first")
 	require.NoError(t, err)
@@ -172,7 +174,7 @@ func TestIntakeIsOneTransaction(t *testing.T) {
 // run exists (the same run id) adds no job to it.
 func TestIntakeFailureLeavesNoHalfRun(t *testing.T) {
 	t.Parallel()
-	in := setupIntake(t)
+	in := setupIntake(t, postgres.Options{Tracer: &statements{}})
 	ctx := context.Background()
 	_, err := in.start(ctx, "warm") // the workflow's version is saved
 	require.NoError(t, err)
@@ -204,17 +206,7 @@ CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTI
 // to the database).
 func BenchmarkIntake(b *testing.B) {
 	ctx := context.Background()
-	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(b), postgres.Options{MaxConns: 16})
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = st.Close() })
-	reg := registry()
-	starter, err := queue.Open(ctx, queue.Config{Store: st, Registry: reg}, b.TempDir(), redact.New(nil))
-	require.NoError(b, err)
-	file := filepath.Join(b.TempDir(), "intake.yaml")
-	require.NoError(b, os.WriteFile(file, []byte(intakeFlow), 0o600))
-	w, ds := workflow.Load(file, reg)
-	require.False(b, ds.HasErrors(), "%v", ds)
-	in := &intake{st: st, starter: starter, w: w}
+	in := setupIntake(b, postgres.Options{MaxConns: 16})
 	var n atomic.Int64
 	b.SetParallelism(25) // 50 goroutines on 2 CPUs
 	b.ResetTimer()

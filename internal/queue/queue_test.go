@@ -175,17 +175,31 @@ func setupWith(t *testing.T, url string, workers int, mod func(*queue.Config), q
 				return 0 // retries at once
 			}}
 		mod(&cfg)
-		d, err := queue.New(cfg)
-		require.NoError(t, err)
-		wctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- d.Work(wctx, 10*time.Second) }()
-		t.Cleanup(func() {
-			stop()
-			require.NoError(t, <-done)
-		})
+		b.work(t, cfg)
 	}
 	return b
+}
+
+// work starts a worker of cfg — on the bundle's store and registry when
+// cfg names none — that works until the test ends.
+func (b *bundle) work(t *testing.T, cfg queue.Config) *queue.Driver {
+	t.Helper()
+	if cfg.Store == nil {
+		cfg.Store = b.st
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = b.reg
+	}
+	d, err := queue.New(cfg)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Work(ctx, 10*time.Second) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+	})
+	return d
 }
 
 func (b *bundle) start(t *testing.T, src string, inputs map[string]any) *store.Run {
@@ -372,13 +386,7 @@ edges:
 		`SELECT count(*) FROM river_job WHERE queue = 'gpu' AND state = 'available'`).Scan(&jobs))
 	require.Equal(t, 1, jobs)
 	// A worker of gpu takes it.
-	ctx, stop := context.WithCancel(context.Background())
-	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{"gpu": 1},
-		Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- d.Work(ctx, time.Second) }()
-	defer func() { stop(); require.NoError(t, <-done) }()
+	b.work(t, queue.Config{Queues: map[string]int{"gpu": 1}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
 	end := b.wait(t, run.ID)
 	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 }
@@ -561,13 +569,7 @@ func TestQueuedNodeIsPendingUntilAWorkerTakesIt(t *testing.T) {
 	}
 	require.Zero(t, started(), "node_started before a worker took the job")
 
-	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1},
-		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Work(ctx, time.Second) }()
-	defer func() { stop(); require.NoError(t, <-done) }()
+	b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 1}, Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
 	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
 	require.Equal(t, 1, started())
 	steps = b.steps(t, run.ID)
@@ -625,13 +627,7 @@ func TestWideFanOutOnWorkersSharingAPool(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	for range 4 {
-		d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 10},
-			Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
-		require.NoError(t, err)
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- d.Work(ctx, time.Second) }()
-		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+		b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 10}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
 	}
 	run := b.start(t, fanOutFlow(200), nil)
 	end := b.wait(t, run.ID)
