@@ -2,6 +2,7 @@
 // from its inputs that starts a run and opens it.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "./api.js";
+import { NewWorkflow } from "./editor.jsx";
 import { time } from "./format.js";
 import { Graph, layout } from "./graph.jsx";
 import { may } from "./run.jsx";
@@ -30,7 +31,7 @@ async function nextFires() {
   return out;
 }
 
-export function WorkflowsPage() {
+export function WorkflowsPage({ session }) {
   const [list, setList] = useState(null);
   const [error, setError] = useState("");
   const [last, setLast] = useState({});
@@ -53,6 +54,7 @@ export function WorkflowsPage() {
   return (
     <section aria-labelledby="wf-h">
       <h1 id="wf-h">Workflows</h1>
+      {session && may(session, "edit") ? <NewWorkflow /> : null}
       {error ? <p role="alert" class="error">{error}</p> : null}
       {list && list.workflows.length === 0 ? <p>No workflows are served.</p> : null}
       {list && list.workflows.length ? (
@@ -72,7 +74,10 @@ export function WorkflowsPage() {
             {list.workflows.map((w) => (
               <tr key={w.name} data-workflow={w.name}>
                 <td>
-                  <a href={`#/workflows/${encodeURIComponent(w.name)}`}>{w.name}</a>
+                  <a href={`#/workflows/${encodeURIComponent(w.name)}`}>{w.name}</a>{" "}
+                  <a class="edit-link" href={`#/workflows/${encodeURIComponent(w.name)}/edit`} aria-label={`Edit ${w.name}`}>
+                    Edit
+                  </a>
                 </td>
                 <td>{w.description || ""}</td>
                 <td>{w.triggers.map((t) => t.type).join(", ")}</td>
@@ -220,7 +225,9 @@ export function WorkflowPage({ name, session }) {
     <section aria-labelledby="wf1-h">
       <h1 id="wf1-h">{wf.name}</h1>
       {wf.description ? <p>{wf.description}</p> : null}
-      <p class="muted mono">{wf.file}</p>
+      <p class="muted mono">
+        {wf.file} <a href={`#/workflows/${encodeURIComponent(wf.name)}/edit`}>Edit</a>
+      </p>
       {chat ? (
         <p>
           <a href={`#/chat/${encodeURIComponent(wf.name)}`}>Chat with {wf.name}</a>
