@@ -84,8 +84,9 @@ func TestEditorChangesOneLine(t *testing.T) {
 }
 
 // TestEditorBuildsANewWorkflow: a workflow built from "New workflow" by
-// clicks — a shell node after the trigger, an if after it with a node on
-// its true branch — is saved, validates, and runs.
+// clicks — a shell node after the trigger, with a check, an if after it
+// with a node on its true branch — is saved, validates, and runs that
+// branch.
 func TestEditorBuildsANewWorkflow(t *testing.T) {
 	t.Parallel()
 	s := serve(t, nil)
@@ -118,6 +119,13 @@ func TestEditorBuildsANewWorkflow(t *testing.T) {
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
 	require.Equal(t, 3, eval[int](t, ctx, `document.querySelectorAll("g.edge").length`), "the graph draws the edges")
 
+	// A check on the shell node.
+	selectNode(t, ctx, "shell_1")
+	fill(t, ctx, "#check-args", `expr: "shell_1.exit_code == 0"`)
+	do(t, ctx, chromedp.Click(`//button[text()="Add check"]`))
+	until(t, ctx, `document.querySelectorAll(".node-checks li[data-check]").length === 1`)
+	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
+
 	do(t, ctx, chromedp.Click("button.save"))
 	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "false"`)
 
@@ -125,6 +133,7 @@ func TestEditorBuildsANewWorkflow(t *testing.T) {
 	wf, ds := workflow.Load(file, node.Default)
 	require.False(t, ds.HasErrors(), "the saved file validates: %v", ds)
 	require.Len(t, wf.Nodes, 4)
+	require.Len(t, wf.Nodes[1].Checks, 1, "the shell node's check")
 	id := s.start("built")
 	until(t, ctx, `fetch("/api/runs/`+id+`").then(r => r.json()).then(d => d.status === "completed")`)
 	steps := s.api("GET", "/api/runs/"+id, nil)["steps"].([]any)
@@ -232,4 +241,74 @@ func TestEditorRefusesWithoutEdit(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(s.flows, "report.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, commented, string(data), "the file is not touched")
+}
+
+// TestEditorNodeActions: the palette lists every kind grouped as
+// docs/nodes.md groups them and filters them by a search; the selected
+// node's Duplicate, Disable and Delete, and its Checks, change the text
+// (and the graph drawn from it) by those edits only. The keyboard selects
+// a node.
+func TestEditorNodeActions(t *testing.T) {
+	t.Parallel()
+	s := serve(t, map[string]string{"report.yaml": commented})
+	ctx := browser(t)
+	s.signIn(ctx)
+	openEditor(t, ctx, s, "report", "build")
+	kinds := s.api("GET", "/api/kinds", nil)["kinds"].([]any)
+	until(t, ctx, `document.querySelectorAll("button.kind").length > 0`)
+	require.Equal(t, len(kinds), eval[int](t, ctx, `document.querySelectorAll("button.kind").length`), "every kind is offered")
+	require.Equal(t, []string{"Triggers", "Control", "Data", "Actions", "AI"}, eval[[]string](t, ctx, `[...document.querySelectorAll(".pal-group h3")].map(h => h.textContent)`))
+	fill(t, ctx, "#pal-q", "templ")
+	until(t, ctx, `[...document.querySelectorAll("button.kind")].every(b => b.dataset.kind.includes("templ") || b.title.toLowerCase().includes("templ"))`)
+	require.True(t, eval[bool](t, ctx, `!!document.querySelector('button.kind[data-kind="template"]') && !document.querySelector('button.kind[data-kind="shell"]')`))
+
+	// Enter on a focused node selects it.
+	do(t, ctx, chromedp.Focus(`g.node[data-node="build"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
+	text := func() string { return eval[string](t, ctx, `document.querySelector("#yaml").value`) }
+
+	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Duplicate"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="build_1"]`))
+	require.True(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="build_1"]')`))
+	require.Contains(t, text(), "  - id: build_1\n    type: shell\n    command: [echo, \"built\"]   # the real build is slower\n")
+
+	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Disable"]`))
+	until(t, ctx, `document.querySelector('g.node[data-node="build_1"]').getAttribute("aria-label").endsWith("disabled")`)
+	require.Contains(t, text(), "disabled: true")
+	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Enable"]`))
+	until(t, ctx, `!document.querySelector("#yaml").value.includes("disabled")`)
+
+	selectNode(t, ctx, "tell")
+	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Delete"]`))
+	until(t, ctx, `!document.querySelector('g.node[data-node="tell"]')`)
+	require.NotContains(t, text(), "tell")
+	require.False(t, eval[bool](t, ctx, `!!document.querySelector("section.node-panel")`), "nothing is selected")
+
+	// A check, added with its on_fail, then removed.
+	selectNode(t, ctx, "build")
+	fill(t, ctx, "#check-type", "expr")
+	fill(t, ctx, "#check-args", `expr: "build.exit_code == 0"`)
+	fill(t, ctx, "#check-onfail", "warn")
+	do(t, ctx, chromedp.Click(`//button[text()="Add check"]`))
+	until(t, ctx, `document.querySelectorAll(".node-checks li[data-check]").length === 1`)
+	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
+	require.Contains(t, text(), "    checks:\n      - type: expr\n        expr: build.exit_code == 0\n        on_fail: warn\n")
+	do(t, ctx, chromedp.Click(`//button[@aria-label="Remove check 1"]`))
+	until(t, ctx, `document.querySelectorAll(".node-checks li[data-check]").length === 0`)
+	require.NotContains(t, text(), "build.exit_code")
+	require.NotContains(t, text(), "checks", "the last check removed, no empty list is left")
+
+	// The Setup form: a field per parameter of the kind's type, with its
+	// description and default; an emptied field is removed from the text.
+	require.Equal(t, []string{"TEXTAREA", "checkbox", "number"}, eval[[]string](t, ctx,
+		`["#p-build-command", "#p-build-shell", "#p-build-max_output"].map(q => { const e = document.querySelector(q); return e.tagName === "INPUT" ? e.type : e.tagName })`))
+	require.Regexp(t, `^Bytes kept .* Default: \d+$`, eval[string](t, ctx, `document.querySelector("#p-build-max_output-d").textContent`))
+	fill(t, ctx, "#p-build-max_output", "")
+	until(t, ctx, `(v => !v.slice(v.indexOf("- id: build\n"), v.indexOf("- id: build_1")).includes("max_output"))(document.querySelector("#yaml").value)`)
+	require.Contains(t, text(), "    max_output: 4096\n", "the duplicate keeps its own")
+	fill(t, ctx, "#pal-q", "")
+	do(t, ctx, chromedp.Click(`button.kind[data-kind="merge"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="merge_1"]`))
+	require.Equal(t, []string{"", "all", "any"}, eval[[]string](t, ctx, `[...document.querySelectorAll("#p-merge_1-wait option")].map(o => o.value)`), "an enum is a list")
+	fill(t, ctx, "#p-merge_1-wait", "any")
+	until(t, ctx, `document.querySelector("#yaml").value.includes("wait: any")`)
+	require.Contains(t, text(), "  - {from: build, to: merge_1}\n", "the new node follows the selected one")
+	axe(t, ctx, "editor after edits")
 }

@@ -156,7 +156,7 @@ function Checks({ node, checks, apply }) {
         {list.map((c, i) => (
           <li data-check={i}>
             <span class="mono">{JSON.stringify(c)}</span>{" "}
-            <button type="button" class="link" aria-label={`Remove check ${i + 1}`} onClick={() => apply([{ op: "unset", node, path: ["checks", String(i)] }])}>
+            <button type="button" class="link" aria-label={`Remove check ${i + 1}`} onClick={() => apply([{ op: "unset", node, path: list.length === 1 ? ["checks"] : ["checks", String(i)] }])}>
               Remove
             </button>
           </li>
