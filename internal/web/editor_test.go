@@ -146,8 +146,9 @@ func TestEditorBuildsANewWorkflow(t *testing.T) {
 }
 
 // TestEditorShowsDiagnostics: an invalid edit typed in the YAML pane shows
-// its diagnostic, with its line:col, in the list and on the node, and Save
-// is disabled until the text is valid again.
+// its diagnostic, with its line:col, in the list and on the node (its
+// button selects the node), and Save is disabled until the text is valid
+// again.
 func TestEditorShowsDiagnostics(t *testing.T) {
 	t.Parallel()
 	s := serve(t, map[string]string{"report.yaml": commented})
@@ -163,6 +164,7 @@ func TestEditorShowsDiagnostics(t *testing.T) {
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="tell"][data-problem]')`))
 	require.True(t, eval[bool](t, ctx, `document.querySelector("button.save").disabled`), "an invalid text cannot be saved")
 	axe(t, ctx, "editor with problems")
+	do(t, ctx, chromedp.Click(`li.diag[data-node="build"] button`), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
 
 	fill(t, ctx, "#yaml", commented)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
@@ -311,4 +313,24 @@ func TestEditorNodeActions(t *testing.T) {
 	until(t, ctx, `document.querySelector("#yaml").value.includes("wait: any")`)
 	require.Contains(t, text(), "  - {from: build, to: merge_1}\n", "the new node follows the selected one")
 	axe(t, ctx, "editor after edits")
+}
+
+// TestEditorMendsABrokenFile: a file of the folder that does not validate
+// is listed under Problems with an Edit link; mended in the editor and
+// saved, it is served.
+func TestEditorMendsABrokenFile(t *testing.T) {
+	t.Parallel()
+	broken := strings.Replace(commented, "max_output: 4096", "max_output: lots", 1)
+	s := serve(t, map[string]string{"report.yaml": broken})
+	ctx := browser(t)
+	s.signIn(ctx)
+	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows"), chromedp.WaitVisible(`ul.problems`))
+	do(t, ctx, chromedp.Click(`//ul[contains(@class,"problems")]//a[@aria-label="Edit report.yaml"]`), chromedp.WaitVisible(`g.node[data-node="build"]`))
+	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "false"`)
+	require.True(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="build"][data-problem="true"]')`))
+	fill(t, ctx, "#yaml", commented)
+	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true" && !document.querySelector("button.save").disabled`)
+	do(t, ctx, chromedp.Click("button.save"))
+	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "false"`)
+	require.Equal(t, "report", s.api("GET", "/api/workflows/report", nil)["name"], "the mended file is served")
 }

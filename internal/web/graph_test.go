@@ -43,7 +43,9 @@ func TestGraphFitsAndZooms(t *testing.T) {
 	require.Regexp(t, `^[1-9][0-9]%$`, fitted, "the graph is scaled down to fit")
 
 	// The buttons zoom in and out by a quarter; Fit shows it whole again.
-	isLevel := func(want string) string { return `document.querySelector(".zoom-level").textContent === "` + want + `"` }
+	isLevel := func(want string) string {
+		return `document.querySelector(".zoom-level").textContent === "` + want + `"`
+	}
 	do(t, ctx, chromedp.Click(`button[aria-label="Zoom in"]`))
 	until(t, ctx, `!(`+isLevel(fitted)+`)`)
 	require.False(t, allInside(), "zoomed in, the graph no longer fits")

@@ -440,7 +440,14 @@ export function EditorPage({ name, session }) {
                     {d.line}:{d.col}
                   </span>{" "}
                   {d.severity}: {d.message}
-                  {d.node ? <span class="mono"> (node {d.node})</span> : null}
+                  {d.node ? (
+                    <>
+                      {" "}
+                      <button type="button" class="link mono" aria-label={`node ${d.node}: select it`} onClick={() => setSelected(d.node)}>
+                        node {d.node}
+                      </button>
+                    </>
+                  ) : null}
                 </li>
               ))}
             </ul>

@@ -31,6 +31,11 @@ async function nextFires() {
   return out;
 }
 
+// baseName is a file's name without its folder; fileName the name a file
+// of the folder is edited by: its base name without the extension.
+const baseName = (file) => file.split(/[\\/]/).pop();
+const fileName = (file) => baseName(file).replace(/\.[^.]*$/, "");
+
 export function WorkflowsPage({ session }) {
   const [list, setList] = useState(null);
   const [error, setError] = useState("");
@@ -109,6 +114,14 @@ export function WorkflowsPage({ session }) {
               <li>
                 <span class="mono">{p.file}</span>
                 {p.node ? <span class="mono"> › {p.node}</span> : null}: {p.message}
+                {!p.node ? (
+                  <>
+                    {" "}
+                    <a class="edit-link" href={`#/workflows/${encodeURIComponent(fileName(p.file))}/edit`} aria-label={`Edit ${baseName(p.file)}`}>
+                      Edit
+                    </a>
+                  </>
+                ) : null}
               </li>
             ))}
           </ul>
