@@ -268,9 +268,19 @@ func TestEditorNodeActions(t *testing.T) {
 	do(t, ctx, chromedp.Focus(`g.node[data-node="build"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
 	text := func() string { return eval[string](t, ctx, `document.querySelector("#yaml").value`) }
 
-	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Duplicate"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="build_1"]`))
+	// A field changed, then Duplicate clicked at once: the edits apply in
+	// turn, each to the text the one before answered; the copy has the
+	// new value.
+	eval[chromedp.Void](t, ctx, `(() => {
+		const e = document.querySelector("#p-build-max_output");
+		e.value = "5000";
+		e.dispatchEvent(new Event("change", {bubbles: true}));
+		[...document.querySelectorAll("section.node-panel button")].find(b => b.textContent === "Duplicate").click();
+	})()`)
+	do(t, ctx, chromedp.WaitVisible(`section.node-panel[data-panel-node="build_1"]`))
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="build_1"]')`))
-	require.Contains(t, text(), "  - id: build_1\n    type: shell\n    command: [echo, \"built\"]   # the real build is slower\n")
+	require.Contains(t, text(), "  - id: build\n    type: shell\n    command: [echo, \"built\"]   # the real build is slower\n    max_output: 5000\n")
+	require.Contains(t, text(), "  - id: build_1\n    type: shell\n    command: [echo, \"built\"]   # the real build is slower\n    max_output: 5000\n")
 
 	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Disable"]`))
 	until(t, ctx, `document.querySelector('g.node[data-node="build_1"]').getAttribute("aria-label").endsWith("disabled")`)
@@ -303,9 +313,15 @@ func TestEditorNodeActions(t *testing.T) {
 	require.Equal(t, []string{"TEXTAREA", "checkbox", "number"}, eval[[]string](t, ctx,
 		`["#p-build-command", "#p-build-shell", "#p-build-max_output"].map(q => { const e = document.querySelector(q); return e.tagName === "INPUT" ? e.type : e.tagName })`))
 	require.Regexp(t, `^Bytes kept .* Default: \d+$`, eval[string](t, ctx, `document.querySelector("#p-build-max_output-d").textContent`))
+	// Typing does not write the text; leaving the field does.
+	do(t, ctx, chromedp.SendKeys("#p-build-cwd", "/tmp"))
+	require.Equal(t, "/tmp", eval[string](t, ctx, `document.querySelector("#p-build-cwd").value`))
+	require.NotContains(t, text(), "cwd")
+	do(t, ctx, chromedp.KeyEvent("\t"))
+	until(t, ctx, `document.querySelector("#yaml").value.includes("    cwd: /tmp\n")`)
 	fill(t, ctx, "#p-build-max_output", "")
 	until(t, ctx, `(v => !v.slice(v.indexOf("- id: build\n"), v.indexOf("- id: build_1")).includes("max_output"))(document.querySelector("#yaml").value)`)
-	require.Contains(t, text(), "    max_output: 4096\n", "the duplicate keeps its own")
+	require.Contains(t, text(), "    max_output: 5000\n", "the duplicate keeps its own")
 	fill(t, ctx, "#pal-q", "")
 	do(t, ctx, chromedp.Click(`button.kind[data-kind="merge"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="merge_1"]`))
 	require.Equal(t, []string{"", "all", "any"}, eval[[]string](t, ctx, `[...document.querySelectorAll("#p-merge_1-wait option")].map(o => o.value)`), "an enum is a list")

@@ -90,6 +90,17 @@ function SetupField({ node, p, value, apply }) {
     if (JSON.stringify(v) === JSON.stringify(value)) return;
     apply([{ op: "set", node, path: [p.name], value: v }]);
   };
+  // The field is written when it is changed (left, or Enter), not at each
+  // key: a native change listener, since preact/compat (the graph uses
+  // it) turns an input's onChange into onInput.
+  const ref = useRef(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || el.type === "checkbox" || el.tagName === "SELECT") return undefined;
+    const on = () => commit(el.value);
+    el.addEventListener("change", on);
+    return () => el.removeEventListener("change", on);
+  });
   const desc = [p.description, p.default !== undefined && p.default !== null ? `Default: ${JSON.stringify(p.default)}` : ""].filter(Boolean).join(" ");
   const common = { id, name: p.name, "aria-describedby": desc ? `${id}-d` : undefined, "aria-required": p.required ? "true" : undefined };
   let field;
@@ -106,12 +117,12 @@ function SetupField({ node, p, value, apply }) {
     field = <input type="checkbox" {...common} checked={value === true} onChange={(e) => commit(e.currentTarget.checked)} />;
   } else if (p.type === "integer" || p.type === "number") {
     field = (
-      <input type="number" step={p.type === "integer" ? "1" : "any"} {...common} value={text} onInput={(e) => setText(e.currentTarget.value)} onChange={(e) => commit(e.currentTarget.value)} />
+      <input type="number" step={p.type === "integer" ? "1" : "any"} {...common} ref={ref} value={text} onInput={(e) => setText(e.currentTarget.value)} />
     );
   } else if (STRUCTURED.has(p.type)) {
-    field = <textarea rows="3" {...common} value={text} onInput={(e) => setText(e.currentTarget.value)} onChange={(e) => commit(e.currentTarget.value)} />;
+    field = <textarea rows="3" {...common} ref={ref} value={text} onInput={(e) => setText(e.currentTarget.value)} />;
   } else {
-    field = <input type="text" {...common} value={text} onInput={(e) => setText(e.currentTarget.value)} onChange={(e) => commit(e.currentTarget.value)} />;
+    field = <input type="text" {...common} ref={ref} value={text} onInput={(e) => setText(e.currentTarget.value)} />;
   }
   return (
     <div class="field" data-param={p.name}>
@@ -288,6 +299,11 @@ export function EditorPage({ name, session }) {
   const [busy, setBusy] = useState(false);
   const seq = useRef(0);
   const timer = useRef(null);
+  // text is the pane's text as of the last change, for edits and saves
+  // that wait their turn in edits: one edit at a time, each applied to
+  // the text the one before it answered.
+  const text = useRef("");
+  const edits = useRef(Promise.resolve());
 
   const validate = (text, file) => {
     const n = ++seq.current;
@@ -304,13 +320,14 @@ export function EditorPage({ name, session }) {
 
   // show puts text in the pane: the graph redraws from it, and it is
   // validated at once (now) or when typing pauses.
-  const show = (text, file, now) => {
-    setSource(text);
-    const g = draftGraph(text);
+  const show = (src, file, now) => {
+    text.current = src;
+    setSource(src);
+    const g = draftGraph(src);
     if (g) setGraph(g);
     clearTimeout(timer.current);
-    if (now) validate(text, file);
-    else timer.current = setTimeout(() => validate(text, file), VALIDATE_MS);
+    if (now) validate(src, file);
+    else timer.current = setTimeout(() => validate(src, file), VALIDATE_MS);
   };
 
   const load = () =>
@@ -341,13 +358,15 @@ export function EditorPage({ name, session }) {
 
   // apply sends edits and shows the text they answer; select is the node
   // to select after (null: none; undefined: keep).
-  const apply = async (ops, select) => {
+  const apply = (ops, select) => (edits.current = edits.current.then(() => applyNow(ops, select)));
+  const applyNow = async (ops, select) => {
     setError("");
     setNote("");
     try {
-      const r = await api("POST", "/api/workflows/edit", { file: doc.file, source, ops });
+      const r = await api("POST", "/api/workflows/edit", { file: doc.file, source: text.current, ops });
       clearTimeout(timer.current);
       ++seq.current;
+      text.current = r.source;
       setSource(r.source);
       const g = draftGraph(r.source);
       if (g) setGraph(g);
@@ -369,16 +388,18 @@ export function EditorPage({ name, session }) {
     setBusy(true);
     setError("");
     setNote("");
+    await edits.current; // the edits made before the click
+    const body = text.current;
     try {
-      const r = await api("PUT", `/api/workflows/${encodeURIComponent(name)}/source`, source, { "If-Match": etag, "Content-Type": "application/yaml" });
+      const r = await api("PUT", `/api/workflows/${encodeURIComponent(name)}/source`, body, { "If-Match": etag, "Content-Type": "application/yaml" });
       setDoc({ file: r.file, etag: r.etag });
-      setSaved(source);
+      setSaved(body);
       setConflict(null);
       setNote(`Saved ${r.file} (version ${r.version}).`);
     } catch (x) {
       if (x.status === 409 && x.problem && x.problem.theirs) setConflict(x.problem.theirs);
       else if (x.status === 422 && x.problem && x.problem.diagnostics) {
-        setCheck({ text: source, valid: false, diagnostics: x.problem.diagnostics, nodes: (check && check.nodes) || [] });
+        setCheck({ text: body, valid: false, diagnostics: x.problem.diagnostics, nodes: (check && check.nodes) || [] });
         setError("Not saved: the text does not validate; mend the problems listed.");
       } else if (x.status === 403) setError(`Not saved: saving needs a token of scope edit; this session's scope is ${session.scope}.`);
       else setError(`Not saved: ${x.message}`);
