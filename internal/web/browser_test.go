@@ -108,6 +108,7 @@ type site struct {
 	url   string
 	token string
 	r     *runner.Runner
+	flows string // the --workflows folder
 }
 
 func serve(t *testing.T, extra map[string]string) *site {
@@ -143,7 +144,7 @@ func serve(t *testing.T, extra map[string]string) *site {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return &site{t: t, url: "http://" + ln.Addr().String(), token: tok, r: r}
+	return &site{t: t, url: "http://" + ln.Addr().String(), token: tok, r: r, flows: flows}
 }
 
 // api calls the API with the admin token and decodes the answer.

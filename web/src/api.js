@@ -23,11 +23,13 @@ export class APIError extends Error {
   }
 }
 
-export async function api(method, path, body) {
-  const headers = { Accept: "application/json" };
+// api calls the API and answers the decoded JSON; headers are extra
+// request headers (If-Match).
+export async function api(method, path, body, extra) {
+  const headers = { Accept: "application/json", ...(extra || {}) };
   const init = { method, headers, credentials: "same-origin" };
   if (body !== undefined) {
-    headers["Content-Type"] = "application/json";
+    if (!headers["Content-Type"]) headers["Content-Type"] = "application/json";
     init.body = typeof body === "string" ? body : JSON.stringify(body);
   }
   if (method !== "GET" && csrf) headers["X-Skein-CSRF"] = csrf;

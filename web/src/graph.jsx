@@ -66,8 +66,10 @@ export function shownStatus(st) {
   return st.status;
 }
 
-const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
-  const status = shownStatus(st);
+const Node = memo(function Node({ n, pos, st, selected, pinned, problem, editing, onSelect }) {
+  // In the editor a node has no run status: its badge says "invalid"
+  // when a diagnostic names it, else nothing.
+  const status = editing ? (problem ? "invalid" : "") : shownStatus(st);
   const metrics = [];
   if (st && st.visits > 1) metrics.push(`×${st.visits}`);
   if (st && st.duration) metrics.push(duration(st.duration));
@@ -75,7 +77,7 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
   if (st && st.cost) metrics.push(cost(st.cost));
   const shownID = n.id.length > 20 ? n.id.slice(0, 19) + "…" : n.id;
   // The accessible name holds the visible text, in order (WCAG 2.5.3).
-  const label = [shownID, n.type, status, metrics.join(" · "), pinned ? "pinned" : ""].filter(Boolean).join(" ");
+  const label = [shownID, n.type, status, metrics.join(" · "), pinned ? "pinned" : "", n.disabled && editing ? "disabled" : ""].filter(Boolean).join(" ");
   const key = (ev) => {
     if (ev.key === "Enter" || ev.key === " ") {
       ev.preventDefault();
@@ -84,7 +86,7 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
   };
   return (
     <g
-      class={`node s-${status}${selected ? " selected" : ""}${pinned ? " pin" : ""}${n.disabled ? " disabled" : ""}`}
+      class={`node s-${status || "none"}${selected ? " selected" : ""}${pinned ? " pin" : ""}${n.disabled ? " disabled" : ""}${problem ? " problem" : ""}`}
       transform={`translate(${pos.x},${pos.y})`}
       tabindex="0"
       role="button"
@@ -92,6 +94,7 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
       aria-pressed={selected ? "true" : "false"}
       data-node={n.id}
       data-status={status}
+      data-problem={problem ? "true" : undefined}
       onClick={() => onSelect(n.id)}
       onKeyDown={key}
     >
@@ -101,9 +104,10 @@ const Node = memo(function Node({ n, pos, st, selected, pinned, onSelect }) {
       {/* The leading spaces (not drawn) part the words of the text
           content, which the accessible name must contain. */}
       <text class="type" x="14" y="36">{" " + n.type}</text>
-      <text class="status" x={NODE_W - 10} y="20" text-anchor="end">{" " + status}</text>
+      <text class="status" x={NODE_W - 10} y="20" text-anchor="end">{status ? " " + status : ""}</text>
       <text class="metrics" x="14" y="53">{metrics.length ? " " + metrics.join(" · ") : ""}</text>
       {pinned ? <text class="pinmark" x={NODE_W - 10} y="53" text-anchor="end">{" pinned"}</text> : null}
+      {n.disabled && editing ? <text class="pinmark" x={NODE_W - 10} y="53" text-anchor="end">{" disabled"}</text> : null}
     </g>
   );
 });
@@ -121,8 +125,9 @@ const clampZoom = (k) => Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, k));
 // Graph draws the graph in a pane that fits it on open; the wheel and
 // the buttons zoom, dragging the background pans. states: node id →
 // {status, visits, duration, tokens, cost, cached, pinned}; taken: node
-// id → the handles it chose.
-export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onSelect, label }) {
+// id → the handles it chose. editing: the editor's graph, whose nodes
+// have no status; problems: the ids of the nodes a diagnostic names.
+export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onSelect, label, editing, problems }) {
   const select = onSelect || (() => {});
   const wrap = useRef(null);
   const [width, setWidth] = useState(0);
@@ -234,6 +239,8 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
               st={states[n.id]}
               selected={selected === n.id}
               pinned={pins ? pins.has(n.id) : false}
+              problem={problems ? problems.has(n.id) : false}
+              editing={!!editing}
               onSelect={select}
             />
           ))}

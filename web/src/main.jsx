@@ -4,6 +4,7 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { api, onUnauthorized, setCSRF } from "./api.js";
 import { ChatPage } from "./chat.jsx";
+import { EditorPage } from "./editor.jsx";
 import { RunPage } from "./run.jsx";
 import { RunsPage } from "./runs.jsx";
 import { WorkflowPage, WorkflowsPage } from "./workflows.jsx";
@@ -93,12 +94,15 @@ function App() {
   let page;
   let section = "runs";
   if (parts[0] === "runs" && parts[1]) page = <RunPage id={parts[1]} session={session} />;
-  else if (parts[0] === "workflows" && parts[1]) {
+  else if (parts[0] === "workflows" && parts[1] && parts[2] === "edit") {
+    section = "workflows";
+    page = <EditorPage name={parts[1]} session={session} />;
+  } else if (parts[0] === "workflows" && parts[1]) {
     section = "workflows";
     page = <WorkflowPage name={parts[1]} session={session} />;
   } else if (parts[0] === "workflows") {
     section = "workflows";
-    page = <WorkflowsPage />;
+    page = <WorkflowsPage session={session} />;
   } else if (parts[0] === "chat" && parts[1]) {
     section = "workflows";
     page = <ChatPage name={parts[1]} />;

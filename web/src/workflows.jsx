@@ -2,6 +2,7 @@
 // from its inputs that starts a run and opens it.
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { api } from "./api.js";
+import { NewWorkflow } from "./editor.jsx";
 import { time } from "./format.js";
 import { Graph, layout } from "./graph.jsx";
 import { may } from "./run.jsx";
@@ -30,7 +31,12 @@ async function nextFires() {
   return out;
 }
 
-export function WorkflowsPage() {
+// baseName is a file's name without its folder; fileName the name a file
+// of the folder is edited by: its base name without the extension.
+const baseName = (file) => file.split(/[\\/]/).pop();
+const fileName = (file) => baseName(file).replace(/\.[^.]*$/, "");
+
+export function WorkflowsPage({ session }) {
   const [list, setList] = useState(null);
   const [error, setError] = useState("");
   const [last, setLast] = useState({});
@@ -53,6 +59,7 @@ export function WorkflowsPage() {
   return (
     <section aria-labelledby="wf-h">
       <h1 id="wf-h">Workflows</h1>
+      {session && may(session, "edit") ? <NewWorkflow /> : null}
       {error ? <p role="alert" class="error">{error}</p> : null}
       {list && list.workflows.length === 0 ? <p>No workflows are served.</p> : null}
       {list && list.workflows.length ? (
@@ -72,7 +79,10 @@ export function WorkflowsPage() {
             {list.workflows.map((w) => (
               <tr key={w.name} data-workflow={w.name}>
                 <td>
-                  <a href={`#/workflows/${encodeURIComponent(w.name)}`}>{w.name}</a>
+                  <a href={`#/workflows/${encodeURIComponent(w.name)}`}>{w.name}</a>{" "}
+                  <a class="edit-link" href={`#/workflows/${encodeURIComponent(w.name)}/edit`} aria-label={`Edit ${w.name}`}>
+                    Edit
+                  </a>
                 </td>
                 <td>{w.description || ""}</td>
                 <td>{w.triggers.map((t) => t.type).join(", ")}</td>
@@ -104,6 +114,14 @@ export function WorkflowsPage() {
               <li>
                 <span class="mono">{p.file}</span>
                 {p.node ? <span class="mono"> › {p.node}</span> : null}: {p.message}
+                {!p.node ? (
+                  <>
+                    {" "}
+                    <a class="edit-link" href={`#/workflows/${encodeURIComponent(fileName(p.file))}/edit`} aria-label={`Edit ${baseName(p.file)}`}>
+                      Edit
+                    </a>
+                  </>
+                ) : null}
               </li>
             ))}
           </ul>
@@ -220,7 +238,9 @@ export function WorkflowPage({ name, session }) {
     <section aria-labelledby="wf1-h">
       <h1 id="wf1-h">{wf.name}</h1>
       {wf.description ? <p>{wf.description}</p> : null}
-      <p class="muted mono">{wf.file}</p>
+      <p class="muted mono">
+        {wf.file} <a href={`#/workflows/${encodeURIComponent(wf.name)}/edit`}>Edit</a>
+      </p>
       {chat ? (
         <p>
           <a href={`#/chat/${encodeURIComponent(wf.name)}`}>Chat with {wf.name}</a>
