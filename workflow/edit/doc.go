@@ -20,8 +20,15 @@
 //     Comment lines written above the node stay (they may describe what
 //     comes next); template references to the node stay too, and
 //     workflow.Validate reports them at their line.
-//   - rename_node changes the id and every edge's from and to, and an
-//     endloop's loop, that name it; it does not rewrite templates.
+//   - rename_node changes the id, every edge's from and to and an
+//     endloop's loop that name it, and every reference to it: in the
+//     templates of nodes' fields and of outputs, and in the expression
+//     fields (a node's condition and exit, a switch case's condition, a
+//     check's expr). Only the name is rewritten, in place; a value whose
+//     text cannot be (the name written with an escape) is written again
+//     by the encoder. A reference in a value with an anchor, or in a
+//     block scalar it cannot rewrite in place, refuses the rename
+//     (ErrLayout).
 //   - duplicate copies the node's text, comments inside it included,
 //     right after it under the new id; the copy has no edges.
 //   - disable writes disabled: true; enable removes the disabled key.

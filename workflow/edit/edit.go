@@ -721,7 +721,8 @@ func (d *doc) scalar(s string) (string, error) {
 	return d.yamlFlow(str(s))
 }
 
-// renameNode changes a node's id and every edge and endloop that names it.
+// renameNode changes a node's id and every edge, endloop and reference
+// that names it.
 func (d *doc) renameNode(id, to string) ([]byte, error) {
 	s, err := d.node(id)
 	if err != nil {
@@ -772,7 +773,11 @@ func (d *doc) renameNode(id, to string) ([]byte, error) {
 			}
 		}
 	}
-	return d.write(sps...), nil
+	refs, err := d.refSplices(id, to)
+	if err != nil {
+		return nil, err
+	}
+	return d.write(append(sps, refs...)...), nil
 }
 
 // duplicate copies a node's text, comments inside it included, under a
