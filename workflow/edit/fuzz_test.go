@@ -186,7 +186,8 @@ func nodesByID(t *testing.T, src []byte) map[string]map[string]any {
 
 // firstEdit is a lower bound of the first byte ops may change: the start
 // of the first line of the earliest node they name, of the nodes or edges
-// key when they touch those lists, of the last node when they add one.
+// key when they touch those lists (and of outputs for a rename, which
+// rewrites the references there), of the last node when they add one.
 func firstEdit(w *workflow.Workflow, src []byte, ops []edit.Op) int {
 	lineStart := func(line int) int {
 		off := 0
@@ -228,8 +229,12 @@ func firstEdit(w *workflow.Workflow, src []byte, ops []edit.Op) int {
 				at(w.Nodes[len(w.Nodes)-1].Pos)
 			}
 			at(lastKey)
-		case "remove_node", "rename_node":
+		case "remove_node":
 			at(w.KeyPos("nodes"))
+			edges()
+		case "rename_node": // and the references in outputs
+			at(w.KeyPos("nodes"))
+			at(w.KeyPos("outputs"))
 			edges()
 		case "connect", "disconnect":
 			edges()
