@@ -94,18 +94,18 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # Short fuzz runs of the parsers and the scheduler. Each runs a number of
-# inputs (about 10–30 s on a quiet machine), not a duration: Go 1.26's fuzz
+# inputs (about 5–20 s each on a quiet machine), not a duration: Go 1.26's fuzz
 # coordinator can fail a run with "context deadline exceeded", and no
 # failing input, when a -fuzztime duration ends while a loaded machine
 # keeps a worker from answering (go.dev/issue/75804, fixed in Go 1.27).
 fuzz:
-	$(FUZZ) -fuzz=FuzzDecode -fuzztime=20000x ./workflow
-	$(FUZZ) -fuzz=FuzzYAMLDifferential -fuzztime=15000x ./workflow
+	$(FUZZ) -fuzz=FuzzDecode -fuzztime=10000x ./workflow
+	$(FUZZ) -fuzz=FuzzYAMLDifferential -fuzztime=8000x ./workflow
 	$(FUZZ) -fuzz=FuzzApply -fuzztime=5000x ./workflow/edit
-	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=200000x ./expr
-	$(FUZZ) -fuzz=FuzzReferences -fuzztime=120000x ./expr
-	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=5000x ./internal/engine
-	$(FUZZ) -fuzz=FuzzContains -fuzztime=80000x ./internal/redact
+	$(FUZZ) -fuzz=FuzzParseTemplate -fuzztime=60000x ./expr
+	$(FUZZ) -fuzz=FuzzReferences -fuzztime=60000x ./expr
+	$(FUZZ) -fuzz=FuzzScheduler -fuzztime=2500x ./internal/engine
+	$(FUZZ) -fuzz=FuzzContains -fuzztime=40000x ./internal/redact
 	$(FUZZ) -fuzz=FuzzLoad -fuzztime=2000x ./internal/flowtest
 	$(FUZZ) -fuzz=FuzzRead -fuzztime=7000x ./internal/cassette
 	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=2500x ./internal/mcp
