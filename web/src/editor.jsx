@@ -8,7 +8,12 @@
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
+import { Checks } from "./checks.jsx";
+import { Completion, templateScope } from "./complete.jsx";
 import { Graph, layout } from "./graph.jsx";
+import { Connections } from "./handles.jsx";
+import { LeaveGuard } from "./leave.jsx";
+import { Rename } from "./rename.jsx";
 
 // VALIDATE_MS is how long typing pauses before the text is validated.
 const VALIDATE_MS = 300;
@@ -44,7 +49,8 @@ export function draftGraph(text) {
   for (const n of nodes) {
     if (n.type === "endloop" && byId[n.raw.loop]) edges.push({ from: n.id, to: n.raw.loop, on: "", back: true });
   }
-  return { nodes, edges };
+  const inputs = doc.inputs && typeof doc.inputs === "object" && !Array.isArray(doc.inputs) ? Object.keys(doc.inputs) : [];
+  return { nodes, edges, inputs };
 }
 
 // freshID is an id for a new node of kind, not taken in graph.
@@ -55,6 +61,8 @@ function freshID(kind, graph) {
 }
 
 const STRUCTURED = new Set(["strings", "list", "map", "any", "object", "array"]);
+// TEMPLATED are the types whose text may hold templates.
+const TEMPLATED = new Set(["string", "strings", "list", "map", "any"]);
 
 // shown is a parameter's value as its form field holds it.
 function shown(p, v) {
@@ -65,7 +73,7 @@ function shown(p, v) {
 
 // SetupField is one parameter of a node's kind: a field of its type whose
 // change is applied as a set (or an unset when emptied).
-function SetupField({ node, p, value, apply }) {
+function SetupField({ node, p, value, apply, scope }) {
   const id = `p-${node}-${p.name}`;
   const [text, setText] = useState(shown(p, value));
   const [error, setError] = useState("");
@@ -134,70 +142,16 @@ function SetupField({ node, p, value, apply }) {
         </span>
       </label>
       {field}
+      {TEMPLATED.has(p.type) && !p.expr && !p.plain && !(p.enum && p.enum.length) ? <Completion field={ref} id={id} scope={scope} /> : null}
       {desc ? <small id={`${id}-d`}>{desc}</small> : null}
       {error ? <p role="alert" class="error">{error}</p> : null}
     </div>
   );
 }
 
-// Checks lists a node's checks; a check is added and removed by edits of
-// its checks list.
-function Checks({ node, checks, apply }) {
-  const [type, setType] = useState("expr");
-  const [arg, setArg] = useState("");
-  const [onFail, setOnFail] = useState("fail");
-  const list = Array.isArray(checks) ? checks : [];
-  const add = (e) => {
-    e.preventDefault();
-    let value;
-    try {
-      value = parseYAML(arg || "{}");
-    } catch (x) {
-      value = arg;
-    }
-    const check = { type, ...(value && typeof value === "object" && !Array.isArray(value) ? value : {}), on_fail: onFail };
-    apply([list.length ? { op: "set", node, path: ["checks", "-"], value: check } : { op: "set", node, path: ["checks"], value: [check] }]);
-    setArg("");
-  };
-  return (
-    <section class="node-checks" aria-labelledby="checks-h">
-      <h3 id="checks-h">Checks</h3>
-      {list.length === 0 ? <p class="muted">No checks.</p> : null}
-      <ul>
-        {list.map((c, i) => (
-          <li data-check={i}>
-            <span class="mono">{JSON.stringify(c)}</span>{" "}
-            <button type="button" class="link" aria-label={`Remove check ${i + 1}`} onClick={() => apply([{ op: "unset", node, path: list.length === 1 ? ["checks"] : ["checks", String(i)] }])}>
-              Remove
-            </button>
-          </li>
-        ))}
-      </ul>
-      <form class="add-check" onSubmit={add}>
-        <div class="field">
-          <label for="check-type">Check type</label>
-          <input id="check-type" type="text" value={type} onInput={(e) => setType(e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="check-args">Its fields (YAML or JSON map)</label>
-          <input id="check-args" type="text" placeholder='expr: "len(x) > 0"' value={arg} onInput={(e) => setArg(e.currentTarget.value)} />
-        </div>
-        <div class="field">
-          <label for="check-onfail">on_fail</label>
-          <select id="check-onfail" value={onFail} onChange={(e) => setOnFail(e.currentTarget.value)}>
-            <option value="fail">fail</option>
-            <option value="warn">warn</option>
-          </select>
-        </div>
-        <button type="submit">Add check</button>
-      </form>
-    </section>
-  );
-}
-
 // NodePanel is the selected node: its Setup form made from its kind's
 // parameters, its checks, and Delete, Disable and Duplicate.
-function NodePanel({ n, kind, apply, graph }) {
+function NodePanel({ n, kind, apply, graph, scope, disconnect }) {
   const params = kind ? kind.params : [];
   return (
     <section class="panel node-panel" aria-labelledby="np-h" data-panel-node={n.id}>
@@ -218,16 +172,18 @@ function NodePanel({ n, kind, apply, graph }) {
         }}>
           Duplicate
         </button>
+        <Rename id={n.id} graph={graph} apply={apply} />
       </div>
       <form class="setup" aria-labelledby="setup-h" onSubmit={(e) => e.preventDefault()}>
         <h3 id="setup-h">Setup</h3>
         {!kind ? <p class="muted">No kind {n.type} is registered.</p> : null}
         {kind && params.length === 0 ? <p class="muted">This kind has no parameters.</p> : null}
         {params.map((p) => (
-          <SetupField key={`${n.id}/${p.name}`} node={n.id} p={p} value={n.raw[p.name]} apply={apply} />
+          <SetupField key={`${n.id}/${p.name}`} node={n.id} p={p} value={n.raw[p.name]} apply={apply} scope={scope} />
         ))}
       </form>
-      <Checks node={n.id} checks={n.raw.checks} apply={apply} />
+      <Connections id={n.id} graph={graph} onRemove={disconnect} />
+      <Checks node={n.id} checks={n.raw.checks} expect={n.raw.expect} apply={apply} />
     </section>
   );
 }
@@ -352,6 +308,7 @@ export function EditorPage({ name, session }) {
   const problems = useMemo(() => new Set(((check && check.diagnostics) || []).filter((d) => d.node && d.severity === "error").map((d) => d.node)), [check]);
   const handlesOf = useMemo(() => Object.fromEntries(((check && check.nodes) || []).map((n) => [n.id, n.handles])), [check]);
   const selHandles = selected ? handlesOf[selected] || [""] : [];
+  const scope = useMemo(() => (graph && selected ? templateScope(graph, selected, check && check.nodes, graph.inputs) : null), [graph, selected, check]);
   useEffect(() => setHandle(selHandles[0] || ""), [selected, selHandles.join("\n")]);
 
   if (!doc) return error ? <p role="alert" class="error">{error}</p> : <p aria-busy="true">Loading {name}…</p>;
@@ -383,6 +340,9 @@ export function EditorPage({ name, session }) {
     if (selected && graph && graph.nodes.some((n) => n.id === selected)) ops.push({ op: "connect", node: selected, to: id, handle: handle || undefined });
     apply(ops, id);
   };
+
+  const connect = (from, h, to) => apply([{ op: "connect", node: from, to, handle: h || undefined }]);
+  const disconnect = (e) => apply([{ op: "disconnect", node: e.from, to: e.to, handle: e.on || undefined }]);
 
   const save = async (etag) => {
     setBusy(true);
@@ -416,6 +376,7 @@ export function EditorPage({ name, session }) {
   const diags = checked ? check.diagnostics || [] : [];
   return (
     <section class="editor" aria-labelledby="ed-h" data-etag={doc.etag} data-valid={checked && !refused ? String(!!valid) : ""} data-dirty={String(dirty)}>
+      <LeaveGuard dirty={dirty} />
       <h1 id="ed-h">Edit {name}</h1>
       <p class="muted mono">{doc.file}</p>
       <div class="ed-bar" role="toolbar" aria-label="Editor">
@@ -447,7 +408,7 @@ export function EditorPage({ name, session }) {
       <div class="ed-body">
         <div class="ed-graph">
           {lay ? (
-            <Graph graph={graph} lay={lay} editing problems={problems} selected={selected} onSelect={(id) => setSelected(id === selected ? null : id)} label={`graph of workflow ${name}`} />
+            <Graph graph={graph} lay={lay} editing connect={{ handles: handlesOf, onConnect: connect, onDisconnect: disconnect }} problems={problems} selected={selected} onSelect={(id) => setSelected(id === selected ? null : id)} label={`graph of workflow ${name}`} />
           ) : (
             <p class="muted">The text does not parse; the graph shows when it does.</p>
           )}
@@ -479,7 +440,7 @@ export function EditorPage({ name, session }) {
           </div>
         </div>
         <div class="ed-side">
-          {sel ? <NodePanel n={sel} kind={kindOf[sel.type]} apply={apply} graph={graph} /> : null}
+          {sel ? <NodePanel n={sel} kind={kindOf[sel.type]} apply={apply} graph={graph} scope={scope} disconnect={disconnect} /> : null}
           <Palette list={kindList ? kindList.kinds : []} onAdd={add} handles={selHandles} handle={handle} setHandle={setHandle} after={sel ? sel.id : ""} />
         </div>
       </div>

@@ -3,9 +3,10 @@
 // keyboard reaches and selects; back edges (loops) are dashed; an edge's
 // handle is its label; the branch a control node took is marked.
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
-import { memo } from "preact/compat";
+import { Fragment, memo } from "preact/compat";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { cost, duration, tokens } from "./format.js";
+import { ConnectPicker, EdgeBar, NodeHandles, Wire, edgeStart, useWire } from "./handles.jsx";
 
 const NODE_W = 176;
 const NODE_H = 62;
@@ -127,9 +128,16 @@ const clampZoom = (k) => Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, k));
 // {status, visits, duration, tokens, cost, cached, pinned}; taken: node
 // id → the handles it chose. editing: the editor's graph, whose nodes
 // have no status; problems: the ids of the nodes a diagnostic names.
-export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onSelect, label, editing, problems }) {
+// connect (the editor's): {handles: node id → its handles, onConnect(from,
+// handle, to), onDisconnect(edge)} draws the handles that connect nodes
+// (handles.jsx) and lets an edge be selected and removed.
+export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onSelect, label, editing, problems, connect }) {
   const select = onSelect || (() => {});
   const wrap = useRef(null);
+  const svg = useRef(null);
+  const wires = useWire(svg, (from, handle, to) => connect && connect.onConnect(from, handle, to));
+  const [pick, setPick] = useState(null); // {from, handle, el}: the keyboard's connection
+  const [selEdge, setSelEdge] = useState(null);
   const [width, setWidth] = useState(0);
   const [view, setView] = useState(null); // {k, x, y}: scale, then the graph point at the pane's top left
   const drag = useRef(null);
@@ -144,6 +152,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
   }, []);
   // A new graph opens fitted.
   useEffect(() => setView(null), [lay]);
+  useEffect(() => setSelEdge(null), [lay]);
 
   const fit = fitView(lay, width);
   const height = Math.max(80, Math.ceil(lay.height * fit.k));
@@ -168,18 +177,26 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
   });
 
   const down = (ev) => {
-    if (ev.button !== 0 || ev.target.closest("g.node")) return;
+    if (ev.button !== 0 || ev.target.closest("g.node, g.hnd, g.edge.pickable")) return;
     drag.current = { x: ev.clientX, y: ev.clientY, v };
     ev.currentTarget.setPointerCapture(ev.pointerId);
   };
   const move = (ev) => {
+    if (wires.move(ev)) return;
     const d = drag.current;
     if (!d) return;
     setView({ k: d.v.k, x: d.v.x - (ev.clientX - d.x) / d.v.k, y: d.v.y - (ev.clientY - d.y) / d.v.k });
   };
-  const up = () => {
+  const up = (ev) => {
+    if (wires.end(ev, ev.type === "pointercancel")) return;
     drag.current = null;
   };
+  const closePick = () => {
+    const el = pick && pick.el;
+    setPick(null);
+    if (el && el.isConnected) el.focus();
+  };
+  const edgeOf = (e) => (connect ? edgeStart(lay, connect.handles, e.from, e.on, NODE_W, NODE_H) : null);
 
   return (
     <div class="graph-wrap" ref={wrap}>
@@ -197,8 +214,11 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
           {Math.round(v.k * 100)}%
         </span>
       </div>
+      {connect && pick ? <ConnectPicker pick={pick} graph={graph} onConnect={connect.onConnect} onClose={closePick} /> : null}
+      {connect && selEdge ? <EdgeBar edge={selEdge} onRemove={connect.onDisconnect} onClose={() => setSelEdge(null)} /> : null}
       <svg
-        class={`graph${drag.current ? " panning" : ""}`}
+        ref={svg}
+        class={`graph${drag.current ? " panning" : ""}${connect ? " connecting" : ""}`}
         width="100%"
         height={height}
         viewBox={`${v.x} ${v.y} ${width > 0 ? width / v.k : lay.width} ${height / v.k}`}
@@ -220,9 +240,22 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
             const chose = taken[e.from];
             let mark = "";
             if (chose && chose.size) mark = chose.has(e.on || "") ? " taken" : " not-taken";
+            const s = edgeOf(e);
+            const points = s ? [s, ...e.points.slice(1)] : e.points;
+            const on = selEdge && selEdge.from === e.from && selEdge.to === e.to && (selEdge.on || "") === (e.on || "");
+            const pickable = connect && !e.back;
             return (
-              <g key={i} class={`edge${e.back ? " back" : ""}${mark}`} data-from={e.from} data-to={e.to} data-on={e.on || ""} data-taken={mark === " taken" ? "true" : mark ? "false" : ""}>
-                <path d={path(e.points)} marker-end="url(#arrow)" />
+              <g
+                key={i}
+                class={`edge${e.back ? " back" : ""}${mark}${on ? " selected" : ""}${pickable ? " pickable" : ""}`}
+                data-from={e.from}
+                data-to={e.to}
+                data-on={e.on || ""}
+                data-taken={mark === " taken" ? "true" : mark ? "false" : ""}
+                onClick={pickable ? () => setSelEdge(e) : undefined}
+              >
+                {pickable ? <path class="hit" d={path(points)} /> : null}
+                <path d={path(points)} marker-end="url(#arrow)" />
                 {e.on ? (
                   <text x={e.lx} y={e.ly + 4} text-anchor="middle" class="handle">{e.on}</text>
                 ) : null}
@@ -232,19 +265,33 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
         </g>
         <g class="nodes">
           {graph.nodes.map((n) => (
-            <Node
-              key={n.id}
-              n={n}
-              pos={lay.nodes[n.id]}
-              st={states[n.id]}
-              selected={selected === n.id}
-              pinned={pins ? pins.has(n.id) : false}
-              problem={problems ? problems.has(n.id) : false}
-              editing={!!editing}
-              onSelect={select}
-            />
+            <Fragment key={n.id}>
+              <Node
+                n={n}
+                pos={lay.nodes[n.id]}
+                st={states[n.id]}
+                selected={selected === n.id}
+                pinned={pins ? pins.has(n.id) : false}
+                problem={problems ? problems.has(n.id) : false}
+                editing={!!editing}
+                onSelect={select}
+              />
+              {connect ? (
+                <NodeHandles
+                  id={n.id}
+                  pos={lay.nodes[n.id]}
+                  handles={connect.handles[n.id]}
+                  w={NODE_W}
+                  h={NODE_H}
+                  focusable={selected === n.id}
+                  onStart={wires.start}
+                  onPick={(from, handle, el) => setPick({ from, handle, el })}
+                />
+              ) : null}
+            </Fragment>
           ))}
         </g>
+        {connect ? <Wire wire={wires.wire} lay={lay} w={NODE_W} h={NODE_H} /> : null}
       </svg>
     </div>
   );
