@@ -4,7 +4,7 @@
 // handle is its label; the branch a control node took is marked.
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
 import { Fragment, memo } from "preact/compat";
-import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { cost, duration, tokens } from "./format.js";
 import { ConnectPicker, EdgeBar, NodeHandles, Wire, edgeStart, useWire } from "./handles.jsx";
 
@@ -137,6 +137,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
   const svg = useRef(null);
   const wires = useWire(svg, (from, handle, to) => connect && connect.onConnect(from, handle, to));
   const [pick, setPick] = useState(null); // {from, handle, el}: the keyboard's connection
+  const onPick = useCallback((from, handle, el) => setPick({ from, handle, el }), []);
   const [selEdge, setSelEdge] = useState(null);
   const [width, setWidth] = useState(0);
   const [view, setView] = useState(null); // {k, x, y}: scale, then the graph point at the pane's top left
@@ -285,7 +286,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
                   h={NODE_H}
                   focusable={selected === n.id}
                   onStart={wires.start}
-                  onPick={(from, handle, el) => setPick({ from, handle, el })}
+                  onPick={onPick}
                 />
               ) : null}
             </Fragment>

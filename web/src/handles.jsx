@@ -5,7 +5,8 @@
 // pointer events) connects them; so does the keyboard: Enter or Space on a
 // handle opens a list of the nodes to connect it to. A click on an edge
 // selects it, and Delete (or its Remove button) disconnects it.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { memo } from "preact/compat";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 
 // The handles sit on a node's right side, evenly apart; the input point
 // on its left side, in the middle.
@@ -32,7 +33,8 @@ export function edgeStart(lay, handles, from, on, w, h) {
 // NodeHandles draws node id's handles and its input point. Only the
 // selected node's handles take the focus with Tab, so the graph's tab
 // order stays one stop per node; select a node to reach its handles.
-export function NodeHandles({ id, pos, handles, w, h, focusable, onStart, onPick }) {
+// Its props stay the same while a wire is dragged, so it is not redrawn.
+export const NodeHandles = memo(function NodeHandles({ id, pos, handles, w, h, focusable, onStart, onPick }) {
   if (!pos) return null;
   return (
     <g class="hnds" transform={`translate(${pos.x},${pos.y})`} data-handles-of={id}>
@@ -70,7 +72,7 @@ export function NodeHandles({ id, pos, handles, w, h, focusable, onStart, onPick
       })}
     </g>
   );
-}
+});
 
 // nodeAt is the id of the graph node under the page point (x, y), if any.
 function nodeAt(x, y) {
@@ -96,13 +98,14 @@ export function useWire(svg, onConnect) {
     cur.current = w;
     setWire(w);
   };
-  const start = (ev, from, handle, x, y) => {
+  const start = useCallback((ev, from, handle, x, y) => {
     if (ev.button !== 0) return;
     ev.preventDefault();
     ev.stopPropagation();
     svg.current.setPointerCapture(ev.pointerId);
-    set({ from, handle, x1: x, y1: y, x2: x, y2: y, over: "" });
-  };
+    cur.current = { from, handle, x1: x, y1: y, x2: x, y2: y, over: "" };
+    setWire(cur.current);
+  }, []);
   const move = (ev) => {
     const w = cur.current;
     if (!w) return false;
