@@ -3,7 +3,7 @@
 // keyboard reaches and selects; back edges (loops) are dashed; an edge's
 // handle is its label; the branch a control node took is marked.
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
-import { memo } from "preact/compat";
+import { memo } from "./memo.js";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { cost, duration, tokens } from "./format.js";
 
