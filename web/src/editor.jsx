@@ -347,7 +347,10 @@ export function EditorPage({ name, session }) {
     return () => clearTimeout(timer.current);
   }, [name]);
 
-  const lay = useMemo(() => (graph ? layout(graph) : null), [graph]);
+  // The layout follows the graph's shape (its ids and edges): an edit of
+  // a value keeps it, and the view's zoom and pan with it.
+  const shape = useMemo(() => (graph ? JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [e.from, e.to, e.on, !!e.back])]) : ""), [graph]);
+  const lay = useMemo(() => (graph ? layout(graph) : null), [shape]);
   const kindOf = useMemo(() => Object.fromEntries((kindList ? kindList.kinds : []).map((k) => [k.kind, k])), [kindList]);
   const problems = useMemo(() => new Set(((check && check.diagnostics) || []).filter((d) => d.node && d.severity === "error").map((d) => d.node)), [check]);
   const handlesOf = useMemo(() => Object.fromEntries(((check && check.nodes) || []).map((n) => [n.id, n.handles])), [check]);
