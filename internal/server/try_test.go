@@ -138,6 +138,7 @@ func TestTryOneNode(t *testing.T) {
 			}
 			doc := e.ended(t, decode[map[string]any](t, body)["execution_id"].(string))
 			require.Equal(t, "completed", string(doc.Status), "%+v", doc.Error)
+			require.Equal(t, map[string]any{"who": "ann"}, doc.Inputs, "the node runs with the earlier run's inputs")
 			steps := stepsByNode(doc)
 			require.True(t, steps["a"].Pinned, "a is pinned")
 			require.Equal(t, "A for ann", steps["a"].Output["text"], "a's output is the earlier run's")

@@ -9,6 +9,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
 import { Graph, layout } from "./graph.jsx";
+import { TryNode, TryRun } from "./try.jsx";
 
 // VALIDATE_MS is how long typing pauses before the text is validated.
 const VALIDATE_MS = 300;
@@ -297,6 +298,7 @@ export function EditorPage({ name, session }) {
   const [note, setNote] = useState("");
   const [conflict, setConflict] = useState(null); // theirs: {etag, source}
   const [busy, setBusy] = useState(false);
+  const [trying, setTrying] = useState(false); // the Run form is open
   const seq = useRef(0);
   const timer = useRef(null);
   // text is the pane's text as of the last change, for edits and saves
@@ -380,6 +382,9 @@ export function EditorPage({ name, session }) {
     }
   };
 
+  // draft is the text to run once the edits made before are applied.
+  const draft = async () => (await edits.current, text.current);
+
   const add = (kind) => {
     const id = freshID(kind, graph);
     const ops = [{ op: "add_node", value: { id, type: kind } }];
@@ -424,6 +429,9 @@ export function EditorPage({ name, session }) {
       <div class="ed-bar" role="toolbar" aria-label="Editor">
         <button type="button" class="primary save" disabled={!(valid || refused) || busy} onClick={() => save(doc.etag)}>
           Save
+        </button>
+        <button type="button" class="try-open" aria-expanded={trying ? "true" : "false"} onClick={() => setTrying(true)}>
+          Run
         </button>
         <span class="ed-state" role="status">
           {!checked ? "Checking…" : refused ? "Not checked" : valid ? (dirty ? "Valid, not saved" : "Valid, saved") : "Invalid: cannot be saved"}
@@ -482,7 +490,9 @@ export function EditorPage({ name, session }) {
           </div>
         </div>
         <div class="ed-side">
+          {trying ? <TryRun name={name} source={source} draft={draft} session={session} onClose={() => setTrying(false)} /> : null}
           {sel ? <NodePanel n={sel} kind={kindOf[sel.type]} apply={apply} graph={graph} /> : null}
+          {sel ? <TryNode key={sel.id} name={name} node={sel.id} graph={graph} draft={draft} session={session} /> : null}
           <Palette list={kindList ? kindList.kinds : []} onAdd={add} handles={selHandles} handle={handle} setHandle={setHandle} after={sel ? sel.id : ""} />
         </div>
       </div>
