@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
 // chain is a workflow file of four nodes in a row: start → a → b → c.
@@ -206,4 +208,37 @@ func TestTryRefuses(t *testing.T) {
 	onDisk, err := os.ReadFile(filepath.Join(e.flows, "chain.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, chain, string(onDisk))
+}
+
+// TestTryQueuedOnPostgres: on a Postgres server with a worker, a draft's
+// run goes to the queue and the worker runs the draft (read from the
+// version the run stored), not the file; a node's run reuses that run's
+// outputs as on SQLite.
+func TestTryQueuedOnPostgres(t *testing.T) {
+	t.Parallel()
+	db := pgtest.URL(t)
+	flows := copyFlows(t)
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "chain.yaml"), []byte(chain), 0o600))
+	s := serve(t, serveOpts{flows: flows, args: []string{"--db", db}})
+	startWorker(t, db)
+
+	draft := strings.Replace(chain, `"disk: {{ a.text }}"`, `"draft: {{ a.text }}"`, 1)
+	a := s.do("POST", "/api/workflows/chain/try", s.token, map[string]any{"source": draft, "inputs": map[string]any{"who": "ann"}})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	whole := s.ended(a.json(t)["execution_id"].(string))
+	require.Equal(t, "completed", whole["status"], "%v", whole["error"])
+	require.Equal(t, map[string]any{"said": "C after draft: A for ann"}, whole["outputs"], "the worker ran the draft")
+	require.Equal(t, "editor", whole["source"])
+	require.NotNil(t, step(whole, "a")["ran_on"].(map[string]any)["worker"], "a worker ran it")
+
+	node := strings.Replace(draft, `"draft: {{ a.text }}"`, `"node: {{ a.text }}"`, 1)
+	a = s.do("POST", "/api/workflows/chain/try", s.token, map[string]any{"source": node, "node": "b"})
+	require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+	require.Equal(t, whole["execution_id"], a.header.Get("Skein-Pinned-From"))
+	one := s.ended(a.json(t)["execution_id"].(string))
+	require.Equal(t, "completed", one["status"], "%v", one["error"])
+	require.Equal(t, true, step(one, "a")["pinned"], "a is pinned")
+	require.Equal(t, "node: A for ann", step(one, "b")["output"].(map[string]any)["text"])
+	require.Nil(t, step(one, "c"), "nothing after b runs")
+	require.Equal(t, 0, s.stop(syscall.SIGTERM), s.log())
 }
