@@ -92,6 +92,10 @@ func TestEditorTriesTheDraft(t *testing.T) {
 	eval[chromedp.Void](t, ctx, `document.activeElement.blur(); window.scrollTo(0, 0)`)
 	screenshot(t, ctx, "editor-try")
 
+	// The runs list says the editor started them.
+	do(t, ctx, chromedp.ResetViewport(), chromedp.Navigate(s.url+"/#/runs"), chromedp.WaitVisible(`tr[data-run="`+nodeRun+`"]`))
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('tr[data-run="`+nodeRun+`"]').innerText`), "editor")
+
 	data, err := os.ReadFile(filepath.Join(s.flows, "chain.yaml"))
 	require.NoError(t, err)
 	require.Equal(t, chain, string(data), "trying saves nothing")
