@@ -121,7 +121,7 @@ func Decode(file string, src []byte) (*Workflow, Diagnostics) {
 		d.errorf(Pos{1, 1}, "", "", "the file holds no workflow (it is empty)")
 		return nil, d.list
 	}
-	w := &Workflow{File: file}
+	w := &Workflow{File: file, Source: src}
 	dec := &decoder{d: d}
 	dec.workflow(w, root)
 	return w, d.list

@@ -19,7 +19,11 @@ type Workflow struct {
 	// reported as warnings.
 	ignored Diagnostics
 	// File is the path the workflow was read from, used in diagnostics.
-	File        string
+	File string
+	// Source is the text it was decoded from (Decode's src, not copied):
+	// what a run of it stores as the workflow's version, which may not be
+	// the file's text (an editor's draft, or a file changed since).
+	Source      []byte
 	Version     int
 	Name        string
 	Description string

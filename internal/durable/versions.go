@@ -19,12 +19,16 @@ type Versions struct {
 }
 
 // Save stores w's source in st, once per loaded workflow, and returns its
-// version.
+// version: the text w was decoded from (workflow.Workflow.Source), else
+// its file's.
 func (vs *Versions) Save(ctx context.Context, st store.Store, w *workflow.Workflow) (int, error) {
 	if v, ok := vs.saved.Load(w); ok {
 		return v.(int), nil
 	}
-	src, _ := workflow.ReadFile(w.File)
+	src := w.Source
+	if src == nil {
+		src, _ = workflow.ReadFile(w.File)
+	}
 	sum := sha256.Sum256(src)
 	ver, err := st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
 	if err != nil {

@@ -17,6 +17,7 @@ const (
 	SourceChat     = "chat"     // a chat trigger's message
 	SourceMCP      = "mcp"      // a tool of skein mcp
 	SourceReplay   = "replay"   // skein replay: ReplayOf is the replayed run
+	SourceEditor   = "editor"   // a draft tried in skein serve's workflow editor
 )
 
 // StartedBy is the Source of a new run: SourceReplay for a run that
@@ -48,7 +49,7 @@ type Run struct {
 	// Trigger is the id of the trigger node that fired.
 	Trigger string
 	// Source is how the run was started: cli, api, webhook, schedule,
-	// chat, mcp or replay; empty for runs recorded before it was kept.
+	// chat, mcp, replay or editor; empty for runs recorded before it was kept.
 	Source string
 	// ReplayOf is the run a replay replays; empty for other runs.
 	ReplayOf string

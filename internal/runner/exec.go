@@ -219,7 +219,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
-		Park:    o.Park.engine(),
+		Park:    o.Park,
 		Wakes:   j.wakes,
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped

@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"time"
-
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
@@ -26,17 +24,7 @@ var (
 // waiting and owned by nobody (Options.Park): when every branch waits for
 // a signal or a timer due later than After; with SignalsOnly, only when a
 // branch waits for a signal.
-type Park struct {
-	After       time.Duration
-	SignalsOnly bool
-}
-
-func (p *Park) engine() *engine.Park {
-	if p == nil {
-		return nil
-	}
-	return &engine.Park{After: p.After, SignalsOnly: p.SignalsOnly}
-}
+type Park = engine.Park
 
 // MockQuery is a node's visit a mock may answer (Options.Mock).
 type MockQuery struct {

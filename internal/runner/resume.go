@@ -177,6 +177,7 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 type RerunRequest struct {
 	RunID        string
 	WorkflowFile string
+	Workflow     *workflow.Workflow // instead of the file: a draft (its Source is the run's version)
 	Pins         []string
 	Options
 }
@@ -188,9 +189,11 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := r.workflowOf(run, req.WorkflowFile)
-	if err != nil {
-		return nil, err
+	w := req.Workflow
+	if w == nil {
+		if w, err = r.workflowOf(run, req.WorkflowFile); err != nil {
+			return nil, err
+		}
 	}
 	for _, p := range req.Pins {
 		if w.Node(p) == nil {

@@ -25,6 +25,7 @@ const (
 	SourceWake     = "wake"                // a waiting run resumed when its wake-up time came
 	SourceWebhook  = record.SourceWebhook  // a webhook delivery
 	SourceChat     = record.SourceChat     // a chat message
+	SourceEditor   = record.SourceEditor   // a draft tried in the web editor
 )
 
 type sourceKey struct{}

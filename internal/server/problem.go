@@ -50,6 +50,7 @@ const (
 	CodeWorkflowExists       = "workflow_exists"
 	CodePreconditionRequired = "precondition_required"
 	CodeBadEdit              = "bad_edit"
+	CodeNotPinnable          = "not_pinnable"
 	CodeInternal             = runner.CodeInternal
 )
 
@@ -87,6 +88,7 @@ var titles = map[string]string{
 	CodeWorkflowExists:       "The workflow or its file exists",
 	CodePreconditionRequired: "The request must say which version it changes (If-Match)",
 	CodeBadEdit:              "An edit of the workflow's text cannot be applied",
+	CodeNotPinnable:          "The run cannot give the outputs of the node's upstream nodes",
 	CodeInternal:             "Internal error",
 }
 

@@ -39,6 +39,7 @@ func (s *Server) register() {
 		{"PUT", "/api/workflows/{name}/source", auth.Edit, s.putSource},
 		{"GET", "/api/kinds", auth.Read, s.kinds},
 		{"POST", "/api/workflows/{name}/runs", auth.Run, s.startRun},
+		{"POST", "/api/workflows/{name}/try", auth.Edit, s.tryWorkflow},
 		{"GET", "/api/runs", auth.Read, s.listRuns},
 		{"GET", "/api/runs/{id}", auth.Read, s.getRun},
 		{"GET", "/api/runs/{id}/graph", auth.Read, s.runGraph},

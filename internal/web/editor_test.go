@@ -350,3 +350,27 @@ func TestEditorMendsABrokenFile(t *testing.T) {
 	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "false"`)
 	require.Equal(t, "report", s.api("GET", "/api/workflows/report", nil)["name"], "the mended file is served")
 }
+
+// TestEditorKeepsTheView: a value changed in the Setup form keeps the
+// graph's layout and the zoom the user chose; a node added lays the graph
+// out again, fitted.
+func TestEditorKeepsTheView(t *testing.T) {
+	t.Parallel()
+	s := serve(t, map[string]string{"report.yaml": commented})
+	ctx := browser(t)
+	s.signIn(ctx)
+	openEditor(t, ctx, s, "report", "build")
+	zoom := func() string { return eval[string](t, ctx, `document.querySelector(".zoom-level").textContent`) }
+	fitted := zoom()
+	do(t, ctx, chromedp.Click(`button[aria-label="Zoom in"]`))
+	until(t, ctx, `document.querySelector(".zoom-level").textContent !== "`+fitted+`"`)
+	zoomed := zoom()
+
+	selectNode(t, ctx, "build")
+	fill(t, ctx, "#p-build-max_output", "8192")
+	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "true" && document.querySelector("section.editor").dataset.valid === "true"`)
+	require.Equal(t, zoomed, zoom(), "a value edit keeps the zoom")
+
+	do(t, ctx, chromedp.Click(`button.kind[data-kind="template"]`), chromedp.WaitVisible(`g.node[data-node="template_1"]`))
+	until(t, ctx, `document.querySelector(".zoom-level").textContent === "`+fitted+`"`)
+}

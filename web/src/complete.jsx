@@ -6,7 +6,7 @@
 // add), and after `inputs.` the inputs. The list is a listbox the field
 // controls (aria-activedescendant): arrows move, Enter takes, Escape
 // closes.
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useLayoutEffect, useRef, useState } from "preact/hooks";
 
 // templateScope is what a template of node id may name: ids (upstream of
 // it, in the graph's order), inputs (names), outputs (node id → its
@@ -76,7 +76,7 @@ export function Completion({ field, id, scope }) {
   cur.current.scope = scope;
   const listID = `${id}-complete`;
 
-  useEffect(() => {
+  useLayoutEffect(() => {
     const el = field.current;
     if (!el) return undefined;
     const combo = el.tagName === "INPUT";

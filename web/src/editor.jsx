@@ -5,7 +5,7 @@
 // the pane shows the text they answer. Save writes the text back with
 // If-Match, so a file changed on disk since is a conflict, never
 // overwritten. The layout is computed; no position is stored.
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
 import { Checks } from "./checks.jsx";
@@ -14,6 +14,7 @@ import { Graph, layout } from "./graph.jsx";
 import { Connections } from "./handles.jsx";
 import { LeaveGuard } from "./leave.jsx";
 import { Rename } from "./rename.jsx";
+import { TryNode, TryRun } from "./try.jsx";
 
 // VALIDATE_MS is how long typing pauses before the text is validated.
 const VALIDATE_MS = 300;
@@ -101,8 +102,10 @@ function SetupField({ node, p, value, apply, scope }) {
   // The field is written when it is changed (left, or Enter), not at each
   // key: a native change listener, since preact/compat (the graph uses
   // it) turns an input's onChange into onInput.
+  // Attached as the field is drawn (a layout effect), so a change made
+  // right after the panel opens is not missed.
   const ref = useRef(null);
-  useEffect(() => {
+  useLayoutEffect(() => {
     const el = ref.current;
     if (!el || el.type === "checkbox" || el.tagName === "SELECT") return undefined;
     const on = () => commit(el.value);
@@ -253,6 +256,7 @@ export function EditorPage({ name, session }) {
   const [note, setNote] = useState("");
   const [conflict, setConflict] = useState(null); // theirs: {etag, source}
   const [busy, setBusy] = useState(false);
+  const [trying, setTrying] = useState(false); // the Run form is open
   const seq = useRef(0);
   const timer = useRef(null);
   // text is the pane's text as of the last change, for edits and saves
@@ -303,7 +307,10 @@ export function EditorPage({ name, session }) {
     return () => clearTimeout(timer.current);
   }, [name]);
 
-  const lay = useMemo(() => (graph ? layout(graph) : null), [graph]);
+  // The layout follows the graph's shape (its ids and edges): an edit of
+  // a value keeps it, and the view's zoom and pan with it.
+  const shape = useMemo(() => (graph ? JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [e.from, e.to, e.on, !!e.back])]) : ""), [graph]);
+  const lay = useMemo(() => (graph ? layout(graph) : null), [shape]);
   const kindOf = useMemo(() => Object.fromEntries((kindList ? kindList.kinds : []).map((k) => [k.kind, k])), [kindList]);
   const problems = useMemo(() => new Set(((check && check.diagnostics) || []).filter((d) => d.node && d.severity === "error").map((d) => d.node)), [check]);
   const handlesOf = useMemo(() => Object.fromEntries(((check && check.nodes) || []).map((n) => [n.id, n.handles])), [check]);
@@ -333,6 +340,9 @@ export function EditorPage({ name, session }) {
       setError(x.status === 403 ? `Editing needs a token of scope edit; this session's scope is ${session.scope}.` : x.message);
     }
   };
+
+  // draft is the text to run once the edits made before are applied.
+  const draft = async () => (await edits.current, text.current);
 
   const add = (kind) => {
     const id = freshID(kind, graph);
@@ -382,6 +392,9 @@ export function EditorPage({ name, session }) {
       <div class="ed-bar" role="toolbar" aria-label="Editor">
         <button type="button" class="primary save" disabled={!(valid || refused) || busy} onClick={() => save(doc.etag)}>
           Save
+        </button>
+        <button type="button" class="try-open" aria-expanded={trying ? "true" : "false"} onClick={() => setTrying(true)}>
+          Run
         </button>
         <span class="ed-state" role="status">
           {!checked ? "Checking…" : refused ? "Not checked" : valid ? (dirty ? "Valid, not saved" : "Valid, saved") : "Invalid: cannot be saved"}
@@ -440,7 +453,9 @@ export function EditorPage({ name, session }) {
           </div>
         </div>
         <div class="ed-side">
+          {trying ? <TryRun name={name} source={source} draft={draft} session={session} onClose={() => setTrying(false)} /> : null}
           {sel ? <NodePanel n={sel} kind={kindOf[sel.type]} apply={apply} graph={graph} scope={scope} disconnect={disconnect} /> : null}
+          {sel ? <TryNode key={sel.id} name={name} node={sel.id} graph={graph} draft={draft} session={session} /> : null}
           <Palette list={kindList ? kindList.kinds : []} onAdd={add} handles={selHandles} handle={handle} setHandle={setHandle} after={sel ? sel.id : ""} />
         </div>
       </div>

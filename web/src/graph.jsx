@@ -3,7 +3,8 @@
 // keyboard reaches and selects; back edges (loops) are dashed; an edge's
 // handle is its label; the branch a control node took is marked.
 import { graphlib, layout as dagreLayout } from "@dagrejs/dagre";
-import { Fragment, memo } from "preact/compat";
+import { Fragment } from "preact";
+import { memo } from "./memo.js";
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import { cost, duration, tokens } from "./format.js";
 import { ConnectPicker, EdgeBar, NodeHandles, Wire, edgeStart, useWire } from "./handles.jsx";

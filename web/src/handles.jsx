@@ -5,7 +5,7 @@
 // pointer events) connects them; so does the keyboard: Enter or Space on a
 // handle opens a list of the nodes to connect it to. A click on an edge
 // selects it, and Delete (or its Remove button) disconnects it.
-import { memo } from "preact/compat";
+import { memo } from "./memo.js";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 
 // The handles sit on a node's right side, evenly apart; the input point

@@ -13,7 +13,7 @@ export function StatusPill({ status }) {
 
 // SOURCES names how a run was started (its source) in the Trigger column:
 // the command line's runs are manual ones.
-const SOURCES = { cli: "manual", api: "api", webhook: "webhook", schedule: "schedule", chat: "chat", mcp: "mcp", replay: "replay" };
+const SOURCES = { cli: "manual", api: "api", webhook: "webhook", schedule: "schedule", chat: "chat", mcp: "mcp", replay: "replay", editor: "editor" };
 
 // triggerKind is how a run was started — manual, api, webhook, schedule,
 // chat, mcp, replay — from its source; for a run that records none (a
