@@ -154,7 +154,6 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
   }, []);
   // A new graph opens fitted.
   useEffect(() => setView(null), [lay]);
-  useEffect(() => setSelEdge(null), [lay]);
 
   const fit = fitView(lay, width);
   const height = Math.max(80, Math.ceil(lay.height * fit.k));
@@ -198,6 +197,9 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
     setPick(null);
     if (el && el.isConnected) el.focus();
   };
+  // The selected edge, while the graph still has it.
+  const sameEdge = (a, b) => a.from === b.from && a.to === b.to && (a.on || "") === (b.on || "");
+  const edge = selEdge && lay.edges.some((e) => !e.back && sameEdge(e, selEdge)) ? selEdge : null;
   const edgeOf = (e) => (connect ? edgeStart(lay, connect.handles, e.from, e.on, NODE_W, NODE_H) : null);
 
   return (
@@ -217,7 +219,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
         </span>
       </div>
       {connect && pick ? <ConnectPicker pick={pick} graph={graph} onConnect={connect.onConnect} onClose={closePick} /> : null}
-      {connect && selEdge ? <EdgeBar edge={selEdge} onRemove={connect.onDisconnect} onClose={() => setSelEdge(null)} /> : null}
+      {connect && edge ? <EdgeBar edge={edge} onRemove={connect.onDisconnect} onClose={() => setSelEdge(null)} /> : null}
       <svg
         ref={svg}
         class={`graph${drag.current ? " panning" : ""}${connect ? " connecting" : ""}`}
@@ -244,7 +246,7 @@ export function Graph({ graph, lay, states = {}, taken = {}, selected, pins, onS
             if (chose && chose.size) mark = chose.has(e.on || "") ? " taken" : " not-taken";
             const s = edgeOf(e);
             const points = s ? [s, ...e.points.slice(1)] : e.points;
-            const on = selEdge && selEdge.from === e.from && selEdge.to === e.to && (selEdge.on || "") === (e.on || "");
+            const on = edge && sameEdge(edge, e);
             const pickable = connect && !e.back;
             return (
               <g
