@@ -61,6 +61,11 @@ func TestEditorYAMLPane(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector("li.diag.error").innerText`), "tell")
 	until(t, ctx, lintLines+`.includes(17)`) // - {from: build, to: tell}
 	axe(t, ctx, "editor with a marked YAML pane")
+	// F8 goes to a problem.
+	paneCursor(t, ctx, "", "version")
+	do(t, ctx, chromedp.KeyEvent(kb.F8))
+	until(t, ctx, `(v => [14, 17].includes(v.state.doc.lineAt(v.state.selection.main.head).number))(document.querySelector("#yaml").yamlView)`)
+	paneCursor(t, ctx, "- id: telling", "\n")
 	do(t, ctx, chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Backspace), chromedp.KeyEvent(kb.Backspace))
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
 	until(t, ctx, lintLines+`.length === 0`)
@@ -123,6 +128,12 @@ func TestEditorYAMLPane(t *testing.T) {
 	paneCursor(t, ctx, "- id: build", "command")
 	do(t, ctx, chromedp.KeyEvent(kb.F1))
 	until(t, ctx, `[...document.querySelectorAll("#yaml .cm-schema-doc")].some((e) => e.textContent.startsWith("command") && e.textContent.includes("argv"))`)
+
+	// Ctrl-] and Ctrl-[ indent and outdent.
+	do(t, ctx, chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent("]", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	until(t, ctx, yamlText+`.includes("\n      command: [echo, \"built\"]")`)
+	do(t, ctx, chromedp.KeyEvent("[", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	until(t, ctx, yamlText+`.includes("\n    command: [echo, \"built\"]")`)
 
 	// Tab leaves the pane.
 	do(t, ctx, chromedp.KeyEvent(kb.Escape), chromedp.KeyEvent("\t"))
