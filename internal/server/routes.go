@@ -38,6 +38,7 @@ func (s *Server) register() {
 		{"GET", "/api/workflows/{name}/source", auth.Read, s.getSource},
 		{"PUT", "/api/workflows/{name}/source", auth.Edit, s.putSource},
 		{"GET", "/api/kinds", auth.Read, s.kinds},
+		{"GET", "/api/schema/workflow", auth.Read, s.workflowSchema},
 		{"POST", "/api/workflows/{name}/runs", auth.Run, s.startRun},
 		{"POST", "/api/workflows/{name}/try", auth.Edit, s.tryWorkflow},
 		{"GET", "/api/runs", auth.Read, s.listRuns},

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,6 +45,29 @@ func openEditor(t *testing.T, ctx context.Context, s *site, name, node string) {
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid !== ""`)
 }
 
+// yamlText is JavaScript that reads the YAML pane's text: its view hangs
+// on the pane's element.
+const yamlText = `document.querySelector("#yaml").yamlView.state.doc.toString()`
+
+// setYAML replaces the YAML pane's text as a paste into it would.
+func setYAML(t *testing.T, ctx context.Context, text string) {
+	t.Helper()
+	v, _ := json.Marshal(text)
+	eval[chromedp.Void](t, ctx, `(v => {
+		v.focus();
+		v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: `+string(v)+`}, userEvent: "input.paste"});
+	})(document.querySelector("#yaml").yamlView)`)
+}
+
+// lintLines is JavaScript that answers the lines of the YAML pane that
+// an error mark underlines and the lint gutter marks.
+const lintLines = `(() => {
+	const top = (e) => e.getBoundingClientRect().top;
+	const marks = [...document.querySelectorAll("#yaml .cm-gutter-lint .cm-gutterElement")].filter((g) => g.querySelector(".cm-lint-marker-error")).map(top);
+	const lines = [...document.querySelectorAll("#yaml .cm-content > .cm-line")];
+	return lines.map((l, i) => (l.querySelector(".cm-lintRange-error") && marks.some((y) => Math.abs(y - top(l)) < 3) ? i + 1 : 0)).filter((n) => n > 0);
+})()`
+
 // selectNode clicks a node of the graph and waits for its panel.
 func selectNode(t *testing.T, ctx context.Context, id string) {
 	t.Helper()
@@ -62,7 +86,7 @@ func TestEditorChangesOneLine(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows"), chromedp.WaitVisible(`tr[data-workflow="report"]`))
 	do(t, ctx, chromedp.Click(`tr[data-workflow="report"] a.edit-link`), chromedp.WaitVisible(`g.node[data-node="build"]`))
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
-	require.Equal(t, commented, eval[string](t, ctx, `document.querySelector("#yaml").value`), "the pane holds the file's text")
+	require.Equal(t, commented, eval[string](t, ctx, yamlText), "the pane holds the file's text")
 	require.True(t, eval[bool](t, ctx, `document.querySelector("button.save").disabled === false`))
 
 	selectNode(t, ctx, "build")
@@ -70,7 +94,7 @@ func TestEditorChangesOneLine(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('[data-param="command"] label').innerText`), "required")
 	axe(t, ctx, "editor")
 	fill(t, ctx, "#p-build-max_output", "8192")
-	until(t, ctx, `document.querySelector("#yaml").value.includes("max_output: 8192")`)
+	until(t, ctx, yamlText+`.includes("max_output: 8192")`)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
 	eval[chromedp.Void](t, ctx, `document.activeElement.blur(); document.querySelector("section.node-panel").scrollTop = 0`)
 	screenshot(t, ctx, "editor")
@@ -146,16 +170,16 @@ func TestEditorBuildsANewWorkflow(t *testing.T) {
 }
 
 // TestEditorShowsDiagnostics: an invalid edit typed in the YAML pane shows
-// its diagnostic, with its line:col, in the list and on the node (its
-// button selects the node), and Save is disabled until the text is valid
-// again.
+// its diagnostic, with its line:col, in the list, on the node (its button
+// selects the node) and in the pane at its line (its line:col moves the
+// cursor there), and Save is disabled until the text is valid again.
 func TestEditorShowsDiagnostics(t *testing.T) {
 	t.Parallel()
 	s := serve(t, map[string]string{"report.yaml": commented})
 	ctx := browser(t)
 	s.signIn(ctx)
 	openEditor(t, ctx, s, "report", "build")
-	fill(t, ctx, "#yaml", strings.Replace(commented, "max_output: 4096", "max_output: lots", 1))
+	setYAML(t, ctx, strings.Replace(commented, "max_output: 4096", "max_output: lots", 1))
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "false"`)
 	diag := eval[string](t, ctx, `document.querySelector('li.diag[data-node="build"]').innerText`)
 	require.Regexp(t, `^11:\d+ error: .*max_output`, diag, "the diagnostic with its line:col")
@@ -163,10 +187,14 @@ func TestEditorShowsDiagnostics(t *testing.T) {
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('g.node[data-node="build"]').getAttribute("aria-label")`), "invalid")
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="tell"][data-problem]')`))
 	require.True(t, eval[bool](t, ctx, `document.querySelector("button.save").disabled`), "an invalid text cannot be saved")
+	until(t, ctx, lintLines+`.includes(11)`) // the pane marks the line too
 	axe(t, ctx, "editor with problems")
-	do(t, ctx, chromedp.Click(`li.diag[data-node="build"] button`), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
+	do(t, ctx, chromedp.Click(`li.diag[data-node="build"] button[aria-label^="node"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
+	// The diagnostic's line:col moves the pane's cursor there.
+	do(t, ctx, chromedp.Click(`li.diag[data-node="build"] button.mono`))
+	until(t, ctx, `(v => v.hasFocus && v.state.doc.lineAt(v.state.selection.main.head).number === 11)(document.querySelector("#yaml").yamlView)`)
 
-	fill(t, ctx, "#yaml", commented)
+	setYAML(t, ctx, commented)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true"`)
 	require.False(t, eval[bool](t, ctx, `document.querySelector("button.save").disabled`))
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-problem]')`))
@@ -186,7 +214,7 @@ func TestEditorConflict(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte(theirs), 0o600))
 
 	mine := strings.Replace(commented, "max_output: 4096", "max_output: 100", 1)
-	fill(t, ctx, "#yaml", mine)
+	setYAML(t, ctx, mine)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true" && !document.querySelector("button.save").disabled`)
 	do(t, ctx, chromedp.Click("button.save"))
 	until(t, ctx, `document.querySelector(".conflict")`)
@@ -204,13 +232,13 @@ func TestEditorConflict(t *testing.T) {
 
 	// Changed again on disk: Reload theirs shows the file as it is.
 	require.NoError(t, os.WriteFile(file, []byte(theirs), 0o600))
-	fill(t, ctx, "#yaml", commented)
+	setYAML(t, ctx, commented)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true" && !document.querySelector("button.save").disabled`)
 	do(t, ctx, chromedp.Click("button.save"))
 	until(t, ctx, `document.querySelector(".conflict")`)
 	do(t, ctx, chromedp.Click(`//div[contains(@class,"conflict")]//button[text()="Reload theirs"]`))
 	until(t, ctx, `!document.querySelector(".conflict")`)
-	require.Equal(t, theirs, eval[string](t, ctx, `document.querySelector("#yaml").value`))
+	require.Equal(t, theirs, eval[string](t, ctx, yamlText))
 }
 
 // TestEditorRefusesWithoutEdit: signed in with a token of scope run, the
@@ -235,7 +263,7 @@ func TestEditorRefusesWithoutEdit(t *testing.T) {
 	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows/report/edit"), chromedp.WaitVisible(`g.node[data-node="build"]`))
 	until(t, ctx, `(document.querySelector('section.editor [role="alert"]') || {}).textContent`)
 	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.editor [role="alert"]').textContent`), "Checking a draft needs a token of scope edit; this session's scope is run")
-	fill(t, ctx, "#yaml", strings.Replace(commented, "max_output: 4096", "max_output: 100", 1))
+	setYAML(t, ctx, strings.Replace(commented, "max_output: 4096", "max_output: 100", 1))
 	until(t, ctx, `!document.querySelector("button.save").disabled`)
 	do(t, ctx, chromedp.Click("button.save"))
 	until(t, ctx, `(document.querySelector('section.editor [role="alert"]') || {textContent: ""}).textContent.startsWith("Not saved")`)
@@ -266,7 +294,7 @@ func TestEditorNodeActions(t *testing.T) {
 
 	// Enter on a focused node selects it.
 	do(t, ctx, chromedp.Focus(`g.node[data-node="build"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
-	text := func() string { return eval[string](t, ctx, `document.querySelector("#yaml").value`) }
+	text := func() string { return eval[string](t, ctx, yamlText) }
 
 	// A field changed, then Duplicate clicked at once: the edits apply in
 	// turn, each to the text the one before answered; the copy has the
@@ -286,7 +314,7 @@ func TestEditorNodeActions(t *testing.T) {
 	until(t, ctx, `document.querySelector('g.node[data-node="build_1"]').getAttribute("aria-label").endsWith("disabled")`)
 	require.Contains(t, text(), "disabled: true")
 	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Enable"]`))
-	until(t, ctx, `!document.querySelector("#yaml").value.includes("disabled")`)
+	until(t, ctx, `!`+yamlText+`.includes("disabled")`)
 
 	selectNode(t, ctx, "tell")
 	do(t, ctx, chromedp.Click(`//section[contains(@class,"node-panel")]//button[text()="Delete"]`))
@@ -318,15 +346,15 @@ func TestEditorNodeActions(t *testing.T) {
 	require.Equal(t, "/tmp", eval[string](t, ctx, `document.querySelector("#p-build-cwd").value`))
 	require.NotContains(t, text(), "cwd")
 	do(t, ctx, chromedp.KeyEvent("\t"))
-	until(t, ctx, `document.querySelector("#yaml").value.includes("    cwd: /tmp\n")`)
+	until(t, ctx, yamlText+`.includes("    cwd: /tmp\n")`)
 	fill(t, ctx, "#p-build-max_output", "")
-	until(t, ctx, `(v => !v.slice(v.indexOf("- id: build\n"), v.indexOf("- id: build_1")).includes("max_output"))(document.querySelector("#yaml").value)`)
+	until(t, ctx, `(v => !v.slice(v.indexOf("- id: build\n"), v.indexOf("- id: build_1")).includes("max_output"))(`+yamlText+`)`)
 	require.Contains(t, text(), "    max_output: 5000\n", "the duplicate keeps its own")
 	fill(t, ctx, "#pal-q", "")
 	do(t, ctx, chromedp.Click(`button.kind[data-kind="merge"]`), chromedp.WaitVisible(`section.node-panel[data-panel-node="merge_1"]`))
 	require.Equal(t, []string{"", "all", "any"}, eval[[]string](t, ctx, `[...document.querySelectorAll("#p-merge_1-wait option")].map(o => o.value)`), "an enum is a list")
 	fill(t, ctx, "#p-merge_1-wait", "any")
-	until(t, ctx, `document.querySelector("#yaml").value.includes("wait: any")`)
+	until(t, ctx, yamlText+`.includes("wait: any")`)
 	require.Contains(t, text(), "  - {from: build, to: merge_1}\n", "the new node follows the selected one")
 	axe(t, ctx, "editor after edits")
 }
@@ -344,7 +372,7 @@ func TestEditorMendsABrokenFile(t *testing.T) {
 	do(t, ctx, chromedp.Click(`//ul[contains(@class,"problems")]//a[@aria-label="Edit report.yaml"]`), chromedp.WaitVisible(`g.node[data-node="build"]`))
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "false"`)
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="build"][data-problem="true"]')`))
-	fill(t, ctx, "#yaml", commented)
+	setYAML(t, ctx, commented)
 	until(t, ctx, `document.querySelector("section.editor").dataset.valid === "true" && !document.querySelector("button.save").disabled`)
 	do(t, ctx, chromedp.Click("button.save"))
 	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "false"`)

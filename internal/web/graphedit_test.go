@@ -41,7 +41,7 @@ nodes:
 
 // draftJS is a JavaScript expression of the editor's text of the
 // workflow.
-const draftJS = `document.querySelector("#yaml").value`
+const draftJS = yamlText
 
 // draftText is the editor's text of the workflow.
 func draftText(t *testing.T, ctx context.Context) string {

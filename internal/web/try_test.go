@@ -44,7 +44,7 @@ func TestEditorTriesTheDraft(t *testing.T) {
 	openEditor(t, ctx, s, "chain", "b")
 	selectNode(t, ctx, "b")
 	fill(t, ctx, "#p-b-text", "web: {{ a.text }}")
-	until(t, ctx, `document.querySelector("#yaml").value.includes('text: "web: {{ a.text }}"') && document.querySelector("section.editor").dataset.valid === "true"`)
+	until(t, ctx, yamlText+`.includes('text: "web: {{ a.text }}"') && document.querySelector("section.editor").dataset.valid === "true"`)
 	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector("section.editor").dataset.dirty`), "the change is not saved")
 
 	// Run the whole draft with an input.
@@ -62,7 +62,7 @@ func TestEditorTriesTheDraft(t *testing.T) {
 	// Change a too, then run b alone: a is pinned to the run above.
 	selectNode(t, ctx, "a")
 	fill(t, ctx, "#p-a-text", "A2 for {{ inputs.who }}")
-	until(t, ctx, `document.querySelector("#yaml").value.includes("A2 for") && document.querySelector("section.editor").dataset.valid === "true"`)
+	until(t, ctx, yamlText+`.includes("A2 for") && document.querySelector("section.editor").dataset.valid === "true"`)
 	selectNode(t, ctx, "b")
 	until(t, ctx, `document.querySelector("#try-from-b") && document.querySelector("#try-from-b").value === "`+runID[len("#/runs/"):]+`"`)
 	do(t, ctx, chromedp.Click("button.try-node-start"))

@@ -15,6 +15,7 @@ import { Connections } from "./handles.jsx";
 import { LeaveGuard } from "./leave.jsx";
 import { Rename } from "./rename.jsx";
 import { TryNode, TryRun } from "./try.jsx";
+import { YamlPane } from "./yamlpane.jsx";
 
 // VALIDATE_MS is how long typing pauses before the text is validated.
 const VALIDATE_MS = 300;
@@ -264,6 +265,7 @@ export function EditorPage({ name, session }) {
   // the text the one before it answered.
   const text = useRef("");
   const edits = useRef(Promise.resolve());
+  const pane = useRef(null); // the YAML pane's {goto(line, col)}
 
   const validate = (text, file) => {
     const n = ++seq.current;
@@ -431,9 +433,15 @@ export function EditorPage({ name, session }) {
             <ul>
               {diags.map((d) => (
                 <li class={`diag ${d.severity}`} data-node={d.node || ""} data-line={d.line}>
-                  <span class="mono">
-                    {d.line}:{d.col}
-                  </span>{" "}
+                  {d.line ? (
+                    <button type="button" class="link mono" aria-label={`${d.line}:${d.col}: go to line ${d.line} in the YAML`} onClick={() => pane.current && pane.current.goto(d.line, d.col)}>
+                      {d.line}:{d.col}
+                    </button>
+                  ) : (
+                    <span class="mono">
+                      {d.line}:{d.col}
+                    </span>
+                  )}{" "}
                   {d.severity}: {d.message}
                   {d.node ? (
                     <>
@@ -447,10 +455,7 @@ export function EditorPage({ name, session }) {
               ))}
             </ul>
           </section>
-          <div class="ed-text">
-            <label for="yaml">YAML of {doc.file}</label>
-            <textarea id="yaml" rows="24" spellcheck={false} value={source} onInput={(e) => show(e.currentTarget.value, doc.file, false)} />
-          </div>
+          <YamlPane text={source} file={doc.file} diagnostics={checked ? diags : null} onChange={(t) => show(t, doc.file, false)} handle={pane} />
         </div>
         <div class="ed-side">
           {trying ? <TryRun name={name} source={source} draft={draft} session={session} onClose={() => setTrying(false)} /> : null}
