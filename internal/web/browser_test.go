@@ -94,13 +94,23 @@ func browser(t *testing.T) context.Context {
 		chrome.err = chromedp.Do(ctx)
 	})
 	require.NoError(t, chrome.err, "starting %s", path)
+	// At most maxTabs tests drive the browser at once: the others wait
+	// their turn here, before their time starts, so that a machine with
+	// few cores is not shared by every page of the package at once.
+	tabs <- struct{}{}
+	t.Cleanup(func() { <-tabs })
 	tab, cancel := chromedp.NewContext(chrome.ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
 	require.NoError(t, chromedp.Do(tab))
-	ctx, cancelT := context.WithTimeout(tab, 90*time.Second)
+	ctx, cancelT := context.WithTimeout(tab, 3*time.Minute)
 	t.Cleanup(cancelT)
 	return ctx
 }
+
+// maxTabs is how many tests may have a tab open at once.
+const maxTabs = 4
+
+var tabs = make(chan struct{}, maxTabs)
 
 // site is a skein server of testdata/flows with token authentication.
 type site struct {

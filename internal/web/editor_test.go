@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -380,8 +381,9 @@ func TestEditorMendsABrokenFile(t *testing.T) {
 }
 
 // TestEditorKeepsTheView: a value changed in the Setup form keeps the
-// graph's layout and the zoom the user chose; a node added lays the graph
-// out again, fitted.
+// graph's layout and the zoom the user chose; a node added after another
+// is placed beside it, the others staying where they are, and the view is
+// fitted again; any other change of the graph's shape lays it out anew.
 func TestEditorKeepsTheView(t *testing.T) {
 	t.Parallel()
 	s := serve(t, map[string]string{"report.yaml": commented})
@@ -399,6 +401,31 @@ func TestEditorKeepsTheView(t *testing.T) {
 	until(t, ctx, `document.querySelector("section.editor").dataset.dirty === "true" && document.querySelector("section.editor").dataset.valid === "true"`)
 	require.Equal(t, zoomed, zoom(), "a value edit keeps the zoom")
 
+	// A node added after build: the others stay where they were, the new
+	// one is right of build.
+	at := func() map[string]string {
+		return eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("g.node")].map(g => [g.dataset.node, g.getAttribute("transform")]))`)
+	}
+	before := at()
 	do(t, ctx, chromedp.Click(`button.kind[data-kind="template"]`), chromedp.WaitVisible(`g.node[data-node="template_1"]`))
 	until(t, ctx, `document.querySelector(".zoom-level").textContent === "`+fitted+`"`)
+	after := at()
+	for id, tr := range before {
+		require.Equal(t, tr, after[id], "node %s stays where it was", id)
+	}
+	xy := func(tr string) (x, y float64) {
+		_, err := fmt.Sscanf(tr, "translate(%g,%g)", &x, &y)
+		require.NoError(t, err, tr)
+		return x, y
+	}
+	bx, _ := xy(before["build"])
+	nx, _ := xy(after["template_1"])
+	require.Greater(t, nx, bx, "the new node is right of the one it follows")
+	require.Contains(t, eval[string](t, ctx, yamlText), "{from: build, to: template_1}")
+
+	// Any other change of the shape lays the graph out anew: a removed
+	// edge moves the nodes after it.
+	setYAML(t, ctx, strings.Replace(eval[string](t, ctx, yamlText), "  - {from: build, to: tell}\n", "", 1))
+	until(t, ctx, `!document.querySelector('g.edge[data-from="build"][data-to="tell"]')`)
+	require.NotEqual(t, after["tell"], at()["tell"], "tell, no longer after build, is laid out anew")
 }

@@ -166,7 +166,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	require.Equal(t, []string{"start", "work", "yes", "no"}, eval[[]string](t, ctx, `[...document.querySelectorAll("#cp-to option")].map(o => o.value)`))
 	axe(t, ctx, "editor connecting by keyboard")
 	// "y" picks "yes", then Tab to Connect, Enter.
-	do(t, ctx, chromedp.KeyEvent("y"))
+	do(t, ctx, chromedp.Focus("#cp-to"), chromedp.KeyEvent("y"))
 	until(t, ctx, `document.querySelector("#cp-to").value === "yes"`)
 	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
 	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "yes", "true")+`')`)

@@ -10,7 +10,7 @@ import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
 import { Checks } from "./checks.jsx";
 import { Completion, templateScope } from "./complete.jsx";
-import { Graph, layout } from "./graph.jsx";
+import { Graph, grown, layout } from "./graph.jsx";
 import { Connections } from "./handles.jsx";
 import { LeaveGuard } from "./leave.jsx";
 import { Rename } from "./rename.jsx";
@@ -310,9 +310,12 @@ export function EditorPage({ name, session }) {
   }, [name]);
 
   // The layout follows the graph's shape (its ids and edges): an edit of
-  // a value keeps it, and the view's zoom and pan with it.
+  // a value keeps it, and the view's zoom and pan with it. A node added
+  // after another is placed beside it, the others staying where they are
+  // (grown); any other change of the shape lays the graph out anew.
   const shape = useMemo(() => (graph ? JSON.stringify([graph.nodes.map((n) => n.id), graph.edges.map((e) => [e.from, e.to, e.on, !!e.back])]) : ""), [graph]);
-  const lay = useMemo(() => (graph ? layout(graph) : null), [shape]);
+  const laid = useRef(null);
+  const lay = useMemo(() => (graph ? (laid.current = grown(laid.current, graph) || layout(graph)) : null), [shape]);
   const kindOf = useMemo(() => Object.fromEntries((kindList ? kindList.kinds : []).map((k) => [k.kind, k])), [kindList]);
   const problems = useMemo(() => new Set(((check && check.diagnostics) || []).filter((d) => d.node && d.severity === "error").map((d) => d.node)), [check]);
   const handlesOf = useMemo(() => Object.fromEntries(((check && check.nodes) || []).map((n) => [n.id, n.handles])), [check]);
