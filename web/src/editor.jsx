@@ -101,8 +101,7 @@ function SetupField({ node, p, value, apply, scope }) {
     apply([{ op: "set", node, path: [p.name], value: v }]);
   };
   // The field is written when it is changed (left, or Enter), not at each
-  // key: a native change listener, since preact/compat (the graph uses
-  // it) turns an input's onChange into onInput.
+  // key: a native change listener.
   // Attached as the field is drawn (a layout effect), so a change made
   // right after the panel opens is not missed.
   const ref = useRef(null);
