@@ -13,9 +13,12 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 # Packages whose tests run under the race detector: every internal package
 # (the engine, the committer, the runner, stores, MCP sessions, the CLI's
-# MCP server and signal handling all start goroutines). make test runs them
-# so, once, and the other packages without it.
-RACE_PKGS ?= ./internal/...
+# MCP server and signal handling all start goroutines) but internal/web,
+# whose browser tests drive Chromium through pages of a server whose
+# packages' own tests run under the detector: they run without it, after
+# the race run, so that their pages do not share the cores with it. make
+# test runs RACE_PKGS so, once, and the other packages without it.
+RACE_PKGS ?= $(shell $(GO) list ./internal/... | grep -v '/internal/web$$')
 
 # How long one package's tests may take (go test's default is 10m). A
 # package whose test builds Skein from source (the container image's static
@@ -82,7 +85,7 @@ deps:
 # the public packages) without it.
 test: deps
 	$(GO) test -race -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
-	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/internal/')
+	$(GO) test -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v '/internal/') ./internal/web
 
 # Only the tests of RACE_PKGS under the race detector.
 race: deps
