@@ -30,6 +30,10 @@ func TestLiveRun(t *testing.T) {
 	s.signIn(ctx)
 	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+id))
 	until(t, ctx, `document.querySelector('g.node[data-node="approve"][data-status="waiting"]')`)
+	// The run's document says approve waits; the stream's signal_awaited
+	// adds "Waiting for a signal: approve" above the graph, which moves
+	// it down: a click aimed before that would miss the node.
+	until(t, ctx, `[...document.querySelectorAll("p.hint button")].some(b => b.textContent === "approve")`)
 	require.Equal(t, "pending", eval[string](t, ctx, `document.querySelector('g.node[data-node="slow"]').dataset.status`))
 
 	// Every badge's changes from here on, in order.
