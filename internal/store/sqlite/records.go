@@ -45,7 +45,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 			events = append(events, s.st.EventArgs(b, firsts[i])...)
 			seqs[b.RunID] = prev + int64(len(b.Events))
 		}
-		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.st.InsertStepHead, steps); err != nil {
+		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, steps); err != nil {
 			return err
 		}
 		for _, p := range plans {
@@ -53,7 +53,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				return err
 			}
 		}
-		if err := s.insertRows(ctx, tx, s.insertEvSt, s.st.InsertEventHead, events); err != nil {
+		if err := s.insertRows(ctx, tx, s.insertEvSt, s.eventRows, events); err != nil {
 			return err
 		}
 		for _, b := range bs {
@@ -83,14 +83,15 @@ func (s *Store) fenceTx(ctx context.Context, tx *sql.Tx, id, token string) error
 // 64 rows stays far below SQLite's limit of bound variables).
 const maxRowsPerInsert = 64
 
-// multiRowSizes are the row counts of the multi-row INSERTs prepared with
-// the hot statements.
+// multiRowSizes are the row counts of the multi-row INSERTs.
 var multiRowSizes = []int{maxRowsPerInsert, 16, 4}
 
 // insertRows inserts rows with as few statements as it can: a statement
 // costs more than a row, so rows go by multi-row INSERTs of 64, 16 and 4
-// rows, the rest one by one with single (prepared once).
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, head string, rows [][]any) error {
+// rows, the rest one by one with single (prepared once). A multi-row
+// INSERT the store has not prepared yet runs unprepared and is prepared
+// before the next transaction (prepareWanted).
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, kind *multiRows, rows [][]any) error {
 	for len(rows) > 0 {
 		n := 1
 		for _, m := range multiRowSizes {
@@ -110,12 +111,30 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, he
 		for _, r := range rows[:n] {
 			args = append(args, r...)
 		}
-		if _, err := tx.StmtContext(ctx, s.multi[multiKey{head, n}]).ExecContext(ctx, args...); err != nil {
+		if _, err := s.execMulti(ctx, tx, multiKey{kind, n}, args); err != nil {
 			return err
 		}
 		rows = rows[n:]
 	}
 	return nil
+}
+
+// execMulti runs the multi-row INSERT k in tx: prepared when the store has
+// it, else from its text, wanting it prepared.
+func (s *Store) execMulti(ctx context.Context, tx *sql.Tx, k multiKey, args []any) (sql.Result, error) {
+	s.multiMu.Lock()
+	st := s.multi[k]
+	if st == nil {
+		if s.wanted == nil {
+			s.wanted = map[multiKey]bool{}
+		}
+		s.wanted[k] = true
+	}
+	s.multiMu.Unlock()
+	if st != nil {
+		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return tx.ExecContext(ctx, multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n), args...)
 }
 
 // multiInsert is the statement head (?, …), … tail of n rows of cols

@@ -42,6 +42,7 @@ type Store struct {
 	path     string
 	timeout  time.Duration
 	retrying func()             // Options.retrying
+	fresh    bool               // a new database may take freshSchema: the migrations are the embedded ones
 	schema   store.SchemaReport // what Open did to the schema
 	w        *sql.DB            // one connection: every write, in order
 	r        *sql.DB            // read-only connections
@@ -64,18 +65,33 @@ type Store struct {
 	insertRunSt  *sql.Stmt
 	finishRunSt  *sql.Stmt
 	insertPlanSt *sql.Stmt
+	stepRows     *multiRows // the steps' multi-row INSERTs
+	eventRows    *multiRows // the events'
 
 	// creates groups concurrent CreateRun calls into one transaction.
 	creates creates
 
-	// multi holds the statements that insert several rows at once, by
-	// statement head and row count.
-	multi map[multiKey]*sql.Stmt
+	// multiMu guards multi and wanted. multi holds the prepared
+	// statements that insert several rows at once; wanted, the ones a
+	// transaction ran unprepared, to prepare before the next (preparing
+	// needs the write connection a transaction holds). A store prepares
+	// only the sizes its writes use: parsing a 64-row INSERT of 24 columns
+	// is a fair share of a short `skein run`.
+	multiMu sync.Mutex
+	multi   map[multiKey]*sql.Stmt
+	wanted  map[multiKey]bool
 }
 
+// multiKey is a multi-row INSERT: its kind of rows and its row count.
 type multiKey struct {
-	q    string
-	rows int
+	rows *multiRows
+	n    int
+}
+
+// multiRows is what a multi-row INSERT of steps or of events is made of.
+type multiRows struct {
+	head, tail string
+	cols       int
 }
 
 // prepared prepares the hot write statements once.
@@ -100,11 +116,8 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.insertRunSt = prep(rebind(s.st.InsertRun))
 		s.finishRunSt = prep(rebind(s.st.FinishRun))
 		s.insertPlanSt = prep(rebind(s.st.InsertPlan))
-		s.multi = map[multiKey]*sql.Stmt{}
-		for _, n := range multiRowSizes {
-			s.multi[multiKey{s.st.InsertStepHead, n}] = prep(multiInsert(s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount(), n))
-			s.multi[multiKey{s.st.InsertEventHead, n}] = prep(multiInsert(s.st.InsertEventHead, "", sqlstore.EventArgCount(), n))
-		}
+		s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
+		s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
 	})
 	return s.prepErr
 }
@@ -125,7 +138,8 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
 	}
-	if opts.migrations == nil {
+	fresh := opts.migrations == nil
+	if fresh {
 		opts.migrations = embeddedMigrations()
 	}
 	migs, err := store.LoadMigrations(opts.migrations)
@@ -133,7 +147,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
 
-	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying}
+	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying, fresh: fresh, multi: map[multiKey]*sql.Stmt{}}
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
@@ -353,7 +367,36 @@ func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) err
 	if err := s.prepared(ctx); err != nil {
 		return s.failed(op, err)
 	}
+	s.prepareWanted(ctx)
 	return s.write(ctx, op, fn)
+}
+
+// prepareWanted prepares the multi-row INSERTs earlier transactions ran
+// unprepared. One that fails to prepare is run unprepared again.
+func (s *Store) prepareWanted(ctx context.Context) {
+	s.multiMu.Lock()
+	var keys []multiKey
+	for k := range s.wanted {
+		keys = append(keys, k)
+	}
+	clear(s.wanted)
+	s.multiMu.Unlock()
+	for _, k := range keys {
+		// Not the caller's ctx, as in prepared; and not under multiMu:
+		// preparing waits for the write connection, which a transaction
+		// that takes multiMu may hold.
+		st, err := s.w.PrepareContext(context.WithoutCancel(ctx), multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n))
+		if err != nil {
+			continue
+		}
+		s.multiMu.Lock()
+		if _, dup := s.multi[k]; dup || s.multi == nil {
+			_ = st.Close()
+		} else {
+			s.multi[k] = st
+		}
+		s.multiMu.Unlock()
+	}
 }
 
 // write runs fn in a write transaction.
@@ -392,11 +435,12 @@ func (s *Store) Close() error {
 			_ = st.Close()
 		}
 	}
+	s.multiMu.Lock()
 	for _, st := range s.multi {
-		if st != nil {
-			_ = st.Close()
-		}
+		_ = st.Close()
 	}
+	s.multi = nil
+	s.multiMu.Unlock()
 	s.closeOnce.Do(func() {
 		close(s.ckStop)
 		<-s.ckDone
