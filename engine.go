@@ -27,6 +27,12 @@ type Config struct {
 	// postgres:// URL, or the path of a SQLite file. The run folders stay
 	// in Dir.
 	Database string
+	// FoldersOnDemand makes a run's folder only when the run has something
+	// to keep there (a node's files, an output too big for the database),
+	// as `skein serve` does: a run's events and run document are then in
+	// the database only (Get, Events). Default false: every run has its
+	// folder with run.json and events.jsonl, as `skein run` makes.
+	FoldersOnDemand bool
 	// Queue hands the runs Start begins to skein workers (skein worker
 	// --db with the same Postgres database) instead of running their nodes
 	// in this process; Start then follows the run to its end. It needs a
@@ -87,7 +93,7 @@ func Open(cfg Config) (*Engine, error) {
 	if cfg.Queue {
 		place = runner.PlaceQueue
 	}
-	r, err := runner.Open(runner.Config{Dir: cfg.Dir, DB: cfg.Database, Placement: place, Registry: reg, LookupEnv: cfg.LookupEnv})
+	r, err := runner.Open(runner.Config{Dir: cfg.Dir, DB: cfg.Database, Placement: place, Registry: reg, LookupEnv: cfg.LookupEnv, OnDemandFolders: cfg.FoldersOnDemand})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -330,4 +331,53 @@ func TestPostgres(t *testing.T) {
 	got, err := b.eng.Get(ctx, doc.ExecutionID)
 	require.NoError(t, err)
 	require.Equal(t, doc.Outputs, got.Outputs, "the run is in the database both engines share")
+}
+
+// A program loads a workflow without a registry of its own: nil is
+// node.Default, whose built-in kinds the workflow's nodes are, and the
+// engine runs it. A kind that is not registered is a diagnostic, not a
+// panic.
+func TestLoadWithTheDefaultKinds(t *testing.T) {
+	src := "version: 1\nname: two\nnodes:\n  - {id: start, type: trigger.manual}\n  - {id: greet, type: set, values: {text: hi}}\nedges:\n  - {from: start, to: greet}\n"
+	w, diags := workflow.LoadSource("two.yaml", []byte(src), nil)
+	require.NoError(t, diags.Err())
+	b := setup(t, skein.Config{})
+	doc, err := b.eng.StartWorkflow(t.Context(), w, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, skein.RunCompleted, doc.Status)
+
+	_, diags = workflow.LoadSource("bad.yaml", []byte(strings.Replace(src, "type: set", "type: no.such.kind", 1)), nil)
+	require.ErrorContains(t, diags.Err(), "no.such.kind")
+}
+
+// With FoldersOnDemand a run that keeps no files has no folder, and what
+// it did is read from the database: its outputs, its steps, its events.
+func TestFoldersOnDemand(t *testing.T) {
+	b := setup(t, skein.Config{FoldersOnDemand: true})
+	w, diags := workflow.LoadSource(filepath.Join(b.dir, "greet.yaml"), []byte(`
+version: 1
+name: greet
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: greet, type: template, text: "hello"}
+edges:
+  - {from: start, to: greet}
+outputs:
+  text: "{{ greet.text }}"
+`), nil)
+	require.NoError(t, diags.Err())
+	doc, err := b.eng.StartWorkflow(t.Context(), w, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, skein.RunCompleted, doc.Status)
+
+	_, err = os.Stat(filepath.Join(b.eng.Dir(), "runs", "greet"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no run folder")
+	got, err := b.eng.Get(t.Context(), doc.ExecutionID)
+	require.NoError(t, err)
+	require.Equal(t, "hello", got.Outputs["text"])
+	require.Len(t, got.Steps, 2)
+	events, err := b.eng.Events(t.Context(), doc.ExecutionID, 0, 100)
+	require.NoError(t, err)
+	require.NotEmpty(t, events)
+	require.Equal(t, "execution_finished", string(events[len(events)-1].Type))
 }

@@ -41,7 +41,8 @@ func ValidID(s string) bool {
 	return true
 }
 
-// Load reads, decodes and validates a workflow file.
+// Load reads, decodes and validates a workflow file against the kinds of
+// reg (nil: node.Default, the built-in kinds and those registered into it).
 func Load(path string, reg *node.Registry) (*Workflow, Diagnostics) {
 	src, err := ReadFile(path)
 	if err != nil {
@@ -78,9 +79,12 @@ func LoadSource(path string, src []byte, reg *node.Registry) (*Workflow, Diagnos
 	return w, ds
 }
 
-// Validate checks a decoded workflow against the node kinds in reg and
-// returns every problem at once.
+// Validate checks a decoded workflow against the node kinds in reg (nil:
+// node.Default) and returns every problem at once.
 func Validate(w *Workflow, reg *node.Registry) Diagnostics {
+	if reg == nil {
+		reg = node.Default
+	}
 	w.kinds = reg
 	v := &validator{w: w, reg: reg, d: &diags{file: w.File}, owner: map[int]int{}}
 	v.run()
