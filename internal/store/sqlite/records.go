@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/store/sqlstore"
@@ -16,6 +17,13 @@ import (
 // saveBatches writes batches in one transaction (sqlstore.DB).
 func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	firsts := make([]int64, len(bs))
+	var nSteps, nEvents int
+	for _, b := range bs {
+		nSteps += len(b.Steps)
+		nEvents += len(b.Events)
+	}
+	s.prepareRows(ctx, s.stepRows, nSteps)
+	s.prepareRows(ctx, s.eventRows, nEvents)
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
 		// than a row, and a group holds a batch of each of many runs.
@@ -86,20 +94,36 @@ const maxRowsPerInsert = 64
 // multiRowSizes are the row counts of the multi-row INSERTs.
 var multiRowSizes = []int{maxRowsPerInsert, 16, 4}
 
+// rowSize is the rows of the statement insertRows takes next for rows rows.
+func rowSize(rows int) int {
+	for _, m := range multiRowSizes {
+		if rows >= m {
+			return m
+		}
+	}
+	return 1
+}
+
+// rowSizes are the multi-row statements insertRows takes for rows rows.
+func rowSizes(rows int) []int {
+	var ns []int
+	for rows > 0 {
+		n := rowSize(rows)
+		if n > 1 && !slices.Contains(ns, n) {
+			ns = append(ns, n)
+		}
+		rows -= n
+	}
+	return ns
+}
+
 // insertRows inserts rows with as few statements as it can: a statement
 // costs more than a row, so rows go by multi-row INSERTs of 64, 16 and 4
-// rows, the rest one by one with single (prepared once). A multi-row
-// INSERT the store has not prepared yet runs unprepared and is prepared
-// before the next transaction (prepareWanted).
+// rows, the rest one by one with single (prepared once). The multi-row
+// INSERTs are prepared before the transaction (prepareRows).
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, kind *multiRows, rows [][]any) error {
 	for len(rows) > 0 {
-		n := 1
-		for _, m := range multiRowSizes {
-			if len(rows) >= m {
-				n = m
-				break
-			}
-		}
+		n := rowSize(len(rows))
 		if n == 1 {
 			if _, err := tx.StmtContext(ctx, single).ExecContext(ctx, rows[0]...); err != nil {
 				return err
@@ -120,16 +144,10 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, ki
 }
 
 // execMulti runs the multi-row INSERT k in tx: prepared when the store has
-// it, else from its text, wanting it prepared.
+// it (prepareRows), else from its text.
 func (s *Store) execMulti(ctx context.Context, tx *sql.Tx, k multiKey, args []any) (sql.Result, error) {
 	s.multiMu.Lock()
 	st := s.multi[k]
-	if st == nil {
-		if s.wanted == nil {
-			s.wanted = map[multiKey]bool{}
-		}
-		s.wanted[k] = true
-	}
 	s.multiMu.Unlock()
 	if st != nil {
 		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)

@@ -71,15 +71,13 @@ type Store struct {
 	// creates groups concurrent CreateRun calls into one transaction.
 	creates creates
 
-	// multiMu guards multi and wanted. multi holds the prepared
-	// statements that insert several rows at once; wanted, the ones a
-	// transaction ran unprepared, to prepare before the next (preparing
-	// needs the write connection a transaction holds). A store prepares
-	// only the sizes its writes use: parsing a 64-row INSERT of 24 columns
-	// is a fair share of a short `skein run`.
+	// multiMu guards multi, the prepared statements that insert several
+	// rows at once. A store prepares the sizes its writes use, before the
+	// transaction that first uses one (preparing needs the write
+	// connection a transaction holds): parsing a 64-row INSERT of 24
+	// columns is a fair share of a short `skein run`.
 	multiMu sync.Mutex
 	multi   map[multiKey]*sql.Stmt
-	wanted  map[multiKey]bool
 }
 
 // multiKey is a multi-row INSERT: its kind of rows and its row count.
@@ -116,8 +114,6 @@ func (s *Store) prepared(ctx context.Context) error {
 		s.insertRunSt = prep(rebind(s.st.InsertRun))
 		s.finishRunSt = prep(rebind(s.st.FinishRun))
 		s.insertPlanSt = prep(rebind(s.st.InsertPlan))
-		s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
-		s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
 	})
 	return s.prepErr
 }
@@ -149,6 +145,8 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 
 	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying, fresh: fresh, multi: map[multiKey]*sql.Stmt{}}
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
+	s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
+	s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
@@ -367,25 +365,26 @@ func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) err
 	if err := s.prepared(ctx); err != nil {
 		return s.failed(op, err)
 	}
-	s.prepareWanted(ctx)
 	return s.write(ctx, op, fn)
 }
 
-// prepareWanted prepares the multi-row INSERTs earlier transactions ran
-// unprepared. One that fails to prepare is run unprepared again.
-func (s *Store) prepareWanted(ctx context.Context) {
-	s.multiMu.Lock()
-	var keys []multiKey
-	for k := range s.wanted {
-		keys = append(keys, k)
-	}
-	clear(s.wanted)
-	s.multiMu.Unlock()
-	for _, k := range keys {
-		// Not the caller's ctx, as in prepared; and not under multiMu:
-		// preparing waits for the write connection, which a transaction
-		// that takes multiMu may hold.
-		st, err := s.w.PrepareContext(context.WithoutCancel(ctx), multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n))
+// prepareRows prepares the multi-row INSERTs of kind that insertRows
+// takes for rows rows, those the store has not prepared yet. Call it
+// before the transaction: preparing waits for the write connection. One
+// that fails to prepare runs unprepared (execMulti).
+func (s *Store) prepareRows(ctx context.Context, kind *multiRows, rows int) {
+	for _, n := range rowSizes(rows) {
+		k := multiKey{kind, n}
+		s.multiMu.Lock()
+		_, have := s.multi[k]
+		s.multiMu.Unlock()
+		if have {
+			continue
+		}
+		// Not the caller's ctx, as in prepared; and not under multiMu: a
+		// transaction that holds the write connection may be waiting for
+		// it in execMulti.
+		st, err := s.w.PrepareContext(context.WithoutCancel(ctx), multiInsert(kind.head, kind.tail, kind.cols, n))
 		if err != nil {
 			continue
 		}
