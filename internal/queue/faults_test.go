@@ -322,6 +322,95 @@ edges:
 	require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node hold")
 }
 
+// TestFaultKilledWorkerMidCommitGroup: four nodes of a fan-out end on one
+// worker together while the test holds their run's row, so their outcomes
+// form one commit group: one of them leads its transaction, blocked on the
+// row, the others wait to be recorded with it. The worker is killed there.
+// Nothing of the group was committed, so the four nodes count as lost and
+// run again on the other worker (attempt 2, the same idempotency key); the
+// node completed before the group, and the merge after it, run once.
+func TestFaultKilledWorkerMidCommitGroup(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	l := newLedger(t)
+	first := startWorker(t, b.url)
+	var nodes, edges strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&nodes, "  - {id: b%d, type: http, method: POST, url: \"%s/held\", retries: 2, retry_backoff: 0s}\n", i, l.URL)
+		fmt.Fprintf(&edges, "  - {from: one, to: b%d}\n  - {from: b%d, to: join}\n", i, i)
+	}
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: group
+nodes:
+  - {id: one, type: http, method: POST, url: "%s/call"}
+%s  - {id: join, type: merge}
+  - {id: total, type: set, values: {n: "{{ len(join.inputs) }}"}}
+edges:
+%s  - {from: join, to: total}
+`, l.URL, nodes.String(), edges.String()), nil)
+	ctx := context.Background()
+	for range 4 {
+		recv(t, l.held, "a fan-out node's call")
+	}
+	// Each node's start is recorded (they have effects outside the run)
+	// before the test takes the run's row.
+	require.Eventually(t, func() bool {
+		steps := b.steps(t, run.ID)
+		for i := range 4 {
+			s := steps[fmt.Sprintf("b%d", i)]
+			if len(s) != 1 || s[0].Status != "running" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "the fan-out nodes recorded as running")
+	var lost string
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'b0'`,
+		run.ID).Scan(&lost))
+
+	hold, err := b.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, run.ID)
+	require.NoError(t, err)
+	l.Release()
+	for range 4 {
+		recv(t, l.answered, "a fan-out node's answer")
+	}
+	// The group's transaction waits for the row the test holds.
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM runs%' AND pid <> pg_backend_pid()`).Scan(&n))
+		return n > 0
+	}, 30*time.Second, 10*time.Millisecond, "a transaction of the worker waiting for the run's row")
+	first.kill(t)
+	require.NoError(t, hold.Rollback(ctx))
+	startWorker(t, b.url)
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	calls := l.Calls()
+	require.Equal(t, 1, calls[run.ID+"/one/1"], "the node completed before the group was called once")
+	steps := b.steps(t, run.ID)
+	require.EqualValues(t, 4, steps["total"][0].Output["n"], "the merge had the four outputs")
+	require.Equal(t, lost, steps["one"][0].RanOn.Worker)
+	require.Equal(t, 1, steps["one"][0].Attempts)
+	for _, n := range []string{"one", "join", "total"} {
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeFinished, n), 1, "node %s finished once", n)
+	}
+	for i := range 4 {
+		n := fmt.Sprintf("b%d", i)
+		require.Equal(t, 2, calls[run.ID+"/"+n+"/1"], "node %s was called once per attempt", n)
+		require.Equal(t, 2, steps[n][0].Attempts, "node %s: its first attempt's outcome was lost with the group", n)
+		require.NotEqual(t, lost, steps[n][0].RanOn.Worker, "node %s ran again on the other worker", n)
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeFinished, n), 1, "node %s finished once", n)
+		retries := eventsOf(t, b, run.ID, engine.EventRetry, n)
+		require.Len(t, retries, 1)
+		require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node "+n)
+	}
+}
+
 // TestFaultJobHandedOutAgain: River hands out again the job of a killed
 // worker (its rescuer does, after a day; here the test does, before the
 // worker's lease ran out): the worker that takes it does not run the node
