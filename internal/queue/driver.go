@@ -1152,8 +1152,10 @@ func (d *Driver) feedMk(ctx context.Context, tx *postgres.Pipe, w *write, mk fun
 // write gathers what a transaction's events changed, to be written at
 // once (flush): the history rows, the step records, the events, the jobs.
 type write struct {
-	st      *state
-	log     *pgx.Batch
+	st  *state
+	log *pgx.Batch
+	// logRows are the history's new rows, inserted by flush.
+	logRows [][]any
 	changed map[*engine.StepRecord]bool
 	order   []*engine.StepRecord
 	events  []engine.TimedEvent
@@ -1218,7 +1220,7 @@ func (d *Driver) feed(ctx context.Context, tx *postgres.Pipe, w *write, evs ...*
 		if a.CancelRunning {
 			w.stopRunning = true
 		}
-		queueLogInsert(w.log, env.id, e, raw)
+		w.logRows = append(w.logRows, logRow(env.id, e, raw))
 		for _, r := range recs {
 			if !w.changed[r] {
 				w.changed[r] = true
@@ -1281,6 +1283,8 @@ func (d *Driver) feed(ctx context.Context, tx *postgres.Pipe, w *write, evs ...*
 func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	st := w.st
 	env := st.env
+	queueLogRows(w.log, w.logRows)
+	w.logRows = nil
 	steps := make([]*store.Step, 0, len(w.order))
 	for _, r := range w.order {
 		s := durable.StepFromRecord(env.id, r)

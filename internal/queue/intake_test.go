@@ -161,6 +161,15 @@ func TestIntakeIsOneTransaction(t *testing.T) {
 	in.trace.mu.Unlock()
 	require.LessOrEqual(t, trips, 2, "the intake's statements go out pipelined: %d round trips for %q", trips, in.trace.sql)
 	t.Logf("intake: %d statements in %d round trips: %q", sent, trips, in.trace.sql)
+	in.trace.mu.Lock()
+	var stepStmts, eventStmts int
+	for _, q := range in.trace.sql {
+		stepStmts += b2i(strings.HasPrefix(q, "INSERT INTO steps "))
+		eventStmts += b2i(strings.HasPrefix(q, "INSERT INTO events "))
+	}
+	in.trace.mu.Unlock()
+	require.Equal(t, 1, stepStmts, "the trigger's step and the planned ones in one statement: %q", in.trace.sql)
+	require.Equal(t, 1, eventStmts, "the run's first events in one statement: %q", in.trace.sql)
 
 	runs, steps, events, jobs := in.rows(t, "second")
 	require.Equal(t, 1, runs)
@@ -218,4 +227,11 @@ func BenchmarkIntake(b *testing.B) {
 			}
 		}
 	})
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -3,6 +3,8 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -221,7 +223,44 @@ func scanLog(rows pgx.Rows, runID string, s *sealer) ([]*event, error) {
 	return out, nil
 }
 
-func queueLogInsert(b *pgx.Batch, runID string, e *event, raw []byte) {
-	b.Queue(`INSERT INTO `+logTable+` (run_id, seq, kind, at, node, visit, body) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		runID, e.Seq, e.Kind, e.At, e.Node, e.Visit, raw)
+// logRow is the values of an event's row in the history.
+func logRow(runID string, e *event, raw []byte) []any {
+	return []any{runID, e.Seq, e.Kind, e.At, e.Node, e.Visit, raw}
+}
+
+// maxLogRows bounds the rows of one insert of queueLogRows.
+const maxLogRows = 64
+
+// logInserts holds the history's insert of n rows, by n.
+var logInserts sync.Map
+
+// queueLogRows queues in b the insert of history rows (logRow), several
+// to a statement: a statement costs the database more than a row.
+func queueLogRows(b *pgx.Batch, rows [][]any) {
+	for len(rows) > 0 {
+		n := min(len(rows), maxLogRows)
+		args := make([]any, 0, n*7)
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		b.Queue(logInsert(n), args...)
+		rows = rows[n:]
+	}
+}
+
+// logInsert is the history's insert of n rows.
+func logInsert(n int) string {
+	if q, ok := logInserts.Load(n); ok {
+		return q.(string)
+	}
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO ` + logTable + ` (run_id, seq, kind, at, node, visit, body) VALUES `)
+	for i := range n {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", 7*i+1, 7*i+2, 7*i+3, 7*i+4, 7*i+5, 7*i+6, 7*i+7)
+	}
+	q, _ := logInserts.LoadOrStore(n, sb.String())
+	return q.(string)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -83,17 +84,18 @@ func (t *tx) SaveBatch(ctx context.Context, b store.Batch, last int64) error {
 // Writes returns the statements that write a batch, its events numbered
 // from first: its steps, its plan, its events (and the run's count of
 // them, in a dialect that keeps it), its final record.
+//
+// Several steps or events go in one statement of several rows (up to
+// maxStepRows and maxEventRows): a statement costs the database more
+// than a row. A step whose key a statement has already is written by the
+// next one, since an upsert may not touch a row twice.
 func (s *Statements) Writes(b Batch, first int64) []Stmt {
-	stmts := make([]Stmt, 0, len(b.Steps)+len(b.Plan)+len(b.Events)+2)
-	for _, args := range b.Steps {
-		stmts = append(stmts, Stmt{s.UpsertStep, args})
-	}
+	stmts := make([]Stmt, 0, 4)
+	stmts = s.multiRow(stmts, s.InsertStepHead, s.UpsertStepTail, s.UpsertStep, stepArgCount, maxStepRows, b.Steps, true)
 	for _, args := range b.Plan {
 		stmts = append(stmts, Stmt{s.InsertPlan, args})
 	}
-	for _, args := range s.EventArgs(b, first) {
-		stmts = append(stmts, Stmt{s.InsertEvent, args})
-	}
+	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, s.EventArgs(b, first), false)
 	if len(b.Events) > 0 && s.SetLastSeq != "" {
 		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, first + int64(len(b.Events)) - 1}})
 	}
@@ -101,4 +103,70 @@ func (s *Statements) Writes(b Batch, first int64) []Stmt {
 		stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
 	}
 	return stmts
+}
+
+// maxStepRows and maxEventRows bound the rows of one statement of Writes
+// (30 × 16 and 8 × 64 parameters).
+const (
+	maxStepRows  = 16
+	maxEventRows = 64
+)
+
+// multiRow appends to stmts the statements that write rows: head, the rows'
+// placeholders, tail; single, the one-row statement, for a lone row. With
+// keyed, a row whose key (its first four values) the statement holds
+// already starts the next statement.
+func (s *Statements) multiRow(stmts []Stmt, head, tail, single string, cols, most int, rows [][]any, keyed bool) []Stmt {
+	for len(rows) > 0 {
+		n := 1
+		if keyed {
+			seen := map[[4]any]bool{key4(rows[0]): true}
+			for n < len(rows) && n < most && !seen[key4(rows[n])] {
+				seen[key4(rows[n])] = true
+				n++
+			}
+		} else {
+			n = min(len(rows), most)
+		}
+		if n == 1 {
+			stmts = append(stmts, Stmt{single, rows[0]})
+			rows = rows[1:]
+			continue
+		}
+		args := make([]any, 0, n*cols)
+		for _, r := range rows[:n] {
+			args = append(args, r...)
+		}
+		stmts = append(stmts, Stmt{s.c.rowsSQL(head, tail, cols, n), args})
+		rows = rows[n:]
+	}
+	return stmts
+}
+
+// key4 is a step row's key: run, generation, node, visit.
+func key4(row []any) [4]any { return [4]any{row[0], row[1], row[2], row[3]} }
+
+// rowsSQL is head, n rows of cols numbered placeholders, tail; made once
+// for each shape.
+func (c *Core) rowsSQL(head, tail string, cols, n int) string {
+	k := rowsKey{head, n}
+	if q, ok := c.rows.Load(k); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(head)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(placeholders(1+i*cols, cols))
+	}
+	b.WriteString(tail)
+	q, _ := c.rows.LoadOrStore(k, b.String())
+	return q.(string)
+}
+
+type rowsKey struct {
+	head string
+	n    int
 }

@@ -48,6 +48,55 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.Equal(t, &want, steps[0])
 	})
 
+	t.Run("ManyRowsAndARepeatedKeyInOneBatch", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+		// 70 steps and 70 events in one batch, written several rows to a
+		// statement; node n3's step twice in it: its later state wins.
+		var steps []*store.Step
+		var events []store.Event
+		for i := range 70 {
+			steps = append(steps, &store.Step{StepOrder: i, Node: fmt.Sprintf("n%d", i), Visit: 1, Status: "running"})
+			events = append(events, store.Event{Time: base, Type: "node_started", Node: fmt.Sprintf("n%d", i), Visit: 1})
+			if i == 4 {
+				steps = append(steps, &store.Step{StepOrder: 3, Node: "n3", Visit: 1, Status: "success", Output: map[string]any{"ok": true}})
+			}
+		}
+		for _, tx := range []bool{false, true} {
+			run := map[bool]string{false: "r1", true: "r2"}[tx]
+			if tx {
+				createRun(t, b.s, run, "w", base)
+				require.NoError(t, b.s.Tx(b.ctx, func(x store.Tx) error {
+					_, last, err := x.LockRun(b.ctx, run)
+					if err != nil {
+						return err
+					}
+					return x.SaveBatch(b.ctx, store.Batch{RunID: run, Steps: steps, Events: events}, last)
+				}))
+			} else {
+				require.NoError(t, b.s.SaveBatch(b.ctx, []store.Batch{{RunID: run, Steps: steps, Events: events}}))
+			}
+			got, err := b.s.Steps(b.ctx, run)
+			require.NoError(t, err)
+			require.Len(t, got, 70, "run %s", run)
+			byNode := map[string]*store.Step{}
+			for _, st := range got {
+				byNode[st.Node] = st
+			}
+			require.Equal(t, "success", string(byNode["n3"].Status), "run %s: the later state of a step saved twice in one batch", run)
+			require.Equal(t, true, byNode["n3"].Output["ok"])
+			require.Equal(t, "running", string(byNode["n69"].Status))
+			evs, err := b.s.Events(b.ctx, run, 0, 1000)
+			require.NoError(t, err)
+			require.Len(t, evs, 70)
+			for i, ev := range evs {
+				require.EqualValues(t, i+1, ev.Seq, "run %s: events numbered in order", run)
+				require.Equal(t, fmt.Sprintf("n%d", i), ev.Node)
+			}
+		}
+	})
+
 	t.Run("ByStepOrder", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
