@@ -150,8 +150,12 @@ func (d *Driver) renew(ctx context.Context, connected *atomic.Bool) {
 
 // lostSQL finds the node jobs running on a worker whose lease ran out (or
 // that has no lease row: it stopped, or is of an older version), once
-// this worker has been connected for that lease, and whose attempt is
-// not recorded yet.
+// this worker has been connected for that lease and renewed its own
+// lease within the last half of one, and whose attempt is not recorded
+// yet. The last condition keeps a worker whose renewal hangs on a cut
+// connection — it has not noticed the cut yet, so its connected_since is
+// old — from judging the others by a clock it was not part of: after a
+// network cut, every worker's last renewal is old.
 const lostSQL = `SELECT j.id, j.args->>'run', (j.args->>'task')::bigint, COALESCE(w.host, ''), COALESCE(w.pid, 0),
 	  COALESCE(w.lease_ms, $2)
 	FROM river_job j
@@ -162,6 +166,8 @@ const lostSQL = `SELECT j.id, j.args->>'run', (j.args->>'task')::bigint, COALESC
 	  AND (w.id IS NULL OR w.seen_at < now() - w.lease_ms::float8 * interval '1 millisecond')
 	  AND (SELECT me.connected_since FROM ` + workersTable + ` me WHERE me.id = $1)
 	      < now() - COALESCE(w.lease_ms, $2)::float8 * interval '1 millisecond'
+	  AND (SELECT me.seen_at FROM ` + workersTable + ` me WHERE me.id = $1)
+	      > now() - $2::float8 / 2 * interval '1 millisecond'
 	  AND NOT EXISTS (SELECT 1 FROM ` + logTable + ` l WHERE l.run_id = r.id AND l.kind = 'finished'
 	                  AND (l.body->>'task')::bigint = (j.args->>'task')::bigint)
 	LIMIT 100`
