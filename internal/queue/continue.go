@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -19,9 +21,9 @@ import (
 // through a notification and a fetch (River fetches at most once per
 // cooldown); instead the worker takes it itself, in the transaction that
 // records the finished node, and runs it next on the same slot. The job
-// is inserted as River's pending (no fetch takes it, nobody is notified),
-// and marked running, attempt 1, attempted by this worker, before the
-// transaction commits — as River's own fetch marks the jobs it hands out.
+// is inserted running, attempt 1, attempted by this worker (no fetch takes
+// it, nobody is notified), as River's own fetch leaves the jobs it hands
+// out.
 // From there it is a job like any other this worker took: a worker that
 // dies running it is lost, and its job is recorded or handed out again by
 // the others (rescue.go); the node begins under the run's lock and the
@@ -103,7 +105,6 @@ func (d *Driver) pick(w *write, n int) {
 			continue
 		}
 		meta, _ := json.Marshal(map[string]string{continuedKey: d.id})
-		opts.Pending, opts.Metadata = true, meta
 		w.claims = append(w.claims, i)
 		w.taken = append(w.taken, &localJob{args: args, row: &rivertype.JobRow{
 			Attempt: 1, AttemptedBy: []string{d.id}, Kind: args.Kind(), Queue: opts.Queue,
@@ -112,37 +113,60 @@ func (d *Driver) pick(w *write, n int) {
 	}
 }
 
-// takeSQL marks jobs inserted pending in this transaction as running on
-// this worker, as River's fetch marks the jobs it hands out.
-const takeSQL = `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(),
-	attempted_by = array_append(attempted_by, $2::text)
-	WHERE id = ANY($1) AND state = 'pending'`
+// takeSQL inserts a job this worker takes: running, attempt 1, attempted
+// by this worker, as River's fetch leaves the jobs it hands out. Inserted
+// so at once, the row is written once: a job inserted pending and then
+// marked running was written twice, with every index of River's table
+// (two of them GIN) each time.
+const takeSQL = `INSERT INTO river_job (args, kind, max_attempts, metadata, queue, state, attempt, attempted_at, attempted_by, scheduled_at)
+	VALUES ($1, $2, $3, $4, $5, 'running', 1, now(), ARRAY[$6::text], now()) RETURNING id`
+
+// queueTaken returns a batch of the inserts of the jobs pick chose (nil
+// for none); once it is sent, each taken job has its id.
+func (d *Driver) queueTaken(w *write) *pgx.Batch {
+	if len(w.claims) == 0 {
+		return nil
+	}
+	b := &pgx.Batch{}
+	for k := range w.claims {
+		j := w.taken[k]
+		args, _ := json.Marshal(j.args) // a TaskArgs always encodes
+		j.row.EncodedArgs = args
+		b.Queue(takeSQL, args, j.row.Kind, j.row.MaxAttempts, j.row.Metadata, j.row.Queue, d.id).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&j.row.ID)
+		})
+	}
+	return b
+}
+
+// untaken returns the jobs of w River inserts, and the index in w.jobs of
+// each.
+func (w *write) untaken() ([]river.InsertManyParams, []int) {
+	var jobs []river.InsertManyParams
+	var at []int
+	for i, j := range w.jobs {
+		if !slices.Contains(w.claims, i) {
+			jobs = append(jobs, j)
+			at = append(at, i)
+		}
+	}
+	return jobs, at
+}
+
+// tookAll checks that every job w takes was inserted.
+func (w *write) tookAll() error {
+	for _, j := range w.taken {
+		if j.row.ID == 0 {
+			return errors.New("the insert of a node taken by local continuation returned no job")
+		}
+	}
+	return nil
+}
 
 // completeSQL marks completed the jobs this worker took, unless another
 // worker has them since (this one was counted lost).
 const completeSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
 	WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
-
-// takeJobs queues, to ride with the COMMIT, the marks of the jobs pick chose,
-// now that River inserted them (res in the order of w.jobs).
-func (d *Driver) takeJobs(ctx context.Context, tx *postgres.Pipe, w *write, res []*rivertype.JobInsertResult) error {
-	if len(w.claims) == 0 {
-		return nil
-	}
-	ids := make([]int64, 0, len(w.claims))
-	for k, i := range w.claims {
-		if i >= len(res) || res[i] == nil || res[i].Job == nil {
-			return errors.New("river returned no job for a node taken by local continuation")
-		}
-		w.taken[k].row.ID = res[i].Job.ID
-		w.taken[k].row.EncodedArgs = res[i].Job.EncodedArgs
-		ids = append(ids, res[i].Job.ID)
-	}
-	tx.DeferExec(true)
-	defer tx.DeferExec(false)
-	_, err := tx.Exec(ctx, takeSQL, ids, d.id)
-	return err
-}
 
 // completeIn queues, to ride with the COMMIT, the completion of the jobs
 // this worker took whose nodes the transaction records. River's

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/riverqueue/river"
@@ -29,18 +30,35 @@ func TestHandBackAfterALostCommit(t *testing.T) {
 	require.NoError(t, err)
 
 	// The job as such a COMMIT leaves it: running on this worker.
-	res, err := d.client.Insert(ctx, TaskArgs{Run: "r1", Task: 1, Node: "n"}, &river.InsertOpts{Pending: true})
-	require.NoError(t, err)
-	_, err = st.Pool().Exec(ctx, takeSQL, []int64{res.Job.ID}, d.id)
-	require.NoError(t, err)
-	job, err := d.client.JobGet(ctx, res.Job.ID)
+	w := &write{jobs: []river.InsertManyParams{{Args: TaskArgs{Run: "r1", Task: 1, Node: "n"}, InsertOpts: &river.InsertOpts{Queue: DefaultQueue, MaxAttempts: maxJobAttempts}}}}
+	d.pick(w, 1)
+	b := d.queueTaken(w)
+	require.NotNil(t, b)
+	require.NoError(t, st.Pool().SendBatch(ctx, b).Close())
+	require.NoError(t, w.tookAll())
+	id := w.taken[0].row.ID
+	job, err := d.client.JobGet(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, rivertype.JobStateRunning, job.State)
 	require.Equal(t, []string{d.id}, job.AttemptedBy)
+	require.Equal(t, 1, job.Attempt)
+	require.Equal(t, d.id, gjsonString(t, job.Metadata, continuedKey))
+	var args TaskArgs
+	require.NoError(t, json.Unmarshal(job.EncodedArgs, &args))
+	require.Equal(t, TaskArgs{Run: "r1", Task: 1, Node: "n"}, args, "River decodes the args the worker wrote")
 
-	d.handBack([]*localJob{{row: &rivertype.JobRow{ID: res.Job.ID}}})
+	d.handBack([]*localJob{{row: &rivertype.JobRow{ID: id}}})
 	d.inflight.Wait()
-	job, err = d.client.JobGet(ctx, res.Job.ID)
+	job, err = d.client.JobGet(ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, rivertype.JobStateAvailable, job.State, "the job went back to the queue")
+}
+
+// gjsonString is the string at key of a JSON object.
+func gjsonString(t *testing.T, raw []byte, key string) string {
+	t.Helper()
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	s, _ := m[key].(string)
+	return s
 }

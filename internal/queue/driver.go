@@ -1307,19 +1307,37 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
 	tx.Defer(w.log)
-	if len(w.jobs) > 0 {
-		tx.DeferExec(true)
-		res, err := d.client.InsertManyTx(ctx, tx, w.jobs)
-		tx.DeferExec(false)
-		if err != nil {
-			return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
+	if len(w.jobs) == 0 {
+		return nil
+	}
+	// The jobs this worker takes go in running, by its own insert
+	// (continue.go); River inserts the others. Either insert is the round
+	// trip that carries the writes queued so far.
+	taken := d.queueTaken(w)
+	others, at := w.untaken()
+	if len(others) == 0 {
+		if err := tx.SendBatch(ctx, taken).Close(); err != nil {
+			return fmt.Errorf("run %s: recording its history and taking its next node: %w", env.id, err)
 		}
-		w.inserted(res)
-		if err := d.takeJobs(ctx, tx, w, res); err != nil {
-			return fmt.Errorf("run %s: taking its next node: %w", env.id, err)
+		return w.tookAll()
+	}
+	if taken != nil {
+		tx.Defer(taken)
+	}
+	tx.DeferExec(true)
+	res, err := d.client.InsertManyTx(ctx, tx, others)
+	tx.DeferExec(false)
+	if err != nil {
+		return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
+	}
+	all := make([]*rivertype.JobInsertResult, len(w.jobs))
+	for k, i := range at {
+		if k < len(res) {
+			all[i] = res[k]
 		}
 	}
-	return nil
+	w.inserted(all)
+	return w.tookAll()
 }
 
 // finish is the final record of a run that ended.
