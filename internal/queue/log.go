@@ -3,8 +3,6 @@ package queue
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +10,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -231,9 +230,6 @@ func logRow(runID string, e *event, raw []byte) []any {
 // maxLogRows bounds the rows of one insert of queueLogRows.
 const maxLogRows = 64
 
-// logInserts holds the history's insert of n rows, by n.
-var logInserts sync.Map
-
 // queueLogRows queues in b the insert of history rows (logRow), several
 // to a statement: a statement costs the database more than a row.
 func queueLogRows(b *pgx.Batch, rows [][]any) {
@@ -250,17 +246,5 @@ func queueLogRows(b *pgx.Batch, rows [][]any) {
 
 // logInsert is the history's insert of n rows.
 func logInsert(n int) string {
-	if q, ok := logInserts.Load(n); ok {
-		return q.(string)
-	}
-	var sb strings.Builder
-	sb.WriteString(`INSERT INTO ` + logTable + ` (run_id, seq, kind, at, node, visit, body) VALUES `)
-	for i := range n {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		fmt.Fprintf(&sb, "($%d, $%d, $%d, $%d, $%d, $%d, $%d)", 7*i+1, 7*i+2, 7*i+3, 7*i+4, 7*i+5, 7*i+6, 7*i+7)
-	}
-	q, _ := logInserts.LoadOrStore(n, sb.String())
-	return q.(string)
+	return sqlstore.RowsSQL(`INSERT INTO `+logTable+` (run_id, seq, kind, at, node, visit, body) VALUES `, "", 7, n)
 }

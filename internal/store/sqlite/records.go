@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"strings"
 
 	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
@@ -155,9 +154,8 @@ func (s *Store) execMulti(ctx context.Context, tx *sql.Tx, k multiKey, args []an
 	return tx.ExecContext(ctx, multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n), args...)
 }
 
-// multiInsert is the statement head (?, …), … tail of n rows of cols
+// multiInsert is the statement head (?1, …), … tail of n rows of cols
 // values each.
 func multiInsert(head, tail string, cols, n int) string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", cols), ", ") + ")"
-	return head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + tail
+	return rebind(sqlstore.RowsSQL(head, tail, cols, n))
 }

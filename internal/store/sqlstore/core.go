@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/store"
@@ -21,8 +20,6 @@ type Core struct {
 	// expired is the SQL of "nobody holds it": no owner, or a lease that
 	// ended by the database's clock.
 	expired string
-	// rows holds the multi-row statements of Writes, by rowsKey.
-	rows sync.Map
 }
 
 // Statements are the statements a dialect runs itself (creating a run,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/skeinhq/skein/internal/store"
 )
@@ -137,7 +138,7 @@ func (s *Statements) multiRow(stmts []Stmt, head, tail, single string, cols, mos
 		for _, r := range rows[:n] {
 			args = append(args, r...)
 		}
-		stmts = append(stmts, Stmt{s.c.rowsSQL(head, tail, cols, n), args})
+		stmts = append(stmts, Stmt{RowsSQL(head, tail, cols, n), args})
 		rows = rows[n:]
 	}
 	return stmts
@@ -146,11 +147,12 @@ func (s *Statements) multiRow(stmts []Stmt, head, tail, single string, cols, mos
 // key4 is a step row's key: run, generation, node, visit.
 func key4(row []any) [4]any { return [4]any{row[0], row[1], row[2], row[3]} }
 
-// rowsSQL is head, n rows of cols numbered placeholders, tail; made once
-// for each shape.
-func (c *Core) rowsSQL(head, tail string, cols, n int) string {
-	k := rowsKey{head, n}
-	if q, ok := c.rows.Load(k); ok {
+// RowsSQL is the statement head, n rows of cols numbered placeholders
+// (($1, …), ($cols+1, …), …), tail: a multi-row INSERT of the shared SQL's
+// spelling. Each shape is made once.
+func RowsSQL(head, tail string, cols, n int) string {
+	k := rowsKey{head, tail, cols, n}
+	if q, ok := rowsSQL.Load(k); ok {
 		return q.(string)
 	}
 	var b strings.Builder
@@ -162,11 +164,14 @@ func (c *Core) rowsSQL(head, tail string, cols, n int) string {
 		b.WriteString(placeholders(1+i*cols, cols))
 	}
 	b.WriteString(tail)
-	q, _ := c.rows.LoadOrStore(k, b.String())
+	q, _ := rowsSQL.LoadOrStore(k, b.String())
 	return q.(string)
 }
 
+// rowsSQL holds the statements RowsSQL made, by shape.
+var rowsSQL sync.Map
+
 type rowsKey struct {
-	head string
-	n    int
+	head, tail string
+	cols, n    int
 }
