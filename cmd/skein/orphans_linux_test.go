@@ -14,7 +14,7 @@ import (
 )
 
 // TestKilledRunLeavesNoProcess kills `skein run` with SIGKILL while a shell
-// node runs a command that would write a file 5 s later, from a process
+// node runs a command that would write a file two minutes later, from a process
 // below the command: the command's whole group dies with skein (the
 // guardian kills it). Once no process of the node is left, none can write
 // the file any more: it is never written.
@@ -24,9 +24,9 @@ func TestKilledRunLeavesNoProcess(t *testing.T) {
 		name   string
 		script string // writes $1/started first
 	}{
-		{"foreground", `echo $PPID > "$1/started"; sleep 5; touch "$1/x"`},
-		{"background", `echo $PPID > "$1/started"; (sleep 5; touch "$1/y") &`},
-		{"background, waited for", `echo $PPID > "$1/started"; (sleep 5; touch "$1/y") & wait`},
+		{"foreground", `echo $PPID > "$1/started"; sleep 120; touch "$1/x"`},
+		{"background", `echo $PPID > "$1/started"; (sleep 120; touch "$1/y") &`},
+		{"background, waited for", `echo $PPID > "$1/started"; (sleep 120; touch "$1/y") & wait`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
