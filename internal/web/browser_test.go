@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -85,6 +87,8 @@ func browser(t *testing.T) context.Context {
 			chromedp.Flag("disable-background-networking", true),
 			chromedp.Flag("disable-gpu", true),
 			chromedp.Flag("disable-dev-shm-usage", true),
+			chromedp.Flag("disable-renderer-backgrounding", true),
+			chromedp.Flag("disable-backgrounding-occluded-windows", true),
 			chromedp.WindowSize(1440, 900),
 		)
 		alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -101,7 +105,13 @@ func browser(t *testing.T) context.Context {
 	t.Cleanup(func() { <-tabs })
 	tab, cancel := chromedp.NewContext(chrome.ctx, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
-	require.NoError(t, chromedp.Do(tab))
+	// Each tab behaves as the focused page: up to maxTabs run at once,
+	// and a page the browser does not count focused loses the keyboard
+	// focus its test gave (a dialog's button, a list's typed key).
+	require.NoError(t, chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true})
+		return err
+	})))
 	ctx, cancelT := context.WithTimeout(tab, 3*time.Minute)
 	t.Cleanup(cancelT)
 	return ctx
