@@ -71,15 +71,18 @@ func (d *Driver) beatEvery() time.Duration {
 }
 
 // beat renews the worker's lease (making its row when there is none).
-// After a failed renewal (reconnected) the worker counts as connected
-// from now: it judges no other worker lost before it has seen a whole
-// lease of theirs (after the database restarts, every worker's last
-// renewal is old).
+// After a failed renewal (reconnected), or a renewal more than half a
+// lease after the last one by the database's clock (one that hung on a
+// cut connection and went through once the network was back), the worker
+// counts as connected from now: it judges no other worker lost before it
+// has seen a whole lease of theirs (after a cut or a restart of the
+// database, every worker's last renewal is old).
 func (d *Driver) beat(ctx context.Context, reconnected bool) error {
 	_, err := d.cfg.Store.Pool().Exec(ctx, `INSERT INTO `+workersTable+` AS w (id, host, pid, lease_ms)
 		VALUES ($1, $2, $3, $4)
 		ON CONFLICT (id) DO UPDATE SET seen_at = now(), lease_ms = EXCLUDED.lease_ms,
-		  connected_since = CASE WHEN $5 THEN now() ELSE w.connected_since END`,
+		  connected_since = CASE WHEN $5 OR w.seen_at < now() - w.lease_ms::float8 / 2 * interval '1 millisecond'
+		                         THEN now() ELSE w.connected_since END`,
 		d.id, d.host, os.Getpid(), d.cfg.RescueAfter.Milliseconds(), reconnected)
 	return err
 }
