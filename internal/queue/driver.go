@@ -62,8 +62,8 @@ type Config struct {
 	// worker's delivery jobs are cancelled.
 	Deliver func(ctx context.Context, run *store.Run, generation int, w *workflow.Workflow) (time.Duration, error)
 	// Queues are the queues this process works, each with its number of
-	// jobs at once; nil: this driver only starts runs (skein run, serve
-	// without --worker).
+	// nodes running at once (slots.go); nil: this driver only starts runs
+	// (skein run, serve without --worker).
 	Queues map[string]int
 	// Poll is how often a worker looks for cancel requests and signals
 	// (default 1 s); FetchPoll how often River looks for jobs when no
@@ -128,6 +128,8 @@ type Driver struct {
 	continued atomic.Int64
 	// redactors are the Redactors of the secret values of its runs.
 	redactors redact.Cache
+	// slots bound the nodes of each queue running at once (slots.go).
+	slots map[string]slots
 }
 
 type planned struct {
@@ -227,7 +229,7 @@ func New(cfg Config) (*Driver, error) {
 		cfg.RescueAfter = DefaultRescueAfter
 	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
-		groups: map[string]*applyGroup{}, held: map[string]bool{}}
+		groups: map[string]*applyGroup{}, held: map[string]bool{}, slots: newSlots(cfg.Queues)}
 	d.cond = sync.NewCond(&d.mu)
 	d.id, d.host = newWorkerID()
 	workers := river.NewWorkers()
@@ -253,7 +255,7 @@ func New(cfg Config) (*Driver, error) {
 	if len(cfg.Queues) > 0 {
 		rc.Queues = map[string]river.QueueConfig{}
 		for q, n := range cfg.Queues {
-			rc.Queues[q] = river.QueueConfig{MaxWorkers: max(1, n)}
+			rc.Queues[q] = river.QueueConfig{MaxWorkers: jobsPerQueue(n)}
 		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(cfg.Store.Pool()), rc)
@@ -702,15 +704,23 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs,
 	nodeCtx, stopNode := context.WithCancelCause(ctx)
 	defer stopNode(nil)
 	d.track(run.ID, args.Task, stopNode)
-	if d.cfg.Exec != nil {
+	// The node holds a slot of its queue only while it runs (slots.go).
+	release, serr := d.acquire(nodeCtx, job.Queue)
+	switch {
+	case serr != nil:
+		oc.Err = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the node was stopped before it started: " + serr.Error()}
+	case d.cfg.Exec != nil:
 		oc = d.cfg.Exec(nodeCtx, run.ID, t)
-	} else {
+	default:
 		var perr *node.Error
 		if params, hash, perr = engine.Prepare(tenv.Scope, t, engine.NodeDef(t.Node), upstream); perr != nil {
 			oc.Err = perr
 		} else {
 			oc, params = d.call(nodeCtx, env, tenv, t, params)
 		}
+	}
+	if serr == nil {
+		release()
 	}
 	d.untrack(run.ID, args.Task)
 	if oc.Err != nil && errors.Is(context.Cause(nodeCtx), errRunCancelled) && oc.Err.Category != node.CategoryTimeout {

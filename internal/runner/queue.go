@@ -169,8 +169,8 @@ func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store
 
 // WorkRequest runs queue workers.
 type WorkRequest struct {
-	// Queues are the queues worked, each with the number of its jobs run
-	// at once.
+	// Queues are the queues worked, each with the number of its nodes
+	// running at once.
 	Queues map[string]int
 	// Grace is how long running nodes may finish after ctx ends (0: as
 	// long as they take).

@@ -1,0 +1,109 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
+)
+
+// TestSlotIsFreeWhileItsNodeIsRecorded: a worker of one slot runs the
+// next node while the outcome of the one before is still being recorded.
+// Run 1's row is locked (as a slow transaction of another worker would
+// hold it) when its node ends, so its outcome cannot be written; run 2's
+// node still runs on the slot its node left, and both runs complete once
+// the lock goes.
+func TestSlotIsFreeWhileItsNodeIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setupWith(t, pgtest.URL(t), 1, func(c *queue.Config) {
+		if c.Queues != nil {
+			c.Queues = map[string]int{queue.DefaultQueue: 1}
+		}
+	})
+	ctx := t.Context()
+	flow := func(name string) string {
+		return "version: 1\nname: " + name + "\nnodes:\n  - {id: g, type: gated}\n"
+	}
+	r1 := fmt.Sprintf("slot1-%d", time.Now().UnixNano())
+	g1 := gateOf(r1, "g")
+	b.startWith(t, r1, flow("first"), nil)
+	<-g1.started
+
+	// Run 1's row locked: its node's outcome waits to be written.
+	lock, err := b.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(context.WithoutCancel(ctx)) }()
+	_, err = lock.Exec(ctx, `SELECT 1 FROM runs WHERE id = $1 FOR UPDATE`, r1)
+	require.NoError(t, err)
+
+	r2 := fmt.Sprintf("slot2-%d", time.Now().UnixNano())
+	g2 := gateOf(r2, "g")
+	g2.release()
+	b.startWith(t, r2, flow("second"), nil)
+	g1.release()
+	select {
+	case <-g2.started:
+	case <-ctx.Done():
+		t.Fatal("run 2's node never ran while run 1's outcome was being recorded: the slot was held by the recording")
+	}
+	require.NoError(t, lock.Rollback(ctx))
+	require.Equal(t, "completed", string(b.wait(t, r1).Status))
+	require.Equal(t, "completed", string(b.wait(t, r2).Status))
+}
+
+// TestSlotsBoundTheNodesRunningAtOnce: a worker holds more jobs than its
+// queue has slots (those being recorded), but no more nodes run at once
+// than the queue's concurrency.
+func TestSlotsBoundTheNodesRunningAtOnce(t *testing.T) {
+	t.Parallel()
+	const slots, width = 3, 12
+	var (
+		mu        sync.Mutex
+		now, most int
+		full      = make(chan struct{})
+		fullOnce  sync.Once
+	)
+	exec := func(ctx context.Context, _ string, _ *engine.Task) engine.Outcome {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		if now == slots {
+			fullOnce.Do(func() { close(full) })
+		}
+		mu.Unlock()
+		// Each node runs until the slots were all busy once, so a bound
+		// that let a fourth in would be seen.
+		select {
+		case <-full:
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return engine.Outcome{Output: map[string]any{"ok": true}}
+	}
+	b := setupWith(t, pgtest.URL(t), 1, func(c *queue.Config) {
+		if c.Queues != nil {
+			c.Queues = map[string]int{queue.DefaultQueue: slots}
+			c.Exec = exec
+		}
+	})
+	var src strings.Builder
+	src.WriteString("version: 1\nname: wide\nnodes:\n")
+	for i := range width {
+		fmt.Fprintf(&src, "  - {id: n%d, type: nap, ms: 0}\n", i)
+	}
+	run := b.start(t, src.String(), nil)
+	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, slots, most, "nodes running at once")
+}
