@@ -140,7 +140,7 @@ func TestQueuedRunsOnTwoWorkers(t *testing.T) {
 	pgQuery(t, db, fmt.Sprintf(`SELECT count(*) FROM events WHERE run_id = '%s' AND type = 'node_started' AND node = 'join'`, doc.ID), &started)
 	require.Equal(t, 1, started, "the join started once")
 	var workers int
-	pgQuery(t, db, fmt.Sprintf(`SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE args->>'run' = '%s'`, doc.ID), &workers)
+	pgQuery(t, db, fmt.Sprintf(`SELECT count(DISTINCT ran_worker) FROM steps WHERE run_id = '%s' AND ran_worker <> ''`, doc.ID), &workers)
 	require.Equal(t, 2, workers, "both workers ran nodes of the fan-out")
 
 	failing := filepath.Join(t.TempDir(), "fails.yaml")

@@ -27,8 +27,8 @@ import (
 // From there it is a job like any other this worker took: a worker that
 // dies running it is lost, and its job is recorded or handed out again by
 // the others (rescue.go); the node begins under the run's lock and the
-// attempt token, so it runs at most once. The job is marked completed in
-// the transaction that records its node; one whose node ends otherwise
+// attempt token, so it runs at most once. The job is deleted (completed)
+// in the transaction that records its node; one whose node ends otherwise
 // (it did not start: the run stopped) is settled after, as River settles
 // a job its worker returned.
 //
@@ -163,9 +163,14 @@ func (w *write) tookAll() error {
 	return nil
 }
 
-// completeSQL marks completed the jobs this worker took, unless another
-// worker has them since (this one was counted lost).
-const completeSQL = `UPDATE river_job SET state = 'completed', finalized_at = now()
+// completeSQL ends the jobs this worker took whose nodes are recorded,
+// unless another worker has them since (this one was counted lost), by
+// deleting them: what they did is the run's history, and nothing reads a
+// completed job. Marked completed, as River leaves the jobs it ran until
+// its cleaner deletes them a day later, each would be written again with
+// every index of River's table (two of them GIN); a deleted row is only
+// marked dead.
+const completeSQL = `DELETE FROM river_job
 	WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
 
 // completeIn queues, to ride with the COMMIT, the completion of the jobs
