@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
@@ -130,6 +131,9 @@ type Driver struct {
 	redactors redact.Cache
 	// slots bound the nodes of each queue running at once (slots.go).
 	slots map[string]slots
+	// loading makes the jobs that need a run's environment or a
+	// workflow's plan at once wait for one load of it.
+	loading singleflight.Group
 }
 
 type planned struct {
@@ -407,7 +411,8 @@ func (d *Driver) secrets(w *workflow.Workflow) (map[string]string, error) {
 }
 
 // planOf returns the plan of a run's workflow version, read from the
-// database once per version.
+// database once per version: the jobs that need it at once (a fan-out's
+// first nodes, fetched together) wait for one read and one parse.
 func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
 	key := fmt.Sprintf("%s\x00%d\x00%s", run.Workflow, run.WorkflowVersion, run.File)
 	d.mu.Lock()
@@ -416,6 +421,16 @@ func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
 	if ok {
 		return p, nil
 	}
+	v, err, _ := d.loading.Do("plan\x00"+key, func() (any, error) { return d.readPlan(ctx, run, key) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*planned), nil
+}
+
+// readPlan reads, parses and plans a run's workflow version, and keeps it
+// under key.
+func (d *Driver) readPlan(ctx context.Context, run *store.Run, key string) (*planned, error) {
 	v, err := d.cfg.Store.Workflow(ctx, run.Workflow, run.WorkflowVersion)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: reading workflow %s version %d: %w", run.ID, run.Workflow, run.WorkflowVersion, err)
@@ -431,7 +446,7 @@ func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", run.ID, err)
 	}
-	p = &planned{w: w, plan: plan, nodes: make(map[string]*engine.PlanNode, len(plan.Nodes))}
+	p := &planned{w: w, plan: plan, nodes: make(map[string]*engine.PlanNode, len(plan.Nodes))}
 	for _, pn := range plan.Nodes {
 		p.nodes[pn.ID] = pn
 	}
@@ -444,7 +459,8 @@ func (d *Driver) planOf(ctx context.Context, run *store.Run) (*planned, error) {
 	return p, nil
 }
 
-// env returns the worker's environment of a run, loading it on first use.
+// env returns the worker's environment of a run, loading it on first use
+// (once for the jobs of the run that need it at once).
 func (d *Driver) env(ctx context.Context, run *store.Run) (*runEnv, error) {
 	d.mu.Lock()
 	env, ok := d.envs[run.ID]
@@ -452,18 +468,24 @@ func (d *Driver) env(ctx context.Context, run *store.Run) (*runEnv, error) {
 	if ok {
 		return env, nil
 	}
-	env, err := d.newEnv(ctx, run)
+	v, err, _ := d.loading.Do("env\x00"+run.ID, func() (any, error) {
+		env, err := d.newEnv(ctx, run)
+		if err != nil {
+			return nil, err
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if e, ok := d.envs[run.ID]; ok {
+			env.release()
+			return e, nil
+		}
+		d.envs[run.ID] = env
+		return env, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e, ok := d.envs[run.ID]; ok {
-		env.release()
-		return e, nil
-	}
-	d.envs[run.ID] = env
-	return env, nil
+	return v.(*runEnv), nil
 }
 
 // place is where this process runs steps: its host and process id and,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
@@ -106,4 +107,29 @@ func TestSlotsBoundTheNodesRunningAtOnce(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, slots, most, "nodes running at once")
+}
+
+// TestFanOutLoadsItsWorkflowOnce: the first nodes of a wide fan-out reach
+// a worker together, and each needs the run's workflow; the worker reads
+// and parses it once, not once per job.
+func TestFanOutLoadsItsWorkflowOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	trace := &statements{}
+	st, err := postgres.OpenWithOptions(context.Background(), b.url, postgres.Options{Tracer: trace})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	b.work(t, queue.Config{Store: st, Queues: map[string]int{queue.DefaultQueue: 8}, Poll: time.Minute, FetchPoll: 50 * time.Millisecond})
+
+	run := b.start(t, fanOutFlow(40), nil)
+	require.Equal(t, "completed", string(b.wait(t, run.ID).Status))
+	trace.mu.Lock()
+	defer trace.mu.Unlock()
+	reads := 0
+	for _, q := range trace.sql {
+		if strings.Contains(q, " FROM workflows WHERE name = $1 AND version = $2") {
+			reads++
+		}
+	}
+	require.Equal(t, 1, reads, "the worker read the run's workflow %d times", reads)
 }
