@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -108,13 +109,26 @@ var param = regexp.MustCompile(`\$(\d+)`)
 // rebound holds the statements rebind rewrote, by their shared text.
 var rebound sync.Map
 
-// rebind spells the parameters of a shared statement as SQLite's
-// numbered parameters, ?1, ?2…, which take the same arguments.
+// rebind spells the parameters of a shared statement as SQLite's, which
+// take the same arguments: a statement whose parameters come in order,
+// $1, $2… each once, gets anonymous ones (?); another, numbered ones
+// (?1, ?2…). The driver asks SQLite the name of each parameter it binds,
+// and SQLite finds a numbered parameter's name by walking the list of the
+// statement's names: binding the 1,536 parameters of a 64-row insert so
+// took ~1.2 million steps, half of `skein run`'s CPU on a long chain.
+// Anonymous parameters have no names to walk.
 func rebind(q string) string {
 	if v, ok := rebound.Load(q); ok {
 		return v.(string)
 	}
-	r := param.ReplaceAllString(q, "?$1")
+	r := "?"
+	for i, m := range param.FindAllStringSubmatch(q, -1) {
+		if m[1] != strconv.Itoa(i+1) {
+			r = "?$1"
+			break
+		}
+	}
+	r = param.ReplaceAllString(q, r)
 	rebound.Store(q, r)
 	return r
 }
