@@ -133,3 +133,45 @@ func TestFanOutLoadsItsWorkflowOnce(t *testing.T) {
 	}
 	require.Equal(t, 1, reads, "the worker read the run's workflow %d times", reads)
 }
+
+// TestStoppedWorkerLeavesItsWaitingNodeToAnother: a node marked running
+// that waits for a slot when its worker's drain runs out goes back to the
+// queue as the running node does, recording nothing: another worker runs
+// it, its attempt count unchanged.
+func TestStoppedWorkerLeavesItsWaitingNodeToAnother(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	first, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- first.Work(wctx, 10*time.Millisecond) }()
+
+	// The one slot is held by run 1's blocker; run 2's node is marked
+	// running and waits for it.
+	id := fmt.Sprintf("w%d", time.Now().UnixNano())
+	bl := &blocker{started: make(chan struct{})}
+	blockers.Store(id, bl)
+	held := b.startWith(t, id, "version: 1\nname: block\nnodes:\n  - {id: hold, type: blocker}\n", nil)
+	<-bl.started
+	waiting := b.start(t, "version: 1\nname: waits\nnodes:\n  - {id: next, type: nap, ms: 0}\n", nil)
+	require.Eventually(t, func() bool {
+		return string(b.steps(t, waiting.ID)["next"][0].Status) == "running"
+	}, time.Minute, 10*time.Millisecond, "run 2's node was not marked running")
+	stop()
+	require.NoError(t, <-done)
+	steps := b.steps(t, waiting.ID)
+	require.Equal(t, "pending", string(steps["next"][0].Status), "the waiting node went back to the queue, recording nothing")
+
+	_, err = b.st.Pool().Exec(ctx, `UPDATE river_job SET scheduled_at = now(), state = 'available' WHERE state = 'retryable'`)
+	require.NoError(t, err)
+	b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 2}, Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	for _, id := range []string{held.ID, waiting.ID} {
+		end := b.wait(t, id)
+		require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	}
+	steps = b.steps(t, waiting.ID)
+	require.Equal(t, 1, steps["next"][0].Attempts, "the node's own attempt count is unchanged")
+}
