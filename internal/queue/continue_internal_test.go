@@ -21,13 +21,7 @@ import (
 func TestHandBackAfterALostCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = Migrate(ctx, st.Pool())
-	require.NoError(t, err)
-	d, err := New(Config{Store: st, Registry: node.NewRegistry(), Queues: map[string]int{DefaultQueue: 1}})
-	require.NoError(t, err)
+	d, st := testDriver(t, Config{})
 
 	// The job as such a COMMIT leaves it: running on this worker.
 	w := &write{jobs: []river.InsertManyParams{{Args: TaskArgs{Run: "r1", Task: 1, Node: "n"}, InsertOpts: &river.InsertOpts{Queue: DefaultQueue, MaxAttempts: maxJobAttempts}}}}
@@ -61,4 +55,20 @@ func gjsonString(t *testing.T, raw []byte, key string) string {
 	require.NoError(t, json.Unmarshal(raw, &m))
 	s, _ := m[key].(string)
 	return s
+}
+
+// testDriver returns a driver of cfg, working the default queue one node
+// at a time, on a migrated store of the test database.
+func testDriver(t *testing.T, cfg Config) (*Driver, *postgres.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := postgres.Open(ctx, pgtest.URL(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	_, err = Migrate(ctx, st.Pool())
+	require.NoError(t, err)
+	cfg.Store, cfg.Registry, cfg.Queues = st, node.NewRegistry(), map[string]int{DefaultQueue: 1}
+	d, err := New(cfg)
+	require.NoError(t, err)
+	return d, st
 }

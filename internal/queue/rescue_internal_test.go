@@ -6,10 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/skeinhq/skein/internal/store/postgres"
-	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
-	"github.com/skeinhq/skein/node"
 )
 
 // TestLateRenewalCountsAsAReconnection: a renewal that reports no error
@@ -21,13 +17,7 @@ import (
 func TestLateRenewalCountsAsAReconnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := postgres.Open(ctx, pgtest.URL(t))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	_, err = Migrate(ctx, st.Pool())
-	require.NoError(t, err)
-	d, err := New(Config{Store: st, Registry: node.NewRegistry(), Queues: map[string]int{DefaultQueue: 1}, RescueAfter: time.Minute})
-	require.NoError(t, err)
+	d, st := testDriver(t, Config{RescueAfter: time.Minute})
 	require.NoError(t, d.beat(ctx, true))
 
 	connectedFor := func() time.Duration {
