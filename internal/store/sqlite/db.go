@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,32 +102,66 @@ type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
 
-// param is a parameter of the shared SQL, $1, $2…
-var param = regexp.MustCompile(`\$(\d+)`)
-
 // rebound holds the statements rebind rewrote, by their shared text.
 var rebound sync.Map
 
-// rebind spells the parameters of a shared statement as SQLite's, which
-// take the same arguments: a statement whose parameters come in order,
-// $1, $2… each once, gets anonymous ones (?); another, numbered ones
-// (?1, ?2…). The driver asks SQLite the name of each parameter it binds,
-// and SQLite finds a numbered parameter's name by walking the list of the
-// statement's names: binding the 1,536 parameters of a 64-row insert so
-// took ~1.2 million steps, half of `skein run`'s CPU on a long chain.
-// Anonymous parameters have no names to walk.
+// rebind spells the parameters of a shared statement ($1, $2…) as
+// SQLite's, which take the same arguments: a statement whose parameters
+// come in order, $1, $2… each once, gets anonymous ones (?); another,
+// numbered ones (?1, ?2…). The driver asks SQLite the name of each
+// parameter it binds, and SQLite finds a numbered parameter's name by
+// walking the list of the statement's names: binding the 1,536
+// parameters of a 64-row insert so took ~1.2 million steps, half of
+// `skein run`'s CPU on a long chain. Anonymous parameters have no names
+// to walk.
 func rebind(q string) string {
 	if v, ok := rebound.Load(q); ok {
 		return v.(string)
 	}
-	r := "?"
-	for i, m := range param.FindAllStringSubmatch(q, -1) {
-		if m[1] != strconv.Itoa(i+1) {
-			r = "?$1"
-			break
+	anonymous := true
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if num, end := paramAt(q, i); end > i {
+			n++
+			if num != n {
+				anonymous = false
+				break
+			}
+			i = end - 1
 		}
 	}
-	r = param.ReplaceAllString(q, r)
+	var b strings.Builder
+	b.Grow(len(q))
+	for i := 0; i < len(q); i++ {
+		num, end := paramAt(q, i)
+		if end == i {
+			b.WriteByte(q[i])
+			continue
+		}
+		b.WriteByte('?')
+		if !anonymous {
+			b.WriteString(strconv.Itoa(num))
+		}
+		i = end - 1
+	}
+	r := b.String()
 	rebound.Store(q, r)
 	return r
+}
+
+// paramAt reads a parameter $N at q[i]: its number and the index after
+// it; end == i when there is none.
+func paramAt(q string, i int) (num, end int) {
+	if q[i] != '$' {
+		return 0, i
+	}
+	end = i + 1
+	for end < len(q) && q[end] >= '0' && q[end] <= '9' {
+		num = num*10 + int(q[end]-'0')
+		end++
+	}
+	if end == i+1 {
+		return 0, i
+	}
+	return num, end
 }

@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/skeinhq/skein/internal/store"
@@ -93,11 +93,16 @@ func New(db DB, d Dialect) (*Core, *Statements) {
 
 // placeholders returns ($first, …, $first+n-1).
 func placeholders(first, n int) string {
-	ps := make([]string, n)
-	for i := range ps {
-		ps[i] = fmt.Sprintf("$%d", first+i)
+	b := make([]byte, 0, n*6+2)
+	b = append(b, '(')
+	for i := range n {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(first+i), 10)
 	}
-	return "(" + strings.Join(ps, ", ") + ")"
+	return string(append(b, ')'))
 }
 
 // noRows reports whether err says a query returned no row.
