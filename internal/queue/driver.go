@@ -131,6 +131,8 @@ type Driver struct {
 	redactors redact.Cache
 	// slots bound the nodes of each queue running at once (slots.go).
 	slots map[string]slots
+	// announcer tells the workers of the jobs inserted (jobs.go).
+	announcer announcer
 	// loading makes the jobs that need a run's environment or a
 	// workflow's plan at once wait for one load of it.
 	loading singleflight.Group
@@ -359,6 +361,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		env.release()
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
+	d.announce(first.announce)
 	d.wakeLater(first.wakes)
 	env.release() // a worker that starts runs runs no node of its own
 	return run, nil
@@ -1152,6 +1155,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		d.handBack(w.taken)
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
+	d.announce(w.announce)
 	for i, j := range w.taken {
 		wants[i].next = j
 	}
@@ -1198,9 +1202,12 @@ type write struct {
 	wakes   []wake
 	// claims are the task jobs (indexes in jobs) this worker takes in the
 	// transaction, taken what it runs of them (continue.go).
-	claims  []int
-	taken   []*localJob
-	wasDone bool
+	claims []int
+	taken  []*localJob
+	// announce are the queues of the jobs inserted available, to tell
+	// their workers of once committed (jobs.go).
+	announce []string
+	wasDone  bool
 	// stopRunning is set when the run failed while nodes of it run: they
 	// are stopped, on whichever worker runs them, as a local run stops
 	// them (engine.Actions.CancelRunning).
@@ -1342,9 +1349,9 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	if len(w.jobs) == 0 {
 		return nil
 	}
-	// The jobs this worker takes go in running, by its own insert
-	// (continue.go); River inserts the others. Either insert is the round
-	// trip that carries the writes queued so far.
+	// The jobs this worker takes go in running (continue.go), the others
+	// available (jobs.go). Either insert is the round trip that carries
+	// the writes queued so far.
 	taken := d.queueTaken(w)
 	others, at := w.untaken()
 	if len(others) == 0 {
@@ -1356,17 +1363,14 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	if taken != nil {
 		tx.Defer(taken)
 	}
-	tx.DeferExec(true)
-	res, err := d.client.InsertManyTx(ctx, tx, others)
-	tx.DeferExec(false)
+	ids, queues, err := d.insertJobs(ctx, tx, others)
+	w.announce = queues
 	if err != nil {
 		return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
 	}
-	all := make([]*rivertype.JobInsertResult, len(w.jobs))
+	all := make([]int64, len(w.jobs))
 	for k, i := range at {
-		if k < len(res) {
-			all[i] = res[k]
-		}
+		all[i] = ids[k]
 	}
 	w.inserted(all)
 	return w.tookAll()

@@ -175,3 +175,23 @@ func TestStoppedWorkerLeavesItsWaitingNodeToAnother(t *testing.T) {
 	steps = b.steps(t, waiting.ID)
 	require.Equal(t, 1, steps["next"][0].Attempts, "the node's own attempt count is unchanged")
 }
+
+// TestReleasedJobsAreAnnounced: the jobs a transaction inserts are
+// announced on River's insert topic, so a worker fetches them at once:
+// with River's poll an hour, the branches of a fan-out that no worker
+// took by local continuation still run, and so do runs started while the
+// worker waits. (The first run is started before the worker: River's
+// producer fetches once as it starts.)
+func TestReleasedJobsAreAnnounced(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	first := b.start(t, fanOutFlow(6), nil)
+	b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 4}, Poll: time.Minute, FetchPoll: time.Hour})
+	end := b.wait(t, first.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	for range 3 {
+		run := b.start(t, fanOutFlow(6), nil)
+		end := b.wait(t, run.ID)
+		require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	}
+}

@@ -39,11 +39,11 @@ type wake struct {
 }
 
 // inserted turns the pending wakes of w into wakes, with the ids of the
-// jobs InsertManyTx made (in the order of w.jobs).
-func (w *write) inserted(res []*rivertype.JobInsertResult) {
+// jobs inserted (in the order of w.jobs; 0: not inserted).
+func (w *write) inserted(ids []int64) {
 	for _, p := range w.pending {
-		if p.job < len(res) && res[p.job] != nil && res[p.job].Job != nil {
-			w.wakes = append(w.wakes, wake{id: res[p.job].Job.ID, args: p.args, delay: p.delay})
+		if p.job < len(ids) && ids[p.job] != 0 {
+			w.wakes = append(w.wakes, wake{id: ids[p.job], args: p.args, delay: p.delay})
 		}
 	}
 }

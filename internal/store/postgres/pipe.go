@@ -18,9 +18,9 @@ import (
 // trip. A transaction that reads, writes and commits thus costs a round
 // trip per answer it waits for, not one per statement.
 //
-// It is a pgx.Tx, so River inserts its jobs in it (river.Client's
-// InsertManyTx) with the holder's writes riding in front. It has no
-// savepoints (Begin fails). A Pipe is used by one goroutine.
+// It is a pgx.Tx, so River's calls run in it (river.Client's JobCancelTx)
+// with the holder's writes riding in front. It has no savepoints (Begin
+// fails). A Pipe is used by one goroutine.
 type Pipe struct {
 	conn *pgxpool.Conn
 	// pending are the statements deferred to the next round trip.
