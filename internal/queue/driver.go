@@ -247,13 +247,12 @@ func New(cfg Config) (*Driver, error) {
 		JobTimeout: -1, MaxAttempts: maxJobAttempts, RescueStuckJobsAfter: riverRescueAfter,
 	}
 	// A job a worker inserts for the next node is announced (LISTEN/
-	// NOTIFY), but River fetches at most once per cooldown: its default
-	// (100 ms) would be the latency of every hop of a chain of nodes. The
-	// cooldown also spaces a client's announcements: an insert less than
-	// a cooldown after the last one is not announced, and its job waits
-	// for the next poll (FetchPoll). With 2 ms, a chain of quick nodes
-	// (a hop of about 2 ms) lost one announcement in several and took
-	// 8–13 ms a node; River's least cooldown, 1 ms, keeps them.
+	// NOTIFY, jobs.go), but River fetches at most once per cooldown: its
+	// default (100 ms) would be the latency of every hop of a chain of
+	// nodes. River's least cooldown, 1 ms, also spaces the announcements
+	// of the jobs River itself inserts (a timer woken early, wake.go): an
+	// insert less than a cooldown after the last one is not announced,
+	// and its job waits for the next poll (FetchPoll).
 	rc.FetchCooldown = fetchCooldown
 	if cfg.FetchPoll > 0 {
 		rc.FetchCooldown = min(cfg.FetchPoll, fetchCooldown)
