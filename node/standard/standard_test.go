@@ -313,16 +313,23 @@ func holdingModel(t *testing.T) (*llmtest.Server, <-chan struct{}) {
 	return srv, arrived(t, func() bool { return srv.Calls() > 0 })
 }
 
-// holdingTools is an MCP server whose tool hold waits for its call's end,
-// and a channel closed once the tool was called.
+// holdingTools is an MCP server whose tool hold waits for its call's end
+// (or the test's: a client's cancel notification that the server did not
+// match to the call leaves it running, and the server's Close would wait
+// for it), and a channel closed once the tool was called.
 func holdingTools(t *testing.T) (*mcptest.Server, <-chan struct{}) {
 	srv := mcptest.New(t)
 	started := make(chan struct{})
 	var once sync.Once
+	ended := t.Context()
 	srv.AddTool("hold", nil, func(ctx context.Context, _ map[string]any) (*sdk.CallToolResult, error) {
 		once.Do(func() { close(started) })
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-ended.Done():
+			return nil, ended.Err()
+		}
 	})
 	return srv, started
 }
