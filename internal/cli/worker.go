@@ -102,7 +102,7 @@ it).`,
 	addDirFlag(fl, &dir)
 	addLogFlags(cmd, &lf)
 	fl.StringSliceVar(&queues, "queues", []string{"default"}, "queues to take jobs from (comma-separated)")
-	addConcurrencyFlag(fl, &concurrency, "jobs run at once per queue")
+	addConcurrencyFlag(fl, &concurrency, "nodes run at once per queue")
 	fl.DurationVar(&grace, "grace", 5*time.Minute, "on SIGTERM, how long running nodes may finish before they are stopped (0: as long as they take)")
 	fl.DurationVar(&rescueAfter, "rescue-after", queue.DefaultRescueAfter, "how long this worker may go silent (killed, paused, cut off from the database) before the nodes it runs count as lost and run again elsewhere")
 	fl.StringVar(&secretsFile, "secrets-file", "", "dotenv file with secret values")

@@ -96,7 +96,7 @@ func (d *Driver) insertJobs(ctx context.Context, tx *postgres.Pipe, jobs []river
 // goroutine at a time, after the transactions that inserted them
 // committed. A NOTIFY inside those transactions would serialize their
 // commits (Postgres commits the transactions that notified one at a
-// time): 50 concurrent intakes ran 10–25% slower so. Queues that get jobs
+// time): 50 concurrent intakes ran up to 30% slower so. Queues that get jobs
 // while a notification is out are announced together by the next.
 type announcer struct {
 	mu      sync.Mutex

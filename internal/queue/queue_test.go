@@ -463,6 +463,19 @@ func (blocker) Run(ctx context.Context, c *node.Call) (map[string]any, error) {
 	return nil, ctx.Err()
 }
 
+// brieflyDraining starts a worker of one slot whose drain lasts 10 ms, so
+// that stopping it stops the node it runs; stop returns Work's error.
+func (b *bundle) brieflyDraining(t *testing.T) (stop func() error) {
+	t.Helper()
+	d, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1},
+		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Work(ctx, 10*time.Millisecond) }()
+	return func() error { cancel(); return <-done }
+}
+
 // TestStoppedWorkerLeavesItsNodeToAnother: a worker whose drain runs out
 // records nothing for the node it stopped; River gives the job to another
 // worker, where the node runs again and the run completes.
@@ -471,20 +484,14 @@ func TestStoppedWorkerLeavesItsNodeToAnother(t *testing.T) {
 	b := setup(t, 0)
 	reg := b.reg
 	ctx := context.Background()
-	first, err := queue.New(queue.Config{Store: b.st, Registry: reg, Queues: map[string]int{queue.DefaultQueue: 1},
-		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
-	require.NoError(t, err)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- first.Work(wctx, 10*time.Millisecond) }()
+	stop := b.brieflyDraining(t)
 
 	id := fmt.Sprintf("b%d", time.Now().UnixNano())
 	bl := &blocker{started: make(chan struct{})}
 	blockers.Store(id, bl)
 	run := b.startWith(t, id, "version: 1\nname: block\nnodes:\n  - {id: hold, type: blocker}\n", nil)
 	<-bl.started
-	stop()
-	require.NoError(t, <-done)
+	require.NoError(t, stop())
 	steps := b.steps(t, run.ID)
 	require.Equal(t, "pending", string(steps["hold"][0].Status), "the stopped attempt went back to the queue, recording nothing")
 	require.Nil(t, steps["hold"][0].Output)

@@ -142,12 +142,7 @@ func TestStoppedWorkerLeavesItsWaitingNodeToAnother(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	ctx := context.Background()
-	first, err := queue.New(queue.Config{Store: b.st, Registry: b.reg, Queues: map[string]int{queue.DefaultQueue: 1},
-		Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
-	require.NoError(t, err)
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- first.Work(wctx, 10*time.Millisecond) }()
+	stop := b.brieflyDraining(t)
 
 	// The one slot is held by run 1's blocker; run 2's node is marked
 	// running and waits for it.
@@ -160,12 +155,11 @@ func TestStoppedWorkerLeavesItsWaitingNodeToAnother(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return string(b.steps(t, waiting.ID)["next"][0].Status) == "running"
 	}, time.Minute, 10*time.Millisecond, "run 2's node was not marked running")
-	stop()
-	require.NoError(t, <-done)
+	require.NoError(t, stop())
 	steps := b.steps(t, waiting.ID)
 	require.Equal(t, "pending", string(steps["next"][0].Status), "the waiting node went back to the queue, recording nothing")
 
-	_, err = b.st.Pool().Exec(ctx, `UPDATE river_job SET scheduled_at = now(), state = 'available' WHERE state = 'retryable'`)
+	_, err := b.st.Pool().Exec(ctx, `UPDATE river_job SET scheduled_at = now(), state = 'available' WHERE state = 'retryable'`)
 	require.NoError(t, err)
 	b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 2}, Poll: 20 * time.Millisecond, FetchPoll: 20 * time.Millisecond})
 	for _, id := range []string{held.ID, waiting.ID} {
