@@ -42,7 +42,13 @@ func New(t testing.TB) *Server {
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() {
+		// A session the client did not end (its cancel or close lost
+		// with the test) keeps a goroutine reading for it until the
+		// server closes it.
+		s.closeSessions()
+		hs.Close()
+	})
 	s.URL = hs.URL
 	return s
 }
@@ -57,6 +63,10 @@ func (s *Server) ForgetSessions() {
 	s.mu.Lock()
 	s.handler = s.newHandler()
 	s.mu.Unlock()
+	s.closeSessions()
+}
+
+func (s *Server) closeSessions() {
 	for ss := range s.MCP.Sessions() {
 		_ = ss.Close()
 	}
