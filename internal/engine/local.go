@@ -373,7 +373,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		rs.defs[i] = defOf(pn)
 		// Evidence of a node with checks is captured after its call, by
 		// a tool call that may take a while: not on the loop.
-		rs.inline[i] = inlines(pn) && (opts.Evidence == nil || len(pn.Node.Checks) == 0 && pn.Node.Expect == "")
+		rs.inline[i] = Inlines(pn) && (opts.Evidence == nil || len(pn.Node.Checks) == 0 && pn.Node.Expect == "")
 	}
 	rs.redact = opts.Redactor
 	if rs.redact == nil {
@@ -912,11 +912,13 @@ type inlineTask struct {
 // events again.
 const inlineBatch = 16
 
-// inlines reports whether the tasks of pn run on the loop goroutine: its
-// kind declares itself pure (node.Spec.Pure: it computes its output from
-// its parameters, with no I/O) and runs no child runs, whose ends come
-// back through the loop.
-func inlines(pn *PlanNode) bool {
+// Inlines reports whether the tasks of pn may run where the run's state
+// is, without a hand-off: its kind declares itself pure (node.Spec.Pure:
+// it computes its output from its parameters, with no I/O) and runs no
+// child runs, whose ends come back through the driver. The local driver
+// runs them on its loop goroutine; a queue worker in the transaction that
+// released them.
+func Inlines(pn *PlanNode) bool {
 	return pn.Spec.Pure && !pn.Spec.RunsChildren && pn.Spec.Role != node.RoleSubworkflow
 }
 

@@ -29,8 +29,8 @@ name: chain
 nodes:
   - {id: a, type: set, values: {n: 1}}
   - {id: b, type: shell, command: [echo, hi]}
-  - {id: c, type: set, values: {n: "{{ a.n + 1 }}"}}
-  - {id: d, type: set, values: {n: "{{ c.n + 1 }}"}}
+  - {id: c, type: shell, command: [echo, "{{ a.n + 1 }}"]}
+  - {id: d, type: set, values: {n: "{{ int(trim(c.stdout)) + 1 }}"}}
 edges:
   - {from: a, to: b}
   - {from: b, to: c}
@@ -39,7 +39,8 @@ edges:
 	end := b.wait(t, run.ID)
 	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
 	require.EqualValues(t, 3, b.steps(t, run.ID)["d"][0].Output["n"])
-	require.EqualValues(t, 3, d.Continued(), "the nodes after the first were taken by local continuation")
+	require.EqualValues(t, 2, d.Continued(), "the shell nodes after the first were taken by local continuation")
+	require.EqualValues(t, 1, d.Inlined(), "the pure node after them ran in the transaction that recorded c (pure.go)")
 
 	type job struct {
 		state, by string
@@ -134,9 +135,9 @@ func TestFanOutContinuesOneBranch(t *testing.T) {
 name: fan
 nodes:
   - {id: a, type: set, values: {n: 1}}
-  - {id: b0, type: set, values: {i: 0}}
-  - {id: b1, type: set, values: {i: 1}}
-  - {id: b2, type: set, values: {i: 2}}
+  - {id: b0, type: shell, command: [echo, "0"]}
+  - {id: b1, type: shell, command: [echo, "1"]}
+  - {id: b2, type: shell, command: [echo, "2"]}
   - {id: join, type: merge}
   - {id: total, type: set, values: {n: "{{ len(join.inputs) }}"}}
 edges:

@@ -38,7 +38,9 @@
 // (continue.go): the job is marked running on this worker before the
 // COMMIT, and the worker runs it next on the same slot, without River's
 // notification and fetch. The job stays River's, so a worker lost while
-// it runs such a node is handled as any other (rescue.go).
+// it runs such a node is handled as any other (rescue.go). A node of a
+// pure kind released so runs inside that transaction instead, with no job
+// (pure.go): a chain of them is one transaction.
 //
 // Starting a run (Driver.Start) inserts the run's row, its first history
 // event and the first jobs in one transaction. While it runs, a queue run

@@ -127,6 +127,8 @@ type Driver struct {
 	// successor any more (continue.go); continued counts those taken.
 	stopping  atomic.Bool
 	continued atomic.Int64
+	// inlined counts the pure nodes run in a transaction (pure.go).
+	inlined atomic.Int64
 	// redactors are the Redactors of the secret values of its runs.
 	redactors redact.Cache
 	// slots bound the nodes of each queue running at once (slots.go).
@@ -156,9 +158,12 @@ type runEnv struct {
 	red     *redact.Redactor
 	secrets map[string]string
 	// seal seals the run's history events that hold a secret (seal.go).
-	seal    *sealer
-	task    engine.TaskEnv
-	blobs   *blob.Store
+	seal  *sealer
+	task  engine.TaskEnv
+	blobs *blob.Store
+	// inTx is blobs refusing new values, for the pure nodes a
+	// transaction runs (pure.go).
+	inTx    *blob.Store
 	release func()
 	// place is where the steps the scheduler ends without a task (a
 	// trigger, a merge) ran: this process.
@@ -386,6 +391,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 		red: red, secrets: secrets, release: func() {}, place: d.place()}
 	env.seal = newSealer(secrets, env.red)
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
+	env.inTx = blob.New(refuseWrites{d.cfg.Blobs}, env.red.Contains)
 	var services *node.Services
 	if d.cfg.Services != nil {
 		services, env.release = d.cfg.Services(p.w, run.Inputs, secrets)
@@ -1143,6 +1149,11 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 			complete = append(complete, r.complete)
 		}
 	}
+	if len(wants) > 0 && d.cfg.Exec == nil {
+		if err := d.runPure(ctx, tx, w); err != nil {
+			return err
+		}
+	}
 	d.pick(w, len(wants))
 	if err := d.flush(ctx, tx, w); err != nil {
 		return err
@@ -1213,6 +1224,8 @@ type write struct {
 	stopRunning bool
 	// last is the seq of the run's last event, read under its lock.
 	last int64
+	// skipPure are the tasks of pure nodes runPure left to their jobs.
+	skipPure []int64
 }
 
 func (d *Driver) newWrite(st *state) *write {

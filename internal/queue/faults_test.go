@@ -415,6 +415,74 @@ edges:
 	}
 }
 
+// TestFaultKilledWorkerMidPureNodes: a worker killed while the
+// transaction that records a node, and runs the pure nodes it released
+// (pure.go), waits to write: none of it committed. The node's attempt is
+// lost and runs again on the other worker, and the pure nodes after it
+// run there, each finishing once; the node before, and the one after,
+// are called once.
+func TestFaultKilledWorkerMidPureNodes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	l := newLedger(t)
+	first := startWorker(t, b.url)
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: pure
+nodes:
+  - {id: one, type: http, method: POST, url: "%[1]s/call"}
+  - {id: held, type: http, method: POST, url: "%[1]s/held", retries: 2, retry_backoff: 0s}
+  - {id: p1, type: set, values: {n: 1}}
+  - {id: p2, type: set, values: {n: "{{ p1.n + 1 }}"}}
+  - {id: p3, type: set, values: {n: "{{ p2.n + 1 }}"}}
+  - {id: last, type: http, method: POST, url: "%[1]s/call"}
+edges:
+  - {from: one, to: held}
+  - {from: held, to: p1}
+  - {from: p1, to: p2}
+  - {from: p2, to: p3}
+  - {from: p3, to: last}
+`, l.URL), nil)
+	ctx := context.Background()
+	require.Equal(t, run.ID+"/held/1", recv(t, l.held, "held's first attempt"))
+	var lost string
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
+		run.ID).Scan(&lost))
+	// The steps table, locked by the test, holds back the writes of the
+	// transaction that records held and runs p1…p3.
+	hold, err := b.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, `LOCK TABLE steps IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	l.Release()
+	recv(t, l.answered, "held's answer")
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n))
+		return n > 0
+	}, 30*time.Second, 10*time.Millisecond, "the worker's transaction waiting for the steps table")
+	first.kill(t)
+	require.NoError(t, hold.Rollback(ctx))
+	startWorker(t, b.url)
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	calls := l.Calls()
+	require.Equal(t, 1, calls[run.ID+"/one/1"], "the node before was called once")
+	require.Equal(t, 2, calls[run.ID+"/held/1"], "held was called once per attempt")
+	require.Equal(t, 1, calls[run.ID+"/last/1"], "the node after was called once")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, 2, steps["held"][0].Attempts, "held's first outcome was lost with its transaction")
+	require.EqualValues(t, 3, steps["p3"][0].Output["n"])
+	for _, n := range []string{"p1", "p2", "p3"} {
+		require.Equal(t, 1, steps[n][0].Attempts, "node %s", n)
+		require.NotEqual(t, lost, steps[n][0].RanOn.Worker, "node %s ran on the other worker", n)
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeStarted, n), 1, "node %s started once", n)
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeFinished, n), 1, "node %s finished once", n)
+	}
+}
+
 // TestFaultJobHandedOutAgain: River hands out again the job of a killed
 // worker (its rescuer does, after a day; here the test does, before the
 // worker's lease ran out): the worker that takes it does not run the node
