@@ -30,20 +30,7 @@ base=${SKEIN_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=
 mkdir -p "$BENCH_DIR/wf"
 skein_binary "$OUT"
 port=${PORT:-18766}
-python3 - "$port" <<'PY' &
-import http.server, socketserver, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        # One write: a reply split in two waits for the client's delayed ACK.
-        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-    def log_message(self, *a):
-        pass
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
+answer_http "$port" 0
 server=$!
 schema=bench_queue_$$
 psql -q "$base" -c "CREATE SCHEMA $schema"

@@ -23,22 +23,7 @@ base=${SKEIN_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=
 mkdir -p "$BENCH_DIR/wf"
 skein_binary "$OUT"
 port=18765
-python3 - "$port" <<'PY' &
-import http.server, socketserver, sys, time
-class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        time.sleep(0.02)
-        self.send_response(200)
-        self.send_header("Content-Length", "2")
-        self.end_headers()
-        self.wfile.write(b"ok")
-    def log_message(self, *a):
-        pass
-class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
-PY
+answer_http "$port" 20
 pids=($!)
 schema=bench_slot_$$
 sep='?'

@@ -1,5 +1,5 @@
 # benchlib.sh — functions the benchmark scripts share; sourced by
-# bench-cli.sh, bench-queue.sh and bench-trace.sh, not run.
+# bench-cli.sh, bench-queue.sh, bench-slot.sh and bench-trace.sh, not run.
 
 # skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN
 # when it is set (a binary built elsewhere, e.g. of an older commit), else
@@ -11,6 +11,30 @@ skein_binary() {
 	else
 		(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$1/skein" ./cmd/skein)
 	fi
+}
+
+# answer_http PORT MS — starts, in the background ($! is its pid), a local
+# HTTP server (python3) that answers every GET on 127.0.0.1:PORT after MS
+# milliseconds with a two-byte JSON body, in one write: a reply written in
+# two would wait for the client's delayed ACK (40 ms) on a kept-alive
+# connection.
+answer_http() {
+	python3 - "$1" "$2" <<'PY' &
+import http.server, socketserver, sys, time
+delay = int(sys.argv[2]) / 1000
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if delay:
+            time.sleep(delay)
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+    def log_message(self, *a):
+        pass
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+S(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
 }
 
 # chain N DIR — writes DIR/chain-N.yaml: a trigger and N `set` nodes in a

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
@@ -382,15 +383,7 @@ edges:
 		recv(t, l.answered, "a fan-out node's answer")
 	}
 	// The group's transaction waits for the row the test holds.
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM runs%' AND pid <> pg_backend_pid()`).Scan(&n))
-		return n > 0
-	}, 30*time.Second, 10*time.Millisecond, "a transaction of the worker waiting for the run's row")
-	first.kill(t)
-	require.NoError(t, hold.Rollback(ctx))
-	startWorker(t, b.url)
+	b.killWhileLocked(t, first, hold, "%FROM runs%", "a transaction of the worker waiting for the run's row")
 
 	done := b.wait(t, run.ID)
 	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
@@ -413,6 +406,23 @@ edges:
 		require.Len(t, retries, 1)
 		require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node "+n)
 	}
+}
+
+// killWhileLocked waits until a transaction waits for a lock that hold
+// has (its statement LIKE query), kills first, lets hold go and starts
+// another worker.
+func (b *bundle) killWhileLocked(t *testing.T, first *proc, hold pgx.Tx, query, what string) {
+	t.Helper()
+	ctx := context.Background()
+	require.Eventually(t, func() bool {
+		var n int
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()`, query).Scan(&n))
+		return n > 0
+	}, 30*time.Second, 10*time.Millisecond, what)
+	first.kill(t)
+	require.NoError(t, hold.Rollback(ctx))
+	startWorker(t, b.url)
 }
 
 // TestFaultKilledWorkerMidPureNodes: a worker killed while the
@@ -456,15 +466,7 @@ edges:
 	require.NoError(t, err)
 	l.Release()
 	recv(t, l.answered, "held's answer")
-	require.Eventually(t, func() bool {
-		var n int
-		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`).Scan(&n))
-		return n > 0
-	}, 30*time.Second, 10*time.Millisecond, "the worker's transaction waiting for the steps table")
-	first.kill(t)
-	require.NoError(t, hold.Rollback(ctx))
-	startWorker(t, b.url)
+	b.killWhileLocked(t, first, hold, "%", "the worker's transaction waiting for the steps table")
 
 	done := b.wait(t, run.ID)
 	require.Equal(t, "completed", string(done.Status), "%v", done.Error)

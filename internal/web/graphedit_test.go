@@ -63,7 +63,27 @@ func edgeSel(from, to, h string) string {
 // waits for the edge.
 func dragHandle(t *testing.T, ctx context.Context, from, h, to string) {
 	t.Helper()
-	do(t, ctx, chromedp.DragAndDrop(chromedp.CSS(handleSel(from, h)), chromedp.CSS(fmt.Sprintf(`g.node[data-node=%q] rect.box`, to))))
+	// As a person drags: once the page is still (the check of the draft
+	// after an edit redraws its diagnostics, which moves what is below
+	// them), pressed where the handle is, then moved toward where the
+	// node is as the pointer goes (read again before each move), released
+	// on it.
+	until(t, ctx, settled)
+	target := fmt.Sprintf(`g.node[data-node=%q] rect.box`, to)
+	eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, handleSel(from, h)))
+	x0, y0 := center(t, ctx, handleSel(from, h))
+	buttons := func(p *input.DispatchMouseEventParams) { p.Buttons = 1 }
+	do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, buttons, chromedp.ClickCount(1)))
+	x, y := x0, y0
+	for i := 1; i <= 5; i++ {
+		x1, y1 := center(t, ctx, target)
+		f := float64(i) / 5
+		x, y = x0+(x1-x0)*f, y0+(y1-y0)*f
+		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons))
+	}
+	x, y = center(t, ctx, target)
+	do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
 	until(t, ctx, fmt.Sprintf(`!!document.querySelector(%q)`, edgeSel(from, to, h)))
 }
 
@@ -74,9 +94,14 @@ func center(t *testing.T, ctx context.Context, sel string) (x, y float64) {
 	return p[0], p[1]
 }
 
+// settled is true once the editor's draft is checked: nothing is
+// waiting to redraw the page.
+const settled = `document.querySelector("section.editor").dataset.valid !== ""`
+
 // touchDrag drags handle h of node from onto node to with a finger.
 func touchDrag(t *testing.T, ctx context.Context, from, h, to string) {
 	t.Helper()
+	until(t, ctx, settled)
 	x0, y0 := center(t, ctx, handleSel(from, h))
 	x1, y1 := center(t, ctx, fmt.Sprintf(`g.node[data-node=%q] rect.box`, to))
 	touch := func(typ input.DispatchTouchEventType, x, y float64) chromedp.Action[chromedp.Void] {
@@ -143,6 +168,9 @@ func TestEditorConnectsByDragging(t *testing.T) {
 	require.NotEqual(t, "success", ran["no"], "the false branch did not: %v", ran)
 }
 
+// listFocused is true once the picker's list of targets has the focus.
+const listFocused = `document.activeElement && document.activeElement.id === "cp-to"`
+
 // TestEditorConnectsByKeyboard: a selected node's handles take the focus;
 // Enter on one offers the nodes to connect it to; Connect adds the edge.
 // An edge is removed from the node's Connections, or selected with a
@@ -162,7 +190,9 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	require.Equal(t, "branch/true", eval[string](t, ctx, `(e => e.dataset.nodeHandle + "/" + e.dataset.handle)(document.activeElement)`))
 	require.Contains(t, eval[string](t, ctx, `document.activeElement.getAttribute("aria-label")`), "connect branch from handle true")
 	do(t, ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible("#cp-to"))
-	require.Equal(t, "cp-to", eval[string](t, ctx, `document.activeElement.id`), "the list of targets has the focus")
+	// The picker gives its list the focus once it is drawn (an effect that
+	// runs after the list is visible).
+	until(t, ctx, listFocused)
 	require.Equal(t, []string{"start", "work", "yes", "no"}, eval[[]string](t, ctx, `[...document.querySelectorAll("#cp-to option")].map(o => o.value)`))
 	axe(t, ctx, "editor connecting by keyboard")
 	// "y" picks "yes", then Tab to Connect, Enter. The key is pressed
@@ -184,6 +214,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 
 	// Escape closes the picker, and the focus is back on the handle.
 	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), chromedp.KeyEvent(" "), chromedp.WaitVisible("#cp-to"))
+	until(t, ctx, listFocused) // the picker takes Escape where it has the focus
 	do(t, ctx, chromedp.KeyEvent(kb.Escape))
 	until(t, ctx, `!document.querySelector("#cp-to")`)
 	require.Equal(t, "false", eval[string](t, ctx, `document.activeElement.dataset.handle`))
@@ -219,7 +250,7 @@ func TestEditorRenamesANode(t *testing.T) {
 	openEditor(t, ctx, s, "report", "build")
 	selectNode(t, ctx, "build")
 	do(t, ctx, chromedp.Click(`button.rename`), chromedp.WaitVisible("#rename-to"))
-	require.Equal(t, "rename-to", eval[string](t, ctx, `document.activeElement.id`))
+	until(t, ctx, `document.activeElement.id === "rename-to"`) // focused once drawn
 	for _, c := range []struct{ id, says string }{
 		{"Make", "lower-case letters"},
 		{"1make", "does not start with a digit"},
@@ -371,7 +402,8 @@ func TestEditorWarnsBeforeLeaving(t *testing.T) {
 	const open = `.ed-bar a[href="#/workflows/report"]`
 	do(t, ctx, chromedp.Click(open), chromedp.WaitVisible(`.leave-guard`))
 	require.Equal(t, "#/workflows/report/edit", eval[string](t, ctx, `location.hash`), "the page stays until answered")
-	require.Equal(t, "Stay", eval[string](t, ctx, `document.activeElement.textContent`))
+	// Its answer that keeps the draft takes the focus once it is drawn.
+	until(t, ctx, `document.activeElement.textContent === "Stay"`)
 	axe(t, ctx, "editor asking before leaving")
 	do(t, ctx, chromedp.Click(`//div[contains(@class,"leave-guard")]//button[text()="Stay"]`))
 	until(t, ctx, `!document.querySelector(".leave-guard")`)
