@@ -425,7 +425,19 @@ func (d *doc) replace(s slot, v *jval) (splice, error) {
 		// Only the value's own bytes: the space after the colon stays.
 		return splice{old.start, old.end, strings.TrimPrefix(after, " ")}, nil
 	}
-	return splice{from, old.end, after}, nil
+	end := old.end
+	if head, rest, multi := strings.Cut(after, "\n"); multi {
+		// A comment after the old value on its line would end up on the
+		// new block's last line, inside a block scalar's text: it goes to
+		// the block's first line, after "key:" (or "-") and its indicator.
+		lineEnd := d.lineEnd(old.end)
+		tail := strings.TrimRight(string(d.src[old.end:lineEnd]), "\r\n")
+		if c := strings.TrimLeft(tail, " \t"); strings.HasPrefix(c, "#") {
+			after = head + " " + c + "\n" + rest
+			end = old.end + len(tail)
+		}
+	}
+	return splice{from, end, after}, nil
 }
 
 // lineAfter returns where a new line goes after the text ending at end,

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -306,6 +307,32 @@ func deepCopy(v any) any {
 	var out any
 	_ = yaml.Unmarshal(b, &out)
 	return out
+}
+
+// TestABlockOverACommentedValueKeepsTheComment: a value with a comment
+// after it on its line, replaced by one written as a block (a text of
+// several lines, a map), reads back as given — the comment does not end
+// up inside a block text — and the comment stays, on the key's line.
+func TestABlockOverACommentedValueKeepsTheComment(t *testing.T) {
+	t.Parallel()
+	const comment = "# without a signal by then, follow `timeout`"
+	keyLine := regexp.MustCompile(`\n    timeout: [^\n]*` + regexp.QuoteMeta(comment) + `\n`)
+	for _, v := range []any{"a: b # c\n- d", "two\nlines", map[string]any{"after": "24h", "then": "expired"}} {
+		src := read(t, "approval.yaml")
+		if !bytes.Contains(src, []byte("timeout: 24h          "+comment)) {
+			t.Fatalf("examples/approval.yaml no longer has the commented timeout this test edits")
+		}
+		out, err := edit.Apply(src, "approval.yaml", []edit.Op{{Op: "set", Node: "approve", Path: []string{"timeout"}, Value: raw(v)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nodeOf(plain(t, out), "approve")["timeout"]; !reflect.DeepEqual(got, v) {
+			t.Fatalf("set %#v, read back %#v:\n%s", v, got, out)
+		}
+		if !keyLine.Match(out) {
+			t.Fatalf("the comment is not on the key's line:\n%s", out)
+		}
+	}
 }
 
 func TestAddingAndConnectingANodeKeepsEveryComment(t *testing.T) {
