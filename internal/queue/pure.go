@@ -23,8 +23,11 @@ import (
 // nodes costs one transaction, not one each. What that releases runs so in
 // turn, up to maxPure nodes a transaction (the run's row stays locked
 // while they run); the rest are jobs as before. A worker lost before the
-// COMMIT recorded none of them, and the job that began the transaction
-// runs again elsewhere, with them.
+// COMMIT recorded none of them: it is as if it died before recording the
+// node whose outcome began the transaction, which is handled as any node
+// of a lost worker (rescue.go: a node that began counts as lost and its
+// retries decide), and the pure nodes after it run once that node's
+// outcome is recorded.
 //
 // A pure node whose outcome holds a value for the blob store (one over
 // blob.InlineLimit, or an error message over engine.MaxMessage) is not
