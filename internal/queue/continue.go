@@ -11,6 +11,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/skeinhq/skein/expr"
+	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store/postgres"
 )
 
@@ -23,11 +25,13 @@ import (
 // records the finished node, and runs it next on the same slot. The job
 // is inserted running, attempt 1, attempted by this worker (no fetch takes
 // it, nobody is notified), as River's own fetch leaves the jobs it hands
-// out.
+// out, and its node (unless of a pure kind) is marked running in that
+// transaction too (beginTaken), so the worker runs it right after the
+// COMMIT with no transaction of its own to begin it.
 // From there it is a job like any other this worker took: a worker that
-// dies running it is lost, and its job is recorded or handed out again by
-// the others (rescue.go); the node begins under the run's lock and the
-// attempt token, so it runs at most once. The job is deleted (completed)
+// dies running it is lost, and its attempt is recorded lost by the others
+// (rescue.go); the node began under the run's lock and the attempt token,
+// so it runs at most once. The job is deleted (completed)
 // in the transaction that records its node; one whose node ends otherwise
 // (it did not start: the run stopped) is settled after, as River settles
 // a job its worker returned.
@@ -44,14 +48,30 @@ const continuedKey = "continued_by"
 type localJob struct {
 	row  *rivertype.JobRow
 	args TaskArgs
+	// begun is what the transaction that took the job knew of its task
+	// when it marked the node running; nil when it did not (a pure
+	// kind's node, which is marked with its outcome).
+	begun *begun
+}
+
+// begun is a task a transaction marked running for the node this worker
+// runs next, and the run's state it is to run in.
+type begun struct {
+	task     *engine.Task
+	started  time.Time
+	spent    engine.Spent
+	scope    expr.Scope
+	upstream []string
 }
 
 // hop is what work is given and gives back about local continuation:
 // complete is the id of the job to mark completed with the node's record
-// (0: River completes it), next the job taken to run next, completed
-// whether the job was marked completed.
+// (0: River completes it), begun its task as the transaction that took it
+// marked it running (nil: work marks it), next the job taken to run next,
+// completed whether the job was marked completed.
 type hop struct {
 	complete  int64
+	begun     *begun
 	next      *localJob
 	completed bool
 }
@@ -74,7 +94,7 @@ func (d *Driver) chain(ctx context.Context, job *rivertype.JobRow, args TaskArgs
 	err := d.work(ctx, job, args, h)
 	for next := h.next; next != nil; {
 		d.continued.Add(1)
-		h = &hop{complete: next.row.ID}
+		h = &hop{complete: next.row.ID, begun: next.begun}
 		lerr := d.work(ctx, next.row, next.args, h)
 		if lerr != nil {
 			d.cfg.Logger.Warn("a node taken by local continuation did not end; its job goes back to the queue",
@@ -111,6 +131,33 @@ func (d *Driver) pick(w *write, n int) {
 			State: rivertype.JobStateRunning, Metadata: meta, MaxAttempts: opts.MaxAttempts,
 		}})
 	}
+}
+
+// beginTaken marks running, in the transaction that took them, the nodes
+// of the jobs pick chose that are not of a pure kind, as work would in a
+// transaction of its own before it runs one: the node runs right after the
+// COMMIT, and a worker lost from then on has begun it (rescue.go: the
+// attempt counts as lost and the node's retries decide). Nothing is marked
+// once the run stops: work then records that the node did not start.
+func (d *Driver) beginTaken(ctx context.Context, tx *postgres.Pipe, w *write) error {
+	st := w.st
+	env := st.env
+	for _, j := range w.taken {
+		if status, _ := st.run.Status(); status != engine.RunCompleted || st.cancelled {
+			return nil
+		}
+		t := st.run.Task(j.args.Task)
+		if t == nil || st.begun[t.ID] || env.nodes[t.Node.ID] == nil || env.nodes[t.Node.ID].Spec.Pure {
+			continue
+		}
+		started := d.now()
+		if err := d.feed(ctx, tx, w, &event{Kind: kindBegan, Task: t.ID, At: started, Started: started, RanOn: env.place}); err != nil {
+			return err
+		}
+		j.begun = &begun{task: t, started: started, spent: engine.Spent{Tokens: st.tokens, CostUSD: st.cost},
+			scope: st.scope, upstream: engine.UpstreamHashes(env.plan, t.Node, st.hashes)}
+	}
+	return nil
 }
 
 // takeSQL inserts a job this worker takes: running, attempt 1, attempted
@@ -189,8 +236,10 @@ func (d *Driver) completeIn(ctx context.Context, tx *postgres.Pipe, ids []int64)
 // handBack gives back to the queue the jobs a transaction whose COMMIT
 // failed may have taken: when the COMMIT did happen (its answer was lost),
 // no goroutine runs them and no worker would count this live one lost.
-// Their nodes never began; when nothing was committed, there is nothing
-// to give back.
+// Their nodes never ran, but the transaction marked them running: the
+// worker River hands a job to records that attempt lost, and the node's
+// retries decide (as for a worker lost right after the COMMIT). When
+// nothing was committed, there is nothing to give back.
 func (d *Driver) handBack(taken []*localJob) {
 	if len(taken) == 0 {
 		return

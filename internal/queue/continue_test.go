@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/engine"
 	skeinproc "github.com/skeinhq/skein/internal/proc"
 	"github.com/skeinhq/skein/internal/queue"
 )
@@ -73,6 +75,51 @@ edges:
 		require.NotNil(t, steps[n][0].RanOn, "node %s", n)
 		require.Equal(t, worker, steps[n][0].RanOn.Worker, "node %s ran on the worker that took it", n)
 		require.Equal(t, 1, steps[n][0].Attempts)
+	}
+}
+
+// TestContinuedNodeBeginsWhereItWasTaken: the transaction that records a
+// node and takes the next one's job also marks that node running, so the
+// node runs right after the COMMIT, with no transaction of its own before
+// it: its node_started commits with the node_finished before it (one
+// transaction id), and its step is running, attempt 1, on the worker.
+func TestContinuedNodeBeginsWhereItWasTaken(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	d := b.work(t, queue.Config{Queues: map[string]int{queue.DefaultQueue: 2}, Poll: 50 * time.Millisecond, FetchPoll: 50 * time.Millisecond})
+
+	run := b.start(t, `version: 1
+name: chain
+nodes:
+  - {id: a, type: shell, command: [echo, "1"]}
+  - {id: b, type: shell, command: [echo, "{{ int(trim(a.stdout)) + 1 }}"]}
+  - {id: c, type: shell, command: [echo, "{{ int(trim(b.stdout)) + 1 }}"]}
+edges:
+  - {from: a, to: b}
+  - {from: b, to: c}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	require.EqualValues(t, 2, d.Continued())
+	txOf := func(typ, node string) string {
+		var xid string
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT xmin::text FROM events WHERE run_id = $1 AND type = $2 AND node = $3`,
+			run.ID, typ, node).Scan(&xid))
+		return xid
+	}
+	for _, p := range [][2]string{{"a", "b"}, {"b", "c"}} {
+		require.Equal(t, txOf("node_finished", p[0]), txOf("node_started", p[1]),
+			"%s was marked running in the transaction that recorded %s and took its job", p[1], p[0])
+	}
+	require.NotEqual(t, txOf("node_finished", "a"), txOf("node_started", "a"),
+		"a, a job River handed out, was marked running in a transaction of its own")
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "3", strings.TrimSpace(fmt.Sprint(steps["c"][0].Output["stdout"])))
+	for _, n := range []string{"b", "c"} {
+		require.Equal(t, 1, steps[n][0].Attempts, "node %s", n)
+		require.Equal(t, steps["a"][0].RanOn.Worker, steps[n][0].RanOn.Worker, "node %s ran on the worker that took it", n)
+		require.Len(t, eventsOf(t, b, run.ID, engine.EventNodeStarted, n), 1, "node %s started once", n)
 	}
 }
 

@@ -36,8 +36,9 @@
 // A node that releases the next node of its run onto a queue its worker
 // works has that worker take the next node's job in the same transaction
 // (continue.go): the job is marked running on this worker before the
-// COMMIT, and the worker runs it next on the same slot, without River's
-// notification and fetch. The job stays River's, so a worker lost while
+// COMMIT, its node marked running in that transaction, and the worker
+// runs it next on the same slot, without River's notification and fetch
+// or a transaction of its own to begin it. The job stays River's, so a worker lost while
 // it runs such a node is handled as any other (rescue.go). A node of a
 // pure kind released so runs inside that transaction instead, with no job
 // (pure.go): a chain of them is one transaction.
@@ -66,8 +67,8 @@
 // The attempts of a worker whose lease ran out (killed, paused, cut off)
 // are recorded as failed (worker_lost) by another worker, and the node's
 // retries decide; the lost worker, if it comes back, cannot record over
-// them (the attempt token). A job it took but whose node it had not begun
-// goes to another worker, the same attempt. A worker renews its lease
+// them (the attempt token). A job it took from River but whose node it
+// had not begun goes to another worker, the same attempt. A worker renews its lease
 // apart from the rest of its work. A job runs its node at most once: River
 // handing a job out again after its node began records the loss instead.
 // Work on the database that fails because the database is unreachable is

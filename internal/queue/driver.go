@@ -635,7 +635,11 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs,
 	// before its began is recorded, could be marked began; its outcome
 	// is then recorded as never started.
 	stopped := false
-	if pn := env.nodes[args.Node]; pn != nil && pn.Spec.Pure {
+	if b := h.begun; b != nil {
+		// The transaction that took the job marked the node running
+		// (continue.go), and kept what it knew of the run.
+		t, started, spent, scope, upstream = b.task, b.started, b.spent, b.scope, b.upstream
+	} else if pn := env.nodes[args.Node]; pn != nil && pn.Spec.Pure {
 		// The state this worker kept, when it knows the task: a chain's
 		// next node on the worker that released it needs no read. Whether
 		// the run stopped meanwhile is decided again under the run's lock
@@ -1155,6 +1159,9 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		}
 	}
 	d.pick(w, len(wants))
+	if err := d.beginTaken(ctx, tx, w); err != nil {
+		return err
+	}
 	if err := d.flush(ctx, tx, w); err != nil {
 		return err
 	}
