@@ -10,6 +10,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
 // Each op is one call: one transaction, committed to the WAL.
@@ -122,5 +123,39 @@ func BenchmarkChainRecords(b *testing.B) {
 			}
 			b.ReportMetric(b.Elapsed().Seconds()*1e6/float64(b.N*n), "µs/node")
 		})
+	}
+}
+
+// BenchmarkOpenNew: a new database (the first `skein run` in a folder)
+// opened and closed.
+func BenchmarkOpenNew(b *testing.B) {
+	dir := b.TempDir()
+	i := 0
+	for b.Loop() {
+		i++
+		s, err := sqlite.Open(filepath.Join(dir, fmt.Sprintf("new-%d.db", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOpenExisting: an existing database opened and closed.
+func BenchmarkOpenExisting(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "skein.db")
+	s, err := sqlite.Open(path)
+	require.NoError(b, err)
+	require.NoError(b, s.Close())
+	for b.Loop() {
+		s, err := sqlite.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -18,8 +18,11 @@
 // read-only connections and never wait for a writer.
 //
 // The schema is versioned: the numbered files in migrations/ are embedded
-// and applied in order, each in its own transaction, and recorded in the
-// schema_migrations table. Open refuses, without changing anything, a file
+// and the pending ones applied in order, in one transaction, and recorded
+// in the schema_migrations table. A new database is not migrated: it is a
+// copy of the database the migrations build (fresh.db.gz, checked against
+// them by a test), written whole under a temporary name and linked into
+// place. Open refuses, without changing anything, a file
 // that is not SQLite, a SQLite file that holds tables but no Skein schema
 // ([store.ErrCorrupt]) and a database a newer Skein migrated further than
 // this binary knows ([store.ErrNewerSchema]). A database is never reset or

@@ -119,3 +119,21 @@ func (s *Store) createFresh(ctx context.Context, tx *sql.Tx, migs []store.Migrat
 	}
 	return nil
 }
+
+// placed finishes a new database this process made from freshImage: its
+// migrations are recorded as applied now, and reported as applied by this
+// open, as a new database made by migrate reports them.
+func (s *Store) placed(migs []store.MigrationFile) error {
+	op := fmt.Sprintf("recording the schema of the new database %s", s.path)
+	err := s.write(context.Background(), op, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE schema_migrations SET applied_at = ? WHERE applied_at = 0`, time.Now().UnixMicro())
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range migs {
+		s.schema.Applied = append(s.schema.Applied, store.Migration{Version: m.Version, Name: m.Name})
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"database/sql"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -50,4 +51,51 @@ func TestOpenWhileAnotherProcessMakesTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, conn.Close())
 	require.NoError(t, <-opened, "Open succeeds once the lock is free")
+}
+
+// TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,
+// with the mode SQLite gives the files it makes; its migrations are
+// recorded as applied when it was opened, and nothing else is left in its
+// folder.
+func TestNewDatabaseIsTheImage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	before := time.Now().UnixMicro()
+	s, err := Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	require.True(t, s.imaged, "the database was made from fresh.db.gz")
+	require.Len(t, s.Schema().Applied, s.Schema().Latest, "a new database reports every migration as applied")
+	var zero, stale, all int
+	require.NoError(t, s.r.QueryRow(`SELECT COUNT(*) FILTER (WHERE applied_at = 0), COUNT(*) FILTER (WHERE applied_at < ?), COUNT(*)
+		FROM schema_migrations`, before).Scan(&zero, &stale, &all))
+	require.Zero(t, zero+stale, "every migration is recorded as applied when the database was made")
+	require.Equal(t, s.Schema().Latest, all)
+	var mode, check string
+	require.NoError(t, s.r.QueryRow(`PRAGMA journal_mode`).Scan(&mode))
+	require.Equal(t, "wal", mode)
+	require.NoError(t, s.r.QueryRow(`PRAGMA integrity_check`).Scan(&check))
+	require.Equal(t, "ok", check)
+	require.NoError(t, s.Close())
+
+	again, err := Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	require.False(t, again.imaged, "an existing database is opened, not replaced")
+	require.NoError(t, again.Close())
+
+	made, err := OpenWithOptions(filepath.Join(dir, "made.db"), Options{noImage: true})
+	require.NoError(t, err)
+	require.False(t, made.imaged)
+	require.NoError(t, made.Close())
+	image, err := os.Stat(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	sqlite, err := os.Stat(filepath.Join(dir, "made.db"))
+	require.NoError(t, err)
+	require.Equal(t, sqlite.Mode(), image.Mode(), "the file has the mode of one SQLite makes")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	require.ElementsMatch(t, []string{"skein.db", "made.db"}, names, "no temporary file is left")
 }

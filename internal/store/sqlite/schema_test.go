@@ -1,8 +1,11 @@
 package sqlite
 
 import (
+	"bytes"
+	"compress/gzip"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,17 +65,33 @@ func TestFreshSchemaIsTheMigrated(t *testing.T) {
 
 	if *update {
 		text := fmt.Sprintf("-- schema version %d\n-- The schema migrations/ build, for a new database in one step (see freshSchema).\n-- Written by `go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update`; do not edit.\n\n%s", latest, want)
-		require.NoError(t, os.WriteFile("schema.sql", []byte(text), 0o644))
-		t.Skip("schema.sql rewritten; run the test again without -update")
+		if old, _ := os.ReadFile("schema.sql"); string(old) != text {
+			require.NoError(t, os.WriteFile("schema.sql", []byte(text), 0o644))
+			t.Skip("schema.sql rewritten; run the test again with -update, which writes fresh.db.gz from it")
+		}
+		writeImage(t, latest)
+		t.Skip("fresh.db.gz rewritten; run the test again without -update")
 	}
 	require.Equal(t, latest, freshVersion(),
 		"schema.sql is not the latest migration's schema: run go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update")
+	require.Equal(t, latest, imageVersion(),
+		"fresh.db.gz is not the latest migration's database: run go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update (twice if it rewrites schema.sql)")
+
+	// A new database made from schema.sql, and one copied from
+	// fresh.db.gz (Open's way), are both that database.
+	fromSchema, err := OpenWithOptions(filepath.Join(dir, "from-schema.db"), Options{noImage: true})
+	require.NoError(t, err)
+	defer func() { _ = fromSchema.Close() }()
+	require.Equal(t, want, schemaDump(t, fromSchema),
+		"schema.sql is not what the migrations build: run go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update")
+	require.Equal(t, migrationRows(t, stepwise), migrationRows(t, fromSchema))
+	require.Len(t, fromSchema.schema.Applied, latest, "a new database reports every migration as applied")
 
 	fresh, err := Open(filepath.Join(dir, "fresh.db"))
 	require.NoError(t, err)
 	defer func() { _ = fresh.Close() }()
 	require.Equal(t, want, schemaDump(t, fresh),
-		"schema.sql is not what the migrations build: run go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update")
+		"fresh.db.gz is not what the migrations build: run go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update")
 	require.Equal(t, migrationRows(t, stepwise), migrationRows(t, fresh))
 	require.Equal(t, latest, fresh.schema.Version)
 	require.Len(t, fresh.schema.Applied, latest, "a new database reports every migration as applied")
@@ -87,4 +106,29 @@ func TestFreshSchemaIsTheMigrated(t *testing.T) {
 	defer func() { _ = next.Close() }()
 	require.Equal(t, latest+1, next.schema.Version)
 	require.Contains(t, schemaDump(t, next), "next_column TEXT")
+}
+
+// writeImage writes fresh.db.gz: a new database made from schema.sql, its
+// migrations recorded with applied_at 0, closed (checkpointed into the one
+// file).
+func writeImage(t *testing.T, latest int) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "image.db")
+	s, err := OpenWithOptions(path, Options{noImage: true})
+	require.NoError(t, err)
+	_, err = s.w.Exec(`UPDATE schema_migrations SET applied_at = 0`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	_, err = os.Stat(path + "-wal")
+	require.ErrorIs(t, err, fs.ErrNotExist, "closing the database leaves it in one file")
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	require.NoError(t, err)
+	zw.Comment = fmt.Sprintf("schema version %d", latest)
+	_, err = zw.Write(raw)
+	require.NoError(t, err)
+	require.NoError(t, zw.Close())
+	require.NoError(t, os.WriteFile("fresh.db.gz", b.Bytes(), 0o644))
 }

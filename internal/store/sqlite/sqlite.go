@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,6 +33,9 @@ type Options struct {
 	// retrying is called each time opening meets a lock and tries again
 	// (tests).
 	retrying func()
+	// noImage makes a new database the way an old SQLite file is
+	// migrated, not from freshImage (tests).
+	noImage bool
 }
 
 // Store is a store.Store in one SQLite file.
@@ -43,6 +47,7 @@ type Store struct {
 	timeout  time.Duration
 	retrying func()             // Options.retrying
 	fresh    bool               // a new database may take freshSchema: the migrations are the embedded ones
+	imaged   bool               // this open made the database from freshImage
 	schema   store.SchemaReport // what Open did to the schema
 	w        *sql.DB            // one connection: every write, in order
 	r        *sql.DB            // read-only connections
@@ -147,6 +152,14 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
 	s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
+	// A new database is freshImage copied into place (image.go), when the
+	// image is of the latest schema: opening it then changes nothing.
+	placed := false
+	if fresh && !opts.noImage && imageVersion() == migs[len(migs)-1].Version {
+		if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			placed, _ = placeImage(path) // failing, the database is made the usual way
+		}
+	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
 		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
@@ -162,6 +175,12 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	if err := s.prepare(migs); err != nil {
 		_ = s.w.Close()
 		return nil, err
+	}
+	if s.imaged = placed; placed {
+		if err := s.placed(migs); err != nil {
+			_ = s.w.Close()
+			return nil, err
+		}
 	}
 
 	s.r, err = sql.Open("sqlite", uri(path)+"?"+busy+"&_pragma=query_only(1)")
