@@ -78,8 +78,7 @@ for ((r = 0; r < rounds; r++)); do
 		fi
 		e=$(date +%s%N)
 		times[$name]+="$(((e - s) / 1000)) "
-		recorded[$name]+="$(psql -tAq "$base" -c "SELECT (EXTRACT(EPOCH FROM finished_at - started_at) * 1000000)::bigint
-			FROM $schema.runs ORDER BY started_at DESC LIMIT 1") "
+		recorded[$name]+="$(recorded_us "$base" "$schema") "
 	done
 done
 declare -A med

@@ -52,3 +52,13 @@ chain() {
 # median "T1 T2 …" — the median of whole numbers (of the middle two, their
 # mean rounded down).
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
+
+# recorded_us URL SCHEMA — prints the recorded time, in µs, of the run
+# started last in the Postgres database at URL under SCHEMA: finished_at −
+# started_at, as the workers wrote them. A queued run's `skein run` sees
+# the end only at its next look at the run (every 100 ms), so its own wall
+# time moves in steps of ~100 ms.
+recorded_us() {
+	psql -tAq "$1" -c "SELECT (EXTRACT(EPOCH FROM finished_at - started_at) * 1000000)::bigint
+		FROM $2.runs ORDER BY started_at DESC LIMIT 1"
+}
