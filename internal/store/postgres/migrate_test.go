@@ -228,6 +228,26 @@ func TestMigrate(t *testing.T) {
 		require.ErrorContains(t, err, "no schema of its search_path exists")
 	})
 
+	t.Run("AnotherSchemasDatabaseIsNotThisOne", func(t *testing.T) {
+		// A Skein database in the search path's second schema does not
+		// make its first, empty one a Skein database: that one is
+		// migrated, the other left as it was.
+		t.Parallel()
+		base := pgtest.URL(t)
+		other := openT(t, base, Options{})
+		_, err := other.pool.Exec(t.Context(), `CREATE SCHEMA fresh_first`)
+		require.NoError(t, err)
+		u, err := url.Parse(base)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("search_path", "fresh_first,"+currentSchema(t, other))
+		u.RawQuery = q.Encode()
+		s := openT(t, u.String(), Options{})
+		require.Equal(t, "fresh_first", currentSchema(t, s))
+		require.Len(t, s.Schema().Applied, latest, "the first schema of the search path was migrated")
+		require.Len(t, schemaVersions(t, s), latest)
+	})
+
 	t.Run("ForeignTablesAreRefused", func(t *testing.T) {
 		t.Parallel()
 		url := pgtest.URL(t)
@@ -259,4 +279,11 @@ func TestMigrationsMirrorSQLite(t *testing.T) {
 	lite, err := fs.Glob(os.DirFS("../sqlite/migrations"), "*.sql")
 	require.NoError(t, err)
 	require.Equal(t, lite, pg)
+}
+
+func currentSchema(t *testing.T, s *Store) string {
+	t.Helper()
+	var name string
+	require.NoError(t, s.pool.QueryRow(t.Context(), `SELECT current_schema()`).Scan(&name))
+	return name
 }
