@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
@@ -245,4 +247,38 @@ edges:
 	require.Nil(t, steps["after"][0].RanOn, "it ran nowhere")
 	require.Eventually(t, func() bool { return b.available(t, run.ID) == 0 }, 60*time.Second, 10*time.Millisecond,
 		"a job of the run is left")
+}
+
+// TestFollowSeesTheEndWhenItIsCommitted: the transaction that records a
+// queued run's end notifies it, so whoever follows the run (skein run, the
+// server) learns of it then, not at its next look at the run: here the
+// follower looks once an hour, and still returns with the run completed.
+func TestFollowSeesTheEndWhenItIsCommitted(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	l := newLedger(t)
+	run := b.start(t, fmt.Sprintf(`version: 1
+name: held
+nodes:
+  - {id: hold, type: http, method: POST, url: "%s/held"}
+  - {id: after, type: set, values: {n: 1}}
+edges:
+  - {from: hold, to: after}
+`, l.URL), nil)
+	recv(t, l.held, "the held node's call")
+	looked := make(chan struct{})
+	var once sync.Once
+	f := queue.Follow{Store: b.st, Registry: b.reg, RunID: run.ID, Every: time.Hour,
+		Step: func(engine.StepRecord) { once.Do(func() { close(looked) }) }}
+	followed := make(chan *queue.Followed, 1)
+	go func() {
+		out, err := f.Run(t.Context())
+		assert.NoError(t, err)
+		followed <- out
+	}()
+	<-looked // the follower listens, and has looked at the run once
+	l.Release()
+	out := <-followed
+	require.True(t, out.Ended)
+	require.Equal(t, "completed", string(out.Run.Status))
 }

@@ -1364,6 +1364,10 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	if _, err := postgres.QueueSave(w.log, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
+	if finish != nil {
+		// Who follows the run (follow.go) learns of its end at once.
+		postgres.Notify(w.log, EndedChannel, env.id)
+	}
 	tx.Defer(w.log)
 	if len(w.jobs) == 0 {
 		return nil

@@ -16,8 +16,10 @@ import (
 )
 
 // Follow follows a queued run from another process (skein run, the server
-// that started it) until it ends: it polls the run's records, handing new
-// steps and events to Step and Event as the workers commit them.
+// that started it) until it ends: it polls the run's records (every
+// Every), handing new steps and events to Step and Event as the workers
+// commit them, and looks at once when the run's end is notified
+// (EndedChannel).
 type Follow struct {
 	Store    *postgres.Store
 	Registry *node.Registry
@@ -41,6 +43,8 @@ type Follow struct {
 	// DBName names the database for people, in the hint that no worker
 	// takes the run's jobs.
 	DBName string
+	// Every is how often the run's records are read (default 100 ms).
+	Every time.Duration
 }
 
 // Followed is how following a run ended: the run ended (Ended), it only
@@ -51,6 +55,10 @@ type Followed struct {
 	Ended  bool
 }
 
+// EndedChannel is the notification channel on which the transaction that
+// records a queued run's end names the run.
+const EndedChannel = "skein_run_ended"
+
 // WaitingHint is how long Follow follows a run whose jobs nobody takes
 // before it says that no worker runs.
 const WaitingHint = 3 * time.Second
@@ -59,7 +67,12 @@ const WaitingHint = 3 * time.Second
 func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 	hard := f.Hard
 	st, runID := f.Store, f.RunID
-	const every = 100 * time.Millisecond
+	every := f.Every
+	if every <= 0 {
+		every = 100 * time.Millisecond
+	}
+	ended, stopWake := st.Wake(ctx, EndedChannel, runID)
+	defer stopWake()
 	seen := map[[2]any]string{}
 	var seq int64
 	cancelled := false
@@ -174,6 +187,7 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 			// goes on with its workers.
 			return &Followed{Run: cur, Result: res}, nil
 		case <-t.C:
+		case <-ended:
 		}
 	}
 }

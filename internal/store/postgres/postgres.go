@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,14 @@ type Store struct {
 	url    string // redacted: for messages
 	schema store.SchemaReport
 	blobs  blobPool
+
+	// The connections that listen for notifications (listen.go), one
+	// per channel, until Close.
+	listenMu   sync.Mutex
+	listeners  map[string]*listener
+	listening  sync.WaitGroup
+	listenCtx  context.Context
+	listenStop context.CancelFunc
 }
 
 var _ store.Store = (*Store)(nil)
@@ -91,6 +100,7 @@ func OpenWithOptions(ctx context.Context, dsn string, opts Options) (*Store, err
 		cfg.ConnConfig.RuntimeParams["application_name"] = "skein"
 	}
 	s := &Store{url: Redact(dsn)}
+	s.listenCtx, s.listenStop = context.WithCancel(context.Background())
 	s.Core, _ = sqlstore.New(db{s}, dialect)
 	s.pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	s.blobs.base = s.pool
@@ -269,6 +279,8 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the pool's connections.
 func (s *Store) Close() error {
+	s.listenStop()
+	s.listening.Wait()
 	s.blobs.close()
 	s.pool.Close()
 	return nil
