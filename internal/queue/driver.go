@@ -365,7 +365,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		env.release()
 		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
 	}
-	d.announce(first.announce)
+	d.announce(first.announce, first.ended)
 	d.wakeLater(first.wakes)
 	env.release() // a worker that starts runs runs no node of its own
 	return run, nil
@@ -1172,7 +1172,7 @@ func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) er
 		d.handBack(w.taken)
 		return fmt.Errorf("run %s: %w", runID, err)
 	}
-	d.announce(w.announce)
+	d.announce(w.announce, w.ended)
 	for i, j := range w.taken {
 		wants[i].next = j
 	}
@@ -1222,8 +1222,10 @@ type write struct {
 	claims []int
 	taken  []*localJob
 	// announce are the queues of the jobs inserted available, to tell
-	// their workers of once committed (jobs.go).
+	// their workers of once committed, and ended the run that ended, to
+	// tell who follows it of (jobs.go).
 	announce []string
+	ended    []string
 	wasDone  bool
 	// stopRunning is set when the run failed while nodes of it run: they
 	// are stopped, on whichever worker runs them, as a local run stops
@@ -1365,8 +1367,9 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
 	if finish != nil {
-		// Who follows the run (follow.go) learns of its end at once.
-		postgres.Notify(w.log, EndedChannel, env.id)
+		// Who follows the run (follow.go) learns of its end once the
+		// transaction committed (announce).
+		w.ended = append(w.ended, env.id)
 	}
 	tx.Defer(w.log)
 	if len(w.jobs) == 0 {

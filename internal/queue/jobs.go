@@ -92,22 +92,29 @@ func (d *Driver) insertJobs(ctx context.Context, tx *postgres.Pipe, jobs []river
 	return ids, queues, nil
 }
 
-// announcer tells the workers of the queues that got jobs, from one
-// goroutine at a time, after the transactions that inserted them
-// committed. A NOTIFY inside those transactions would serialize their
-// commits (Postgres commits the transactions that notified one at a
-// time): 50 concurrent intakes ran up to 30% slower so. Queues that get jobs
-// while a notification is out are announced together by the next.
+// announcer tells the workers of the queues that got jobs, and whoever
+// follows a run of the runs that ended (EndedChannel), from one goroutine
+// at a time, after the transactions that recorded them committed. A NOTIFY
+// inside those transactions would serialize their commits (Postgres
+// commits the transactions that notified one at a time): 50 concurrent
+// intakes ran up to 30% slower so, and webhook runs on two workers drained
+// seconds later. What comes while a notification is out is sent together
+// by the next.
 type announcer struct {
 	mu      sync.Mutex
 	queues  []string
+	ended   []string
 	running bool
 }
 
+// endedSQL notifies the end of the runs $2 on the channel $1.
+const endedSQL = `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`
+
 // announce tells the workers of queues that they have jobs: call it once
 // the transaction that inserted them committed.
-func (d *Driver) announce(queues []string) {
-	if len(queues) == 0 {
+// The runs ended are told of too.
+func (d *Driver) announce(queues, ended []string) {
+	if len(queues) == 0 && len(ended) == 0 {
 		return
 	}
 	a := &d.announcer
@@ -117,6 +124,7 @@ func (d *Driver) announce(queues []string) {
 			a.queues = append(a.queues, q)
 		}
 	}
+	a.ended = append(a.ended, ended...)
 	if a.running {
 		a.mu.Unlock()
 		return
@@ -131,18 +139,26 @@ func (d *Driver) announceAll() {
 	a := &d.announcer
 	for {
 		a.mu.Lock()
-		qs := a.queues
-		a.queues = nil
-		if len(qs) == 0 {
+		qs, ended := a.queues, a.ended
+		a.queues, a.ended = nil, nil
+		if len(qs) == 0 && len(ended) == 0 {
 			a.running = false
 			a.mu.Unlock()
 			return
 		}
 		a.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := d.cfg.Store.Pool().Exec(ctx, notifySQL, qs); err != nil {
-			// The workers find the jobs at their next poll (FetchPoll).
-			d.cfg.Logger.Warn("telling the workers of new jobs", "queues", qs, "error", err)
+		if len(qs) > 0 {
+			if _, err := d.cfg.Store.Pool().Exec(ctx, notifySQL, qs); err != nil {
+				// The workers find the jobs at their next poll (FetchPoll).
+				d.cfg.Logger.Warn("telling the workers of new jobs", "queues", qs, "error", err)
+			}
+		}
+		if len(ended) > 0 {
+			if _, err := d.cfg.Store.Pool().Exec(ctx, endedSQL, EndedChannel, ended); err != nil {
+				// Who follows them sees their end at the next look.
+				d.cfg.Logger.Warn("telling of runs that ended", "runs", len(ended), "error", err)
+			}
 		}
 		cancel()
 	}

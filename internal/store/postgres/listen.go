@@ -12,7 +12,7 @@ import (
 //
 // A process that waits for something another process commits (the end of
 // a queued run it follows) looks at the database now and then; a
-// notification (NOTIFY, sent with the COMMIT) lets it look at once. Each
+// notification (NOTIFY, sent once the COMMIT is done) lets it look at once. Each
 // Store listens on one connection of its own per channel, opened on the
 // first Wake and kept until Close, whatever the number of waiters: a server
 // following a thousand runs holds one. A notification is a hint: one sent
@@ -73,12 +73,6 @@ func (s *Store) Wake(ctx context.Context, channel, payload string) (<-chan struc
 		}
 		l.mu.Unlock()
 	}
-}
-
-// Notify queues in b a notification on channel carrying payload, sent
-// when b's transaction commits.
-func Notify(b *pgx.Batch, channel, payload string) {
-	b.Queue(`SELECT pg_notify($1, $2)`, channel, payload)
 }
 
 // listen holds a connection listening on channel until the store closes,
