@@ -233,17 +233,16 @@ func TestMigrate(t *testing.T) {
 		// make its first, empty one a Skein database: that one is
 		// migrated, the other left as it was.
 		t.Parallel()
-		base := pgtest.URL(t)
-		other := openT(t, base, Options{})
-		_, err := other.pool.Exec(t.Context(), `CREATE SCHEMA fresh_first`)
-		require.NoError(t, err)
-		u, err := url.Parse(base)
+		first := pgtest.URL(t) // an empty schema
+		other := openT(t, pgtest.URL(t), Options{})
+		u, err := url.Parse(first)
 		require.NoError(t, err)
 		q := u.Query()
-		q.Set("search_path", "fresh_first,"+currentSchema(t, other))
+		empty := q.Get("search_path")
+		q.Set("search_path", empty+","+currentSchema(t, other))
 		u.RawQuery = q.Encode()
 		s := openT(t, u.String(), Options{})
-		require.Equal(t, "fresh_first", currentSchema(t, s))
+		require.Equal(t, empty, currentSchema(t, s))
 		require.Len(t, s.Schema().Applied, latest, "the first schema of the search path was migrated")
 		require.Len(t, schemaVersions(t, s), latest)
 	})
