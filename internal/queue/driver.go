@@ -125,7 +125,11 @@ type Driver struct {
 	running map[runningTask]context.CancelCauseFunc
 	// stopping is set once Work stops taking jobs: no node takes its
 	// successor any more (continue.go); continued counts those taken.
-	stopping  atomic.Bool
+	stopping atomic.Bool
+	// drained is set once Work's grace ran out, before it cancels the
+	// running nodes: a node that gets a slot from then on does not run
+	// (slots.go).
+	drained   atomic.Bool
 	continued atomic.Int64
 	// inlined counts the pure nodes run in a transaction (pure.go).
 	inlined atomic.Int64
@@ -760,12 +764,16 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs,
 	if oc.Err != nil && errors.Is(context.Cause(nodeCtx), errRunCancelled) && oc.Err.Category != node.CategoryTimeout {
 		oc.Err.Category = node.CategoryCancelled
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(serr, errDrained) {
 		// The worker stops and its drain ran out (the run's own cancel
 		// lets running nodes finish): nothing is recorded, the step goes
 		// back to pending, and River gives the job to a worker again.
 		d.unbegin(ctx, run.ID, t)
-		return fmt.Errorf("node %s of run %s was stopped with its worker; it runs again: %w", t.Node.ID, run.ID, context.Cause(ctx))
+		cause := context.Cause(ctx)
+		if cause == nil {
+			cause = serr
+		}
+		return fmt.Errorf("node %s of run %s was stopped with its worker; it runs again: %w", t.Node.ID, run.ID, cause)
 	}
 	e := &event{Kind: kindFinished, Task: args.Task, Output: oc.Output, Directives: oc.Directives, Err: oc.Err,
 		Params: params, Started: started, Hash: hash}

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -49,8 +50,18 @@ func (d *Driver) acquire(ctx context.Context, queue string) (release func(), err
 	}
 	select {
 	case s <- struct{}{}:
+		if d.drained.Load() {
+			// The slot was freed by a node the end of the drain stopped,
+			// and this node is to stop too: River cancels the jobs' one
+			// after the other.
+			<-s
+			return nil, errDrained
+		}
 		return func() { <-s }, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for a slot of queue %s: %w", queue, context.Cause(ctx))
 	}
 }
+
+// errDrained: a node got a slot after its worker's drain ran out.
+var errDrained = errors.New("the worker's drain ran out before the node started")

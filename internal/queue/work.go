@@ -67,6 +67,7 @@ func (d *Driver) Work(ctx context.Context, grace time.Duration) error {
 	defer cancel()
 	err := d.client.Stop(stopCtx)
 	if errors.Is(err, context.DeadlineExceeded) {
+		d.drained.Store(true)
 		err = d.client.StopAndCancel(context.WithoutCancel(ctx))
 	}
 	d.inflight.Wait()
