@@ -68,23 +68,33 @@ func dragHandle(t *testing.T, ctx context.Context, from, h, to string) {
 	// them), pressed where the handle is, then moved toward where the
 	// node is as the pointer goes (read again before each move), released
 	// on it.
-	until(t, ctx, settled)
+	// A drop that missed (the graph moved under the pointer after all, on
+	// a loaded machine) is dragged again, as a person would: the drag is
+	// over once its wire is gone and the edit it made, if any, is answered
+	// (the editor is not busy).
 	target := fmt.Sprintf(`g.node[data-node=%q] rect.box`, to)
-	eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, handleSel(from, h)))
-	x0, y0 := center(t, ctx, handleSel(from, h))
-	buttons := func(p *input.DispatchMouseEventParams) { p.Buttons = 1 }
-	do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, buttons, chromedp.ClickCount(1)))
-	x, y := x0, y0
-	for i := 1; i <= 5; i++ {
-		x1, y1 := center(t, ctx, target)
-		f := float64(i) / 5
-		x, y = x0+(x1-x0)*f, y0+(y1-y0)*f
-		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons))
+	edge := fmt.Sprintf(`!!document.querySelector(%q)`, edgeSel(from, to, h))
+	for attempt := 1; ; attempt++ {
+		until(t, ctx, settled)
+		eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, handleSel(from, h)))
+		x0, y0 := center(t, ctx, handleSel(from, h))
+		buttons := func(p *input.DispatchMouseEventParams) { p.Buttons = 1 }
+		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, buttons, chromedp.ClickCount(1)))
+		for i := 1; i <= 5; i++ {
+			x1, y1 := center(t, ctx, target)
+			f := float64(i) / 5
+			x, y := x0+(x1-x0)*f, y0+(y1-y0)*f
+			do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons))
+		}
+		x, y := center(t, ctx, target)
+		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+		until(t, ctx, `!document.querySelector("g.wire") && document.querySelector("section.editor").getAttribute("aria-busy") !== "true"`)
+		if eval[bool](t, ctx, edge) {
+			return
+		}
+		require.Less(t, attempt, 5, "dragging handle %s of %s onto %s made no edge, %d times", h, from, to, attempt)
 	}
-	x, y = center(t, ctx, target)
-	do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
-	until(t, ctx, fmt.Sprintf(`!!document.querySelector(%q)`, edgeSel(from, to, h)))
 }
 
 // center is the page point at the middle of the element sel.

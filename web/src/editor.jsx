@@ -326,7 +326,13 @@ export function EditorPage({ name, session }) {
 
   // apply sends edits and shows the text they answer; select is the node
   // to select after (null: none; undefined: keep).
-  const apply = (ops, select) => (edits.current = edits.current.then(() => applyNow(ops, select)));
+  // pending counts the edits sent and not yet answered: the editor is
+  // busy (aria-busy) from the gesture that made one until its answer.
+  const [pending, setPending] = useState(0);
+  const apply = (ops, select) => {
+    setPending((n) => n + 1);
+    return (edits.current = edits.current.then(() => applyNow(ops, select)).finally(() => setPending((n) => n - 1)));
+  };
   const applyNow = async (ops, select) => {
     setError("");
     setNote("");
@@ -389,7 +395,7 @@ export function EditorPage({ name, session }) {
   const sel = graph && selected ? graph.nodes.find((n) => n.id === selected) : null;
   const diags = checked ? check.diagnostics || [] : [];
   return (
-    <section class="editor" aria-labelledby="ed-h" data-etag={doc.etag} data-valid={checked && !refused ? String(!!valid) : ""} data-dirty={String(dirty)}>
+    <section class="editor" aria-labelledby="ed-h" aria-busy={pending > 0 ? "true" : undefined} data-etag={doc.etag} data-valid={checked && !refused ? String(!!valid) : ""} data-dirty={String(dirty)}>
       <LeaveGuard dirty={dirty} />
       <h1 id="ed-h">Edit {name}</h1>
       <p class="muted mono">{doc.file}</p>
