@@ -249,10 +249,11 @@ edges:
 		"a job of the run is left")
 }
 
-// TestFollowSeesTheEndWhenItIsCommitted: the transaction that records a
-// queued run's end notifies it, so whoever follows the run (skein run, the
-// server) learns of it then, not at its next look at the run: here the
-// follower looks once an hour, and still returns with the run completed.
+// TestFollowSeesTheEndWhenItIsCommitted: the worker that records a queued
+// run's end notifies it once committed, so whoever follows the run (skein
+// run, the server) learns of it then, not at its next look at the run:
+// here the follower looks once an hour, and still returns with the run
+// completed.
 func TestFollowSeesTheEndWhenItIsCommitted(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)

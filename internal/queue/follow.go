@@ -55,8 +55,8 @@ type Followed struct {
 	Ended  bool
 }
 
-// EndedChannel is the notification channel on which the transaction that
-// records a queued run's end names the run.
+// EndedChannel is the notification channel on which the worker that
+// recorded a queued run's end names the run, once that is committed.
 const EndedChannel = "skein_run_ended"
 
 // WaitingHint is how long Follow follows a run whose jobs nobody takes
