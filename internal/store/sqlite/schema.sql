@@ -1,4 +1,4 @@
--- schema version 16
+-- schema version 17
 -- The schema migrations/ build, for a new database in one step (see freshSchema).
 -- Written by `go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update`; do not edit.
 
@@ -169,8 +169,6 @@ CREATE INDEX runs_by_workflow ON runs (workflow, started_at);
 CREATE INDEX runs_by_status ON runs (status, started_at);
 
 CREATE INDEX runs_by_parent ON runs (parent_id) WHERE parent_id <> '';
-
-CREATE INDEX steps_by_order ON steps (run_id, generation, step_order);
 
 CREATE INDEX chat_turns_by_run ON chat_turns (run_id);
 

@@ -48,6 +48,32 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.Equal(t, &want, steps[0])
 	})
 
+	t.Run("StepsComeInTheirOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+		// Saved last first, in batches of their own, with names that sort
+		// against their order: Steps lists them by step order, then node,
+		// then visit, whatever the store keeps them by.
+		saved := []*store.Step{
+			{StepOrder: 4, Node: "a", Visit: 2, Status: "success"},
+			{StepOrder: 3, Node: "b", Visit: 1, Status: "success"},
+			{StepOrder: 3, Node: "a", Visit: 1, Status: "success"},
+			{StepOrder: 2, Node: "z", Visit: 1, Status: "success"},
+			{StepOrder: 1, Node: "y", Visit: 1, Status: "success"},
+		}
+		for _, st := range saved {
+			require.NoError(t, saveSteps(b.ctx, b.s, "r1", []*store.Step{st}))
+		}
+		steps, err := b.s.Steps(b.ctx, "r1")
+		require.NoError(t, err)
+		var got []string
+		for _, st := range steps {
+			got = append(got, fmt.Sprintf("%d:%s#%d", st.StepOrder, st.Node, st.Visit))
+		}
+		require.Equal(t, []string{"1:y#1", "2:z#1", "3:a#1", "3:b#1", "4:a#2"}, got)
+	})
+
 	t.Run("ManyRowsAndARepeatedKeyInOneBatch", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
