@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -139,6 +140,32 @@ func TestMigrate(t *testing.T) {
 			Plan: []*store.Step{{StepOrder: 3, Node: "c", Visit: 1, Type: "set", Status: "pending"}}}}))
 		require.Equal(t, []string{"1:a success", "2:b pending", "3:c pending"}, list(),
 			"a run recorded both ways lists its pending rows and its plan")
+	})
+
+	t.Run("EventsOfEarlierVersionsNumberOn", func(t *testing.T) {
+		t.Parallel()
+		// Before version 18 a run's row did not count its events: the
+		// migration counts them, and the next events go on from there.
+		path := filepath.Join(t.TempDir(), "skein.db")
+		s, err := OpenWithOptions(path, Options{migrations: upTo(t, 17)})
+		require.NoError(t, err)
+		_, err = s.w.ExecContext(t.Context(), `INSERT INTO runs (id, workflow, status, started_at) VALUES ('r1', 'w', 'running', 1);
+			INSERT INTO events (run_id, seq, time, type, node, visit) VALUES ('r1', 1, 1, 'node_started', 'a', 1),
+				('r1', 2, 2, 'node_finished', 'a', 1)`)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+
+		s = openT(t, path)
+		evs := []store.Event{{Time: time.UnixMicro(3).UTC(), Type: "node_started", Node: "b", Visit: 1}}
+		require.NoError(t, s.SaveBatch(t.Context(), []store.Batch{{RunID: "r1", Events: evs,
+			Steps: []*store.Step{{StepOrder: 2, Node: "b", Visit: 1, Type: "set", Status: "running", Attempts: 1}}}}))
+		got, err := s.Events(t.Context(), "r1", 0, 0)
+		require.NoError(t, err)
+		var seqs []string
+		for _, ev := range got {
+			seqs = append(seqs, fmt.Sprintf("%d %s %s", ev.Seq, ev.Type, ev.Node))
+		}
+		require.Equal(t, []string{"1 node_started a", "2 node_finished a", "3 node_started b"}, seqs)
 	})
 
 	t.Run("UpToDateDatabaseIsNotWritten", func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
@@ -26,31 +27,39 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
 		// than a row, and a group holds a batch of each of many runs.
-		type fence struct{ run, token string }
-		fenced := map[fence]bool{}
-		seqs := map[string]int64{} // the last event of each run so far
+		type runRow struct {
+			owner string
+			seq   int64 // the run's last event so far
+			moved bool  // seq moved on in this transaction
+		}
+		runs := map[string]*runRow{}
+		var moved []string
 		var steps, plans, events [][]any
 		for i, b := range bs {
-			if f := (fence{b.RunID, b.Token}); !fenced[f] {
-				if err := s.fenceTx(ctx, tx, b.RunID, b.Token); err != nil {
+			r := runs[b.RunID]
+			if r == nil {
+				r = &runRow{}
+				err := tx.StmtContext(ctx, s.runSeqSt).QueryRowContext(ctx, b.RunID).Scan(&r.owner, &r.seq)
+				if err := sqlstore.Fence(b.RunID, "", r.owner, err); err != nil {
 					return err
 				}
-				fenced[f] = true
+				runs[b.RunID] = r
+			}
+			if err := sqlstore.Fence(b.RunID, b.Token, r.owner, nil); err != nil {
+				return err
 			}
 			steps = append(steps, b.Steps...)
 			plans = append(plans, b.Plan...)
 			if len(b.Events) == 0 {
 				continue
 			}
-			prev, ok := seqs[b.RunID]
-			if !ok {
-				if err := tx.StmtContext(ctx, s.lastSeqSt).QueryRowContext(ctx, b.RunID).Scan(&prev); err != nil {
-					return err
-				}
+			firsts[i] = r.seq + 1
+			events = append(events, carry(b, s.st.EventArgs(b, firsts[i]))...)
+			r.seq += int64(len(b.Events))
+			if !r.moved {
+				r.moved = true
+				moved = append(moved, b.RunID)
 			}
-			firsts[i] = prev + 1
-			events = append(events, s.st.EventArgs(b, firsts[i])...)
-			seqs[b.RunID] = prev + int64(len(b.Events))
 		}
 		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, steps); err != nil {
 			return err
@@ -62,6 +71,11 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		}
 		if err := s.insertRows(ctx, tx, s.insertEvSt, s.eventRows, events); err != nil {
 			return err
+		}
+		for _, id := range moved {
+			if _, err := tx.StmtContext(ctx, s.setSeqSt).ExecContext(ctx, id, runs[id].seq); err != nil {
+				return err
+			}
 		}
 		for _, b := range bs {
 			if b.Finish != nil {
@@ -78,12 +92,72 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 	return firsts, nil
 }
 
-// fenceTx checks that the run exists and, when token is set, that token
-// is its owner's.
-func (s *Store) fenceTx(ctx context.Context, tx *sql.Tx, id, token string) error {
-	var owner string
-	err := tx.StmtContext(ctx, s.runOwnerSt).QueryRowContext(ctx, id).Scan(&owner)
-	return sqlstore.Fence(id, token, owner, err)
+// carry moves node_finished events of a batch, each with the
+// node_started just before it, into the rows of the steps written with
+// them (sqlstore.Dialect.StepEvents): a node visit's last node_finished
+// in the batch goes in the last columns of its step row when the batch
+// writes that step of the event's iteration, and so does the
+// node_started numbered just before it, of the same visit, when it has no
+// data. It returns the event rows left to insert. A step row saved again
+// with another finish turns the events it carried into event rows (the
+// schema's trigger), so none is lost.
+func carry(b sqlstore.Batch, evs [][]any) [][]any {
+	if len(b.Steps) == 0 {
+		return evs
+	}
+	type key struct {
+		node  string
+		visit int
+	}
+	// The step row of each node visit in the batch (its last when the
+	// batch has it twice); -1 when the batch has it in two generations.
+	at := make(map[key]int, len(b.Batch.Steps))
+	for k, st := range b.Batch.Steps {
+		kk := key{st.Node, st.Visit}
+		if k0, ok := at[kk]; ok && (k0 < 0 || b.Batch.Steps[k0].Generation != st.Generation) {
+			at[kk] = -1
+			continue
+		}
+		at[kk] = k
+	}
+	// The last node_finished of each, by event index.
+	var finished map[key]int
+	for j, ev := range b.Events {
+		if ev.Type != record.EventNodeFinished {
+			continue
+		}
+		kk := key{ev.Node, ev.Visit}
+		if k, ok := at[kk]; ok && k >= 0 && b.Batch.Steps[k].Iteration == ev.Iteration {
+			if finished == nil {
+				finished = make(map[key]int, len(b.Batch.Steps))
+			}
+			finished[kk] = j
+		}
+	}
+	if finished == nil {
+		return evs
+	}
+	first := len(b.Steps[0]) - sqlstore.StepEventArgs
+	drop := make([]bool, len(evs))
+	for kk, j := range finished {
+		row := b.Steps[at[kk]]
+		row[first], row[first+1], row[first+2], row[first+3] = nil, evs[j][1], evs[j][2], evs[j][7]
+		drop[j] = true
+		if i := j - 1; i >= 0 {
+			if ev := b.Events[i]; ev.Type == record.EventNodeStarted && ev.Node == kk.node && ev.Visit == kk.visit &&
+				ev.Iteration == b.Events[j].Iteration && evs[i][7] == nil {
+				row[first] = evs[i][2]
+				drop[i] = true
+			}
+		}
+	}
+	kept := make([][]any, 0, len(evs))
+	for j, e := range evs {
+		if !drop[j] {
+			kept = append(kept, e)
+		}
+	}
+	return kept
 }
 
 // maxRowsPerInsert bounds the rows of one multi-row INSERT (24 columns ×

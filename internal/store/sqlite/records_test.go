@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,7 +29,9 @@ func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 		for i := range steps {
 			steps[i] = &store.Step{Node: fmt.Sprintf("n%d", i), Visit: visit, StepOrder: visit*100 + i, Type: "set", Status: "success",
 				Output: map[string]any{"i": i}}
-			events[i] = store.Event{Type: "node_finished", Node: steps[i].Node, Visit: visit}
+			// Not a node_started or node_finished, which the step rows
+			// would carry (carry): an event row each.
+			events[i] = store.Event{Type: "tool_call", Node: steps[i].Node, Visit: visit}
 		}
 		require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps, Events: events}}))
 	}
@@ -50,4 +53,41 @@ func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 	require.Equal(t, 5+2*n, steps)
 	require.Equal(t, 5+2*n, events)
 	require.Equal(t, events, maxSeq, "events numbered without a gap")
+}
+
+// A node's node_finished written with its step, and the node_started just
+// before it, go in the step's row, not in event rows of their own (carry);
+// the step saved again with another finish turns the events it carried
+// into event rows. Either way the run's events read back as written.
+func TestStepRowsCarryTheirNodeEvents(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	rows := func() (n int) {
+		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE run_id = 'r1'`).Scan(&n))
+		return n
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	step := &store.Step{Node: "a", Visit: 1, StepOrder: 1, Type: "set", Attempts: 1, Status: "failed"}
+	first := []store.Event{
+		{Time: now, Type: "node_started", Node: "a", Visit: 1},
+		{Time: now.Add(time.Millisecond), Type: "node_finished", Node: "a", Visit: 1, Data: map[string]any{"status": "failed"}},
+	}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: []*store.Step{step}, Events: first}}))
+	require.Equal(t, 0, rows(), "both events are in the step's row")
+
+	again := *step
+	again.Status, again.Attempts = "success", 2
+	second := []store.Event{{Time: now.Add(2 * time.Millisecond), Type: "node_finished", Node: "a", Visit: 1, Data: map[string]any{"status": "success"}}}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: []*store.Step{&again}, Events: second}}))
+	require.Equal(t, 2, rows(), "the first start and finish became event rows")
+
+	got, err := s.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Equal(t, append(first, second...), got)
+	var seq int64
+	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT event_seq FROM runs WHERE id = 'r1'`).Scan(&seq))
+	require.Equal(t, int64(3), seq, "the run's row counts its events")
 }

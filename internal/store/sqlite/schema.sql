@@ -1,4 +1,4 @@
--- schema version 17
+-- schema version 18
 -- The schema migrations/ build, for a new database in one step (see freshSchema).
 -- Written by `go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update`; do not edit.
 
@@ -71,7 +71,7 @@ CREATE TABLE "steps" (
     duration_ms   INTEGER NOT NULL DEFAULT 0,
     tokens        INTEGER NOT NULL DEFAULT 0,
     cost_usd      REAL    NOT NULL DEFAULT 0,
-    process_group INTEGER NOT NULL DEFAULT 0, masked INTEGER NOT NULL DEFAULT 0, wake_at INTEGER, skip_reason TEXT NOT NULL DEFAULT '', taken_handle TEXT NOT NULL DEFAULT '', ran_host TEXT NOT NULL DEFAULT '', ran_pid INTEGER NOT NULL DEFAULT 0, ran_worker TEXT NOT NULL DEFAULT '', confidence REAL,
+    process_group INTEGER NOT NULL DEFAULT 0, masked INTEGER NOT NULL DEFAULT 0, wake_at INTEGER, skip_reason TEXT NOT NULL DEFAULT '', taken_handle TEXT NOT NULL DEFAULT '', ran_host TEXT NOT NULL DEFAULT '', ran_pid INTEGER NOT NULL DEFAULT 0, ran_worker TEXT NOT NULL DEFAULT '', confidence REAL, started_time INTEGER, finished_seq INTEGER, finished_time INTEGER, finished_data TEXT,
     PRIMARY KEY (run_id, generation, node, visit)
 ) STRICT;
 
@@ -181,4 +181,16 @@ CREATE INDEX memory_messages_by_thread ON memory_messages (workflow, thread, seq
 CREATE INDEX memory_messages_by_run ON memory_messages (run_id);
 
 CREATE INDEX step_plans_by_run ON step_plans (run_id, generation);
+
+CREATE INDEX steps_by_finish ON steps (run_id, finished_seq) WHERE finished_seq IS NOT NULL;
+
+CREATE TRIGGER steps_keep_events AFTER UPDATE OF finished_seq ON steps
+WHEN OLD.finished_seq IS NOT NULL AND NEW.finished_seq IS NOT OLD.finished_seq
+BEGIN
+    INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data)
+    SELECT OLD.run_id, OLD.finished_seq - 1, OLD.started_time, 'node_started', OLD.node, OLD.visit, OLD.iteration, NULL
+    WHERE OLD.started_time IS NOT NULL;
+    INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data)
+    VALUES (OLD.run_id, OLD.finished_seq, OLD.finished_time, 'node_finished', OLD.node, OLD.visit, OLD.iteration, OLD.finished_data);
+END;
 

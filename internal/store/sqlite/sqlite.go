@@ -64,9 +64,9 @@ type Store struct {
 	prepOnce     sync.Once
 	prepErr      error
 	upsertStepSt *sql.Stmt
-	lastSeqSt    *sql.Stmt
+	runSeqSt     *sql.Stmt // a run's owner and the seq of its last event
+	setSeqSt     *sql.Stmt
 	insertEvSt   *sql.Stmt
-	runOwnerSt   *sql.Stmt
 	insertRunSt  *sql.Stmt
 	finishRunSt  *sql.Stmt
 	insertPlanSt *sql.Stmt
@@ -113,9 +113,9 @@ func (s *Store) prepared(ctx context.Context) error {
 			return st
 		}
 		s.upsertStepSt = prep(rebind(s.st.UpsertStep))
-		s.lastSeqSt = prep(rebind(s.st.LastSeq))
+		s.runSeqSt = prep(`SELECT owner_token, event_seq FROM runs WHERE id = ?`)
+		s.setSeqSt = prep(rebind(s.st.SetLastSeq))
 		s.insertEvSt = prep(rebind(s.st.InsertEvent))
-		s.runOwnerSt = prep(rebind(s.st.RunOwner))
 		s.insertRunSt = prep(rebind(s.st.InsertRun))
 		s.finishRunSt = prep(rebind(s.st.FinishRun))
 		s.insertPlanSt = prep(rebind(s.st.InsertPlan))
@@ -448,7 +448,7 @@ func (s *Store) Compact(ctx context.Context) error {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, st := range []*sql.Stmt{s.upsertStepSt, s.lastSeqSt, s.insertEvSt, s.runOwnerSt, s.insertRunSt, s.finishRunSt, s.insertPlanSt} {
+	for _, st := range []*sql.Stmt{s.upsertStepSt, s.runSeqSt, s.setSeqSt, s.insertEvSt, s.insertRunSt, s.finishRunSt, s.insertPlanSt} {
 		if st != nil {
 			_ = st.Close()
 		}

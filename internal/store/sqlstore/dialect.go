@@ -94,6 +94,10 @@ type Dialect struct {
 	// seq of its last event is read with the row, not from the events,
 	// and every write of events moves it on (SQL.SetLastSeq).
 	EventSeq bool
+	// StepEvents: a step row may carry its node's node_started and
+	// node_finished events (the columns stepEventCols), written by the
+	// dialect's SaveBatches instead of event rows; Events reads them too.
+	StepEvents bool
 
 	// Time, JSON and Duration encode parameters: a time (already
 	// truncated to the microsecond), a JSON document (nil: NULL) and a

@@ -15,15 +15,28 @@ const stepCols = `step_order, type, iteration, attempts, status, params, output,
 	config_hash, cached, pinned, started_at, finished_at, duration_ms, tokens, cost_usd, process_group, masked, wake_at, skip_reason,
 	taken_handle, ran_host, ran_pid, ran_worker, confidence`
 
-// stepArgCount is the number of values of a step row: its key and stepCols.
-var stepArgCount = 4 + strings.Count(stepCols, ",") + 1
+// stepEventCols are the columns in which a step row carries its node's
+// node_finished event and the node_started just before it (the seq of
+// the finish less one; started_time NULL when not carried), in a dialect
+// whose writer does (Dialect.StepEvents): after stepCols in a step row's
+// values; written, never read as the step's.
+const stepEventCols = `started_time, finished_seq, finished_time, finished_data`
+
+// stepArgCount is the number of values of a step row: its key, stepCols
+// and stepEventCols.
+var stepArgCount = 4 + strings.Count(stepCols, ",") + 1 + StepEventArgs
+
+// StepEventArgs is the number of values of stepEventCols, the last of a
+// step row's: NULL unless the dialect's writer sets them (StepArgs).
+const StepEventArgs = 4
 
 // StepArgCount is the number of values of a step row (StepArgs).
 func StepArgCount() int { return stepArgCount }
 
-const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `) VALUES `
+const insertStepHead = `INSERT INTO steps (run_id, generation, node, visit, ` + stepCols + `, ` + stepEventCols + `) VALUES `
 
-// upsertStepTail replaces a step saved again (a retry, a finish).
+// upsertStepTail replaces a step saved again (a retry, a finish). The
+// events a step row carries stay unless the new row carries others.
 const upsertStepTail = `
 	ON CONFLICT (run_id, generation, node, visit) DO UPDATE SET
 		step_order = excluded.step_order, type = excluded.type, iteration = excluded.iteration,
@@ -35,7 +48,11 @@ const upsertStepTail = `
 		process_group = excluded.process_group, masked = excluded.masked, wake_at = excluded.wake_at,
 		skip_reason = excluded.skip_reason, taken_handle = excluded.taken_handle,
 		ran_host = excluded.ran_host, ran_pid = excluded.ran_pid, ran_worker = excluded.ran_worker,
-		confidence = excluded.confidence`
+		confidence = excluded.confidence,
+		started_time = CASE WHEN excluded.finished_seq IS NULL THEN steps.started_time ELSE excluded.started_time END,
+		finished_seq = COALESCE(excluded.finished_seq, steps.finished_seq),
+		finished_time = CASE WHEN excluded.finished_seq IS NULL THEN steps.finished_time ELSE excluded.finished_time END,
+		finished_data = CASE WHEN excluded.finished_seq IS NULL THEN steps.finished_data ELSE excluded.finished_data END`
 
 const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
 
@@ -129,7 +146,8 @@ func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
 		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
 		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
-		st.TakenHandle, ran.Host, ran.PID, ran.Worker, st.Confidence}, nil
+		st.TakenHandle, ran.Host, ran.PID, ran.Worker, st.Confidence,
+		nil, nil, nil, nil}, nil
 }
 
 func eventData(events []store.Event) ([][]byte, error) {
@@ -297,11 +315,33 @@ func scanStep(sc Row) (*store.Step, error) {
 	return &st, nil
 }
 
+// eventsQuery reads a run's events: its event rows and, in a dialect whose
+// step rows carry events (Dialect.StepEvents), those.
+const eventsQuery = `SELECT seq, time, type, node, visit, iteration, data FROM events
+		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+
+// stepEventsQuery reads a run's event rows and the events its steps
+// carry, merged by seq; each part reads at most a page, in the order of
+// its index (the events' key, steps_by_finish).
+const stepEventsQuery = `SELECT seq, time, type, node, visit, iteration, data FROM (
+		SELECT * FROM (SELECT seq, time, type, node, visit, iteration, data FROM events
+			WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
+		UNION ALL
+		SELECT * FROM (SELECT finished_seq - 1 AS seq, started_time AS time, 'node_started' AS type, node, visit, iteration, NULL AS data
+			FROM steps WHERE run_id = $1 AND finished_seq > $2 + 1 AND started_time IS NOT NULL ORDER BY finished_seq LIMIT $3)
+		UNION ALL
+		SELECT * FROM (SELECT finished_seq AS seq, finished_time AS time, 'node_finished' AS type, node, visit, iteration, finished_data AS data
+			FROM steps WHERE run_id = $1 AND finished_seq > $2 ORDER BY finished_seq LIMIT $3)) AS e
+	ORDER BY seq LIMIT $3`
+
 // Events returns up to limit of the run's events after afterSeq, in order.
 func (c *Core) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
 	op := fmt.Sprintf("reading the events of run %s", runID)
-	rows, err := c.db.Read().Query(ctx, `SELECT seq, time, type, node, visit, iteration, data FROM events
-		WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, runID, afterSeq, c.limit(limit))
+	q := eventsQuery
+	if c.d.StepEvents {
+		q = stepEventsQuery
+	}
+	rows, err := c.db.Read().Query(ctx, q, runID, afterSeq, c.limit(limit))
 	events, err := collect(c, op, rows, err, func(row Row) (store.Event, error) {
 		ev := store.Event{RunID: runID}
 		var t Time
