@@ -91,3 +91,31 @@ func TestStepRowsCarryTheirNodeEvents(t *testing.T) {
 	require.NoError(t, s.r.QueryRowContext(ctx, `SELECT event_seq FROM runs WHERE id = 'r1'`).Scan(&seq))
 	require.Equal(t, int64(3), seq, "the run's row counts its events")
 }
+
+// A page of events reads only the seqs it can hold, the run's events being
+// numbered without a gap; should a run have a gap, pages still read every
+// event after it.
+func TestEventPagesReadPastAGap(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	_, err = s.w.ExecContext(ctx, `INSERT INTO events (run_id, seq, time, type) VALUES
+		('r1', 1, 1, 'a'), ('r1', 2, 2, 'b'), ('r1', 9, 9, 'c'), ('r1', 10, 10, 'd');
+		UPDATE runs SET event_seq = 10 WHERE id = 'r1'`)
+	require.NoError(t, err)
+	var got []string
+	for after := int64(0); ; {
+		page, err := s.Events(ctx, "r1", after, 2)
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, ev := range page {
+			got = append(got, fmt.Sprintf("%d%s", ev.Seq, ev.Type))
+		}
+		after = page[len(page)-1].Seq
+	}
+	require.Equal(t, []string{"1a", "2b", "9c", "10d"}, got)
+}

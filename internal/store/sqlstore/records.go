@@ -322,26 +322,63 @@ const eventsQuery = `SELECT seq, time, type, node, visit, iteration, data FROM e
 
 // stepEventsQuery reads a run's event rows and the events its steps
 // carry, merged by seq; each part reads at most a page, in the order of
-// its index (the events' key, steps_by_finish).
-const stepEventsQuery = `SELECT seq, time, type, node, visit, iteration, data FROM (
+// its index (the events' key, steps_by_finish). Windowed, each reads only
+// seqs up to $4.
+func stepEventsQuery(windowed bool) string {
+	upTo := func(col, plus string) string {
+		if !windowed {
+			return ""
+		}
+		return " AND " + col + " <= $4" + plus
+	}
+	return `SELECT seq, time, type, node, visit, iteration, data FROM (
 		SELECT * FROM (SELECT seq, time, type, node, visit, iteration, data FROM events
-			WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3)
+			WHERE run_id = $1 AND seq > $2` + upTo("seq", "") + ` ORDER BY seq LIMIT $3)
 		UNION ALL
 		SELECT * FROM (SELECT finished_seq - 1 AS seq, started_time AS time, 'node_started' AS type, node, visit, iteration, NULL AS data
-			FROM steps WHERE run_id = $1 AND finished_seq > $2 + 1 AND started_time IS NOT NULL ORDER BY finished_seq LIMIT $3)
+			FROM steps WHERE run_id = $1 AND finished_seq > $2 + 1` + upTo("finished_seq", " + 1") + ` AND started_time IS NOT NULL
+			ORDER BY finished_seq LIMIT $3)
 		UNION ALL
 		SELECT * FROM (SELECT finished_seq AS seq, finished_time AS time, 'node_finished' AS type, node, visit, iteration, finished_data AS data
-			FROM steps WHERE run_id = $1 AND finished_seq > $2 ORDER BY finished_seq LIMIT $3)) AS e
+			FROM steps WHERE run_id = $1 AND finished_seq > $2` + upTo("finished_seq", "") + ` ORDER BY finished_seq LIMIT $3)) AS e
 	ORDER BY seq LIMIT $3`
+}
+
+var (
+	stepEvents       = stepEventsQuery(false)
+	stepEventsWindow = stepEventsQuery(true)
+)
 
 // Events returns up to limit of the run's events after afterSeq, in order.
 func (c *Core) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]store.Event, error) {
 	op := fmt.Sprintf("reading the events of run %s", runID)
-	q := eventsQuery
-	if c.d.StepEvents {
-		q = stepEventsQuery
+	if !c.d.StepEvents {
+		return c.events(ctx, op, eventsQuery, runID, afterSeq, c.limit(limit))
 	}
-	rows, err := c.db.Read().Query(ctx, q, runID, afterSeq, c.limit(limit))
+	if limit > 0 {
+		// A run's events are numbered without a gap, so a page's are
+		// those up to afterSeq+limit: each part of the read reads no more
+		// than that. A page short of a run whose events go on past it
+		// (which a gap would make) is read again without the window.
+		upTo := afterSeq + int64(limit)
+		events, err := c.events(ctx, op, stepEventsWindow, runID, afterSeq, limit, upTo)
+		if err != nil || len(events) == limit {
+			return events, err
+		}
+		var last int64
+		if err := c.db.Read().QueryRow(ctx, c.st.LastSeq, runID).Scan(&last); err != nil {
+			return nil, c.db.Failed(op, err)
+		}
+		if last <= upTo {
+			return events, nil
+		}
+	}
+	return c.events(ctx, op, stepEvents, runID, afterSeq, c.limit(limit))
+}
+
+// events reads a run's events with q and its arguments after runID.
+func (c *Core) events(ctx context.Context, op, q, runID string, args ...any) ([]store.Event, error) {
+	rows, err := c.db.Read().Query(ctx, q, append([]any{runID}, args...)...)
 	events, err := collect(c, op, rows, err, func(row Row) (store.Event, error) {
 		ev := store.Event{RunID: runID}
 		var t Time
