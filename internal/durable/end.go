@@ -14,12 +14,14 @@ import (
 // records the delivery the run owes before its final record, so that a
 // process that dies between the two leaves it for the next. Once the
 // final record commits, the run has no owner and its folder's run.json is
-// doc(). It returns owe's hold, whether the final record committed, and
+// doc of the run so ended, written while the final record commits and put
+// in place once it did (runlog.Writer.Begin). It returns owe's hold,
+// whether the final record committed, and
 // the first error. A run whose final record failed stays owned until its
 // lease runs out: then it is interrupted, and resumable (its folder keeps
 // saying running, as the database does).
 func (h *Host) End(run *store.Run, res *engine.Result, rec *Recorder, recs Tee, flush func(), rl *runlog.Writer, l *Lease,
-	extra []engine.TimedEvent, owe func() store.Owner, doc func() any) (hold store.Owner, ended bool, err error) {
+	extra []engine.TimedEvent, owe func() store.Owner, doc func(ended *store.Run) any) (hold store.Owner, ended bool, err error) {
 	for _, ev := range extra {
 		_ = recs.Event(ev)
 	}
@@ -32,9 +34,13 @@ func (h *Host) End(run *store.Run, res *engine.Result, rec *Recorder, recs Tee, 
 	}
 	l.Stop()
 	hold = owe()
+	done := *run
+	done.Owner, done.LeaseUntil, done.LeaseExpired = store.Owner{}, time.Time{}, true
+	writing := rl.Begin(func() any { return doc(&done) })
 	if err := rec.Finish(run); err != nil {
+		writing.Abandon()
 		return hold, false, err
 	}
 	run.Owner, run.LeaseUntil, run.LeaseExpired = store.Owner{}, time.Time{}, true
-	return hold, true, rl.Finish(doc())
+	return hold, true, writing.Finish()
 }

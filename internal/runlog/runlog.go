@@ -583,7 +583,73 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 // folder once and closes it. When it returns, the folder is complete.
 // Calling it again returns what the first call returned. After Close it
 // returns ErrClosed.
-func (w *Writer) Finish(result any) error {
+func (w *Writer) Finish(result any) error { return w.finish(result, nil) }
+
+// Finishing is a Finish begun (Begin): run.json's content is written to
+// its temporary file while the caller commits the run's final record.
+type Finishing struct {
+	w      *Writer
+	result any
+	done   chan struct{}
+	// tmp is the temporary file written, "" when none was; err is what
+	// writing it met (errHoldsSecret: the document held a secret).
+	tmp string
+	err error
+}
+
+// Begin begins Finish with the result that result makes: in a folder that
+// exists, for a result that writes itself (JSONWriter), it writes run.json's
+// content to its temporary file on a goroutine of its own while the caller
+// goes on. Finish on what it returns waits for it and does the rest of
+// Finish, the temporary file renamed into place as run.json; Abandon
+// removes it and leaves the Writer as it was.
+func (w *Writer) Begin(result func() any) *Finishing {
+	f := &Finishing{w: w, done: make(chan struct{})}
+	w.mu.Lock()
+	early := !w.finished && w.usableLocked() == nil && (!w.onDemand || w.made)
+	w.mu.Unlock()
+	if !early {
+		f.result = result()
+		close(f.done)
+		return f
+	}
+	go func() {
+		defer close(f.done)
+		f.result = result()
+		if jw, ok := f.result.(JSONWriter); ok {
+			f.tmp, f.err = w.writeTemp(runFile, true, func(out io.Writer) error {
+				c := &secretCheck{w: out, redact: w.redact}
+				if err := jw.WriteJSON(c); err != nil {
+					return err
+				}
+				if c.found {
+					return errHoldsSecret
+				}
+				return nil
+			})
+		}
+	}()
+	return f
+}
+
+// Finish finishes the folder as Writer.Finish does, with run.json as
+// written already.
+func (f *Finishing) Finish() error {
+	<-f.done
+	return f.w.finish(f.result, f)
+}
+
+// Abandon removes the temporary file Begin wrote.
+func (f *Finishing) Abandon() {
+	<-f.done
+	if f.tmp != "" {
+		_ = f.w.root.Remove(f.tmp)
+	}
+}
+
+// finish is Finish, with run.json's content in pre's temporary file when
+// pre wrote it.
+func (w *Writer) finish(result any, pre *Finishing) error {
 	if result == nil {
 		return errors.New("finishing run folder: nil result")
 	}
@@ -621,7 +687,16 @@ func (w *Writer) Finish(result any) error {
 		if err = w.stop(); err == nil && traced {
 			nodesErr = w.writeNodes(result)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+			if pre != nil && pre.tmp != "" {
+				_ = w.root.Remove(pre.tmp)
+			}
+		case pre != nil && (pre.tmp != "" || pre.err != nil):
+			if err = pre.err; err == nil {
+				err = w.publish(pre.tmp, runFile)
+			}
+		default:
 			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
 				c := &secretCheck{w: f, redact: w.redact}
 				if err := jw.WriteJSON(c); err != nil {
@@ -823,18 +898,38 @@ type JSONWriter interface {
 
 // writeAtomicFunc is writeAtomic of what fill writes.
 func (w *Writer) writeAtomicFunc(name string, stale bool, fill func(io.Writer) error) error {
+	tmp, err := w.writeTemp(name, stale, fill)
+	if err != nil {
+		return err
+	}
+	return w.publish(tmp, name)
+}
+
+// publish renames the temporary file tmp (writeTemp) to name.
+func (w *Writer) publish(tmp, name string) error {
+	if err := w.root.Rename(tmp, name); err != nil {
+		_ = w.root.Remove(tmp)
+		return pathError("cannot write", filepath.Join(w.dir, name), err)
+	}
+	return nil
+}
+
+// writeTemp writes what fill writes to the temporary file of name, and
+// returns the temporary file's name (for publish); it removes the file
+// when it fails.
+func (w *Writer) writeTemp(name string, stale bool, fill func(io.Writer) error) (string, error) {
 	path := filepath.Join(w.dir, name)
 	tmp := filepath.Join(filepath.Dir(name), "."+filepath.Base(name)+".tmp")
 	// A stale temporary file (from a crash) is removed, never opened: it
 	// could be a symlink.
 	if stale {
 		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return pathError("cannot write", path, err)
+			return "", pathError("cannot write", path, err)
 		}
 	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
-		return pathError("cannot write", path, err)
+		return "", pathError("cannot write", path, err)
 	}
 	bw := bufio.NewWriterSize(f, 64<<10)
 	err = fill(bw)
@@ -844,14 +939,11 @@ func (w *Writer) writeAtomicFunc(name string, stale bool, fill func(io.Writer) e
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = w.root.Rename(tmp, name)
-	}
 	if err != nil {
 		_ = w.root.Remove(tmp)
-		return pathError("cannot write", path, err)
+		return "", pathError("cannot write", path, err)
 	}
-	return nil
+	return tmp, nil
 }
 
 // openAppend opens the file name (relative to the run folder) for

@@ -648,6 +648,74 @@ func TestFinishStreamsAndStillMasks(t *testing.T) {
 	}
 }
 
+// A Finish begun (Begin) writes run.json's content before it is asked to
+// finish, and the same document as Finish: streamed, and masked whole when
+// it holds a secret; run.json says so only once it finishes. One abandoned
+// leaves no file behind and the folder as it was.
+func TestBeginWritesRunJSONBeforeFinish(t *testing.T) {
+	t.Parallel()
+	const secret = "canary-s3cr3t-value"
+	open := func(t *testing.T) *runlog.Writer {
+		w, err := runlog.Open(filepath.Join(t.TempDir(), ".skein"), "hello", "run1", started, nil, redact.New(map[string]string{"TOKEN": secret}))
+		require.NoError(t, err)
+		return w
+	}
+	for _, tt := range []struct {
+		name, want string
+		pieces     []string
+	}{
+		{name: "clean", pieces: []string{`{"steps":[`, `{"a":1}`, "]}\n"}, want: `{"steps":[{"a":1}]}` + "\n"},
+		{name: "a secret in a piece", pieces: []string{`{"steps":[`, `"` + secret + `"`, "]}\n"}, want: `{"steps":["***"]}` + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w := open(t)
+			before, err := os.ReadFile(filepath.Join(w.Dir(), "run.json"))
+			require.NoError(t, err)
+			made := make(chan struct{})
+			fin := w.Begin(func() any { close(made); return &streamed{pieces: tt.pieces} })
+			<-made
+			now, err := os.ReadFile(filepath.Join(w.Dir(), "run.json"))
+			require.NoError(t, err)
+			require.Equal(t, string(before), string(now), "run.json says the run ended only once finished")
+			require.NoError(t, fin.Finish())
+			data, err := os.ReadFile(filepath.Join(w.Dir(), "run.json"))
+			require.NoError(t, err)
+			require.Equal(t, tt.want, string(data))
+			require.ElementsMatch(t, []string{"run.json", "events.jsonl"}, names(t, w.Dir()), "no temporary file left")
+		})
+	}
+	t.Run("Abandoned", func(t *testing.T) {
+		t.Parallel()
+		w := open(t)
+		before := names(t, w.Dir())
+		w.Begin(func() any { return &streamed{pieces: []string{`{}`}} }).Abandon()
+		require.ElementsMatch(t, before, names(t, w.Dir()))
+		require.NoError(t, w.Finish(&streamed{pieces: []string{`{"status":"failed"}`}}), "the Writer finishes as before")
+		data, err := os.ReadFile(filepath.Join(w.Dir(), "run.json"))
+		require.NoError(t, err)
+		require.Equal(t, `{"status":"failed"}`, string(data))
+	})
+	t.Run("OnDemandNothingKept", func(t *testing.T) {
+		t.Parallel()
+		w, err := runlog.OpenOnDemand(filepath.Join(t.TempDir(), ".skein"), "hello", "quiet", started, nil, nil)
+		require.NoError(t, err)
+		require.NoError(t, w.Begin(func() any { return map[string]any{"status": "completed"} }).Finish())
+		require.NoDirExists(t, w.Dir())
+	})
+}
+
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
 // An on-demand run that keeps no file leaves nothing on disk, whatever it
 // records; one whose node saves an artifact gets its folder, with the run
 // document at the end.

@@ -296,8 +296,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		res.CostUSD += verdict.CostUSD
 	}
 	hold, ended, err := r.runs().End(run, res, rec, recs, flush, rl, lease, extra, func() store.Owner { return r.oweDelivery(ctx, w, run, o) },
-		func() any {
-			return r.Doc(ctx, &Result{Run: run, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red})
+		func(ended *store.Run) any {
+			return r.Doc(ctx, &Result{Run: ended, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red})
 		})
 	if err != nil && runErr == nil {
 		runErr = err
