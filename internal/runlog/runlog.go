@@ -585,6 +585,21 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 // returns ErrClosed.
 func (w *Writer) Finish(result any) error { return w.finish(result, nil) }
 
+// secretChecked writes the document jw as it writes itself, and fails with
+// errHoldsSecret when it held a secret of the run's.
+func (w *Writer) secretChecked(jw JSONWriter) func(io.Writer) error {
+	return func(out io.Writer) error {
+		c := &secretCheck{w: out, redact: w.redact}
+		if err := jw.WriteJSON(c); err != nil {
+			return err
+		}
+		if c.found {
+			return errHoldsSecret
+		}
+		return nil
+	}
+}
+
 // Finishing is a Finish begun (Begin): run.json's content is written to
 // its temporary file while the caller commits the run's final record.
 type Finishing struct {
@@ -617,16 +632,7 @@ func (w *Writer) Begin(result func() any) *Finishing {
 		defer close(f.done)
 		f.result = result()
 		if jw, ok := f.result.(JSONWriter); ok {
-			f.tmp, f.err = w.writeTemp(runFile, true, func(out io.Writer) error {
-				c := &secretCheck{w: out, redact: w.redact}
-				if err := jw.WriteJSON(c); err != nil {
-					return err
-				}
-				if c.found {
-					return errHoldsSecret
-				}
-				return nil
-			})
+			f.tmp, f.err = w.writeTemp(runFile, true, w.secretChecked(jw))
 		}
 	}()
 	return f
@@ -697,16 +703,7 @@ func (w *Writer) finish(result any, pre *Finishing) error {
 				err = w.publish(pre.tmp, runFile)
 			}
 		default:
-			err = w.writeAtomicFunc(runFile, true, func(f io.Writer) error {
-				c := &secretCheck{w: f, redact: w.redact}
-				if err := jw.WriteJSON(c); err != nil {
-					return err
-				}
-				if c.found {
-					return errHoldsSecret
-				}
-				return nil
-			})
+			err = w.writeAtomicFunc(runFile, true, w.secretChecked(jw))
 		}
 		if errors.Is(err, errHoldsSecret) {
 			// The document was not masked: mask it whole.
