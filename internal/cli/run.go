@@ -182,12 +182,27 @@ Postgres --db; --auto-repair does too).`,
 			case queued:
 				place = runner.PlaceQueue
 			}
+			// The workflow is read and checked while the runner opens its
+			// database (a new one is written and synced); its problems
+			// are told after the runner's, as before.
+			type loaded struct {
+				w   *workflow.Workflow
+				err error
+			}
+			pre := make(chan loaded, 1)
+			if !autoRepair {
+				go func() {
+					w, err := runner.LoadFile(args[0], nil)
+					pre <- loaded{w, err}
+				}()
+			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				resolve := func(w *workflow.Workflow) (map[string]any, error) { return resolveInputs(w, inputs, inputFile) }
 				if autoRepair {
 					return r.StartRepairing(ctx, runner.RepairRequest{File: args[0], Inputs: resolve, Trigger: trigger, NoUpdate: noUpdate, Options: o})
 				}
-				w, err := r.Load(args[0])
+				l := <-pre
+				w, err := l.w, l.err
 				if err != nil {
 					return nil, err
 				}

@@ -225,7 +225,14 @@ func (e *InvalidError) Error() string {
 
 // Load reads and validates a workflow file.
 func (r *Runner) Load(file string) (*workflow.Workflow, error) {
-	w, ds := workflow.Load(file, r.cfg.Registry)
+	return LoadFile(file, r.cfg.Registry)
+}
+
+// LoadFile is Runner.Load without a runner, for a caller that reads the
+// workflow while it opens one (a nil registry is node.Default, as
+// Config.Registry).
+func LoadFile(file string, reg *node.Registry) (*workflow.Workflow, error) {
+	w, ds := workflow.Load(file, cmp.Or(reg, node.Default))
 	if ds.HasErrors() {
 		return nil, &InvalidError{File: file, Diagnostics: ds}
 	}
