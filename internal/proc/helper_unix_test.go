@@ -20,11 +20,18 @@ const (
 	markerEnv = "SKEIN_PROC_TEST_MARKER"
 )
 
+// beforeHelperStart, when set (on Linux), readies the helper before it
+// starts its command.
+var beforeHelperStart func()
+
 // runHelper stands in for Skein: it starts the script of scriptEnv with the
 // proc rules (its first argument is the helper's own first argument),
 // prints the command's pid, and waits
 // until its stdin closes (or it is killed).
 func runHelper() {
+	if beforeHelperStart != nil {
+		beforeHelperStart()
+	}
 	cmd := exec.Command("sh", "-c", os.Getenv(scriptEnv), "sh", os.Getenv(helperEnv))
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), markerEnv + "=" + os.Getenv(tagEnv)}
 	tree, err := proc.Start(cmd)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +37,23 @@ var guardian struct {
 	mu     sync.Mutex
 	ctl    *os.File
 	groups map[int]bool
+	// starting are the tags of the commands being started ("?tag" while a
+	// command may run before its group is registered, "!tag" once it is).
+	starting map[string]bool
 }
+
+// startingVar tags, in its environment, a command Start is starting (and
+// what it starts): should Skein die after the command started but before
+// its group was registered, the guardian finds the command's group by the
+// tag (killStarting).
+const startingVar = "SKEIN_PROC_STARTING"
+
+// starts numbers the commands Start starts, for their tags.
+var starts atomic.Uint64
+
+// afterStart, when set (tests), is called between a command's start and
+// the registration of its group.
+var afterStart func(pid int)
 
 // startGuardian starts a guardian, with guardian.mu held: this program
 // re-executed, with the other end of a socket only Skein holds. When
@@ -74,6 +91,9 @@ func startGuardian() error {
 	for pgid := range guardian.groups {
 		lines = append(strconv.AppendInt(append(lines, '+'), int64(pgid), 10), '\n')
 	}
+	for tag := range guardian.starting {
+		lines = append(append(append(lines, '?'), tag...), '\n')
+	}
 	if len(lines) > 0 {
 		if _, err := ours.Write(lines); err != nil {
 			ours.Close()
@@ -102,25 +122,41 @@ var guardianPID int
 // written, the line is the guardian's even if Skein dies at once: it
 // reads all before the end.
 func tell(op byte, pgid int) error {
+	return say(op, strconv.Itoa(pgid))
+}
+
+// say tells the guardian a line: op and what it is about, a group ('+',
+// '-') or the tag of a command being started ('?', '!'); it starts a
+// guardian when there is none or the one before is gone.
+func say(op byte, what string) error {
 	guardian.mu.Lock()
 	defer guardian.mu.Unlock()
 	if guardian.groups == nil {
 		guardian.groups = map[int]bool{}
+		guardian.starting = map[string]bool{}
 	}
-	if op == '+' {
-		guardian.groups[pgid] = true
-	} else {
-		delete(guardian.groups, pgid)
+	switch op {
+	case '+', '-':
+		pgid, _ := strconv.Atoi(what)
+		if op == '+' {
+			guardian.groups[pgid] = true
+		} else {
+			delete(guardian.groups, pgid)
+		}
+	case '?':
+		guardian.starting[what] = true
+	case '!':
+		delete(guardian.starting, what)
 	}
 	if guardian.ctl != nil {
-		line := append(strconv.AppendInt([]byte{op}, int64(pgid), 10), '\n')
+		line := append(append([]byte{op}, what...), '\n')
 		if _, err := guardian.ctl.Write(line); err == nil {
 			return nil
 		}
 		guardian.ctl.Close() // gone: a new one takes every group
 		guardian.ctl = nil
 	}
-	if op == '-' {
+	if op == '-' || op == '!' {
 		return nil
 	}
 	return startGuardian()
@@ -147,13 +183,21 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 		return nil, errors.New("proc.Start: ExtraFiles are not passed on")
 	}
 	guarded := canGuard()
+	var tag string
 	if guarded {
 		// The guardian runs before the command does: registering it is
 		// then one write, not a guardian's start-up, during which a
-		// killed Skein would leave the command's group behind.
+		// killed Skein would leave the command's group behind. Until that
+		// write, the command is known to the guardian by its tag.
 		if err := ensureGuardian(); err != nil {
 			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 		}
+		tag = strconv.Itoa(os.Getpid()) + "." + strconv.FormatUint(starts.Add(1), 10)
+		cmd.Env = append(cmd.Environ(), startingVar+"="+tag)
+		if err := say('?', tag); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
+		}
+		defer func() { _ = say('!', tag) }()
 	}
 	apply(cmd)
 	if err := cmd.Start(); err != nil {
@@ -161,6 +205,9 @@ func Start(cmd *exec.Cmd) (*Tree, error) {
 	}
 	t := &Tree{cmd: cmd, pid: cmd.Process.Pid}
 	if guarded {
+		if afterStart != nil {
+			afterStart(t.pid)
+		}
 		if err := tell('+', t.pid); err != nil {
 			t.Signal(syscall.SIGKILL)
 			_ = cmd.Wait()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -28,13 +29,29 @@ type helper struct {
 	marker  string
 }
 
-// startHelper starts a helper running script with dir as $1, and returns
-// once the command started.
-func startHelper(t *testing.T, script, dir string) *helper {
+// holdEnv, set in a helper's environment, makes it stop between its
+// command's start and the registration of the command's group, once it
+// printed the command's pid.
+const holdEnv = "SKEIN_PROC_TEST_HOLD"
+
+func init() {
+	beforeHelperStart = func() {
+		if os.Getenv(holdEnv) != "" {
+			proc.HoldAfterStart(func(pid int) {
+				fmt.Println(pid)
+				select {}
+			})
+		}
+	}
+}
+
+// startHelper starts a helper running script with dir as $1 (and env in
+// its environment), and returns once the command started.
+func startHelper(t *testing.T, script, dir string, env ...string) *helper {
 	t.Helper()
 	h := &helper{marker: strconv.Itoa(os.Getpid()) + "-" + t.Name()}
 	h.cmd = exec.Command(os.Args[0], "-test.run=^$")
-	h.cmd.Env = append(os.Environ(), helperEnv+"="+dir, scriptEnv+"="+script, tagEnv+"="+h.marker)
+	h.cmd.Env = append(append(os.Environ(), helperEnv+"="+dir, scriptEnv+"="+script, tagEnv+"="+h.marker), env...)
 	h.cmd.Stderr = os.Stderr
 	stdin, err := h.cmd.StdinPipe()
 	require.NoError(t, err)
@@ -88,6 +105,24 @@ func TestTreeDiesWithSkein(t *testing.T) {
 			require.NoFileExists(t, filepath.Join(dir, "late"), "a process of the tree outlived its owner")
 		})
 	}
+}
+
+// A command whose owner is killed after the command started but before its
+// group was registered with the guardian — a Skein that a loaded machine
+// did not schedule again in between — dies all the same, with what it runs:
+// the guardian finds it by the tag Start put in its environment.
+func TestTreeDiesWithSkeinKilledBeforeItsGroupIsRegistered(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	h := startHelper(t, `(sleep 5; touch "$1/late") & touch "$1/started"; wait`, dir, holdEnv+"=1")
+	eventually(t, 30*time.Second, func() bool { _, err := os.Stat(filepath.Join(dir, "started")); return err == nil },
+		"the command never started")
+
+	require.NoError(t, h.cmd.Process.Kill())
+	_ = h.cmd.Wait()
+	eventually(t, 30*time.Second, func() bool { return len(proctest.Survivors(markerEnv, h.marker)) == 0 && !proc.Alive(h.command) },
+		"the tree outlived its owner's SIGKILL: %v", proctest.Survivors(markerEnv, h.marker))
+	require.NoFileExists(t, filepath.Join(dir, "late"), "a process of the tree outlived its owner")
 }
 
 // What a command leaves running in its group when it exits is killed with
