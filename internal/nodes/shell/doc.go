@@ -22,7 +22,8 @@
 // element the rule could refuse.
 //
 // The child's environment is explicit: PATH, HOME, LANG, TMPDIR and USER
-// taken from Skein's own environment, plus the node's env. Nothing else is
+// taken from Skein's own environment, plus the node's env (and, on Linux,
+// the tag proc.Start adds: SKEIN_PROC_STARTING). Nothing else is
 // inherited, so a secret in Skein's environment reaches only the commands it
 // is given to.
 //

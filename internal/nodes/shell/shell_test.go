@@ -226,8 +226,11 @@ func TestRunOutput(t *testing.T) {
 				require.Equal(t, "", vars["EMPTY"])
 				require.Contains(t, vars, "PATH", "the base environment keeps PATH")
 				for name := range vars {
-					require.Contains(t, []string{"PATH", "HOME", "LANG", "TMPDIR", "USER", "GREETING", "COUNT", "EMPTY"}, name,
-						"the child should see only the base environment and env")
+					require.Contains(t, []string{"PATH", "HOME", "LANG", "TMPDIR", "USER", "GREETING", "COUNT", "EMPTY", "SKEIN_PROC_STARTING"}, name,
+						"the child should see only the base environment, env and (Linux) the guardian's tag")
+				}
+				if runtime.GOOS == "linux" {
+					require.Regexp(t, `^[0-9]+\.[0-9]+$`, vars["SKEIN_PROC_STARTING"], "the guardian's tag: Skein's pid and the command's number")
 				}
 			},
 		},
