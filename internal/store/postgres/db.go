@@ -28,11 +28,8 @@ var dialect = sqlstore.Dialect{
 	LockRow: ` FOR NO KEY UPDATE`,
 	LockKey: `SELECT pg_advisory_xact_lock($1, hashtext($2))`,
 	NoLimit: nil,
-	// A run's row counts its events: the seq of its last event is read
-	// with the row's lock, in the same statement (migration 15).
-	EventSeq: true,
-	Time:     func(t time.Time) any { return t },
-	JSON:     func(b []byte) any { return b },
+	Time:    func(t time.Time) any { return t },
+	JSON:    func(b []byte) any { return b },
 	// A duration is a float8 number of microseconds (AddMicros).
 	Duration: func(d time.Duration) any { return float64(d.Microseconds()) },
 }

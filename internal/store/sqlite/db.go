@@ -26,9 +26,8 @@ var dialect = sqlstore.Dialect{
 	Time:        func(t time.Time) any { return t.UnixMicro() },
 	JSON:        text,
 	Duration:    func(d time.Duration) any { return d.Microseconds() },
-	// The run's row counts its events; a step row carries its node's
-	// node_started and node_finished when written with them (carry).
-	EventSeq:   true,
+	// A step row carries its node's node_started and node_finished when
+	// written with them (carry).
 	StepEvents: true,
 	// Every write goes through the one write connection in a BEGIN
 	// IMMEDIATE transaction: writers take turns without a row or key lock.

@@ -46,14 +46,12 @@ type SQL struct {
 	// InsertEvent inserts an event (EventArgs); InsertEventHead is its
 	// part before the VALUES rows.
 	InsertEvent, InsertEventHead string
-	// LastSeq reads the seq of the last event of run $1 (0: none). Events
-	// are only ever deleted with their run, so the largest seq is the last
-	// one given out: one descent of the events' primary key; or, where the
-	// dialect counts a run's events in its row (Dialect.EventSeq), the
-	// count.
+	// LastSeq reads the seq of the last event of run $1 (0: none): the
+	// count of its events its row keeps (runs.event_seq), since the
+	// largest seq of its event rows would miss the seqs its step rows
+	// carry (Dialect.StepEvents).
 	LastSeq string
-	// SetLastSeq sets the count of run $1's events to $2, in a dialect
-	// that keeps it (Dialect.EventSeq); empty in one that does not.
+	// SetLastSeq sets the count of run $1's events to $2.
 	SetLastSeq string
 	// FinishRun writes a run's final record and releases its lease
 	// (FinishArgs).
@@ -79,15 +77,12 @@ func New(db DB, d Dialect) (*Core, *Statements) {
 		UpsertStep:      insertStepHead + placeholders(1, stepArgCount) + upsertStepTail,
 		InsertEventHead: insertEventHead,
 		InsertEvent:     insertEventHead + placeholders(1, eventArgCount),
-		LastSeq:         `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = $1`,
+		LastSeq:         `SELECT event_seq FROM runs WHERE id = $1`,
+		SetLastSeq:      `UPDATE runs SET event_seq = $2 WHERE id = $1`,
 		InsertPlan:      insertPlan,
 		FinishRun: `UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5, tokens = $6, cost_usd = $7,
 	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + ` WHERE id = $1`,
 	}}
-	if d.EventSeq {
-		c.st.LastSeq = `SELECT event_seq FROM runs WHERE id = $1`
-		c.st.SetLastSeq = `UPDATE runs SET event_seq = $2 WHERE id = $1`
-	}
 	return c, c.st
 }
 

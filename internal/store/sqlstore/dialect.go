@@ -90,10 +90,6 @@ type Dialect struct {
 	LockKey string
 	// NoLimit is the LIMIT parameter that limits nothing.
 	NoLimit any
-	// EventSeq: the run's row counts its events (runs.event_seq), so the
-	// seq of its last event is read with the row, not from the events,
-	// and every write of events moves it on (SQL.SetLastSeq).
-	EventSeq bool
 	// StepEvents: a step row may carry its node's node_started and
 	// node_finished events (the columns stepEventCols), written by the
 	// dialect's SaveBatches instead of event rows; Events reads them too.

@@ -97,7 +97,7 @@ func (s *Statements) Writes(b Batch, first int64) []Stmt {
 		stmts = append(stmts, Stmt{s.InsertPlan, args})
 	}
 	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, s.EventArgs(b, first), false)
-	if len(b.Events) > 0 && s.SetLastSeq != "" {
+	if len(b.Events) > 0 {
 		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, first + int64(len(b.Events)) - 1}})
 	}
 	if b.Finish != nil {
