@@ -33,9 +33,13 @@ func main() {
 }
 
 // profiled runs fn, with a CPU profile of it written to the file
-// SKEIN_CPUPROFILE names when that is set (for `go tool pprof`;
+// SKEIN_CPUPROFILE names when that is set, and a profile of what it
+// allocated to the file SKEIN_MEMPROFILE names (for `go tool pprof`;
 // BENCHMARKS.md profiles skein run this way).
 func profiled(fn func() int) int {
+	if path := os.Getenv("SKEIN_MEMPROFILE"); path != "" {
+		defer writeAllocs(path)
+	}
 	path := os.Getenv("SKEIN_CPUPROFILE")
 	if path == "" {
 		return fn()
@@ -58,4 +62,18 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return cli.Main(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// writeAllocs writes the profile of what the process allocated to path.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.Lookup("allocs").WriteTo(f, 0)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "skein: SKEIN_MEMPROFILE:", err)
+	}
 }
