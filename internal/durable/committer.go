@@ -10,7 +10,10 @@ import (
 // Committer writes the records of every run of a process through one
 // goroutine, one transaction at a time: whatever was submitted while the
 // last transaction ran goes into the next one (group commit). Runs never
-// wait for the disk; Sync waits for what they submitted.
+// wait for the disk; Sync waits for what they submitted. The outcomes go
+// to the submissions' after functions from a second goroutine, in the
+// order of the commits, while the next transaction runs: what waits for
+// a commit (a progress line, the run folder) never holds up the next.
 //
 // A failure belongs to the run whose batch failed: when a group
 // transaction fails, each run's share is tried alone, so one run's
@@ -26,7 +29,10 @@ type Committer struct {
 	// submitted and committed count submissions, to make Sync cheap.
 	submitted, committed uint64
 	closed               bool
-	done                 chan struct{}
+	// answers carries each transaction's outcomes to the goroutine that
+	// calls the after functions (answer); done closes when it returns.
+	answers chan answer
+	done    chan struct{}
 	// failed holds the first error of each run (and owner token) whose
 	// records could not be written.
 	failed map[runKey]error
@@ -39,11 +45,19 @@ type submission struct {
 	after func(error)
 }
 
+// answer is the outcome of one transaction: its submissions and their
+// errors.
+type answer struct {
+	subs []submission
+	errs []error
+}
+
 // NewCommitter starts a committer on st. Close stops it.
 func NewCommitter(st store.Store) *Committer {
-	c := &Committer{st: st, done: make(chan struct{}), failed: map[runKey]error{}}
+	c := &Committer{st: st, answers: make(chan answer, 64), done: make(chan struct{}), failed: map[runKey]error{}}
 	c.cond = sync.NewCond(&c.mu)
 	go c.loop()
+	go c.answer()
 	return c
 }
 
@@ -64,7 +78,7 @@ func (c *Committer) Submit(b store.Batch, after func(error)) {
 }
 
 // Sync waits until everything submitted before it was committed or has
-// failed; the outcome of each batch goes to its after function.
+// failed, and its outcome went to its after function.
 func (c *Committer) Sync() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,7 +101,7 @@ func (c *Committer) Close() error {
 }
 
 func (c *Committer) loop() {
-	defer close(c.done)
+	defer close(c.answers)
 	for {
 		c.mu.Lock()
 		for len(c.queue) == 0 && !c.closed {
@@ -100,15 +114,22 @@ func (c *Committer) loop() {
 		subs := c.queue
 		c.queue = nil
 		c.mu.Unlock()
+		c.answers <- answer{subs, c.commit(subs)}
+	}
+}
 
-		errs := c.commit(subs)
-		for i, s := range subs {
+// answer calls the after functions of each transaction's submissions, in
+// the order of the transactions, then counts them committed.
+func (c *Committer) answer() {
+	defer close(c.done)
+	for a := range c.answers {
+		for i, s := range a.subs {
 			if s.after != nil {
-				s.after(errs[i])
+				s.after(a.errs[i])
 			}
 		}
 		c.mu.Lock()
-		c.committed += uint64(len(subs))
+		c.committed += uint64(len(a.subs))
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}

@@ -110,3 +110,66 @@ func (g *gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
 	}
 	return g.Store.SaveBatch(ctx, bs)
 }
+
+// TestWaitingForACommitHoldsUpNoOther: an after function that is slow (a
+// progress line to a blocked terminal) does not keep the next
+// transaction from committing; the after functions still run in the order
+// of their commits, and Sync returns only once they ran.
+func TestWaitingForACommitHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
+	st := &savedStore{Store: stores["sqlite"](t), saved: make(chan struct{}, 8)}
+	ctx := t.Context()
+	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r", Workflow: "w", Status: "running"}))
+	c := durable.NewCommitter(st)
+	defer c.Close()
+	step := func(node string) store.Batch {
+		return store.Batch{RunID: "r", Steps: []*store.Step{{StepOrder: 1, Node: node, Visit: 1, Status: "success"}}}
+	}
+
+	release := make(chan struct{})
+	var order []string
+	var mu sync.Mutex
+	called := func(name string) {
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+	}
+	c.Submit(step("a"), func(err error) {
+		<-release
+		called("a")
+	})
+	<-st.saved
+	// b's transaction commits while a's after function still waits.
+	c.Submit(step("b"), nil)
+	<-st.saved
+	steps, err := st.Steps(ctx, "r")
+	require.NoError(t, err)
+	require.Len(t, steps, 2)
+
+	c.Submit(step("c"), func(err error) {
+		require.NoError(t, err)
+		called("c")
+	})
+	synced := make(chan struct{})
+	go func() {
+		c.Sync()
+		close(synced)
+	}()
+	close(release)
+	<-synced
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"a", "c"}, order, "Sync returns once every after function ran, in the order of the commits")
+}
+
+// savedStore tells of each SaveBatch that returned.
+type savedStore struct {
+	store.Store
+	saved chan struct{}
+}
+
+func (s *savedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
+	err := s.Store.SaveBatch(ctx, bs)
+	s.saved <- struct{}{}
+	return err
+}
