@@ -17,12 +17,18 @@ import (
 // saveBatches writes batches in one transaction (sqlstore.DB).
 func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	firsts := make([]int64, len(bs))
-	var nSteps, nEvents int
+	var nLean, nSteps, nEvents int
 	for _, b := range bs {
+		for _, row := range b.Steps {
+			if sqlstore.IsLeanStepRow(row) {
+				nLean++
+			}
+		}
 		nSteps += len(b.Steps)
 		nEvents += len(b.Events)
 	}
-	s.prepareRows(ctx, s.stepRows, nSteps)
+	s.prepareRows(ctx, s.leanRows, nLean)
+	s.prepareRows(ctx, s.stepRows, nSteps-nLean)
 	s.prepareRows(ctx, s.eventRows, nEvents)
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
@@ -61,7 +67,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				moved = append(moved, b.RunID)
 			}
 		}
-		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, steps); err != nil {
+		if err := s.upsertSteps(ctx, tx, steps); err != nil {
 			return err
 		}
 		for _, p := range plans {
@@ -90,6 +96,37 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		return nil, err
 	}
 	return firsts, nil
+}
+
+// upsertSteps writes step rows in their order, each run of rows that
+// can be lean (sqlstore.LeanStepRow: most are) by the lean statements,
+// with fewer values to bind, the others whole.
+func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error {
+	for len(rows) > 0 {
+		var lean [][]any
+		for _, row := range rows {
+			if !sqlstore.IsLeanStepRow(row) {
+				break
+			}
+			lean = append(lean, sqlstore.LeanStepRow(row))
+		}
+		if len(lean) > 0 {
+			if err := s.insertRows(ctx, tx, s.upsertLeanSt, s.leanRows, lean); err != nil {
+				return err
+			}
+			rows = rows[len(lean):]
+			continue
+		}
+		n := 1
+		for n < len(rows) && !sqlstore.IsLeanStepRow(rows[n]) {
+			n++
+		}
+		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, rows[:n]); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
 }
 
 // carry moves node_finished events of a batch, each with the

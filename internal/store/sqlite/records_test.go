@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 )
 
@@ -118,4 +119,76 @@ func TestEventPagesReadPastAGap(t *testing.T) {
 		after = page[len(page)-1].Seq
 	}
 	require.Equal(t, []string{"1a", "2b", "9c", "10d"}, got)
+}
+
+// A step row whose rarely set columns all hold their defaults is written
+// lean, without them; saved again, lean or whole, a step has exactly what
+// it was saved with last, in any order of lean and whole rows in a batch,
+// each rare column on its own.
+func TestLeanStepRows(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	conf := 0.75
+	// Each of these sets one rare column; a step with none set is lean.
+	rare := []func(st *store.Step){
+		func(st *store.Step) { st.OutputRef = "sha256:ab" },
+		func(st *store.Step) { st.Cached = true },
+		func(st *store.Step) { st.Pinned = true },
+		func(st *store.Step) { st.Tokens = 12 },
+		func(st *store.Step) { st.CostUSD = 0.5 },
+		func(st *store.Step) { st.ProcessGroup = 4242 },
+		func(st *store.Step) { st.Masked = true },
+		func(st *store.Step) { st.WakeAt = &at },
+		func(st *store.Step) { st.SkipReason = "not_taken" },
+		func(st *store.Step) { st.TakenHandle = "h1" },
+		func(st *store.Step) { st.RanOn = &record.Place{Host: "h"} },
+		func(st *store.Step) { st.RanOn = &record.Place{PID: 7} },
+		func(st *store.Step) { st.RanOn = &record.Place{Worker: "w1"} },
+		func(st *store.Step) { st.Confidence = &conf },
+	}
+	step := func(node string, order int, set ...func(*store.Step)) *store.Step {
+		st := &store.Step{Node: node, Visit: 1, StepOrder: order, Type: "set", Status: "success", Attempts: 1,
+			Params: map[string]any{"p": node}, Output: map[string]any{"o": order}, StartedAt: &at, FinishedAt: &at, DurationMS: 3}
+		for _, f := range set {
+			f(st)
+		}
+		return st
+	}
+	check := func(want []*store.Step) {
+		t.Helper()
+		got, err := s.Steps(ctx, "r1")
+		require.NoError(t, err)
+		require.Len(t, got, len(want))
+		for i, w := range want {
+			g := *got[i]
+			g.RunID, g.Generation = "", 0
+			w := *w
+			w.RunID, w.Generation = "", 0
+			require.Equal(t, w, g, "step %s", w.Node)
+		}
+	}
+
+	// Lean and whole rows interleaved in one batch, and a step written
+	// twice in it (whole, then lean): the last wins.
+	var first []*store.Step
+	for i, f := range rare {
+		first = append(first, step(fmt.Sprintf("whole%02d", i), 2*i, f), step(fmt.Sprintf("lean%02d", i), 2*i+1))
+	}
+	twice := step("twice", 100, rare...)
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: append(first, twice, step("twice", 100))}}))
+	check(append(first, step("twice", 100)))
+
+	// Saved again the other way round: each whole one lean, each lean one
+	// whole.
+	var second []*store.Step
+	for i, f := range rare {
+		second = append(second, step(fmt.Sprintf("whole%02d", i), 2*i), step(fmt.Sprintf("lean%02d", i), 2*i+1, f))
+	}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: append(second, step("twice", 100, rare...))}}))
+	check(append(second, step("twice", 100, rare...)))
 }

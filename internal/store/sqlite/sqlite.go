@@ -71,6 +71,8 @@ type Store struct {
 	finishRunSt  *sql.Stmt
 	insertPlanSt *sql.Stmt
 	stepRows     *multiRows // the steps' multi-row INSERTs
+	leanRows     *multiRows // those of lean step rows (sqlstore.LeanStepRow)
+	upsertLeanSt *sql.Stmt
 	eventRows    *multiRows // the events'
 
 	// creates groups concurrent CreateRun calls into one transaction.
@@ -113,6 +115,7 @@ func (s *Store) prepared(ctx context.Context) error {
 			return st
 		}
 		s.upsertStepSt = prep(rebind(s.st.UpsertStep))
+		s.upsertLeanSt = prep(multiInsert(s.leanRows.head, s.leanRows.tail, s.leanRows.cols, 1))
 		s.runSeqSt = prep(`SELECT owner_token, event_seq FROM runs WHERE id = ?`)
 		s.setSeqSt = prep(rebind(s.st.SetLastSeq))
 		s.insertEvSt = prep(rebind(s.st.InsertEvent))
@@ -151,6 +154,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying, fresh: fresh, multi: map[multiKey]*sql.Stmt{}}
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
+	s.leanRows = &multiRows{sqlstore.LeanStepHead(), s.st.UpsertStepTail, sqlstore.LeanStepArgCount()}
 	s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
 	// A new database is freshImage copied into place (image.go), when the
 	// image is of the latest schema: opening it then changes nothing.

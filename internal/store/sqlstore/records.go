@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skeinhq/skein/internal/record"
@@ -53,6 +54,94 @@ const upsertStepTail = `
 		finished_seq = COALESCE(excluded.finished_seq, steps.finished_seq),
 		finished_time = CASE WHEN excluded.finished_seq IS NULL THEN steps.finished_time ELSE excluded.finished_time END,
 		finished_data = CASE WHEN excluded.finished_seq IS NULL THEN steps.finished_data ELSE excluded.finished_data END`
+
+// rareStepCols are the columns of a step row that most steps leave at
+// their defaults (the zero of their type, NULL): a row whose values of
+// them all are so is written lean, without them (LeanStepRow), so fewer
+// values are bound to the statement. The defaults of the tables of both
+// stores are those zeros.
+var rareStepCols = []string{"output_ref", "cached", "pinned", "tokens", "cost_usd", "process_group", "masked",
+	"wake_at", "skip_reason", "taken_handle", "ran_host", "ran_pid", "ran_worker", "confidence"}
+
+// leanStep is the shape of a lean step row: the indexes in a step row
+// (StepArgs) of the values it keeps and of those it leaves out, and the
+// head of its INSERT.
+var leanStep = func() (l struct {
+	keep, rare []int
+	head       string
+}) {
+	cols := strings.Split(`run_id, generation, node, visit, `+stepCols+`, `+stepEventCols, ",")
+	var kept []string
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		if slices.Contains(rareStepCols, c) {
+			l.rare = append(l.rare, i)
+			continue
+		}
+		l.keep = append(l.keep, i)
+		kept = append(kept, c)
+	}
+	if len(l.rare) != len(rareStepCols) || len(cols) != stepArgCount {
+		panic("sqlstore: the rare step columns are not all columns of a step")
+	}
+	l.head = `INSERT INTO steps (` + strings.Join(kept, ", ") + `) VALUES `
+	return l
+}()
+
+// LeanStepHead is the head of an INSERT of lean step rows (LeanStepRow);
+// UpsertStepTail ends it as it ends one of whole rows (a column left out
+// takes its default in excluded).
+func LeanStepHead() string { return leanStep.head }
+
+// LeanStepArgCount is the number of values of a lean step row.
+func LeanStepArgCount() int { return len(leanStep.keep) }
+
+// LeanStepRow returns the lean row of a step row (StepArgs, its carried
+// events set or not), or nil when a column a lean row leaves out holds
+// other than its default.
+func LeanStepRow(row []any) []any {
+	if !IsLeanStepRow(row) {
+		return nil
+	}
+	lean := make([]any, len(leanStep.keep))
+	for j, i := range leanStep.keep {
+		lean[j] = row[i]
+	}
+	return lean
+}
+
+// IsLeanStepRow reports whether a step row can be written lean: every
+// column a lean row leaves out holds its default.
+func IsLeanStepRow(row []any) bool {
+	for _, i := range leanStep.rare {
+		if !isDefault(row[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isDefault reports whether v, a value of a step row, is what its
+// column holds when left out.
+func isDefault(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case bool:
+		return !x
+	case int:
+		return x == 0
+	case int64:
+		return x == 0
+	case float64:
+		return x == 0
+	case *float64:
+		return x == nil
+	}
+	return false
+}
 
 const insertEventHead = `INSERT INTO events (run_id, seq, time, type, node, visit, iteration, data) VALUES `
 
