@@ -18,6 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/workflow"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -151,4 +153,46 @@ func TestLiveTickDrawsWhatIsQueuedAtClose(t *testing.T) {
 		_, _ = out.WriteString("run 3f2a9c1e0b7d completed in 2.2s\n")
 	})
 	golden(t, filepath.Join("live", "closed.golden"), screen+"\n")
+}
+
+// TestPlainWritesLinesTogether: a line goes out without waiting for Close;
+// the lines printed while a write is on its way go out together in the
+// next write, in order; Close returns once all are written.
+func TestPlainWritesLinesTogether(t *testing.T) {
+	t.Parallel()
+	w := &heldWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	clk := clock.NewFake(t0)
+	d := NewPlain(Options{Out: w, Err: io.Discard, Clock: clk})
+	s := &script{d: d, clk: clk}
+	d.Workflow(&workflow.Workflow{Name: "demo", Nodes: []*workflow.Node{{ID: "a", Type: "set"}, {ID: "b", Type: "set"}}})
+	d.Started(&store.Run{ID: "3f2a9c1e0b7d", Workflow: "demo", StartedAt: t0}, false)
+	<-w.entered // the run's first line is being written, with no Close
+	for _, n := range []string{"a", "b", "a"} {
+		s.ok(n, "set", 0)
+	}
+	close(w.release)
+	d.Close()
+	require.Len(t, w.writes, 2, "the lines printed during the first write go out in one")
+	require.Contains(t, w.writes[0], "run 3f2a9c1e0b7d")
+	lines := strings.Split(strings.TrimSuffix(w.writes[1], "\n"), "\n")
+	require.Len(t, lines, 3)
+	for i, n := range []string{"a", "b", "a"} {
+		require.Contains(t, lines[i], "✓ "+n)
+	}
+}
+
+// heldWriter holds its first Write until release is closed, and keeps
+// what each Write wrote.
+type heldWriter struct {
+	entered, release chan struct{}
+	writes           []string
+}
+
+func (w *heldWriter) Write(b []byte) (int, error) {
+	if len(w.writes) == 0 {
+		close(w.entered)
+		<-w.release
+	}
+	w.writes = append(w.writes, string(b))
+	return len(b), nil
 }

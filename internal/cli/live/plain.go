@@ -3,7 +3,6 @@ package live
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 
 	"github.com/skeinhq/skein/internal/clock"
@@ -38,13 +37,21 @@ type Options struct {
 }
 
 // Plain prints one line per step as it ends, and nothing that changes:
-// for logs, pipes, NO_COLOR and TERM=dumb.
+// for logs, pipes, NO_COLOR and TERM=dumb. Lines go out from a goroutine
+// of their own, with every line printed while the last write was on its
+// way: the steps of a busy run cost a write for many lines, not one each,
+// and a slow reader of the output holds up the run only once maxPending
+// bytes of lines wait.
 type Plain struct {
-	mu  sync.Mutex
-	o   Options
-	b   *board
-	st  styles
-	out io.Writer
+	mu sync.Mutex
+	o  Options
+	b  *board
+	st styles
+	// pending are the lines not written yet; writing is set while a
+	// goroutine writes them (writeOut), and written signals each write.
+	pending []byte
+	writing bool
+	written *sync.Cond
 }
 
 var _ Display = (*Plain)(nil)
@@ -52,12 +59,52 @@ var _ Display = (*Plain)(nil)
 // NewPlain returns a plain display.
 func NewPlain(o Options) *Plain {
 	st := newStyles(o.Color)
-	return &Plain{o: o, b: newBoard(o.Clock, st), st: st, out: o.Out}
+	p := &Plain{o: o, b: newBoard(o.Clock, st), st: st}
+	p.written = sync.NewCond(&p.mu)
+	return p
 }
 
+// print queues lines for writeOut; p.mu is held.
 func (p *Plain) print(lines []string) {
-	if len(lines) > 0 {
-		fmt.Fprintln(p.out, strings.Join(lines, "\n"))
+	if len(lines) == 0 {
+		return
+	}
+	for _, l := range lines {
+		p.pending = append(append(p.pending, l...), '\n')
+	}
+	if !p.writing {
+		p.writing = true
+		go p.writeOut()
+	}
+	for len(p.pending) > maxPending && p.writing {
+		p.written.Wait()
+	}
+}
+
+// maxPending is the most bytes of lines print queues before it waits for
+// the output.
+const maxPending = 256 << 10
+
+// writeOut writes the pending lines until none is left.
+func (p *Plain) writeOut() {
+	var buf []byte
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.pending) > 0 {
+		buf, p.pending = p.pending, buf[:0]
+		p.mu.Unlock()
+		_, _ = p.o.Out.Write(buf)
+		p.mu.Lock()
+		p.written.Broadcast()
+	}
+	p.writing = false
+	p.written.Broadcast()
+}
+
+// drain waits until every line printed so far is written; p.mu is held.
+func (p *Plain) drain() {
+	for p.writing {
+		p.written.Wait()
 	}
 }
 
@@ -105,9 +152,10 @@ func (p *Plain) Note(n runner.Note) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w, line := noteLine(p.st, n); w == toErr {
+		p.drain()
 		fmt.Fprintln(p.o.Err, line)
 	} else {
-		fmt.Fprintln(p.out, line)
+		p.print([]string{line})
 	}
 }
 
@@ -116,11 +164,16 @@ func (p *Plain) Note(n runner.Note) {
 func (p *Plain) Say(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.drain()
 	fmt.Fprintln(p.o.Err, "\n"+line)
 }
 
-// Close does nothing: plain lines are printed as they come.
-func (p *Plain) Close() {}
+// Close returns once every line printed is written.
+func (p *Plain) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drain()
+}
 
 type noteDest int
 
