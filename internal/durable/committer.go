@@ -196,15 +196,32 @@ func (c *Committer) commit(subs []submission) []error {
 func merge(subs []submission) []store.Batch {
 	byRun := map[string]int{}
 	var out []store.Batch
-	index := map[string]map[stepKey]int{}
+	// Each run's batch is made as large as its submissions' records.
+	type size struct{ steps, events int }
+	var sizes []size
 	for _, s := range subs {
 		i, ok := byRun[s.batch.RunID]
 		if !ok {
 			i = len(out)
 			byRun[s.batch.RunID] = i
 			out = append(out, store.Batch{RunID: s.batch.RunID})
-			index[s.batch.RunID] = map[stepKey]int{}
+			sizes = append(sizes, size{})
 		}
+		sizes[i].steps += len(s.batch.Steps)
+		sizes[i].events += len(s.batch.Events)
+	}
+	index := make([]map[stepKey]int, len(out))
+	for i, n := range sizes {
+		if n.steps > 0 {
+			out[i].Steps = make([]*store.Step, 0, n.steps)
+		}
+		if n.events > 0 {
+			out[i].Events = make([]store.Event, 0, n.events)
+		}
+		index[i] = make(map[stepKey]int, n.steps)
+	}
+	for _, s := range subs {
+		i := byRun[s.batch.RunID]
 		b := &out[i]
 		if s.batch.Token != "" {
 			b.Token = s.batch.Token
@@ -212,7 +229,7 @@ func merge(subs []submission) []store.Batch {
 		if s.batch.Finish != nil {
 			b.Finish = s.batch.Finish
 		}
-		idx := index[s.batch.RunID]
+		idx := index[i]
 		for _, st := range s.batch.Steps {
 			k := stepKey{st.Node, st.Visit}
 			if j, seen := idx[k]; seen {
@@ -232,7 +249,7 @@ func merge(subs []submission) []store.Batch {
 		if len(b.Plan) == 0 || len(b.Steps) == 0 {
 			continue
 		}
-		idx := index[b.RunID]
+		idx := index[i]
 		plan := b.Plan[:0:0]
 		for _, p := range b.Plan {
 			if _, saved := idx[stepKey{p.Node, p.Visit}]; !saved {

@@ -52,8 +52,8 @@ type Recorder struct {
 	Token      string
 
 	mu     sync.Mutex
-	steps  map[[2]any]*store.Step
-	order  [][2]any
+	steps  map[stepKey]*store.Step
+	order  []stepKey
 	events []store.Event
 	after  []func()
 	err    error // the first failed commit of this run
@@ -78,14 +78,14 @@ var (
 // blobs (none when it is nil), which need not know the secrets: what it
 // is given is masked already.
 func NewRecorder(c *Committer, runID string, blobs *blob.Store, red *redact.Redactor) *Recorder {
-	return &Recorder{c: c, runID: runID, redact: red, Blobs: blobs, steps: map[[2]any]*store.Step{}, saved: map[stepKey]struct{}{}}
+	return &Recorder{c: c, runID: runID, redact: red, Blobs: blobs, steps: map[stepKey]*store.Step{}, saved: map[stepKey]struct{}{}}
 }
 
 // Step buffers the latest state of a step.
 func (r *Recorder) Step(rec *engine.StepRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	key := [2]any{rec.Node, rec.Visit}
+	key := stepKey{rec.Node, rec.Visit}
 	s := RedactStep(r.redact, StepFromRecord(r.runID, rec))
 	if _, ok := r.steps[key]; !ok {
 		r.order = append(r.order, key)
@@ -185,7 +185,14 @@ func (r *Recorder) take() (store.Batch, []func(), error) {
 		steps = append(steps, s)
 	}
 	events, after := r.events, r.after
-	r.steps, r.order, r.events, r.after = map[[2]any]*store.Step{}, nil, nil, nil
+	// The next buffers are made as large as these: the flushes of a run
+	// tend to hold as many records each.
+	if len(r.steps) <= 8 {
+		clear(r.steps)
+	} else {
+		r.steps = make(map[stepKey]*store.Step, len(r.steps))
+	}
+	r.order, r.events, r.after = make([]stepKey, 0, len(r.order)), make([]store.Event, 0, len(events)), nil
 	r.mu.Unlock()
 	for _, s := range steps {
 		if err := r.offload(s); err != nil {

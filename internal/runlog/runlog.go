@@ -454,7 +454,9 @@ func (w *Writer) Flush() error {
 		return err
 	}
 	b := w.pending
-	w.pending = batch{}
+	// The next batch is made as large as this one: a run's flushes tend
+	// to hold as many events each.
+	w.pending = batch{events: make([]engine.TimedEvent, 0, len(b.events))}
 	later := w.Later
 	if len(b.events) == 0 {
 		w.mu.Unlock()
