@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -38,6 +39,9 @@ func main() {
 // BENCHMARKS.md profiles skein run this way).
 func profiled(fn func() int) int {
 	if path := os.Getenv("SKEIN_MEMPROFILE"); path != "" {
+		// A sample every 4 KiB allocated (not every 512 KiB): a short
+		// run's allocations are seen.
+		runtime.MemProfileRate = 4 << 10
 		defer writeAllocs(path)
 	}
 	path := os.Getenv("SKEIN_CPUPROFILE")
@@ -66,6 +70,7 @@ func run() int {
 
 // writeAllocs writes the profile of what the process allocated to path.
 func writeAllocs(path string) {
+	runtime.GC() // the profile counts what was allocated until the last collection
 	f, err := os.Create(path)
 	if err == nil {
 		err = pprof.Lookup("allocs").WriteTo(f, 0)
