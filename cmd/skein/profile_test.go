@@ -35,6 +35,7 @@ func TestProfiles(t *testing.T) {
 		require.NotEmpty(t, data, path)
 		if path == mem {
 			require.True(t, bytes.Contains(data, []byte("alloc_space")), "an allocation profile names its sample types")
+			require.True(t, bytes.Contains(data, []byte("skein/internal/engine.")), "the run's own allocations are in it, not only package initialisation's")
 		}
 	}
 }
