@@ -63,9 +63,8 @@ type board struct {
 	run    *record.Run
 	begun  time.Time
 	act    map[key]*active
-	order  []key // of act, as the steps appeared
-	done   map[key]bool
-	starts map[key]time.Time // start of each step's latest attempt
+	order  []key             // of act, as the steps appeared
+	starts map[key]time.Time // start of the latest attempt of each step under way
 	tokens int
 	cost   float64
 }
@@ -75,7 +74,7 @@ func newBoard(clk clock.Clock, st styles) *board {
 		clk = clock.Real{}
 	}
 	return &board{clk: clk, st: st, nodeW: minNodeWidth, typeW: minTypeWidth,
-		act: map[key]*active{}, done: map[key]bool{}, starts: map[key]time.Time{}}
+		act: map[key]*active{}, starts: map[key]time.Time{}}
 }
 
 // workflow widens the columns to the workflow's longest node id and type.
@@ -158,10 +157,13 @@ func (b *board) step(rec record.Step) []string {
 		}
 	}
 	b.drop(k)
-	b.done[k] = true
 	b.tokens += rec.Tokens
 	b.cost += rec.CostUSD
-	return b.finished(rec)
+	lines := b.finished(rec)
+	// Nothing of a step that ended is kept: a run of many steps holds
+	// the board no larger than its steps under way.
+	delete(b.starts, k)
+	return lines
 }
 
 func (b *board) event(ev record.TimedEvent) []string {
@@ -169,7 +171,7 @@ func (b *board) event(ev record.TimedEvent) []string {
 	switch ev.Type {
 	case record.EventNodeStarted:
 		b.starts[k] = ev.Time
-		if a, ok := b.act[k]; ok && !b.done[k] {
+		if a, ok := b.act[k]; ok {
 			a.start, a.pending, a.retry = ev.Time, false, nil
 		}
 	case record.EventRetry:

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/skeinhq/skein/internal/clock"
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -195,4 +196,28 @@ func (w *heldWriter) Write(b []byte) (int, error) {
 	}
 	w.writes = append(w.writes, string(b))
 	return len(b), nil
+}
+
+// TestBoardKeepsNothingOfEndedSteps: a run of many steps leaves the board
+// holding nothing of those that ended, so a long loop's display does not
+// grow with it.
+func TestBoardKeepsNothingOfEndedSteps(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(t0)
+	b := newBoard(clk, newStyles(false))
+	for visit := 1; visit <= 1000; visit++ {
+		start := clk.Now()
+		r := record.Step{StepOrder: visit, Node: "item", Type: "set", Status: record.StatusRunning, Visit: visit, Attempts: 2, StartedAt: &start}
+		b.step(r)
+		b.event(record.TimedEvent{Time: start, Event: record.Event{Type: record.EventNodeStarted, Node: "item", Visit: visit}})
+		clk.Advance(3 * time.Millisecond)
+		end := clk.Now()
+		r.Status, r.FinishedAt = record.StatusSuccess, &end
+		lines := b.step(r)
+		require.Len(t, lines, 1)
+		require.Contains(t, lines[0], "3ms", "the duration of its last attempt, from its node_started")
+	}
+	require.Empty(t, b.act)
+	require.Empty(t, b.order)
+	require.Empty(t, b.starts)
 }
