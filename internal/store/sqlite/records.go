@@ -99,32 +99,30 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 }
 
 // upsertSteps writes step rows in their order, each run of rows that
-// can be lean (sqlstore.LeanStepRow: most are) by the lean statements,
+// can be lean (sqlstore.IsLeanStepRow: most are) by the lean statements,
 // with fewer values to bind, the others whole.
 func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error {
 	for len(rows) > 0 {
-		var lean [][]any
-		for _, row := range rows {
-			if !sqlstore.IsLeanStepRow(row) {
-				break
-			}
-			lean = append(lean, sqlstore.LeanStepRow(row))
-		}
-		if len(lean) > 0 {
-			if err := s.insertRows(ctx, tx, s.upsertLeanSt, s.leanRows, lean); err != nil {
-				return err
-			}
-			rows = rows[len(lean):]
-			continue
-		}
+		lean := sqlstore.IsLeanStepRow(rows[0])
 		n := 1
-		for n < len(rows) && !sqlstore.IsLeanStepRow(rows[n]) {
+		for n < len(rows) && sqlstore.IsLeanStepRow(rows[n]) == lean {
 			n++
 		}
-		if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, rows[:n]); err != nil {
+		run := rows[:n]
+		rows = rows[n:]
+		if !lean {
+			if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, run); err != nil {
+				return err
+			}
+			continue
+		}
+		leanRows := make([][]any, n)
+		for i, row := range run {
+			leanRows[i] = sqlstore.LeanStepRow(row)
+		}
+		if err := s.insertRows(ctx, tx, s.upsertLeanSt, s.leanRows, leanRows); err != nil {
 			return err
 		}
-		rows = rows[n:]
 	}
 	return nil
 }

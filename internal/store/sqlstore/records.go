@@ -57,9 +57,9 @@ const upsertStepTail = `
 
 // rareStepCols are the columns of a step row that most steps leave at
 // their defaults (the zero of their type, NULL): a row whose values of
-// them all are so is written lean, without them (LeanStepRow), so fewer
-// values are bound to the statement. The defaults of the tables of both
-// stores are those zeros.
+// them all are so can be written lean, without them (LeanStepRow), so
+// fewer values are bound to the statement: the SQLite store does, whose
+// table's defaults are those zeros.
 var rareStepCols = []string{"output_ref", "cached", "pinned", "tokens", "cost_usd", "process_group", "masked",
 	"wake_at", "skip_reason", "taken_handle", "ran_host", "ran_pid", "ran_worker", "confidence"}
 
@@ -97,12 +97,8 @@ func LeanStepHead() string { return leanStep.head }
 func LeanStepArgCount() int { return len(leanStep.keep) }
 
 // LeanStepRow returns the lean row of a step row (StepArgs, its carried
-// events set or not), or nil when a column a lean row leaves out holds
-// other than its default.
+// events set or not) that IsLeanStepRow accepts.
 func LeanStepRow(row []any) []any {
-	if !IsLeanStepRow(row) {
-		return nil
-	}
 	lean := make([]any, len(leanStep.keep))
 	for j, i := range leanStep.keep {
 		lean[j] = row[i]
