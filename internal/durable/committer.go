@@ -13,7 +13,8 @@ import (
 // wait for the disk; Sync waits for what they submitted. The outcomes go
 // to the submissions' after functions from a second goroutine, in the
 // order of the commits, while the next transaction runs: what waits for
-// a commit (a progress line, the run folder) never holds up the next.
+// a commit (a progress line, the run folder) does not hold up the next,
+// until the outcomes of 64 transactions wait for it.
 //
 // A failure belongs to the run whose batch failed: when a group
 // transaction fails, each run's share is tried alone, so one run's
