@@ -21,7 +21,11 @@ func TestGraphFitsAndZooms(t *testing.T) {
 	ctx := browser(t)
 	s.signIn(ctx)
 	id := s.start("live")
-	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+id), chromedp.WaitVisible(`g.node[data-node="probe"]`))
+	// The run waits for a signal, and the page says so in a line above
+	// the graph; wait for that line, so that the buttons stay where a
+	// click is aimed (under load it came between aiming and clicking,
+	// and the click fell on the line instead).
+	do(t, ctx, chromedp.Navigate(s.url+"/#/runs/"+id), chromedp.WaitVisible(`g.node[data-node="probe"]`), chromedp.WaitVisible(`p.hint`))
 
 	rect := func(sel string) box {
 		return eval[box](t, ctx, `(() => { const r = document.querySelector(`+"`"+sel+"`"+`).getBoundingClientRect(); return {Left: r.left, Top: r.top, Right: r.right, Bottom: r.bottom}; })()`)
