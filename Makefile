@@ -61,7 +61,7 @@ image:
 
 # Man pages, one per command, generated from the commands' definitions.
 man:
-	$(GO) run ./cmd/skein man man
+	$(GO) run ./cmd/skein-man man
 
 # The web viewer's assets (internal/web/assets, committed and embedded):
 # bundled by esbuild from web/src, pinned by web/package-lock.json.

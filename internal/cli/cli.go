@@ -73,10 +73,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	return mainEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv}, args)
 }
 
-func mainEnv(ctx context.Context, e *env, args []string) int {
-	stderr := e.stderr
-	stdout := &countingWriter{w: e.stdout}
-	e.stdout = stdout
+// rootCmd is the skein command, its commands under it, for e.
+func rootCmd(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "skein",
 		Short:         "Skein runs workflows of tools, commands and AI steps, durably.",
@@ -89,7 +87,8 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 	}
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.SetArgs(args)
+	// Before the commands: cobra's completion command takes the output
+	// it writes to when it is added.
 	root.SetIn(e.stdin)
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
@@ -111,10 +110,25 @@ func mainEnv(ctx context.Context, e *env, args []string) int {
 		workerCmd(e),
 		tokenCmd(e),
 		migrateCmd(e),
-		manCmd(e),
 	)
 	e.setCompletions(root)
 	setUsageErrors(root)
+	return root
+}
+
+// Commands returns the skein command with every command under it, as Main
+// runs them, for programs that describe the commands (the man pages of
+// cmd/skein-man); running it is Main's work.
+func Commands() *cobra.Command {
+	return rootCmd(&env{stdin: os.Stdin, stdout: io.Discard, stderr: io.Discard, lookupEnv: os.LookupEnv})
+}
+
+func mainEnv(ctx context.Context, e *env, args []string) int {
+	stderr := e.stderr
+	stdout := &countingWriter{w: e.stdout}
+	e.stdout = stdout
+	root := rootCmd(e)
+	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK

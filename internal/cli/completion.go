@@ -2,14 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"os"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
-	"github.com/spf13/pflag"
 
 	"github.com/skeinhq/skein/internal/auth"
 	"github.com/skeinhq/skein/internal/runner"
@@ -120,58 +116,6 @@ func (e *env) setCompletions(root *cobra.Command) {
 			if c.Flags().Lookup(name) != nil {
 				_ = c.MarkFlagFilename(name, "json")
 			}
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
-}
-
-// manCmd is `skein man DIR`: it writes a man page per command, generated
-// from the commands' definitions, into DIR. Hidden: it is for packagers
-// (make man).
-func manCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:    "man DIR",
-		Short:  "Write a man page per command into DIR",
-		Hidden: true,
-		Args:   cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := os.MkdirAll(args[0], 0o755); err != nil {
-				return exit(ExitFailed, err)
-			}
-			root := cmd.Root()
-			root.DisableAutoGenTag = true
-			// Help texts are plain text; man pages are made from
-			// Markdown, which would drop <name> as an HTML tag.
-			escapeMarkdown(root)
-			header := &doc.GenManHeader{Title: "SKEIN", Section: "1", Source: versionLine(), Manual: "Skein Manual"}
-			if err := doc.GenManTree(root, header, args[0]); err != nil {
-				return exit(ExitFailed, fmt.Errorf("writing man pages: %w", err))
-			}
-			fmt.Fprintf(e.stdout, "man pages written to %s\n", args[0])
-			return nil
-		},
-	}
-}
-
-// escapeMarkdown escapes the <name>s of the help texts and flag usages of
-// root and the commands under it, once each.
-func escapeMarkdown(root *cobra.Command) {
-	tag := regexp.MustCompile(`<([A-Za-z])`)
-	esc := func(s string) string { return tag.ReplaceAllString(s, `\<$1`) }
-	seen := map[*pflag.Flag]bool{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		c.Long = esc(c.Long)
-		for _, fs := range []*pflag.FlagSet{c.Flags(), c.PersistentFlags()} {
-			fs.VisitAll(func(f *pflag.Flag) {
-				if !seen[f] {
-					seen[f] = true
-					f.Usage = esc(f.Usage)
-				}
-			})
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -74,26 +73,13 @@ func TestDynamicCompletion(t *testing.T) {
 	require.Equal(t, []string{"text", "json"}, got)
 }
 
-// TestManPages: skein man DIR writes a page per command from the same
-// definitions as --help; the command is hidden.
-func TestManPages(t *testing.T) {
+// TestNoManCommand: the man pages are cmd/skein-man's (skein does not
+// carry their libraries); skein has no man command.
+func TestNoManCommand(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), "man")
-	r := skein(t, "man", dir)
-	require.Equal(t, 0, r.code, r.stderr)
-	for _, page := range []string{"skein.1", "skein-run.1", "skein-runs-list.1", "skein-resume.1", "skein-completion-bash.1"} {
-		require.FileExists(t, filepath.Join(dir, page))
-	}
-	require.NoFileExists(t, filepath.Join(dir, "skein-man.1"), "the man command is hidden")
-	run, err := os.ReadFile(filepath.Join(dir, "skein-run.1"))
-	require.NoError(t, err)
-	require.Contains(t, string(run), `.TH "SKEIN" "1"`)
-	require.Contains(t, string(run), "skein-run - Run a workflow and show its progress")
-	require.Contains(t, string(run), `\fB--concurrency\fP`)
-	require.Contains(t, string(run), ".skein/runs/<workflow>/<time>_<id>/", "a <name> in help text survives")
-
-	h := skein(t, "--help")
-	require.NotContains(t, h.stdout, "man ")
+	r := skein(t, "man", t.TempDir())
+	require.Equal(t, 2, r.code, "a usage error")
+	require.Contains(t, r.stderr, `unknown command "man"`)
 }
 
 // TestCompletionOffersTheRunsACommandTakes: resume offers the runs it can
