@@ -272,6 +272,11 @@ type sim struct {
 	starts int
 	done   *engine.Actions
 	calls  int
+	// recycle hands every Actions back to the run once applied (as the
+	// local driver does); reused counts the calls that returned one.
+	recycle bool
+	spare   *engine.Actions
+	reused  int
 }
 
 func newSim(t testing.TB, src string) *sim {
@@ -297,6 +302,9 @@ func (s *sim) apply(a *engine.Actions) *engine.Actions {
 	s.t.Helper()
 	s.calls++
 	require.NotNil(s.t, a)
+	if a == s.spare {
+		s.reused++
+	}
 	if s.done != nil {
 		require.Empty(s.t, a.Start, "tasks started after the run ended")
 		require.False(s.t, a.Done, "the run ended twice")
@@ -320,6 +328,9 @@ func (s *sim) apply(a *engine.Actions) *engine.Actions {
 	s.starts += len(a.Start)
 	if a.Done {
 		s.done = a
+	} else if s.recycle {
+		s.run.Recycle(a)
+		s.spare = a
 	}
 	return a
 }

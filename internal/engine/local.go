@@ -524,6 +524,7 @@ func (rs *runState) apply(a *Actions) bool {
 			rs.deliver(sig)
 		}
 	}
+	rs.sched.Recycle(a)
 	return rs.over()
 }
 
@@ -894,7 +895,7 @@ func (rs *runState) finish(t *Task, td *taskDone, oc Outcome, params map[string]
 			rs.recordStep(su, now, nil)
 		}
 	}
-	a.Steps = nil
+	a.Steps = a.Steps[:0]
 	rs.apply(a)
 }
 

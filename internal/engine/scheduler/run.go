@@ -59,6 +59,9 @@ type Run struct {
 	failErr    *node.Error
 
 	act *Actions
+	// spare is an Actions a driver handed back (Recycle), whose slices
+	// the next call fills.
+	spare *Actions
 }
 
 type taskRef struct {
@@ -195,8 +198,29 @@ func (r *Run) Latest() map[string]any {
 }
 
 func (r *Run) begin() *Actions {
+	if r.spare != nil {
+		r.act, r.spare = r.spare, nil
+		return r.act
+	}
 	r.act = &Actions{}
 	return r.act
+}
+
+// Recycle hands back Actions a call returned, once the driver is done with
+// them and keeps nothing of their slices (what it keeps, it copied): the
+// next call fills the same slices instead of growing new ones. A driver
+// need not call it.
+func (r *Run) Recycle(a *Actions) {
+	if a == nil || a == r.act {
+		return
+	}
+	clear(a.Start)
+	clear(a.Steps)
+	clear(a.Events)
+	clear(a.Timers)
+	clear(a.Awaits)
+	*a = Actions{Start: a.Start[:0], Timers: a.Timers[:0], Steps: a.Steps[:0], Events: a.Events[:0], Awaits: a.Awaits[:0], Stop: a.Stop[:0]}
+	r.spare = a
 }
 
 func (r *Run) end() *Actions {
