@@ -21,11 +21,17 @@ func TestSurvivors(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	tag := "survivors-" + strconv.Itoa(os.Getpid())
-	// It says it runs once it runs with its environment.
-	cmd := exec.Command("sh", "-c", "echo ready; exec sleep 60")
+	// It says it runs once it runs with its environment, and then reads
+	// its input: the process stays as it is (a shell that went on to exec
+	// another program could be in the middle of it when /proc is read,
+	// its environment unreadable for that moment).
+	cmd := exec.Command("sh", "-c", "echo ready; read line")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PROCTEST_TAG=" + tag}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	defer in.Close()
 	require.NoError(t, cmd.Start())
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
