@@ -61,3 +61,26 @@ func TestRecycledActionsChangeNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRecycleKeepsNoValues: Actions handed back hold none of their values
+// any more, even in the part of a slice the driver cut off (as the local
+// driver cuts the steps it recorded itself): the outputs they held can be
+// collected.
+func TestRecycleKeepsNoValues(t *testing.T) {
+	t.Parallel()
+	s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, out: {n: 1}}
+`, `
+  - {from: start, to: a}
+`))
+	a := s.start("")
+	require.NotEmpty(t, a.Steps)
+	steps := a.Steps
+	a.Steps = a.Steps[:0]
+	s.run.Recycle(a)
+	for _, su := range steps {
+		require.Empty(t, su.Node)
+		require.Nil(t, su.Output)
+	}
+}

@@ -214,11 +214,12 @@ func (r *Run) Recycle(a *Actions) {
 	if a == nil || a == r.act {
 		return
 	}
-	clear(a.Start)
-	clear(a.Steps)
-	clear(a.Events)
-	clear(a.Timers)
-	clear(a.Awaits)
+	// Whole capacities: a driver may have shortened a slice it read.
+	clear(a.Start[:cap(a.Start)])
+	clear(a.Steps[:cap(a.Steps)])
+	clear(a.Events[:cap(a.Events)])
+	clear(a.Timers[:cap(a.Timers)])
+	clear(a.Awaits[:cap(a.Awaits)])
 	*a = Actions{Start: a.Start[:0], Timers: a.Timers[:0], Steps: a.Steps[:0], Events: a.Events[:0], Awaits: a.Awaits[:0], Stop: a.Stop[:0]}
 	r.spare = a
 }
