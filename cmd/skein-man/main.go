@@ -3,7 +3,7 @@
 // They are generated from the same definitions as `skein --help`. It is a
 // program of its own so that skein does not carry the Markdown and roff
 // libraries the pages are made with: every skein process would initialise
-// them (~3 ms of each start, BENCHMARKS.md).
+// them (2–6 ms of each start on the build machine, BENCHMARKS.md).
 package main
 
 import (

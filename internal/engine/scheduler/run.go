@@ -211,7 +211,7 @@ func (r *Run) begin() *Actions {
 // next call fills the same slices instead of growing new ones. A driver
 // need not call it.
 func (r *Run) Recycle(a *Actions) {
-	if a == nil || a == r.act {
+	if a == nil {
 		return
 	}
 	// Whole capacities: a driver may have shortened a slice it read.
