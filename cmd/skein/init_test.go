@@ -51,3 +51,35 @@ func TestVersionBuildsNothingItDoesNotUse(t *testing.T) {
 	}
 	require.NotZero(t, seen, "no init trace of a Skein package in:\n%s", stderr.String())
 }
+
+// initBytesBudget is the most bytes any package skein links, a library's
+// too, may allocate while it initialises. santhosh-tekuri/jsonschema/v6
+// compiled its five drafts' metaschemas in init (1.7 MB, 21,000
+// allocations, 8–13 ms of every skein process); skein checks schemas with
+// internal/jsonvalid over google/jsonschema-go instead.
+const initBytesBudget = 256 << 10
+
+// TestNoLibraryBuildsMuchAtStart runs `skein version` with the Go runtime's
+// init trace and checks that no package, Skein's or a library's, allocates
+// more than initBytesBudget while it initialises.
+func TestNoLibraryBuildsMuchAtStart(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(bin, "version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	seen := 0
+	for line := range strings.Lines(stderr.String()) {
+		// init github.com/openai/openai-go/v3 @60 ms, 1.9 ms clock, 143360 bytes, 1057 allocs
+		f := strings.Fields(line)
+		if len(f) < 11 || f[0] != "init" || f[8] != "bytes," {
+			continue
+		}
+		seen++
+		n, err := strconv.Atoi(f[7])
+		require.NoError(t, err, line)
+		require.LessOrEqual(t, n, initBytesBudget, "%s allocates %d bytes while it initialises (budget %d)", f[1], n, initBytesBudget)
+	}
+	require.Greater(t, seen, 100, "the init trace lists every package with an init:\n%s", stderr.String())
+}

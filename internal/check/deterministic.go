@@ -14,10 +14,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/jsonvalid"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -143,16 +142,6 @@ func regexCheck(c *workflow.Check, out map[string]any) (Verdict, string, map[str
 	return Fail, fmt.Sprintf("%s does not match /%s/", name, pat), ev
 }
 
-// schemaURL names the check's schema; its host does not resolve, and the
-// compiler loads nothing from anywhere.
-const schemaURL = "https://skein.invalid/check.schema.json"
-
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("a check's schema may not refer to %s: only references inside the schema are followed", url)
-}
-
 func schemaCheck(c *workflow.Check, out map[string]any) (Verdict, string, map[string]any) {
 	raw, ok := c.Params["schema"]
 	if !ok {
@@ -163,17 +152,13 @@ func schemaCheck(c *workflow.Check, out map[string]any) (Verdict, string, map[st
 	default:
 		return Error, fmt.Sprintf("schema must be a map (a JSON Schema), not %s", typeName(raw)), nil
 	}
-	doc, err := schemaDoc(raw)
+	doc, err := plain(raw)
 	if err != nil {
 		return Error, fmt.Sprintf("schema cannot be read as JSON: %v", err), nil
 	}
-	comp := jsonschema.NewCompiler()
-	comp.DefaultDraft(jsonschema.Draft2020)
-	comp.UseLoader(noLoader{})
-	if err := comp.AddResource(schemaURL, doc); err != nil {
-		return Error, fmt.Sprintf("schema is not valid: %v", err), nil
-	}
-	sch, err := comp.Compile(schemaURL)
+	// Only references inside the schema are followed: a check's schema
+	// never makes Skein fetch anything.
+	sch, err := jsonvalid.Compile(doc)
 	if err != nil {
 		return Error, "schema is not valid: " + oneLine(err.Error()), nil
 	}
@@ -181,51 +166,35 @@ func schemaCheck(c *workflow.Check, out map[string]any) (Verdict, string, map[st
 	if err != nil {
 		return Error, err.Error(), ev
 	}
-	inst, err := schemaDoc(tv)
+	inst, err := plain(tv)
 	if err != nil {
 		return Error, fmt.Sprintf("%s cannot be read as JSON: %v", name, err), ev
 	}
-	err = sch.Validate(inst)
-	if err == nil {
-		return Pass, name + " matches the schema", ev
-	}
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	problems, err := sch.Validate(inst)
+	if err != nil {
 		return Error, fmt.Sprintf("validating %s: %v", name, err), ev
 	}
-	return Fail, fmt.Sprintf("%s does not match the schema: %s", name, schemaErrors(ve)), ev
-}
-
-// schemaDoc converts a value to what the jsonschema package reads.
-func schemaDoc(v any) (any, error) {
-	b, err := marshal(v)
-	if err != nil {
-		return nil, err
+	if len(problems) == 0 {
+		return Pass, name + " matches the schema", ev
 	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	return Fail, fmt.Sprintf("%s does not match the schema: %s", name, schemaErrors(problems)), ev
 }
 
-// schemaErrors lists the first leaf errors of a validation, on one line.
-func schemaErrors(ve *jsonschema.ValidationError) string {
+// schemaErrors lists the first problems of a validation, on one line:
+// "at /0/id: is required; at /1: got string, want object".
+func schemaErrors(problems []jsonvalid.Problem) string {
 	const most = 3
-	var msgs []string
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error == nil {
-			continue
-		}
-		loc := u.InstanceLocation
+	msgs := make([]string, 0, most)
+	for _, p := range problems[:min(most, len(problems))] {
+		loc := p.Pointer()
 		if loc == "" {
 			loc = "/"
 		}
-		msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, u.Error.String()))
-	}
-	if len(msgs) == 0 {
-		return oneLine(ve.Error())
+		msgs = append(msgs, fmt.Sprintf("at %s: %s", loc, p.Message))
 	}
 	more := ""
-	if len(msgs) > most {
-		more = fmt.Sprintf("; and %d more", len(msgs)-most)
-		msgs = msgs[:most]
+	if len(problems) > most {
+		more = fmt.Sprintf("; and %d more", len(problems)-most)
 	}
 	return strings.Join(msgs, "; ") + more
 }

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,15 +8,14 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/skeinhq/skein/internal/jsonvalid"
 	"github.com/skeinhq/skein/node"
 )
 
 // Schema is a compiled JSON Schema for model replies.
 type Schema struct {
 	doc map[string]any
-	sch *jsonschema.Schema
+	sch *jsonvalid.Schema
 }
 
 // CompileSchema compiles a JSON Schema given as a plain map (as decoded
@@ -26,21 +24,7 @@ func CompileSchema(doc map[string]any) (*Schema, error) {
 	if doc == nil {
 		return nil, Invalidf("no JSON schema given")
 	}
-	// Round-trip through JSON: the compiler wants JSON values, and a map
-	// from YAML may hold ints and []string.
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, Invalidf("JSON schema: %v", err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		return nil, Invalidf("JSON schema: %v", err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, v); err != nil {
-		return nil, Invalidf("JSON schema: %v", err)
-	}
-	sch, err := c.Compile(schemaURL)
+	sch, err := jsonvalid.Compile(doc)
 	if err != nil {
 		return nil, Invalidf("JSON schema: %v", err)
 	}
@@ -58,42 +42,38 @@ func (s *Schema) Parse(text string) (any, error) {
 	if raw == "" {
 		return nil, errors.New("the reply is empty, not JSON")
 	}
-	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("the reply is not JSON: %w", err)
-	}
-	if err := s.sch.Validate(inst); err != nil {
-		return nil, fmt.Errorf("the reply does not match the schema: %s", describeValidation(err))
-	}
 	var v any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, fmt.Errorf("the reply is not JSON: %w", err)
 	}
+	problems, err := s.sch.Validate(v)
+	if err != nil {
+		return nil, fmt.Errorf("the reply is not JSON: %w", err)
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("the reply does not match the schema: %s", describe(problems))
+	}
 	return v, nil
 }
 
-// schemaURL names the schema inside the compiler; it is never fetched.
-const schemaURL = "https://schema.skein.invalid/reply.json"
-
-// describeValidation renders a validation error as its findings, without
-// the schema's URL: "at '/city': got number, want string".
-func describeValidation(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error()
-	}
-	lines := strings.Split(ve.Error(), "\n")
-	var out []string
-	for _, l := range lines[1:] {
-		l = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(l), "-"))
-		if l != "" {
-			out = append(out, l)
+// describe writes what a reply misses, each with where it is:
+// "at '/city': got number, want string; missing property 'days'".
+func describe(problems []jsonvalid.Problem) string {
+	parts := make([]string, len(problems))
+	for i, p := range problems {
+		switch p.Keyword {
+		case "required", "additionalProperties":
+			parent := jsonvalid.Problem{Path: p.Path[:len(p.Path)-1]}
+			what := "missing property"
+			if p.Keyword == "additionalProperties" {
+				what = "property not allowed:"
+			}
+			parts[i] = fmt.Sprintf("at '%s': %s '%s'", parent.Pointer(), what, p.Path[len(p.Path)-1])
+		default:
+			parts[i] = fmt.Sprintf("at '%s': %s", p.Pointer(), p.Message)
 		}
 	}
-	if len(out) == 0 {
-		return ve.Error()
-	}
-	return strings.Join(out, "; ")
+	return strings.Join(parts, "; ")
 }
 
 func stripFence(text string) string {

@@ -1,19 +1,13 @@
 package mcp
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
+	"github.com/skeinhq/skein/internal/jsonvalid"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -23,7 +17,7 @@ type Tool struct {
 	*sdk.Tool
 
 	once   sync.Once
-	schema *jsonschema.Schema // nil when the tool has none or it does not compile
+	schema *jsonvalid.Schema // nil when the tool has none or it does not compile
 }
 
 // FieldError is one way arguments miss a tool's input schema.
@@ -47,22 +41,22 @@ func (t *Tool) CheckArguments(args map[string]any) error {
 	if args == nil {
 		args = map[string]any{}
 	}
-	doc, err := jsonValue(args)
+	problems, err := t.schema.Validate(args)
 	if err != nil {
 		return &node.Error{Code: "invalid_arguments", Category: node.CategoryValidation, Permanent: true, Err: err,
 			Message: fmt.Sprintf("arguments of tool %q (MCP server %q) are not JSON: %v", t.Name, t.Server, err)}
 	}
-	err = t.schema.Validate(doc)
-	if err == nil {
+	if len(problems) == 0 {
 		return nil
 	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return &node.Error{Code: "invalid_arguments", Category: node.CategoryValidation, Permanent: true, Err: err,
-			Message: fmt.Sprintf("arguments of tool %q (MCP server %q): %v", t.Name, t.Server, err)}
+	fields := make([]FieldError, len(problems))
+	for i, p := range problems {
+		msg := p.Message
+		if p.Keyword == "additionalProperties" {
+			msg = "is not a parameter of this tool"
+		}
+		fields[i] = FieldError{Field: p.Field(), Message: msg}
 	}
-	var fields []FieldError
-	collectFieldErrors(ve, &fields)
 	parts := make([]string, len(fields))
 	for i, f := range fields {
 		if f.Field == "" {
@@ -76,7 +70,7 @@ func (t *Tool) CheckArguments(args map[string]any) error {
 		list[i] = map[string]any{"field": f.Field, "message": f.Message}
 	}
 	return &node.Error{
-		Code: "invalid_arguments", Category: node.CategoryValidation, Permanent: true, Err: err,
+		Code: "invalid_arguments", Category: node.CategoryValidation, Permanent: true,
 		Message: fmt.Sprintf("arguments of tool %q (MCP server %q) do not match its input schema: %s", t.Name, t.Server, strings.Join(parts, "; ")),
 		Details: map[string]any{"server": t.Server, "tool": t.Name, "errors": list},
 	}
@@ -84,98 +78,13 @@ func (t *Tool) CheckArguments(args map[string]any) error {
 
 // compile compiles the tool's input schema. A schema that does not compile
 // (a draft or a reference this validator cannot follow) is ignored rather
-// than blocking calls the server may well accept.
+// than blocking calls the server may well accept. A schema from a server
+// never makes Skein fetch anything.
 func (t *Tool) compile() {
 	if t.Tool == nil || t.InputSchema == nil {
 		return
 	}
-	doc, err := jsonValue(t.InputSchema)
-	if err != nil {
-		return
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{}) // a schema from a server never makes Skein fetch anything
-	const url = "mcp:///input-schema.json"
-	if c.AddResource(url, doc) != nil {
-		return
-	}
-	if s, err := c.Compile(url); err == nil {
+	if s, err := jsonvalid.Compile(t.InputSchema); err == nil {
 		t.schema = s
 	}
-}
-
-// printer writes validation messages.
-var printer = message.NewPrinter(language.English)
-
-// noLoader refuses every external reference.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema %s is not loaded", url)
-}
-
-// jsonValue returns v as the validator reads JSON: maps, slices,
-// json.Number, strings, bools and nil.
-func jsonValue(v any) (any, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return jsonschema.UnmarshalJSON(bytes.NewReader(b))
-}
-
-// collectFieldErrors appends the leaves of a validation error tree, each
-// with the path of the argument it is about.
-func collectFieldErrors(e *jsonschema.ValidationError, out *[]FieldError) {
-	if len(e.Causes) > 0 {
-		for _, c := range e.Causes {
-			collectFieldErrors(c, out)
-		}
-		return
-	}
-	loc := e.InstanceLocation
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		for _, m := range k.Missing {
-			*out = append(*out, FieldError{Field: fieldPath(append(loc[:len(loc):len(loc)], m)), Message: "is required"})
-		}
-		return
-	case *kind.AdditionalProperties:
-		props := append([]string(nil), k.Properties...)
-		sort.Strings(props)
-		for _, p := range props {
-			*out = append(*out, FieldError{Field: fieldPath(append(loc[:len(loc):len(loc)], p)), Message: "is not a parameter of this tool"})
-		}
-		return
-	}
-	msg := e.ErrorKind.LocalizedString(printer)
-	*out = append(*out, FieldError{Field: fieldPath(loc), Message: msg})
-}
-
-// fieldPath writes an instance location as a field path: a.b[2].c.
-func fieldPath(loc []string) string {
-	var sb strings.Builder
-	for _, tok := range loc {
-		if isIndex(tok) {
-			sb.WriteString("[" + tok + "]")
-			continue
-		}
-		if sb.Len() > 0 {
-			sb.WriteByte('.')
-		}
-		sb.WriteString(tok)
-	}
-	return sb.String()
-}
-
-func isIndex(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
-		}
-	}
-	return true
 }

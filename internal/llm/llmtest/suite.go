@@ -420,7 +420,7 @@ func RunProviderSuite(t *testing.T, newProvider NewProvider, flavor Flavor) {
 		b := setup(t, newProvider, flavor, Reply(`{"city": "Paris"}`), Reply(`{"city": "Paris", "days": 0}`))
 		_, _, err := llm.ChatJSON(ctx, b.p, ask(llm.User("Forecast request, as JSON.")), schema)
 		e := requireCategory(t, err, llm.CategoryMalformed)
-		require.Contains(t, e.Message, "minimum")
+		require.Contains(t, e.Message, "at '/days': must be >= 1, is 0")
 		require.Equal(t, 2, b.srv.Calls(), "exactly one re-ask")
 	})
 

@@ -266,7 +266,7 @@ func TestNestedArgumentErrors(t *testing.T) {
 	require.NotNil(t, r.err)
 	require.Equal(t, "invalid_arguments", r.err.Code)
 	require.Contains(t, r.err.Message, `tool "order" (MCP server "test")`)
-	require.Contains(t, r.err.Message, "items[1].qty: minimum: got 0, want 1")
+	require.Contains(t, r.err.Message, "items[1].qty: must be >= 1, is 0")
 	require.Contains(t, r.err.Message, "items[2].qty: is required")
 	require.Contains(t, r.err.Message, "rush: is not a parameter of this tool")
 	require.Empty(t, r.events)
