@@ -34,15 +34,19 @@ FUZZ = $(GO) test -run='^$$' -fuzzminimizetime=$(FUZZMINIMIZE)
 
 .PHONY: build install test race deps ci lint fuzz bench bench-go man web image
 
-# A release build: no file system paths in the binary (-trimpath), no
-# symbol table or DWARF (-s -w); panics still print their stack traces.
-build:
-	$(GO) build -trimpath -ldflags "-s -w" -o skein ./cmd/skein
+# skein is built static (CGO_ENABLED=0): the SQLite driver, the DNS
+# resolver and user lookup are pure Go, and a process starts without the
+# dynamic loader and libc, 3-5 ms sooner (BENCHMARKS.md).
 
-# skein, installed where go install puts binaries: $(go env GOBIN), or
-# $(go env GOPATH)/bin when GOBIN is empty (~/go/bin by default).
+# A release build: static, no file system paths in the binary (-trimpath),
+# no symbol table or DWARF (-s -w); panics still print their stack traces.
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o skein ./cmd/skein
+
+# skein, static, installed where go install puts binaries: $(go env GOBIN),
+# or $(go env GOPATH)/bin when GOBIN is empty (~/go/bin by default).
 install:
-	$(GO) install ./cmd/skein
+	CGO_ENABLED=0 $(GO) install ./cmd/skein
 
 # The container image, without a container daemon: a static skein for
 # Linux (CGO_ENABLED=0; the SQLite driver is pure Go) on an empty base, run
@@ -125,7 +129,7 @@ BENCH_ROUNDS ?= 5
 bench:
 	rm -rf tmp/bench-base && mkdir -p tmp/bench-base/src
 	git archive $(BENCH_BASE) | tar -x -C tmp/bench-base/src
-	cd tmp/bench-base/src && $(GO) build -o ../skein ./cmd/skein
+	cd tmp/bench-base/src && CGO_ENABLED=0 $(GO) build -o ../skein ./cmd/skein
 	BASE=tmp/bench-base/skein scripts/bench-cli.sh $(BENCH_ROUNDS)
 
 # The Go benchmarks of decoding, the scheduler and durable runs.

@@ -3,13 +3,13 @@
 
 # skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN
 # when it is set (a binary built elsewhere, e.g. of an older commit), else
-# one built from this tree.
+# one built from this tree, static as make install builds it.
 skein_binary() {
 	mkdir -p "$1"
 	if [[ -n ${SKEIN:-} ]]; then
 		cp "$SKEIN" "$1/skein"
 	else
-		(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go build -o "$1/skein" ./cmd/skein)
+		(cd "$(dirname "${BASH_SOURCE[0]}")/.." && CGO_ENABLED=0 go build -o "$1/skein" ./cmd/skein)
 	fi
 }
 

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"debug/elf"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
@@ -353,6 +355,15 @@ func buildSkein(t *testing.T) string {
 	require.NoError(t, err, "make install: %s", out)
 	_, err = os.Stat(filepath.Join(bin, "skein"))
 	require.NoError(t, err, "make install put no skein in GOBIN: %s", out)
+	if runtime.GOOS == "linux" {
+		// Static, as the Makefile says: no dynamic loader to run at start.
+		f, err := elf.Open(filepath.Join(bin, "skein"))
+		require.NoError(t, err)
+		defer f.Close()
+		for _, p := range f.Progs {
+			require.NotEqual(t, elf.PT_INTERP, p.Type, "make install built a dynamically linked skein")
+		}
+	}
 	return bin
 }
 
