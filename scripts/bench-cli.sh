@@ -24,6 +24,7 @@
 #   foreach per item t(N) / N, and 10,000 / 1,000   target ≤ 30 µs, flat
 #   loop per pass    t(N) / N
 #   cold 3-node run  median                         target ≤ 15 ms
+#   and its minor page faults (median of 3 more runs: what the process touches)
 set -euo pipefail
 rounds=${1:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -105,6 +106,13 @@ for ((r = 0; r < rounds; r++)); do
 		done
 	done
 done
+# The cold run's minor page faults, a median of 3 per binary.
+declare -A faults
+for bin in "${bins[@]}"; do
+	for r in 1 2 3; do
+		faults[$bin]+="$(minor_faults "$(binary "$bin")" run --dir "$BENCH_DIR/runs/faults-$bin-$r" "$wf/three.yaml") "
+	done
+done
 # Removed at the end, not after each run: ext4 skips inodes freed in the
 # last seconds when it allocates new ones, and a run made right after
 # thousands of deletions pays for scanning past them (up to ~40 µs a node
@@ -121,6 +129,7 @@ for bin in "${bins[@]}"; do
 	for n in $FOREACH_SIZES; do fig[$bin,foreach-$n]=$(awk -v t="${med[$bin,foreach-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
 	for n in $LOOP_SIZES; do fig[$bin,loop-$n]=$(awk -v t="${med[$bin,loop-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
 	fig[$bin,cold]=$(awk -v t="${med[$bin,three]}" 'BEGIN {printf "%.1f", t/1000}')
+	fig[$bin,faults]=$(median "${faults[$bin]}")
 done
 # line LABEL KEY UNIT TARGET: a figure, its ratio to the target and, with
 # BASE, to the base binary's.
@@ -139,4 +148,5 @@ if [[ -n ${med[now,foreach-1000]:-} && -n ${med[now,foreach-10000]:-} ]]; then
 	awk -v a="${fig[now,foreach-1000]}" -v b="${fig[now,foreach-10000]}" 'BEGIN {printf "foreach per item 10,000 / 1,000: %.2f (flat: ≤ 1.1)\n", b/a}'
 fi
 line "cold 3-node run:" cold ms 15
+line "cold 3-node run, minor faults:" faults "" ""
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
