@@ -57,8 +57,14 @@ func (s *Schema) Parse(text string) (any, error) {
 }
 
 // describe writes what a reply misses, each with where it is:
-// "at '/city': got number, want string; missing property 'days'".
+// "at '/city': got number, want string; at '/': missing property 'days'".
 func describe(problems []jsonvalid.Problem) string {
+	at := func(p jsonvalid.Problem) string {
+		if ptr := p.Pointer(); ptr != "" {
+			return ptr
+		}
+		return "/"
+	}
 	parts := make([]string, len(problems))
 	for i, p := range problems {
 		switch p.Keyword {
@@ -68,9 +74,9 @@ func describe(problems []jsonvalid.Problem) string {
 			if p.Keyword == "additionalProperties" {
 				what = "property not allowed:"
 			}
-			parts[i] = fmt.Sprintf("at '%s': %s '%s'", parent.Pointer(), what, p.Path[len(p.Path)-1])
+			parts[i] = fmt.Sprintf("at '%s': %s '%s'", at(parent), what, p.Path[len(p.Path)-1])
 		default:
-			parts[i] = fmt.Sprintf("at '%s': %s", p.Pointer(), p.Message)
+			parts[i] = fmt.Sprintf("at '%s': %s", at(p), p.Message)
 		}
 	}
 	return strings.Join(parts, "; ")

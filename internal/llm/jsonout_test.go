@@ -57,8 +57,8 @@ func TestSchemaParse(t *testing.T) {
 		{name: "empty", text: "  ", wantErr: "empty"},
 		{name: "prose", text: "Sure! Paris.", wantErr: "not JSON"},
 		{name: "wrong type", text: `{"city": 1}`, wantErr: "at '/city': got number, want string"},
-		{name: "missing", text: `{"days": 1}`, wantErr: "missing property 'city'"},
-		{name: "extra", text: `{"city": "x", "mood": "ok"}`, wantErr: "mood"},
+		{name: "missing", text: `{"days": 1}`, wantErr: "at '/': missing property 'city'"},
+		{name: "extra", text: `{"city": "x", "mood": "ok"}`, wantErr: "at '/': property not allowed: 'mood'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
