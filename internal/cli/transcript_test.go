@@ -349,6 +349,13 @@ func startServer(t *testing.T, dir string, environ []string, command string, rea
 func buildSkein(t *testing.T) string {
 	t.Helper()
 	bin := t.TempDir()
+	// internal/ociimage's TestImage builds the same static skein: one
+	// build at a time, so that the second finds the first's packages in
+	// the build cache instead of compiling them beside it.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "skein-static-build.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
 	cmd := exec.Command("make", "-C", "../..", "install")
 	cmd.Env = append(os.Environ(), "GOBIN="+bin)
 	out, err := cmd.CombinedOutput()

@@ -25,19 +25,27 @@ import (
 )
 
 // buildStatic builds skein static as make image does: CGO_ENABLED=0, for
-// Linux (without make image's -trimpath and -s -w, which would rebuild
-// every package instead of using the build cache).
+// Linux — with make install, which builds it so (without make image's
+// -trimpath and -s -w, which would rebuild every package instead of using
+// the build cache).
 func buildStatic(t *testing.T) string {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("the image's binary runs on Linux")
 	}
-	bin := filepath.Join(t.TempDir(), "skein")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/skein")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+runtime.GOARCH)
+	gobin := t.TempDir()
+	// internal/cli's TestTranscripts runs make install too: one build at a
+	// time, so that the second finds the first's packages in the build
+	// cache instead of compiling them beside it.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "skein-static-build.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	require.NoError(t, err)
+	defer lock.Close()
+	require.NoError(t, syscall.Flock(int(lock.Fd()), syscall.LOCK_EX))
+	cmd := exec.Command("make", "-C", "../..", "install")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
-	return bin
+	return filepath.Join(gobin, "skein")
 }
 
 // unpacked is an OCI layout tar file read back: its files by name.
