@@ -8,7 +8,9 @@
 // the value's; Validate walks the schema's structure (properties, required,
 // additionalProperties, items, local $refs) over the value to find each
 // problem and where it is, and asks the library about the rest of each
-// subschema (ranges, lengths, patterns, anyOf, …) at that place.
+// subschema (ranges, lengths, patterns, anyOf, …) at that place. What it
+// cannot place (a subschema whose anyOf holds a $ref, unevaluatedProperties)
+// is the library's own finding, about the whole value.
 package jsonvalid
 
 import (
@@ -414,25 +416,11 @@ func jsonType(v any) string {
 }
 
 // equal says whether two JSON values are equal as JSON Schema compares
-// them (numbers by value).
+// them: by their JSON text (object keys sorted, 1 and 1.0 both "1").
 func equal(a, b any) bool {
-	ab, err1 := json.Marshal(normal(a))
-	bb, err2 := json.Marshal(normal(b))
+	ab, err1 := json.Marshal(a)
+	bb, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(ab) == string(bb)
-}
-
-// normal turns a value from a schema (which may hold ints) into the value
-// JSON decoding gives.
-func normal(v any) any {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	var out any
-	if json.Unmarshal(b, &out) != nil {
-		return v
-	}
-	return out
 }
 
 // show writes a value of an enum or const as JSON.

@@ -282,3 +282,15 @@ func TestRefsInsideAnyOfKeepTheirMeaning(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ps)
 }
+
+// enum and const compare JSON values: numbers by value, objects whatever
+// their keys' order.
+func TestEnumAndConstCompareValues(t *testing.T) {
+	s := compile(t, `{"type": "object", "properties": {"n": {"enum": [1, 2.5]}, "o": {"const": {"a": 1, "b": [true, null]}}}}`)
+	ps, err := s.Validate(map[string]any{"n": 1.0, "o": map[string]any{"b": []any{true, nil}, "a": 1}})
+	require.NoError(t, err)
+	require.Empty(t, ps)
+	ps, err = s.Validate(map[string]any{"n": int64(2), "o": map[string]any{"a": 1}})
+	require.NoError(t, err)
+	require.Equal(t, "/n enum: value must be one of 1, 2.5\n/o const: value must be {\"a\":1,\"b\":[true,null]}", found(ps))
+}
