@@ -57,6 +57,20 @@ func TestOpenWhileAnotherProcessMakesTheDatabase(t *testing.T) {
 // with the mode SQLite gives the files it makes; its migrations are
 // recorded as applied when it was opened, and nothing else is left in its
 // folder.
+// TestWriterKeepsTemporaryDataInMemory: the writer's statement journals
+// (a multi-row upsert inside a transaction writes one) stay in memory
+// rather than in a temporary file, a write(2) per page saved on every
+// commit the committer makes.
+func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
+	t.Parallel()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	var store int
+	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
+	require.Equal(t, 2, store, "temp_store is MEMORY (2) on the writer")
+}
+
 func TestNewDatabaseIsTheImage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
