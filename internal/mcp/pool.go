@@ -59,7 +59,9 @@ type Pool struct {
 
 	servers map[string]*workflow.MCPServer
 	scope   *expr.Scope
-	client  *sdk.Client
+
+	clientOnce sync.Once
+	client     *sdk.Client // made at the first start: most runs start no server
 
 	mu     sync.Mutex
 	conns  map[string]*conn
@@ -89,16 +91,24 @@ func NewPool(servers []*workflow.MCPServer, scope *expr.Scope) *Pool {
 		scope:   scope,
 		conns:   map[string]*conn{},
 	}
-	p.client = sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
-		// No roots: a server such as the filesystem one would take
-		// them as its allowed folders instead of its arguments.
-		Capabilities:                &sdk.ClientCapabilities{},
-		ProgressNotificationHandler: p.onProgress,
-	})
 	for _, s := range servers {
 		p.servers[s.Name] = s
 	}
 	return p
+}
+
+// sdkClient returns the client every session of the pool goes through,
+// making it on first use.
+func (p *Pool) sdkClient() *sdk.Client {
+	p.clientOnce.Do(func() {
+		p.client = sdk.NewClient(&sdk.Implementation{Name: "skein", Version: "1"}, &sdk.ClientOptions{
+			// No roots: a server such as the filesystem one would take
+			// them as its allowed folders instead of its arguments.
+			Capabilities:                &sdk.ClientCapabilities{},
+			ProgressNotificationHandler: p.onProgress,
+		})
+	})
+	return p.client
 }
 
 // Scope returns the scope server templates are rendered in: the run's
@@ -248,7 +258,7 @@ func (p *Pool) start(ctx context.Context, c *conn, s *workflow.MCPServer) {
 		hc, err := httpClient(s, p.scope)
 		if err == nil {
 			c.hc = hc
-			c.cs, err = connectHTTP(ctx, p.client, s, hc)
+			c.cs, err = connectHTTP(ctx, p.sdkClient(), s, hc)
 		}
 		c.err = err
 	} else {
@@ -275,7 +285,7 @@ func (p *Pool) startStdio(ctx context.Context, s *workflow.MCPServer) (*sdk.Clie
 			return nil, nil, e
 		}
 	}
-	return connectStdio(ctx, p.client, s, cmd)
+	return connectStdio(ctx, p.sdkClient(), s, cmd)
 }
 
 // retireLocked removes c from the pool and closes it in the background,

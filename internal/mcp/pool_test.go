@@ -283,3 +283,11 @@ nodes:
 	require.FileExists(t, proof, "the first use spawns the server")
 	require.NoError(t, pool.Close())
 }
+
+// TestPoolWithoutServersIsCheap: every run makes a pool, and most runs
+// start no MCP server; the pool makes its MCP client only at the first
+// start (the client was ~2 KB and a dozen allocations of every run).
+func TestPoolWithoutServersIsCheap(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() { _ = mcp.NewPool(nil, nil) })
+	require.LessOrEqual(t, allocs, 4.0, "NewPool of no servers allocates only the pool and its maps")
+}
