@@ -14,18 +14,16 @@ import (
 func (rl *Writer) AbsArtifactDir() func(nodeID string) string {
 	// The run folder made absolute once: filepath.Abs asks the system for
 	// the working folder, and the engine asks for every node's visit.
-	dir := rl.Dir()
-	base, berr := filepath.Abs(dir)
+	base, err := filepath.Abs(rl.Dir())
+	if err != nil {
+		base = rl.Dir()
+	}
 	return func(nodeID string) string {
-		d, err := rl.ArtifactDir(nodeID)
-		if err != nil || d == "" || berr != nil {
-			return d
-		}
-		rel, err := filepath.Rel(dir, d)
+		name, err := rl.artifactName(nodeID)
 		if err != nil {
-			return d
+			return ""
 		}
-		return filepath.Join(base, rel)
+		return filepath.Join(base, name)
 	}
 }
 

@@ -365,6 +365,16 @@ func (w *Writer) NodeDir(nodeID string) (string, error) {
 // the place of the node's folder or of its artifacts folder of a reopened
 // run.
 func (w *Writer) ArtifactDir(nodeID string) (string, error) {
+	name, err := w.artifactName(nodeID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(w.dir, name), nil
+}
+
+// artifactName checks what ArtifactDir checks and returns the artifacts
+// folder's path within the run folder.
+func (w *Writer) artifactName(nodeID string) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.usableLocked(); err != nil {
@@ -387,7 +397,7 @@ func (w *Writer) ArtifactDir(nodeID string) (string, error) {
 		}
 		w.checked[nodeID] = true
 	}
-	return filepath.Join(w.dir, name), nil
+	return name, nil
 }
 
 // Step checks the step's node id. Steps are not written one by one: the

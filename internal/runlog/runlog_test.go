@@ -523,6 +523,24 @@ func TestArtifactDir(t *testing.T) {
 	}
 }
 
+// TestAbsArtifactDir: what the engine hands a node is the artifacts
+// folder as an absolute path, also when the run folder was named
+// relatively, and nothing for an id that is not a node's.
+func TestAbsArtifactDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	w, err := runlog.Open(".skein", "hello", "run1", started, nil, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	abs := w.AbsArtifactDir()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(wd, w.Dir(), "shoot", "artifacts"), abs("shoot"))
+	require.True(t, filepath.IsAbs(abs("shoot")))
+	for _, bad := range []string{"..", "../x", "a/b", ""} {
+		require.Empty(t, abs(bad), "id %q", bad)
+	}
+}
+
 // TestConcurrentUse runs the engine's pattern under -race: records from one
 // goroutine, artifact folders from the node tasks' goroutines.
 func TestConcurrentUse(t *testing.T) {
