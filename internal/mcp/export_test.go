@@ -14,3 +14,6 @@ func ServerPID(p *Pool, server string) int {
 	}
 	return c.proc.tree.Pid()
 }
+
+// ClientMade reports whether the pool has made its MCP client.
+func ClientMade(p *Pool) bool { return p.client != nil }

@@ -53,10 +53,6 @@ func TestOpenWhileAnotherProcessMakesTheDatabase(t *testing.T) {
 	require.NoError(t, <-opened, "Open succeeds once the lock is free")
 }
 
-// TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,
-// with the mode SQLite gives the files it makes; its migrations are
-// recorded as applied when it was opened, and nothing else is left in its
-// folder.
 // TestWriterKeepsTemporaryDataInMemory: the writer's statement journals
 // (a multi-row upsert inside a transaction writes one) stay in memory
 // rather than in a temporary file, a write(2) per page saved on every
@@ -71,6 +67,10 @@ func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	require.Equal(t, 2, store, "temp_store is MEMORY (2) on the writer")
 }
 
+// TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,
+// with the mode SQLite gives the files it makes; its migrations are
+// recorded as applied when it was opened, and nothing else is left in its
+// folder.
 func TestNewDatabaseIsTheImage(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
