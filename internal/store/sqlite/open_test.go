@@ -56,7 +56,7 @@ func TestOpenWhileAnotherProcessMakesTheDatabase(t *testing.T) {
 // TestWriterKeepsTemporaryDataInMemory: the writer's statement journals
 // (a multi-row upsert inside a transaction writes one) stay in memory
 // rather than in a temporary file, a write(2) per page saved on every
-// commit the committer makes.
+// commit the committer makes; but not the copy VACUUM makes.
 func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
@@ -65,6 +65,18 @@ func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	var store int
 	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
 	require.Equal(t, 2, store, "temp_store is MEMORY (2) on the writer")
+
+	// Compact's VACUUM copies the whole database into a temporary one:
+	// that copy goes to a file, not to memory, and the writer keeps
+	// MEMORY after it.
+	during := -1
+	s.vacuuming = func(c *sql.Conn) {
+		require.NoError(t, c.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&during))
+	}
+	require.NoError(t, s.Compact(t.Context()))
+	require.Equal(t, 1, during, "VACUUM runs with temp_store FILE (1)")
+	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
+	require.Equal(t, 2, store, "temp_store is MEMORY again after Compact")
 }
 
 // TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,

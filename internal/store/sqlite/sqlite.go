@@ -52,6 +52,9 @@ type Store struct {
 	w        *sql.DB            // one connection: every write, in order
 	r        *sql.DB            // read-only connections
 	ck       *sql.DB            // one connection: checkpoints (checkpoints)
+	// vacuuming, when set (tests), is called on Compact's connection
+	// just before its VACUUM.
+	vacuuming func(*sql.Conn)
 	// ckStop stops the checkpoints; ckDone is closed when they stopped.
 	ckStop, ckDone chan struct{}
 	// ckMu is held by a background checkpoint, and by Compact, whose
@@ -442,11 +445,29 @@ func (s *Store) Schema() store.SchemaReport { return s.schema }
 func (s *Store) Compact(ctx context.Context) error {
 	s.ckMu.Lock() // a background checkpoint would make TRUNCATE give up
 	defer s.ckMu.Unlock()
-	if _, err := s.w.ExecContext(ctx, "VACUUM"); err != nil {
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return s.failed("compacting the database", err)
+	}
+	defer conn.Close()
+	// VACUUM copies the database into a temporary one, which the writer's
+	// temp_store=MEMORY (for its statement journals) would hold in memory:
+	// the size of the database in RAM. The copy goes to a file.
+	if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+		return s.failed("compacting the database", err)
+	}
+	if s.vacuuming != nil {
+		s.vacuuming(conn)
+	}
+	_, err = conn.ExecContext(ctx, "VACUUM")
+	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY"); err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return s.failed("compacting the database", err)
 	}
 	var busy, logPages, moved int
-	err := s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved)
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved)
 	return s.failed("compacting the database", err)
 }
 
