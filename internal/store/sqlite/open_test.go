@@ -56,7 +56,7 @@ func TestOpenWhileAnotherProcessMakesTheDatabase(t *testing.T) {
 // TestWriterKeepsTemporaryDataInMemory: the writer's statement journals
 // (a multi-row upsert inside a transaction writes one) stay in memory
 // rather than in a temporary file, a write(2) per page saved on every
-// commit the committer makes; but not the copy VACUUM makes.
+// commit the committer makes; but not what a prune or VACUUM makes.
 func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	t.Parallel()
 	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
@@ -66,17 +66,21 @@ func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
 	require.Equal(t, 2, store, "temp_store is MEMORY (2) on the writer")
 
-	// Compact's VACUUM copies the whole database into a temporary one:
-	// that copy goes to a file, not to memory, and the writer keeps
-	// MEMORY after it.
-	during := -1
-	s.vacuuming = func(c *sql.Conn) {
-		require.NoError(t, c.QueryRowContext(t.Context(), `PRAGMA temp_store`).Scan(&during))
+	// What touches much of the database keeps its temporary data in files
+	// (VACUUM copies the whole database into a temporary one; deleting
+	// many runs journals their pages), and the writer keeps MEMORY after.
+	saw := map[string]int{}
+	s.inFileTemp = func(op string) {
+		var v int
+		require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&v))
+		saw[op] = v
 	}
+	_, err = s.DeleteRuns(t.Context(), time.Now(), false)
+	require.NoError(t, err)
 	require.NoError(t, s.Compact(t.Context()))
-	require.Equal(t, 1, during, "VACUUM runs with temp_store FILE (1)")
+	require.Equal(t, map[string]int{"delete runs": 1, "compact": 1}, saw, "temp_store is FILE (1) while they run")
 	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
-	require.Equal(t, 2, store, "temp_store is MEMORY again after Compact")
+	require.Equal(t, 2, store, "temp_store is MEMORY again after them")
 }
 
 // TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,

@@ -52,9 +52,9 @@ type Store struct {
 	w        *sql.DB            // one connection: every write, in order
 	r        *sql.DB            // read-only connections
 	ck       *sql.DB            // one connection: checkpoints (checkpoints)
-	// vacuuming, when set (tests), is called on Compact's connection
-	// just before its VACUUM.
-	vacuuming func(*sql.Conn)
+	// inFileTemp, when set (tests), is called by tempInFile once the
+	// writer keeps its temporary data in files, with what it is for.
+	inFileTemp func(op string)
 	// ckStop stops the checkpoints; ckDone is closed when they stopped.
 	ckStop, ckDone chan struct{}
 	// ckMu is held by a background checkpoint, and by Compact, whose
@@ -169,7 +169,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", opts.BusyTimeout.Milliseconds())
 	s.w, err = sql.Open("sqlite", uri(path)+"?"+busy+
-		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_pragma=temp_store(MEMORY)"+
+		"&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"+
 		"&_pragma=journal_size_limit(67108864)&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", path, err)
@@ -188,6 +188,14 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 			_ = s.w.Close()
 			return nil, err
 		}
+	}
+	// The committer's multi-row upserts write statement journals, which
+	// SQLite keeps in a temporary file past 64 KiB: in memory they save a
+	// write a page on every commit. Set after the migrations, and taken
+	// back for the statements that touch much of the database (tempInFile).
+	if _, err := s.w.Exec("PRAGMA temp_store = MEMORY"); err != nil {
+		_ = s.w.Close()
+		return nil, s.openFailed("setting temp_store", err)
 	}
 
 	s.r, err = sql.Open("sqlite", uri(path)+"?"+busy+"&_pragma=query_only(1)")
@@ -445,30 +453,57 @@ func (s *Store) Schema() store.SchemaReport { return s.schema }
 func (s *Store) Compact(ctx context.Context) error {
 	s.ckMu.Lock() // a background checkpoint would make TRUNCATE give up
 	defer s.ckMu.Unlock()
-	conn, err := s.w.Conn(ctx)
+	// VACUUM copies the database into a temporary one.
+	back, err := s.tempInFile(ctx, "compact")
 	if err != nil {
 		return s.failed("compacting the database", err)
 	}
-	defer conn.Close()
-	// VACUUM copies the database into a temporary one, which the writer's
-	// temp_store=MEMORY (for its statement journals) would hold in memory:
-	// the size of the database in RAM. The copy goes to a file.
-	if _, err := conn.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
-		return s.failed("compacting the database", err)
-	}
-	if s.vacuuming != nil {
-		s.vacuuming(conn)
-	}
-	_, err = conn.ExecContext(ctx, "VACUUM")
-	if _, rerr := conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY"); err == nil {
-		err = rerr
+	_, err = s.w.ExecContext(ctx, "VACUUM")
+	if berr := back(); err == nil {
+		err = berr
 	}
 	if err != nil {
 		return s.failed("compacting the database", err)
 	}
 	var busy, logPages, moved int
-	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved)
+	err = s.w.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &moved)
 	return s.failed("compacting the database", err)
+}
+
+// DeleteRuns deletes runs as sqlstore does, with the writer's temporary
+// data in files: deleting many runs is one statement over much of the
+// database, whose statement journal could be its size.
+func (s *Store) DeleteRuns(ctx context.Context, before time.Time, dryRun bool) ([]*store.Run, error) {
+	if dryRun {
+		return s.Core.DeleteRuns(ctx, before, dryRun)
+	}
+	back, err := s.tempInFile(ctx, "delete runs")
+	if err != nil {
+		return nil, s.failed("deleting runs", err)
+	}
+	runs, err := s.Core.DeleteRuns(ctx, before, dryRun)
+	if berr := back(); err == nil && berr != nil {
+		return nil, s.failed("deleting runs", berr)
+	}
+	return runs, err
+}
+
+// tempInFile makes the writer keep its temporary data (statement
+// journals, VACUUM's copy) in files, which SQLite bounds in memory, rather
+// than in memory without bound, until back is called. The writer is one
+// connection, so the setting holds for what runs in between: a commit of
+// the committer meanwhile pays a file's writes, nothing more.
+func (s *Store) tempInFile(ctx context.Context, op string) (back func() error, err error) {
+	if _, err := s.w.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
+		return nil, err
+	}
+	if s.inFileTemp != nil {
+		s.inFileTemp(op)
+	}
+	return func() error {
+		_, err := s.w.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY")
+		return err
+	}, nil
 }
 
 // Close closes the database.
