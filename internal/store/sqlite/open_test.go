@@ -81,6 +81,18 @@ func TestWriterKeepsTemporaryDataInMemory(t *testing.T) {
 	require.Equal(t, map[string]int{"delete runs": 1, "compact": 1}, saw, "temp_store is FILE (1) while they run")
 	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
 	require.Equal(t, 2, store, "temp_store is MEMORY again after them")
+
+	// Two at once (two prunes): MEMORY only when both are over.
+	first, err := s.tempInFile(t.Context(), "first")
+	require.NoError(t, err)
+	second, err := s.tempInFile(t.Context(), "second")
+	require.NoError(t, err)
+	require.NoError(t, first())
+	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
+	require.Equal(t, 1, store, "FILE while the second still runs")
+	require.NoError(t, second())
+	require.NoError(t, s.w.QueryRow(`PRAGMA temp_store`).Scan(&store))
+	require.Equal(t, 2, store)
 }
 
 // TestNewDatabaseIsTheImage: a new database is fresh.db.gz put in place,

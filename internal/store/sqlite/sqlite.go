@@ -55,6 +55,9 @@ type Store struct {
 	// inFileTemp, when set (tests), is called by tempInFile once the
 	// writer keeps its temporary data in files, with what it is for.
 	inFileTemp func(op string)
+	// fileTemp counts the tempInFile calls not given back yet.
+	fileTempMu sync.Mutex
+	fileTemp   int
 	// ckStop stops the checkpoints; ckDone is closed when they stopped.
 	ckStop, ckDone chan struct{}
 	// ckMu is held by a background checkpoint, and by Compact, whose
@@ -493,14 +496,24 @@ func (s *Store) DeleteRuns(ctx context.Context, before time.Time, dryRun bool) (
 // than in memory without bound, until back is called. The writer is one
 // connection, so the setting holds for what runs in between: a commit of
 // the committer meanwhile pays a file's writes, nothing more.
+// Overlapping calls (two prunes) share the setting: the last back sets
+// MEMORY again.
 func (s *Store) tempInFile(ctx context.Context, op string) (back func() error, err error) {
+	s.fileTempMu.Lock()
+	defer s.fileTempMu.Unlock()
 	if _, err := s.w.ExecContext(ctx, "PRAGMA temp_store = FILE"); err != nil {
 		return nil, err
 	}
+	s.fileTemp++
 	if s.inFileTemp != nil {
 		s.inFileTemp(op)
 	}
 	return func() error {
+		s.fileTempMu.Lock()
+		defer s.fileTempMu.Unlock()
+		if s.fileTemp--; s.fileTemp > 0 {
+			return nil
+		}
 		_, err := s.w.ExecContext(context.WithoutCancel(ctx), "PRAGMA temp_store = MEMORY")
 		return err
 	}, nil
