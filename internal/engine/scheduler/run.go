@@ -214,19 +214,30 @@ func (r *Run) Recycle(a *Actions) {
 	if a == nil {
 		return
 	}
-	// Whole capacities: a driver may have shortened a slice it read.
-	clear(a.Start[:cap(a.Start)])
-	clear(a.Steps[:cap(a.Steps)])
-	clear(a.Events[:cap(a.Events)])
-	clear(a.Timers[:cap(a.Timers)])
-	clear(a.Awaits[:cap(a.Awaits)])
+	// What the scheduler filled, or more when the driver appended: a
+	// driver may have shortened a slice it read.
+	clearFilled(a.Start, a.filled[0])
+	clearFilled(a.Timers, a.filled[1])
+	clearFilled(a.Steps, a.filled[2])
+	clearFilled(a.Events, a.filled[3])
+	clearFilled(a.Awaits, a.filled[4])
 	*a = Actions{Start: a.Start[:0], Timers: a.Timers[:0], Steps: a.Steps[:0], Events: a.Events[:0], Awaits: a.Awaits[:0], Stop: a.Stop[:0]}
 	r.spare = a
+}
+
+// clearFilled clears s up to the filled length n, or its own length when
+// longer, within its capacity (a driver may have put another slice in
+// place).
+func clearFilled[T any](s []T, n int) {
+	clear(s[:min(max(n, len(s)), cap(s))])
 }
 
 func (r *Run) end() *Actions {
 	a := r.act
 	r.act = nil
+	if a != nil {
+		a.filled = [5]int{len(a.Start), len(a.Timers), len(a.Steps), len(a.Events), len(a.Awaits)}
+	}
 	return a
 }
 

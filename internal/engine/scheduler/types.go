@@ -195,4 +195,10 @@ type Actions struct {
 	Done   bool
 	Status RunStatus
 	Err    *node.Error
+
+	// filled holds the lengths the scheduler gave Start, Timers, Steps,
+	// Events and Awaits (Run.end): what Recycle clears, however the driver
+	// shortened the slices, without clearing the rest of a capacity one
+	// big call (a run's start plans every step) left behind.
+	filled [5]int
 }
