@@ -25,11 +25,21 @@ func EncodeMap(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
+	b, err := encode(m)
+	// encoding/json writes a bad byte as the escape \ufffd (a real U+FFFD
+	// as its own bytes): only JSON holding that text can hold a string
+	// protect would change, so only such JSON pays for the walk.
+	if err != nil || !bytes.Contains(b, badByte) {
+		return b, err
+	}
 	if v, changed := protect(m); changed {
 		return encode(v)
 	}
-	return encode(m)
+	return b, nil
 }
+
+// badByte is what encoding/json writes for a byte that is not UTF-8.
+var badByte = []byte(`\ufffd`)
 
 // BytesKey marks a string that is not valid UTF-8, kept as base64.
 const BytesKey = "$skein.bytes"

@@ -82,3 +82,29 @@ func TestBytesThatAreNotUTF8RoundTrip(t *testing.T) {
 	require.Equal(t, in, out)
 	require.Equal(t, "\xff\xfeok\x80", in["stdout"], "the caller's map is not changed")
 }
+
+// TestReplacementCharactersAreNotBadBytes: a real U+FFFD and the text
+// "\ufffd" in a string are kept as they are, beside a string of bad bytes
+// and without one.
+func TestReplacementCharactersAreNotBadBytes(t *testing.T) {
+	t.Parallel()
+	for _, in := range []map[string]any{
+		{"real": "a\uFFFDb", "text": `a\ufffdb`},
+		{"real": "a\uFFFDb", "text": `a\ufffdb`, "raw": "\xffz", "list": []any{`\ufffd`, "\uFFFD"}},
+		{"typed": []string{"\xff"}, "text": `\ufffd`},
+	} {
+		data, err := store.EncodeMap(in)
+		require.NoError(t, err)
+		require.True(t, utf8.Valid(data), "the stored JSON is valid UTF-8")
+		out, err := store.DecodeMap(data)
+		require.NoError(t, err)
+		if typed, ok := in["typed"]; ok {
+			// Outside map[string]any and []any a bad byte becomes U+FFFD,
+			// as encoding/json writes it.
+			require.Equal(t, []string{"\xff"}, typed)
+			require.Equal(t, map[string]any{"typed": []any{"\uFFFD"}, "text": `\ufffd`}, out)
+			continue
+		}
+		require.Equal(t, in, out)
+	}
+}
