@@ -278,7 +278,7 @@ func (r *Redactor) String(s string) string {
 // Map returns m with every secret masked (see Value), and whether there
 // was one.
 func (r *Redactor) Map(m map[string]any) (map[string]any, bool) {
-	if m == nil || !r.holds(m) {
+	if r == nil || m == nil || !r.holds(m) {
 		return m, false
 	}
 	out, _ := r.copyValue(m).(map[string]any)
