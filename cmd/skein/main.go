@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/skeinhq/skein/internal/blob"
@@ -36,13 +37,24 @@ func main() {
 // profiled runs fn, with a CPU profile of it written to the file
 // SKEIN_CPUPROFILE names when that is set, and a profile of what it
 // allocated to the file SKEIN_MEMPROFILE names (for `go tool pprof`;
-// BENCHMARKS.md profiles skein run this way).
+// BENCHMARKS.md profiles skein run this way), and an execution trace to
+// the file SKEIN_TRACE names (for `go tool trace`: what waited for what).
 func profiled(fn func() int) int {
 	if path := os.Getenv("SKEIN_MEMPROFILE"); path != "" {
 		// A sample every 4 KiB allocated (not every 512 KiB): a short
 		// run's allocations are seen.
 		runtime.MemProfileRate = 4 << 10
 		defer writeAllocs(path)
+	}
+	if path := os.Getenv("SKEIN_TRACE"); path != "" {
+		if f, err := os.Create(path); err != nil {
+			fmt.Fprintln(os.Stderr, "skein: SKEIN_TRACE:", err)
+		} else if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, "skein: SKEIN_TRACE:", err)
+		} else {
+			defer f.Close()
+			defer trace.Stop()
+		}
 	}
 	path := os.Getenv("SKEIN_CPUPROFILE")
 	if path == "" {
