@@ -94,6 +94,12 @@ type Writer struct {
 	// Owned by the goroutine until done is closed, then by Finish or Close.
 	events  *os.File
 	checked map[string]bool // node ids whose artifact folder was checked; under mu
+	// madeAbove are the folders above the run's that Open made, whose
+	// names the run's end syncs into their parents.
+	madeAbove []string
+	// syncedFS is set when the run's end synced the whole file system
+	// (sync): the folder held files others wrote.
+	syncedFS bool
 }
 
 // batch is what one Flush hands over.
@@ -118,7 +124,10 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any, 
 	}
 	parent := filepath.Join(root, "runs", workflow)
 	dir := filepath.Join(parent, started.UTC().Format(folderTime)+"_"+runID)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
+	// The names of the folders made here reach the disk when the run ends
+	// (sync), not one fsync each before it starts.
+	made, err := mkdirAll(parent)
+	if err != nil {
 		return nil, pathError("cannot create run folder", dir, err)
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -133,6 +142,7 @@ func Open(root, workflow, runID string, started time.Time, meta map[string]any, 
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
+	w.madeAbove = made
 	return w, nil
 }
 
@@ -220,31 +230,43 @@ func (w *Writer) materializeLocked() error {
 // os.MkdirAll does, and syncs the parent of each it made, so that their
 // names are on disk; a folder made meanwhile by someone else is fine.
 func mkdirAllSynced(dir string) error {
+	made, err := mkdirAll(dir)
+	for _, d := range made {
+		if err == nil {
+			err = syncDir(filepath.Dir(d))
+		}
+	}
+	return err
+}
+
+// mkdirAll makes dir and the folders above it that are missing, as
+// os.MkdirAll does, and returns those it made, the highest first; a folder
+// made meanwhile by someone else is fine.
+func mkdirAll(dir string) ([]string, error) {
 	var missing []string
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil {
 			break
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
+			return nil, err
 		}
 		missing = append(missing, d)
 		if filepath.Dir(d) == d {
 			break
 		}
 	}
+	var made []string
 	for i := len(missing) - 1; i >= 0; i-- {
 		d := missing[i]
 		if err := os.Mkdir(d, 0o755); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				continue
 			}
-			return err
+			return made, err
 		}
-		if err := syncDir(filepath.Dir(d)); err != nil {
-			return err
-		}
+		made = append(made, d)
 	}
-	return nil
+	return made, nil
 }
 
 // syncDir makes the names in dir durable.
@@ -271,7 +293,7 @@ func Reopen(dir, workflow, runID string, started time.Time, meta map[string]any,
 	st, err := os.Stat(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		// A run that never needed a folder (OpenOnDemand) gets one now.
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirAllSynced(dir); err != nil {
 			return nil, pathError("cannot create run folder", dir, err)
 		}
 		return open(dir, workflow, runID, started, meta, true, red)

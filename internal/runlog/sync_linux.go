@@ -4,10 +4,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sync makes the whole folder durable with one syncfs(2) of its file
-// system: every file and folder entry the Writer wrote, at the cost of one
-// call, where fsyncing each file cost one disk flush per node.
+// sync makes the folder durable. A folder holding only the Writer's own
+// files gets their fsyncs (syncOwn): a syncfs(2) would also wait for
+// everything else the file system has to write — a build, a download,
+// other runs — which made a run's end as slow as the busiest writer on the
+// machine. A folder others wrote into (node folders, artifacts, the node
+// files of a traced run, blobs) is made durable whole with one syncfs of
+// its file system, where fsyncing each file cost one disk flush per node.
 func (w *Writer) sync() error {
+	if own, err := w.holdsOwnFilesOnly(); err == nil && own {
+		return w.syncOwn()
+	}
+	w.syncedFS = true
 	d, err := w.root.Open(".")
 	if err != nil {
 		return pathError("cannot sync", w.dir, err)
@@ -18,3 +26,6 @@ func (w *Writer) sync() error {
 	}
 	return nil
 }
+
+// syncFolder makes the names in dir durable.
+func syncFolder(dir string) error { return syncDir(dir) }

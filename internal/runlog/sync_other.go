@@ -6,20 +6,11 @@ package runlog
 // where the system can sync a folder. Elsewhere than Linux there is no
 // syncfs(2): the node files are not synced one by one, they can be written
 // again from the database.
-func (w *Writer) sync() error {
-	if err := w.events.Sync(); err != nil {
-		return pathError("cannot sync", w.events.Name(), err)
-	}
-	if f, err := w.root.Open(runFile); err == nil {
-		err = f.Sync()
-		_ = f.Close()
-		if err != nil {
-			return pathError("cannot sync", f.Name(), err)
-		}
-	}
-	if d, err := w.root.Open("."); err == nil {
-		_ = d.Sync() // best effort: not every system can sync a folder
-		_ = d.Close()
-	}
+func (w *Writer) sync() error { return w.syncOwn() }
+
+// syncFolder makes the names in dir durable where the system can sync a
+// folder: best effort, not every system can.
+func syncFolder(dir string) error {
+	_ = syncDir(dir)
 	return nil
 }
