@@ -1,5 +1,6 @@
 # benchlib.sh — functions the benchmark scripts share; sourced by
-# bench-cli.sh, bench-queue.sh, bench-slot.sh and bench-trace.sh, not run.
+# bench-cli.sh, bench-busy.sh, bench-queue.sh, bench-slot.sh and
+# bench-trace.sh, not run.
 
 # skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN
 # when it is set (a binary built elsewhere, e.g. of an older commit), else
