@@ -24,8 +24,13 @@ type Deferred struct {
 	out sync.Mutex
 }
 
-// Step keeps a step for OnStep.
+// Step keeps a step for OnStep, but for a step only planned (Planned):
+// it holds nothing an observer shows — a display and the telemetry look at
+// the steps released — and a run's start plans every step.
 func (b *Deferred) Step(rec *engine.StepRecord) error {
+	if Planned(rec) {
+		return nil
+	}
 	c := *rec
 	b.mu.Lock()
 	b.calls = append(b.calls, func() { b.OnStep(c) })

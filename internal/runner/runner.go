@@ -245,6 +245,8 @@ func LoadFile(file string, reg *node.Registry) (*workflow.Workflow, error) {
 type Observer interface {
 	// Started is called once the run is recorded, before any node runs.
 	Started(run *record.Run, resumed bool)
+	// Step is called for each change of a step released (pending for a
+	// slot, running, ended), not for a step only planned.
 	Step(rec record.Step)
 	Event(ev record.TimedEvent)
 	// Note is a line of the repair loop ([repair], [repaired]).

@@ -1,0 +1,49 @@
+package durable_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/redact"
+)
+
+// TestDeferredHandsOverWhatRuns: once committed, the observer gets every
+// change of a released step and every event, masked, in the order they
+// happened — and nothing of a step only planned (a run's start plans all
+// of them; no display shows them).
+func TestDeferredHandsOverWhatRuns(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	var later []func()
+	d := &durable.Deferred{
+		OnStep:  func(s engine.StepRecord) { seen = append(seen, "step "+s.Node+" "+string(s.Status)) },
+		OnEvent: func(ev engine.TimedEvent) { seen = append(seen, "event "+ev.Type+" "+ev.Data["said"].(string)) },
+		Later:   func(f func()) { later = append(later, f) },
+		Redact:  redact.New(map[string]string{"TOKEN": "s3cr3t-value"}),
+	}
+	now := time.Now()
+	planned := &engine.StepRecord{Node: "b", Visit: 1, StepOrder: 2, Status: engine.StatusPending}
+	require.True(t, durable.Planned(planned))
+	require.NoError(t, d.Step(&engine.StepRecord{Node: "a", Visit: 1, StepOrder: 1, Status: engine.StatusPending}))
+	require.NoError(t, d.Step(planned))
+	running := &engine.StepRecord{Node: "a", Visit: 1, StepOrder: 1, Status: engine.StatusRunning, Attempts: 1, StartedAt: &now}
+	require.NoError(t, d.Step(running))
+	require.NoError(t, d.Event(engine.TimedEvent{Time: now, Event: engine.Event{Type: "warning", Node: "a", Data: map[string]any{"said": "token s3cr3t-value"}}}))
+	running.Status = engine.StatusSuccess // the engine changes its record after handing it over
+	require.NoError(t, d.Step(running))
+	require.NoError(t, d.Step(&engine.StepRecord{Node: "b", Visit: 1, StepOrder: 2, Status: engine.StatusPending, Attempts: 1}))
+	require.NoError(t, d.Flush())
+	require.Empty(t, seen, "nothing before the commit")
+	require.Len(t, later, 1)
+	later[0]()
+	require.Equal(t, []string{
+		"step a running",
+		"event warning token ***",
+		"step a success",
+		"step b pending",
+	}, seen)
+}
