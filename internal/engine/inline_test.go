@@ -262,3 +262,21 @@ func TestPureWithEvidenceRunsOffTheLoop(t *testing.T) {
 		Services: calcHook.Provide(nil, hook), Evidence: evidence, ArtifactDir: func(string) string { return t.TempDir() }}}))
 	require.Equal(t, engine.RunCompleted, res.Status, "run error: %v", res.Error)
 }
+
+// TestIdempotencyKeyIsRunNodeVisit: a node's call carries the key its
+// kind may pass on (the http kind's Idempotency-Key header): run/node/visit,
+// the same for every attempt of a visit.
+func TestIdempotencyKeyIsRunNodeVisit(t *testing.T) {
+	t.Parallel()
+	b := setupDriver(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: c, type: calc, item: 1}
+`, `
+  - {from: start, to: c}
+`))
+	var keys []string
+	hook := func(c *node.Call) { keys = append(keys, c.IdempotencyKey) }
+	res := result(t, b.execute(context.Background(), engine.Options{RunID: "run-7", Host: engine.Host{Services: calcHook.Provide(nil, hook)}}))
+	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, []string{"run-7/c/1"}, keys)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/skeinhq/skein/expr"
@@ -113,7 +114,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 	call := &node.Call{
 		RunID: e.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
 		Written:        pn.Node.Params,
-		IdempotencyKey: fmt.Sprintf("%s/%s/%d", e.RunID, pn.ID, t.Visit),
+		IdempotencyKey: e.RunID + "/" + pn.ID + "/" + strconv.Itoa(t.Visit),
 		Emit: func(kind string, data map[string]any) {
 			if e.Emit != nil {
 				e.Emit(t, kind, data)
