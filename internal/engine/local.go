@@ -295,7 +295,6 @@ type runState struct {
 	started time.Time
 	closed  chan struct{}
 	hashes  []string // latest step hash per node
-	defs    [][]byte // canonical definition per node
 	// open holds, in a dry run, the steps of the tasks not called
 	// (Options.DryRun).
 	open []*StepRecord
@@ -365,12 +364,10 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 		held:     map[int64][]Event{},
 		queued:   map[int64]chan struct{}{},
 		hashes:   make([]string, len(plan.Nodes)),
-		defs:     make([][]byte, len(plan.Nodes)),
 	}
 	rs.postFn = rs.post
 	rs.inline = make([]bool, len(plan.Nodes))
 	for i, pn := range plan.Nodes {
-		rs.defs[i] = defOf(pn)
 		// Evidence of a node with checks is captured after its call, by
 		// a tool call that may take a while: not on the loop.
 		rs.inline[i] = Inlines(pn) && (opts.Evidence == nil || len(pn.Node.Checks) == 0 && pn.Node.Expect == "")
@@ -1006,7 +1003,7 @@ func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct
 // function on the loop goroutine (runState.post, or callNow on it).
 func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone, post func(func())) (Outcome, map[string]any) {
 	pn := t.Node
-	params, hash, err := Prepare(rs.scope, t, rs.defs[pn.Index], upstream)
+	params, hash, err := Prepare(rs.scope, t, NodeDef(pn), upstream)
 	if err != nil {
 		return Outcome{Err: err}, nil
 	}

@@ -43,3 +43,28 @@ func TestPrepareRendersCoercesAndHashes(t *testing.T) {
 	assert.Nil(t, params)
 	assert.Empty(t, hash)
 }
+
+// TestPlanKeepsNodeDefs: a plan made by the engine's NewPlan keeps each
+// node's canonical definition, so the runs of a cached plan share it; it
+// is the definition a plan without it makes at each call.
+func TestPlanKeepsNodeDefs(t *testing.T) {
+	t.Parallel()
+	src := wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, retries: 2, timeout: 3s, out: {who: "{{ trigger.who }}"}}
+`, `
+  - {from: start, to: a}
+`)
+	kept := mustPlan(t, src)
+	bare := mustPlan(t, src)
+	for _, pn := range bare.Nodes {
+		pn.Def = nil
+	}
+	for i, pn := range kept.Nodes {
+		require.NotEmpty(t, pn.Def, pn.ID)
+		require.Equal(t, string(engine.NodeDef(bare.Nodes[i])), string(engine.NodeDef(pn)), pn.ID)
+		require.Same(t, &pn.Def[0], &engine.NodeDef(pn)[0], "the plan's own, not made again")
+	}
+	require.JSONEq(t, `{"id": "a", "type": "act", "retries": 2, "timeout": "3s", "out": {"who": "{{ trigger.who }}"}}`,
+		string(engine.NodeDef(kept.Nodes[1])))
+}

@@ -72,12 +72,17 @@ func ConfigHash(def []byte, params map[string]any, loop map[string]any, upstream
 }
 
 // NodeDef returns the canonical JSON of a node's definition, as
-// ConfigHash takes it.
-func NodeDef(pn *PlanNode) []byte { return defOf(pn) }
+// ConfigHash takes it: the one its plan keeps (NewPlan), else made now.
+func NodeDef(pn *PlanNode) []byte {
+	if pn.Def != nil {
+		return pn.Def
+	}
+	return defOf(pn)
+}
 
 // defOf returns the canonical JSON of a node's definition.
 func defOf(pn *PlanNode) []byte {
-	b, _ := json.Marshal(pn.Node.Map())
+	b, _ := json.Marshal(pn.Node.Map()) // maps marshal with sorted keys
 	return b
 }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "github.com/skeinhq/skein/internal/engine/scheduler"
+import (
+	"github.com/skeinhq/skein/internal/engine/scheduler"
+	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
+)
 
 // The scheduler's types and constants, under the names the drivers and
 // their callers use (package scheduler has the pure scheduler).
@@ -23,8 +27,21 @@ type (
 var (
 	NewRun     = scheduler.NewRun
 	SignalName = scheduler.SignalName
-	NewPlan    = scheduler.NewPlan
 )
+
+// NewPlan prepares a valid workflow for running (scheduler.NewPlan), with
+// each node's canonical definition made once (PlanNode.Def): the runs of
+// a plan held in a cache share them.
+func NewPlan(w *workflow.Workflow, reg *node.Registry) (*Plan, error) {
+	p, err := scheduler.NewPlan(w, reg)
+	if err != nil {
+		return nil, err
+	}
+	for _, pn := range p.Nodes {
+		pn.Def = defOf(pn)
+	}
+	return p, nil
+}
 
 // The scheduler's constants.
 const (

@@ -31,6 +31,9 @@ type PlanNode struct {
 	Type  string
 	Node  *workflow.Node
 	Spec  *node.Spec
+	// Def is the node's canonical definition, which its config hash
+	// covers; the engine's NewPlan makes it.
+	Def []byte
 
 	ctrl          ctrl
 	Disabled      bool
