@@ -64,6 +64,22 @@ recorded_us() {
 		FROM $2.runs ORDER BY started_at DESC LIMIT 1"
 }
 
+# timed ERRFILE CMD... — runs CMD, its output discarded and its standard
+# error written to ERRFILE, and prints its wall time and the CPU time it
+# spent (user + system, the child's getrusage), in µs: "WALL CPU". The CPU
+# time moves less than the wall time with the load of a shared machine.
+# Fails when CMD does.
+timed() {
+	python3 -c 'import os, sys, time
+t = time.perf_counter()
+pid = os.posix_spawnp(sys.argv[2], sys.argv[2:], os.environ, file_actions=[
+    (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+    (os.POSIX_SPAWN_OPEN, 2, sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)])
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - t
+sys.exit(1) if status else print(int(wall * 1e6), int((usage.ru_utime + usage.ru_stime) * 1e6))' "$@"
+}
+
 # minor_faults CMD... — runs CMD, its output discarded, and prints the minor
 # page faults it made (the child's getrusage, through python3). A figure of
 # what a process touches, steadier than its time on a machine whose page
