@@ -346,7 +346,7 @@ func (n *Node) MarshalJSON() ([]byte, error) {
 
 // Map returns the node as a plain map, as written in a file.
 func (n *Node) Map() map[string]any {
-	m := make(map[string]any, len(n.Params)+8)
+	m := make(map[string]any, len(n.Params)+2) // id and type; the rest are rare
 	for k, v := range n.Params {
 		m[k] = v
 	}

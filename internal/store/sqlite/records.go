@@ -239,11 +239,14 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, ki
 			rows = rows[1:]
 			continue
 		}
-		args := make([]any, 0, n*len(rows[0]))
+		args := s.rowArgs[:0]
 		for _, r := range rows[:n] {
 			args = append(args, r...)
 		}
-		if _, err := s.execMulti(ctx, tx, multiKey{kind, n}, args); err != nil {
+		_, err := s.execMulti(ctx, tx, multiKey{kind, n}, args)
+		clear(args)
+		s.rowArgs = args[:0]
+		if err != nil {
 			return err
 		}
 		rows = rows[n:]

@@ -56,6 +56,38 @@ func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 	require.Equal(t, events, maxSeq, "events numbered without a gap")
 }
 
+// The arguments of the multi-row INSERTs are gathered in one buffer kept
+// from write to write: each write stores its own values (not the last
+// write's), and between writes the buffer holds none, so it keeps no
+// output alive.
+func TestMultiRowArgumentsKeptEmpty(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+
+	const n = 64 + 16
+	for visit := 1; visit <= 2; visit++ {
+		steps := make([]*store.Step, n)
+		for i := range steps {
+			steps[i] = &store.Step{Node: fmt.Sprintf("n%d", i), Visit: visit, StepOrder: visit*100 + i, Type: "set", Status: "success",
+				Output: map[string]any{"v": fmt.Sprintf("visit %d, node %d", visit, i)}}
+		}
+		require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps}}))
+		require.NotZero(t, cap(s.rowArgs), "the buffer is kept")
+		for i, a := range s.rowArgs[:cap(s.rowArgs)] {
+			require.Nil(t, a, "argument %d is kept after the write", i)
+		}
+	}
+	all, err := s.StepHistory(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, all, 2*n)
+	for _, st := range all {
+		require.Equal(t, fmt.Sprintf("visit %d, node %s", st.Visit, st.Node[1:]), st.Output["v"])
+	}
+}
+
 // A node's node_finished written with its step, and the node_started just
 // before it, go in the step's row, not in event rows of their own (carry);
 // the step saved again with another finish turns the events it carried

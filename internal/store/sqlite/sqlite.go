@@ -91,6 +91,9 @@ type Store struct {
 	// columns is a fair share of a short `skein run`.
 	multiMu sync.Mutex
 	multi   map[multiKey]*sql.Stmt
+	// rowArgs holds the arguments of insertRows' statement, kept from one
+	// to the next: only a write transaction (one at a time) uses it.
+	rowArgs []any
 }
 
 // multiKey is a multi-row INSERT: its kind of rows and its row count.
