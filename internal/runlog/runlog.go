@@ -617,7 +617,15 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 // folder once and closes it. When it returns, the folder is complete.
 // Calling it again returns what the first call returned. After Close it
 // returns ErrClosed.
-func (w *Writer) Finish(result any) error { return w.finish(result, nil) }
+func (w *Writer) Finish(result any) error {
+	if result == nil {
+		return errNilResult
+	}
+	return w.finish(func() any { return result }, nil)
+}
+
+// errNilResult: Finish needs the run's document.
+var errNilResult = errors.New("finishing run folder: nil result")
 
 // secretChecked writes the document jw as it writes itself, and fails with
 // errHoldsSecret when it held a secret of the run's.
@@ -637,8 +645,11 @@ func (w *Writer) secretChecked(jw JSONWriter) func(io.Writer) error {
 // Finishing is a Finish begun (Begin): run.json's content is written to
 // its temporary file while the caller commits the run's final record.
 type Finishing struct {
-	w      *Writer
+	w *Writer
+	// result is the document made on Begin's goroutine; make, when set,
+	// makes it when Finish needs it (Begin wrote nothing ahead).
 	result any
+	make   func() any
 	done   chan struct{}
 	// tmp is the temporary file written, "" when none was; err is what
 	// writing it met (errHoldsSecret: the document held a secret).
@@ -658,7 +669,9 @@ func (w *Writer) Begin(result func() any) *Finishing {
 	early := !w.finished && w.usableLocked() == nil && (!w.onDemand || w.made)
 	w.mu.Unlock()
 	if !early {
-		f.result = result()
+		// Made by Finish, if at all: an on-demand folder never made
+		// keeps no run.json, and its document is not made for nothing.
+		f.make = result
 		close(f.done)
 		return f
 	}
@@ -676,7 +689,10 @@ func (w *Writer) Begin(result func() any) *Finishing {
 // written already.
 func (f *Finishing) Finish() error {
 	<-f.done
-	return f.w.finish(f.result, f)
+	if f.make != nil {
+		return f.w.finish(f.make, f)
+	}
+	return f.w.finish(func() any { return f.result }, f)
 }
 
 // Abandon removes the temporary file Begin wrote.
@@ -689,10 +705,7 @@ func (f *Finishing) Abandon() {
 
 // finish is Finish, with run.json's content in pre's temporary file when
 // pre wrote it.
-func (w *Writer) finish(result any, pre *Finishing) error {
-	if result == nil {
-		return errors.New("finishing run folder: nil result")
-	}
+func (w *Writer) finish(makeResult func() any, pre *Finishing) error {
 	w.mu.Lock()
 	if w.finished {
 		defer w.mu.Unlock()
@@ -718,6 +731,10 @@ func (w *Writer) finish(result any, pre *Finishing) error {
 		}
 	}
 	w.mu.Unlock()
+	result := makeResult()
+	if result == nil {
+		return errNilResult
+	}
 	// nodesErr is the error of writing the node files of a traced run:
 	// run.json is written all the same.
 	var err, nodesErr error

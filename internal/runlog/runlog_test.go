@@ -718,8 +718,32 @@ func TestBeginWritesRunJSONBeforeFinish(t *testing.T) {
 		t.Parallel()
 		w, err := runlog.OpenOnDemand(filepath.Join(t.TempDir(), ".skein"), "hello", "quiet", started, nil, nil)
 		require.NoError(t, err)
-		require.NoError(t, w.Begin(func() any { return map[string]any{"status": "completed"} }).Finish())
+		made := 0
+		require.NoError(t, w.Begin(func() any { made++; return map[string]any{"status": "completed"} }).Finish())
 		require.NoDirExists(t, w.Dir())
+		require.Zero(t, made, "no run.json: the document is not made")
+	})
+	t.Run("OnDemandMadeAfterBegin", func(t *testing.T) {
+		t.Parallel()
+		w, err := runlog.OpenOnDemand(filepath.Join(t.TempDir(), ".skein"), "hello", "late", started, nil, nil)
+		require.NoError(t, err)
+		made := 0
+		fin := w.Begin(func() any { made++; return map[string]any{"status": "completed"} })
+		require.Zero(t, made, "nothing written ahead into a folder not made")
+		_, err = w.NodeDir("fetch") // a node's folder, made while the final record commits
+		require.NoError(t, err)
+		require.NoError(t, fin.Finish())
+		require.Equal(t, 1, made)
+		var doc map[string]any
+		readJSON(t, filepath.Join(w.Dir(), "run.json"), &doc)
+		require.Equal(t, "completed", doc["status"])
+	})
+	t.Run("NilDocument", func(t *testing.T) {
+		t.Parallel()
+		w := open(t)
+		require.Error(t, w.Finish(nil))
+		require.Error(t, w.Begin(func() any { return nil }).Finish())
+		require.NoError(t, w.Finish(map[string]any{"status": "completed"}), "the Writer finishes as before")
 	})
 }
 
