@@ -25,8 +25,9 @@ type Committer struct {
 	st   store.Store
 	mu   sync.Mutex
 	cond *sync.Cond
-	// queue holds what waits for the next transaction.
-	queue []submission
+	// queue holds what waits for the next transaction; spare is the
+	// queue of an earlier one, emptied once answered, for the next.
+	queue, spare []submission
 	// submitted and committed count submissions, to make Sync cheap.
 	submitted, committed uint64
 	closed               bool
@@ -113,7 +114,7 @@ func (c *Committer) loop() {
 			return
 		}
 		subs := c.queue
-		c.queue = nil
+		c.queue, c.spare = c.spare, nil
 		c.mu.Unlock()
 		c.answers <- answer{subs, c.commit(subs)}
 	}
@@ -129,8 +130,12 @@ func (c *Committer) answer() {
 				s.after(a.errs[i])
 			}
 		}
+		clear(a.subs) // keeps no batch alive
 		c.mu.Lock()
 		c.committed += uint64(len(a.subs))
+		if c.spare == nil {
+			c.spare = a.subs[:0]
+		}
 		c.cond.Broadcast()
 		c.mu.Unlock()
 	}
@@ -154,6 +159,9 @@ func (c *Committer) commit(subs []submission) []error {
 		return errs
 	}
 	pick := func(idx []int) []submission {
+		if len(idx) == len(subs) {
+			return subs // every one: as they are
+		}
 		out := make([]submission, len(idx))
 		for j, i := range idx {
 			out[j] = subs[i]
