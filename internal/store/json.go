@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/skeinhq/skein/internal/blob"
@@ -98,14 +99,37 @@ func EncodeError(e *node.Error) ([]byte, error) {
 }
 
 func encode(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	e := encoders.Get().(*encoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledBuffer {
+			e.buf.Reset()
+			encoders.Put(e)
+		}
+	}()
+	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	// A copy of its own: the buffer goes back to the pool.
+	return bytes.Clone(bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))), nil
 }
+
+// encoder is a JSON encoder with its buffer, kept in encoders between
+// uses: a record's documents are encoded without growing a buffer each.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// maxPooledBuffer is the largest buffer given back to the pool: the
+// rare big document does not stay in memory after it.
+const maxPooledBuffer = 64 << 10
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
 
 // DecodeMap decodes what EncodeMap wrote; nil or empty data gives a nil
 // map. Whole numbers that fit in an int become int (those written with a

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -106,5 +108,28 @@ func TestReplacementCharactersAreNotBadBytes(t *testing.T) {
 			continue
 		}
 		require.Equal(t, in, out)
+	}
+}
+
+// Encoders are reused: each document keeps bytes of its own, whatever is
+// encoded after it (a big one too, whose buffer is not kept), and a value
+// that cannot be encoded leaves nothing behind for the next.
+func TestEncodedDocumentsKeepTheirBytes(t *testing.T) {
+	var docs [][]byte
+	want := func(i int) string { return fmt.Sprintf(`{"doc":%d,"text":"<&> %d"}`, i, i) }
+	for i := range 20 {
+		b, err := store.EncodeMap(map[string]any{"doc": i, "text": fmt.Sprintf("<&> %d", i)})
+		require.NoError(t, err)
+		docs = append(docs, b)
+		if i == 10 {
+			_, err = store.EncodeMap(map[string]any{"bad": func() {}})
+			require.Error(t, err)
+			big, err := store.EncodeMap(map[string]any{"b": strings.Repeat("x", 100<<10)})
+			require.NoError(t, err)
+			require.Equal(t, `{"b":"`+strings.Repeat("x", 100<<10)+`"}`, string(big))
+		}
+	}
+	for i, b := range docs {
+		require.Equal(t, want(i), string(b), "document %d, HTML characters as they are", i)
 	}
 }
