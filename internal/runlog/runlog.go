@@ -646,11 +646,11 @@ func (w *Writer) secretChecked(jw JSONWriter) func(io.Writer) error {
 // its temporary file while the caller commits the run's final record.
 type Finishing struct {
 	w *Writer
-	// result is the document made on Begin's goroutine; make, when set,
-	// makes it when Finish needs it (Begin wrote nothing ahead).
-	result any
-	make   func() any
-	done   chan struct{}
+	// result is the document made on Begin's goroutine; makeDoc, when
+	// set, makes it when Finish needs it (Begin wrote nothing ahead).
+	result  any
+	makeDoc func() any
+	done    chan struct{}
 	// tmp is the temporary file written, "" when none was; err is what
 	// writing it met (errHoldsSecret: the document held a secret).
 	tmp string
@@ -662,7 +662,9 @@ type Finishing struct {
 // content to its temporary file on a goroutine of its own while the caller
 // goes on. Finish on what it returns waits for it and does the rest of
 // Finish, the temporary file renamed into place as run.json; Abandon
-// removes it and leaves the Writer as it was.
+// removes it and leaves the Writer as it was. Otherwise (an on-demand
+// folder not made yet) Finish calls result, and only if the folder then
+// gets a run.json.
 func (w *Writer) Begin(result func() any) *Finishing {
 	f := &Finishing{w: w, done: make(chan struct{})}
 	w.mu.Lock()
@@ -671,7 +673,7 @@ func (w *Writer) Begin(result func() any) *Finishing {
 	if !early {
 		// Made by Finish, if at all: an on-demand folder never made
 		// keeps no run.json, and its document is not made for nothing.
-		f.make = result
+		f.makeDoc = result
 		close(f.done)
 		return f
 	}
@@ -689,10 +691,11 @@ func (w *Writer) Begin(result func() any) *Finishing {
 // written already.
 func (f *Finishing) Finish() error {
 	<-f.done
-	if f.make != nil {
-		return f.w.finish(f.make, f)
+	doc := f.makeDoc
+	if doc == nil {
+		doc = func() any { return f.result }
 	}
-	return f.w.finish(func() any { return f.result }, f)
+	return f.w.finish(doc, f)
 }
 
 // Abandon removes the temporary file Begin wrote.

@@ -18,10 +18,7 @@ import (
 // stored and the events are numbered on without a gap.
 func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	s := openWithRun(t)
 
 	const n = 64 + 16 + 4 + 1
 	write := func(visit, n int) {
@@ -62,10 +59,7 @@ func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 // output alive.
 func TestMultiRowArgumentsKeptEmpty(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	s := openWithRun(t)
 
 	const n = 64 + 16
 	for visit := 1; visit <= 2; visit++ {
@@ -94,10 +88,7 @@ func TestMultiRowArgumentsKeptEmpty(t *testing.T) {
 // into event rows. Either way the run's events read back as written.
 func TestStepRowsCarryTheirNodeEvents(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	s := openWithRun(t)
 	rows := func() (n int) {
 		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM events WHERE run_id = 'r1'`).Scan(&n))
 		return n
@@ -130,11 +121,8 @@ func TestStepRowsCarryTheirNodeEvents(t *testing.T) {
 // event after it.
 func TestEventPagesReadPastAGap(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
-	_, err = s.w.ExecContext(ctx, `INSERT INTO events (run_id, seq, time, type) VALUES
+	s := openWithRun(t)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO events (run_id, seq, time, type) VALUES
 		('r1', 1, 1, 'a'), ('r1', 2, 2, 'b'), ('r1', 9, 9, 'c'), ('r1', 10, 10, 'd');
 		UPDATE runs SET event_seq = 10 WHERE id = 'r1'`)
 	require.NoError(t, err)
@@ -159,10 +147,7 @@ func TestEventPagesReadPastAGap(t *testing.T) {
 // each rare column on its own.
 func TestLeanStepRows(t *testing.T) {
 	ctx := t.Context()
-	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	defer func() { _ = s.Close() }()
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w"}))
+	s := openWithRun(t)
 
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	conf := 0.75
@@ -223,4 +208,15 @@ func TestLeanStepRows(t *testing.T) {
 	}
 	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: append(second, step("twice", 100, rare...))}}))
 	check(append(second, step("twice", 100, rare...)))
+}
+
+// openWithRun opens a new store, closed at the test's end, that holds run
+// r1.
+func openWithRun(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
+	return s
 }
