@@ -27,9 +27,9 @@ func chainFlow(n int) string {
 	return b.String()
 }
 
-// benchRun runs src through `workers` in-process workers b.N times and
-// reports the time per node and the steps a second.
-func benchRun(b *testing.B, src string, nodes, workers int) {
+// benchWorkers starts `workers` in-process workers of concurrency 10 on a
+// migrated store of the test database, for the benchmark's length.
+func benchWorkers(b *testing.B, workers int) *bundle {
 	ctx := context.Background()
 	st, err := postgres.Open(ctx, pgtest.URL(b))
 	require.NoError(b, err)
@@ -48,7 +48,15 @@ func benchRun(b *testing.B, src string, nodes, workers int) {
 	}
 	starter, err := queue.New(queue.Config{Store: st, Registry: reg})
 	require.NoError(b, err)
-	bd := &bundle{st: st, reg: reg, starter: starter, dir: b.TempDir()}
+	return &bundle{st: st, reg: reg, starter: starter, dir: b.TempDir()}
+}
+
+// benchRun runs src through `workers` in-process workers b.N times and
+// reports the time per node and the steps a second.
+func benchRun(b *testing.B, src string, nodes, workers int) {
+	ctx := context.Background()
+	bd := benchWorkers(b, workers)
+	starter := bd.starter
 	b.ResetTimer()
 	for range b.N {
 		run := bd.startB(b, src)
@@ -60,6 +68,50 @@ func benchRun(b *testing.B, src string, nodes, workers int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N*nodes), "ms/node")
 	b.ReportMetric(float64(b.N*nodes)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkConcurrentRuns: 200 runs at once of a chain of 3 nodes of a
+// kind with effects (each a job of its own: marked running, then
+// recorded), through 2 workers of concurrency 10: the runs of a worker
+// share its transactions (commit.go). Reports steps a second and the
+// transactions that wrote a step: the transaction ids Postgres handed out
+// meanwhile (a read-only transaction gets none; so does nothing else on a
+// quiet server).
+func BenchmarkConcurrentRuns(b *testing.B) {
+	const runs, nodes = 200, 3
+	ctx := context.Background()
+	bd := benchWorkers(b, 2)
+	st, starter := bd.st, bd.starter
+	src := "version: 1\nname: three\nnodes:\n  - {id: a, type: nap, ms: 0}\n  - {id: b, type: nap, ms: 0}\n  - {id: c, type: nap, ms: 0}\n" +
+		"edges:\n  - {from: a, to: b}\n  - {from: b, to: c}\n"
+	xid := func() int64 {
+		var n int64
+		require.NoError(b, st.Pool().QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&n))
+		return n
+	}
+	var txs int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		before := xid()
+		b.StartTimer()
+		ids := make([]string, runs)
+		for i := range ids {
+			ids[i] = bd.startWith(b, fmt.Sprintf("c%d-%d", time.Now().UnixNano(), i), src, nil).ID
+		}
+		for _, id := range ids {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			end, err := starter.Wait(wctx, id, 5*time.Millisecond)
+			cancel()
+			require.NoError(b, err)
+			require.Equal(b, "completed", string(end.Status))
+		}
+		b.StopTimer()
+		txs += xid() - before - 1
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.N*runs*nodes)/b.Elapsed().Seconds(), "steps/s")
+	b.ReportMetric(float64(txs)/float64(b.N*runs*nodes), "writes/step")
 }
 
 // napFlow is a fan-out of n nodes that each take ms milliseconds of a

@@ -111,6 +111,13 @@ type Driver struct {
 	states map[string]*state
 	plans  map[string]*planned
 	groups map[string]*applyGroup
+	// parts are the runs' applies waiting for the worker's next
+	// transaction; committing is set while one is under way (commit.go).
+	parts      []*part
+	committing bool
+	// contended counts, by run, the transactions of its own a run has
+	// left (contendedFor).
+	contended map[string]int
 	// held: a goroutine has the run's state (take); cond signals its put.
 	held map[string]bool
 	cond *sync.Cond
@@ -244,7 +251,7 @@ func New(cfg Config) (*Driver, error) {
 		cfg.RescueAfter = DefaultRescueAfter
 	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
-		groups: map[string]*applyGroup{}, held: map[string]bool{}, slots: newSlots(cfg.Queues)}
+		groups: map[string]*applyGroup{}, held: map[string]bool{}, contended: map[string]int{}, slots: newSlots(cfg.Queues)}
 	d.cond = sync.NewCond(&d.mu)
 	d.id, d.host = newWorkerID()
 	workers := river.NewWorkers()
@@ -904,7 +911,9 @@ func (d *Driver) fire(ctx context.Context, args TimerArgs) error {
 // next transaction records them all. The row lock serializes the workers
 // of a run; grouping makes each hold of it record as many outcomes as
 // finished meanwhile, so a fan-out's throughput grows with its workers
-// instead of stopping at one transaction at a time.
+// instead of stopping at one transaction at a time. The runs of a worker
+// share its transactions in turn (record): the outcomes of many runs that
+// finish meanwhile are committed together.
 func (d *Driver) apply(ctx context.Context, runID string, mk func(st *state) *event, extra []engine.TimedEvent) error {
 	return d.applyWith(ctx, runID, nil, mk, extra)
 }
@@ -1005,28 +1014,18 @@ type applyResult struct {
 	lead bool
 }
 
-// lead records the applies waiting on a run in one transaction, hands the
-// lead to an apply that arrived meanwhile, and answers the ones it
-// recorded. An error fails the transaction of every apply in it: each is
-// then tried alone, so one bad event does not fail the others.
+// lead records the applies waiting on a run in one transaction (record:
+// the worker's next, with other runs' applies), hands the lead to an apply
+// that arrived meanwhile, and answers the ones it recorded.
 func (d *Driver) lead(ctx context.Context, runID string, g *applyGroup) {
 	d.mu.Lock()
 	reqs := g.pending
 	g.pending = nil
 	d.mu.Unlock()
-	errs := make([]error, len(reqs))
 	// The transaction records the applies of others too: the leader's
 	// cancel must not fail theirs.
 	ctx = context.WithoutCancel(ctx)
-	if err := d.applyTx(ctx, runID, reqs); err != nil {
-		if len(reqs) == 1 {
-			errs[0] = err
-		} else {
-			for i, r := range reqs {
-				errs[i] = d.applyTx(ctx, runID, []*applyReq{r})
-			}
-		}
-	}
+	errs := d.record(ctx, runID, reqs)
 	d.mu.Lock()
 	switch {
 	case len(g.pending) == 0:
@@ -1046,155 +1045,6 @@ func (d *Driver) lead(ctx context.Context, runID string, g *applyGroup) {
 			d.cfg.Logger.Warn("recording that a node started", "run", runID, "error", errs[i])
 		}
 	}
-}
-
-// applyTx runs one transaction on a run: it locks the run's row, catches
-// the state up, applies the run's cancel request if it has not been, then
-// the event of each apply, and records what they changed.
-//
-// The transaction never waits for a second connection of the pool while
-// it holds one (what it reads elsewhere is read before it begins): workers
-// whose jobs outnumber the pool's connections wait for a connection, never
-// for each other.
-func (d *Driver) applyTx(ctx context.Context, runID string, reqs []*applyReq) error {
-	d.mu.Lock()
-	env := d.envs[runID]
-	d.mu.Unlock()
-	if env == nil {
-		pre, err := d.readRun(ctx, runID)
-		if errors.Is(err, store.ErrNotFound) {
-			return river.JobCancel(err)
-		}
-		if err != nil {
-			return err
-		}
-		if pre.Status.Final() {
-			d.forget(runID)
-			return nil
-		}
-		if env, err = d.env(ctx, pre); err != nil {
-			return err
-		}
-	}
-	// The state is taken before a connection is: what holds the state
-	// may wait for a connection, never what holds a connection for the
-	// state.
-	st := d.take(env.id)
-	if st == nil || st.env != env {
-		st = newState(env)
-	}
-	kept := false
-	defer func() {
-		if !kept {
-			d.drop(env.id)
-		}
-	}()
-	// Its BEGIN, the run's row with the seq of its last event, and what
-	// its history gained since this worker's state: one round trip. The
-	// writes then ride in front of the jobs' insert, the jobs'
-	// notification with the COMMIT (flush): three round trips in all.
-	tx, err := d.cfg.Store.BeginPipe(ctx)
-	if err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var (
-		run  *store.Run
-		last int64
-		evs  []*event
-	)
-	b := &pgx.Batch{}
-	queueReadLog(b, runID, env.seal, st.seq, &evs)
-	if run, last, err = d.cfg.Store.WithTx(tx, b).LockRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
-		return river.JobCancel(err)
-	} else if err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	if run.Status.Final() {
-		d.forget(runID)
-		return nil
-	}
-	for _, e := range evs {
-		if _, _, err := st.feed(e); err != nil {
-			return err
-		}
-	}
-	w := d.newWrite(st)
-	w.last = last
-	withdraw := false
-	if run.CancelRequested != nil && !st.cancelled {
-		if err := d.feed(ctx, tx, w, &event{Kind: kindCancel}); err != nil {
-			return err
-		}
-		withdraw = true
-	}
-	// Each apply in its order: its first event, what its node reported,
-	// its event.
-	for _, r := range reqs {
-		if err := d.feedMk(ctx, tx, w, r.first); err != nil {
-			return err
-		}
-		w.events = append(w.events, r.extra...)
-		if err := d.feedMk(ctx, tx, w, r.mk); err != nil {
-			return err
-		}
-		withdraw = withdraw || r.withdraw
-	}
-	if withdraw && st.cancelled && !st.run.Ended() {
-		evs, err := d.withdraw(ctx, tx, st)
-		if err != nil {
-			return err
-		}
-		if err := d.feed(ctx, tx, w, evs...); err != nil {
-			return err
-		}
-	}
-	var (
-		wants    []*applyReq
-		complete []int64
-	)
-	for _, r := range reqs {
-		if r.cont {
-			wants = append(wants, r)
-		}
-		if r.complete != 0 {
-			complete = append(complete, r.complete)
-		}
-	}
-	if len(wants) > 0 && d.cfg.Exec == nil {
-		if err := d.runPure(ctx, tx, w); err != nil {
-			return err
-		}
-	}
-	d.pick(w, len(wants))
-	if err := d.beginTaken(ctx, tx, w); err != nil {
-		return err
-	}
-	if err := d.flush(ctx, tx, w); err != nil {
-		return err
-	}
-	if err := d.completeIn(ctx, tx, complete); err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		d.handBack(w.taken)
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
-	d.announce(w.announce, w.ended)
-	for i, j := range w.taken {
-		wants[i].next = j
-	}
-	for _, r := range reqs {
-		r.completed = r.complete != 0
-	}
-	d.wakeLater(w.wakes)
-	if st.run.Ended() && st.run.Running() == 0 {
-		d.forget(runID)
-	} else {
-		d.put(st)
-		kept = true
-	}
-	return nil
 }
 
 // feedMk feeds the event mk makes of the state, if any, unless the run

@@ -408,6 +408,102 @@ edges:
 	}
 }
 
+// TestFaultKilledWorkerMidSharedCommit: the nodes of three runs end on
+// one worker together while the test holds the steps table: the first
+// outcome's transaction waits for it, the others wait to share the
+// worker's next transaction (commit.go). The worker is killed there. A
+// transaction whose COMMIT had gone out with its writes (they are
+// pipelined) commits once the table is free, the worker gone or not;
+// nothing of the others was committed, so their nodes count as lost and
+// run again on the other worker (attempt 2, the same idempotency key).
+// Every run completes, each node is called once per attempt its step
+// counts and finishes once, the nodes before and after run once.
+func TestFaultKilledWorkerMidSharedCommit(t *testing.T) {
+	t.Parallel()
+	const runs = 3
+	b := setup(t, 0)
+	l := newLedger(t)
+	first := startWorker(t, b.url)
+	src := fmt.Sprintf(`version: 1
+name: shared
+nodes:
+  - {id: one, type: http, method: POST, url: "%[1]s/call"}
+  - {id: held, type: http, method: POST, url: "%[1]s/held", retries: 2, retry_backoff: 0s}
+  - {id: after, type: set, values: {status: "{{ held.status }}"}}
+edges:
+  - {from: one, to: held}
+  - {from: held, to: after}
+`, l.URL)
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = b.start(t, src, nil).ID
+	}
+	for range runs {
+		recv(t, l.held, "a held node's call")
+	}
+	// Each held node's start is recorded before the test takes the table.
+	require.Eventually(t, func() bool {
+		for _, id := range ids {
+			s := b.steps(t, id)["held"]
+			if len(s) != 1 || s[0].Status != "running" {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "the held nodes recorded as running")
+	ctx := context.Background()
+	var lost string
+	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
+		ids[0]).Scan(&lost))
+
+	hold := b.lockSteps(t)
+	l.Release()
+	for range runs {
+		recv(t, l.answered, "a held node's answer")
+	}
+	b.killWhileLocked(t, first, hold, "%", "the worker's transaction waiting for the steps table")
+
+	for _, id := range ids {
+		done := b.wait(t, id)
+		require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+		calls := l.Calls()
+		steps := b.steps(t, id)
+		held := steps["held"][0]
+		require.Equal(t, 1, calls[id+"/one/1"], "run %s: the node completed before was called once", id)
+		require.Equal(t, held.Attempts, calls[id+"/held/1"], "run %s: the held node was called once per attempt", id)
+		require.EqualValues(t, 200, steps["after"][0].Output["status"], "run %s", id)
+		for _, n := range []string{"one", "held", "after"} {
+			require.Len(t, eventsOf(t, b, id, engine.EventNodeFinished, n), 1, "run %s: node %s finished once", id, n)
+		}
+		retries := eventsOf(t, b, id, engine.EventRetry, "held")
+		switch held.Attempts {
+		case 1: // its transaction's COMMIT had gone out
+			require.Equal(t, lost, held.RanOn.Worker, "run %s", id)
+			require.Empty(t, retries, "run %s", id)
+		case 2: // waited for the worker's next transaction: lost with it
+			require.NotEqual(t, lost, held.RanOn.Worker, "run %s: the held node ran again on the other worker", id)
+			require.Len(t, retries, 1, "run %s", id)
+			require.Contains(t, retries[0].Data["error"], "stopped answering while it ran attempt 1 of node held")
+		default:
+			t.Fatalf("run %s: %d attempts of the held node", id, held.Attempts)
+		}
+	}
+}
+
+// lockSteps holds the steps table until the returned transaction ends
+// (at the test's end at the latest): reads go on, every write of a step
+// waits.
+func (b *bundle) lockSteps(t *testing.T) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	hold, err := b.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hold.Rollback(ctx) })
+	_, err = hold.Exec(ctx, `LOCK TABLE steps IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	return hold
+}
+
 // killWhileLocked waits until a transaction waits for a lock that hold
 // has (its statement LIKE query), kills first, lets hold go and starts
 // another worker.
@@ -459,11 +555,7 @@ edges:
 		run.ID).Scan(&lost))
 	// The steps table, locked by the test, holds back the writes of the
 	// transaction that records held and runs p1…p3.
-	hold, err := b.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = hold.Rollback(ctx) }()
-	_, err = hold.Exec(ctx, `LOCK TABLE steps IN EXCLUSIVE MODE`)
-	require.NoError(t, err)
+	hold := b.lockSteps(t)
 	l.Release()
 	recv(t, l.answered, "held's answer")
 	b.killWhileLocked(t, first, hold, "%", "the worker's transaction waiting for the steps table")

@@ -97,10 +97,14 @@ func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 // (its count of events), in one statement: under READ COMMITTED a row
 // lock that waited reads the row as its previous holder committed it.
 func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) {
+	return t.lockRun(ctx, lockReadRunSQL, id)
+}
+
+func (t *pgTx) lockRun(ctx context.Context, sql, id string) (*store.Run, int64, error) {
 	var r *store.Run
 	var last int64
 	b := &pgx.Batch{}
-	b.Queue(lockReadRunSQL, id).QueryRow(func(row pgx.Row) error {
+	b.Queue(sql, id).QueryRow(func(row pgx.Row) error {
 		var err error
 		r, err = sqlstore.ScanRun(withLast{row, &last})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -114,9 +118,22 @@ func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error
 	return r, last, nil
 }
 
+// TryLockRun is LockRun on tx, with what the caller queued in b, unless
+// another transaction holds the run's row: it does not wait for it, and
+// then returns store.ErrNotFound, as for a run that does not exist (the
+// caller tells them apart by waiting for the lock: LockRun), without
+// reading the answers to the caller's statements.
+func (s *Store) TryLockRun(ctx context.Context, tx Sender, b *pgx.Batch, id string) (*store.Run, int64, error) {
+	return (&pgTx{q: tx, b: b}).lockRun(ctx, tryLockReadRunSQL, id)
+}
+
 // lockReadRunSQL reads and locks a run's row, and its count of events
 // after the columns ScanRun reads.
 var lockReadRunSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1) + dialect.LockRow
+
+// tryLockReadRunSQL is lockReadRunSQL that skips a row another
+// transaction holds.
+var tryLockReadRunSQL = lockReadRunSQL + " SKIP LOCKED"
 
 // withLast scans a row's last column into last, its others as asked.
 type withLast struct {

@@ -80,3 +80,39 @@ func TestWithTxTakesTheCallersStatements(t *testing.T) {
 	_, err = s.WithTx(s.Pool(), nil).Run(ctx, "nope")
 	require.ErrorIs(t, err, store.ErrNotFound, "on the pool, it reads")
 }
+
+// TestTryLockRunDoesNotWait: a row another transaction holds TryLockRun
+// skips at once, as it does a run that does not exist; once that
+// transaction ended it holds and reads the run's row with the seq of its
+// last event, and runs the caller's statements.
+func TestTryLockRunDoesNotWait(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, pgtest.URL(t))
+	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	require.NoError(t, s.AppendEvents(ctx, "r1", []store.Event{{Time: time.Now(), Type: "a"}, {Time: time.Now(), Type: "b"}}))
+
+	holder, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = holder.Rollback(ctx) }()
+	_, _, err = s.WithTx(holder, nil).LockRun(ctx, "r1")
+	require.NoError(t, err)
+
+	tx, err := s.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, _, err = s.TryLockRun(ctx, tx, nil, "r1")
+	require.ErrorIs(t, err, store.ErrNotFound, "a row another transaction holds is skipped")
+	_, _, err = s.TryLockRun(ctx, tx, nil, "nope")
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	require.NoError(t, holder.Rollback(ctx))
+	b := &pgx.Batch{}
+	var events int
+	b.Queue(`SELECT count(*) FROM events WHERE run_id = $1`, "r1").QueryRow(func(row pgx.Row) error { return row.Scan(&events) })
+	run, last, err := s.TryLockRun(ctx, tx, b, "r1")
+	require.NoError(t, err)
+	require.Equal(t, "r1", run.ID)
+	require.EqualValues(t, 2, last)
+	require.Equal(t, 2, events, "the caller's statements ran")
+}
