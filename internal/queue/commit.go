@@ -283,7 +283,7 @@ const maxParts = 64
 // run's nodes finish on several workers at once, whose transactions take
 // its row in turn, and its part of a shared transaction would be left out
 // each time.
-const contendedFor = 16
+const contendedFor = 256
 
 // partResult answers a part: the error of each of its applies, or that
 // it leads the worker's next transaction.
