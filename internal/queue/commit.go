@@ -34,6 +34,12 @@ type part struct {
 	st    *state
 	w     *write
 	wants []*applyReq
+	// run, last and evs are what a shared transaction read of the run
+	// under its lock (nil run: held elsewhere, or gone); stage reads them
+	// itself otherwise.
+	run  *store.Run
+	last int64
+	evs  []*event
 	// over: the run has nothing to record (it ended, or is gone: err
 	// answers its applies). busy: another transaction holds the run's
 	// row, which a shared transaction does not wait for.
@@ -79,16 +85,28 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 	if len(live) == 0 {
 		return nil
 	}
-	// Each run's BEGIN (the first's), its row with the seq of its last
-	// event, and what its history gained since this worker's state: one
-	// round trip. The writes then ride in front of the jobs' insert, the
-	// jobs' notification with the COMMIT (flush): three round trips for
-	// one run, two more for each other.
+	// The BEGIN, each run's row with the seq of its last event, and what
+	// its history gained since this worker's state: one round trip. Each
+	// run's writes then ride in front of its jobs' insert, the jobs'
+	// notification with the COMMIT (flush): three round trips for one
+	// run, one more for each other run that releases jobs.
 	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", live[0].runID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if shared {
+		b := &pgx.Batch{}
+		for _, p := range live {
+			// The history is read after the lock: it holds every event
+			// committed before it (a skipped run's is not used).
+			postgres.QueueTryLockRun(b, p.runID, &p.run, &p.last)
+			queueReadLog(b, p.runID, p.env.seal, p.st.seq, &p.evs)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("%s: %w", partRuns(live), err)
+		}
+	}
 	for _, p := range live {
 		if err := d.stage(ctx, tx, p, shared); err != nil {
 			return err
@@ -161,30 +179,23 @@ func (d *Driver) prepare(ctx context.Context, p *part) error {
 // leaves a run whose row another transaction holds busy.
 func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part, shared bool) error {
 	runID, env, st := p.runID, p.env, p.st
-	var (
-		run  *store.Run
-		last int64
-		evs  []*event
-		err  error
-	)
-	b := &pgx.Batch{}
-	queueReadLog(b, runID, env.seal, st.seq, &evs)
-	if shared {
-		run, last, err = d.cfg.Store.TryLockRun(ctx, tx, b, runID)
-		if errors.Is(err, store.ErrNotFound) {
-			// Held elsewhere, or gone: its own transaction tells.
-			d.put(st)
-			p.busy, p.kept = true, true
-			return nil
-		}
-	} else {
-		run, last, err = d.cfg.Store.WithTx(tx, b).LockRun(ctx, runID)
-	}
-	if errors.Is(err, store.ErrNotFound) {
-		p.over, p.err = true, river.JobCancel(err)
+	run, last, evs := p.run, p.last, p.evs
+	if shared && run == nil {
+		// Held elsewhere, or gone: its own transaction tells.
+		d.put(st)
+		p.busy, p.kept = true, true
 		return nil
-	} else if err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
+	}
+	if !shared {
+		b := &pgx.Batch{}
+		queueReadLog(b, runID, env.seal, st.seq, &evs)
+		var err error
+		if run, last, err = d.cfg.Store.WithTx(tx, b).LockRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
+			p.over, p.err = true, river.JobCancel(err)
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("run %s: %w", runID, err)
+		}
 	}
 	if run.Status.Final() {
 		d.forget(runID)

@@ -97,14 +97,10 @@ func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 // (its count of events), in one statement: under READ COMMITTED a row
 // lock that waited reads the row as its previous holder committed it.
 func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error) {
-	return t.lockRun(ctx, lockReadRunSQL, id)
-}
-
-func (t *pgTx) lockRun(ctx context.Context, sql, id string) (*store.Run, int64, error) {
 	var r *store.Run
 	var last int64
 	b := &pgx.Batch{}
-	b.Queue(sql, id).QueryRow(func(row pgx.Row) error {
+	b.Queue(lockReadRunSQL, id).QueryRow(func(row pgx.Row) error {
 		var err error
 		r, err = sqlstore.ScanRun(withLast{row, &last})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -118,13 +114,22 @@ func (t *pgTx) lockRun(ctx context.Context, sql, id string) (*store.Run, int64, 
 	return r, last, nil
 }
 
-// TryLockRun is LockRun on tx, with what the caller queued in b, unless
-// another transaction holds the run's row: it does not wait for it, and
-// then returns store.ErrNotFound, as for a run that does not exist (the
-// caller tells them apart by waiting for the lock: LockRun), without
-// reading the answers to the caller's statements.
-func (s *Store) TryLockRun(ctx context.Context, tx Sender, b *pgx.Batch, id string) (*store.Run, int64, error) {
-	return (&pgTx{q: tx, b: b}).lockRun(ctx, tryLockReadRunSQL, id)
+// QueueTryLockRun queues in b what LockRun sends, unless another
+// transaction holds the run's row: the statement does not wait for it.
+// Once b's round trip is read, *dst is the run, *last the seq of its last
+// event; *dst is left nil for a row held elsewhere, as for a run that does
+// not exist (the caller tells them apart by waiting for the lock:
+// LockRun). A transaction of several runs thus locks them all in one
+// round trip, in the order queued.
+func QueueTryLockRun(b *pgx.Batch, id string, dst **store.Run, last *int64) {
+	b.Queue(tryLockReadRunSQL, id).QueryRow(func(row pgx.Row) error {
+		r, err := sqlstore.ScanRun(withLast{row, last})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		*dst = r
+		return err
+	})
 }
 
 // lockReadRunSQL reads and locks a run's row, and its count of events

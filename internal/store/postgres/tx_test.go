@@ -81,15 +81,17 @@ func TestWithTxTakesTheCallersStatements(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "on the pool, it reads")
 }
 
-// TestTryLockRunDoesNotWait: a row another transaction holds TryLockRun
-// skips at once, as it does a run that does not exist; once that
-// transaction ended it holds and reads the run's row with the seq of its
-// last event, and runs the caller's statements.
+// TestTryLockRunDoesNotWait: a row another transaction holds
+// QueueTryLockRun's statement skips at once, as it does a run that does
+// not exist, beside the caller's other statements; once that transaction
+// ended it holds and reads the run's row with the seq of its last event.
 func TestTryLockRunDoesNotWait(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	s := open(t, pgtest.URL(t))
-	require.NoError(t, s.CreateRun(ctx, &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	for _, id := range []string{"r1", "r2"} {
+		require.NoError(t, s.CreateRun(ctx, &store.Run{ID: id, Workflow: "w", Status: "running"}))
+	}
 	require.NoError(t, s.AppendEvents(ctx, "r1", []store.Event{{Time: time.Now(), Type: "a"}, {Time: time.Now(), Type: "b"}}))
 
 	holder, err := s.Pool().Begin(ctx)
@@ -101,18 +103,28 @@ func TestTryLockRunDoesNotWait(t *testing.T) {
 	tx, err := s.Pool().Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, _, err = s.TryLockRun(ctx, tx, nil, "r1")
-	require.ErrorIs(t, err, store.ErrNotFound, "a row another transaction holds is skipped")
-	_, _, err = s.TryLockRun(ctx, tx, nil, "nope")
-	require.ErrorIs(t, err, store.ErrNotFound)
+	var (
+		r1, r2, nope *store.Run
+		l1, l2, l3   int64
+		events       int
+	)
+	b := &pgx.Batch{}
+	postgres.QueueTryLockRun(b, "r1", &r1, &l1)
+	postgres.QueueTryLockRun(b, "nope", &nope, &l3)
+	postgres.QueueTryLockRun(b, "r2", &r2, &l2)
+	b.Queue(`SELECT count(*) FROM events WHERE run_id = $1`, "r1").QueryRow(func(row pgx.Row) error { return row.Scan(&events) })
+	require.NoError(t, tx.SendBatch(ctx, b).Close())
+	require.Nil(t, r1, "a row another transaction holds is skipped")
+	require.Nil(t, nope)
+	require.NotNil(t, r2, "the free row beside it is held")
+	require.Equal(t, "r2", r2.ID)
+	require.Equal(t, 2, events, "the caller's statements ran")
 
 	require.NoError(t, holder.Rollback(ctx))
-	b := &pgx.Batch{}
-	var events int
-	b.Queue(`SELECT count(*) FROM events WHERE run_id = $1`, "r1").QueryRow(func(row pgx.Row) error { return row.Scan(&events) })
-	run, last, err := s.TryLockRun(ctx, tx, b, "r1")
-	require.NoError(t, err)
-	require.Equal(t, "r1", run.ID)
-	require.EqualValues(t, 2, last)
-	require.Equal(t, 2, events, "the caller's statements ran")
+	b = &pgx.Batch{}
+	postgres.QueueTryLockRun(b, "r1", &r1, &l1)
+	require.NoError(t, tx.SendBatch(ctx, b).Close())
+	require.NotNil(t, r1)
+	require.Equal(t, "r1", r1.ID)
+	require.EqualValues(t, 2, l1)
 }
