@@ -201,11 +201,13 @@ workers when the server stops.`,
 			served := make(chan struct{})
 			defer close(served)
 			go stopOnSecondSignal(srv, served)
-			go func() {
-				if err := srv.Watch(ctx); err != nil {
-					log.Warn("not watching the workflows folder; reload with SIGHUP", "err", err)
-				}
-			}()
+			// Watched before the first request is answered: a file written
+			// from then on is seen.
+			if watch, err := srv.Watch(); err != nil {
+				log.Warn("not watching the workflows folder; reload with SIGHUP", "err", err)
+			} else {
+				go watch(ctx)
+			}
 			if withWorker {
 				// The worker drains after the server stopped taking runs.
 				wctx, stopWorker := context.WithCancel(context.WithoutCancel(ctx))

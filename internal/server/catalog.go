@@ -168,40 +168,45 @@ func (s *Server) Reload() error {
 // Catalog returns the workflows served now.
 func (s *Server) Catalog() *Catalog { return s.catalog.Load() }
 
-// Watch reloads the workflows folder whenever a workflow file in it
-// changes (fsnotify; changes within reloadDelay make one reload), until
-// ctx ends.
-func (s *Server) Watch(ctx context.Context) error {
+// Watch starts watching the workflows folder: from its return on, a
+// change to a workflow file in it reloads the folder (fsnotify; the
+// changes within reloadDelay make one reload) once run runs, until ctx
+// ends. A server calls it before it answers requests, so that a file
+// written once it answers is seen.
+func (s *Server) Watch() (run func(ctx context.Context), err error) {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer fw.Close()
 	if err := fw.Add(s.cfg.Workflows); err != nil {
-		return err
+		_ = fw.Close()
+		return nil, err
 	}
-	var due <-chan time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-fw.Events:
-			if !ok {
-				return nil
+	return func(ctx context.Context) {
+		defer fw.Close()
+		var due <-chan time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-fw.Events:
+				if !ok {
+					return
+				}
+				if isWorkflowFile(filepath.Base(ev.Name)) && due == nil {
+					due = time.After(reloadDelay)
+				}
+			case err, ok := <-fw.Errors:
+				if !ok {
+					return
+				}
+				s.log.Warn("watching the workflows folder", "err", err)
+			case <-due:
+				due = nil
+				_ = s.Reload()
 			}
-			if isWorkflowFile(filepath.Base(ev.Name)) && due == nil {
-				due = time.After(reloadDelay)
-			}
-		case err, ok := <-fw.Errors:
-			if !ok {
-				return nil
-			}
-			s.log.Warn("watching the workflows folder", "err", err)
-		case <-due:
-			due = nil
-			_ = s.Reload()
 		}
-	}
+	}, nil
 }
 
 // reloadDelay gathers the events of one save (editors write, rename and
