@@ -34,9 +34,8 @@ type part struct {
 	st    *state
 	w     *write
 	wants []*applyReq
-	// run, last and evs are what a shared transaction read of the run
-	// under its lock (nil run: held elsewhere, or gone); stage reads them
-	// itself otherwise.
+	// run, last and evs are what the transaction read of the run under
+	// its lock (nil run: gone, or held elsewhere when shared).
 	run  *store.Run
 	last int64
 	evs  []*event
@@ -95,21 +94,28 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 		return fmt.Errorf("run %s: %w", live[0].runID, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if shared {
-		b := &pgx.Batch{}
-		for _, p := range live {
-			// The history is read after the lock: it holds every event
-			// committed before it (a skipped run's is not used).
-			postgres.QueueTryLockRun(b, p.runID, &p.run, &p.last)
-			queueReadLog(b, p.runID, p.env.seal, p.st.seq, &p.evs)
-		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return fmt.Errorf("%s: %w", partRuns(live), err)
-		}
+	b := &pgx.Batch{}
+	for _, p := range live {
+		// The history is read after the lock: it holds every event
+		// committed before it (a skipped run's is not used).
+		postgres.QueueLockRun(b, p.runID, shared, &p.run, &p.last)
+		queueReadLog(b, p.runID, p.env.seal, p.st.seq, &p.evs)
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("%s: %w", partRuns(live), err)
 	}
 	for _, p := range live {
-		if err := d.stage(ctx, tx, p, shared); err != nil {
-			return err
+		switch {
+		case p.run == nil && shared:
+			// Held elsewhere, or gone: its own transaction tells.
+			d.put(p.st)
+			p.busy, p.kept = true, true
+		case p.run == nil:
+			p.over, p.err = true, river.JobCancel(fmt.Errorf("run %s: %w", p.runID, store.ErrNotFound))
+		default:
+			if err := d.stage(ctx, tx, p); err != nil {
+				return err
+			}
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -173,42 +179,23 @@ func (d *Driver) prepare(ctx context.Context, p *part) error {
 	return nil
 }
 
-// stage records a part in tx: it locks the run's row, catches the state
+// stage records a part in tx, its run's row held: it catches the state
 // up, applies the run's cancel request if it has not been, then the event
-// of each apply, and queues the writes of what they changed. Shared, it
-// leaves a run whose row another transaction holds busy.
-func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part, shared bool) error {
-	runID, env, st := p.runID, p.env, p.st
-	run, last, evs := p.run, p.last, p.evs
-	if shared && run == nil {
-		// Held elsewhere, or gone: its own transaction tells.
-		d.put(st)
-		p.busy, p.kept = true, true
-		return nil
-	}
-	if !shared {
-		b := &pgx.Batch{}
-		queueReadLog(b, runID, env.seal, st.seq, &evs)
-		var err error
-		if run, last, err = d.cfg.Store.WithTx(tx, b).LockRun(ctx, runID); errors.Is(err, store.ErrNotFound) {
-			p.over, p.err = true, river.JobCancel(err)
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("run %s: %w", runID, err)
-		}
-	}
+// of each apply, and queues the writes of what they changed.
+func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part) error {
+	runID, st, run := p.runID, p.st, p.run
 	if run.Status.Final() {
 		d.forget(runID)
 		p.over = true
 		return nil
 	}
-	for _, e := range evs {
+	for _, e := range p.evs {
 		if _, _, err := st.feed(e); err != nil {
 			return err
 		}
 	}
 	w := d.newWrite(st)
-	w.last = last
+	w.last = p.last
 	withdraw := false
 	if run.CancelRequested != nil && !st.cancelled {
 		if err := d.feed(ctx, tx, w, &event{Kind: kindCancel}); err != nil {

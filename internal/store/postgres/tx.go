@@ -114,15 +114,19 @@ func (t *pgTx) LockRun(ctx context.Context, id string) (*store.Run, int64, error
 	return r, last, nil
 }
 
-// QueueTryLockRun queues in b what LockRun sends, unless another
-// transaction holds the run's row: the statement does not wait for it.
-// Once b's round trip is read, *dst is the run, *last the seq of its last
-// event; *dst is left nil for a row held elsewhere, as for a run that does
-// not exist (the caller tells them apart by waiting for the lock:
-// LockRun). A transaction of several runs thus locks them all in one
-// round trip, in the order queued.
-func QueueTryLockRun(b *pgx.Batch, id string, dst **store.Run, last *int64) {
-	b.Queue(tryLockReadRunSQL, id).QueryRow(func(row pgx.Row) error {
+// QueueLockRun queues in b what LockRun sends: once b's round trip is
+// read, *dst is the run, held, and *last the seq of its last event. *dst
+// is left nil for a run that does not exist and, with skipLocked, for a
+// row another transaction holds, which the statement then does not wait
+// for (the caller tells the two apart by waiting for the lock). A
+// transaction of several runs thus locks them all in one round trip, in
+// the order queued.
+func QueueLockRun(b *pgx.Batch, id string, skipLocked bool, dst **store.Run, last *int64) {
+	sql := lockReadRunSQL
+	if skipLocked {
+		sql = tryLockReadRunSQL
+	}
+	b.Queue(sql, id).QueryRow(func(row pgx.Row) error {
 		r, err := sqlstore.ScanRun(withLast{row, last})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil

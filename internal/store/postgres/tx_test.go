@@ -82,7 +82,7 @@ func TestWithTxTakesTheCallersStatements(t *testing.T) {
 }
 
 // TestTryLockRunDoesNotWait: a row another transaction holds
-// QueueTryLockRun's statement skips at once, as it does a run that does
+// QueueLockRun's statement with skipLocked skips at once, as it does a run that does
 // not exist, beside the caller's other statements; once that transaction
 // ended it holds and reads the run's row with the seq of its last event.
 func TestTryLockRunDoesNotWait(t *testing.T) {
@@ -109,9 +109,9 @@ func TestTryLockRunDoesNotWait(t *testing.T) {
 		events       int
 	)
 	b := &pgx.Batch{}
-	postgres.QueueTryLockRun(b, "r1", &r1, &l1)
-	postgres.QueueTryLockRun(b, "nope", &nope, &l3)
-	postgres.QueueTryLockRun(b, "r2", &r2, &l2)
+	postgres.QueueLockRun(b, "r1", true, &r1, &l1)
+	postgres.QueueLockRun(b, "nope", true, &nope, &l3)
+	postgres.QueueLockRun(b, "r2", true, &r2, &l2)
 	b.Queue(`SELECT count(*) FROM events WHERE run_id = $1`, "r1").QueryRow(func(row pgx.Row) error { return row.Scan(&events) })
 	require.NoError(t, tx.SendBatch(ctx, b).Close())
 	require.Nil(t, r1, "a row another transaction holds is skipped")
@@ -122,7 +122,7 @@ func TestTryLockRunDoesNotWait(t *testing.T) {
 
 	require.NoError(t, holder.Rollback(ctx))
 	b = &pgx.Batch{}
-	postgres.QueueTryLockRun(b, "r1", &r1, &l1)
+	postgres.QueueLockRun(b, "r1", true, &r1, &l1)
 	require.NoError(t, tx.SendBatch(ctx, b).Close())
 	require.NotNil(t, r1)
 	require.Equal(t, "r1", r1.ID)
