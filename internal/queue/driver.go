@@ -146,6 +146,8 @@ type Driver struct {
 	slots map[string]slots
 	// announcer tells the workers of the jobs inserted (jobs.go).
 	announcer announcer
+	// starts are the runs being started, recorded together (start.go).
+	starts starts
 	// loading makes the jobs that need a run's environment or a
 	// workflow's plan at once wait for one load of it.
 	loading singleflight.Group
@@ -351,34 +353,11 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		env.release()
 		return nil, fmt.Errorf("starting run %s: keeping its trigger's payload: %w", run.ID, err)
 	}
-	tx, err := d.cfg.Store.BeginPipe(ctx)
-	if err != nil {
-		env.release()
-		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	// The run's row goes out with its history and first jobs, in one
-	// round trip; a run id that exists (a delivery taken already) fails
-	// it first, and nothing is kept.
-	created := &pgx.Batch{}
-	if err := postgres.QueueCreateRun(created, run); err != nil {
-		env.release()
-		return nil, err
-	}
-	tx.Defer(created)
-	st := newState(env)
-	first, err := d.step(ctx, tx, st, []*event{{Kind: kindStart, Payload: payload}}, nil)
-	if err != nil {
-		env.release()
-		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		env.release()
-		return nil, fmt.Errorf("starting run %s: %w", run.ID, err)
-	}
-	d.announce(first.announce, first.ended)
-	d.wakeLater(first.wakes)
+	err = d.starts.do(ctx, d, &start{run: run, env: env, payload: payload})
 	env.release() // a worker that starts runs runs no node of its own
+	if err != nil {
+		return nil, err
+	}
 	return run, nil
 }
 
@@ -1093,24 +1072,17 @@ type write struct {
 	last int64
 	// skipPure are the tasks of pure nodes runPure left to their jobs.
 	skipPure []int64
+	// deferJobs sends the insert of the jobs with the COMMIT, not in a
+	// round trip before it (a start's: it takes none of them); jobIDs
+	// are their ids once it committed, jobsAt the index of each in jobs.
+	deferJobs bool
+	jobIDs    *[]int64
+	jobsAt    []int
 }
 
 func (d *Driver) newWrite(st *state) *write {
 	return &write{st: st, log: &pgx.Batch{}, changed: map[*engine.StepRecord]bool{},
 		wasDone: st.run.Ended() && st.run.Running() == 0}
-}
-
-// step applies events to the state of a run that has no events yet (its
-// start) in tx, and records what they changed.
-func (d *Driver) step(ctx context.Context, tx *postgres.Pipe, st *state, evs []*event, extra []engine.TimedEvent) (*write, error) {
-	w := d.newWrite(st)
-	w.events = append(w.events, extra...)
-	for _, e := range evs {
-		if err := d.feed(ctx, tx, w, e); err != nil {
-			return nil, err
-		}
-	}
-	return w, d.flush(ctx, tx, w)
 }
 
 // feed appends an event to the run's history and feeds it to the
@@ -1238,6 +1210,15 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	// the writes queued so far.
 	taken := d.queueTaken(w)
 	others, at := w.untaken()
+	if w.deferJobs && taken == nil {
+		b, ids, queues, err := queueJobs(others)
+		if err != nil {
+			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
+		}
+		tx.Defer(b)
+		w.announce, w.jobIDs, w.jobsAt = queues, ids, at
+		return nil
+	}
 	if len(others) == 0 {
 		if err := tx.SendBatch(ctx, taken).Close(); err != nil {
 			return fmt.Errorf("run %s: recording its history and taking its next node: %w", env.id, err)

@@ -7,3 +7,16 @@ func (d *Driver) PartsWaiting() int {
 	defer d.mu.Unlock()
 	return len(d.parts)
 }
+
+// StartsWaiting is how many starts wait for the next transaction of
+// starts, and writing how many are under way (start.go).
+func (s *Starter) StartsWaiting() (waiting, writing int) {
+	g := &s.d.starts
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue), g.writing
+}
+
+// StartWriters is how many transactions of starts may be under way at
+// once.
+func StartWriters() int { return startWriters }

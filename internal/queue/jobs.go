@@ -44,12 +44,28 @@ const notifySQL = `SELECT pg_notify(current_schema() || '.river_insert', json_bu
 // them, and returns their ids, in order, and the queues to announce once
 // tx committed (announce).
 func (d *Driver) insertJobs(ctx context.Context, tx *postgres.Pipe, jobs []river.InsertManyParams) (ids []int64, queues []string, err error) {
+	b, got, queues, err := queueJobs(jobs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
+	}
+	if len(*got) != len(jobs) {
+		return nil, nil, fmt.Errorf("inserting %d jobs made %d", len(jobs), len(*got))
+	}
+	return *got, queues, nil
+}
+
+// queueJobs returns the insert of jobs as a batch; ids holds their ids,
+// in order, once its results were read.
+func queueJobs(jobs []river.InsertManyParams) (b *pgx.Batch, ids *[]int64, queues []string, err error) {
 	args := make([]any, 0, 6*len(jobs))
 	now := time.Now()
 	for _, j := range jobs {
 		raw, err := json.Marshal(j.Args)
 		if err != nil {
-			return nil, nil, fmt.Errorf("encoding the job %s: %w", j.Args.Kind(), err)
+			return nil, nil, nil, fmt.Errorf("encoding the job %s: %w", j.Args.Kind(), err)
 		}
 		opts := j.InsertOpts
 		if opts == nil {
@@ -76,20 +92,14 @@ func (d *Driver) insertJobs(ctx context.Context, tx *postgres.Pipe, jobs []river
 		}
 		args = append(args, string(raw), j.Args.Kind(), strconv.Itoa(attempts), q, state, at)
 	}
-	b := &pgx.Batch{}
-	ids = make([]int64, 0, len(jobs))
+	b = &pgx.Batch{}
+	got := make([]int64, 0, len(jobs))
 	b.Queue(sqlstore.RowsSQL(insertJobsHead, insertJobsTail, 6, len(jobs)), args...).Query(func(rows pgx.Rows) error {
-		got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		ids = append(ids, got...)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		got = append(got, ids...)
 		return err
 	})
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, err
-	}
-	if len(ids) != len(jobs) {
-		return nil, nil, fmt.Errorf("inserting %d jobs made %d", len(jobs), len(ids))
-	}
-	return ids, queues, nil
+	return b, &got, queues, nil
 }
 
 // announcer tells the workers of the queues that got jobs, and whoever

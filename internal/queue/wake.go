@@ -48,6 +48,21 @@ func (w *write) inserted(ids []int64) {
 	}
 }
 
+// committed turns the pending wakes of w into wakes once the
+// transaction that inserted its jobs with its COMMIT (deferJobs)
+// committed; without their ids (none came back) River's scheduler makes
+// the timers available when due, later than a wake would.
+func (w *write) committed() {
+	if w.jobIDs == nil || len(*w.jobIDs) != len(w.jobsAt) {
+		return
+	}
+	all := make([]int64, len(w.jobs))
+	for k, i := range w.jobsAt {
+		all[i] = (*w.jobIDs)[k]
+	}
+	w.inserted(all)
+}
+
 // wakeLater starts a timer per wake; call it after the transaction that
 // inserted their jobs committed.
 func (d *Driver) wakeLater(ws []wake) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skeinhq/skein/internal/store"
@@ -71,17 +72,27 @@ func (t *pgTx) CreateRun(ctx context.Context, r *store.Run) error {
 }
 
 // QueueCreateRun queues in b the insert of a new run, for a caller that
-// sends it in front of its next round trip (Pipe.Defer): a run id that
-// exists fails that round trip with ErrExists, before the statements
-// queued after it are read.
+// sends it in front of its next round trip (Pipe.Defer), or with its
+// COMMIT: a run id that exists fails the statement — and so the
+// transaction, whose COMMIT then rolls it back — with ErrExists.
 func QueueCreateRun(b *pgx.Batch, r *store.Run) error {
 	args, err := stmts.CreateRunArgs(r)
 	if err != nil {
 		return fmt.Errorf("creating run %s: %w", r.ID, err)
 	}
-	b.Queue(stmts.InsertRun, args...).QueryRow(func(row pgx.Row) error { return stmts.Created(r, row) })
+	b.Queue(insertRunOnce, args...).QueryRow(func(row pgx.Row) error {
+		err := stmts.Created(r, row)
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "runs_pkey" {
+			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
+		}
+		return err
+	})
 	return nil
 }
+
+// insertRunOnce is SQL.InsertRun failing, not skipping, an id that
+// exists (a unique violation).
+var insertRunOnce = strings.Replace(stmts.InsertRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
 
 func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run

@@ -1,0 +1,191 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
+)
+
+// maxStarts is the most runs one transaction starts.
+const maxStarts = 64
+
+// startWriters is how many transactions of starts may be under way at
+// once: one would leave the database's other cores idle while it waits
+// for its one.
+const startWriters = 4
+
+// startTimeout bounds the transaction of a group of starts, which no one
+// caller's context governs.
+const startTimeout = time.Minute
+
+// start is a run waiting for the transaction that records its start.
+type start struct {
+	run     *store.Run
+	env     *runEnv
+	payload map[string]any
+	w       *write
+	err     error
+	// exists is set when the run's id was found taken (a delivery taken
+	// twice) by the last transaction that tried it.
+	exists bool
+	// wake is closed when the start was recorded (done), or when its
+	// caller is to record the next group, group.
+	wake  chan struct{}
+	done  bool
+	group []*start
+}
+
+// starts groups the runs started at the same time (the webhooks a server
+// takes) into one transaction: its statements — each run's row, its
+// trigger's step and history, the jobs of its first nodes — and its COMMIT
+// go out in one round trip, one WAL flush for all. Up to startWriters
+// groups are written at a time, each by one of its callers; the runs
+// that arrive while as many are under way wait and go in the next group,
+// written by the first of them. A group that fails
+// (a run that exists: a delivery taken twice) is tried again run by run,
+// so that each caller gets its own answer.
+type starts struct {
+	mu      sync.Mutex
+	queue   []*start
+	writing int
+}
+
+// do records s, in a group with the starts waiting with it.
+func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
+	s.wake = make(chan struct{})
+	g.mu.Lock()
+	g.queue = append(g.queue, s)
+	var group []*start
+	if g.writing == startWriters {
+		g.mu.Unlock()
+		<-s.wake
+		if s.done {
+			return s.err
+		}
+		group = s.group // handed over, s first, in the place of the last writer
+	} else {
+		g.writing++
+		group = g.take()
+		g.mu.Unlock()
+	}
+
+	d.startGroup(ctx, group)
+
+	g.mu.Lock()
+	for _, m := range group {
+		m.done = true
+		if m != s {
+			close(m.wake)
+		}
+	}
+	if len(g.queue) > 0 {
+		next := g.queue[0]
+		next.group = g.take()
+		close(next.wake) // the next group's writer
+	} else {
+		g.writing--
+	}
+	g.mu.Unlock()
+	return s.err
+}
+
+// take removes the next group from the queue; g.mu is held.
+func (g *starts) take() []*start {
+	group := g.queue[:min(len(g.queue), maxStarts)]
+	g.queue = append([]*start(nil), g.queue[len(group):]...)
+	return group
+}
+
+// startGroup records the starts of group, in one transaction if it can,
+// else each in its own.
+func (d *Driver) startGroup(ctx context.Context, group []*start) {
+	if len(group) == 1 {
+		group[0].err = d.startTx(ctx, group)
+		return
+	}
+	// The transaction is the group's, not its writer's: a writer whose
+	// request was given up must not fail the others'.
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	for len(group) > 1 {
+		err := d.startTx(gctx, group)
+		if err == nil {
+			return
+		}
+		rest := group[:0:0]
+		for _, m := range group {
+			if m.exists {
+				m.err = fmt.Errorf("starting run %s: %w", m.run.ID, store.ErrExists)
+			} else {
+				rest = append(rest, m)
+			}
+		}
+		if len(rest) == len(group) {
+			for _, m := range group {
+				m.err = d.startTx(gctx, []*start{m})
+			}
+			return
+		}
+		group = rest
+	}
+	if len(group) == 1 {
+		group[0].err = d.startTx(gctx, group)
+	}
+}
+
+// startTx records the starts of group in one transaction: each run's
+// row, its first history event and what it released. The transaction's
+// statements and its COMMIT go out in one round trip.
+func (d *Driver) startTx(ctx context.Context, group []*start) error {
+	what := "starting run " + group[0].run.ID
+	if len(group) > 1 {
+		what = fmt.Sprintf("starting %d runs", len(group))
+	}
+	tx, err := d.cfg.Store.BeginPipe(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	for _, s := range group {
+		// The run's row goes first: a run id that exists (a delivery
+		// taken already) fails it, and nothing is kept.
+		created := &pgx.Batch{}
+		if err := postgres.QueueCreateRun(created, s.run); err != nil {
+			return err
+		}
+		s.exists = false
+		q := created.QueuedQueries[0]
+		fn := q.Fn
+		q.Fn = func(br pgx.BatchResults) error {
+			err := fn(br)
+			s.exists = errors.Is(err, store.ErrExists)
+			return err
+		}
+		tx.Defer(created)
+		w := d.newWrite(newState(s.env))
+		w.deferJobs = true
+		if err := d.feed(ctx, tx, w, &event{Kind: kindStart, Payload: s.payload}); err != nil {
+			return err
+		}
+		if err := d.flush(ctx, tx, w); err != nil {
+			return err
+		}
+		s.w = w
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	for _, s := range group {
+		s.w.committed()
+		d.announce(s.w.announce, s.w.ended)
+		d.wakeLater(s.w.wakes)
+	}
+	return nil
+}
