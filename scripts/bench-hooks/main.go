@@ -262,6 +262,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	sent := time.Since(begin)
 	wg.Wait()
 	answered := time.Since(begin)
+	// The server's CPU up to its last answer: the intake's. The listings
+	// that follow, which wait for the runs to end, are not counted.
+	serverCPU1, _ := benchproc.CPU(srv.Pid())
 
 	// Every accepted run ends and is recorded completed.
 	accepted := map[string]bool{}
@@ -294,7 +297,6 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	drained := time.Since(drainStart)
 	close(stopRSS)
 	<-rssDone
-	serverCPU1, _ := benchproc.CPU(srv.Pid())
 	clientCPU := selfCPU() - clientCPU0
 
 	counts := map[int]int{}
