@@ -13,7 +13,8 @@
 // With -db the server keeps its runs in a new schema of that Postgres
 // database (dropped at the end) and hands their nodes to -workers `skein
 // worker` processes; the server's CPU per request is then the intake's
-// alone.
+// alone. With -workers 0 no node runs: the runs stay queued, and the
+// figures are the intake's (the run listing checks each was recorded).
 //
 // The figures go to stdout; the server's logs to <dir>/serve.log.
 package main
@@ -286,7 +287,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 				live++
 			}
 		}
-		if live == 0 {
+		if live == 0 || (db != "" && workers == 0) {
 			break
 		}
 		if time.Since(drainStart) > 5*time.Minute {
