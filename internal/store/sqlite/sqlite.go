@@ -94,6 +94,8 @@ type Store struct {
 	// rowArgs holds the arguments of insertRows' statement, kept from one
 	// to the next: only a write transaction (one at a time) uses it.
 	rowArgs []any
+	// syncFile replaces syncFile (tests).
+	syncFile func(path string) error
 }
 
 // multiKey is a multi-row INSERT: its kind of rows and its row count.
@@ -165,6 +167,9 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 	s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
 	s.leanRows = &multiRows{sqlstore.LeanStepHead(), s.st.UpsertStepTail, sqlstore.LeanStepArgCount()}
 	s.eventRows = &multiRows{s.st.InsertEventHead, "", sqlstore.EventArgCount()}
+	if err := orphanLog(path); err != nil {
+		return nil, err
+	}
 	// A new database is freshImage copied into place (image.go), when the
 	// image is of the latest schema: opening it then changes nothing.
 	placed := false
@@ -538,7 +543,9 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.ckStop)
 		<-s.ckDone
-		s.closeErr = errors.Join(s.ck.Close(), s.r.Close(), s.w.Close())
+		err := errors.Join(s.ck.Close(), s.r.Close())
+		s.keepWAL(context.Background())
+		s.closeErr = errors.Join(err, s.w.Close())
 	})
 	return s.closeErr
 }
