@@ -275,6 +275,9 @@ type runState struct {
 	runSlots chan struct{}
 	wg       sync.WaitGroup
 	timers   map[int64]func() bool
+	// loopEnv is taskEnv(callNow), made at the first task run on the
+	// loop goroutine: the same for all of them.
+	loopEnv *TaskEnv
 	// holds are the timers that hold a step (Timer.Hold), by id.
 	holds map[int64]Timer
 	// wakeAt is the wake-up time of each holding step, by node index and
@@ -950,7 +953,7 @@ func (rs *runState) runInline(it inlineTask) {
 	}
 	td := &taskDone{id: t.ID}
 	start := rs.d.Clock.Now()
-	oc, params := rs.runTask(ctx, t, it.upstream, td, callNow)
+	oc, params := rs.runTask(ctx, t, it.upstream, td, nil)
 	oc, params = Keep(rs.opts.Blobs, rs.opts.Memory, t.Node, oc, params)
 	oc = KeepMessage(rs.opts.Blobs, rs.redact, oc)
 	<-rs.d.slots
@@ -1000,9 +1003,13 @@ func (rs *runState) waitSlots(ctx context.Context, t *Task, withdraw chan struct
 }
 
 // runTask renders the node's parameters and runs its kind; post runs a
-// function on the loop goroutine (runState.post, or callNow on it).
+// function on the loop goroutine (runState.post), nil for a task run on it.
 func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td *taskDone, post func(func())) (Outcome, map[string]any) {
 	pn := t.Node
+	onLoop := post == nil
+	if onLoop {
+		post = callNow
+	}
 	params, hash, err := Prepare(rs.scope, t, NodeDef(pn), upstream)
 	if err != nil {
 		return Outcome{Err: err}, nil
@@ -1035,7 +1042,16 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		td.open = true
 		return Outcome{}, params
 	}
-	env := rs.taskEnv(post)
+	var env TaskEnv
+	if onLoop {
+		if rs.loopEnv == nil {
+			e := rs.taskEnv(callNow)
+			rs.loopEnv = &e
+		}
+		env = *rs.loopEnv
+	} else {
+		env = rs.taskEnv(post)
+	}
 	if pn.Spec.Role == node.RoleSubworkflow || pn.Spec.RunsChildren {
 		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
 	}

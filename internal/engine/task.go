@@ -97,7 +97,11 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 		return Outcome{Err: &node.Error{Code: "no_runner", Category: node.CategoryInternal, Permanent: true,
 			Message: fmt.Sprintf("node type %s cannot run in this build of skein", pn.Type)}}
 	}
-	if pn.Timeout > 0 {
+	// A task of a pure kind computes its output at once and waits for
+	// nothing (node.Spec.Pure): its timeout could not end it, and it gets
+	// no timer (a context and a timer made and stopped on every node of
+	// a chain of them).
+	if pn.Timeout > 0 && !pn.Spec.Pure {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, pn.Timeout)
 		defer cancel()
