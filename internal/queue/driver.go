@@ -1233,11 +1233,7 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	if err != nil {
 		return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
 	}
-	all := make([]int64, len(w.jobs))
-	for k, i := range at {
-		all[i] = ids[k]
-	}
-	w.inserted(all)
+	w.inserted(ids, at)
 	return w.tookAll()
 }
 

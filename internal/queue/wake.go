@@ -39,11 +39,18 @@ type wake struct {
 }
 
 // inserted turns the pending wakes of w into wakes, with the ids of the
-// jobs inserted (in the order of w.jobs; 0: not inserted).
-func (w *write) inserted(ids []int64) {
+// jobs inserted: ids[k] is the id of w.jobs[at[k]].
+func (w *write) inserted(ids []int64, at []int) {
+	if len(w.pending) == 0 {
+		return
+	}
+	byJob := make(map[int]int64, len(at))
+	for k, i := range at {
+		byJob[i] = ids[k]
+	}
 	for _, p := range w.pending {
-		if p.job < len(ids) && ids[p.job] != 0 {
-			w.wakes = append(w.wakes, wake{id: ids[p.job], args: p.args, delay: p.delay})
+		if id := byJob[p.job]; id != 0 {
+			w.wakes = append(w.wakes, wake{id: id, args: p.args, delay: p.delay})
 		}
 	}
 }
@@ -53,14 +60,9 @@ func (w *write) inserted(ids []int64) {
 // committed; without their ids (none came back) River's scheduler makes
 // the timers available when due, later than a wake would.
 func (w *write) committed() {
-	if w.jobIDs == nil || len(*w.jobIDs) != len(w.jobsAt) {
-		return
+	if w.jobIDs != nil && len(*w.jobIDs) == len(w.jobsAt) {
+		w.inserted(*w.jobIDs, w.jobsAt)
 	}
-	all := make([]int64, len(w.jobs))
-	for k, i := range w.jobsAt {
-		all[i] = (*w.jobIDs)[k]
-	}
-	w.inserted(all)
 }
 
 // wakeLater starts a timer per wake; call it after the transaction that
