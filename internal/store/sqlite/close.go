@@ -20,7 +20,7 @@ const keptWALLimit = 1 << 20
 
 // keepWAL readies the writer's connection to be closed, the last of the
 // store's, without the checkpoint SQLite makes then: it copies the
-// write-ahead log into the database file and syncs both, ~2 ms of a
+// write-ahead log into the database file and syncs both, 1–4 ms of a
 // short `skein run` after its result was printed. A log of at most
 // keptWALLimit bytes is synced instead — what it holds was committed
 // with synchronous=NORMAL, which syncs only at checkpoints — and stays
