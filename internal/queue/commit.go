@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 )
@@ -64,6 +65,15 @@ type part struct {
 // A shared transaction (record's) does not wait for a run's row another
 // transaction holds: that run's part is left out, busy, to be recorded
 // by a transaction of its own, so one run's wait holds up no other run.
+//
+// When this worker's last transaction of each run left the state it
+// keeps, the transaction expects the runs as that left them: it computes
+// its writes from the states at once and sends them behind statements
+// that hold the rows and fail it unless nothing was written since (a
+// cancel request, another worker's event): the BEGIN, the locks, the
+// writes and the COMMIT in one round trip. Failed so, it is tried again
+// the other way, each state rebuilt from the history, and the runs are
+// not expected for their next transactions (expectAfter).
 func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 	defer func() {
 		for _, p := range parts {
@@ -84,11 +94,69 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 	if len(live) == 0 {
 		return nil
 	}
-	// The BEGIN, each run's row with the seq of its last event, and what
-	// its history gained since this worker's state: one round trip. Each
-	// run's writes then ride in front of its jobs' insert, the jobs'
-	// notification with the COMMIT (flush): three round trips for one
-	// run, one more for each other run that releases jobs.
+	if !d.expects(live) {
+		return d.commitTx(ctx, live, shared, false)
+	}
+	d.expected.Add(1)
+	err := d.commitTx(ctx, live, shared, true)
+	if !postgres.Unexpected(err) {
+		return err
+	}
+	d.unexpectedTx.Add(1)
+	d.mu.Lock()
+	if len(d.unexpected) >= 1024 {
+		clear(d.unexpected)
+	}
+	for _, p := range live {
+		d.unexpected[p.runID] = expectAfter
+	}
+	d.mu.Unlock()
+	for _, p := range live {
+		// The state is still this goroutine's (held), staged past what
+		// was committed: rebuilt from the history.
+		*p = part{runID: p.runID, reqs: p.reqs, env: p.env, st: newState(p.env), done: p.done}
+	}
+	return d.commitTx(ctx, live, shared, false)
+}
+
+// expectAfter is how many of a run's next transactions on this worker
+// read it under its lock after one that expected it failed: its nodes are
+// recorded by other workers too, whose events this worker's state lacks
+// each time, and every failed try costs a round trip and a state rebuilt
+// from the whole history.
+const expectAfter = 256
+
+// expects reports whether a transaction of parts may expect their runs
+// (commit): this worker's state of each is what its last transaction of
+// the run left.
+func (d *Driver) expects(parts []*part) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, p := range parts {
+		if !p.st.eventsKnown {
+			return false
+		}
+		if n := d.unexpected[p.runID]; n > 0 {
+			if n == 1 {
+				delete(d.unexpected, p.runID)
+			} else {
+				d.unexpected[p.runID] = n - 1
+			}
+			return false
+		}
+	}
+	return true
+}
+
+// commitTx is commit's transaction of its live parts; expect: from the
+// states kept, in one round trip.
+func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool) error {
+	// Read under the locks: the BEGIN, each run's row with the seq of its
+	// last event, and what its history gained since this worker's state,
+	// one round trip; the writes, the jobs this worker takes and the jobs'
+	// notification then ride with the COMMIT (flush), one more, and each
+	// run that releases jobs for other workers one more for River's
+	// insert. Expected, the first round trip rides with the COMMIT too.
 	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", live[0].runID, err)
@@ -96,12 +164,20 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	b := &pgx.Batch{}
 	for _, p := range live {
+		if expect {
+			postgres.QueueExpectRun(b, p.runID, shared, p.st.events, p.st.cancelled)
+			queueExpectLog(b, p.runID, p.st.seq)
+			p.run, p.last = &store.Run{ID: p.runID, Status: record.RunRunning}, p.st.events
+			continue
+		}
 		// The history is read after the lock: it holds every event
 		// committed before it (a skipped run's is not used).
 		postgres.QueueLockRun(b, p.runID, shared, &p.run, &p.last)
 		queueReadLog(b, p.runID, p.env.seal, p.st.seq, &p.evs)
 	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+	if expect {
+		tx.Defer(b)
+	} else if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("%s: %w", partRuns(live), err)
 	}
 	for _, p := range live {
@@ -119,9 +195,11 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		for _, p := range live {
-			if p.w != nil {
-				d.handBack(p.w.taken)
+		if !postgres.Unexpected(err) {
+			for _, p := range live {
+				if p.w != nil {
+					d.handBack(p.w.taken)
+				}
 			}
 		}
 		return fmt.Errorf("%s: %w", partRuns(live), err)
@@ -265,6 +343,7 @@ func (d *Driver) committed(p *part) {
 		r.completed = r.complete != 0
 	}
 	d.wakeLater(w.wakes)
+	st.events, st.eventsKnown = w.next, true
 	if st.run.Ended() && st.run.Running() == 0 {
 		d.forget(p.runID)
 	} else {

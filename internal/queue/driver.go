@@ -118,6 +118,9 @@ type Driver struct {
 	// contended counts, by run, the transactions of its own a run has
 	// left (contendedFor).
 	contended map[string]int
+	// unexpected counts, by run, the transactions that read it under its
+	// lock a run has left before one expects it (commit, expectAfter).
+	unexpected map[string]int
 	// held: a goroutine has the run's state (take); cond signals its put.
 	held map[string]bool
 	cond *sync.Cond
@@ -140,6 +143,9 @@ type Driver struct {
 	continued atomic.Int64
 	// inlined counts the pure nodes run in a transaction (pure.go).
 	inlined atomic.Int64
+	// expected counts the transactions that expected their runs (commit),
+	// unexpected those of them that found a run otherwise.
+	expected, unexpectedTx atomic.Int64
 	// redactors are the Redactors of the secret values of its runs.
 	redactors redact.Cache
 	// slots bound the nodes of each queue running at once (slots.go).
@@ -253,7 +259,7 @@ func New(cfg Config) (*Driver, error) {
 		cfg.RescueAfter = DefaultRescueAfter
 	}
 	d := &Driver{cfg: cfg, envs: map[string]*runEnv{}, states: map[string]*state{}, plans: map[string]*planned{},
-		groups: map[string]*applyGroup{}, held: map[string]bool{}, contended: map[string]int{}, slots: newSlots(cfg.Queues)}
+		groups: map[string]*applyGroup{}, held: map[string]bool{}, contended: map[string]int{}, unexpected: map[string]int{}, slots: newSlots(cfg.Queues)}
 	d.cond = sync.NewCond(&d.mu)
 	d.id, d.host = newWorkerID()
 	workers := river.NewWorkers()
@@ -866,6 +872,9 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 			return nil, nil, err
 		}
 	}
+	if len(evs) > 0 {
+		st.eventsKnown = false // the events that came with them are not counted
+	}
 	if run.Status.Final() {
 		d.drop(env.id)
 		d.forget(run.ID)
@@ -1068,8 +1077,10 @@ type write struct {
 	// are stopped, on whichever worker runs them, as a local run stops
 	// them (engine.Actions.CancelRunning).
 	stopRunning bool
-	// last is the seq of the run's last event, read under its lock.
-	last int64
+	// last is the seq of the run's last event, read under its lock (or,
+	// in a transaction that expects the run, kept from the last); next
+	// is what it is once the transaction committed.
+	last, next int64
 	// skipPure are the tasks of pure nodes runPure left to their jobs.
 	skipPure []int64
 	// deferJobs sends the insert of the jobs with the COMMIT, not in a
@@ -1196,6 +1207,7 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 	if _, err := postgres.QueueSave(w.log, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
 		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
 	}
+	w.next = w.last + int64(len(w.events))
 	if finish != nil {
 		// Who follows the run (follow.go) learns of its end once the
 		// transaction committed (announce).
@@ -1219,14 +1231,13 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 		w.announce, w.jobIDs, w.jobsAt = queues, ids, at
 		return nil
 	}
-	if len(others) == 0 {
-		if err := tx.SendBatch(ctx, taken).Close(); err != nil {
-			return fmt.Errorf("run %s: recording its history and taking its next node: %w", env.id, err)
-		}
-		return w.tookAll()
-	}
 	if taken != nil {
+		// Each taken job's id is read with the COMMIT's round trip: a
+		// failed read fails the COMMIT.
 		tx.Defer(taken)
+	}
+	if len(others) == 0 {
+		return nil
 	}
 	ids, queues, err := d.insertJobs(ctx, tx, others)
 	w.announce = queues

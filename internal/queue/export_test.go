@@ -20,3 +20,10 @@ func (s *Starter) StartsWaiting() (waiting, writing int) {
 // StartWriters is how many transactions of starts may be under way at
 // once.
 func StartWriters() int { return startWriters }
+
+// Expected is how many transactions of the worker expected their runs,
+// and how many of them found a run otherwise and were tried again
+// (commit.go).
+func (d *Driver) Expected() (tries, failed int64) {
+	return d.expected.Load(), d.unexpectedTx.Load()
+}

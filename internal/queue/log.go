@@ -181,6 +181,19 @@ const logTable = `skein_queue_log`
 const readLogSQL = `SELECT seq, kind, at, node, visit, body FROM ` + logTable + `
 	WHERE run_id = $1 AND seq > $2 ORDER BY seq`
 
+// queueExpectLog queues in b a statement that fails the transaction
+// (postgres.Unexpected) when the run's history holds an event after seq:
+// what a transaction queues after it, computed from a state that ends at
+// seq, is then not written. Queued after the statement that holds the
+// run's row, it reads the history as the row's previous holder committed
+// it.
+func queueExpectLog(b *pgx.Batch, runID string, seq int64) {
+	b.Queue(expectLogSQL, runID, seq)
+}
+
+const expectLogSQL = `SELECT 1 / (1 - count(*)::int) FROM (SELECT 1 FROM ` + logTable + `
+	WHERE run_id = $1 AND seq > $2 LIMIT 1) AS later`
+
 // queueReadLog queues in b the read of the run's history after seq into
 // *dst.
 func queueReadLog(b *pgx.Batch, runID string, s *sealer, after int64, dst *[]*event) {

@@ -15,10 +15,17 @@ type state struct {
 	env *runEnv
 	run *engine.Run
 	// seq is the last history event applied.
-	seq       int64
-	cancelled bool
-	steps     map[[2]int]*engine.StepRecord // by node index and visit
-	order     []*engine.StepRecord
+	seq int64
+	// events is the seq of the run's last event (of its event stream, the
+	// row's event_seq) as this worker's last transaction of the run left
+	// it; eventsKnown is whether that is all the state holds: not before
+	// such a transaction, nor once the state read history another worker
+	// wrote since (load).
+	events      int64
+	eventsKnown bool
+	cancelled   bool
+	steps       map[[2]int]*engine.StepRecord // by node index and visit
+	order       []*engine.StepRecord
 	// wakeAt is the wake-up time of each held step; timeouts the timers
 	// that are a signal wait's timeout, by id.
 	wakeAt   map[[2]int]time.Time

@@ -147,6 +147,48 @@ func QueueLockRun(b *pgx.Batch, id string, skipLocked bool, dst **store.Run, las
 	})
 }
 
+// QueueExpectRun queues in b a statement that holds the run's row, as
+// QueueLockRun does, and fails the transaction unless the row is what its
+// caller expects: the run goes on (its status is not final), the seq of
+// its last event is last, and it has no cancel request, or one the caller
+// knows of (cancelKnown). With skipLocked, a row another transaction
+// holds fails it too (Unexpected tells the failure): whatever the
+// statements queued after it would write is not written, and a caller
+// that wrote them from what it kept of the run (instead of what a
+// QueueLockRun read) tries again the other way.
+//
+// A waiting lock reads the row as its previous holder committed it (READ
+// COMMITTED), so the test is of the row as it is once held.
+func QueueExpectRun(b *pgx.Batch, id string, skipLocked bool, last int64, cancelKnown bool) {
+	sql := expectRunSQL
+	if skipLocked {
+		sql = expectRunSkipSQL
+	}
+	b.Queue(sql, id, last, cancelKnown)
+}
+
+// expectRunSQL divides by the count of rows held that match: zero fails
+// the statement with division_by_zero (Unexpected), from a value the
+// planner cannot fold ahead of execution.
+var expectRunSQL = `SELECT 1 / count(*)::int FROM (SELECT 1 FROM runs
+	WHERE id = $1 AND event_seq = $2 AND status NOT IN ('completed', 'failed', 'cancelled')
+	  AND (cancel_requested_at IS NULL OR $3::boolean)` + dialect.LockRow + `) AS held`
+
+// expectRunSkipSQL is expectRunSQL that does not wait for a row another
+// transaction holds.
+var expectRunSkipSQL = strings.Replace(expectRunSQL, ") AS held", " SKIP LOCKED) AS held", 1)
+
+// Unexpected reports whether err is a transaction failed by a statement
+// of QueueExpectRun (or one built the same way: a count of the rows that
+// match divided into one).
+func Unexpected(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == divisionByZero
+}
+
+// divisionByZero is Postgres's SQLSTATE division_by_zero.
+const divisionByZero = "22012"
+
 // lockReadRunSQL reads and locks a run's row, and its count of events
 // after the columns ScanRun reads.
 var lockReadRunSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1) + dialect.LockRow
