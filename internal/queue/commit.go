@@ -73,7 +73,8 @@ type part struct {
 // cancel request, another worker's event): the BEGIN, the locks, the
 // writes and the COMMIT in one round trip. Failed so, it is tried again
 // the other way, each state rebuilt from the history, and the runs are
-// not expected for their next transactions (expectAfter).
+// not expected for their next transactions (expectAfter), nor are those
+// whose history a transaction that read it found written by another.
 func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 	defer func() {
 		for _, p := range parts {
@@ -103,14 +104,7 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 		return err
 	}
 	d.unexpectedTx.Add(1)
-	d.mu.Lock()
-	if len(d.unexpected) >= 1024 {
-		clear(d.unexpected)
-	}
-	for _, p := range live {
-		d.unexpected[p.runID] = expectAfter
-	}
-	d.mu.Unlock()
+	d.readFirst(live)
 	for _, p := range live {
 		// The state is still this goroutine's (held), staged past what
 		// was committed: rebuilt from the history.
@@ -120,11 +114,25 @@ func (d *Driver) commit(ctx context.Context, parts []*part, shared bool) error {
 }
 
 // expectAfter is how many of a run's next transactions on this worker
-// read it under its lock after one that expected it failed: its nodes are
+// read it under its lock after one that expected it failed, or that read
+// it found events another wrote since this worker's last: its nodes are
 // recorded by other workers too, whose events this worker's state lacks
 // each time, and every failed try costs a round trip and a state rebuilt
 // from the whole history.
 const expectAfter = 256
+
+// readFirst has the runs of parts read under their locks for their next
+// expectAfter transactions on this worker.
+func (d *Driver) readFirst(parts []*part) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.unexpected) >= 1024 {
+		clear(d.unexpected)
+	}
+	for _, p := range parts {
+		d.unexpected[p.runID] = expectAfter
+	}
+}
 
 // expects reports whether a transaction of parts may expect their runs
 // (commit): this worker's state of each is what its last transaction of
@@ -177,8 +185,19 @@ func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool
 	}
 	if expect {
 		tx.Defer(b)
-	} else if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return fmt.Errorf("%s: %w", partRuns(live), err)
+	} else {
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return fmt.Errorf("%s: %w", partRuns(live), err)
+		}
+		var written []*part
+		for _, p := range live {
+			if p.st.eventsKnown && len(p.evs) > 0 {
+				written = append(written, p) // by another since this worker's last
+			}
+		}
+		if len(written) > 0 {
+			d.readFirst(written)
+		}
 	}
 	for _, p := range live {
 		switch {
