@@ -306,6 +306,13 @@ edges:
 	require.NoError(t, res.Err)
 	doc, err := b.r.Get(b.ctx, res.Run.ID)
 	require.NoError(t, err)
+	var failed []string
+	for _, s := range doc.Steps {
+		if s.Error != nil {
+			failed = append(failed, s.Node+": "+s.Error.Message)
+		}
+	}
+	require.Equal(t, "completed", string(doc.Status), "the run's error: %v; its failed steps: %q", doc.Error, failed)
 	require.Equal(t, 1_600_000, stepOutput(t, doc, "done")["total"])
 	require.Equal(t, "00", stepOutput(t, doc, "done")["last"])
 	kept, moved := 0, 0
