@@ -361,6 +361,7 @@ func (d *Driver) committed(p *part) {
 	for _, r := range p.reqs {
 		r.completed = r.complete != 0
 	}
+	w.committed()
 	d.wakeLater(w.wakes)
 	st.events, st.eventsKnown = w.next, true
 	if st.run.Ended() && st.run.Running() == 0 {

@@ -1083,12 +1083,11 @@ type write struct {
 	last, next int64
 	// skipPure are the tasks of pure nodes runPure left to their jobs.
 	skipPure []int64
-	// deferJobs sends the insert of the jobs with the COMMIT, not in a
-	// round trip before it (a start's: it takes none of them); jobIDs
-	// are their ids once it committed, jobsAt the index of each in jobs.
-	deferJobs bool
-	jobIDs    *[]int64
-	jobsAt    []int
+	// jobIDs are the ids of the jobs inserted available (they are
+	// inserted with the COMMIT) once it committed, jobsAt the index of
+	// each in jobs.
+	jobIDs *[]int64
+	jobsAt []int
 }
 
 func (d *Driver) newWrite(st *state) *write {
@@ -1218,34 +1217,22 @@ func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
 		return nil
 	}
 	// The jobs this worker takes go in running (continue.go), the others
-	// available (jobs.go). Either insert is the round trip that carries
-	// the writes queued so far.
-	taken := d.queueTaken(w)
-	others, at := w.untaken()
-	if w.deferJobs && taken == nil {
-		b, ids, queues, err := queueJobs(others)
-		if err != nil {
-			return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
-		}
-		tx.Defer(b)
-		w.announce, w.jobIDs, w.jobsAt = queues, ids, at
-		return nil
-	}
-	if taken != nil {
-		// Each taken job's id is read with the COMMIT's round trip: a
-		// failed read fails the COMMIT.
+	// available (jobs.go); both inserts ride with the COMMIT, and their
+	// ids are read back with it (a failed read fails the COMMIT).
+	if taken := d.queueTaken(w); taken != nil {
 		tx.Defer(taken)
 	}
+	others, at := w.untaken()
 	if len(others) == 0 {
 		return nil
 	}
-	ids, queues, err := d.insertJobs(ctx, tx, others)
-	w.announce = queues
+	b, ids, queues, err := queueJobs(others)
 	if err != nil {
-		return fmt.Errorf("run %s: recording its history and queueing its jobs: %w", env.id, err)
+		return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
 	}
-	w.inserted(ids, at)
-	return w.tookAll()
+	tx.Defer(b)
+	w.announce, w.jobIDs, w.jobsAt = queues, ids, at
+	return nil
 }
 
 // finish is the final record of a run that ended.

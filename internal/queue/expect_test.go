@@ -200,3 +200,47 @@ func TestUnexpectedRunIsReadAgain(t *testing.T) {
 	require.Equal(t, int64(1), tries, "the node's record expected the run as the worker's start of it left it")
 	require.Equal(t, int64(1), failed, "and found the cancel")
 }
+
+// TestReleasedJobsRideWithTheCommit: a node whose end releases two nodes
+// is recorded in one round trip too — the worker takes one of them and
+// the other's job, for any worker, is inserted with the COMMIT — and both
+// run.
+func TestReleasedJobsRideWithTheCommit(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	b := setupAt(t, url, 0)
+	tr := &transactions{}
+	traced, err := postgres.OpenWithOptions(context.Background(), url, postgres.Options{Tracer: tr})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = traced.Close() })
+	b.work(t, queue.Config{Store: traced, Queues: map[string]int{queue.DefaultQueue: 2},
+		Poll: time.Hour, FetchPoll: 50 * time.Millisecond})
+
+	run := b.start(t, `version: 1
+name: fork
+nodes:
+  - {id: a, type: shell, command: [echo, "1"]}
+  - {id: b, type: shell, command: [echo, "{{ int(trim(a.stdout)) + 1 }}"]}
+  - {id: c, type: shell, command: [echo, "{{ int(trim(a.stdout)) + 2 }}"]}
+edges:
+  - {from: a, to: b}
+  - {from: a, to: c}
+`, nil)
+	end := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(end.Status), "%v", end.Error)
+	steps := b.steps(t, run.ID)
+	require.Equal(t, "2", strings.TrimSpace(steps["b"][0].Output["stdout"].(string)))
+	require.Equal(t, "3", strings.TrimSpace(steps["c"][0].Output["stdout"].(string)))
+
+	var forks []*tracedTx
+	for _, tx := range tr.recording() {
+		for _, q := range tx.sql {
+			if strings.HasPrefix(q, "INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at)") {
+				forks = append(forks, tx)
+				break
+			}
+		}
+	}
+	require.Len(t, forks, 1, "one transaction released a job for any worker: a's")
+	require.Equal(t, 1, forks[0].trips, "a's record, the job taken and the job released in one round trip: %q", forks[0].sql)
+}

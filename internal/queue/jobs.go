@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
@@ -25,7 +24,7 @@ import (
 // available ones are announced on River's insert topic after the COMMIT
 // (announce).
 
-// insertJobsHead and insertJobsTail wrap the rows of insertJobs: the
+// insertJobsHead and insertJobsTail wrap the rows of queueJobs: the
 // values come in as text, cast here, and a job due now is scheduled by
 // the database's clock, as River's own insert does.
 const (
@@ -39,23 +38,6 @@ const (
 // schema River's tables are in: River's producers fetch when told.
 const notifySQL = `SELECT pg_notify(current_schema() || '.river_insert', json_build_object('queue', q)::text)
 	FROM unnest($1::text[]) AS q`
-
-// insertJobs inserts jobs in tx, sending the writes queued in front of
-// them, and returns their ids, in order, and the queues to announce once
-// tx committed (announce).
-func (d *Driver) insertJobs(ctx context.Context, tx *postgres.Pipe, jobs []river.InsertManyParams) (ids []int64, queues []string, err error) {
-	b, got, queues, err := queueJobs(jobs)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, err
-	}
-	if len(*got) != len(jobs) {
-		return nil, nil, fmt.Errorf("inserting %d jobs made %d", len(jobs), len(*got))
-	}
-	return *got, queues, nil
-}
 
 // queueJobs returns the insert of jobs as a batch; ids holds their ids,
 // in order, once its results were read.

@@ -170,7 +170,6 @@ func (d *Driver) startTx(ctx context.Context, group []*start) error {
 		}
 		tx.Defer(created)
 		w := d.newWrite(newState(s.env))
-		w.deferJobs = true
 		if err := d.feed(ctx, tx, w, &event{Kind: kindStart, Payload: s.payload}); err != nil {
 			return err
 		}

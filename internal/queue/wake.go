@@ -56,7 +56,7 @@ func (w *write) inserted(ids []int64, at []int) {
 }
 
 // committed turns the pending wakes of w into wakes once the
-// transaction that inserted its jobs with its COMMIT (deferJobs)
+// transaction that inserted its jobs with its COMMIT
 // committed; without their ids (none came back) River's scheduler makes
 // the timers available when due, later than a wake would.
 func (w *write) committed() {
