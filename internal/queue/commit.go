@@ -161,10 +161,9 @@ func (d *Driver) expects(parts []*part) bool {
 func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool) error {
 	// Read under the locks: the BEGIN, each run's row with the seq of its
 	// last event, and what its history gained since this worker's state,
-	// one round trip; the writes, the jobs this worker takes and the jobs'
-	// notification then ride with the COMMIT (flush), one more, and each
-	// run that releases jobs for other workers one more for River's
-	// insert. Expected, the first round trip rides with the COMMIT too.
+	// one round trip; the writes and the inserts of the jobs the runs
+	// release then ride with the COMMIT (flush), one more. Expected, the
+	// first round trip rides with the COMMIT too.
 	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
 		return fmt.Errorf("run %s: %w", live[0].runID, err)
