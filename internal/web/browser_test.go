@@ -227,6 +227,22 @@ func until(t *testing.T, ctx context.Context, js string) {
 	require.NoError(t, err, "waiting for %s", js)
 }
 
+// pressUntil presses keys (steps) until js holds in the page, giving each
+// press a few seconds to show before pressing again: on a loaded machine
+// a key can reach an element before it takes keys (an effect that gives it
+// the focus has not run), and is lost. Once js holds, nothing more is
+// pressed. It fails as until does when js never holds.
+func pressUntil(t *testing.T, ctx context.Context, js string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	for range 20 {
+		do(t, ctx, steps...)
+		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(3*time.Second))); err == nil {
+			return
+		}
+	}
+	until(t, ctx, js)
+}
+
 // screenshot takes a PNG of the page and, with -screenshots, writes it
 // to docs/img.
 func screenshot(t *testing.T, ctx context.Context, name string) {

@@ -209,14 +209,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	// again while the list has not taken it (on a loaded machine a key
 	// can reach the list before it takes keys; "yes" is the only target
 	// that starts with "y", so pressing it again stays there).
-	picked := `document.querySelector("#cp-to").value === "yes"`
-	for range 20 {
-		do(t, ctx, chromedp.Focus("#cp-to"), chromedp.KeyEvent("y"))
-		if eval[bool](t, ctx, picked) {
-			break
-		}
-	}
-	until(t, ctx, picked)
+	pressUntil(t, ctx, `document.querySelector("#cp-to").value === "yes"`, chromedp.Focus("#cp-to"), chromedp.KeyEvent("y"))
 	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
 	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "yes", "true")+`')`)
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector("#cp-to")`), "the picker is closed")
@@ -228,14 +221,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	// Escape is pressed again while the picker is open: on a loaded
 	// machine a key can reach the list before it takes keys, as with "y"
 	// above. Once it is closed, no more is pressed.
-	closed := `!document.querySelector("#cp-to")`
-	for range 20 {
-		do(t, ctx, chromedp.KeyEvent(kb.Escape))
-		if eval[bool](t, ctx, closed) {
-			break
-		}
-	}
-	until(t, ctx, closed)
+	pressUntil(t, ctx, `!document.querySelector("#cp-to")`, chromedp.KeyEvent(kb.Escape))
 	require.Equal(t, "false", eval[string](t, ctx, `document.activeElement.dataset.handle`))
 
 	// The node's Connections: Remove by keyboard.
