@@ -115,13 +115,10 @@ func (tr *transactions) recording() []*tracedTx {
 	return out
 }
 
-// TestKeptStateRecordsInOneRoundTrip: a worker whose last transaction of
-// a run left the state it keeps records the run's next node in one round
-// trip — the BEGIN, the statements that hold the run's row and check it
-// is as the state left it, the node's records, the next node's job taken
-// and marked running, and the COMMIT — and the run's outcome is the same.
-func TestKeptStateRecordsInOneRoundTrip(t *testing.T) {
-	t.Parallel()
+// tracedWorker is a bundle with one worker whose store's transactions
+// tr counts.
+func tracedWorker(t *testing.T) (*bundle, *queue.Driver, *transactions) {
+	t.Helper()
 	url := pgtest.URL(t)
 	b := setupAt(t, url, 0)
 	tr := &transactions{}
@@ -130,6 +127,17 @@ func TestKeptStateRecordsInOneRoundTrip(t *testing.T) {
 	t.Cleanup(func() { _ = traced.Close() })
 	d := b.work(t, queue.Config{Store: traced, Queues: map[string]int{queue.DefaultQueue: 2},
 		Poll: time.Hour, FetchPoll: 50 * time.Millisecond})
+	return b, d, tr
+}
+
+// TestKeptStateRecordsInOneRoundTrip: a worker whose last transaction of
+// a run left the state it keeps records the run's next node in one round
+// trip — the BEGIN, the statements that hold the run's row and check it
+// is as the state left it, the node's records, the next node's job taken
+// and marked running, and the COMMIT — and the run's outcome is the same.
+func TestKeptStateRecordsInOneRoundTrip(t *testing.T) {
+	t.Parallel()
+	b, d, tr := tracedWorker(t)
 
 	run := b.start(t, `version: 1
 name: chain
@@ -207,14 +215,7 @@ func TestUnexpectedRunIsReadAgain(t *testing.T) {
 // run.
 func TestReleasedJobsRideWithTheCommit(t *testing.T) {
 	t.Parallel()
-	url := pgtest.URL(t)
-	b := setupAt(t, url, 0)
-	tr := &transactions{}
-	traced, err := postgres.OpenWithOptions(context.Background(), url, postgres.Options{Tracer: tr})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = traced.Close() })
-	b.work(t, queue.Config{Store: traced, Queues: map[string]int{queue.DefaultQueue: 2},
-		Poll: time.Hour, FetchPoll: 50 * time.Millisecond})
+	b, _, tr := tracedWorker(t)
 
 	run := b.start(t, `version: 1
 name: fork
