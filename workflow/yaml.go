@@ -109,11 +109,21 @@ func isAliasStart(src []byte, i int) bool {
 
 // parseYAML parses one YAML document into a value tree with go.yaml.in/yaml/v3
 // (its Node API keeps the line and column of every value). preScan
-// runs first, so hostile nesting costs a byte scan and no parse.
+// runs first, so hostile nesting costs a byte scan and no parse. A big
+// file's long lists are parsed in pieces on several cores
+// (parseInPieces), with the values and positions of a whole parse.
 func parseYAML(src []byte) (*value, *parseError) {
 	if perr := preScan(src); perr != nil {
 		return nil, perr
 	}
+	if v, ok := parseInPieces(src, bigFiles()); ok {
+		return v, nil
+	}
+	return parseWhole(src)
+}
+
+// parseWhole parses src, which preScan passed, in one piece.
+func parseWhole(src []byte) (*value, *parseError) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {

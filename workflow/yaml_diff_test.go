@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -132,6 +133,21 @@ var yamlSnippets = []string{
 	"a: [[], {}, [[a]]]\n",
 	"k: 'ü''x' \n",
 	"- a: 1\n  b:\n    - c\n  d: e\n- f\n",
+	// Lists a big file's parse cuts into pieces (checkPieces).
+	"a:\n  - 1\n  # c\n  - 2\nb:\n  - x\n  -\n    y: 1\nc: d\n",
+	"a:\n  - |\n    x\n    - y\n  - z\n",
+	"a:\n  - \"x\n  - y\"\n  - z\n",
+	"a:\n  - [x,\n  - y]\n",
+	"a:\n  - &x 1\n  - *x\n",
+	"x: &x 1\na:\n  - *x\n  - 2\n",
+	"a:\n  - 1\n  - 2\ny: *x\n",
+	"a:\n  -\n  - b\n#c\n  - c\n",
+	"a:   # c\n  - 1\n  - 2\n",
+	"a:\n  - 1\n  - 2\n...\n",
+	"a:\n  - 1\n  - 2\na:\n  - 3\n",
+	"<<: {a: 1}\na:\n  - 1\n  - 2\n",
+	"a:\n  - b: |\n      x\n\n  - c\nd:\n    - e\n    - f\n",
+	"{\na:\n  - 1\n  - 2\n}\n",
 }
 
 func yamlSeeds(t testing.TB) map[string][]byte {
@@ -352,6 +368,7 @@ func checkYAML(t *testing.T, src []byte) bool {
 		return false
 	}
 	checkPositions(t, src, v)
+	checkPieces(t, src)
 	if bytes.Contains(src, []byte("!!binary")) {
 		return true // yaml/v3 decodes base64; the decoder keeps the text
 	}
@@ -371,6 +388,28 @@ func checkYAML(t *testing.T, src []byte) bool {
 		t.Fatalf("%s\n%s", d, src)
 	}
 	return true
+}
+
+// tinyPieces cuts any file, each list in pieces of an item or two.
+var tinyPieces = splitting{min: 0, piece: 1, most: 64}
+
+// checkPieces fails unless src parsed in pieces gives what the whole
+// parse gives, or the pieces decline. src passed preScan.
+func checkPieces(t *testing.T, src []byte) {
+	t.Helper()
+	for _, s := range []splitting{tinyPieces, {min: 0, piece: 1, most: 2}} {
+		got, ok := parseInPieces(src, s)
+		if !ok {
+			continue
+		}
+		want, perr := parseWhole(src)
+		if perr != nil {
+			t.Fatalf("the pieces accepted what the whole parse refuses (%s at %v):\n%s", perr.msg, perr.pos, src)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("the pieces disagree with the whole parse:\n%s\npieces: %#v\nwhole:  %#v", src, got.plain(), want.plain())
+		}
+	}
 }
 
 func TestYAMLDifferentialSeeds(t *testing.T) {
