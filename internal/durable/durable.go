@@ -51,12 +51,15 @@ type Recorder struct {
 	Generation int
 	Token      string
 
-	mu     sync.Mutex
-	steps  map[stepKey]*store.Step
-	order  []stepKey
-	events []store.Event
-	after  []func()
-	err    error // the first failed commit of this run
+	mu    sync.Mutex
+	steps map[stepKey]*store.Step
+	// stepsMade is the size steps was made for: clearing a map costs as
+	// much as the room it was made with, however few keys it holds.
+	stepsMade int
+	order     []stepKey
+	events    []store.Event
+	after     []func()
+	err       error // the first failed commit of this run
 	// saved holds the steps handed over as step rows: a step planned
 	// once it has a row is written as a row, not as a plan.
 	saved map[stepKey]struct{}
@@ -186,11 +189,13 @@ func (r *Recorder) take() (store.Batch, []func(), error) {
 	}
 	events, after := r.events, r.after
 	// The next buffers are made as large as these: the flushes of a run
-	// tend to hold as many records each.
-	if len(r.steps) <= 8 {
+	// tend to hold as many records each. A small map made small is
+	// cleared; one made for many keys (the plan of a big run's first
+	// flush) would cost its room at every clear, so it is made again.
+	if len(r.steps) <= 8 && r.stepsMade <= 8 {
 		clear(r.steps)
 	} else {
-		r.steps = make(map[stepKey]*store.Step, len(r.steps))
+		r.steps, r.stepsMade = make(map[stepKey]*store.Step, len(r.steps)), len(r.steps)
 	}
 	r.order, r.events, r.after = make([]stepKey, 0, len(r.order)), make([]store.Event, 0, len(events)), nil
 	r.mu.Unlock()
