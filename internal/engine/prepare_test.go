@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,27 @@ func TestPlanKeepsNodeDefs(t *testing.T) {
 	}
 	require.JSONEq(t, `{"id": "a", "type": "act", "retries": 2, "timeout": "3s", "out": {"who": "{{ trigger.who }}"}}`,
 		string(engine.NodeDef(kept.Nodes[1])))
+}
+
+// A big plan's node definitions, made on several cores while the scheduler
+// plans, are each node's own, as NodeDef makes them one by one.
+func TestBigPlanKeepsEachNodesDefinition(t *testing.T) {
+	t.Parallel()
+	var src strings.Builder
+	src.WriteString("version: 1\nname: big\nnodes:\n  - {id: start, type: trigger.manual}\n")
+	for i := range 600 {
+		fmt.Fprintf(&src, "  - {id: n%d, type: set, values: {i: %d, s: \"v%d\"}}\n", i, i, i)
+	}
+	src.WriteString("edges:\n  - {from: start, to: n0}\n")
+	for i := 1; i < 600; i++ {
+		fmt.Fprintf(&src, "  - {from: n%d, to: n%d}\n", i-1, i)
+	}
+	p := mustPlan(t, src.String())
+	require.Len(t, p.Nodes, 601)
+	for _, pn := range p.Nodes {
+		alone := *pn
+		alone.Def = nil
+		require.Equal(t, string(engine.NodeDef(&alone)), string(pn.Def))
+		require.Contains(t, string(pn.Def), `"id":"`+pn.ID+`"`)
+	}
 }

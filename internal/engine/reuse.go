@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // ReuseQuery describes a task about to run, for a host that can answer it
@@ -81,8 +82,11 @@ func NodeDef(pn *PlanNode) []byte {
 }
 
 // defOf returns the canonical JSON of a node's definition.
-func defOf(pn *PlanNode) []byte {
-	b, _ := json.Marshal(pn.Node.Map()) // maps marshal with sorted keys
+func defOf(pn *PlanNode) []byte { return nodeDef(pn.Node) }
+
+// nodeDef returns the canonical JSON of n's definition.
+func nodeDef(n *workflow.Node) []byte {
+	b, _ := json.Marshal(n.Map()) // maps marshal with sorted keys
 	return b
 }
 
