@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/skeinhq/skein/internal/plainjson"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -55,12 +56,10 @@ func ConfigHash(def []byte, params map[string]any, loop map[string]any, upstream
 	h := sha256.New()
 	h.Write(def)
 	h.Write([]byte{0})
-	p, _ := json.Marshal(params) // maps marshal with sorted keys
-	h.Write(p)
+	h.Write(canonical(params))
 	h.Write([]byte{0})
 	if loop != nil {
-		l, _ := json.Marshal(loop)
-		h.Write(l)
+		h.Write(canonical(loop))
 	}
 	h.Write([]byte{0})
 	up := append([]string(nil), upstream...)
@@ -85,8 +84,16 @@ func NodeDef(pn *PlanNode) []byte {
 func defOf(pn *PlanNode) []byte { return nodeDef(pn.Node) }
 
 // nodeDef returns the canonical JSON of n's definition.
-func nodeDef(n *workflow.Node) []byte {
-	b, _ := json.Marshal(n.Map()) // maps marshal with sorted keys
+func nodeDef(n *workflow.Node) []byte { return canonical(n.Map()) }
+
+// canonical is m as json.Marshal writes it (keys sorted, <, > and &
+// escaped): the text a hash is taken over, the same from one version to
+// the next.
+func canonical(m map[string]any) []byte {
+	if b, ok := plainjson.AppendMap(nil, m, true); ok {
+		return b
+	}
+	b, _ := json.Marshal(m)
 	return b
 }
 

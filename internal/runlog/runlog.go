@@ -592,13 +592,18 @@ func (e *eventEncoder) add(ev engine.TimedEvent) error {
 		e.enc.SetEscapeHTML(false)
 	}
 	n := e.buf.Len()
-	err := e.enc.Encode(eventLine{
-		Time: ev.Time.UTC(), Type: ev.Type, Node: ev.Node,
-		Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data,
-	})
-	if err != nil {
-		e.buf.Truncate(n)
-		return err
+	line, ok := appendEventLine(e.buf.AvailableBuffer(), ev)
+	if ok {
+		e.buf.Write(line)
+	} else {
+		err := e.enc.Encode(eventLine{
+			Time: ev.Time.UTC(), Type: ev.Type, Node: ev.Node,
+			Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data,
+		})
+		if err != nil {
+			e.buf.Truncate(n)
+			return err
+		}
 	}
 	if line := e.buf.Bytes()[n:]; e.redact.ContainsBytes(line) {
 		masked, err := e.redact.JSON(line, "")

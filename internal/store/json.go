@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/skeinhq/skein/internal/blob"
+	"github.com/skeinhq/skein/internal/plainjson"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -25,6 +26,9 @@ import (
 func EncodeMap(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
+	}
+	if b, ok := plainjson.AppendMap(nil, m, false); ok {
+		return b, nil // plain: no bad bytes to protect
 	}
 	b, err := encode(m)
 	// encoding/json writes a bad byte as the escape \ufffd (a real U+FFFD
