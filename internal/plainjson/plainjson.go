@@ -44,6 +44,16 @@ func AppendString(b []byte, s string, html bool) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// AppendFloat appends f as encoding/json writes a float64 of magnitude in
+// [1e-6, 1e21), or zero: in the shortest 'f' form. It declines others
+// (written with an exponent), NaN and the infinities (not written at all).
+func AppendFloat(b []byte, f float64) ([]byte, bool) {
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	return strconv.AppendFloat(b, f, 'f', -1, 64), true
+}
+
 func appendMap(b []byte, m map[string]any, html bool, depth int) ([]byte, bool) {
 	if m == nil {
 		return append(b, "null"...), true
@@ -85,13 +95,7 @@ func appendValue(b []byte, v any, html bool, depth int) ([]byte, bool) {
 	case int64:
 		return strconv.AppendInt(b, x, 10), true
 	case float64:
-		// encoding/json writes a float64 of magnitude in [1e-6, 1e21),
-		// or zero, in the shortest 'f' form; others with an exponent
-		// (declined here), NaN and infinities not at all.
-		if a := math.Abs(x); a != 0 && (a < 1e-6 || a >= 1e21) || math.IsNaN(x) || math.IsInf(x, 0) {
-			return b, false
-		}
-		return strconv.AppendFloat(b, x, 'f', -1, 64), true
+		return AppendFloat(b, x)
 	case string:
 		return AppendString(b, x, html)
 	case map[string]any:

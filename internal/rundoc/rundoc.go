@@ -179,10 +179,14 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		if err := encode(&buf, &d.Steps[i]); err != nil {
-			return err
+		if step, ok := appendStep(buf.AvailableBuffer(), &d.Steps[i]); ok {
+			buf.Write(step)
+		} else {
+			if err := encode(&buf, &d.Steps[i]); err != nil {
+				return err
+			}
+			buf.Truncate(buf.Len() - 1) // the newline
 		}
-		buf.Truncate(buf.Len() - 1) // the newline
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return err
 		}
