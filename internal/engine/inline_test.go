@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -279,4 +280,58 @@ func TestIdempotencyKeyIsRunNodeVisit(t *testing.T) {
 	res := result(t, b.execute(context.Background(), engine.Options{RunID: "run-7", Host: engine.Host{Services: calcHook.Provide(nil, hook)}}))
 	require.Equal(t, engine.RunCompleted, res.Status)
 	require.Equal(t, []string{"run-7/c/1"}, keys)
+}
+
+// countingRecorder counts the steps recorded and the flushes that hand
+// them on, and the steps each flush handed on.
+type countingRecorder struct {
+	mu              sync.Mutex
+	steps, pending  int
+	flushes, handed int
+}
+
+func (r *countingRecorder) Step(*engine.StepRecord) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.steps++
+	r.pending++
+	return nil
+}
+
+func (r *countingRecorder) Event(engine.TimedEvent) error { return nil }
+
+func (r *countingRecorder) Flush() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flushes++
+	r.handed += r.pending
+	r.pending = 0
+	return nil
+}
+
+// The pure tasks the loop runs in a batch hand their records to the
+// recorder once, at the batch's end: a chain of 160 `set` nodes is
+// flushed about once a batch, not once a node, and every record is
+// handed on by the run's end.
+func TestPureBatchFlushesOnce(t *testing.T) {
+	t.Parallel()
+	const n = 160
+	var nodes, edges strings.Builder
+	nodes.WriteString("\n  - {id: start, type: trigger.manual}\n")
+	edges.WriteString("\n  - {from: start, to: n0}\n")
+	for i := range n {
+		fmt.Fprintf(&nodes, "  - {id: n%d, type: set, values: {i: %d}}\n", i, i)
+		if i > 0 {
+			fmt.Fprintf(&edges, "  - {from: n%d, to: n%d}\n", i-1, i)
+		}
+	}
+	b := setupDriver(t, wf(nodes.String(), edges.String()))
+	rec := &countingRecorder{}
+	res := result(t, b.execute(context.Background(), engine.Options{Host: engine.Host{Recorder: rec}}))
+	require.Equal(t, engine.RunCompleted, res.Status)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, rec.steps, rec.handed, "every record is handed on")
+	require.GreaterOrEqual(t, rec.steps, n+1)
+	require.LessOrEqual(t, rec.flushes, n/16+8, "one flush a batch of 16 pure tasks, not one a task")
 }
