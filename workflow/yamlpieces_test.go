@@ -99,8 +99,10 @@ func TestBigFileErrorsKeepTheirLines(t *testing.T) {
 	require.Equal(t, "n550", diags[0].Node)
 }
 
+// BenchmarkParseYAML parses the 1,000-node workflow of the YAML
+// benchmarks (bigYAML) whole, then in pieces.
 func BenchmarkParseYAML(b *testing.B) {
-	src := []byte(chainSource(1000))
+	src := bigYAML(1000)
 	b.Run("whole", func(b *testing.B) {
 		for b.Loop() {
 			if _, perr := parseWhole(src); perr != nil {
@@ -115,18 +117,4 @@ func BenchmarkParseYAML(b *testing.B) {
 			}
 		}
 	})
-}
-
-// chainSource is scripts/benchlib.sh's chain of n `set` nodes.
-func chainSource(n int) string {
-	var b strings.Builder
-	b.WriteString("version: 1\nname: chain\nnodes:\n  - {id: start, type: trigger.manual}\n")
-	for i := range n {
-		fmt.Fprintf(&b, "  - {id: n%d, type: set, values: {i: %d}}\n", i, i)
-	}
-	b.WriteString("edges:\n  - {from: start, to: n0}\n")
-	for i := 1; i < n; i++ {
-		fmt.Fprintf(&b, "  - {from: n%d, to: n%d}\n", i-1, i)
-	}
-	return b.String()
 }
