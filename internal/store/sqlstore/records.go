@@ -188,7 +188,7 @@ func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
 func (s *Statements) EventArgs(b Batch, first int64) [][]any {
 	rows := make([][]any, len(b.Events))
 	for i, ev := range b.Events {
-		rows[i] = []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, ev.Visit, ev.Iteration, s.c.d.JSON(b.data[i])}
+		rows[i] = []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
 	}
 	return rows
 }
@@ -227,11 +227,13 @@ func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
 	if st.RanOn != nil {
 		ran = *st.RanOn
 	}
-	return []any{runID, gen, st.Node, st.Visit,
-		st.StepOrder, st.Type, st.Iteration, st.Attempts, st.Status, docs[0], docs[1], st.OutputRef, docs[2],
-		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, st.Tokens, st.CostUSD,
-		st.ProcessGroup, st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
-		st.TakenHandle, ran.Host, ran.PID, ran.Worker, st.Confidence,
+	// Integers as int64 and the status as a string: values a driver takes
+	// as they are, not through database/sql's reflection.
+	return []any{runID, int64(gen), st.Node, int64(st.Visit),
+		int64(st.StepOrder), st.Type, int64(st.Iteration), int64(st.Attempts), string(st.Status), docs[0], docs[1], st.OutputRef, docs[2],
+		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, int64(st.Tokens), st.CostUSD,
+		int64(st.ProcessGroup), st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
+		st.TakenHandle, ran.Host, int64(ran.PID), ran.Worker, st.Confidence,
 		nil, nil, nil, nil}, nil
 }
 
@@ -323,6 +325,31 @@ func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error
 	if err != nil {
 		return err
 	}
+	return c.saveRows(ctx, op, bs)
+}
+
+// prepared is what PrepareBatches makes: the batches' rows.
+type prepared []Batch
+
+// PrepareBatches encodes the rows of batches (store.Preparer).
+func (c *Core) PrepareBatches(batches []store.Batch) (store.Prepared, error) {
+	bs, err := c.st.Batches(batches)
+	if err != nil {
+		return nil, err
+	}
+	return prepared(bs), nil
+}
+
+// SavePrepared writes the rows PrepareBatches made (store.Preparer).
+func (c *Core) SavePrepared(ctx context.Context, p store.Prepared) error {
+	bs, ok := p.(prepared)
+	if !ok {
+		return fmt.Errorf("saving a batch of steps and events: %T was not prepared by this store", p)
+	}
+	return c.saveRows(ctx, "saving a batch of steps and events", bs)
+}
+
+func (c *Core) saveRows(ctx context.Context, op string, bs []Batch) error {
 	firsts, err := c.db.SaveBatches(ctx, op, bs)
 	if err != nil {
 		return err
