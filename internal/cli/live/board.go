@@ -102,14 +102,17 @@ func (b *board) started(run *record.Run, resumed bool) []string {
 func Label(rec record.Step) string {
 	if rec.Loop != nil {
 		if _, ok := rec.Loop["total"]; ok {
+			if i, ok := rec.Loop["index"].(int); ok {
+				return rec.Node + "[" + strconv.Itoa(i) + "]"
+			}
 			return fmt.Sprintf("%s[%v]", rec.Node, rec.Loop["index"])
 		}
 		if it, ok := rec.Loop["iteration"].(int); ok {
-			return fmt.Sprintf("%s (pass %d)", rec.Node, it+1)
+			return rec.Node + " (pass " + strconv.Itoa(it+1) + ")"
 		}
 	}
 	if rec.Visit > 1 {
-		return fmt.Sprintf("%s #%d", rec.Node, rec.Visit)
+		return rec.Node + " #" + strconv.Itoa(rec.Visit)
 	}
 	return rec.Node
 }
