@@ -18,14 +18,18 @@ import (
 func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	firsts := make([]int64, len(bs))
 	var nLean, nSteps, nEvents int
-	for _, b := range bs {
+	// The events each batch's step rows carry (carry).
+	rides := make([][]ride, len(bs))
+	for i, b := range bs {
 		for _, row := range b.Steps {
 			if sqlstore.IsLeanStepRow(row) {
 				nLean++
 			}
 		}
 		nSteps += len(b.Steps)
-		nEvents += len(b.Events)
+		// Only the events no step row carries are inserted.
+		rides[i] = carried(b)
+		nEvents += eventRows(len(b.Events), rides[i])
 	}
 	s.prepareRows(ctx, s.leanRows, nLean)
 	s.prepareRows(ctx, s.stepRows, nSteps-nLean)
@@ -60,7 +64,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				continue
 			}
 			firsts[i] = r.seq + 1
-			events = append(events, carry(b, s.st.EventArgs(b, firsts[i]))...)
+			events = append(events, carry(b, s.st.EventArgs(b, firsts[i]), rides[i])...)
 			r.seq += int64(len(b.Events))
 			if !r.moved {
 				r.moved = true
@@ -136,9 +140,38 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error
 // data. It returns the event rows left to insert. A step row saved again
 // with another finish turns the events it carried into event rows (the
 // schema's trigger), so none is lost.
-func carry(b sqlstore.Batch, evs [][]any) [][]any {
-	if len(b.Steps) == 0 {
+func carry(b sqlstore.Batch, evs [][]any, rides []ride) [][]any {
+	if len(rides) == 0 {
 		return evs
+	}
+	first := len(b.Steps[0]) - sqlstore.StepEventArgs
+	drop := make([]bool, len(evs))
+	for _, r := range rides {
+		row, j := b.Steps[r.row], r.finished
+		row[first], row[first+1], row[first+2], row[first+3] = nil, evs[j][1], evs[j][2], evs[j][7]
+		drop[j] = true
+		if i := r.started; i >= 0 {
+			row[first] = evs[i][2]
+			drop[i] = true
+		}
+	}
+	kept := make([][]any, 0, len(evs))
+	for j, e := range evs {
+		if !drop[j] {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+// ride is a step row of a batch and the events it carries (carry): the
+// index of its node_finished, and of its node_started (-1: none).
+type ride struct{ row, finished, started int }
+
+// carried returns which events of b its step rows carry (carry).
+func carried(b sqlstore.Batch) []ride {
+	if len(b.Steps) == 0 {
+		return nil
 	}
 	type key struct {
 		node  string
@@ -169,30 +202,32 @@ func carry(b sqlstore.Batch, evs [][]any) [][]any {
 			finished[kk] = j
 		}
 	}
-	if finished == nil {
-		return evs
-	}
-	first := len(b.Steps[0]) - sqlstore.StepEventArgs
-	drop := make([]bool, len(evs))
+	rides := make([]ride, 0, len(finished))
 	for kk, j := range finished {
-		row := b.Steps[at[kk]]
-		row[first], row[first+1], row[first+2], row[first+3] = nil, evs[j][1], evs[j][2], evs[j][7]
-		drop[j] = true
+		r := ride{row: at[kk], finished: j, started: -1}
+		// The node_started numbered just before, of the same visit, with
+		// no data (a column holds only its time).
 		if i := j - 1; i >= 0 {
 			if ev := b.Events[i]; ev.Type == record.EventNodeStarted && ev.Node == kk.node && ev.Visit == kk.visit &&
-				ev.Iteration == b.Events[j].Iteration && evs[i][7] == nil {
-				row[first] = evs[i][2]
-				drop[i] = true
+				ev.Iteration == b.Events[j].Iteration && ev.Data == nil {
+				r.started = i
 			}
 		}
+		rides = append(rides, r)
 	}
-	kept := make([][]any, 0, len(evs))
-	for j, e := range evs {
-		if !drop[j] {
-			kept = append(kept, e)
+	return rides
+}
+
+// eventRows is the number of a batch's events (n) left as event rows once
+// its step rows carried theirs (rides, carry).
+func eventRows(n int, rides []ride) int {
+	for _, r := range rides {
+		n--
+		if r.started >= 0 {
+			n--
 		}
 	}
-	return kept
+	return n
 }
 
 // maxRowsPerInsert bounds the rows of one multi-row INSERT (24 columns ×

@@ -10,6 +10,7 @@ import (
 
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlstore"
 )
 
 // A write of 85 steps and 85 events goes by INSERTs of 64, 16, 4 and 1
@@ -51,6 +52,42 @@ func TestMultiRowInsertsPreparedWhenNeeded(t *testing.T) {
 	require.Equal(t, 5+2*n, steps)
 	require.Equal(t, 5+2*n, events)
 	require.Equal(t, events, maxSeq, "events numbered without a gap")
+}
+
+// A write of 85 steps with their node_started and node_finished events,
+// which the step rows carry (carry), prepares no multi-row INSERT of
+// events: none is left to insert as an event row. The events read back
+// numbered as written.
+func TestCarriedEventsPrepareNoEventInsert(t *testing.T) {
+	ctx := t.Context()
+	s := openWithRun(t)
+	const n = 64 + 16 + 4 + 1
+	steps := make([]*store.Step, n)
+	var events []store.Event
+	for i := range steps {
+		node := fmt.Sprintf("n%d", i)
+		steps[i] = &store.Step{Node: node, Visit: 1, StepOrder: i + 1, Type: "set", Status: "success", Output: map[string]any{"i": i}}
+		events = append(events, store.Event{Type: record.EventNodeStarted, Node: node, Visit: 1},
+			store.Event{Type: record.EventNodeFinished, Node: node, Visit: 1, Data: map[string]any{"status": "success"}})
+	}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps, Events: events}}))
+	s.multiMu.Lock()
+	var eventInserts []int
+	for k := range s.multi {
+		if k.rows == s.eventRows {
+			eventInserts = append(eventInserts, k.n)
+		}
+	}
+	s.multiMu.Unlock()
+	require.Empty(t, eventInserts, "multi-row INSERTs of events were prepared")
+	got, err := s.Events(ctx, "r1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 2*n)
+	for i, ev := range got {
+		require.Equal(t, int64(i+1), ev.Seq)
+		require.Equal(t, events[i].Type, ev.Type)
+		require.Equal(t, events[i].Node, ev.Node)
+	}
 }
 
 // The arguments of the multi-row INSERTs are gathered in one buffer kept
@@ -219,4 +256,37 @@ func openWithRun(t *testing.T) *Store {
 	t.Cleanup(func() { _ = s.Close() })
 	require.NoError(t, s.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w"}))
 	return s
+}
+
+// TestALocalStepRowIsLean: the row of a step as a local run records it
+// (where it ran, its times, its output) is written lean, with fewer
+// values bound: the columns a lean row leaves out all hold their
+// defaults. A step with a rare value (a cached one) is not, and both read
+// back as they were saved.
+func TestALocalStepRowIsLean(t *testing.T) {
+	t.Parallel()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	step := func(node string, cached bool) *store.Step {
+		return &store.Step{Generation: 1, StepOrder: 1, Node: node, Type: "set", Visit: 1, Attempts: 1, Status: "success",
+			Params: map[string]any{"values": map[string]any{"i": 1}}, Output: map[string]any{"i": 1}, ConfigHash: "h",
+			StartedAt: &now, FinishedAt: &now, RanOn: &record.Place{Host: "box", PID: 42}, Cached: cached}
+	}
+	steps := []*store.Step{step("a", false), step("b", true)}
+	_, st := sqlstore.New(nil, dialect)
+	bs, err := st.Batches([]store.Batch{{RunID: "r1", Steps: steps}})
+	require.NoError(t, err)
+	require.True(t, sqlstore.IsLeanStepRow(bs[0].Steps[0]), "a local step's row is lean")
+	require.False(t, sqlstore.IsLeanStepRow(bs[0].Steps[1]), "a cached step's is not")
+
+	s := openWithRun(t)
+	ctx := t.Context()
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps}}))
+	got, err := s.Steps(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	for i, g := range got {
+		require.Equal(t, &record.Place{Host: "box", PID: 42}, g.RanOn, g.Node)
+		require.Equal(t, steps[i].Cached, g.Cached, g.Node)
+		require.Equal(t, steps[i].Output, g.Output, g.Node)
+	}
 }

@@ -60,8 +60,10 @@ const upsertStepTail = `
 // them all are so can be written lean, without them (LeanStepRow), so
 // fewer values are bound to the statement: the SQLite store does, whose
 // table's defaults are those zeros.
+// Where a step ran (ran_host, ran_pid) is not one of them: every step
+// that started has it.
 var rareStepCols = []string{"output_ref", "cached", "pinned", "tokens", "cost_usd", "process_group", "masked",
-	"wake_at", "skip_reason", "taken_handle", "ran_host", "ran_pid", "ran_worker", "confidence"}
+	"wake_at", "skip_reason", "taken_handle", "ran_worker", "confidence"}
 
 // leanStep is the shape of a lean step row: the indexes in a step row
 // (StepArgs) of the values it keeps and of those it leaves out, and the
