@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/runner"
@@ -68,10 +69,11 @@ type Kind struct {
 // Engine runs workflows and reads their runs. It is safe for concurrent
 // use; Close it when done.
 type Engine struct {
-	r    *runner.Runner
-	reg  *node.Registry
-	opts runner.Options
-	poll time.Duration
+	r     *runner.Runner
+	reg   *node.Registry
+	opts  runner.Options
+	poll  time.Duration
+	valid validated
 }
 
 // Open opens the engine of cfg.Dir (or cfg.Database), creating the folder
@@ -159,11 +161,45 @@ func (e *Engine) Start(ctx context.Context, file string, inputs map[string]any, 
 // StartWorkflow is Start for a workflow the program holds (decoded with
 // workflow.Decode, or built). It is validated first. Resume and Rerun read
 // a run's workflow from its file (w.File) again, or from ResumeOpts.File.
+//
+// A workflow must not change once started: the engine keeps what it made
+// of it (its plan, and that it is valid) for the next runs of the same w.
+// To run a changed workflow, start a new one.
 func (e *Engine) StartWorkflow(ctx context.Context, w *workflow.Workflow, inputs map[string]any, opts *StartOpts) (*RunDoc, error) {
-	if ds := workflow.Validate(w, e.reg); ds.HasErrors() {
-		return nil, &InvalidError{File: w.File, Diagnostics: ds}
+	if !e.valid.has(w) {
+		if ds := workflow.Validate(w, e.reg); ds.HasErrors() {
+			return nil, &InvalidError{File: w.File, Diagnostics: ds}
+		}
+		e.valid.add(w)
 	}
 	return e.start(ctx, w, inputs, opts)
+}
+
+// validated is the workflows StartWorkflow found valid, so that the runs
+// of a workflow a program starts again and again (a server's) are not
+// each validated anew. The zero value is ready; safe for concurrent use.
+type validated struct {
+	mu sync.Mutex
+	ws map[*workflow.Workflow]struct{}
+}
+
+// maxValidated bounds the workflows a validated keeps.
+const maxValidated = 256
+
+func (v *validated) has(w *workflow.Workflow) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.ws[w]
+	return ok
+}
+
+func (v *validated) add(w *workflow.Workflow) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.ws == nil || len(v.ws) >= maxValidated {
+		v.ws = map[*workflow.Workflow]struct{}{}
+	}
+	v.ws[w] = struct{}{}
 }
 
 func (e *Engine) start(ctx context.Context, w *workflow.Workflow, inputs map[string]any, opts *StartOpts) (*RunDoc, error) {

@@ -293,6 +293,17 @@ edges:
 	require.False(t, ds.HasErrors())
 	_, err = b.eng.StartWorkflow(ctx, w, nil, nil)
 	require.ErrorAs(t, err, &invalid, "a workflow the program holds is validated too")
+	_, err = b.eng.StartWorkflow(ctx, w, nil, nil)
+	require.ErrorAs(t, err, &invalid, "and refused each time it is started")
+
+	// A valid one runs each time it is started (validated once).
+	ok, ds := workflow.Decode("ok.yaml", []byte("version: 1\nname: ok\nnodes:\n  - {id: start, type: trigger.manual}\n  - {id: x, type: set, values: {a: 1}}\nedges:\n  - {from: start, to: x}\n"))
+	require.False(t, ds.HasErrors())
+	for range 2 {
+		doc, err := b.eng.StartWorkflow(ctx, ok, nil, nil)
+		require.NoError(t, err)
+		require.Equal(t, skein.RunCompleted, doc.Status)
+	}
 }
 
 func TestKinds(t *testing.T) {
