@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sort"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/skeinhq/skein/internal/plainjson"
@@ -53,23 +54,37 @@ type Reused struct {
 // parameters, the loop context, and the hashes of the steps that fed it,
 // so a change anywhere upstream changes every hash after it.
 func ConfigHash(def []byte, params map[string]any, loop map[string]any, upstream []string) string {
-	h := sha256.New()
-	h.Write(def)
-	h.Write([]byte{0})
-	h.Write(canonical(params))
-	h.Write([]byte{0})
+	// The bytes hashed, in one buffer: def, 0, params, 0, loop (when
+	// there is one), 0, then each upstream hash in order and a 0.
+	bp := hashBufs.Get().(*[]byte)
+	b := append((*bp)[:0], def...)
+	b = append(b, 0)
+	b = appendCanonical(b, params)
+	b = append(b, 0)
 	if loop != nil {
-		h.Write(canonical(loop))
+		b = appendCanonical(b, loop)
 	}
-	h.Write([]byte{0})
-	up := append([]string(nil), upstream...)
-	sort.Strings(up)
+	b = append(b, 0)
+	up := upstream
+	if len(up) > 1 && !slices.IsSorted(up) {
+		up = slices.Sorted(slices.Values(upstream))
+	}
 	for _, u := range up {
-		h.Write([]byte(u))
-		h.Write([]byte{0})
+		b = append(append(b, u...), 0)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	sum := sha256.Sum256(b)
+	if cap(b) <= maxHashBuf {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return hex.EncodeToString(sum[:])
 }
+
+// hashBufs are the buffers of ConfigHash; one larger than maxHashBuf (a
+// big parameter) is not kept.
+var hashBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxHashBuf = 64 << 10
 
 // NodeDef returns the canonical JSON of a node's definition, as
 // ConfigHash takes it: the one its plan keeps (NewPlan), else made now.
@@ -89,12 +104,16 @@ func nodeDef(n *workflow.Node) []byte { return canonical(n.Map()) }
 // canonical is m as json.Marshal writes it (keys sorted, <, > and &
 // escaped): the text a hash is taken over, the same from one version to
 // the next.
-func canonical(m map[string]any) []byte {
-	if b, ok := plainjson.AppendMap(nil, m, true); ok {
+func canonical(m map[string]any) []byte { return appendCanonical(nil, m) }
+
+// appendCanonical appends canonical(m) to b.
+func appendCanonical(b []byte, m map[string]any) []byte {
+	n := len(b)
+	if b, ok := plainjson.AppendMap(b, m, true); ok {
 		return b
 	}
-	b, _ := json.Marshal(m)
-	return b
+	j, _ := json.Marshal(m)
+	return append(b[:n], j...)
 }
 
 // upstreamHashes returns the latest step hashes of the nodes with edges
