@@ -64,7 +64,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				continue
 			}
 			firsts[i] = r.seq + 1
-			events = append(events, carry(b, s.st.EventArgs(b, firsts[i]), rides[i])...)
+			events = append(events, s.carry(b, firsts[i], rides[i])...)
 			r.seq += int64(len(b.Events))
 			if !r.moved {
 				r.moved = true
@@ -137,28 +137,29 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error
 // in the batch goes in the last columns of its step row when the batch
 // writes that step of the event's iteration, and so does the
 // node_started numbered just before it, of the same visit, when it has no
-// data. It returns the event rows left to insert. A step row saved again
-// with another finish turns the events it carried into event rows (the
-// schema's trigger), so none is lost.
-func carry(b sqlstore.Batch, evs [][]any, rides []ride) [][]any {
-	if len(rides) == 0 {
-		return evs
-	}
-	first := len(b.Steps[0]) - sqlstore.StepEventArgs
-	drop := make([]bool, len(evs))
-	for _, r := range rides {
-		row, j := b.Steps[r.row], r.finished
-		row[first], row[first+1], row[first+2], row[first+3] = nil, evs[j][1], evs[j][2], evs[j][7]
-		drop[j] = true
-		if i := r.started; i >= 0 {
-			row[first] = evs[i][2]
-			drop[i] = true
+// data (rides, carried). It returns the event rows left to insert, the
+// batch's events numbered from first; no row is made of an event carried.
+// A step row saved again with another finish turns the events it carried
+// into event rows (the schema's trigger), so none is lost.
+func (s *Store) carry(b sqlstore.Batch, first int64, rides []ride) [][]any {
+	var drop []bool
+	if len(rides) > 0 {
+		col := len(b.Steps[0]) - sqlstore.StepEventArgs
+		drop = make([]bool, len(b.Events))
+		for _, r := range rides {
+			row, j := b.Steps[r.row], r.finished
+			row[col], row[col+1], row[col+2], row[col+3] = nil, first+int64(j), s.st.EventTime(b, j), s.st.EventData(b, j)
+			drop[j] = true
+			if i := r.started; i >= 0 {
+				row[col] = s.st.EventTime(b, i)
+				drop[i] = true
+			}
 		}
 	}
-	kept := make([][]any, 0, len(evs))
-	for j, e := range evs {
-		if !drop[j] {
-			kept = append(kept, e)
+	kept := make([][]any, 0, len(b.Events)-len(rides))
+	for j := range b.Events {
+		if drop == nil || !drop[j] {
+			kept = append(kept, s.st.EventRow(b, first, j))
 		}
 	}
 	return kept

@@ -189,11 +189,25 @@ func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
 // events, numbered from first.
 func (s *Statements) EventArgs(b Batch, first int64) [][]any {
 	rows := make([][]any, len(b.Events))
-	for i, ev := range b.Events {
-		rows[i] = []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
+	for i := range b.Events {
+		rows[i] = s.EventRow(b, first, i)
 	}
 	return rows
 }
+
+// EventRow returns the arguments of SQL.InsertEvent for the batch's event
+// i, the batch's events numbered from first.
+func (s *Statements) EventRow(b Batch, first int64, i int) []any {
+	ev := &b.Events[i]
+	return []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
+}
+
+// EventTime and EventData are the time and the data of the batch's event
+// i as EventRow gives them.
+func (s *Statements) EventTime(b Batch, i int) any { return s.c.time(b.Events[i].Time) }
+
+// EventData: see EventTime.
+func (s *Statements) EventData(b Batch, i int) any { return s.c.d.JSON(b.data[i]) }
 
 // Numbered sets the RunID and Seq of the batch's events, numbered from
 // first, once they are committed.
