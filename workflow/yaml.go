@@ -295,6 +295,9 @@ const slabCap = 64
 
 // list returns an empty slice with room for n elements.
 func (c *yamlConv) list(n int) []*value {
+	if n == 0 {
+		return nil // an empty list is nil, whatever is left of the block
+	}
 	if n > slabCap {
 		return make([]*value, 0, n)
 	}
@@ -309,6 +312,9 @@ func (c *yamlConv) list(n int) []*value {
 // mapEntries returns an empty slice with room for n entries. A map that
 // grows past n (through a merge key) moves to a slice of its own.
 func (c *yamlConv) mapEntries(n int) []mapEntry {
+	if n == 0 {
+		return nil // as list
+	}
 	if n > slabCap {
 		return make([]mapEntry, 0, n)
 	}
