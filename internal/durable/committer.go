@@ -16,10 +16,6 @@ import (
 // a commit (a progress line, the run folder) does not hold up the next,
 // until the outcomes of 64 transactions wait for it.
 //
-// With a store that prepares its rows apart from the transaction
-// (store.Preparer), a third goroutine writes: the rows of the next
-// transaction are encoded while the last one is written.
-//
 // A failure belongs to the run whose batch failed: when a group
 // transaction fails, each run's share is tried alone, so one run's
 // problem (a lost lease, a deleted run) never fails another's records.
@@ -35,11 +31,6 @@ type Committer struct {
 	// submitted and committed count submissions, to make Sync cheap.
 	submitted, committed uint64
 	closed               bool
-	// prep is st as a store.Preparer, nil when it is not one; groups
-	// then carries each group and its rows from loop to the goroutine
-	// that writes them (write).
-	prep   store.Preparer
-	groups chan group
 	// answers carries each transaction's outcomes to the goroutine that
 	// calls the after functions (answer); done closes when it returns.
 	answers chan answer
@@ -56,13 +47,6 @@ type submission struct {
 	after func(error)
 }
 
-// group is the submissions of one transaction and, with a
-// store.Preparer, their rows (nil when they could not be prepared).
-type group struct {
-	subs     []submission
-	prepared store.Prepared
-}
-
 // answer is the outcome of one transaction: its submissions and their
 // errors.
 type answer struct {
@@ -74,10 +58,6 @@ type answer struct {
 func NewCommitter(st store.Store) *Committer {
 	c := &Committer{st: st, answers: make(chan answer, 64), done: make(chan struct{}), failed: map[runKey]error{}}
 	c.cond = sync.NewCond(&c.mu)
-	if p, ok := st.(store.Preparer); ok {
-		c.prep, c.groups = p, make(chan group)
-		go c.write()
-	}
 	go c.loop()
 	go c.answer()
 	return c
@@ -123,11 +103,7 @@ func (c *Committer) Close() error {
 }
 
 func (c *Committer) loop() {
-	if c.prep != nil {
-		defer close(c.groups)
-	} else {
-		defer close(c.answers)
-	}
+	defer close(c.answers)
 	for {
 		c.mu.Lock()
 		for len(c.queue) == 0 && !c.closed {
@@ -140,25 +116,7 @@ func (c *Committer) loop() {
 		subs := c.queue
 		c.queue, c.spare = c.spare, nil
 		c.mu.Unlock()
-		if c.prep == nil {
-			c.answers <- answer{subs, c.commit(subs, nil)}
-			continue
-		}
-		// A batch that fails to encode fails in write, as SaveBatch fails
-		// it, with its run alone.
-		p, err := c.prep.PrepareBatches(merge(subs))
-		if err != nil {
-			p = nil
-		}
-		c.groups <- group{subs, p}
-	}
-}
-
-// write commits the groups loop prepared, one transaction at a time.
-func (c *Committer) write() {
-	defer close(c.answers)
-	for g := range c.groups {
-		c.answers <- answer{g.subs, c.commit(g.subs, g.prepared)}
+		c.answers <- answer{subs, c.commit(subs)}
 	}
 }
 
@@ -184,10 +142,8 @@ func (c *Committer) answer() {
 }
 
 // commit writes subs in one transaction, or run by run when that fails,
-// and returns each submission's error. prepared, when not nil, is the
-// rows of every one of subs (store.Preparer), written unless a run of
-// subs failed before.
-func (c *Committer) commit(subs []submission, prepared store.Prepared) []error {
+// and returns each submission's error.
+func (c *Committer) commit(subs []submission) []error {
 	errs := make([]error, len(subs))
 	keyOf := func(s submission) runKey { return runKey{s.batch.RunID, s.batch.Token} }
 	// Runs that failed before fail again, without a write.
@@ -212,12 +168,7 @@ func (c *Committer) commit(subs []submission, prepared store.Prepared) []error {
 		}
 		return out
 	}
-	var err error
-	if prepared != nil && len(live) == len(subs) {
-		err = c.prep.SavePrepared(context.Background(), prepared)
-	} else {
-		err = c.st.SaveBatch(context.Background(), merge(pick(live)))
-	}
+	err := c.st.SaveBatch(context.Background(), merge(pick(live)))
 	if err == nil {
 		return errs
 	}

@@ -2,10 +2,8 @@ package durable_test
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,17 +20,13 @@ import (
 // owner lost the lease), the other runs committed in the same group are
 // not failed with it, and the failed run's later batches fail too, so its
 // records never have a gap. It holds on both stores.
-// With a store that prepares its rows apart (store.Preparer), the same
-// holds of the groups prepared while another is written.
 func TestAFailureBelongsToItsRun(t *testing.T) {
 	t.Parallel()
 	for name, open := range stores {
-		for _, prepared := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/prepared=%v", name, prepared), func(t *testing.T) {
-				t.Parallel()
-				testAFailureBelongsToItsRun(t, open(t), prepared)
-			})
-		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testAFailureBelongsToItsRun(t, open(t))
+		})
 	}
 }
 
@@ -52,19 +46,14 @@ var stores = map[string]func(t *testing.T) store.Store{
 	},
 }
 
-func testAFailureBelongsToItsRun(t *testing.T, st store.Store, prepared bool) {
+func testAFailureBelongsToItsRun(t *testing.T, st store.Store) {
 	ctx := t.Context()
 	for _, id := range []string{"good", "stale"} {
 		require.NoError(t, st.CreateRun(ctx, &store.Run{ID: id, Workflow: "w", Status: "running",
 			Owner: store.Owner{Host: "h", PID: 1, Token: "tok-" + id}, LeaseTTL: time.Hour}))
 	}
 	gate := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
-	var c *durable.Committer
-	if prepared {
-		c = durable.NewCommitter(&gatedPreparer{gate})
-	} else {
-		c = durable.NewCommitter(gate)
-	}
+	c := durable.NewCommitter(gate)
 	defer c.Close()
 
 	// The first transaction is held, so the next two batches queue and
@@ -97,9 +86,6 @@ func testAFailureBelongsToItsRun(t *testing.T, st store.Store, prepared bool) {
 	steps, err := st.Steps(ctx, "good")
 	require.NoError(t, err)
 	require.Len(t, steps, 2)
-	if prepared {
-		require.Positive(t, gate.prepared.Load(), "the groups were written as their prepared rows")
-	}
 
 	// The stale owner's later batch fails without a write, even a valid one.
 	done := make(chan error, 1)
@@ -107,41 +93,22 @@ func testAFailureBelongsToItsRun(t *testing.T, st store.Store, prepared bool) {
 	require.ErrorIs(t, <-done, store.ErrLeaseLost)
 }
 
-// gatedStore holds its first write (SaveBatch, or SavePrepared of a
-// gatedPreparer) until release is closed.
+// gatedStore holds its first SaveBatch until release is closed.
 type gatedStore struct {
 	store.Store
-	once     sync.Once
-	entered  chan struct{}
-	release  chan struct{}
-	prepared atomic.Int64 // the writes of prepared rows
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
 }
 
-func (g *gatedStore) hold() {
+func (g *gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
 	first := false
 	g.once.Do(func() { first = true })
 	if first {
 		close(g.entered)
 		<-g.release
 	}
-}
-
-func (g *gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
-	g.hold()
 	return g.Store.SaveBatch(ctx, bs)
-}
-
-// gatedPreparer is a gatedStore of a store.Preparer that is one too.
-type gatedPreparer struct{ *gatedStore }
-
-func (g *gatedPreparer) PrepareBatches(bs []store.Batch) (store.Prepared, error) {
-	return g.Store.(store.Preparer).PrepareBatches(bs)
-}
-
-func (g *gatedPreparer) SavePrepared(ctx context.Context, p store.Prepared) error {
-	g.hold()
-	g.prepared.Add(1)
-	return g.Store.(store.Preparer).SavePrepared(ctx, p)
 }
 
 // TestWaitingForACommitHoldsUpNoOther: an after function that is slow (a
@@ -205,98 +172,4 @@ func (s *savedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
 	err := s.Store.SaveBatch(ctx, bs)
 	s.saved <- struct{}{}
 	return err
-}
-
-// TestTheNextGroupIsPreparedWhileTheLastIsWritten: with a store that
-// prepares its rows apart (store.Preparer), the rows of the next
-// transaction are made while the last one is written; a batch prepared
-// so of a run whose batch then fails is not written, and fails as that
-// run's later batches do.
-func TestTheNextGroupIsPreparedWhileTheLastIsWritten(t *testing.T) {
-	t.Parallel()
-	st := stores["sqlite"](t)
-	ctx := t.Context()
-	for _, id := range []string{"good", "stale"} {
-		require.NoError(t, st.CreateRun(ctx, &store.Run{ID: id, Workflow: "w", Status: "running",
-			Owner: store.Owner{Host: "h", PID: 1, Token: "tok-" + id}, LeaseTTL: time.Hour}))
-	}
-	p := &watchedPreparer{gatedPreparer: &gatedPreparer{&gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}},
-		made: make(chan []string, 8)}
-	c := durable.NewCommitter(p)
-	defer c.Close()
-
-	results := make(chan error, 4)
-	step := func(node string) []*store.Step {
-		return []*store.Step{{StepOrder: 1, Node: node, Visit: 1, Status: "success"}}
-	}
-	submit := func(b store.Batch) { c.Submit(b, func(err error) { results <- err }) }
-	submit(store.Batch{RunID: "good", Token: "tok-good", Steps: step("a")})
-	require.Equal(t, []string{"good"}, <-p.made)
-	<-p.entered // a's transaction is held
-	submit(store.Batch{RunID: "stale", Token: "someone-else", Steps: step("x")})
-	require.Equal(t, []string{"stale"}, <-p.made, "the next group is prepared while the last is written")
-	submit(store.Batch{RunID: "stale", Token: "someone-else"})
-	submit(store.Batch{RunID: "good", Token: "tok-good", Steps: step("b")})
-	close(p.release)
-
-	require.NoError(t, <-results)
-	require.ErrorIs(t, <-results, store.ErrLeaseLost)
-	require.ErrorIs(t, <-results, store.ErrLeaseLost, "a batch of a run that failed meanwhile fails too")
-	require.NoError(t, <-results, "and the other run's batch of its group is written")
-	steps, err := st.Steps(ctx, "good")
-	require.NoError(t, err)
-	require.Len(t, steps, 2)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	require.Equal(t, 1, p.wrote["stale"], "the stale run's batch prepared meanwhile was not written")
-}
-
-// watchedPreparer tells of the runs of each group it prepares, and counts
-// the writes of each run's rows.
-type watchedPreparer struct {
-	*gatedPreparer
-	made  chan []string
-	mu    sync.Mutex
-	wrote map[string]int
-}
-
-type watchedRows struct {
-	rows store.Prepared
-	runs []string
-}
-
-func (w *watchedPreparer) PrepareBatches(bs []store.Batch) (store.Prepared, error) {
-	var runs []string
-	for _, b := range bs {
-		runs = append(runs, b.RunID)
-	}
-	rows, err := w.gatedPreparer.PrepareBatches(bs)
-	w.made <- runs
-	return &watchedRows{rows, runs}, err
-}
-
-func (w *watchedPreparer) SavePrepared(ctx context.Context, p store.Prepared) error {
-	r := p.(*watchedRows)
-	w.count(r.runs)
-	return w.gatedPreparer.SavePrepared(ctx, r.rows)
-}
-
-func (w *watchedPreparer) SaveBatch(ctx context.Context, bs []store.Batch) error {
-	var runs []string
-	for _, b := range bs {
-		runs = append(runs, b.RunID)
-	}
-	w.count(runs)
-	return w.gatedPreparer.SaveBatch(ctx, bs)
-}
-
-func (w *watchedPreparer) count(runs []string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.wrote == nil {
-		w.wrote = map[string]int{}
-	}
-	for _, r := range runs {
-		w.wrote[r]++
-	}
 }

@@ -96,20 +96,6 @@ type Batch struct {
 	Finish *Run
 }
 
-// Preparer is a Store that turns batches into the rows it writes apart
-// from the transaction that writes them: a committer prepares the rows of
-// its next transaction while the last one is written.
-type Preparer interface {
-	// PrepareBatches encodes batches as SaveBatch would, without writing.
-	PrepareBatches(batches []Batch) (Prepared, error)
-	// SavePrepared writes what PrepareBatches made, once, as SaveBatch
-	// writes the batches it was made of.
-	SavePrepared(ctx context.Context, p Prepared) error
-}
-
-// Prepared is what a Preparer made of batches, for its SavePrepared.
-type Prepared any
-
 // WorkflowVersion is one stored version of a workflow's source. Versions of
 // a name count from 1.
 type WorkflowVersion struct {

@@ -341,31 +341,6 @@ func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error
 	if err != nil {
 		return err
 	}
-	return c.saveRows(ctx, op, bs)
-}
-
-// prepared is what PrepareBatches makes: the batches' rows.
-type prepared []Batch
-
-// PrepareBatches encodes the rows of batches (store.Preparer).
-func (c *Core) PrepareBatches(batches []store.Batch) (store.Prepared, error) {
-	bs, err := c.st.Batches(batches)
-	if err != nil {
-		return nil, err
-	}
-	return prepared(bs), nil
-}
-
-// SavePrepared writes the rows PrepareBatches made (store.Preparer).
-func (c *Core) SavePrepared(ctx context.Context, p store.Prepared) error {
-	bs, ok := p.(prepared)
-	if !ok {
-		return fmt.Errorf("saving a batch of steps and events: %T was not prepared by this store", p)
-	}
-	return c.saveRows(ctx, "saving a batch of steps and events", bs)
-}
-
-func (c *Core) saveRows(ctx context.Context, op string, bs []Batch) error {
 	firsts, err := c.db.SaveBatches(ctx, op, bs)
 	if err != nil {
 		return err
