@@ -18,7 +18,7 @@ type Deferred struct {
 	Later   func(func())
 	Redact  *redact.Redactor
 	mu      sync.Mutex
-	calls   []func()
+	kept    []kept // in the order they came
 	// out serialises the calls: commits call back from one goroutine,
 	// but the final flush may come from another.
 	out sync.Mutex
@@ -31,18 +31,26 @@ func (b *Deferred) Step(rec *engine.StepRecord) error {
 	if Planned(rec) {
 		return nil
 	}
-	c := *rec
 	b.mu.Lock()
-	b.calls = append(b.calls, func() { b.OnStep(c) })
+	b.kept = append(b.kept, kept{step: *rec, isStep: true})
 	b.mu.Unlock()
 	return nil
+}
+
+// kept is a step (a copy: the engine goes on changing its own) or an
+// event waiting for its commit. Kept as values in one slice, a run's
+// records cost no allocation each.
+type kept struct {
+	step   engine.StepRecord
+	event  engine.TimedEvent
+	isStep bool
 }
 
 // Event keeps an event, masked, for OnEvent.
 func (b *Deferred) Event(ev engine.TimedEvent) error {
 	ev.Data, _ = b.Redact.Map(ev.Data)
 	b.mu.Lock()
-	b.calls = append(b.calls, func() { b.OnEvent(ev) })
+	b.kept = append(b.kept, kept{event: ev})
 	b.mu.Unlock()
 	return nil
 }
@@ -50,17 +58,22 @@ func (b *Deferred) Event(ev engine.TimedEvent) error {
 // Flush hands what was kept to OnStep and OnEvent once it is committed.
 func (b *Deferred) Flush() error {
 	b.mu.Lock()
-	calls := b.calls
-	b.calls = nil
-	b.mu.Unlock()
-	if len(calls) == 0 {
+	ks := b.kept
+	if len(ks) == 0 {
+		b.mu.Unlock()
 		return nil
 	}
+	b.kept = make([]kept, 0, len(ks)) // the next flush tends to hold as many
+	b.mu.Unlock()
 	b.Later(func() {
 		b.out.Lock()
 		defer b.out.Unlock()
-		for _, c := range calls {
-			c()
+		for i := range ks {
+			if ks[i].isStep {
+				b.OnStep(ks[i].step)
+			} else {
+				b.OnEvent(ks[i].event)
+			}
 		}
 	})
 	return nil

@@ -89,11 +89,16 @@ func (r *Recorder) Step(rec *engine.StepRecord) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := stepKey{rec.Node, rec.Visit}
-	s := RedactStep(r.redact, StepFromRecord(r.runID, rec))
-	if _, ok := r.steps[key]; !ok {
+	s, ok := r.steps[key]
+	if !ok {
 		r.order = append(r.order, key)
+		s = new(store.Step)
 	}
-	r.steps[key] = s
+	// The step buffered for key since the last take is the recorder's
+	// own (take hands it over and forgets it): its latest state is
+	// written over it.
+	stepInto(s, r.runID, rec)
+	r.steps[key] = RedactStep(r.redact, s)
 	return nil
 }
 
@@ -251,6 +256,13 @@ func (r *Recorder) offload(s *store.Step) error {
 // StepFromRecord is the step as a store keeps it: the record of run
 // runID, its directives folded into its output.
 func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
+	s := new(store.Step)
+	stepInto(s, runID, rec)
+	return s
+}
+
+// stepInto sets *s to StepFromRecord(runID, rec).
+func stepInto(s *store.Step, runID string, rec *engine.StepRecord) {
 	out := rec.Output
 	if len(rec.Directives) > 0 {
 		out = make(map[string]any, len(rec.Output)+1)
@@ -259,9 +271,8 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 		}
 		out[directivesKey] = rec.Directives
 	}
-	s := *rec
+	*s = *rec
 	s.RunID, s.Output, s.Directives = runID, out, nil
-	return &s
 }
 
 // RedactStep returns s with red's secrets masked in its parameters, output
