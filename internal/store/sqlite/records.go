@@ -45,11 +45,12 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		runs := map[string]*runRow{}
 		var moved []string
 		var steps, plans, events [][]any
+		runSeq := tx.StmtContext(ctx, s.runSeqSt)
 		for i, b := range bs {
 			r := runs[b.RunID]
 			if r == nil {
 				r = &runRow{}
-				err := tx.StmtContext(ctx, s.runSeqSt).QueryRowContext(ctx, b.RunID).Scan(&r.owner, &r.seq)
+				err := runSeq.QueryRowContext(ctx, b.RunID).Scan(&r.owner, &r.seq)
 				if err := sqlstore.Fence(b.RunID, "", r.owner, err); err != nil {
 					return err
 				}
@@ -74,22 +75,36 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		if err := s.upsertSteps(ctx, tx, steps); err != nil {
 			return err
 		}
-		for _, p := range plans {
-			if _, err := tx.StmtContext(ctx, s.insertPlanSt).ExecContext(ctx, p...); err != nil {
-				return err
+		if len(plans) > 0 {
+			plan := tx.StmtContext(ctx, s.insertPlanSt)
+			for _, p := range plans {
+				if _, err := plan.ExecContext(ctx, p...); err != nil {
+					return err
+				}
 			}
 		}
 		if err := s.insertRows(ctx, tx, s.insertEvSt, s.eventRows, events); err != nil {
 			return err
 		}
-		for _, id := range moved {
-			if _, err := tx.StmtContext(ctx, s.setSeqSt).ExecContext(ctx, id, runs[id].seq); err != nil {
+		// A run that finishes has its count of events set with its final
+		// record, the others by themselves.
+		finish := tx.StmtContext(ctx, s.finishRunSt)
+		for _, b := range bs {
+			if b.Finish == nil {
+				continue
+			}
+			args := b.Finish
+			if r := runs[b.RunID]; r.moved {
+				args, r.moved = sqlstore.FinishWithSeq(b.Finish, r.seq), false
+			}
+			if _, err := finish.ExecContext(ctx, args...); err != nil {
 				return err
 			}
 		}
-		for _, b := range bs {
-			if b.Finish != nil {
-				if _, err := tx.StmtContext(ctx, s.finishRunSt).ExecContext(ctx, b.Finish...); err != nil {
+		setSeq := tx.StmtContext(ctx, s.setSeqSt)
+		for _, id := range moved {
+			if r := runs[id]; r.moved {
+				if _, err := setSeq.ExecContext(ctx, id, r.seq); err != nil {
 					return err
 				}
 			}

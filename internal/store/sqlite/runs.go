@@ -76,8 +76,8 @@ func (g *creates) do(ctx context.Context, s *Store, c *create) error {
 // fails, each run is tried in a transaction of its own, so one bad run
 // fails no other.
 func (s *Store) createGroup(ctx context.Context, group []*create) {
-	insert := func(tx *sql.Tx, c *create) error {
-		err := s.st.Created(c.run, tx.StmtContext(ctx, s.insertRunSt).QueryRowContext(ctx, c.args...))
+	insert := func(st *sql.Stmt, c *create) error {
+		err := s.st.Created(c.run, st.QueryRowContext(ctx, c.args...))
 		if errors.Is(err, store.ErrExists) {
 			c.err = s.failed(c.op, err)
 			return nil
@@ -87,8 +87,9 @@ func (s *Store) createGroup(ctx context.Context, group []*create) {
 	}
 	if len(group) > 1 {
 		err := s.write(ctx, "creating runs", func(tx *sql.Tx) error {
+			st := tx.StmtContext(ctx, s.insertRunSt) // once for the group
 			for _, c := range group {
-				if err := insert(tx, c); err != nil {
+				if err := insert(st, c); err != nil {
 					return err
 				}
 			}
@@ -99,7 +100,7 @@ func (s *Store) createGroup(ctx context.Context, group []*create) {
 		}
 	}
 	for _, c := range group {
-		if err := s.write(ctx, c.op, func(tx *sql.Tx) error { return insert(tx, c) }); err != nil {
+		if err := s.write(ctx, c.op, func(tx *sql.Tx) error { return insert(tx.StmtContext(ctx, s.insertRunSt), c) }); err != nil {
 			c.err = err
 		}
 	}

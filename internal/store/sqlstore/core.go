@@ -54,7 +54,8 @@ type SQL struct {
 	// SetLastSeq sets the count of run $1's events to $2.
 	SetLastSeq string
 	// FinishRun writes a run's final record and releases its lease
-	// (FinishArgs).
+	// (FinishArgs); $9, when not NULL, is the count of its events, set
+	// in the same statement instead of by SetLastSeq.
 	FinishRun string
 	// InsertPlan inserts a row of planned steps (Batch.Plan).
 	InsertPlan string
@@ -81,7 +82,8 @@ func New(db DB, d Dialect) (*Core, *Statements) {
 		SetLastSeq:      `UPDATE runs SET event_seq = $2 WHERE id = $1`,
 		InsertPlan:      insertPlan,
 		FinishRun: `UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5, tokens = $6, cost_usd = $7,
-	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + ` WHERE id = $1`,
+	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + `,
+	event_seq = COALESCE($9, event_seq) WHERE id = $1`,
 	}}
 	return c, c.st
 }

@@ -158,7 +158,7 @@ type Batch struct {
 	// planned steps for each generation they belong to.
 	Plan [][]any
 	// Finish, when the batch finishes its run, are the arguments of
-	// SQL.FinishRun.
+	// SQL.FinishRun, its count of events left as it is (FinishWithSeq).
 	Finish []any
 	data   [][]byte
 }
@@ -269,7 +269,15 @@ func (c *Core) finishArgs(runID string, r *store.Run) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []any{runID, r.Status, docs[0], docs[1], c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt)}, nil
+	return []any{runID, r.Status, docs[0], docs[1], c.timePtr(r.FinishedAt), r.Tokens, r.CostUSD, c.timePtr(r.WakeAt), nil}, nil
+}
+
+// FinishWithSeq returns the arguments of SQL.FinishRun that also set the
+// run's count of events to seq (SetLastSeq's work, one statement fewer).
+func FinishWithSeq(finish []any, seq int64) []any {
+	args := slices.Clone(finish)
+	args[len(args)-1] = seq
+	return args
 }
 
 // doc is a map stored as JSON, named for errors.

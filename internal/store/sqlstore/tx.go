@@ -97,11 +97,14 @@ func (s *Statements) Writes(b Batch, first int64) []Stmt {
 		stmts = append(stmts, Stmt{s.InsertPlan, args})
 	}
 	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, s.EventArgs(b, first), false)
-	if len(b.Events) > 0 {
-		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, first + int64(len(b.Events)) - 1}})
-	}
-	if b.Finish != nil {
+	last := first + int64(len(b.Events)) - 1
+	switch {
+	case b.Finish != nil && len(b.Events) > 0:
+		stmts = append(stmts, Stmt{s.FinishRun, FinishWithSeq(b.Finish, last)})
+	case b.Finish != nil:
 		stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
+	case len(b.Events) > 0:
+		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, last}})
 	}
 	return stmts
 }

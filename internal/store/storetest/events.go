@@ -47,6 +47,35 @@ func testEvents(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.Equal(t, append(first, second...), got)
 	})
 
+	t.Run("AFinishingBatchCountsItsEvents", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "done", "w", base)
+		createRun(t, b.s, "going", "w", base)
+		fin := base.Add(time.Second)
+		// One group: a run that finishes with events (its count of events
+		// set with its final record), one that goes on, and a run that
+		// finishes with none.
+		createRun(t, b.s, "quiet", "w", base)
+		require.NoError(t, b.s.SaveBatch(b.ctx, []store.Batch{
+			{RunID: "done", Events: []store.Event{{Time: base, Type: "execution_started"}, {Time: fin, Type: "execution_finished"}},
+				Finish: &store.Run{Status: "completed", FinishedAt: &fin}},
+			{RunID: "going", Events: []store.Event{{Time: base, Type: "execution_started"}}},
+			{RunID: "quiet", Finish: &store.Run{Status: "failed", FinishedAt: &fin}},
+		}))
+		for id, want := range map[string]int64{"done": 3, "going": 2, "quiet": 1} {
+			later := []store.Event{{Time: fin, Type: "note"}}
+			require.NoError(t, b.s.AppendEvents(b.ctx, id, later))
+			require.Equal(t, []int64{want}, seqs(later), "run %s counts on after the group", id)
+		}
+		got, err := b.s.Run(b.ctx, "done")
+		require.NoError(t, err)
+		require.Equal(t, "completed", string(got.Status))
+		got, err = b.s.Run(b.ctx, "quiet")
+		require.NoError(t, err)
+		require.Equal(t, "failed", string(got.Status))
+	})
+
 	t.Run("NodeEventsWithTheirStepsReadAsWritten", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
