@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"maps"
 	"time"
 )
 
@@ -18,8 +17,14 @@ import (
 //
 // Keys rather than one struct field per service keep this package free of
 // the MCP and model types, whose packages depend on it.
+//
+// Each Provide adds one link to the services it extends, which it leaves
+// as they are: a run's dozen services cost a dozen small allocations, not
+// a map copied a dozen times, and a lookup walks at most that many links.
 type Services struct {
-	m map[any]any
+	parent *Services
+	key    any // the *Service[T]; nil in an empty Services
+	val    any
 }
 
 // Service is the typed key of one service.
@@ -37,22 +42,19 @@ func (k *Service[T]) Name() string { return k.name }
 // Provide returns services holding s's services and v as k's; s is not
 // changed. s may be nil.
 func (k *Service[T]) Provide(s *Services, v T) *Services {
-	out := &Services{m: make(map[any]any, 8)}
-	if s != nil {
-		maps.Copy(out.m, s.m)
-	}
-	out.m[k] = v
-	return out
+	return &Services{parent: s, key: k, val: v}
 }
 
 // Lookup returns the service of s, and whether the host provided it.
 func (k *Service[T]) Lookup(s *Services) (T, bool) {
-	var zero T
-	if s == nil {
-		return zero, false
+	for ; s != nil; s = s.parent {
+		if s.key == any(k) { // the latest Provide of k
+			v, ok := s.val.(T)
+			return v, ok
+		}
 	}
-	v, ok := s.m[k].(T)
-	return v, ok
+	var zero T
+	return zero, false
 }
 
 // Get returns the service a call's host provided, or a permanent error
@@ -126,9 +128,11 @@ func (s *Services) String() string {
 	if s == nil {
 		return "no services"
 	}
-	names := make([]string, 0, len(s.m))
-	for k := range s.m {
-		if n, ok := k.(interface{ Name() string }); ok {
+	var names []string
+	seen := map[any]bool{}
+	for ; s != nil; s = s.parent {
+		if n, ok := s.key.(interface{ Name() string }); ok && !seen[s.key] {
+			seen[s.key] = true
 			names = append(names, n.Name())
 		}
 	}

@@ -122,6 +122,9 @@ func Decode(file string, src []byte) (*Workflow, Diagnostics) {
 		return nil, d.list
 	}
 	w := &Workflow{File: file, Source: src}
+	if file != "" {
+		w.dir, w.dirOf = absDir(file), file // Dir, resolved once
+	}
 	dec := &decoder{d: d}
 	dec.workflow(w, root)
 	return w, d.list

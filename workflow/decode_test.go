@@ -219,3 +219,23 @@ func TestDecodeModelStream(t *testing.T) {
 	require.Contains(t, ds.Error(), "s.yaml:4:")
 	require.Contains(t, ds.Error(), "true or false")
 }
+
+// A workflow read from a file named relatively has its folder resolved as
+// it is read: a later change of the working directory does not move it,
+// and a File set afresh is resolved afresh.
+func TestDirIsResolvedWhenRead(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	w, ds := workflow.Decode(filepath.Join("flows", "f.yaml"), []byte("version: 1\nname: f\nnodes:\n  - {id: start, type: trigger.manual}\n"))
+	require.Empty(t, ds.Errors())
+	wd, err := os.Getwd() // dir as the system spells it
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(wd, "flows"), w.Dir())
+
+	t.Chdir(t.TempDir())
+	require.Equal(t, filepath.Join(wd, "flows"), w.Dir(), "still the folder it was read from")
+	w.File = filepath.Join("other", "g.yaml")
+	now, err := os.Getwd()
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(now, "other"), w.Dir(), "a new File is resolved against the working directory")
+}

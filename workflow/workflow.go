@@ -52,6 +52,8 @@ type Workflow struct {
 
 	pos   map[string]Pos // top-level keys
 	index map[string]*Node
+	// dir is Dir as resolved when the file dirOf names was read.
+	dir, dirOf string
 }
 
 // KeyPos returns the position of a top-level key of the file (secrets,
@@ -297,9 +299,19 @@ func (w *Workflow) LLMConfig(name string) *LLMConfig {
 
 // Dir is the absolute folder of the workflow file, which relative paths in
 // the workflow (files:, subworkflows, an llm node's images) are relative
-// to. With no file it is the working directory.
+// to. With no file it is the working directory. A workflow read from a
+// file named relatively (Decode, Load) has its folder resolved as it is
+// read: a later change of the working directory does not move it.
 func (w *Workflow) Dir() string {
-	dir := filepath.Dir(w.File)
+	if w.dir != "" && w.dirOf == w.File {
+		return w.dir
+	}
+	return absDir(w.File)
+}
+
+// absDir is the absolute folder of file (Dir).
+func absDir(file string) string {
+	dir := filepath.Dir(file)
 	if abs, err := filepath.Abs(dir); err == nil {
 		return abs
 	}
