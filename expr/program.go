@@ -52,7 +52,7 @@ type Program struct {
 // budgets. Errors are *Error. Compiled programs are cached (they are
 // immutable), so compiling the same code again is cheap.
 func Compile(code string) (*Program, error) {
-	if p := programs.get(code); p != nil {
+	if p, ok := programs.get(code); ok {
 		return p, nil
 	}
 	p, err := compile(code)
@@ -517,28 +517,36 @@ func typeName(v any) string {
 	return fmt.Sprintf("a value of type %T", v)
 }
 
-// programs caches compiled programs by source. It is bounded: when full it
-// starts over.
-var programs = &programCache{m: make(map[string]*Program)}
+// programs caches compiled programs by source.
+var programs = newSourceCache[*Program]()
 
-const programCacheSize = 2048
+// sourceCacheSize bounds a sourceCache: when full it starts over.
+const sourceCacheSize = 2048
 
-type programCache struct {
+// sourceCache keeps what was made of a source text (a compiled program, a
+// parsed template), which is immutable, for the next use of the same
+// text. It is bounded: when full it starts over.
+type sourceCache[T any] struct {
 	mu sync.RWMutex
-	m  map[string]*Program
+	m  map[string]T
 }
 
-func (c *programCache) get(code string) *Program {
+func newSourceCache[T any]() *sourceCache[T] {
+	return &sourceCache[T]{m: make(map[string]T)}
+}
+
+func (c *sourceCache[T]) get(src string) (T, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.m[code]
+	v, ok := c.m[src]
+	return v, ok
 }
 
-func (c *programCache) put(code string, p *Program) {
+func (c *sourceCache[T]) put(src string, v T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= programCacheSize {
+	if len(c.m) >= sourceCacheSize {
 		clear(c.m)
 	}
-	c.m[code] = p
+	c.m[src] = v
 }

@@ -443,12 +443,22 @@ func renderValue(v any, s *Scope, path []string) (any, error) {
 }
 
 func renderString(v string, s *Scope) (any, error) {
-	t, err := ParseTemplate(v)
-	if err != nil {
-		return nil, err
+	t, ok := templates.get(v)
+	if !ok {
+		var err error
+		if t, err = ParseTemplate(v); err != nil {
+			return nil, err
+		}
+		templates.put(v, t)
 	}
 	return t.Render(s)
 }
+
+// templates caches the templates renderString parsed, by source, with
+// their compiled programs: the strings rendered are a workflow's
+// parameters, rendered again at each visit of their node (each item of a
+// foreach).
+var templates = newSourceCache[*Template]()
 
 // renderText renders v and turns the result into text.
 func renderText(v string, s *Scope) (string, error) {
