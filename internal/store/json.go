@@ -27,7 +27,9 @@ func EncodeMap(m map[string]any) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
-	if b, ok := plainjson.AppendMap(nil, m, false); ok {
+	// Room for a typical record's map (a node's output, an event's
+	// data), which so grows its buffer once instead of from nothing.
+	if b, ok := plainjson.AppendMap(make([]byte, 0, encodeRoom), m, false); ok {
 		return b, nil // plain: no bad bytes to protect
 	}
 	b, err := encode(m)
@@ -42,6 +44,10 @@ func EncodeMap(m map[string]any) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// encodeRoom is the room EncodeMap makes for a map's JSON before it
+// writes it.
+const encodeRoom = 64
 
 // badByte is what encoding/json writes for a byte that is not UTF-8.
 var badByte = []byte(`\ufffd`)
