@@ -773,7 +773,8 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 	}
 	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs, Place: Here()}
 	if w, ok := rs.wakeAt[key]; ok {
-		o.WakeAt = &w
+		wake := w // on the heap only here, not at every step's record
+		o.WakeAt = &wake
 	}
 	var end *StepEnd
 	if done != nil {

@@ -45,7 +45,8 @@ type StepOptions struct {
 	// A failure is left to the recorder. Nil keeps none.
 	Blobs *blob.Store
 	// Place is where the step runs (Here for a local run), recorded as
-	// its RanOn once it starts; nil records none.
+	// its RanOn once it starts, shared by the records of the place's
+	// steps: it must not change. Nil records none.
 	Place *record.Place
 }
 
@@ -77,8 +78,7 @@ func ApplyStep(rec *StepRecord, su StepUpdate, now time.Time, end *StepEnd, o St
 	switch su.Status {
 	case StatusRunning, StatusSuccess, StatusFailed, StatusWaiting, StatusCancelled:
 		if rec.RanOn == nil && o.Place != nil {
-			p := *o.Place
-			rec.RanOn = &p
+			rec.RanOn = o.Place
 		}
 	}
 	if su.Loop != nil {
