@@ -1058,18 +1058,23 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 		td.open = true
 		return Outcome{}, params
 	}
-	var env TaskEnv
+	// A task on the loop shares the loop's env (Call does not change
+	// it); one that runs children gets a copy with its own services.
+	var env *TaskEnv
 	if onLoop {
 		if rs.loopEnv == nil {
 			e := rs.taskEnv(callNow)
 			rs.loopEnv = &e
 		}
-		env = *rs.loopEnv
+		env = rs.loopEnv
 	} else {
-		env = rs.taskEnv(post)
+		e := rs.taskEnv(post)
+		env = &e
 	}
 	if pn.Spec.Role == node.RoleSubworkflow || pn.Spec.RunsChildren {
-		env.Services = node.ChildrenService.Provide(env.Services, &subRunner{rs: rs, task: t})
+		own := *env
+		own.Services = node.ChildrenService.Provide(own.Services, &subRunner{rs: rs, task: t})
+		env = &own
 	}
 	return env.Call(ctx, t, params), params
 }
