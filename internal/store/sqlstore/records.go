@@ -161,6 +161,7 @@ type Batch struct {
 	// SQL.FinishRun, its count of events left as it is (FinishWithSeq).
 	Finish []any
 	data   [][]byte
+	run    any // RunID, boxed once for its rows
 }
 
 // Batches encodes the rows of batches, before a transaction starts.
@@ -168,8 +169,8 @@ func (s *Statements) Batches(batches []store.Batch) ([]Batch, error) {
 	out := make([]Batch, len(batches))
 	for i, b := range batches {
 		var err error
-		out[i].Batch = b
-		if out[i].Steps, err = s.stepsArgs(b.RunID, b.Steps); err != nil {
+		out[i].Batch, out[i].run = b, b.RunID
+		if out[i].Steps, err = s.stepsArgs(out[i].run, b.Steps); err != nil {
 			return nil, fmt.Errorf("saving steps of run %s: %w", b.RunID, err)
 		}
 		out[i].Plan = s.c.planArgs(b.RunID, b.Plan)
@@ -199,7 +200,11 @@ func (s *Statements) EventArgs(b Batch, first int64) [][]any {
 // i, the batch's events numbered from first.
 func (s *Statements) EventRow(b Batch, first int64, i int) []any {
 	ev := &b.Events[i]
-	return []any{b.RunID, first + int64(i), s.c.time(ev.Time), ev.Type, ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
+	run := b.run
+	if run == nil {
+		run = b.RunID
+	}
+	return []any{run, first + int64(i), s.c.time(ev.Time), eventTypeArg(ev.Type), ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
 }
 
 // EventTime and EventData are the time and the data of the batch's event
@@ -218,10 +223,13 @@ func (b Batch) Numbered(first int64) {
 }
 
 // stepsArgs returns the arguments of SQL.UpsertStep for each step.
-func (s *Statements) stepsArgs(runID string, steps []*store.Step) ([][]any, error) {
+func (s *Statements) stepsArgs(runID any, steps []*store.Step) ([][]any, error) {
 	args := make([][]any, len(steps))
+	// The values every row of the batch shares are boxed once, not a
+	// row at a time (an allocation each).
+	shared := rowValues{run: runID}
 	for i, st := range steps {
-		a, err := s.c.stepArgs(runID, st)
+		a, err := s.c.stepArgs(&shared, st)
 		if err != nil {
 			return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
 		}
@@ -230,7 +238,55 @@ func (s *Statements) stepsArgs(runID string, steps []*store.Step) ([][]any, erro
 	return args, nil
 }
 
-func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
+// rowValues are values of a batch's rows boxed for the driver once: the
+// run's id, and the host its steps ran on, kept for the next row.
+type rowValues struct {
+	run     any
+	host    string
+	hostArg any
+}
+
+func (v *rowValues) hostOf(host string) any {
+	if v.hostArg == nil || host != v.host {
+		v.host, v.hostArg = host, host
+	}
+	return v.hostArg
+}
+
+// statusArgs are the step statuses boxed for the driver, and
+// eventTypeArgs the engine's event types.
+var statusArgs, eventTypeArgs = map[record.Status]any{}, map[string]any{}
+
+func init() {
+	for _, st := range []record.Status{record.StatusPending, record.StatusRunning, record.StatusSuccess, record.StatusFailed,
+		record.StatusSkipped, record.StatusWaiting, record.StatusCancelled} {
+		statusArgs[st] = string(st)
+	}
+	for _, t := range []string{record.EventExecutionStarted, record.EventExecutionFinished, record.EventNodeStarted,
+		record.EventNodeFinished, record.EventBranchEvaluated, record.EventVariableSet, record.EventRetry,
+		record.EventLoopIteration, record.EventLoopExited, record.EventWarning, record.EventSignalAwaited,
+		record.EventSignalReceived} {
+		eventTypeArgs[t] = t
+	}
+}
+
+// eventTypeArg is an event's type as the driver takes it.
+func eventTypeArg(t string) any {
+	if a, ok := eventTypeArgs[t]; ok {
+		return a
+	}
+	return t
+}
+
+// statusArg is a step's status as the driver takes it.
+func statusArg(st record.Status) any {
+	if a, ok := statusArgs[st]; ok {
+		return a
+	}
+	return string(st)
+}
+
+func (c *Core) stepArgs(shared *rowValues, st *store.Step) ([]any, error) {
 	docs, err := c.encode(st.Error, doc{"parameters", st.Params}, doc{"output", st.Output})
 	if err != nil {
 		return nil, err
@@ -245,11 +301,11 @@ func (c *Core) stepArgs(runID string, st *store.Step) ([]any, error) {
 	}
 	// Integers as int64 and the status as a string: values a driver takes
 	// as they are, not through database/sql's reflection.
-	return []any{runID, int64(gen), st.Node, int64(st.Visit),
-		int64(st.StepOrder), st.Type, int64(st.Iteration), int64(st.Attempts), string(st.Status), docs[0], docs[1], st.OutputRef, docs[2],
+	return []any{shared.run, int64(gen), st.Node, int64(st.Visit),
+		int64(st.StepOrder), st.Type, int64(st.Iteration), int64(st.Attempts), statusArg(st.Status), docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, int64(st.Tokens), st.CostUSD,
 		int64(st.ProcessGroup), st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
-		st.TakenHandle, ran.Host, int64(ran.PID), ran.Worker, st.Confidence,
+		st.TakenHandle, shared.hostOf(ran.Host), int64(ran.PID), ran.Worker, st.Confidence,
 		nil, nil, nil, nil}, nil
 }
 
