@@ -36,7 +36,7 @@ func main() {
 // GOGC is 1500, so that it comes when the heap reaches 60 MiB (4 MiB ×
 // GOGC/100) rather than 16 MiB: a run of a workflow of up to ~2,000 nodes
 // is read, planned and run without one (a collection in the middle of a
-// 1,000-node chain cost it 10–20%, BENCHMARKS.md), for ~10 MB more
+// 1,000-node chain cost it 5–20%, BENCHMARKS.md), for ~5 MB more
 // resident memory. From the first collection on, GOGC is 400: collecting
 // at 4× the live heap instead of 2× cut `skein run` of a 10,000-item
 // foreach by ~15%. The soft memory limit (below) holds either way. GOGC

@@ -161,7 +161,7 @@ type Batch struct {
 	// SQL.FinishRun, its count of events left as it is (FinishWithSeq).
 	Finish []any
 	data   [][]byte
-	run    any // RunID, boxed once for its rows
+	run    any // RunID, boxed once for its rows (Batches sets it)
 }
 
 // Batches encodes the rows of batches, before a transaction starts.
@@ -200,11 +200,7 @@ func (s *Statements) EventArgs(b Batch, first int64) [][]any {
 // i, the batch's events numbered from first.
 func (s *Statements) EventRow(b Batch, first int64, i int) []any {
 	ev := &b.Events[i]
-	run := b.run
-	if run == nil {
-		run = b.RunID
-	}
-	return []any{run, first + int64(i), s.c.time(ev.Time), eventTypeArg(ev.Type), ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
+	return []any{b.run, first + int64(i), s.c.time(ev.Time), eventTypeArg(ev.Type), ev.Node, int64(ev.Visit), int64(ev.Iteration), s.c.d.JSON(b.data[i])}
 }
 
 // EventTime and EventData are the time and the data of the batch's event
