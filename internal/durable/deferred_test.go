@@ -47,3 +47,41 @@ func TestDeferredHandsOverWhatRuns(t *testing.T) {
 		"step b pending",
 	}, seen)
 }
+
+// TestDeferredFlushesDoNotMix: records kept after a flush wait for the
+// next one, even while the last is still waiting for its commit, and a
+// flush handed over and emptied for reuse brings back nothing of before.
+func TestDeferredFlushesDoNotMix(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	var later []func()
+	d := &durable.Deferred{
+		OnStep:  func(s engine.StepRecord) { seen = append(seen, s.Node+" "+string(s.Status)) },
+		OnEvent: func(ev engine.TimedEvent) { seen = append(seen, "event "+ev.Type) },
+		Later:   func(f func()) { later = append(later, f) },
+		Redact:  redact.New(nil),
+	}
+	step := func(node string, status engine.Status) {
+		require.NoError(t, d.Step(&engine.StepRecord{Node: node, Visit: 1, StepOrder: 1, Status: status, Attempts: 1}))
+	}
+	step("a", engine.StatusRunning)
+	require.NoError(t, d.Event(engine.TimedEvent{Event: engine.Event{Type: "first"}}))
+	require.NoError(t, d.Flush())
+	step("b", engine.StatusSuccess) // while the first flush waits for its commit
+	require.NoError(t, d.Flush())
+	require.NoError(t, d.Flush(), "nothing kept: nothing to hand over")
+	require.Len(t, later, 2)
+	later[0]()
+	later[1]()
+	require.Equal(t, []string{"a running", "event first", "b success"}, seen)
+
+	// Both flushes' records are emptied for reuse: what comes next is all
+	// a later flush hands over.
+	seen = nil
+	require.NoError(t, d.Event(engine.TimedEvent{Event: engine.Event{Type: "second"}}))
+	step("c", engine.StatusFailed)
+	require.NoError(t, d.Flush())
+	require.Len(t, later, 3)
+	later[2]()
+	require.Equal(t, []string{"event second", "c failed"}, seen)
+}
