@@ -83,7 +83,7 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 				}
 			}
 		}
-		if err := s.insertRows(ctx, tx, s.insertEvSt, s.eventRows, events); err != nil {
+		if err := s.insertRows(ctx, tx, s.insertEvSt, s.eventRows, events, nil); err != nil {
 			return err
 		}
 		// A run that finishes has its count of events set with its final
@@ -129,17 +129,13 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error
 		}
 		run := rows[:n]
 		rows = rows[n:]
-		if !lean {
-			if err := s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, run); err != nil {
-				return err
-			}
-			continue
+		var err error
+		if lean {
+			err = s.insertRows(ctx, tx, s.upsertLeanSt, s.leanRows, run, sqlstore.AppendLeanStepRow)
+		} else {
+			err = s.insertRows(ctx, tx, s.upsertStepSt, s.stepRows, run, nil)
 		}
-		leanRows := make([][]any, n)
-		for i, row := range run {
-			leanRows[i] = sqlstore.LeanStepRow(row)
-		}
-		if err := s.insertRows(ctx, tx, s.upsertLeanSt, s.leanRows, leanRows); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -279,22 +275,25 @@ func rowSizes(rows int) []int {
 // insertRows inserts rows with as few statements as it can: a statement
 // costs more than a row, so rows go by multi-row INSERTs of 64, 16 and 4
 // rows, the rest one by one with single (prepared once). The multi-row
-// INSERTs are prepared before the transaction (prepareRows).
-func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, kind *multiRows, rows [][]any) error {
+// INSERTs are prepared before the transaction (prepareRows). With
+// project, a row's values are those project appends of it (a lean step
+// row's: sqlstore.AppendLeanStepRow), else the row's own.
+func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, kind *multiRows, rows [][]any, project func(dst, row []any) []any) error {
+	if project == nil {
+		project = func(dst, row []any) []any { return append(dst, row...) }
+	}
 	for len(rows) > 0 {
 		n := rowSize(len(rows))
-		if n == 1 {
-			if _, err := tx.StmtContext(ctx, single).ExecContext(ctx, rows[0]...); err != nil {
-				return err
-			}
-			rows = rows[1:]
-			continue
-		}
 		args := s.rowArgs[:0]
 		for _, r := range rows[:n] {
-			args = append(args, r...)
+			args = project(args, r)
 		}
-		_, err := s.execMulti(ctx, tx, multiKey{kind, n}, args)
+		var err error
+		if n == 1 {
+			_, err = tx.StmtContext(ctx, single).ExecContext(ctx, args...)
+		} else {
+			_, err = s.execMulti(ctx, tx, multiKey{kind, n}, args)
+		}
 		clear(args)
 		s.rowArgs = args[:0]
 		if err != nil {

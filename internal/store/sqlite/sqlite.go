@@ -77,7 +77,7 @@ type Store struct {
 	finishRunSt  *sql.Stmt
 	insertPlanSt *sql.Stmt
 	stepRows     *multiRows // the steps' multi-row INSERTs
-	leanRows     *multiRows // those of lean step rows (sqlstore.LeanStepRow)
+	leanRows     *multiRows // those of lean step rows (sqlstore.AppendLeanStepRow)
 	upsertLeanSt *sql.Stmt
 	eventRows    *multiRows // the events'
 

@@ -57,7 +57,7 @@ const upsertStepTail = `
 
 // rareStepCols are the columns of a step row that most steps leave at
 // their defaults (the zero of their type, NULL): a row whose values of
-// them all are so can be written lean, without them (LeanStepRow), so
+// them all are so can be written lean, without them (AppendLeanStepRow), so
 // fewer values are bound to the statement: the SQLite store does, whose
 // table's defaults are those zeros.
 // Where a step ran (ran_host, ran_pid) is not one of them: every step
@@ -90,7 +90,7 @@ var leanStep = func() (l struct {
 	return l
 }()
 
-// LeanStepHead is the head of an INSERT of lean step rows (LeanStepRow);
+// LeanStepHead is the head of an INSERT of lean step rows (AppendLeanStepRow);
 // UpsertStepTail ends it as it ends one of whole rows (a column left out
 // takes its default in excluded).
 func LeanStepHead() string { return leanStep.head }
@@ -98,14 +98,15 @@ func LeanStepHead() string { return leanStep.head }
 // LeanStepArgCount is the number of values of a lean step row.
 func LeanStepArgCount() int { return len(leanStep.keep) }
 
-// LeanStepRow returns the lean row of a step row (StepArgs, its carried
-// events set or not) that IsLeanStepRow accepts.
-func LeanStepRow(row []any) []any {
-	lean := make([]any, len(leanStep.keep))
-	for j, i := range leanStep.keep {
-		lean[j] = row[i]
+// AppendLeanStepRow appends to dst the lean row of a step row (StepArgs,
+// its carried events set or not) that IsLeanStepRow accepts: a writer
+// putting the rows of a multi-row INSERT together takes them this way
+// without a slice a row.
+func AppendLeanStepRow(dst, row []any) []any {
+	for _, i := range leanStep.keep {
+		dst = append(dst, row[i])
 	}
-	return lean
+	return dst
 }
 
 // IsLeanStepRow reports whether a step row can be written lean: every
