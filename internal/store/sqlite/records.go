@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"slices"
+	"database/sql/driver"
+	"errors"
+	"fmt"
 
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/store/sqlstore"
@@ -31,9 +33,6 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 		rides[i] = carried(b)
 		nEvents += eventRows(len(b.Events), rides[i])
 	}
-	s.prepareRows(ctx, s.leanRows, nLean)
-	s.prepareRows(ctx, s.stepRows, nSteps-nLean)
-	s.prepareRows(ctx, s.eventRows, nEvents)
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
 		// than a row, and a group holds a batch of each of many runs.
@@ -259,23 +258,10 @@ func rowSize(rows int) int {
 	return 1
 }
 
-// rowSizes are the multi-row statements insertRows takes for rows rows.
-func rowSizes(rows int) []int {
-	var ns []int
-	for rows > 0 {
-		n := rowSize(rows)
-		if n > 1 && !slices.Contains(ns, n) {
-			ns = append(ns, n)
-		}
-		rows -= n
-	}
-	return ns
-}
-
 // insertRows inserts rows with as few statements as it can: a statement
 // costs more than a row, so rows go by multi-row INSERTs of 64, 16 and 4
 // rows, the rest one by one with single (prepared once). The multi-row
-// INSERTs are prepared before the transaction (prepareRows). With
+// INSERTs are prepared when first taken (execMulti). With
 // project, a row's values are those project appends of it (a lean step
 // row's: sqlstore.AppendLeanStepRow), else the row's own.
 func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, kind *multiRows, rows [][]any, project func(dst, row []any) []any) error {
@@ -292,7 +278,7 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, ki
 		if n == 1 {
 			_, err = tx.StmtContext(ctx, single).ExecContext(ctx, args...)
 		} else {
-			_, err = s.execMulti(ctx, tx, multiKey{kind, n}, args)
+			err = s.execMulti(ctx, multiKey{kind, n}, args)
 		}
 		clear(args)
 		s.rowArgs = args[:0]
@@ -304,16 +290,65 @@ func (s *Store) insertRows(ctx context.Context, tx *sql.Tx, single *sql.Stmt, ki
 	return nil
 }
 
-// execMulti runs the multi-row INSERT k in tx: prepared when the store has
-// it (prepareRows), else from its text.
-func (s *Store) execMulti(ctx context.Context, tx *sql.Tx, k multiKey, args []any) (sql.Result, error) {
-	s.multiMu.Lock()
-	st := s.multi[k]
-	s.multiMu.Unlock()
-	if st != nil {
-		return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+// execMulti runs the multi-row INSERT k, with args, in the write
+// transaction: on the driver's connection (writeHot's), with the
+// statement prepared there the first time. Its arguments are handed to
+// the driver as they are, without database/sql's copy of each value
+// (one 64-row INSERT is 1,408 of them); a value the driver takes as it
+// is (what sqlstore's rows hold) is not converted, another is converted
+// as database/sql converts it.
+func (s *Store) execMulti(ctx context.Context, k multiKey, args []any) error {
+	if s.hot == nil {
+		return errors.New("a multi-row INSERT outside a write transaction")
 	}
-	return tx.ExecContext(ctx, multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n), args...)
+	return s.hot.Raw(func(dc any) error {
+		s.multiMu.Lock()
+		if dc != s.multiConn { // prepared on another connection, closed since
+			clear(s.multi)
+			s.multiConn = dc
+		}
+		st := s.multi[k]
+		s.multiMu.Unlock()
+		if st == nil {
+			prep, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("the SQLite driver's connection (%T) prepares no statement with a context", dc)
+			}
+			var err error
+			if st, err = prep.PrepareContext(ctx, multiInsert(k.rows.head, k.rows.tail, k.rows.cols, k.n)); err != nil {
+				return err
+			}
+			s.multiMu.Lock()
+			s.multi[k] = st
+			s.multiMu.Unlock()
+		}
+		exec, ok := st.(driver.StmtExecContext)
+		if !ok {
+			return fmt.Errorf("the SQLite driver's statement (%T) runs with no context", st)
+		}
+		vals := s.rowValues[:0]
+		for i, a := range args {
+			v, err := driverValue(a)
+			if err != nil {
+				return fmt.Errorf("argument %d: %w", i+1, err)
+			}
+			vals = append(vals, driver.NamedValue{Ordinal: i + 1, Value: v})
+		}
+		_, err := exec.ExecContext(ctx, vals)
+		clear(vals)
+		s.rowValues = vals[:0]
+		return err
+	})
+}
+
+// driverValue is a as the driver takes it: as it is when it is a
+// driver.Value already, else converted by database/sql's rules.
+func driverValue(a any) (driver.Value, error) {
+	switch a.(type) {
+	case nil, int64, string, float64, bool, []byte:
+		return a, nil
+	}
+	return driver.DefaultParameterConverter.ConvertValue(a)
 }
 
 // multiInsert is the statement head (?1, …), … tail of n rows of cols

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"database/sql/driver"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -109,6 +110,10 @@ func TestMultiRowArgumentsKeptEmpty(t *testing.T) {
 		require.NotZero(t, cap(s.rowArgs), "the buffer is kept")
 		for i, a := range s.rowArgs[:cap(s.rowArgs)] {
 			require.Nil(t, a, "argument %d is kept after the write", i)
+		}
+		require.NotZero(t, cap(s.rowValues), "the driver's arguments are kept")
+		for i, a := range s.rowValues[:cap(s.rowValues)] {
+			require.Nil(t, a.Value, "the driver's argument %d is kept after the write", i)
 		}
 	}
 	all, err := s.StepHistory(ctx, "r1")
@@ -245,6 +250,17 @@ func TestLeanStepRows(t *testing.T) {
 	}
 	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: append(second, step("twice", 100, rare...))}}))
 	check(append(second, step("twice", 100, rare...)))
+
+	// Whole rows in runs long enough for the multi-row INSERTs (64, 16
+	// and 4 rows), each with every rare column set: the values that are
+	// not driver values as they are (a *float64, a time) are converted
+	// as database/sql converts them.
+	var whole []*store.Step
+	for i := range 64 + 16 + 4 {
+		whole = append(whole, step(fmt.Sprintf("many%02d", i), 200+i, rare...))
+	}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: whole}}))
+	check(append(append(second, step("twice", 100, rare...)), whole...))
 }
 
 // openWithRun opens a new store, closed at the test's end, that holds run
@@ -289,4 +305,41 @@ func TestALocalStepRowIsLean(t *testing.T) {
 		require.Equal(t, steps[i].Cached, g.Cached, g.Node)
 		require.Equal(t, steps[i].Output, g.Output, g.Node)
 	}
+}
+
+// A multi-row INSERT prepared on a write connection that the pool has
+// since replaced is not taken again: the next write prepares its own on
+// the connection it holds, and its rows are stored.
+func TestMultiRowInsertsFollowTheConnection(t *testing.T) {
+	ctx := t.Context()
+	s := openWithRun(t)
+	write := func(visit int) {
+		steps := make([]*store.Step, 4)
+		for i := range steps {
+			steps[i] = &store.Step{Node: fmt.Sprintf("n%d", i), Visit: visit, StepOrder: visit*10 + i, Type: "set", Status: "success"}
+		}
+		require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps}}))
+	}
+	write(1)
+	s.multiMu.Lock()
+	require.Len(t, s.multi, 1)
+	var old driver.Stmt
+	for _, st := range s.multi {
+		old = st
+	}
+	real := s.multiConn
+	s.multiConn = "a connection closed since"
+	s.multiMu.Unlock()
+	write(2)
+	s.multiMu.Lock()
+	require.Len(t, s.multi, 1)
+	for _, st := range s.multi {
+		require.NotSame(t, old, st, "the statement of the old connection was taken")
+	}
+	require.Equal(t, real, s.multiConn, "the statements are the held connection's")
+	s.multiMu.Unlock()
+	require.NoError(t, old.Close()) // the test's connection is still open
+	all, err := s.StepHistory(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, all, 8)
 }

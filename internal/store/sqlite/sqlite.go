@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -84,16 +85,22 @@ type Store struct {
 	// creates groups concurrent CreateRun calls into one transaction.
 	creates creates
 
-	// multiMu guards multi, the prepared statements that insert several
-	// rows at once. A store prepares the sizes its writes use, before the
-	// transaction that first uses one (preparing needs the write
-	// connection a transaction holds): parsing a 64-row INSERT of 24
-	// columns is a fair share of a short `skein run`.
-	multiMu sync.Mutex
-	multi   map[multiKey]*sql.Stmt
-	// rowArgs holds the arguments of insertRows' statement, kept from one
-	// to the next: only a write transaction (one at a time) uses it.
-	rowArgs []any
+	// multiMu guards multi, the statements that insert several rows at
+	// once, prepared on the write connection (multiConn, the driver's)
+	// the first time a write takes one: parsing a 64-row INSERT of 22
+	// columns is a fair share of a short `skein run`. They run on the
+	// driver's connection, under the write transaction (execMulti).
+	multiMu   sync.Mutex
+	multi     map[multiKey]driver.Stmt
+	multiConn any
+	// hot is the write connection while a writeHot transaction holds it:
+	// only that transaction's goroutine reads it.
+	hot *sql.Conn
+	// rowArgs and rowValues hold the arguments of insertRows' statement,
+	// kept from one to the next: only a write transaction (one at a time)
+	// uses them.
+	rowArgs   []any
+	rowValues []driver.NamedValue
 	// syncFile replaces syncFile (tests).
 	syncFile func(path string) error
 }
@@ -162,7 +169,7 @@ func OpenWithOptions(path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("loading the database migrations: %w", err)
 	}
 
-	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying, fresh: fresh, multi: map[multiKey]*sql.Stmt{}}
+	s := &Store{path: path, timeout: opts.BusyTimeout, retrying: opts.retrying, fresh: fresh, multi: map[multiKey]driver.Stmt{}}
 	s.Core, s.st = sqlstore.New(db{s}, dialect)
 	s.stepRows = &multiRows{s.st.InsertStepHead, s.st.UpsertStepTail, sqlstore.StepArgCount()}
 	s.leanRows = &multiRows{sqlstore.LeanStepHead(), s.st.UpsertStepTail, sqlstore.LeanStepArgCount()}
@@ -405,42 +412,30 @@ func uri(path string) string {
 }
 
 // writeHot is write for the statements prepared by prepared, which must be
-// prepared before the transaction takes the one write connection.
+// prepared before the transaction takes the one write connection, and for
+// the multi-row INSERTs of execMulti, which run on the transaction's
+// connection.
 func (s *Store) writeHot(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
 	if err := s.prepared(ctx); err != nil {
 		return s.failed(op, err)
 	}
-	return s.write(ctx, op, fn)
-}
-
-// prepareRows prepares the multi-row INSERTs of kind that insertRows
-// takes for rows rows, those the store has not prepared yet. Call it
-// before the transaction: preparing waits for the write connection. One
-// that fails to prepare runs unprepared (execMulti).
-func (s *Store) prepareRows(ctx context.Context, kind *multiRows, rows int) {
-	for _, n := range rowSizes(rows) {
-		k := multiKey{kind, n}
-		s.multiMu.Lock()
-		_, have := s.multi[k]
-		s.multiMu.Unlock()
-		if have {
-			continue
-		}
-		// Not the caller's ctx, as in prepared; and not under multiMu: a
-		// transaction that holds the write connection may be waiting for
-		// it in execMulti.
-		st, err := s.w.PrepareContext(context.WithoutCancel(ctx), multiInsert(kind.head, kind.tail, kind.cols, n))
-		if err != nil {
-			continue
-		}
-		s.multiMu.Lock()
-		if _, dup := s.multi[k]; dup || s.multi == nil {
-			_ = st.Close()
-		} else {
-			s.multi[k] = st
-		}
-		s.multiMu.Unlock()
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return s.failed(op, err)
 	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return s.failed(op, err)
+	}
+	s.hot = conn
+	err = fn(tx)
+	s.hot = nil
+	if err != nil {
+		_ = tx.Rollback()
+		return s.failed(op, err)
+	}
+	return s.failed(op, tx.Commit())
 }
 
 // write runs fn in a write transaction.
@@ -535,11 +530,22 @@ func (s *Store) Close() error {
 		}
 	}
 	s.multiMu.Lock()
-	for _, st := range s.multi {
-		_ = st.Close()
-	}
+	multi, on := s.multi, s.multiConn
 	s.multi = nil
 	s.multiMu.Unlock()
+	if len(multi) > 0 {
+		if c, err := s.w.Conn(context.Background()); err == nil {
+			_ = c.Raw(func(dc any) error {
+				if dc == on {
+					for _, st := range multi {
+						_ = st.Close()
+					}
+				}
+				return nil
+			})
+			_ = c.Close()
+		}
+	}
 	s.closeOnce.Do(func() {
 		close(s.ckStop)
 		<-s.ckDone
