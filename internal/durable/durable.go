@@ -202,7 +202,9 @@ func (r *Recorder) take() (store.Batch, []func(), error) {
 	} else {
 		r.steps, r.stepsMade = make(map[stepKey]*store.Step, len(r.steps)), len(r.steps)
 	}
-	r.order, r.events, r.after = make([]stepKey, 0, len(r.order)), make([]store.Event, 0, len(events)), nil
+	// The order is read into steps above: its slice is used again. The
+	// events go with the batch.
+	r.order, r.events, r.after = r.order[:0], make([]store.Event, 0, len(events)), nil
 	r.mu.Unlock()
 	for _, s := range steps {
 		if err := r.offload(s); err != nil {
