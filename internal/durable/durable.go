@@ -263,6 +263,16 @@ func StepFromRecord(runID string, rec *engine.StepRecord) *store.Step {
 	return s
 }
 
+// DocStep is rec as a run document (rundoc.Build, which sets each step's
+// RunID) takes it: StepFromRecord(runID, rec), or rec itself, not copied,
+// when that differs from it in RunID only (rec has no directives).
+func DocStep(runID string, rec *engine.StepRecord) *store.Step {
+	if len(rec.Directives) == 0 {
+		return rec
+	}
+	return StepFromRecord(runID, rec)
+}
+
 // stepInto sets *s to StepFromRecord(runID, rec).
 func stepInto(s *store.Step, runID string, rec *engine.StepRecord) {
 	out := rec.Output

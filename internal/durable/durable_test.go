@@ -163,3 +163,23 @@ func TestResultKeepsTheStepLog(t *testing.T) {
 	require.Equal(t, engine.SkipBranchNotTaken, res.Steps[1].SkipReason)
 	require.Equal(t, "false", res.Steps[1].TakenHandle)
 }
+
+// TestDocStep: a step as a run document takes it is the engine's record
+// itself when it has no directives (the document sets the run id), and
+// as the store keeps it — its directives in its output — when it has.
+func TestDocStep(t *testing.T) {
+	t.Parallel()
+	plain := &engine.StepRecord{Node: "a", Visit: 1, Status: engine.StatusSuccess, Output: map[string]any{"x": 1}}
+	require.Same(t, plain, durable.DocStep("r1", plain))
+
+	with := &engine.StepRecord{Node: "b", Visit: 1, Status: engine.StatusSuccess, Output: map[string]any{"x": 1},
+		Directives: map[string]any{"_vars": map[string]any{"n": 2}}}
+	got := durable.DocStep("r1", with)
+	require.Equal(t, durable.StepFromRecord("r1", with), got)
+	require.NotSame(t, with, got)
+	out, directives, err := durable.Output(got)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"x": 1}, out)
+	require.Equal(t, with.Directives, directives)
+	require.Equal(t, map[string]any{"x": 1}, with.Output, "the record is not changed")
+}

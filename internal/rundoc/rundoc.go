@@ -105,6 +105,7 @@ func Build(in Records) *Doc {
 	}
 	for _, s := range in.Steps {
 		step := *s
+		step.RunID = run.ID
 		var artifacts map[string]any
 		if in.Output != nil {
 			step.Output, artifacts = in.Output(s)

@@ -48,7 +48,7 @@ func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
 	if res.Engine != nil {
 		steps = make([]*store.Step, 0, len(res.Engine.Steps))
 		for _, s := range res.Engine.Steps {
-			steps = append(steps, durable.RedactStep(red, durable.StepFromRecord(res.Run.ID, s)))
+			steps = append(steps, durable.RedactStep(red, durable.DocStep(res.Run.ID, s)))
 		}
 	}
 	verdict, _ := redact.Into(red, res.Verdict)

@@ -98,6 +98,11 @@ func TestStartGetAndTheOneShape(t *testing.T) {
 	gotJSON, err := json.Marshal(got)
 	require.NoError(t, err)
 	require.JSONEq(t, string(gotJSON), string(docJSON), "an execution's document is the stored run's")
+	require.Len(t, doc.Steps, 2)
+	for i := range doc.Steps { // not in the JSON, but in the Go value
+		require.Equal(t, res.Run.ID, doc.Steps[i].RunID)
+		require.Equal(t, got.Steps[i].RunID, doc.Steps[i].RunID)
+	}
 	require.Len(t, got.Steps, 2)
 	require.Equal(t, "hi Ada", got.Steps[1].Output["text"])
 	require.Equal(t, 1, got.Generation)
