@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -220,4 +222,49 @@ func TestBoardKeepsNothingOfEndedSteps(t *testing.T) {
 	require.Empty(t, b.act)
 	require.Empty(t, b.order)
 	require.Empty(t, b.starts)
+}
+
+// TestPlainLinesInOrderAcrossWrites: lines printed one write after
+// another (each write's buffer kept for the lines after it) all go out,
+// in order, none mixed with another.
+func TestPlainLinesInOrderAcrossWrites(t *testing.T) {
+	t.Parallel()
+	w := &signalWriter{wrote: make(chan struct{}, 1000)}
+	clk := clock.NewFake(t0)
+	d := NewPlain(Options{Out: w, Err: io.Discard, Clock: clk})
+	s := &script{d: d, clk: clk}
+	nodes := []*workflow.Node{}
+	for i := range 50 {
+		nodes = append(nodes, &workflow.Node{ID: fmt.Sprintf("n%02d", i), Type: "set"})
+	}
+	d.Workflow(&workflow.Workflow{Name: "demo", Nodes: nodes})
+	d.Started(&store.Run{ID: "3f2a9c1e0b7d", Workflow: "demo", StartedAt: t0}, false)
+	<-w.wrote
+	for _, n := range nodes {
+		s.ok(n.ID, "set", 0)
+		<-w.wrote // written before the next is printed
+	}
+	d.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lines := strings.Split(strings.TrimSuffix(w.out.String(), "\n"), "\n")
+	require.Len(t, lines, 1+len(nodes))
+	for i, n := range nodes {
+		require.Contains(t, lines[1+i], "✓ "+n.ID)
+	}
+}
+
+// signalWriter keeps what is written and signals each Write.
+type signalWriter struct {
+	mu    sync.Mutex
+	out   strings.Builder
+	wrote chan struct{}
+}
+
+func (w *signalWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	w.out.Write(b)
+	w.mu.Unlock()
+	w.wrote <- struct{}{}
+	return len(b), nil
 }

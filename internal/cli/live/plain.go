@@ -52,6 +52,9 @@ type Plain struct {
 	pending []byte
 	writing bool
 	written *sync.Cond
+	// spare is the buffer writeOut wrote last, kept for the next lines:
+	// a run that prints a line at a time does not grow a new one each time.
+	spare []byte
 }
 
 var _ Display = (*Plain)(nil)
@@ -87,9 +90,9 @@ const maxPending = 256 << 10
 
 // writeOut writes the pending lines until none is left.
 func (p *Plain) writeOut() {
-	var buf []byte
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	buf := p.spare // the buffer written last time: the lines go on in it
 	for len(p.pending) > 0 {
 		buf, p.pending = p.pending, buf[:0]
 		p.mu.Unlock()
@@ -97,6 +100,7 @@ func (p *Plain) writeOut() {
 		p.mu.Lock()
 		p.written.Broadcast()
 	}
+	p.spare = buf[:0]
 	p.writing = false
 	p.written.Broadcast()
 }
