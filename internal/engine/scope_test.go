@@ -88,3 +88,26 @@ outputs:
 	require.Equal(t, engine.RunCompleted, res.Status, "%v", res.Error)
 	require.Equal(t, []any{1, 4, 9}, res.Outputs["squares"])
 }
+
+// A workflow that declares no outputs outputs those of the nodes that end
+// a path and succeeded, without their success and error fields: not a
+// node with an out-edge, not one that failed (on_error: continue).
+func TestOutputsOfTheLastNodes(t *testing.T) {
+	t.Parallel()
+	res := runYAML(t, `version: 1
+name: t
+nodes:
+  - {id: a, type: set, values: {x: 1}}
+  - {id: b, type: set, values: {y: "{{ a.x + 1 }}"}}
+  - {id: c, type: set, values: {z: 3}}
+  - {id: bad, type: set, values: {v: "{{ int(\"abc\") }}"}, on_error: continue}
+edges:
+  - {from: a, to: b}
+  - {from: a, to: bad}
+`)
+	require.Equal(t, engine.RunCompleted, res.Status)
+	require.Equal(t, map[string]any{
+		"b": map[string]any{"y": 2},
+		"c": map[string]any{"z": 3},
+	}, res.Outputs)
+}

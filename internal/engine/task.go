@@ -172,9 +172,9 @@ func Outputs(plan *Plan, scope expr.Scope, r *Run) (map[string]any, error) {
 	w := plan.W
 	scope.Vars = r.Vars()
 	scope.Messages = r.Messages()
-	scope.Nodes = r.Latest()
 	out := map[string]any{}
 	if len(w.Outputs) > 0 {
+		scope.Nodes = r.Latest()
 		for _, o := range w.Outputs {
 			v, err := expr.RenderValue(o.Value, &scope)
 			if err != nil {
@@ -188,7 +188,7 @@ func Outputs(plan *Plan, scope expr.Scope, r *Run) (map[string]any, error) {
 		if !pn.EndsAPath() {
 			continue
 		}
-		if o, ok := scope.Nodes[pn.ID].(map[string]any); ok && o["success"] == true {
+		if o := r.LatestOf(pn.Index); o != nil && o["success"] == true {
 			clean := make(map[string]any, len(o))
 			for k, v := range o {
 				if k != "success" && k != "error" {

@@ -188,7 +188,7 @@ func (r *Run) Vars() map[string]any { return r.vars }
 // Latest returns the last output of every node that produced one, by id,
 // with success and error fields.
 func (r *Run) Latest() map[string]any {
-	out := make(map[string]any)
+	out := make(map[string]any, len(r.latest))
 	for i, o := range r.latest {
 		if o != nil {
 			out[r.plan.Nodes[i].ID] = o
@@ -196,6 +196,11 @@ func (r *Run) Latest() map[string]any {
 	}
 	return out
 }
+
+// LatestOf returns the last output of the plan's node i, with success and
+// error fields, or nil when it produced none: Latest()[id] without making
+// the map of every node.
+func (r *Run) LatestOf(i int) map[string]any { return r.latest[i] }
 
 func (r *Run) begin() *Actions {
 	if r.spare != nil {
