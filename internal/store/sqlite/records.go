@@ -303,6 +303,10 @@ func (s *Store) execMulti(ctx context.Context, k multiKey, args []any) error {
 	}
 	return s.hot.Raw(func(dc any) error {
 		s.multiMu.Lock()
+		if s.multi == nil {
+			s.multiMu.Unlock()
+			return errors.New("the database is closed")
+		}
 		if dc != s.multiConn { // prepared on another connection, closed since
 			clear(s.multi)
 			s.multiConn = dc
@@ -319,7 +323,7 @@ func (s *Store) execMulti(ctx context.Context, k multiKey, args []any) error {
 				return err
 			}
 			s.multiMu.Lock()
-			s.multi[k] = st
+			s.multi[k] = st // not closed since: Close waits for this write's connection
 			s.multiMu.Unlock()
 		}
 		exec, ok := st.(driver.StmtExecContext)

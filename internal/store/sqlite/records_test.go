@@ -343,3 +343,21 @@ func TestMultiRowInsertsFollowTheConnection(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 8)
 }
+
+// A write after Close is refused with an error, not a panic, whether or
+// not its multi-row INSERT was prepared before.
+func TestWriteAfterCloseIsRefused(t *testing.T) {
+	ctx := t.Context()
+	s := openWithRun(t)
+	batch := func(visit, n int) []store.Batch {
+		steps := make([]*store.Step, n)
+		for i := range steps {
+			steps[i] = &store.Step{Node: fmt.Sprintf("n%d", i), Visit: visit, StepOrder: visit*100 + i, Type: "set", Status: "success"}
+		}
+		return []store.Batch{{RunID: "r1", Steps: steps}}
+	}
+	require.NoError(t, s.SaveBatch(ctx, batch(1, 4)))
+	require.NoError(t, s.Close())
+	require.Error(t, s.SaveBatch(ctx, batch(2, 4)))
+	require.Error(t, s.SaveBatch(ctx, batch(3, 16)))
+}

@@ -529,22 +529,21 @@ func (s *Store) Close() error {
 			_ = st.Close()
 		}
 	}
-	s.multiMu.Lock()
-	multi, on := s.multi, s.multiConn
-	s.multi = nil
-	s.multiMu.Unlock()
-	if len(multi) > 0 {
-		if c, err := s.w.Conn(context.Background()); err == nil {
-			_ = c.Raw(func(dc any) error {
-				if dc == on {
-					for _, st := range multi {
-						_ = st.Close()
-					}
+	// The multi-row INSERTs are closed on their connection, once a write
+	// that holds it is done (execMulti refuses to prepare more).
+	if c, err := s.w.Conn(context.Background()); err == nil {
+		_ = c.Raw(func(dc any) error {
+			s.multiMu.Lock()
+			defer s.multiMu.Unlock()
+			if dc == s.multiConn {
+				for _, st := range s.multi {
+					_ = st.Close()
 				}
-				return nil
-			})
-			_ = c.Close()
-		}
+			}
+			s.multi = nil
+			return nil
+		})
+		_ = c.Close()
 	}
 	s.closeOnce.Do(func() {
 		close(s.ckStop)
