@@ -40,8 +40,10 @@ type kept struct {
 	isStep []bool // in the order they came: the next step, or the next event
 }
 
-// spares is how many emptied kept a Deferred holds for reuse: a run's
-// flushes wait for a few commits at most, most often one.
+// spares is the most emptied kept a Deferred holds for reuse. While the
+// committer keeps up, a flush's kept comes back before the next is needed;
+// while it lags, new ones are made (sized from the last flush) and the
+// spares take only what comes back.
 const spares = 4
 
 // Step keeps a step for OnStep, but for a step only planned (Planned):

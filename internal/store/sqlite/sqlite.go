@@ -87,8 +87,8 @@ type Store struct {
 
 	// multiMu guards multi, the statements that insert several rows at
 	// once, prepared on the write connection (multiConn, the driver's)
-	// the first time a write takes one: parsing a 64-row INSERT of 22
-	// columns is a fair share of a short `skein run`. They run on the
+	// the first time a write takes one, and kept: parsing a 64-row
+	// INSERT each time would cost more than its rows. They run on the
 	// driver's connection, under the write transaction (execMulti).
 	multiMu   sync.Mutex
 	multi     map[multiKey]driver.Stmt
