@@ -257,3 +257,44 @@ func TestJSONErrorShape(t *testing.T) {
 	// The text on stderr is what the same command prints without -o json.
 	require.Contains(t, r.stderr, file+`:4:19: error: unknown node type "shel"`)
 }
+
+// skein run -o json prints the run's document (the one run.json holds)
+// indented as encoding/json indents it, though it is written a step at a
+// time: steps with strings that hold JSON's own punctuation, HTML and
+// non-ASCII characters, and a failed step's error (which encoding/json
+// writes) included.
+func TestRunJSONIsTheDocumentIndented(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	wf := filepath.Join(dir, "punctuation.yaml")
+	require.NoError(t, os.WriteFile(wf, []byte(`version: 1
+name: punctuation
+nodes:
+  - {id: start, type: trigger.manual}
+  - id: tricky
+    type: set
+    values:
+      text: 'a "quoted" {brace} [list], colon: \ <b>&</b> é ☃'
+      empty: {}
+      none: []
+  - {id: fail, type: shell, command: [sh, -c, "echo 'it broke: {\"x\": [1]}' >&2; exit 3"]}
+edges:
+  - {from: start, to: tricky}
+  - {from: tricky, to: fail}
+`), 0o644))
+	sk := filepath.Join(dir, ".skein")
+	r := skein(t, "run", "--dir", sk, "-o", "json", wf)
+	require.Equal(t, 1, r.code, r.stderr)
+	var compact, indented bytes.Buffer
+	require.NoError(t, json.Compact(&compact, []byte(r.stdout)))
+	require.NoError(t, json.Indent(&indented, compact.Bytes(), "", "  "))
+	require.Equal(t, indented.String()+"\n", r.stdout)
+	runs, err := filepath.Glob(filepath.Join(sk, "runs", "punctuation", "*", "run.json"))
+	require.NoError(t, err)
+	require.Len(t, runs, 1)
+	stored, err := os.ReadFile(runs[0])
+	require.NoError(t, err)
+	require.JSONEq(t, string(stored), r.stdout)
+	require.Contains(t, r.stdout, `"text": "a \"quoted\" {brace} [list], colon: \\ <b>&</b> é ☃"`)
+	require.Contains(t, r.stdout, "\"empty\": {},\n")
+}
