@@ -230,9 +230,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeJSONStatus(w http.ResponseWriter, contentType string, status int, v any) {
 	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
+	var err error
+	if d, ok := v.(*runner.RunDoc); ok {
+		// A run's document, its steps without reflection: the same text.
+		err = d.WriteJSON(&buf)
+	} else {
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		err = enc.Encode(v)
+	}
 	data := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if err != nil {
 		slog.Error("encoding an answer", "err", err)
