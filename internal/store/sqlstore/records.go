@@ -221,18 +221,55 @@ func (b Batch) Numbered(first int64) {
 
 // stepsArgs returns the arguments of SQL.UpsertStep for each step.
 func (s *Statements) stepsArgs(runID any, steps []*store.Step) ([][]any, error) {
-	args := make([][]any, len(steps))
+	args := s.takeRows(len(steps))
 	// The values every row of the batch shares are boxed once, not a
 	// row at a time (an allocation each).
 	shared := rowValues{run: runID}
 	for i, st := range steps {
-		a, err := s.c.stepArgs(&shared, st)
+		a, err := s.c.stepArgs(args[i][:0], &shared, st)
 		if err != nil {
 			return nil, fmt.Errorf("step %s visit %d: %w", st.Node, st.Visit, err)
 		}
 		args[i] = a
 	}
 	return args, nil
+}
+
+// maxSpareRows bounds the step rows Statements keeps (~2 MB).
+const maxSpareRows = 4096
+
+// takeRows returns n step rows, spare ones first: each empty, with room
+// for a row's values.
+func (s *Statements) takeRows(n int) [][]any {
+	rows := make([][]any, n)
+	s.mu.Lock()
+	k := min(n, len(s.spare))
+	copy(rows, s.spare[len(s.spare)-k:])
+	clear(s.spare[len(s.spare)-k:])
+	s.spare = s.spare[:len(s.spare)-k]
+	s.mu.Unlock()
+	for i := k; i < n; i++ {
+		rows[i] = make([]any, 0, stepArgCount)
+	}
+	return rows
+}
+
+// Recycle keeps the step rows of batches whose write is over, committed
+// or not, for the next batches: nothing may use them after.
+func (s *Statements) Recycle(bs []Batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, b := range bs {
+		for _, row := range b.Steps {
+			if len(s.spare) >= maxSpareRows {
+				return
+			}
+			if cap(row) >= stepArgCount {
+				clear(row)
+				s.spare = append(s.spare, row[:0])
+			}
+		}
+	}
 }
 
 // rowValues are values of a batch's rows boxed for the driver once: the
@@ -283,7 +320,8 @@ func statusArg(st record.Status) any {
 	return string(st)
 }
 
-func (c *Core) stepArgs(shared *rowValues, st *store.Step) ([]any, error) {
+// stepArgs appends the values of st's row to row.
+func (c *Core) stepArgs(row []any, shared *rowValues, st *store.Step) ([]any, error) {
 	docs, err := c.encode(st.Error, doc{"parameters", st.Params}, doc{"output", st.Output})
 	if err != nil {
 		return nil, err
@@ -298,12 +336,12 @@ func (c *Core) stepArgs(shared *rowValues, st *store.Step) ([]any, error) {
 	}
 	// Integers as int64 and the status as a string: values a driver takes
 	// as they are, not through database/sql's reflection.
-	return []any{shared.run, int64(gen), st.Node, int64(st.Visit),
+	return append(row, shared.run, int64(gen), st.Node, int64(st.Visit),
 		int64(st.StepOrder), st.Type, int64(st.Iteration), int64(st.Attempts), statusArg(st.Status), docs[0], docs[1], st.OutputRef, docs[2],
 		st.ConfigHash, st.Cached, st.Pinned, c.timePtr(st.StartedAt), c.timePtr(st.FinishedAt), st.DurationMS, int64(st.Tokens), st.CostUSD,
 		int64(st.ProcessGroup), st.Masked, c.timePtr(st.WakeAt), st.SkipReason,
 		st.TakenHandle, shared.hostOf(ran.Host), int64(ran.PID), ran.Worker, st.Confidence,
-		nil, nil, nil, nil}, nil
+		nil, nil, nil, nil), nil
 }
 
 func eventData(events []store.Event) ([][]byte, error) {
@@ -403,6 +441,7 @@ func (c *Core) save(ctx context.Context, op string, batches []store.Batch) error
 		return err
 	}
 	firsts, err := c.db.SaveBatches(ctx, op, bs)
+	c.st.Recycle(bs)
 	if err != nil {
 		return err
 	}
