@@ -206,7 +206,7 @@ func merge(subs []submission) []store.Batch {
 	byRun := map[string]int{}
 	var out []store.Batch
 	// Each run's batch is made as large as its submissions' records.
-	type size struct{ steps, events int }
+	type size struct{ subs, steps, events int }
 	var sizes []size
 	for _, s := range subs {
 		i, ok := byRun[s.batch.RunID]
@@ -216,11 +216,15 @@ func merge(subs []submission) []store.Batch {
 			out = append(out, store.Batch{RunID: s.batch.RunID})
 			sizes = append(sizes, size{})
 		}
+		sizes[i].subs++
 		sizes[i].steps += len(s.batch.Steps)
 		sizes[i].events += len(s.batch.Events)
 	}
 	index := make([]map[stepKey]int, len(out))
 	for i, n := range sizes {
+		if n.subs == 1 {
+			continue // its one batch is taken as it is (below)
+		}
 		if n.steps > 0 {
 			out[i].Steps = make([]*store.Step, 0, n.steps)
 		}
@@ -231,6 +235,12 @@ func merge(subs []submission) []store.Batch {
 	}
 	for _, s := range subs {
 		i := byRun[s.batch.RunID]
+		if sizes[i].subs == 1 {
+			// A run's only submission: a Recorder's batch has each step
+			// once, planned or saved.
+			out[i] = s.batch
+			continue
+		}
 		b := &out[i]
 		if s.batch.Token != "" {
 			b.Token = s.batch.Token
@@ -255,7 +265,7 @@ func merge(subs []submission) []store.Batch {
 	// only.
 	for i := range out {
 		b := &out[i]
-		if len(b.Plan) == 0 || len(b.Steps) == 0 {
+		if sizes[i].subs == 1 || len(b.Plan) == 0 || len(b.Steps) == 0 {
 			continue
 		}
 		idx := index[i]
