@@ -226,3 +226,47 @@ edges:
 	require.Regexp(t, `send\s+set\s+1\s+0\s+⊘ cancelled\s+0\s+-\s+-`, show.stdout, "a planned step a cancel stopped is cancelled")
 	require.NotContains(t, show.stdout, "pending")
 }
+
+// writeCounter counts the writes made to it: each is a system call on a
+// terminal or a pipe.
+type writeCounter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(p)
+}
+
+// skein runs show and skein runs events write a run of many steps in a
+// few writes, not one a table cell or an event line: the same text.
+func TestRunsShowAndEventsWriteInFewWrites(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "many.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: many
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ 1..200 }}"}
+  - {id: item, type: set, values: {i: "{{ loop.item }}"}}
+  - {id: next, type: endloop, loop: each}
+edges:
+  - {from: start, to: each}
+  - {from: each, to: item, on: body}
+  - {from: item, to: next}
+`), 0o644))
+	r, doc := runJSON(t, "--dir", dir, flow)
+	require.Equal(t, 0, r.code, r.stderr)
+	id := doc["execution_id"].(string)
+	for _, args := range [][]string{{"runs", "show", "--dir", dir, id}, {"runs", "events", "--dir", dir, id}, {"runs", "events", "-o", "text", "--dir", dir, id}} {
+		var out writeCounter
+		var errb bytes.Buffer
+		require.Equal(t, 0, cli.Main(context.Background(), args, strings.NewReader(""), &out, &errb), errb.String())
+		lines := strings.Count(out.String(), "\n")
+		require.Greater(t, lines, 400, "%v prints every step", args)
+		require.Less(t, out.writes, 12, "%v: %d writes for %d lines", args, out.writes, lines)
+		require.Equal(t, skein(t, args...).stdout, out.String())
+	}
+}

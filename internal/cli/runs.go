@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -71,7 +71,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 				writeJSON(e.stdout, out)
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTARTED\tDURATION")
 			for _, run := range runs {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.ID, run.Workflow, statusLine(run), run.StartedAt.Local().Format("2006-01-02 15:04:05"), runDuration(run))
@@ -119,7 +119,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 				fmt.Fprintf(e.stdout, "running in pid %d on %s\n", doc.Owner.PID, doc.Owner.Host)
 			}
 			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", doc.File, doc.Dir)
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\tRAN ON\t")
 			for _, s := range doc.Steps {
 				dur := "-"
@@ -157,7 +157,11 @@ until it ends.`,
 				return err
 			}
 			var after int64
-			enc := json.NewEncoder(e.stdout)
+			// The lines are buffered, written a page at a time (not a
+			// system call a line) and before each wait for more.
+			out := bufio.NewWriterSize(e.stdout, 64<<10)
+			defer out.Flush()
+			enc := json.NewEncoder(out)
 			enc.SetEscapeHTML(false)
 			tick := time.NewTicker(200 * time.Millisecond)
 			defer tick.Stop()
@@ -168,7 +172,7 @@ until it ends.`,
 				}
 				for _, ev := range evs {
 					if eventsOutput == "text" {
-						fmt.Fprintln(e.stdout, eventText(ev))
+						fmt.Fprintln(out, eventText(ev))
 					} else if err := enc.Encode(rundoc.EventLine(ev)); err != nil {
 						return err
 					}
@@ -176,6 +180,9 @@ until it ends.`,
 				}
 				if len(evs) == 1000 {
 					continue
+				}
+				if err := out.Flush(); err != nil {
+					return err
 				}
 				if !follow {
 					return nil

@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -328,7 +327,7 @@ underscore. -o json prints {"tokens": [{id, name, scope, created_at}]}.`,
 				fmt.Fprintln(e.stderr, "no tokens; skein token create --scope run makes one")
 				return nil
 			}
-			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "ID\tNAME\tSCOPE\tCREATED")
 			for _, t := range toks {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.Scope, t.CreatedAt.Local().Format("2006-01-02 15:04:05"))
