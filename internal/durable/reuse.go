@@ -1,6 +1,8 @@
 package durable
 
 import (
+	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -188,4 +190,18 @@ func Wakes(steps []*store.Step) func(node string, visit int, hash string) (time.
 		w, ok := wakes[key{node, hash, visit}]
 		return w, ok
 	}
+}
+
+// RerunSteps reads the steps a rerun of run runID takes from it: those of
+// the pinned nodes (ForPins) and of the trigger (TriggerPayload), not
+// every step of a big run.
+func RerunSteps(ctx context.Context, st store.Store, runID string, pins []string, trigger string) ([]*store.Step, error) {
+	nodes := slices.Clone(pins)
+	if trigger != "" && !slices.Contains(nodes, trigger) {
+		nodes = append(nodes, trigger)
+	}
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	return st.StepHistory(ctx, runID, nodes...)
 }

@@ -200,7 +200,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 			return nil, usagef("--pin %s: the workflow has no node %q", p, p)
 		}
 	}
-	hist, err := r.st.StepHistory(ctx, run.ID)
+	hist, err := durable.RerunSteps(ctx, r.st, run.ID, req.Pins, run.Trigger)
 	if err != nil {
 		return nil, err
 	}

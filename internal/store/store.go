@@ -240,9 +240,9 @@ type Store interface {
 	// (Batch.Plan) as pending.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
 	// StepHistory returns every step of every generation of the run,
-	// oldest generation first, each by step order. Nothing recorded is
-	// ever deleted but with its run.
-	StepHistory(ctx context.Context, runID string) ([]*Step, error)
+	// oldest generation first, each by step order; given nodes, only
+	// theirs. Nothing recorded is ever deleted but with its run.
+	StepHistory(ctx context.Context, runID string, nodes ...string) ([]*Step, error)
 	// SaveBatch inserts or replaces steps, keyed by (run, generation,
 	// node, visit), records the planned steps (Batch.Plan), appends the
 	// events (as AppendEvents) and writes the final run records of

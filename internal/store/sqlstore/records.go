@@ -470,26 +470,38 @@ func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 		ORDER BY step_order, node, visit`)
 }
 
-// StepHistory returns the steps of every generation of the run.
-func (c *Core) StepHistory(ctx context.Context, runID string) ([]*store.Step, error) {
+// StepHistory returns the steps of every generation of the run; given
+// nodes, only theirs (a rerun reads its pinned nodes' and its trigger's,
+// not a big run's every step).
+func (c *Core) StepHistory(ctx context.Context, runID string, nodes ...string) ([]*store.Step, error) {
 	op := fmt.Sprintf("reading the steps of run %s", runID)
-	return c.steps(ctx, op, runID, 0, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
-		WHERE run_id = $1 ORDER BY generation, step_order, node, visit`)
+	q := `SELECT run_id, generation, node, visit, ` + stepCols + ` FROM steps WHERE run_id = $1`
+	if len(nodes) > 0 {
+		q += ` AND node IN ` + placeholders(2, len(nodes))
+	}
+	return c.steps(ctx, op, runID, 0, q+` ORDER BY generation, step_order, node, visit`, nodes...)
 }
 
 // steps reads the steps of the run with q, of generation gen ($2; every
-// generation when 0), and merges in its planned steps. The steps are read
-// first: a step saved meanwhile is at worst listed pending.
-func (c *Core) steps(ctx context.Context, op, runID string, gen int, q string) ([]*store.Step, error) {
+// generation when 0) or of the nodes given (from $2), and merges in its
+// planned steps. The steps are read first: a step saved meanwhile is at
+// worst listed pending.
+func (c *Core) steps(ctx context.Context, op, runID string, gen int, q string, nodes ...string) ([]*store.Step, error) {
 	args := []any{runID}
 	if gen > 0 {
 		args = append(args, gen)
+	}
+	for _, n := range nodes {
+		args = append(args, n)
 	}
 	rows, err := c.db.Read().Query(ctx, q, args...)
 	steps, err := collect(c, op, rows, err, scanStep)
 	if err == nil {
 		var planned []*store.Step
 		if planned, err = c.plannedSteps(ctx, op, runID, gen); err == nil {
+			if len(nodes) > 0 {
+				planned = slices.DeleteFunc(planned, func(s *store.Step) bool { return !slices.Contains(nodes, s.Node) })
+			}
 			steps = withPlanned(steps, planned)
 		}
 	}

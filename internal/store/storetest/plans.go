@@ -86,6 +86,10 @@ func testPlans(t *testing.T, setup func(t *testing.T) *bundle) {
 			"g1 1:a#1/0  failed", "g1 2:b#1/0 set pending",
 			"g2 1:a#1/0 set pending", "g2 2:b#1/0 set pending",
 		}, list(hist))
+		hist, err = b.s.StepHistory(b.ctx, "r1", "b")
+		require.NoError(t, err)
+		require.Equal(t, []string{"g1 2:b#1/0 set pending", "g2 2:b#1/0 set pending"}, list(hist),
+			"given nodes, only their saved and planned steps")
 	})
 
 	t.Run("PlansInATransaction", func(t *testing.T) {

@@ -298,7 +298,23 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 		require.False(t, hist[1].Masked)
 		require.Equal(t, 4242, hist[1].ProcessGroup, "a running step's process group round-trips")
 
+		// Given nodes, only their steps, of every generation.
+		hist, err = b.s.StepHistory(b.ctx, "r1", "a")
+		require.NoError(t, err)
+		require.Len(t, hist, 2)
+		require.Equal(t, []int{1, 2}, []int{hist[0].Generation, hist[1].Generation})
+		require.Equal(t, []string{"a", "a"}, []string{hist[0].Node, hist[1].Node})
+		hist, err = b.s.StepHistory(b.ctx, "r1", "b", "z", `'); DROP TABLE steps; --`)
+		require.NoError(t, err)
+		require.Len(t, hist, 1)
+		require.Equal(t, "b", hist[0].Node)
+		hist, err = b.s.StepHistory(b.ctx, "r1", "z")
+		require.NoError(t, err)
+		require.Empty(t, hist, "a node with no step has none")
+
 		_, err = b.s.StepHistory(b.ctx, "nope")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = b.s.StepHistory(b.ctx, "nope", "a")
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
