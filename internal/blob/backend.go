@@ -80,21 +80,20 @@ func Mount(be Backend) (unmount func()) {
 // openMounted reads blob sum from a mounted backend of kind.
 func openMounted(ctx context.Context, kind, sum string) (io.ReadCloser, error) {
 	mounted.RLock()
-	bes := make([]Backend, 0, len(mounted.by[kind]))
-	for _, p := range mounted.by[kind] {
-		bes = append(bes, *p)
-	}
+	bes := slices.Clone(mounted.by[kind])
 	mounted.RUnlock()
 	if len(bes) == 0 {
 		return nil, fmt.Errorf("blob %s is kept in a %s blob store, and this process has none open", short(sum), kind)
 	}
 	var firstErr error
-	for _, be := range bes {
-		rc, err := be.Open(ctx, sum)
+	for _, p := range bes {
+		rc, err := (*p).Open(ctx, sum)
 		if err == nil {
 			return rc, nil
 		}
-		if !errors.Is(err, ErrNotFound) && firstErr == nil {
+		// A backend unmounted while it was asked (its store closing)
+		// is as if it had not been there: its error does not count.
+		if !errors.Is(err, ErrNotFound) && firstErr == nil && isMounted(kind, p) {
 			firstErr = err
 		}
 	}
@@ -102,6 +101,13 @@ func openMounted(ctx context.Context, kind, sum string) (io.ReadCloser, error) {
 		return nil, firstErr
 	}
 	return nil, fmt.Errorf("blob %s in the %s blob store: %w", short(sum), kind, ErrNotFound)
+}
+
+// isMounted reports whether the backend p is still mounted.
+func isMounted(kind string, p *Backend) bool {
+	mounted.RLock()
+	defer mounted.RUnlock()
+	return slices.Contains(mounted.by[kind], p)
 }
 
 func short(sum string) string {
