@@ -19,19 +19,11 @@ import (
 // saveBatches writes batches in one transaction (sqlstore.DB).
 func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch) ([]int64, error) {
 	firsts := make([]int64, len(bs))
-	var nLean, nSteps, nEvents int
-	// The events each batch's step rows carry (carry).
+	// The events each batch's step rows carry (carry): only the others
+	// are inserted.
 	rides := make([][]ride, len(bs))
 	for i, b := range bs {
-		for _, row := range b.Steps {
-			if sqlstore.IsLeanStepRow(row) {
-				nLean++
-			}
-		}
-		nSteps += len(b.Steps)
-		// Only the events no step row carries are inserted.
 		rides[i] = carried(b)
-		nEvents += eventRows(len(b.Events), rides[i])
 	}
 	err := s.writeHot(ctx, op, func(tx *sql.Tx) error {
 		// The rows of every batch go in together: a statement costs more
@@ -116,10 +108,11 @@ func (s *Store) saveBatches(ctx context.Context, op string, bs []sqlstore.Batch)
 	return firsts, nil
 }
 
-// upsertSteps writes step rows in their order, each run of rows that
-// can be lean (sqlstore.IsLeanStepRow: most are) by the lean statements,
-// with fewer values to bind, the others whole.
+// upsertSteps writes step rows, each run of rows that can be lean
+// (sqlstore.IsLeanStepRow: most are) by the lean statements, with fewer
+// values to bind, the others whole; the lean ones first (leanFirst).
 func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error {
+	rows = leanFirst(rows)
 	for len(rows) > 0 {
 		lean := sqlstore.IsLeanStepRow(rows[0])
 		n := 1
@@ -139,6 +132,41 @@ func (s *Store) upsertSteps(ctx context.Context, tx *sql.Tx, rows [][]any) error
 		}
 	}
 	return nil
+}
+
+// leanFirst returns rows with the lean ones first and the others after,
+// each kind in its order, when no step is written twice among them (then
+// the last of a key must stay last, and rows keeps its order). Rows whose
+// kinds alternate (a resume's reused steps between those run again, a
+// shell node after each set node) would otherwise go a row to a statement.
+func leanFirst(rows [][]any) [][]any {
+	changes := 0
+	for i := 1; i < len(rows); i++ {
+		if sqlstore.IsLeanStepRow(rows[i]) != sqlstore.IsLeanStepRow(rows[i-1]) {
+			changes++
+		}
+	}
+	if changes < 2 {
+		return rows
+	}
+	type key struct{ run, generation, node, visit any }
+	seen := make(map[key]struct{}, len(rows))
+	for _, r := range rows {
+		k := key{r[0], r[1], r[2], r[3]}
+		if _, twice := seen[k]; twice {
+			return rows
+		}
+		seen[k] = struct{}{}
+	}
+	out := make([][]any, 0, len(rows))
+	for _, lean := range []bool{true, false} {
+		for _, r := range rows {
+			if sqlstore.IsLeanStepRow(r) == lean {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
 }
 
 // carry moves node_finished events of a batch, each with the
@@ -227,18 +255,6 @@ func carried(b sqlstore.Batch) []ride {
 		rides = append(rides, r)
 	}
 	return rides
-}
-
-// eventRows is the number of a batch's events (n) left as event rows once
-// its step rows carried theirs (rides, carry).
-func eventRows(n int, rides []ride) int {
-	for _, r := range rides {
-		n--
-		if r.started >= 0 {
-			n--
-		}
-	}
-	return n
 }
 
 // maxRowsPerInsert bounds the rows of one multi-row INSERT (24 columns ×

@@ -361,3 +361,45 @@ func TestWriteAfterCloseIsRefused(t *testing.T) {
 	require.Error(t, s.SaveBatch(ctx, batch(2, 4)))
 	require.Error(t, s.SaveBatch(ctx, batch(3, 16)))
 }
+
+// Step rows whose kinds alternate (a resume's reused steps, whole rows,
+// between the lean rows of those run again) are written by the multi-row
+// INSERTs of each kind, not a row to a statement, and read back as saved;
+// a step written twice among them keeps its last row.
+func TestAlternatingStepRowsGoManyToAStatement(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := openWithRun(t)
+	at := time.Date(2026, 12, 5, 5, 0, 0, 0, time.UTC)
+	step := func(node string, order int, cached bool) *store.Step {
+		return &store.Step{Node: node, Visit: 1, StepOrder: order, Type: "set", Status: "success", Attempts: 1,
+			Output: map[string]any{"o": order}, StartedAt: &at, FinishedAt: &at, Cached: cached}
+	}
+	var steps []*store.Step
+	for i := range 128 {
+		steps = append(steps, step(fmt.Sprintf("n%03d", i), i+1, i%2 == 0))
+	}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: steps}}))
+	s.multiMu.Lock()
+	_, lean64 := s.multi[multiKey{s.leanRows, 64}]
+	_, whole64 := s.multi[multiKey{s.stepRows, 64}]
+	s.multiMu.Unlock()
+	require.True(t, lean64, "the 64 lean rows went in one statement")
+	require.True(t, whole64, "the 64 whole rows went in one statement")
+	got, err := s.Steps(ctx, "r1")
+	require.NoError(t, err)
+	require.Len(t, got, len(steps))
+	for i, g := range got {
+		require.Equal(t, steps[i].Node, g.Node, "by step order")
+		require.Equal(t, steps[i].Cached, g.Cached)
+		require.Equal(t, map[string]any{"o": i + 1}, g.Output)
+	}
+
+	// Alternating, and n000 written twice: whole, then lean. The last wins.
+	again := []*store.Step{step("n000", 1, true), step("n001", 2, false), step("n002", 3, true), step("n000", 1, false)}
+	require.NoError(t, s.SaveBatch(ctx, []store.Batch{{RunID: "r1", Steps: again}}))
+	got, err = s.Steps(ctx, "r1")
+	require.NoError(t, err)
+	require.Equal(t, "n000", got[0].Node)
+	require.False(t, got[0].Cached, "the last row of a step written twice stands")
+}
