@@ -120,6 +120,7 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10000x ./internal/server
 	$(FUZZ) -fuzz=FuzzValidate -fuzztime=30000x ./internal/jsonvalid
 	$(FUZZ) -fuzz=FuzzIndent -fuzztime=20000x ./internal/plainjson
+	$(FUZZ) -fuzz=FuzzPlainObject -fuzztime=30000x ./internal/store
 
 # The CLI's figures (scripts/bench-cli.sh: chain, foreach, loop, cold
 # run), skein run as a process on the project's disk, this tree against

@@ -148,9 +148,11 @@ func DecodeMap(data []byte) (map[string]any, error) {
 	if len(data) == 0 {
 		return nil, nil
 	}
-	var m map[string]any
-	if err := decode(data, &m); err != nil {
-		return nil, err
+	m, ok := decodePlainObject(data)
+	if !ok {
+		if err := decode(data, &m); err != nil {
+			return nil, err
+		}
 	}
 	return normalizeMap(m), nil
 }
