@@ -729,7 +729,8 @@ func (s *Server) findRun(ctx context.Context, id string) (*runner.Runner, *node.
 	if r == nil {
 		return nil, notFound
 	}
-	if _, err := r.Get(ctx, id); errors.Is(err, runner.ErrNotFound) {
+	// Whether it exists: its record, not its document with every step.
+	if _, err := r.Lookup(ctx, id); errors.Is(err, runner.ErrNotFound) {
 		return nil, notFound
 	} else if err != nil {
 		return nil, toolError(err)
