@@ -68,69 +68,30 @@ func (d *plainDecoder) value(depth int) (any, bool) {
 	}
 	switch c := d.data[d.i]; {
 	case c == '{':
-		d.i++
 		m := map[string]any{}
-		d.space()
-		if d.i < len(d.data) && d.data[d.i] == '}' {
-			d.i++
-			return m, true
-		}
-		for {
+		return m, d.elements('}', func() bool {
 			d.space()
 			k, ok := d.string()
 			if !ok {
-				return nil, false
+				return false
 			}
 			d.space()
 			if d.i >= len(d.data) || d.data[d.i] != ':' {
-				return nil, false
+				return false
 			}
 			d.i++
 			v, ok := d.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
 			m[k] = v
-			d.space()
-			if d.i >= len(d.data) {
-				return nil, false
-			}
-			d.i++
-			switch d.data[d.i-1] {
-			case ',':
-			case '}':
-				return m, true
-			default:
-				return nil, false
-			}
-		}
+			return ok
+		})
 	case c == '[':
-		d.i++
 		l := []any{}
-		d.space()
-		if d.i < len(d.data) && d.data[d.i] == ']' {
-			d.i++
-			return l, true
-		}
-		for {
+		ok := d.elements(']', func() bool {
 			v, ok := d.value(depth + 1)
-			if !ok {
-				return nil, false
-			}
 			l = append(l, v)
-			d.space()
-			if d.i >= len(d.data) {
-				return nil, false
-			}
-			d.i++
-			switch d.data[d.i-1] {
-			case ',':
-			case ']':
-				return l, true
-			default:
-				return nil, false
-			}
-		}
+			return ok
+		})
+		return l, ok
 	case c == '"':
 		return d.string()
 	case c == '-' || c >= '0' && c <= '9':
@@ -143,6 +104,35 @@ func (d *plainDecoder) value(depth int) (any, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// elements reads the elements of an object or a list, each with element,
+// from its opening bracket to its closing one, close: none, or one and
+// then one after each comma.
+func (d *plainDecoder) elements(close byte, element func() bool) bool {
+	d.i++ // the opening bracket
+	d.space()
+	if d.i < len(d.data) && d.data[d.i] == close {
+		d.i++
+		return true
+	}
+	for {
+		if !element() {
+			return false
+		}
+		d.space()
+		if d.i >= len(d.data) {
+			return false
+		}
+		d.i++
+		switch d.data[d.i-1] {
+		case ',':
+		case close:
+			return true
+		default:
+			return false
+		}
+	}
 }
 
 // string reads a string with no escape, no control character and valid
