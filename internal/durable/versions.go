@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"sync"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -13,14 +15,19 @@ import (
 // Versions stores the source of the workflows new runs execute as their
 // latest versions (unchanged sources are not stored twice). A workflow run
 // many times — a served one, loaded once per change of its file — is read
-// and saved on its first run only. The zero value is ready to use.
+// and saved on its first run only, however many runs of it start at once:
+// the webhooks a server takes in its first moments wait for one save
+// instead of each saving its own, one after the other behind the
+// workflow's lock (see BENCHMARKS.md). The zero value is ready to use.
 type Versions struct {
-	saved sync.Map // *workflow.Workflow → its stored version
+	saved  sync.Map // *workflow.Workflow → its stored version
+	saving singleflight.Group
 }
 
 // Save stores w's source in st, once per loaded workflow, and returns its
 // version: the text w was decoded from (workflow.Workflow.Source), else
-// its file's.
+// its file's. A save under way for the same source is waited for, not
+// made again; it is not stopped by ctx, whose caller is one of several.
 func (vs *Versions) Save(ctx context.Context, st store.Store, w *workflow.Workflow) (int, error) {
 	if v, ok := vs.saved.Load(w); ok {
 		return v.(int), nil
@@ -30,10 +37,21 @@ func (vs *Versions) Save(ctx context.Context, st store.Store, w *workflow.Workfl
 		src, _ = workflow.ReadFile(w.File)
 	}
 	sum := sha256.Sum256(src)
-	ver, err := st.SaveWorkflow(ctx, w.Name, src, hex.EncodeToString(sum[:]))
+	hash := hex.EncodeToString(sum[:])
+	v, err, _ := vs.saving.Do(w.Name+"\x00"+hash, func() (any, error) {
+		if v, ok := vs.saved.Load(w); ok {
+			return v, nil // saved by the flight that ended as this one began
+		}
+		ver, err := st.SaveWorkflow(context.WithoutCancel(ctx), w.Name, src, hash)
+		if err != nil {
+			return 0, err
+		}
+		vs.saved.Store(w, ver.Version)
+		return ver.Version, nil
+	})
 	if err != nil {
 		return 0, err
 	}
-	vs.saved.Store(w, ver.Version)
-	return ver.Version, nil
+	vs.saved.Store(w, v) // w may be another copy of the flight's source
+	return v.(int), nil
 }
