@@ -186,10 +186,9 @@ func (d *Driver) queueTaken(w *write) *pgx.Batch {
 	return b
 }
 
-// untaken returns the jobs of w River inserts, and the index in w.jobs of
-// each.
-func (w *write) untaken() ([]river.InsertManyParams, []int) {
-	var jobs []river.InsertManyParams
+// untaken appends to jobs those of w River inserts (the jobs w does not
+// take), and returns the index in w.jobs of each.
+func (w *write) untaken(jobs []river.InsertManyParams) ([]river.InsertManyParams, []int) {
 	var at []int
 	for i, j := range w.jobs {
 		if !slices.Contains(w.claims, i) {

@@ -1084,10 +1084,12 @@ type write struct {
 	// skipPure are the tasks of pure nodes runPure left to their jobs.
 	skipPure []int64
 	// jobIDs are the ids of the jobs inserted available (they are
-	// inserted with the COMMIT) once it committed, jobsAt the index of
-	// each in jobs.
-	jobIDs *[]int64
-	jobsAt []int
+	// inserted with the COMMIT) once it committed, of all the runs of the
+	// transaction (flushAll): jobsAll of them, this run's from jobsFrom;
+	// jobsAt the index in jobs of each of this run's.
+	jobIDs            *[]int64
+	jobsAll, jobsFrom int
+	jobsAt            []int
 }
 
 func (d *Driver) newWrite(st *state) *write {
@@ -1181,58 +1183,95 @@ func (d *Driver) feed(ctx context.Context, tx *postgres.Pipe, w *write, evs ...*
 // insert of the jobs, whose notification rides with the COMMIT; with no
 // jobs, the COMMIT.
 func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
-	st := w.st
-	env := st.env
-	queueLogRows(w.log, w.logRows)
-	w.logRows = nil
-	steps := make([]*store.Step, 0, len(w.order))
-	for _, r := range w.order {
-		s := durable.StepFromRecord(env.id, r)
-		steps = append(steps, durable.RedactStep(env.red, s))
+	return d.flushAll(ctx, tx, []*write{w}, false)
+}
+
+// flushAll is flush for the writes of several runs in one transaction,
+// the rows of all in the same statements: each statement costs the
+// database more than a row of it. With counted, the rows of their runs
+// count their events already (the runs are new: QueueStartRun).
+func (d *Driver) flushAll(ctx context.Context, tx *postgres.Pipe, ws []*write, counted bool) error {
+	b := ws[0].log
+	var logRows [][]any
+	bts := make([]store.Batch, 0, len(ws))
+	lasts := make([]int64, 0, len(ws))
+	for _, w := range ws {
+		logRows = append(logRows, w.logRows...)
+		w.logRows = nil
 	}
-	var finish *store.Run
-	if !w.wasDone && st.run.Ended() && st.run.Running() == 0 {
-		finish = d.finish(st)
-		d.oweDelivery(w, finish)
-	}
-	if w.stopRunning && finish == nil {
-		// The run failed and nodes of it still run: a request to stop
-		// them, which every worker running one sees at its next look
-		// (stopCancelled). The run still ends failed: the scheduler's
-		// failure comes before a cancel.
-		w.log.Queue(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2), cancel_let_finish = false
+	queueLogRows(b, logRows)
+	for _, w := range ws {
+		st := w.st
+		env := st.env
+		w.log = b
+		steps := make([]*store.Step, 0, len(w.order))
+		for _, r := range w.order {
+			s := durable.StepFromRecord(env.id, r)
+			steps = append(steps, durable.RedactStep(env.red, s))
+		}
+		var finish *store.Run
+		if !w.wasDone && st.run.Ended() && st.run.Running() == 0 {
+			finish = d.finish(st)
+			d.oweDelivery(w, finish)
+		}
+		if w.stopRunning && finish == nil {
+			// The run failed and nodes of it still run: a request to stop
+			// them, which every worker running one sees at its next look
+			// (stopCancelled). The run still ends failed: the scheduler's
+			// failure comes before a cancel.
+			b.Queue(`UPDATE runs SET cancel_requested_at = COALESCE(cancel_requested_at, $2), cancel_let_finish = false
 			WHERE id = $1`, env.id, d.now())
+		}
+		bts = append(bts, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish})
+		lasts = append(lasts, w.last)
+		w.next = w.last + int64(len(w.events))
+		if finish != nil {
+			// Who follows the run (follow.go) learns of its end once the
+			// transaction committed (announce).
+			w.ended = append(w.ended, env.id)
+		}
 	}
-	if _, err := postgres.QueueSave(w.log, store.Batch{RunID: env.id, Steps: steps, Events: storeEvents(w.events), Finish: finish}, w.last); err != nil {
-		return fmt.Errorf("run %s: recording its history: %w", env.id, err)
+	if _, err := postgres.QueueSaves(b, bts, lasts, counted); err != nil {
+		return fmt.Errorf("%s: recording its history: %w", writeRuns(ws), err)
 	}
-	w.next = w.last + int64(len(w.events))
-	if finish != nil {
-		// Who follows the run (follow.go) learns of its end once the
-		// transaction committed (announce).
-		w.ended = append(w.ended, env.id)
-	}
-	tx.Defer(w.log)
-	if len(w.jobs) == 0 {
-		return nil
-	}
+	tx.Defer(b)
 	// The jobs this worker takes go in running (continue.go), the others
 	// available (jobs.go); both inserts ride with the COMMIT, and their
 	// ids are read back with it (a failed read fails the COMMIT).
-	if taken := d.queueTaken(w); taken != nil {
-		tx.Defer(taken)
+	var others []river.InsertManyParams
+	for _, w := range ws {
+		if len(w.jobs) == 0 {
+			continue
+		}
+		if taken := d.queueTaken(w); taken != nil {
+			tx.Defer(taken)
+		}
+		w.jobsFrom = len(others)
+		others, w.jobsAt = w.untaken(others)
 	}
-	others, at := w.untaken()
 	if len(others) == 0 {
 		return nil
 	}
-	b, ids, queues, err := queueJobs(others)
+	jb, ids, queues, err := queueJobs(others)
 	if err != nil {
-		return fmt.Errorf("run %s: queueing its jobs: %w", env.id, err)
+		return fmt.Errorf("%s: queueing its jobs: %w", writeRuns(ws), err)
 	}
-	tx.Defer(b)
-	w.announce, w.jobIDs, w.jobsAt = queues, ids, at
+	tx.Defer(jb)
+	for _, w := range ws {
+		if len(w.jobsAt) > 0 {
+			w.jobIDs, w.jobsAll = ids, len(others)
+		}
+	}
+	ws[0].announce = queues
 	return nil
+}
+
+// writeRuns names the runs of ws for an error.
+func writeRuns(ws []*write) string {
+	if len(ws) == 1 {
+		return "run " + ws[0].st.env.id
+	}
+	return fmt.Sprintf("%d runs", len(ws))
 }
 
 // finish is the final record of a run that ended.

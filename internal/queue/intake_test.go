@@ -228,7 +228,7 @@ CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTI
 // nothing.
 func TestStartsShareATransaction(t *testing.T) {
 	t.Parallel()
-	in := setupIntake(t, postgres.Options{})
+	in := setupIntake(t, postgres.Options{Tracer: &statements{}})
 	ctx := context.Background()
 	_, err := in.start(ctx, "dup")
 	require.NoError(t, err)
@@ -263,8 +263,10 @@ func TestStartsShareATransaction(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { n, _ := in.starter.StartsWaiting(); return n == len(ids)-writers }, time.Minute, time.Millisecond,
 		"the other starts waiting for the next transaction")
+	in.trace.reset()
 	require.NoError(t, hold.Rollback(ctx))
 	wg.Wait()
+	_, sql := in.trace.seen()
 
 	byTx := map[int64][]string{}
 	for i, id := range ids {
@@ -289,6 +291,37 @@ func TestStartsShareATransaction(t *testing.T) {
 		if len(group) > 1 {
 			require.ElementsMatch(t, []string{"a", "b", "c"}, group, "the runs that waited, in one transaction")
 		}
+	}
+
+	// The group's runs share its statements: a table's rows of a, b and c
+	// in one (the trigger's step and the two planned ones of each run:
+	// 9 steps; 2 jobs each), and each run's row made with the count of
+	// its events, no UPDATE to set it.
+	rows := map[string][]int{}
+	for _, q := range sql {
+		for _, table := range []string{"runs", "steps", "events", "skein_queue_log", "river_job"} {
+			if strings.HasPrefix(q, "INSERT INTO "+table+" ") {
+				rows[table] = append(rows[table], strings.Count(q, "), (")+1)
+			}
+		}
+		require.NotContains(t, q, "SET event_seq", "a run started counts its events as it is made")
+	}
+	require.Contains(t, rows["skein_queue_log"], 3, "the history rows of a, b and c in one statement: %v", rows)
+	require.Contains(t, rows["steps"], 9, "the steps of a, b and c in one statement: %v", rows)
+	require.Contains(t, rows["river_job"], 6, "the jobs of a, b and c in one statement: %v", rows)
+	for _, id := range ids {
+		if id == "dup" {
+			continue
+		}
+		var counted, last int64
+		require.NoError(t, in.st.Pool().QueryRow(ctx, `SELECT event_seq FROM runs WHERE id = $1`, id).Scan(&counted))
+		evs, err := in.st.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		for i, ev := range evs {
+			require.Equal(t, int64(i+1), ev.Seq, "run %s: its events numbered in order", id)
+			last = ev.Seq
+		}
+		require.Equal(t, last, counted, "run %s: its row counts its events", id)
 	}
 }
 

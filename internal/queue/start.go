@@ -153,11 +153,17 @@ func (d *Driver) startTx(ctx context.Context, group []*start) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	for _, s := range group {
-		// The run's row goes first: a run id that exists (a delivery
-		// taken already) fails it, and nothing is kept.
+	ws := make([]*write, len(group))
+	for i, s := range group {
+		w := d.newWrite(newState(s.env))
+		if err := d.feed(ctx, tx, w, &event{Kind: kindStart, Payload: s.payload}); err != nil {
+			return err
+		}
+		// The run's row goes first, with the count of the events the
+		// transaction writes: a run id that exists (a delivery taken
+		// already) fails it, and nothing is kept.
 		created := &pgx.Batch{}
-		if err := postgres.QueueCreateRun(created, s.run); err != nil {
+		if err := postgres.QueueStartRun(created, s.run, int64(len(w.events))); err != nil {
 			return err
 		}
 		s.exists = false
@@ -169,14 +175,11 @@ func (d *Driver) startTx(ctx context.Context, group []*start) error {
 			return err
 		}
 		tx.Defer(created)
-		w := d.newWrite(newState(s.env))
-		if err := d.feed(ctx, tx, w, &event{Kind: kindStart, Payload: s.payload}); err != nil {
-			return err
-		}
-		if err := d.flush(ctx, tx, w); err != nil {
-			return err
-		}
-		s.w = w
+		s.w, ws[i] = w, w
+	}
+	// The rows of all the runs then go in the same statements.
+	if err := d.flushAll(ctx, tx, ws, true); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("%s: %w", what, err)

@@ -60,8 +60,8 @@ func (w *write) inserted(ids []int64, at []int) {
 // committed; without their ids (none came back) River's scheduler makes
 // the timers available when due, later than a wake would.
 func (w *write) committed() {
-	if w.jobIDs != nil && len(*w.jobIDs) == len(w.jobsAt) {
-		w.inserted(*w.jobIDs, w.jobsAt)
+	if w.jobIDs != nil && len(*w.jobIDs) == w.jobsAll {
+		w.inserted((*w.jobIDs)[w.jobsFrom:w.jobsFrom+len(w.jobsAt)], w.jobsAt)
 	}
 }
 

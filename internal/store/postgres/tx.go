@@ -80,19 +80,41 @@ func QueueCreateRun(b *pgx.Batch, r *store.Run) error {
 	if err != nil {
 		return fmt.Errorf("creating run %s: %w", r.ID, err)
 	}
-	b.Queue(insertRunOnce, args...).QueryRow(func(row pgx.Row) error {
+	queueCreate(b, insertRunOnce, r, args)
+	return nil
+}
+
+// queueCreate queues in b the insert q of run r: an id that exists fails
+// it with ErrExists.
+func queueCreate(b *pgx.Batch, q string, r *store.Run, args []any) {
+	b.Queue(q, args...).QueryRow(func(row pgx.Row) error {
 		err := stmts.Created(r, row)
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "runs_pkey" {
 			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 		}
 		return err
 	})
+}
+
+// QueueStartRun is QueueCreateRun for a run whose first events the same
+// transaction writes (QueueSaves, counted): its row is made with their
+// count, events.
+func QueueStartRun(b *pgx.Batch, r *store.Run, events int64) error {
+	args, err := stmts.CreateRunArgs(r)
+	if err != nil {
+		return fmt.Errorf("creating run %s: %w", r.ID, err)
+	}
+	queueCreate(b, insertCountedOnce, r, append(args, events))
 	return nil
 }
 
-// insertRunOnce is SQL.InsertRun failing, not skipping, an id that
-// exists (a unique violation).
-var insertRunOnce = strings.Replace(stmts.InsertRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
+// insertRunOnce and insertCountedOnce are SQL.InsertRun and
+// SQL.InsertCountedRun failing, not skipping, an id that exists (a unique
+// violation).
+var (
+	insertRunOnce     = strings.Replace(stmts.InsertRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
+	insertCountedOnce = strings.Replace(stmts.InsertCountedRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
+)
 
 func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
@@ -231,6 +253,30 @@ func QueueSave(b *pgx.Batch, bt store.Batch, last int64) (numbered func(), err e
 	}
 	queueBatch(b, bs[0], last+1)
 	return func() { bs[0].Numbered(last + 1) }, nil
+}
+
+// QueueSaves is QueueSave for the batches of several runs, bts[i]'s
+// events numbered after lasts[i], their rows in the same statements. With
+// counted, their runs' rows count their events already (QueueStartRun).
+// Once they are committed, numbered sets the events' RunID and Seq.
+func QueueSaves(b *pgx.Batch, bts []store.Batch, lasts []int64, counted bool) (numbered func(), err error) {
+	bs, err := stmts.Batches(bts)
+	if err != nil {
+		return nil, err
+	}
+	firsts := make([]int64, len(bs))
+	for i := range bs {
+		firsts[i] = lasts[i] + 1
+		bs[i].Counted = counted
+	}
+	for _, st := range stmts.WritesOf(bs, firsts) {
+		b.Queue(st.SQL, st.Args...)
+	}
+	return func() {
+		for i := range bs {
+			bs[i].Numbered(firsts[i])
+		}
+	}, nil
 }
 
 // queueReadRun queues in b the read q of run id into *dst; a missing run

@@ -41,6 +41,10 @@ type SQL struct {
 	// InsertRun inserts a run (CreateRunArgs) unless its id is taken and
 	// returns its lease_until: no row when the id is taken.
 	InsertRun string
+	// InsertCountedRun is InsertRun with the count of the run's events
+	// ($23, runs.event_seq): a run started with its first events, which
+	// the same transaction writes, needs no SetLastSeq.
+	InsertCountedRun string
 	// ReadRun reads run $1 into ScanRun.
 	ReadRun string
 	// RunOwner reads the owner token of run $1.
@@ -72,21 +76,25 @@ type SQL struct {
 func New(db DB, d Dialect) (*Core, *Statements) {
 	c := &Core{db: db, d: d}
 	c.expired = `(owner_token = '' OR lease_until IS NULL OR lease_until < ` + d.Now + `)`
-	c.st = &Statements{c: c, SQL: SQL{
-		InsertRun: `INSERT INTO runs (id, ` + runCols + `, owner_host, owner_pid, owner_token, generation, lease_until)
+	insertRun := func(col, value string) string {
+		return `INSERT INTO runs (id, ` + runCols + `, owner_host, owner_pid, owner_token, generation, lease_until` + col + `)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21,
-		CASE WHEN $20 <> '' THEN ` + d.AddMicros(d.Now, "$22") + ` ELSE ` + d.NoTime + ` END)
-	ON CONFLICT (id) DO NOTHING RETURNING lease_until`,
-		ReadRun:         `SELECT ` + c.readCols() + ` FROM runs WHERE id = $1`,
-		RunOwner:        `SELECT owner_token FROM runs WHERE id = $1`,
-		InsertStepHead:  insertStepHead,
-		UpsertStepTail:  upsertStepTail,
-		UpsertStep:      insertStepHead + placeholders(1, stepArgCount) + upsertStepTail,
-		InsertEventHead: insertEventHead,
-		InsertEvent:     insertEventHead + placeholders(1, eventArgCount),
-		LastSeq:         `SELECT event_seq FROM runs WHERE id = $1`,
-		SetLastSeq:      `UPDATE runs SET event_seq = $2 WHERE id = $1`,
-		InsertPlan:      insertPlan,
+		CASE WHEN $20 <> '' THEN ` + d.AddMicros(d.Now, "$22") + ` ELSE ` + d.NoTime + ` END` + value + `)
+	ON CONFLICT (id) DO NOTHING RETURNING lease_until`
+	}
+	c.st = &Statements{c: c, SQL: SQL{
+		InsertRun:        insertRun("", ""),
+		InsertCountedRun: insertRun(", event_seq", ", $23"),
+		ReadRun:          `SELECT ` + c.readCols() + ` FROM runs WHERE id = $1`,
+		RunOwner:         `SELECT owner_token FROM runs WHERE id = $1`,
+		InsertStepHead:   insertStepHead,
+		UpsertStepTail:   upsertStepTail,
+		UpsertStep:       insertStepHead + placeholders(1, stepArgCount) + upsertStepTail,
+		InsertEventHead:  insertEventHead,
+		InsertEvent:      insertEventHead + placeholders(1, eventArgCount),
+		LastSeq:          `SELECT event_seq FROM runs WHERE id = $1`,
+		SetLastSeq:       `UPDATE runs SET event_seq = $2 WHERE id = $1`,
+		InsertPlan:       insertPlan,
 		FinishRun: `UPDATE runs SET status = $2, outputs = $3, error = $4, finished_at = $5, tokens = $6, cost_usd = $7,
 	wake_at = $8, owner_host = '', owner_pid = 0, owner_token = '', lease_until = ` + d.NoTime + `,
 	event_seq = COALESCE($9, event_seq) WHERE id = $1`,

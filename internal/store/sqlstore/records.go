@@ -161,8 +161,12 @@ type Batch struct {
 	// Finish, when the batch finishes its run, are the arguments of
 	// SQL.FinishRun, its count of events left as it is (FinishWithSeq).
 	Finish []any
-	data   [][]byte
-	run    any // RunID, boxed once for its rows (Batches sets it)
+	// Counted is set when the run's row counts the batch's events
+	// already (InsertCountedRun made it in the same transaction): no
+	// SetLastSeq.
+	Counted bool
+	data    [][]byte
+	run     any // RunID, boxed once for its rows (Batches sets it)
 }
 
 // Batches encodes the rows of batches, before a transaction starts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -91,20 +92,41 @@ func (t *tx) SaveBatch(ctx context.Context, b store.Batch, last int64) error {
 // than a row. A step whose key a statement has already is written by the
 // next one, since an upsert may not touch a row twice.
 func (s *Statements) Writes(b Batch, first int64) []Stmt {
+	return s.WritesOf([]Batch{b}, []int64{first})
+}
+
+// WritesOf returns the statements that write the batches of several runs
+// in one transaction, batch i's events numbered from firsts[i]: as
+// Writes, the rows of all in the same statements (a statement of a run
+// and the next of another cost the database more than one of both). A
+// batch that is Counted has its run's count of events set already.
+func (s *Statements) WritesOf(bs []Batch, firsts []int64) []Stmt {
 	stmts := make([]Stmt, 0, 4)
-	stmts = s.multiRow(stmts, s.InsertStepHead, s.UpsertStepTail, s.UpsertStep, stepArgCount, maxStepRows, b.Steps, true)
-	for _, args := range b.Plan {
-		stmts = append(stmts, Stmt{s.InsertPlan, args})
+	steps, events := bs[0].Steps, s.EventArgs(bs[0], firsts[0])
+	for i, b := range bs[1:] {
+		if i == 0 {
+			steps, events = slices.Clip(steps), slices.Clip(events)
+		}
+		steps = append(steps, b.Steps...)
+		events = append(events, s.EventArgs(b, firsts[i+1])...)
 	}
-	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, s.EventArgs(b, first), false)
-	last := first + int64(len(b.Events)) - 1
-	switch {
-	case b.Finish != nil && len(b.Events) > 0:
-		stmts = append(stmts, Stmt{s.FinishRun, FinishWithSeq(b.Finish, last)})
-	case b.Finish != nil:
-		stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
-	case len(b.Events) > 0:
-		stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, last}})
+	stmts = s.multiRow(stmts, s.InsertStepHead, s.UpsertStepTail, s.UpsertStep, stepArgCount, maxStepRows, steps, true)
+	for _, b := range bs {
+		for _, args := range b.Plan {
+			stmts = append(stmts, Stmt{s.InsertPlan, args})
+		}
+	}
+	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, events, false)
+	for i, b := range bs {
+		last := firsts[i] + int64(len(b.Events)) - 1
+		switch {
+		case b.Finish != nil && len(b.Events) > 0:
+			stmts = append(stmts, Stmt{s.FinishRun, FinishWithSeq(b.Finish, last)})
+		case b.Finish != nil:
+			stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
+		case len(b.Events) > 0 && !b.Counted:
+			stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, last}})
+		}
 	}
 	return stmts
 }
