@@ -162,7 +162,7 @@ func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool
 	// Read under the locks: the BEGIN, each run's row with the seq of its
 	// last event, and what its history gained since this worker's state,
 	// one round trip; the writes and the inserts of the jobs the runs
-	// release then ride with the COMMIT (flush), one more. Expected, the
+	// release then ride with the COMMIT (flushAll), one more. Expected, the
 	// first round trip rides with the COMMIT too.
 	tx, err := d.cfg.Store.BeginPipe(ctx)
 	if err != nil {
@@ -210,6 +210,18 @@ func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool
 			if err := d.stage(ctx, tx, p); err != nil {
 				return err
 			}
+		}
+	}
+	// The rows of the runs staged go in the same statements.
+	var ws []*write
+	for _, p := range live {
+		if p.w != nil && !p.busy && !p.over {
+			ws = append(ws, p.w)
+		}
+	}
+	if len(ws) > 0 {
+		if err := d.flushAll(ctx, tx, ws, false); err != nil {
+			return err
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -338,10 +350,7 @@ func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part) error {
 	if err := d.beginTaken(ctx, tx, w); err != nil {
 		return err
 	}
-	p.w = w
-	if err := d.flush(ctx, tx, w); err != nil {
-		return err
-	}
+	p.w = w // its rows written by commitTx, with the other parts' (flushAll)
 	if err := d.completeIn(ctx, tx, complete); err != nil {
 		return fmt.Errorf("run %s: %w", runID, err)
 	}

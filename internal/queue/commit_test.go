@@ -67,4 +67,20 @@ func TestRunsShareATransaction(t *testing.T) {
 		sizes = append(sizes, len(r))
 	}
 	require.ElementsMatch(t, []int{1, runs - 1}, sizes, "the runs that waited share one transaction: %v", byTx)
+
+	// And its statements: a statement of a transaction numbers the rows it
+	// writes with its command id (cmin), and the step rows of the runs
+	// that waited, and their history rows, have one each.
+	for _, shared := range byTx {
+		if len(shared) == 1 {
+			continue
+		}
+		for _, table := range []string{"steps", "skein_queue_log"} {
+			var commands int
+			require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(DISTINCT cmin::text) FROM `+table+`
+				WHERE run_id = ANY($1) AND xmin::text::bigint = (SELECT xmin::text::bigint FROM steps WHERE run_id = $2 AND node = 'n')`,
+				shared, shared[0]).Scan(&commands))
+			require.Equal(t, 1, commands, "the %s rows of runs %v written by one statement", table, shared)
+		}
+	}
 }

@@ -1049,11 +1049,11 @@ func (d *Driver) feedMk(ctx context.Context, tx *postgres.Pipe, w *write, mk fun
 }
 
 // write gathers what a transaction's events changed, to be written at
-// once (flush): the history rows, the step records, the events, the jobs.
+// once (flushAll): the history rows, the step records, the events, the jobs.
 type write struct {
 	st  *state
 	log *pgx.Batch
-	// logRows are the history's new rows, inserted by flush.
+	// logRows are the history's new rows, inserted by flushAll.
 	logRows [][]any
 	changed map[*engine.StepRecord]bool
 	order   []*engine.StepRecord
@@ -1178,18 +1178,13 @@ func (d *Driver) feed(ctx context.Context, tx *postgres.Pipe, w *write, evs ...*
 	return nil
 }
 
-// flush queues the writes of what w gathered, and of the run's final
-// record when it ended, in front of the next round trip of tx: the
-// insert of the jobs, whose notification rides with the COMMIT; with no
-// jobs, the COMMIT.
-func (d *Driver) flush(ctx context.Context, tx *postgres.Pipe, w *write) error {
-	return d.flushAll(ctx, tx, []*write{w}, false)
-}
-
-// flushAll is flush for the writes of several runs in one transaction,
-// the rows of all in the same statements: each statement costs the
-// database more than a row of it. With counted, the rows of their runs
-// count their events already (the runs are new: QueueStartRun).
+// flushAll queues the writes of what the writes ws of several runs in
+// one transaction gathered, and of the final records of those that ended,
+// in front of the next round trip of tx: the insert of the jobs, whose
+// notification rides with the COMMIT; with no jobs, the COMMIT. The rows
+// of all go in the same statements: each statement costs the database
+// more than a row of it. With counted, the rows of their runs count their
+// events already (the runs are new: QueueStartRun).
 func (d *Driver) flushAll(ctx context.Context, tx *postgres.Pipe, ws []*write, counted bool) error {
 	b := ws[0].log
 	var logRows [][]any
