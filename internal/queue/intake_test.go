@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -121,6 +123,12 @@ type intake struct {
 // *statements, records what the intake sends.
 func setupIntake(t testing.TB, opts postgres.Options) *intake {
 	t.Helper()
+	return setupIntakeOf(t, opts, intakeFlow)
+}
+
+// setupIntakeOf is setupIntake with the workflow flow.
+func setupIntakeOf(t testing.TB, opts postgres.Options, flow string) *intake {
+	t.Helper()
 	ctx := context.Background()
 	st, err := postgres.OpenWithOptions(ctx, pgtest.URL(t), opts)
 	require.NoError(t, err)
@@ -129,7 +137,7 @@ func setupIntake(t testing.TB, opts postgres.Options) *intake {
 	starter, err := queue.Open(ctx, queue.Config{Store: st, Registry: reg}, t.TempDir(), redact.New(nil))
 	require.NoError(t, err)
 	file := filepath.Join(t.TempDir(), "intake.yaml")
-	require.NoError(t, os.WriteFile(file, []byte(intakeFlow), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte(flow), 0o600))
 	w, ds := workflow.Load(file, reg)
 	require.False(t, ds.HasErrors(), "%v", ds)
 	trace, _ := opts.Tracer.(*statements)
@@ -323,6 +331,61 @@ func TestStartsShareATransaction(t *testing.T) {
 		}
 		require.Equal(t, last, counted, "run %s: its row counts its events", id)
 	}
+}
+
+// TestStartsThatEndShareATransaction: runs that end as they start (a
+// workflow of its trigger alone), started together, are written by one
+// transaction with their final records: each completed, with its
+// trigger's output, its row counting its events.
+func TestStartsThatEndShareATransaction(t *testing.T) {
+	t.Parallel()
+	in := setupIntakeOf(t, postgres.Options{}, "version: 1\nname: alone\nnodes:\n  - {id: hook, type: trigger.webhook, auth: {type: none}}\n")
+	ctx := context.Background()
+	_, err := in.start(ctx, "warm") // the workflow's version is saved
+	require.NoError(t, err)
+	hold, err := in.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = hold.Rollback(ctx) }()
+	_, err = hold.Exec(ctx, `LOCK TABLE runs IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	writers := queue.StartWriters()
+	ids := []string{}
+	for i := range writers + 3 {
+		ids = append(ids, fmt.Sprintf("alone%d", i))
+	}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { _, errs[i] = in.start(ctx, id) })
+		if i < writers {
+			require.Eventually(t, func() bool { _, w := in.starter.StartsWaiting(); return w == i+1 }, time.Minute, time.Millisecond)
+		}
+	}
+	require.Eventually(t, func() bool { n, _ := in.starter.StartsWaiting(); return n == 3 }, time.Minute, time.Millisecond,
+		"three starts waiting for the next transaction")
+	require.NoError(t, hold.Rollback(ctx))
+	wg.Wait()
+
+	byTx := map[int64]int{}
+	for i, id := range ids {
+		require.NoError(t, errs[i], id)
+		run, err := in.st.Run(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "completed", string(run.Status), "run %s: %v", id, run.Error)
+		var counted, xmin int64
+		require.NoError(t, in.st.Pool().QueryRow(ctx, `SELECT event_seq, xmin::text::bigint FROM runs WHERE id = $1`, id).Scan(&counted, &xmin))
+		byTx[xmin]++
+		evs, err := in.st.Events(ctx, id, 0, 0)
+		require.NoError(t, err)
+		require.NotEmpty(t, evs)
+		require.Equal(t, "execution_finished", evs[len(evs)-1].Type, "run %s", id)
+		require.Equal(t, int64(len(evs)), counted, "run %s: its row counts its events", id)
+		steps, err := in.st.Steps(ctx, id)
+		require.NoError(t, err)
+		require.Len(t, steps, 1)
+		require.Equal(t, id, steps[0].Output["body"].(map[string]any)["order"], "run %s: its trigger's output", id)
+	}
+	require.Contains(t, slices.Collect(maps.Values(byTx)), 3, "the three that waited ended in one transaction: %v", byTx)
 }
 
 // TestManyStartsAtOnce: 400 runs started from 50 goroutines at once, with
