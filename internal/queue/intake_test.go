@@ -149,6 +149,19 @@ func (in *intake) start(ctx context.Context, id string) (*store.Run, error) {
 		Payload: map[string]any{"body": map[string]any{"order": id}, "method": "POST"}})
 }
 
+// holdRuns locks the runs table until the transaction it returns ends
+// (at the latest when the test does): the starts' transactions wait.
+func (in *intake) holdRuns(t *testing.T) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	hold, err := in.st.Pool().Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = hold.Rollback(ctx) })
+	_, err = hold.Exec(ctx, `LOCK TABLE runs IN EXCLUSIVE MODE`)
+	require.NoError(t, err)
+	return hold
+}
+
 // rows counts what the database holds of a run: its row, its steps, its
 // history and its jobs.
 func (in *intake) rows(t *testing.T, id string) (runs, steps, events, jobs int) {
@@ -242,11 +255,7 @@ func TestStartsShareATransaction(t *testing.T) {
 	require.NoError(t, err)
 
 	// The first starts' transactions wait for the runs table.
-	hold, err := in.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = hold.Rollback(ctx) }()
-	_, err = hold.Exec(ctx, `LOCK TABLE runs IN EXCLUSIVE MODE`)
-	require.NoError(t, err)
+	hold := in.holdRuns(t)
 	writers := queue.StartWriters()
 	var ids, first []string
 	for i := range writers {
@@ -343,11 +352,7 @@ func TestStartsThatEndShareATransaction(t *testing.T) {
 	ctx := context.Background()
 	_, err := in.start(ctx, "warm") // the workflow's version is saved
 	require.NoError(t, err)
-	hold, err := in.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = hold.Rollback(ctx) }()
-	_, err = hold.Exec(ctx, `LOCK TABLE runs IN EXCLUSIVE MODE`)
-	require.NoError(t, err)
+	hold := in.holdRuns(t)
 	writers := queue.StartWriters()
 	ids := []string{}
 	for i := range writers + 3 {

@@ -71,50 +71,30 @@ func (t *pgTx) CreateRun(ctx context.Context, r *store.Run) error {
 	return err
 }
 
-// QueueCreateRun queues in b the insert of a new run, for a caller that
-// sends it in front of its next round trip (Pipe.Defer), or with its
-// COMMIT: a run id that exists fails the statement — and so the
-// transaction, whose COMMIT then rolls it back — with ErrExists.
-func QueueCreateRun(b *pgx.Batch, r *store.Run) error {
+// QueueStartRun queues in b the insert of a new run whose first events
+// the same transaction writes (QueueSaves, counted): its row is made with
+// their count, events. The caller sends it in front of its next round
+// trip (Pipe.Defer), or with its COMMIT: a run id that exists fails the
+// statement — and so the transaction, whose COMMIT then rolls it back —
+// with ErrExists.
+func QueueStartRun(b *pgx.Batch, r *store.Run, events int64) error {
 	args, err := stmts.CreateRunArgs(r)
 	if err != nil {
 		return fmt.Errorf("creating run %s: %w", r.ID, err)
 	}
-	queueCreate(b, insertRunOnce, r, args)
-	return nil
-}
-
-// queueCreate queues in b the insert q of run r: an id that exists fails
-// it with ErrExists.
-func queueCreate(b *pgx.Batch, q string, r *store.Run, args []any) {
-	b.Queue(q, args...).QueryRow(func(row pgx.Row) error {
+	b.Queue(insertStartOnce, append(args, events)...).QueryRow(func(row pgx.Row) error {
 		err := stmts.Created(r, row)
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "runs_pkey" {
 			return fmt.Errorf("run %s: %w", r.ID, store.ErrExists)
 		}
 		return err
 	})
-}
-
-// QueueStartRun is QueueCreateRun for a run whose first events the same
-// transaction writes (QueueSaves, counted): its row is made with their
-// count, events.
-func QueueStartRun(b *pgx.Batch, r *store.Run, events int64) error {
-	args, err := stmts.CreateRunArgs(r)
-	if err != nil {
-		return fmt.Errorf("creating run %s: %w", r.ID, err)
-	}
-	queueCreate(b, insertCountedOnce, r, append(args, events))
 	return nil
 }
 
-// insertRunOnce and insertCountedOnce are SQL.InsertRun and
-// SQL.InsertCountedRun failing, not skipping, an id that exists (a unique
-// violation).
-var (
-	insertRunOnce     = strings.Replace(stmts.InsertRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
-	insertCountedOnce = strings.Replace(stmts.InsertCountedRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
-)
+// insertStartOnce is SQL.InsertCountedRun failing, not skipping, an id
+// that exists (a unique violation).
+var insertStartOnce = strings.Replace(stmts.InsertCountedRun, "ON CONFLICT (id) DO NOTHING ", "", 1)
 
 func (t *pgTx) Run(ctx context.Context, id string) (*store.Run, error) {
 	var r *store.Run
