@@ -20,9 +20,10 @@ func TestMCPQueuesLikeRun(t *testing.T) {
 	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
 	worker(t, db)
 	const hello = "../../examples/hello.yaml"
+	// jobs counts the steps of run id a worker ran: each was a job.
 	jobs := func(id string) int {
 		var n int
-		pgQuery(t, db, fmt.Sprintf(`SELECT count(*) FROM river_job WHERE args->>'run' = '%s'`, id), &n)
+		pgQuery(t, db, fmt.Sprintf(`SELECT count(*) FROM steps WHERE run_id = '%s' AND ran_worker <> ''`, id), &n)
 		return n
 	}
 	type runDoc struct {

@@ -3,6 +3,7 @@ package queue_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	skeinproc "github.com/skeinhq/skein/internal/proc"
+	"github.com/skeinhq/skein/internal/queue"
 )
 
 // sleeper is a workflow whose shell node writes its pid to pidFile, then
@@ -176,4 +178,55 @@ func TestCancelLetFinishThenStop(t *testing.T) {
 	steps := b.steps(t, run.ID)
 	require.Equal(t, "cancelled", string(steps["slow"][0].Status), "the running node was stopped")
 	require.Equal(t, "cancelled", string(steps["after"][0].Status))
+}
+
+// TestPollReadsNoQueuedRun: the statement every worker runs each second
+// to find cancel requests and signals reads a few pages however many runs
+// wait in the queue. With 5,000 queued runs, one of them asked to cancel
+// and one sent a signal, it finds those two and reads under 60 pages (a
+// scan of the waiting runs reads over 100 a half), with the tables'
+// statistics stale, as right after a burst of webhooks, and fresh.
+func TestPollReadsNoQueuedRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	ctx := context.Background()
+	pool := b.st.Pool()
+	for _, sql := range []string{
+		`INSERT INTO runs (id, workflow, status, started_at, owner_token)
+		 SELECT 'run' || i, 'w', 'running', now(), 'queue:x' FROM generate_series(1, 5000) i`,
+		`UPDATE runs SET cancel_requested_at = now() WHERE id = 'run17'`,
+		`INSERT INTO signals (run_id, node, visit, seq, data, created_at) VALUES ('run4000', 'gate', 0, 1, '{}', now())`,
+	} {
+		_, err := pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	for _, analyzed := range []bool{false, true} {
+		if analyzed {
+			_, err := pool.Exec(ctx, `ANALYZE runs; ANALYZE signals`)
+			require.NoError(t, err)
+		}
+		rows, err := pool.Query(ctx, queue.PendingSQL)
+		require.NoError(t, err)
+		var found []string
+		for rows.Next() {
+			var run, node string
+			var visit int
+			require.NoError(t, rows.Scan(&run, &node, &visit))
+			found = append(found, run+"/"+node)
+		}
+		require.NoError(t, rows.Err())
+		require.ElementsMatch(t, []string{"run17/", "run4000/gate"}, found, "analyzed: %v", analyzed)
+
+		var out []byte
+		require.NoError(t, pool.QueryRow(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+queue.PendingSQL).Scan(&out))
+		var plans []struct {
+			Plan struct {
+				Hit  int `json:"Shared Hit Blocks"`
+				Read int `json:"Shared Read Blocks"`
+			}
+		}
+		require.NoError(t, json.Unmarshal(out, &plans), "%s", out)
+		require.Len(t, plans, 1)
+		require.Less(t, plans[0].Plan.Hit+plans[0].Plan.Read, 60, "analyzed: %v; the plan: %s", analyzed, out)
+	}
 }

@@ -47,7 +47,9 @@ type part struct {
 	busy bool
 	err  error
 	kept bool
-	done chan partResult
+	// complete: the jobs whose nodes the part records (completeIn).
+	complete []int64
+	done     chan partResult
 }
 
 // commit records parts, each a different run, in one transaction: one
@@ -212,17 +214,25 @@ func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool
 			}
 		}
 	}
-	// The rows of the runs staged go in the same statements.
-	var ws []*write
+	// The rows of the runs staged go in the same statements, and so do
+	// the jobs they complete.
+	var (
+		ws       []*write
+		complete []int64
+	)
 	for _, p := range live {
 		if p.w != nil && !p.busy && !p.over {
 			ws = append(ws, p.w)
+			complete = append(complete, p.complete...)
 		}
 	}
 	if len(ws) > 0 {
 		if err := d.flushAll(ctx, tx, ws, false); err != nil {
 			return err
 		}
+	}
+	if err := d.completeIn(ctx, tx, complete); err != nil {
+		return fmt.Errorf("%s: %w", partRuns(live), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		if !postgres.Unexpected(err) {
@@ -350,10 +360,9 @@ func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part) error {
 	if err := d.beginTaken(ctx, tx, w); err != nil {
 		return err
 	}
-	p.w = w // its rows written by commitTx, with the other parts' (flushAll)
-	if err := d.completeIn(ctx, tx, complete); err != nil {
-		return fmt.Errorf("run %s: %w", runID, err)
-	}
+	// Its rows and the jobs it completes are written by commitTx, with
+	// the other parts' (flushAll, completeIn).
+	p.w, p.complete = w, complete
 	return nil
 }
 

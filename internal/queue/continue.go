@@ -65,8 +65,9 @@ type begun struct {
 }
 
 // hop is what work is given and gives back about local continuation:
-// complete is the id of the job to mark completed with the node's record
-// (0: River completes it), begun its task as the transaction that took it
+// complete is the id of the job to end with the node's record (River's
+// own completion of a job it handed out then finds it gone: see
+// completeSQL), begun its task as the transaction that took it
 // marked it running (nil: work marks it), next the job taken to run next,
 // completed whether the job was marked completed.
 type hop struct {
@@ -90,7 +91,7 @@ func (d *Driver) Continued() int64 { return d.continued.Load() }
 // local continuation, one after another on the job's slot. The error is
 // the first job's, for River; a later job's is settled on its own row.
 func (d *Driver) chain(ctx context.Context, job *rivertype.JobRow, args TaskArgs) error {
-	h := &hop{}
+	h := &hop{complete: job.ID}
 	err := d.work(ctx, job, args, h)
 	for next := h.next; next != nil; {
 		d.continued.Add(1)
@@ -209,18 +210,20 @@ func (w *write) tookAll() error {
 	return nil
 }
 
-// completeSQL ends the jobs this worker took whose nodes are recorded,
-// unless another worker has them since (this one was counted lost), by
-// deleting them: what they did is the run's history, and nothing reads a
-// completed job. Marked completed, as River leaves the jobs it ran until
-// its cleaner deletes them a day later, each would be written again with
-// every index of River's table (two of them GIN); a deleted row is only
-// marked dead.
+// completeSQL ends the jobs whose nodes are recorded, those this worker
+// took and the one River handed it, unless another worker has them since
+// (this one was counted lost), by deleting them: what they did is the
+// run's history, and nothing reads a completed job. Marked completed, as
+// River leaves the jobs it ran until its cleaner deletes them a day later,
+// each would be written again with every index of River's table (two of
+// them GIN); a deleted row is only marked dead. River's completer, once
+// the job's Work returns, then finds no running job of that id and writes
+// nothing.
 const completeSQL = `DELETE FROM river_job
 	WHERE id = ANY($1) AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $2::text`
 
 // completeIn queues, to ride with the COMMIT, the completion of the jobs
-// this worker took whose nodes the transaction records. River's
+// whose nodes the transaction records. River's
 // JobCompleteTx would wait for its answer: a round trip of its own.
 func (d *Driver) completeIn(ctx context.Context, tx *postgres.Pipe, ids []int64) error {
 	if len(ids) == 0 {

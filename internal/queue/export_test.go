@@ -27,3 +27,7 @@ func StartWriters() int { return startWriters }
 func (d *Driver) Expected() (tries, failed int64) {
 	return d.expected.Load(), d.unexpectedTx.Load()
 }
+
+// PendingSQL is the statement each worker runs each second to find
+// cancel requests and signals (work.go).
+const PendingSQL = pendingSQL

@@ -285,9 +285,7 @@ edges:
 `, l.URL), nil)
 	require.Equal(t, run.ID+"/hold/1", recv(t, l.held, "hold's first attempt"))
 	ctx := context.Background()
-	var lost string
-	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
-		run.ID).Scan(&lost))
+	lost := b.ranOn(t, run.ID, "one")
 	// The running node's job was taken by local continuation; the jobs of
 	// the continued nodes recorded before it are gone (completed).
 	var by string
@@ -369,9 +367,7 @@ edges:
 		}
 		return true
 	}, 30*time.Second, 10*time.Millisecond, "the fan-out nodes recorded as running")
-	var lost string
-	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'b0'`,
-		run.ID).Scan(&lost))
+	lost := b.ranOn(t, run.ID, "b0")
 
 	hold, err := b.st.Pool().Begin(ctx)
 	require.NoError(t, err)
@@ -451,10 +447,7 @@ edges:
 		}
 		return true
 	}, 30*time.Second, 10*time.Millisecond, "the held nodes recorded as running")
-	ctx := context.Background()
-	var lost string
-	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
-		ids[0]).Scan(&lost))
+	lost := b.ranOn(t, ids[0], "one")
 
 	hold := b.lockSteps(t)
 	l.Release()
@@ -548,11 +541,8 @@ edges:
   - {from: p2, to: p3}
   - {from: p3, to: last}
 `, l.URL), nil)
-	ctx := context.Background()
 	require.Equal(t, run.ID+"/held/1", recv(t, l.held, "held's first attempt"))
-	var lost string
-	require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT attempted_by[1] FROM river_job WHERE args->>'run' = $1 AND args->>'node' = 'one'`,
-		run.ID).Scan(&lost))
+	lost := b.ranOn(t, run.ID, "one")
 	// The steps table, locked by the test, holds back the writes of the
 	// transaction that records held and runs p1…p3.
 	hold := b.lockSteps(t)
@@ -1113,4 +1103,14 @@ nodes:
 		t.Fatal("the worker died")
 	default:
 	}
+}
+
+// ranOn returns the worker that ran (or runs) the first step of node in
+// run runID.
+func (b *bundle) ranOn(t *testing.T, runID, node string) string {
+	t.Helper()
+	steps := b.steps(t, runID)[node]
+	require.NotEmpty(t, steps, "node %s has no step", node)
+	require.NotNil(t, steps[0].RanOn, "node %s ran nowhere", node)
+	return steps[0].RanOn.Worker
 }

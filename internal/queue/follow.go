@@ -225,12 +225,15 @@ func signalWaits(w *workflow.Workflow, reg *node.Registry, steps []*engine.StepR
 
 // unclaimed reports whether the run has jobs that were due for longer
 // than after and none that a worker took, and which queues they are in.
+// A job is deleted once its node is recorded, so a step a worker ran
+// counts as a job taken.
 func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time.Duration) (bool, string, error) {
 	var due, taken int
 	var queues string
 	err := pg.Pool().QueryRow(ctx, `SELECT
 		count(*) FILTER (WHERE state = 'available' AND scheduled_at < now() - $2::float8 * interval '1 second'),
-		count(*) FILTER (WHERE attempted_at IS NOT NULL),
+		count(*) FILTER (WHERE attempted_at IS NOT NULL)
+		  + (SELECT count(*) FROM (SELECT 1 FROM steps WHERE run_id = $1 AND ran_worker <> '' LIMIT 1) AS ran),
 		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
 		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
 	return due > 0 && taken == 0, queues, err

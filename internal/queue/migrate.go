@@ -9,9 +9,11 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// logSchema creates the history table and the table of workers' leases
-// (rescue.go). It is the queue's own, beside the
-// store's schema (whose migrations mirror SQLite's one for one).
+// logSchema creates the history table, the table of workers' leases
+// (rescue.go) and the index of the running runs asked to cancel, which
+// every worker looks for each second (work.go). It is the queue's own,
+// beside the store's schema (whose migrations mirror SQLite's one for
+// one).
 const logSchema = `CREATE TABLE IF NOT EXISTS ` + logTable + ` (
     run_id text        NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     seq    bigint      NOT NULL,
@@ -23,6 +25,7 @@ const logSchema = `CREATE TABLE IF NOT EXISTS ` + logTable + ` (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS skein_queue_log_by_kind ON ` + logTable + ` (run_id, kind, node, visit);
+CREATE INDEX IF NOT EXISTS skein_runs_cancel_asked ON runs (id) WHERE status = 'running' AND cancel_requested_at IS NOT NULL;
 CREATE TABLE IF NOT EXISTS ` + workersTable + ` (
     id              text        PRIMARY KEY,
     host            text        NOT NULL,

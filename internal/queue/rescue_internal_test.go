@@ -43,3 +43,33 @@ func TestLateRenewalCountsAsAReconnection(t *testing.T) {
 	require.NoError(t, d.beat(ctx, false))
 	require.Less(t, connectedFor(), time.Minute, "a late renewal counts as a reconnection")
 }
+
+// TestUnclaimedCountsStepsWorkersRan: following a run, "waiting for a
+// worker" is for a run no worker has taken a node of. A node's job is
+// deleted once its node is recorded, so a step a worker ran counts as a
+// job taken: a run with a job due for long after such a step waits for a
+// busy worker, not for one to start.
+func TestUnclaimedCountsStepsWorkersRan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, st := testDriver(t, Config{})
+	for _, sql := range []string{
+		`INSERT INTO runs (id, workflow, status, started_at, owner_token) VALUES ('r1', 'w', 'running', now(), 'queue:x')`,
+		`INSERT INTO river_job (args, kind, max_attempts, queue, state, scheduled_at)
+		 VALUES ('{"run": "r1", "node": "b"}', 'skein_task', 1, 'gpu', 'available', now() - interval '1 minute')`,
+	} {
+		_, err := st.Pool().Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	idle, queues, err := unclaimed(ctx, st, "r1", 3*time.Second)
+	require.NoError(t, err)
+	require.True(t, idle, "no worker took a node of the run")
+	require.Equal(t, "gpu", queues)
+
+	_, err = st.Pool().Exec(ctx, `INSERT INTO steps (run_id, generation, node, visit, step_order, type, status, ran_worker)
+		VALUES ('r1', 1, 'a', 0, 1, 'shell', 'success', 'host_1_abc')`)
+	require.NoError(t, err)
+	idle, _, err = unclaimed(ctx, st, "r1", 3*time.Second)
+	require.NoError(t, err)
+	require.False(t, idle, "a worker ran node a: the run waits for a busy worker")
+}

@@ -112,13 +112,18 @@ func (d *Driver) poll(ctx context.Context) {
 }
 
 // pendingSQL finds the queue runs with a cancel request or a signal that
-// their history does not hold yet.
+// their history does not hold yet. It runs on every worker each second, so
+// neither half reads the runs that merely wait in the queue: the cancel
+// requests come from a partial index of the running runs that have one
+// (skein_runs_cancel_asked, migrate.go), and the signals half starts from
+// the signals, looking up each one's run (a subquery a row, which the
+// planner cannot turn into a scan of every running run).
 const pendingSQL = `SELECT r.id, '' AS node, 0 AS visit FROM runs r
-	WHERE r.status = 'running' AND r.owner_token LIKE 'queue:%' AND r.cancel_requested_at IS NOT NULL
+	WHERE r.status = 'running' AND r.cancel_requested_at IS NOT NULL AND r.owner_token LIKE 'queue:%'
 	  AND NOT EXISTS (SELECT 1 FROM ` + logTable + ` l WHERE l.run_id = r.id AND l.kind = 'cancel')
 	UNION ALL
-	SELECT s.run_id, s.node, s.visit FROM signals s JOIN runs r ON r.id = s.run_id
-	WHERE r.status = 'running' AND r.owner_token LIKE 'queue:%'
+	SELECT s.run_id, s.node, s.visit FROM signals s
+	WHERE (SELECT r.status FROM runs r WHERE r.id = s.run_id AND r.owner_token LIKE 'queue:%') = 'running'
 	  AND NOT EXISTS (SELECT 1 FROM ` + logTable + ` l WHERE l.run_id = s.run_id AND l.kind = 'signal'
 	                  AND l.node = s.node AND l.visit = s.visit)
 	LIMIT 100`
