@@ -836,9 +836,19 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 	d.mu.Lock()
 	env := d.envs[runID]
 	d.mu.Unlock()
+	var (
+		run *store.Run
+		evs []*event
+		err error
+	)
 	if env == nil {
-		run, err := d.readRun(ctx, runID)
-		if err != nil {
+		// A run new to this worker: its history and then its row (its
+		// status, a cancel request), one round trip; the history is
+		// opened once the run's environment (its sealer) is made.
+		var raws []rawEvent
+		b := &pgx.Batch{}
+		queueReadRawLog(b, runID, &raws)
+		if run, err = d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, runID); err != nil {
 			return nil, nil, err
 		}
 		if run.Status.Final() {
@@ -848,31 +858,36 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 		if env, err = d.env(ctx, run); err != nil {
 			return nil, nil, err
 		}
+		if evs, err = openLog(raws, runID, env.seal); err != nil {
+			return nil, nil, err
+		}
 	}
-	// The run (its status, a cancel request) and what its history gained
-	// since this worker's state: one round trip.
 	st := d.take(env.id)
 	if st == nil || st.env != env {
 		st = newState(env)
 	}
-	var (
-		run *store.Run
-		evs []*event
-	)
-	b := &pgx.Batch{}
-	queueReadLog(b, env.id, env.seal, st.seq, &evs)
-	run, err := d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, env.id)
-	if err != nil {
-		d.drop(env.id)
-		return nil, nil, err
-	}
-	for _, e := range evs {
-		if _, _, err := st.feed(e); err != nil {
+	if run == nil {
+		// The run and what its history gained since this worker's state:
+		// one round trip.
+		b := &pgx.Batch{}
+		queueReadLog(b, env.id, env.seal, st.seq, &evs)
+		if run, err = d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, env.id); err != nil {
 			d.drop(env.id)
 			return nil, nil, err
 		}
 	}
-	if len(evs) > 0 {
+	fed := false
+	for _, e := range evs {
+		if e.Seq <= st.seq {
+			continue // a state another job of the run caught up meanwhile
+		}
+		if _, _, err := st.feed(e); err != nil {
+			d.drop(env.id)
+			return nil, nil, err
+		}
+		fed = true
+	}
+	if fed {
 		st.eventsKnown = false // the events that came with them are not counted
 	}
 	if run.Status.Final() {

@@ -205,32 +205,63 @@ func queueReadLog(b *pgx.Batch, runID string, s *sealer, after int64, dst *[]*ev
 }
 
 func scanLog(rows pgx.Rows, runID string, s *sealer) ([]*event, error) {
+	raws, err := scanRawLog(rows, runID)
+	if err != nil {
+		return nil, err
+	}
+	return openLog(raws, runID, s)
+}
+
+// rawEvent is a row of the history as stored: its body sealed when it
+// holds a secret.
+type rawEvent struct {
+	seq   int64
+	kind  string
+	at    time.Time
+	node  string
+	visit int
+	body  []byte
+}
+
+// queueReadRawLog queues in b the read of the run's whole history into
+// *dst, to be opened (openLog) once the run's sealer is known.
+func queueReadRawLog(b *pgx.Batch, runID string, dst *[]rawEvent) {
+	b.Queue(readLogSQL, runID, 0).Query(func(rows pgx.Rows) error {
+		raws, err := scanRawLog(rows, runID)
+		*dst = raws
+		return err
+	})
+}
+
+func scanRawLog(rows pgx.Rows, runID string) ([]rawEvent, error) {
 	defer rows.Close()
-	var out []*event
+	var out []rawEvent
 	for rows.Next() {
-		var (
-			seq   int64
-			kind  string
-			at    time.Time
-			node  string
-			visit int
-			raw   []byte
-		)
-		if err := rows.Scan(&seq, &kind, &at, &node, &visit, &raw); err != nil {
+		var r rawEvent
+		if err := rows.Scan(&r.seq, &r.kind, &r.at, &r.node, &r.visit, &r.body); err != nil {
 			return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
 		}
-		body, err := s.open(raw)
-		if err != nil {
-			return nil, fmt.Errorf("reading event %d of run %s: %w", seq, runID, err)
-		}
-		e, err := decodeEvent(seq, kind, at, node, visit, body)
-		if err != nil {
-			return nil, fmt.Errorf("reading event %d of run %s: %w", seq, runID, err)
-		}
-		out = append(out, e)
+		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reading the history of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// openLog opens and decodes the rows of a run's history.
+func openLog(raws []rawEvent, runID string, s *sealer) ([]*event, error) {
+	out := make([]*event, 0, len(raws))
+	for _, r := range raws {
+		body, err := s.open(r.body)
+		if err != nil {
+			return nil, fmt.Errorf("reading event %d of run %s: %w", r.seq, runID, err)
+		}
+		e, err := decodeEvent(r.seq, r.kind, r.at, r.node, r.visit, body)
+		if err != nil {
+			return nil, fmt.Errorf("reading event %d of run %s: %w", r.seq, runID, err)
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }
