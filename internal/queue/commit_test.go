@@ -70,7 +70,8 @@ func TestRunsShareATransaction(t *testing.T) {
 
 	// And its statements: a statement of a transaction numbers the rows it
 	// writes with its command id (cmin), and the step rows of the runs
-	// that waited, and their history rows, have one each.
+	// that waited, their history rows and their final records have one
+	// each.
 	for _, shared := range byTx {
 		if len(shared) == 1 {
 			continue
@@ -82,5 +83,9 @@ func TestRunsShareATransaction(t *testing.T) {
 				shared, shared[0]).Scan(&commands))
 			require.Equal(t, 1, commands, "the %s rows of runs %v written by one statement", table, shared)
 		}
+		var commands int
+		require.NoError(t, b.st.Pool().QueryRow(ctx, `SELECT count(DISTINCT cmin::text) FROM runs WHERE id = ANY($1)`,
+			shared).Scan(&commands))
+		require.Equal(t, 1, commands, "the final records of runs %v written by one statement", shared)
 	}
 }

@@ -31,7 +31,33 @@ var dialect = sqlstore.Dialect{
 	Time:    func(t time.Time) any { return t },
 	JSON:    func(b []byte) any { return b },
 	// A duration is a float8 number of microseconds (AddMicros).
-	Duration: func(d time.Duration) any { return float64(d.Microseconds()) },
+	Duration:   func(d time.Duration) any { return float64(d.Microseconds()) },
+	FinishRuns: finishRuns,
+}
+
+// finishRunsSQL is SQL.FinishRun for several runs: the arguments of each
+// are a row of the arrays $1…$9, one array a column.
+const finishRunsSQL = `UPDATE runs SET status = v.status, outputs = v.outputs, error = v.error,
+	finished_at = v.finished_at, tokens = v.tokens, cost_usd = v.cost_usd, wake_at = v.wake_at,
+	owner_host = '', owner_pid = 0, owner_token = '', lease_until = NULL,
+	event_seq = COALESCE(v.event_seq, runs.event_seq)
+	FROM unnest($1::text[], $2::text[], $3::json[], $4::json[], $5::timestamptz[], $6::bigint[], $7::float8[],
+	            $8::timestamptz[], $9::bigint[])
+	  AS v(id, status, outputs, error, finished_at, tokens, cost_usd, wake_at, event_seq)
+	WHERE runs.id = v.id`
+
+// finishRuns is the dialect's FinishRuns: one statement of finishRunsSQL.
+func finishRuns(rows [][]any) sqlstore.Stmt {
+	const cols = 9
+	args := make([]any, cols)
+	for c := range cols {
+		col := make([]any, len(rows))
+		for r, row := range rows {
+			col[r] = row[c]
+		}
+		args[c] = col
+	}
+	return sqlstore.Stmt{SQL: finishRunsSQL, Args: args}
 }
 
 // stmts are the statements the package runs itself, in Postgres's

@@ -12,6 +12,7 @@ import (
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/internal/store/storetest"
+	"github.com/skeinhq/skein/node"
 )
 
 // callerTx is a store whose transaction is one its caller began, as the
@@ -127,4 +128,66 @@ func TestTryLockRunDoesNotWait(t *testing.T) {
 	require.NotNil(t, r1)
 	require.Equal(t, "r1", r1.ID)
 	require.EqualValues(t, 2, l1)
+}
+
+// TestRunsFinishedTogether: the final records of several runs saved in
+// one transaction (QueueSaves, as a worker's transaction and the intake
+// write them) go in one statement, and each run reads back what one run's
+// save would have written: status, outputs, error, times, usage, the
+// count of its events, no owner.
+func TestRunsFinishedTogether(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, pgtest.URL(t))
+	owner := store.Owner{Host: "h", PID: 1, Token: "t1"}
+	at := time.Date(2026, 12, 5, 10, 0, 0, 123456000, time.UTC)
+	wake := at.Add(time.Hour)
+	finals := []*store.Run{
+		{ID: "done", Status: "completed", Outputs: map[string]any{"n": 1, "s": "x"}, FinishedAt: &at, Tokens: 42, CostUSD: 0.25},
+		{ID: "broke", Status: "failed", Error: &node.Error{Code: "boom", Category: "runtime", Message: "it broke"}, FinishedAt: &at},
+		{ID: "napping", Status: "waiting", WakeAt: &wake},
+		{ID: "alone", Status: "completed", Outputs: map[string]any{"only": true}, FinishedAt: &at},
+	}
+	for _, r := range finals {
+		require.NoError(t, s.CreateRun(ctx, &store.Run{ID: r.ID, Workflow: "w", Status: "running", Owner: owner, LeaseTTL: time.Hour}))
+	}
+	save := func(rs []*store.Run) {
+		b := &pgx.Batch{}
+		var bts []store.Batch
+		var lasts []int64
+		for i, r := range rs {
+			bt := store.Batch{RunID: r.ID, Finish: r}
+			if i%2 == 0 { // some with events: the count of them is set with the finish
+				bt.Events = []store.Event{{Time: at, Type: "run_finished"}}
+			}
+			bts = append(bts, bt)
+			lasts = append(lasts, 0)
+		}
+		_, err := postgres.QueueSaves(b, bts, lasts, false)
+		require.NoError(t, err)
+		require.NoError(t, s.Pool().SendBatch(ctx, b).Close())
+	}
+	save(finals[:3])
+	save(finals[3:])
+
+	var commands int
+	require.NoError(t, s.Pool().QueryRow(ctx, `SELECT count(DISTINCT (xmin::text, cmin::text)) FROM runs WHERE id = ANY($1)`,
+		[]string{"done", "broke", "napping"}).Scan(&commands))
+	require.Equal(t, 1, commands, "the three runs saved together were finished by one statement")
+	seqs := map[string]int64{"done": 1, "broke": 0, "napping": 1, "alone": 1}
+	for _, want := range finals {
+		got, err := s.Run(ctx, want.ID)
+		require.NoError(t, err)
+		require.Equal(t, want.Status, got.Status, want.ID)
+		require.Equal(t, want.Outputs, got.Outputs, want.ID)
+		require.Equal(t, want.Error, got.Error, want.ID)
+		require.Equal(t, want.FinishedAt, got.FinishedAt, want.ID)
+		require.Equal(t, want.WakeAt, got.WakeAt, want.ID)
+		require.Equal(t, want.Tokens, got.Tokens, want.ID)
+		require.Equal(t, want.CostUSD, got.CostUSD, want.ID)
+		require.Empty(t, got.Owner.Token, "%s: its lease is released", want.ID)
+		var seq int64
+		require.NoError(t, s.Pool().QueryRow(ctx, `SELECT event_seq FROM runs WHERE id = $1`, want.ID).Scan(&seq))
+		require.Equal(t, seqs[want.ID], seq, "%s: the count of its events", want.ID)
+	}
 }

@@ -94,6 +94,10 @@ type Dialect struct {
 	// node_finished events (the columns stepEventCols), written by the
 	// dialect's SaveBatches instead of event rows; Events reads them too.
 	StepEvents bool
+	// FinishRuns, when set, returns one statement that does FinishRun's
+	// work for several runs, each row FinishRun's arguments (a different
+	// run each): WritesOf then finishes the runs of a transaction in it.
+	FinishRuns func(rows [][]any) Stmt
 
 	// Time, JSON and Duration encode parameters: a time (already
 	// truncated to the microsecond), a JSON document (nil: NULL) and a

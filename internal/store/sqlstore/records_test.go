@@ -44,3 +44,32 @@ func TestRecycledStepRows(t *testing.T) {
 	s.Recycle([]Batch{{Steps: big}})
 	require.Len(t, s.spare, maxSpareRows)
 }
+
+// The final records of several runs go in one statement where the dialect
+// has one (FinishRuns); two batches of one run each keep their own, since
+// a statement may change a row once.
+func TestFinishesOfSeveralRuns(t *testing.T) {
+	t.Parallel()
+	together := Stmt{SQL: "finish them all"}
+	same := func(a, _ string) string { return a }
+	_, st := New(nil, Dialect{AddMicros: same, Least: same, Greatest: same, FinishRuns: func(rows [][]any) Stmt {
+		together.Args = []any{len(rows)}
+		return together
+	}})
+	finish := func(id string) []any { return []any{id, "completed", nil, nil, nil, 0, 0.0, nil, nil} }
+	sqls := func(stmts []Stmt) (out []string) {
+		for _, s := range stmts {
+			out = append(out, s.SQL)
+		}
+		return out
+	}
+	two := st.WritesOf([]Batch{{Finish: finish("a")}, {Finish: finish("b")}}, []int64{1, 1})
+	require.Equal(t, []string{"finish them all"}, sqls(two))
+	require.Equal(t, []any{2}, two[0].Args)
+
+	one := st.WritesOf([]Batch{{Finish: finish("a")}}, []int64{1})
+	require.Equal(t, []string{st.FinishRun}, sqls(one))
+
+	twice := st.WritesOf([]Batch{{Finish: finish("a")}, {Finish: finish("a")}}, []int64{1, 1})
+	require.Equal(t, []string{st.FinishRun, st.FinishRun}, sqls(twice))
+}

@@ -117,18 +117,38 @@ func (s *Statements) WritesOf(bs []Batch, firsts []int64) []Stmt {
 		}
 	}
 	stmts = s.multiRow(stmts, s.InsertEventHead, "", s.InsertEvent, eventArgCount, maxEventRows, events, false)
+	var finish [][]any
 	for i, b := range bs {
 		last := firsts[i] + int64(len(b.Events)) - 1
 		switch {
 		case b.Finish != nil && len(b.Events) > 0:
-			stmts = append(stmts, Stmt{s.FinishRun, FinishWithSeq(b.Finish, last)})
+			finish = append(finish, FinishWithSeq(b.Finish, last))
 		case b.Finish != nil:
-			stmts = append(stmts, Stmt{s.FinishRun, b.Finish})
+			finish = append(finish, b.Finish)
 		case len(b.Events) > 0 && !b.Counted:
 			stmts = append(stmts, Stmt{s.SetLastSeq, []any{b.RunID, last}})
 		}
 	}
+	if len(finish) > 1 && s.c.d.FinishRuns != nil && distinctRuns(finish) {
+		return append(stmts, s.c.d.FinishRuns(finish))
+	}
+	for _, args := range finish {
+		stmts = append(stmts, Stmt{s.FinishRun, args})
+	}
 	return stmts
+}
+
+// distinctRuns reports whether the rows of FinishRun's arguments are of
+// different runs: one statement may change a row once.
+func distinctRuns(rows [][]any) bool {
+	seen := make(map[any]bool, len(rows))
+	for _, r := range rows {
+		if seen[r[0]] {
+			return false
+		}
+		seen[r[0]] = true
+	}
+	return true
 }
 
 // maxStepRows and maxEventRows bound the rows of one statement of Writes
