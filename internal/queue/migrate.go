@@ -25,7 +25,14 @@ const logSchema = `CREATE TABLE IF NOT EXISTS ` + logTable + ` (
     PRIMARY KEY (run_id, seq)
 );
 CREATE INDEX IF NOT EXISTS skein_queue_log_by_kind ON ` + logTable + ` (run_id, kind, node, visit);
-CREATE INDEX IF NOT EXISTS skein_runs_cancel_asked ON runs (id) WHERE status = 'running' AND cancel_requested_at IS NOT NULL;
+DO $$ BEGIN
+    -- Looked up first: CREATE INDEX IF NOT EXISTS would lock the runs
+    -- table against every write, and wait for those under way, at each
+    -- start of a worker or server.
+    IF to_regclass('skein_runs_cancel_asked') IS NULL THEN
+        CREATE INDEX skein_runs_cancel_asked ON runs (id) WHERE status = 'running' AND cancel_requested_at IS NOT NULL;
+    END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS ` + workersTable + ` (
     id              text        PRIMARY KEY,
     host            text        NOT NULL,
