@@ -810,7 +810,10 @@ func (d *Driver) waiting(ctx context.Context, runID string, t *engine.Task) {
 }
 
 // envOf returns the worker's environment of a run, reading the run the
-// first time; nil when the run ended.
+// first time; nil when the run ended. The first read of a run brings its
+// whole history and its count of events, in the same round trip: the
+// state built from them is kept, so the worker's first transaction of
+// the run may expect it as read (commit.go) instead of reading it again.
 func (d *Driver) envOf(ctx context.Context, runID string) (*runEnv, error) {
 	d.mu.Lock()
 	env := d.envs[runID]
@@ -818,15 +821,76 @@ func (d *Driver) envOf(ctx context.Context, runID string) (*runEnv, error) {
 	if env != nil {
 		return env, nil
 	}
-	run, err := d.readRun(ctx, runID)
-	if err != nil {
+	run, st, err := d.readNew(ctx, runID)
+	if err != nil || st == nil {
 		return nil, err
+	}
+	d.put(st)
+	return run.env, nil
+}
+
+// newRun is a run new to this worker as readNew read it.
+type newRun struct {
+	*store.Run
+	env *runEnv
+}
+
+// readNew reads a run new to this worker, its row (its status, a cancel
+// request, its count of events) and its whole history, in one round trip,
+// and returns its state built from them, held (the caller puts it back);
+// a nil state when the run ended. The history is opened once the run's
+// environment (its sealer) is made. The two reads are not one snapshot:
+// a transaction that expects the run as the state has it checks both the
+// count of events and the history, so a write between them only sends
+// it the other way.
+func (d *Driver) readNew(ctx context.Context, runID string) (*newRun, *state, error) {
+	var (
+		raws   []rawEvent
+		run    *store.Run
+		events int64
+	)
+	b := &pgx.Batch{}
+	queueReadRawLog(b, runID, &raws)
+	postgres.QueueReadRun(b, runID, &run, &events)
+	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
 	}
 	if run.Status.Final() {
 		d.forget(run.ID)
-		return nil, nil
+		return &newRun{Run: run}, nil, nil
 	}
-	return d.env(ctx, run)
+	env, err := d.env(ctx, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, err := openLog(raws, runID, env.seal)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := d.take(env.id)
+	if st != nil && st.env == env {
+		// Another job of the run read it meanwhile: its state, caught up.
+		for _, e := range evs {
+			if e.Seq <= st.seq {
+				continue
+			}
+			if _, _, err := st.feed(e); err != nil {
+				d.drop(env.id)
+				return nil, nil, err
+			}
+			st.eventsKnown = false // the events that came with them are not counted
+		}
+		return &newRun{Run: run, env: env}, st, nil
+	}
+	st = newState(env)
+	for _, e := range evs {
+		if _, _, err := st.feed(e); err != nil {
+			d.drop(env.id)
+			return nil, nil, err
+		}
+	}
+	st.events, st.eventsKnown = events, events > 0
+	return &newRun{Run: run, env: env}, st, nil
 }
 
 // load reads the run of a job and returns its state caught up with the
@@ -836,58 +900,37 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 	d.mu.Lock()
 	env := d.envs[runID]
 	d.mu.Unlock()
-	var (
-		run *store.Run
-		evs []*event
-		err error
-	)
 	if env == nil {
-		// A run new to this worker: its history and then its row (its
-		// status, a cancel request), one round trip; the history is
-		// opened once the run's environment (its sealer) is made.
-		var raws []rawEvent
-		b := &pgx.Batch{}
-		queueReadRawLog(b, runID, &raws)
-		if run, err = d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, runID); err != nil {
+		run, st, err := d.readNew(ctx, runID)
+		if err != nil {
 			return nil, nil, err
 		}
-		if run.Status.Final() {
-			d.forget(run.ID)
-			return run, nil, nil
-		}
-		if env, err = d.env(ctx, run); err != nil {
-			return nil, nil, err
-		}
-		if evs, err = openLog(raws, runID, env.seal); err != nil {
-			return nil, nil, err
-		}
+		return run.Run, st, nil
 	}
+	// The run (its status, a cancel request) and what its history gained
+	// since this worker's state: one round trip.
 	st := d.take(env.id)
 	if st == nil || st.env != env {
 		st = newState(env)
 	}
-	if run == nil {
-		// The run and what its history gained since this worker's state:
-		// one round trip.
-		b := &pgx.Batch{}
-		queueReadLog(b, env.id, env.seal, st.seq, &evs)
-		if run, err = d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, env.id); err != nil {
-			d.drop(env.id)
-			return nil, nil, err
-		}
+	var (
+		run *store.Run
+		evs []*event
+	)
+	b := &pgx.Batch{}
+	queueReadLog(b, env.id, env.seal, st.seq, &evs)
+	run, err := d.cfg.Store.WithTx(d.cfg.Store.Pool(), b).Run(ctx, env.id)
+	if err != nil {
+		d.drop(env.id)
+		return nil, nil, err
 	}
-	fed := false
 	for _, e := range evs {
-		if e.Seq <= st.seq {
-			continue // a state another job of the run caught up meanwhile
-		}
 		if _, _, err := st.feed(e); err != nil {
 			d.drop(env.id)
 			return nil, nil, err
 		}
-		fed = true
 	}
-	if fed {
+	if len(evs) > 0 {
 		st.eventsKnown = false // the events that came with them are not counted
 	}
 	if run.Status.Final() {

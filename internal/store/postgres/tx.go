@@ -195,6 +195,23 @@ const divisionByZero = "22012"
 // after the columns ScanRun reads.
 var lockReadRunSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1) + dialect.LockRow
 
+// readRunLastSQL is Store.Run's read with the seq of the run's last event.
+var readRunLastSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1)
+
+// QueueReadRun queues in b the read of run id, as Store.Run reads it,
+// into *dst, with the seq of its last event (its count of events) into
+// *last; a missing run is store.ErrNotFound.
+func QueueReadRun(b *pgx.Batch, id string, dst **store.Run, last *int64) {
+	b.Queue(readRunLastSQL, id).QueryRow(func(row pgx.Row) error {
+		r, err := sqlstore.ScanRun(withLast{row, last})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("run %s: %w", id, store.ErrNotFound)
+		}
+		*dst = r
+		return err
+	})
+}
+
 // tryLockReadRunSQL is lockReadRunSQL that skips a row another
 // transaction holds.
 var tryLockReadRunSQL = lockReadRunSQL + " SKIP LOCKED"
