@@ -821,29 +821,23 @@ func (d *Driver) envOf(ctx context.Context, runID string) (*runEnv, error) {
 	if env != nil {
 		return env, nil
 	}
-	run, st, err := d.readNew(ctx, runID)
+	_, env, st, err := d.readNew(ctx, runID)
 	if err != nil || st == nil {
 		return nil, err
 	}
 	d.put(st)
-	return run.env, nil
-}
-
-// newRun is a run new to this worker as readNew read it.
-type newRun struct {
-	*store.Run
-	env *runEnv
+	return env, nil
 }
 
 // readNew reads a run new to this worker, its row (its status, a cancel
 // request, its count of events) and its whole history, in one round trip,
-// and returns its state built from them, held (the caller puts it back);
-// a nil state when the run ended. The history is opened once the run's
-// environment (its sealer) is made. The two reads are not one snapshot:
-// a transaction that expects the run as the state has it checks both the
-// count of events and the history, so a write between them only sends
-// it the other way.
-func (d *Driver) readNew(ctx context.Context, runID string) (*newRun, *state, error) {
+// and returns its environment and its state caught up with the history,
+// held (the caller puts it back); a nil state when the run ended. The
+// history is opened once the environment (its sealer) is made. The two
+// reads are not one snapshot: a transaction that expects the run as the
+// state has it checks both the count of events and the history, so a
+// write between them only sends it the other way.
+func (d *Driver) readNew(ctx context.Context, runID string) (*store.Run, *runEnv, *state, error) {
 	var (
 		raws   []rawEvent
 		run    *store.Run
@@ -853,44 +847,45 @@ func (d *Driver) readNew(ctx context.Context, runID string) (*newRun, *state, er
 	queueReadRawLog(b, runID, &raws)
 	postgres.QueueReadRun(b, runID, &run, &events)
 	if err := d.cfg.Store.Pool().SendBatch(ctx, b).Close(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if run.Status.Final() {
 		d.forget(run.ID)
-		return &newRun{Run: run}, nil, nil
+		return run, nil, nil, nil
 	}
 	env, err := d.env(ctx, run)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	evs, err := openLog(raws, runID, env.seal)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	// Another job of the run may have read it meanwhile: its state is
+	// caught up.
 	st := d.take(env.id)
-	if st != nil && st.env == env {
-		// Another job of the run read it meanwhile: its state, caught up.
-		for _, e := range evs {
-			if e.Seq <= st.seq {
-				continue
-			}
-			if _, _, err := st.feed(e); err != nil {
-				d.drop(env.id)
-				return nil, nil, err
-			}
-			st.eventsKnown = false // the events that came with them are not counted
-		}
-		return &newRun{Run: run, env: env}, st, nil
+	fresh := st == nil || st.env != env
+	if fresh {
+		st = newState(env)
 	}
-	st = newState(env)
+	fed := false
 	for _, e := range evs {
+		if e.Seq <= st.seq {
+			continue
+		}
 		if _, _, err := st.feed(e); err != nil {
 			d.drop(env.id)
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		fed = true
 	}
-	st.events, st.eventsKnown = events, events > 0
-	return &newRun{Run: run, env: env}, st, nil
+	switch {
+	case fresh:
+		st.events, st.eventsKnown = events, events > 0
+	case fed:
+		st.eventsKnown = false // the events that came with them are not counted
+	}
+	return run, env, st, nil
 }
 
 // load reads the run of a job and returns its state caught up with the
@@ -901,11 +896,8 @@ func (d *Driver) load(ctx context.Context, runID string) (*store.Run, *state, er
 	env := d.envs[runID]
 	d.mu.Unlock()
 	if env == nil {
-		run, st, err := d.readNew(ctx, runID)
-		if err != nil {
-			return nil, nil, err
-		}
-		return run.Run, st, nil
+		run, _, st, err := d.readNew(ctx, runID)
+		return run, st, err
 	}
 	// The run (its status, a cancel request) and what its history gained
 	// since this worker's state: one round trip.

@@ -25,6 +25,7 @@ import (
 	"github.com/skeinhq/skein/internal/faultproxy"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/node"
 )
@@ -488,11 +489,19 @@ edges:
 // waits.
 func (b *bundle) lockSteps(t *testing.T) pgx.Tx {
 	t.Helper()
+	return lockTable(t, b.st, "steps")
+}
+
+// lockTable holds a table of st's database until the returned
+// transaction ends (at the test's end at the latest): reads go on, every
+// write waits.
+func lockTable(t *testing.T, st *postgres.Store, table string) pgx.Tx {
+	t.Helper()
 	ctx := context.Background()
-	hold, err := b.st.Pool().Begin(ctx)
+	hold, err := st.Pool().Begin(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hold.Rollback(ctx) })
-	_, err = hold.Exec(ctx, `LOCK TABLE steps IN EXCLUSIVE MODE`)
+	_, err = hold.Exec(ctx, `LOCK TABLE `+table+` IN EXCLUSIVE MODE`)
 	require.NoError(t, err)
 	return hold
 }

@@ -153,13 +153,7 @@ func (in *intake) start(ctx context.Context, id string) (*store.Run, error) {
 // (at the latest when the test does): the starts' transactions wait.
 func (in *intake) holdRuns(t *testing.T) pgx.Tx {
 	t.Helper()
-	ctx := context.Background()
-	hold, err := in.st.Pool().Begin(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = hold.Rollback(ctx) })
-	_, err = hold.Exec(ctx, `LOCK TABLE runs IN EXCLUSIVE MODE`)
-	require.NoError(t, err)
-	return hold
+	return lockTable(t, in.st, "runs")
 }
 
 // rows counts what the database holds of a run: its row, its steps, its

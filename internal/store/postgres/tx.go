@@ -193,7 +193,7 @@ const divisionByZero = "22012"
 
 // lockReadRunSQL reads and locks a run's row, and its count of events
 // after the columns ScanRun reads.
-var lockReadRunSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1) + dialect.LockRow
+var lockReadRunSQL = readRunLastSQL + dialect.LockRow
 
 // readRunLastSQL is Store.Run's read with the seq of the run's last event.
 var readRunLastSQL = strings.Replace(stmts.ReadRun, " FROM runs ", ", event_seq FROM runs ", 1)
