@@ -258,75 +258,61 @@ func TestRecordedRunsAreNotQueued(t *testing.T) {
 // TestClockIsTaped: the times a node reads are recorded and given again:
 // a wait until a time, recorded a second before it, waits that second in
 // the replay too, though that time has passed — the same output, no step
-// diverged.
+// diverged. The runner's clock is the test's, so the second is exact
+// however loaded the machine is.
 func TestClockIsTaped(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	w, err := b.r.Load(b.write(t, "waits.yaml", `version: 1
+	r, clk, dir := openOnClock(t)
+	flow := filepath.Join(dir, "waits.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
 name: waits
 record: true
 inputs:
   until: {type: string}
 nodes:
   - {id: hold, type: wait, until: "{{ inputs.until }}"}
-`))
+`), 0o644))
+	w, err := r.Load(flow)
 	require.NoError(t, err)
-	until := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
-	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"until": until}})
-	require.NoError(t, err)
+	until := clk.Now().Add(time.Second).Format(time.RFC3339Nano)
+	res := recordOnClock(t, clk, r, runner.StartRequest{Workflow: w, Inputs: map[string]any{"until": until}}, time.Second)
 	require.Equal(t, "completed", string(res.Run.Status))
 	waited := res.Engine.Steps[len(res.Engine.Steps)-1].Output["waited_ms"]
-	require.NotZero(t, waited)
+	require.EqualValues(t, 1000, waited)
 	raw, err := os.ReadFile(filepath.Join(res.Run.Dir, cassette.FileName))
 	require.NoError(t, err)
 	require.Contains(t, string(raw), `"kind":"clock","node":"hold"`)
 
-	rr, err := b.r.Replay(b.ctx, runner.ReplayRequest{RunID: res.Run.ID})
-	require.NoError(t, err)
+	clk.Advance(time.Minute) // the recorded time is long gone
+	rr := replayOnClock(t, clk, r, res.Run.ID)
 	require.Equal(t, "completed", string(rr.Run.Status))
 	require.Equal(t, waited, rr.Engine.Steps[len(rr.Engine.Steps)-1].Output["waited_ms"], "the recorded clock")
 	require.Empty(t, rr.Diverged)
 }
 
-// TestReplayDoesNotWaitAgain: a replay does not wait again for what the
-// recorded run waited for (a wait node, a retry's backoff). The runner's
-// clock is the test's: the recorded run waits until the test moves the
-// clock past its hour; the replay, on the same clock that nobody moves
-// past now, completes.
-func TestReplayDoesNotWaitAgain(t *testing.T) {
-	t.Parallel()
+// openOnClock opens a runner in a temporary folder on a fake clock.
+func openOnClock(t *testing.T) (*runner.Runner, *clock.Fake, string) {
+	t.Helper()
 	dir := t.TempDir()
 	clk := clock.NewFake(time.Now().UTC().Truncate(time.Second))
 	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), Clock: clk})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	flow := filepath.Join(dir, "pause.yaml")
-	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
-name: pause
-record: true
-nodes:
-  - {id: nap, type: wait, duration: 1h}
-  - {id: after, type: shell, command: [echo, awake]}
-edges:
-  - {from: nap, to: after}
-outputs:
-  said: "{{ trim(after.stdout) }}"
-`), 0o644))
-	w, err := r.Load(flow)
-	require.NoError(t, err)
+	return r, clk, dir
+}
 
+// recordOnClock starts a run that waits for a timer, moves the clock by
+// d once the timer is set, and returns the ended run.
+func recordOnClock(t *testing.T, clk *clock.Fake, r *runner.Runner, req runner.StartRequest, d time.Duration) *runner.Result {
+	t.Helper()
 	type result struct {
 		res *runner.Result
-		err error
-	}
-	type replay struct {
-		res *runner.ReplayResult
 		err error
 	}
 	recorded := make(chan result, 1)
 	timer := clk.WaitForTimer()
 	go func() {
-		res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+		res, err := r.Start(t.Context(), req)
 		recorded <- result{res, err}
 	}()
 	select {
@@ -334,19 +320,27 @@ outputs:
 	case got := <-recorded:
 		t.Fatalf("the recorded run ended without waiting: %+v", got)
 	}
-	clk.Advance(time.Hour)
+	clk.Advance(d)
 	got := <-recorded
 	require.NoError(t, got.err)
 	require.NoError(t, got.res.Err)
-	require.Equal(t, "completed", string(got.res.Run.Status))
+	return got.res
+}
 
+// replayOnClock replays a run while nobody moves the clock past now: a
+// timer due later is a wait again, which fails the test; one due now (a
+// recorded wait, over) is let fire.
+func replayOnClock(t *testing.T, clk *clock.Fake, r *runner.Runner, runID string) *runner.ReplayResult {
+	t.Helper()
+	type replay struct {
+		res *runner.ReplayResult
+		err error
+	}
 	replayed := make(chan replay, 1)
 	go func() {
-		rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: got.res.Run.ID})
+		rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: runID})
 		replayed <- replay{rr, err}
 	}()
-	// Nobody moves the clock past now: a timer due later is a wait again;
-	// one due now (the recorded wait, over) is let fire.
 	var rr replay
 	for done := false; !done; {
 		timer := clk.WaitForTimer()
@@ -367,8 +361,37 @@ outputs:
 	}
 	require.NoError(t, rr.err)
 	require.NoError(t, rr.res.Err)
-	require.Equal(t, "awake", rr.res.Engine.Outputs["said"])
-	require.Empty(t, rr.res.Diverged)
+	return rr.res
+}
+
+// TestReplayDoesNotWaitAgain: a replay does not wait again for what the
+// recorded run waited for (a wait node, a retry's backoff). The runner's
+// clock is the test's: the recorded run waits until the test moves the
+// clock past its hour; the replay, on the same clock that nobody moves
+// past now, completes.
+func TestReplayDoesNotWaitAgain(t *testing.T) {
+	t.Parallel()
+	r, clk, dir := openOnClock(t)
+	flow := filepath.Join(dir, "pause.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: pause
+record: true
+nodes:
+  - {id: nap, type: wait, duration: 1h}
+  - {id: after, type: shell, command: [echo, awake]}
+edges:
+  - {from: nap, to: after}
+outputs:
+  said: "{{ trim(after.stdout) }}"
+`), 0o644))
+	w, err := r.Load(flow)
+	require.NoError(t, err)
+	res := recordOnClock(t, clk, r, runner.StartRequest{Workflow: w}, time.Hour)
+	require.Equal(t, "completed", string(res.Run.Status))
+
+	rr := replayOnClock(t, clk, r, res.Run.ID)
+	require.Equal(t, "awake", rr.Engine.Outputs["said"])
+	require.Empty(t, rr.Diverged)
 	require.Zero(t, clk.Pending(), "no timer is left behind")
 }
 
