@@ -21,6 +21,9 @@ func (s *Starter) StartsWaiting() (waiting, writing int) {
 // once.
 func StartWriters() int { return startWriters }
 
+// MaxStarts is the most runs one transaction starts.
+const MaxStarts = maxStarts
+
 // Expected is how many transactions of the worker expected their runs,
 // and how many of them found a run otherwise and were tried again
 // (commit.go).

@@ -237,10 +237,9 @@ CREATE TRIGGER refuse_job BEFORE INSERT ON river_job FOR EACH ROW EXECUTE FUNCTI
 	require.Equal(t, 2, jobs, "the second delivery of one run adds no job")
 }
 
-// TestStartsShareATransaction: the runs started while as many start
-// transactions as may be are under way are recorded together by the next
-// one; a delivery among them whose run exists fails alone, and adds
-// nothing.
+// TestStartsShareATransaction: the runs started while a start
+// transaction is under way are recorded together by the next one; a
+// delivery among them whose run exists fails alone, and adds nothing.
 func TestStartsShareATransaction(t *testing.T) {
 	t.Parallel()
 	in := setupIntake(t, postgres.Options{Tracer: &statements{}})
@@ -248,9 +247,9 @@ func TestStartsShareATransaction(t *testing.T) {
 	_, err := in.start(ctx, "dup")
 	require.NoError(t, err)
 
-	// The first starts' transactions wait for the runs table.
+	// The first start's transaction waits for the runs table.
 	hold := in.holdRuns(t)
-	writers := queue.StartWriters()
+	const writers = 1 // fewer than a whole group wait
 	var ids, first []string
 	for i := range writers {
 		first = append(first, fmt.Sprintf("first%d", i))
@@ -297,7 +296,7 @@ func TestStartsShareATransaction(t *testing.T) {
 		require.NoError(t, in.st.Pool().QueryRow(ctx, `SELECT xmin::text::bigint FROM runs WHERE id = $1`, id).Scan(&xmin))
 		byTx[xmin] = append(byTx[xmin], id)
 	}
-	require.Len(t, byTx, writers+1, "a transaction for each first start and one of the runs that waited: %v", byTx)
+	require.Len(t, byTx, writers+1, "a transaction for the first start and one of the runs that waited: %v", byTx)
 	for _, group := range byTx {
 		if len(group) > 1 {
 			require.ElementsMatch(t, []string{"a", "b", "c"}, group, "the runs that waited, in one transaction")
@@ -347,7 +346,7 @@ func TestStartsThatEndShareATransaction(t *testing.T) {
 	_, err := in.start(ctx, "warm") // the workflow's version is saved
 	require.NoError(t, err)
 	hold := in.holdRuns(t)
-	writers := queue.StartWriters()
+	const writers = 1 // fewer than a whole group wait
 	ids := []string{}
 	for i := range writers + 3 {
 		ids = append(ids, fmt.Sprintf("alone%d", i))
@@ -385,6 +384,60 @@ func TestStartsThatEndShareATransaction(t *testing.T) {
 		require.Equal(t, id, steps[0].Output["body"].(map[string]any)["order"], "run %s: its trigger's output", id)
 	}
 	require.Contains(t, slices.Collect(maps.Values(byTx)), 3, "the three that waited ended in one transaction: %v", byTx)
+}
+
+// TestAWholeGroupStartsAnotherTransaction: while a start transaction is
+// under way, the starts that arrive wait for the next one until a whole
+// group of them waits; that group's transaction then starts beside the
+// first, and the starts after it wait again. Each group is recorded by
+// one transaction.
+func TestAWholeGroupStartsAnotherTransaction(t *testing.T) {
+	t.Parallel()
+	in := setupIntake(t, postgres.Options{})
+	ctx := context.Background()
+	_, err := in.start(ctx, "warm") // the workflow's version is saved
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, queue.StartWriters(), 2)
+	hold := in.holdRuns(t)
+	var wg sync.WaitGroup
+	var ids []string
+	errs := make([]error, 2*queue.MaxStarts)
+	begin := func(id string) {
+		i := len(ids)
+		ids = append(ids, id)
+		wg.Go(func() { _, errs[i] = in.start(ctx, id) })
+	}
+	waitFor := func(waiting, writing int, msg string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			n, w := in.starter.StartsWaiting()
+			return n == waiting && w == writing
+		}, time.Minute, time.Millisecond, msg)
+	}
+	begin("first")
+	waitFor(0, 1, "the first start writes its own transaction")
+	for i := range queue.MaxStarts - 1 {
+		begin(fmt.Sprintf("group%d", i))
+	}
+	waitFor(queue.MaxStarts-1, 1, "fewer than a whole group wait for the first transaction")
+	begin("full")
+	waitFor(0, 2, "a whole group starts its transaction beside the first")
+	for i := range 3 {
+		begin(fmt.Sprintf("after%d", i))
+	}
+	waitFor(3, 2, "the starts after the group wait again")
+	require.NoError(t, hold.Rollback(ctx))
+	wg.Wait()
+
+	byTx := map[int64]int{}
+	for i, id := range ids {
+		require.NoError(t, errs[i], id)
+		var xmin int64
+		require.NoError(t, in.st.Pool().QueryRow(ctx, `SELECT xmin::text::bigint FROM runs WHERE id = $1`, id).Scan(&xmin))
+		byTx[xmin]++
+	}
+	sizes := slices.Sorted(maps.Values(byTx))
+	require.Equal(t, []int{1, 3, queue.MaxStarts}, sizes, "the runs of each transaction")
 }
 
 // TestManyStartsAtOnce: 400 runs started from 50 goroutines at once, with

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/skeinhq/skein/internal/redact"
 )
@@ -24,10 +25,27 @@ import (
 // and timer stay readable, for the queries that look for them.
 
 // sealer seals and opens the history events of one run; nil for a run
-// with no secrets.
+// with no secrets. Its cipher is made when an event first needs it: most
+// runs with secrets (a webhook's signing key) never store one in an
+// event, and a server starting hundreds of them a second would otherwise
+// derive a key for each.
 type sealer struct {
-	aead cipher.AEAD
 	red  *redact.Redactor
+	key  []byte
+	once sync.Once
+	aead cipher.AEAD // made by cipher
+	err  error
+}
+
+// cipher returns the run's cipher, made on the first call.
+func (s *sealer) cipher() (cipher.AEAD, error) {
+	s.once.Do(func() {
+		var block cipher.Block
+		if block, s.err = aes.NewCipher(s.key); s.err == nil {
+			s.aead, s.err = cipher.NewGCM(block)
+		}
+	})
+	return s.aead, s.err
 }
 
 // newSealer returns the sealer of a run with these secret values.
@@ -45,15 +63,7 @@ func newSealer(secrets map[string]string, red *redact.Redactor) *sealer {
 	for _, k := range names {
 		fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(secrets[k]), secrets[k])
 	}
-	block, err := aes.NewCipher(h.Sum(nil))
-	if err != nil {
-		return nil
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil
-	}
-	return &sealer{aead: aead, red: red}
+	return &sealer{red: red, key: h.Sum(nil)}
 }
 
 // sealedBody is how a sealed event is stored.
@@ -68,11 +78,15 @@ func (s *sealer) seal(raw []byte, task, timer int64) ([]byte, error) {
 	if s == nil || !s.red.Contains(string(raw)) {
 		return raw, nil
 	}
-	nonce := make([]byte, s.aead.NonceSize())
+	aead, err := s.cipher()
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	return json.Marshal(sealedBody{Task: task, Timer: timer, Sealed: s.aead.Seal(nonce, nonce, raw, nil)})
+	return json.Marshal(sealedBody{Task: task, Timer: timer, Sealed: aead.Seal(nonce, nonce, raw, nil)})
 }
 
 // errOtherSecrets: a sealed event does not open with this worker's
@@ -88,11 +102,15 @@ func (s *sealer) open(raw []byte) ([]byte, error) {
 	if s == nil {
 		return nil, errOtherSecrets
 	}
-	n := s.aead.NonceSize()
+	aead, err := s.cipher()
+	if err != nil {
+		return nil, err
+	}
+	n := aead.NonceSize()
 	if len(sb.Sealed) < n {
 		return nil, errOtherSecrets
 	}
-	plain, err := s.aead.Open(nil, sb.Sealed[:n], sb.Sealed[n:], nil)
+	plain, err := aead.Open(nil, sb.Sealed[:n], sb.Sealed[n:], nil)
 	if err != nil {
 		return nil, errOtherSecrets
 	}

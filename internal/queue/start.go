@@ -17,8 +17,13 @@ import (
 const maxStarts = 64
 
 // startWriters is how many transactions of starts may be under way at
-// once: one would leave the database's other cores idle while it waits
-// for its one.
+// once. One is under way while starts come one at a time or in groups of
+// fewer than maxStarts: the runs that arrive while it is wait and go
+// together in the next, which costs the server and the database less a
+// run than more transactions of fewer runs each (measured in
+// BENCHMARKS.md, 2026-12-05 12:49–12:56). Another starts beside it only
+// when a whole group waits, so that a backlog keeps more of the
+// database's cores busy.
 const startWriters = 4
 
 // startTimeout bounds the transaction of a group of starts, which no one
@@ -45,10 +50,11 @@ type start struct {
 // starts groups the runs started at the same time (the webhooks a server
 // takes) into one transaction: its statements — each run's row, its
 // trigger's step and history, the jobs of its first nodes — and its COMMIT
-// go out in one round trip, one WAL flush for all. Up to startWriters
-// groups are written at a time, each by one of its callers; the runs
-// that arrive while as many are under way wait and go in the next group,
-// written by the first of them. A group that fails
+// go out in one round trip, one WAL flush for all. A group is written by
+// one of its callers; the runs that arrive while one is under way wait and
+// go in the next group, written by the first of them, unless a whole
+// group (maxStarts) waits: up to startWriters groups are then written at
+// a time. A group that fails
 // (a run that exists: a delivery taken twice) is tried again run by run,
 // so that each caller gets its own answer.
 type starts struct {
@@ -63,7 +69,7 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 	g.mu.Lock()
 	g.queue = append(g.queue, s)
 	var group []*start
-	if g.writing == startWriters {
+	if g.writing > 0 && (g.writing == startWriters || len(g.queue) < maxStarts) {
 		g.mu.Unlock()
 		<-s.wake
 		if s.done {
@@ -71,6 +77,9 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 		}
 		group = s.group // handed over, s first, in the place of the last writer
 	} else {
+		// The queue holds s alone (none under way) or a whole group
+		// ending with s: a writer that ends hands the next group over
+		// while a whole group waits, so no more can.
 		g.writing++
 		group = g.take()
 		g.mu.Unlock()
@@ -85,7 +94,10 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 			close(m.wake)
 		}
 	}
-	if len(g.queue) > 0 {
+	// The next group's writer: the first start that waits, unless
+	// another group is under way and fewer than a group's worth wait —
+	// they go together when that one ends.
+	if len(g.queue) > 0 && (g.writing == 1 || len(g.queue) >= maxStarts) {
 		next := g.queue[0]
 		next.group = g.take()
 		close(next.wake) // the next group's writer
