@@ -131,6 +131,19 @@ workers when the server stops.`,
 				return failure(err) // a bad --db is a usage error
 			}
 			defer r.Close()
+			if rcfg.Queued() {
+				// The queue opens now, not at the first queued run: the
+				// webhooks that come first would wait for it (~130 ms).
+				jobs, err := r.QueueJobs(cmd.Context())
+				if err != nil {
+					return exit(ExitFailed, fmt.Errorf("opening the queue: %w", err))
+				}
+				var waiting int64
+				for _, j := range jobs {
+					waiting += j.Count
+				}
+				log.Info("queue opened: the runs' nodes are jobs for skein workers", "jobs_not_ended", waiting)
+			}
 			cfg := server.Config{Runner: r, Workflows: flows, Log: log, Options: f.options(nil, nil), Grace: grace, MaxRunning: maxRuns, ParkAfter: parkAfter}
 			cfg.Options.Park = nil // the server's: --park-after
 			if parkAfter >= 0 {

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 )
 
@@ -56,11 +58,28 @@ func TestServeOnPostgres(t *testing.T) {
 // TestServeQueuedOnPostgres: skein serve --db postgres://… runs no node
 // itself (the queue is the default on Postgres): a skein worker process
 // runs them; an approval waits on the worker side and completes with the
-// signal the API records.
+// signal the API records. The server opens the queue before it listens,
+// so its first runs do not wait for it.
 func TestServeQueuedOnPostgres(t *testing.T) {
 	t.Parallel()
 	db := pgtest.URL(t)
 	s := serve(t, serveOpts{args: []string{"--db", db}})
+	s.mu.Lock()
+	var opened map[string]any
+	for _, line := range s.logs {
+		if strings.HasPrefix(fmt.Sprint(line["msg"]), "queue opened") {
+			opened = line
+		}
+	}
+	s.mu.Unlock()
+	require.NotNil(t, opened, "the queue opened before the server listened:\n%s", s.log())
+	require.EqualValues(t, 0, opened["jobs_not_ended"])
+	st, err := postgres.Open(t.Context(), db)
+	require.NoError(t, err)
+	var table *string
+	require.NoError(t, st.Pool().QueryRow(t.Context(), `SELECT to_regclass('skein_queue_log')::text`).Scan(&table))
+	require.NoError(t, st.Close())
+	require.NotNil(t, table, "the queue's tables are made before any run")
 	w := exec.Command(bin, "worker", "--db", db, "--dir", t.TempDir())
 	var wout bytes.Buffer
 	w.Stdout, w.Stderr = &wout, &wout
