@@ -21,8 +21,9 @@ func (s *Starter) StartsWaiting() (waiting, writing int) {
 // once.
 func StartWriters() int { return startWriters }
 
-// MaxStarts is the most runs one transaction starts.
-const MaxStarts = maxStarts
+// StartsAbreast is how many starts waiting open another transaction of
+// starts beside the ones under way.
+const StartsAbreast = startsAbreast
 
 // Expected is how many transactions of the worker expected their runs,
 // and how many of them found a run otherwise and were tried again

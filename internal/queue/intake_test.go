@@ -249,7 +249,7 @@ func TestStartsShareATransaction(t *testing.T) {
 
 	// The first start's transaction waits for the runs table.
 	hold := in.holdRuns(t)
-	const writers = 1 // fewer than a whole group wait
+	const writers = 1 // fewer than StartsAbreast wait
 	var ids, first []string
 	for i := range writers {
 		first = append(first, fmt.Sprintf("first%d", i))
@@ -346,7 +346,7 @@ func TestStartsThatEndShareATransaction(t *testing.T) {
 	_, err := in.start(ctx, "warm") // the workflow's version is saved
 	require.NoError(t, err)
 	hold := in.holdRuns(t)
-	const writers = 1 // fewer than a whole group wait
+	const writers = 1 // fewer than StartsAbreast wait
 	ids := []string{}
 	for i := range writers + 3 {
 		ids = append(ids, fmt.Sprintf("alone%d", i))
@@ -386,12 +386,11 @@ func TestStartsThatEndShareATransaction(t *testing.T) {
 	require.Contains(t, slices.Collect(maps.Values(byTx)), 3, "the three that waited ended in one transaction: %v", byTx)
 }
 
-// TestAWholeGroupStartsAnotherTransaction: while a start transaction is
-// under way, the starts that arrive wait for the next one until a whole
-// group of them waits; that group's transaction then starts beside the
-// first, and the starts after it wait again. Each group is recorded by
-// one transaction.
-func TestAWholeGroupStartsAnotherTransaction(t *testing.T) {
+// TestStartsAbreast: while a start transaction is under way, the starts
+// that arrive wait for the next one until StartsAbreast of them wait;
+// their transaction then starts beside the first, and the starts after
+// it wait again. Each group is recorded by one transaction.
+func TestStartsAbreast(t *testing.T) {
 	t.Parallel()
 	in := setupIntake(t, postgres.Options{})
 	ctx := context.Background()
@@ -401,7 +400,7 @@ func TestAWholeGroupStartsAnotherTransaction(t *testing.T) {
 	hold := in.holdRuns(t)
 	var wg sync.WaitGroup
 	var ids []string
-	errs := make([]error, 2*queue.MaxStarts)
+	errs := make([]error, 2*queue.StartsAbreast)
 	begin := func(id string) {
 		i := len(ids)
 		ids = append(ids, id)
@@ -416,12 +415,12 @@ func TestAWholeGroupStartsAnotherTransaction(t *testing.T) {
 	}
 	begin("first")
 	waitFor(0, 1, "the first start writes its own transaction")
-	for i := range queue.MaxStarts - 1 {
+	for i := range queue.StartsAbreast - 1 {
 		begin(fmt.Sprintf("group%d", i))
 	}
-	waitFor(queue.MaxStarts-1, 1, "fewer than a whole group wait for the first transaction")
+	waitFor(queue.StartsAbreast-1, 1, "fewer than StartsAbreast wait for the first transaction")
 	begin("full")
-	waitFor(0, 2, "a whole group starts its transaction beside the first")
+	waitFor(0, 2, "StartsAbreast starts open their transaction beside the first")
 	for i := range 3 {
 		begin(fmt.Sprintf("after%d", i))
 	}
@@ -437,7 +436,7 @@ func TestAWholeGroupStartsAnotherTransaction(t *testing.T) {
 		byTx[xmin]++
 	}
 	sizes := slices.Sorted(maps.Values(byTx))
-	require.Equal(t, []int{1, 3, queue.MaxStarts}, sizes, "the runs of each transaction")
+	require.Equal(t, []int{1, 3, queue.StartsAbreast}, sizes, "the runs of each transaction")
 }
 
 // TestManyStartsAtOnce: 400 runs started from 50 goroutines at once, with

@@ -17,14 +17,20 @@ import (
 const maxStarts = 64
 
 // startWriters is how many transactions of starts may be under way at
-// once. One is under way while starts come one at a time or in groups of
-// fewer than maxStarts: the runs that arrive while it is wait and go
-// together in the next, which costs the server and the database less a
-// run than more transactions of fewer runs each (measured in
-// BENCHMARKS.md, 2026-12-05 12:49–12:56). Another starts beside it only
-// when a whole group waits, so that a backlog keeps more of the
-// database's cores busy.
+// once. One is under way while starts come one at a time or a few at a
+// time: the runs that arrive while it is wait and go together in the
+// next, which costs the server and the database less a run than more
+// transactions of fewer runs each. Another starts beside it when
+// startsAbreast runs wait, so that a burst keeps more of the database's
+// cores busy (BENCHMARKS.md, 2026-12-05 12:49–13:20: at 2,000 webhooks a
+// second through 50 connections, one transaction at a time fell behind,
+// four at a time cost 1.4× the CPU a request, a second one when 16 wait
+// kept up).
 const startWriters = 4
+
+// startsAbreast is how many starts waiting open another transaction
+// beside the ones under way (up to startWriters).
+const startsAbreast = 16
 
 // startTimeout bounds the transaction of a group of starts, which no one
 // caller's context governs.
@@ -52,9 +58,9 @@ type start struct {
 // trigger's step and history, the jobs of its first nodes — and its COMMIT
 // go out in one round trip, one WAL flush for all. A group is written by
 // one of its callers; the runs that arrive while one is under way wait and
-// go in the next group, written by the first of them, unless a whole
-// group (maxStarts) waits: up to startWriters groups are then written at
-// a time. A group that fails
+// go in the next group, written by the first of them, unless
+// startsAbreast wait: up to startWriters groups are then written at a
+// time. A group that fails
 // (a run that exists: a delivery taken twice) is tried again run by run,
 // so that each caller gets its own answer.
 type starts struct {
@@ -69,7 +75,7 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 	g.mu.Lock()
 	g.queue = append(g.queue, s)
 	var group []*start
-	if g.writing > 0 && (g.writing == startWriters || len(g.queue) < maxStarts) {
+	if g.writing > 0 && (g.writing == startWriters || len(g.queue) < startsAbreast) {
 		g.mu.Unlock()
 		<-s.wake
 		if s.done {
@@ -77,9 +83,9 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 		}
 		group = s.group // handed over, s first, in the place of the last writer
 	} else {
-		// The queue holds s alone (none under way) or a whole group
-		// ending with s: a writer that ends hands the next group over
-		// while a whole group waits, so no more can.
+		// The queue holds s alone (none under way) or startsAbreast
+		// starts ending with s: a writer that ends hands the next group
+		// over while as many wait, so no more can.
 		g.writing++
 		group = g.take()
 		g.mu.Unlock()
@@ -95,9 +101,9 @@ func (g *starts) do(ctx context.Context, d *Driver, s *start) error {
 		}
 	}
 	// The next group's writer: the first start that waits, unless
-	// another group is under way and fewer than a group's worth wait —
+	// another group is under way and fewer than startsAbreast wait —
 	// they go together when that one ends.
-	if len(g.queue) > 0 && (g.writing == 1 || len(g.queue) >= maxStarts) {
+	if len(g.queue) > 0 && (g.writing == 1 || len(g.queue) >= startsAbreast) {
 		next := g.queue[0]
 		next.group = g.take()
 		close(next.wake) // the next group's writer
