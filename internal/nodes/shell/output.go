@@ -13,8 +13,8 @@ const tailSize = 2 << 10
 // capture keeps the first limit bytes written to it and counts the rest,
 // which it drops. It never fails a write, so a command with a lot to say is
 // not killed by a broken pipe. With tail set it also keeps the last tailSize
-// bytes, dropped or not. exec.Cmd writes to it from one goroutine and Wait
-// returns only after that goroutine is done, so it needs no lock.
+// bytes, dropped or not. Its pipe's copy writes to it from one goroutine,
+// and drain returns only after that goroutine is done, so it needs no lock.
 //
 // With blobs set, a text that grows past spillAt bytes is moved to a blob
 // of the run and written there as it comes: only the last chunk stays in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -22,8 +23,9 @@ import (
 const (
 	// DefaultKillGrace is the time between SIGTERM and SIGKILL.
 	DefaultKillGrace = 2 * time.Second
-	// DefaultPipeWait is how long Run waits, once the command has exited,
-	// for processes it left behind to close its stdout and stderr.
+	// DefaultPipeWait is how long the stdout and stderr of a command that
+	// has exited may stay idle — empty, nothing of them being written —
+	// before Run closes them: processes it left behind hold them open.
 	DefaultPipeWait = time.Second
 )
 
@@ -33,8 +35,9 @@ type Shell struct {
 	// KillGrace is how long a command whose context ended has between
 	// SIGTERM and SIGKILL to its process group. Zero means DefaultKillGrace.
 	KillGrace time.Duration
-	// PipeWait bounds the wait for stdout and stderr to close once the
-	// command has exited; then they are closed. Zero means DefaultPipeWait.
+	// PipeWait is how long stdout and stderr may stay idle once the
+	// command has exited; then they are closed, what was written to them
+	// read. Zero means DefaultPipeWait.
 	PipeWait time.Duration
 }
 
@@ -86,22 +89,39 @@ func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[stri
 	}
 	stdout := &capture{limit: cfg.maxOutput, blobs: call.Blobs}
 	stderr := &capture{limit: cfg.maxOutput, keepEnd: true, blobs: call.Blobs}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, startError(cfg, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, startError(cfg, err)
+	}
+	pipeWait := orDefault(s.PipeWait, DefaultPipeWait)
 	cmd := &exec.Cmd{
 		Path: path, Args: cfg.argv, Env: cfg.env, Dir: cfg.cwd,
-		Stdout: stdout, Stderr: stderr,
-		WaitDelay: orDefault(s.PipeWait, DefaultPipeWait),
+		Stdout: outW, Stderr: errW,
+		WaitDelay: pipeWait, // for stdin
 	}
 	if cfg.stdin != nil {
 		cmd.Stdin = strings.NewReader(*cfg.stdin)
 	}
 	tree, err := proc.Start(cmd)
+	outW.Close() // the command holds them now
+	errW.Close()
 	if err != nil {
+		outR.Close()
+		errR.Close()
 		return nil, startError(cfg, err)
 	}
+	copies := []*pipeCopy{copyPipe(outR, stdout), copyPipe(errR, stderr)}
 	if pgid := tree.Group(); pgid != 0 && call.ProcessStarted != nil {
 		call.ProcessStarted(pgid)
 	}
 	interrupted, waitErr := s.wait(ctx, tree)
+	drain(pipeWait, copies...)
 	code := exitCode(cmd.ProcessState)
 	var exitErr *exec.ExitError
 	waitFailed := waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay)
@@ -185,8 +205,9 @@ func (s *Shell) wait(ctx context.Context, tree *proc.Tree) (interrupted bool, er
 		tree.Signal(syscall.SIGKILL)
 	case <-grace.C:
 		tree.Signal(syscall.SIGKILL)
-		// Bounded: the leader dies of SIGKILL, and WaitDelay closes
-		// pipes still held by processes that left the group.
+		// Bounded: the leader dies of SIGKILL; stdout and stderr,
+		// which processes that left the group may still hold, are
+		// the drain's.
 		err = <-done
 	}
 	tree.Await(200 * time.Millisecond)
