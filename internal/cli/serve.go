@@ -133,7 +133,7 @@ workers when the server stops.`,
 			defer r.Close()
 			if rcfg.Queued() {
 				// The queue opens now, not at the first queued run: the
-				// webhooks that come first would wait for it (~130 ms).
+				// webhooks that come first would wait for it (~50 ms).
 				jobs, err := r.QueueJobs(cmd.Context())
 				if err != nil {
 					return exit(ExitFailed, fmt.Errorf("opening the queue: %w", err))

@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/clock"
 	"github.com/skeinhq/skein/internal/llm/llmtest"
 	"github.com/skeinhq/skein/internal/runner"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // taped records itself (record: true): a command that leaves a marker and
@@ -263,17 +264,14 @@ func TestRecordedRunsAreNotQueued(t *testing.T) {
 func TestClockIsTaped(t *testing.T) {
 	t.Parallel()
 	r, clk, dir := openOnClock(t)
-	flow := filepath.Join(dir, "waits.yaml")
-	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+	w := loadIn(t, r, dir, "waits.yaml", `version: 1
 name: waits
 record: true
 inputs:
   until: {type: string}
 nodes:
   - {id: hold, type: wait, until: "{{ inputs.until }}"}
-`), 0o644))
-	w, err := r.Load(flow)
-	require.NoError(t, err)
+`)
 	until := clk.Now().Add(time.Second).Format(time.RFC3339Nano)
 	res := recordOnClock(t, clk, r, runner.StartRequest{Workflow: w, Inputs: map[string]any{"until": until}}, time.Second)
 	require.Equal(t, "completed", string(res.Run.Status))
@@ -299,6 +297,16 @@ func openOnClock(t *testing.T) (*runner.Runner, *clock.Fake, string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, r.Close()) })
 	return r, clk, dir
+}
+
+// loadIn writes src to name in dir and loads it.
+func loadIn(t *testing.T, r *runner.Runner, dir, name, src string) *workflow.Workflow {
+	t.Helper()
+	flow := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(flow, []byte(src), 0o644))
+	w, err := r.Load(flow)
+	require.NoError(t, err)
+	return w
 }
 
 // recordOnClock starts a run that waits for a timer, moves the clock by
@@ -372,8 +380,7 @@ func replayOnClock(t *testing.T, clk *clock.Fake, r *runner.Runner, runID string
 func TestReplayDoesNotWaitAgain(t *testing.T) {
 	t.Parallel()
 	r, clk, dir := openOnClock(t)
-	flow := filepath.Join(dir, "pause.yaml")
-	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+	w := loadIn(t, r, dir, "pause.yaml", `version: 1
 name: pause
 record: true
 nodes:
@@ -383,9 +390,7 @@ edges:
   - {from: nap, to: after}
 outputs:
   said: "{{ trim(after.stdout) }}"
-`), 0o644))
-	w, err := r.Load(flow)
-	require.NoError(t, err)
+`)
 	res := recordOnClock(t, clk, r, runner.StartRequest{Workflow: w}, time.Hour)
 	require.Equal(t, "completed", string(res.Run.Status))
 
