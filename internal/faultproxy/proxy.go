@@ -11,10 +11,14 @@
 // side sends is answered with a reset), and the connections that were
 // held are carried to the server and work.
 //
+// It can also lose one answer (LoseAnswer): the server does what a
+// client asked, and the connection breaks before the client hears it.
+//
 // It is a test helper: it listens on 127.0.0.1 only.
 package faultproxy
 
 import (
+	"bytes"
 	"net"
 	"sync"
 	"testing"
@@ -28,7 +32,15 @@ type Proxy struct {
 	mu    sync.Mutex
 	cut   chan struct{} // closed by Restore; nil while the network is up
 	links map[*link]struct{}
+	lose  *lose // nil: no answer is to be lost
 	wg    sync.WaitGroup
+}
+
+// lose is an answer LoseAnswer is to lose.
+type lose struct {
+	ask, answer []byte
+	on          *link         // the link that asked; nil until one did
+	lost        chan struct{} // closed once the answer was lost
 }
 
 // link is one client connection and, once dialled, its server connection.
@@ -89,6 +101,20 @@ func (p *Proxy) Restore() {
 	}
 }
 
+// LoseAnswer arms the proxy to lose one answer: on the first link whose
+// client sends bytes holding ask, the first bytes the server sends back
+// holding answer are dropped and the link is closed, both ends. The
+// server did what was asked; the client never hears of it, as when a
+// connection breaks after a request reached the server. The channel it
+// returns is closed once the answer is lost. Arming it again replaces an
+// answer not lost yet.
+func (p *Proxy) LoseAnswer(ask, answer []byte) <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lose = &lose{ask: bytes.Clone(ask), answer: bytes.Clone(answer), lost: make(chan struct{})}
+	return p.lose.lost
+}
+
 // Close stops the proxy and closes every connection.
 func (p *Proxy) Close() {
 	_ = p.ln.Close()
@@ -142,8 +168,8 @@ func (p *Proxy) serve(l *link, held chan struct{}) {
 	l.server = server
 	p.mu.Unlock()
 	var both sync.WaitGroup
-	both.Go(func() { p.forward(l, l.server, l.client) })
-	both.Go(func() { p.forward(l, l.client, l.server) })
+	both.Go(func() { p.forward(l, l.server, l.client, true) })
+	both.Go(func() { p.forward(l, l.client, l.server, false) })
 	both.Wait()
 	p.mu.Lock()
 	delete(p.links, l)
@@ -151,20 +177,42 @@ func (p *Proxy) serve(l *link, held chan struct{}) {
 }
 
 // forward copies from src to dst until either ends, dropping what it
-// reads while the link is lost.
-func (p *Proxy) forward(l *link, dst, src net.Conn) {
+// reads while the link is lost, and what LoseAnswer is to lose.
+func (p *Proxy) forward(l *link, dst, src net.Conn, fromClient bool) {
 	defer l.close()
 	buf := make([]byte, 32<<10)
+	var seen []byte // the end of what came before, where a match may begin
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			seen = append(seen, buf[:n]...)
 			p.mu.Lock()
 			lost := l.lost
+			drop := false
+			lo := p.lose
+			switch {
+			case lo == nil || lost:
+			case fromClient && lo.on == nil && bytes.Contains(seen, lo.ask):
+				lo.on = l
+			case !fromClient && lo.on == l && bytes.Contains(seen, lo.answer):
+				p.lose = nil
+				close(lo.lost)
+				drop = true
+			}
+			if !fromClient && (lo == nil || lo.on != l) {
+				seen = seen[:0] // an answer counts from the ask on
+			}
 			p.mu.Unlock()
+			if drop {
+				return
+			}
 			if !lost {
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					return
 				}
+			}
+			if keep := matchAcross; len(seen) > keep {
+				seen = append(seen[:0], seen[len(seen)-keep:]...)
 			}
 		}
 		if err != nil {
@@ -172,6 +220,10 @@ func (p *Proxy) forward(l *link, dst, src net.Conn) {
 		}
 	}
 }
+
+// matchAcross is how many bytes of what a link carried before a read
+// LoseAnswer's patterns may begin in.
+const matchAcross = 4 << 10
 
 // close closes both ends of the link (idempotent).
 func (l *link) close() {

@@ -79,3 +79,81 @@ func TestCutAndRestore(t *testing.T) {
 	require.Equal(t, "held\n", line, "the held connection reaches the server with what it sent")
 	roundTrip(t, held, hr, "after")
 }
+
+// acker answers each line it reads with "ok " and the line, and sends
+// the lines it read on the channel it returns.
+func acker(t *testing.T) (string, <-chan string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	got := make(chan string, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					got <- line
+					if _, err := c.Write([]byte("ok " + line)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-done
+	})
+	return ln.Addr().String(), got
+}
+
+// A lost answer: the server gets what the client asked and answers, the
+// client hears nothing more and its connection closes; only the first
+// such answer is lost, and on the link that asked.
+func TestLoseAnswer(t *testing.T) {
+	t.Parallel()
+	addr, got := acker(t)
+	p := faultproxy.New(t, addr)
+	lost := p.LoseAnswer([]byte("take"), []byte("ok commit"))
+
+	other, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer other.Close()
+	or := bufio.NewReader(other)
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	r := bufio.NewReader(c)
+
+	ack := func(c net.Conn, r *bufio.Reader, line string) {
+		t.Helper()
+		_, err := c.Write([]byte(line + "\n"))
+		require.NoError(t, err)
+		require.Equal(t, line+"\n", <-got)
+		answer, err := r.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "ok "+line+"\n", answer)
+	}
+	ack(c, r, "begin")
+	ack(c, r, "take")        // arms the loss on this link
+	ack(other, or, "commit") // the link did not ask
+	_, err = c.Write([]byte("commit\n"))
+	require.NoError(t, err)
+	require.Equal(t, "commit\n", <-got, "the server got what the client asked")
+	<-lost
+	rest, _ := io.ReadAll(r)
+	require.Empty(t, rest, "the client heard nothing of the answer")
+
+	ack(other, or, "commit") // the loss is spent
+}

@@ -235,14 +235,10 @@ func (d *Driver) commitTx(ctx context.Context, live []*part, shared, expect bool
 		return fmt.Errorf("%s: %w", partRuns(live), err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		if !postgres.Unexpected(err) {
-			for _, p := range live {
-				if p.w != nil {
-					d.handBack(p.w.taken)
-				}
-			}
+		err = fmt.Errorf("%s: %w", partRuns(live), err)
+		if !postgres.MayHaveCommitted(err) || !d.wentThrough(ctx, live, err) {
+			return err
 		}
-		return fmt.Errorf("%s: %w", partRuns(live), err)
 	}
 	for _, p := range live {
 		if p.w != nil && !p.busy && !p.over {

@@ -235,31 +235,76 @@ func (d *Driver) completeIn(ctx context.Context, tx *postgres.Pipe, ids []int64)
 	return err
 }
 
-// handBack gives back to the queue the jobs a transaction whose COMMIT
-// failed may have taken: when the COMMIT did happen (its answer was lost),
-// no goroutine runs them and no worker would count this live one lost.
-// Their nodes never ran, but the transaction marked them running: the
-// worker River hands a job to records that attempt lost, and the node's
-// retries decide (as for a worker lost right after the COMMIT). When
-// nothing was committed, there is nothing to give back.
-func (d *Driver) handBack(taken []*localJob) {
-	if len(taken) == 0 {
-		return
-	}
-	d.inflight.Add(1)
-	go func() {
-		defer d.inflight.Done()
-		for _, j := range taken {
-			d.settle(context.Background(), j.row.ID, errHandedBack, handBackWithin)
+// wentThrough learns whether the transaction of live parts, whose COMMIT
+// failed with err and may have committed all the same (its answer was
+// lost), did, from the jobs it took by local continuation: they are in
+// the queue, running on this worker, only if it did. If it did, it is
+// done as if the COMMIT had answered (committed): this worker runs their
+// nodes next, which the transaction marked running on it, and which no
+// other worker would run before counting this one lost and the attempt
+// with it. A transaction that took no job is not asked after: it is tried
+// again, and finds what it recorded (work drops the result as stale).
+// While the database is out of reach it asks again, for as long as ctx
+// lives; a worker stopping meanwhile leaves the jobs to the others, which
+// count it lost.
+func (d *Driver) wentThrough(ctx context.Context, live []*part, err error) bool {
+	var taken []*localJob
+	for _, p := range live {
+		if p.w != nil && !p.busy && !p.over {
+			taken = append(taken, p.w.taken...)
 		}
-	}()
+	}
+	if len(taken) == 0 {
+		return false
+	}
+	var found int
+	ferr := d.persist(ctx, "learning whether a COMMIT that did not answer went through", func() (err error) {
+		found, err = d.findTaken(ctx, taken)
+		return err
+	})
+	switch {
+	case ferr != nil:
+		d.cfg.Logger.Warn("could not learn whether a COMMIT that did not answer went through", "error", ferr)
+		return false
+	case found == 0:
+		return false
+	case found < len(taken):
+		// One transaction inserted them all, or none.
+		d.cfg.Logger.Error("a transaction that did not answer its COMMIT left some of the jobs it took, not all", "found", found, "taken", len(taken), "error", err)
+		return false
+	}
+	d.cfg.Logger.Info("a COMMIT that did not answer went through; the worker goes on", "error", err)
+	return true
 }
 
-// handBackWithin bounds how long a worker retries giving jobs back while
-// the database is out of reach.
-const handBackWithin = 2 * time.Minute
+// findTaken reads the ids of jobs this worker took by local
+// continuation, as the transaction that took them left them (running on
+// this worker), and returns how many it found; the others' ids are 0.
+func (d *Driver) findTaken(ctx context.Context, taken []*localJob) (int, error) {
+	found := 0
+	b := &pgx.Batch{}
+	for _, j := range taken {
+		j.row.ID = 0
+		b.Queue(findTakenSQL, j.row.Kind, j.row.EncodedArgs, d.id).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&j.row.ID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err == nil {
+				found++
+			}
+			return err
+		})
+	}
+	err := d.cfg.Store.Pool().SendBatch(ctx, b).Close()
+	return found, err
+}
 
-var errHandedBack = errors.New("the transaction that took the job did not answer its COMMIT")
+// findTakenSQL finds a job this worker took, by its args: they name its
+// run and the attempt token of its task, which no other job has.
+const findTakenSQL = `SELECT id FROM river_job
+	WHERE kind = $1 AND args = $2::jsonb AND state = 'running' AND attempted_by[cardinality(attempted_by)] = $3::text
+	ORDER BY id DESC LIMIT 1`
 
 // settle ends the row of a job taken by local continuation whose node was
 // not recorded with its completion, as River ends a job by what its

@@ -3,7 +3,9 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -14,11 +16,11 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// TestHandBackAfterALostCommit: a transaction that took a job by local
+// TestFindTakenAfterALostCommit: a transaction that took a job by local
 // continuation and whose COMMIT did not answer may have committed; the
-// worker gives the job back to the queue, where any worker takes it,
-// rather than leave it running on a live worker that runs nothing of it.
-func TestHandBackAfterALostCommit(t *testing.T) {
+// worker learns whether it did by finding the job, running on this
+// worker, as River decodes it.
+func TestFindTakenAfterALostCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	d, st := testDriver(t, Config{})
@@ -41,11 +43,26 @@ func TestHandBackAfterALostCommit(t *testing.T) {
 	require.NoError(t, json.Unmarshal(job.EncodedArgs, &args))
 	require.Equal(t, TaskArgs{Run: "r1", Task: 1, Node: "n"}, args, "River decodes the args the worker wrote")
 
-	d.handBack([]*localJob{{row: &rivertype.JobRow{ID: id}}})
-	d.inflight.Wait()
-	job, err = d.client.JobGet(ctx, id)
+	// The COMMIT's answer lost, the ids read with it are unknown.
+	w.taken[0].row.ID = 0
+	found, err := d.findTaken(ctx, w.taken)
 	require.NoError(t, err)
-	require.Equal(t, rivertype.JobStateAvailable, job.State, "the job went back to the queue")
+	require.Equal(t, 1, found)
+	require.Equal(t, id, w.taken[0].row.ID, "the worker found the job its transaction took")
+
+	// A job of another attempt of the run was never taken.
+	other := &write{jobs: []river.InsertManyParams{{Args: TaskArgs{Run: "r1", Task: 2, Node: "n"}, InsertOpts: &river.InsertOpts{Queue: DefaultQueue, MaxAttempts: maxJobAttempts}}}}
+	d.pick(other, 1)
+	require.NotNil(t, d.queueTaken(other)) // encodes the args, sends nothing
+	found, err = d.findTaken(ctx, other.taken)
+	require.NoError(t, err)
+	require.Zero(t, found, "a job no transaction took is not found")
+
+	// Nor is one that is no longer running on this worker.
+	d.settle(ctx, id, errors.New("given back"), time.Minute)
+	found, err = d.findTaken(ctx, w.taken)
+	require.NoError(t, err)
+	require.Zero(t, found, "a job given back to the queue is not this worker's")
 }
 
 // gjsonString is the string at key of a JSON object.

@@ -35,3 +35,7 @@ func (d *Driver) Expected() (tries, failed int64) {
 // PendingSQL is the statement each worker runs each second to find
 // cancel requests and signals (work.go).
 const PendingSQL = pendingSQL
+
+// TakeSQL inserts a job a worker takes by local continuation
+// (continue.go).
+const TakeSQL = takeSQL

@@ -983,6 +983,45 @@ edges:
 	}
 }
 
+// TestFaultCommitAnswerLost: the connection breaks after the COMMIT of
+// the transaction that recorded a node and took the next one by local
+// continuation reached the database, before its answer came back. The
+// worker learns that the COMMIT went through and runs the node it took:
+// the run completes, each node run once, none counted lost.
+func TestFaultCommitAnswerLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	// The answer lost is the COMMIT's (its CommandComplete message) on the
+	// first connection that takes a job (the statement's text is sent the
+	// first time a connection prepares it).
+	lost := proxy.LoseAnswer([]byte(queue.TakeSQL), []byte("COMMIT\x00"))
+	worker := startWorker(t, u.String())
+	run := b.start(t, `version: 1
+name: lost-answer
+nodes:
+  - {id: n1, type: shell, command: [echo, one]}
+  - {id: n2, type: shell, command: [echo, two]}
+  - {id: n3, type: shell, command: [echo, three]}
+edges:
+  - {from: n1, to: n2}
+  - {from: n2, to: n3}
+`, nil)
+	done := b.wait(t, run.ID)
+	recv(t, lost, "the COMMIT's answer lost")
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	steps := b.steps(t, run.ID)
+	for _, n := range []string{"n1", "n2", "n3"} {
+		require.Len(t, steps[n], 1, n)
+		require.Equal(t, "success", string(steps[n][0].Status), n)
+		require.Equal(t, 1, steps[n][0].Attempts, "%s ran once", n)
+	}
+	require.Contains(t, worker.out.String(), "a COMMIT that did not answer went through")
+}
+
 // steadyFlow is a run that a worker still serving runs completes.
 const steadyFlow = `version: 1
 name: steady

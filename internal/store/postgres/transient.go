@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -46,4 +47,21 @@ func Transient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// MayHaveCommitted reports whether a COMMIT that failed with err may have
+// committed all the same: it was sent, and no answer came back (the
+// connection was lost), or the server ended the session (a FATAL error:
+// a restart or a shutdown may end it after the commit, before its
+// answer). A COMMIT never sent, or answered with an ERROR (the
+// transaction failed, and its COMMIT rolled it back), did not commit.
+func MayHaveCommitted(err error) bool {
+	if err == nil || pgconn.SafeToRetry(err) || errors.Is(err, pgx.ErrTxCommitRollback) {
+		return false
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Severity == "FATAL" || pe.Severity == "PANIC"
+	}
+	return true
 }

@@ -52,6 +52,31 @@ func TestTransient(t *testing.T) {
 	}
 }
 
+// TestMayHaveCommitted: a COMMIT may have gone through when its answer
+// was lost or the server ended the session; not when the server refused
+// it.
+func TestMayHaveCommitted(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"connection dropped while waiting for the answer", fmt.Errorf("run r1: %w", io.ErrUnexpectedEOF), true},
+		{"connection reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{"server shutting down", &pgconn.PgError{Severity: "FATAL", Code: "57P01"}, true},
+		{"serialization failure", &pgconn.PgError{Severity: "ERROR", Code: "40001"}, false},
+		{"unique violation", fmt.Errorf("run r1: %w", &pgconn.PgError{Severity: "ERROR", Code: "23505"}), false},
+		{"a failed transaction's COMMIT", pgx.ErrTxCommitRollback, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, postgres.MayHaveCommitted(tc.err))
+		})
+	}
+}
+
 // TestTransientRefusedConnection: a server that is down refuses the
 // connection; that is transient.
 func TestTransientRefusedConnection(t *testing.T) {
