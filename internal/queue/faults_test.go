@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,6 +29,7 @@ import (
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // The fault tests run real `skein worker` and `skein serve` processes
@@ -1020,6 +1022,49 @@ edges:
 		require.Equal(t, 1, steps[n][0].Attempts, "%s ran once", n)
 	}
 	require.Contains(t, worker.out.String(), "a COMMIT that did not answer went through")
+}
+
+// TestFaultStartAnswerLost: the connection breaks after the COMMIT of a
+// run's start reached the database, before its answer came back. The
+// starter learns that the COMMIT went through: the start succeeds, with
+// one run, which a worker completes (told it failed, its caller would
+// start the run again, a second one).
+func TestFaultStartAnswerLost(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 1)
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	st, err := postgres.Open(context.Background(), u.String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	logs := &output{}
+	starter, err := queue.New(queue.Config{Store: st, Registry: b.reg, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	require.NoError(t, err)
+	// The answer lost is the COMMIT's of the first transaction on a
+	// connection that inserts a run (the statement's text is sent the
+	// first time a connection prepares it).
+	lost := proxy.LoseAnswer([]byte("INSERT INTO runs (id, "), []byte("COMMIT\x00"))
+	src := `version: 1
+name: start-lost
+nodes:
+  - {id: a, type: shell, command: [echo, one]}
+`
+	file := filepath.Join(t.TempDir(), "flow.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(src), 0o600))
+	w, ds := workflow.Load(file, b.reg)
+	require.False(t, ds.HasErrors(), "%v", ds)
+	run, err := starter.Start(context.Background(), queue.StartRequest{RunID: "start-lost", Workflow: w, Source: []byte(src)})
+	require.NoError(t, err, "the start went through; its caller is told so")
+	recv(t, lost, "the COMMIT's answer lost")
+	require.Contains(t, logs.String(), "a COMMIT that did not answer went through")
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	runs, err := b.st.ListRuns(context.Background(), store.RunFilter{Workflow: "start-lost"})
+	require.NoError(t, err)
+	require.Len(t, runs, 1, "one run")
+	require.Len(t, b.steps(t, run.ID)["a"], 1)
 }
 
 // steadyFlow is a run that a worker still serving runs completes.
