@@ -169,6 +169,23 @@ func (in *intake) rows(t *testing.T, id string) (runs, steps, events, jobs int) 
 	return
 }
 
+// TestReadyOpensTheIntakesConnections: a starter readied for a server's
+// intake has opened, before the first start, a connection for each start
+// transaction that may be under way at once, and counts the queue's jobs.
+func TestReadyOpensTheIntakesConnections(t *testing.T) {
+	t.Parallel()
+	in := setupIntake(t, postgres.Options{MaxConns: 16})
+	jobs, err := in.starter.Ready(context.Background())
+	require.NoError(t, err)
+	require.Contains(t, jobs, queue.Jobs{Queue: queue.DefaultQueue, State: "available"}, "the jobs counted: none yet")
+	stat := in.st.Pool().Stat()
+	require.GreaterOrEqual(t, int(stat.TotalConns()), queue.StartWriters(), "the connections of the start transactions are open")
+	require.Equal(t, stat.TotalConns(), stat.IdleConns(), "and given back")
+	_, err = in.start(context.Background(), "ready-1")
+	require.NoError(t, err)
+	require.Equal(t, stat.NewConnsCount(), in.st.Pool().Stat().NewConnsCount(), "the first start opened no connection")
+}
+
 // TestIntakeIsOneTransaction: starting a run on the queue (a webhook's
 // intake on Postgres) writes the run row, its trigger step, its history
 // and the jobs of its first nodes in one transaction, its statements

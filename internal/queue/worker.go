@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/engine"
@@ -72,6 +74,44 @@ type Jobs struct {
 // JobStates are the states Starter.Jobs counts: the jobs of the queue
 // that have not ended.
 var JobStates = []string{"available", "scheduled", "retryable", "running"}
+
+// Ready readies the starter for a server's intake, before it listens,
+// and counts the queue's jobs that have not ended (Jobs). The pool opens
+// as many connections as start transactions may be under way at once
+// (startWriters; half the pool at most), each reading the tables a start
+// writes: the first starts a server takes would each wait for a new
+// connection, and pay a new database process's first reads of the
+// tables.
+func (s *Starter) Ready(ctx context.Context) ([]Jobs, error) {
+	pool := s.d.cfg.Store.Pool()
+	n := max(1, min(int(pool.Config().MaxConns)/2, startWriters))
+	conns := make(chan *pgxpool.Conn, n)
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			c, err := pool.Acquire(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			conns <- c // held until every one is open: n connections
+			_, errs[i] = c.Exec(ctx, readySQL)
+		})
+	}
+	wg.Wait()
+	close(conns)
+	for c := range conns {
+		c.Release()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("opening the database's connections: %w", err)
+	}
+	return s.Jobs(ctx)
+}
+
+// readySQL reads, with no row, every table a run's start writes.
+const readySQL = `SELECT 1 FROM runs, steps, events, ` + logTable + `, river_job, workflows WHERE false`
 
 // Jobs counts the queue's jobs that have not ended, by queue and state
 // (JobStates), for the queue depth a server exports.

@@ -122,13 +122,13 @@ func (r *Runner) cancelQueued(ctx context.Context, runID string) error {
 	return r.starter.Cancel(ctx, runID)
 }
 
-// QueueJobs counts the queue's jobs that have not ended, by queue and
-// state (queue.JobStates); ErrNoQueue without a Postgres database.
+// QueueJobs readies the queue for a server's intake (queue.Starter.Ready)
+// and counts its jobs not ended; ErrNoQueue without a Postgres database.
 func (r *Runner) QueueJobs(ctx context.Context) ([]QueueJobs, error) {
 	if _, err := r.pgStore(ctx); err != nil {
 		return nil, err
 	}
-	return r.starter.Jobs(ctx)
+	return r.starter.Ready(ctx)
 }
 
 // QueueJobs counts the jobs of one queue in one state.

@@ -339,6 +339,19 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		at := func(p float64) time.Duration { return later[min(len(later)-1, int(p*float64(len(later))))] }
 		fmt.Printf("the same, due after the first second: p50 %s  p90 %s  p99 %s  max %s\n", ms(at(0.5)), ms(at(0.9)), ms(at(0.99)), ms(at(1)))
 	}
+	// The first second by tenths: how long the server takes to answer as
+	// it does later.
+	fmt.Printf("the first second by tenths, max:")
+	for k := range 10 {
+		var worst time.Duration
+		for i := k * rate / 10; i < (k+1)*rate/10 && i < len(status); i++ {
+			if status[i] == http.StatusAccepted {
+				worst = max(worst, lat[i])
+			}
+		}
+		fmt.Printf(" %s", ms(worst))
+	}
+	fmt.Println()
 	fmt.Printf("runs of the accepted deliveries, as recorded: %v; last one ended %.1f s after the last answer; %d runs in the store\n",
 		byStatus, drained.Seconds(), len(final))
 	if n := len(accepted); n > 0 {
