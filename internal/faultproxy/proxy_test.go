@@ -14,8 +14,8 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// echo serves lines back to their sender until the test ends.
-func echo(t *testing.T) string {
+// serve serves each connection with handle until the test ends.
+func serve(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ func echo(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
@@ -38,6 +38,12 @@ func echo(t *testing.T) string {
 		<-done
 	})
 	return ln.Addr().String()
+}
+
+// echo serves lines back to their sender until the test ends.
+func echo(t *testing.T) string {
+	t.Helper()
+	return serve(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, line string) {
@@ -84,38 +90,20 @@ func TestCutAndRestore(t *testing.T) {
 // the lines it read on the channel it returns.
 func acker(t *testing.T) (string, <-chan string) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	got := make(chan string, 16)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	return serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					got <- line
-					if _, err := c.Write([]byte("ok " + line)); err != nil {
-						return
-					}
-				}
-			}()
+			got <- line
+			if _, err := c.Write([]byte("ok " + line)); err != nil {
+				return
+			}
 		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		<-done
-	})
-	return ln.Addr().String(), got
+	}), got
 }
 
 // A lost answer: the server gets what the client asked and answers, the

@@ -924,13 +924,10 @@ func (l *ledger) Calls() map[string]int {
 func TestFaultNetworkCut(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	u, err := url.Parse(b.url)
-	require.NoError(t, err)
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
+	proxy, via := b.proxied(t)
 	const lease = time.Second
 	for range 2 {
-		startWorker(t, u.String(), "--rescue-after", lease.String())
+		startWorker(t, via, "--rescue-after", lease.String())
 	}
 	svc := newLedger(t)
 	const runs = 4
@@ -993,15 +990,12 @@ edges:
 func TestFaultCommitAnswerLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
-	u, err := url.Parse(b.url)
-	require.NoError(t, err)
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
+	proxy, via := b.proxied(t)
 	// The answer lost is the COMMIT's (its CommandComplete message) on the
 	// first connection that takes a job (the statement's text is sent the
 	// first time a connection prepares it).
 	lost := proxy.LoseAnswer([]byte(queue.TakeSQL), []byte("COMMIT\x00"))
-	worker := startWorker(t, u.String())
+	worker := startWorker(t, via)
 	run := b.start(t, `version: 1
 name: lost-answer
 nodes:
@@ -1032,11 +1026,8 @@ edges:
 func TestFaultStartAnswerLost(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 1)
-	u, err := url.Parse(b.url)
-	require.NoError(t, err)
-	proxy := faultproxy.New(t, u.Host)
-	u.Host = proxy.Addr()
-	st, err := postgres.Open(context.Background(), u.String())
+	proxy, via := b.proxied(t)
+	st, err := postgres.Open(context.Background(), via)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	logs := &output{}
@@ -1065,6 +1056,17 @@ nodes:
 	require.NoError(t, err)
 	require.Len(t, runs, 1, "one run")
 	require.Len(t, b.steps(t, run.ID)["a"], 1)
+}
+
+// proxied starts a fault proxy to the bundle's database and returns it
+// with the database's URL through it.
+func (b *bundle) proxied(t *testing.T) (*faultproxy.Proxy, string) {
+	t.Helper()
+	u, err := url.Parse(b.url)
+	require.NoError(t, err)
+	proxy := faultproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	return proxy, u.String()
 }
 
 // steadyFlow is a run that a worker still serving runs completes.
