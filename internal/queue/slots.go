@@ -16,16 +16,20 @@ import (
 // the node's own and the node after it starts while the one before is
 // being recorded.
 //
-// River holds more jobs than the queue has slots, half as many again: the
-// ones being recorded, and a few waiting for a slot. A job waits for a
-// slot only after River gave it to this worker; the extra half bounds how
-// many jobs a busy worker holds that an idle one could have run.
+// River holds twice as many jobs as the queue has slots: the ones being
+// recorded, and a few waiting for a slot. A job waits for a slot only
+// after River gave it to this worker; the extra bounds how many jobs a
+// busy worker holds that an idle one could have run. With half as many
+// again, two workers whose nodes finish in the same run left slots idle
+// (their records wait for each other, the run's row, each holding its
+// job meanwhile): 1 → 2 workers measured 1.51–1.71× so, 1.77–1.84× with
+// twice (BENCHMARKS.md).
 
 // jobsPerQueue is how many jobs River hands a worker whose queue runs n
 // nodes at once.
 func jobsPerQueue(n int) int {
 	n = max(1, n)
-	return n + (n+1)/2
+	return 2 * n
 }
 
 // slots are a queue's node slots: a buffered channel, one token a running
