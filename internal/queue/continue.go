@@ -257,9 +257,18 @@ func (d *Driver) wentThrough(ctx context.Context, live []*part, err error) bool 
 	if len(taken) == 0 {
 		return false
 	}
+	return d.answered(ctx, err, len(taken), func() (int, error) { return d.findTaken(ctx, taken) })
+}
+
+// answered learns whether a transaction whose COMMIT failed with err, and
+// may have committed all the same, did: find counts the rows it wrote
+// that are to be found (want) if it did, none if it did not. While the
+// database is out of reach it asks again, for as long as ctx lives; when
+// it cannot tell, the transaction counts as failed.
+func (d *Driver) answered(ctx context.Context, err error, want int, find func() (int, error)) bool {
 	var found int
 	ferr := d.persist(ctx, "learning whether a COMMIT that did not answer went through", func() (err error) {
-		found, err = d.findTaken(ctx, taken)
+		found, err = find()
 		return err
 	})
 	switch {
@@ -268,12 +277,12 @@ func (d *Driver) wentThrough(ctx context.Context, live []*part, err error) bool 
 		return false
 	case found == 0:
 		return false
-	case found < len(taken):
-		// One transaction inserted them all, or none.
-		d.cfg.Logger.Error("a transaction that did not answer its COMMIT left some of the jobs it took, not all", "found", found, "taken", len(taken), "error", err)
+	case found < want:
+		// One transaction wrote them all, or none.
+		d.cfg.Logger.Error("a transaction that did not answer its COMMIT left some of its rows, not all", "found", found, "written", want, "error", err)
 		return false
 	}
-	d.cfg.Logger.Info("a COMMIT that did not answer went through; the worker goes on", "error", err)
+	d.cfg.Logger.Info("a COMMIT that did not answer went through", "error", err)
 	return true
 }
 

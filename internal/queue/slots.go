@@ -22,7 +22,7 @@ import (
 // busy worker holds that an idle one could have run. With half as many
 // again, two workers whose nodes finish in the same run left slots idle
 // (their records wait for each other, the run's row, each holding its
-// job meanwhile): 1 → 2 workers measured 1.51–1.71× so, 1.77–1.84× with
+// job meanwhile): 1 → 2 workers measured 1.51–1.71× so, 1.69–1.86× with
 // twice (BENCHMARKS.md).
 
 // jobsPerQueue is how many jobs River hands a worker whose queue runs n

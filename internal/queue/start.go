@@ -215,29 +215,19 @@ func (d *Driver) startTx(ctx context.Context, group []*start) error {
 
 // startedAnyway learns whether the transaction of a group of starts,
 // whose COMMIT failed with err and may have committed all the same (its
-// answer was lost), did: then each run is in the database as the start
-// made it (its id and its start time). A start told it failed when its
-// run runs would be made again by its caller, a second run. While the
-// database is out of reach it asks again, for as long as ctx lives.
+// answer was lost), did (answered): then each run is in the database as
+// the start made it, with its id and its start time. Told that the start
+// failed, its caller would start the run a second time.
 func (d *Driver) startedAnyway(ctx context.Context, group []*start, err error) bool {
 	ids := make([]string, len(group))
 	ats := make([]time.Time, len(group))
 	for i, s := range group {
 		ids[i], ats[i] = s.run.ID, s.run.StartedAt
 	}
-	var found int
-	ferr := d.persist(ctx, "learning whether a COMMIT that did not answer went through", func() error {
-		return d.cfg.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM runs
+	return d.answered(ctx, err, len(group), func() (found int, err error) {
+		err = d.cfg.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM runs
 			JOIN unnest($1::text[], $2::timestamptz[]) AS s(id, at) ON runs.id = s.id AND runs.started_at = s.at`,
 			ids, ats).Scan(&found)
+		return found, err
 	})
-	switch {
-	case ferr != nil:
-		d.cfg.Logger.Warn("could not learn whether a COMMIT that did not answer went through", "error", ferr)
-		return false
-	case found < len(group):
-		return false // one transaction made them all, or none
-	}
-	d.cfg.Logger.Info("a COMMIT that did not answer went through; the runs started", "runs", len(group), "error", err)
-	return true
 }
