@@ -78,14 +78,15 @@ func main() {
 	extra := flag.String("serve-args", "", "more arguments of skein serve, space-separated")
 	db := flag.String("db", "", "a Postgres URL: keep the runs in a new schema of this database, run the nodes on -workers skein worker processes")
 	workers := flag.Int("workers", 2, "with -db: how many skein worker processes")
+	workerNice := flag.Int("worker-nice", 0, "with -db: run the workers under nice -n N (a server and its workers sharing a host's cores)")
 	flag.Parse()
-	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers); err != nil {
+	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers, *workerNice); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-hooks:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers int) error {
+func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers, workerNice int) error {
 	if dir == "" {
 		if err := os.MkdirAll("tmp", 0o755); err != nil {
 			return err
@@ -140,6 +141,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 			}
 			defer wlog.Close()
 			w := exec.Command(skein, "worker", "--dir", filepath.Join(dir, fmt.Sprintf(".worker%d", i+1)))
+			if workerNice != 0 {
+				w = exec.Command("nice", append([]string{"-n", strconv.Itoa(workerNice)}, w.Args...)...)
+			}
 			// SKEIN_CPUPROFILE profiles the server alone.
 			w.Env = slices.DeleteFunc(slices.Clone(env), func(v string) bool { return strings.HasPrefix(v, "SKEIN_CPUPROFILE=") })
 			w.Stdout, w.Stderr = wlog, wlog
@@ -202,7 +206,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 
 	fmt.Printf("# %d CPUs, %s/%s, %s for %s at %d/s, %d connections\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, skein, duration, rate, conns)
 	if db != "" {
-		fmt.Printf("# Postgres (%s), %d skein worker processes\n", db, workers)
+		fmt.Printf("# Postgres (%s), %d skein worker processes (nice %d)\n", db, workers, workerNice)
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
