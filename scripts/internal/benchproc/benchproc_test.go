@@ -3,6 +3,7 @@ package benchproc_test
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"errors"
 	"io"
 	"net/http"
@@ -37,6 +38,12 @@ func TestServers(t *testing.T) {
 	}
 	bin, err := benchproc.Build("", t.TempDir())
 	require.NoError(t, err)
+	exe, err := elf.Open(bin)
+	require.NoError(t, err)
+	for _, p := range exe.Progs {
+		require.NotEqual(t, elf.PT_INTERP, p.Type, "the binary is static, as make install builds it")
+	}
+	require.NoError(t, exe.Close())
 	given, err := benchproc.Build(bin, "")
 	require.NoError(t, err)
 	require.Equal(t, bin, given, "a binary given is used, not built")
