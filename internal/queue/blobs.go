@@ -125,7 +125,7 @@ func renamePaths(v any, prefix string) (any, bool) {
 // artifactRoot is a private folder of the worker, made on first use, in
 // which each task's artifacts folder is named — and made only by a kind
 // that saves a file (as a run folder's are), so a task that saves none
-// costs no file system call.
+// costs one lstat (call looks for its folder), no folder made or removed.
 type artifactRoot struct {
 	mu  sync.Mutex
 	dir string
