@@ -19,12 +19,14 @@
 set -euo pipefail
 runs=${1:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
+source "$root/scripts/benchlib.sh"
 export BENCH_DIR=${BENCH_DIR:-$root/tmp/bench-mem}
 mkdir -p "$BENCH_DIR"
 if [[ -n ${SKEIN:-} ]]; then
 	export SKEIN_BIN=$(cd "$(dirname "$SKEIN")" && pwd)/$(basename "$SKEIN")
 fi
 echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $runs runs, $(cd "$root" && git rev-parse --short HEAD)${SKEIN:+, binary $SKEIN}"
+echo "# $(page_cost)"
 cd "$root"
 go test -run '^$' -bench 'Memory' -benchtime "${runs}x" -timeout 30m ./cmd/skein |
 	awk '/^Benchmark/ {

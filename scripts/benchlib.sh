@@ -1,6 +1,14 @@
 # benchlib.sh — functions the benchmark scripts share; sourced by
-# bench-cli.sh, bench-busy.sh, bench-queue.sh, bench-slot.sh and
-# bench-trace.sh, not run.
+# bench-cli.sh, bench-busy.sh, bench-mem.sh, bench-queue.sh, bench-slot.sh
+# and bench-trace.sh, not run.
+
+# page_cost — prints what a first write to a page of fresh memory costs
+# on this machine (go run ./scripts/pagecost): the benchmarks print it
+# beside their load, since every process start and growing heap moves
+# with it (BENCHMARKS.md: the machine's quick and slow states).
+page_cost() {
+	(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go run ./scripts/pagecost)
+}
 
 # skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN
 # when it is set (a binary built elsewhere, e.g. of an older commit), else

@@ -211,6 +211,9 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
 	}
+	if d, err := benchproc.PageTouch(64 << 20); err == nil {
+		fmt.Printf("# a first write to a %d KiB page %.1f µs\n", os.Getpagesize()/1024, float64(d.Nanoseconds())/1e3)
+	}
 	serverCPU0, _ := benchproc.CPU(srv.Pid())
 	clientCPU0 := selfCPU()
 	total := int(duration.Seconds() * float64(rate))

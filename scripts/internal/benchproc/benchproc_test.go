@@ -141,3 +141,13 @@ func TestStartGivesUp(t *testing.T) {
 	require.ErrorContains(t, err, "skein mcp did not say where it listens")
 	require.Empty(t, proctest.Survivors(tagEnv, tag), "the process is killed")
 }
+
+// TestPageTouch measures a first write to fresh pages: a price, however
+// small, and refused for less than a page.
+func TestPageTouch(t *testing.T) {
+	d, err := benchproc.PageTouch(1 << 20)
+	require.NoError(t, err)
+	require.Positive(t, d)
+	_, err = benchproc.PageTouch(1)
+	require.ErrorContains(t, err, "less than a page")
+}
