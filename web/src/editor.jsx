@@ -79,7 +79,16 @@ function SetupField({ node, p, value, apply, scope }) {
   const id = `p-${node}-${p.name}`;
   const [text, setText] = useState(shown(p, value));
   const [error, setError] = useState("");
-  useEffect(() => setText(shown(p, value)), [node, JSON.stringify(value)]);
+  // The field shows the draft's value again when the node or the value
+  // changes, not after its first drawing: an effect runs after the
+  // browser paints, and what was typed meanwhile would be lost.
+  const key = `${node}\u0000${JSON.stringify(value)}`;
+  const shownKey = useRef(key);
+  useEffect(() => {
+    if (shownKey.current === key) return;
+    shownKey.current = key;
+    setText(shown(p, value));
+  }, [key]);
   const commit = (raw) => {
     setError("");
     let v;
