@@ -4,6 +4,7 @@
 // edited check sets or unsets only the fields that changed.
 import { useEffect, useState } from "preact/hooks";
 import { parse as parseYAML } from "yaml";
+import { useFieldText } from "./fieldtext.js";
 
 // fieldsOf is a check's fields beside its type and on_fail, as the form
 // shows them: YAML flow text, or "" when there are none.
@@ -91,8 +92,7 @@ function checkOps(node, i, old, next) {
 // Expect is the node's expected outcome: shown, added, changed, removed.
 function Expect({ node, expect, apply }) {
   const has = typeof expect === "string" && expect !== "";
-  const [text, setText] = useState(has ? expect : "");
-  useEffect(() => setText(has ? expect : ""), [node, expect]);
+  const [text, setText] = useFieldText(has ? expect : "", JSON.stringify([node, expect]));
   const id = `expect-${node}`;
   const save = (e) => {
     e.preventDefault();

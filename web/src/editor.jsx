@@ -10,6 +10,7 @@ import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
 import { Checks } from "./checks.jsx";
 import { Completion, templateScope } from "./complete.jsx";
+import { useFieldText } from "./fieldtext.js";
 import { Graph, grown, layout } from "./graph.jsx";
 import { Connections } from "./handles.jsx";
 import { LeaveGuard } from "./leave.jsx";
@@ -77,18 +78,8 @@ function shown(p, v) {
 // change is applied as a set (or an unset when emptied).
 function SetupField({ node, p, value, apply, scope }) {
   const id = `p-${node}-${p.name}`;
-  const [text, setText] = useState(shown(p, value));
+  const [text, setText] = useFieldText(shown(p, value), JSON.stringify([node, value]));
   const [error, setError] = useState("");
-  // The field shows the draft's value again when the node or the value
-  // changes, not after its first drawing: an effect runs after the
-  // browser paints, and what was typed meanwhile would be lost.
-  const key = `${node}\u0000${JSON.stringify(value)}`;
-  const shownKey = useRef(key);
-  useEffect(() => {
-    if (shownKey.current === key) return;
-    shownKey.current = key;
-    setText(shown(p, value));
-  }, [key]);
   const commit = (raw) => {
     setError("");
     let v;
