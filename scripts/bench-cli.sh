@@ -45,7 +45,7 @@ if [[ -n ${BASE:-} ]]; then
 fi
 binary() { if [[ $1 == base ]]; then echo "$OUT/skein-base"; else echo "$OUT/skein"; fi; }
 echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $(page_cost)"
+echo "# $(machine_state)"
 
 wf=$BENCH_DIR/wf
 foreach() { # foreach N

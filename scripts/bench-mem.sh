@@ -26,7 +26,7 @@ if [[ -n ${SKEIN:-} ]]; then
 	export SKEIN_BIN=$(cd "$(dirname "$SKEIN")" && pwd)/$(basename "$SKEIN")
 fi
 echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $runs runs, $(cd "$root" && git rev-parse --short HEAD)${SKEIN:+, binary $SKEIN}"
-echo "# $(page_cost)"
+echo "# $(machine_state)"
 cd "$root"
 go test -run '^$' -bench 'Memory' -benchtime "${runs}x" -timeout 30m ./cmd/skein |
 	awk '/^Benchmark/ {

@@ -54,7 +54,7 @@ for ((i = 0; i < WORKERS; i++)); do
 	pids+=($!)
 done
 echo "# $(nproc) CPUs, $WORKERS worker(s), $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $(page_cost)"
+echo "# $(machine_state)"
 
 wf=$BENCH_DIR/wf
 chain 20 "$wf"

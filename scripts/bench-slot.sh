@@ -49,7 +49,7 @@ for n in 40 400; do
 	} >"$BENCH_DIR/wf/fan$n.yaml"
 done
 echo "# $(nproc) CPUs, 1 worker of 10 slots, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $(page_cost)"
+echo "# $(machine_state)"
 for ((r = 0; r < rounds; r++)); do
 	declare -A t
 	for n in 40 400; do

@@ -2,12 +2,13 @@
 # bench-cli.sh, bench-busy.sh, bench-mem.sh, bench-queue.sh, bench-slot.sh
 # and bench-trace.sh, not run.
 
-# page_cost — prints what a first write to a page of fresh memory costs
-# on this machine (go run ./scripts/pagecost): the benchmarks print it
-# beside their load, since every process start and growing heap moves
-# with it (BENCHMARKS.md: the machine's quick and slow states).
-page_cost() {
-	(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go run ./scripts/pagecost)
+# machine_state — prints what moves every figure on a shared machine:
+# what a first write to a page of fresh memory costs, and how long a fixed
+# loop takes on one core (go run ./scripts/machine; BENCHMARKS.md: the
+# machine's quick and slow states). The benchmarks print it beside their
+# load.
+machine_state() {
+	(cd "$(dirname "${BASH_SOURCE[0]}")/.." && go run ./scripts/machine)
 }
 
 # skein_binary DIR — puts the binary to time at DIR/skein: a copy of $SKEIN

@@ -151,3 +151,8 @@ func TestPageTouch(t *testing.T) {
 	_, err = benchproc.PageTouch(1)
 	require.ErrorContains(t, err, "less than a page")
 }
+
+// TestSpin times its loop: a time, however small.
+func TestSpin(t *testing.T) {
+	require.Positive(t, benchproc.Spin(1e5))
+}

@@ -3,6 +3,7 @@ package benchproc
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -30,4 +31,20 @@ func PageTouch(size int) (time.Duration, error) {
 		mem[i] = 1
 	}
 	return time.Since(start) / time.Duration(len(mem)/page), nil
+}
+
+// Spin times a fixed loop of n multiply-adds on one core: what the
+// machine's CPU gives a process now. A virtual machine's share of its
+// host's cores moves by the second (the same loop: 152–300 ms in one
+// minute, BENCHMARKS.md), and every figure moves with it, so the
+// benchmarks print it beside their load.
+func Spin(n uint64) time.Duration {
+	start := time.Now()
+	var x uint64
+	for i := range n {
+		x += i * i
+	}
+	d := time.Since(start)
+	runtime.KeepAlive(x) // the loop is not left out
+	return d
 }
