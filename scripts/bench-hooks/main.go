@@ -211,9 +211,8 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
 	}
-	if d, err := benchproc.PageTouch(64 << 20); err == nil {
-		fmt.Printf("# a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms\n",
-			os.Getpagesize()/1024, float64(d.Nanoseconds())/1e3, float64(benchproc.Spin(1e8).Nanoseconds())/1e6)
+	if line, err := benchproc.State(); err == nil {
+		fmt.Printf("# %s\n", line)
 	}
 	serverCPU0, _ := benchproc.CPU(srv.Pid())
 	clientCPU0 := selfCPU()

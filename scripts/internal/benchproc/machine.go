@@ -4,9 +4,30 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"syscall"
 	"time"
 )
+
+// State is the line the benchmarks print beside their load: what the
+// first write to a page of fresh memory costs (PageTouch over 64 MiB) and
+// how long 10^8 multiply-adds take on one core (Spin), each the median of
+// three.
+func State() (string, error) {
+	var touch, spin []time.Duration
+	for range 3 {
+		t, err := PageTouch(64 << 20)
+		if err != nil {
+			return "", err
+		}
+		touch = append(touch, t)
+		spin = append(spin, Spin(1e8))
+	}
+	slices.Sort(touch)
+	slices.Sort(spin)
+	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms",
+		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6), nil
+}
 
 // PageTouch maps size bytes of fresh anonymous memory, writes one byte to
 // each of its pages and returns what the first write to a page cost on
@@ -35,9 +56,9 @@ func PageTouch(size int) (time.Duration, error) {
 
 // Spin times a fixed loop of n multiply-adds on one core: what the
 // machine's CPU gives a process now. A virtual machine's share of its
-// host's cores moves by the second (the same loop: 152–300 ms in one
-// minute, BENCHMARKS.md), and every figure moves with it, so the
-// benchmarks print it beside their load.
+// host's cores moves by the minute (10^8 of them: 31–43 ms in some
+// minutes, 64–70 ms in others, BENCHMARKS.md), and every figure moves
+// with it, so the benchmarks print it beside their load.
 func Spin(n uint64) time.Duration {
 	start := time.Now()
 	var x uint64
