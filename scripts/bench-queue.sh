@@ -22,7 +22,10 @@
 # transactions: `set` is a pure kind, whose nodes a worker runs in the
 # transaction that released them (target ≤ 0.5 ms); an `http` node is a job
 # and a transaction of its own, and its figure holds the server's answer
-# (target ≤ 1.0 ms).
+# (target ≤ 1.0 ms). Beside it, the CPU time (user + system, from /proc)
+# that every postgres process, the workers and the answering server spent
+# over the http-200 runs, per node: a chain's hop is those three one after
+# the other.
 set -euo pipefail
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -69,8 +72,20 @@ for n in 20 200; do
 done
 names=(chain-20 chain-200 http-20 http-200)
 declare -A times recorded
+# cpu_ticks PID... — the user + system clock ticks of the processes.
+cpu_ticks() {
+	local t=0 p
+	for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+	echo "$t"
+}
+hz=$(getconf CLK_TCK)
+cpu_pg=0 cpu_workers=0 cpu_server=0
 for ((r = 0; r < rounds; r++)); do
 	for name in "${names[@]}"; do
+		if [[ $name == http-200 ]]; then
+			# shellcheck disable=SC2046
+			pg0=$(cpu_ticks $(pgrep -x postgres)) w0=$(cpu_ticks "${pids[@]:1}") h0=$(cpu_ticks "$server")
+		fi
 		s=$(date +%s%N)
 		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
 			echo "skein run $name failed:" >&2
@@ -78,6 +93,12 @@ for ((r = 0; r < rounds; r++)); do
 			exit 1
 		fi
 		e=$(date +%s%N)
+		if [[ $name == http-200 ]]; then
+			# shellcheck disable=SC2046
+			cpu_pg=$((cpu_pg + $(cpu_ticks $(pgrep -x postgres)) - pg0))
+			cpu_workers=$((cpu_workers + $(cpu_ticks "${pids[@]:1}") - w0))
+			cpu_server=$((cpu_server + $(cpu_ticks "$server") - h0))
+		fi
 		times[$name]+="$(((e - s) / 1000)) "
 		recorded[$name]+="$(recorded_us "$base" "$schema") "
 	done
@@ -90,3 +111,7 @@ for name in "${names[@]}"; do
 done
 awk -v a="${med[chain-20]}" -v b="${med[chain-200]}" 'BEGIN {printf "distributed chain of set nodes (pure), per node (d200-d20)/180: %.3f ms (target ≤ 0.5 ms: ratio %.2f)\n", (b-a)/180/1000, (b-a)/180/1000/0.5}'
 awk -v a="${med[http-20]}" -v b="${med[http-200]}" 'BEGIN {printf "distributed chain of http nodes, per node (d200-d20)/180: %.3f ms (target ≤ 1.0 ms: ratio %.2f)\n", (b-a)/180/1000, (b-a)/180/1000}'
+awk -v p="$cpu_pg" -v w="$cpu_workers" -v h="$cpu_server" -v hz="$hz" -v n=$((200 * rounds)) 'BEGIN {
+	f = 1e6 / hz / n
+	printf "CPU per http node over the http-200 runs: postgres %.0f µs, worker(s) %.0f µs, the answering server %.0f µs (sum %.0f µs)\n", p * f, w * f, h * f, (p + w + h) * f
+}'
