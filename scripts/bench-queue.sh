@@ -78,14 +78,17 @@ cpu_ticks() {
 	for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
 	echo "$t"
 }
+# cpu_now — the ticks of every postgres process, of the workers and of
+# the answering server.
+cpu_now() {
+	# shellcheck disable=SC2046
+	echo "$(cpu_ticks $(pgrep -x postgres)) $(cpu_ticks "${pids[@]:1}") $(cpu_ticks "$server")"
+}
 hz=$(getconf CLK_TCK)
 cpu_pg=0 cpu_workers=0 cpu_server=0
 for ((r = 0; r < rounds; r++)); do
 	for name in "${names[@]}"; do
-		if [[ $name == http-200 ]]; then
-			# shellcheck disable=SC2046
-			pg0=$(cpu_ticks $(pgrep -x postgres)) w0=$(cpu_ticks "${pids[@]:1}") h0=$(cpu_ticks "$server")
-		fi
+		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(cpu_now)
 		s=$(date +%s%N)
 		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
 			echo "skein run $name failed:" >&2
@@ -94,10 +97,8 @@ for ((r = 0; r < rounds; r++)); do
 		fi
 		e=$(date +%s%N)
 		if [[ $name == http-200 ]]; then
-			# shellcheck disable=SC2046
-			cpu_pg=$((cpu_pg + $(cpu_ticks $(pgrep -x postgres)) - pg0))
-			cpu_workers=$((cpu_workers + $(cpu_ticks "${pids[@]:1}") - w0))
-			cpu_server=$((cpu_server + $(cpu_ticks "$server") - h0))
+			read -r pg1 w1 h1 < <(cpu_now)
+			cpu_pg=$((cpu_pg + pg1 - pg0)) cpu_workers=$((cpu_workers + w1 - w0)) cpu_server=$((cpu_server + h1 - h0))
 		fi
 		times[$name]+="$(((e - s) / 1000)) "
 		recorded[$name]+="$(recorded_us "$base" "$schema") "
