@@ -50,7 +50,10 @@ func skeinBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "skein")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/skein").CombinedOutput(); err != nil {
+		// Static, as make install builds it (internal/server's TestMain).
+		build := exec.Command("go", "build", "-o", binPath, "../../cmd/skein")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
 	})

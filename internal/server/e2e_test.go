@@ -35,7 +35,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "skein")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/skein").CombinedOutput(); err != nil {
+	// Static, as make install builds it: the build cache then holds one
+	// build of skein's packages for every test that runs the binary.
+	build := exec.Command("go", "build", "-o", bin, "../../cmd/skein")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
 		panic(string(out))
 	}
 	code := m.Run()
