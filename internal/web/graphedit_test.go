@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
@@ -65,36 +66,90 @@ func dragHandle(t *testing.T, ctx context.Context, from, h, to string) {
 	t.Helper()
 	// As a person drags: once the page is still (the check of the draft
 	// after an edit redraws its diagnostics, which moves what is below
-	// them), pressed where the handle is, then moved toward where the
-	// node is as the pointer goes (read again before each move), released
-	// on it.
+	// them), pressed on the handle where it shows, then moved toward the
+	// node as the pointer goes (read again before each move), released on
+	// it. Each point is one the page answers with the element itself
+	// (hitPoint): a point of the node another element covers, or one
+	// outside the window, would drop on nothing.
 	// A drop that missed (the graph moved under the pointer after all, on
 	// a loaded machine) is dragged again, as a person would: the drag is
 	// over once its wire is gone and the edit it made, if any, is answered
-	// (the editor is not busy).
+	// (the editor is not busy). Each miss is described in the failure.
+	handle := handleSel(from, h)
 	target := fmt.Sprintf(`g.node[data-node=%q] rect.box`, to)
 	edge := fmt.Sprintf(`!!document.querySelector(%q)`, edgeSel(from, to, h))
+	var misses []string
 	for attempt := 1; ; attempt++ {
 		until(t, ctx, settled)
-		eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q).scrollIntoView({block: "center"})`, handleSel(from, h)))
-		x0, y0 := center(t, ctx, handleSel(from, h))
+		eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q)?.scrollIntoView({block: "nearest", inline: "nearest"})`, target))
+		eval[chromedp.Void](t, ctx, fmt.Sprintf(`document.querySelector(%q)?.scrollIntoView({block: "nearest", inline: "nearest"})`, handle))
+		p0, p1 := hitPoint(t, ctx, handle, "g.hnd"), hitPoint(t, ctx, target, "g.node")
+		if p0.X < 0 || p1.X < 0 {
+			misses = append(misses, fmt.Sprintf("attempt %d: the handle at %s, the node at %s", attempt, p0.What, p1.What))
+			require.Less(t, attempt, 5, "dragging handle %s of %s onto %s: %s", h, from, to, strings.Join(misses, "; "))
+			continue
+		}
 		buttons := func(p *input.DispatchMouseEventParams) { p.Buttons = 1 }
-		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, buttons, chromedp.ClickCount(1)))
+		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, p0.X, p0.Y, chromedp.ButtonLeft, buttons, chromedp.ClickCount(1)))
+		wired := eval[bool](t, ctx, `!!document.querySelector("g.wire")`)
 		for i := 1; i <= 5; i++ {
-			x1, y1 := center(t, ctx, target)
+			p1 = hitPoint(t, ctx, target, "g.node")
+			if p1.X < 0 {
+				break
+			}
 			f := float64(i) / 5
-			x, y := x0+(x1-x0)*f, y0+(y1-y0)*f
+			x, y := p0.X+(p1.X-p0.X)*f, p0.Y+(p1.Y-p0.Y)*f
 			do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons))
 		}
-		x, y := center(t, ctx, target)
+		p1 = hitPoint(t, ctx, target, "g.node")
+		x, y := p1.X, p1.Y
+		if x < 0 {
+			x, y = p0.X, p0.Y // released where it began: no edge
+		}
 		do(t, ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x, y, chromedp.ButtonLeft, buttons),
 			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
 		until(t, ctx, `!document.querySelector("g.wire") && document.querySelector("section.editor").getAttribute("aria-busy") !== "true"`)
 		if eval[bool](t, ctx, edge) {
 			return
 		}
-		require.Less(t, attempt, 5, "dragging handle %s of %s onto %s made no edge, %d times", h, from, to, attempt)
+		misses = append(misses, fmt.Sprintf("attempt %d: pressed at (%.0f, %.0f), a wire: %t; released at (%.0f, %.0f) on %s",
+			attempt, p0.X, p0.Y, wired, x, y, p1.What))
+		require.Less(t, attempt, 5, "dragging handle %s of %s onto %s made no edge: %s", h, from, to, strings.Join(misses, "; "))
 	}
+}
+
+// point is a page point (X < 0: none), and what the page has there.
+type point struct {
+	X, Y float64
+	What string
+}
+
+// hitPoint is a point of the element sel, within the window, where the
+// page answers with it (its closest ancestor want is sel's): its middle
+// when that is so, else another of a grid over its box. It waits a few
+// seconds for one (a page redrawn under a panel's change); with none, X
+// is -1 and What says what covers its middle.
+func hitPoint(t *testing.T, ctx context.Context, sel, want string) point {
+	t.Helper()
+	js := fmt.Sprintf(`((sel, want) => {
+		const el = document.querySelector(sel);
+		if (!el) return {X: -1, Y: -1, What: "nothing: " + sel + " is not on the page"};
+		const owner = el.closest(want), r = el.getBoundingClientRect();
+		const fs = [0.5, 0.35, 0.65, 0.2, 0.8];
+		for (const fy of fs) for (const fx of fs) {
+			const x = r.x + r.width * fx, y = r.y + r.height * fy;
+			if (x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) continue;
+			const at = document.elementFromPoint(x, y);
+			if (at && at.closest(want) === owner) return {X: x, Y: y, What: want};
+		}
+		const x = r.x + r.width / 2, y = r.y + r.height / 2, at = document.elementFromPoint(x, y);
+		const what = at ? at.outerHTML.slice(0, 160) : "outside the window " + innerWidth + "x" + innerHeight;
+		return {X: -1, Y: -1, What: "(" + Math.round(x) + ", " + Math.round(y) + "): " + what};
+	})(%q, %q)`, sel, want)
+	if p, err := chromedp.Run(ctx, chromedp.Poll[point](`(p => p.X >= 0 ? p : null)(`+js+`)`, chromedp.WithPollingTimeout(5*time.Second))); err == nil {
+		return p
+	}
+	return eval[point](t, ctx, js)
 }
 
 // center is the page point at the middle of the element sel.
@@ -230,8 +285,14 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	until(t, ctx, `!document.querySelector('`+edgeSel("branch", "yes", "true")+`')`)
 	require.NotContains(t, draftText(t, ctx), "to: yes")
 
-	// An edge clicked is selected; Delete removes it.
-	dragHandle(t, ctx, "branch", "false", "no")
+	// An edge clicked is selected; Delete removes it. The edge is made
+	// with the picker, as above ("n" picks "no"): TestEditorConnectsByDragging
+	// drags the same one, and here branch's panel is open beside the graph.
+	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), chromedp.KeyEvent(" "), chromedp.WaitVisible("#cp-to"))
+	until(t, ctx, listFocused)
+	pressUntil(t, ctx, `document.querySelector("#cp-to").value === "no"`, chromedp.Focus("#cp-to"), chromedp.KeyEvent("n"))
+	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
+	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "no", "false")+`')`)
 	// A click on the edge's line (where the graph may still be settling
 	// after the drag, so not at a page point).
 	eval[chromedp.Void](t, ctx, `document.querySelector('`+edgeSel("branch", "no", "false")+` path.hit').dispatchEvent(new MouseEvent("click", {bubbles: true}))`)
