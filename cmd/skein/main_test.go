@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/skeinbin"
 )
 
 var bin string
@@ -23,11 +25,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "skein")
-	// Static, as make install builds it (internal/server's TestMain).
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic(string(out))
+	if err := skeinbin.Build(bin); err != nil {
+		panic(err)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -25,6 +25,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/faultproxy"
 	"github.com/skeinhq/skein/internal/queue"
+	"github.com/skeinhq/skein/internal/skeinbin"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
@@ -50,12 +51,7 @@ func skeinBin(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(binDir, "skein")
-		// Static, as make install builds it (internal/server's TestMain).
-		build := exec.Command("go", "build", "-o", binPath, "../../cmd/skein")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binErr = skeinbin.Build(binPath)
 	})
 	require.NoError(t, binErr)
 	return binPath

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/skeinbin"
 )
 
 // bin is the skein binary the end-to-end tests serve with, built once.
@@ -35,12 +37,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "skein")
-	// Static, as make install builds it: the build cache then holds one
-	// build of skein's packages for every test that runs the binary.
-	build := exec.Command("go", "build", "-o", bin, "../../cmd/skein")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		panic(string(out))
+	if err := skeinbin.Build(bin); err != nil {
+		panic(err)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -294,7 +294,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
 	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "no", "false")+`')`)
 	// A click on the edge's line (where the graph may still be settling
-	// after the drag, so not at a page point).
+	// after the edit, so not at a page point).
 	eval[chromedp.Void](t, ctx, `document.querySelector('`+edgeSel("branch", "no", "false")+` path.hit').dispatchEvent(new MouseEvent("click", {bubbles: true}))`)
 	until(t, ctx, `!!document.querySelector(".edge-bar") && document.activeElement.textContent === "Remove edge"`)
 	require.Contains(t, eval[string](t, ctx, `document.querySelector(".edge-bar").innerText`), "branch → no (false)")

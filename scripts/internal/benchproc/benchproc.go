@@ -20,22 +20,20 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/skeinhq/skein/internal/skeinbin"
 )
 
 // Build returns bin when it is not empty; otherwise it builds Skein's
-// command from the module that holds the working directory into
-// dir/skein, static as make install builds it (CGO_ENABLED=0: the binary
-// users run, which starts faster than one linked to the C library), and
-// returns that path.
+// command into dir/skein, static as make install builds it
+// (skeinbin.Build), and returns that path.
 func Build(bin, dir string) (string, error) {
 	if bin != "" {
 		return bin, nil
 	}
 	bin = filepath.Join(dir, "skein")
-	build := exec.Command("go", "build", "-o", bin, "github.com/skeinhq/skein/cmd/skein")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	if err := skeinbin.Build(bin); err != nil {
+		return "", err
 	}
 	return bin, nil
 }
