@@ -19,7 +19,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/auth"
@@ -230,17 +232,54 @@ func until(t *testing.T, ctx context.Context, js string) {
 // pressUntil presses keys (steps) until js holds in the page, giving each
 // press a few seconds to show before pressing again: on a loaded machine
 // a key can reach an element before it takes keys (an effect that gives it
-// the focus has not run), and is lost. Once js holds, nothing more is
-// pressed. It fails as until does when js never holds.
+// the focus has not run), and is lost. Every few presses that do not
+// take, the tab is brought to the front (the browser routes keys to its
+// active tab, which another test's new tab may have become) and a select
+// whose own list is open has it closed (Escape, to the list), so that the
+// next key reaches the page. Once js holds, nothing more is pressed. When
+// js never holds, it fails saying where the focus was.
 func pressUntil(t *testing.T, ctx context.Context, js string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	for range 20 {
+	for i := range 20 {
+		if i > 0 && i%4 == 0 {
+			unstick(t, ctx)
+		}
 		do(t, ctx, steps...)
 		if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(3*time.Second))); err == nil {
 			return
 		}
 	}
-	until(t, ctx, js)
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("%s never held after 20 presses: %v; %s", js, err, focusState(t, ctx))
+	}
+}
+
+// openSelect finds a select whose own list is open (:open), where a
+// browser that knows the selector says so.
+const openSelect = `(() => { try { return !!document.querySelector("select:open"); } catch { return false; } })()`
+
+// unstick brings the test's tab to the front and closes an open select's
+// list, for keys that do not reach the page.
+func unstick(t *testing.T, ctx context.Context) {
+	t.Helper()
+	do(t, ctx, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.BringToFront, cdp.Empty{})
+		return err
+	}))
+	if eval[bool](t, ctx, openSelect) {
+		do(t, ctx, chromedp.KeyEvent(kb.Escape))
+	}
+}
+
+// focusState says where the page's focus is, for a failure.
+func focusState(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	return eval[string](t, ctx, `(() => {
+		const a = document.activeElement, sel = document.querySelector("select");
+		return "the focus on " + (a ? a.tagName.toLowerCase() + (a.id ? "#" + a.id : "") : "nothing") +
+			"; the page focused " + document.hasFocus() + ", " + document.visibilityState +
+			(sel ? "; select#" + sel.id + " = " + JSON.stringify(sel.value) + ", its list open " + `+openSelect+` : "");
+	})()`)
 }
 
 // screenshot takes a PNG of the page and, with -screenshots, writes it
