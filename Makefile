@@ -123,8 +123,8 @@ fuzz:
 	$(FUZZ) -fuzz=FuzzLoad -fuzztime=2000x ./internal/flowtest
 	$(FUZZ) -fuzz=FuzzRead -fuzztime=7000x ./internal/cassette
 	$(FUZZ) -fuzz=FuzzReadLock -fuzztime=2500x ./internal/mcp
-	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=15000x ./internal/server
-	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10000x ./internal/server
+	$(FUZZ) -fuzz=FuzzWebhookBody -fuzztime=15000x ./internal/reqbody
+	$(FUZZ) -fuzz=FuzzRunInputs -fuzztime=10000x ./internal/reqbody
 	$(FUZZ) -fuzz=FuzzValidate -fuzztime=30000x ./internal/jsonvalid
 	$(FUZZ) -fuzz=FuzzIndent -fuzztime=20000x ./internal/plainjson
 	$(FUZZ) -fuzz=FuzzPlainObject -fuzztime=30000x ./internal/store

@@ -16,6 +16,7 @@ import (
 
 	"github.com/skeinhq/skein/docs"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -216,7 +217,7 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := checkUTF8("the workflow text", src); err != nil {
+	if err := reqbody.CheckUTF8("the workflow text", src); err != nil {
 		return err
 	}
 	name := r.URL.Query().Get("file")
@@ -263,7 +264,7 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	in, err := inputValues(body.Inputs)
+	in, err := reqbody.Inputs(body.Inputs)
 	if err != nil {
 		return err
 	}
@@ -595,12 +596,12 @@ func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	var data any = map[string]any{}
 	if len(bytes.TrimSpace(raw)) > 0 {
-		if err := decodeJSON(raw, &data, false); err != nil {
+		if err := reqbody.DecodeJSON(raw, &data, false); err != nil {
 			return err
 		}
 		// Numbers stay json.Numbers: the store keeps them as JSON, and the
 		// run reads them back as ints or floats.
-		if _, err := numberValues(data, false); err != nil {
+		if _, err := reqbody.Numbers(data, false); err != nil {
 			return err
 		}
 	}

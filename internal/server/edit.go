@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/schema"
 	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
@@ -241,7 +242,7 @@ func (s *Server) putSource(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkUTF8("the workflow text", body); err != nil {
+	if err := reqbody.CheckUTF8("the workflow text", body); err != nil {
 		return err
 	}
 	s.editMu.Lock()
@@ -296,7 +297,7 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body CreateBody
-	if err := decodeJSON(raw, &body, true); err != nil {
+	if err := reqbody.DecodeJSON(raw, &body, true); err != nil {
 		return err
 	}
 	if strings.TrimSpace(body.Source) == "" {

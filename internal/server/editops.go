@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"path/filepath"
 
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/workflow"
 	"github.com/skeinhq/skein/workflow/edit"
 )
@@ -37,10 +38,10 @@ func (s *Server) editWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body EditBody
-	if err := decodeJSON(raw, &body, true); err != nil {
+	if err := reqbody.DecodeJSON(raw, &body, true); err != nil {
 		return err
 	}
-	if err := checkUTF8("the workflow text", []byte(body.Source)); err != nil {
+	if err := reqbody.CheckUTF8("the workflow text", []byte(body.Source)); err != nil {
 		return err
 	}
 	name := body.File

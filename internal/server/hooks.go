@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +17,7 @@ import (
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/nodes/trigger"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/node"
 )
@@ -153,7 +152,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	if len(deliveryID) > maxDeliveryID {
 		return problemf(http.StatusBadRequest, CodeBadRequest, "the delivery id (webhook-id or Idempotency-Key) is longer than %d bytes", maxDeliveryID)
 	}
-	body, err := parseBody(r.Header.Get("Content-Type"), raw)
+	body, err := reqbody.Parse(r.Header.Get("Content-Type"), raw)
 	if err != nil {
 		return err
 	}
@@ -164,7 +163,7 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	payload := map[string]any{
 		"body":    body,
 		"headers": hookHeaders(r.Header, hk.cfg),
-		"query":   values(r.URL.Query()),
+		"query":   reqbody.Values(r.URL.Query()),
 		"method":  r.Method,
 	}
 
@@ -243,70 +242,6 @@ func replayed(w http.ResponseWriter, runID string) error {
 func hookRunID(workflowName, nodeID, deliveryID string) string {
 	sum := sha256.Sum256([]byte("skein webhook\x00" + workflowName + "\x00" + nodeID + "\x00" + deliveryID))
 	return hex.EncodeToString(sum[:6])
-}
-
-// parseBody reads a body by its declared content type: JSON (numbers
-// whole or not, as the engine's values are), a form (each field a string,
-// or a list of strings when repeated) or text. An empty body is null.
-func parseBody(contentType string, raw []byte) (any, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	mt, params, err := mime.ParseMediaType(contentType)
-	if contentType == "" || err != nil {
-		return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-			"declare the body's Content-Type: application/json, application/x-www-form-urlencoded or text/plain")
-	}
-	switch {
-	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
-		var v any
-		if err := decodeJSON(raw, &v, false); err != nil {
-			return nil, err
-		}
-		return numberValues(v, true)
-	case mt == "application/x-www-form-urlencoded":
-		if err := checkUTF8("the form", raw); err != nil {
-			return nil, err
-		}
-		q, err := url.ParseQuery(string(raw))
-		if err != nil {
-			return nil, problemf(http.StatusBadRequest, CodeBadRequest, "the body is not a valid form: %v", err)
-		}
-		for k, vs := range q {
-			if err := checkUTF8(fmt.Sprintf("form field %q", k), []byte(k+strings.Join(vs, ""))); err != nil {
-				return nil, err
-			}
-		}
-		return values(q), nil
-	case strings.HasPrefix(mt, "text/"):
-		if cs := strings.ToLower(params["charset"]); cs != "" && cs != "utf-8" && cs != "us-ascii" {
-			return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "send text in UTF-8, not %s", cs)
-		}
-		if err := checkUTF8("the text", raw); err != nil {
-			return nil, err
-		}
-		return string(raw), nil
-	}
-	return nil, problemf(http.StatusUnsupportedMediaType, CodeUnsupportedMediaType,
-		"a hook takes application/json, application/x-www-form-urlencoded or text/* bodies, not %s", mt)
-}
-
-// values turns query or form values into a map: a string per name, or a
-// list of strings when the name is repeated.
-func values(q url.Values) map[string]any {
-	out := make(map[string]any, len(q))
-	for k, vs := range q {
-		if len(vs) == 1 {
-			out[k] = vs[0]
-			continue
-		}
-		list := make([]any, len(vs))
-		for i, v := range vs {
-			list[i] = v
-		}
-		out[k] = list
-	}
-	return out
 }
 
 // authHeaders never reach a run: they carry credentials.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 
 	"github.com/skeinhq/skein/internal/auth"
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -18,8 +19,8 @@ import (
 // Codes of the problems the API answers with: stable, for programs to
 // branch on (docs/api.md lists them with their statuses).
 const (
-	CodeBadRequest           = "bad_request"
-	CodeInvalidBody          = "invalid_body"
+	CodeBadRequest           = reqbody.CodeBadRequest
+	CodeInvalidBody          = reqbody.CodeInvalidBody
 	CodeUsage                = runner.CodeUsage
 	CodeInvalidInputs        = "invalid_inputs"
 	CodeInvalidWorkflow      = runner.CodeInvalidWorkflow
@@ -40,7 +41,7 @@ const (
 	CodeUnavailable          = runner.CodeUnavailable
 	CodeIdempotencyReuse     = "idempotency_key_reused"
 	CodeTooLarge             = "too_large"
-	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeUnsupportedMediaType = reqbody.CodeUnsupportedMediaType
 	CodeDeliveryReplayed     = "delivery_replayed"
 	CodeWebhookUnavailable   = "webhook_unavailable"
 	CodeShuttingDown         = "shutting_down"
@@ -131,10 +132,13 @@ func problemf(status int, code, format string, args ...any) *Problem {
 // problem's, its class the status.
 func problemOf(err error) *Problem {
 	var p *Problem
+	var refused *reqbody.Refusal
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &p):
 		return p
+	case errors.As(err, &refused):
+		return problemf(refused.Status, refused.Code, "%s", refused.Detail)
 	case errors.As(err, &tooBig):
 		return problemf(http.StatusRequestEntityTooLarge, CodeTooLarge, "the request body is larger than %d bytes", tooBig.Limit)
 	case errors.Is(err, errBusy):

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/internal/upstream"
 	"github.com/skeinhq/skein/workflow"
@@ -48,7 +49,7 @@ func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var body TryBody
-	if err := decodeJSON(raw, &body, true); err != nil {
+	if err := reqbody.DecodeJSON(raw, &body, true); err != nil {
 		return err
 	}
 	if strings.TrimSpace(body.Source) == "" {
@@ -75,7 +76,7 @@ func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 		if body.FromRun != "" {
 			return problemf(http.StatusBadRequest, CodeBadRequest, "from_run goes with node: the node to run with its upstream pinned")
 		}
-		in, err := inputValues(body.Inputs)
+		in, err := reqbody.Inputs(body.Inputs)
 		if err != nil {
 			return err
 		}
