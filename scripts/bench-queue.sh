@@ -84,11 +84,22 @@ cpu_now() {
 	# shellcheck disable=SC2046
 	echo "$(cpu_ticks $(pgrep -x postgres)) $(cpu_ticks "${pids[@]:1}") $(cpu_ticks "$server")"
 }
+# faults PID... — the minor page faults of the processes: in the
+# machine's slow state each costs ~10 µs (BENCHMARKS.md).
+faults() {
+	local t=0 p
+	for p in "$@"; do t=$((t + $(awk '{print $10}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+	echo "$t"
+}
+flt_now() {
+	# shellcheck disable=SC2046
+	echo "$(faults $(pgrep -x postgres)) $(faults "${pids[@]:1}") $(faults "$server")"
+}
 hz=$(getconf CLK_TCK)
-cpu_pg=0 cpu_workers=0 cpu_server=0
+cpu_pg=0 cpu_workers=0 cpu_server=0 flt_pg=0 flt_workers=0 flt_server=0
 for ((r = 0; r < rounds; r++)); do
 	for name in "${names[@]}"; do
-		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(cpu_now)
+		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(cpu_now) && read -r fp0 fw0 fh0 < <(flt_now)
 		s=$(date +%s%N)
 		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
 			echo "skein run $name failed:" >&2
@@ -99,6 +110,8 @@ for ((r = 0; r < rounds; r++)); do
 		if [[ $name == http-200 ]]; then
 			read -r pg1 w1 h1 < <(cpu_now)
 			cpu_pg=$((cpu_pg + pg1 - pg0)) cpu_workers=$((cpu_workers + w1 - w0)) cpu_server=$((cpu_server + h1 - h0))
+			read -r fp1 fw1 fh1 < <(flt_now)
+			flt_pg=$((flt_pg + fp1 - fp0)) flt_workers=$((flt_workers + fw1 - fw0)) flt_server=$((flt_server + fh1 - fh0))
 		fi
 		times[$name]+="$(((e - s) / 1000)) "
 		recorded[$name]+="$(recorded_us "$base" "$schema") "
@@ -115,4 +128,7 @@ awk -v a="${med[http-20]}" -v b="${med[http-200]}" 'BEGIN {printf "distributed c
 awk -v p="$cpu_pg" -v w="$cpu_workers" -v h="$cpu_server" -v hz="$hz" -v n=$((200 * rounds)) 'BEGIN {
 	f = 1e6 / hz / n
 	printf "CPU per http node over the http-200 runs: postgres %.0f µs, worker(s) %.0f µs, the answering server %.0f µs (sum %.0f µs)\n", p * f, w * f, h * f, (p + w + h) * f
+}'
+awk -v p="$flt_pg" -v w="$flt_workers" -v h="$flt_server" -v n=$((200 * rounds)) 'BEGIN {
+	printf "minor page faults per http node: postgres %.1f, worker(s) %.1f, the answering server %.1f\n", p / n, w / n, h / n
 }'

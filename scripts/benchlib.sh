@@ -3,8 +3,9 @@
 # and bench-trace.sh, not run.
 
 # machine_state — prints what moves every figure on a shared machine:
-# what a first write to a page of fresh memory costs, and how long a fixed
-# loop takes on one core (go run ./scripts/machine; BENCHMARKS.md: the
+# what a first write to a page of fresh memory costs, how long a fixed
+# loop takes on one core, and what a system call costs (go run
+# ./scripts/machine; BENCHMARKS.md: the
 # machine's quick and slow states). The benchmarks print it beside their
 # load.
 machine_state() {

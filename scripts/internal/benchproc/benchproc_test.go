@@ -157,9 +157,14 @@ func TestSpin(t *testing.T) {
 	require.Positive(t, benchproc.Spin(1e5))
 }
 
-// TestState names both measures with their units.
+// TestSyscall times its calls: a time, however small.
+func TestSyscall(t *testing.T) {
+	require.Positive(t, benchproc.Syscall(100))
+}
+
+// TestState names the three measures with their units.
 func TestState(t *testing.T) {
 	line, err := benchproc.State()
 	require.NoError(t, err)
-	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms$`, line)
+	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms; a system call [0-9.]+ µs$`, line)
 }

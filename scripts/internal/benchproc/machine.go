@@ -10,11 +10,11 @@ import (
 )
 
 // State is the line the benchmarks print beside their load: what the
-// first write to a page of fresh memory costs (PageTouch over 64 MiB) and
-// how long 10^8 multiply-adds take on one core (Spin), each the median of
-// three.
+// first write to a page of fresh memory costs (PageTouch over 64 MiB),
+// how long 10^8 multiply-adds take on one core (Spin) and what a system
+// call costs (Syscall), each the median of three.
 func State() (string, error) {
-	var touch, spin []time.Duration
+	var touch, spin, call []time.Duration
 	for range 3 {
 		t, err := PageTouch(64 << 20)
 		if err != nil {
@@ -22,11 +22,25 @@ func State() (string, error) {
 		}
 		touch = append(touch, t)
 		spin = append(spin, Spin(1e8))
+		call = append(call, Syscall(1e5))
 	}
 	slices.Sort(touch)
 	slices.Sort(spin)
-	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms",
-		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6), nil
+	slices.Sort(call)
+	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms; a system call %.2f µs",
+		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6, float64(call[1].Nanoseconds())/1e3), nil
+}
+
+// Syscall returns what one of n system calls that do nothing (getppid)
+// cost on average: the price of entering the kernel, which every read,
+// write and wake-up of a node's hop pays (0.96 µs on the machine of
+// BENCHMARKS.md, 2026-12-06).
+func Syscall(n int) time.Duration {
+	start := time.Now()
+	for range n {
+		syscall.Getppid()
+	}
+	return time.Since(start) / time.Duration(n)
 }
 
 // PageTouch maps size bytes of fresh anonymous memory, writes one byte to
