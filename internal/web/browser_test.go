@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -280,6 +281,33 @@ func focusState(t *testing.T, ctx context.Context) string {
 			"; the page focused " + document.hasFocus() + ", " + document.visibilityState +
 			(sel ? "; select#" + sel.id + " = " + JSON.stringify(sel.value) + ", its list open " + `+openSelect+` : "");
 	})()`)
+}
+
+// pressEnter and pressSpace press the key as a keyboard does: a keyDown
+// that carries its text, so that a page that prevents the keydown's
+// default gets no keypress of it. chromedp.KeyEvent sends the text as a
+// separate char event, which no handler can prevent, and which reaches
+// whatever has the focus by then: a line break in a box that sends on
+// Enter; on a handle that opens the connect picker, a key that opens the
+// picker's select's own list, which then takes every key after it.
+func pressEnter() chromedp.Action[chromedp.Void] { return pressKey("Enter", "Enter", 13, "\r") }
+
+func pressSpace() chromedp.Action[chromedp.Void] { return pressKey(" ", "Space", 32, " ") }
+
+// pressKey presses the key named name (KeyboardEvent.key) at code
+// (KeyboardEvent.code), virtual key code vk, that types text.
+func pressKey(name, code string, vk int64, text string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tab *chromedp.Target) error {
+		key := input.DispatchKeyEventParams{Key: name, Code: code, WindowsVirtualKeyCode: vk, NativeVirtualKeyCode: vk}
+		down := key
+		down.Type, down.Text, down.UnmodifiedText = input.DispatchKeyEventTypeKeyDown, text, text
+		if _, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, down); err != nil {
+			return err
+		}
+		key.Type = input.DispatchKeyEventTypeKeyUp
+		_, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, key)
+		return err
+	})
 }
 
 // screenshot takes a PNG of the page and, with -screenshots, writes it

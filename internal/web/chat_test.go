@@ -1,12 +1,9 @@
 package web_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
@@ -118,22 +115,4 @@ func TestChatKeys(t *testing.T) {
 	until(t, ctx, `[...document.querySelectorAll(".msg.assistant")].some(m => m.textContent.includes("you said first\nsecond; before: "))`)
 	require.Equal(t, "first\nsecond", eval[string](t, ctx, `document.querySelector(".msg.user").lastChild.textContent`))
 	require.Equal(t, "", eval[string](t, ctx, `document.querySelector("#chat-msg").value`), "the box is emptied")
-}
-
-// pressEnter presses Enter as a keyboard does: a keyDown that carries
-// its text, so that a page that prevents the keydown's default inserts
-// no line break (chromedp.KeyEvent sends the text as a separate char
-// event, which no handler can prevent).
-func pressEnter() chromedp.Action[chromedp.Void] {
-	return chromedp.Func(func(ctx context.Context, tab *chromedp.Target) error {
-		key := input.DispatchKeyEventParams{Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13}
-		down := key
-		down.Type, down.Text, down.UnmodifiedText = input.DispatchKeyEventTypeKeyDown, "\r", "\r"
-		if _, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, down); err != nil {
-			return err
-		}
-		key.Type = input.DispatchKeyEventTypeKeyUp
-		_, err := cdp.Call(ctx, tab, input.DispatchKeyEvent, key)
-		return err
-	})
 }

@@ -254,7 +254,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	do(t, ctx, chromedp.Focus(`g.node[data-node="branch"]`), chromedp.KeyEvent("\t"))
 	require.Equal(t, "branch/true", eval[string](t, ctx, `(e => e.dataset.nodeHandle + "/" + e.dataset.handle)(document.activeElement)`))
 	require.Contains(t, eval[string](t, ctx, `document.activeElement.getAttribute("aria-label")`), "connect branch from handle true")
-	do(t, ctx, chromedp.KeyEvent("\r"), chromedp.WaitVisible("#cp-to"))
+	do(t, ctx, pressEnter(), chromedp.WaitVisible("#cp-to"))
 	// The picker gives its list the focus once it is drawn (an effect that
 	// runs after the list is visible).
 	until(t, ctx, listFocused)
@@ -271,7 +271,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	require.Contains(t, draftText(t, ctx), `  - {from: branch, to: yes, on: "true"}`)
 
 	// Escape closes the picker, and the focus is back on the handle.
-	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), chromedp.KeyEvent(" "), chromedp.WaitVisible("#cp-to"))
+	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), pressSpace(), chromedp.WaitVisible("#cp-to"))
 	until(t, ctx, listFocused) // the picker takes Escape where it has the focus
 	// Escape is pressed again while the picker is open: on a loaded
 	// machine a key can reach the list before it takes keys, as with "y"
@@ -288,7 +288,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	// An edge clicked is selected; Delete removes it. The edge is made
 	// with the picker, as above ("n" picks "no"): TestEditorConnectsByDragging
 	// drags the same one, and here branch's panel is open beside the graph.
-	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), chromedp.KeyEvent(" "), chromedp.WaitVisible("#cp-to"))
+	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), pressSpace(), chromedp.WaitVisible("#cp-to"))
 	until(t, ctx, listFocused)
 	pressUntil(t, ctx, `document.querySelector("#cp-to").value === "no"`, chromedp.Focus("#cp-to"), chromedp.KeyEvent("n"))
 	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
