@@ -294,7 +294,7 @@ func TestEditorNodeActions(t *testing.T) {
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('button.kind[data-kind="template"]') && !document.querySelector('button.kind[data-kind="shell"]')`))
 
 	// Enter on a focused node selects it.
-	do(t, ctx, chromedp.Focus(`g.node[data-node="build"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
+	do(t, ctx, chromedp.Focus(`g.node[data-node="build"]`), pressEnter(), chromedp.WaitVisible(`section.node-panel[data-panel-node="build"]`))
 	text := func() string { return eval[string](t, ctx, yamlText) }
 
 	// A field changed, then Duplicate clicked at once: the edits apply in

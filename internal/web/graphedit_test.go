@@ -250,7 +250,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	require.Equal(t, 0, eval[int](t, ctx, `[...document.querySelectorAll("g.hnd")].filter(g => g.tabIndex === 0).length`), "no handle is a tab stop before its node is selected")
 
 	// Select branch, Tab to its handle "true", Enter: the picker.
-	do(t, ctx, chromedp.Focus(`g.node[data-node="branch"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.node-panel[data-panel-node="branch"]`))
+	do(t, ctx, chromedp.Focus(`g.node[data-node="branch"]`), pressEnter(), chromedp.WaitVisible(`section.node-panel[data-panel-node="branch"]`))
 	do(t, ctx, chromedp.Focus(`g.node[data-node="branch"]`), chromedp.KeyEvent("\t"))
 	require.Equal(t, "branch/true", eval[string](t, ctx, `(e => e.dataset.nodeHandle + "/" + e.dataset.handle)(document.activeElement)`))
 	require.Contains(t, eval[string](t, ctx, `document.activeElement.getAttribute("aria-label")`), "connect branch from handle true")
@@ -265,7 +265,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	// can reach the list before it takes keys; "yes" is the only target
 	// that starts with "y", so pressing it again stays there).
 	pressUntil(t, ctx, `document.querySelector("#cp-to").value === "yes"`, chromedp.Focus("#cp-to"), chromedp.KeyEvent("y"))
-	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
+	do(t, ctx, chromedp.KeyEvent("\t"), pressEnter())
 	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "yes", "true")+`')`)
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector("#cp-to")`), "the picker is closed")
 	require.Contains(t, draftText(t, ctx), `  - {from: branch, to: yes, on: "true"}`)
@@ -281,7 +281,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 
 	// The node's Connections: Remove by keyboard.
 	until(t, ctx, `!!document.querySelector('.connections li[data-edge-to="yes"] button')`)
-	do(t, ctx, chromedp.Focus(`.connections li[data-edge-to="yes"] button`), chromedp.KeyEvent("\r"))
+	do(t, ctx, chromedp.Focus(`.connections li[data-edge-to="yes"] button`), pressEnter())
 	until(t, ctx, `!document.querySelector('`+edgeSel("branch", "yes", "true")+`')`)
 	require.NotContains(t, draftText(t, ctx), "to: yes")
 
@@ -291,7 +291,7 @@ func TestEditorConnectsByKeyboard(t *testing.T) {
 	do(t, ctx, chromedp.Focus(`g.hnd[data-node-handle="branch"][data-handle="false"]`), pressSpace(), chromedp.WaitVisible("#cp-to"))
 	until(t, ctx, listFocused)
 	pressUntil(t, ctx, `document.querySelector("#cp-to").value === "no"`, chromedp.Focus("#cp-to"), chromedp.KeyEvent("n"))
-	do(t, ctx, chromedp.KeyEvent("\t"), chromedp.KeyEvent("\r"))
+	do(t, ctx, chromedp.KeyEvent("\t"), pressEnter())
 	until(t, ctx, `!!document.querySelector('`+edgeSel("branch", "no", "false")+`')`)
 	// A click on the edge's line (where the graph may still be settling
 	// after the edit, so not at a page point).
@@ -333,7 +333,7 @@ func TestEditorRenamesANode(t *testing.T) {
 	axe(t, ctx, "editor renaming")
 
 	fill(t, ctx, "#rename-to", "make")
-	do(t, ctx, chromedp.KeyEvent("\r"))
+	do(t, ctx, pressEnter())
 	do(t, ctx, chromedp.WaitVisible(`section.node-panel[data-panel-node="make"]`))
 	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector('g.node[data-node="make"]').getAttribute("aria-pressed")`), "still selected")
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector('g.node[data-node="build"]')`))
@@ -419,14 +419,14 @@ func TestEditorCompletesTemplates(t *testing.T) {
 	until(t, ctx, `document.querySelectorAll("#p-tell-text-complete [role=option]").length === 1`)
 	require.Equal(t, []string{"build"}, options())
 	require.Equal(t, "p-tell-text-complete-0", eval[string](t, ctx, `document.querySelector("`+field+`").getAttribute("aria-activedescendant")`))
-	do(t, ctx, chromedp.KeyEvent("\r"))
+	do(t, ctx, pressEnter())
 	until(t, ctx, `document.querySelector("`+field+`").value === "got {{ build."`)
 	until(t, ctx, `document.querySelectorAll("#p-tell-text-complete [role=option]").length === 5`)
 	require.Equal(t, []string{"stdout", "stderr", "exit_code", "json", "truncated"}, options(), "the shell kind's ports")
 	do(t, ctx, chromedp.KeyEvent(kb.ArrowDown))
 	until(t, ctx, `document.querySelector("`+field+`").getAttribute("aria-activedescendant") === "p-tell-text-complete-1"`)
 	require.Equal(t, "true", eval[string](t, ctx, `document.querySelector("#p-tell-text-complete-1").getAttribute("aria-selected")`))
-	do(t, ctx, chromedp.KeyEvent("\r"))
+	do(t, ctx, pressEnter())
 	until(t, ctx, `document.querySelector("`+field+`").value === "got {{ build.stderr"`)
 	require.True(t, eval[bool](t, ctx, `document.querySelector("#p-tell-text-complete").hidden`), "a port ends the list")
 	require.NotContains(t, draftText(t, ctx), "got {{", "taking an option does not write the text")

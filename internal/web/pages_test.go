@@ -93,7 +93,7 @@ func TestPages(t *testing.T) {
 	stops = strings.Join(tabStops(t, ctx, 12), "|")
 	require.Contains(t, stops, "node:start")
 	require.Contains(t, stops, "node:greet")
-	do(t, ctx, chromedp.Focus(`g.node[data-node="greet"]`), chromedp.KeyEvent("\r"), chromedp.WaitVisible(`section.panel[data-panel-node="greet"]`))
+	do(t, ctx, chromedp.Focus(`g.node[data-node="greet"]`), pressEnter(), chromedp.WaitVisible(`section.panel[data-panel-node="greet"]`))
 	require.Contains(t, eval[string](t, ctx, `document.querySelector("section.panel").innerText`), "Hello, Ada ×3!")
 	axe(t, ctx, "run page")
 
