@@ -72,34 +72,27 @@ for n in 20 200; do
 done
 names=(chain-20 chain-200 http-20 http-200)
 declare -A times recorded
-# cpu_ticks PID... — the user + system clock ticks of the processes.
-cpu_ticks() {
-	local t=0 p
-	for p in "$@"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
+# stat_sum FIELDS PID... — FIELDS (an awk expression of /proc/PID/stat's
+# fields) summed over the processes: '$14 + $15' their user + system
+# clock ticks, '$10' their minor page faults (in the machine's slow state
+# each costs ~10 µs, BENCHMARKS.md).
+stat_sum() {
+	local f=$1 t=0 p
+	shift
+	for p in "$@"; do t=$((t + $(awk "{print $f}" "/proc/$p/stat" 2>/dev/null || echo 0))); done
 	echo "$t"
 }
-# cpu_now — the ticks of every postgres process, of the workers and of
-# the answering server.
-cpu_now() {
+# stat_now FIELDS — stat_sum of every postgres process, of the workers and
+# of the answering server.
+stat_now() {
 	# shellcheck disable=SC2046
-	echo "$(cpu_ticks $(pgrep -x postgres)) $(cpu_ticks "${pids[@]:1}") $(cpu_ticks "$server")"
-}
-# faults PID... — the minor page faults of the processes: in the
-# machine's slow state each costs ~10 µs (BENCHMARKS.md).
-faults() {
-	local t=0 p
-	for p in "$@"; do t=$((t + $(awk '{print $10}' "/proc/$p/stat" 2>/dev/null || echo 0))); done
-	echo "$t"
-}
-flt_now() {
-	# shellcheck disable=SC2046
-	echo "$(faults $(pgrep -x postgres)) $(faults "${pids[@]:1}") $(faults "$server")"
+	echo "$(stat_sum "$1" $(pgrep -x postgres)) $(stat_sum "$1" "${pids[@]:1}") $(stat_sum "$1" "$server")"
 }
 hz=$(getconf CLK_TCK)
 cpu_pg=0 cpu_workers=0 cpu_server=0 flt_pg=0 flt_workers=0 flt_server=0
 for ((r = 0; r < rounds; r++)); do
 	for name in "${names[@]}"; do
-		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(cpu_now) && read -r fp0 fw0 fh0 < <(flt_now)
+		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(stat_now '$14 + $15') && read -r fp0 fw0 fh0 < <(stat_now '$10')
 		s=$(date +%s%N)
 		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
 			echo "skein run $name failed:" >&2
@@ -108,9 +101,9 @@ for ((r = 0; r < rounds; r++)); do
 		fi
 		e=$(date +%s%N)
 		if [[ $name == http-200 ]]; then
-			read -r pg1 w1 h1 < <(cpu_now)
+			read -r pg1 w1 h1 < <(stat_now '$14 + $15')
 			cpu_pg=$((cpu_pg + pg1 - pg0)) cpu_workers=$((cpu_workers + w1 - w0)) cpu_server=$((cpu_server + h1 - h0))
-			read -r fp1 fw1 fh1 < <(flt_now)
+			read -r fp1 fw1 fh1 < <(stat_now '$10')
 			flt_pg=$((flt_pg + fp1 - fp0)) flt_workers=$((flt_workers + fw1 - fw0)) flt_server=$((flt_server + fh1 - fh0))
 		fi
 		times[$name]+="$(((e - s) / 1000)) "
