@@ -1,9 +1,12 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -80,10 +83,16 @@ type body struct {
 	Sent       *time.Time      `json:"sent,omitempty"`
 }
 
-func (e *event) encode() ([]byte, error) {
-	var b body
+// parts are an event's maps and error in the store's lossless encoding
+// (store.EncodeMap, store.EncodeError): what its body holds of them.
+type parts struct {
+	payload, output, directives, params, data, err []byte
+}
+
+func (e *event) parts() (parts, error) {
+	var p parts
 	var err error
-	enc := func(m map[string]any) json.RawMessage {
+	enc := func(m map[string]any) []byte {
 		if err != nil || m == nil {
 			return nil
 		}
@@ -91,29 +100,112 @@ func (e *event) encode() ([]byte, error) {
 		raw, err = store.EncodeMap(m)
 		return raw
 	}
-	b.Payload = enc(e.Payload)
-	b.Output = enc(e.Output)
-	b.Directives = enc(e.Directives)
-	b.Params = enc(e.Params)
+	p.payload = enc(e.Payload)
+	p.output = enc(e.Output)
+	p.directives = enc(e.Directives)
+	p.params = enc(e.Params)
 	if e.Kind == kindSignal {
-		b.Data = enc(map[string]any{"data": e.Data})
+		p.data = enc(map[string]any{"data": e.Data})
+	}
+	if err != nil {
+		return parts{}, err
+	}
+	if e.Err != nil {
+		if p.err, err = store.EncodeError(e.Err); err != nil {
+			return parts{}, err
+		}
+	}
+	return p, nil
+}
+
+func (e *event) encode() ([]byte, error) {
+	p, err := e.parts()
+	if err != nil {
+		return nil, err
+	}
+	return e.appendBody(make([]byte, 0, bodyRoom(p)), p)
+}
+
+// appendBody appends e's body (the JSON of body) made of its parts: the
+// bytes json.Marshal writes for it, without its reflection and its second
+// pass over each part.
+func (e *event) appendBody(b []byte, p parts) ([]byte, error) {
+	b = append(b, '{')
+	field := func(name string) {
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+	}
+	raw := func(name string, v []byte) {
+		if len(v) > 0 {
+			field(name)
+			b = appendEscapedHTML(b, v)
+		}
+	}
+	num := func(name string, n int64) {
+		if n != 0 {
+			field(name)
+			b = strconv.AppendInt(b, n, 10)
+		}
+	}
+	var err error
+	marshal := func(name string, v any) {
+		if err != nil {
+			return
+		}
+		var j []byte
+		if j, err = json.Marshal(v); err == nil {
+			field(name)
+			b = append(b, j...)
+		}
+	}
+	raw("payload", p.payload)
+	num("task", e.Task)
+	raw("output", p.output)
+	raw("directives", p.directives)
+	raw("error", p.err)
+	raw("params", p.params)
+	if !e.Started.IsZero() {
+		marshal("started", e.Started)
+	}
+	if e.NotStarted {
+		field("not_started")
+		b = append(b, "true"...)
+	}
+	if e.Hash != "" {
+		marshal("hash", e.Hash)
+	}
+	if e.RanOn != nil {
+		marshal("ran_on", e.RanOn)
+	}
+	num("timer", e.Timer)
+	raw("data", p.data)
+	if !e.Sent.IsZero() {
+		marshal("sent", e.Sent)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if e.Err != nil {
-		if b.Err, err = store.EncodeError(e.Err); err != nil {
-			return nil, err
-		}
+	return append(b, '}'), nil
+}
+
+// bodyRoom is room enough for a body of parts p and its other fields.
+func bodyRoom(p parts) int {
+	return 192 + len(p.payload) + len(p.output) + len(p.directives) + len(p.params) + len(p.data) + len(p.err)
+}
+
+// appendEscapedHTML appends the compact JSON v as encoding/json writes a
+// json.RawMessage: with <, >, & and U+2028, U+2029 escaped.
+func appendEscapedHTML(b, v []byte) []byte {
+	if bytes.IndexAny(v, "<>&\u2028\u2029") < 0 {
+		return append(b, v...)
 	}
-	b.Task, b.Timer, b.NotStarted, b.Hash, b.RanOn = e.Task, e.Timer, e.NotStarted, e.Hash, e.RanOn
-	if !e.Started.IsZero() {
-		b.Started = &e.Started
-	}
-	if !e.Sent.IsZero() {
-		b.Sent = &e.Sent
-	}
-	return json.Marshal(b)
+	var buf bytes.Buffer
+	json.HTMLEscape(&buf, v)
+	return append(b, buf.Bytes()...)
 }
 
 func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, raw []byte) (*event, error) {
@@ -122,29 +214,9 @@ func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, r
 		return nil, err
 	}
 	e := &event{Seq: seq, Kind: kind, At: at.UTC(), Node: node, Visit: visit, Task: b.Task, Timer: b.Timer, NotStarted: b.NotStarted, Hash: b.Hash, RanOn: b.RanOn}
-	var err error
-	dec := func(raw json.RawMessage) map[string]any {
-		if err != nil || len(raw) == 0 {
-			return nil
-		}
-		var m map[string]any
-		m, err = store.DecodeMap(raw)
-		return m
-	}
-	e.Payload = dec(b.Payload)
-	e.Output = dec(b.Output)
-	e.Directives = dec(b.Directives)
-	e.Params = dec(b.Params)
-	if d := dec(b.Data); d != nil {
-		e.Data = d["data"]
-	}
-	if err != nil {
+	p := parts{payload: b.Payload, output: b.Output, directives: b.Directives, params: b.Params, data: b.Data, err: b.Err}
+	if err := e.decodeParts(p); err != nil {
 		return nil, err
-	}
-	if len(b.Err) > 0 {
-		if e.Err, err = store.DecodeError(b.Err); err != nil {
-			return nil, err
-		}
 	}
 	if b.Started != nil {
 		e.Started = b.Started.UTC()
@@ -155,11 +227,46 @@ func decodeEvent(seq int64, kind string, at time.Time, node string, visit int, r
 	return e, nil
 }
 
+// decodeParts sets e's maps and error from their encoding p.
+func (e *event) decodeParts(p parts) error {
+	var err error
+	dec := func(raw []byte) map[string]any {
+		if err != nil || len(raw) == 0 {
+			return nil
+		}
+		var m map[string]any
+		m, err = store.DecodeMap(raw)
+		return m
+	}
+	e.Payload = dec(p.payload)
+	e.Output = dec(p.output)
+	e.Directives = dec(p.directives)
+	e.Params = dec(p.params)
+	if d := dec(p.data); d != nil {
+		e.Data = d["data"]
+	}
+	if err != nil {
+		return err
+	}
+	if len(p.err) > 0 {
+		if e.Err, err = store.DecodeError(p.err); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // roundTrip returns e as it reads back from the history, so the worker
-// that applies it feeds the scheduler what a replay will.
+// that applies it feeds the scheduler what a replay will: its maps and
+// error decoded from the encoding its body holds (decoded), not the whole
+// body read again (TestEventEncodingKeepsTheStoredFormat).
 // The bytes returned are what is stored: sealed when they hold a secret.
 func (e *event) roundTrip(s *sealer) (*event, []byte, error) {
-	raw, err := e.encode()
+	p, err := e.parts()
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, err := e.appendBody(make([]byte, 0, bodyRoom(p)), p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,8 +274,68 @@ func (e *event) roundTrip(s *sealer) (*event, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	back, err := decodeEvent(e.Seq, e.Kind, e.At, e.Node, e.Visit, raw)
+	back, err := e.decoded(p)
 	return back, stored, err
+}
+
+// decoded is e as decodeEvent reads it from a body of parts p: its maps
+// and error decoded from their encoding, its times in UTC, the rest as
+// they are.
+func (e *event) decoded(p parts) (*event, error) {
+	back := &event{Seq: e.Seq, Kind: e.Kind, At: e.At.UTC(), Node: e.Node, Visit: e.Visit, Task: e.Task, Timer: e.Timer, NotStarted: e.NotStarted, Hash: e.Hash}
+	if !utf8.ValidString(e.Hash) {
+		back.Hash = ""
+		if err := readBackJSON(e.Hash, &back.Hash); err != nil {
+			return nil, err
+		}
+	}
+	if on := e.RanOn; on != nil {
+		ranOn := *on
+		back.RanOn = &ranOn
+		if !utf8.ValidString(on.Host) || !utf8.ValidString(on.Worker) { // its text fields
+			back.RanOn = &record.Place{}
+			if err := readBackJSON(on, back.RanOn); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := back.decodeParts(p); err != nil {
+		return nil, err
+	}
+	if !e.Started.IsZero() {
+		back.Started = readBack(e.Started)
+	}
+	if !e.Sent.IsZero() {
+		back.Sent = readBack(e.Sent)
+	}
+	return back, nil
+}
+
+// readBackJSON sets *dst to v as it reads back from its JSON: what a
+// replay reads of a value whose text is not UTF-8.
+func readBackJSON(v, dst any) error {
+	raw, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(raw, dst)
+	}
+	return err
+}
+
+// readBack is t as it reads back from its JSON, in UTC: the same instant,
+// unless its zone's offset has seconds, which RFC 3339 does not write.
+func readBack(t time.Time) time.Time {
+	if _, offset := t.Zone(); offset%60 == 0 {
+		return t.UTC()
+	}
+	var back time.Time
+	raw, err := t.MarshalJSON()
+	if err == nil {
+		err = back.UnmarshalJSON(raw)
+	}
+	if err != nil {
+		return t.UTC() // not reached: appendBody wrote t
+	}
+	return back.UTC()
 }
 
 // outcome is a finished event's task outcome.
