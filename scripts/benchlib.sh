@@ -4,8 +4,8 @@
 
 # machine_state — prints what moves every figure on a shared machine:
 # what a first write to a page of fresh memory costs, how long a fixed
-# loop takes on one core, and what a system call costs (go run
-# ./scripts/machine; BENCHMARKS.md: the
+# loop takes on one core, what a system call costs and what a random load
+# within 4 and 32 MiB costs (go run ./scripts/machine; BENCHMARKS.md: the
 # machine's quick and slow states). The benchmarks print it beside their
 # load.
 machine_state() {

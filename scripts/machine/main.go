@@ -1,7 +1,8 @@
 // Command machine prints the state of this machine that moves every
 // benchmark figure (benchproc.State): what the first write to a page of
-// fresh memory costs, how long a fixed loop takes on one core and what a
-// system call costs. The benchmark scripts print it beside their load.
+// fresh memory costs, how long a fixed loop takes on one core, what a
+// system call costs and what a random load within 4 and 32 MiB costs. The
+// benchmark scripts print it beside their load.
 //
 //	go run ./scripts/machine
 package main

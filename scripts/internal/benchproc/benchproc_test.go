@@ -162,9 +162,25 @@ func TestSyscall(t *testing.T) {
 	require.Positive(t, benchproc.Syscall(100))
 }
 
-// TestState names the three measures with their units.
+// TestCycle: a cycle visits every entry before it comes back to the
+// first, so that Load's steps are all different addresses.
+func TestCycle(t *testing.T) {
+	c := benchproc.NewCycle(4096)
+	require.Len(t, c, 1024)
+	seen := make([]bool, len(c))
+	at := uint32(0)
+	for range c {
+		require.False(t, seen[at], "entry %d visited twice", at)
+		seen[at] = true
+		at = c[at]
+	}
+	require.Zero(t, at)
+	require.Positive(t, c.Load(1000))
+}
+
+// TestState names the five measures with their units.
 func TestState(t *testing.T) {
 	line, err := benchproc.State()
 	require.NoError(t, err)
-	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms; a system call [0-9.]+ µs$`, line)
+	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms; a system call [0-9.]+ µs; a random load within 4 MiB \d+ ns, 32 MiB \d+ ns$`, line)
 }

@@ -2,6 +2,7 @@ package benchproc
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
@@ -11,10 +12,13 @@ import (
 
 // State is the line the benchmarks print beside their load: what the
 // first write to a page of fresh memory costs (PageTouch over 64 MiB),
-// how long 10^8 multiply-adds take on one core (Spin) and what a system
-// call costs (Syscall), each the median of three.
+// how long 10^8 multiply-adds take on one core (Spin), what a system
+// call costs (Syscall) and what a random load costs within 4 MiB (more
+// than a core's L2, a part of the L3) and within 32 MiB (Cycle.Load), each
+// the median of three.
 func State() (string, error) {
-	var touch, spin, call []time.Duration
+	var touch, spin, call, near, far []time.Duration
+	small, big := NewCycle(4<<20), NewCycle(32<<20)
 	for range 3 {
 		t, err := PageTouch(64 << 20)
 		if err != nil {
@@ -23,12 +27,52 @@ func State() (string, error) {
 		touch = append(touch, t)
 		spin = append(spin, Spin(1e8))
 		call = append(call, Syscall(1e5))
+		near = append(near, small.Load(5e5))
+		far = append(far, big.Load(5e5))
 	}
-	slices.Sort(touch)
-	slices.Sort(spin)
-	slices.Sort(call)
-	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms; a system call %.2f µs",
-		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6, float64(call[1].Nanoseconds())/1e3), nil
+	for _, ds := range [][]time.Duration{touch, spin, call, near, far} {
+		slices.Sort(ds)
+	}
+	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms; a system call %.2f µs; a random load within 4 MiB %d ns, 32 MiB %d ns",
+		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6, float64(call[1].Nanoseconds())/1e3, near[1].Nanoseconds(), far[1].Nanoseconds()), nil
+}
+
+// Cycle is a random cycle through a block of memory bigger than the CPU's
+// caches, for Load.
+type Cycle []uint32
+
+// NewCycle makes a Cycle of size bytes: each entry the index of the next,
+// in one cycle through all of them in a random order (Sattolo's
+// algorithm), the same order every time.
+func NewCycle(size int) Cycle {
+	c := make(Cycle, max(size/4, 2))
+	for i := range c {
+		c[i] = uint32(i)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := len(c) - 1; i > 0; i-- {
+		j := r.IntN(i)
+		c[i], c[j] = c[j], c[i]
+	}
+	return c
+}
+
+// Load follows the cycle for n steps and returns what one step cost on
+// average: a load that waits for the one before it, from wherever the
+// cycle's block is kept (a cache, or memory), the price the multiply-adds
+// of Spin never pay. Two machines with the same Spin can differ here, and
+// so can one machine by the hour (a host's other guests share its L3 and
+// its memory), and what a node costs (maps, JSON, a scheduler's state)
+// moves with it.
+func (c Cycle) Load(n int) time.Duration {
+	start := time.Now()
+	var at uint32
+	for range n {
+		at = c[at]
+	}
+	d := time.Since(start)
+	runtime.KeepAlive(at)
+	return d / time.Duration(n)
 }
 
 // Syscall returns what one of n system calls that do nothing (getppid)
