@@ -87,6 +87,7 @@ func main() {
 }
 
 func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers, workerNice int) error {
+	var workerPids []int
 	if dir == "" {
 		if err := os.MkdirAll("tmp", 0o755); err != nil {
 			return err
@@ -144,12 +145,17 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 			if workerNice != 0 {
 				w = exec.Command("nice", append([]string{"-n", strconv.Itoa(workerNice)}, w.Args...)...)
 			}
-			// SKEIN_CPUPROFILE profiles the server alone.
+			// SKEIN_CPUPROFILE profiles the server alone;
+			// SKEIN_WORKER_CPUPROFILE=path profiles each worker, to path-1, path-2, ….
 			w.Env = slices.DeleteFunc(slices.Clone(env), func(v string) bool { return strings.HasPrefix(v, "SKEIN_CPUPROFILE=") })
+			if p := os.Getenv("SKEIN_WORKER_CPUPROFILE"); p != "" {
+				w.Env = append(w.Env, fmt.Sprintf("SKEIN_CPUPROFILE=%s-%d", p, i+1))
+			}
 			w.Stdout, w.Stderr = wlog, wlog
 			if err := w.Start(); err != nil {
 				return err
 			}
+			workerPids = append(workerPids, w.Process.Pid)
 			defer func() {
 				_ = w.Process.Signal(syscall.SIGTERM)
 				_ = w.Wait()
@@ -215,6 +221,7 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		fmt.Printf("# %s\n", line)
 	}
 	serverCPU0, _ := benchproc.CPU(srv.Pid())
+	workersCPU0 := cpuOf(workerPids)
 	clientCPU0 := selfCPU()
 	total := int(duration.Seconds() * float64(rate))
 	lat := make([]time.Duration, total)
@@ -303,6 +310,8 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 		time.Sleep(250 * time.Millisecond) // polling another process
 	}
 	drained := time.Since(drainStart)
+	// The workers' CPU up to the last run's end: the runs'.
+	workersCPU := cpuOf(workerPids) - workersCPU0
 	close(stopRSS)
 	<-rssDone
 	clientCPU := selfCPU() - clientCPU0
@@ -362,8 +371,12 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	fmt.Printf("runs of the accepted deliveries, as recorded: %v; last one ended %.1f s after the last answer; %d runs in the store\n",
 		byStatus, drained.Seconds(), len(final))
 	if n := len(accepted); n > 0 {
-		fmt.Printf("CPU per accepted request: server %.0f µs, this client %.0f µs\n",
-			float64((serverCPU1-serverCPU0).Microseconds())/float64(n), float64(clientCPU.Microseconds())/float64(n))
+		perRun := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
+		fmt.Printf("CPU per accepted request: server %.0f µs, this client %.0f µs", perRun(serverCPU1-serverCPU0), perRun(clientCPU))
+		if len(workerPids) > 0 {
+			fmt.Printf(", the workers %.0f µs (up to the last run's end)", perRun(workersCPU))
+		}
+		fmt.Println()
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average after: %s", load)
@@ -447,4 +460,16 @@ func schema(ctx context.Context, url string) (string, func(), error) {
 		sep = "&"
 	}
 	return url + sep + "search_path=" + name, drop, nil
+}
+
+// cpuOf is the CPU time the processes pids spent so far, summed; a process
+// that is gone counts nothing.
+func cpuOf(pids []int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		if d, err := benchproc.CPU(pid); err == nil {
+			sum += d
+		}
+	}
+	return sum
 }
