@@ -200,7 +200,7 @@ func bodyRoom(p parts) int {
 // appendEscapedHTML appends the compact JSON v as encoding/json writes a
 // json.RawMessage: with <, >, & and U+2028, U+2029 escaped.
 func appendEscapedHTML(b, v []byte) []byte {
-	if bytes.IndexAny(v, "<>&\u2028\u2029") < 0 {
+	if !bytes.ContainsAny(v, "<>&\u2028\u2029") {
 		return append(b, v...)
 	}
 	var buf bytes.Buffer

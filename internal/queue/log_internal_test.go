@@ -114,7 +114,7 @@ func TestEventEncodingKeepsTheStoredFormat(t *testing.T) {
 // replay decodes.
 func FuzzEventEncoding(f *testing.F) {
 	f.Add("plain", int64(3), 2.5, "abc", int64(1_700_000_000))
-	f.Add("a<b>&c\u2028\u2029", int64(-1), -0.0, `q"\`, int64(0))
+	f.Add("a<b>&c\u2028\u2029", int64(-1), math.Copysign(0, -1), `q"\`, int64(0))
 	f.Add("\xff\xfe\x00\t\n", int64(1)<<62, 1e300, "\u00e9\x01", int64(-62135596800))
 	f.Add("zone", int64(44), 1.0, "\xffhash", int64(1_800_000_000)) // an offset of 44 s, a hash not UTF-8
 	f.Fuzz(func(t *testing.T, s string, n int64, x float64, hash string, unix int64) {
