@@ -66,7 +66,9 @@ type event struct {
 }
 
 // body is how an event's fields are kept: maps and errors in the store's
-// lossless encoding.
+// lossless encoding. decodeEvent reads it with encoding/json; appendBody
+// writes it without, the same bytes (TestEventEncodingKeepsTheStoredFormat
+// holds the two to the same fields, in the same order).
 type body struct {
 	Payload    json.RawMessage `json:"payload,omitempty"`
 	Task       int64           `json:"task,omitempty"`
@@ -119,11 +121,18 @@ func (e *event) parts() (parts, error) {
 }
 
 func (e *event) encode() ([]byte, error) {
+	raw, _, err := e.encodeParts()
+	return raw, err
+}
+
+// encodeParts returns e's body and the parts it was made of.
+func (e *event) encodeParts() ([]byte, parts, error) {
 	p, err := e.parts()
 	if err != nil {
-		return nil, err
+		return nil, parts{}, err
 	}
-	return e.appendBody(make([]byte, 0, bodyRoom(p)), p)
+	raw, err := e.appendBody(make([]byte, 0, bodyRoom(p)), p)
+	return raw, p, err
 }
 
 // appendBody appends e's body (the JSON of body) made of its parts: the
@@ -262,11 +271,7 @@ func (e *event) decodeParts(p parts) error {
 // body read again (TestEventEncodingKeepsTheStoredFormat).
 // The bytes returned are what is stored: sealed when they hold a secret.
 func (e *event) roundTrip(s *sealer) (*event, []byte, error) {
-	p, err := e.parts()
-	if err != nil {
-		return nil, nil, err
-	}
-	raw, err := e.appendBody(make([]byte, 0, bodyRoom(p)), p)
+	raw, p, err := e.encodeParts()
 	if err != nil {
 		return nil, nil, err
 	}
