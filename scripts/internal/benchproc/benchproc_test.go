@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -182,5 +183,35 @@ func TestCycle(t *testing.T) {
 func TestState(t *testing.T) {
 	line, err := benchproc.State()
 	require.NoError(t, err)
-	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms; a system call [0-9.]+ µs; a random load within 4 MiB \d+ ns, 32 MiB \d+ ns$`, line)
+	require.Regexp(t, `^a first write to a \d+ KiB page [0-9.]+ µs; 10\^8 multiply-adds on one core \d+ ms; a system call [0-9.]+ µs; a random load within 4 MiB \d+ ns, 32 MiB \d+ ns(; freed memory goes back to the host in \d+ KiB blocks)?$`, line)
+}
+
+// TestReporting finds a balloon that gives freed memory back to its host,
+// and only such a balloon.
+func TestReporting(t *testing.T) {
+	sys := func(device, features, order string) fstest.MapFS {
+		fsys := fstest.MapFS{
+			"bus/virtio/devices/virtio0/device":   {Data: []byte("0x0002\n")}, // a disk
+			"bus/virtio/devices/virtio0/features": {Data: []byte("0010001\n")},
+			"bus/virtio/devices/virtio3/device":   {Data: []byte(device + "\n")},
+			"bus/virtio/devices/virtio3/features": {Data: []byte(features + "\n")},
+		}
+		if order != "" {
+			fsys["module/page_reporting/parameters/page_reporting_order"] = &fstest.MapFile{Data: []byte(order + "\n")}
+		}
+		return fsys
+	}
+	order, ok := benchproc.Reporting(sys("0x0005", "0110010100000000", "9"))
+	require.True(t, ok)
+	require.Equal(t, 9, order)
+	for name, fsys := range map[string]fstest.MapFS{
+		"a balloon without reporting": sys("0x0005", "0110000100000000", "9"),
+		"no balloon":                  sys("0x0001", "0110010100000000", "9"),
+		"no page_reporting module":    sys("0x0005", "0110010100000000", ""),
+		"an order that is no number":  sys("0x0005", "0110010100000000", "nine"),
+		"no /sys at all":              {},
+	} {
+		_, ok := benchproc.Reporting(fsys)
+		require.False(t, ok, name)
+	}
 }

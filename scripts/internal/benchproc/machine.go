@@ -2,10 +2,14 @@ package benchproc
 
 import (
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"os"
+	"path"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -15,7 +19,8 @@ import (
 // how long 10^8 multiply-adds take on one core (Spin), what a system
 // call costs (Syscall) and what a random load costs within 4 MiB (more
 // than a core's L2, a part of the L3) and within 32 MiB (Cycle.Load), each
-// the median of three.
+// the median of three; and, on a virtual machine whose kernel gives the
+// memory it frees back to its host (Reporting), in what blocks it does.
 func State() (string, error) {
 	var touch, spin, call, near, far []time.Duration
 	small, big := NewCycle(4<<20), NewCycle(32<<20)
@@ -34,7 +39,47 @@ func State() (string, error) {
 		slices.Sort(ds)
 	}
 	return fmt.Sprintf("a first write to a %d KiB page %.1f µs; 10^8 multiply-adds on one core %.0f ms; a system call %.2f µs; a random load within 4 MiB %d ns, 32 MiB %d ns",
-		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6, float64(call[1].Nanoseconds())/1e3, near[1].Nanoseconds(), far[1].Nanoseconds()), nil
+		os.Getpagesize()/1024, float64(touch[1].Nanoseconds())/1e3, float64(spin[1].Nanoseconds())/1e6, float64(call[1].Nanoseconds())/1e3, near[1].Nanoseconds(), far[1].Nanoseconds()) +
+		reported(os.DirFS("/sys"), os.Getpagesize()), nil
+}
+
+// reported is State's ending for a machine whose freed memory goes back
+// to its host: what Reporting finds under sys, "" when it finds nothing.
+func reported(sys fs.FS, page int) string {
+	order, ok := Reporting(sys)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("; freed memory goes back to the host in %d KiB blocks", page<<order/1024)
+}
+
+// Reporting reports whether the kernel whose /sys is sys gives the memory
+// it frees back to its host: a virtio balloon that offers free page
+// reporting (its feature bit 5) and the kernel's page_reporting module,
+// whose order (a block of 2^order pages) it returns. There a page that one
+// process frees is given back, in whole blocks, and the next process to
+// write to it waits for the host to provide it again: PageTouch's price is
+// then what a process pays for every page of its heap, not only the first
+// time the machine touches it (BENCHMARKS.md, 2026-12-06).
+func Reporting(sys fs.FS) (order int, ok bool) {
+	devices, _ := fs.Glob(sys, "bus/virtio/devices/*/device")
+	for _, dev := range devices {
+		id, err := fs.ReadFile(sys, dev)
+		if err != nil || strings.TrimSpace(string(id)) != "0x0005" { // a balloon
+			continue
+		}
+		bits, err := fs.ReadFile(sys, path.Join(path.Dir(dev), "features"))
+		if err != nil || len(bits) <= 5 || bits[5] != '1' { // VIRTIO_BALLOON_F_REPORTING
+			continue
+		}
+		o, err := fs.ReadFile(sys, "module/page_reporting/parameters/page_reporting_order")
+		if err != nil {
+			return 0, false
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(string(o)))
+		return n, err == nil && n >= 0 && n < 20
+	}
+	return 0, false
 }
 
 // Cycle is a random cycle through a block of memory bigger than the CPU's
