@@ -34,13 +34,15 @@ func main() {
 // collectLate tunes the garbage collector for a process that allocates a
 // lot of short-lived records and keeps little. Until its first collection
 // GOGC is 1500, so that it comes when the heap reaches 60 MiB (4 MiB ×
-// GOGC/100) rather than 16 MiB: a run of a workflow of up to ~2,000 nodes
+// GOGC/100) rather than 16 MiB: a run of a workflow of up to ~400 nodes
 // is read, planned and run without one (a collection in the middle of a
 // 1,000-node chain cost it 5–20%, BENCHMARKS.md), for ~5 MB more
-// resident memory. From the first collection on, GOGC is 400: collecting
-// at 4× the live heap instead of 2× cut `skein run` of a 10,000-item
-// foreach by ~15%. The soft memory limit (below) holds either way. GOGC
-// overrides both.
+// resident memory; a bigger workflow is collected once between reading
+// and running it, while its heap is mostly the reading's garbage (the run
+// command's collectAfterLoad). From the first collection on, GOGC is 400:
+// collecting at 4× the live heap instead of 2× cut `skein run` of a
+// 10,000-item foreach by ~15%. The soft memory limit (below) holds either
+// way. GOGC overrides both.
 //
 // The returned channel is closed once GOGC is 400.
 func collectLate() <-chan struct{} {
