@@ -25,7 +25,9 @@
 #   foreach per item t(N) / N, and 10,000 / 1,000   target ≤ 30 µs, flat
 #   loop per pass    t(N) / N
 #   cold 3-node run  median                         target ≤ 15 ms
-#   and its minor page faults (median of 3 more runs: what the process touches)
+#   and its minor page faults (median of 3 more runs: what the process touches),
+#   and the same for the chains and the 10,000-item foreach: the new pages a
+#   node and an item take, a count that moves only when the code does
 #   chain CPU per node and the cold run's CPU: the same figures in CPU time,
 #   which the load of a shared machine moves less than the wall time
 set -euo pipefail
@@ -109,11 +111,18 @@ for ((r = 0; r < rounds; r++)); do
 		done
 	done
 done
-# The cold run's minor page faults, a median of 3 per binary.
+# Minor page faults, a median of 3 per binary: the cold run's, and the
+# chains' and the biggest foreach's for the pages a node and an item take
+# (new pages, the machine's dearest work in its slow state; a count that
+# moves only when the code does).
 declare -A faults
+fault_names=(three chain-100 chain-1000)
+if [[ " $FOREACH_SIZES " == *" 10000 "* ]]; then fault_names+=(foreach-10000); fi
 for bin in "${bins[@]}"; do
-	for r in 1 2 3; do
-		faults[$bin]+="$(minor_faults "$(binary "$bin")" run --dir "$BENCH_DIR/runs/faults-$bin-$r" "$wf/three.yaml") "
+	for name in "${fault_names[@]}"; do
+		for r in 1 2 3; do
+			faults[$bin,$name]+="$(minor_faults "$(binary "$bin")" run --dir "$BENCH_DIR/runs/faults-$bin-$name-$r" "$wf/$name.yaml") "
+		done
 	done
 done
 # Removed at the end, not after each run: ext4 skips inodes freed in the
@@ -135,7 +144,11 @@ for bin in "${bins[@]}"; do
 	for n in $FOREACH_SIZES; do fig[$bin,foreach-$n]=$(awk -v t="${med[$bin,foreach-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
 	for n in $LOOP_SIZES; do fig[$bin,loop-$n]=$(awk -v t="${med[$bin,loop-$n]}" -v n="$n" 'BEGIN {printf "%.1f", t/n}'); done
 	fig[$bin,cold]=$(awk -v t="${med[$bin,three]}" 'BEGIN {printf "%.1f", t/1000}')
-	fig[$bin,faults]=$(median "${faults[$bin]}")
+	fig[$bin,faults]=$(median "${faults[$bin,three]}")
+	fig[$bin,chainpages]=$(awk -v a="$(median "${faults[$bin,chain-100]}")" -v b="$(median "${faults[$bin,chain-1000]}")" 'BEGIN {printf "%.2f", (b-a)/900}')
+	if [[ -n ${faults[$bin,foreach-10000]:-} ]]; then
+		fig[$bin,foreachpages]=$(awk -v f="$(median "${faults[$bin,foreach-10000]}")" 'BEGIN {printf "%.2f", f/10000}')
+	fi
 done
 # line LABEL KEY UNIT TARGET: a figure, its ratio to the target and, with
 # BASE, to the base binary's.
@@ -155,6 +168,8 @@ if [[ -n ${med[now,foreach-1000]:-} && -n ${med[now,foreach-10000]:-} ]]; then
 fi
 line "cold 3-node run:" cold ms 15
 line "cold 3-node run, minor faults:" faults "" ""
+line "chain pages per node (f1000-f100)/900:" chainpages "" ""
+if [[ -n ${fig[now,foreachpages]:-} ]]; then line "foreach 10000 items, pages per item:" foreachpages "" ""; fi
 line "chain CPU per node (c1000-c100)/900:" chaincpu µs ""
 line "cold 3-node run, CPU:" coldcpu ms ""
 echo "# load at the end $(cut -d' ' -f1-3 /proc/loadavg)"
