@@ -42,9 +42,13 @@ type kept struct {
 
 // spares is the most emptied kept a Deferred holds for reuse. While the
 // committer keeps up, a flush's kept comes back before the next is needed;
-// while it lags, new ones are made (sized from the last flush) and the
-// spares take only what comes back.
-const spares = 4
+// while it lags, new ones are made (sized from the last flush), and a
+// commit that catches up brings back all the flushes it groups at once:
+// the spares keep them for the flushes to come (up to 64, ~7 KB each for
+// a 16-task flush), not only 4 of them. With 4, a 10,000-item foreach
+// made a new kept at nearly every flush, 10 MB of the 150 it allocated
+// (BENCHMARKS.md, 2026-12-06).
+const spares = 64
 
 // Step keeps a step for OnStep, but for a step only planned (Planned):
 // it holds nothing an observer shows — a display and the telemetry look at

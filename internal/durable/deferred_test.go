@@ -85,3 +85,36 @@ func TestDeferredFlushesDoNotMix(t *testing.T) {
 	later[2]()
 	require.Equal(t, []string{"event second", "c failed"}, seen)
 }
+
+// TestDeferredKeepsWhatACommitBringsBack: a commit that catches up with
+// 32 flushes at once brings all 32 back for reuse, so that the next 32
+// flushes, while the committer lags again, make no new ones (with room for
+// only 4, they made 144 allocations, not 32).
+func TestDeferredKeepsWhatACommitBringsBack(t *testing.T) {
+	var later []func()
+	d := &durable.Deferred{
+		OnStep:  func(engine.StepRecord) {},
+		OnEvent: func(engine.TimedEvent) {},
+		Later:   func(f func()) { later = append(later, f) },
+		Redact:  redact.New(nil),
+	}
+	rec := &engine.StepRecord{Node: "a", Visit: 1, StepOrder: 1, Status: engine.StatusSuccess, Attempts: 1}
+	ev := engine.TimedEvent{Event: engine.Event{Type: "loop_iteration"}}
+	flushes := func() {
+		for range 32 {
+			for range 16 {
+				_ = d.Step(rec)
+			}
+			_ = d.Event(ev)
+			_ = d.Flush()
+		}
+		for _, f := range later {
+			f() // one commit brings them all back
+		}
+		later = later[:0]
+	}
+	flushes() // the first 32 are made
+	later = make([]func(), 0, 32)
+	// What each flush still makes is the function it hands to Later.
+	require.LessOrEqual(t, testing.AllocsPerRun(5, flushes), 32.0, "the next 32 flushes reuse the 32 brought back")
+}
