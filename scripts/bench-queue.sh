@@ -7,7 +7,14 @@
 # Environment: SKEIN=path times that binary instead of building one;
 # SKEIN_TEST_POSTGRES_URL (default the local server) is the database, in
 # which the script makes a schema of its own and drops it at the end;
-# WORKERS (default 1) skein worker processes, each with --concurrency 4.
+# WORKERS (default 1) skein worker processes, each with --concurrency 4;
+# WARMUP (default 3) rounds run first and not counted, so that the figures
+# are a worker's that has run for a while, as a user's has: a new worker's
+# first ~60 MiB of allocations are all new pages (its first collection
+# comes at a 60 MiB heap, ~1,200 `http` nodes), which a worker that has run
+# for a while reuses, and which in the machine's slow state cost ~11 µs
+# each, 30–50% of the worker's CPU (BENCHMARKS.md, 2026-12-06). WARMUP=0
+# measures a new worker.
 #
 # Generates chain-N.yaml, a trigger and N `set` nodes in a row, and
 # http-N.yaml, N `http` nodes in a row, each a GET of a local server that
@@ -56,7 +63,7 @@ for ((i = 0; i < WORKERS; i++)); do
 	"$OUT/skein" worker --db "$db" --dir "$BENCH_DIR/worker-$i" --concurrency 4 >"$BENCH_DIR/worker-$i.log" 2>&1 &
 	pids+=($!)
 done
-echo "# $(nproc) CPUs, $WORKERS worker(s), $rounds rounds, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# $(nproc) CPUs, $WORKERS worker(s), $rounds rounds after ${WARMUP:-3} not counted, $(cd "$root" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(machine_state)"
 
 wf=$BENCH_DIR/wf
@@ -90,8 +97,17 @@ stat_now() {
 }
 hz=$(getconf CLK_TCK)
 cpu_pg=0 cpu_workers=0 cpu_server=0 flt_pg=0 flt_workers=0 flt_server=0
-for ((r = 0; r < rounds; r++)); do
+WARMUP=${WARMUP:-3}
+for ((r = -WARMUP; r < rounds; r++)); do
 	for name in "${names[@]}"; do
+		if ((r < 0)); then
+			"$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr" || {
+				echo "skein run $name failed:" >&2
+				cat "$BENCH_DIR/stderr" >&2
+				exit 1
+			}
+			continue
+		fi
 		[[ $name == http-200 ]] && read -r pg0 w0 h0 < <(stat_now '$14 + $15') && read -r fp0 fw0 fh0 < <(stat_now '$10')
 		s=$(date +%s%N)
 		if ! "$OUT/skein" run --db "$db" --queue --dir "$BENCH_DIR/runs" "$wf/$name.yaml" >/dev/null 2>"$BENCH_DIR/stderr"; then
