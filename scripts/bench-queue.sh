@@ -9,12 +9,10 @@
 # which the script makes a schema of its own and drops it at the end;
 # WORKERS (default 1) skein worker processes, each with --concurrency 4;
 # WARMUP (default 3) rounds run first and not counted, so that the figures
-# are a worker's that has run for a while, as a user's has: a new worker's
-# first ~60 MiB of allocations are all new pages (its first collection
-# comes at a 60 MiB heap, ~1,200 `http` nodes), which a worker that has run
-# for a while reuses, and which in the machine's slow state cost ~11 µs
-# each, 30–50% of the worker's CPU (BENCHMARKS.md, 2026-12-06). WARMUP=0
-# measures a new worker.
+# are a worker's past its first collections, as a user's long-running
+# worker is: until its first collection a new worker takes every page of
+# its heap new, which in the machine's slow state costs ~11 µs a page
+# (BENCHMARKS.md, 2026-12-06). WARMUP=0 measures a new worker.
 #
 # Generates chain-N.yaml, a trigger and N `set` nodes in a row, and
 # http-N.yaml, N `http` nodes in a row, each a GET of a local server that

@@ -41,8 +41,9 @@ func main() {
 // and running it, while its heap is mostly the reading's garbage (the run
 // command's collectAfterLoad). From the first collection on, GOGC is 400:
 // collecting at 4× the live heap instead of 2× cut `skein run` of a
-// 10,000-item foreach by ~15%. The soft memory limit (below) holds either
-// way. GOGC overrides both.
+// 10,000-item foreach by ~15%. `skein serve` and `skein worker`, which
+// run until stopped, set 400 at once (the command's collectEarly). The
+// soft memory limit (below) holds either way. GOGC overrides both.
 //
 // The returned channel is closed once GOGC is 400.
 func collectLate() <-chan struct{} {

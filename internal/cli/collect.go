@@ -2,6 +2,7 @@ package cli
 
 import (
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 )
 
@@ -30,4 +31,25 @@ func collectAfterLoad(limit uint64) bool {
 	}
 	runtime.GC()
 	return true
+}
+
+// longGCPercent is GOGC for a command that runs until it is stopped: what
+// cmd/skein's collectLate sets from the first collection on.
+const longGCPercent = 400
+
+// collectEarly is for a command that runs until it is stopped (serve,
+// worker): it lowers GOGC to longGCPercent at once, unless GOGC is set or
+// is lower already. cmd/skein puts the first collection off to a 60 MiB
+// heap for a short `skein run`; a server or a worker gains nothing from
+// that, and a new one took every page of its first 60 MiB of allocations
+// new: a new worker's first ~1,200 `http` nodes 12.8 new pages each and a
+// third of its CPU where new pages are dear, a server's first second of a
+// webhook burst its slowest answers (BENCHMARKS.md, 2026-12-06).
+func collectEarly(e *env) {
+	if _, set := e.lookupEnv("GOGC"); set {
+		return
+	}
+	if prev := debug.SetGCPercent(longGCPercent); prev >= 0 && prev < longGCPercent {
+		debug.SetGCPercent(prev)
+	}
 }

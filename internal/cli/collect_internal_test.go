@@ -2,6 +2,7 @@ package cli
 
 import (
 	"math"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 
@@ -21,4 +22,21 @@ func TestCollectAfterLoadCollectsOnlyABigHeap(t *testing.T) {
 	require.Equal(t, before, forced(), "no collection under the limit")
 	require.True(t, collectAfterLoad(1))
 	require.Greater(t, forced(), before, "a collection at the limit")
+}
+
+// TestCollectEarlyLowersALateGOGC: a server or worker started with GOGC
+// put off (cmd/skein's 1500) collects at longGCPercent from the start; a
+// GOGC the environment sets, or a lower one, is kept.
+func TestCollectEarlyLowersALateGOGC(t *testing.T) {
+	prev := debug.SetGCPercent(1500)
+	defer debug.SetGCPercent(prev)
+	unset := &env{lookupEnv: func(string) (string, bool) { return "", false }}
+	collectEarly(unset)
+	require.Equal(t, longGCPercent, debug.SetGCPercent(1500), "1500 lowered")
+
+	collectEarly(&env{lookupEnv: func(k string) (string, bool) { return "1500", k == "GOGC" }})
+	require.Equal(t, 1500, debug.SetGCPercent(100), "GOGC=1500 in the environment is kept")
+
+	collectEarly(unset)
+	require.Equal(t, 100, debug.SetGCPercent(1500), "a lower GOGC is kept")
 }

@@ -71,6 +71,7 @@ process instead, as without a Postgres --db. Queued runs are left to their
 workers when the server stops.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			collectEarly(e)
 			if f.concurrency < 1 {
 				return usagef("--concurrency must be at least 1")
 			}

@@ -50,6 +50,7 @@ it).`,
   skein worker --db postgres://skein@db:5432/skein --queues gpu --concurrency 2`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			collectEarly(e)
 			if !runner.IsDatabaseURL(e.db) {
 				return usagef("skein worker needs --db postgres://user@host:5432/db (or $%s): workers share runs through Postgres", envDB)
 			}
