@@ -61,7 +61,7 @@ func collectLate() <-chan struct{} {
 // first collection.
 const (
 	firstGCPercent = 1500
-	gcPercent      = 400
+	gcPercent      = cli.GCPercent
 )
 
 // profiled runs fn, with a CPU profile of it written to the file

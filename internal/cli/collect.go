@@ -33,12 +33,13 @@ func collectAfterLoad(limit uint64) bool {
 	return true
 }
 
-// longGCPercent is GOGC for a command that runs until it is stopped: what
-// cmd/skein's collectLate sets from the first collection on.
-const longGCPercent = 400
+// GCPercent is the GOGC of a skein process: of `skein run` from its first
+// collection on (cmd/skein's collectLate, which puts that collection off),
+// of `skein serve` and `skein worker` from the start (collectEarly).
+const GCPercent = 400
 
 // collectEarly is for a command that runs until it is stopped (serve,
-// worker): it lowers GOGC to longGCPercent at once, unless GOGC is set or
+// worker): it lowers GOGC to GCPercent at once, unless GOGC is set or
 // is lower already. cmd/skein puts the first collection off to a 60 MiB
 // heap for a short `skein run`; a server or a worker gains nothing from
 // that, and a new one took every page of its first 60 MiB of allocations
@@ -49,7 +50,7 @@ func collectEarly(e *env) {
 	if _, set := e.lookupEnv("GOGC"); set {
 		return
 	}
-	if prev := debug.SetGCPercent(longGCPercent); prev >= 0 && prev < longGCPercent {
+	if prev := debug.SetGCPercent(GCPercent); prev >= 0 && prev < GCPercent {
 		debug.SetGCPercent(prev)
 	}
 }

@@ -25,14 +25,14 @@ func TestCollectAfterLoadCollectsOnlyABigHeap(t *testing.T) {
 }
 
 // TestCollectEarlyLowersALateGOGC: a server or worker started with GOGC
-// put off (cmd/skein's 1500) collects at longGCPercent from the start; a
+// put off (cmd/skein's 1500) collects at GCPercent from the start; a
 // GOGC the environment sets, or a lower one, is kept.
 func TestCollectEarlyLowersALateGOGC(t *testing.T) {
 	prev := debug.SetGCPercent(1500)
 	defer debug.SetGCPercent(prev)
 	unset := &env{lookupEnv: func(string) (string, bool) { return "", false }}
 	collectEarly(unset)
-	require.Equal(t, longGCPercent, debug.SetGCPercent(1500), "1500 lowered")
+	require.Equal(t, GCPercent, debug.SetGCPercent(1500), "1500 lowered")
 
 	collectEarly(&env{lookupEnv: func(k string) (string, bool) { return "1500", k == "GOGC" }})
 	require.Equal(t, 1500, debug.SetGCPercent(100), "GOGC=1500 in the environment is kept")
