@@ -2,6 +2,8 @@ package cli
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
@@ -39,4 +41,26 @@ func TestCollectEarlyLowersALateGOGC(t *testing.T) {
 
 	collectEarly(unset)
 	require.Equal(t, 100, debug.SetGCPercent(1500), "a lower GOGC is kept")
+}
+
+// TestRoomBeforeReadingOnlyForABigFile: a workflow file of bigFile bytes
+// or more gets the heap's room in huge pages and one collection before it
+// is read; a smaller one, or one that is not there, neither.
+func TestRoomBeforeReadingOnlyForABigFile(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	dir := t.TempDir()
+	small, big := filepath.Join(dir, "small.yaml"), filepath.Join(dir, "big.yaml")
+	require.NoError(t, os.WriteFile(small, make([]byte, bigFile-1), 0o644))
+	require.NoError(t, os.WriteFile(big, make([]byte, bigFile), 0o644))
+
+	before := forced()
+	require.False(t, roomBeforeReading(small))
+	require.False(t, roomBeforeReading(filepath.Join(dir, "missing.yaml")))
+	require.Equal(t, before, forced(), "no collection for a small file")
+	require.True(t, roomBeforeReading(big))
+	require.Greater(t, forced(), before, "a collection for a big one")
 }

@@ -191,6 +191,7 @@ Postgres --db; --auto-repair does too).`,
 			}
 			pre := make(chan loaded, 1)
 			if !autoRepair {
+				roomBeforeReading(args[0])
 				go func() {
 					w, err := runner.LoadFile(args[0], nil)
 					pre <- loaded{w, err}
