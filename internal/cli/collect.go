@@ -6,6 +6,9 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+
+	"github.com/skeinhq/skein/internal/nodes/control"
+	"github.com/skeinhq/skein/workflow"
 )
 
 // loadGarbage is how big the heap must be, once `skein run` has read its
@@ -14,29 +17,45 @@ import (
 // most of it the YAML parser's).
 const loadGarbage = 4 << 20
 
-// collectAfterLoad collects the heap when it holds at least limit bytes of
-// objects, and reports whether it did. `skein run` calls it between
-// reading a big workflow and running it: most of what reading made is
-// garbage by then (of a 1,000-node chain's 8.4 MB, ~3 MB is live), and
-// the run's records then reuse that memory instead of taking new pages.
-// A new page costs a fault, and on a virtual machine that gives the memory
-// it frees back to its host (free page reporting) one that waits for the
-// host, 11 µs a page in its slow hours: there a 1,000-node chain's run
-// took ~1,170 fewer pages, 5% less time and 9% less CPU. A small workflow
-// leaves too little garbage to pay for a collection (BENCHMARKS.md,
-// 2026-12-06).
+// collectAfterLoad collects the heap between reading a workflow and
+// running it, and reports whether it did: when the heap holds at least
+// limit bytes of objects, or when the workflow repeats nodes (a foreach or
+// a loop node: a run whose size its file does not tell). Before it
+// collects, it gives the heap its room in huge pages (giveHugeRoom),
+// unless roomBeforeReading did already.
 //
-// Before it collects, it gives the heap its room in huge pages
-// (giveHugeRoom), unless roomBeforeReading did already.
-func collectAfterLoad(limit uint64) bool {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 || s[0].Value.Uint64() < limit {
-		return false
+// After reading a big workflow most of what reading made is garbage (of
+// a 1,000-node chain's 8.4 MB, ~3 MB is live), and the run's records then
+// reuse that memory instead of taking new pages. A new page costs a fault,
+// and on a virtual machine that gives the memory it frees back to its
+// host (free page reporting) one that waits for the host, 11 µs a page in
+// its slow hours: there a 1,000-node chain's run took ~1,170 fewer pages,
+// 5% less time and 9% less CPU; the room in huge pages took 1,000 more
+// off, and a 1,000-item foreach's run half its pages and 30% of its CPU.
+// A small workflow without a foreach or loop is run as it is: a
+// collection and the room cost its run ~200 pages more than it saves
+// (BENCHMARKS.md, 2026-12-06).
+func collectAfterLoad(limit uint64, w *workflow.Workflow) bool {
+	if !repeats(w) {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 || s[0].Value.Uint64() < limit {
+			return false
+		}
 	}
 	giveHugeRoom()
 	runtime.GC()
 	return true
+}
+
+// repeats reports whether w has a foreach or a loop node.
+func repeats(w *workflow.Workflow) bool {
+	for _, n := range w.Nodes {
+		if n.Type == control.ForEach || n.Type == control.Loop {
+			return true
+		}
+	}
+	return false
 }
 
 // giveHugeRoom gives the heap hugeRoom bytes more to reuse, advised for

@@ -9,21 +9,33 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/workflow"
 )
 
-// TestCollectAfterLoadCollectsOnlyABigHeap: a heap of at least the limit
-// is collected once; a smaller one is left alone.
-func TestCollectAfterLoadCollectsOnlyABigHeap(t *testing.T) {
+// TestCollectAfterLoadCollectsOnlyABigHeapOrARepeatingWorkflow: a heap
+// of at least the limit is collected once, and so is the heap of a
+// workflow with a foreach or a loop node whatever its size; a smaller
+// heap of a workflow without them is left alone.
+func TestCollectAfterLoadCollectsOnlyABigHeapOrARepeatingWorkflow(t *testing.T) {
 	forced := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
 		metrics.Read(s)
 		return s[0].Value.Uint64()
 	}
+	chain := &workflow.Workflow{Nodes: []*workflow.Node{{ID: "start", Type: "trigger.manual"}, {ID: "a", Type: "set"}}}
 	before := forced()
-	require.False(t, collectAfterLoad(math.MaxUint64))
+	require.False(t, collectAfterLoad(math.MaxUint64, chain))
 	require.Equal(t, before, forced(), "no collection under the limit")
-	require.True(t, collectAfterLoad(1))
+	require.True(t, collectAfterLoad(1, chain))
 	require.Greater(t, forced(), before, "a collection at the limit")
+
+	for _, kind := range []string{"foreach", "loop"} {
+		w := &workflow.Workflow{Nodes: []*workflow.Node{{ID: "start", Type: "trigger.manual"}, {ID: "each", Type: kind}}}
+		before := forced()
+		require.True(t, collectAfterLoad(math.MaxUint64, w), kind)
+		require.Greater(t, forced(), before, "a collection for a workflow with a %s node", kind)
+	}
 }
 
 // TestCollectEarlyLowersALateGOGC: a server or worker started with GOGC

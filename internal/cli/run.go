@@ -211,7 +211,7 @@ Postgres --db; --auto-repair does too).`,
 				if err != nil {
 					return nil, err
 				}
-				collectAfterLoad(loadGarbage)
+				collectAfterLoad(loadGarbage, w)
 				return r.Start(ctx, runner.StartRequest{Workflow: w, Inputs: in, Trigger: trigger, Placement: place, Options: o})
 			})
 		},
