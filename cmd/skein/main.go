@@ -37,9 +37,9 @@ func main() {
 // GOGC/100) rather than 16 MiB: a run of a workflow of up to ~400 nodes
 // is read, planned and run without one (a collection in the middle of a
 // 1,000-node chain cost it 5–20%, BENCHMARKS.md), for ~5 MB more
-// resident memory; a bigger workflow is collected once between reading
-// and running it, while its heap is mostly the reading's garbage (the run
-// command's collectAfterLoad). From the first collection on, GOGC is 400:
+// resident memory; a bigger workflow, or one with a foreach or loop node,
+// is collected once between reading and running it, while its heap is
+// mostly the reading's garbage (the run command's collectAfterLoad). From the first collection on, GOGC is 400:
 // collecting at 4× the live heap instead of 2× cut `skein run` of a
 // 10,000-item foreach by ~15%. `skein serve` and `skein worker`, which
 // run until stopped, set 400 at once (the command's collectEarly). The
