@@ -30,8 +30,10 @@ const loadGarbage = 4 << 20
 // and on a virtual machine that gives the memory it frees back to its
 // host (free page reporting) one that waits for the host, 11 µs a page in
 // its slow hours: there a 1,000-node chain's run took ~1,170 fewer pages,
-// 5% less time and 9% less CPU; the room in huge pages took 1,000 more
-// off, and a 1,000-item foreach's run half its pages and 30% of its CPU.
+// 5% less time and 9% less CPU. The room in huge pages (for such a chain
+// given before reading, roomBeforeReading) then halved its pages again,
+// and took half the pages and 30% of the CPU off a 1,000-item foreach's
+// run.
 // A small workflow without a foreach or loop is run as it is: a
 // collection and the room cost its run ~200 pages more than it saves
 // (BENCHMARKS.md, 2026-12-06).
