@@ -18,23 +18,18 @@ import (
 // workflow with a foreach or a loop node whatever its size; a smaller
 // heap of a workflow without them is left alone.
 func TestCollectAfterLoadCollectsOnlyABigHeapOrARepeatingWorkflow(t *testing.T) {
-	forced := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	chain := &workflow.Workflow{Nodes: []*workflow.Node{{ID: "start", Type: "trigger.manual"}, {ID: "a", Type: "set"}}}
-	before := forced()
+	before := forcedCollections()
 	require.False(t, collectAfterLoad(math.MaxUint64, chain))
-	require.Equal(t, before, forced(), "no collection under the limit")
+	require.Equal(t, before, forcedCollections(), "no collection under the limit")
 	require.True(t, collectAfterLoad(1, chain))
-	require.Greater(t, forced(), before, "a collection at the limit")
+	require.Greater(t, forcedCollections(), before, "a collection at the limit")
 
 	for _, kind := range []string{"foreach", "loop"} {
 		w := &workflow.Workflow{Nodes: []*workflow.Node{{ID: "start", Type: "trigger.manual"}, {ID: "each", Type: kind}}}
-		before := forced()
+		before := forcedCollections()
 		require.True(t, collectAfterLoad(math.MaxUint64, w), kind)
-		require.Greater(t, forced(), before, "a collection for a workflow with a %s node", kind)
+		require.Greater(t, forcedCollections(), before, "a collection for a workflow with a %s node", kind)
 	}
 }
 
@@ -59,20 +54,22 @@ func TestCollectEarlyLowersALateGOGC(t *testing.T) {
 // or more gets the heap's room in huge pages and one collection before it
 // is read; a smaller one, or one that is not there, neither.
 func TestRoomBeforeReadingOnlyForABigFile(t *testing.T) {
-	forced := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	dir := t.TempDir()
 	small, big := filepath.Join(dir, "small.yaml"), filepath.Join(dir, "big.yaml")
 	require.NoError(t, os.WriteFile(small, make([]byte, bigFile-1), 0o644))
 	require.NoError(t, os.WriteFile(big, make([]byte, bigFile), 0o644))
 
-	before := forced()
+	before := forcedCollections()
 	require.False(t, roomBeforeReading(small))
 	require.False(t, roomBeforeReading(filepath.Join(dir, "missing.yaml")))
-	require.Equal(t, before, forced(), "no collection for a small file")
+	require.Equal(t, before, forcedCollections(), "no collection for a small file")
 	require.True(t, roomBeforeReading(big))
-	require.Greater(t, forced(), before, "a collection for a big one")
+	require.Greater(t, forcedCollections(), before, "a collection for a big one")
+}
+
+// forcedCollections is the count of the process's forced collections.
+func forcedCollections() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -19,8 +19,8 @@ import (
 // heap, so where transparent huge pages are set to "madvise" (the default
 // of many distributions) every 4 KiB of it costs a page fault, and on a
 // virtual machine that gives freed memory back to its host each fault
-// waits for the host: 10–15 µs in its slow hours, a third of a big run's
-// CPU (BENCHMARKS.md, 2026-12-06). It reports the mapping advised, 0, 0
+// waits for the host: 10–15 µs in its slow hours, a large part of a big
+// run's CPU (BENCHMARKS.md, 2026-12-06). It reports the mapping advised, 0, 0
 // when it found none or the kernel refused the advice (a kernel without
 // transparent huge pages).
 func adviseHugePages(size int) (block []byte, lo, hi uintptr) {
