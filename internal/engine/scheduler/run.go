@@ -1510,7 +1510,7 @@ var finishedData = func() map[Status]map[string]any {
 }()
 
 // succeededEmpty is the output of a node that succeeded with nothing to
-// say but that (an endloop, a trigger started without a payload): one map,
+// say but that (an endloop, a trigger the run did not start from): one map,
 // shared, as finishedData is, by every such step; what reads a step's
 // output never writes it.
 var succeededEmpty = map[string]any{"success": true}
