@@ -142,7 +142,7 @@ type target interface {
 type scenarioEnv struct {
 	http *fakeService
 	llm  *llmtest.Server
-	env  []string // SKEIN_LLM_* and the secret, added to every skein process's environment
+	env  []string // SKEIN_LLM_* and the secrets, added to every skein process's environment
 }
 
 func TestScenarios(t *testing.T) {
@@ -521,7 +521,8 @@ func newScenarioEnv(t *testing.T) *scenarioEnv {
 			Usage: llmUsage(10, 5)}
 	})
 	env.env = append([]string{}, "SKEIN_LLM_PROVIDER=openai", "SKEIN_LLM_BASE_URL="+env.llm.BaseURL(),
-		"SKEIN_LLM_MODEL=scenario-model", "SKEIN_LLM_API_KEY=fake-key", "SKEIN_SECRET_API_TOKEN=tok-5ecret-value")
+		"SKEIN_LLM_MODEL=scenario-model", "SKEIN_LLM_API_KEY=fake-key", "SKEIN_SECRET_API_TOKEN=tok-5ecret-value",
+		"SKEIN_SECRET_WORD=success")
 	return env
 }
 

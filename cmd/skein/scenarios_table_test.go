@@ -85,6 +85,8 @@ var scenarios = []scenario{
 	{name: "webhook_big", hook: &hookCall{trigger: "hook", body: `{"text": "` + strings.Repeat("w", 200_000) + `"}`}, only: []string{"served", "queued"}},
 	// Secrets.
 	{name: "secrets_masked", inputs: map[string]any{"base": "$HTTP"}, check: noSecretIn},
+	{name: "secret_reads_success"},
+	{name: "webhook_secret", hook: &hookCall{trigger: "hook", body: `{"n": 7, "token": "tok-5ecret-value"}`}, only: []string{"served", "queued"}, check: noSecretIn},
 	{name: "llm_json"},
 	{name: "agent_answer"},
 	{name: "loop_foreach"},

@@ -319,6 +319,11 @@ type StartRequest struct {
 	Payload map[string]any
 	// StartedBy is how the run was started (store.Run.Source).
 	StartedBy string
+	// Secrets are the values of the run's secrets the starting process
+	// knows (its environment, its secrets file): what the start records
+	// is masked with them, as a local run's records are. Nil: those of
+	// Config.Secrets.
+	Secrets map[string]string
 	// Dir is the run's folder, made when something needs it (a resume
 	// on this machine).
 	Dir string
@@ -343,7 +348,7 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 		Owner: store.Owner{Host: OwnerHost, Token: ownerPrefix + req.RunID}, LeaseTTL: queueLease,
 		Source: record.StartedBy(req.StartedBy, "", ""),
 	}
-	env, err := d.newEnv(ctx, run)
+	env, err := d.newEnv(ctx, run, req.Secrets)
 	if err != nil {
 		return nil, err
 	}
@@ -367,15 +372,18 @@ func (d *Driver) Start(ctx context.Context, req StartRequest) (*store.Run, error
 	return run, nil
 }
 
-// newEnv loads what running a run's tasks needs on this machine.
-func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
+// newEnv loads what running a run's tasks needs on this machine: the
+// run's secret values are known's, or (nil) Config.Secrets's.
+func (d *Driver) newEnv(ctx context.Context, run *store.Run, known map[string]string) (*runEnv, error) {
 	p, err := d.planOf(ctx, run)
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := d.secrets(p.w)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", run.ID, err)
+	secrets := known
+	if secrets == nil {
+		if secrets, err = d.secrets(p.w); err != nil {
+			return nil, fmt.Errorf("run %s: %w", run.ID, err)
+		}
 	}
 	// A run's Redactor is shared by the runs with its secret values: made
 	// once, not on each start (redact.New compiles their forms).
@@ -385,7 +393,14 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run) (*runEnv, error) {
 	}
 	env := &runEnv{id: run.ID, run: run, w: p.w, plan: p.plan, nodes: p.nodes, trigger: run.Trigger, inputs: run.Inputs,
 		red: red, secrets: secrets, release: func() {}, place: d.place()}
-	env.seal = newSealer(secrets, env.red)
+	if len(secrets) == len(p.w.Secrets) {
+		// Sealed with a key made from every secret value, as the
+		// workers make it; a process that knows only some of them (a
+		// server starting runs whose other secrets only the workers
+		// have) masks what it records, but leaves its history events
+		// open for them.
+		env.seal = newSealer(secrets, env.red)
+	}
 	env.blobs = blob.New(d.cfg.Blobs, env.red.Contains)
 	env.inTx = blob.New(refuseWrites{d.cfg.Blobs}, env.red.Contains)
 	var services *node.Services
@@ -473,7 +488,7 @@ func (d *Driver) env(ctx context.Context, run *store.Run) (*runEnv, error) {
 		return env, nil
 	}
 	v, err, _ := d.loading.Do("env\x00"+run.ID, func() (any, error) {
-		env, err := d.newEnv(ctx, run)
+		env, err := d.newEnv(ctx, run, nil)
 		if err != nil {
 			return nil, err
 		}

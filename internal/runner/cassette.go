@@ -35,8 +35,7 @@ func saveTape(tape *cassette.Tape, rl *runlog.Writer, j job) error {
 // ReplayRequest re-executes a recorded run from its cassette.
 type ReplayRequest struct {
 	RunID string
-	// WorkflowFile, when set, replaces the run's workflow (an edited
-	// one).
+	// WorkflowFile, when set, replaces the run's workflow (an edited one).
 	WorkflowFile string
 	// AllowNew sends a request the cassette has no answer for live, and
 	// appends its exchange to the cassette; without it such a request
@@ -56,8 +55,7 @@ type ReplayResult struct {
 	Diverged []Divergence
 	// Mismatches are the requests the cassette had no answer for.
 	Mismatches []*cassette.MismatchError
-	// Added is how many interactions were sent live and appended
-	// (AllowNew).
+	// Added is how many interactions were sent live and appended (AllowNew).
 	Added int
 }
 

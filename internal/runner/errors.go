@@ -9,11 +9,10 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// The error catalogue: every error the runner returns has a stable code
-// and a class (Classify). Front ends render it and decide nothing: the
-// CLI an exit code and {"error": {"code": …}}, the HTTP API a status and
-// a problem, the MCP server a tool error — the same mistake has the same
-// code in each.
+// The error catalogue: every error the runner returns has a stable code and a
+// class (Classify). Front ends render it and decide nothing: the CLI an exit
+// code and {"error": {"code": …}}, the HTTP API a status and a problem, the
+// MCP server a tool error — the same mistake has the same code in each.
 
 // Class is what kind of failure an error is; a front end maps it to an
 // exit code or a status.

@@ -93,9 +93,8 @@ type job struct {
 	// parent is the run whose subworkflow node runs this one (a child of
 	// a queued run, run on a worker).
 	parent string
-	// finished, when set, sees the result once the run has ended and
-	// returns events to record with it (--auto-repair's business-error
-	// warnings).
+	// finished, when set, sees the result once the run has ended and returns
+	// events to record with it (--auto-repair's business-error warnings).
 	finished func(res *engine.Result, now time.Time) []engine.TimedEvent
 	// spent is what the run spent before this execution (a resume goes on
 	// from it) plus what was spent for it meanwhile (the repair model).
@@ -317,8 +316,7 @@ func (r *Runner) runs() *durable.Host {
 		}}
 }
 
-// spentBefore is what a run spent in its earlier executions
-// (durable.Spent).
+// spentBefore is what a run spent in its earlier executions (durable.Spent).
 func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.Step) engine.Spent {
 	return durable.Spent(ctx, r.st, run, hist)
 }

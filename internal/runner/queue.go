@@ -13,6 +13,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/queue"
 	"github.com/skeinhq/skein/internal/runlog"
+	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/workflow"
@@ -31,7 +32,10 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 		return nil, usagef("the nodes of queued runs are jobs in Postgres: give --db postgres://user@host:5432/db (%v)", ErrNoQueue)
 	}
 	r.queueOnce.Do(func() {
-		r.starter, r.queueErr = queue.Open(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock}, r.cfg.Dir, r.redactor(nil))
+		// What it records is masked with the secret values it has.
+		known := func(w *workflow.Workflow) (map[string]string, error) { return secrets.Known(w, r.cfg.LookupEnv), nil }
+		r.starter, r.queueErr = queue.Open(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock,
+			Secrets: known}, r.cfg.Dir, r.redactor(nil))
 	})
 	if r.queueErr != nil {
 		return nil, r.queueErr
@@ -62,8 +66,12 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	if _, err := plan.StartNodes(req.Trigger); err != nil {
 		return nil, usagef("%s: %v", w.File, err)
 	}
+	known, err := secrets.Available(w, r.cfg.LookupEnv, req.SecretsFile)
+	if err != nil {
+		return nil, usagef("--secrets-file: %v", err)
+	}
 	run, err := r.starter.Start(ctx, queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs,
-		Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source})
+		Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source, Secrets: known})
 	if err != nil {
 		return nil, err
 	}
@@ -216,12 +224,11 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 	}.Work(ctx)
 }
 
-// executeQueueChild runs a child run of a subworkflow node of a queued
-// run in a worker (queue.Workers.Execute), or goes on with the one a
-// stopped worker left. The node's context ends when its run's cancel
-// stops running nodes, or its worker stops them: the child's running
-// nodes stop with it, as a local child's stop with its parent's
-// (Options.Hard).
+// executeQueueChild runs a child run of a subworkflow node of a queued run in
+// a worker (queue.Workers.Execute), or goes on with the one a stopped worker
+// left. The node's context ends when its run's cancel stops running nodes, or
+// its worker stops them: the child's running nodes stop with it, as a local
+// child's stop with its parent's (Options.Hard).
 func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Options) (*store.Run, error) {
 	o.Hard = ctx.Done()
 	j := job{w: c.Workflow, inputs: c.Inputs, runID: c.ID, parent: c.Parent, budget: c.Budget}

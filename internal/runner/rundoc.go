@@ -38,10 +38,9 @@ func stepOutput(s *store.Step) (out, artifacts map[string]any) {
 
 // Doc returns the document of an execution's result. It is built from the
 // execution's own records the way Get builds it from the stored ones (times
-// to the microsecond, as stored), so the two are the same document; it
-// reads nothing back. Every part of it goes through the run's Redactor, as
-// the stored records did: the document every front end prints holds no
-// secret.
+// to the microsecond, as stored), so the two are the same document; it reads
+// nothing back. Every part of it goes through the run's Redactor, as the
+// stored records did: the document every front end prints holds no secret.
 func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
 	red := res.redact
 	var steps []*store.Step

@@ -38,9 +38,8 @@ const (
 type Config struct {
 	// Dir holds skein.db and the run folders (.skein).
 	Dir string
-	// DB, when set, is the database instead of Dir/skein.db: a
-	// postgres:// URL, or the path of a SQLite file. The run folders stay
-	// in Dir.
+	// DB, when set, is the database instead of Dir/skein.db: a postgres://
+	// URL, or the path of a SQLite file. The run folders stay in Dir.
 	DB string
 	// LookupEnv reads the environment (secrets, SKEIN_LLM_*); default
 	// os.LookupEnv.
@@ -96,8 +95,7 @@ type Runner struct {
 	queueOnce sync.Once
 	queueErr  error
 	starter   *queue.Starter
-	// blobs keeps the big values of queued runs (sharedBlobs); nil on
-	// SQLite.
+	// blobs keeps the big values of queued runs (sharedBlobs); nil on SQLite.
 	blobs   blob.Backend
 	unmount func()
 }
@@ -280,13 +278,12 @@ type Options struct {
 	Observer Observer
 	// Hard, when closed, stops running nodes at once (a second Ctrl-C).
 	Hard <-chan struct{}
-	// Leave, when closed, stops the execution as a cancel does (nothing
-	// new starts; running nodes finish, or stop when Hard closes) but
-	// does not end the run: what completed is committed, the lease is
-	// given up, and the run is left interrupted for a resume or another
-	// server to continue (a server that shuts down). A run that only
-	// waits (nothing runs) is left waiting instead, with its wake-up
-	// time, as Park leaves it.
+	// Leave, when closed, stops the execution as a cancel does (nothing new
+	// starts; running nodes finish, or stop when Hard closes) but does not
+	// end the run: what completed is committed, the lease is given up, and
+	// the run is left interrupted for a resume or another server to continue
+	// (a server that shuts down). A run that only waits (nothing runs) is
+	// left waiting instead, with its wake-up time, as Park leaves it.
 	Leave <-chan struct{}
 	// Park, when set, ends an execution whose run only waits (for a
 	// signal, or a timer due later than Park.After) with the run left

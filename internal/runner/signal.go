@@ -31,10 +31,9 @@ type SignalResult struct {
 	// Run is the run as it is once the signal is recorded, its status as
 	// people see it.
 	Run *store.Run
-	// Resume names the run to resume now — the signalled run, or the
-	// parent at the top of a child run — when no live process runs it
-	// (it waits, or was interrupted); "" when its owner applies the
-	// signal itself.
+	// Resume names the run to resume now — the signalled run, or the parent
+	// at the top of a child run — when no live process runs it (it waits, or
+	// was interrupted); "" when its owner applies the signal itself.
 	Resume string
 }
 

@@ -107,6 +107,29 @@ func Known(w *workflow.Workflow, getenv func(string) (string, bool)) map[string]
 	return out
 }
 
+// Available returns the values of the workflow's secrets set in the
+// environment (as Known reads it) or in the dotenv file (none: ""),
+// skipping the others: what a process that starts a queued run knows of
+// them, whose nodes read theirs on the workers.
+func Available(w *workflow.Workflow, getenv func(string) (string, bool), file string) (map[string]string, error) {
+	known := Known(w, getenv)
+	if file == "" || len(known) == len(w.Secrets) {
+		return known, nil
+	}
+	fromFile, err := ReadDotenv(file)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range w.Secrets {
+		if _, set := known[name]; !set {
+			if v, ok := fromFile[name]; ok {
+				known[name] = v
+			}
+		}
+	}
+	return known, nil
+}
+
 // Renderer renders templates in model configs, which may read secrets
 // only (api_key: "{{ secrets.OPENAI_API_KEY }}").
 func Renderer(secrets map[string]string) func(string) (string, error) {

@@ -67,3 +67,24 @@ func TestRenderer(t *testing.T) {
 	_, err = render("{{ secrets.OTHER }}")
 	require.ErrorContains(t, err, "has no value: the secret it reads is not set")
 }
+
+// What a process that starts queued runs knows of their secrets: the
+// environment's values as Resolve reads them, then the file's; one set
+// nowhere is left out, not an error (the workers have it).
+func TestAvailable(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), ".env")
+	require.NoError(t, os.WriteFile(file, []byte("C=from-file\nA=not-this\n"), 0o600))
+	w := &workflow.Workflow{Secrets: []string{"A", "B", "C"}}
+
+	got, err := secrets.Available(w, env(map[string]string{"SKEIN_SECRET_A": "", "B": "b"}), file)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"A": "", "B": "b", "C": "from-file"}, got)
+
+	got, err = secrets.Available(w, env(map[string]string{"A": "a"}), "")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"A": "a"}, got)
+
+	_, err = secrets.Available(w, env(nil), filepath.Join(t.TempDir(), "none.env"))
+	require.Error(t, err)
+}
