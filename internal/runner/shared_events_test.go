@@ -23,10 +23,7 @@ func TestMaskingAnEventLeavesTheNextRunsEventsAlone(t *testing.T) {
 		require.NoError(t, os.WriteFile(file, []byte(src), 0o644))
 		return file
 	}
-	masked := write("masked.yaml", `version: 1
-name: masked
-secrets: [WORD]
-nodes:
+	const graph = `nodes:
   - {id: start, type: trigger.manual}
   - {id: each, type: foreach, items: "{{ [1, 2] }}"}
   - {id: item, type: set, values: {i: "{{ loop.item }}"}}
@@ -35,19 +32,9 @@ edges:
   - {from: start, to: each}
   - {from: each, to: item, on: body}
   - {from: item, to: next}
-`)
-	plain := write("plain.yaml", `version: 1
-name: plain
-nodes:
-  - {id: start, type: trigger.manual}
-  - {id: each, type: foreach, items: "{{ [1, 2] }}"}
-  - {id: item, type: set, values: {i: "{{ loop.item }}"}}
-  - {id: next, type: endloop, loop: each}
-edges:
-  - {from: start, to: each}
-  - {from: each, to: item, on: body}
-  - {from: item, to: next}
-`)
+`
+	masked := write("masked.yaml", "version: 1\nname: masked\nsecrets: [WORD]\n"+graph)
+	plain := write("plain.yaml", "version: 1\nname: plain\n"+graph)
 	env := func(k string) (string, bool) {
 		if k == "SKEIN_SECRET_WORD" {
 			return "success", true
