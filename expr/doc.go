@@ -28,7 +28,8 @@
 //
 // Every evaluation is bounded: MaxExprLen bytes of source, MaxNodes AST
 // nodes, expr-lang's MemoryBudget, ByteBudget bytes of strings built, and
-// DefaultTimeout of wall time. Errors are *Error values carrying the source
+// DefaultTimeout of wall time, not counting the time a member access takes
+// to load a Lazy value. Errors are *Error values carrying the source
 // and the byte offset of the problem; errors.Is(err, ErrBudget) and
 // errors.Is(err, ErrTimeout) tell budget failures apart. A value that is or
 // holds NaN or an infinity is an error too (ErrNotFinite): a run records

@@ -17,13 +17,24 @@ type Lazy interface {
 // loadName is the function the patcher wraps around every member access.
 const loadName = internalPrefix + "load"
 
-// load returns its argument, loaded when it is Lazy.
+// load(guard, value) returns value, loaded when it is Lazy. The wall
+// budget is for the expression's own work: the time a load takes (reading
+// a file or the blob store, slow on a busy machine) moves the guard's
+// deadline on by as much. guard is nil in a program without one.
 func load(args ...any) (any, error) {
-	v := argAt(args, 0)
-	if l, ok := v.(Lazy); ok {
+	v := argAt(args, 1)
+	l, ok := v.(Lazy)
+	if !ok {
+		return v, nil
+	}
+	g, _ := argAt(args, 0).(*guard)
+	if g == nil || g.now == nil {
 		return loadLazy(l)
 	}
-	return v, nil
+	start := g.now()
+	out, err := loadLazy(l)
+	g.deadline = g.deadline.Add(g.now().Sub(start))
+	return out, err
 }
 
 func loadLazy(l Lazy) (any, error) {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -90,4 +91,43 @@ func TestLazyLoadErrorsAndBudget(t *testing.T) {
 	require.ErrorIs(t, err, ErrBudget)
 	_, err = RenderValue("{{ toJSON(huge.all) }}", scope)
 	require.ErrorIs(t, err, ErrBudget)
+}
+
+// slowLazy is a Lazy text whose loading takes a second of the clock
+// clock counts (nanoseconds): a big value read from a busy disk.
+type slowLazy struct {
+	text  string
+	clock *atomic.Int64
+}
+
+func (l slowLazy) Load() (any, error) {
+	l.clock.Add(int64(time.Second))
+	return l.text, nil
+}
+
+// The wall budget is the expression's own: a loop that reads 64 big values,
+// each taking a second to load, finishes, while the same loop's own work
+// past the budget stops it.
+func TestLoadingBigValuesIsNotCountedAgainstTheWallBudget(t *testing.T) {
+	t.Parallel()
+	clock := &atomic.Int64{}
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	items := make([]any, 64)
+	for i := range items {
+		items[i] = map[string]any{"stdout": slowLazy{text: "abc", clock: clock}}
+	}
+	scope := &Scope{Nodes: map[string]any{"each": map[string]any{"items": items}}}
+	p, err := compile("sum(map(each.items, len(.stdout)))")
+	require.NoError(t, err)
+	got, err := p.withClock(now, 100*time.Millisecond).Eval(scope)
+	require.NoError(t, err)
+	require.EqualValues(t, 3*64, got)
+	require.EqualValues(t, 64*time.Second, clock.Load(), "every value was loaded")
+
+	// The loop's own time still counts: a clock that also moves a second
+	// at every read of the guard stops it.
+	clock.Store(0)
+	ticking := func() time.Time { return time.Unix(0, clock.Add(int64(time.Second))) }
+	_, err = p.withClock(ticking, 100*time.Millisecond).Eval(scope)
+	require.ErrorIs(t, err, ErrTimeout)
 }

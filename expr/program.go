@@ -367,7 +367,7 @@ var compileOptions = sync.OnceValue(func() []exprlang.Option {
 		exprlang.MaxNodes(MaxNodes),
 		exprlang.Function(tickName, tick),
 		exprlang.Function(addName, add),
-		exprlang.Function(loadName, load, new(func(any) any)),
+		exprlang.Function(loadName, load, new(func(any, any) any)),
 	}
 	for _, name := range guardedNames {
 		opts = append(opts, exprlang.DisableBuiltin(name), guardedFunction(name))
@@ -415,10 +415,12 @@ func (pt *patcher) Visit(node *ast.Node) {
 			n.Node = inner.Node // one chain for the whole access path
 		}
 		// What a member access reads may be Lazy (a big output kept in a
-		// file): load it.
+		// file): load it, the time that takes not counted against the wall
+		// budget (the guard, when the program has one).
 		chain := &ast.ChainNode{Node: n}
 		chain.SetLocation(n.Location())
-		call := &ast.CallNode{Callee: identAt(loadName, n.Location()), Arguments: []ast.Node{chain}}
+		call := &ast.CallNode{Callee: identAt(loadName, n.Location()),
+			Arguments: []ast.Node{identAt(guardName, n.Location()), chain}}
 		ast.Patch(node, call)
 	case *ast.ChainNode:
 		if inner, ok := n.Node.(*ast.ChainNode); ok {
