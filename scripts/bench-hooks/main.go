@@ -15,6 +15,8 @@
 // worker` processes; the server's CPU per request is then the intake's
 // alone. With -workers 0 no node runs: the runs stay queued, and the
 // figures are the intake's (the run listing checks each was recorded).
+// -worker-concurrency and -worker-nice run the workers with fewer slots
+// or a lower priority, for a server and workers that share the cores.
 //
 // The figures go to stdout; the server's logs to <dir>/serve.log.
 package main
@@ -78,15 +80,23 @@ func main() {
 	extra := flag.String("serve-args", "", "more arguments of skein serve, space-separated")
 	db := flag.String("db", "", "a Postgres URL: keep the runs in a new schema of this database, run the nodes on -workers skein worker processes")
 	workers := flag.Int("workers", 2, "with -db: how many skein worker processes")
-	workerNice := flag.Int("worker-nice", 0, "with -db: run the workers under nice -n N (a server and its workers sharing a host's cores)")
+	var wk workerOpts
+	flag.IntVar(&wk.nice, "worker-nice", 0, "with -db: run the workers under nice -n N (a server and its workers sharing a host's cores)")
+	flag.IntVar(&wk.concurrency, "worker-concurrency", 0, "with -db: each worker's --concurrency (0: skein worker's default)")
 	flag.Parse()
-	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers, *workerNice); err != nil {
+	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers, wk); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-hooks:", err)
 		os.Exit(1)
 	}
 }
 
-func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers, workerNice int) error {
+// workerOpts is how the -workers skein worker processes run.
+type workerOpts struct {
+	nice        int // under nice -n nice, when not 0
+	concurrency int // with --concurrency, when not 0
+}
+
+func run(rate int, duration time.Duration, skein, dir string, conns int, extra []string, db string, workers int, wk workerOpts) error {
 	var workerPids []int
 	if dir == "" {
 		if err := os.MkdirAll("tmp", 0o755); err != nil {
@@ -142,8 +152,11 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 			}
 			defer wlog.Close()
 			w := exec.Command(skein, "worker", "--dir", filepath.Join(dir, fmt.Sprintf(".worker%d", i+1)))
-			if workerNice != 0 {
-				w = exec.Command("nice", append([]string{"-n", strconv.Itoa(workerNice)}, w.Args...)...)
+			if wk.concurrency != 0 {
+				w.Args = append(w.Args, "--concurrency", strconv.Itoa(wk.concurrency))
+			}
+			if wk.nice != 0 {
+				w = exec.Command("nice", append([]string{"-n", strconv.Itoa(wk.nice)}, w.Args...)...)
 			}
 			// SKEIN_CPUPROFILE profiles the server alone;
 			// SKEIN_WORKER_CPUPROFILE=path profiles each worker, to path-1, path-2, ….
@@ -212,7 +225,11 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 
 	fmt.Printf("# %d CPUs, %s/%s, %s for %s at %d/s, %d connections\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, skein, duration, rate, conns)
 	if db != "" {
-		fmt.Printf("# Postgres (%s), %d skein worker processes (nice %d)\n", db, workers, workerNice)
+		conc := "the default"
+		if wk.concurrency != 0 {
+			conc = strconv.Itoa(wk.concurrency)
+		}
+		fmt.Printf("# Postgres (%s), %d skein worker processes (nice %d, --concurrency %s)\n", db, workers, wk.nice, conc)
 	}
 	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
 		fmt.Printf("# load average before: %s", load)
