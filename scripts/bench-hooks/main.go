@@ -387,6 +387,11 @@ func run(rate int, duration time.Duration, skein, dir string, conns int, extra [
 	fmt.Println()
 	fmt.Printf("runs of the accepted deliveries, as recorded: %v; last one ended %.1f s after the last answer; %d runs in the store\n",
 		byStatus, drained.Seconds(), len(final))
+	if len(workerPids) > 0 && len(accepted) > 0 {
+		// Within the 250 ms the polling above takes to see the last end.
+		fmt.Printf("the workers drained %.0f runs a second (the accepted runs over the time from the first request to the last run's end)\n",
+			float64(len(accepted))/(answered+drained).Seconds())
+	}
 	if n := len(accepted); n > 0 {
 		perRun := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(n) }
 		fmt.Printf("CPU per accepted request: server %.0f µs, this client %.0f µs", perRun(serverCPU1-serverCPU0), perRun(clientCPU))
