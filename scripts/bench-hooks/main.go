@@ -84,6 +84,10 @@ func main() {
 	flag.IntVar(&wk.nice, "worker-nice", 0, "with -db: run the workers under nice -n N (a server and its workers sharing a host's cores)")
 	flag.IntVar(&wk.concurrency, "worker-concurrency", 0, "with -db: each worker's --concurrency (0: skein worker's default)")
 	flag.Parse()
+	if wk.concurrency < 0 {
+		fmt.Fprintln(os.Stderr, "bench-hooks: -worker-concurrency must be 0 (the worker's default) or more")
+		os.Exit(2)
+	}
 	if err := run(*rate, *duration, *skein, *dir, *conns, strings.Fields(*extra), *db, *workers, wk); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-hooks:", err)
 		os.Exit(1)
