@@ -446,11 +446,21 @@ func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
 			}
 			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
 		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) {
+				return nil, &parseError{pos, nonFinite(n.Value)}
+			}
 			return c.val(value{kind: vFloat, pos: pos, f: x}), nil
 		}
 	}
 	// Strings, and what Skein reads as text: timestamps, binary, custom tags.
 	return c.val(value{kind: vString, pos: pos, s: n.Value, style: c.style(n)}), nil
+}
+
+// nonFinite is the problem of a YAML number that is infinite or not a
+// number (.inf, .nan, 1e400): a run records its values as JSON, which has
+// neither.
+func nonFinite(text string) string {
+	return fmt.Sprintf("YAML: %s is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", text)
 }
 
 // style tells whether byte offsets in a string scalar map one to one onto

@@ -62,6 +62,38 @@ func TestYAMLEncodingsKeepPositions(t *testing.T) {
 	}
 }
 
+// A number YAML reads as infinite or not a number is refused where it is
+// written: a run records its values as JSON, which has neither, so such a
+// value would fail the run when it is saved. Quoted, it is text.
+func TestYAMLNonFiniteNumbersRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, line  string
+		lineNo, col int
+		word        string
+	}{
+		{"a parameter", "  - {id: a, type: set, values: {y: .inf}}", 6, 36, ".inf"},
+		{"a negative one", "  - {id: a, type: set, values: {y: -.Inf}}", 6, 36, "-.Inf"},
+		{"not a number", "  - {id: a, type: set, values: {y: [1, .NaN]}}", 6, 40, ".NaN"},
+		{"an input's default", "  - {id: a, type: set, values: {y: 1}}\ninputs:\n  x: {type: number, default: .inf}", 8, 30, ".inf"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			src := "version: 1\nname: x\nnodes:\n  - {id: start, type: trigger.manual}\n# a set node\n" + tc.line + "\n"
+			_, ds := workflow.Decode("nums.yaml", []byte(src))
+			require.True(t, ds.HasErrors(), "a non-finite number decodes")
+			d := ds.Errors()[0]
+			require.Equal(t, tc.lineNo, d.Line, d.String())
+			require.Equal(t, tc.col, d.Col, d.String())
+			require.Equal(t, "YAML: "+tc.word+" is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", d.Message)
+		})
+	}
+	w, ds := workflow.Decode("nums.yaml", []byte("version: 1\nname: x\nnodes:\n  - {id: a, type: set, values: {y: \".inf\", z: 1.5e300}}\n"))
+	require.False(t, ds.HasErrors(), ds.Error())
+	require.Equal(t, map[string]any{"y": ".inf", "z": 1.5e300}, w.Nodes[0].Params["values"])
+}
+
 // A YAML syntax error in a CRLF file names the line of the mistake.
 func TestYAMLSyntaxErrorLineWithCRLF(t *testing.T) {
 	t.Parallel()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -61,6 +63,13 @@ func TestRunInputs(t *testing.T) {
 		{"wrong type", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "days=many"}, 2, `input days: expected an integer, got "many"`, ""},
 		{"unknown input", []string{"testdata/ok.yaml", "-i", "city=Rome", "-i", "cty=x"}, 2, `input cty: not declared; did you mean "city"?`, ""},
 		{"bad pair", []string{"testdata/ok.yaml", "-i", "city"}, 2, "write inputs as name=value", ""},
+		// Numbers are read as JSON writes them, as the API and
+		// --input-file read them: a whole one is an integer however written.
+		{"whole in exponent form", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=1e1"}, 0, "", "Oslo for 10 days"},
+		{"whole with a point", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=3.0"}, 0, "", "Oslo for 3 days"},
+		{"a fraction", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=2.5"}, 2, `input days: expected an integer, got "2.5"`, ""},
+		{"hexadecimal", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=0x10"}, 2, `input days: expected an integer, got "0x10"`, ""},
+		{"infinity", []string{"testdata/ok.yaml", "-i", "city=Oslo", "-i", "days=inf"}, 2, `input days: expected an integer, got "inf" (a run records its values as JSON, which has no infinity or NaN)`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,6 +82,39 @@ func TestRunInputs(t *testing.T) {
 				require.Equal(t, tc.wantText, m["outputs"].(map[string]any)["text"])
 			}
 		})
+	}
+}
+
+// A number input takes the numbers a run can record, written as JSON
+// writes them; Go's own spellings that JSON has not (infinity, NaN,
+// hexadecimal, digits grouped by _) are refused before any run is made.
+func TestRunNumberInputs(t *testing.T) {
+	t.Parallel()
+	wf := filepath.Join(t.TempDir(), "num.yaml")
+	require.NoError(t, os.WriteFile(wf, []byte(`version: 1
+name: num
+inputs:
+  x: {type: number}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: double, type: set, values: {y: "{{ inputs.x * 2 }}"}}
+edges:
+  - {from: start, to: double}
+outputs:
+  y: "{{ double.y }}"
+`), 0o644))
+	for text, want := range map[string]float64{"2.5": 5, "1e3": 2000, "+5": 10, "-0.25": -0.5, " 7 ": 14} {
+		r, m := runJSON(t, wf, "-i", "x="+text)
+		require.Equal(t, 0, r.code, "%q: %s", text, r.stderr)
+		require.InDelta(t, want, m["outputs"].(map[string]any)["y"], 0, text)
+	}
+	for _, text := range []string{"inf", "-Inf", "NaN", "0x1p3", "1_000", "1e400", "", "null", `"3"`} {
+		dir := t.TempDir()
+		r := skein(t, "run", "--dir", dir, wf, "-i", "x="+text)
+		require.Equal(t, 2, r.code, "%q: %s", text, r.stderr)
+		require.Contains(t, r.stderr, fmt.Sprintf("input x: expected a number, got %q", text))
+		_, err := os.Stat(filepath.Join(dir, "runs"))
+		require.ErrorIs(t, err, fs.ErrNotExist, "%q: a refused input makes no run folder", text)
 	}
 }
 

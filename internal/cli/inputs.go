@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -98,15 +99,20 @@ func fromText(in *workflow.Input, s string) (any, error) {
 	t := strings.TrimSpace(s)
 	switch in.Type {
 	case "integer":
-		n, err := strconv.Atoi(t)
-		if err != nil {
-			return nil, fmt.Errorf("expected an integer, got %q", s)
+		if n, err := strconv.Atoi(t); err == nil {
+			return n, nil
 		}
-		return n, nil
+		// A whole number written as JSON writes it (3.0, 1e3) is an
+		// integer, as it is given in JSON to the API or --input-file.
+		f, ok := jsonNumber(t)
+		if !ok || f != math.Trunc(f) || math.Abs(f) >= 1<<53 {
+			return nil, fmt.Errorf("expected an integer, got %q%s", s, notFinite(t))
+		}
+		return int(f), nil
 	case "number":
-		f, err := strconv.ParseFloat(t, 64)
-		if err != nil {
-			return nil, fmt.Errorf("expected a number, got %q", s)
+		f, ok := jsonNumber(t)
+		if !ok {
+			return nil, fmt.Errorf("expected a number, got %q%s", s, notFinite(t))
 		}
 		return f, nil
 	case "boolean":
@@ -128,4 +134,29 @@ func fromText(in *workflow.Input, s string) (any, error) {
 		}
 	}
 	return s, nil
+}
+
+// jsonNumber reads t as a JSON number (a leading + aside): the numbers a
+// run can record, and the same text the API and --input-file take. Go's
+// own syntax (strconv.ParseFloat) also reads inf, NaN, hexadecimal and
+// 1_000, which JSON cannot hold or does not write.
+func jsonNumber(t string) (float64, bool) {
+	if rest, ok := strings.CutPrefix(t, "+"); ok && rest != "" && rest[0] >= '0' && rest[0] <= '9' {
+		t = rest
+	}
+	var x any
+	if json.Unmarshal([]byte(t), &x) != nil {
+		return 0, false
+	}
+	f, ok := x.(float64)
+	return f, ok
+}
+
+// notFinite says why a text that names infinity or NaN is no number for a
+// run; "" for any other text.
+func notFinite(t string) string {
+	if f, err := strconv.ParseFloat(t, 64); err == nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
+		return " (a run records its values as JSON, which has no infinity or NaN)"
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -221,6 +222,10 @@ func Load(path string, reg *node.Registry) (*File, error) {
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(src, &root) // it decoded above: positions only
+	if n := nonFinite(&root); n != nil {
+		return nil, &Error{File: path, Line: n.Line, Msg: fmt.Sprintf(
+			"%s is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", n.Value)}
+	}
 	at := func(keys ...any) int { return lineOf(&root, keys...) }
 	if len(doc.Cases) == 0 {
 		return nil, &Error{File: path, Line: 1, Msg: "the file has no cases; add cases: [{name: ..., expect: {status: completed}}]"}
@@ -535,4 +540,22 @@ func plain(v any) any {
 		return out
 	}
 	return v
+}
+
+// nonFinite returns the first number under n that is infinite or not a
+// number (.inf, .nan): a case's inputs and mocks become a run's records,
+// which are JSON; nil when there is none.
+func nonFinite(n *yaml.Node) *yaml.Node {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!float" {
+		var f float64
+		if n.Decode(&f) == nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
+			return n
+		}
+	}
+	for _, c := range n.Content {
+		if bad := nonFinite(c); bad != nil {
+			return bad
+		}
+	}
+	return nil
 }

@@ -174,6 +174,8 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate", "cases:\n  - name: a\n  - name: a\n", `:3: two cases are named "a"`},
 		{"no name", "cases:\n  - expect: {}\n", `:2: a case needs a name`},
 		{"not yaml", "cases: [\n", `(the format is in docs/testing.md)`},
+		{"infinite mock", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {n: .inf}}\n", `:4: .inf is not a number a run can record (JSON has no infinity or NaN)`},
+		{"NaN input", "cases:\n  - name: a\n    inputs: {n: .NaN}\n", `:3: .NaN is not a number a run can record`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
