@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
 
@@ -148,6 +149,12 @@ func init() {
 			{Name: "concurrency", Type: node.Int, Default: 1, Min: 1, Max: 10000, NoTemplate: true, Description: "How many items run at once (1 to 10,000; read before the run starts: no template)."},
 		},
 		Handles: []string{"body", "done"}, FallThrough: "done",
+		Check: func(p map[string]any) []node.ParamError {
+			if msg := itemsProblem(p["items"]); msg != "" {
+				return []node.ParamError{{Param: "items", Message: msg}}
+			}
+			return nil
+		},
 	}, func() node.Kind { return forEachKind{} })
 	node.MustRegister(node.Spec{
 		Kind: Merge, Category: node.Control, Pure: true, Role: node.RoleJoin,
@@ -201,4 +208,28 @@ func init() {
 		},
 		Routes: true,
 	}, func() node.Kind { return subworkflowKind{} })
+}
+
+// itemsProblem is what is wrong with a foreach's items as written, "" when
+// nothing is known to be: a list, null (no items), a list output
+// ({items: [...]}) or a template, which only the run knows.
+func itemsProblem(items any) string {
+	switch x := items.(type) {
+	case nil, []any:
+		return ""
+	case string:
+		if expr.HasTemplate(x) {
+			return ""
+		}
+	case map[string]any:
+		if _, ok := x["items"].([]any); ok {
+			return ""
+		}
+	}
+	return notAList(items)
+}
+
+// notAList is the problem of items that are no list.
+func notAList(items any) string {
+	return fmt.Sprintf("items must be a list, or a template that makes one such as \"{{ fetch.body.items }}\", not %s", node.Describe(items))
 }

@@ -124,7 +124,7 @@ func (forEachKind) Run(ctx context.Context, c *node.Call) (map[string]any, error
 		}
 		return map[string]any{"items": l}, nil
 	}
-	return nil, node.Failf(node.CategoryTemplate, "foreach_items", "items must be a list, got %T", items)
+	return nil, node.Failf(node.CategoryTemplate, "foreach_items", "%s", notAList(items))
 }
 
 // guardrailKind passes or fails by a condition. Judging with a model is done
