@@ -2,13 +2,17 @@ package sqlite
 
 import (
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/store"
 )
 
 // TestOpenWhileAnotherProcessMakesTheDatabase opens a new database while
@@ -144,4 +148,36 @@ func TestNewDatabaseIsTheImage(t *testing.T) {
 		}
 	}
 	require.ElementsMatch(t, []string{"skein.db", "made.db"}, names, "no temporary file is left")
+}
+
+// A database that has no room left (here its page limit; a full disk
+// fails the same way, SQLITE_FULL) fails the write with what to do, as
+// the run folder's writer says it of a full disk, and the error is
+// ENOSPC for errors.Is; the runs written before are all there.
+func TestFullDatabaseSaysToFreeSpace(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "skein.db")
+	s, err := Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	var pages int
+	require.NoError(t, s.w.QueryRowContext(ctx, "PRAGMA page_count").Scan(&pages))
+	_, err = s.w.ExecContext(ctx, fmt.Sprintf("PRAGMA max_page_count = %d", pages+2))
+	require.NoError(t, err)
+	big := strings.Repeat("x", 4096)
+	var made int
+	for ; made < 100; made++ {
+		err = s.CreateRun(ctx, &store.Run{ID: fmt.Sprintf("r%d", made), Workflow: "w", Inputs: map[string]any{"big": big}})
+		if err != nil {
+			break
+		}
+	}
+	require.Error(t, err, "a database of %d pages held 100 runs of 4 KiB inputs", pages+2)
+	require.ErrorIs(t, err, syscall.ENOSPC)
+	require.ErrorContains(t, err, fmt.Sprintf("creating run r%d: the disk that holds %s is full", made, path))
+	require.ErrorContains(t, err, "; free some disk space and run again")
+	runs, err := s.ListRuns(ctx, store.RunFilter{})
+	require.NoError(t, err)
+	require.Len(t, runs, made)
 }

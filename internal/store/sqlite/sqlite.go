@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -388,6 +389,13 @@ func (s *Store) failed(op string, err error) error {
 		return &sqlstore.Condition{
 			Msg:  fmt.Sprintf("%s: %s is damaged (%v)", op, s.path, err),
 			Errs: []error{store.ErrCorrupt, err},
+		}
+	case ok && code == sqlite3.SQLITE_FULL:
+		// Nothing of the statement was written: the run goes on from its
+		// last commit once there is room (skein resume).
+		return &sqlstore.Condition{
+			Msg:  fmt.Sprintf("%s: the disk that holds %s is full (%v); free some disk space and run again", op, s.path, err),
+			Errs: []error{syscall.ENOSPC, err},
 		}
 	}
 	return fmt.Errorf("%s: %w", op, err)
