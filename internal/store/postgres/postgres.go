@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -206,8 +207,18 @@ func (s *Store) failed(op string, err error) error {
 			Errs: []error{store.ErrLocked, err},
 		}
 	}
+	if errors.As(err, &pe) && pe.Code == codeDiskFull {
+		return &sqlstore.Condition{
+			Msg:  fmt.Sprintf("%s: the Postgres server at %s is out of disk space (%s); free disk space on the server and try again", op, s.url, pe.Message),
+			Errs: []error{syscall.ENOSPC, err},
+		}
+	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// codeDiskFull is the SQLSTATE of a write the server had no disk space
+// for (disk_full).
+const codeDiskFull = "53100"
 
 // pgCode returns the SQLSTATE of a Postgres error.
 func pgCode(err error) string {
