@@ -54,6 +54,8 @@ func TestOneCodePerError(t *testing.T) {
 		path   string
 		tool   string
 		args   map[string]any
+		// msg, when set, is the message every front end gives.
+		msg string
 	}{
 		{name: "missing workflow file", code: "invalid_workflow", exit: 2, status: http.StatusUnprocessableEntity,
 			cli: []string{"resume", goneRun}, method: "POST", path: "/api/runs/" + goneRun + "/resume",
@@ -72,7 +74,12 @@ func TestOneCodePerError(t *testing.T) {
 			tool: "resume_run", args: map[string]any{"id": completed}},
 		{name: "cancel a run that is not running", code: "not_running", exit: 2, status: http.StatusConflict,
 			cli: []string{"cancel", failed}, method: "POST", path: "/api/runs/" + failed + "/cancel",
-			tool: "cancel_run", args: map[string]any{"id": failed}},
+			tool: "cancel_run", args: map[string]any{"id": failed},
+			msg: "run " + failed + " is failed, not running: there is nothing to cancel"},
+		{name: "signal to a failed run", code: "not_waiting", exit: 2, status: http.StatusConflict,
+			cli: []string{"signal", failed, "say", "--data", "{}"}, method: "POST", path: "/api/runs/" + failed + "/signals/say",
+			tool: "signal_run", args: map[string]any{"id": failed, "node": "say"},
+			msg: "run " + failed + " is failed, so node say is not waiting for a signal; `skein resume " + failed + "` first"},
 		{name: "unreachable database", code: "unavailable", exit: 1, status: http.StatusServiceUnavailable, down: true,
 			cli: []string{"runs", "show", "0123456789ab", "--db", db.url}, method: "GET", path: "/api/runs/0123456789ab",
 			tool: "get_run", args: map[string]any{"id": "0123456789ab"}},
@@ -87,6 +94,9 @@ func TestOneCodePerError(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc), "stdout: %s\nstderr: %s", r.stdout, r.stderr)
 				require.Equal(t, tt.code, doc.Error.Code, doc.Error.Message)
 				require.Equal(t, tt.exit, r.code, r.stderr)
+				if tt.msg != "" {
+					require.Equal(t, tt.msg, doc.Error.Message)
+				}
 			})
 			t.Run("http", func(t *testing.T) {
 				base := api
@@ -98,6 +108,9 @@ func TestOneCodePerError(t *testing.T) {
 				require.NoError(t, json.NewDecoder(res.Body).Decode(&p))
 				require.Equal(t, tt.code, p.Code, p.Detail)
 				require.Equal(t, tt.status, res.StatusCode, p.Detail)
+				if tt.msg != "" {
+					require.Equal(t, tt.msg, p.Detail)
+				}
 				require.Equal(t, "application/problem+json", res.Header.Get("Content-Type"))
 				if tt.status == http.StatusServiceUnavailable {
 					require.Equal(t, "1", res.Header.Get("Retry-After"), "a store that is down says when to try again")
@@ -110,6 +123,9 @@ func TestOneCodePerError(t *testing.T) {
 				}
 				terr := toolError(t, callTool(t, cs, tt.tool, tt.args))
 				require.Equal(t, tt.code, terr.Code, terr.Message)
+				if tt.msg != "" {
+					require.Equal(t, tt.msg, terr.Message)
+				}
 			})
 		})
 	}

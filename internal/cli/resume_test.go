@@ -226,6 +226,9 @@ func TestRunsListAndPrune(t *testing.T) {
 	bare := skein(t, "runs", "prune", "--dir", sk, "--older-than", "30")
 	require.Equal(t, 2, bare.code, "a number without a unit is refused")
 	require.Contains(t, bare.stderr, "needs a unit: 30d")
+	word := skein(t, "runs", "prune", "--dir", sk, "--older-than", "a month")
+	require.Equal(t, 2, word.code, "a duration Skein cannot read is refused")
+	require.Equal(t, "skein: --older-than: \"a month\" is not a duration (write e.g. 500ms, 30s, 5m, 1h30m or 2d)\n", word.stderr)
 
 	dry := skein(t, "runs", "prune", "--dir", sk, "--older-than", "1ms", "--dry-run")
 	require.Equal(t, 0, dry.code, dry.stderr)

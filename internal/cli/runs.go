@@ -277,7 +277,7 @@ func parseAge(s string) (time.Duration, error) {
 	}
 	age, err := workflow.ParseDuration(s)
 	if err != nil {
-		return 0, usagef("--older-than: %v (write e.g. 30d, 12h, 90m)", err)
+		return 0, usagef("--older-than: %v", err) // the error says how to write one
 	}
 	if age <= 0 {
 		return 0, usagef("--older-than must be more than 0")

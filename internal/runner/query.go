@@ -146,7 +146,8 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 	switch engine.RunStatus(run.Status) {
 	case engine.RunRunning, engine.RunWaiting, engine.RunPending:
 	default:
-		return run, fmt.Errorf("run %s is %s: %w", run.ID, run.Status, ErrNotRunning)
+		return run, &Error{Code: CodeNotRunning, Class: ClassConflict, Err: ErrNotRunning,
+			Msg: fmt.Sprintf("run %s is %s, not running: there is nothing to cancel", run.ID, run.Status)}
 	}
 	if run, err = r.st.RequestCancel(ctx, run.ID, req.LetFinish); err != nil {
 		return nil, err

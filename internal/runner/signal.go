@@ -54,8 +54,8 @@ func (r *Runner) Signal(ctx context.Context, req SignalRequest) (*SignalResult, 
 	case engine.RunCompleted:
 		return nil, fmt.Errorf("run %s: %w; nothing waits for a signal", run.ID, ErrCompleted)
 	case engine.RunFailed, engine.RunCancelled:
-		return nil, fmt.Errorf("run %s is %s, so node %s is not waiting for a signal; `skein resume %s` first: %w",
-			run.ID, run.Status, req.Node, run.ID, ErrNotWaiting)
+		return nil, &Error{Code: CodeNotWaiting, Class: ClassConflict, Err: ErrNotWaiting, Msg: fmt.Sprintf(
+			"run %s is %s, so node %s is not waiting for a signal; `skein resume %s` first", run.ID, run.Status, req.Node, run.ID)}
 	}
 	var w *workflow.Workflow
 	if lw, err := r.workflowOf(run, ""); err == nil {
