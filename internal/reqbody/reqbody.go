@@ -80,8 +80,11 @@ func DecodeJSON(raw []byte, v any, strict bool) error {
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
+		if errors.As(err, &te) {
 			// Said in the body's terms, not the server's Go types.
+			if te.Field == "" {
+				return refuse(http.StatusBadRequest, CodeBadRequest, "the body must be %s, not %s", jsonKind(te.Type), te.Value)
+			}
 			return refuse(http.StatusBadRequest, CodeBadRequest, "field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
 		}
 		return refuse(http.StatusBadRequest, CodeBadRequest, "the body is not valid JSON: %v", err)

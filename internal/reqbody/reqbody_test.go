@@ -133,3 +133,26 @@ func TestBodiesThatAreNotWhatTheySay(t *testing.T) {
 	require.NoError(t, err, "an escaped lone surrogate is valid JSON: it decodes to U+FFFD")
 	require.Equal(t, map[string]any{"s": "\ufffd", "n": 0.0}, v)
 }
+
+// A body decoded into a request's fields that is of another JSON type, as
+// a whole or in a field, is named in JSON's words, never the server's Go
+// types.
+func TestDecodeJSONNamesJSONTypes(t *testing.T) {
+	t.Parallel()
+	var body struct {
+		Inputs  map[string]any `json:"inputs"`
+		Trigger string         `json:"trigger"`
+	}
+	for raw, detail := range map[string]string{
+		`[1]`:             "the body must be an object, not array",
+		`"run"`:           "the body must be an object, not string",
+		`{"trigger": 5}`:  "field trigger must be a string, not number",
+		`{"inputs": "x"}`: "field inputs must be an object, not string",
+	} {
+		err := DecodeJSON([]byte(raw), &body, true)
+		var p *Refusal
+		require.True(t, errors.As(err, &p), "%s refused with a Refusal: %v", raw, err)
+		require.Equal(t, CodeBadRequest, p.Code, raw)
+		require.Equal(t, detail, p.Detail, raw)
+	}
+}
