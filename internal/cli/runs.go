@@ -52,6 +52,9 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if err := checkStatus(filter.Status); err != nil {
 				return err
 			}
+			if filter.Limit < 0 {
+				return usagef("--limit %d: give the most runs to show, or 0 for all", filter.Limit)
+			}
 			if filter.Parent != "" {
 				id, err := runID(ctx, r, filter.Parent)
 				if err != nil {

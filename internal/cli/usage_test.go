@@ -26,6 +26,7 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 		{"no subcommand", []string{"runs", "--dir", sk}, "skein runs needs a subcommand"},
 		{"unknown status", []string{"runs", "list", "--dir", sk, "--status", "nonsense"}, `--status "nonsense" is not a run status; use one of pending, running`},
 		{"unknown top command", []string{"nosuch"}, `unknown command "nosuch"`},
+		{"negative limit", []string{"runs", "list", "--dir", sk, "--limit", "-1"}, "--limit -1: give the most runs to show, or 0 for all"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := skein(t, tc.args...)
