@@ -122,6 +122,12 @@ func Decode(file string, src []byte) (*Workflow, Diagnostics) {
 		d.errorf(Pos{1, 1}, "", "", "the file holds no workflow (it is empty)")
 		return nil, d.list
 	}
+	if root.kind != vMap {
+		// Nothing of a workflow to check further: its missing version,
+		// name and nodes would only say this again.
+		d.errorf(root.pos, "", "", "a workflow file holds a map with version, name and nodes, not %s", article(root.kind.String()))
+		return nil, d.list
+	}
 	w := &Workflow{File: file, Source: src}
 	if file != "" {
 		w.dir, w.dirOf = absDir(file), file // Dir, resolved once
@@ -276,10 +282,6 @@ func (dec *decoder) stringMap(v *value, path, nodeID string) (map[string]string,
 }
 
 func (dec *decoder) workflow(w *Workflow, root *value) {
-	if root.kind != vMap {
-		dec.d.errorf(root.pos, "", "", "a workflow file holds a map with version, name and nodes, not a %s", root.kind)
-		return
-	}
 	w.pos = map[string]Pos{}
 	dec.fields(root, "", "", "the workflow", topKeys, func(key string, v *value, kpos Pos) {
 		w.pos[key] = kpos
