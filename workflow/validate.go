@@ -785,7 +785,7 @@ func (v *validator) loops() {
 		case target == nil:
 			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names loop %q, but there is no such node%s", l, didYouMean(l, v.loopIDs()))
 		case tspec != nil && !v.w.isLoop(target):
-			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, which is a %s node, not a loop or foreach; set loop: to the id of the loop or foreach whose body it ends", l, target.Type)
+			v.d.errorf(n.ParamPos("loop"), "", n.ID, "endloop names %q, a node of type %s, not a loop or foreach; set loop: to the id of the loop or foreach whose body it ends", l, target.Type)
 		default:
 			ends[l] = append(ends[l], i)
 		}
