@@ -1,6 +1,9 @@
 package shell
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
@@ -47,9 +50,17 @@ var Spec = node.Spec{
 			if len(c) == 0 {
 				return []node.ParamError{{Param: "command", Message: "command is an empty list; give at least the program"}}
 			}
-			for _, a := range c {
-				switch a.(type) {
-				case string, int, float64, bool:
+			for i, a := range c {
+				switch a := a.(type) {
+				case string:
+					// What the run refuses of an element written as it is.
+					if strings.IndexByte(a, 0) >= 0 {
+						return []node.ParamError{{Param: "command", Message: fmt.Sprintf("argument %d of command holds a NUL byte, which no program can receive", i)}}
+					}
+					if i == 0 && a == "" {
+						return []node.ParamError{{Param: "command", Message: "the program (first element of command) is empty; give the program to run"}}
+					}
+				case int, float64, bool:
 				default:
 					return []node.ParamError{{Param: "command", Message: "every argv element must be a string"}}
 				}
