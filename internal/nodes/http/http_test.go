@@ -744,11 +744,41 @@ func TestSpecCheck(t *testing.T) {
 			t.Parallel()
 			var got []string
 			for _, e := range Spec.Check(tt.params) {
-				got = append(got, e.Param)
+				if !e.Warning {
+					got = append(got, e.Param)
+				}
 			}
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// A credential written in the file as it is gets a warning (every run
+// records the node's parameters, and masks only secrets' values); one a
+// template gives, from a secret or an input, gets none.
+func TestSpecWarnsOfWrittenCredentials(t *testing.T) {
+	t.Parallel()
+	warned := func(p map[string]any) map[string]string {
+		got := map[string]string{}
+		for _, e := range Spec.Check(p) {
+			require.True(t, e.Warning, "%s: %s is an error", e.Param, e.Message)
+			got[e.Param] = e.Message
+		}
+		return got
+	}
+	got := warned(map[string]any{"url": "https://ada:hunter2@api.example/x",
+		"auth":    map[string]any{"type": "bearer", "token": "tok-123"},
+		"headers": map[string]any{"authorization": "Bearer tok-123", "X-Trace": "1"}})
+	require.Equal(t, map[string]string{
+		"url":     `the password in url is written in the file, so every run records it unmasked; keep it in a secret (secrets: [API_TOKEN]) and write auth: {type: basic, username: …, password: "{{ secrets.API_TOKEN }}"}`,
+		"auth":    `the auth token is written in the file, so every run records it unmasked; keep it in a secret (secrets: [API_TOKEN]) and write token: "{{ secrets.API_TOKEN }}"`,
+		"headers": `header authorization is written in the file, so every run records it unmasked; keep it in a secret (secrets: [API_TOKEN]) and write authorization: "Bearer {{ secrets.API_TOKEN }}"`,
+	}, got)
+	require.Contains(t, warned(map[string]any{"url": "http://x", "auth": map[string]any{"type": "basic", "username": "ada", "password": "pw"}})["auth"], "the auth password is written")
+	require.Empty(t, warned(map[string]any{"url": "https://ada:{{ secrets.PW }}@api.example/x",
+		"auth":    map[string]any{"type": "bearer", "token": "{{ secrets.TOKEN }}"},
+		"headers": map[string]any{"Authorization": "Bearer {{ secrets.TOKEN }}"}}))
+	require.Empty(t, warned(map[string]any{"url": "https://ada@api.example/x"}), "a user name without a password")
 }
 
 func TestRunUntrustedCertificate(t *testing.T) {

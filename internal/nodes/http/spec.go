@@ -1,7 +1,9 @@
 package http
 
 import (
+	"fmt"
 	nethttp "net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -114,7 +116,42 @@ func check(p map[string]any) []node.ParamError {
 			errs = append(errs, node.ParamError{Param: name, Message: err.Error()})
 		}
 	}
-	return errs
+	return append(errs, writtenCredentials(p)...)
+}
+
+// writtenCredentials warns of credentials written in the workflow file as
+// they are — an auth token or password, an Authorization header, a
+// password in the url: every run records its parameters, and only a
+// secret's value is masked in them.
+func writtenCredentials(p map[string]any) []node.ParamError {
+	var warns []node.ParamError
+	warn := func(param, what, instead string) {
+		warns = append(warns, node.ParamError{Param: param, Warning: true, Message: fmt.Sprintf(
+			"%s is written in the file, so every run records it unmasked; keep it in a secret (secrets: [API_TOKEN]) and write %s", what, instead)})
+	}
+	if a, ok := p["auth"].(map[string]any); ok {
+		for _, k := range []string{"token", "password"} {
+			if s, ok := a[k].(string); ok && s != "" && !isTemplate(s) {
+				warn("auth", "the auth "+k, k+`: "{{ secrets.API_TOKEN }}"`)
+			}
+		}
+	}
+	if h, ok := p["headers"].(map[string]any); ok {
+		for k, v := range h {
+			if s, ok := v.(string); ok && s != "" && !isTemplate(s) &&
+				(strings.EqualFold(k, "Authorization") || strings.EqualFold(k, "Proxy-Authorization")) {
+				warn("headers", "header "+k, k+`: "Bearer {{ secrets.API_TOKEN }}"`)
+			}
+		}
+	}
+	if s, ok := p["url"].(string); ok && !isTemplate(s) {
+		if u, err := url.Parse(s); err == nil && u.User != nil {
+			if pw, set := u.User.Password(); set && pw != "" {
+				warn("url", "the password in url", `auth: {type: basic, username: …, password: "{{ secrets.API_TOKEN }}"}`)
+			}
+		}
+	}
+	return warns
 }
 
 func isTemplate(s string) bool { return strings.Contains(s, "{{") }
