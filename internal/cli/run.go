@@ -19,6 +19,7 @@ import (
 	"github.com/skeinhq/skein/internal/cli/live"
 	"github.com/skeinhq/skein/internal/durable"
 	"github.com/skeinhq/skein/internal/record"
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/internal/runner"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -662,6 +663,11 @@ func signalData(data, file string, stdin io.Reader) (any, error) {
 	}
 	if dec.More() {
 		return nil, usagef("%s holds more than one JSON value", name)
+	}
+	// As the API checks a signal's body: a number no run can hold (1e400)
+	// is refused, not recorded as its text.
+	if _, err := reqbody.Numbers(v, false); err != nil {
+		return nil, usagef("%s: %v", name, err)
 	}
 	return v, nil // numbers are stored as JSON and come back as the engine's
 }

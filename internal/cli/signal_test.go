@@ -57,6 +57,9 @@ outputs:
 		want string
 	}{
 		{"bad data", []string{"--data", "{oops"}, "--data is not JSON"},
+		// Refused as the API refuses it, and not recorded: Ada's signal
+		// below is the one the run takes.
+		{"a number beyond a float", []string{"--data", `{"by": "Bob", "n": 1e400}`}, "--data: the number 1e400 is beyond what a run holds (a 64-bit float)"},
 		{"unknown node", []string{"--data", "{}"}, `no node "nope"`},
 		{"not waiting", []string{}, "not waiting for a signal"},
 	} {
