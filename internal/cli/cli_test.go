@@ -118,6 +118,39 @@ outputs:
 	}
 }
 
+// --input-file takes one JSON object of the inputs, its numbers as the
+// API takes them; anything else is a usage error that says what the file
+// holds.
+func TestRunInputFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := 0
+	file := func(text string) string {
+		files++
+		p := filepath.Join(dir, fmt.Sprintf("in-%d.json", files))
+		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
+		return p
+	}
+	r, m := runJSON(t, "testdata/ok.yaml", "--input-file", file(`{"city": "Oslo", "days": 1e1}`))
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "Oslo for 10 days", m["outputs"].(map[string]any)["text"])
+	for text, want := range map[string]string{
+		`{"city": "Oslo", "days": 1e400}`: ": the number 1e400 is beyond what a run holds (a 64-bit float)",
+		`["Oslo"]`:                        ` holds a JSON array, not an object of the inputs ({"name": value, …})`,
+		`{"city": "Oslo"} {"days": 2}`:    " holds more than one JSON value; give one object of the inputs",
+		`{"city": "Oslo", "days": 2.5}`:   `input days: expected an integer, got number 2.5`,
+	} {
+		p := file(text)
+		r, _ := runJSON(t, "testdata/ok.yaml", "--input-file", p)
+		require.Equal(t, 2, r.code, "%s: %s", text, r.stderr)
+		if strings.HasPrefix(want, "input ") {
+			require.Contains(t, r.stderr, want, text)
+		} else {
+			require.Contains(t, r.stderr, "--input-file "+p+want, text)
+		}
+	}
+}
+
 func TestRunExpressionErrorFailsNode(t *testing.T) {
 	t.Parallel()
 	r, m := runJSON(t, "testdata/typed.yaml", "-i", "city=Paris")

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/skeinhq/skein/internal/reqbody"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -71,8 +74,22 @@ func inputValues(w *workflow.Workflow, pairs []string, file string) (map[string]
 		if err != nil {
 			return nil, nil, usagef("reading --input-file: %v", err)
 		}
-		if err := json.Unmarshal(data, &raw); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		if err := dec.Decode(&raw); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return nil, nil, usagef(`--input-file %s holds a JSON %s, not an object of the inputs ({"name": value, …})`, file, te.Value)
+			}
 			return nil, nil, usagef("--input-file %s is not a JSON object: %v", file, err)
+		}
+		if len(bytes.TrimSpace(data[dec.InputOffset():])) > 0 {
+			return nil, nil, usagef("--input-file %s holds more than one JSON value; give one object of the inputs", file)
+		}
+		// Numbers as the API takes them: whole ones as integers, and one
+		// no run can hold (1e400) refused.
+		if _, err := reqbody.Numbers(raw, true); err != nil {
+			return nil, nil, usagef("--input-file %s: %v", file, err)
 		}
 	}
 	var probs []*workflow.InputError
