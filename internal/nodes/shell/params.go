@@ -107,7 +107,7 @@ func argv(v any, sh bool) ([]string, error) {
 		args[i] = s
 	}
 	if args[0] == "" {
-		return nil, invalid("command", "the program (first element of command) is empty")
+		return nil, invalid("command", "the program (first element of command) is empty; give the program to run")
 	}
 	if sh {
 		// sh -c script $0 $1 …: the list's other elements become "$1", "$2", ….

@@ -1,9 +1,6 @@
 package shell
 
 import (
-	"fmt"
-	"strings"
-
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
@@ -50,19 +47,21 @@ var Spec = node.Spec{
 			if len(c) == 0 {
 				return []node.ParamError{{Param: "command", Message: "command is an empty list; give at least the program"}}
 			}
-			for i, a := range c {
+			templ := false
+			for _, a := range c {
 				switch a := a.(type) {
 				case string:
-					// What the run refuses of an element written as it is.
-					if strings.IndexByte(a, 0) >= 0 {
-						return []node.ParamError{{Param: "command", Message: fmt.Sprintf("argument %d of command holds a NUL byte, which no program can receive", i)}}
-					}
-					if i == 0 && a == "" {
-						return []node.ParamError{{Param: "command", Message: "the program (first element of command) is empty; give the program to run"}}
-					}
+					templ = templ || expr.HasTemplate(a)
 				case int, float64, bool:
 				default:
 					return []node.ParamError{{Param: "command", Message: "every argv element must be a string"}}
+				}
+			}
+			// What the run checks of a command written without templates
+			// (an empty program, a NUL byte), the same code checks here.
+			if !templ {
+				if _, err := argv(c, sh); err != nil {
+					return []node.ParamError{{Param: "command", Message: err.Error()}}
 				}
 			}
 		case string:
