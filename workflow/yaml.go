@@ -447,7 +447,7 @@ func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
 			return c.val(value{kind: vInt, pos: pos, i: int64(x)}), nil
 		case float64:
 			if math.IsInf(x, 0) || math.IsNaN(x) {
-				return nil, &parseError{pos, nonFinite(n.Value)}
+				return nil, &parseError{pos, "YAML: " + NonFinite(n.Value)}
 			}
 			return c.val(value{kind: vFloat, pos: pos, f: x}), nil
 		}
@@ -456,11 +456,11 @@ func (c *yamlConv) scalar(n *yaml.Node, pos Pos) (*value, *parseError) {
 	return c.val(value{kind: vString, pos: pos, s: n.Value, style: c.style(n)}), nil
 }
 
-// nonFinite is the problem of a YAML number that is infinite or not a
-// number (.inf, .nan, 1e400): a run records its values as JSON, which has
-// neither.
-func nonFinite(text string) string {
-	return fmt.Sprintf("YAML: %s is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", text)
+// NonFinite is the problem of a number written as text that is infinite
+// or not a number (YAML's .inf, .nan): a run records its values as JSON,
+// which has neither. The test-file loader says it in the same words.
+func NonFinite(text string) string {
+	return fmt.Sprintf("%s is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", text)
 }
 
 // style tells whether byte offsets in a string scalar map one to one onto

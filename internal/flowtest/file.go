@@ -223,8 +223,7 @@ func Load(path string, reg *node.Registry) (*File, error) {
 	var root yaml.Node
 	_ = yaml.Unmarshal(src, &root) // it decoded above: positions only
 	if n := nonFinite(&root); n != nil {
-		return nil, &Error{File: path, Line: n.Line, Msg: fmt.Sprintf(
-			"%s is not a number a run can record (JSON has no infinity or NaN); write a finite number, or quote it to mean the text", n.Value)}
+		return nil, &Error{File: path, Line: n.Line, Msg: workflow.NonFinite(n.Value)}
 	}
 	at := func(keys ...any) int { return lineOf(&root, keys...) }
 	if len(doc.Cases) == 0 {
