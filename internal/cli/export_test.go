@@ -4,7 +4,10 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,3 +33,21 @@ func MainIn(ctx context.Context, wd string, environ map[string]string, args []st
 
 // IsTerminal is isTerminal, which picks the live view.
 var IsTerminal = isTerminal
+
+// GroupCommands lists the commands that hold subcommands, each as the
+// words that name it after `skein` (the root is not one of them).
+func GroupCommands() [][]string {
+	var out [][]string
+	var walk func(c *cobra.Command, path []string)
+	walk = func(c *cobra.Command, path []string) {
+		for _, sub := range c.Commands() {
+			p := append(slices.Clone(path), sub.Name())
+			if sub.HasSubCommands() {
+				out = append(out, p)
+				walk(sub, p)
+			}
+		}
+	}
+	walk(rootCmd(&env{}), nil)
+	return out
+}

@@ -20,6 +20,8 @@ first run that uses a server writes its pins; later runs check the tools a
 node uses against them, and a tool whose description or input schema
 changed, or that the server added, fails the node (mcp_tool_changed) until
 you accept it with skein lock update. Commit the lock file with the workflow.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: groupCmd,
 	}
 	cmd.AddCommand(lockUpdateCmd(e))
 	return cmd

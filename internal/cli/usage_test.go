@@ -3,10 +3,13 @@ package cli_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
 )
 
 // TestUsageErrorsExitTwo: a mistyped subcommand or a status no run can
@@ -42,6 +45,27 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	require.Len(t, runs, 1)
 	require.Equal(t, "completed", runs[0]["status"])
 	require.Equal(t, "ok", runs[0]["workflow"])
+}
+
+// TestEveryGroupRefusesAnUnknownSubcommand: a word after a command that
+// holds subcommands (skein lock wf.yaml) is a usage error that names the
+// word, for every such command, not its help and exit 0.
+func TestEveryGroupRefusesAnUnknownSubcommand(t *testing.T) {
+	t.Parallel()
+	groups := cli.GroupCommands()
+	require.NotEmpty(t, groups)
+	for _, g := range groups {
+		path := strings.Join(g, " ")
+		t.Run(path, func(t *testing.T) {
+			t.Parallel()
+			r := skein(t, append(slices.Clone(g), "wf.yaml")...)
+			require.Equal(t, 2, r.code, r.stdout+r.stderr)
+			require.Contains(t, r.stderr, `unknown command "wf.yaml" for "skein `+path+`"`)
+			r = skein(t, g...)
+			require.Equal(t, 2, r.code, r.stdout+r.stderr)
+			require.Contains(t, r.stderr, "skein "+path+" needs a subcommand")
+		})
+	}
 }
 
 func TestVersionFlag(t *testing.T) {
