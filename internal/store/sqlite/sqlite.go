@@ -368,7 +368,29 @@ func (s *Store) openFailed(doing string, err error) error {
 			Errs: []error{store.ErrCorrupt, err},
 		}
 	}
+	if code, ok := sqliteCode(err); ok && code == sqlite3.SQLITE_CANTOPEN {
+		if why := cantOpen(s.path); why != "" {
+			return &sqlstore.Condition{Msg: fmt.Sprintf("opening %s: %s", s.path, why), Errs: []error{err}}
+		}
+	}
 	return s.failed(fmt.Sprintf("opening %s: %s", s.path, doing), err)
+}
+
+// cantOpen says why SQLite could not open or make the file at path, when
+// the path itself tells (a folder, a folder that is missing), or "".
+func cantOpen(path string) string {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Sprintf("it is a folder, not a database file; give the path of a file (%s, say)", filepath.Join(path, "skein.db"))
+	}
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the folder %s does not exist; make it (mkdir -p %s) or give a path in a folder that does", dir, dir)
+	case err == nil && !fi.IsDir():
+		return fmt.Sprintf("%s is a file, not a folder; give a path in a folder", dir)
+	}
+	return ""
 }
 
 // failed wraps the error of an operation, telling a lock held too long and a

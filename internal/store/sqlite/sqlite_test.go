@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,24 @@ func TestOpen(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, garbage, after, "the file is left as it was")
 		requireOnlyFiles(t, dir, "skein.db")
+	})
+
+	t.Run("PathsThatCannotHoldADatabase", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		file := filepath.Join(dir, "notes.txt")
+		require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
+		for _, tc := range []struct{ path, want string }{
+			{filepath.Join(dir, "missing", "skein.db"), "the folder " + filepath.Join(dir, "missing") + " does not exist; make it"},
+			{dir, "it is a folder, not a database file; give the path of a file (" + filepath.Join(dir, "skein.db") + ", say)"},
+			{filepath.Join(file, "skein.db"), file + " is a file, not a folder"},
+		} {
+			_, err := sqlite.Open(tc.path)
+			require.Error(t, err, tc.path)
+			require.Contains(t, err.Error(), "opening "+tc.path+": "+tc.want)
+		}
+		_, err := os.Stat(filepath.Join(dir, "missing"))
+		require.ErrorIs(t, err, fs.ErrNotExist, "no folder is made for a path that names a missing one")
 	})
 
 	t.Run("ForeignSQLiteDatabase", func(t *testing.T) {
