@@ -87,12 +87,61 @@ func DecodeJSON(raw []byte, v any, strict bool) error {
 			}
 			return refuse(http.StatusBadRequest, CodeBadRequest, "field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
 		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && strict {
+			// Valid JSON, with a field this request does not take; the
+			// fields it takes are listed when the unknown one is the
+			// body's own, not one of an object within it.
+			var top map[string]json.RawMessage
+			takes := ""
+			if uq, err := strconv.Unquote(name); err == nil && json.Unmarshal(raw, &top) == nil && top[uq] != nil {
+				takes = fieldsOf(v)
+			}
+			return refuse(http.StatusBadRequest, CodeBadRequest, "the body has a field %s that this request does not take%s",
+				name, takes)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return refuse(http.StatusBadRequest, CodeBadRequest, "the body is not valid JSON: %v (at byte %d)", err, se.Offset)
+		}
 		return refuse(http.StatusBadRequest, CodeBadRequest, "the body is not valid JSON: %v", err)
 	}
 	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
 		return refuse(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// fieldsOf lists, for a message, the JSON fields of the struct v points
+// to: "; it takes a, b and c", or "" when v is not a struct.
+func fieldsOf(v any) string {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return ""
+	}
+	var names []string
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		names = append(names, name)
+	}
+	switch len(names) {
+	case 0:
+		return "; it takes no fields"
+	case 1:
+		return "; it takes " + names[0]
+	}
+	return "; it takes " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // jsonKind names the JSON a Go type is decoded from.

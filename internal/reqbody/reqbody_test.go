@@ -142,12 +142,21 @@ func TestDecodeJSONNamesJSONTypes(t *testing.T) {
 	var body struct {
 		Inputs  map[string]any `json:"inputs"`
 		Trigger string         `json:"trigger"`
+		Ops     []struct {
+			Op string `json:"op"`
+		} `json:"ops"`
 	}
 	for raw, detail := range map[string]string{
 		`[1]`:             "the body must be an object, not array",
 		`"run"`:           "the body must be an object, not string",
 		`{"trigger": 5}`:  "field trigger must be a string, not number",
 		`{"inputs": "x"}`: "field inputs must be an object, not string",
+		// Valid JSON with a field the request does not take: the field and
+		// the ones it takes, not "not valid JSON".
+		`{"inputs": {}, "wait": true}`:          `the body has a field "wait" that this request does not take; it takes inputs, trigger and ops`,
+		`{"ops": [{"op": "add", "node": "a"}]}`: `the body has a field "node" that this request does not take`,
+		`{"inputs": {"x": 1}`:                   "the body is not valid JSON: unexpected EOF",
+		`{"inputs": x}`:                         "the body is not valid JSON: invalid character 'x' looking for beginning of value (at byte 12)",
 	} {
 		err := DecodeJSON([]byte(raw), &body, true)
 		var p *Refusal
@@ -155,4 +164,25 @@ func TestDecodeJSONNamesJSONTypes(t *testing.T) {
 		require.Equal(t, CodeBadRequest, p.Code, raw)
 		require.Equal(t, detail, p.Detail, raw)
 	}
+}
+
+// TestFieldsOfNamesWhatARequestTakes: the list an unknown field's refusal
+// gives, for one field, none, a field without a tag and one left out.
+func TestFieldsOfNamesWhatARequestTakes(t *testing.T) {
+	t.Parallel()
+	var one struct {
+		Data any `json:"data,omitempty"`
+	}
+	var none struct{}
+	var mixed struct {
+		Reason  string
+		Skipped string `json:"-"`
+		hidden  string
+		Pins    []string `json:"pins"`
+	}
+	_ = mixed.hidden
+	require.Equal(t, "; it takes data", fieldsOf(&one))
+	require.Equal(t, "; it takes no fields", fieldsOf(&none))
+	require.Equal(t, "; it takes Reason and pins", fieldsOf(&mixed))
+	require.Empty(t, fieldsOf(new(map[string]any)))
 }

@@ -354,6 +354,9 @@ func TestErrorsAreProblems(t *testing.T) {
 			require.NotEmpty(t, p["detail"])
 			require.Equal(t, "https://skein.dev/problems/"+tc.code, p["type"])
 			require.NotContains(t, string(a.body), s.flows, "a problem names the workflows folder's files within it")
+			if tc.name == "unknown field" {
+				require.Equal(t, `the body has a field "input" that this request does not take; it takes inputs and trigger`, p["detail"])
+			}
 			if tc.code == "invalid_workflow" {
 				require.NotEmpty(t, p["diagnostics"])
 				require.Contains(t, p["detail"], "broken.yaml is not served")
