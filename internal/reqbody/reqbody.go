@@ -85,6 +85,9 @@ func DecodeJSON(raw []byte, v any, strict bool) error {
 			if te.Field == "" {
 				return refuse(http.StatusBadRequest, CodeBadRequest, "the body must be %s, not %s", jsonKind(te.Type), te.Value)
 			}
+			if ft := fieldType(v, te.Field); ft != nil && ft != te.Type && (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) {
+				return refuse(http.StatusBadRequest, CodeBadRequest, "each item of field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
+			}
 			return refuse(http.StatusBadRequest, CodeBadRequest, "field %s must be %s, not %s", te.Field, jsonKind(te.Type), te.Value)
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok && strict {
@@ -109,6 +112,30 @@ func DecodeJSON(raw []byte, v any, strict bool) error {
 		return refuse(http.StatusBadRequest, CodeBadRequest, "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// fieldType is the Go type of the field at path (JSON names joined by
+// dots) in the struct v points to, or nil.
+func fieldType(v any, path string) reflect.Type {
+	t := reflect.TypeOf(v)
+	for name := range strings.SplitSeq(path, ".") {
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			return nil
+		}
+		var found reflect.Type
+		for f := range t.Fields() {
+			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+				found = f.Type
+				break
+			}
+		}
+		t = found
+	}
+	return t
 }
 
 // fieldsOf lists, for a message, the JSON fields of the struct v points

@@ -145,15 +145,19 @@ func TestDecodeJSONNamesJSONTypes(t *testing.T) {
 		Ops     []struct {
 			Op string `json:"op"`
 		} `json:"ops"`
+		Pins []string `json:"pins"`
 	}
 	for raw, detail := range map[string]string{
-		`[1]`:             "the body must be an object, not array",
-		`"run"`:           "the body must be an object, not string",
-		`{"trigger": 5}`:  "field trigger must be a string, not number",
-		`{"inputs": "x"}`: "field inputs must be an object, not string",
+		`[1]`:                  "the body must be an object, not array",
+		`"run"`:                "the body must be an object, not string",
+		`{"trigger": 5}`:       "field trigger must be a string, not number",
+		`{"inputs": "x"}`:      "field inputs must be an object, not string",
+		`{"pins": [1]}`:        "each item of field pins must be a string, not number",
+		`{"pins": "a"}`:        "field pins must be a list, not string",
+		`{"ops": [{"op": 5}]}`: "field ops.op must be a string, not number",
 		// Valid JSON with a field the request does not take: the field and
 		// the ones it takes, not "not valid JSON".
-		`{"inputs": {}, "wait": true}`:          `the body has a field "wait" that this request does not take; it takes inputs, trigger and ops`,
+		`{"inputs": {}, "wait": true}`:          `the body has a field "wait" that this request does not take; it takes inputs, trigger, ops and pins`,
 		`{"ops": [{"op": "add", "node": "a"}]}`: `the body has a field "node" that this request does not take`,
 		`{"inputs": {"x": 1}`:                   "the body is not valid JSON: unexpected EOF",
 		`{"inputs": x}`:                         "the body is not valid JSON: invalid character 'x' looking for beginning of value (at byte 12)",

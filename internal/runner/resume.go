@@ -197,7 +197,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	}
 	for _, p := range req.Pins {
 		if w.Node(p) == nil {
-			return nil, usagef("--pin %s: the workflow has no node %q", p, p)
+			return nil, usagef("the workflow has no node %q to pin", p)
 		}
 	}
 	hist, err := durable.RerunSteps(ctx, r.st, run.ID, req.Pins, run.Trigger)
@@ -206,7 +206,7 @@ func (r *Runner) Rerun(ctx context.Context, req RerunRequest) (*Result, error) {
 	}
 	reuse := durable.ForPins(hist, req.Pins)
 	if missing := reuse.Missing(req.Pins); len(missing) > 0 {
-		return nil, usagef("--pin %s: run %s has no successful step of %s to reuse", strings.Join(missing, ","), run.ID, strings.Join(missing, ", "))
+		return nil, usagef("run %s has no successful step of %s to reuse; pin only nodes that succeeded in it", run.ID, strings.Join(missing, ", "))
 	}
 	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger), runID: NewRunID(),
 		reuse: reuse, rerunOf: run.ID}, req.Options)

@@ -137,7 +137,18 @@ func TestErrorsAreTyped(t *testing.T) {
 	_, err = b.r.Rerun(b.ctx, runner.RerunRequest{RunID: res.Run.ID, Pins: []string{"zz"}})
 	var use *runner.UsageError
 	require.ErrorAs(t, err, &use)
-	require.Contains(t, use.Msg, `no node "zz"`)
+	require.Equal(t, `the workflow has no node "zz" to pin`, use.Msg, "said in the request's terms, for the API as for the CLI")
+
+	fails, err := b.r.Load(b.write(t, "fails.yaml", "version: 1\nname: fails\nnodes:\n"+
+		"  - {id: a, type: set, values: {x: 1}}\n  - {id: b, type: shell, command: [\"false\"]}\n  - {id: c, type: set, values: {y: 2}}\n"+
+		"edges:\n  - {from: a, to: b}\n  - {from: b, to: c}\n"))
+	require.NoError(t, err)
+	failed, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: fails})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(failed.Run.Status))
+	_, err = b.r.Rerun(b.ctx, runner.RerunRequest{RunID: failed.Run.ID, Pins: []string{"a", "b", "c"}})
+	require.ErrorAs(t, err, &use)
+	require.Equal(t, "run "+failed.Run.ID+" has no successful step of b, c to reuse; pin only nodes that succeeded in it", use.Msg)
 
 	_, err = b.r.Prune(b.ctx, runner.PruneRequest{})
 	require.True(t, errors.As(err, &use))
