@@ -23,7 +23,8 @@ func (e *InputError) Error() string {
 
 // ResolveInputs checks the inputs given to a run against the declared ones:
 // unknown names, values of the wrong type and missing required inputs are
-// errors; defaults fill in the rest. Whole numbers given as float64 (as JSON
+// errors; defaults fill in the rest, and the inputs given as null that
+// are not of type any (absent). Whole numbers given as float64 (as JSON
 // decodes them) become int. The error is the first of InputProblems.
 func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 	out, errs := w.resolveInputs(given)
@@ -64,7 +65,10 @@ func (w *Workflow) resolveInputs(given map[string]any) (map[string]any, []*Input
 			continue
 		}
 		v := wholeNumbers(given[k])
-		if v != nil && !valueHasType(v, in.Type) {
+		if v == nil && in.Type != "any" {
+			continue // not given: see absent
+		}
+		if !valueHasType(v, in.Type) {
 			errs = append(errs, &InputError{Input: k, Msg: fmt.Sprintf("expected %s, got %s", article(in.Type), describePlain(v))})
 			continue
 		}
@@ -76,7 +80,7 @@ func (w *Workflow) resolveInputs(given map[string]any) (map[string]any, []*Input
 	}
 	var missing []string
 	for _, in := range w.Inputs {
-		if _, ok := given[in.Name]; ok {
+		if !absent(in, given) {
 			continue
 		}
 		switch {
@@ -93,6 +97,17 @@ func (w *Workflow) resolveInputs(given map[string]any) (map[string]any, []*Input
 		return nil, errs
 	}
 	return out, nil
+}
+
+// absent reports whether the input is not given: left out, or given as
+// null when its type is not any. A typed input's null is no value of its
+// type; clients that write every field (a model's structured output, a
+// generated API client) send it for a field they leave unset, so it gets
+// the input's default, or is missing when the input is required. An
+// input of type any keeps a null it is given.
+func absent(in *Input, given map[string]any) bool {
+	v, ok := given[in.Name]
+	return !ok || (v == nil && in.Type != "any")
 }
 
 func article(typ string) string {

@@ -118,6 +118,42 @@ outputs:
 	}
 }
 
+// A list or map input takes JSON text: its numbers as the API takes them
+// (one no run can hold is refused, said so), and its null as the API
+// takes it, as no value (the input's default).
+func TestRunJSONInputs(t *testing.T) {
+	t.Parallel()
+	wf := filepath.Join(t.TempDir(), "list.yaml")
+	require.NoError(t, os.WriteFile(wf, []byte(`version: 1
+name: list
+inputs:
+  l: {type: list, default: [1, 2]}
+  m: {type: map, default: {k: 3}}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: count, type: set, values: {n: "{{ len(inputs.l) + inputs.m.k }}"}}
+edges:
+  - {from: start, to: count}
+outputs:
+  n: "{{ count.n }}"
+`), 0o644))
+	for _, args := range [][]string{{"-i", "l=null"}, {"-i", "m=null"}, {"-i", "l=[0, 0.0]", "-i", "m={\"k\": 3.0}"}} {
+		r, m := runJSON(t, append([]string{wf}, args...)...)
+		require.Equal(t, 0, r.code, "%q: %s", args, r.stderr)
+		require.Equal(t, float64(5), m["outputs"].(map[string]any)["n"], args)
+	}
+	for text, want := range map[string]string{
+		"l=[1e400]":        "input l: the number 1e400 is beyond what a run holds (a 64-bit float)",
+		"m={\"k\": 1e999}": "input m: the number 1e999 is beyond what a run holds (a 64-bit float)",
+		"l=[1, 2] [3]":     `input l: expected a JSON list, got "[1, 2] [3]"`,
+		"l={}":             "input l: expected a list, got a map",
+	} {
+		r := skein(t, "run", "--dir", t.TempDir(), wf, "-i", text)
+		require.Equal(t, 2, r.code, "%q: %s", text, r.stderr)
+		require.Contains(t, r.stderr, want, text)
+	}
+}
+
 // --input-file takes one JSON object of the inputs, its numbers as the
 // API takes them; anything else is a usage error that says what the file
 // holds.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -139,18 +140,32 @@ func fromText(in *workflow.Input, s string) (any, error) {
 		}
 		return b, nil
 	case "list", "map":
-		var x any
-		if err := json.Unmarshal([]byte(s), &x); err != nil {
+		x, ok := jsonValue(s)
+		if !ok {
 			return nil, fmt.Errorf("expected a JSON %s, got %q", in.Type, s)
 		}
-		return x, nil
+		// A number no run can hold (1e400) is refused as the API does.
+		return reqbody.Numbers(x, true)
 	case "any":
-		var x any
-		if json.Unmarshal([]byte(s), &x) == nil {
-			return x, nil
+		if x, ok := jsonValue(s); ok {
+			return reqbody.Numbers(x, true)
 		}
 	}
 	return s, nil
+}
+
+// jsonValue reads s as one JSON value, its numbers as json.Numbers.
+func jsonValue(s string) (any, bool) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var x any
+	if dec.Decode(&x) != nil || dec.More() {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return x, true
 }
 
 // jsonNumber reads t as a JSON number (a leading + aside): the numbers a

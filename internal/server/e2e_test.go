@@ -765,3 +765,14 @@ func TestTokenListAndRevoke(t *testing.T) {
 	require.Equal(t, 1, ee.ExitCode())
 	require.Contains(t, string(out), "skein token list shows the ids")
 }
+
+// TestNullInputsTakeTheirDefaults: an input given as null in a start's
+// body is not given (workflow.ResolveInputs): the run gets its default,
+// as `skein run` does for a list given -i l=null.
+func TestNullInputsTakeTheirDefaults(t *testing.T) {
+	t.Parallel()
+	s := serve(t, serveOpts{})
+	doc := s.ended(s.start("quick", map[string]any{"who": nil, "n": nil}))
+	require.Equal(t, "completed", doc["status"], doc["error"])
+	require.Equal(t, map[string]any{"who": "world", "n": float64(1)}, doc["inputs"])
+}
