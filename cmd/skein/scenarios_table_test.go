@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -202,3 +203,13 @@ func bystanderUntouched(t *testing.T, tmp string, doc map[string]any) {
 }
 
 func llmUsage(in, out int) llm.Usage { return llm.Usage{InputTokens: in, OutputTokens: out} }
+
+// TestReadmeCountsTheScenarios: the README says how many scenarios the
+// semantics contract holds; it is this table's length.
+func TestReadmeCountsTheScenarios(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(strings.Fields(string(readme)), " "),
+		fmt.Sprintf("semantics contract: %d scenarios,", len(scenarios)))
+}
