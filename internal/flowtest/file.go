@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -450,12 +452,57 @@ func yamlError(path string, err error) error {
 			msg = strings.TrimSpace(msg[i+1:])
 		}
 	}
+	msg = inYAMLTerms(msg)
 	for typ, what := range map[string]string{"fileDoc": "a test file (workflow, secrets, cases)",
 		"caseDoc": "a case (name, inputs, trigger, payload, mocks, cassette, judge, expect)",
 		"Expect":  "expect (status, outputs, steps, verdict, max_cost_usd, max_tokens)", "StepExpect": "a step's expectations (status, visits, branch)"} {
 		msg = strings.Replace(msg, "not found in type flowtest."+typ, "is not a key of "+what, 1)
 	}
 	return &Error{File: path, Line: line, Msg: msg + " (the format is in docs/testing.md)"}
+}
+
+// cannotUnmarshal is the YAML decoder's message for a value of the wrong
+// kind: its tag, its text (for a scalar) and the Go type it was meant for.
+var cannotUnmarshal = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (.+)$")
+
+// inYAMLTerms says a value of the wrong kind in the file's terms, not the
+// Go types it is decoded into: "expected a map, got the number 1".
+func inYAMLTerms(msg string) string {
+	m := cannotUnmarshal.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	var want string
+	switch goType := strings.TrimPrefix(m[3], "*"); {
+	case strings.HasPrefix(goType, "map["), strings.HasPrefix(goType, "flowtest."):
+		want = "a map"
+	case strings.HasPrefix(goType, "[]"):
+		want = "a list"
+	case goType == "string":
+		want = "text"
+	case goType == "bool":
+		want = "true or false"
+	case strings.HasPrefix(goType, "int"), strings.HasPrefix(goType, "float"):
+		want = "a number"
+	default:
+		return msg
+	}
+	var got string
+	switch m[1] {
+	case "int", "float":
+		got = "the number " + m[2]
+	case "str":
+		got = "the text " + strconv.Quote(m[2])
+	case "bool", "null":
+		got = m[2]
+	case "seq":
+		got = "a list"
+	case "map":
+		got = "a map"
+	default:
+		return msg
+	}
+	return "expected " + want + ", got " + got
 }
 
 // lineOf returns the line of the value at keys (map keys are strings,

@@ -176,6 +176,11 @@ func TestLoadErrors(t *testing.T) {
 		{"not yaml", "cases: [\n", `(the format is in docs/testing.md)`},
 		{"infinite mock", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {n: .inf}}\n", `:4: .inf is not a number a run can record (JSON has no infinity or NaN)`},
 		{"NaN input", "cases:\n  - name: a\n    inputs: {n: .NaN}\n", `:3: .NaN is not a number a run can record`},
+		// A value of the wrong kind is said in YAML's terms, not Go's.
+		{"mock output a number", "cases:\n  - name: a\n    mocks:\n      fetch:\n        output: 1\n", `:5: expected a map, got the number 1 (the format`},
+		{"inputs a list", "cases:\n  - name: a\n    inputs: [1]\n", `:3: expected a map, got a list`},
+		{"status a list", "cases:\n  - name: a\n    expect:\n      status: [completed]\n", `:4: expected text, got a list`},
+		{"visits text", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: two}\n", `:5: expected a number, got the text "two"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
