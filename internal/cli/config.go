@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -87,8 +88,13 @@ func parseConfig(path string, data []byte) (*projectConfig, error) {
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], m.Content[i+1]
 		at := fmt.Sprintf("%s:%d", path, k.Line)
-		if v.Kind != yaml.ScalarNode {
+		switch {
+		case !slices.Contains(configKeys, k.Value):
+			return nil, fmt.Errorf("%s: unknown key %q (the keys are %s)", at, k.Value, strings.Join(configKeys, ", "))
+		case v.Kind != yaml.ScalarNode:
 			return nil, fmt.Errorf("%s: %s must be a single value", at, k.Value)
+		case v.ShortTag() == "!!null":
+			continue // written and left empty: as if not written
 		}
 		switch k.Value {
 		case "dir":

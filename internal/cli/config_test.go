@@ -158,6 +158,7 @@ func TestConfigErrors(t *testing.T) {
 		want      string
 	}{
 		{"unknown key", "dir: x\nconcurency: 2\n", nil, []string{"runs", "list"}, `.skein.yaml:2: unknown key "concurency" (the keys are dir, model, concurrency)`},
+		{"unknown key with a map", "secrets_file: {a: 1}\n", nil, []string{"runs", "list"}, `.skein.yaml:1: unknown key "secrets_file" (the keys are dir, model, concurrency)`},
 		{"bad concurrency", "concurrency: many\n", nil, []string{"run", "flow.yaml"}, `.skein.yaml:1: concurrency must be a whole number of at least 1, not "many"`},
 		{"not a map", "- dir\n", nil, []string{"cancel", "abc"}, ".skein.yaml:1: expected a map of dir, model, concurrency"},
 		{"not YAML", "dir: [x\n", nil, []string{"mcp"}, ".skein.yaml: yaml: line 1"},
@@ -185,6 +186,12 @@ func TestConfigErrors(t *testing.T) {
 	r = skeinIn(t, sub, nil, "runs", "list", "--dir", t.TempDir())
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "no runs here")
+	// Nor is a key written and left empty: it is as if not written (dir
+	// is .skein, not a folder named "null").
+	_, sub = project(t, "dir: null\nmodel: ~\nconcurrency:\n")
+	r = skeinIn(t, sub, nil, "runs", "list")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "no runs here: "+filepath.Join(".skein", "skein.db")+" does not exist")
 }
 
 // TestFlagNames: the flags commands share have one name and one meaning;
