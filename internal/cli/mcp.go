@@ -22,6 +22,7 @@ func mcpCmd(e *env) *cobra.Command {
 		addr      string
 		hc        mcpserver.HTTPConfig
 		local     bool
+		workflows string
 		lookupEnv = e.getenv
 	)
 	cmd := &cobra.Command{
@@ -34,7 +35,10 @@ Tools: validate_workflow, run_workflow, list_runs, get_run, resume_run,
 cancel_run, signal_run.
 Resources: skein://runs/{id}/events, a run's events as JSON lines.
 Runs are recorded in --dir like those of ` + "`skein run`" + `; workflow paths are
-taken from the folder skein mcp was started in. With --db postgres://… a
+taken from the folder skein mcp was started in. Over HTTP the tools take
+only the workflow files inside that folder (symlinks resolved), or inside
+--workflows when it is given; over stdio, any path, or those inside
+--workflows. With --db postgres://… a
 run's nodes go to the queue, as with skein run: skein worker processes
 run them (--local runs them in this process).
 
@@ -61,6 +65,12 @@ when every session has a call in progress the new one is refused with
 			if hc.Token == "" {
 				hc.Token = os.Getenv("SKEIN_MCP_TOKEN")
 			}
+			if workflows != "" {
+				fi, err := os.Stat(workflows)
+				if err != nil || !fi.IsDir() {
+					return usagef("--workflows %s is not a folder; give the folder of the workflow files the tools may take", workflows)
+				}
+			}
 			var ln net.Listener
 			if addr != "" {
 				if err := checkMCPAddr(addr, hc.Token); err != nil {
@@ -76,7 +86,7 @@ when every session has a call in progress the new one is refused with
 				rc.Placement = runner.PlaceLocal
 			}
 			ctx, stop := context.WithCancel(cmd.Context())
-			srv := mcpserver.New(ctx, mcpserver.Config{Runner: rc, Options: flags.options(nil, nil), Version: Version, Log: e.stderr})
+			srv := mcpserver.New(ctx, mcpserver.Config{Runner: rc, Options: flags.options(nil, nil), Version: Version, Log: e.stderr, Workflows: workflows})
 			var err error
 			if ln == nil {
 				if err = srv.ServeStdio(ctx, e.stdin, e.stdout); err != nil {
@@ -100,6 +110,7 @@ when every session has a call in progress the new one is refused with
 	fl.StringVar(&hc.Token, "token", "", "bearer token every HTTP request must carry (default $SKEIN_MCP_TOKEN)")
 	fl.DurationVar(&hc.SessionIdle, "session-idle", 10*time.Minute, "close an HTTP session that receives no request for this long (0: never)")
 	fl.IntVar(&hc.MaxSessions, "max-sessions", mcpserver.DefaultMaxSessions, "most HTTP sessions kept at once; past it the least recently used idle session is closed")
+	fl.StringVar(&workflows, "workflows", "", "the folder whose workflow files the tools take, symlinks resolved (default: over HTTP the working folder, over stdio any path)")
 	fl.BoolVar(&local, "local", false, "with --db postgres://…: run the nodes in this process, not on the queue's workers")
 	flags.registerRun(fl, "most nodes running at once, per run")
 	return cmd

@@ -37,6 +37,28 @@ func TestMCPCommand(t *testing.T) {
 	require.Contains(t, r.stdout, "ok", "the run is recorded in --dir")
 }
 
+// TestMCPWorkflowsFolder: --workflows names the folder whose workflow
+// files the tools take; a file outside it is refused, and a --workflows
+// that is not a folder is a usage error.
+func TestMCPWorkflowsFolder(t *testing.T) {
+	t.Parallel()
+	flows := t.TempDir()
+	ok, err := os.ReadFile("testdata/ok.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(flows, "ok.yaml"), ok, 0o644))
+	url, _ := serveMCP(t, "mcp", "--http", "127.0.0.1:0", "--dir", t.TempDir(), "--workflows", flows)
+	cs := connectMCP(t, url, "")
+	res := callTool(t, cs, "run_workflow", map[string]any{"file": filepath.Join(flows, "ok.yaml"), "inputs": map[string]any{"city": "Paris"}})
+	require.False(t, res.IsError, toolText(res))
+	res = callTool(t, cs, "validate_workflow", map[string]any{"file": "testdata/ok.yaml"})
+	require.True(t, res.IsError, "a file of the working folder, outside --workflows, is refused")
+	require.Contains(t, toolText(res), `is outside the workflows folder: this server runs and validates only the workflow files in it`)
+
+	r := skein(t, "mcp", "--workflows", filepath.Join(flows, "ok.yaml"))
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "is not a folder; give the folder of the workflow files the tools may take")
+}
+
 func TestMCPRefusesOpenAddressWithoutToken(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:7070", "example.com:7070"} {

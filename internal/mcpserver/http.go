@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -58,6 +59,12 @@ func (s *Server) Handler(hc HTTPConfig) http.Handler {
 	roots := map[string]string{s.cfg.Runner.Dir: "the data folder"}
 	if wd, err := os.Getwd(); err == nil {
 		roots[wd] = "the working folder"
+		s.files.CompareAndSwap(nil, &wd)
+	}
+	if w := s.cfg.Workflows; w != "" {
+		if abs, err := filepath.Abs(w); err == nil {
+			roots[abs] = "the workflows folder"
+		}
 	}
 	s.paths.Store(pathscrub.New(roots))
 	var h http.Handler = sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.mcp }, &sdk.StreamableHTTPOptions{

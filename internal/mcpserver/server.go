@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/skeinhq/skein/internal/confine"
 	"github.com/skeinhq/skein/internal/pathscrub"
 	"github.com/skeinhq/skein/internal/preflight"
 	"github.com/skeinhq/skein/internal/record"
@@ -51,6 +52,12 @@ type Config struct {
 	// Log receives what goes wrong inside the server (the stack of a
 	// handler that panicked); default nowhere.
 	Log io.Writer
+	// Workflows is the folder the workflow files the tools take must lie
+	// in, symlinks resolved. Empty, it is the working folder once the
+	// server serves HTTP (a caller over the network runs and reads no
+	// other file of the machine's), and no limit over stdio, whose caller
+	// is the machine's own user.
+	Workflows string
 }
 
 // Server is Skein's MCP server. Its tools work through one runner, opened
@@ -71,6 +78,11 @@ type Server struct {
 	// machine's, only paths in the data and working folders, relative to
 	// them. Over stdio the caller is the machine's user and is told all.
 	paths atomic.Pointer[pathscrub.Scrubber]
+
+	// files is the folder the workflow files its tools take must lie in
+	// (checkFile): Config.Workflows, else the working folder once the
+	// server serves HTTP; nil, any path is taken.
+	files atomic.Pointer[string]
 }
 
 // runner returns the service's runner, opening it; with create false it
@@ -220,6 +232,9 @@ func New(serving context.Context, cfg Config) *Server {
 		cfg.Log = io.Discard
 	}
 	s := &Server{cfg: cfg}
+	if cfg.Workflows != "" {
+		s.files.Store(&cfg.Workflows)
+	}
 	srv := sdk.NewServer(&sdk.Implementation{Name: "skein", Title: "Skein", Version: cfg.Version}, &sdk.ServerOptions{
 		Instructions: "Skein runs workflows (YAML graphs of tools, commands and AI steps) and records every run. " +
 			"Validate a workflow before running it; a run's result lists its steps; failed or cancelled runs can be resumed. " +
@@ -525,6 +540,10 @@ func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.
 	switch {
 	case (in.File == "") == (in.YAML == ""):
 		return validateOut{}, validationError(codeInvalidArguments, "give either file or yaml")
+	case in.File != "":
+		if terr := s.checkFile(in.File); terr != nil {
+			return validateOut{}, terr
+		}
 	case in.YAML != "":
 		tmp, err := os.MkdirTemp("", "skein-mcp-")
 		if err != nil {
@@ -554,7 +573,7 @@ func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.
 }
 
 func (s *Server) run(ctx context.Context, in runIn) (runner.RunDoc, *node.Error) {
-	if terr := checkFile(in.File); terr != nil {
+	if terr := s.checkFile(in.File); terr != nil {
 		return runner.RunDoc{}, terr
 	}
 	r, terr := s.runner(true)
@@ -580,11 +599,24 @@ func (s *Server) options() runner.Options {
 	return o
 }
 
-// checkFile refuses a call without a workflow file. A file that does not
-// exist is the runner's to refuse (invalid_workflow, as skein run does).
-func checkFile(file string) *node.Error {
+// checkFile refuses a call without a workflow file and, over HTTP, one
+// that leads outside the folder the server serves (Server.files). A file
+// that does not exist is the runner's to refuse (invalid_workflow, as
+// skein run does).
+func (s *Server) checkFile(file string) *node.Error {
 	if file == "" {
 		return validationError(codeInvalidArguments, "file is required")
+	}
+	if root := s.files.Load(); root != nil {
+		// A relative path is the working folder's, as the runner reads it.
+		abs, err := filepath.Abs(file)
+		if err != nil {
+			return validationError(codeInvalidArguments, "file %q: %v", file, err)
+		}
+		if _, err := confine.Resolve(abs, *root); errors.Is(err, confine.ErrEscapes) {
+			return validationError(codeInvalidArguments,
+				"file %q is outside %s: this server runs and validates only the workflow files in it (skein mcp --workflows names another folder)", file, *root)
+		}
 	}
 	return nil
 }
@@ -627,7 +659,7 @@ func (s *Server) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *node.
 		return runner.RunDoc{}, terr
 	}
 	if in.Workflow != "" {
-		if terr := checkFile(in.Workflow); terr != nil {
+		if terr := s.checkFile(in.Workflow); terr != nil {
 			return runner.RunDoc{}, terr
 		}
 	}

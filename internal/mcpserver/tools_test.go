@@ -97,10 +97,13 @@ func serveMCPServer(t testing.TB, dir string, hc mcpserver.HTTPConfig) (srv *mcp
 
 // config is the server's configuration as skein mcp makes it, recording
 // runs in dir: a run that only waits for a signal is left waiting and
-// returned, for signal_run to continue.
+// returned, for signal_run to continue. Its tools take workflow files
+// anywhere (the tests write them in folders of their own); which files
+// a server takes is TestHTTPTakesOnlyTheFolderItServes's.
 func config(dir string) mcpserver.Config {
 	return mcpserver.Config{Runner: runner.Config{Dir: dir},
-		Options: runner.Options{Park: &runner.Park{After: time.Minute, SignalsOnly: true}}}
+		Options:   runner.Options{Park: &runner.Park{After: time.Minute, SignalsOnly: true}},
+		Workflows: string(filepath.Separator)}
 }
 
 // The SDK's client on the server's Streamable HTTP endpoint (mcptest).
