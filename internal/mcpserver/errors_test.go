@@ -289,6 +289,7 @@ func TestMCPBadCalls(t *testing.T) {
 						require.Equal(t, "invalid_arguments", terr.Code, "%s: %s", what, terr.Message)
 						require.Equal(t, "validation", terr.Category, what)
 						require.Contains(t, terr.Message, mention, what)
+						require.NotContains(t, terr.Message, "validating", "%s: said in the tool's terms, not its schema checker's", what)
 						alive(t)
 					}
 					for param, values := range tc.wrong {

@@ -49,6 +49,7 @@ func TestHTTPTakesOnlyTheFolderItServes(t *testing.T) {
 	}
 	for _, http := range []bool{true, false} {
 		srv := New(t.Context(), Config{Runner: runner.Config{Dir: t.TempDir()}, Options: runner.Options{Concurrency: 1}, Log: io.Discard})
+		t.Cleanup(srv.Close) // before its folder is removed
 		cs := connect(t, srv, http)
 		for _, file := range []string{outside, up} {
 			for _, tool := range []string{"validate_workflow", "run_workflow"} {
@@ -85,15 +86,42 @@ func connect(t *testing.T, srv *Server, http bool) *sdk.ClientSession {
 	} else {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
+		done := make(chan struct{})
 		go func() {
+			defer close(done)
 			_ = srv.ServeStdio(context.Background(), inR, outW)
 			outW.Close()
 		}()
-		t.Cleanup(func() { inW.Close() })
+		t.Cleanup(func() {
+			inW.Close()
+			go func() { _, _ = io.Copy(io.Discard, outR) }()
+			<-done
+		})
 		tr = &sdk.IOTransport{Reader: outR, Writer: inW}
 	}
 	cs, err := sdk.NewClient(&sdk.Implementation{Name: "skein-test", Version: "1"}, nil).Connect(t.Context(), tr, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
 	return cs
+}
+
+// TestPlainArguments: the SDK's check of a call's arguments is said in
+// the tool's terms; a failure of another form is left as it is.
+func TestPlainArguments(t *testing.T) {
+	t.Parallel()
+	const at = `validating "arguments": validating root: `
+	for msg, want := range map[string]string{
+		at + `validating /properties/limit: minimum: -1/1 is less than 0.000000`:                                                   "limit must be at least 0, not -1",
+		at + `validating /properties/file: type: 5 has type "integer", want "string"`:                                              "file must be a string, not an integer",
+		at + `validating /properties/let_finish: type: yes has type "string", want "boolean"`:                                      "let_finish must be a boolean, not a string",
+		at + `type: [1] has type "array", want "object"`:                                                                           "the arguments must be an object, not an array",
+		at + `validating /properties/status: enum: nope does not equal any of: [pending running done]`:                             `status must be one of pending, running, done, not "nope"`,
+		at + `unexpected additional properties ["extra"]`:                                                                          `unknown argument "extra"; the tool's input schema lists the ones it takes`,
+		at + `required: missing properties: ["id"]`:                                                                                `missing required argument "id"`,
+		at + `anyOf: did not validate against any`:                                                                                 at + `anyOf: did not validate against any`,
+		`validating "arguments": unmarshaling arguments: json: cannot unmarshal "3" into Go value of type map[string]interface {}`: "the arguments must be an object: a map of the argument names to their values",
+		"something else": "something else",
+	} {
+		require.Equal(t, want, plainArguments(msg), msg)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -393,10 +395,76 @@ func argumentErrors(next sdk.MethodHandler) sdk.MethodHandler {
 			return nil, err
 		}
 		if r, ok := res.(*sdk.CallToolResult); ok && r != nil && r.IsError && r.GetError() != nil {
-			r.Content = toolErrorContent(validationError(codeInvalidArguments, "%v", r.GetError()))
+			r.Content = toolErrorContent(validationError(codeInvalidArguments, "%s", plainArguments(r.GetError().Error())))
 		}
 		return res, nil
 	}
+}
+
+// The failures of the SDK's check of a call's arguments against the
+// tool's input schema (github.com/google/jsonschema-go's words), after
+// the path of the value ("validating /properties/limit: ").
+var (
+	argType     = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`)
+	argEnum     = regexp.MustCompile(`^enum: (.*) does not equal any of: \[(.*)\]$`)
+	argMinimum  = regexp.MustCompile(`^minimum: (\S+) is less than (\S+)$`)
+	argUnknown  = regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`)
+	argRequired = regexp.MustCompile(`^required: missing properties: \[(.*)\]$`)
+)
+
+// plainArguments says a failed check of a call's arguments in the tool's
+// terms — "limit must be at least 0, not -1" for "validating "arguments":
+// validating root: validating /properties/limit: minimum: -1/1 is less
+// than 0.000000" — or returns msg as it is when it has another form.
+func plainArguments(msg string) string {
+	if strings.Contains(msg, "unmarshaling arguments: ") {
+		return "the arguments must be an object: a map of the argument names to their values"
+	}
+	what, rest := "the arguments", ""
+	if i := strings.LastIndex(msg, "validating /properties/"); i >= 0 {
+		name, inner, ok := strings.Cut(msg[i+len("validating /properties/"):], ": ")
+		if !ok {
+			return msg
+		}
+		what, rest = name, inner
+	} else if i := strings.LastIndex(msg, "validating root: "); i >= 0 {
+		rest = msg[i+len("validating root: "):]
+	} else {
+		return msg
+	}
+	number := func(s string) string {
+		if f, err := strconv.ParseFloat(strings.TrimSuffix(s, "/1"), 64); err == nil {
+			return strconv.FormatFloat(f, 'f', -1, 64)
+		}
+		return s
+	}
+	if m := argType.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("%s must be %s, not %s", what, jsonType(m[3]), jsonType(m[2]))
+	}
+	if m := argEnum.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("%s must be one of %s, not %q", what, strings.Join(strings.Fields(m[2]), ", "), m[1])
+	}
+	if m := argMinimum.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("%s must be at least %s, not %s", what, number(m[2]), number(m[1]))
+	}
+	if m := argUnknown.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("unknown argument %s; the tool's input schema lists the ones it takes", strings.ReplaceAll(m[1], " ", ", "))
+	}
+	if m := argRequired.FindStringSubmatch(rest); m != nil {
+		return fmt.Sprintf("missing required argument %s", strings.ReplaceAll(m[1], " ", ", "))
+	}
+	return msg
+}
+
+// jsonType names a JSON Schema type with its article.
+func jsonType(t string) string {
+	switch t {
+	case "integer", "object", "array":
+		return "an " + t
+	case "null":
+		return "null"
+	}
+	return "a " + t
 }
 
 // scrubPaths rewrites the paths that tool errors and JSON-RPC errors name,
