@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -463,12 +464,15 @@ func yamlError(path string, err error) error {
 
 // cannotUnmarshal is the YAML decoder's message for a value of the wrong
 // kind: its tag, its text (for a scalar) and the Go type it was meant for.
-var cannotUnmarshal = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (.+)$")
+// Built on first use: a run that tests nothing does not pay for it.
+var cannotUnmarshal = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `([^`]*)`)? into (.+)$")
+})
 
 // inYAMLTerms says a value of the wrong kind in the file's terms, not the
 // Go types it is decoded into: "expected a map, got the number 1".
 func inYAMLTerms(msg string) string {
-	m := cannotUnmarshal.FindStringSubmatch(msg)
+	m := cannotUnmarshal().FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}

@@ -404,13 +404,16 @@ func argumentErrors(next sdk.MethodHandler) sdk.MethodHandler {
 // The failures of the SDK's check of a call's arguments against the
 // tool's input schema (github.com/google/jsonschema-go's words), after
 // the path of the value ("validating /properties/limit: ").
-var (
-	argType     = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`)
-	argEnum     = regexp.MustCompile(`^enum: (.*) does not equal any of: \[(.*)\]$`)
-	argMinimum  = regexp.MustCompile(`^minimum: (\S+) is less than (\S+)$`)
-	argUnknown  = regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`)
-	argRequired = regexp.MustCompile(`^required: missing properties: \[(.*)\]$`)
-)
+// They are built on first use: a server that is never called wrongly,
+// and a process that serves none, do not pay for them.
+var argForms = sync.OnceValue(func() (f struct{ typ, enum, minimum, unknown, required *regexp.Regexp }) {
+	f.typ = regexp.MustCompile(`^type: (.*) has type "(\w+)", want "(\w+)"$`)
+	f.enum = regexp.MustCompile(`^enum: (.*) does not equal any of: \[(.*)\]$`)
+	f.minimum = regexp.MustCompile(`^minimum: (\S+) is less than (\S+)$`)
+	f.unknown = regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`)
+	f.required = regexp.MustCompile(`^required: missing properties: \[(.*)\]$`)
+	return f
+})
 
 // plainArguments says a failed check of a call's arguments in the tool's
 // terms — "limit must be at least 0, not -1" for "validating "arguments":
@@ -438,19 +441,20 @@ func plainArguments(msg string) string {
 		}
 		return s
 	}
-	if m := argType.FindStringSubmatch(rest); m != nil {
+	forms := argForms()
+	if m := forms.typ.FindStringSubmatch(rest); m != nil {
 		return fmt.Sprintf("%s must be %s, not %s", what, jsonType(m[3]), jsonType(m[2]))
 	}
-	if m := argEnum.FindStringSubmatch(rest); m != nil {
+	if m := forms.enum.FindStringSubmatch(rest); m != nil {
 		return fmt.Sprintf("%s must be one of %s, not %q", what, strings.Join(strings.Fields(m[2]), ", "), m[1])
 	}
-	if m := argMinimum.FindStringSubmatch(rest); m != nil {
+	if m := forms.minimum.FindStringSubmatch(rest); m != nil {
 		return fmt.Sprintf("%s must be at least %s, not %s", what, number(m[2]), number(m[1]))
 	}
-	if m := argUnknown.FindStringSubmatch(rest); m != nil {
+	if m := forms.unknown.FindStringSubmatch(rest); m != nil {
 		return fmt.Sprintf("unknown argument %s; the tool's input schema lists the ones it takes", strings.ReplaceAll(m[1], " ", ", "))
 	}
-	if m := argRequired.FindStringSubmatch(rest); m != nil {
+	if m := forms.required.FindStringSubmatch(rest); m != nil {
 		return fmt.Sprintf("missing required argument %s", strings.ReplaceAll(m[1], " ", ", "))
 	}
 	return msg
