@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,7 +78,11 @@ interrupted; resume it with skein resume RUN_ID.`,
 			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "ID\tWORKFLOW\tSTATUS\tSTARTED\tDURATION")
 			for _, run := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.ID, run.Workflow, statusLine(run), run.StartedAt.Local().Format("2006-01-02 15:04:05"), runDuration(run))
+				status := statusLine(run)
+				if run.Status == record.RunWaiting && run.WakeAt == nil {
+					status = signalLine(ctx, r, run.ID, status)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.ID, run.Workflow, status, run.StartedAt.Local().Format("2006-01-02 15:04:05"), runDuration(run))
 			}
 			return tw.Flush()
 		}),
@@ -479,4 +484,27 @@ func printArtifacts(w io.Writer, steps []runner.StepDoc) {
 			fmt.Fprintf(w, "  %s/%s  %d bytes\n", s.Node, a.Name, a.Size)
 		}
 	}
+}
+
+// signalLine is the status of a run that waits for a signal, with the
+// command that sends it to the node that waits (the nodes, when several
+// do); fallback when the run's steps cannot be read.
+func signalLine(ctx context.Context, r *runner.Runner, id, fallback string) string {
+	doc, err := r.Get(ctx, id)
+	if err != nil {
+		return fallback
+	}
+	var nodes []string
+	for _, st := range doc.Steps {
+		if st.Status == record.StatusWaiting && !slices.Contains(nodes, st.Node) {
+			nodes = append(nodes, st.Node)
+		}
+	}
+	switch len(nodes) {
+	case 0:
+		return fallback
+	case 1:
+		return fmt.Sprintf("waiting (for a signal: skein signal %s %s)", id, nodes[0])
+	}
+	return fmt.Sprintf("waiting (for a signal to %s: skein signal %s NODE)", strings.Join(nodes, ", "), id)
 }

@@ -124,3 +124,40 @@ func TestApprovalExample(t *testing.T) {
 		require.Equal(t, tc.want, doc["outputs"].(map[string]any)["result"])
 	}
 }
+
+// TestRunsListNamesTheNodeToSignal: runs list gives a run that waits for
+// a signal the command that sends it, with the node that waits, or the
+// nodes when several do.
+func TestRunsListNamesTheNodeToSignal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	one := filepath.Join(dir, "one.yaml")
+	require.NoError(t, os.WriteFile(one, []byte(`version: 1
+name: one
+nodes:
+  - {id: approve, type: wait, until: signal}
+  - {id: send, type: template, text: sent}
+edges:
+  - {from: approve, to: send}
+`), 0o644))
+	two := filepath.Join(dir, "two.yaml")
+	require.NoError(t, os.WriteFile(two, []byte(`version: 1
+name: two
+nodes:
+  - {id: legal, type: wait, until: signal}
+  - {id: finance, type: wait, until: signal}
+`), 0o644))
+	skeinDir := filepath.Join(dir, ".skein")
+	ids := map[string]string{}
+	for name, flow := range map[string]string{"one": one, "two": two} {
+		r := skein(t, "run", "--dir", skeinDir, "--output", "json", flow)
+		require.Equal(t, 4, r.code, "waiting: exit 4\n%s", r.stderr)
+		var doc map[string]any
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+		ids[name] = doc["execution_id"].(string)
+	}
+	list := skein(t, "runs", "list", "--dir", skeinDir)
+	require.Equal(t, 0, list.code, list.stderr)
+	require.Contains(t, list.stdout, "waiting (for a signal: skein signal "+ids["one"]+" approve)")
+	require.Regexp(t, `waiting \(for a signal to (legal, finance|finance, legal): skein signal `+ids["two"]+` NODE\)`, list.stdout)
+}
