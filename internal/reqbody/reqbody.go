@@ -119,16 +119,9 @@ func DecodeJSON(raw []byte, v any, strict bool) error {
 func fieldType(v any, path string) reflect.Type {
 	t := reflect.TypeOf(v)
 	for name := range strings.SplitSeq(path, ".") {
-		for t != nil && t.Kind() == reflect.Pointer {
-			t = t.Elem()
-		}
-		if t == nil || t.Kind() != reflect.Struct {
-			return nil
-		}
 		var found reflect.Type
-		for f := range t.Fields() {
-			tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if tag == name || (tag == "" && strings.EqualFold(f.Name, name)) {
+		for _, f := range jsonFields(t) {
+			if n, _ := jsonName(f); n == name {
 				found = f.Type
 				break
 			}
@@ -149,17 +142,8 @@ func fieldsOf(v any) string {
 		return ""
 	}
 	var names []string
-	for f := range t.Fields() {
-		if !f.IsExported() {
-			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		switch name {
-		case "-":
-			continue
-		case "":
-			name = f.Name
-		}
+	for _, f := range jsonFields(t) {
+		name, _ := jsonName(f)
 		names = append(names, name)
 	}
 	switch len(names) {
@@ -169,6 +153,37 @@ func fieldsOf(v any) string {
 		return "; it takes " + names[0]
 	}
 	return "; it takes " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// jsonFields are the fields of struct type t (through pointers) that
+// encoding/json decodes; none when t is not a struct.
+func jsonFields(t reflect.Type) []reflect.StructField {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	var fs []reflect.StructField
+	for f := range t.Fields() {
+		if _, ok := jsonName(f); ok && f.IsExported() {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
+// jsonName is the name encoding/json gives field f: its tag's, else its
+// own; ok is false for a field the tag leaves out ("-").
+func jsonName(f reflect.StructField) (name string, ok bool) {
+	name, _, _ = strings.Cut(f.Tag.Get("json"), ",")
+	switch name {
+	case "-":
+		return "", false
+	case "":
+		return f.Name, true
+	}
+	return name, true
 }
 
 // jsonKind names the JSON a Go type is decoded from.
