@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"sort"
@@ -35,6 +36,12 @@ func artifactType(name string) string {
 	return "application/octet-stream"
 }
 
+// artifactURL is where GET serves a node's artifact, each part escaped:
+// a file name may hold '#', '?', '%' or spaces.
+func artifactURL(runID, node, name string) string {
+	return "/api/runs/" + url.PathEscape(runID) + "/artifacts/" + url.PathEscape(node) + "/" + url.PathEscape(name)
+}
+
 // listArtifacts lists the files the run's nodes saved in their artifacts
 // folders, by node and name. A run without a folder has none.
 func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
@@ -54,7 +61,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
 			}
 			kept[[2]string{st.Node, a.Name}] = true
 			out.Artifacts = append(out.Artifacts, ArtifactDoc{Node: st.Node, Name: a.Name, Size: a.Size, ContentType: artifactType(a.Name),
-				URL: "/api/runs/" + doc.ExecutionID + "/artifacts/" + st.Node + "/" + a.Name})
+				URL: artifactURL(doc.ExecutionID, st.Node, a.Name)})
 		}
 	}
 	if doc.Dir == "" {
@@ -86,7 +93,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			out.Artifacts = append(out.Artifacts, ArtifactDoc{Node: st.Node, Name: e.Name(), Size: info.Size(), ContentType: artifactType(e.Name()),
-				URL: "/api/runs/" + doc.ExecutionID + "/artifacts/" + st.Node + "/" + e.Name()})
+				URL: artifactURL(doc.ExecutionID, st.Node, e.Name())})
 		}
 	}
 	sort.SliceStable(out.Artifacts, func(i, j int) bool {

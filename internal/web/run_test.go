@@ -92,12 +92,15 @@ func TestLiveRun(t *testing.T) {
 	require.NoError(t, pngenc.Encode(&png, img))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "shot.png"), png.Bytes(), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "report.txt"), []byte("all disks full\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "disk #2 at 100%?.txt"), []byte("sdz\n"), 0o644))
 
 	// A node's output, error with stderr, artifacts and events.
 	do(t, ctx, chromedp.Click(`g.node[data-node="probe"]`), chromedp.WaitVisible(`section.panel[data-panel-node="probe"]`))
 	until(t, ctx, `(() => { const i = document.querySelector('.artifacts img[alt="artifact shot.png of probe"]'); return i && i.complete && i.naturalWidth === 40; })()`)
 	require.Equal(t, "all disks full\n", eval[string](t, ctx, `fetch(document.querySelector('.artifacts a[download="report.txt"]').href).then(r => r.text())`))
 	require.Equal(t, "attachment; filename=report.txt", eval[string](t, ctx, `fetch(document.querySelector('.artifacts a[download="report.txt"]').href).then(r => r.headers.get("content-disposition"))`))
+	require.Equal(t, "sdz\n", eval[string](t, ctx, `fetch(document.querySelector('.artifacts a[download="disk #2 at 100%?.txt"]').href).then(r => r.text())`),
+		"a file name with '#', '?', '%' and spaces downloads from its link")
 	for _, name := range []string{"%2e%2e", "..%2f..%2frun.json", "%2e"} {
 		require.Contains(t, []int{400, 404}, eval[int](t, ctx, `fetch("/api/runs/`+id+`/artifacts/probe/`+name+`").then(r => r.status)`),
 			"no name leads out of the artifacts folder: %s", name)
