@@ -342,6 +342,7 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"body too large", "POST", "/api/workflows/quick/runs", strings.Repeat("#", 1<<20+1), 413, "too_large"},
 		{"bad cancel wait", "POST", "/api/runs/000000000000/cancel?wait=forever", nil, 400, "bad_request"},
 		{"bad Last-Event-ID", "GET", "/api/runs/000000000000/events?after=x", nil, 400, "bad_request"},
+		{"bad limit", "GET", "/api/runs?limit=1.5", nil, 400, "bad_request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := s.do(tc.method, tc.path, s.token, tc.body)
@@ -356,6 +357,9 @@ func TestErrorsAreProblems(t *testing.T) {
 			require.NotContains(t, string(a.body), s.flows, "a problem names the workflows folder's files within it")
 			if tc.name == "unknown field" {
 				require.Equal(t, `the body has a field "input" that this request does not take; it takes inputs and trigger`, p["detail"])
+			}
+			if tc.name == "bad Last-Event-ID" {
+				require.Equal(t, `after "x" is not an event id (a whole number, 0 or more)`, p["detail"], "names the parameter given")
 			}
 			if tc.code == "invalid_workflow" {
 				require.NotEmpty(t, p["diagnostics"])

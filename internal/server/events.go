@@ -39,14 +39,14 @@ const keepAlive = 15 * time.Second
 func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	var after int64
-	last := r.Header.Get("Last-Event-ID")
+	last, given := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if last == "" {
-		last = r.URL.Query().Get("after")
+		last, given = r.URL.Query().Get("after"), "after"
 	}
 	if last != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(last), 10, 64)
 		if err != nil || n < 0 {
-			return problemf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %q is not an event id (a whole number)", last)
+			return problemf(http.StatusBadRequest, CodeBadRequest, "%s %q is not an event id (a whole number, 0 or more)", given, last)
 		}
 		after = n
 	}
