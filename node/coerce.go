@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -142,6 +143,22 @@ func (p Param) Coerce(v any) (any, error) {
 // maxDurationSeconds is the longest duration a number of seconds may give.
 const maxDurationSeconds = float64(math.MaxInt64 / int64(time.Second))
 
+// maxDays is the most whole days a duration holds (about 292 years).
+const maxDays = math.MaxInt64 / int64(24*time.Hour)
+
+// zeroNumbers is s with each run of digits made one 0.
+func zeroNumbers(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < '0' || c > '9' {
+			b.WriteByte(c)
+		} else if i == 0 || s[i-1] < '0' || s[i-1] > '9' {
+			b.WriteByte('0')
+		}
+	}
+	return b.String()
+}
+
 // ParseDuration reads a duration: a Go duration such as "500ms", "1m30s"
 // or "2h", a number of whole days such as "2d", or a bare number of
 // seconds ("90", "1.5"). Negative durations are refused. It is the one
@@ -158,12 +175,23 @@ func ParseDuration(s string) (time.Duration, error) {
 		return time.Duration(n * float64(time.Second)), nil
 	}
 	if d, ok := strings.CutSuffix(t, "d"); ok {
-		if n, err := strconv.Atoi(d); err == nil && n >= 0 && n <= 106751 {
+		if n, err := strconv.ParseInt(d, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			switch {
+			case strings.HasPrefix(d, "-"):
+				return 0, fmt.Errorf("%q is negative; durations are 0 or more", s)
+			case err != nil || n > maxDays:
+				return 0, fmt.Errorf("%q is too long a duration (at most %dd)", clip(s), maxDays)
+			}
 			return time.Duration(n) * 24 * time.Hour, nil
 		}
 	}
 	dur, err := time.ParseDuration(t)
 	if err != nil {
+		// Written right but past what a duration holds: each number
+		// made 0, it reads.
+		if _, zerr := time.ParseDuration(zeroNumbers(t)); zerr == nil && !strings.HasPrefix(t, "-") {
+			return 0, fmt.Errorf("%q is too long a duration (at most %dd)", clip(s), maxDays)
+		}
 		return 0, fmt.Errorf("%q is not a duration (write e.g. 500ms, 30s, 5m, 1h30m or 2d)", clip(s))
 	}
 	if dur < 0 {
