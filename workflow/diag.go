@@ -42,9 +42,15 @@ func (d Diagnostic) String() string {
 	if d.Line > 0 {
 		fmt.Fprintf(&b, ":%d:%d", d.Line, d.Col)
 	}
-	fmt.Fprintf(&b, ": %s: %s", d.Severity, d.Message)
+	// The node is named at the end of the message's first line: the
+	// lines after it (a child workflow's problems) are the detail.
+	first, rest, _ := strings.Cut(d.Message, "\n")
+	fmt.Fprintf(&b, ": %s: %s", d.Severity, first)
 	if d.Node != "" {
 		fmt.Fprintf(&b, " (node %s)", d.Node)
+	}
+	if rest != "" {
+		b.WriteString("\n" + rest)
 	}
 	return b.String()
 }

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,11 +87,34 @@ func Validate(w *Workflow, reg *node.Registry) Diagnostics {
 	if reg == nil {
 		reg = node.Default
 	}
+	return validate(w, reg, nil, map[string]Diagnostics{})
+}
+
+// validate validates w, run as a child by the workflows of chain
+// (absolute paths, outermost first). children holds the problems of the
+// child workflows validated so far, by absolute path, so a child run by
+// many nodes is read once.
+func validate(w *Workflow, reg *node.Registry, chain []string, children map[string]Diagnostics) Diagnostics {
 	w.kinds = reg
-	v := &validator{w: w, reg: reg, d: &diags{file: w.File}, owner: map[int]int{}}
+	v := &validator{w: w, reg: reg, d: &diags{file: w.File}, owner: map[int]int{}, children: children}
+	if w.File != "" {
+		v.chain = append(slices.Clip(chain), absPath(w.File))
+	}
 	v.run()
 	w.ignored = v.ignored
 	return v.d.list
+}
+
+// absPath is path made absolute, symlinks resolved: the one name of a
+// file however it is reached.
+func absPath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 type validator struct {
@@ -113,6 +138,10 @@ type validator struct {
 	owner map[int]int
 	// ignored are the errors ignoreIdle turned into warnings.
 	ignored Diagnostics
+	// chain is the workflow's file and those that run it as a child,
+	// outermost first (absolute paths); children is validate's.
+	chain    []string
+	children map[string]Diagnostics
 }
 
 // own runs check and records the diagnostics it adds as problems of node
@@ -512,8 +541,8 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path fun
 	if isTemplated(val) && !p.NoTemplate && !p.Expr {
 		return
 	}
-	if p.NoTemplate && p.Type != node.String && isTemplated(val) {
-		v.d.errorf(pos, path(), n.ID, "parameter %q of %s is read before the run starts, so it cannot be a template; write a value", p.Name, n.Type)
+	if p.NoTemplate && isTemplated(val) {
+		v.d.errorf(pos, path(), n.ID, "parameter %q of %s is taken as written, so it cannot be a template; write a value", p.Name, n.Type)
 		return
 	}
 	if p.Expr {
@@ -1123,7 +1152,99 @@ func (v *validator) toolWorkflow(n *Node, param string, i int, m map[string]any)
 		return
 	}
 	if _, ds := Decode(full, src); ds.HasErrors() {
-		v.d.errorf(n.ParamPos(param), at, n.ID, "the workflow of tool %v, %q, is not a valid workflow file:\n%s", m["name"], f, ds.Error())
+		v.d.errorf(n.ParamPos(param), at, n.ID, "the workflow of tool %v, %q, is not a valid workflow file\n%s", m["name"], f, indent(ds.Error()))
+		return
+	}
+	v.child(n, param, at, f, full)
+}
+
+// child validates the child workflow at full (f as written) that node n
+// runs, as the run does when the node starts it: a child that is not
+// valid, or that is one of the workflows running it (a recursion the
+// engine refuses), fails the node every time it runs, so validate says
+// so at the node. It returns the child when it is valid.
+func (v *validator) child(n *Node, param, at, f, full string) *Workflow {
+	abs := absPath(full)
+	if i := slices.Index(v.chain, abs); i >= 0 {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q is a workflow that runs this one (%s): a workflow cannot run itself as a child, even through others",
+			f, v.chainText(append(slices.Clip(v.chain[i:]), abs)))
+		return nil
+	}
+	src, err := ReadFile(full)
+	if err != nil {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q cannot be read: %v", f, err)
+		return nil
+	}
+	cw, ds := Decode(full, src)
+	if cw != nil && !ds.HasErrors() {
+		if prior, ok := v.children[abs]; ok {
+			ds = prior
+		} else {
+			ds = validate(cw, v.reg, v.chain, v.children)
+			v.children[abs] = ds
+		}
+	}
+	if ds.HasErrors() {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q is not valid, so the node would fail each time it runs\n%s", f, indent(ds.Error()))
+		return nil
+	}
+	return cw
+}
+
+// indent indents each line of s by two spaces.
+func indent(s string) string {
+	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
+}
+
+// chainText names the files of a chain of subworkflows, each relative to
+// the folder of the first.
+func (v *validator) chainText(files []string) string {
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f
+		if rel, err := filepath.Rel(filepath.Dir(files[0]), f); err == nil {
+			names[i] = rel
+		}
+	}
+	return strings.Join(names, " → ")
+}
+
+// childInputs checks the inputs a subworkflow node gives its valid child
+// cw, as written: a name the child does not declare, a required input
+// left out, and a value written as itself of the wrong type fail the node
+// each time it runs.
+func (v *validator) childInputs(n *Node, f string, cw *Workflow) {
+	given, ok := n.Params["inputs"].(map[string]any)
+	if !ok {
+		if _, set := n.Params["inputs"]; set {
+			return // a template gives the whole map
+		}
+		given = map[string]any{}
+	}
+	var names []string
+	for _, in := range cw.Inputs {
+		names = append(names, in.Name)
+	}
+	keys := slices.Sorted(maps.Keys(given))
+	for _, k := range keys {
+		in := cw.Input(k)
+		switch {
+		case in == nil && len(names) == 0:
+			v.d.errorf(n.posAt("inputs."+k), "", n.ID, "child workflow %q takes no inputs, so it cannot be given %q", f, k)
+		case in == nil:
+			v.d.errorf(n.posAt("inputs."+k), "", n.ID, "child workflow %q takes no input %q%s (its inputs: %s)", f, k, didYouMean(k, names), strings.Join(names, ", "))
+		case given[k] != nil && !isTemplated(given[k]) && !valueHasType(wholeNumbers(given[k]), in.Type):
+			v.d.errorf(n.posAt("inputs."+k), "", n.ID, "input %q of child workflow %q must be %s, not %s", k, f, article(in.Type), describePlain(given[k]))
+		}
+	}
+	var missing []string
+	for _, in := range cw.Inputs {
+		if in.Required && in.Default == nil && absent(in, given) {
+			missing = append(missing, in.Name)
+		}
+	}
+	if len(missing) > 0 {
+		v.d.errorf(n.ParamPos("inputs"), "", n.ID, "child workflow %q needs input %s, which the node does not give; add it to the node's inputs", f, strings.Join(missing, ", "))
 	}
 }
 
@@ -1203,6 +1324,8 @@ func (v *validator) nodeServers(n *Node, spec *node.Spec, names, models []string
 					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "%v", err)
 				} else if _, err := os.Stat(full); err != nil {
 					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
+				} else if cw := v.child(n, p.Name, "", f, full); cw != nil && spec.Role == node.RoleSubworkflow {
+					v.childInputs(n, f, cw)
 				}
 			}
 		}

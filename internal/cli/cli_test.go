@@ -225,11 +225,15 @@ func TestSubworkflowChain(t *testing.T) {
 	require.Equal(t, "child 2 > grandchild 3", m["outputs"].(map[string]any)["trail"])
 }
 
+// A workflow that runs itself as a child is refused before it runs,
+// with the file and line of the node.
 func TestSubworkflowRecursionFails(t *testing.T) {
 	t.Parallel()
-	r, m := runJSON(t, "testdata/sub/self.yaml")
-	require.Equal(t, 1, r.code, r.stderr)
-	require.Contains(t, m["error"].(map[string]any)["message"], "recursion")
+	dir := t.TempDir()
+	r := skein(t, "run", "--dir", dir, "testdata/sub/self.yaml")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, `testdata/sub/self.yaml:5:46: error: child workflow "self.yaml" is a workflow that runs this one (self.yaml → self.yaml)`)
+	require.NoDirExists(t, filepath.Join(dir, "runs"), "no run is made")
 }
 
 func TestValidateJSONOutput(t *testing.T) {
