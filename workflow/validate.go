@@ -709,7 +709,7 @@ func (v *validator) edges() {
 			allowed := spec.AllHandles(src.Params)
 			var named []string
 			for _, h := range allowed {
-				if h != "" && h != node.HandleError {
+				if h != "" && h != node.HandleError && !slices.Contains(named, h) {
 					named = append(named, h)
 				}
 			}

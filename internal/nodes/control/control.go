@@ -111,12 +111,21 @@ func init() {
 		Check: func(p map[string]any) []node.ParamError {
 			seen := map[string]bool{}
 			var errs []node.ParamError
-			for _, n := range SwitchCases(p) {
-				if seen[n] {
-					errs = append(errs, node.ParamError{Param: "cases", Message: "case name " + n + " is used twice; each case needs its own handle"})
+			cases, _ := p["cases"].([]any)
+			for i, c := range cases {
+				m, _ := c.(map[string]any)
+				n, ok := m["name"].(string)
+				if !ok {
+					continue // not a case: the item's own check says so
 				}
-				if n == "default" {
-					errs = append(errs, node.ParamError{Param: "cases", Message: "a case may not be called default: that handle is taken when no case matches"})
+				at := fmt.Sprintf("cases[%d].name", i)
+				switch {
+				case seen[n]:
+					errs = append(errs, node.ParamError{Param: at, Message: "case name " + n + " is used twice; each case needs its own handle"})
+				case n == "":
+					errs = append(errs, node.ParamError{Param: at, Message: "a case needs a name: the handle its edges name with on:"})
+				case n == "default":
+					errs = append(errs, node.ParamError{Param: at, Message: "a case may not be called default: that handle is taken when no case matches"})
 				}
 				seen[n] = true
 			}
