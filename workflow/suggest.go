@@ -1,6 +1,9 @@
 package workflow
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Closest returns the candidate closest to word by edit distance (a swap
 // of two letters counts once), when one is close enough to be a likely
@@ -17,7 +20,14 @@ func typoLimit(word string) int {
 	return 2
 }
 
+// closest returns the candidate closest to word and its distance; a
+// candidate that is the word in other case (GET for get) is at 0.
 func closest(word string, candidates []string) (string, int) {
+	for _, c := range candidates {
+		if strings.EqualFold(word, c) {
+			return c, 0
+		}
+	}
 	best, bestD := "", 0
 	for _, c := range candidates {
 		d := editDistance(word, c)
@@ -31,21 +41,8 @@ func closest(word string, candidates []string) (string, int) {
 // didYouMean returns `; did you mean "x"?` for the candidate closest to
 // word, or "" when none is close enough.
 func didYouMean(word string, candidates []string) string {
-	best, bestD := "", 0
-	for _, c := range candidates {
-		d := editDistance(word, c)
-		if best == "" || d < bestD || (d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	limit := 2
-	if len(word) > 6 {
-		limit = 3
-	}
-	if bestD > limit || bestD >= len(word) {
+	best, d := closest(word, candidates)
+	if best == "" || d > typoLimit(word) || d >= len(word) && d > 0 {
 		return ""
 	}
 	return fmt.Sprintf("; did you mean %q?", best)
