@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"fmt"
 	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/node"
 )
@@ -48,13 +49,14 @@ var Spec = node.Spec{
 				return []node.ParamError{{Param: "command", Message: "command is an empty list; give at least the program"}}
 			}
 			templ := false
-			for _, a := range c {
+			for i, a := range c {
 				switch a := a.(type) {
 				case string:
 					templ = templ || expr.HasTemplate(a)
 				case int, float64, bool:
 				default:
-					return []node.ParamError{{Param: "command", Message: "every argv element must be a string"}}
+					return []node.ParamError{{Param: fmt.Sprintf("command[%d]", i),
+						Message: fmt.Sprintf("argument %d of command is %s; every element must be a string, number or boolean", i, describe(a))}}
 				}
 			}
 			// What the run checks of a command written without templates
