@@ -397,6 +397,10 @@ func (dec *decoder) inputs(w *Workflow, v *value) {
 						dec.typeErr(fv, path+".enum", "", "a list")
 						return
 					}
+					if len(fv.list) == 0 {
+						dec.d.errorf(fv.pos, path+".enum", "", "input %q has an empty enum, which allows no value; list the values it may take, or remove enum", e.key)
+						return
+					}
 					in.Enum, _ = fv.plain().([]any)
 				}
 			})

@@ -215,8 +215,20 @@ func (v *validator) inputsAndSecrets() {
 		if !ValidID(in.Name) {
 			v.d.errorf(in.Pos, "inputs."+in.Name, "", "input name %q must match [a-z_][a-z0-9_]* (e.g. %q): inputs are read as inputs.<name>", in.Name, suggestID(in.Name))
 		}
-		if in.Default != nil && !valueHasType(in.Default, in.Type) {
+		typed := in.Default == nil || valueHasType(in.Default, in.Type)
+		if !typed {
 			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q is %s, which is not of its type %s; change the default or the type", in.Name, describePlain(in.Default), in.Type)
+		}
+		for _, e := range in.Enum {
+			if !valueHasType(e, in.Type) {
+				v.d.errorf(in.Pos, "inputs."+in.Name+".enum", "", "the enum of input %q holds %s, which is not of its type %s; no run could give it", in.Name, describePlain(e), in.Type)
+			}
+		}
+		if typed && in.Default != nil && len(in.Enum) > 0 && !inEnum(in.Default, in.Enum) {
+			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q, %s, is not one of its enum values %v; add it to enum or change the default", in.Name, describePlain(in.Default), in.Enum)
+		}
+		if in.Required && in.Default != nil {
+			v.d.warnf(in.Pos, "inputs."+in.Name, "", "input %q is required and has a default, so it is never missing; drop required: true, or the default", in.Name)
 		}
 		seen[in.Name] = true
 	}
