@@ -333,6 +333,10 @@ func (dec *decoder) workflow(w *Workflow, root *value) {
 				return
 			}
 			for _, e := range v.keys {
+				if strings.TrimSpace(e.key) == "" {
+					dec.d.errorf(e.keyPos, key, "", "an output needs a name: the key a run's outputs give it under")
+					continue
+				}
 				w.Outputs = append(w.Outputs, &Output{Name: e.key, Value: e.val.plain(), Pos: e.val.pos, raw: e.val})
 			}
 		}
