@@ -3,6 +3,7 @@ package data
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/skeinhq/skein/node"
 )
@@ -32,13 +33,24 @@ func init() {
 		},
 		Routes: true,
 		Check: func(p map[string]any) []node.ParamError {
-			if _, ok := p["values"]; ok {
-				return nil
+			_, hasValues := p["values"]
+			_, hasVars := p["vars"]
+			if !hasValues && !hasVars {
+				return []node.ParamError{{Param: "values", Message: "set needs values, vars or both"}}
 			}
-			if _, ok := p["vars"]; ok {
-				return nil
+			var errs []node.ParamError
+			for _, param := range []string{"values", "vars"} {
+				m, _ := p[param].(map[string]any)
+				if hasBlankKey(m) {
+					errs = append(errs, node.ParamError{Param: param, Message: "each of " + param + " needs a name: a key that is empty or blank could never be read"})
+				}
 			}
-			return []node.ParamError{{Param: "values", Message: "set needs values, vars or both"}}
+			if vals, ok := p["values"].(map[string]any); ok {
+				if _, ok := vals["success"]; ok {
+					errs = append(errs, node.ParamError{Param: "values.success", Message: "every node's output has success (true when the node succeeded), which would replace this value; give it another name"})
+				}
+			}
+			return errs
 		},
 	}, func() node.Kind { return setKind{} })
 	node.MustRegister(node.Spec{
@@ -49,4 +61,14 @@ func init() {
 		},
 		Outputs: []string{"text"},
 	}, func() node.Kind { return templateKind{} })
+}
+
+// hasBlankKey reports whether m has a key of blanks only.
+func hasBlankKey(m map[string]any) bool {
+	for k := range m {
+		if strings.TrimSpace(k) == "" {
+			return true
+		}
+	}
+	return false
 }
