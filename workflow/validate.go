@@ -456,6 +456,9 @@ func (n *Node) keyPos(key string) Pos {
 // params checks the parameters of w.Nodes[i]. Paths such as
 // nodes[3].command are built only for a message.
 func (v *validator) params(n *Node, spec *node.Spec, i int) {
+	// refused are the parameters whose value is refused already: the
+	// kind's Check says nothing more of them.
+	refused := map[string]bool{}
 	for name, val := range n.Params {
 		p, ok := spec.Param(name)
 		if !ok {
@@ -472,7 +475,11 @@ func (v *validator) params(n *Node, spec *node.Spec, i int) {
 			v.d.errorf(n.keyPos(name), path+"."+name, n.ID, "unknown key %q for node type %s%s (%s)", name, n.Type, hint, list)
 			continue
 		}
+		before := len(v.d.list)
 		v.paramValue(n, p, val, n.ParamPos(name), func() string { return nodePath(i) + "." + name })
+		if len(v.d.list) > before {
+			refused[name] = true
+		}
 	}
 	for _, p := range spec.Params {
 		if _, ok := n.Params[p.Name]; p.Required && !ok {
@@ -481,6 +488,9 @@ func (v *validator) params(n *Node, spec *node.Spec, i int) {
 	}
 	if spec.Check != nil {
 		for _, pe := range spec.Check(n.Params) {
+			if refused[paramName(pe.Param)] {
+				continue
+			}
 			sev := Error
 			if pe.Warning {
 				sev = Warning
@@ -488,6 +498,14 @@ func (v *validator) params(n *Node, spec *node.Spec, i int) {
 			v.d.add(sev, n.posAt(pe.Param), nodePath(i)+"."+pe.Param, n.ID, "%s", pe.Message)
 		}
 	}
+}
+
+// paramName is the parameter a path such as "cases[1].name" is in.
+func paramName(path string) string {
+	if i := strings.IndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return path
 }
 
 // posAt returns the position of the value at a parameter path such as
