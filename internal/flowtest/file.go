@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -320,13 +322,36 @@ func Load(path string, reg *node.Registry) (*File, error) {
 			}
 			c.Mocks[id] = ms
 		}
-		for id, se := range cd.Expect.Steps {
+		for _, id := range slices.Sorted(maps.Keys(cd.Expect.Steps)) {
+			se := cd.Expect.Steps[id]
 			if _, ok := byID[id]; !ok {
 				return nil, unknown(id, at("cases", i, "expect", "steps", id), fmt.Sprintf("case %q: expect.steps", cd.Name))
 			}
 			if se.Status != "" && !stepStatuses[se.Status] {
 				return nil, &Error{File: path, Line: at("cases", i, "expect", "steps", id, "status"), Msg: fmt.Sprintf(
 					"case %q: unknown step status %q; use one of %s", cd.Name, se.Status, keys(stepStatuses))}
+			}
+			if se.Visits != nil && *se.Visits < 0 {
+				return nil, &Error{File: path, Line: at("cases", i, "expect", "steps", id, "visits"), Msg: fmt.Sprintf(
+					"case %q: expect.steps.%s.visits is %d; a node is visited 0 or more times", cd.Name, id, *se.Visits)}
+			}
+		}
+		if len(w.Outputs) > 0 {
+			var declared []string
+			for _, o := range w.Outputs {
+				declared = append(declared, o.Name)
+			}
+			for _, name := range slices.Sorted(maps.Keys(cd.Expect.Outputs)) {
+				if slices.Contains(declared, name) {
+					continue
+				}
+				msg := fmt.Sprintf("case %q: expect.outputs names output %q, which %s does not declare", cd.Name, name, wfPath)
+				if s, ok := workflow.Closest(name, declared); ok {
+					msg += fmt.Sprintf("; did you mean %q?", s)
+				} else {
+					msg += fmt.Sprintf(" (its outputs: %s)", strings.Join(declared, ", "))
+				}
+				return nil, &Error{File: path, Line: at("cases", i, "expect", "outputs", name), Msg: msg}
 			}
 		}
 		if s := cd.Expect.Status; s != "" && !runStatuses[s] {

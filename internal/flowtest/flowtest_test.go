@@ -97,7 +97,7 @@ cases:
     mocks:
       fetch: {output: {n: 0}}
     expect:
-      outputs: {text: big 0, missing: 1}
+      outputs: {text: big 0}
       steps:
         pick: {branch: "true"}
         fetch: {status: failed}
@@ -123,7 +123,6 @@ cases:
 		got = append(got, m.String())
 	}
 	require.Equal(t, []string{
-		`outputs.missing: want 1, got nothing`,
 		`outputs.text: want "big 0", got "small 0"`,
 		`steps.fetch.status: want "failed", got "success"`,
 		`steps.pick.branch: want "true", got "false"`,
@@ -180,6 +179,9 @@ func TestLoadErrors(t *testing.T) {
 		{"mock output a number", "cases:\n  - name: a\n    mocks:\n      fetch:\n        output: 1\n", `:5: expected a map, got the number 1 (the format`},
 		{"inputs a list", "cases:\n  - name: a\n    inputs: [1]\n", `:3: expected a map, got a list`},
 		{"status a list", "cases:\n  - name: a\n    expect:\n      status: [completed]\n", `:4: expected text, got a list`},
+		{"undeclared output", "cases:\n  - name: a\n    expect:\n      outputs: {txt: 1}\n", `:4: case "a": expect.outputs names output "txt", which`},
+		{"output did you mean", "cases:\n  - name: a\n    expect:\n      outputs: {txt: 1}\n", `does not declare; did you mean "text"?`},
+		{"negative visits", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: -1}\n", `:5: case "a": expect.steps.fetch.visits is -1; a node is visited 0 or more times`},
 		{"visits text", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: two}\n", `:5: expected a number, got the text "two"`},
 	}
 	for _, tt := range tests {
