@@ -512,10 +512,8 @@ func paramName(path string) string {
 // "cases[1].name", as precisely as the path can be followed; a kind's Check
 // may name an element of a parameter this way.
 func (n *Node) posAt(path string) Pos {
-	name, rest := path, ""
-	if i := strings.IndexAny(path, ".["); i >= 0 {
-		name, rest = path[:i], path[i:]
-	}
+	name := paramName(path)
+	rest := path[len(name):]
 	cur := n.rawAt(name)
 	if cur == nil {
 		return n.ParamPos(name)
