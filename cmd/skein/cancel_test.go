@@ -330,24 +330,34 @@ func TestAPICancelWithNoWorker(t *testing.T) {
 
 // TestCancelStopsAQueuedSubworkflow: `skein cancel` of a queued run whose
 // subworkflow node runs a child run on a worker stops the child's running
-// node too (its process is gone), as a local child's is stopped.
+// node too (its process is gone), as a local child's is stopped; so does
+// it when the node runs in the child's own child.
 func TestCancelStopsAQueuedSubworkflow(t *testing.T) {
 	t.Parallel()
 	db := pgURL(t)
 	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
 	worker(t, db)
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "nest.yaml"), []byte(`version: 1
+	for _, child := range []string{"inner.yaml", "mid.yaml"} {
+		t.Run(child, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "nest.yaml"), []byte(`version: 1
 name: nest
 inputs:
   pid: {type: string, required: true}
 nodes:
-  - {id: sub, type: subworkflow, workflow: inner.yaml, inputs: {pid: "{{ inputs.pid }}"}}
+  - {id: sub, type: subworkflow, workflow: `+child+`, inputs: {pid: "{{ inputs.pid }}"}}
   - {id: after, type: set, values: {x: 1}}
 edges:
   - {from: sub, to: after}
 `), 0o600))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "inner.yaml"), []byte(`version: 1
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "mid.yaml"), []byte(`version: 1
+name: mid
+inputs:
+  pid: {type: string, required: true}
+nodes:
+  - {id: deeper, type: subworkflow, workflow: inner.yaml, inputs: {pid: "{{ inputs.pid }}"}}
+`), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "inner.yaml"), []byte(`version: 1
 name: inner
 inputs:
   pid: {type: string, required: true}
@@ -357,17 +367,19 @@ nodes:
     command: [sh, -c, 'echo $$ > "$PID.tmp"; mv "$PID.tmp" "$PID"; sleep 300']
     env: {PID: "{{ inputs.pid }}"}
 `), 0o600))
-	pidFile := filepath.Join(dir, "pid")
-	cmd, id, _ := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), filepath.Join(dir, "nest.yaml"), "-i", "pid="+pidFile)
-	pid := pidIn(t, pidFile)
+			pidFile := filepath.Join(dir, "pid")
+			cmd, id, _ := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), filepath.Join(dir, "nest.yaml"), "-i", "pid="+pidFile)
+			pid := pidIn(t, pidFile)
 
-	c := run(t, "cancel", "--db", db, id)
-	require.Equal(t, 0, c.code, c.stderr)
-	require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
-	eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(pid) }, "the child's node outlived the cancel")
-	doc := showRun(t, "--db", db, id)
-	require.Equal(t, "cancelled", string(doc.Status))
-	st, _ := doc.step("sub")
-	require.Equal(t, "cancelled", st, "the subworkflow node was stopped")
-	doc.cancelledUnstarted(t, "after")
+			c := run(t, "cancel", "--db", db, id)
+			require.Equal(t, 0, c.code, c.stderr)
+			require.Equal(t, 130, waitExit(t, cmd, 60*time.Second))
+			eventually(t, 30*time.Second, func() bool { return !skeinproc.Alive(pid) }, "the child's node outlived the cancel")
+			doc := showRun(t, "--db", db, id)
+			require.Equal(t, "cancelled", string(doc.Status))
+			st, _ := doc.step("sub")
+			require.Equal(t, "cancelled", st, "the subworkflow node was stopped")
+			doc.cancelledUnstarted(t, "after")
+		})
+	}
 }

@@ -72,8 +72,7 @@ var scenarios = []scenario{
 	{name: "signal_timeout", slowQueue: true},
 	// Subworkflows and budgets.
 	{name: "subworkflow_basic"},
-	// A queued run nests one level of subworkflows (docs/running.md).
-	{name: "subworkflow_nested", only: []string{"local", "served"}},
+	{name: "subworkflow_nested"},
 	{name: "subworkflow_waiting", inputs: map[string]any{"marker": "$TMP/m"},
 		script: []action{{node: "slug", status: "waiting", do: "release"}}},
 	{name: "subworkflow_fails"},

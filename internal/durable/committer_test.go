@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/durable"
+	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
@@ -172,4 +173,39 @@ func (s *savedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
 	err := s.Store.SaveBatch(ctx, bs)
 	s.saved <- struct{}{}
 	return err
+}
+
+// TestSyncEndsWaitsForTheCommit: a recorder with SyncEnds does not return
+// from the flush of a step that ended until its transaction committed:
+// what the step released starts once its end is durable.
+func TestSyncEndsWaitsForTheCommit(t *testing.T) {
+	t.Parallel()
+	st := stores["sqlite"](t)
+	ctx := t.Context()
+	require.NoError(t, st.CreateRun(ctx, &store.Run{ID: "r", Workflow: "w", Status: "running",
+		Owner: store.Owner{Host: "h", PID: 1, Token: "tok"}, LeaseTTL: time.Hour}))
+	gate := &gatedStore{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	c := durable.NewCommitter(gate)
+	defer c.Close()
+	release := sync.OnceFunc(func() { close(gate.release) })
+	defer release() // before Close, should the test fail with the commit held
+	rec := durable.NewRecorder(c, "r", nil, nil)
+	rec.Token, rec.Generation, rec.SyncEnds = "tok", 1, true
+	now := time.Now()
+	require.NoError(t, rec.Step(&engine.StepRecord{Node: "a", Type: "set", Visit: 1, StepOrder: 1, Status: engine.StatusSuccess, Attempts: 1,
+		StartedAt: &now, FinishedAt: &now, Output: map[string]any{"n": 1}}))
+	flushed := make(chan error, 1)
+	go func() { flushed <- rec.Flush() }()
+	<-gate.entered
+	select {
+	case err := <-flushed:
+		t.Fatalf("the flush of an ended step returned (%v) while its commit was held", err)
+	default:
+	}
+	release()
+	require.NoError(t, <-flushed)
+	steps, err := st.Steps(ctx, "r")
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	require.Equal(t, engine.StatusSuccess, steps[0].Status, "the step's end is committed when the flush returns")
 }

@@ -2,7 +2,8 @@
 // steps and events into the store as they happen, handed over once per
 // scheduler step and written in the background by one committer goroutine
 // that folds whatever queued meanwhile into one transaction (group
-// commit). Nodes released by a step do not wait for its commit; what must
+// commit). Nodes released by a step do not wait for its commit (unless
+// the recorder syncs the ends of steps, Recorder.SyncEnds); what must
 // not run ahead of the disk (progress lines, the run's final record)
 // waits for it through AfterCommit and Finish. It also answers the
 // engine's reuse questions for resume (same config hash, over every
@@ -50,6 +51,12 @@ type Recorder struct {
 	// them before the run starts.
 	Generation int
 	Token      string
+	// SyncEnds makes Flush wait until a batch that holds the end of a
+	// step is committed, so the nodes that step released start only once
+	// its outcome is durable: a node recorded complete never runs again
+	// after a crash. A child run on a worker is recorded so, as the
+	// queued nodes are; a local run's nodes do not wait (at-least-once).
+	SyncEnds bool
 
 	mu    sync.Mutex
 	steps map[stepKey]*store.Step
@@ -128,7 +135,14 @@ func (r *Recorder) Flush() error {
 	if err != nil || (len(b.Steps) == 0 && len(b.Plan) == 0 && len(b.Events) == 0 && len(after) == 0) {
 		return err
 	}
+	var ended chan error
+	if r.SyncEnds && endsAStep(b.Steps) {
+		ended = make(chan error, 1)
+	}
 	r.c.Submit(b, func(err error) {
+		if ended != nil {
+			ended <- err
+		}
 		if err != nil {
 			r.mu.Lock()
 			if r.err == nil {
@@ -141,7 +155,22 @@ func (r *Recorder) Flush() error {
 			fn()
 		}
 	})
+	if ended != nil {
+		if err := <-ended; err != nil {
+			return fmt.Errorf("saving the records of run %s: %w", r.runID, err)
+		}
+	}
 	return nil
+}
+
+// endsAStep reports whether steps holds a step that ended.
+func endsAStep(steps []*store.Step) bool {
+	for _, s := range steps {
+		if s.FinishedAt != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Finish commits what is buffered together with the run's final record

@@ -41,6 +41,9 @@ type Host struct {
 	// Trace, when set, is the trace level of every run executed here
 	// (skein run --trace), over their workflows' own.
 	Trace workflow.Trace
+	// SyncEnds records the child runs as Recorder.SyncEnds says (the
+	// children of a child run on a worker).
+	SyncEnds bool
 }
 
 // TraceFolder has rl, the folder of run runID of w, write each node's
@@ -224,7 +227,7 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 			return nil, err
 		}
 		rec := NewRecorder(h.Commit, id, recBlobs, red)
-		rec.Generation, rec.Token = child.Generation, parent.Owner.Token
+		rec.Generation, rec.Token, rec.SyncEnds = child.Generation, parent.Owner.Token, h.SyncEnds
 		crl.Later = rec.AfterCommit
 		cr := &engine.ChildRun{
 			Blobs:       blobs,

@@ -85,12 +85,6 @@ func (c *Child) runChild(ctx context.Context, id, path string, inputs map[string
 		return nil, &node.Error{Code: "subworkflow_invalid", Category: node.CategoryValidation, Permanent: true,
 			Message: fmt.Sprintf("child workflow %s is invalid on this worker:\n%s", path, ds.Error())}
 	}
-	for _, n := range cw.Nodes {
-		if spec, ok := c.Registry.Lookup(n.Type); ok && spec.Role == node.RoleSubworkflow {
-			return nil, &node.Error{Code: "subworkflow_depth", Category: node.CategoryValidation, Permanent: true,
-				Message: fmt.Sprintf("child workflow %s has a subworkflow node (%s): queued runs run one level of subworkflows", path, n.ID)}
-		}
-	}
 	in, err := cw.ResolveInputs(inputs)
 	if err != nil {
 		return nil, &node.Error{Code: "subworkflow_inputs", Category: node.CategoryValidation, Permanent: true,

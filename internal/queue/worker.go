@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -202,6 +203,10 @@ type ChildRun struct {
 	// Budget is the parent run's: the child's own limits hold, and what
 	// it spends counts against the parent's too.
 	Budget *engine.Budget
+	// Stack is the absolute path of the parent's workflow file: the
+	// child's own subworkflows count it in their depth and their
+	// recursion check, as a local run's do (engine.Options.Stack).
+	Stack []string
 	// Resume, when set, is the claimed record of the child a stopped
 	// worker left; History is its steps, Spent what its earlier
 	// executions spent.
@@ -213,12 +218,16 @@ type ChildRun struct {
 // runChild runs the child run id of a subworkflow node of the queued run
 // parent, or goes on with the one a stopped worker left (a completed one
 // answers at once), and returns its final record.
-func (ws Workers) runChild(ctx context.Context, parent string, budget *engine.Budget, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
+func (ws Workers) runChild(ctx context.Context, parent string, pw *workflow.Workflow, budget *engine.Budget, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
 	st := ws.Config.Store
+	stack := []string{pw.File}
+	if abs, err := filepath.Abs(pw.File); err == nil {
+		stack[0] = abs
+	}
 	prev, err := st.Run(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: in, Budget: budget})
+		return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: in, Budget: budget, Stack: stack})
 	case err != nil:
 		return nil, err
 	case engine.RunStatus(prev.Status) == engine.RunCompleted:
@@ -236,7 +245,7 @@ func (ws Workers) runChild(ctx context.Context, parent string, budget *engine.Bu
 	// child spent; the child goes on from it.
 	spent := engine.Spent{Tokens: claimed.Tokens, CostUSD: claimed.CostUSD}
 	budget.Add(spent.Tokens, spent.CostUSD)
-	return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: claimed.Inputs, Budget: budget,
+	return ws.Execute(ctx, ChildRun{ID: id, Parent: parent, Workflow: cw, Inputs: claimed.Inputs, Budget: budget, Stack: stack,
 		Resume: claimed, History: hist, Spent: spent})
 }
 
@@ -258,7 +267,7 @@ func (ws Workers) Work(ctx context.Context) error {
 	cfg.Children = func(runID string, w *workflow.Workflow, t *engine.Task, _ map[string]string, budget *engine.Budget, waiting func()) node.Children {
 		return &Child{Registry: cfg.Registry, ParentID: runID, Parent: w, Node: t.Node.Node, NodeID: t.Node.ID, Visit: t.Visit, Waiting: waiting,
 			Run: func(ctx context.Context, cw *workflow.Workflow, id string, in map[string]any) (*store.Run, error) {
-				return ws.runChild(ctx, runID, budget, cw, id, in)
+				return ws.runChild(ctx, runID, w, budget, cw, id, in)
 			}}
 	}
 	d, err := New(cfg)

@@ -102,6 +102,7 @@ type job struct {
 	// budget is the parent run's budget of a child run on a worker: what
 	// the child spends counts against it too (nil: no parent).
 	budget *engine.Budget
+	stack  []string // a child run's parent workflow files (engine.Options.Stack)
 	// replay answers the run's interactions from a cassette.
 	replay   *ReplaySource
 	replayOf string // the run a replay (Runner.Replay) replays
@@ -156,7 +157,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	run, rl, blobs, recBlobs := opened.Run, opened.Folder, opened.Blobs, opened.RecordBlobs
 	defer rl.Close()
 	runs := r.runs()
-	runs.Trace = o.Trace // --trace, over the workflows' trace:
+	runs.SyncEnds = j.parent != "" // a child on a worker: as its queued parent's nodes
+	runs.Trace = o.Trace           // --trace, over the workflows' trace:
 	runs.TraceFolder(ctx, rl, w, run.ID)
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -186,7 +188,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 
 	rec := durable.NewRecorder(r.commit, run.ID, recBlobs, red)
-	rec.Generation, rec.Token = run.Generation, run.Owner.Token
+	rec.Generation, rec.Token, rec.SyncEnds = run.Generation, run.Owner.Token, runs.SyncEnds
 	rl.Later = rec.AfterCommit // the folder is written from committed records
 	recs := durable.Tee{rl}
 	var obs *durable.Deferred
@@ -223,6 +225,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		Signals: signals,
 		Leave:   o.Leave, // a run that only waits is parked, any other stopped
 		Spent:   j.spent,
+		Stack:   j.stack,
 		// A replay does not wait again for what the recorded run waited.
 		Instant: j.replay != nil,
 	}

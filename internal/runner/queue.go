@@ -231,7 +231,7 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 // child's stop with its parent's (Options.Hard).
 func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Options) (*store.Run, error) {
 	o.Hard = ctx.Done()
-	j := job{w: c.Workflow, inputs: c.Inputs, runID: c.ID, parent: c.Parent, budget: c.Budget}
+	j := job{w: c.Workflow, inputs: c.Inputs, runID: c.ID, parent: c.Parent, budget: c.Budget, stack: c.Stack}
 	if c.Resume != nil {
 		j.resume, j.reuse, j.wakes, j.spent = c.Resume, durable.ForResume(c.History), durable.Wakes(c.History), c.Spent
 	}

@@ -1,0 +1,88 @@
+package queue_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestFaultKilledWorkerMidChild: a subworkflow node's child run runs in
+// the worker that runs the node; the worker is killed while a node of the
+// child (or of the child's own child) runs. The subworkflow node counts as
+// lost and runs again on the other worker, which takes over the child run
+// where it stopped: the child's completed node is not run again, the node
+// that was running runs again (the same idempotency key), and the run
+// completes with the child's outputs.
+func TestFaultKilledWorkerMidChild(t *testing.T) {
+	t.Parallel()
+	for _, depth := range []int{1, 2} {
+		t.Run(fmt.Sprintf("depth %d", depth), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, 0)
+			l := newLedger(t)
+			leaf := fmt.Sprintf(`version: 1
+name: leaf
+nodes:
+  - {id: one, type: http, method: POST, url: "%[1]s/call"}
+  - {id: hold, type: http, method: POST, url: "%[1]s/held"}
+  - {id: three, type: http, method: POST, url: "%[1]s/call"}
+edges:
+  - {from: one, to: hold}
+  - {from: hold, to: three}
+outputs:
+  ok: "{{ three.body.ok }}"
+`, l.URL)
+			require.NoError(t, os.WriteFile(filepath.Join(b.dir, "leaf.yaml"), []byte(leaf), 0o600))
+			mid := `version: 1
+name: mid
+nodes:
+  - {id: before, type: http, method: POST, url: "` + l.URL + `/call"}
+  - {id: inner, type: subworkflow, workflow: leaf.yaml}
+edges:
+  - {from: before, to: inner}
+outputs:
+  ok: "{{ inner.ok }}"
+`
+			require.NoError(t, os.WriteFile(filepath.Join(b.dir, "mid.yaml"), []byte(mid), 0o600))
+			child := map[int]string{1: "leaf.yaml", 2: "mid.yaml"}[depth]
+
+			first := startWorker(t, b.url)
+			run := b.start(t, `version: 1
+name: parent
+nodes:
+  - {id: sub, type: subworkflow, workflow: `+child+`, retries: 1, retry_backoff: 0s}
+outputs:
+  ok: "{{ sub.ok }}"
+`, nil)
+			leafID := run.ID + ".sub1"
+			if depth == 2 {
+				leafID += ".inner1"
+			}
+			require.Equal(t, leafID+"/hold/1", recv(t, l.held, "the leaf's held node"))
+			first.kill(t)
+			l.Release()
+			startWorker(t, b.url)
+
+			done := b.wait(t, run.ID)
+			require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+			require.Equal(t, true, done.Outputs["ok"])
+			calls := l.Calls()
+			require.Equal(t, 1, calls[leafID+"/one/1"], "the leaf's completed node ran once")
+			require.Equal(t, 2, calls[leafID+"/hold/1"], "the leaf's running node ran again")
+			require.Equal(t, 1, calls[leafID+"/three/1"])
+			if depth == 2 {
+				require.Equal(t, 1, calls[run.ID+".sub1/before/1"], "the middle run's completed node ran once")
+			}
+			for id, n := range calls {
+				require.True(t, strings.HasPrefix(id, run.ID+"."), "call %s (%d) is of the run's children", id, n)
+			}
+			steps := b.steps(t, leafID)
+			require.True(t, steps["one"][0].Cached, "the resumed leaf reused node one")
+			require.Equal(t, 2, steps["hold"][0].Generation, "the leaf was taken over")
+		})
+	}
+}
