@@ -450,3 +450,51 @@ outputs:
 		})
 	}
 }
+
+// TestQueuedChildApproval: a queued run's child (or the child's own
+// child) that waits for a signal waits in the worker that runs its
+// subworkflow node; skein signal of the child run reaches it there, and
+// the run completes with the child's outputs.
+func TestQueuedChildApproval(t *testing.T) {
+	t.Parallel()
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	worker(t, db)
+	approval, err := os.ReadFile("../../examples/approval.yaml")
+	require.NoError(t, err)
+	for _, tc := range []struct{ child, waits string }{{"approval.yaml", ".sub1"}, {"mid.yaml", ".sub1.deeper1"}} {
+		t.Run(tc.child, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "approval.yaml"), approval, 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "mid.yaml"), []byte(`version: 1
+name: mid
+nodes:
+  - {id: deeper, type: subworkflow, workflow: approval.yaml}
+outputs:
+  result: "{{ deeper.result }}"
+`), 0o600))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "parent.yaml"), []byte(`version: 1
+name: parent
+nodes:
+  - {id: sub, type: subworkflow, workflow: `+tc.child+`}
+outputs:
+  result: "{{ sub.result }}"
+`), 0o600))
+			cmd, id, _ := started(t, "run", "--db", db, "--queue", "--dir", t.TempDir(), filepath.Join(dir, "parent.yaml"))
+			var sig proc
+			eventually(t, 60*time.Second, func() bool {
+				sig = run(t, "signal", "--db", db, id+tc.waits, "approve", "--data", `{"approved": true, "by": "Grace"}`)
+				return sig.code == 0
+			}, "the child's approve never took the signal")
+			require.Equal(t, 0, waitExit(t, cmd, 60*time.Second), sig.stdout+sig.stderr)
+			show := run(t, "runs", "show", "--db", db, "--output", "json", id)
+			var doc struct {
+				Status  string
+				Outputs map[string]any
+			}
+			require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc), show.stdout)
+			require.Equal(t, "completed", doc.Status)
+			require.Equal(t, "To team@example.com: the release is ready. (approved by Grace)", doc.Outputs["result"])
+		})
+	}
+}
