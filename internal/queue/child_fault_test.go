@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,4 +86,48 @@ outputs:
 			require.Equal(t, 2, steps["hold"][0].Generation, "the leaf was taken over")
 		})
 	}
+}
+
+// TestFaultPausedWorkerMidChild: a worker paused (SIGSTOP) while a node of
+// its subworkflow's child runs is judged lost, alive as its process is
+// (as a worker on another machine that stopped answering is): another
+// worker takes the child over, fencing the paused one off it, and
+// completes the run. (A takeover refused a child whose owner's process
+// was alive, or whose lease had not run out: the subworkflow node failed
+// each attempt with "owned".)
+func TestFaultPausedWorkerMidChild(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	l := newLedger(t)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "leaf.yaml"), []byte(fmt.Sprintf(`version: 1
+name: leaf
+nodes:
+  - {id: one, type: http, method: POST, url: "%[1]s/call"}
+  - {id: hold, type: http, method: POST, url: "%[1]s/held"}
+edges:
+  - {from: one, to: hold}
+outputs:
+  ok: "{{ hold.body.ok }}"
+`, l.URL)), 0o600))
+	paused := startWorker(t, b.url)
+	run := b.start(t, `version: 1
+name: parent
+nodes:
+  - {id: sub, type: subworkflow, workflow: leaf.yaml, retries: 1, retry_backoff: 0s}
+outputs:
+  ok: "{{ sub.ok }}"
+`, nil)
+	leafID := run.ID + ".sub1"
+	require.Equal(t, leafID+"/hold/1", recv(t, l.held, "the leaf's held node"))
+	paused.signal(t, syscall.SIGSTOP)
+	startWorker(t, b.url)
+	require.Equal(t, leafID+"/hold/1", recv(t, l.held, "the leaf's held node, on the other worker"))
+	l.Release()
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	require.Equal(t, true, done.Outputs["ok"])
+	calls := l.Calls()
+	require.Equal(t, 1, calls[leafID+"/one/1"], "the leaf's completed node ran once")
+	require.Equal(t, 2, calls[leafID+"/hold/1"], "the leaf's held node ran on each worker")
 }

@@ -189,8 +189,9 @@ type Workers struct {
 	// Execute runs a child run of a subworkflow node in this process, as
 	// a local run, and returns its final record.
 	Execute func(ctx context.Context, c ChildRun) (*store.Run, error)
-	// Claim takes over a child run a stopped worker left, refusing one
-	// whose owner is alive, and returns the claimed record.
+	// Claim takes over a child run a lost worker left, whether its
+	// process lives (paused, cut off) or not, and returns the claimed
+	// record: the lost worker's writes to the child fail from then on.
 	Claim func(ctx context.Context, prev *store.Run) (*store.Run, error)
 }
 

@@ -220,7 +220,11 @@ func (r *Runner) Work(ctx context.Context, req WorkRequest) error {
 		Execute: func(ctx context.Context, c queue.ChildRun) (*store.Run, error) {
 			return r.executeQueueChild(ctx, c, opts)
 		},
-		Claim: r.claimQueueChild,
+		// Whether the child's owner is alive is not asked: the queue gives
+		// the node to this worker only once it judged the one that ran it
+		// lost (killed, paused, cut off), and the claim fences that one off
+		// the child (its token is replaced).
+		Claim: r.claim,
 	}.Work(ctx)
 }
 
@@ -240,13 +244,4 @@ func (r *Runner) executeQueueChild(ctx context.Context, c queue.ChildRun, o Opti
 		return nil, err
 	}
 	return res.Run, nil
-}
-
-// claimQueueChild claims a child run a stopped worker left, unless its
-// owner is alive.
-func (r *Runner) claimQueueChild(ctx context.Context, prev *store.Run) (*store.Run, error) {
-	if r.liveOwner(prev) {
-		return nil, durable.Owned(prev)
-	}
-	return r.claim(ctx, prev)
 }
