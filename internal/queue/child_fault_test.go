@@ -3,12 +3,16 @@ package queue_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
 )
 
 // TestFaultKilledWorkerMidChild: a subworkflow node's child run runs in
@@ -130,4 +134,55 @@ outputs:
 	calls := l.Calls()
 	require.Equal(t, 1, calls[leafID+"/one/1"], "the leaf's completed node ran once")
 	require.Equal(t, 2, calls[leafID+"/hold/1"], "the leaf's held node ran on each worker")
+}
+
+// TestFaultKilledWorkerWhileChildWaits: a worker killed while its
+// subworkflow's child waits for a signal: another worker takes the child
+// over, which waits again (its completed node is not run again); the
+// signal sent then reaches it, and the run completes.
+func TestFaultKilledWorkerWhileChildWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, 0)
+	l := newLedger(t)
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "ask.yaml"), []byte(fmt.Sprintf(`version: 1
+name: ask
+nodes:
+  - {id: one, type: http, method: POST, url: "%s/call"}
+  - {id: approve, type: wait, until: signal}
+  - {id: said, type: set, values: {by: "{{ approve.data.by }}"}}
+edges:
+  - {from: one, to: approve}
+  - {from: approve, to: said}
+outputs:
+  by: "{{ said.by }}"
+`, l.URL)), 0o600))
+	first := startWorker(t, b.url)
+	run := b.start(t, `version: 1
+name: parent
+nodes:
+  - {id: sub, type: subworkflow, workflow: ask.yaml, retries: 1, retry_backoff: 0s}
+outputs:
+  by: "{{ sub.by }}"
+`, nil)
+	childID := run.ID + ".sub1"
+	waits := func() bool {
+		steps, _ := b.st.Steps(t.Context(), childID) // not found until the child starts
+		for _, s := range steps {
+			if s.Node == "approve" && s.Status == engine.StatusWaiting {
+				return true
+			}
+		}
+		return false
+	}
+	require.Eventually(t, waits, 60*time.Second, 20*time.Millisecond, "the child's approve never waited")
+	first.kill(t)
+	startWorker(t, b.url)
+	sig := exec.Command(skeinBin(t), "signal", "--db", b.url, "--dir", t.TempDir(), childID, "approve", "--data", `{"by": "Ada"}`)
+	out, err := sig.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	require.Equal(t, "Ada", done.Outputs["by"])
+	require.Equal(t, 1, l.Calls()[childID+"/one/1"], "the child's completed node ran once")
 }
