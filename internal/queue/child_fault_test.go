@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
 )
 
 // TestFaultKilledWorkerMidChild: a subworkflow node's child run runs in
@@ -41,28 +42,21 @@ edges:
 outputs:
   ok: "{{ three.body.ok }}"
 `, l.URL)
-			require.NoError(t, os.WriteFile(filepath.Join(b.dir, "leaf.yaml"), []byte(leaf), 0o600))
-			mid := `version: 1
+			b.file(t, "leaf.yaml", leaf)
+			b.file(t, "mid.yaml", `version: 1
 name: mid
 nodes:
-  - {id: before, type: http, method: POST, url: "` + l.URL + `/call"}
+  - {id: before, type: http, method: POST, url: "`+l.URL+`/call"}
   - {id: inner, type: subworkflow, workflow: leaf.yaml}
 edges:
   - {from: before, to: inner}
 outputs:
   ok: "{{ inner.ok }}"
-`
-			require.NoError(t, os.WriteFile(filepath.Join(b.dir, "mid.yaml"), []byte(mid), 0o600))
+`)
 			child := map[int]string{1: "leaf.yaml", 2: "mid.yaml"}[depth]
 
 			first := startWorker(t, b.url)
-			run := b.start(t, `version: 1
-name: parent
-nodes:
-  - {id: sub, type: subworkflow, workflow: `+child+`, retries: 1, retry_backoff: 0s}
-outputs:
-  ok: "{{ sub.ok }}"
-`, nil)
+			run := b.startParentOf(t, child, "ok")
 			leafID := run.ID + ".sub1"
 			if depth == 2 {
 				leafID += ".inner1"
@@ -103,7 +97,7 @@ func TestFaultPausedWorkerMidChild(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	l := newLedger(t)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "leaf.yaml"), []byte(fmt.Sprintf(`version: 1
+	b.file(t, "leaf.yaml", fmt.Sprintf(`version: 1
 name: leaf
 nodes:
   - {id: one, type: http, method: POST, url: "%[1]s/call"}
@@ -112,15 +106,9 @@ edges:
   - {from: one, to: hold}
 outputs:
   ok: "{{ hold.body.ok }}"
-`, l.URL)), 0o600))
+`, l.URL))
 	paused := startWorker(t, b.url)
-	run := b.start(t, `version: 1
-name: parent
-nodes:
-  - {id: sub, type: subworkflow, workflow: leaf.yaml, retries: 1, retry_backoff: 0s}
-outputs:
-  ok: "{{ sub.ok }}"
-`, nil)
+	run := b.startParentOf(t, "leaf.yaml", "ok")
 	leafID := run.ID + ".sub1"
 	require.Equal(t, leafID+"/hold/1", recv(t, l.held, "the leaf's held node"))
 	paused.signal(t, syscall.SIGSTOP)
@@ -144,7 +132,7 @@ func TestFaultKilledWorkerWhileChildWaits(t *testing.T) {
 	t.Parallel()
 	b := setup(t, 0)
 	l := newLedger(t)
-	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "ask.yaml"), []byte(fmt.Sprintf(`version: 1
+	b.file(t, "ask.yaml", fmt.Sprintf(`version: 1
 name: ask
 nodes:
   - {id: one, type: http, method: POST, url: "%s/call"}
@@ -155,15 +143,9 @@ edges:
   - {from: approve, to: said}
 outputs:
   by: "{{ said.by }}"
-`, l.URL)), 0o600))
+`, l.URL))
 	first := startWorker(t, b.url)
-	run := b.start(t, `version: 1
-name: parent
-nodes:
-  - {id: sub, type: subworkflow, workflow: ask.yaml, retries: 1, retry_backoff: 0s}
-outputs:
-  by: "{{ sub.by }}"
-`, nil)
+	run := b.startParentOf(t, "ask.yaml", "by")
 	childID := run.ID + ".sub1"
 	waits := func() bool {
 		steps, _ := b.st.Steps(t.Context(), childID) // not found until the child starts
@@ -185,4 +167,24 @@ outputs:
 	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
 	require.Equal(t, "Ada", done.Outputs["by"])
 	require.Equal(t, 1, l.Calls()[childID+"/one/1"], "the child's completed node ran once")
+}
+
+// file writes a workflow file beside the runs' workflow (a child they run).
+func (b *bundle) file(t *testing.T, name, src string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, name), []byte(src), 0o600))
+}
+
+// startParentOf starts a run whose one node, sub, runs the child workflow
+// file (retries: 1, so that the attempt of a lost worker runs again
+// elsewhere) and gives the child's output out as its own.
+func (b *bundle) startParentOf(t *testing.T, child, out string) *store.Run {
+	t.Helper()
+	return b.start(t, fmt.Sprintf(`version: 1
+name: parent
+nodes:
+  - {id: sub, type: subworkflow, workflow: %s, retries: 1, retry_backoff: 0s}
+outputs:
+  %s: "{{ sub.%s }}"
+`, child, out, out), nil)
 }

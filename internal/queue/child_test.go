@@ -30,7 +30,7 @@ func TestSubworkflowsNestAsDeepOnWorkers(t *testing.T) {
 		} else {
 			src += fmt.Sprintf("  - {id: next, type: subworkflow, workflow: level%d.yaml}\noutputs:\n  level: \"{{ next.level }}\"\n", n+1)
 		}
-		require.NoError(t, os.WriteFile(filepath.Join(b.dir, fmt.Sprintf("level%d.yaml", n)), []byte(src), 0o600))
+		b.file(t, fmt.Sprintf("level%d.yaml", n), src)
 	}
 	parent := func(first int) string {
 		return fmt.Sprintf("version: 1\nname: top\nnodes:\n  - {id: next, type: subworkflow, workflow: level%d.yaml}\noutputs:\n  level: \"{{ next.level }}\"\n", first)
