@@ -14,9 +14,9 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// A child workflow path that names a named pipe is refused at once:
-// reading it would wait for a writer, and validation (and the node) with
-// it.
+// A workflow file that is a named pipe is refused at once, named as a
+// child or read itself: reading it would wait for a writer, and
+// validation (and the node, and a server listing its folder) with it.
 func TestChildWorkflowThatIsAPipeIsRefused(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -28,5 +28,8 @@ func TestChildWorkflowThatIsAPipeIsRefused(t *testing.T) {
 	d := ds.Errors()[0]
 	require.Equal(t, "go", d.Node)
 	require.Equal(t, 4, d.Line)
-	require.Equal(t, `child workflow "pipe.yaml" is not a file but a named pipe (`+filepath.Join(dir, "pipe.yaml")+`); name a workflow file`, d.Message)
+	require.Equal(t, `child workflow "pipe.yaml" cannot be read: `+filepath.Join(dir, "pipe.yaml")+` is not a file but a named pipe; name a workflow file`, d.Message)
+
+	_, err := workflow.ReadFile(filepath.Join(dir, "pipe.yaml"))
+	require.EqualError(t, err, filepath.Join(dir, "pipe.yaml")+" is not a file but a named pipe; name a workflow file")
 }

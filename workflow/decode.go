@@ -38,8 +38,13 @@ var typeAliases = map[string]string{
 }
 
 // ReadFile reads a workflow file, refusing files over MaxFileSize before
-// reading them whole.
+// reading them whole, and what is not a file: opening a named pipe waits
+// for a writer, so a pipe left in a folder of workflows (or named as a
+// child) would hang validate, a server's listing and a node.
 func ReadFile(path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a file but %s; name a workflow file", path, fileKind(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		wd, _ := os.Getwd()
@@ -936,4 +941,17 @@ func (dec *decoder) edges(w *Workflow, v *value) {
 		}
 		w.Edges = append(w.Edges, e)
 	}
+}
+
+// fileKind names the kind of a file that is neither regular nor a folder.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }

@@ -3,8 +3,6 @@ package workflow
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/skeinhq/skein/internal/confine"
 )
@@ -42,23 +40,5 @@ func (w *Workflow) childFile(path string) (string, error) {
 		}
 		return "", fmt.Errorf("child workflow %q cannot be resolved: %w", path, err)
 	}
-	// Opening a named pipe to read it waits for a writer: validation, and
-	// the node, would hang.
-	if fi, err := os.Stat(full); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
-		return "", fmt.Errorf("child workflow %q is not a file but %s (%s); name a workflow file", path, fileKind(fi.Mode()), full)
-	}
 	return full, nil
-}
-
-// fileKind names the kind of a file that is neither regular nor a folder.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
 }
