@@ -726,7 +726,9 @@ func (dec *decoder) nodeRange(out []*Node, list []*value, block []Node, first in
 				case "id":
 					continue
 				case "type":
-					n.Type = fv.s
+					if n.Type = fv.s; n.Type == "" {
+						dec.d.errorf(fv.pos, nodePath(i)+".type", n.ID, "node type is empty (give its kind, e.g. type: shell)")
+					}
 					continue
 				case "name":
 					n.Name = fv.s
