@@ -52,6 +52,15 @@ type part struct {
 	done     chan partResult
 }
 
+// ended has the part over because its run ended: its applies are told
+// so (applyReq.ended).
+func (p *part) ended(status record.RunStatus) {
+	p.over = true
+	for _, r := range p.reqs {
+		r.ended = status
+	}
+}
+
 // commit records parts, each a different run, in one transaction: one
 // COMMIT and one WAL flush for all. An error fails every part: nothing of
 // any is recorded.
@@ -278,7 +287,7 @@ func (d *Driver) prepare(ctx context.Context, p *part) error {
 		}
 		if pre.Status.Final() {
 			d.forget(p.runID)
-			p.over = true
+			p.ended(pre.Status)
 			return nil
 		}
 		if env, err = d.env(ctx, pre); err != nil {
@@ -300,7 +309,7 @@ func (d *Driver) stage(ctx context.Context, tx *postgres.Pipe, p *part) error {
 	runID, st, run := p.runID, p.st, p.run
 	if run.Status.Final() {
 		d.forget(runID)
-		p.over = true
+		p.ended(run.Status)
 		return nil
 	}
 	for _, e := range p.evs {

@@ -804,6 +804,11 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs,
 			return e
 		}
 		err := d.submit(context.WithoutCancel(ctx), run.ID, req)
+		if err == nil && req.ended.Final() && req.ended != record.RunCancelled {
+			// A run ends only once no node of it runs: this attempt
+			// was judged lost and its node run again elsewhere.
+			d.cfg.Logger.Warn("dropped a stale result: the run ended without this worker", "run", run.ID, "node", t.Node.ID, "attempt", t.Attempt, "status", req.ended)
+		}
 		h.next, h.completed = req.next, req.completed
 		return err
 	})
@@ -1058,6 +1063,9 @@ type applyReq struct {
 	// done answers the apply; an async one has none.
 	done  chan applyResult
 	async bool
+	// ended is the status of the run when it had ended before the apply
+	// came to be recorded: nothing of it was.
+	ended record.RunStatus
 }
 
 // applyResult answers an apply: its error, or that it leads the next

@@ -614,6 +614,42 @@ nodes:
 // stale result over the one recorded since.
 func TestFaultPausedWorker(t *testing.T) {
 	t.Parallel()
+	b, svc, paused, run := pausedMidCall(t)
+
+	// The paused worker comes back and gets its answer: it tries to
+	// record the first attempt while the run still runs.
+	paused.signal(t, syscall.SIGCONT)
+	svc.answerFirst()
+	require.Eventually(t, func() bool {
+		return strings.Contains(paused.out.String(), "dropped a stale result: the attempt was recorded without this worker")
+	}, 30*time.Second, 10*time.Millisecond, "the resumed worker did not report its stale result")
+	svc.answerAfter()
+	requireSecondAttempt(t, b, run.ID, paused)
+}
+
+// TestFaultPausedWorkerAfterItsRunEnded: the same, the worker resumed
+// only once the run ended: its result is dropped, and it says so.
+func TestFaultPausedWorkerAfterItsRunEnded(t *testing.T) {
+	t.Parallel()
+	b, svc, paused, run := pausedMidCall(t)
+	svc.answerAfter()
+	done := b.wait(t, run.ID)
+	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+
+	paused.signal(t, syscall.SIGCONT)
+	svc.answerFirst()
+	require.Eventually(t, func() bool {
+		return strings.Contains(paused.out.String(), "dropped a stale result: the run ended without this worker")
+	}, 30*time.Second, 10*time.Millisecond, "the resumed worker did not report its stale result")
+	requireSecondAttempt(t, b, run.ID, paused)
+}
+
+// pausedMidCall starts a run whose node call is taken by a worker that
+// is then paused (SIGSTOP) while the call waits for its answer; another
+// worker runs the node again and reaches the node after it, whose
+// answer waits too.
+func pausedMidCall(t *testing.T) (*bundle, *service, *proc, *store.Run) {
+	t.Helper()
 	b := setup(t, 0)
 	svc := newService(t)
 	paused := startWorker(t, b.url)
@@ -630,24 +666,22 @@ edges:
 	startWorker(t, b.url)
 	require.Equal(t, 2, recv(t, svc.calls, "the second attempt's call, on the other worker"))
 	recv(t, svc.afters, "the node after it")
+	return b, svc, paused, run
+}
 
-	// The paused worker comes back and gets its answer: it tries to
-	// record the first attempt while the run still runs.
-	paused.signal(t, syscall.SIGCONT)
-	svc.answerFirst()
-	require.Eventually(t, func() bool {
-		return strings.Contains(paused.out.String(), "dropped a stale result")
-	}, 30*time.Second, 10*time.Millisecond, "the resumed worker did not report its stale result")
-	svc.answerAfter()
-
-	done := b.wait(t, run.ID)
+// requireSecondAttempt checks that the run completed with the second
+// attempt's result of call, recorded once, and that the paused worker
+// lives on.
+func requireSecondAttempt(t *testing.T, b *bundle, runID string, paused *proc) {
+	t.Helper()
+	done := b.wait(t, runID)
 	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
-	steps := b.steps(t, run.ID)
+	steps := b.steps(t, runID)
 	require.Len(t, steps["call"], 1, "one step")
 	require.Equal(t, "success", string(steps["call"][0].Status))
 	require.Equal(t, 2, steps["call"][0].Attempts)
 	require.EqualValues(t, 2, steps["call"][0].Output["body"].(map[string]any)["call"], "the step holds the second attempt's result")
-	finished := eventsOf(t, b, run.ID, engine.EventNodeFinished, "call")
+	finished := eventsOf(t, b, runID, engine.EventNodeFinished, "call")
 	require.Len(t, finished, 1, "one result of the node: %v", finished)
 	select {
 	case <-paused.done:
