@@ -622,6 +622,12 @@ not exist or the node is not waiting for a signal.`,
 					// Another process (a server on this folder) resumed it first.
 					return applied(owned.Owner.String())
 				}
+				var use *runner.UsageError
+				if errors.As(err, &use) {
+					// Refused before it took the run: the run waits
+					// with the signal recorded.
+					return nil, usagef("%s; the signal is kept: once that is fixed, %s continues the run with it", use.Msg, f.resumeCommand(sig.Run.ID))
+				}
 				return res, err
 			})
 		},

@@ -161,3 +161,46 @@ nodes:
 	require.Contains(t, list.stdout, "waiting (for a signal: skein signal "+ids["one"]+" approve)")
 	require.Regexp(t, `waiting \(for a signal to (legal, finance|finance, legal): skein signal `+ids["two"]+` NODE\)`, list.stdout)
 }
+
+// TestSignalWhoseResumeLacksASecret: a signal to a waiting run is
+// recorded even when this process cannot go on with the run (a secret of
+// the workflow is not set here); the run is left waiting, not taken, and
+// the command says how to continue it once the secret is set.
+func TestSignalWhoseResumeLacksASecret(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "sig.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: sig
+secrets: [TOKEN]
+nodes:
+  - {id: approve, type: wait, until: signal}
+  - {id: after, type: set, values: {by: "{{ approve.data.by }}"}}
+edges:
+  - {from: approve, to: after}
+outputs:
+  by: "{{ after.by }}"
+`), 0o644))
+	store := filepath.Join(dir, "store")
+	with := map[string]string{"SKEIN_SECRET_TOKEN": "s3cret"}
+	r := skeinIn(t, dir, with, "run", "--dir", store, "--output", "json", flow)
+	require.Equal(t, 4, r.code, r.stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	id := doc["execution_id"].(string)
+
+	r = skeinIn(t, dir, nil, "signal", "--dir", store, id, "approve", "--data", `{"by": "Ada"}`)
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stdout, "signal recorded for approve (visit 1) of run "+id)
+	require.Contains(t, r.stderr, "secret TOKEN is not set")
+	require.Contains(t, r.stderr, "the signal is kept: once that is fixed, skein resume "+id+" --dir "+store+" continues the run with it")
+	list := skeinIn(t, dir, nil, "runs", "list", "--dir", store, "--status", "waiting")
+	require.Equal(t, 0, list.code, list.stderr)
+	require.Contains(t, list.stdout, id, "the run still waits, held by nobody")
+
+	r = skeinIn(t, dir, with, "resume", "--dir", store, "--output", "json", id)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Equal(t, "completed", doc["status"])
+	require.Equal(t, map[string]any{"by": "Ada"}, doc["outputs"])
+}

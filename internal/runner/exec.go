@@ -124,7 +124,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		return nil, err
 	}
 	// The one Redactor of the run: every writer of its records gets it.
-	red := r.redactor(secrets)
+	red := r.redactors.For(secrets)
 	plan, err := r.plans.Get(w, r.cfg.Registry)
 	if err != nil {
 		return nil, &InvalidError{File: w.File, Diagnostics: workflow.Diagnostics{{File: w.File, Severity: workflow.Error, Message: err.Error()}}}

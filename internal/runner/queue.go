@@ -35,7 +35,7 @@ func (r *Runner) pgStore(ctx context.Context) (*postgres.Store, error) {
 		// What it records is masked with the secret values it has.
 		known := func(w *workflow.Workflow) (map[string]string, error) { return secrets.Known(w, r.cfg.LookupEnv), nil }
 		r.starter, r.queueErr = queue.Open(ctx, queue.Config{Store: pg, Registry: r.cfg.Registry, Blobs: r.blobs, Clock: r.clock,
-			Secrets: known}, r.cfg.Dir, r.redactor(nil))
+			Secrets: known}, r.cfg.Dir, r.redactors.For(nil))
 	})
 	if r.queueErr != nil {
 		return nil, r.queueErr
@@ -79,7 +79,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 		o.Started(run, false)
 	}
 	if req.Detach && !check.Has(w) && w.Traces(req.Trace) != workflow.TraceNodes {
-		return &Result{Run: run, Detached: true, redact: r.redactor(nil)}, nil
+		return &Result{Run: run, Detached: true, redact: r.redactors.For(nil)}, nil
 	}
 	return r.follow(ctx, pg, w, run, req.Options)
 }
@@ -100,7 +100,7 @@ func (r *Runner) follow(ctx context.Context, pg *postgres.Store, w *workflow.Wor
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Run: out.Run, Engine: out.Result, redact: r.redactor(nil)}
+	res := &Result{Run: out.Run, Engine: out.Result, redact: r.redactors.For(nil)}
 	if out.Ended {
 		res.Verdict, res.Err = r.endQueued(context.WithoutCancel(ctx), w, out.Run, out.Result, o)
 	}
@@ -154,7 +154,7 @@ func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store
 	if err != nil {
 		return nil, err
 	}
-	red := r.redactor(secrets)
+	red := r.redactors.For(secrets)
 	rl, err := runlog.ReopenOnDemand(run.Dir, w.Name, run.ID, run.StartedAt, nil, red)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,11 @@
 package runner
 
 import (
+	"context"
 	"errors"
 
-	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/secrets"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -18,12 +19,11 @@ func resolveSecrets(w *workflow.Workflow, getenv func(string) (string, bool), fi
 	return s, err
 }
 
-// secretRenderer renders the templates of model configs with a run's
-// secrets (secrets.Renderer).
-var secretRenderer = secrets.Renderer
-
-// redactor returns the Redactor of a run's secrets, shared by runs with
-// the same secret values (redact.Cache).
-func (r *Runner) redactor(secrets map[string]string) *redact.Redactor {
-	return r.redactors.For(secrets)
+// claimToRun claims run (claim) once the secrets its execution with w
+// needs are set: a resume refused for them leaves the run as it was.
+func (r *Runner) claimToRun(ctx context.Context, run *store.Run, w *workflow.Workflow, o Options) (*store.Run, error) {
+	if _, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile); err != nil {
+		return nil, err
+	}
+	return r.claim(ctx, run)
 }

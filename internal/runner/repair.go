@@ -8,6 +8,7 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/llm/registry"
 	"github.com/skeinhq/skein/internal/repair"
+	"github.com/skeinhq/skein/internal/secrets"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/workflow"
 )
@@ -82,7 +83,7 @@ func (a *repairRuns) Execute(ctx context.Context, x repair.Execution) (*repair.O
 		if err != nil {
 			return nil, err
 		}
-		claimed, err := a.r.claim(ctx, run)
+		claimed, err := a.r.claimToRun(ctx, run, x.Workflow, a.o)
 		if err != nil {
 			return nil, err
 		}
@@ -134,8 +135,8 @@ func (a *repairRuns) Secrets(w *workflow.Workflow) map[string]string {
 	return sec
 }
 
-func (a *repairRuns) Models(w *workflow.Workflow, secrets map[string]string) repair.Models {
+func (a *repairRuns) Models(w *workflow.Workflow, sec map[string]string) repair.Models {
 	m := registry.New(w, a.r.cfg.LookupEnv)
-	m.Render = secretRenderer(secrets)
+	m.Render = secrets.Renderer(sec)
 	return m
 }

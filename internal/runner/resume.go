@@ -38,7 +38,7 @@ func (r *Runner) resume(ctx context.Context, req ResumeRequest) (*Result, error)
 	if err != nil {
 		return nil, err
 	}
-	claimed, err := r.claim(ctx, run)
+	claimed, err := r.claimToRun(ctx, run, w, req.Options)
 	if err != nil {
 		return nil, err
 	}
@@ -162,7 +162,7 @@ func (r *Runner) PlanResume(ctx context.Context, req ResumeRequest) (*ResumePlan
 		return nil, err
 	}
 	verdicts, err := r.runs().PlanResume(ctx, run, plan, old, hist, engine.Options{
-		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: r.redactor(secrets),
+		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: r.redactors.For(secrets),
 		Host:  engine.Host{Files: runlog.Files(w, run.Dir), Reuse: j.reuse.Reuse},
 		Wakes: j.wakes, Spent: j.spent, Concurrency: req.Concurrency,
 	})

@@ -87,7 +87,8 @@ type Runner struct {
 	pid    int
 	// versions are the stored versions of the workflows run so far.
 	versions durable.Versions
-	// redactors are the Redactors of the secret values seen (redactor).
+	// redactors are the Redactors of the secret values seen, shared by
+	// runs with the same values.
 	redactors redact.Cache
 	// plans are the plans of the workflows run.
 	plans engine.Plans

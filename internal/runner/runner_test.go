@@ -193,6 +193,56 @@ edges:
 	require.Equal(t, "a\n", string(log), "a ran once over three executions")
 }
 
+// TestResumeRefusedForItsSecretsLeavesTheRun: a resume that cannot run
+// for want of a secret (unset, or a secrets file that cannot be read) is
+// refused before it claims the run: the run stays failed, in its
+// generation and owned by nobody, so that no other process takes it for
+// one left behind and runs its nodes again.
+func TestResumeRefusedForItsSecretsLeavesTheRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := map[string]string{"TOKEN": "s3cret"}
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	b := &bundle{ctx: t.Context(), r: r, dir: dir}
+	w, err := r.Load(b.write(t, "secret.yaml", `version: 1
+name: secret
+secrets: [TOKEN]
+nodes:
+  - {id: a, type: shell, command: [sh, -c, 'echo a >> "$1"; exit 1', x, "`+filepath.Join(dir, "log")+`"]}
+`))
+	require.NoError(t, err)
+	res, err := r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(res.Run.Status))
+
+	delete(env, "TOKEN")
+	_, err = r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	var use *runner.UsageError
+	require.ErrorAs(t, err, &use)
+	require.Contains(t, use.Msg, "TOKEN")
+	env["TOKEN"] = "s3cret"
+	_, err = r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID, Options: runner.Options{SecretsFile: filepath.Join(dir, "missing.env")}})
+	require.Error(t, err)
+
+	doc, err := r.Get(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(doc.Status))
+	require.Equal(t, 1, doc.Generation)
+	require.Nil(t, doc.Owner)
+	list, err := r.List(b.ctx, runner.ListRequest{Status: string(runner.StatusInterrupted)})
+	require.NoError(t, err)
+	require.Empty(t, list, "nothing to take over")
+
+	again, err := r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, 2, again.Run.Generation, "the resume that ran is the second execution")
+	log, err := os.ReadFile(filepath.Join(dir, "log"))
+	require.NoError(t, err)
+	require.Equal(t, "a\na\n", string(log), "a ran in the first execution and the resume that ran, not in the refused ones")
+}
+
 // failFinish is a store whose final run records cannot be written (a
 // full disk at the last moment).
 type failFinish struct {
