@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 	if res.Tokens > 0 {
 		usage = fmt.Sprintf(" · %d tokens · $%.4f", res.Tokens, res.CostUSD)
 	}
-	fmt.Fprintf(w, "\n%s in %s%s  %s\n", paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, paint(dim, run.Dir))
+	fmt.Fprintf(w, "\n%s in %s%s  %s\n", paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, paint(dim, shownPath(run.Dir)))
 	if res.Error != nil && res.Status != record.RunCancelled {
 		fmt.Fprintln(w, paint(red, "error: "+res.Error.Message))
 	}
@@ -125,3 +126,16 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 }
 
 func fmtDuration(d time.Duration) string { return live.FmtDuration(d) }
+
+// shownPath is a path as a command shows it: relative to the working
+// folder when it lies inside it (.skein/runs/…), else as it is.
+func shownPath(p string) string {
+	wd, err := os.Getwd()
+	if err != nil || !filepath.IsAbs(p) {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return p
+}

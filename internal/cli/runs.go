@@ -126,7 +126,7 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if doc.Owner != nil {
 				fmt.Fprintf(e.stdout, "running in pid %d on %s\n", doc.Owner.PID, doc.Owner.Host)
 			}
-			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", doc.File, doc.Dir)
+			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", shownPath(doc.File), shownPath(doc.Dir))
 			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\tRAN ON\t")
 			for _, s := range doc.Steps {

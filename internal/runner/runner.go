@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -87,8 +88,7 @@ type Runner struct {
 	pid    int
 	// versions are the stored versions of the workflows run so far.
 	versions durable.Versions
-	// redactors are the Redactors of the secret values seen, shared by
-	// runs with the same values.
+	// redactors are the Redactors of the secret values seen (redact.Cache).
 	redactors redact.Cache
 	// plans are the plans of the workflows run.
 	plans engine.Plans
@@ -105,6 +105,9 @@ type Runner struct {
 // they do not exist.
 func Open(cfg Config) (*Runner, error) {
 	cfg.Dir = cmp.Or(cfg.Dir, ".skein")
+	if abs, err := filepath.Abs(cfg.Dir); err == nil {
+		cfg.Dir = abs // what a run records of its folder holds from any folder
+	}
 	if cfg.LookupEnv == nil {
 		cfg.LookupEnv = os.LookupEnv
 	}
