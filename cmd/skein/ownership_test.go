@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	skeinproc "github.com/skeinhq/skein/internal/proc"
+	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
@@ -280,6 +282,47 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	again := run(t, "cancel", "--dir", dir, id)
 	require.Equal(t, 2, again.code, "an ended run cannot be cancelled")
 	require.Contains(t, again.stderr, "is cancelled")
+}
+
+// TestCancelAKilledRun: a run whose process was killed while its node ran
+// is cancelled by skein cancel, its running step with it: no step of the
+// cancelled run is left running.
+func TestCancelAKilledRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/long.yaml")
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	eventually(t, 60*time.Second, func() bool {
+		steps, err := st.Steps(context.Background(), id)
+		return err == nil && slices.ContainsFunc(steps, func(s *store.Step) bool { return s.Node == "sleep" && s.Status == "running" })
+	}, "the sleep step never ran")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	c := run(t, "cancel", "--dir", dir, id)
+	require.Equal(t, 0, c.code, c.stderr)
+	show := run(t, "runs", "show", "--dir", dir, "--output", "json", id)
+	require.Equal(t, 0, show.code, show.stderr)
+	var doc struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			Node, Status string
+			Error        *struct{ Message string }
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(show.stdout), &doc))
+	require.Equal(t, "cancelled", doc.Status)
+	got := map[string]string{}
+	for _, s := range doc.Steps {
+		got[s.Node] = s.Status
+		if s.Node == "sleep" {
+			require.NotNil(t, s.Error)
+			require.Contains(t, s.Error.Message, "cancelled after the process that ran the step stopped")
+		}
+	}
+	require.Equal(t, map[string]string{"start": "success", "sleep": "cancelled", "after": "cancelled"}, got)
 }
 
 // TestChildRunsAreRuns: a subworkflow's child run is listed and shown like

@@ -10,17 +10,21 @@ import (
 
 // Cancelled returns the steps that cancelling a run nobody runs records,
 // as the scheduler's cancel does in a running one: its waiting steps
-// cancelled at now, its pending steps cancelled (they never started), and
+// cancelled at now, its running steps too (their process is gone: the
+// run is interrupted), its pending steps cancelled (they never started), and
 // every node of p, the run's plan, outside loop bodies, reachable from
 // where it started and without a step yet (a run recorded before steps
 // were planned), cancelled too (none without a plan).
 func Cancelled(p *engine.Plan, run *store.Run, steps []*store.Step, now time.Time) []*store.Step {
 	var out []*store.Step
 	for _, s := range steps {
-		if s.Status == engine.StatusWaiting {
+		if s.Status == engine.StatusWaiting || s.Status == engine.StatusRunning {
 			c := *s
 			c.Status, c.FinishedAt, c.Output = engine.StatusCancelled, &now, nil
 			c.Error = &node.Error{Code: "cancelled", Category: node.CategoryCancelled, Message: "the run was cancelled while the step waited"}
+			if s.Status == engine.StatusRunning {
+				c.Error.Message = "the run was cancelled after the process that ran the step stopped"
+			}
 			out = append(out, &c)
 		}
 		if s.Status == engine.StatusPending {

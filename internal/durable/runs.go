@@ -38,13 +38,18 @@ func StoredWorkflow(ctx context.Context, st store.Store, run *store.Run) (*workf
 }
 
 // CancelClaimed cancels in place a run nobody runs, claimed by this
-// process: its waiting steps are cancelled and the nodes that did not
-// start skipped (Cancelled, with the plan of its stored workflow when the
-// store still has it), and it ends cancelled at now with runErr.
-func CancelClaimed(ctx context.Context, st store.Store, reg *node.Registry, claimed *store.Run, now time.Time, runErr *node.Error) error {
+// process: its waiting and running steps are cancelled and the nodes
+// that did not start skipped (Cancelled, with the plan of its stored
+// workflow when the store still has it), and it ends cancelled at now
+// with runErr. local: the run was last owned on this host, where the
+// processes its running steps left are stopped (KillOrphans).
+func CancelClaimed(ctx context.Context, st store.Store, reg *node.Registry, claimed *store.Run, now time.Time, runErr *node.Error, local bool) error {
 	steps, err := st.Steps(ctx, claimed.ID)
 	if err != nil {
 		return err
+	}
+	if local {
+		KillOrphans(steps)
 	}
 	var plan *engine.Plan // nil when the store no longer has the run's workflow
 	if w, err := StoredWorkflow(ctx, st, claimed); err == nil {
