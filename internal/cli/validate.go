@@ -139,6 +139,11 @@ func validateFiles(args []string) ([]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s is not a valid pattern: %w", arg, err)
 			}
+			// As a shell expands it: a name that begins with a dot
+			// (.skein.yaml) is matched only by a pattern that does.
+			if !strings.HasPrefix(filepath.Base(arg), ".") {
+				matches = slices.DeleteFunc(matches, func(m string) bool { return strings.HasPrefix(filepath.Base(m), ".") })
+			}
 			if len(matches) == 0 {
 				return nil, fmt.Errorf("no file matches %s", arg)
 			}

@@ -40,6 +40,7 @@ func TestValidateFoldersGlobsAndTestFiles(t *testing.T) {
 	write("ok.yaml", "version: 1\nname: ok\nnodes:\n  - {id: start, type: trigger.manual}\n  - {id: say, type: template, text: hi}\nedges:\n  - {from: start, to: say}\n")
 	write("ok.test.yaml", "cases:\n  - name: says hi\n    expect: {status: completed}\n")
 	write("notes.txt", "not a workflow\n")
+	write(".skein.yaml", "dir: store\n") // the project's settings, no workflow
 	write("sub/other.yaml", "version: 1\nname: other\nnodes: [{id: start, type: trigger.manual, tiemout: 1s}]\n")
 	bad := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(bad, "ok.yaml"), []byte("version: 1\nname: ok\nnodes:\n  - {id: start, type: trigger.manual}\n  - {id: say, type: template, text: hi}\nedges:\n  - {from: start, to: say}\n"), 0o644))
@@ -61,6 +62,8 @@ func TestValidateFoldersGlobsAndTestFiles(t *testing.T) {
 		{name: "a file named twice counts once", args: []string{dir, filepath.Join(dir, "ok.yaml")}, code: 0, want: []string{"1 workflow and 1 test file valid"}},
 		{name: "a test file's problem names its line", args: []string{bad}, code: 2, want: []string{
 			filepath.Join(bad, "ok.test.yaml") + `:3:1: error: case "mocks a node there is not": mocks names node "sya"`, `did you mean "say"`}, notWant: []string{"valid"}},
+		{name: "a glob, as a shell expands it, leaves out dot files", args: []string{filepath.Join(dir, "*.yaml")}, code: 0, want: []string{"1 workflow and 1 test file valid"}},
+		{name: "a glob of dot files takes them", args: []string{filepath.Join(dir, ".*.yaml")}, code: 2, want: []string{`.skein.yaml:1:1: error: unknown key "dir"`}},
 		{name: "a glob that matches nothing", args: []string{filepath.Join(dir, "*.json")}, code: 2, want: []string{"no file matches " + filepath.Join(dir, "*.json")}},
 		{name: "a folder without workflows", args: []string{t.TempDir()}, code: 2, want: []string{"is a folder without workflow files (*.yaml, *.yml)"}},
 	} {
