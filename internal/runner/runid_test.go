@@ -3,6 +3,7 @@ package runner_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,37 @@ func TestResolveRunID(t *testing.T) {
 	_, err = b.r.ResolveRunID(b.ctx, "")
 	var use *runner.UsageError
 	require.ErrorAs(t, err, &use)
+}
+
+// TestResolveRunIDOfAParent: a prefix of a run with subworkflows names
+// the run, though its child runs' ids begin with it too; a prefix with a
+// dot names a child run.
+func TestResolveRunIDOfAParent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.write(t, "child.yaml", "version: 1\nname: child\nnodes:\n  - {id: say, type: template, text: hi}\n")
+	w, err := b.r.Load(b.write(t, "parent.yaml", `version: 1
+name: parent
+nodes:
+  - {id: one, type: subworkflow, workflow: child.yaml}
+  - {id: two, type: subworkflow, workflow: child.yaml}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, RunID: "ccc111000000"})
+	require.NoError(t, err)
+	require.Equal(t, "completed", string(res.Run.Status))
+	children, err := b.r.List(b.ctx, runner.ListRequest{Parent: "ccc111000000"})
+	require.NoError(t, err)
+	require.Len(t, children, 2)
+
+	got, err := b.r.ResolveRunID(b.ctx, "ccc1")
+	require.NoError(t, err)
+	require.Equal(t, "ccc111000000", got, "the parent, not ambiguous with its children")
+	got, err = b.r.ResolveRunID(b.ctx, "ccc111000000.one")
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(got, "ccc111000000.one"), got)
+	_, err = b.r.ResolveRunID(b.ctx, "ccc111000000.")
+	require.ErrorIs(t, err, runner.ErrAmbiguous, "a prefix with a dot is matched against child runs")
 }
 
 // TestResolveRunIDReadsEveryRun: a prefix is matched against every run,

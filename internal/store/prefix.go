@@ -19,6 +19,12 @@ const prefixPage = 500
 // last run's start, so runs that started in the same microsecond are not
 // missed, and those read twice are dropped.
 func WithPrefix(ctx context.Context, st Store, prefix string, keep int) (matches []*Run, total int, err error) {
+	return withPrefix(ctx, st, prefix, keep, false)
+}
+
+// withPrefix is WithPrefix, of the top-level runs only when top (a child
+// run's id is its parent's, a dot and more).
+func withPrefix(ctx context.Context, st Store, prefix string, keep int, top bool) (matches []*Run, total int, err error) {
 	seen := map[string]bool{}
 	f := RunFilter{Limit: prefixPage}
 	for {
@@ -33,7 +39,7 @@ func WithPrefix(ctx context.Context, st Store, prefix string, keep int) (matches
 			}
 			seen[run.ID] = true
 			fresh++
-			if !strings.HasPrefix(run.ID, prefix) {
+			if !strings.HasPrefix(run.ID, prefix) || (top && strings.Contains(run.ID, ".")) {
 				continue
 			}
 			total++
@@ -88,7 +94,9 @@ const MaxCandidates = 10
 // or begins with it, as `git` does with commits: an exact id wins, a
 // unique prefix names its run, a prefix of several runs is an
 // *AmbiguousError (ErrAmbiguous) naming them, with their status as
-// status tells it, and no match is ErrNotFound.
+// status tells it, and no match is ErrNotFound. A prefix without a dot
+// names top-level runs first: the child runs of the run it names, whose
+// ids begin with their parent's, do not make it ambiguous.
 func ResolveRunID(ctx context.Context, st Store, idOrPrefix string, status func(*Run) record.RunStatus) (string, error) {
 	if _, err := st.Run(ctx, idOrPrefix); err == nil {
 		return idOrPrefix, nil
@@ -96,7 +104,11 @@ func ResolveRunID(ctx context.Context, st Store, idOrPrefix string, status func(
 		return "", err
 	}
 	// Not an id: the runs whose ids begin with it.
-	matches, total, err := WithPrefix(ctx, st, idOrPrefix, MaxCandidates)
+	top := !strings.Contains(idOrPrefix, ".")
+	matches, total, err := withPrefix(ctx, st, idOrPrefix, MaxCandidates, top)
+	if err == nil && top && total == 0 {
+		matches, total, err = WithPrefix(ctx, st, idOrPrefix, MaxCandidates)
+	}
 	if err != nil {
 		return "", err
 	}
