@@ -305,6 +305,9 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	case "loop":
 		if first != "" && !contains(loopKeys, first) {
 			errf("loop has no field %q%s (fields: %s)", first, didYouMean(first, loopKeys), strings.Join(loopKeys, ", "))
+		} else if u := site.user; u >= 0 && !v.w.isLoop(v.g.Nodes[u]) && (v.home == nil || v.home[u] < 0) {
+			v.d.warnf(site.at(r.Offset), site.diagPath(), site.nodeID, "%s reads %s, but node %q is in no loop or foreach body, where loop is null; read it in a body node",
+				site.path, refText(r), w.Nodes[u].ID)
 		}
 		return
 	case "trigger", "vars", "messages":

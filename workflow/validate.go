@@ -142,6 +142,9 @@ type validator struct {
 	// outermost first (absolute paths); children is validate's.
 	chain    []string
 	children map[string]Diagnostics
+	// home is the loop or foreach whose body holds each node, -1 for
+	// none; nil when the workflow has no loop (loopBodies).
+	home []int
 }
 
 // own runs check and records the diagnostics it adds as problems of node
@@ -945,6 +948,7 @@ func (v *validator) loopBodies() {
 			}
 		}
 	}
+	v.home = home
 	for _, e := range g.Edges {
 		from, to := g.Nodes[e.From], g.Nodes[e.To]
 		if e.Implicit || home[e.From] == home[e.To] {
