@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -102,4 +103,27 @@ func TestChildWorkflowThroughASymlinkIsItsTarget(t *testing.T) {
 	_, ds := workflow.Load(filepath.Join(dir, "loopy.yaml"), node.Default)
 	require.Len(t, ds.Errors(), 1, ds.Error())
 	require.Equal(t, `child workflow "link.yaml" is a workflow that runs this one (loopy.yaml → loopy.yaml): a workflow cannot run itself as a child, even through others`, ds.Errors()[0].Message)
+}
+
+// TestChildWorkflowsNestAtMostTenDeep: a chain of subworkflows deeper
+// than a run allows (MaxChildDepth below the workflow the run starts
+// with) is refused at the node that would start the level too many; one
+// level less is valid. ValidateOwn does not read the children.
+func TestChildWorkflowsNestAtMostTenDeep(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	last := workflow.MaxChildDepth + 1
+	for n := 0; n <= last; n++ {
+		src := fmt.Sprintf("version: 1\nname: level%d\nnodes:\n  - {id: here, type: set, values: {n: %d}}\n", n, n)
+		if n < last {
+			src = fmt.Sprintf("version: 1\nname: level%d\nnodes:\n  - {id: next, type: subworkflow, workflow: level%d.yaml}\n", n, n+1)
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("level%d.yaml", n)), []byte(src), 0o644))
+	}
+	_, ds := workflow.Load(filepath.Join(dir, "level1.yaml"), node.Default)
+	require.False(t, ds.HasErrors(), "%d levels below: %v", workflow.MaxChildDepth, ds)
+	w, ds := workflow.Load(filepath.Join(dir, "level0.yaml"), node.Default)
+	require.Len(t, ds.Errors(), 1)
+	require.Contains(t, ds.Error(), fmt.Sprintf(`level%d.yaml:4:45: error: child workflow "level%d.yaml" makes subworkflows nest deeper than 10 levels (level0.yaml → level1.yaml`, last-1, last))
+	require.Empty(t, workflow.ValidateOwn(w, node.Default), "the file alone is valid")
 }

@@ -14,4 +14,7 @@ const (
 	// MaxVisitLimit is the largest max_visits, on a node or in defaults;
 	// the smallest is 1: every node has a visit limit.
 	MaxVisitLimit = 1_000_000
+	// MaxChildDepth is how deep subworkflows may nest below the workflow
+	// a run starts with.
+	MaxChildDepth = 10
 )

@@ -90,10 +90,21 @@ func Validate(w *Workflow, reg *node.Registry) Diagnostics {
 	return validate(w, reg, nil, map[string]Diagnostics{})
 }
 
+// ValidateOwn is Validate without reading the child workflows w's nodes
+// run: what a process that runs a stored version checks, whose child
+// files are read, and checked, when each node starts its child (they may
+// have changed since the run started).
+func ValidateOwn(w *Workflow, reg *node.Registry) Diagnostics {
+	if reg == nil {
+		reg = node.Default
+	}
+	return validate(w, reg, nil, nil)
+}
+
 // validate validates w, run as a child by the workflows of chain
 // (absolute paths, outermost first). children holds the problems of the
-// child workflows validated so far, by absolute path, so a child run by
-// many nodes is read once.
+// child workflows validated so far, by depth and absolute path, so a
+// child run by many nodes is read once; nil, the children are not read.
 func validate(w *Workflow, reg *node.Registry, chain []string, children map[string]Diagnostics) Diagnostics {
 	w.kinds = reg
 	v := &validator{w: w, reg: reg, d: &diags{file: w.File}, owner: map[int]int{}, children: children}
@@ -1196,10 +1207,18 @@ func (v *validator) toolWorkflow(n *Node, param string, i int, m map[string]any)
 // engine refuses), fails the node every time it runs, so validate says
 // so at the node. It returns the child when it is valid.
 func (v *validator) child(n *Node, param, at, f, full string) *Workflow {
+	if v.children == nil {
+		return nil
+	}
 	abs := absPath(full)
 	if i := slices.Index(v.chain, abs); i >= 0 {
 		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q is a workflow that runs this one (%s): a workflow cannot run itself as a child, even through others",
 			f, v.chainText(append(slices.Clip(v.chain[i:]), abs)))
+		return nil
+	}
+	if len(v.chain) > MaxChildDepth {
+		v.d.errorf(n.ParamPos(param), at, n.ID, "child workflow %q makes subworkflows nest deeper than %d levels (%s); a run refuses that, so flatten the chain",
+			f, MaxChildDepth, v.chainText(append(slices.Clip(v.chain), abs)))
 		return nil
 	}
 	src, err := ReadFile(full)
@@ -1209,11 +1228,13 @@ func (v *validator) child(n *Node, param, at, f, full string) *Workflow {
 	}
 	cw, ds := Decode(full, src)
 	if cw != nil && !ds.HasErrors() {
-		if prior, ok := v.children[abs]; ok {
+		// By depth too: how deep it nests below decides its problems.
+		key := strconv.Itoa(len(v.chain)) + " " + abs
+		if prior, ok := v.children[key]; ok {
 			ds = prior
 		} else {
 			ds = validate(cw, v.reg, v.chain, v.children)
-			v.children[abs] = ds
+			v.children[key] = ds
 		}
 	}
 	if ds.HasErrors() {

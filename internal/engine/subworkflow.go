@@ -12,7 +12,7 @@ import (
 )
 
 // MaxDepth is how deep subworkflows may nest.
-const MaxDepth = 10
+const MaxDepth = workflow.MaxChildDepth
 
 // SubRunner runs the child workflow of a subworkflow node. The driver hands
 // one to each subworkflow task through Call.Services["subworkflow"].

@@ -456,7 +456,7 @@ func (d *Driver) readPlan(ctx context.Context, run *store.Run, key string) (*pla
 	}
 	w, ds := workflow.Decode(run.File, v.Source)
 	if w != nil {
-		ds = append(ds, workflow.Validate(w, d.cfg.Registry)...)
+		ds = append(ds, workflow.ValidateOwn(w, d.cfg.Registry)...)
 	}
 	if ds.HasErrors() || w == nil {
 		return nil, fmt.Errorf("run %s: workflow %s version %d does not load on this worker:\n%s", run.ID, run.Workflow, run.WorkflowVersion, ds.Error())
