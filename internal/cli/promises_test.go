@@ -1,12 +1,19 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/cli"
 )
 
 // TestRunStartsWhereItIsTold: --trigger starts the run at that trigger
@@ -109,4 +116,56 @@ func runID(t *testing.T, stdout string) string {
 	m := regexp.MustCompile(`▶ run ([0-9a-f]+)`).FindStringSubmatch(stdout)
 	require.NotNil(t, m, stdout)
 	return m[1]
+}
+
+// TestCancelDuringARetryWait: a cancel while a node waits for its next
+// attempt ends the run at once, without waiting out the backoff; the step
+// keeps its failed attempt and the run is cancelled, resumable
+// (docs/running.md, the cancel's table).
+func TestCancelDuringARetryWait(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "rw.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: rw
+nodes:
+  - {id: flaky, type: shell, command: [sh, -c, 'echo ran >> "$1"; exit 1', x, "`+filepath.Join(dir, "log")+`"], retries: 3, retry_backoff: 1h}
+`), 0o644))
+	store := filepath.Join(dir, "store")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- cli.MainIn(ctx, dir, nil, []string{"run", "--dir", store, "--output", "json", flow}, &out, &errb) }()
+	// The first attempt failed and the next waits an hour: cancel then.
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "log")); err == nil && len(data) > 0 {
+			break
+		}
+		select {
+		case code := <-done:
+			t.Fatalf("the run ended (exit %d) before its first attempt was seen: %s", code, errb.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	folders, err := filepath.Glob(filepath.Join(store, "runs", "rw", "*"))
+	require.NoError(t, err)
+	require.Len(t, folders, 1)
+	id := filepath.Base(folders[0])
+	id = id[strings.LastIndexByte(id, '_')+1:]
+	c := skein(t, "cancel", "--dir", store, id)
+	require.Equal(t, 0, c.code, c.stderr)
+	require.Equal(t, 130, <-done, "the run ends cancelled without waiting out the hour: %s", errb.String())
+	var doc struct {
+		Status string `json:"status"`
+		Steps  []struct {
+			Node, Status string
+			Attempts     int
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	require.Equal(t, "cancelled", doc.Status)
+	require.Len(t, doc.Steps, 1)
+	require.Equal(t, "failed", doc.Steps[0].Status)
+	require.Equal(t, 1, doc.Steps[0].Attempts)
 }
