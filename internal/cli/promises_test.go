@@ -136,7 +136,9 @@ nodes:
 	defer cancel()
 	var out, errb bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- cli.MainIn(ctx, dir, nil, []string{"run", "--dir", store, "--output", "json", flow}, &out, &errb) }()
+	go func() {
+		done <- cli.MainIn(ctx, dir, nil, []string{"run", "--dir", store, "--output", "json", flow}, &out, &errb)
+	}()
 	// The first attempt failed and the next waits an hour: cancel then.
 	for {
 		if data, err := os.ReadFile(filepath.Join(dir, "log")); err == nil && len(data) > 0 {
