@@ -323,6 +323,21 @@ func TestCancelAKilledRun(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]string{"start": "success", "sleep": "cancelled", "after": "cancelled"}, got)
+
+	// The run folder's run.json, "running" when the process died, is the
+	// run's document as it ended.
+	folders, err := filepath.Glob(filepath.Join(dir, "runs", "long", "*", "run.json"))
+	require.NoError(t, err)
+	require.Len(t, folders, 1)
+	data, err := os.ReadFile(folders[0])
+	require.NoError(t, err)
+	var file struct {
+		Status string `json:"status"`
+		Steps  []struct{ Node, Status string }
+	}
+	require.NoError(t, json.Unmarshal(data, &file))
+	require.Equal(t, "cancelled", file.Status)
+	require.Len(t, file.Steps, 3)
 }
 
 // TestChildRunsAreRuns: a subworkflow's child run is listed and shown like

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/skeinhq/skein/internal/engine"
@@ -42,8 +44,9 @@ func StoredWorkflow(ctx context.Context, st store.Store, run *store.Run) (*workf
 // that did not start skipped (Cancelled, with the plan of its stored
 // workflow when the store still has it), and it ends cancelled at now
 // with runErr. local: the run was last owned on this host, where the
-// processes its running steps left are stopped (KillOrphans).
-func CancelClaimed(ctx context.Context, st store.Store, reg *node.Registry, claimed *store.Run, now time.Time, runErr *node.Error, local bool) error {
+// processes its running steps left are stopped (KillOrphans). Its folder's
+// run.json becomes doc's answer, the run's document as it ended.
+func CancelClaimed[D any](ctx context.Context, st store.Store, reg *node.Registry, claimed *store.Run, now time.Time, runErr *node.Error, local bool, doc func(context.Context, string) (D, error)) error {
 	steps, err := st.Steps(ctx, claimed.ID)
 	if err != nil {
 		return err
@@ -57,7 +60,31 @@ func CancelClaimed(ctx context.Context, st store.Store, reg *node.Registry, clai
 	}
 	stopped := Cancelled(plan, claimed, steps, now)
 	claimed.Status, claimed.FinishedAt, claimed.Error = engine.RunCancelled, &now, runErr
-	return st.SaveBatch(ctx, []store.Batch{{RunID: claimed.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}})
+	if err := st.SaveBatch(ctx, []store.Batch{{RunID: claimed.ID, Token: claimed.Owner.Token, Steps: stopped, Finish: claimed}}); err != nil {
+		return err
+	}
+	d, err := doc(ctx, claimed.ID)
+	if err != nil {
+		return err
+	}
+	return redocument(claimed, d)
+}
+
+// redocument writes doc, the document of a run that ended with no process
+// running it, as the run.json of its folder, when it has one (a run that
+// made none, on demand, gets none).
+func redocument(run *store.Run, doc any) error {
+	if run.Dir == "" {
+		return nil
+	}
+	if _, err := os.Stat(run.Dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	rl, err := runlog.Reopen(run.Dir, run.Workflow, run.ID, run.StartedAt, nil, nil)
+	if err != nil {
+		return err
+	}
+	return errors.Join(rl.Finish(doc), rl.Close())
 }
 
 // AwaitEnd reads run id again every 50 ms until status, its status as

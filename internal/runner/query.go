@@ -138,7 +138,7 @@ func (r *Runner) Cancel(ctx context.Context, req CancelRequest) (*store.Run, err
 		if err != nil {
 			return nil, err
 		}
-		if err := durable.CancelClaimed(ctx, r.st, r.cfg.Registry, claimed, r.clock.Now(), cancelledError(), run.Owner.Host == "" || run.Owner.Host == r.host); err != nil {
+		if err := durable.CancelClaimed(ctx, r.st, r.cfg.Registry, claimed, r.clock.Now(), cancelledError(), run.Owner.Host == "" || run.Owner.Host == r.host, r.Get); err != nil {
 			return nil, err
 		}
 		return r.run(ctx, run.ID)
