@@ -733,6 +733,8 @@ func (v *validator) edges() {
 		}
 		onErr := v.onError(src)
 		switch {
+		case e.On == HandleErrorName && spec.Role == node.RoleFail:
+			v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "node %q (%s) takes no out-edges: it fails the run, whatever on_error says; remove the edge", src.ID, src.Type)
 		case e.On == HandleErrorName:
 			if onErr != OnErrorRoute {
 				v.d.errorf(orPos(e.onPos, e.Pos), edgePath(i)+".on", src.ID, "edge leaves %q by its error handle, but the node has on_error: %s; set on_error: route on it", src.ID, onErr)
@@ -785,6 +787,12 @@ func (v *validator) edges() {
 		}
 		if spec.Role == node.RoleWait && n.Params["until"] == "signal" && n.Timeout != nil && !contains(used, HandleTimeoutName) {
 			v.d.warnf(n.ParamPosOf("timeout"), "", n.ID, "wait %q has a timeout: but no edge with on: timeout; when no signal comes in time the branch ends there", n.ID)
+		}
+		if spec.Role == node.RoleFail {
+			if n.OnError != "" && n.OnError != OnErrorFail {
+				v.d.errorf(n.ParamPosOf("on_error"), "", n.ID, "node %q (%s) fails the run whatever its on_error; on_error: %s does not apply, so remove it", n.ID, n.Type, n.OnError)
+			}
+			continue
 		}
 		if v.onError(n) == OnErrorRoute && !contains(used, HandleErrorName) {
 			v.d.warnf(n.ParamPosOf("on_error"), "", n.ID, "node %q has on_error: route but no edge with on: error; a failure ends the branch", n.ID)
