@@ -169,7 +169,7 @@ func init() {
 		Kind: Merge, Category: node.Control, Pure: true, Role: node.RoleJoin,
 		Description: "Joins branches: waits for all live inputs (or the first, with wait: any).",
 		Params: []node.Param{
-			{Name: "wait", Type: node.String, Default: "all", Enum: []string{"all", "any"}, NoTemplate: true, Description: "all: every live input; any: the first."},
+			{Name: "wait", Type: node.String, Default: "all", Enum: []string{"all", "any"}, NoTemplate: true, Description: "all: every live input, whose outputs are the node's inputs; any: the first, and no inputs (which came first depends on timing)."},
 		},
 		Outputs: []string{"inputs"},
 	}, nil)

@@ -175,11 +175,11 @@ func (guardrailKind) Run(ctx context.Context, c *node.Call) (map[string]any, err
 	if err != nil {
 		return nil, err
 	}
-	route := "fail"
+	route, reason := "fail", "the condition is false"
 	if ok {
-		route = "pass"
+		route, reason = "pass", "the condition is true"
 	}
-	return map[string]any{"passed": ok, "_route": route}, nil
+	return map[string]any{"passed": ok, "reason": reason, "_route": route}, nil
 }
 
 // waitKind waits by asking the scheduler to hold its successors.
