@@ -54,7 +54,7 @@ type RunResult struct {
 	Workflow    string         `json:"workflow"`
 	Status      string         `json:"status"`
 	Outputs     map[string]any `json:"outputs"`
-	Error       *node.Error    `json:"error,omitempty"`
+	Error       *node.Error    `json:"error"` // null when it completed
 }
 
 // maxDeliveryID bounds a webhook-id or Idempotency-Key.

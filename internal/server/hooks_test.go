@@ -303,6 +303,8 @@ func TestHookRespondOnFinish(t *testing.T) {
 	res := a.json(t)
 	require.Equal(t, "completed", res["status"])
 	require.Equal(t, map[string]any{"x": float64(1)}, res["outputs"].(map[string]any)["body"])
+	require.Contains(t, res, "error", "the answer has its error whatever the status: null here")
+	require.Nil(t, res["error"])
 	require.NotEmpty(t, a.header.Get("Location"))
 
 	marker := filepath.Join(s.tmp, "marker")
