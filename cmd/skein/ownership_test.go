@@ -52,17 +52,7 @@ type proc struct {
 
 func run(t *testing.T, args ...string) proc {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else {
-		require.NoError(t, err)
-	}
-	return proc{code, out.String(), errb.String()}
+	return runIn(t, "", args...)
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// runIn runs skein with args in the folder dir.
+// runIn runs skein with args in the folder dir ("": this process's).
 func runIn(t *testing.T, dir string, args ...string) proc {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
