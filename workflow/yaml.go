@@ -146,6 +146,14 @@ func parseWhole(src []byte) (*value, *parseError) {
 	return c.conv(doc.Content[0], 0)
 }
 
+// YAMLError is where a yaml/v3 error decoding src is and what it says, as
+// a workflow file's own are told (yamlError): for the other YAML files a
+// command reads, such as .skein.yaml.
+func YAMLError(src []byte, err error) (Pos, string) {
+	pe := yamlError(src, err)
+	return pe.pos, pe.msg
+}
+
 // yamlError turns a yaml/v3 error ("yaml: line 11: did not find expected
 // ',' or '}'") into a positioned message. The library reports a line but no
 // column, so the message points at the line's first character that is not

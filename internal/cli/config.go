@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skeinhq/skein/workflow"
 )
 
 // ConfigFile is the name of the project configuration file. The first one
@@ -76,7 +78,8 @@ func parseConfig(path string, data []byte) (*projectConfig, error) {
 		if errors.Is(err, io.EOF) {
 			return c, nil
 		}
-		return nil, fmt.Errorf("%s: %v", path, err)
+		pos, msg := workflow.YAMLError(data, err)
+		return nil, fmt.Errorf("%s:%d:%d: %s", path, pos.Line, pos.Col, msg)
 	}
 	if len(doc.Content) == 0 {
 		return c, nil
