@@ -26,10 +26,6 @@ type EventDoc struct {
 // eventBatch is how many events one read of the store returns.
 const eventBatch = 500
 
-// keepAlive is how often an idle stream sends a comment, so proxies keep
-// it open.
-const keepAlive = 15 * time.Second
-
 // runEvents streams a run's events as Server-Sent Events: each event's id
 // is its sequence number in the run (1, 2, 3…, stable), so a client that
 // reconnects with Last-Event-ID (or ?after=N) gets every later event once.
@@ -65,7 +61,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	poll := time.NewTicker(s.cfg.EventPoll)
 	defer poll.Stop()
-	idle := time.NewTimer(keepAlive)
+	idle := time.NewTimer(s.cfg.KeepAlive)
 	defer idle.Stop()
 	for {
 		for _, ev := range evs {
@@ -105,7 +101,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 				if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
 					return nil
 				}
-				idle.Reset(keepAlive)
+				idle.Reset(s.cfg.KeepAlive)
 				continue
 			}
 		}

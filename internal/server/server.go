@@ -55,6 +55,9 @@ type Config struct {
 	// run this server does not execute (one of the CLI's or another
 	// server's); default 250 ms.
 	EventPoll time.Duration
+	// KeepAlive is how long an event stream stays quiet before it sends a
+	// comment, so proxies keep it open; default 15 s.
+	KeepAlive time.Duration
 	// ParkAfter: an execution whose run only waits — for a signal, or for
 	// timers due later than this — ends and leaves the run waiting, held
 	// by no goroutine; a signal, or the server when the wake-up time comes,
@@ -135,6 +138,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.EventPoll <= 0 {
 		cfg.EventPoll = 250 * time.Millisecond
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
 	}
 	if cfg.Options.Park == nil && cfg.ParkAfter >= 0 {
 		after := cfg.ParkAfter
