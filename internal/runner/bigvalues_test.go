@@ -233,17 +233,9 @@ edges:
 // and no file of the run holds the secret.
 func TestABigValueWithASecretStaysOutOfFiles(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	const secret = "s3cr3t-value-42"
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) {
-		if k == "TOKEN" {
-			return secret, true
-		}
-		return "", false
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	b := &bundle{ctx: t.Context(), r: r, dir: dir}
+	b := setupEnv(t, map[string]string{"TOKEN": secret})
+	r, dir := b.r, b.dir
 	w, err := r.Load(b.write(t, "secret.yaml", `version: 1
 name: secret
 secrets: [TOKEN]

@@ -105,6 +105,15 @@ func (r *Runner) claim(ctx context.Context, run *store.Run) (*store.Run, error) 
 	return durable.Claim(ctx, r.st, run, r.newOwner(), r.cfg.LeaseTTL)
 }
 
+// claimToRun claims run (claim) once the secrets its execution with w
+// needs are set: a resume refused for them leaves the run as it was.
+func (r *Runner) claimToRun(ctx context.Context, run *store.Run, w *workflow.Workflow, o Options) (*store.Run, error) {
+	if _, err := resolveSecrets(w, r.cfg.LookupEnv, o.SecretsFile); err != nil {
+		return nil, err
+	}
+	return r.claim(ctx, run)
+}
+
 // OwnedError is a run that another live process runs.
 type OwnedError = durable.OwnedError
 

@@ -200,12 +200,9 @@ edges:
 // one left behind and runs its nodes again.
 func TestResumeRefusedForItsSecretsLeavesTheRun(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	env := map[string]string{"TOKEN": "s3cret"}
-	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, r.Close()) })
-	b := &bundle{ctx: t.Context(), r: r, dir: dir}
+	b := setupEnv(t, env)
+	r, dir := b.r, b.dir
 	w, err := r.Load(b.write(t, "secret.yaml", `version: 1
 name: secret
 secrets: [TOKEN]
