@@ -724,6 +724,7 @@ func (l *localTarget) signal(t *testing.T, id, node string, data any) {
 type servedTarget struct {
 	t    *testing.T // the test the processes belong to
 	env  *scenarioEnv
+	data string // --dir
 	args []string
 	db   string
 	// queues has an entry per worker: the queues it serves.
@@ -736,7 +737,8 @@ type servedTarget struct {
 }
 
 func newServedTarget(t *testing.T, env *scenarioEnv, db string, queues []string) target {
-	s := &servedTarget{t: t, env: env, args: []string{"--dir", t.TempDir(), "--workflows", scenarioDir}, db: db, queues: queues}
+	data := t.TempDir()
+	s := &servedTarget{t: t, env: env, data: data, args: []string{"--dir", data, "--workflows", scenarioDir}, db: db, queues: queues}
 	if db != "" {
 		mig := run(t, "migrate", "--db", db)
 		require.Equal(t, 0, mig.code, mig.stderr)
@@ -851,6 +853,11 @@ func (s *servedTarget) show(t *testing.T, id string) map[string]any {
 	var doc map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 	require.Equal(t, http.StatusOK, resp.StatusCode, mustJSON(t, doc))
+	if dir, _ := doc["dir"].(string); dir != "" {
+		// An answer names the run folder within the data folder.
+		require.False(t, filepath.IsAbs(dir), "an answer names no path of the server's: %s", dir)
+		doc["dir"] = filepath.Join(s.data, dir)
+	}
 	return doc
 }
 

@@ -133,7 +133,9 @@ type TriggerDoc struct {
 }
 
 func (s *Server) workflowDoc(e *Entry, withSource bool) WorkflowDoc {
-	d := WorkflowDoc{Name: e.Name, Description: e.W.Description, File: e.File, Inputs: []InputDoc{}, Triggers: []TriggerDoc{}}
+	// The file by its name in the workflows folder, as the edit routes
+	// name it: answers name no path of the server's.
+	d := WorkflowDoc{Name: e.Name, Description: e.W.Description, File: filepath.Base(e.File), Inputs: []InputDoc{}, Triggers: []TriggerDoc{}}
 	for _, in := range e.W.Inputs {
 		d.Inputs = append(d.Inputs, InputDoc{Name: in.Name, Type: in.Type, Required: in.Required, Default: in.Default,
 			Description: in.Description, Enum: in.Enum})
@@ -146,7 +148,7 @@ func (s *Server) workflowDoc(e *Entry, withSource bool) WorkflowDoc {
 	if withSource {
 		d.Source = string(e.Source)
 		d.Graph = s.graphDoc(e.W)
-		d.Warnings = e.Warnings
+		d.Warnings = s.scrubDiagnostics(e.Warnings)
 	}
 	return d
 }
@@ -163,9 +165,12 @@ func (s *Server) listWorkflows(w http.ResponseWriter, _ *http.Request) error {
 	out := struct {
 		Workflows []WorkflowDoc `json:"workflows"`
 		Problems  []FileProblem `json:"problems"`
-	}{Workflows: []WorkflowDoc{}, Problems: c.Problems}
-	if out.Problems == nil {
-		out.Problems = []FileProblem{}
+	}{Workflows: []WorkflowDoc{}, Problems: make([]FileProblem, 0, len(c.Problems))}
+	for _, p := range c.Problems { // named as the workflows folder names them, no path of the server's
+		p.File = filepath.Base(p.File)
+		p.Message, _ = s.paths.Scrub(p.Message, "")
+		p.Diagnostics = s.scrubDiagnostics(p.Diagnostics)
+		out.Problems = append(out.Problems, p)
 	}
 	for _, e := range c.Workflows {
 		out.Workflows = append(out.Workflows, s.workflowDoc(e, false))
@@ -300,10 +305,23 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	return s.accepted(w, r, run.ID)
 }
 
+// answerRun returns the document of run id as an answer gives it: its
+// workflow file and run folder named as a problem's detail names them
+// (pathscrub), not by the server's absolute paths.
+func (s *Server) answerRun(ctx context.Context, id string) (*runner.RunDoc, error) {
+	doc, err := s.cfg.Runner.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	doc.File, _ = s.paths.Scrub(doc.File, "")
+	doc.Dir, _ = s.paths.Scrub(doc.Dir, "")
+	return doc, nil
+}
+
 // replay answers with the run an idempotency key started, when it exists:
 // 200, or 422 when that run had other inputs.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, runID string, inputs map[string]any) (bool, error) {
-	doc, err := s.cfg.Runner.Get(r.Context(), runID)
+	doc, err := s.answerRun(r.Context(), runID)
 	if errors.Is(err, runner.ErrNotFound) {
 		return false, nil
 	}
@@ -337,7 +355,7 @@ func sameJSON(a, b any) bool {
 
 // accepted answers 202 with the run an execution started or continued.
 func (s *Server) accepted(w http.ResponseWriter, r *http.Request, id string) error {
-	doc, err := s.cfg.Runner.Get(r.Context(), id)
+	doc, err := s.answerRun(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -465,7 +483,7 @@ func contains(list []string, s string) bool {
 }
 
 func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
-	doc, err := s.cfg.Runner.Get(r.Context(), r.PathValue("id"))
+	doc, err := s.answerRun(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -515,7 +533,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	doc, err := s.cfg.Runner.Get(r.Context(), run.ID)
+	doc, err := s.answerRun(r.Context(), run.ID)
 	if err != nil {
 		return err
 	}
@@ -622,7 +640,7 @@ func (s *Server) signalRun(w http.ResponseWriter, r *http.Request) error {
 			s.log.Warn("resuming a signalled run", "run", root, "err", err)
 		}
 	}
-	doc, err := s.cfg.Runner.Get(r.Context(), id)
+	doc, err := s.answerRun(r.Context(), id)
 	if err != nil {
 		return err
 	}

@@ -267,6 +267,10 @@ func TestStartGetAndListWithPagination(t *testing.T) {
 		require.Len(t, doc["steps"], 2, "GET /api/runs/{id} has the steps")
 		require.Equal(t, "success", step(doc, "greet")["status"])
 		require.Equal(t, "api", doc["source"], "a run started by POST /api/workflows/{name}/runs")
+		// No path of the server's: the file as the workflows folder names
+		// it, the folder as the data folder does.
+		require.Equal(t, "quick.yaml", doc["file"])
+		require.Regexp(t, `^runs/quick/[^/]+_`+id+`$`, doc["dir"])
 	}
 	gate := s.start("gate", map[string]any{"log": filepath.Join(s.tmp, "log"), "marker": filepath.Join(s.tmp, "marker")})
 
@@ -310,7 +314,18 @@ func TestStartGetAndListWithPagination(t *testing.T) {
 	}
 	require.Equal(t, []string{"approval", "approval_quick", "chatty", "gate", "pause", "quick"}, names)
 	require.Len(t, wfs["problems"], 1, "the broken file is reported, not served")
+	// The listing names files as the workflows folder does, no path of
+	// the server's: not in a problem's file, message or diagnostics.
+	listed, err := json.Marshal(wfs)
+	require.NoError(t, err)
+	require.NotContains(t, string(listed), s.flows)
+	require.NotContains(t, string(listed), filepath.Dir(s.flows))
+	problem := wfs["problems"].([]any)[0].(map[string]any)
+	require.NotContains(t, problem["file"], "/")
+	require.Contains(t, problem["message"], problem["file"], "the message names the file as the listing does")
+	require.Equal(t, problem["file"], problem["diagnostics"].([]any)[0].(map[string]any)["file"])
 	w := s.admin("GET", "/api/workflows/quick", nil, http.StatusOK)
+	require.Equal(t, "quick.yaml", w["file"], "a workflow's file is its name in the workflows folder, as the edit routes name it")
 	require.Contains(t, w["source"], "name: quick")
 	require.Equal(t, "start", w["triggers"].([]any)[0].(map[string]any)["id"])
 
@@ -714,15 +729,15 @@ func TestRunFolders(t *testing.T) {
 	id := s.start("quick", map[string]any{"who": "Ada", "n": 1})
 	doc := s.ended(id)
 	require.Equal(t, "completed", doc["status"])
-	require.NoDirExists(t, doc["dir"].(string), "an on-demand run that keeps no file has no folder")
+	require.NoDirExists(t, filepath.Join(s.dir, doc["dir"].(string)), "an on-demand run that keeps no file has no folder")
 	evs := s.readEvents(t, id, "", func(e sse) bool { return e.event == "execution_finished" })
 	require.NotEmpty(t, evs, "its events are served from the database")
 
 	a := serve(t, serveOpts{args: []string{"--run-folders", "always"}})
 	id = a.start("quick", map[string]any{"who": "Ada", "n": 2})
 	doc = a.ended(id)
-	require.FileExists(t, filepath.Join(doc["dir"].(string), "run.json"))
-	require.FileExists(t, filepath.Join(doc["dir"].(string), "events.jsonl"))
+	require.FileExists(t, filepath.Join(a.dir, doc["dir"].(string), "run.json"), "the folder within the data folder")
+	require.FileExists(t, filepath.Join(a.dir, doc["dir"].(string), "events.jsonl"))
 
 	out, err := exec.Command(bin, "serve", "--no-auth", "--addr", "127.0.0.1:0", "--workflows", s.flows, "--run-folders", "sometimes").CombinedOutput()
 	require.Error(t, err)

@@ -192,13 +192,7 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		p.Detail = "the server could not take the request; its log says why (request id " + p.RequestID + ")"
 		p.Diagnostics = nil
 	} else if p.Diagnostics != nil {
-		ds := make([]workflow.Diagnostic, len(p.Diagnostics)) // the error's own are not changed
-		for i, d := range p.Diagnostics {
-			d.File, _ = s.paths.Scrub(d.File, "")
-			d.Message, _ = s.paths.Scrub(d.Message, "")
-			ds[i] = d
-		}
-		p.Diagnostics = ds
+		p.Diagnostics = s.scrubDiagnostics(p.Diagnostics)
 	}
 	if p.RequestID == "" && (logged || hadPath) {
 		p.RequestID = newRequestID()
@@ -218,6 +212,21 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, err error)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="skein"`)
 	}
 	writeJSONStatus(w, "application/problem+json", p.Status, &p)
+}
+
+// scrubDiagnostics returns a copy of ds that names no path of the
+// server's (ds itself is not changed: it may be shared).
+func (s *Server) scrubDiagnostics(ds []workflow.Diagnostic) []workflow.Diagnostic {
+	if ds == nil {
+		return nil
+	}
+	out := make([]workflow.Diagnostic, len(ds))
+	for i, d := range ds {
+		d.File, _ = s.paths.Scrub(d.File, "")
+		d.Message, _ = s.paths.Scrub(d.Message, "")
+		out[i] = d
+	}
+	return out
 }
 
 // newRequestID names a request in the log.

@@ -84,7 +84,7 @@ func TestLiveRun(t *testing.T) {
 		"the loop body's badge counts its visits")
 
 	// Files the node saved in its artifacts folder: a screenshot, a report.
-	dir := filepath.Join(s.api("GET", "/api/runs/"+id, nil)["dir"].(string), "probe", "artifacts")
+	dir := filepath.Join(s.r.Dir(), s.api("GET", "/api/runs/"+id, nil)["dir"].(string), "probe", "artifacts")
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	img := image.NewRGBA(image.Rect(0, 0, 40, 20))
 	draw.Draw(img, img.Bounds(), &image.Uniform{color.RGBA{200, 30, 30, 255}}, image.Point{}, draw.Src)
