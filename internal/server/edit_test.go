@@ -521,6 +521,26 @@ edges:
 	}
 }
 
+// TestDraftSizes: a text may be a workflow file's most (8 MiB); a longer
+// one is invalid, its diagnostic says why; a body past the room a JSON
+// body's quoting needs (16 MiB and 64 KiB) is not read (413), as
+// docs/api.md's problem table says.
+func TestDraftSizes(t *testing.T) {
+	t.Parallel()
+	e := newEditor(t)
+	head := "version: 1\nname: big\nnodes:\n  - {id: a, type: set, values: {x: \""
+	long := head + strings.Repeat("a", workflow.MaxFileSize) + "\"}}\n"
+	status, _, body := e.do(auth.Edit, "POST", "/api/workflows/validate?file=big.yaml", long)
+	require.Equal(t, http.StatusOK, status, "read, and found invalid")
+	res := decode[server.ValidateResult](t, body)
+	require.False(t, res.Valid)
+	require.Contains(t, res.Diagnostics[0].Message, "a workflow file may be at most 8.0 MiB")
+
+	status, _, body = e.do(auth.Edit, "POST", "/api/workflows/validate?file=big.yaml", strings.Repeat("#", 2*workflow.MaxFileSize+1<<16+1))
+	require.Equal(t, http.StatusRequestEntityTooLarge, status)
+	require.Contains(t, string(body), `"code":"too_large"`)
+}
+
 // draft200 is a workflow of 200 nodes in a chain, the size the editor must
 // stay responsive at.
 func draft200() string {
