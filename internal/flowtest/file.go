@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -113,58 +114,189 @@ type fileDoc struct {
 }
 
 type caseDoc struct {
-	Name     string              `yaml:"name"`
-	Inputs   map[string]any      `yaml:"inputs"`
-	Trigger  string              `yaml:"trigger"`
-	Payload  map[string]any      `yaml:"payload"`
-	Mocks    map[string]mockList `yaml:"mocks"`
-	Cassette string              `yaml:"cassette"`
-	Judge    string              `yaml:"judge"`
-	Expect   Expect              `yaml:"expect"`
+	Name     string               `yaml:"name"`
+	Inputs   map[string]any       `yaml:"inputs"`
+	Trigger  string               `yaml:"trigger"`
+	Payload  map[string]any       `yaml:"payload"`
+	Mocks    map[string]yaml.Node `yaml:"mocks"`
+	Cassette string               `yaml:"cassette"`
+	Judge    string               `yaml:"judge"`
+	Expect   Expect               `yaml:"expect"`
 }
 
-// mockList is a mock written as one answer or as a list, one per visit.
-type mockList []Mock
+// lineError is a problem at a line of the file.
+type lineError struct {
+	line int
+	msg  string
+}
 
-func (m *mockList) UnmarshalYAML(n *yaml.Node) error {
+func (e *lineError) Error() string { return e.msg }
+
+func atLine(n *yaml.Node, format string, args ...any) error {
+	return &lineError{line: n.Line, msg: fmt.Sprintf(format, args...)}
+}
+
+// decodeMocks reads a node's mock, written as one answer or as a list of
+// answers, one per visit.
+func decodeMocks(n *yaml.Node) ([]Mock, error) {
 	items := []*yaml.Node{n}
 	if n.Kind == yaml.SequenceNode {
 		if len(n.Content) == 0 {
-			return fmt.Errorf("line %d: a mock list needs at least one entry", n.Line)
+			return nil, atLine(n, "a mock list needs at least one entry")
 		}
 		items = n.Content
 	}
+	var ms []Mock
 	for _, it := range items {
 		if it.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: a mock is {output: {...}} or {error: {message: ...}}", it.Line)
+			return nil, atLine(it, "a mock is {output: {...}} or {error: {message: ...}}, not %s", yamlKind(it))
 		}
 		var one Mock
 		for i := 0; i+1 < len(it.Content); i += 2 {
 			k, v := it.Content[i], it.Content[i+1]
 			switch k.Value {
 			case "output":
+				if v.Kind != yaml.MappingNode {
+					return nil, atLine(v, "output of a mock is a map of the node's outputs, not %s", yamlKind(v))
+				}
 				if err := v.Decode(&one.Output); err != nil {
-					return fmt.Errorf("line %d: output of a mock is a map of the node's outputs: %w", v.Line, err)
+					return nil, atLine(v, "output of a mock is a map of the node's outputs: %v", err)
+				}
+				if one.Output == nil {
+					one.Output = map[string]any{}
 				}
 			case "error":
 				if err := decodeError(v, &one); err != nil {
-					return err
+					return nil, err
 				}
 			default:
-				return fmt.Errorf("line %d: unknown key %q in a mock; a mock has output or error", k.Line, k.Value)
+				return nil, atLine(k, "unknown key %q in a mock; a mock has output or error", k.Value)
 			}
 		}
 		if (one.Output == nil) == (one.Error == nil) {
-			return fmt.Errorf("line %d: a mock has either output or error (not both, not neither)", it.Line)
+			return nil, atLine(it, "a mock has either output or error (not both, not neither)")
 		}
-		*m = append(*m, one)
+		ms = append(ms, one)
+	}
+	return ms, nil
+}
+
+// alwaysOutputs are the outputs every node has besides its kind's ports.
+var alwaysOutputs = []string{"success", "error", "confidence"}
+
+// directiveShapes are the directives a mock may answer with, and what each
+// must be (nil: anything its node kind would accept).
+var directiveShapes = map[string]func(any) bool{
+	"_route":         func(v any) bool { _, s := v.(string); _, b := v.(bool); return s || b },
+	"_state_patch":   isMap,
+	"_token_usage":   isMap,
+	"_delay_seconds": isNumber,
+	"_confidence":    func(v any) bool { f, ok := number(v); return ok && f >= 0 && f <= 1 },
+	"_messages":      func(v any) bool { _, l := v.([]any); return l || isMap(v) },
+	"_await":         nil, "_await_name": nil, "_resume": nil,
+}
+
+func isMap(v any) bool    { _, ok := v.(map[string]any); return ok }
+func isNumber(v any) bool { _, ok := number(v); return ok }
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+// checkMockOutputs refuses a mock output's key that node id's kind does
+// not declare (declared nil: the kind's ports are not known before a run),
+// a directive Skein does not know, and a directive of the wrong shape:
+// each would be dropped, or read as null downstream, without a word.
+func checkMockOutputs(id string, declared []string, ms []Mock, raw *yaml.Node) error {
+	items := []*yaml.Node{raw}
+	if raw.Kind == yaml.SequenceNode {
+		items = raw.Content
+	}
+	for j, m := range ms {
+		lineOfKey := func(k string) *yaml.Node {
+			it := items[j]
+			for i := 0; i+1 < len(it.Content); i += 2 {
+				if it.Content[i].Value == "output" {
+					out := it.Content[i+1]
+					for o := 0; o+1 < len(out.Content); o += 2 {
+						if out.Content[o].Value == k {
+							return out.Content[o]
+						}
+					}
+					return out
+				}
+			}
+			return it
+		}
+		for _, k := range slices.Sorted(maps.Keys(m.Output)) {
+			v := m.Output[k]
+			if strings.HasPrefix(k, "_") {
+				shape, ok := directiveShapes[k]
+				if !ok {
+					known := slices.Sorted(maps.Keys(directiveShapes))
+					msg := fmt.Sprintf("output key %q is not a directive Skein knows (%s)", k, strings.Join(known, ", "))
+					if s, ok := workflow.Closest(k, known); ok {
+						msg = fmt.Sprintf("output key %q is not a directive Skein knows; did you mean %q?", k, s)
+					}
+					return atLine(lineOfKey(k), "%s", msg)
+				}
+				if shape != nil && !shape(v) {
+					return atLine(lineOfKey(k), "the directive %s cannot be %s (docs/testing.md, Mocks, says what each takes)", k, describe(v))
+				}
+				continue
+			}
+			if declared == nil || slices.Contains(declared, k) || slices.Contains(alwaysOutputs, k) {
+				continue
+			}
+			msg := fmt.Sprintf("output key %q is not an output of node %q", k, id)
+			if s, ok := workflow.Closest(k, declared); ok {
+				msg += fmt.Sprintf("; did you mean %q?", s)
+			} else if len(declared) > 0 {
+				msg += fmt.Sprintf(" (its outputs: %s)", strings.Join(declared, ", "))
+			}
+			return atLine(lineOfKey(k), "%s", msg)
+		}
 	}
 	return nil
 }
 
+// describe names a value of a mock for a message.
+func describe(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a map"
+	case []any:
+		return "a list"
+	case string:
+		return fmt.Sprintf("the string %q", x)
+	}
+	return fmt.Sprintf("%v", v)
+}
+
+// yamlKind names what a YAML node is, for a message.
+func yamlKind(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.Kind == yaml.MappingNode:
+		return "a map"
+	case n.ShortTag() == "!!null":
+		return "empty (null)"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
 func decodeError(v *yaml.Node, one *Mock) error {
 	if v.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: error of a mock is {message: ..., category: ...}", v.Line)
+		return atLine(v, "error of a mock is {message: ..., category: ...}")
 	}
 	e := &MockError{}
 	for i := 0; i+1 < len(v.Content); i += 2 {
@@ -178,14 +310,14 @@ func decodeError(v *yaml.Node, one *Mock) error {
 		case "code":
 			dst = &e.Code
 		default:
-			return fmt.Errorf("line %d: unknown key %q in a mock's error; it has message, category and code", k.Line, k.Value)
+			return atLine(k, "unknown key %q in a mock's error; it has message, category and code", k.Value)
 		}
 		if err := val.Decode(dst); err != nil {
-			return fmt.Errorf("line %d: %s of a mock's error is a string", val.Line, k.Value)
+			return atLine(val, "%s of a mock's error is a string", k.Value)
 		}
 	}
 	if e.Message == "" {
-		return fmt.Errorf("line %d: a mock's error needs a message", v.Line)
+		return atLine(v, "a mock's error needs a message")
 	}
 	switch e.Category {
 	case "":
@@ -195,7 +327,7 @@ func decodeError(v *yaml.Node, one *Mock) error {
 	case node.CategoryExecution, node.CategoryTimeout, node.CategoryHTTPStatus, node.CategoryConnection,
 		node.CategoryValidation, node.CategoryTemplate, node.CategoryInternal:
 	default:
-		return fmt.Errorf("line %d: unknown error category %q; use execution, timeout, http_status, connection, validation, template or internal", v.Line, e.Category)
+		return atLine(v, "unknown error category %q; use execution, timeout, http_status, connection, validation, template or internal", e.Category)
 	}
 	if e.Code == "" {
 		e.Code = "mock"
@@ -223,6 +355,9 @@ func Load(path string, reg *node.Registry) (*File, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	dec.KnownFields(true)
 	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &Error{File: path, Msg: "the file is empty; a test file has cases: [{name: ..., expect: {status: completed}}] (the format is in docs/testing.md)"}
+		}
 		return nil, yamlError(path, err)
 	}
 	var root yaml.Node
@@ -306,16 +441,30 @@ func Load(path string, reg *node.Registry) (*File, error) {
 				return nil, &Error{File: path, Line: at("cases", i, "trigger"), Msg: fmt.Sprintf("case %q: node %q is a %s, not a trigger", cd.Name, cd.Trigger, n.Type)}
 			}
 		}
-		for id, ms := range cd.Mocks {
+		for _, id := range slices.Sorted(maps.Keys(cd.Mocks)) {
 			n, ok := byID[id]
 			if !ok {
 				return nil, unknown(id, at("cases", i, "mocks", id), fmt.Sprintf("case %q: mocks", cd.Name))
 			}
-			if s, ok := reg.Lookup(n.Type); ok {
-				if what, no := unmockable[s.Role]; no {
+			spec, known := reg.Lookup(n.Type)
+			if known {
+				if what, no := unmockable[spec.Role]; no {
 					return nil, &Error{File: path, Line: at("cases", i, "mocks", id), Msg: fmt.Sprintf(
 						"case %q: node %q is %s (%s), which the engine settles without running it, so it cannot be mocked; mock the nodes around it", cd.Name, id, what, n.Type)}
 				}
+			}
+			raw := cd.Mocks[id]
+			ms, err := decodeMocks(&raw)
+			if err == nil && known {
+				err = checkMockOutputs(id, spec.DeclaredOutputs(n.Params), ms, &raw)
+			}
+			if err != nil {
+				line := at("cases", i, "mocks", id)
+				var le *lineError
+				if errors.As(err, &le) && le.line > 0 {
+					line = le.line
+				}
+				return nil, &Error{File: path, Line: line, Msg: fmt.Sprintf("case %q: mocks.%s: %v", cd.Name, id, err)}
 			}
 			for j := range ms {
 				ms[j].Output = plainMap(ms[j].Output)
@@ -330,6 +479,10 @@ func Load(path string, reg *node.Registry) (*File, error) {
 			if se.Status != "" && !stepStatuses[se.Status] {
 				return nil, &Error{File: path, Line: at("cases", i, "expect", "steps", id, "status"), Msg: fmt.Sprintf(
 					"case %q: unknown step status %q; use one of %s", cd.Name, se.Status, keys(stepStatuses))}
+			}
+			if n := valueAt(&root, "cases", i, "expect", "steps", id, "visits"); n != nil && n.ShortTag() != "!!int" {
+				return nil, &Error{File: path, Line: n.Line, Msg: fmt.Sprintf(
+					"case %q: expect.steps.%s.visits is %s; a node is visited a whole number of times, 0 or more", cd.Name, id, yamlKind(n))}
 			}
 			if se.Visits != nil && *se.Visits < 0 {
 				return nil, &Error{File: path, Line: at("cases", i, "expect", "steps", id, "visits"), Msg: fmt.Sprintf(
@@ -353,6 +506,17 @@ func Load(path string, reg *node.Registry) (*File, error) {
 				}
 				return nil, &Error{File: path, Line: at("cases", i, "expect", "outputs", name), Msg: msg}
 			}
+		}
+		if n := valueAt(&root, "cases", i, "expect", "max_tokens"); n != nil && n.ShortTag() != "!!int" {
+			return nil, &Error{File: path, Line: n.Line, Msg: fmt.Sprintf("case %q: expect.max_tokens is %s; it is a whole number of tokens", cd.Name, yamlKind(n))}
+		}
+		if m := cd.Expect.MaxTokens; m != nil && *m < 0 {
+			return nil, &Error{File: path, Line: at("cases", i, "expect", "max_tokens"), Msg: fmt.Sprintf(
+				"case %q: expect.max_tokens is %d; no run could meet it (a run uses 0 tokens or more)", cd.Name, *m)}
+		}
+		if m := cd.Expect.MaxCostUSD; m != nil && *m < 0 {
+			return nil, &Error{File: path, Line: at("cases", i, "expect", "max_cost_usd"), Msg: fmt.Sprintf(
+				"case %q: expect.max_cost_usd is %g; no run could meet it (a run costs 0 or more)", cd.Name, *m)}
 		}
 		if s := cd.Expect.Status; s != "" && !runStatuses[s] {
 			return nil, &Error{File: path, Line: at("cases", i, "expect", "status"), Msg: fmt.Sprintf(
@@ -567,6 +731,39 @@ func lineOf(root *yaml.Node, keys ...any) int {
 		}
 	}
 	return line
+}
+
+// valueAt returns the value node at keys under root, or nil.
+func valueAt(root *yaml.Node, keys ...any) *yaml.Node {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, k := range keys {
+		switch k := k.(type) {
+		case int:
+			if n.Kind != yaml.SequenceNode || k >= len(n.Content) {
+				return nil
+			}
+			n = n.Content[k]
+		case string:
+			if n.Kind != yaml.MappingNode {
+				return nil
+			}
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+					break
+				}
+			}
+			if next == nil {
+				return nil
+			}
+			n = next
+		}
+	}
+	return n
 }
 
 // answer is the engine's reuse answer of a mock.

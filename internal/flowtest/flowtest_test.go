@@ -163,9 +163,17 @@ func TestLoadErrors(t *testing.T) {
 		{"unknown node", "cases:\n  - name: a\n    mocks:\n      fech: {output: {}}\n", `:4: case "a": mocks names node "fech", which`},
 		{"did you mean", "cases:\n  - name: a\n    mocks:\n      fech: {output: {}}\n", `did you mean "fetch"?`},
 		{"merge", "cases:\n  - name: a\n    mocks:\n      joined: {output: {}}\n", `:4: case "a": node "joined" is a merge (merge), which the engine settles without running it`},
-		{"mock shape", "cases:\n  - name: a\n    mocks:\n      fetch: {outptu: {}}\n", `:4: unknown key "outptu" in a mock; a mock has output or error`},
+		{"mock shape", "cases:\n  - name: a\n    mocks:\n      fetch: {outptu: {}}\n", `:4: case "a": mocks.fetch: unknown key "outptu" in a mock; a mock has output or error`},
+		{"null mock", "cases:\n  - name: a\n    mocks:\n      fetch: null\n", `:4: case "a": mocks.fetch: a mock is {output: {...}} or {error: {message: ...}}, not empty (null)`},
+		{"empty mock", "cases:\n  - name: a\n    mocks:\n      fetch:\n", `:4: case "a": mocks.fetch: a mock is {output: {...}} or {error: {message: ...}}, not empty (null)`},
+		{"empty mock list", "cases:\n  - name: a\n    mocks:\n      fetch: []\n", `:4: case "a": mocks.fetch: a mock list needs at least one entry`},
+		{"undeclared mock output", "cases:\n  - name: a\n    mocks:\n      fetch:\n        output: {rna: true}\n", `:5: case "a": mocks.fetch: output key "rna" is not an output of node "fetch"; did you mean "ran"?`},
+		{"undeclared mock output, second visit", "cases:\n  - name: a\n    mocks:\n      fetch:\n        - output: {n: 1}\n        - output:\n            payload: 1\n", `:7: case "a": mocks.fetch: output key "payload" is not an output of node "fetch" (its outputs: ran, n)`},
+		{"unknown directive", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {_rout: \"true\"}}\n", `:4: case "a": mocks.fetch: output key "_rout" is not a directive Skein knows; did you mean "_route"?`},
+		{"directive shape", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {_token_usage: 7}}\n", `:4: case "a": mocks.fetch: the directive _token_usage cannot be 7`},
+		{"route a map", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {_route: {a: 1}}}\n", `the directive _route cannot be a map`},
 		{"both", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {}, error: {message: x}}\n", `a mock has either output or error`},
-		{"category", "cases:\n  - name: a\n    mocks:\n      fetch: {error: {message: x, category: oops}}\n", `unknown error category "oops"`},
+		{"category", "cases:\n  - name: a\n    mocks:\n      fetch: {error: {message: x, category: oops}}\n", `:4: case "a": mocks.fetch: unknown error category "oops"`},
 		{"step status", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {status: done}\n", `:5: case "a": unknown step status "done"; use one of`},
 		{"run status", "cases:\n  - name: a\n    expect: {status: ok}\n", `:3: case "a": unknown run status "ok"`},
 		{"verdict", "cases:\n  - name: a\n    expect: {verdict: passed}\n", `unknown verdict "passed"`},
@@ -176,12 +184,17 @@ func TestLoadErrors(t *testing.T) {
 		{"infinite mock", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {n: .inf}}\n", `:4: .inf is not a number a run can record (JSON has no infinity or NaN)`},
 		{"NaN input", "cases:\n  - name: a\n    inputs: {n: .NaN}\n", `:3: .NaN is not a number a run can record`},
 		// A value of the wrong kind is said in YAML's terms, not Go's.
-		{"mock output a number", "cases:\n  - name: a\n    mocks:\n      fetch:\n        output: 1\n", `:5: expected a map, got the number 1 (the format`},
+		{"mock output a number", "cases:\n  - name: a\n    mocks:\n      fetch:\n        output: 1\n", `:5: case "a": mocks.fetch: output of a mock is a map of the node's outputs, not "1"`},
 		{"inputs a list", "cases:\n  - name: a\n    inputs: [1]\n", `:3: expected a map, got a list`},
 		{"status a list", "cases:\n  - name: a\n    expect:\n      status: [completed]\n", `:4: expected text, got a list`},
 		{"undeclared output", "cases:\n  - name: a\n    expect:\n      outputs: {txt: 1}\n", `:4: case "a": expect.outputs names output "txt", which`},
 		{"output did you mean", "cases:\n  - name: a\n    expect:\n      outputs: {txt: 1}\n", `does not declare; did you mean "text"?`},
 		{"negative visits", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: -1}\n", `:5: case "a": expect.steps.fetch.visits is -1; a node is visited 0 or more times`},
+		{"fractional visits", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: 1.5}\n", `:5: case "a": expect.steps.fetch.visits is "1.5"; a node is visited a whole number of times, 0 or more`},
+		{"fractional max_tokens", "cases:\n  - name: a\n    expect: {max_tokens: 1.5}\n", `:3: case "a": expect.max_tokens is "1.5"; it is a whole number of tokens`},
+		{"negative max_tokens", "cases:\n  - name: a\n    expect:\n      max_tokens: -5\n", `:4: case "a": expect.max_tokens is -5; no run could meet it`},
+		{"negative max_cost_usd", "cases:\n  - name: a\n    expect:\n      max_cost_usd: -0.5\n", `:4: case "a": expect.max_cost_usd is -0.5; no run could meet it`},
+		{"empty file", "", `: the file is empty; a test file has cases:`},
 		{"visits text", "cases:\n  - name: a\n    expect:\n      steps:\n        fetch: {visits: two}\n", `:5: expected a number, got the text "two"`},
 	}
 	for _, tt := range tests {
@@ -203,6 +216,13 @@ func TestFind(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, ".skein"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".skein", "x.test.yaml"), nil, 0o644))
 	got, err := flowtest.Find([]string{dir, p})
+	require.NoError(t, err)
+	require.Equal(t, []string{p}, got)
+	// The same folder spelt another way, and through a symbolic link: its
+	// file is taken once.
+	link := filepath.Join(t.TempDir(), "link")
+	require.NoError(t, os.Symlink(dir, link))
+	got, err = flowtest.Find([]string{dir, filepath.Join(dir, "..", filepath.Base(dir)), link})
 	require.NoError(t, err)
 	require.Equal(t, []string{p}, got)
 	_, err = flowtest.Find([]string{filepath.Join(dir, "flow.yaml")})
@@ -233,4 +253,12 @@ func FuzzLoad(f *testing.F) {
 		}
 		require.NotEmpty(t, file.Cases)
 	})
+}
+
+// TestMismatchShowsValuesAsWritten: a value is shown as JSON without
+// HTML's escapes, so "<execution.id>" reads as the user wrote it.
+func TestMismatchShowsValuesAsWritten(t *testing.T) {
+	t.Parallel()
+	m := flowtest.Mismatch{Path: "outputs.text", Want: map[string]any{"run": "<execution.id> & more"}, Got: "a > b"}
+	require.Equal(t, `outputs.text: want {"run":"<execution.id> & more"}, got "a > b"`, m.String())
 }

@@ -26,13 +26,21 @@ import (
 
 // Find returns the test files under paths: a file is taken as it is, a
 // folder is walked for files named *.test.yaml. Sorted, without
-// duplicates.
+// duplicates: a file reached by two paths (`.` and `../t1` from inside
+// t1) is taken once, by the first.
 func Find(paths []string) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
-		if !seen[p] {
-			seen[p] = true
+		key, err := filepath.Abs(p)
+		if err != nil {
+			key = p
+		}
+		if real, err := filepath.EvalSymlinks(key); err == nil {
+			key = real
+		}
+		if !seen[key] {
+			seen[key] = true
 			out = append(out, p)
 		}
 	}
@@ -106,7 +114,7 @@ type CaseResult struct {
 	Status      string `json:"status,omitempty" jsonschema:"how the run ended"`
 	// Error is set when the run could not start or be recorded.
 	Error      string     `json:"error,omitempty" jsonschema:"why the run could not start or be recorded"`
-	Mismatches []Mismatch `json:"mismatches" jsonschema:"every expectation not met, in the order of the file's keys"`
+	Mismatches []Mismatch `json:"mismatches" jsonschema:"every expectation not met: status, outputs, steps, verdict, max_cost_usd, max_tokens, each by name"`
 	DurationMS int64      `json:"duration_ms"`
 }
 
@@ -130,12 +138,15 @@ func (m Mismatch) String() string {
 	return fmt.Sprintf("%s: want %s, got %s", m.Path, show(m.Want), got)
 }
 
+// show is v as JSON, as the user wrote it: <, > and & are not escaped.
 func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprint(v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // Run runs the cases of files, at most opt.Parallel at once. Each file's
@@ -273,8 +284,8 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 
 // mock is the runner's Options.Mock of the case.
 func (c *Case) mock(q runner.MockQuery) (runner.MockAnswer, bool) {
-	ms, ok := c.Mocks[q.Node]
-	if !ok {
+	ms := c.Mocks[q.Node]
+	if len(ms) == 0 {
 		return runner.MockAnswer{}, false
 	}
 	m := ms[min(max(q.Visit-1, 0), len(ms)-1)]
