@@ -76,6 +76,8 @@ func Diverged(recorded, replayed []Step, replayedID, recordedID string) []Diverg
 			if m, ok := a.(map[string]any); ok {
 				delete(m, "_directives") // the store keeps them with the output
 			}
+			maskCookies(a)
+			maskCookies(b)
 			if !reflect.DeepEqual(a, b) {
 				out = append(out, Divergence{Node: k.node, Visit: k.visit, What: "output", Recorded: a, Replayed: b})
 			}
@@ -108,6 +110,16 @@ func DivergedRuns(recorded, replayed []*record.Step, replayedID, recordedID stri
 		now[i] = Step{Node: s.Node, Visit: s.Visit, Order: s.StepOrder, Status: string(s.Status), Output: mask(s.Output)}
 	}
 	return Diverged(was, now, replayedID, recordedID)
+}
+
+// maskCookies masks the cookie an HTTP answer's output sets (an http
+// node's headers), as the cassette kept it: a replay sets the masked one.
+func maskCookies(out any) {
+	m, _ := out.(map[string]any)
+	h, _ := m["headers"].(map[string]any)
+	if c, ok := h["set-cookie"].(string); ok {
+		h["set-cookie"] = MaskCookie(c)
+	}
 }
 
 // asJSON is v as its JSON decodes: numbers float64, so the recorded and

@@ -131,7 +131,12 @@ func (tr *transport) record(ctx context.Context, req *http.Request, hr httpReque
 
 func toResponse(resp *http.Response, b []byte) httpResponse {
 	h := resp.Header.Clone()
-	h.Del("Set-Cookie") // a session a server hands out is a credential
+	// A session a server hands out is a credential: the cassette keeps
+	// each cookie's name, its value masked, so that a replayed answer
+	// still sets it.
+	for i, c := range h.Values("Set-Cookie") {
+		h["Set-Cookie"][i] = MaskCookie(c)
+	}
 	out := httpResponse{Status: resp.StatusCode, Headers: h}
 	if utf8.Valid(b) {
 		out.Body = string(b)
@@ -181,3 +186,10 @@ func (b *teeBody) Close() error {
 }
 
 func (b *teeBody) finish() { b.once.Do(func() { b.done(b.buf.Bytes()) }) }
+
+// MaskCookie is a Set-Cookie header's value as a cassette keeps it: the
+// cookie's name and a masked value, without its attributes.
+func MaskCookie(v string) string {
+	name, _, _ := strings.Cut(v, "=")
+	return strings.TrimSpace(name) + "=***"
+}

@@ -2,6 +2,9 @@ package cli_test
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -143,4 +146,55 @@ func TestRecordIsLocal(t *testing.T) {
 	r := skein(t, "run", "--record", "--queue", "--dir", t.TempDir(), "testdata/ok.yaml", "-i", "city=Oslo")
 	require.Equal(t, 2, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stderr, "--record keeps the interactions of nodes run in this process; it does not go with --queue")
+}
+
+// TestReplayOfACookie: an answer that sets a cookie is recorded with the
+// cookie's value masked (a session is a credential), and its replay
+// sets the masked cookie and does not diverge from the recorded run.
+func TestReplayOfACookie(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Set-Cookie", "sid=SECRETCOOKIE; Path=/; HttpOnly")
+		_, _ = io.WriteString(w, `{"ok": true}`)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "cookie.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: cookie
+inputs:
+  url: {type: string}
+nodes:
+  - {id: get, type: http, url: "{{ inputs.url }}"}
+  - {id: seen, type: set, values: {has: "{{ get.headers['set-cookie'] != nil }}"}}
+edges:
+  - {from: get, to: seen}
+`), 0o644))
+	data := filepath.Join(dir, "data")
+	r := skein(t, "run", "--record", "--dir", data, flow, "-i", "url="+srv.URL, "-o", "json")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var run struct {
+		ID  string `json:"execution_id"`
+		Dir string `json:"dir"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
+	raw, err := os.ReadFile(filepath.Join(run.Dir, "cassette.jsonl"))
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "SECRETCOOKIE", "the cassette keeps no session")
+	require.Contains(t, string(raw), "sid=***")
+
+	srv.Close() // a replay sends nothing
+	r = skein(t, "replay", run.ID, "--dir", data, "-o", "json")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var doc replayDoc
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Empty(t, doc.Diverged, "the masked cookie is the recorded one")
+	for _, s := range doc.Run.Steps {
+		switch s.Node {
+		case "get":
+			require.Equal(t, "sid=***", s.Output["headers"].(map[string]any)["set-cookie"])
+		case "seen":
+			require.Equal(t, true, s.Output["has"], "a node that reads the cookie finds it")
+		}
+	}
 }
