@@ -198,3 +198,38 @@ edges:
 		}
 	}
 }
+
+// TestReplayOfASignal: a replay is given the signals the recorded run
+// received, as it is given its answers: it does not wait again, and its
+// steps are the recorded run's.
+func TestReplayOfASignal(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "approve.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: approve
+record: true
+nodes:
+  - {id: ok, type: wait, until: signal}
+  - {id: after, type: template, text: "approved by {{ ok.data.by }}"}
+edges:
+  - {from: ok, to: after}
+`), 0o644))
+	data := filepath.Join(dir, "data")
+	r := skein(t, "run", "--dir", data, flow, "-o", "json")
+	require.Equal(t, 4, r.code, "the run waits: %s", r.stdout+r.stderr)
+	var run struct {
+		ID string `json:"execution_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
+	r = skein(t, "signal", run.ID, "ok", "--data", `{"by": "Ada"}`, "--dir", data)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+
+	r = skein(t, "replay", run.ID, "--dir", data, "-o", "json")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var doc replayDoc
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &doc))
+	require.Equal(t, "completed", doc.Run.Status)
+	require.Equal(t, "approved by Ada", doc.Run.Outputs["after"].(map[string]any)["text"])
+	require.Empty(t, doc.Diverged)
+}

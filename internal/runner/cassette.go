@@ -3,25 +3,15 @@ package runner
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/skeinhq/skein/internal/cassette"
 	"github.com/skeinhq/skein/internal/durable"
-	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/runlog"
-	"github.com/skeinhq/skein/workflow"
 )
 
 // ReplaySource is the cassette a run answers its interactions from
 // (Options.Replay).
 type ReplaySource = cassette.Source
-
-// tape returns the cassette tape of an execution: a player for a replay,
-// a recorder when the run records (Options.Record, or record: true in
-// the workflow), else nil.
-func (j job) tape(w *workflow.Workflow, o Options, runID string, started time.Time, red *redact.Redactor, getenv func(string) (string, bool)) *cassette.Tape {
-	return cassette.ForRun(j.replay, o.Record || w.Record, w.Name, runID, started, getenv, red.Func())
-}
 
 // saveTape writes an execution's cassette in its run folder rl, and the
 // interactions a replay added to the replayed cassette's file.
@@ -82,8 +72,12 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	if err != nil {
 		return nil, err
 	}
+	sigs, err := r.st.Signals(ctx, run.ID, 0) // the recorded run's signals come again, as its answers do
+	if err != nil {
+		return nil, err
+	}
 	res, err := r.execute(ctx, job{w: w, inputs: run.Inputs, trigger: run.Trigger, payload: durable.TriggerPayload(r.cfg.Registry, hist, run.Trigger),
-		runID: NewRunID(), replay: src, replayOf: run.ID}, req.Options)
+		runID: NewRunID(), replay: src, replayOf: run.ID, signals: durable.Signals(sigs)}, req.Options)
 	if err != nil {
 		return nil, err
 	}

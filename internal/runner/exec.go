@@ -106,6 +106,9 @@ type job struct {
 	// replay answers the run's interactions from a cassette.
 	replay   *ReplaySource
 	replayOf string // the run a replay (Runner.Replay) replays
+	// signals are a replay's: those the recorded run received, applied
+	// as soon as their steps wait.
+	signals []engine.Signal
 }
 
 // execute runs a job to its end: it records the run in the store and the
@@ -186,6 +189,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		r.runs().Release(ctx, run)
 		return nil, err
 	}
+	signals = append(j.signals, signals...)
 
 	rec := durable.NewRecorder(r.commit, run.ID, recBlobs, red)
 	rec.Generation, rec.Token, rec.SyncEnds = run.Generation, run.Owner.Token, runs.SyncEnds
@@ -203,7 +207,8 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	recs = append(recs, rec)
 
 	// MCP servers start on first use and stop when the run ends.
-	tape := j.tape(w, o, run.ID, started, red, getenv)
+	// A player for a replay, a recorder when the run records (Options.Record, or record: true).
+	tape := cassette.ForRun(j.replay, o.Record || w.Record, w.Name, run.ID, started, getenv, red.Func())
 	sc := services.Config{Store: r.st, LookupEnv: getenv, Secrets: secrets, DenyPrivate: o.DenyPrivate, Tape: tape}
 	svc, pool, closePool := services.ForRun(w, j.inputs, j.rerunOf, sc)
 	defer closePool()
