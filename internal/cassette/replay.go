@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/skeinhq/skein/internal/record"
 )
@@ -54,12 +55,24 @@ func last(steps []Step) map[stepKey]Step {
 	return out
 }
 
-// Diverged compares the steps of a replay, run replayedID, with those of
-// the recorded run recordedID, masked alike, the replay's run id read as
-// the recorded run's (an output that names its run is the same output).
-func Diverged(recorded, replayed []Step, replayedID, recordedID string) []Divergence {
+// Runs names a replay and the run it replays: what an output of the
+// replay says of its own run — its id, its start time as expressions read
+// it (execution.started_at) — is read as said of the recorded run.
+type Runs struct {
+	ReplayedID, RecordedID       string
+	ReplayedStart, RecordedStart time.Time
+}
+
+// Diverged compares the steps of a replay with those of the recorded run,
+// masked alike, an output that names its own run read as naming the
+// recorded run (the same output).
+func Diverged(recorded, replayed []Step, runs Runs) []Divergence {
 	out := []Divergence{}
-	ids := strings.NewReplacer(replayedID, recordedID)
+	pairs := []string{runs.ReplayedID, runs.RecordedID}
+	if !runs.ReplayedStart.IsZero() && !runs.RecordedStart.IsZero() {
+		pairs = append(pairs, runs.ReplayedStart.UTC().Format(time.RFC3339), runs.RecordedStart.UTC().Format(time.RFC3339))
+	}
+	ids := strings.NewReplacer(pairs...)
 	was, now := last(recorded), last(replayed)
 	for k, s := range now {
 		rec, ok := was[k]
@@ -97,10 +110,10 @@ func Diverged(recorded, replayed []Step, replayedID, recordedID string) []Diverg
 	return out
 }
 
-// DivergedRuns compares the steps of a replay, run replayedID, with the
-// recorded steps of run recordedID (Diverged); mask masks the replayed
-// outputs as the recorded ones were masked when they were stored.
-func DivergedRuns(recorded, replayed []*record.Step, replayedID, recordedID string, mask func(map[string]any) map[string]any) []Divergence {
+// DivergedRuns compares the steps of a replay with the recorded steps of
+// the run it replays (Diverged); mask masks the replayed outputs as the
+// recorded ones were masked when they were stored.
+func DivergedRuns(recorded, replayed []*record.Step, runs Runs, mask func(map[string]any) map[string]any) []Divergence {
 	was := make([]Step, len(recorded))
 	for i, s := range recorded {
 		was[i] = Step{Node: s.Node, Visit: s.Visit, Generation: s.Generation, Order: s.StepOrder, Status: string(s.Status), Output: s.Output}
@@ -109,7 +122,7 @@ func DivergedRuns(recorded, replayed []*record.Step, replayedID, recordedID stri
 	for i, s := range replayed {
 		now[i] = Step{Node: s.Node, Visit: s.Visit, Order: s.StepOrder, Status: string(s.Status), Output: mask(s.Output)}
 	}
-	return Diverged(was, now, replayedID, recordedID)
+	return Diverged(was, now, runs)
 }
 
 // maskCookies masks the cookie an HTTP answer's output sets (an http

@@ -2,6 +2,7 @@ package cassette_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,22 +12,24 @@ import (
 
 // A replay's steps are compared with the recorded run's by node and
 // visit, the last record of each: a changed status or output, or a step
-// only one run has, diverges; an output that names its own run does not.
+// only one run has, diverges; an output that names its own run, or its
+// start time, does not.
 func TestDiverged(t *testing.T) {
 	t.Parallel()
 	recorded := []cassette.Step{
 		{Node: "a", Visit: 1, Generation: 1, Order: 1, Status: "failed"},
-		{Node: "a", Visit: 1, Generation: 2, Order: 1, Status: "success", Output: map[string]any{"run": "rec-1", "n": 1}},
+		{Node: "a", Visit: 1, Generation: 2, Order: 1, Status: "success", Output: map[string]any{"run": "rec-1", "n": 1, "at": "2026-12-06T08:00:00Z"}},
 		{Node: "b", Visit: 1, Generation: 2, Order: 2, Status: "success", Output: map[string]any{"n": 2}},
 		{Node: "c", Visit: 1, Generation: 2, Order: 3, Status: "success"},
 		{Node: "e", Visit: 1, Generation: 2, Order: 4, Status: "running"},
 	}
 	replayed := []cassette.Step{
-		{Node: "a", Visit: 1, Order: 1, Status: "success", Output: map[string]any{"run": "rep-2", "n": 1.0}},
+		{Node: "a", Visit: 1, Order: 1, Status: "success", Output: map[string]any{"run": "rep-2", "n": 1.0, "at": "2026-12-07T09:00:05Z"}},
 		{Node: "b", Visit: 1, Order: 2, Status: "success", Output: map[string]any{"n": 3}},
 		{Node: "d", Visit: 1, Order: 3, Status: "skipped"},
 	}
-	got := cassette.Diverged(recorded, replayed, "rep-2", "rec-1")
+	got := cassette.Diverged(recorded, replayed, cassette.Runs{ReplayedID: "rep-2", RecordedID: "rec-1",
+		ReplayedStart: time.Date(2026, 12, 7, 9, 0, 5, 0, time.UTC), RecordedStart: time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)})
 	require.Equal(t, []cassette.Divergence{
 		{Node: "b", Visit: 1, What: "output", Recorded: map[string]any{"n": 2.0}, Replayed: map[string]any{"n": 3.0}},
 		{Node: "c", Visit: 1, What: "only_recorded", Recorded: "success"},
@@ -54,7 +57,7 @@ func TestDivergedRuns(t *testing.T) {
 		}
 		return map[string]any{"key": "***"}
 	}
-	got := cassette.DivergedRuns(recorded, replayed, "rep-2", "rec-1", mask)
+	got := cassette.DivergedRuns(recorded, replayed, cassette.Runs{ReplayedID: "rep-2", RecordedID: "rec-1"}, mask)
 	require.Equal(t, []cassette.Divergence{{Node: "b", Visit: 1, What: "status", Recorded: "success", Replayed: "failed"}}, got)
 }
 

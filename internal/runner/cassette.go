@@ -87,7 +87,7 @@ func (r *Runner) Replay(ctx context.Context, req ReplayRequest) (*ReplayResult, 
 	}
 	if res.Engine != nil {
 		mask := func(m map[string]any) map[string]any { o, _ := res.redact.Map(m); return o } // as the recorded steps are
-		out.Diverged = cassette.DivergedRuns(hist, res.Engine.Steps, res.Run.ID, run.ID, mask)
+		out.Diverged = cassette.DivergedRuns(hist, res.Engine.Steps, cassette.Runs{ReplayedID: res.Run.ID, RecordedID: run.ID, ReplayedStart: res.Run.StartedAt, RecordedStart: run.StartedAt}, mask)
 	}
 	return out, nil
 }

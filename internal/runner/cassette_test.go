@@ -448,3 +448,25 @@ func TestReplayOfARunWithMemory(t *testing.T) {
 	require.Contains(t, req, "I am Ada.")
 	require.Equal(t, 1, strings.Count(req, "Who am I?"), "the replay added no turn to the thread: %s", req)
 }
+
+// TestReplayReadsItsRunAsTheRecorded: a step that outputs its run's id and
+// start time does not diverge in a replay, which is another run, started
+// later: both are read as the recorded run's.
+func TestReplayReadsItsRunAsTheRecorded(t *testing.T) {
+	t.Parallel()
+	r, clk, dir := openOnClock(t)
+	w := loadIn(t, r, dir, "when.yaml", `version: 1
+name: when
+record: true
+nodes:
+  - {id: a, type: set, values: {at: "{{ execution.started_at }}", id: "{{ execution.id }}"}}
+`)
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	clk.Advance(time.Hour)
+	rr, err := r.Replay(t.Context(), runner.ReplayRequest{RunID: res.Run.ID})
+	require.NoError(t, err)
+	require.Equal(t, "completed", string(rr.Run.Status))
+	require.NotEqual(t, res.Engine.Outputs["a"], rr.Engine.Outputs["a"], "the replay is another run, an hour later")
+	require.Empty(t, rr.Diverged)
+}
