@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"io"
 	"os"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/skeinhq/skein/internal/ociimage"
 )
 
 // checkSkeinArgs checks that args — a skein command and its flags, as a
@@ -121,6 +124,13 @@ func TestDeployKubernetes(t *testing.T) {
 									Name          string `yaml:"name"`
 									ContainerPort int    `yaml:"containerPort"`
 								} `yaml:"ports"`
+								VolumeMounts []struct {
+									MountPath string `yaml:"mountPath"`
+									ReadOnly  bool   `yaml:"readOnly"`
+								} `yaml:"volumeMounts"`
+								SecurityContext struct {
+									ReadOnlyRootFilesystem bool `yaml:"readOnlyRootFilesystem"`
+								} `yaml:"securityContext"`
 							} `yaml:"containers"`
 						} `yaml:"spec"`
 					} `yaml:"template"`
@@ -137,6 +147,17 @@ func TestDeployKubernetes(t *testing.T) {
 				flags := checkSkeinArgs(t, where, c.Args)
 				seen[c.Args[0]] = true
 				require.Contains(t, c.Env, struct{ Name string }{"SKEIN_DB"}, "%s: the database", where)
+				if c.SecurityContext.ReadOnlyRootFilesystem && c.Args[0] != "migrate" {
+					// serve and worker make their folder at start: it is
+					// on a volume they may write (the image's working
+					// folder, ociimage.DataDir, when --dir is not given).
+					dir := cmp.Or(flags["dir"], ociimage.DataDir+"/.skein")
+					writable := false
+					for _, m := range c.VolumeMounts {
+						writable = writable || (!m.ReadOnly && (dir == m.MountPath || strings.HasPrefix(dir, m.MountPath+"/")))
+					}
+					require.True(t, writable, "%s: the root is read-only and %s is on no volume it may write", where, dir)
+				}
 				switch c.Args[0] {
 				case "serve":
 					require.NotNil(t, c.ReadinessProbe, where)
