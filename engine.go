@@ -69,11 +69,34 @@ type Kind struct {
 // Engine runs workflows and reads their runs. It is safe for concurrent
 // use; Close it when done.
 type Engine struct {
-	r     *runner.Runner
-	reg   *node.Registry
-	opts  runner.Options
-	poll  time.Duration
-	valid validated
+	r      *runner.Runner
+	reg    *node.Registry
+	opts   runner.Options
+	poll   time.Duration
+	valid  validated
+	queued bool // Config.Queue
+}
+
+// workerKinds are the kinds skein workers run: node.Default's when this
+// package initialised, before a program that imports it registered its
+// own (node.Register).
+var workerKinds = func() map[string]bool {
+	out := map[string]bool{}
+	for _, k := range node.Default.Kinds() {
+		out[k] = true
+	}
+	return out
+}()
+
+// ownKind returns a kind of w's nodes that skein workers do not have (the
+// program's own), or "".
+func ownKind(w *workflow.Workflow) string {
+	for _, n := range w.Nodes {
+		if !workerKinds[n.Type] {
+			return n.Type
+		}
+	}
+	return ""
 }
 
 // Open opens the engine of cfg.Dir (or cfg.Database), creating the folder
@@ -103,7 +126,7 @@ func Open(cfg Config) (*Engine, error) {
 	if poll <= 0 {
 		poll = DefaultEventPoll
 	}
-	return &Engine{r: r, reg: reg, poll: poll, opts: runner.Options{
+	return &Engine{r: r, reg: reg, poll: poll, queued: cfg.Queue, opts: runner.Options{
 		Concurrency: cfg.Concurrency,
 		SecretsFile: cfg.SecretsFile,
 		// A run whose every branch waits for a signal is left waiting,
@@ -210,6 +233,11 @@ func (e *Engine) start(ctx context.Context, w *workflow.Workflow, inputs map[str
 	o, done := e.options(ctx)
 	defer done()
 	req := runner.StartRequest{Workflow: w, Inputs: in, Options: o}
+	if e.queued && ownKind(w) != "" {
+		// The workers have only the built-in kinds: a run of the
+		// program's own runs here, as with Queue off.
+		req.Placement = runner.PlaceLocal
+	}
 	if opts != nil {
 		req.RunID, req.Trigger, req.Payload = opts.RunID, opts.Trigger, opts.Payload
 	}

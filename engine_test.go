@@ -392,3 +392,18 @@ outputs:
 	require.NotEmpty(t, events)
 	require.Equal(t, "execution_finished", string(events[len(events)-1].Type))
 }
+
+// TestQueueRunsOwnKindsHere: with Queue on and no worker at all, a
+// workflow that uses the program's own kind (which skein workers do not
+// have) runs in this process, as with Queue off, and completes.
+func TestQueueRunsOwnKindsHere(t *testing.T) {
+	t.Parallel()
+	started, open := make(chan string, 1), make(chan struct{})
+	close(open)
+	b := setup(t, skein.Config{Database: pgtest.URL(t), Queue: true, Kinds: []skein.Kind{gateKind(started, open)}})
+	doc, err := b.eng.Start(t.Context(), b.write(t, "gated.yaml", gated), nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, skein.RunCompleted, doc.Status)
+	require.Equal(t, "passed: true", doc.Outputs["text"])
+	require.Equal(t, doc.ExecutionID, <-started, "the node ran in this process")
+}
