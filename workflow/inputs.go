@@ -1,6 +1,8 @@
 package workflow
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -127,7 +129,38 @@ func inEnum(v any, enum []any) bool {
 	return false
 }
 
+// wholeNumbers is v as a run's inputs hold it: JSON's values, a whole
+// float64 (as JSON decodes a number) an int. A Go value a program gives
+// that is not one of JSON's (an int64, a float32, a json.Number, a
+// []string, a map[string]string, a struct) becomes the value it encodes
+// as in JSON; one that does not encode is kept, and refused by its type.
 func wholeNumbers(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, int:
+		return v
+	case float64, []any, map[string]any:
+	case json.Number:
+		if n, err := x.Int64(); err == nil && int64(int(n)) == n {
+			return int(n)
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return v
+		}
+		return wholeNumbers(f)
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var out any
+		if dec.Decode(&out) != nil {
+			return v
+		}
+		return wholeNumbers(out)
+	}
 	switch x := v.(type) {
 	case float64:
 		if x == float64(int64(x)) && x < 1<<53 && x > -(1<<53) {

@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -44,4 +45,47 @@ nodes:
 
 	_, err = w.ResolveInputs(map[string]any{"need": 1, "n": "x"})
 	require.EqualError(t, err, `input n: expected a number, got string "x"`, "a value of the wrong type is still refused")
+}
+
+// TestGoValuesAsInputs: a program's Go values are taken as the JSON they
+// encode as — any integer type, float32, json.Number, a typed slice or
+// map, a struct — and a value that is not of the input's type is still
+// refused.
+func TestGoValuesAsInputs(t *testing.T) {
+	t.Parallel()
+	w, diags := workflow.Decode("go.yaml", []byte(`version: 1
+name: go
+inputs:
+  i: {type: integer}
+  u: {type: integer}
+  big: {type: integer}
+  x: {type: number}
+  j: {type: number}
+  l: {type: list}
+  m: {type: map}
+  s: {type: map}
+nodes:
+  - {id: a, type: set, values: {x: 1}}
+`))
+	require.False(t, diags.HasErrors(), diags.Error())
+	type point struct {
+		X int    `json:"x"`
+		Y string `json:"y"`
+	}
+	got, err := w.ResolveInputs(map[string]any{
+		"i": int64(3), "u": uint8(7), "big": int64(1) << 60, "x": float32(1.5), "j": json.Number("2.25"),
+		"l": []string{"a", "b"}, "m": map[string]int{"k": 1}, "s": point{X: 1, Y: "up"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{
+		"i": 3, "u": 7, "big": 1 << 60, "x": 1.5, "j": 2.25,
+		"l": []any{"a", "b"}, "m": map[string]any{"k": 1}, "s": map[string]any{"x": 1, "y": "up"},
+	}, got)
+
+	_, err = w.ResolveInputs(map[string]any{"i": float32(1.5)})
+	require.EqualError(t, err, "input i: expected an integer, got number 1.5")
+	_, err = w.ResolveInputs(map[string]any{"l": map[string]int{"k": 1}})
+	require.ErrorContains(t, err, "input l: expected a list")
+	_, err = w.ResolveInputs(map[string]any{"m": make(chan int)})
+	require.ErrorContains(t, err, "input m: expected a map", "a value JSON cannot encode is refused by its type")
 }
