@@ -189,6 +189,9 @@ func (e *Engine) Start(ctx context.Context, file string, inputs map[string]any, 
 // of it (its plan, and that it is valid) for the next runs of the same w.
 // To run a changed workflow, start a new one.
 func (e *Engine) StartWorkflow(ctx context.Context, w *workflow.Workflow, inputs map[string]any, opts *StartOpts) (*RunDoc, error) {
+	if w == nil {
+		return nil, &UsageError{Msg: "StartWorkflow needs a workflow (it was given nil): decode one with workflow.Decode, or use Start with its file"}
+	}
 	if !e.valid.has(w) {
 		if ds := workflow.Validate(w, e.reg); ds.HasErrors() {
 			return nil, &InvalidError{File: w.File, Diagnostics: ds}

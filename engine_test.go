@@ -14,6 +14,7 @@ import (
 	"github.com/skeinhq/skein"
 	"github.com/skeinhq/skein/internal/store/postgres/pgtest"
 	"github.com/skeinhq/skein/node"
+	"github.com/skeinhq/skein/node/nodetest"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -406,4 +407,23 @@ func TestQueueRunsOwnKindsHere(t *testing.T) {
 	require.Equal(t, skein.RunCompleted, doc.Status)
 	require.Equal(t, "passed: true", doc.Outputs["text"])
 	require.Equal(t, doc.ExecutionID, <-started, "the node ran in this process")
+}
+
+// TestStartWorkflowOfNil: a nil workflow is a usage error, not a panic.
+func TestStartWorkflowOfNil(t *testing.T) {
+	t.Parallel()
+	b := setup(t, skein.Config{})
+	_, err := b.eng.StartWorkflow(t.Context(), nil, nil, nil)
+	var ue *skein.UsageError
+	require.ErrorAs(t, err, &ue)
+	require.Contains(t, err.Error(), "StartWorkflow needs a workflow")
+}
+
+// TestExampleKindPassesNodetest: the kind of the example (and of
+// docs/library.md) passes the conformance suite the doc says to run.
+func TestExampleKindPassesNodetest(t *testing.T) {
+	t.Parallel()
+	reg := node.NewRegistry()
+	reg.MustRegister(shoutKind.Spec, shoutKind.New)
+	nodetest.Run(t, reg, "acme.shout", nodetest.Config{Samples: []nodetest.Sample{{Name: "hi", Params: map[string]any{"text": "hi"}}}})
 }

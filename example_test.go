@@ -82,9 +82,24 @@ outputs:
 // shout is a node kind of the program: it upper-cases its text.
 type shout struct{}
 
-func (shout) Run(_ context.Context, call *node.Call) (map[string]any, error) {
+func (shout) Run(ctx context.Context, call *node.Call) (map[string]any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, node.AsError(err) // a kind ends its call when its context ends
+	}
 	text, _ := call.Params["text"].(string)
 	return map[string]any{"text": strings.ToUpper(text) + "!"}, nil
+}
+
+// shoutKind is the kind as a program gives it to the engine.
+var shoutKind = skein.Kind{
+	Spec: node.Spec{
+		Kind:        "acme.shout",
+		Category:    node.Action,
+		Description: "Upper-cases a text.",
+		Params:      []node.Param{{Name: "text", Type: node.String, Required: true, Description: "The text to shout."}},
+		Outputs:     []string{"text"},
+	},
+	New: func() node.Kind { return shout{} },
 }
 
 // Register a node kind of your own and use it in a workflow beside the
@@ -116,17 +131,8 @@ outputs:
 `)
 
 	eng, err := skein.Open(skein.Config{
-		Dir: filepath.Join(dir, ".skein"),
-		Kinds: []skein.Kind{{
-			Spec: node.Spec{
-				Kind:        "acme.shout",
-				Category:    node.Action,
-				Description: "Upper-cases a text.",
-				Params:      []node.Param{{Name: "text", Type: node.String, Required: true}},
-				Outputs:     []string{"text"},
-			},
-			New: func() node.Kind { return shout{} },
-		}},
+		Dir:   filepath.Join(dir, ".skein"),
+		Kinds: []skein.Kind{shoutKind},
 	})
 	if err != nil {
 		log.Fatal(err)
