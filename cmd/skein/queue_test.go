@@ -252,6 +252,11 @@ nodes:
 	require.NoError(t, cmd.Wait(), rest.String())
 	require.Contains(t, rest.String(), "✓ slow")
 	eventually(t, 60*time.Second, func() bool { return strings.Contains(out.String(), "drained") }, "the worker did not drain:\n%s", out.String())
+	// Its stderr is not a terminal: every line is a JSON log record, the
+	// first and the last too, for a log collector.
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		require.True(t, json.Valid([]byte(line)), "not a JSON log line: %s", line)
+	}
 }
 
 // TestResumeQueuedRun: a queued run that failed is resumed by skein

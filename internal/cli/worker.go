@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -88,14 +87,13 @@ it).`,
 			defer r.Close()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			fmt.Fprintf(e.stderr, "skein worker: working queues %s (%d at once each) of %s\n",
-				strings.Join(queues, ","), concurrency, runner.RedactURL(e.db))
+			log.Info("working", "queues", strings.Join(queues, ","), "concurrency", concurrency, "db", runner.RedactURL(e.db))
 			err = r.Work(ctx, runner.WorkRequest{Queues: qs, Grace: grace, SecretsFile: secretsFile, DenyPrivate: denyPrivate,
 				RescueAfter: rescueAfter, Logger: log})
 			if err != nil {
 				return failure(err)
 			}
-			fmt.Fprintln(e.stderr, "skein worker: drained, stopped")
+			log.Info("drained, stopped")
 			return nil
 		},
 	}
