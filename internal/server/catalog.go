@@ -169,7 +169,8 @@ func (s *Server) Reload() error {
 func (s *Server) Catalog() *Catalog { return s.catalog.Load() }
 
 // Watch starts watching the workflows folder: from its return on, a
-// change to a workflow file in it reloads the folder (fsnotify; the
+// change to a workflow file in it (or to the ..data link through which a
+// ConfigMap volume's files are read) reloads the folder (fsnotify; the
 // changes within reloadDelay make one reload) once run runs, until ctx
 // ends. A server calls it before it answers requests, so that a file
 // written once it answers is seen.
@@ -193,7 +194,9 @@ func (s *Server) Watch() (run func(ctx context.Context), err error) {
 				if !ok {
 					return
 				}
-				if isWorkflowFile(filepath.Base(ev.Name)) && due == nil {
+				// A Kubernetes ConfigMap's volume changes its files all at
+				// once by pointing its ..data link at a new folder.
+				if name := filepath.Base(ev.Name); (isWorkflowFile(name) || name == "..data") && due == nil {
 					due = time.After(reloadDelay)
 				}
 			case err, ok := <-fw.Errors:

@@ -591,6 +591,35 @@ func TestReloadOnChange(t *testing.T) {
 	eventually("the broken file is not served", func() bool { return status("fresh") == http.StatusUnprocessableEntity })
 }
 
+// TestReloadOnAConfigMapUpdate: a ConfigMap volume shows its files
+// through a ..data link to a folder of them, and an update points ..data
+// at a new folder (Kubernetes's atomic writer); the server serves the new
+// files.
+func TestReloadOnAConfigMapUpdate(t *testing.T) {
+	t.Parallel()
+	flows := t.TempDir()
+	version := func(n int) {
+		dir := filepath.Join(flows, fmt.Sprintf("..2026_12_07_%d", n))
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		src := fmt.Sprintf("version: 1\nname: mapped\ndescription: version %d\nnodes:\n  - {id: a, type: template, text: hi}\n", n)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mapped.yaml"), []byte(src), 0o644))
+		require.NoError(t, os.Symlink(filepath.Base(dir), filepath.Join(flows, "..data_tmp")))
+		require.NoError(t, os.Rename(filepath.Join(flows, "..data_tmp"), filepath.Join(flows, "..data")))
+	}
+	version(1)
+	require.NoError(t, os.Symlink("..data/mapped.yaml", filepath.Join(flows, "mapped.yaml")))
+	s := serve(t, serveOpts{flows: flows})
+	require.Equal(t, "version 1", s.admin("GET", "/api/workflows/mapped", nil, http.StatusOK)["description"])
+	version(2)
+	deadline := time.Now().Add(60 * time.Second)
+	for s.admin("GET", "/api/workflows/mapped", nil, http.StatusOK)["description"] != "version 2" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the update was not served within 60 s:\n%s", s.log())
+		}
+		time.Sleep(20 * time.Millisecond) // the watcher's reload is in another process
+	}
+}
+
 func TestShutdownLeavesRunsResumable(t *testing.T) {
 	t.Parallel()
 	s := serve(t, serveOpts{args: []string{"--shutdown-grace", "200ms"}})
