@@ -116,6 +116,9 @@ func Open(cfg Config) (*Engine, error) {
 	}
 	place := runner.PlaceLocal
 	if cfg.Queue {
+		if !runner.IsDatabaseURL(cfg.Database) {
+			return nil, &UsageError{Msg: "skein: Config.Queue hands nodes to skein workers through Postgres: set Config.Database to a postgres:// URL"}
+		}
 		place = runner.PlaceQueue
 	}
 	r, err := runner.Open(runner.Config{Dir: cfg.Dir, DB: cfg.Database, Placement: place, Registry: reg, LookupEnv: cfg.LookupEnv, OnDemandFolders: cfg.FoldersOnDemand})

@@ -427,3 +427,13 @@ func TestExampleKindPassesNodetest(t *testing.T) {
 	reg.MustRegister(shoutKind.Spec, shoutKind.New)
 	nodetest.Run(t, reg, "acme.shout", nodetest.Config{Samples: []nodetest.Sample{{Name: "hi", Params: map[string]any{"text": "hi"}}}})
 }
+
+// TestQueueNeedsPostgres: Queue without a Postgres database is refused
+// when the engine opens, naming the Config field to set.
+func TestQueueNeedsPostgres(t *testing.T) {
+	t.Parallel()
+	_, err := skein.Open(skein.Config{Dir: t.TempDir(), Queue: true})
+	var ue *skein.UsageError
+	require.ErrorAs(t, err, &ue)
+	require.Contains(t, err.Error(), "set Config.Database to a postgres:// URL")
+}

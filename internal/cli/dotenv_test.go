@@ -66,5 +66,12 @@ JOINED=${PLAIN}/joined
 	require.NoError(t, os.WriteFile(bad, []byte("QUOTED=\"unterminated\n"), 0o600))
 	r = skein(t, "run", "-o", "json", "--dir", filepath.Join(dir, ".skein"), "--secrets-file", bad, flow)
 	require.Equal(t, 2, r.code, r.stdout+r.stderr)
-	require.Contains(t, r.stdout+r.stderr, "--secrets-file: "+bad+": unterminated quoted value")
+	require.Contains(t, r.stdout+r.stderr, "the secrets file: "+bad+": unterminated quoted value")
+
+	// A line that is not NAME=value is told by its line.
+	require.NoError(t, os.WriteFile(bad, []byte("A=1\n# a comment\nBAD LINE\nC=3\n"), 0o600))
+	r = skein(t, "run", "--dir", filepath.Join(dir, ".skein"), "--secrets-file", bad, flow)
+	require.Equal(t, 2, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stderr, "the secrets file: "+bad+":3: unexpected character")
+	require.Contains(t, r.stderr, "(each line is NAME=value)")
 }

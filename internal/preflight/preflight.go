@@ -84,7 +84,7 @@ func Check(w *workflow.Workflow, reg *node.Registry, req Request) (workflow.Diag
 	if req.SecretsFile != "" {
 		m, err := secrets.ReadDotenv(req.SecretsFile)
 		if err != nil {
-			add(workflow.Error, workflow.Pos{}, "", "--secrets-file: %v", err)
+			add(workflow.Error, workflow.Pos{}, "", "the secrets file: %v", err)
 		}
 		fromFile = m
 	}

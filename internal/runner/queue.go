@@ -68,7 +68,7 @@ func (r *Runner) Enqueue(ctx context.Context, req StartRequest) (*Result, error)
 	}
 	known, err := secrets.Available(w, r.cfg.LookupEnv, req.SecretsFile)
 	if err != nil {
-		return nil, usagef("--secrets-file: %v", err)
+		return nil, usagef("the secrets file: %v", err)
 	}
 	run, err := r.starter.Start(ctx, queue.StartRequest{RunID: cmp.Or(req.RunID, NewRunID()), Workflow: w, Inputs: req.Inputs,
 		Trigger: req.Trigger, Payload: req.Payload, StartedBy: req.Source, Secrets: known})

@@ -5,8 +5,11 @@
 package secrets
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/joho/godotenv"
@@ -21,16 +24,36 @@ import (
 // several lines; ${NAME} of a name set above it. The environment is
 // neither read nor changed.
 func ReadDotenv(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	m, err := godotenv.Parse(f)
+	m, err := godotenv.UnmarshalBytes(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s%s: %w (each line is NAME=value)", path, lineOf(data, err), err)
 	}
 	return m, nil
+}
+
+// near is how godotenv's errors quote the text from where it stopped.
+var near = regexp.MustCompile(`near "((?:[^"\\]|\\.)*)"$`)
+
+// lineOf returns ":N", the line of data where godotenv's err stopped, or
+// "" when its message does not tell.
+func lineOf(data []byte, err error) string {
+	m := near.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	rest, uerr := strconv.Unquote(`"` + m[1] + `"`)
+	if uerr != nil || rest == "" {
+		return ""
+	}
+	i := bytes.LastIndex(data, []byte(rest))
+	if i < 0 {
+		return ""
+	}
+	return ":" + strconv.Itoa(1+bytes.Count(data[:i], []byte("\n")))
 }
 
 // UnsetError is a request whose secrets cannot all be read: the secrets
@@ -49,7 +72,7 @@ func Resolve(w *workflow.Workflow, getenv func(string) (string, bool), file stri
 	if file != "" {
 		var err error
 		if fromFile, err = ReadDotenv(file); err != nil {
-			return nil, &UnsetError{Msg: fmt.Sprintf("--secrets-file: %v", err)}
+			return nil, &UnsetError{Msg: fmt.Sprintf("the secrets file: %v", err)}
 		}
 	}
 	out := map[string]string{}

@@ -35,7 +35,7 @@ func TestResolve(t *testing.T) {
 			wantErr: "secret B is not set; export SKEIN_SECRET_B (or B), or put it in a --secrets-file"},
 		{name: "several missing", env: map[string]string{"A": "a"},
 			wantErr: "secrets B, C are not set"},
-		{name: "unreadable file", file: filepath.Join(t.TempDir(), "none.env"), wantErr: "--secrets-file:"},
+		{name: "unreadable file", file: filepath.Join(t.TempDir(), "none.env"), wantErr: "the secrets file:"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
