@@ -2,6 +2,7 @@ package blob_test
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,4 +62,23 @@ func TestSharedReferenceHasNoPath(t *testing.T) {
 	require.True(t, ok)
 	_, err = back.Load()
 	require.ErrorContains(t, err, "this process has none open", "a process that mounted no shared folder says so")
+}
+
+// TestSharedFolderIsAFolder: a URL of another scheme is refused, not
+// made into a folder named after it; a file:// URL of another host too.
+func TestSharedFolderIsAFolder(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	for dir, want := range map[string]string{
+		"s3://bucket/blobs":      `the blob folder "s3://bucket/blobs": s3:// is not a folder`,
+		"https://example.com/x":  "https:// is not a folder",
+		"file://elsewhere/mnt/x": "a file:// URL names a local path",
+		"":                       "no path given",
+	} {
+		_, err := blob.NewShared(dir)
+		require.ErrorContains(t, err, want, dir)
+	}
+	_, err = os.Stat(filepath.Join(wd, "s3:"))
+	require.ErrorIs(t, err, os.ErrNotExist, "no folder named after the URL")
 }

@@ -46,6 +46,10 @@ func NewShared(dir string) (Backend, error) {
 			return nil, fmt.Errorf("the blob folder %q: a file:// URL names a local path (file:///mnt/blobs)", dir)
 		}
 		dir = u.Path
+	} else if u, err := url.Parse(dir); err == nil && len(u.Scheme) > 1 && strings.Contains(dir, "://") {
+		// s3://bucket, https://…: not a folder (a path of one letter
+		// and a colon is a Windows drive, not a scheme).
+		return nil, fmt.Errorf("the blob folder %q: %s:// is not a folder; give a path or a file:// URL of a folder every worker mounts", dir, u.Scheme)
 	}
 	if dir == "" {
 		return nil, errors.New("the blob folder: no path given")

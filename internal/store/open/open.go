@@ -78,7 +78,7 @@ func Check(db string) error {
 func Name(t Target) string {
 	switch {
 	case strings.Contains(t.DB, "://"):
-		return postgres.Redact(t.DB)
+		return postgres.Describe(t.DB)
 	case t.DB != "":
 		return t.DB
 	}

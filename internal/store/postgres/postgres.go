@@ -186,6 +186,23 @@ func Redact(dsn string) string {
 	return scheme + "://" + rest
 }
 
+// Describe names the database of dsn as Redact does and, when the URL
+// leaves its host or its database to the defaults (PGHOST, PGDATABASE,
+// the user's name), says which database those give: the one a command
+// would migrate.
+func Describe(dsn string) string {
+	name := Redact(dsn)
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Host != "" && strings.Trim(u.Path, "/") != "") {
+		return name
+	}
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		return name
+	}
+	return fmt.Sprintf("%s (database %s on %s:%d as %s)", name, cfg.Database, cfg.Host, cfg.Port, cfg.User)
+}
+
 // connectFailed describes a failure to reach the server.
 func (s *Store) connectFailed(err error) error {
 	return fmt.Errorf("connecting to %s: %w (is the Postgres server running and the URL right?)", s.url, err)

@@ -57,3 +57,16 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribe: a URL that leaves its host or database to the defaults
+// is named with the database they give, so that `skein migrate` says what
+// it migrated; a whole URL is named as Redact names it.
+func TestDescribe(t *testing.T) {
+	t.Setenv("PGHOST", "db.internal")
+	t.Setenv("PGPORT", "6432")
+	t.Setenv("PGDATABASE", "skein")
+	t.Setenv("PGUSER", "ops")
+	require.Equal(t, "postgres:?sslmode=disable (database skein on db.internal:6432 as ops)", postgres.Describe("postgres://?sslmode=disable"))
+	require.Equal(t, "postgres://u:xxxxx@h:5432/d", postgres.Describe("postgres://u:secret@h:5432/d"))
+	require.NotContains(t, postgres.Describe("postgres:///?password=secret"), "secret")
+}
