@@ -298,3 +298,16 @@ edges:
 	require.Contains(t, r.stdout, `"text": "a \"quoted\" {brace} [list], colon: \\ <b>&</b> é ☃"`)
 	require.Contains(t, r.stdout, "\"empty\": {},\n")
 }
+
+// TestTokenCreateNeedsItsServersDatabase: a token made for a folder with
+// no database (a typo in --dir) would be taken by no server: it is
+// refused, and nothing is made.
+func TestTokenCreateNeedsItsServersDatabase(t *testing.T) {
+	t.Parallel()
+	typo := filepath.Join(t.TempDir(), ".skien")
+	r := skein(t, "token", "create", "--scope", "run", "--dir", typo)
+	require.Equal(t, 2, r.code, r.stdout+r.stderr)
+	require.Empty(t, r.stdout, "no token is printed")
+	require.Contains(t, r.stderr, "no database here: "+filepath.Join(typo, "skein.db")+" does not exist")
+	require.NoDirExists(t, typo)
+}

@@ -287,6 +287,11 @@ rerun runs), edit (also create and change the workflow files of
 			if err != nil {
 				return usagef("--scope: %v", err)
 			}
+			if cfg := (runner.Config{Dir: dir, DB: e.db}); !runner.HasDatabase(cfg) {
+				// A token is for the server of a folder that exists: one
+				// made in a new database (a typo in --dir) no server takes.
+				return usagef("no database here: %s does not exist; pass the --dir (or --db) of the server the token is for, or make it first (skein serve, or skein migrate)", runner.DBName(cfg))
+			}
 			r, err := e.openRunner(dir)
 			if err != nil {
 				return err
