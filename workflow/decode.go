@@ -791,8 +791,10 @@ func (dec *decoder) nodeRange(out []*Node, list []*value, block []Node, first in
 				n.Queue, _ = dec.str(fv, p, n.ID)
 			}
 		}
-		if _, ok := nv.get("id"); !ok {
+		if idv, ok := nv.get("id"); !ok {
 			dec.d.errorf(nv.pos, nodePath(i), "", "node has no id (add `id: <name>`, e.g. id: fetch_%d)", i)
+		} else if n.ID == "" && idv.kind == vString {
+			dec.d.errorf(idv.pos, nodePath(i)+".id", "", "node id is empty (give the node an id, e.g. id: fetch_%d)", i)
 		}
 		if _, ok := nv.get("type"); !ok {
 			dec.d.errorf(nv.pos, nodePath(i), n.ID, "node has no type (add `type: <kind>`, e.g. type: shell)")

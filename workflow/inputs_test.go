@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -88,4 +89,14 @@ nodes:
 	require.ErrorContains(t, err, "input l: expected a list")
 	_, err = w.ResolveInputs(map[string]any{"m": make(chan int)})
 	require.ErrorContains(t, err, "input m: expected a map", "a value JSON cannot encode is refused by its type")
+}
+
+// TestBuiltNodeWithoutAnID: a workflow a program builds, whose node has
+// no id, is invalid (a file's is told of when it is decoded).
+func TestBuiltNodeWithoutAnID(t *testing.T) {
+	t.Parallel()
+	w := &workflow.Workflow{Version: 1, Name: "built", Nodes: []*workflow.Node{{ID: "a", Type: "fail"}, {Type: "fail"}}}
+	ds := workflow.Validate(w, node.Default)
+	require.True(t, ds.HasErrors())
+	require.Contains(t, ds.Error(), "node 1 has no id")
 }

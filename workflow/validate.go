@@ -371,6 +371,9 @@ func (v *validator) nodes() {
 		idPos := n.ParamPosOf("id")
 		switch {
 		case n.ID == "":
+			if n.raw == nil { // a decoded file's node is told of by Decode
+				v.d.errorf(n.Pos, nodePath(i)+".id", "", "node %d has no id: give it one (e.g. fetch_%d)", i, i)
+			}
 		case !ValidID(n.ID):
 			v.d.errorf(idPos, nodePath(i)+".id", n.ID, "node id %q is not an identifier: use lower-case letters, digits and _, starting with a letter or _, at most %d characters (e.g. %q)", n.ID, MaxIDLen, suggestID(n.ID))
 		case contains(expr.ScopeRoots, n.ID):
