@@ -241,7 +241,7 @@ func (s *Server) validateWorkflow(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	wf, ds := workflow.LoadSource(filepath.Join(dir, name), src, s.registry())
-	out := ValidateResult{Valid: !ds.HasErrors(), Diagnostics: relDiagnostics(ds, dir), Nodes: draftNodes(wf, s.registry())}
+	out := ValidateResult{Valid: !ds.HasErrors(), Diagnostics: s.relDiagnostics(ds, dir), Nodes: draftNodes(wf, s.registry())}
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

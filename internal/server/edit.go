@@ -185,13 +185,14 @@ func outsideProblem(file string, err error) error {
 }
 
 // relDiagnostics names the files of diagnostics relative to --workflows.
-func relDiagnostics(ds workflow.Diagnostics, dir string) []workflow.Diagnostic {
+func (s *Server) relDiagnostics(ds workflow.Diagnostics, dir string) []workflow.Diagnostic {
 	out := make([]workflow.Diagnostic, 0, len(ds))
 	for _, d := range ds {
 		if rel, err := filepath.Rel(dir, d.File); err == nil && !strings.HasPrefix(rel, "..") {
 			d.File = rel
 		}
 		d.Message = strings.ReplaceAll(d.Message, dir+string(filepath.Separator), "")
+		d.Message, _ = s.paths.Scrub(d.Message, "") // any other path of the server's (a child workflow's outside the folder)
 		out = append(out, d)
 	}
 	return out
@@ -216,7 +217,7 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) error {
 	doc := SourceDoc{Name: name, File: file, ContentType: contentTypeOf(file), ETag: etagOf(src), Source: string(src),
 		Served: served, Diagnostics: []workflow.Diagnostic{}}
 	if _, ds := workflow.LoadSource(filepath.Join(dir, file), src, s.registry()); len(ds) > 0 {
-		doc.Diagnostics = relDiagnostics(ds, dir)
+		doc.Diagnostics = s.relDiagnostics(ds, dir)
 	}
 	w.Header().Set("ETag", doc.ETag)
 	writeJSON(w, http.StatusOK, doc)
@@ -321,7 +322,7 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 			// Not a workflow with a name: say why, as a save would.
 			_, ds := workflow.LoadSource(filepath.Join(dir, "new"+ext), []byte(body.Source), s.registry())
 			p := problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "the new workflow is not valid; give it a name: to name its file by, or send file")
-			p.Diagnostics = relDiagnostics(ds.Errors(), dir)
+			p.Diagnostics = s.relDiagnostics(ds.Errors(), dir)
 			return p
 		}
 		file = wf.Name + ext
@@ -350,7 +351,7 @@ func (s *Server) save(r *http.Request, root *os.Root, dir, file string, text []b
 	if wf == nil || ds.HasErrors() {
 		p := problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "%s is not valid; nothing was written: %s",
 			file, strings.ReplaceAll(ds.Error(), dir+string(filepath.Separator), ""))
-		p.Diagnostics = relDiagnostics(ds.Errors(), dir)
+		p.Diagnostics = s.relDiagnostics(ds.Errors(), dir)
 		return nil, p
 	}
 	if other := s.Catalog().Lookup(wf.Name); other != nil && filepath.Base(other.File) != file {
@@ -371,7 +372,7 @@ func (s *Server) save(r *http.Request, root *os.Root, dir, file string, text []b
 		return nil, fmt.Errorf("storing version of %s: %w", wf.Name, err)
 	}
 	s.log.InfoContext(r.Context(), "workflow saved", "workflow", wf.Name, "file", file, "version", v, "created", create)
-	return &SavedDoc{Name: wf.Name, File: file, ETag: etagOf(text), Version: v, Warnings: relDiagnostics(ds, dir)}, nil
+	return &SavedDoc{Name: wf.Name, File: file, ETag: etagOf(text), Version: v, Warnings: s.relDiagnostics(ds, dir)}, nil
 }
 
 // writeAtomic writes data to file through root: into a hidden temporary

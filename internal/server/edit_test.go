@@ -519,6 +519,15 @@ edges:
 		require.Equal(t, http.StatusForbidden, status, "%v token: %s", scope, body)
 		require.NotContains(t, string(body), "root:", "nothing of the file is answered")
 	}
+	// A child outside the folder is refused in words that name no path
+	// of the server's.
+	outside := "version: 1\nname: probe\nnodes:\n  - {id: child, type: subworkflow, workflow: ../../../../../../etc/hostname}\n"
+	status, _, body = e.do(auth.Edit, "POST", "/api/workflows/validate?file=draft.yaml", outside)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.False(t, decode[server.ValidateResult](t, body).Valid)
+	require.NotContains(t, string(body), e.flows)
+	require.NotContains(t, string(body), "leads to /etc", "the path it resolves to is the server's")
+	require.Contains(t, string(body), "leads to …/hostname, outside the workflows folder")
 }
 
 // TestDraftSizes: a text may be a workflow file's most (8 MiB); a longer

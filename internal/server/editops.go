@@ -65,6 +65,6 @@ func (s *Server) editWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	wf, ds := workflow.LoadSource(filepath.Join(dir, name), out, s.registry())
 	writeJSON(w, http.StatusOK, EditResult{Source: string(out),
-		ValidateResult: ValidateResult{Valid: !ds.HasErrors(), Diagnostics: relDiagnostics(ds, dir), Nodes: draftNodes(wf, s.registry())}})
+		ValidateResult: ValidateResult{Valid: !ds.HasErrors(), Diagnostics: s.relDiagnostics(ds, dir), Nodes: draftNodes(wf, s.registry())}})
 	return nil
 }

@@ -68,7 +68,7 @@ func (s *Server) tryWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if wf == nil || ds.HasErrors() {
 		p := problemf(http.StatusUnprocessableEntity, CodeInvalidWorkflow, "the draft of %s is not valid; nothing ran: %s",
 			file, strings.ReplaceAll(ds.Error(), dir+string(filepath.Separator), ""))
-		p.Diagnostics = relDiagnostics(ds.Errors(), dir)
+		p.Diagnostics = s.relDiagnostics(ds.Errors(), dir)
 		return p
 	}
 	ctx := withSource(r.Context(), SourceEditor)
