@@ -433,3 +433,39 @@ func TestMCPErrorsNamePathsOverHTTPOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPAnswersNamePathsOverHTTPOnly: over HTTP, what succeeds names no
+// path of the server's either — a diagnostic's file and message, a run's
+// file and folder; over stdio they are the machine's own paths.
+func TestMCPAnswersNamePathsOverHTTPOnly(t *testing.T) {
+	t.Parallel()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	for _, tr := range mcpTransports(t) {
+		t.Run(tr.name, func(t *testing.T) {
+			t.Parallel()
+			cs := tr.connect(t)
+			res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "validate_workflow", Arguments: map[string]any{"file": "nope/x.yaml"}})
+			require.NoError(t, err)
+			validated, err := json.Marshal(res.StructuredContent)
+			require.NoError(t, err)
+			res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_workflow",
+				Arguments: map[string]any{"file": "testdata/ok.yaml", "inputs": map[string]any{"city": "Oslo"}}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "%v", res.Content)
+			var doc struct{ File, Dir string }
+			raw, err := json.Marshal(res.StructuredContent)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, &doc))
+			if tr.name == "stdio" {
+				require.Contains(t, string(validated), wd)
+				require.Equal(t, filepath.Join(wd, "testdata", "ok.yaml"), doc.File)
+				return
+			}
+			require.NotContains(t, string(validated), wd)
+			require.Contains(t, string(validated), "the working folder")
+			require.Equal(t, filepath.Join("testdata", "ok.yaml"), doc.File)
+			require.False(t, filepath.IsAbs(doc.Dir), doc.Dir)
+		})
+	}
+}

@@ -598,13 +598,23 @@ func (s *Server) runDoc(ctx context.Context, r *runner.Runner, res *runner.Resul
 	if err != nil {
 		return runner.RunDoc{}, toolError(err)
 	}
-	doc := r.Doc(ctx, res)
+	doc := s.answered(r.Doc(ctx, res))
 	if res.Err != nil {
 		terr := toolError(res.Err)
 		terr.Details = map[string]any{"execution_id": doc.ExecutionID}
-		return *doc, terr
+		return doc, terr
 	}
-	return *doc, nil
+	return doc, nil
+}
+
+// answered is a run document as a tool gives it: over HTTP, its workflow
+// file and run folder named as errors name paths (pathscrub).
+func (s *Server) answered(doc *runner.RunDoc) runner.RunDoc {
+	if ps := s.paths.Load(); ps != nil {
+		doc.File, _ = ps.Scrub(doc.File, "")
+		doc.Dir, _ = ps.Scrub(doc.Dir, "")
+	}
+	return *doc
 }
 
 func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.Error) {
@@ -638,6 +648,10 @@ func (s *Server) validate(_ context.Context, in validateIn) (validateOut, *node.
 		if in.YAML != "" { // the temporary folder is gone when the caller reads this
 			d.File = "inline.yaml"
 			d.Message = strings.ReplaceAll(d.Message, file, "inline.yaml")
+		}
+		if ps := s.paths.Load(); ps != nil { // over HTTP: no path of the server's
+			d.File, _ = ps.Scrub(d.File, "")
+			d.Message, _ = ps.Scrub(d.Message, "")
 		}
 		out.Diagnostics = append(out.Diagnostics, d)
 	}
@@ -722,7 +736,7 @@ func (s *Server) getRun(ctx context.Context, in runIDIn) (runner.RunDoc, *node.E
 	if err != nil {
 		return runner.RunDoc{}, toolError(err)
 	}
-	return *doc, nil
+	return s.answered(doc), nil
 }
 
 func (s *Server) resume(ctx context.Context, in resumeIn) (runner.RunDoc, *node.Error) {
@@ -779,7 +793,7 @@ func (s *Server) signal(ctx context.Context, in signalIn) (runner.RunDoc, *node.
 	if err != nil {
 		return runner.RunDoc{}, toolError(err)
 	}
-	return *doc, nil
+	return s.answered(doc), nil
 }
 
 // readEvents answers skein://runs/{id}/events with the run's events, one
