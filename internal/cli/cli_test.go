@@ -281,6 +281,13 @@ edges:
 	require.Regexp(t, `not_taken\s+set\s+1\s+0\s+– skipped \(branch_not_taken: took false\)\s+0\s+-\s+-`, show.stdout)
 	require.Regexp(t, `off\s+set\s+1\s+0\s+– skipped \(disabled\)\s+0\s+-\s+-`, show.stdout)
 	require.Regexp(t, `taken\s+set\s+1\s+0\s+✓ success\s`, show.stdout)
+
+	// A run without a folder (skein serve makes one only for a run that
+	// keeps files) is not shown a folder that does not exist.
+	require.NoError(t, os.RemoveAll(doc["dir"].(string)))
+	show = skein(t, "runs", "show", "--dir", dir, doc["execution_id"].(string))
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Contains(t, show.stdout, "\nfolder none (the run kept no files: its record is in the database)\n")
 }
 
 // TestRunsShowStepLog: skein runs show lists the whole plan: each step

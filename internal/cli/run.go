@@ -413,7 +413,7 @@ exactly one proceeds.`,
 					writeJSON(e.stdout, doc)
 					return nil
 				}
-				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, p.File)
+				fmt.Fprintf(e.stdout, "resume plan for run %s (%s):\n", p.Run.ID, shownPath(p.File))
 				for _, n := range doc.Nodes {
 					fmt.Fprintf(e.stdout, "  %-8s %-24s %s\n", n.Action, n.Label, n.Reason)
 				}

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -126,7 +128,13 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if doc.Owner != nil {
 				fmt.Fprintf(e.stdout, "running in pid %d on %s\n", doc.Owner.PID, doc.Owner.Host)
 			}
-			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", shownPath(doc.File), shownPath(doc.Dir))
+			folder := shownPath(doc.Dir)
+			if _, err := os.Stat(doc.Dir); errors.Is(err, os.ErrNotExist) {
+				// skein serve makes a run's folder only when the run keeps
+				// files there (--run-folders on-demand).
+				folder = "none (the run kept no files: its record is in the database)"
+			}
+			fmt.Fprintf(e.stdout, "file %s\nfolder %s\n\n", shownPath(doc.File), folder)
 			tw := newTable(e.stdout)
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\tRAN ON\t")
 			for _, s := range doc.Steps {
