@@ -233,3 +233,34 @@ edges:
 	require.Equal(t, "approved by Ada", doc.Run.Outputs["after"].(map[string]any)["text"])
 	require.Empty(t, doc.Diverged)
 }
+
+// TestReplayAllowNewSaysWhatWentLive: with --allow-new a request the
+// cassette had no answer for is sent live, and the replay says so — not
+// that it failed.
+func TestReplayAllowNewSaysWhatWentLive(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src, err := os.ReadFile("../../examples/shell.yaml")
+	require.NoError(t, err)
+	flow := filepath.Join(dir, "shell.yaml")
+	require.NoError(t, os.WriteFile(flow, src, 0o644))
+	data := filepath.Join(dir, "data")
+	r := skein(t, "run", "--record", "--dir", data, flow, "-i", "word=cassette", "-o", "json")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	var run struct {
+		ID string `json:"execution_id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &run))
+	edited := filepath.Join(dir, "edited.yaml")
+	require.NoError(t, os.WriteFile(edited, []byte(strings.Replace(string(src), "wc -c", "wc -m", 1)), 0o644))
+
+	r = skein(t, "replay", run.ID, "--dir", data, "--file", edited)
+	require.Equal(t, 1, r.code, "without --allow-new the changed command fails its node: %s", r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "✗ the cassette has no answer for a shell request of node letters")
+
+	r = skein(t, "replay", run.ID, "--dir", data, "--file", edited, "--allow-new")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "(1 new interactions sent live and appended)")
+	require.Contains(t, r.stdout, "↗ sent live, the cassette had no answer: a shell request of node letters")
+	require.NotContains(t, r.stdout, "✗")
+}
