@@ -290,6 +290,7 @@ var outputSchemas = []outputSchema{
 	{"prune.schema.json", "Skein runs prune", "What skein runs prune -o json prints.", schemaOf[pruneDoc]()},
 	{"token-create.schema.json", "Skein token create", "What skein token create -o json prints: the new token, its text shown this once.", schemaOf[tokenCreateDoc]()},
 	{"version.schema.json", "Skein version", "What skein version -o json prints.", schemaOf[versionDoc]()},
+	{"migrate.schema.json", "Skein migrate", "What skein migrate -o json prints: the database, its schema version before and after, and the migrations applied.", schemaOf[migrateDoc]()},
 	{"test.schema.json", "Skein test", "What skein test -o json prints: how each case of the test files went, with every expectation it missed.", schemaOf[flowtest.Report]()},
 	{"lock-update.schema.json", "Skein lock update", "What skein lock update -o json prints: the servers whose tools the lock file now pins, with what changed, and the servers it dropped.", schemaOf[runner.LockResult]()},
 	{"replay.schema.json", "Skein replay", "What skein replay -o json prints: the replay's run, the steps that diverged from the recorded run and the requests the cassette had no answer for.", replaySchema},

@@ -148,6 +148,7 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"signal bad data", []string{"signal", ok, "say", "--data", "{nope"}, 2, "error.schema.json", "usage"},
 		{"prune", []string{"runs", "prune", "--older-than", "30d", "--dry-run"}, 0, "prune.schema.json", ""},
 		{"token list", []string{"token", "list"}, 0, "token-list.schema.json", ""},
+		{"migrate", []string{"migrate"}, 0, "migrate.schema.json", ""},
 		{"token create", []string{"token", "create", "--scope", "read", "--name", "ci"}, 0, "token-create.schema.json", ""},
 		{"token create bad scope", []string{"token", "create", "--scope", "god"}, 2, "error.schema.json", "usage"},
 		{"version", []string{"version"}, 0, "version.schema.json", ""},

@@ -9,7 +9,7 @@ import (
 )
 
 func migrateCmd(e *env) *cobra.Command {
-	var dir string
+	var dir, output string
 	cmd := &cobra.Command{
 		Use:   "migrate",
 		Short: "Create or upgrade the database to this skein's schema",
@@ -32,6 +32,20 @@ Passwords in URLs are never printed.`,
 			if err != nil {
 				return failure(err)
 			}
+			if output == "json" {
+				doc := migrateDoc{DB: res.DB, Version: res.Version, From: res.Version, Applied: []migrationDoc{}, River: res.River}
+				for _, m := range res.Applied {
+					doc.Applied = append(doc.Applied, migrationDoc{m.Version, m.Name})
+				}
+				if len(res.Applied) > 0 {
+					doc.From = res.Applied[0].Version - 1
+				}
+				if doc.River == nil {
+					doc.River = []int{}
+				}
+				writeJSON(e.stdout, doc)
+				return nil
+			}
 			for _, m := range res.Applied {
 				fmt.Fprintf(e.stdout, "applied %04d %s\n", m.Version, m.Name)
 			}
@@ -48,5 +62,21 @@ Passwords in URLs are never printed.`,
 		},
 	}
 	addDirFlag(cmd.Flags(), &dir)
+	addOutputFlag(cmd, &output)
 	return cmd
+}
+
+// migrateDoc is what skein migrate -o json prints.
+type migrateDoc struct {
+	DB      string         `json:"db" jsonschema:"the database: a SQLite file, or a Postgres URL without its password"`
+	From    int            `json:"from" jsonschema:"the schema version it had"`
+	Version int            `json:"version" jsonschema:"the schema version it has now"`
+	Applied []migrationDoc `json:"applied" jsonschema:"the migrations applied, in order; empty when it was up to date"`
+	River   []int          `json:"river" jsonschema:"the migrations of River's queue tables applied (Postgres)"`
+}
+
+// migrationDoc is one migration applied.
+type migrationDoc struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
 }
