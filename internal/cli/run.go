@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -472,6 +473,9 @@ even if running them now would give something else.`,
 				// With --db the runs are in that database, wherever --dir is.
 				return usagef("no runs here: %s does not exist (pass --dir)", f.dir)
 			}
+			if cmd.Flags().Changed("pin") && (len(pins) == 0 || slices.Contains(pins, "")) {
+				return usagef("--pin names no node: give the ids of the nodes whose outputs the rerun reuses (--pin fetch,summarize)")
+			}
 			return executing(cmd.Context(), e, &f, func(ctx context.Context, r *runner.Runner, o runner.Options) (*runner.Result, error) {
 				id, err := r.ResolveRunID(ctx, args[0])
 				if err != nil {
@@ -579,6 +583,9 @@ not exist or the node is not waiting for a signal.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := f.check(cmd); err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("data") && strings.TrimSpace(data) == "" {
+				return usagef("--data is empty: give the signal's data as JSON (--data '{\"approved\": true}'), or leave --data out to send {}")
 			}
 			value, err := signalData(data, dataFile, e.stdin)
 			if err != nil {
