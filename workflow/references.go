@@ -102,11 +102,45 @@ func (v *validator) nodeReferences(i int, n *Node, spec *node.Spec) {
 			v.templates(raw, s)
 		}
 	}
+	named := map[string]bool{}
 	for ci, c := range n.Checks {
+		path := fmt.Sprintf("%s.checks[%d]", nodePath(i), ci)
+		if named[c.Name] {
+			v.d.errorf(c.Pos, path+".name", n.ID, "node %q has two checks named %q: a verdict names its check (node › check), so give each its own name", n.ID, c.Name)
+		}
+		named[c.Name] = true
 		if c.Type == "expr" && c.Expr != "" {
 			v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true})
 		}
+		v.checkReads(i, n, spec, c, path)
 	}
+}
+
+// checkReads refuses a check that reads a field of the node's output the
+// node's kind does not declare (an http_status check reads status, one
+// with a target its first part): it could never pass.
+func (v *validator) checkReads(i int, n *Node, spec *node.Spec, c *Check, path string) {
+	var field, what string
+	switch {
+	case c.Type == "http_status":
+		field, what = "status", "an http_status check reads the output's status"
+	case c.Params["target"] != nil:
+		t, ok := c.Params["target"].(string)
+		if !ok || strings.Contains(t, "{{") {
+			return // the check says what is wrong with it when it runs
+		}
+		field, _, _ = strings.Cut(t, ".")
+		what, path = fmt.Sprintf("the check's target %s reads the output's %s", t, field), path+".target"
+	default:
+		return
+	}
+	ports := v.ports(i, spec)
+	if field == "" || contains(alwaysPorts, field) || ports.list == nil || ports.has[field] || ports.has["node_outputs"] {
+		return
+	}
+	all := append(append([]string(nil), ports.list...), alwaysPorts...)
+	v.d.errorf(c.Pos, path, n.ID, "check %q can never pass: %s, and node %q (%s) has no output %q%s (its outputs: %s)",
+		c.Name, what, n.ID, n.Type, field, didYouMean(field, all), strings.Join(all, ", "))
 }
 
 // diagPath is the site's path from the top of the file, for diagnostics.
