@@ -102,6 +102,20 @@ func TestDirectives(t *testing.T) {
 			},
 		},
 		{
+			name: "a _delay_seconds that is not a number of seconds warns and is ignored",
+			nodes: `
+  - {id: a, type: act, out: {_delay_seconds: "abc"}}
+  - {id: b, type: act, out: {_delay_seconds: -5}}
+  - {id: c, type: act, out: {_delay_seconds: 0}}
+`,
+			check: func(t *testing.T, res *engine.Result, log *eventLog) {
+				require.Equal(t, engine.RunCompleted, res.Status)
+				require.Contains(t, log.warnings("a")[0], `node "a" returned _delay_seconds "abc", which is not a number of seconds, 0 or more: ignored`)
+				require.Contains(t, log.warnings("b")[0], `node "b" returned _delay_seconds -5, which is not a number`)
+				require.Empty(t, log.warnings("c"))
+			},
+		},
+		{
 			name: "an unknown directive warns with its name and the node's",
 			nodes: `
   - {id: a, type: act, out: {v: 1, _rout: b}}

@@ -89,6 +89,11 @@ func (r *Run) readDirectives(f *frame, pn *PlanNode, d map[string]any) (float64,
 			warn("node %q returned the directive %q, which Skein does not know: ignored (the directives are %s)", pn.ID, k, knownList)
 		}
 	}
+	if v, present := d[DirectiveDelay]; present {
+		if secs, isNum := number(v); !isNum || secs < 0 || secs != secs {
+			warn("node %q returned _delay_seconds %s, which is not a number of seconds, 0 or more: ignored", pn.ID, short(v))
+		}
+	}
 	c, ok := ConfidenceOf(d)
 	if v, present := d[DirectiveConfidence]; present && !ok {
 		warn("node %q returned _confidence %s, which is not a number from 0 to 1: ignored", pn.ID, short(v))
@@ -197,4 +202,19 @@ func short(v any) string {
 		s = s[:57] + "..."
 	}
 	return s
+}
+
+// number reads a JSON number of a directive.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
 }
