@@ -148,6 +148,8 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"signal bad data", []string{"signal", ok, "say", "--data", "{nope"}, 2, "error.schema.json", "usage"},
 		{"signal empty data", []string{"signal", waiting, "approve", "--data", " "}, 2, "error.schema.json", "usage"},
 		{"rerun empty pin", []string{"rerun", ok, "--pin", ""}, 2, "error.schema.json", "usage"},
+		{"prune negative age", []string{"runs", "prune", "--older-than", "-5d"}, 2, "error.schema.json", "usage"},
+		{"prune no age", []string{"runs", "prune", "--older-than", "0s"}, 2, "error.schema.json", "usage"},
 		{"prune", []string{"runs", "prune", "--older-than", "30d", "--dry-run"}, 0, "prune.schema.json", ""},
 		{"token list", []string{"token", "list"}, 0, "token-list.schema.json", ""},
 		{"migrate", []string{"migrate"}, 0, "migrate.schema.json", ""},

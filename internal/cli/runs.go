@@ -291,12 +291,15 @@ func parseAge(s string) (time.Duration, error) {
 	if _, err := strconv.ParseFloat(s, 64); err == nil {
 		return 0, usagef("--older-than %s needs a unit: %sd (days), %sh (hours) or %sm (minutes)", s, s, s, s)
 	}
+	if strings.HasPrefix(strings.TrimSpace(s), "-") {
+		return 0, usagef("--older-than %s is negative: give an age more than 0, e.g. 30d", s)
+	}
 	age, err := workflow.ParseDuration(s)
 	if err != nil {
 		return 0, usagef("--older-than: %v", err) // the error says how to write one
 	}
 	if age <= 0 {
-		return 0, usagef("--older-than must be more than 0")
+		return 0, usagef("--older-than %s is no age: give one more than 0, e.g. 30d", s)
 	}
 	return age, nil
 }

@@ -377,7 +377,7 @@ refuses it from its next request.`,
 			}
 			if err := r.Tokens().Revoke(cmd.Context(), id); err != nil {
 				if errors.Is(err, runner.ErrNoRecord) {
-					return exit(ExitFailed, fmt.Errorf("no token %q; skein token list shows the ids", id))
+					return usagef("no token %q; skein token list shows the ids", id) // not found, as a run is: exit 2
 				}
 				return exit(ExitFailed, err)
 			}

@@ -810,7 +810,7 @@ func TestTokenListAndRevoke(t *testing.T) {
 	out, err = exec.Command(bin, "token", "revoke", "--dir", s.dir, id).CombinedOutput()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee)
-	require.Equal(t, 1, ee.ExitCode())
+	require.Equal(t, 2, ee.ExitCode(), "a token that is not there, as a run that is not: exit 2")
 	require.Contains(t, string(out), "skein token list shows the ids")
 }
 
