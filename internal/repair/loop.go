@@ -334,6 +334,9 @@ func (s *repairing) fix(ctx context.Context, phase Phase, problems []Problem, re
 		if ds.HasErrors() {
 			rec.Outcome = "invalid"
 			for _, d := range ds.Errors() {
+				if d.File == s.work {
+					d.File = "the proposed repair" // not written: it does not validate
+				}
 				rec.Diagnostics = append(rec.Diagnostics, d.String())
 			}
 			s.log = append(s.log, rec)

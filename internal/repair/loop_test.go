@@ -143,6 +143,9 @@ func TestRunStopsOnAWorkflowThatStaysInvalid(t *testing.T) {
 	require.Nil(t, rep)
 	require.Empty(t, runs.asked, "nothing ran")
 	require.Contains(t, strings.Join(notes, "\n"), "auto-repair stopped: the repair model failed: the script has no more replies")
+	// The model's text is told of as what it is: no file holds it.
+	require.Contains(t, strings.Join(notes, "\n"), `the proposed repair:4:19: error: unknown node type "stillnokind"`)
+	require.NoFileExists(t, strings.TrimSuffix(file, ".yaml")+".repaired.yaml")
 	got, err := os.ReadFile(file)
 	require.NoError(t, err)
 	require.Equal(t, bad, string(got))
