@@ -194,6 +194,10 @@ func (s *served) do(method, path, token string, body any, header ...string) answ
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	for i := 0; i+1 < len(header); i += 2 {
+		if header[i] == "Host" {
+			req.Host = header[i+1] // the name the request gives the server
+			continue
+		}
 		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
@@ -746,6 +750,28 @@ func TestNoAuth(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.status, string(a.body))
 		a = s.do("POST", "/api/workflows/quick/runs", "", nil)
 		require.Equal(t, http.StatusAccepted, a.status, string(a.body))
+		a = s.do("GET", "/api/workflows", "", nil, "Host", "localhost")
+		require.Equal(t, http.StatusOK, a.status, "localhost is the machine too: %s", a.body)
+
+		// A page of another site in a browser on the machine may not
+		// use it: a cross-site POST (no preflight for text/plain) is
+		// refused and writes nothing; nor may a name that resolves to
+		// 127.0.0.1 (DNS rebinding) read it.
+		pwn := `{"file": "pwn.yaml", "source": "version: 1\nname: pwn\nnodes:\n  - {id: a, type: set, values: {x: 1}}\n"}`
+		for _, h := range [][]string{
+			{"Content-Type", "text/plain", "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"},
+			{"Content-Type", "text/plain", "Origin", "http://evil.example"},
+		} {
+			a = s.do("POST", "/api/workflows", "", pwn, h...)
+			require.Equal(t, http.StatusForbidden, a.status, "%v: %s", h, a.body)
+			require.Contains(t, string(a.body), "from another site's page")
+		}
+		require.NoFileExists(t, filepath.Join(s.flows, "pwn.yaml"))
+		a = s.do("GET", "/api/workflows", "", nil, "Host", "evil.example:7420")
+		require.Equal(t, http.StatusForbidden, a.status, string(a.body))
+		require.Contains(t, string(a.body), "answers only requests to a loopback address")
+		a = s.do("GET", "/healthz", "", nil, "Host", "evil.example:7420")
+		require.Equal(t, http.StatusOK, a.status, "the probes answer any name")
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -139,6 +140,10 @@ func tokenless(r *http.Request) bool {
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Auth == nil {
+			if err := s.sameMachine(r); err != nil {
+				s.writeProblem(w, r, err)
+				return
+			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), scopeKey{}, auth.Admin)))
 			return
 		}
@@ -176,6 +181,38 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// sameMachine keeps a server without tokens (--no-auth, on a loopback
+// address) to the programs of its machine: any web page a browser there
+// shows could otherwise use it — a cross-site POST (a "simple" request
+// needs no preflight) could write a workflow and run it, and a name of
+// the attacker's that resolves to 127.0.0.1 (DNS rebinding) could read
+// it. So a request must name the server by a loopback host (Host), and a
+// request that changes something must not come from another site's page
+// (Sec-Fetch-Site, Origin: http.CrossOriginProtection). Webhooks, which
+// check their trigger's own secret, and the probes are not held to it.
+func (s *Server) sameMachine(r *http.Request) error {
+	if p := r.URL.Path; p == "/healthz" || p == "/readyz" || strings.HasPrefix(p, hookPrefix) {
+		return nil
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	if !(host == "localhost" || strings.HasSuffix(host, ".localhost") || (ip != nil && ip.IsLoopback())) {
+		return problemf(http.StatusForbidden, CodeForbidden,
+			"a server without tokens (--no-auth) answers only requests to a loopback address, not to %q: use http://127.0.0.1:PORT or http://localhost:PORT", r.Host)
+	}
+	if err := crossOrigin.Check(r); err != nil {
+		return problemf(http.StatusForbidden, CodeForbidden,
+			"a server without tokens (--no-auth) takes no request that changes something from another site's page (%v)", err)
+	}
+	return nil
+}
+
+// crossOrigin tells the requests a browser sends from another site's page.
+var crossOrigin = http.NewCrossOriginProtection()
 
 // logRequests logs each request once it is answered.
 func (s *Server) logRequests(next http.Handler) http.Handler {
