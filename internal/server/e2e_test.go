@@ -690,6 +690,8 @@ func TestAuthMatrix(t *testing.T) {
 			if sc := rt.Scope.String(); sc == "run" || sc == "edit" || sc == "admin" {
 				require.Equal(t, http.StatusForbidden, a.status, string(a.body))
 				require.Equal(t, "forbidden", a.json(t)["code"])
+				require.Equal(t, rt.Method+" "+path+" needs a token of scope "+sc+"; this token's scope is read", a.json(t)["detail"],
+					"the request named as it was sent")
 			} else {
 				require.NotContains(t, []int{http.StatusUnauthorized, http.StatusForbidden}, a.status, string(a.body))
 			}

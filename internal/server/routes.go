@@ -95,8 +95,10 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) guard(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if have := scopeOf(r.Context()); !have.Allows(rt.Scope) {
+			// The request's own path, which answers keep as they are
+			// (the route's pattern would read as a path to scrub).
 			s.writeProblem(w, r, problemf(http.StatusForbidden, CodeForbidden,
-				"%s %s needs a token of scope %s; this token's scope is %s", rt.Method, rt.Path, rt.Scope, have))
+				"%s %s needs a token of scope %s; this token's scope is %s", r.Method, r.URL.Path, rt.Scope, have))
 			return
 		}
 		if err := rt.h(w, r); err != nil {

@@ -66,7 +66,7 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) error {
 		return problemf(http.StatusUnauthorized, CodeUnauthorized, "the API token is not valid")
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: body.Token, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	writeJSON(w, http.StatusOK, SessionDoc{Scope: sc.String(), CSRF: s.csrfToken(body.Token), Auth: true})
 	return nil
 }
@@ -81,10 +81,26 @@ func (s *Server) session(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// overTLS reports whether the browser reached the server over TLS: its
+// own, or a reverse proxy's that says so (X-Forwarded-Proto: https, or
+// Forwarded: proto=https), as skein serve is deployed (docs/deploy.md).
+// A client that claims it falsely only makes its own cookie stricter.
+func overTLS(r *http.Request) bool {
+	if r.TLS != nil || strings.EqualFold(strings.TrimSpace(r.Header.Get("X-Forwarded-Proto")), "https") {
+		return true
+	}
+	for _, part := range strings.FieldsFunc(r.Header.Get("Forwarded"), func(c rune) bool { return c == ';' || c == ',' }) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(part), "="); ok && strings.EqualFold(k, "proto") && strings.EqualFold(strings.Trim(v, `"`), "https") {
+			return true
+		}
+	}
+	return false
+}
+
 // signOut clears the session cookie.
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) error {
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+		SameSite: http.SameSiteStrictMode, Secure: overTLS(r)})
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -103,6 +103,14 @@ func TestSession(t *testing.T) {
 	require.NotNil(t, cookie, "sign-in sets the session cookie")
 	require.True(t, cookie.HttpOnly)
 	require.Equal(t, http.SameSiteStrictMode, cookie.SameSite)
+	require.False(t, cookie.Secure, "over plain HTTP the cookie could not be sent back if it were Secure")
+	// Behind a TLS proxy (docs/deploy.md), which says so, it is Secure.
+	for _, h := range []map[string]string{{"X-Forwarded-Proto": "https"}, {"Forwarded": `for=192.0.2.60;proto=https;by=203.0.113.43`}} {
+		proxied := call(t, "POST", base+"/api/session", `{"token": "`+tok+`"}`, h)
+		require.Equal(t, http.StatusOK, proxied.StatusCode)
+		require.NotEmpty(t, proxied.Cookies())
+		require.True(t, proxied.Cookies()[0].Secure, "%v", h)
+	}
 	data, err := io.ReadAll(in.Body)
 	require.NoError(t, err)
 	require.NotContains(t, string(data), tok, "the answer does not repeat the token")

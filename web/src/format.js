@@ -30,15 +30,17 @@ export function clock(iso) {
   return d.toLocaleTimeString(undefined, { hour12: false }) + "." + String(d.getMilliseconds()).padStart(3, "0");
 }
 
+export const LIVE = new Set(["pending", "running", "waiting"]);
+
 // elapsed is the duration of a run or step: finished − started, or now −
-// started while it goes on.
-export function elapsed(started, finished, ms) {
+// started while it goes on. One that is not going on (given its status:
+// an interrupted run, whose process died) has the duration it recorded.
+export function elapsed(started, finished, ms, status) {
   if (ms) return ms;
   if (!started) return 0;
+  if (!finished && status !== undefined && !LIVE.has(status)) return 0;
   return (finished ? new Date(finished) : new Date()) - new Date(started);
 }
-
-export const LIVE = new Set(["pending", "running", "waiting"]);
 
 // count is a whole number as the runs list shows it: 0, 1,234.
 export function count(n) {

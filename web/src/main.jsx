@@ -91,22 +91,24 @@ function App() {
     setSession(null);
   };
   const { parts, query } = route(hash);
+  // Each page is keyed by what it shows: another run, workflow or query
+  // is a new page, not the last one's state under a new name.
   let page;
   let section = "runs";
-  if (parts[0] === "runs" && parts[1]) page = <RunPage id={parts[1]} session={session} />;
+  if (parts[0] === "runs" && parts[1]) page = <RunPage key={`run/${parts[1]}`} id={parts[1]} session={session} />;
   else if (parts[0] === "workflows" && parts[1] && parts[2] === "edit") {
     section = "workflows";
-    page = <EditorPage name={parts[1]} session={session} />;
+    page = <EditorPage key={`edit/${parts[1]}`} name={parts[1]} session={session} />;
   } else if (parts[0] === "workflows" && parts[1]) {
     section = "workflows";
-    page = <WorkflowPage name={parts[1]} session={session} />;
+    page = <WorkflowPage key={`workflow/${parts[1]}`} name={parts[1]} session={session} />;
   } else if (parts[0] === "workflows") {
     section = "workflows";
     page = <WorkflowsPage session={session} />;
   } else if (parts[0] === "chat" && parts[1]) {
     section = "workflows";
-    page = <ChatPage name={parts[1]} />;
-  } else page = <RunsPage query={query} />;
+    page = <ChatPage key={`chat/${parts[1]}`} name={parts[1]} />;
+  } else page = <RunsPage key={`runs?${query.toString()}`} query={query} />;
   return (
     <>
       <a href="#main" class="skip" onClick={(e) => (e.preventDefault(), document.getElementById("main").focus())}>

@@ -6,12 +6,18 @@ import { useEffect, useState } from "preact/hooks";
 // MAX_ID is the longest node id (workflow.MaxIDLen).
 const MAX_ID = 64;
 const ID_RE = /^[a-z_][a-z0-9_]*$/;
+// RESERVED are the names expressions read the run by (expr.ScopeRoots)
+// and the keywords of an expression that are ids' shape (expr.IsKeyword).
+const RESERVED = new Set(["inputs", "trigger", "vars", "secrets", "execution", "loop", "messages"]);
+const KEYWORDS = new Set(["true", "false", "nil", "not", "in", "and", "or", "let", "if", "else", "matches", "contains"]);
 
 // idProblem says what is wrong with id as a node's new id, or "".
 export function idProblem(id, taken) {
   if (!id) return "Give the new id.";
   if (id.length > MAX_ID) return `An id has at most ${MAX_ID} characters.`;
   if (!ID_RE.test(id)) return "An id is lower-case letters, digits and _, and does not start with a digit.";
+  if (RESERVED.has(id)) return `${id} is what expressions read the run by ({{ ${id}.… }}): pick another id.`;
+  if (KEYWORDS.has(id)) return `${id} is an expression keyword, so {{ ${id}.x }} could not read it: pick another id such as ${id}_step.`;
   if (taken.has(id)) return `A node ${id} is already there.`;
   return "";
 }

@@ -81,7 +81,7 @@ function nodeStates(run, live, readAt) {
     const n = (st[s.node] ||= { visits: 0, duration: 0, tokens: 0, cost: 0, steps: [] });
     n.steps.push(s);
     n.visits = Math.max(n.visits, s.visit);
-    n.duration += elapsed(s.started_at, s.finished_at, s.duration_ms);
+    n.duration += elapsed(s.started_at, s.finished_at, s.duration_ms, s.status);
     n.tokens += s.tokens || 0;
     n.cost += s.cost_usd || 0;
     n.status = s.status;
@@ -216,7 +216,7 @@ function ApproveForm({ run, node, onDone }) {
     }
     setBusy(true);
     try {
-      await api("POST", `/api/runs/${run.execution_id}/signals/${encodeURIComponent(node)}`, data);
+      await api("POST", `/api/runs/${encodeURIComponent(run.execution_id)}/signals/${encodeURIComponent(node)}`, data);
       setErr("");
       onDone();
     } catch (x) {
@@ -243,7 +243,7 @@ function Artifacts({ run, node }) {
   const [list, setList] = useState(null);
   useEffect(() => {
     let stop = false;
-    api("GET", `/api/runs/${run.execution_id}/artifacts`).then(
+    api("GET", `/api/runs/${encodeURIComponent(run.execution_id)}/artifacts`).then(
       (d) => !stop && setList(d.artifacts.filter((a) => a.node === node)),
       () => !stop && setList([]),
     );
@@ -316,7 +316,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
             <span class="muted">#{s.step_order}</span> Visit {s.visit}
             {s.iteration ? `, iteration ${s.iteration}` : ""} · {s.attempts} attempt{s.attempts === 1 ? "" : "s"} ·{" "}
             <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : s.status} />{" "}
-            {duration(elapsed(s.started_at, s.finished_at, s.duration_ms))} {tokens(s.tokens)} {cost(s.cost_usd)}
+            {duration(elapsed(s.started_at, s.finished_at, s.duration_ms, s.status))} {tokens(s.tokens)} {cost(s.cost_usd)}
             {s.confidence_score != null ? (
               <span class="confidence" title="confidence_score: the confidence the node reported">
                 {" "}
@@ -363,7 +363,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
             {verdicts.flatMap((v) =>
               (v.checks || []).map((c) => (
                 <li class={`check v-${c.verdict}`}>
-                  <StatusPill status={c.verdict} /> {c.name || c.type} {c.message ? <span class="muted">— {c.message}</span> : null}
+                  <StatusPill status={c.verdict} /> {c.check || c.type} {c.reasoning ? <span class="muted">— {c.reasoning}</span> : null}
                 </li>
               )),
             )}
@@ -406,7 +406,7 @@ export function RunPage({ id, session }) {
       const at = live.current.last;
       lastRead = Date.now();
       try {
-        const r = await api("GET", `/api/runs/${id}`);
+        const r = await api("GET", `/api/runs/${encodeURIComponent(id)}`);
         if (stop) return;
         readAt.current = at;
         setRun(r);
@@ -431,13 +431,13 @@ export function RunPage({ id, session }) {
     read().then(async (r) => {
       if (!r || stop) return;
       try {
-        const g = await api("GET", `/api/runs/${id}/graph`);
+        const g = await api("GET", `/api/runs/${encodeURIComponent(id)}/graph`);
         if (!stop) setGraph(g);
       } catch {
         if (!stop) setGraph(graphOfSteps(r));
       }
       if (stop) return;
-      es = new EventSource(`/api/runs/${id}/events`);
+      es = new EventSource(`/api/runs/${encodeURIComponent(id)}/events`);
       const on = (msg) => {
         let ev;
         try {
@@ -509,7 +509,7 @@ export function RunPage({ id, session }) {
           {run.workflow} <span class="mono muted">{run.execution_id}</span> <StatusPill status={run.status} />
         </h1>
         <p class="facts">
-          Started {time(run.started_at)} · {duration(elapsed(run.started_at, run.finished_at, run.duration_ms))}
+          Started {time(run.started_at)} · {duration(elapsed(run.started_at, run.finished_at, run.duration_ms, run.status))}
           {run.tokens ? ` · ${tokens(run.tokens)}` : ""}
           {run.cost_usd ? ` · ${cost(run.cost_usd)}` : ""}
           {run.trigger ? ` · trigger ${run.trigger}` : ""}
@@ -532,12 +532,12 @@ export function RunPage({ id, session }) {
         {canRun ? (
           <div class="actions" role="toolbar" aria-label="Run actions">
             {isLive ? (
-              <button type="button" class="danger" onClick={() => act("Cancel", `/api/runs/${id}/cancel?wait=5s`)}>
+              <button type="button" class="danger" onClick={() => act("Cancel", `/api/runs/${encodeURIComponent(id)}/cancel?wait=5s`)}>
                 Cancel run
               </button>
             ) : null}
             {["failed", "cancelled", "interrupted"].includes(run.status) ? (
-              <button type="button" onClick={() => act("Resume", `/api/runs/${id}/resume`, {})}>
+              <button type="button" onClick={() => act("Resume", `/api/runs/${encodeURIComponent(id)}/resume`, {})}>
                 Resume
               </button>
             ) : null}
@@ -546,7 +546,7 @@ export function RunPage({ id, session }) {
                 <button type="button" aria-pressed={pinMode ? "true" : "false"} onClick={() => setPinMode(!pinMode)}>
                   {pinMode ? "Done choosing pins" : "Choose pins"}
                 </button>
-                <button type="button" class="primary" onClick={() => act("Re-run", `/api/runs/${id}/rerun`, { pins: [...pins] }, true)}>
+                <button type="button" class="primary" onClick={() => act("Re-run", `/api/runs/${encodeURIComponent(id)}/rerun`, { pins: [...pins] }, true)}>
                   Re-run{pins.size ? ` with ${pins.size} pinned` : ""}
                 </button>
               </>

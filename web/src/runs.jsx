@@ -142,7 +142,7 @@ export function RunsPage({ query }) {
                   ) : null}
                 </td>
                 <td>{time(r.started_at)}</td>
-                <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms))}</td>
+                <td>{duration(elapsed(r.started_at, r.finished_at, r.duration_ms, r.status))}</td>
                 <td class="num tokens">{count(r.tokens)}</td>
                 <td class="num cost">{usd(r.cost_usd)}</td>
                 <td class="verdict-cell" data-verdict={r.verdict || ""}>{r.verdict || ""}</td>

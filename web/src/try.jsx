@@ -333,7 +333,7 @@ export function TryNode({ name, node, graph, draft, session }) {
                 {verdicts.flatMap((v) =>
                   (v.checks || []).map((c) => (
                     <li class={`check v-${c.verdict}`} data-verdict={c.verdict}>
-                      <StatusPill status={c.verdict} /> {c.name || c.type} {c.message ? <span class="muted">— {c.message}</span> : null}
+                      <StatusPill status={c.verdict} /> {c.check || c.type} {c.reasoning ? <span class="muted">— {c.reasoning}</span> : null}
                     </li>
                   )),
                 )}

@@ -145,8 +145,8 @@ function value(input, raw) {
       return raw === "" ? undefined : Number(raw);
     case "boolean":
       return !!raw;
-    case "object":
-    case "array":
+    case "list":
+    case "map":
     case "any":
       if (typeof raw !== "string") return raw;
       if (raw.trim() === "") return undefined;
@@ -175,7 +175,8 @@ function Field({ input, val, set }) {
     field = (
       <input type="number" step={input.type === "integer" ? "1" : "any"} {...common} value={val} onInput={(e) => set(e.currentTarget.value)} />
     );
-  } else if (input.type === "object" || input.type === "array" || input.type === "any") {
+  } else if (input.type === "list" || input.type === "map" || input.type === "any") {
+    // A list or a map is written as JSON (the API's input types).
     field = (
       <textarea rows="3" {...common} value={typeof val === "string" ? val : JSON.stringify(val)} onInput={(e) => set(e.currentTarget.value)} />
     );
