@@ -75,6 +75,9 @@ type scenario struct {
 	only []string
 	// check, when set, asserts what the normalised result cannot hold.
 	check func(t *testing.T, tmp string, doc map[string]any)
+	// childInputs are the inputs each child run shows, by the suffix of
+	// its id after the run's (".slug1": node slug's first child run).
+	childInputs map[string]map[string]any
 	// anyVisit drops the visit numbers of steps: items of a foreach with
 	// concurrency take their visits in the order they start.
 	anyVisit bool
@@ -265,6 +268,9 @@ func runScenario(t *testing.T, env *scenarioEnv, tg target, cfg string, sc *scen
 	for _, o := range sc.order {
 		a, b := firstStep(doc, o[0]), firstStep(doc, o[1])
 		require.True(t, a >= 0 && b >= 0 && a < b, "%s: %s's first step must come before %s's", cfg, o[0], o[1])
+	}
+	for suffix, want := range sc.childInputs {
+		require.Equal(t, want, tg.show(t, id+suffix)["inputs"], "%s: the inputs of child run %s%s", cfg, id, suffix)
 	}
 	if sc.check != nil {
 		sc.check(t, tmp, doc)

@@ -71,7 +71,7 @@ var scenarios = []scenario{
 	{name: "signal_wait", script: []action{{node: "approve", status: "waiting", pending: []string{"after"}, do: "signal", data: map[string]any{"approved": true, "by": "ada"}}}},
 	{name: "signal_timeout", slowQueue: true},
 	// Subworkflows and budgets.
-	{name: "subworkflow_basic"},
+	{name: "subworkflow_basic", childInputs: map[string]map[string]any{".slug1": {"title": "  Ten Things About Go  ", "pause": "0"}}}, // its default filled in
 	{name: "subworkflow_nested"},
 	{name: "subworkflow_waiting", inputs: map[string]any{"marker": "$TMP/m"},
 		script: []action{{node: "slug", status: "waiting", do: "release"}}},

@@ -62,7 +62,7 @@ type PlanChildren struct {
 
 // Factory is the dry run's engine.Host.Child.
 func (p *PlanChildren) Factory(ctx context.Context) engine.ChildFactory {
-	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
+	return func(cw *workflow.Workflow, id string, _ map[string]any) (*engine.ChildRun, error) {
 		hist, err := p.History(ctx, id)
 		if err != nil {
 			return nil, err

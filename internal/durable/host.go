@@ -173,7 +173,7 @@ func (h *Host) Release(ctx context.Context, run *store.Run) {
 // exists already (the parent was resumed) is claimed again and reuses what
 // it completed.
 func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, red *redact.Redactor) engine.ChildFactory {
-	return func(cw *workflow.Workflow, id string) (*engine.ChildRun, error) {
+	return func(cw *workflow.Workflow, id string, inputs map[string]any) (*engine.ChildRun, error) {
 		bg := context.WithoutCancel(ctx)
 		started := h.Clock.Now()
 		abs, _ := filepath.Abs(cw.File)
@@ -202,7 +202,9 @@ func (h *Host) ChildFactory(ctx context.Context, parent *store.Run, l *Lease, re
 			if crl, err = h.OpenFolder(cw.Name, id, started, map[string]any{"file": abs, "parent": parent.ID}, red); err != nil {
 				return nil, err
 			}
-			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID,
+			// Its inputs as a queued child's are kept, and a top-level
+			// run's: what it was given (GET /api/runs/{id} shows them).
+			child = &store.Run{ID: id, Workflow: cw.Name, File: abs, Dir: crl.Dir(), ParentID: parent.ID, Inputs: inputs,
 				Status: engine.RunRunning, StartedAt: started, Owner: parent.Owner, LeaseTTL: h.LeaseTTL}
 			if err := h.Store.CreateRun(bg, child); err != nil {
 				crl.Close()

@@ -269,7 +269,7 @@ func (rsc *resumeScenario) execute(t *testing.T, plan *engine.Plan, hist map[str
 	if hist != nil {
 		opts.Reuse = durable.ForResume(hist[""]).Reuse
 	}
-	opts.Child = func(_ *workflow.Workflow, id string) (*engine.ChildRun, error) {
+	opts.Child = func(_ *workflow.Workflow, id string, _ map[string]any) (*engine.ChildRun, error) {
 		col := &durable.Collector{}
 		x.mu.Lock()
 		x.children[id] = col

@@ -45,8 +45,9 @@ type ChildRun struct {
 	Spent Spent
 }
 
-// ChildFactory prepares the recording of a child run.
-type ChildFactory func(w *workflow.Workflow, runID string) (*ChildRun, error)
+// ChildFactory prepares the recording of a child run of w, given inputs
+// (resolved against w's inputs).
+type ChildFactory func(w *workflow.Workflow, runID string, inputs map[string]any) (*ChildRun, error)
 
 var _ node.NamedChildren = (*subRunner)(nil)
 
@@ -152,7 +153,7 @@ func (s *subRunner) run(ctx context.Context, childID, path string, inputs map[st
 	}
 	var finish func(*Result) error
 	if rs.opts.Child != nil {
-		cr, err := rs.opts.Child(w, childID)
+		cr, err := rs.opts.Child(w, childID, in)
 		if err != nil {
 			return nil, node.Fail(node.CategoryInternal, "subworkflow_record", err)
 		}
