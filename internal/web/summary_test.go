@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -56,7 +57,8 @@ func TestRunSummary(t *testing.T) {
 	runErr := s.api("GET", "/api/runs/"+bad, nil)["error"].(map[string]any)
 	require.NotEmpty(t, runErr["code"])
 	require.Equal(t, "probe", runErr["node"])
-	require.Contains(t, errText, runErr["code"].(string)+" in node probe: "+runErr["message"].(string))
+	require.Contains(t, errText, runErr["code"].(string)+" in node probe: "+strings.TrimPrefix(runErr["message"].(string), "node probe: "))
+	require.NotContains(t, errText, "in node probe: node probe:", "the node is named once")
 	require.Contains(t, errText, "disk full on /dev/sdz", "the command's stderr")
 	axe(t, ctx, "a failed run's page")
 	screenshot(t, ctx, "run-failed")

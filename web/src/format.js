@@ -52,3 +52,11 @@ export function usd(v) {
   const x = v || 0;
   return `$${x.toFixed(x > 0 && x < 0.01 ? 4 : 2)}`;
 }
+
+// errorMessage is an error's message without the "node X: " it may begin
+// with, for where the page names the node already.
+export function errorMessage(error) {
+  const m = String(error.message || "");
+  const lead = error.node ? `node ${error.node}: ` : "";
+  return lead && m.startsWith(lead) ? m.slice(lead.length) : m;
+}

@@ -3,7 +3,7 @@
 // selected node's steps, output, error, events and checks.
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { api, EVENT_TYPES } from "./api.js";
-import { clock, cost, duration, elapsed, LIVE, time, tokens } from "./format.js";
+import { clock, cost, duration, elapsed, errorMessage, LIVE, time, tokens } from "./format.js";
 import { Graph, layout, shownStatus } from "./graph.jsx";
 import { JsonTree } from "./json.jsx";
 import { StatusPill } from "./runs.jsx";
@@ -158,7 +158,7 @@ function ErrorView({ error }) {
         {error.code ? <code class="code">{error.code}</code> : null}
         {error.node ? <span class="err-node"> in node {error.node}</span> : null}
         {error.code || error.node ? ": " : null}
-        <strong>{error.message}</strong>
+        <strong>{errorMessage(error)}</strong>
         {error.category ? <span class="muted"> · {error.category}</span> : null}
       </p>
       {stderr ? (

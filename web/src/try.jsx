@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { parse as parseYAML } from "yaml";
 import { api } from "./api.js";
-import { LIVE, time } from "./format.js";
+import { errorMessage, LIVE, time } from "./format.js";
 import { JsonTree } from "./json.jsx";
 import { StatusPill } from "./runs.jsx";
 
@@ -74,7 +74,7 @@ function ErrorLine({ error }) {
   return (
     <p class="error try-error">
       {error.code ? <code>{error.code}</code> : null}
-      {error.node ? ` in node ${error.node}` : ""}: {error.message}
+      {error.node ? ` in node ${error.node}` : ""}: {errorMessage(error)}
     </p>
   );
 }
