@@ -263,7 +263,7 @@ func TestEditorRefusesWithoutEdit(t *testing.T) {
 	require.False(t, eval[bool](t, ctx, `!!document.querySelector("button.new-wf")`), "no New workflow without edit")
 	do(t, ctx, chromedp.Navigate(s.url+"/#/workflows/report/edit"), chromedp.WaitVisible(`g.node[data-node="build"]`))
 	until(t, ctx, `(document.querySelector('section.editor [role="alert"]') || {}).textContent`)
-	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.editor [role="alert"]').textContent`), "Checking a draft needs a token of scope edit; this session's scope is run")
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('section.editor [role="alert"]').textContent`), "Checking and saving a draft need a token of scope edit; this session's scope is run")
 	setYAML(t, ctx, strings.Replace(commented, "max_output: 4096", "max_output: 100", 1))
 	until(t, ctx, `!document.querySelector("button.save").disabled`)
 	do(t, ctx, chromedp.Click("button.save"))

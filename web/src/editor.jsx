@@ -274,7 +274,7 @@ export function EditorPage({ name, session }) {
         if (n !== seq.current) return;
         // Refused (403): the server will say so again at Save.
         setCheck(x.status === 403 ? { text, refused: true, diagnostics: [], nodes: [] } : null);
-        setError(x.status === 403 ? `Checking a draft needs a token of scope edit; this session's scope is ${session.scope}.` : x.message);
+        setError(x.status === 403 ? `Checking and saving a draft need a token of scope edit; this session's scope is ${session.scope}.` : x.message);
       },
     );
   };
