@@ -630,6 +630,10 @@ func (dec *decoder) limits(w *Workflow, v *value) {
 			default:
 				dec.typeErr(fv, "limits.max_cost_usd", "", "a number")
 			}
+			if w.Limits.MaxCostUSD < 0 {
+				dec.d.errorf(fv.pos, "limits.max_cost_usd", "", "limits: max_cost_usd is %g; give a number of US dollars, more than 0 (0 or leaving it out: no limit)", w.Limits.MaxCostUSD)
+				w.Limits.MaxCostUSD = 0
+			}
 		}
 	})
 }
