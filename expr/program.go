@@ -240,9 +240,13 @@ func (p *Program) missing(env map[string]any) (missing []string, gap *absent) {
 				path := where + "." + key
 				if !seen[path] {
 					seen[path] = true
-					missing = append(missing, fmt.Sprintf("%s is missing (%s has: %s)", path, where, keyList(m)))
-					if gap == nil {
-						gap = &absent{path: path, fields: sortedKeys(m, MaxAvailableFields)}
+					if has { // there, and null: not missing, and not a key to suggest
+						missing = append(missing, fmt.Sprintf("%s is null", path))
+					} else {
+						missing = append(missing, fmt.Sprintf("%s is missing (%s has: %s)", path, where, keyList(m)))
+						if gap == nil {
+							gap = &absent{path: path, fields: sortedKeys(m, MaxAvailableFields)}
+						}
 					}
 				}
 				break

@@ -423,3 +423,17 @@ func TestAvailableFieldsAreBounded(t *testing.T) {
 	require.Equal(t, "k00", xe.AvailableFields[0])
 	require.Equal(t, "k19", xe.AvailableFields[MaxAvailableFields-1])
 }
+
+// TestNullValueErrors: a key that is there with null is said to be null,
+// not missing among the keys that name it.
+func TestNullValueErrors(t *testing.T) {
+	t.Parallel()
+	s := &Scope{Nodes: map[string]any{"p": map[string]any{"nul": nil, "l": 1}}}
+	_, err := Eval(`len(p.nul)`, s)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "p.nul is null")
+	require.NotContains(t, err.Error(), "is missing")
+	var xe *Error
+	require.ErrorAs(t, err, &xe)
+	require.Empty(t, xe.Missing, "no key is missing")
+}
