@@ -130,7 +130,7 @@ func (v *validator) deliveryRefs() {
 		raw *value
 	}{{"url", d.urlRaw}, {"secret", d.secretRaw}} {
 		if f.raw != nil {
-			v.templates(f.raw, refSite{user: -1, pos: f.raw.pos, path: "delivery." + f.key})
+			v.templates(f.raw, refSite{user: -1, pos: f.raw.pos, path: "delivery." + f.key, roots: deliveryRoots})
 		}
 	}
 }

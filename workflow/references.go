@@ -29,7 +29,21 @@ type refSite struct {
 	path    string
 	nodeID  string
 	nodesOK bool // node outputs are in scope
+	// roots, when set, are the only names the site's scope holds (a
+	// server's or model's settings, a delivery's URL): the others render
+	// as null there.
+	roots []string
 }
+
+// The scopes of the templates outside nodes: an MCP server's settings
+// are rendered with the run's inputs and secrets (mcp.Scope), a model's
+// with its secrets (secrets.Renderer), a delivery's URL and secret with
+// inputs, secrets, execution and trigger (delivery.renderTarget).
+var (
+	serverRoots   = []string{"inputs", "secrets"}
+	modelRoots    = []string{"secrets"}
+	deliveryRoots = []string{"inputs", "secrets", "execution", "trigger"}
+)
 
 // references compiles every template and expression and checks what it
 // refers to.
@@ -48,18 +62,18 @@ func (v *validator) references() {
 	}
 	for _, s := range w.MCPServers {
 		for k, val := range s.Env {
-			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".env." + k})
+			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".env." + k, roots: serverRoots})
 		}
 		for k, val := range s.Headers {
-			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".headers." + k})
+			v.templateString(val, refSite{user: -1, pos: s.Pos, path: "mcp_servers." + s.Name + ".headers." + k, roots: serverRoots})
 		}
 		for i, a := range s.Args {
-			v.templateString(a, refSite{user: -1, pos: s.Pos, path: fmt.Sprintf("mcp_servers.%s.args[%d]", s.Name, i)})
+			v.templateString(a, refSite{user: -1, pos: s.Pos, path: fmt.Sprintf("mcp_servers.%s.args[%d]", s.Name, i), roots: serverRoots})
 		}
 	}
 	for _, l := range w.LLM {
 		for _, f := range []struct{ key, val string }{{"model", l.Model}, {"base_url", l.BaseURL}, {"api_key", l.APIKey}} {
-			v.templateString(f.val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name + "." + f.key})
+			v.templateString(f.val, refSite{user: -1, pos: l.Pos, path: "llm." + l.Name + "." + f.key, roots: modelRoots})
 		}
 	}
 	v.deliveryRefs()
@@ -315,6 +329,14 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	errf := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
 		v.d.errorf(site.at(r.Offset), site.diagPath(), site.nodeID, "%s reads %s, but %s", site.path, refText(r), msg)
+	}
+	if site.roots != nil && !contains(site.roots, r.Root) {
+		names := site.roots[0]
+		if n := len(site.roots); n > 1 {
+			names = strings.Join(site.roots[:n-1], ", ") + " and " + site.roots[n-1]
+		}
+		errf("only %s can be read here, not %q", names, r.Root)
+		return
 	}
 	switch r.Root {
 	case "inputs":

@@ -65,3 +65,33 @@ delivery:
 	require.Equal(t, 0, r.code, r.stderr)
 	require.Equal(t, []string{"skein_" + id + "_2", "skein_" + id + "_3"}, got())
 }
+
+// TestDeliveryURLReadsTheTrigger: a run started by hand fired with its
+// inputs, and its delivery's URL reads them as trigger, as its nodes do.
+func TestDeliveryURLReadsTheTrigger(t *testing.T) {
+	t.Parallel()
+	queries := make(chan string, 1)
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries <- r.URL.RawQuery
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(rc.Close)
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "told.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: told
+secrets: [DELIVERY_SECRET]
+inputs:
+  q: {type: string}
+nodes:
+  - {id: a, type: set, values: {seen: "{{ trigger.q }}"}}
+delivery:
+  url: "`+rc.URL+`/done?t={{ trigger.q }}&i={{ inputs.q }}"
+  secret: "{{ secrets.DELIVERY_SECRET }}"
+  retries: 0
+`), 0o644))
+	env := map[string]string{"SKEIN_SECRET_DELIVERY_SECRET": "whsec_" + base64.StdEncoding.EncodeToString([]byte("a delivery secret of 32 bytes...."))}
+	r := skeinIn(t, dir, env, "run", "--dir", filepath.Join(dir, "store"), flow, "-i", "q=zz")
+	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, "t=zz&i=zz", <-queries)
+}

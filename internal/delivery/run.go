@@ -213,6 +213,11 @@ func renderTarget(d *workflow.Delivery, run *store.Run, inputs, payload map[stri
 	scope := &expr.Scope{Inputs: inputs, Trigger: payload, Secrets: make(map[string]any, len(secrets)),
 		Execution: map[string]any{"id": run.ID, "workflow": run.Workflow, "started_at": run.StartedAt.UTC().Format(time.RFC3339)}}
 	if scope.Trigger == nil {
+		// A run started by hand fired with its inputs, as its nodes read
+		// trigger (engine.Options.Payload).
+		scope.Trigger = inputs
+	}
+	if scope.Trigger == nil {
 		scope.Trigger = map[string]any{}
 	}
 	for k, v := range secrets {
