@@ -68,7 +68,7 @@ func (e *env) newDisplay(output string) (d live.Display, color bool) {
 
 // summary prints the run's last lines: how it ended, its outputs, its
 // verdict and, when it failed or was cancelled, how to resume it.
-func summary(w io.Writer, color bool, r *runner.Result, resume string) {
+func summary(w io.Writer, color bool, r *runner.Result, where string) {
 	paint := func(c, s string) string {
 		if !color {
 			return s
@@ -112,18 +112,21 @@ func summary(w io.Writer, color bool, r *runner.Result, resume string) {
 	switch record.RunStatus(run.Status) {
 	case record.RunWaiting:
 		for _, a := range res.Awaiting {
-			fmt.Fprintf(w, "%s waits for a signal: skein signal %s %s --data '{\"approved\": true}'\n", a.Node, run.ID, a.Node)
+			fmt.Fprintf(w, "%s waits for a signal: skein signal %s %s%s --data '{\"approved\": true}'\n", a.Node, run.ID, a.Node, where)
 		}
 		if run.WakeAt != nil {
-			fmt.Fprintf(w, "without a signal by %s, skein resume %s then follows the timeout (skein serve on this folder does it by itself)\n",
-				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID)
+			fmt.Fprintf(w, "without a signal by %s, skein resume %s%s then follows the timeout (skein serve on this folder does it by itself)\n",
+				run.WakeAt.Local().Format("2006-01-02 15:04:05"), run.ID, where)
 		}
 	case record.RunFailed, record.RunCancelled:
-		if resume != "" { // a replay is not resumed: it would go live
-			fmt.Fprintf(w, "resume with: %s\n", resume)
+		if where != noResume { // a replay is not resumed: it would go live
+			fmt.Fprintf(w, "resume with: skein resume %s%s\n", run.ID, where)
 		}
 	}
 }
+
+// noResume is summary's where for a run that is not resumed (a replay).
+const noResume = "\x00"
 
 func fmtDuration(d time.Duration) string { return live.FmtDuration(d) }
 

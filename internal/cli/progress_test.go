@@ -175,3 +175,28 @@ func TestIsTerminal(t *testing.T) {
 	defer tty.Close()
 	require.True(t, cli.IsTerminal(tty), "a pseudo-terminal is one")
 }
+
+// TestHintsNameTheDatabase: the commands a run's end suggests name the
+// --db it was run with, as its --dir, so that they find the run: the
+// resume of a failed run, the signal and the resume of a waiting one.
+func TestHintsNameTheDatabase(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	fail := filepath.Join(dir, "fail.yaml")
+	require.NoError(t, os.WriteFile(fail, []byte("version: 1\nname: fail\nnodes:\n  - {id: f, type: shell, command: [sh, -c, 'exit 3']}\n"), 0o644))
+	db, folder := filepath.Join(dir, "alt.db"), filepath.Join(dir, "d")
+	r := skein(t, "run", "--dir", folder, "--db", db, fail)
+	require.Equal(t, 1, r.code, r.stdout+r.stderr)
+	id := runIDLine.FindStringSubmatch(r.stdout)[1]
+	hint := "skein resume " + id + " --dir " + folder + " --db " + db
+	require.True(t, strings.HasSuffix(r.stdout, "resume with: "+hint+"\n"), r.stdout)
+	again := skein(t, append(strings.Fields(hint)[1:], "-o", "json")...)
+	require.Equal(t, 1, again.code, "the hint finds the run (it fails again): %s", again.stdout+again.stderr)
+	require.Contains(t, again.stdout, id)
+
+	r = skein(t, "run", "--dir", folder, "--db", db, "../../examples/approval.yaml")
+	require.Equal(t, 4, r.code, r.stdout+r.stderr)
+	id = runIDLine.FindStringSubmatch(r.stdout)[1]
+	require.Contains(t, r.stdout, "skein signal "+id+" approve --dir "+folder+" --db "+db+" --data")
+	require.Contains(t, r.stdout, "skein resume "+id+" --dir "+folder+" --db "+db+" then follows the timeout")
+}

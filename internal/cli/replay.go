@@ -82,7 +82,7 @@ no answer for fails its node), 2 usage or no cassette.`,
 					writeJSON(e.stdout, doc)
 					return
 				}
-				summary(e.stdout, color, rr.Result, "")
+				summary(e.stdout, color, rr.Result, noResume)
 				fmt.Fprintf(e.stdout, "replay of run %s from its cassette", rr.Of)
 				if rr.Added > 0 {
 					fmt.Fprintf(e.stdout, " (%d new interactions sent live and appended)", rr.Added)

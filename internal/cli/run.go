@@ -33,8 +33,9 @@ type execFlags struct {
 	secretsFile string
 	denyPrivate bool
 	model       string // read through env.getenv
-	// dirFlag is --dir as given on the command line ("" when it was not).
-	dirFlag string
+	// dirFlag is --dir as given on the command line ("" when it was not),
+	// dbFlag --db.
+	dirFlag, dbFlag string
 	// record is skein run --record.
 	record bool
 	// trace is --trace of run and resume ("" when not given).
@@ -64,6 +65,9 @@ func (f *execFlags) check(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("dir") {
 		f.dirFlag = f.dir
 	}
+	if db := cmd.Flags().Lookup("db"); db != nil && db.Changed {
+		f.dbFlag = db.Value.String()
+	}
 	if f.output != "text" && f.output != "json" {
 		return usagef("--output must be text or json, not %q", f.output)
 	}
@@ -85,15 +89,24 @@ func (f *execFlags) options(obs runner.Observer, hard <-chan struct{}) runner.Op
 		Trace: workflow.Trace(f.trace)}
 }
 
-// resumeCommand is the command that resumes run id: with --dir when it
-// was given on the command line (SKEIN_DIR and .skein.yaml still hold
-// for the next command).
+// resumeCommand is the command that resumes run id: with --dir and --db
+// when they were given on the command line (SKEIN_DIR, SKEIN_DB and
+// .skein.yaml still hold for the next command).
 func (f *execFlags) resumeCommand(id string) string {
-	cmd := "skein resume " + id
+	return "skein resume " + id + f.where()
+}
+
+// where is the --dir and --db flags a command on the same run needs, as
+// they were given (a Postgres URL's password is not shown: put it back).
+func (f *execFlags) where() string {
+	out := ""
 	if f.dirFlag != "" {
-		cmd += " --dir " + shellQuote(f.dirFlag)
+		out += " --dir " + shellQuote(f.dirFlag)
 	}
-	return cmd
+	if f.dbFlag != "" {
+		out += " --db " + shellQuote(runner.RedactURL(f.dbFlag))
+	}
+	return out
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
@@ -274,7 +287,7 @@ func executingRendered(ctx context.Context, e *env, f *execFlags, do func(contex
 	case f.output == "json":
 		writeJSON(e.stdout, resultJSON(ctx, r, res))
 	default:
-		summary(e.stdout, color, res, f.resumeCommand(res.Run.ID))
+		summary(e.stdout, color, res, f.where())
 	}
 	return resultExit(res)
 }

@@ -44,7 +44,7 @@ outputs:
 	require.Contains(t, r.stdout, "⏸ approve")
 	require.Contains(t, r.stdout, "waits for a signal")
 	require.Regexp(t, `run [0-9a-f]+ waiting`, r.stdout)
-	require.Regexp(t, `approve waits for a signal: skein signal [0-9a-f]+ approve --data`, r.stdout)
+	require.Regexp(t, `approve waits for a signal: skein signal [0-9a-f]+ approve --dir \S+ --data`, r.stdout, "with the --dir it was run with")
 
 	list := skein(t, "runs", "list", "--dir", skeinDir, "--status", "waiting")
 	require.Equal(t, 0, list.code, list.stderr)
