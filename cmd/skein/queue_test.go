@@ -503,3 +503,26 @@ outputs:
 		})
 	}
 }
+
+// TestQueuedRetryIsOneLine: a node that fails once and succeeds when it
+// is tried again shows, on the queue as locally, its retry line and its
+// end — not a ✗ for the attempt that was retried.
+func TestQueuedRetryIsOneLine(t *testing.T) {
+	t.Parallel()
+	db := pgURL(t)
+	require.Equal(t, 0, run(t, "migrate", "--db", db).code)
+	worker(t, db)
+	dir := t.TempDir()
+	flag := filepath.Join(dir, "tried")
+	flow := filepath.Join(dir, "flaky.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(fmt.Sprintf(`version: 1
+name: flaky
+nodes:
+  - {id: a, type: shell, command: [sh, -c, 'if [ -e %s ]; then echo ok; else touch %s; exit 5; fi'], retries: 2, retry_backoff: 100ms}
+`, flag, flag)), 0o600))
+	r := run(t, "run", "--db", db, "--queue", "--dir", dir, flow)
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "↻ a")
+	require.Regexp(t, `✓ a\s+shell\s+\S+\s+after 2 attempts`, r.stdout)
+	require.NotContains(t, r.stdout, "✗", "the retried attempt is not the node's end:\n%s", r.stdout)
+}

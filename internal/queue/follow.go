@@ -74,6 +74,9 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 	ended, stopWake := st.Wake(ctx, EndedChannel, runID)
 	defer stopWake()
 	seen := map[[2]any]string{}
+	// retrying is, by node and visit, the attempt a retry event
+	// announced: a failed attempt before it is not the step's end.
+	retrying := map[[2]any]int{}
 	var seq int64
 	cancelled := false
 	hinted := false
@@ -112,6 +115,13 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 		}
 		lost.Reset()
 		res := durable.Result(cur, steps)
+		for _, ev := range evs {
+			if ev.Type == engine.EventRetry {
+				if n, ok := attemptOf(ev.Data); ok {
+					retrying[[2]any{ev.Node, ev.Visit}] = n
+				}
+			}
+		}
 		if f.Event != nil {
 			for _, ev := range evs {
 				f.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
@@ -120,6 +130,9 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 		if f.Step != nil {
 			for _, rec := range res.Steps {
 				key := [2]any{rec.Node, rec.Visit}
+				if rec.Status == engine.StatusFailed && retrying[key] > rec.Attempts && !cur.Status.Final() {
+					continue // an attempt that is retried: its step goes on (a local run shows none)
+				}
 				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
 				if seen[key] != state {
 					seen[key] = state
@@ -237,4 +250,17 @@ func unclaimed(ctx context.Context, pg *postgres.Store, runID string, after time
 		COALESCE(string_agg(DISTINCT queue, ',') FILTER (WHERE state = 'available'), '')
 		FROM river_job WHERE args->>'run' = $1`, runID, after.Seconds()).Scan(&due, &taken, &queues)
 	return due > 0 && taken == 0, queues, err
+}
+
+// attemptOf reads the attempt a retry event announces.
+func attemptOf(data map[string]any) (int, bool) {
+	switch n := data["attempt"].(type) {
+	case int:
+		return n, true
+	case int64:
+		return int(n), true
+	case float64:
+		return int(n), true
+	}
+	return 0, false
 }
