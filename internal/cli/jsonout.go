@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -189,6 +190,9 @@ func errorOf(err error) (int, *node.Error) {
 	case errors.As(err, &ne):
 		e.Category, e.Details = ne.Category, ne.Details
 		e.Node, e.Source, e.Fixable = ne.Node, ne.Source, ne.Fixable
+		if outer := err.Error(); strings.Contains(outer, ne.Message) {
+			e.Message = outer // what the command says around it too, as stderr has it
+		}
 	}
 	return code, e
 }

@@ -92,6 +92,8 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 	srv := mcptest.New(t)
 	srv.AddDescribedTool("echo", "Echoes text.", nil, echoTool)
 	locked := writeLockFlow(t, t.TempDir(), srv.URL)
+	noServer := filepath.Join(t.TempDir(), "m.yaml")
+	require.NoError(t, os.WriteFile(noServer, []byte("version: 1\nname: m\nmcp_servers:\n  files: {command: /nonexistent/server}\nnodes:\n  - {id: a, type: mcp, server: files, tool: x}\n"), 0o644))
 	tok := skein(t, "token", "create", "--scope", "read", "--name", "ci", "--dir", dir)
 	require.Equal(t, 0, tok.code, tok.stderr)
 
@@ -157,6 +159,7 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 		{"token create bad scope", []string{"token", "create", "--scope", "god"}, 2, "error.schema.json", "usage"},
 		{"version", []string{"version"}, 0, "version.schema.json", ""},
 		{"lock update", []string{"lock", "update", locked}, 0, "lock-update.schema.json", ""},
+		{"lock update of a server that does not start", []string{"lock", "update", noServer}, 1, "error.schema.json", "command_not_found"},
 		{"lock update invalid workflow", []string{"lock", "update", bad}, 2, "error.schema.json", "invalid_workflow"},
 	}
 	for _, tc := range tests {
@@ -188,6 +191,13 @@ func TestEveryJSONOutputFollowsItsSchema(t *testing.T) {
 			}
 		}
 	}
+
+	// The error object says what stderr says, the command's words around
+	// the node's error included.
+	r0 := skein(t, "lock", "update", noServer, "-o", "json")
+	msg := jsonDocs(t, "lock update", r0.stdout)[0].(map[string]any)["error"].(map[string]any)["message"]
+	require.Equal(t, strings.TrimSpace(r0.stderr), "skein: "+msg.(string))
+	require.Contains(t, msg, "m.skein.lock is unchanged")
 
 	// A replay's run says what it replays.
 	r := skein(t, "replay", "-o", "json", "--dir", dir, recorded)
