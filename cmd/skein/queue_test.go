@@ -525,4 +525,11 @@ nodes:
 	require.Contains(t, r.stdout, "↻ a")
 	require.Regexp(t, `✓ a\s+shell\s+\S+\s+after 2 attempts`, r.stdout)
 	require.NotContains(t, r.stdout, "✗", "the retried attempt is not the node's end:\n%s", r.stdout)
+	// The last line names the run's folder only when there is one.
+	for _, line := range strings.Split(r.stdout, "\n") {
+		if f := strings.Fields(line); len(f) >= 6 && f[0] == "run" && f[2] == "completed" {
+			_, err := os.Stat(f[len(f)-1])
+			require.NoError(t, err, "the folder the run's line names: %s", line)
+		}
+	}
 }

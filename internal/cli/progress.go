@@ -97,7 +97,11 @@ func summary(w io.Writer, color bool, r *runner.Result, where string) {
 	if res.Tokens > 0 {
 		usage = fmt.Sprintf(" · %d tokens · $%.4f", res.Tokens, res.CostUSD)
 	}
-	fmt.Fprintf(w, "\n%s in %s%s  %s\n", paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, paint(dim, shownPath(run.Dir)))
+	folder := ""
+	if _, err := os.Stat(run.Dir); err == nil { // a queued run that keeps no files has none
+		folder = "  " + paint(dim, shownPath(run.Dir))
+	}
+	fmt.Fprintf(w, "\n%s in %s%s%s\n", paint(col, "run "+run.ID+" "+word), fmtDuration(time.Duration(res.DurationMS)*time.Millisecond), usage, folder)
 	if res.Error != nil && res.Status != record.RunCancelled {
 		fmt.Fprintln(w, paint(red, "error: "+res.Error.Message))
 	}
