@@ -383,3 +383,34 @@ nodes:
 		})
 	}
 }
+
+// TestCancelDuringARetryWaitIsShown: a node cancelled while it waits to
+// be tried again ends with the attempt that failed (docs/running.md), and
+// skein run's output shows it so, with a ✗ line, not nothing.
+func TestCancelDuringARetryWaitIsShown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flow := filepath.Join(dir, "failb.yaml")
+	require.NoError(t, os.WriteFile(flow, []byte(`version: 1
+name: failb
+nodes:
+  - {id: f, type: shell, command: [sh, -c, 'exit 3'], retries: 1, retry_backoff: 1h}
+  - {id: after, type: set, values: {x: 1}}
+edges:
+  - {from: f, to: after}
+`), 0o600))
+	cmd, id, sc := started(t, "run", "--dir", dir, flow)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "↻ f") {
+			break
+		}
+	}
+	c := run(t, "cancel", "--dir", dir, id)
+	require.Equal(t, 0, c.code, c.stdout+c.stderr)
+	var rest strings.Builder
+	for sc.Scan() {
+		rest.WriteString(sc.Text() + "\n")
+	}
+	_ = cmd.Wait()
+	require.Regexp(t, `(?m)^✗ f\s+shell`, rest.String(), "the node's end is its failed attempt")
+}

@@ -39,6 +39,9 @@ type active struct {
 	start      time.Time // of the current attempt
 	pending    bool      // waits for a concurrency slot
 	retry      *retry    // waits to be tried again
+	// failed is the attempt that failed before the retry; it is the
+	// step's end when the run ends before the retry (a cancel).
+	failed *record.Step
 	// items is, for a foreach or loop whose body runs, what it has
 	// started: "started 2 of 4 items", "pass 3".
 	items string
@@ -156,6 +159,10 @@ func (b *board) step(rec record.Step) []string {
 		return nil
 	case record.StatusFailed:
 		if rec.Retry {
+			if a, ok := b.act[k]; ok {
+				r := rec
+				a.failed = &r
+			}
 			return nil // the retry event says what comes next
 		}
 	}
@@ -198,6 +205,18 @@ func (b *board) event(ev record.TimedEvent) []string {
 	case record.EventWarning:
 		msg, _ := ev.Data["message"].(string)
 		return []string{b.st.yellow.Render("⚠ " + msg)}
+	case record.EventExecutionFinished:
+		// A step whose retry never came (the run was cancelled while it
+		// waited) ended with its failed attempt: its line now.
+		var lines []string
+		for _, k := range append([]key(nil), b.order...) {
+			if a := b.act[k]; a != nil && a.retry != nil && a.failed != nil {
+				r := *a.failed
+				r.Retry = false
+				lines = append(lines, b.step(r)...)
+			}
+		}
+		return lines
 	}
 	return nil
 }
