@@ -701,6 +701,20 @@ func inYAMLTerms(msg string) string {
 // lineOf returns the line of the value at keys (map keys are strings,
 // list indexes ints) in a YAML document; 0 when it is not there.
 func lineOf(root *yaml.Node, keys ...any) int {
+	_, line := walk(root, keys)
+	return line
+}
+
+// valueAt returns the value node at keys under root, or nil.
+func valueAt(root *yaml.Node, keys ...any) *yaml.Node {
+	n, _ := walk(root, keys)
+	return n
+}
+
+// walk follows keys (map keys and list indexes) from root to a value:
+// the value's node, and its line — a map key's own line for a map's
+// value. Neither when a key is not there.
+func walk(root *yaml.Node, keys []any) (*yaml.Node, int) {
 	n := root
 	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
@@ -710,13 +724,13 @@ func lineOf(root *yaml.Node, keys ...any) int {
 		switch k := k.(type) {
 		case int:
 			if n.Kind != yaml.SequenceNode || k >= len(n.Content) {
-				return 0
+				return nil, 0
 			}
 			n = n.Content[k]
 			line = n.Line
 		case string:
 			if n.Kind != yaml.MappingNode {
-				return 0
+				return nil, 0
 			}
 			found := false
 			for i := 0; i+1 < len(n.Content); i += 2 {
@@ -726,44 +740,11 @@ func lineOf(root *yaml.Node, keys ...any) int {
 				}
 			}
 			if !found {
-				return 0
+				return nil, 0
 			}
 		}
 	}
-	return line
-}
-
-// valueAt returns the value node at keys under root, or nil.
-func valueAt(root *yaml.Node, keys ...any) *yaml.Node {
-	n := root
-	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
-		n = n.Content[0]
-	}
-	for _, k := range keys {
-		switch k := k.(type) {
-		case int:
-			if n.Kind != yaml.SequenceNode || k >= len(n.Content) {
-				return nil
-			}
-			n = n.Content[k]
-		case string:
-			if n.Kind != yaml.MappingNode {
-				return nil
-			}
-			var next *yaml.Node
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				if n.Content[i].Value == k {
-					next = n.Content[i+1]
-					break
-				}
-			}
-			if next == nil {
-				return nil
-			}
-			n = next
-		}
-	}
-	return n
+	return n, line
 }
 
 // answer is the engine's reuse answer of a mock.

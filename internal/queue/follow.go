@@ -130,13 +130,14 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 		if f.Step != nil {
 			for _, rec := range res.Steps {
 				key := [2]any{rec.Node, rec.Visit}
-				if rec.Status == engine.StatusFailed && retrying[key] > rec.Attempts && !cur.Status.Final() {
-					continue // an attempt that is retried: its step goes on (a local run shows none)
-				}
 				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
 				if seen[key] != state {
 					seen[key] = state
-					f.Step(*rec)
+					r := *rec
+					// An attempt that is retried is marked so, as a local
+					// run's scheduler marks it: not the step's end.
+					r.Retry = r.Status == engine.StatusFailed && retrying[key] > r.Attempts && !cur.Status.Final()
+					f.Step(r)
 				}
 			}
 		}

@@ -48,23 +48,8 @@ const legacyOutputs = "node_outputs"
 // ConfidenceOf reads a result's _confidence: a number from 0 to 1. ok is
 // false when there is none or it is not such a number.
 func ConfidenceOf(directives map[string]any) (c float64, ok bool) {
-	v, present := directives[DirectiveConfidence]
-	if !present {
-		return 0, false
-	}
-	switch x := v.(type) {
-	case float64:
-		c = x
-	case float32:
-		c = float64(x)
-	case int:
-		c = float64(x)
-	case int64:
-		c = float64(x)
-	default:
-		return 0, false
-	}
-	if math.IsNaN(c) || c < 0 || c > 1 {
+	c, ok = number(directives[DirectiveConfidence])
+	if !ok || math.IsNaN(c) || c < 0 || c > 1 {
 		return 0, false
 	}
 	return c, true
@@ -90,7 +75,7 @@ func (r *Run) readDirectives(f *frame, pn *PlanNode, d map[string]any) (float64,
 		}
 	}
 	if v, present := d[DirectiveDelay]; present {
-		if secs, isNum := number(v); !isNum || secs < 0 || secs != secs {
+		if secs, isNum := number(v); !isNum || secs < 0 || math.IsNaN(secs) {
 			warn("node %q returned _delay_seconds %s, which is not a number of seconds, 0 or more: ignored", pn.ID, short(v))
 		}
 	}
