@@ -21,6 +21,7 @@ import (
 // workflow's lock (see BENCHMARKS.md). The zero value is ready to use.
 type Versions struct {
 	saved  sync.Map // *workflow.Workflow → its stored version
+	latest sync.Map // name → the savedVersion this Versions saved last
 	saving singleflight.Group
 }
 
@@ -38,15 +39,16 @@ func (vs *Versions) Save(ctx context.Context, st store.Store, w *workflow.Workfl
 	}
 	sum := sha256.Sum256(src)
 	hash := hex.EncodeToString(sum[:])
-	v, err, _ := vs.saving.Do(w.Name+"\x00"+hash, func() (any, error) {
-		if v, ok := vs.saved.Load(w); ok {
-			return v, nil // saved by the flight that ended as this one began
+	key := w.Name + "\x00" + hash
+	v, err, _ := vs.saving.Do(key, func() (any, error) {
+		if l, ok := vs.latest.Load(w.Name); ok && l.(savedVersion).hash == hash {
+			return l.(savedVersion).version, nil // saved by a flight that ended as this one began, maybe for another copy
 		}
 		ver, err := st.SaveWorkflow(context.WithoutCancel(ctx), w.Name, src, hash)
 		if err != nil {
 			return 0, err
 		}
-		vs.saved.Store(w, ver.Version)
+		vs.latest.Store(w.Name, savedVersion{hash, ver.Version})
 		return ver.Version, nil
 	})
 	if err != nil {
@@ -54,4 +56,10 @@ func (vs *Versions) Save(ctx context.Context, st store.Store, w *workflow.Workfl
 	}
 	vs.saved.Store(w, v) // w may be another copy of the flight's source
 	return v.(int), nil
+}
+
+// savedVersion is a source's hash and the version it was stored as.
+type savedVersion struct {
+	hash    string
+	version int
 }

@@ -84,3 +84,28 @@ func TestVersionsSavedOnceByRunsStartedTogether(t *testing.T) {
 	}
 	require.EqualValues(t, 1, counting.calls.Load())
 }
+
+// A copy of a workflow loaded after the first copy's save ended is not
+// saved again; a source changed back is saved as a new latest version, as
+// the store does.
+func TestVersionsCopyLoadedLaterAndSourceChangedBack(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	counting := &countingSaves{Store: st, entered: make(chan struct{}), release: make(chan struct{})}
+	close(counting.release)
+	a := []byte("version: 1\nname: hooks\nnodes:\n  - {id: start, type: trigger.manual}\n")
+	b := []byte("version: 1\nname: hooks\nnodes:\n  - {id: begin, type: trigger.manual}\n")
+	var vs durable.Versions
+	save := func(src []byte) int {
+		v, err := vs.Save(context.Background(), counting, &workflow.Workflow{Name: "hooks", Source: src})
+		require.NoError(t, err)
+		return v
+	}
+	require.Equal(t, 1, save(a))
+	require.Equal(t, 1, save(a), "a second copy of the same source")
+	require.EqualValues(t, 1, counting.calls.Load(), "the copy loaded later is not saved again")
+	require.Equal(t, 2, save(b))
+	require.Equal(t, 3, save(a), "the source changed back is the latest version again")
+}
