@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // folder is a Backend of files named by their digest: a run folder's
@@ -217,8 +218,8 @@ func (f *folder) Open(_ context.Context, sum string) (io.ReadCloser, error) {
 // wrote blobs left.
 func (f *folder) removeStale() error {
 	entries, err := os.ReadDir(f.stage)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil // no folder, nothing stale: a blob written to it says what is wrong with it
 	}
 	if err != nil {
 		return f.fail(err)

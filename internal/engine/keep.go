@@ -31,7 +31,7 @@ func Keep(st *blob.Store, mem *blob.Budget, pn *PlanNode, oc Outcome, params map
 	fail := func(err error) (Outcome, map[string]any) {
 		if oc.Err == nil {
 			oc.Err = &node.Error{Code: "big_value", Category: node.CategoryInternal, Err: err,
-				Message: fmt.Sprintf("node %s: keeping its output: %v", pn.ID, err)}
+				Message: fmt.Sprintf("keeping its output: %v", err)}
 		}
 		oc.Output = nil
 		return oc, params

@@ -157,6 +157,38 @@ func TestResumeReusesABigStep(t *testing.T) {
 	require.Equal(t, runes(t, filepath.Join(b.dir, "big.bin")), stepOutput(t, doc, "measure")["n"])
 }
 
+// TestResumeWithABrokenBlobsFolder: a resume whose run folder has a
+// file where its blobs folder goes runs, and the node whose big output
+// cannot be kept fails as big_value, its error naming the folder once —
+// as a fresh run's would — instead of the resume being refused.
+func TestResumeWithABrokenBlobsFolder(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	flow := `version: 1
+name: late
+nodes:
+  - {id: big, type: shell, command: [sh, -c, 'test -f "$1" && head -c 100000 /dev/zero', x, "` + filepath.Join(b.dir, "gate") + `"]}
+`
+	w, err := b.r.Load(b.write(t, "late.yaml", flow))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.Equal(t, "failed", string(res.Run.Status), "gate is closed")
+
+	require.NoError(t, os.WriteFile(filepath.Join(b.dir, "gate"), nil, 0o644))
+	blobs := filepath.Join(res.Run.Dir, "blobs")
+	require.NoError(t, os.WriteFile(blobs, []byte("not a folder"), 0o644))
+	again, err := b.r.Resume(b.ctx, runner.ResumeRequest{RunID: res.Run.ID})
+	require.NoError(t, err, "the resume runs")
+	require.Equal(t, "failed", string(again.Run.Status))
+	require.NotNil(t, again.Run.Error)
+	require.Equal(t, "big", again.Run.Error.Node)
+	require.Equal(t, "big_value", again.Run.Error.Code)
+	require.Contains(t, again.Run.Error.Message, "keeping its output: writing a big value to "+blobs)
+	require.Equal(t, 1, strings.Count(again.Run.Error.Message, "node big"), "the error names its node once: %s", again.Run.Error.Message)
+	require.Equal(t, 2, again.Run.Generation)
+}
+
 // TestPinnedBigOutputOutlivesItsRun: rerun --pin of a big step links its
 // blob into the new run's folder, so pruning the old run loses nothing;
 // pruning the new one removes its blobs with it.
