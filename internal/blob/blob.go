@@ -325,3 +325,60 @@ func preview(v any, n, depth int) (any, bool, error) {
 	}
 	return v, false, nil
 }
+
+// Replace returns v with each Blob in it for which f says so (its second
+// result) replaced by f's first result. Maps and lists that hold one are
+// copied; v is never modified, and is returned as it is when nothing is
+// replaced.
+func Replace(v any, f func(*Blob) (any, bool)) any {
+	if out, changed := replace(v, f, 0); changed {
+		return out
+	}
+	return v
+}
+
+func replace(v any, f func(*Blob) (any, bool), depth int) (any, bool) {
+	if depth > maxDepth {
+		return v, false
+	}
+	switch x := v.(type) {
+	case *Blob:
+		return f(x)
+	case map[string]any:
+		var out map[string]any
+		for k, e := range x {
+			if r, changed := replace(e, f, depth+1); changed {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = r
+			}
+		}
+		return out, out != nil
+	case []any:
+		var out []any
+		for i, e := range x {
+			if r, changed := replace(e, f, depth+1); changed {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = r
+			}
+		}
+		return out, out != nil
+	}
+	return v, false
+}
+
+// RefAt is the blob's reference object, as MarshalJSON encodes it, with
+// path in place of its own: how an answer names a run folder's blob by a
+// path of the answer's own (relative to a server's data folder).
+func (b *Blob) RefAt(path string) map[string]any {
+	r := map[string]any{"sha256": b.sum, "size": b.size, "type": b.typ}
+	if path != "" {
+		r["path"] = path
+	} else {
+		r["store"] = b.kind
+	}
+	return map[string]any{Key: r}
+}

@@ -209,6 +209,24 @@ func TestPreview(t *testing.T) {
 	require.Equal(t, map[string]any{"big": list}, blob.Preview(map[string]any{"big": list}, 2), "a longer list stays a reference")
 }
 
+func TestReplace(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	long, err := b.st.Put(strings.Repeat("é", 100))
+	require.NoError(t, err)
+	in := map[string]any{"long": long, "nested": []any{long, "text"}, "n": 1}
+	named := func(x *blob.Blob) (any, bool) { return x.RefAt("runs/x/blobs/" + x.Digest()), true }
+	got := blob.Replace(in, named)
+	ref := map[string]any{"$skein.blob": map[string]any{"sha256": long.(*blob.Blob).Digest(), "size": int64(200), "type": "text", "path": "runs/x/blobs/" + long.(*blob.Blob).Digest()}}
+	require.Equal(t, map[string]any{"long": ref, "nested": []any{ref, "text"}, "n": 1}, got)
+	require.Same(t, long, in["long"], "the input is not modified")
+	require.Same(t, long, in["nested"].([]any)[0], "the input is not modified")
+
+	plain := map[string]any{"n": 1, "list": []any{"a"}}
+	require.Equal(t, plain, blob.Replace(plain, named), "nothing to replace")
+	require.Nil(t, blob.Replace(map[string]any(nil), named).(map[string]any))
+}
+
 func TestRemoveStale(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -219,4 +237,13 @@ func TestRemoveStale(t *testing.T) {
 	require.NoError(t, os.WriteFile(stale, []byte("half a value"), 0o644))
 	require.NoError(t, b.st.RemoveStale())
 	require.Equal(t, []string{v.(*blob.Blob).Digest()}, b.files(t))
+
+	// A file where the folder goes: nothing stale to remove; writing a
+	// blob says what is wrong.
+	broken := setup(t, nil)
+	require.NoError(t, os.MkdirAll(filepath.Dir(broken.st.Dir()), 0o755))
+	require.NoError(t, os.WriteFile(broken.st.Dir(), []byte("a file"), 0o644))
+	require.NoError(t, broken.st.RemoveStale())
+	_, err = broken.st.Put(strings.Repeat("kept", 1000))
+	require.ErrorContains(t, err, "is not a folder")
 }

@@ -457,15 +457,35 @@ func TestMCPAnswersNamePathsOverHTTPOnly(t *testing.T) {
 			raw, err := json.Marshal(res.StructuredContent)
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(raw, &doc))
+			// A big output's reference names its file.
+			res, err = cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "run_workflow", Arguments: map[string]any{"file": "testdata/bigout.yaml"}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "%v", res.Content)
+			var big struct {
+				Steps []struct {
+					Output struct {
+						Stdout map[string]map[string]any `json:"stdout"`
+					} `json:"output"`
+				} `json:"steps"`
+			}
+			raw, err = json.Marshal(res.StructuredContent)
+			require.NoError(t, err)
+			require.NoError(t, json.Unmarshal(raw, &big))
+			require.Len(t, big.Steps, 1)
+			blobPath, _ := big.Steps[0].Output.Stdout["$skein.blob"]["path"].(string)
+			require.NotEmpty(t, blobPath, "%s", raw)
 			if tr.name == "stdio" {
 				require.Contains(t, string(validated), wd)
 				require.Equal(t, filepath.Join(wd, "testdata", "ok.yaml"), doc.File)
+				require.True(t, filepath.IsAbs(blobPath), blobPath)
 				return
 			}
 			require.NotContains(t, string(validated), wd)
 			require.Contains(t, string(validated), "the working folder")
 			require.Equal(t, filepath.Join("testdata", "ok.yaml"), doc.File)
 			require.False(t, filepath.IsAbs(doc.Dir), doc.Dir)
+			require.False(t, filepath.IsAbs(blobPath), "a big value's file is named relative to the data folder: %s", blobPath)
+			require.True(t, strings.HasPrefix(blobPath, "runs/bigout/"), blobPath)
 		})
 	}
 }

@@ -608,11 +608,11 @@ func (s *Server) runDoc(ctx context.Context, r *runner.Runner, res *runner.Resul
 }
 
 // answered is a run document as a tool gives it: over HTTP, its workflow
-// file and run folder named as errors name paths (pathscrub).
+// file, run folder and big values' files named as errors name paths
+// (pathscrub).
 func (s *Server) answered(doc *runner.RunDoc) runner.RunDoc {
 	if ps := s.paths.Load(); ps != nil {
-		doc.File, _ = ps.Scrub(doc.File, "")
-		doc.Dir, _ = ps.Scrub(doc.Dir, "")
+		doc.Scrub(ps)
 	}
 	return *doc
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/skeinhq/skein/internal/blob"
 )
 
 // pathRoot is a folder of the server whose paths answers name relative to
@@ -122,4 +124,19 @@ func (ps *Scrubber) rewrite(p, keep string) (string, bool) {
 		}
 	}
 	return "…" + string(os.PathSeparator) + filepath.Base(p), true
+}
+
+// Values returns m with each big value kept in a run folder named by its
+// path as an answer says it ("runs/…/blobs/<sha256>", relative to the
+// data folder) instead of the server's absolute path; a shared store's
+// are named by its kind already. m is not modified.
+func (ps *Scrubber) Values(m map[string]any) map[string]any {
+	out, _ := blob.Replace(m, func(b *blob.Blob) (any, bool) {
+		if b.Path() == "" {
+			return b, false
+		}
+		p, _ := ps.Scrub(b.Path(), "")
+		return b.RefAt(p), true
+	}).(map[string]any)
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skeinhq/skein/internal/check"
+	"github.com/skeinhq/skein/internal/pathscrub"
 	"github.com/skeinhq/skein/internal/record"
 	"github.com/skeinhq/skein/internal/redact"
 	"github.com/skeinhq/skein/internal/repair"
@@ -54,6 +55,19 @@ type Doc struct {
 	// RepairedWorkflow and Repair say what --auto-repair did.
 	RepairedWorkflow *string        `json:"repaired_workflow,omitempty"`
 	Repair           *repair.Report `json:"repair,omitempty"`
+}
+
+// Scrub names the paths of the document as a server's answer names them
+// (pathscrub): its workflow file, its run folder and the files of the big
+// values its inputs, steps and outputs hold, relative to the server's
+// folders instead of by the server's absolute paths.
+func (d *Doc) Scrub(ps *pathscrub.Scrubber) {
+	d.File, _ = ps.Scrub(d.File, "")
+	d.Dir, _ = ps.Scrub(d.Dir, "")
+	d.Inputs, d.Outputs = ps.Values(d.Inputs), ps.Values(d.Outputs)
+	for i := range d.Steps {
+		d.Steps[i].Params, d.Steps[i].Output = ps.Values(d.Steps[i].Params), ps.Values(d.Steps[i].Output)
+	}
 }
 
 // Owner is who runs a run.

@@ -306,15 +306,14 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 // answerRun returns the document of run id as an answer gives it: its
-// workflow file and run folder named as a problem's detail names them
-// (pathscrub), not by the server's absolute paths.
+// workflow file, run folder and big values' files named as a problem's
+// detail names them (pathscrub), not by the server's absolute paths.
 func (s *Server) answerRun(ctx context.Context, id string) (*runner.RunDoc, error) {
 	doc, err := s.cfg.Runner.Get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	doc.File, _ = s.paths.Scrub(doc.File, "")
-	doc.Dir, _ = s.paths.Scrub(doc.Dir, "")
+	doc.Scrub(s.paths)
 	return doc, nil
 }
 

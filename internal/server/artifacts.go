@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"mime"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/skeinhq/skein/internal/blob"
 )
 
 // ArtifactDoc is a file a node of a run saved: <run folder>/<node>/artifacts/<name>.
@@ -127,6 +130,50 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request) error {
 	if ct == "application/octet-stream" {
 		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
 	}
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, rc) // the client went away, or the store failed mid-way: the length tells
+	return nil
+}
+
+// getBlob answers with a big value of the run: the content of a blob the
+// run's document refers to (an input, a step's parameter or output, the
+// run's outputs), as text or JSON, wherever the run's configuration keeps
+// it (its folder, a shared folder, the database).
+func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) error {
+	sum := r.PathValue("sha256")
+	doc, err := s.cfg.Runner.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var found *blob.Blob
+	find := func(b *blob.Blob) (any, bool) {
+		if found == nil && b.Digest() == sum {
+			found = b
+		}
+		return b, false
+	}
+	blob.Replace(doc.Inputs, find)
+	blob.Replace(doc.Outputs, find)
+	for _, st := range doc.Steps {
+		blob.Replace(st.Params, find)
+		blob.Replace(st.Output, find)
+	}
+	if found == nil {
+		return problemf(http.StatusNotFound, CodeNotFound, "run %s holds no big value %q; its document names the ones it holds by their sha256", doc.ExecutionID, sum)
+	}
+	rc, err := found.Open()
+	if err != nil {
+		return fmt.Errorf("run %s: %w", doc.ExecutionID, err)
+	}
+	defer rc.Close()
+	h := w.Header()
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if found.Type() == blob.JSON {
+		h.Set("Content-Type", "application/json")
+	}
+	h.Set("Content-Length", strconv.FormatInt(found.Size(), 10))
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox; default-src 'none'")
 	w.WriteHeader(http.StatusOK)
 	_, _ = io.Copy(w, rc) // the client went away, or the store failed mid-way: the length tells
 	return nil

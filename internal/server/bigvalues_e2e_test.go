@@ -42,8 +42,10 @@ var bigSetups = []struct {
 	{"served", func(t *testing.T) bigSetup {
 		s := serve(t, serveOpts{flows: copyDir(t, "testdata/bigvalues")})
 		return bigSetup{s: s, kept: func(t *testing.T, workflow string, ref map[string]any) []byte {
-			path, _ := ref["path"].(string)
-			require.NotEmpty(t, path, "a served run's reference names its file: %v", ref)
+			rel, _ := ref["path"].(string)
+			require.NotEmpty(t, rel, "a served run's reference names its file: %v", ref)
+			require.False(t, filepath.IsAbs(rel), "the reference names its file relative to the data folder, not by the server's path: %s", rel)
+			path := filepath.Join(s.dir, rel)
 			runs := filepath.Join(s.dir, "runs", workflow)
 			require.Equal(t, runs, filepath.Dir(filepath.Dir(filepath.Dir(path))), "the blob is in a run folder of %s", workflow)
 			require.Equal(t, filepath.Join("blobs", ref["sha256"].(string)), filepath.Join(filepath.Base(filepath.Dir(path)), filepath.Base(path)))
@@ -132,8 +134,9 @@ func holdsRef(v any) bool {
 }
 
 // checkBlob checks that ref refers to text whole, kept where setup keeps
-// big values.
-func (b bigSetup) checkBlob(t *testing.T, workflow string, r map[string]any, text string) {
+// big values, and that the API serves it as the run's
+// (GET /api/runs/{id}/blobs/{sha256}).
+func (b bigSetup) checkBlob(t *testing.T, doc map[string]any, workflow string, r map[string]any, text string) {
 	t.Helper()
 	sum := sha256.Sum256([]byte(text))
 	require.Equal(t, hex.EncodeToString(sum[:]), r["sha256"])
@@ -141,6 +144,11 @@ func (b bigSetup) checkBlob(t *testing.T, workflow string, r map[string]any, tex
 	got := b.kept(t, workflow, r)
 	require.Equal(t, len(text), len(got))
 	require.True(t, string(got) == text, "the blob holds the value whole")
+
+	a := b.s.do("GET", "/api/runs/"+doc["execution_id"].(string)+"/blobs/"+r["sha256"].(string), b.s.token, nil)
+	require.Equal(t, http.StatusOK, a.status, "%s", a.body)
+	require.Equal(t, "text/plain; charset=utf-8", a.header.Get("Content-Type"))
+	require.True(t, string(a.body) == text, "the API serves the value whole")
 }
 
 // completed waits for run id to end and checks that it completed.
@@ -184,8 +192,19 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				doc := completed(t, s, s.start("big", nil))
 				want := strings.Repeat("x", 100000)
 				require.Equal(t, "100000", outputs(doc)["bytes"], "the next node read the output whole")
-				b.checkBlob(t, "big", ref(t, step(doc, "big")["output"].(map[string]any)["stdout"]), want)
-				b.checkBlob(t, "big", ref(t, outputs(doc)["text"]), want)
+				b.checkBlob(t, doc, "big", ref(t, step(doc, "big")["output"].(map[string]any)["stdout"]), want)
+				b.checkBlob(t, doc, "big", ref(t, outputs(doc)["text"]), want)
+
+				id := doc["execution_id"].(string)
+				for _, path := range []string{"/api/runs/" + id, "/api/runs/" + id + "/events"} {
+					a := s.do("GET", path, s.token, nil)
+					require.Equal(t, http.StatusOK, a.status)
+					require.Contains(t, string(a.body), "$skein.blob", "%s holds the references", path)
+					require.NotContains(t, string(a.body), s.dir, "%s names no path of the server's", path)
+				}
+				a := s.do("GET", "/api/runs/"+id+"/blobs/"+strings.Repeat("0", 64), s.token, nil)
+				require.Equal(t, http.StatusNotFound, a.status, "a digest the run does not hold: %s", a.body)
+				require.Equal(t, http.StatusUnauthorized, s.do("GET", "/api/runs/"+id+"/blobs/"+ref(t, outputs(doc)["text"])["sha256"].(string), "", nil).status)
 			})
 
 			part("input of 100 KB", func(t *testing.T) {
@@ -193,7 +212,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				doc := completed(t, s, s.start("bigin", map[string]any{"text": text}))
 				require.Equal(t, map[string]any{"bytes": "100000", "kept": "100000", "same": true}, outputs(doc),
 					"the input, a node's output and a run variable hold it whole")
-				b.checkBlob(t, "bigin", ref(t, step(doc, "keep")["output"].(map[string]any)["text"]), text)
+				b.checkBlob(t, doc, "bigin", ref(t, step(doc, "keep")["output"].(map[string]any)["text"]), text)
 				require.True(t, holdsRef(step(doc, "start")["output"]), "the trigger's output holds the input as a blob")
 			})
 
@@ -205,7 +224,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				require.Equal(t, http.StatusAccepted, a.status, string(a.body))
 				doc := completed(t, s, a.json(t)["execution_id"].(string))
 				require.Equal(t, map[string]any{"n": 7.0, "size": "200000"}, outputs(doc))
-				b.checkBlob(t, "bigbody", ref(t, step(doc, "read")["output"].(map[string]any)["pad"]), pad)
+				b.checkBlob(t, doc, "bigbody", ref(t, step(doc, "read")["output"].(map[string]any)["pad"]), pad)
 				require.True(t, holdsRef(step(doc, "hook")["output"]), "the trigger's output holds the body as a blob: %.300v", step(doc, "hook")["output"])
 			})
 
@@ -237,11 +256,12 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				ans := s.admin("POST", "/api/chat/bigchat", map[string]any{"message": msg, "conversation": "c-long"}, http.StatusOK)
 				require.Equal(t, "completed", ans["status"], "%v", ans["error"])
 				require.Equal(t, "you said "+msg, ans["reply"], "the answer holds the reply whole")
-				b.checkBlob(t, "bigchat", ref(t, outputs(s.admin("GET", "/api/runs/"+ans["execution_id"].(string), nil, http.StatusOK))["reply"]), "you said "+msg)
+				replied := s.admin("GET", "/api/runs/"+ans["execution_id"].(string), nil, http.StatusOK)
+				b.checkBlob(t, replied, "bigchat", ref(t, outputs(replied)["reply"]), "you said "+msg)
 				ans = s.admin("POST", "/api/chat/bigchat", map[string]any{"message": "and?", "conversation": "c-long"}, http.StatusOK)
 				require.Equal(t, "completed", ans["status"], "%v", ans["error"])
 				doc := s.admin("GET", "/api/runs/"+ans["execution_id"].(string), nil, http.StatusOK)
-				b.checkBlob(t, "bigchat", ref(t, outputs(doc)["last"]), "you said "+msg)
+				b.checkBlob(t, doc, "bigchat", ref(t, outputs(doc)["last"]), "you said "+msg)
 			})
 
 			part("child run of a subworkflow", func(t *testing.T) {
@@ -249,10 +269,10 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				doc := completed(t, s, id)
 				require.Equal(t, map[string]any{"child_bytes": "100000", "bytes": "100000"}, outputs(doc))
 				want := strings.Repeat("x", 100000)
-				b.checkBlob(t, "bigparent", ref(t, step(doc, "child")["output"].(map[string]any)["text"]), want)
+				b.checkBlob(t, doc, "bigparent", ref(t, step(doc, "child")["output"].(map[string]any)["text"]), want)
 				child := s.admin("GET", "/api/runs/"+id+".child1", nil, http.StatusOK)
 				require.Equal(t, "completed", child["status"])
-				b.checkBlob(t, "big", ref(t, step(child, "big")["output"].(map[string]any)["stdout"]), want)
+				b.checkBlob(t, child, "big", ref(t, step(child, "big")["output"].(map[string]any)["stdout"]), want)
 			})
 
 			part("resumed after a signal", func(t *testing.T) {
@@ -264,7 +284,7 @@ func TestBigValuesWhereverServed(t *testing.T) {
 				s.admin("POST", "/api/runs/"+id+"/signals/approve", map[string]any{"by": "Ada"}, http.StatusAccepted)
 				doc := completed(t, s, id)
 				require.Equal(t, "100000", outputs(doc)["bytes"])
-				b.checkBlob(t, "bigwait", ref(t, step(doc, "big")["output"].(map[string]any)["stdout"]), strings.Repeat("w", 100000))
+				b.checkBlob(t, doc, "bigwait", ref(t, step(doc, "big")["output"].(map[string]any)["stdout"]), strings.Repeat("w", 100000))
 			})
 		})
 	}

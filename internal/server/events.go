@@ -65,6 +65,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 	defer idle.Stop()
 	for {
 		for _, ev := range evs {
+			ev.Data = s.paths.Values(ev.Data)
 			if err := writeEvent(w, ev); err != nil {
 				return nil // the client left
 			}
@@ -82,7 +83,7 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 			// The run's last events commit with its final status, so
 			// none can follow what was just read.
 			s.hub.forget(id, wake)
-			data, _ := json.Marshal(map[string]any{"execution_id": run.ID, "status": run.Status, "outputs": run.Outputs})
+			data, _ := json.Marshal(map[string]any{"execution_id": run.ID, "status": run.Status, "outputs": s.paths.Values(run.Outputs)})
 			_, _ = fmt.Fprintf(w, "event: end\ndata: %s\n\n", data)
 			_ = rc.Flush()
 			return nil

@@ -193,7 +193,9 @@ func (s *Server) takeHook(w http.ResponseWriter, r *http.Request, m *hookMetric)
 	w.Header().Set("Location", "/api/runs/"+run.ID)
 	if hk.cfg.Respond == trigger.RespondOnFinish {
 		if done := s.waitEnd(r.Context(), run.ID, hk.cfg.RespondTimeout); done != nil {
-			writeJSON(w, http.StatusOK, resultOf(done))
+			res := resultOf(done)
+			res.Outputs = s.paths.Values(res.Outputs)
+			writeJSON(w, http.StatusOK, res)
 			return nil
 		}
 	}

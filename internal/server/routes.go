@@ -52,6 +52,7 @@ func (s *Server) register() {
 		{"GET", "/api/runs/{id}/events", auth.Read, s.runEvents},
 		{"GET", "/api/runs/{id}/artifacts", auth.Read, s.listArtifacts},
 		{"GET", "/api/runs/{id}/artifacts/{node}/{name}", auth.Read, s.getArtifact},
+		{"GET", "/api/runs/{id}/blobs/{sha256}", auth.Read, s.getBlob},
 		{"POST", "/api/chat/{workflow}", auth.Run, s.chat},
 		{"GET", "/api/schedules", auth.Read, s.listSchedules},
 		{"GET", "/api/openapi.yaml", auth.Read, s.openAPI},
