@@ -1017,10 +1017,12 @@ func (v *validator) loopIDs() []string {
 }
 
 // cycles finds the strongly connected components of the graph. Every node
-// has a visit limit of at least 1 (see bounded), so no cycle runs forever.
+// has a visit limit of at least 1 (see bounded), so no cycle runs forever;
+// a cycle no run can leave is reported (endlessCycles).
 func (v *validator) cycles() {
 	g := v.g
 	v.comp, _ = g.SCC(nil)
+	v.endlessCycles()
 }
 
 // starts returns the nodes a run may start from: the triggers or, when the
