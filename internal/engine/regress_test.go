@@ -171,6 +171,51 @@ func TestSchedulerRegressions(t *testing.T) {
 		require.Equal(t, engine.RunCompleted, s.done.Status, "%v", s.done.Err)
 	})
 
+	t.Run("a node whose visit limit's failure routes back into it ends the run", func(t *testing.T) {
+		t.Parallel()
+		// An error edge back into the node: a failure tries it again, and
+		// the failure of its visit limit went round again, for ever (the
+		// scheduler recursed until the process died of a stack overflow).
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: try, type: act, fail: -1, permanent: true, max_visits: 3, on_error: route}
+  - {id: after, type: act}
+`, `
+  - {from: start, to: try}
+  - {from: try, to: try, on: error}
+  - {from: try, to: after}
+`))
+		s.start("")
+		s.drain()
+		require.NotNil(t, s.done)
+		require.Equal(t, engine.RunFailed, s.done.Status)
+		require.Equal(t, "max_visits", s.done.Err.Code, "%v", s.done.Err)
+		require.Len(t, s.statuses("try"), 5, "three tries, the limit's failure routed back, and the arrival after it")
+		require.Equal(t, statusList(skipped), s.statuses("after"), "a failure never goes on by the default edge")
+	})
+
+	t.Run("a node whose visit limit's failure goes on round a cycle ends the run", func(t *testing.T) {
+		t.Parallel()
+		s := newSim(t, wf(`
+  - {id: start, type: trigger.manual}
+  - {id: a, type: act, max_visits: 2, on_error: continue}
+  - {id: b, type: act, max_visits: 5}
+  - {id: out, type: if, condition: "false", max_visits: 20}
+  - {id: after, type: act}
+`, `
+  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: out}
+  - {from: out, to: a, on: "false"}
+  - {from: out, to: after, on: "true"}
+`))
+		s.start("")
+		s.drain()
+		require.NotNil(t, s.done)
+		require.Equal(t, engine.RunFailed, s.done.Status)
+		require.Equal(t, "max_visits", s.done.Err.Code, "%v", s.done.Err)
+	})
+
 	t.Run("the pending nodes of an item stopped by on_error continue are skipped", func(t *testing.T) {
 		t.Parallel()
 		s := newSim(t, wf(`

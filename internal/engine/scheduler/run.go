@@ -934,7 +934,10 @@ func (r *Run) fail(f *frame, pn *PlanNode, attempt int, partial map[string]any, 
 		return // the foreach item has stopped: its failures no longer count
 	}
 	onErr := pn.OnError
-	if pn.ctrl == ctrlFail {
+	if pn.ctrl == ctrlFail || err.Code == "max_visits" && st.visits > pn.MaxVisits+1 {
+		// A fail node; a node arrived at again after the failure of its
+		// visit limit went on (its on_error led back round): the cycle
+		// does not end, and the run fails instead of going round again.
 		onErr = "fail"
 	}
 	switch onErr {
