@@ -72,6 +72,8 @@ func TestEditorTriesTheDraft(t *testing.T) {
 	require.NotContains(t, res, "A2")
 	require.Equal(t, "success", eval[string](t, ctx, `document.querySelector(".try-node .try-result").dataset.stepStatus`))
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('.try-node .try-checks li[data-verdict="pass"]')`), "b's check passed")
+	require.Contains(t, eval[string](t, ctx, `document.querySelector('.try-node .try-checks li[data-verdict="pass"]').textContent`), "names the input",
+		"the check is shown by its name")
 
 	// The run: a pinned, c not run.
 	nodeRun := eval[string](t, ctx, `document.querySelector(".try-node .try-result a").getAttribute("href")`)[len("#/runs/"):]

@@ -34,11 +34,12 @@ export const LIVE = new Set(["pending", "running", "waiting"]);
 
 // elapsed is the duration of a run or step: finished − started, or now −
 // started while it goes on. One that is not going on (given its status:
-// an interrupted run, whose process died) has the duration it recorded.
+// an interrupted run, whose process died) has the duration it recorded,
+// and none (null: nothing is shown) when it recorded no end.
 export function elapsed(started, finished, ms, status) {
   if (ms) return ms;
   if (!started) return 0;
-  if (!finished && status !== undefined && !LIVE.has(status)) return 0;
+  if (!finished && status !== undefined && !LIVE.has(status)) return null;
   return (finished ? new Date(finished) : new Date()) - new Date(started);
 }
 

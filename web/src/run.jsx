@@ -73,6 +73,13 @@ function apply(live, ev) {
   }
 }
 
+// stepStatus is the status a step's duration is read by: a step of a run
+// that is not going on is not going on either, whatever it recorded last
+// (an interrupted run's step that was running when its process died).
+function stepStatus(run, s) {
+  return LIVE.has(run.status) ? s.status : run.status;
+}
+
 // nodeStates merges the run's steps with the stream: a node's status is
 // the stream's when its latest event came after the document was read.
 function nodeStates(run, live, readAt) {
@@ -81,7 +88,7 @@ function nodeStates(run, live, readAt) {
     const n = (st[s.node] ||= { visits: 0, duration: 0, tokens: 0, cost: 0, steps: [] });
     n.steps.push(s);
     n.visits = Math.max(n.visits, s.visit);
-    n.duration += elapsed(s.started_at, s.finished_at, s.duration_ms, s.status);
+    n.duration += elapsed(s.started_at, s.finished_at, s.duration_ms, stepStatus(run, s));
     n.tokens += s.tokens || 0;
     n.cost += s.cost_usd || 0;
     n.status = s.status;
@@ -316,7 +323,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
             <span class="muted">#{s.step_order}</span> Visit {s.visit}
             {s.iteration ? `, iteration ${s.iteration}` : ""} · {s.attempts} attempt{s.attempts === 1 ? "" : "s"} ·{" "}
             <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : s.status} />{" "}
-            {duration(elapsed(s.started_at, s.finished_at, s.duration_ms, s.status))} {tokens(s.tokens)} {cost(s.cost_usd)}
+            {duration(elapsed(s.started_at, s.finished_at, s.duration_ms, stepStatus(run, s)))} {tokens(s.tokens)} {cost(s.cost_usd)}
             {s.confidence_score != null ? (
               <span class="confidence" title="confidence_score: the confidence the node reported">
                 {" "}
@@ -471,6 +478,7 @@ export function RunPage({ id, session }) {
   if (!run || !graph || !lay) return <p aria-busy="true">Loading run {id}…</p>;
 
   const states = nodeStates(run, live.current, readAt.current);
+  const took = duration(elapsed(run.started_at, run.finished_at, run.duration_ms, run.status));
   const isLive = LIVE.has(run.status);
   const awaiting = Object.keys(live.current.awaiting).filter((n) => {
     const s = states[n];
@@ -509,7 +517,8 @@ export function RunPage({ id, session }) {
           {run.workflow} <span class="mono muted">{run.execution_id}</span> <StatusPill status={run.status} />
         </h1>
         <p class="facts">
-          Started {time(run.started_at)} · {duration(elapsed(run.started_at, run.finished_at, run.duration_ms, run.status))}
+          Started {time(run.started_at)}
+          {took ? ` · ${took}` : ""}
           {run.tokens ? ` · ${tokens(run.tokens)}` : ""}
           {run.cost_usd ? ` · ${cost(run.cost_usd)}` : ""}
           {run.trigger ? ` · trigger ${run.trigger}` : ""}

@@ -51,13 +51,13 @@ function useRun(id) {
     let stop = false;
     let es = null;
     let timer = 0;
-    const read = () => api("GET", `/api/runs/${id}`).then((r) => (stop ? null : (setRun(r), r)), () => null);
+    const read = () => api("GET", `/api/runs/${encodeURIComponent(id)}`).then((r) => (stop ? null : (setRun(r), r)), () => null);
     const later = () => {
       if (!timer) timer = setTimeout(() => ((timer = 0), read()), 150);
     };
     read().then((r) => {
       if (stop || !r || !LIVE.has(r.status)) return;
-      es = new EventSource(`/api/runs/${id}/events`);
+      es = new EventSource(`/api/runs/${encodeURIComponent(id)}/events`);
       for (const t of ["node_started", "node_finished", "execution_finished", "execution_parked", "check_verdict"]) es.addEventListener(t, later);
       es.addEventListener("end", () => (es.close(), later()));
     });
@@ -243,7 +243,7 @@ export function TryNode({ name, node, graph, draft, session }) {
     let stop = false;
     setRuns(null);
     api("GET", `/api/runs?${new URLSearchParams({ workflow: name, limit: "10" })}`)
-      .then((l) => Promise.all(l.runs.filter((r) => !LIVE.has(r.status) && !r.parent_id).map((r) => api("GET", `/api/runs/${r.execution_id}`).catch(() => null))))
+      .then((l) => Promise.all(l.runs.filter((r) => !LIVE.has(r.status) && !r.parent_id).map((r) => api("GET", `/api/runs/${encodeURIComponent(r.execution_id)}`).catch(() => null))))
       .then(
         (docs) => {
           if (stop) return;
