@@ -274,6 +274,38 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	require.Contains(t, again.stderr, "is cancelled")
 }
 
+// TestShowAKilledRun: runs show of a run whose process was killed while
+// its node ran says the run is interrupted and that the node was running
+// when it was, with no duration, and does not say the run is running in
+// the dead process.
+func TestShowAKilledRun(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/long.yaml")
+	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
+	require.NoError(t, err)
+	defer st.Close()
+	eventually(t, 60*time.Second, func() bool {
+		steps, err := st.Steps(context.Background(), id)
+		return err == nil && slices.ContainsFunc(steps, func(s *store.Step) bool { return s.Node == "sleep" && s.Status == "running" })
+	}, "the sleep step never ran")
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+
+	show := run(t, "runs", "show", "--dir", dir, id)
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Contains(t, show.stdout, "interrupted (skein resume "+id+")")
+	require.NotContains(t, show.stdout, "running in pid", "the process is gone")
+	var line string
+	for l := range strings.Lines(show.stdout) {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "sleep" {
+			line = l
+		}
+	}
+	require.Contains(t, line, "▸ running when interrupted", show.stdout)
+	require.Regexp(t, `when interrupted\s+1\s+-\s`, line, "no duration: the step never ended")
+}
+
 // TestCancelAKilledRun: a run whose process was killed while its node ran
 // is cancelled by skein cancel, its running step with it: no step of the
 // cancelled run is left running.

@@ -125,7 +125,11 @@ interrupted; resume it with skein resume RUN_ID.`,
 			if doc.ParentID != "" {
 				fmt.Fprintf(e.stdout, "child of run %s\n", doc.ParentID)
 			}
-			if doc.Owner != nil {
+			interrupted := doc.Status == runner.StatusInterrupted
+			switch {
+			case doc.Owner != nil && interrupted:
+				fmt.Fprintf(e.stdout, "ran in pid %d on %s, which stopped before the run ended\n", doc.Owner.PID, doc.Owner.Host)
+			case doc.Owner != nil:
 				fmt.Fprintf(e.stdout, "running in pid %d on %s\n", doc.Owner.PID, doc.Owner.Host)
 			}
 			folder := shownPath(doc.Dir)
@@ -139,10 +143,14 @@ interrupted; resume it with skein resume RUN_ID.`,
 			fmt.Fprintln(tw, "#\tNODE\tTYPE\tVISIT\tITER\tSTATUS\tATTEMPTS\tDURATION\tRAN ON\t")
 			for _, s := range doc.Steps {
 				dur := "-"
-				if s.StartedAt != nil {
+				if s.StartedAt != nil && (s.FinishedAt != nil || s.DurationMS > 0) {
 					dur = fmtDuration(time.Duration(s.DurationMS) * time.Millisecond)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\t\n", s.StepOrder, s.Node, s.Type, s.Visit, s.Iteration, stepStatus(&s), s.Attempts,
+				st := stepStatus(&s)
+				if interrupted && (s.Status == record.StatusRunning || s.Status == record.StatusPending) {
+					st += " when interrupted" // its process stopped: it goes on when the run is resumed
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%d\t%s\t%s\t\n", s.StepOrder, s.Node, s.Type, s.Visit, s.Iteration, st, s.Attempts,
 					dur, ranOn(s.RanOn))
 			}
 			if err := tw.Flush(); err != nil {
