@@ -243,8 +243,9 @@ func TestAnInterruptedRunsDurationStandsStill(t *testing.T) {
 	require.Equal(t, "", inList, "the runs list: no duration for a run that recorded no end")
 	require.Equal(t, "Started "+eval[string](t, ctx, `new Date("`+began.Format(time.RFC3339Nano)+`").toLocaleString(undefined, {dateStyle: "short", timeStyle: "medium"})`),
 		first.Facts, "the run's facts: when it started, and no duration")
-	require.Equal(t, "nap shell running", first.Nap, "nap's badge: no duration")
+	require.Equal(t, "nap shell interrupted", first.Nap, "nap's badge: interrupted, as runs show says, with no duration")
 	require.NotRegexp(t, `\d (ms|s|m|h)\b`, first.NapStep, "nap's step: no duration")
+	require.Contains(t, first.NapStep, "interrupted", "nap's step line: interrupted")
 	require.Equal(t, "start trigger.manual success 40 ms", first.Start, "the trigger's badge: the duration its step recorded")
 }
 

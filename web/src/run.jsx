@@ -80,6 +80,13 @@ function stepStatus(run, s) {
   return LIVE.has(run.status) ? s.status : run.status;
 }
 
+// runStepStatus is the status a step is shown with: one that was under way
+// when its run was interrupted (its process died) is shown interrupted,
+// as runs show says "running when interrupted".
+function runStepStatus(run, s) {
+  return run.status === "interrupted" && LIVE.has(s.status) ? "interrupted" : s.status;
+}
+
 // nodeStates merges the run's steps with the stream: a node's status is
 // the stream's when its latest event came after the document was read.
 function nodeStates(run, live, readAt) {
@@ -91,7 +98,7 @@ function nodeStates(run, live, readAt) {
     n.duration += elapsed(s.started_at, s.finished_at, s.duration_ms, stepStatus(run, s));
     n.tokens += s.tokens || 0;
     n.cost += s.cost_usd || 0;
-    n.status = s.status;
+    n.status = runStepStatus(run, s);
     n.cached = s.cached;
     n.pinned = s.pinned;
   }
@@ -322,7 +329,7 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
           <summary>
             <span class="muted">#{s.step_order}</span> Visit {s.visit}
             {s.iteration ? `, iteration ${s.iteration}` : ""} · {s.attempts} attempt{s.attempts === 1 ? "" : "s"} ·{" "}
-            <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : s.status} />{" "}
+            <StatusPill status={s.pinned ? "pinned" : s.cached ? "cached" : runStepStatus(run, s)} />{" "}
             {duration(elapsed(s.started_at, s.finished_at, s.duration_ms, stepStatus(run, s)))} {tokens(s.tokens)} {cost(s.cost_usd)}
             {s.confidence_score != null ? (
               <span class="confidence" title="confidence_score: the confidence the node reported">
