@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -292,4 +293,33 @@ func TestRunIDsInPathsAreEncoded(t *testing.T) {
 	// The run itself still opens.
 	open(id)
 	until(t, ctx, `!!document.querySelector('section.run[data-run="`+id+`"][data-status="completed"] g.node[data-node="greet"]')`)
+}
+
+// TestABigValueOpens: a run whose output is a big value (over 64 KiB,
+// kept out of the run's document) shows it as a link, in the run's
+// outputs and in the step's, that opens the value whole.
+func TestABigValueOpens(t *testing.T) {
+	t.Parallel()
+	s := serve(t, map[string]string{"bigout.yaml": `version: 1
+name: bigout
+nodes:
+  - {id: print, type: shell, command: [sh, -c, "head -c 100000 /dev/zero | tr '\\0' x"]}
+outputs:
+  text: "{{ print.stdout }}"
+`})
+	id := s.start("bigout")
+	ctx := browser(t)
+	s.signIn(ctx)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`location.hash = "#/runs/`+id+`"`))
+	until(t, ctx, `!!document.querySelector('section.run[data-run="`+id+`"][data-status="completed"] [aria-label="run outputs"] a.j-blob')`)
+	link := `document.querySelector('[aria-label="run outputs"] a.j-blob')`
+	require.Equal(t, "text: text of 100,000 bytes: open", eval[string](t, ctx, link+`.parentElement.textContent`))
+	got := eval[string](t, ctx, `fetch(`+link+`.href).then(r => r.ok ? r.text() : "status " + r.status)`)
+	require.Len(t, got, 100000, "the link opens the value whole")
+	require.Equal(t, strings.Repeat("x", 100000), got)
+
+	do(t, ctx, chromedp.Click(`g.node[data-node="print"]`))
+	until(t, ctx, `!!document.querySelector('section.panel[data-panel-node="print"] [aria-label="output"] a.j-blob')`)
+	require.Equal(t, eval[string](t, ctx, link+`.href`),
+		eval[string](t, ctx, `document.querySelector('section.panel [aria-label="output"] a.j-blob').href`), "the step's output opens the same value")
 }

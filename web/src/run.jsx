@@ -194,7 +194,7 @@ function RunSummary({ run }) {
     <div class="run-summary">
       <section class="run-inputs" aria-labelledby="run-in-h">
         <h2 id="run-in-h">Inputs</h2>
-        {inputs ? <JsonTree value={inputs} label="run inputs" /> : <p class="muted">No inputs.</p>}
+        {inputs ? <JsonTree value={inputs} label="run inputs" runID={run.execution_id} /> : <p class="muted">No inputs.</p>}
       </section>
       {run.error ? (
         <section class="run-error" aria-labelledby="run-err-h">
@@ -205,7 +205,7 @@ function RunSummary({ run }) {
         <section class="run-outputs" aria-labelledby="run-out-h">
           <h2 id="run-out-h">Outputs</h2>
           {run.outputs && Object.keys(run.outputs).length ? (
-            <JsonTree value={run.outputs} label="run outputs" />
+            <JsonTree value={run.outputs} label="run outputs" runID={run.execution_id} />
           ) : (
             <p class="muted">{LIVE.has(run.status) ? `None yet: the run is ${run.status}.` : "No outputs."}</p>
           )}
@@ -356,11 +356,11 @@ function NodePanel({ run, graph, id, st, events, verdicts, awaiting, streaming, 
             {s.params ? (
               <>
                 <h4>Parameters</h4>
-                <JsonTree value={s.params} label="parameters" />
+                <JsonTree value={s.params} label="parameters" runID={run.execution_id} />
               </>
             ) : null}
             <h4>Output</h4>
-            {s.output == null ? <p class="muted">No output.</p> : <JsonTree value={s.output} label="output" />}
+            {s.output == null ? <p class="muted">No output.</p> : <JsonTree value={s.output} label="output" runID={run.execution_id} />}
             {s.error ? (
               <>
                 <h4>Error</h4>

@@ -212,7 +212,7 @@ function RunResult({ run }) {
       {!run.error && run.outputs && Object.keys(run.outputs).length ? (
         <>
           <h3>Outputs</h3>
-          <JsonTree value={run.outputs} label="outputs of the draft's run" />
+          <JsonTree value={run.outputs} label="outputs of the draft's run" runID={run.execution_id} />
         </>
       ) : null}
       {!run.error && LIVE.has(run.status) ? <p class="muted">Running…</p> : null}
@@ -318,7 +318,7 @@ export function TryNode({ name, node, graph, draft, session }) {
           {step ? (
             <>
               <h4>Output of {node}</h4>
-              {step.output == null ? <p class="muted">No output.</p> : <JsonTree value={step.output} label={`output of ${node}`} />}
+              {step.output == null ? <p class="muted">No output.</p> : <JsonTree value={step.output} label={`output of ${node}`} runID={run.execution_id} />}
               {step.error ? <ErrorLine error={step.error} /> : null}
             </>
           ) : run.error ? (
