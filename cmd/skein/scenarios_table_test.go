@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{name: "nested_foreach"},
 	{name: "guardrail_visits"},
 	{name: "cycle_visits"},
+	{name: "visit_limit_routed_back"},
 	{name: "disabled_nodes"},
 	{name: "half_built"},
 	// Failures, retries and on_error.
