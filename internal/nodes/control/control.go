@@ -70,10 +70,12 @@ func checkWait(p map[string]any) []node.ParamError {
 	return nil
 }
 
+// oneOf checks that exactly one of names is set; null is no value, as
+// Coerce reads it.
 func oneOf(p map[string]any, names ...string) []node.ParamError {
 	n := 0
 	for _, k := range names {
-		if _, ok := p[k]; ok {
+		if v, ok := p[k]; ok && v != nil {
 			n++
 		}
 	}
@@ -101,7 +103,7 @@ func init() {
 		Kind: Switch, Category: node.Control, Pure: true, Role: node.RoleBranch,
 		Description: "Follows the first case whose condition holds, else `default`.",
 		Params: []node.Param{
-			{Name: "cases", Type: node.List, Required: true, Description: "Cases in order: [{name, condition}].", Items: []node.Param{
+			{Name: "cases", Type: node.List, Required: true, NoTemplate: true, Description: "Cases in order: [{name, condition}].", Items: []node.Param{
 				{Name: "name", Type: node.String, Required: true, NoTemplate: true, Description: "The handle this case follows."},
 				{Name: "condition", Type: node.String, Expr: true, Required: true, Description: "Expression; the first true case wins."},
 			}},

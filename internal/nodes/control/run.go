@@ -46,7 +46,7 @@ func evalBool(c *node.Call, param string) (bool, error) {
 	case nil:
 		return false, nil
 	}
-	return false, node.Failf(node.CategoryTemplate, "expression", "%s %q gave %T, not true or false", param, code, v)
+	return false, node.Failf(node.CategoryTemplate, "expression", "%s %q gave %s, not true or false", param, code, node.Describe(v))
 }
 
 // switchKind follows the first case whose condition holds.

@@ -290,6 +290,9 @@ func expectParam(list []any) ([]statusRange, error) {
 	if list == nil {
 		return nil, nil
 	}
+	if len(list) == 0 {
+		return nil, invalid(emptyExpect)
+	}
 	out := make([]statusRange, 0, len(list))
 	for _, e := range list {
 		sr, ok := parseStatus(e)
@@ -300,6 +303,10 @@ func expectParam(list []any) ([]statusRange, error) {
 	}
 	return out, nil
 }
+
+// emptyExpect says why an empty expect_status is refused: no status would
+// count as success.
+const emptyExpect = "expect_status is empty, so no status would count as success; list them, such as [200] or [\"2xx\"], or leave it out for any 2xx"
 
 // anInt is how a whole number is read where a parameter's elements are
 // not coerced (the statuses of expect_status).

@@ -76,6 +76,9 @@ func check(p map[string]any) []node.ParamError {
 		}
 	}
 	if list, ok := p["expect_status"].([]any); ok {
+		if len(list) == 0 {
+			errs = append(errs, node.ParamError{Param: "expect_status", Message: emptyExpect})
+		}
 		for _, v := range list {
 			if s, ok := v.(string); ok && isTemplate(s) {
 				continue

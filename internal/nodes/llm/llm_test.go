@@ -350,3 +350,39 @@ func TestLLMConfidence(t *testing.T) {
 		})
 	}
 }
+
+// An llm node takes a prompt or messages, exactly one; null is no value,
+// as for any parameter, so it neither counts as one nor forbids the other.
+func TestLLMSpecCheckPromptOrMessages(t *testing.T) {
+	t.Parallel()
+	msgs := []any{map[string]any{"role": "user", "content": "hi"}}
+	tests := []struct {
+		name   string
+		params map[string]any
+		bad    bool
+	}{
+		{"a prompt", map[string]any{"prompt": "hi"}, false},
+		{"messages", map[string]any{"messages": msgs}, false},
+		{"both", map[string]any{"prompt": "hi", "messages": msgs}, true},
+		{"neither", map[string]any{}, true},
+		{"a null prompt beside messages", map[string]any{"prompt": nil, "messages": msgs}, false},
+		{"a null prompt alone", map[string]any{"prompt": nil}, true},
+		{"null messages beside a prompt", map[string]any{"prompt": "hi", "messages": nil}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var named []string
+			for _, e := range nodellm.LLMSpec.Check(tt.params) {
+				if e.Message == "set exactly one of prompt or messages" {
+					named = append(named, e.Param)
+				}
+			}
+			if tt.bad {
+				require.Equal(t, []string{"prompt"}, named, "the check asks for one of prompt or messages")
+			} else {
+				require.Empty(t, named, "the check lets the node through")
+			}
+		})
+	}
+}

@@ -34,8 +34,8 @@ var LLMSpec = node.Spec{
 	Outputs: []string{"text", "json", "usage", "model"},
 	Routes:  true,
 	Check: func(p map[string]any) []node.ParamError {
-		_, a := p["prompt"]
-		_, b := p["messages"]
+		// null is no value, as for any parameter.
+		a, b := p["prompt"] != nil, p["messages"] != nil
 		if a == b {
 			return []node.ParamError{{Param: "prompt", Message: "set exactly one of prompt or messages"}}
 		}
