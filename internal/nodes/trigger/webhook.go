@@ -99,7 +99,7 @@ func ParseWebhook(id string, p map[string]any) (Hook, []node.ParamError) {
 		if h.Auth == AuthHMAC && h.Header != "" {
 			bad("auth", "auth type hmac reads the Standard Webhooks headers webhook-id, webhook-timestamp and webhook-signature; header is for bearer")
 		}
-	} else if _, ok := p["auth"]; ok {
+	} else if v, ok := p["auth"]; ok && v != nil { // null is no value, as for any parameter
 		bad("auth", "auth must be a map {type, secret, header}")
 	} else {
 		errs = append(errs, node.ParamError{Param: "auth", Warning: true,

@@ -38,6 +38,8 @@ func TestParseWebhook(t *testing.T) {
 			want:   trigger.Hook{Path: "hook", Method: "POST", Auth: "none", MaxBody: 2048, Respond: "accepted", RespondTimeout: 30 * time.Second},
 		},
 		{name: "no auth is a warning", params: map[string]any{}, errs: []string{"the hook has no auth"}, warning: true},
+		{name: "a null auth is no auth", params: map[string]any{"auth": nil}, errs: []string{"the hook has no auth"}, warning: true},
+		{name: "auth that is not a map", params: map[string]any{"auth": "bearer"}, errs: []string{"auth must be a map"}},
 		{name: "secret missing", params: map[string]any{"auth": map[string]any{"type": "bearer"}}, errs: []string{"auth type bearer needs a secret"}},
 		{name: "none with a secret", params: map[string]any{"auth": map[string]any{"type": "none", "secret": "x"}}, errs: []string{"auth type none takes no secret"}},
 		{name: "hmac with a header", params: map[string]any{"auth": map[string]any{"type": "hmac", "secret": "x", "header": "X-Sig"}}, errs: []string{"auth type hmac reads the Standard Webhooks headers"}},
