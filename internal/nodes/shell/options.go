@@ -88,7 +88,7 @@ func checkOptions(nodeID, label string, written any, args []string) error {
 // optionWarnings finds, in a command as written, the elements the run-time
 // rule could refuse: for skein validate.
 func optionWarnings(p map[string]any) []node.ParamError {
-	if allow, ok := p["allow_option_args"]; ok {
+	if allow, ok := p["allow_option_args"]; ok && allow != nil { // null is no value: false
 		if b, isBool := allow.(bool); !isBool || b {
 			return nil // allowed, or known at run time only
 		}

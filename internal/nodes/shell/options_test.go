@@ -207,6 +207,7 @@ func TestOptionWarnings(t *testing.T) {
 		{"allow_option_args", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": true}, nil},
 		{"allow_option_args templated", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": "{{ inputs.allow }}"}, nil},
 		{"allow_option_args false", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": false}, []string{"command[1]"}},
+		{"allow_option_args null", map[string]any{"command": []any{"git", "{{ a }}"}, "allow_option_args": nil}, []string{"command[1]"}},
 		{"shell true", map[string]any{"command": []any{`git clone -- "$1"`, "{{ a }}"}, "shell": true}, nil},
 		{"shell templated", map[string]any{"command": []any{"git", "{{ a }}"}, "shell": "{{ inputs.sh }}"}, nil},
 		{"templated program", map[string]any{"command": []any{"{{ inputs.tool }}", "run"}}, nil},
