@@ -251,79 +251,42 @@ const maxDepth = 1000
 // Blobs that cannot be read, and longer lists and objects, stay
 // references. v is not modified.
 func Preview(v any, n int) any {
-	out, _, _ := preview(v, n, 0)
-	return out
+	return Replace(v, func(b *Blob) (any, bool) { return b.preview(n) })
 }
 
-func preview(v any, n, depth int) (any, bool, error) {
-	if depth > maxDepth {
-		return v, false, nil
-	}
-	switch x := v.(type) {
-	case *Blob:
-		if x.typ == JSON {
-			if x.size > int64(n) {
-				return v, false, nil
-			}
-			l, err := x.Load()
-			if err != nil {
-				return v, false, nil
-			}
-			return l, true, nil
+// preview is the value to show for b (Preview), and whether there is one.
+func (b *Blob) preview(n int) (any, bool) {
+	if b.typ == JSON {
+		if b.size > int64(n) {
+			return b, false
 		}
-		f, err := x.Open()
+		l, err := b.Load()
 		if err != nil {
-			return v, false, nil
+			return b, false
 		}
-		defer f.Close()
-		head := make([]byte, min(int64(n), x.size))
-		if _, err := io.ReadFull(f, head); err != nil {
-			return v, false, nil
-		}
-		if x.size <= int64(n) {
-			return string(head), true, nil
-		}
-		for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
-			if utf8.RuneStart(head[i]) {
-				if !utf8.FullRune(head[i:]) {
-					head = head[:i]
-				}
-				break
-			}
-		}
-		return fmt.Sprintf("%s … (%d bytes)", head, x.size), true, nil
-	case map[string]any:
-		var out map[string]any
-		for k, e := range x {
-			r, changed, _ := preview(e, n, depth+1)
-			if changed {
-				if out == nil {
-					out = maps.Clone(x)
-				}
-				out[k] = r
-			}
-		}
-		if out == nil {
-			return v, false, nil
-		}
-		return out, true, nil
-	case []any:
-		var out []any
-		for i, e := range x {
-			r, changed, _ := preview(e, n, depth+1)
-			if changed {
-				if out == nil {
-					out = slices.Clone(x)
-				}
-				out[i] = r
-			}
-		}
-		if out == nil {
-			return v, false, nil
-		}
-		return out, true, nil
+		return l, true
 	}
-	return v, false, nil
+	f, err := b.Open()
+	if err != nil {
+		return b, false
+	}
+	defer f.Close()
+	head := make([]byte, min(int64(n), b.size))
+	if _, err := io.ReadFull(f, head); err != nil {
+		return b, false
+	}
+	if b.size <= int64(n) {
+		return string(head), true
+	}
+	for i := len(head) - 1; i >= 0 && i >= len(head)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(head[i]) {
+			if !utf8.FullRune(head[i:]) {
+				head = head[:i]
+			}
+			break
+		}
+	}
+	return fmt.Sprintf("%s … (%d bytes)", head, b.size), true
 }
 
 // Replace returns v with each Blob in it for which f says so (its second
