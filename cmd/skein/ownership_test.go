@@ -274,13 +274,12 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	require.Contains(t, again.stderr, "is cancelled")
 }
 
-// TestShowAKilledRun: runs show of a run whose process was killed while
-// its node ran says the run is interrupted and that the node was running
-// when it was, with no duration, and does not say the run is running in
-// the dead process.
-func TestShowAKilledRun(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
+// killedWhileSleeping runs testdata/long.yaml in a new folder and kills
+// its process with SIGKILL while its sleep step runs; it returns the
+// folder and the run's id.
+func killedWhileSleeping(t *testing.T) (dir, id string) {
+	t.Helper()
+	dir = t.TempDir()
 	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/long.yaml")
 	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
 	require.NoError(t, err)
@@ -291,6 +290,16 @@ func TestShowAKilledRun(t *testing.T) {
 	}, "the sleep step never ran")
 	require.NoError(t, cmd.Process.Kill())
 	_ = cmd.Wait()
+	return dir, id
+}
+
+// TestShowAKilledRun: runs show of a run whose process was killed while
+// its node ran says the run is interrupted and that the node was running
+// when it was, with no duration, and does not say the run is running in
+// the dead process.
+func TestShowAKilledRun(t *testing.T) {
+	t.Parallel()
+	dir, id := killedWhileSleeping(t)
 
 	show := run(t, "runs", "show", "--dir", dir, id)
 	require.Equal(t, 0, show.code, show.stderr)
@@ -311,17 +320,7 @@ func TestShowAKilledRun(t *testing.T) {
 // cancelled run is left running.
 func TestCancelAKilledRun(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	cmd, id, _ := started(t, "run", "--dir", dir, "testdata/long.yaml")
-	st, err := sqlite.Open(filepath.Join(dir, "skein.db"))
-	require.NoError(t, err)
-	defer st.Close()
-	eventually(t, 60*time.Second, func() bool {
-		steps, err := st.Steps(context.Background(), id)
-		return err == nil && slices.ContainsFunc(steps, func(s *store.Step) bool { return s.Node == "sleep" && s.Status == "running" })
-	}, "the sleep step never ran")
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
+	dir, id := killedWhileSleeping(t)
 
 	c := run(t, "cancel", "--dir", dir, id)
 	require.Equal(t, 0, c.code, c.stderr)
