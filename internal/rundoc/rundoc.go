@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/skeinhq/skein/internal/blob"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/pathscrub"
 	"github.com/skeinhq/skein/internal/record"
@@ -64,9 +65,30 @@ type Doc struct {
 func (d *Doc) Scrub(ps *pathscrub.Scrubber) {
 	d.File, _ = ps.Scrub(d.File, "")
 	d.Dir, _ = ps.Scrub(d.Dir, "")
-	d.Inputs, d.Outputs = ps.Values(d.Inputs), ps.Values(d.Outputs)
+	d.values(ps.Values)
+}
+
+// Blob is the big value with digest sum that the document holds (in its
+// inputs, a step's parameters or output, its outputs), or nil.
+func (d *Doc) Blob(sum string) *blob.Blob {
+	var found *blob.Blob
+	d.values(func(m map[string]any) map[string]any {
+		blob.Replace(m, func(b *blob.Blob) (any, bool) {
+			if found == nil && b.Digest() == sum {
+				found = b
+			}
+			return b, false
+		})
+		return m
+	})
+	return found
+}
+
+// values sets each map of values the document holds to what f makes of it.
+func (d *Doc) values(f func(map[string]any) map[string]any) {
+	d.Inputs, d.Outputs = f(d.Inputs), f(d.Outputs)
 	for i := range d.Steps {
-		d.Steps[i].Params, d.Steps[i].Output = ps.Values(d.Steps[i].Params), ps.Values(d.Steps[i].Output)
+		d.Steps[i].Params, d.Steps[i].Output = f(d.Steps[i].Params), f(d.Steps[i].Output)
 	}
 }
 

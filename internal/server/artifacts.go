@@ -145,19 +145,7 @@ func (s *Server) getBlob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var found *blob.Blob
-	find := func(b *blob.Blob) (any, bool) {
-		if found == nil && b.Digest() == sum {
-			found = b
-		}
-		return b, false
-	}
-	blob.Replace(doc.Inputs, find)
-	blob.Replace(doc.Outputs, find)
-	for _, st := range doc.Steps {
-		blob.Replace(st.Params, find)
-		blob.Replace(st.Output, find)
-	}
+	found := doc.Blob(sum)
 	if found == nil {
 		return problemf(http.StatusNotFound, CodeNotFound, "run %s holds no big value %q; its document names the ones it holds by their sha256", doc.ExecutionID, sum)
 	}
