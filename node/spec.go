@@ -144,6 +144,12 @@ type Spec struct {
 	// Routes reports that the kind may choose any handle at run time by
 	// returning _route, so edges with other labels are allowed.
 	Routes bool
+	// RoutesWhen, when set on a kind that Routes, reports whether a node
+	// with these parameters (as written) may return _route at all: a set
+	// node whose values are a map without a _route key never does. The
+	// validator's cycle check counts only such nodes as a way a cycle may
+	// end that no edge was written for.
+	RoutesWhen func(params map[string]any) bool
 	// RunsChildren marks a kind that may run child workflows without the
 	// subworkflow role (an agent whose tools are workflows): the host gives
 	// it ChildrenService, whose value also implements NamedChildren.

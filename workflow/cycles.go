@@ -236,7 +236,7 @@ func (v *validator) wayOut(i int, inCycle func(int) bool, waits []bool, st *cycl
 	if n.Disabled {
 		return false
 	}
-	if spec.Routes {
+	if spec.Routes && (spec.RoutesWhen == nil || spec.RoutesWhen(n.Params)) {
 		st.routes = append(st.routes, n.ID)
 	}
 	if v.mayWait(i) || waits[i] {

@@ -124,7 +124,42 @@ func TestCyclesWithoutAWayOut(t *testing.T) {
   - {from: b, to: a}
 `),
 			sev: workflow.Warning, node: "a", at: "5:6",
-			part: `cycle a → b → a may have no way out: no edge leaves it; unless node "a" or "b" returns a _route no edge takes, a run that reaches it fails when a node reaches max_visits (10)`,
+			part: `cycle a → b → a may have no way out: no edge leaves it; unless node "a" returns a _route no edge takes, a run that reaches it fails when a node reaches max_visits (10)`,
+		},
+		{
+			// A set node routes only by a _route among its values, or by
+			// values a template makes.
+			name: "set nodes whose values hold no _route",
+			src: cycleFlow(`  - {id: a, type: set, values: {n: 1}, vars: {m: 2}}
+  - {id: b, type: set, vars: {m: 3}}
+`, `  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: a}
+`),
+			sev: workflow.Error, node: "a", at: "5:6",
+			part: "cycle a → b → a has no way out: no edge leaves it, so a run that reaches it fails when a node reaches max_visits (10)",
+		},
+		{
+			name: "a set node with a _route among its values",
+			src: cycleFlow(`  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: set, values: {_route: "{{ a.n > 0 ? 'out' : 'default' }}"}}
+`, `  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: a}
+`),
+			sev: workflow.Warning, node: "a", at: "5:6",
+			part: `unless node "b" returns a _route no edge takes,`,
+		},
+		{
+			name: "a set node whose values a template makes",
+			src: cycleFlow(`  - {id: a, type: set, values: {n: 1}}
+  - {id: b, type: set, values: "{{ a }}"}
+`, `  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: a}
+`),
+			sev: workflow.Warning, node: "a", at: "5:6",
+			part: `unless node "b" returns a _route no edge takes,`,
 		},
 		{
 			name: "a wait for a signal with no timeout",

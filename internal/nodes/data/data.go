@@ -32,6 +32,11 @@ func init() {
 			return out
 		},
 		Routes: true,
+		RoutesWhen: func(p map[string]any) bool {
+			vals, literal := p["values"].(map[string]any)
+			_, route := vals["_route"]
+			return route || !literal && p["values"] != nil
+		},
 		Check: func(p map[string]any) []node.ParamError {
 			_, hasValues := p["values"]
 			_, hasVars := p["vars"]
