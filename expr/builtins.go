@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	exprlang "github.com/expr-lang/expr"
@@ -121,12 +122,47 @@ func occurrences(s, sep string) int {
 }
 
 var guardedSet = func() map[string]bool {
-	m := make(map[string]bool, len(guardedNames))
+	m := make(map[string]bool, len(guardedNames)+1)
 	for _, name := range guardedNames {
 		m[name] = true
 	}
+	m[nowName] = true
 	return m
 }()
+
+// nowName is the builtin that reads the clock. Skein replaces it with a
+// function that reads the scope's clock (Scope.Now) through the guard, so
+// that a run's templates read the run's clock: an injected one in tests,
+// and in a replay the times the recorded run read.
+const nowName = "now"
+
+// nowFunction is now() and now(timezone) reading the evaluation's clock:
+// now(guard) and now(guard, location) once patched.
+func nowFunction() exprlang.Option {
+	fn := func(params ...any) (any, error) {
+		g, ok := argAt(params, 0).(*guard)
+		if !ok {
+			return nil, errors.New("internal error: bad guard call")
+		}
+		t := time.Now()
+		if g.clock != nil {
+			t = g.clock()
+		}
+		switch len(params) {
+		case 1:
+			return t, nil
+		case 2:
+			if tz, ok := params[1].(*time.Location); ok {
+				return t.In(tz), nil
+			}
+			return nil, fmt.Errorf("now() takes a timezone (timezone(\"Europe/Paris\")), got %s", typeName(params[1]))
+		}
+		return nil, fmt.Errorf("invalid number of arguments (expected 0 or 1, got %d)", len(params)-1)
+	}
+	return exprlang.Function(nowName, fn,
+		new(func(any) time.Time),
+		new(func(any, *time.Location) time.Time))
+}
 
 func isGuarded(name string) bool { return guardedSet[name] }
 

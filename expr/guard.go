@@ -12,6 +12,7 @@ import (
 // hidden name $__guard: the clock and the bytes built so far.
 type guard struct {
 	now      func() time.Time
+	clock    func() time.Time // what now() reads (Scope.Now); nil: time.Now
 	timeout  time.Duration
 	deadline time.Time
 	ticks    uint32

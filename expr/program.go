@@ -96,6 +96,9 @@ func (p *Program) Eval(s *Scope) (v any, err error) {
 	env := p.env(s)
 	if p.guarded {
 		g := &guard{}
+		if s != nil {
+			g.clock = s.Now
+		}
 		if p.loops {
 			g.now, g.timeout = p.now, p.timeout
 			g.deadline = g.now().Add(p.timeout)
@@ -376,6 +379,7 @@ var compileOptions = sync.OnceValue(func() []exprlang.Option {
 	for _, name := range guardedNames {
 		opts = append(opts, exprlang.DisableBuiltin(name), guardedFunction(name))
 	}
+	opts = append(opts, exprlang.DisableBuiltin(nowName), nowFunction())
 	return opts
 })
 
@@ -390,7 +394,8 @@ var compileOptions = sync.OnceValue(func() []exprlang.Option {
 //   - the body of every predicate calls the guard first, which stops the loop
 //     once the wall budget is spent;
 //   - string concatenation and the guarded builtins get the guard as a
-//     hidden first argument and count the bytes they build.
+//     hidden first argument and count the bytes they build; now() gets it
+//     to read the scope's clock.
 type patcher struct {
 	guarded  bool
 	shadowed map[int]bool // see analysis.shadowed

@@ -63,7 +63,7 @@ var parseConfig = sync.OnceValue(func() *conf.Config {
 		Functions: conf.FunctionsTable{},
 		Disabled:  map[string]bool{},
 	}
-	for _, name := range guardedNames {
+	for _, name := range append(guardedNames[:len(guardedNames):len(guardedNames)], nowName) {
 		c.Functions[name] = &builtin.Function{Name: name}
 		c.Disabled[name] = true
 	}

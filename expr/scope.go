@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"time"
 )
 
 // ScopeRoots are the top-level names the scope reserves; node ids must not
@@ -28,6 +29,10 @@ type Scope struct {
 	// an empty list.
 	Messages []any
 	Nodes    map[string]any // node id → its output object, with "success" and "error"
+	// Now is the clock now() reads: the run's, so that a test's injected
+	// clock and a replay's recorded times reach templates. nil: the
+	// machine's clock.
+	Now func() time.Time
 }
 
 // Env returns the flat environment expressions see: the keys of ScopeRoots

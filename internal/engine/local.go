@@ -386,6 +386,7 @@ func (d *Driver) Execute(ctx context.Context, plan *Plan, opts Options) (*Result
 	}
 	rs.started = d.Clock.Now()
 	rs.scope = RunScope(opts.RunID, plan.W.Name, rs.started, opts.Inputs, opts.Payload, opts.Secrets)
+	rs.scope.Now = d.Clock.Now
 	rs.taskCtx, rs.cancelT = context.WithCancelCause(context.WithoutCancel(ctx))
 	defer rs.cancelT(nil)
 
@@ -1026,7 +1027,7 @@ func (rs *runState) runTask(ctx context.Context, t *Task, upstream []string, td 
 	if onLoop {
 		post = callNow
 	}
-	params, hash, err := Prepare(rs.scope, t, NodeDef(pn), upstream)
+	params, hash, err := Prepare(rs.scope, t, NodeDef(pn), upstream, TaskClock(rs.opts.Services, rs.d.Clock.Now, t))
 	if err != nil {
 		return Outcome{Err: err}, nil
 	}

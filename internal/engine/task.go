@@ -77,13 +77,30 @@ func TaskScope(run expr.Scope, t *Task) expr.Scope {
 // node's canonical definition (NodeDef), with the parameters, the loop
 // context and the upstream steps' hashes (ConfigHash) — for reuse and the
 // step record. A parameter that does not render or coerce fails the task.
-func Prepare(run expr.Scope, t *Task, def []byte, upstream []string) (params map[string]any, hash string, _ *node.Error) {
+//
+// clock is what the templates' now() reads: the task's clock (TaskClock).
+func Prepare(run expr.Scope, t *Task, def []byte, upstream []string, clock func() time.Time) (params map[string]any, hash string, _ *node.Error) {
 	scope := TaskScope(run, t)
+	scope.Now = clock
 	params, err := RenderParams(t.Node, &scope)
 	if err != nil {
 		return nil, "", err
 	}
 	return params, ConfigHash(def, params, t.Loop, upstream), nil
+}
+
+// TaskClock is the clock a task's templates and kind read: now (nil: the
+// machine's), through the run's recorder when it has one
+// (node.ClockService), which keeps the times the task reads, or gives a
+// replayed task the times it read when recorded.
+func TaskClock(services *node.Services, now func() time.Time, t *Task) func() time.Time {
+	if now == nil {
+		now = time.Now
+	}
+	if ck, ok := node.ClockService.Lookup(services); ok {
+		return ck.CallClock(&node.Call{NodeID: t.Node.ID, Visit: t.Visit, Attempt: t.Attempt}, now)
+	}
+	return now
 }
 
 // Call runs the task's kind with its rendered parameters and returns the
@@ -111,10 +128,6 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 	if red == nil {
 		red = redact.New(nil)
 	}
-	now := e.Now
-	if now == nil {
-		now = time.Now
-	}
 	call := &node.Call{
 		RunID: e.RunID, NodeID: pn.ID, Visit: t.Visit, Attempt: t.Attempt, Params: params,
 		Written:        pn.Node.Params,
@@ -129,7 +142,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 		Eval: func(code string) (any, error) {
 			return expr.Eval(code, &scope)
 		},
-		Now:      now,
+		Now:      TaskClock(e.Services, e.Now, t), // recorded, or replayed
 		Passes:   t.Passes,
 		Services: e.Services,
 		Resume:   t.Resume,
@@ -139,9 +152,7 @@ func (e *TaskEnv) Call(ctx context.Context, t *Task, params map[string]any) Outc
 			}
 		},
 	}
-	if ck, ok := node.ClockService.Lookup(e.Services); ok {
-		call.Now = ck.CallClock(call, now) // recorded, or replayed
-	}
+	scope.Now = call.Now
 	if e.ArtifactDir != nil {
 		call.ArtifactDir = e.ArtifactDir(pn.ID)
 	}

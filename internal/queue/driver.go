@@ -413,6 +413,7 @@ func (d *Driver) newEnv(ctx context.Context, run *store.Run, known map[string]st
 		Files:    node.NewFiles(p.w.Dir(), p.w.FileRoots()...),
 		Services: services, Blobs: env.blobs, Now: d.cfg.Clock.Now,
 	}
+	env.task.Scope.Now = d.cfg.Clock.Now
 	return env, nil
 }
 
@@ -758,7 +759,7 @@ func (d *Driver) work(ctx context.Context, job *rivertype.JobRow, args TaskArgs,
 		oc = d.cfg.Exec(nodeCtx, run.ID, t)
 	default:
 		var perr *node.Error
-		if params, hash, perr = engine.Prepare(tenv.Scope, t, engine.NodeDef(t.Node), upstream); perr != nil {
+		if params, hash, perr = engine.Prepare(tenv.Scope, t, engine.NodeDef(t.Node), upstream, engine.TaskClock(tenv.Services, tenv.Now, t)); perr != nil {
 			oc.Err = perr
 		} else {
 			oc, params = d.call(nodeCtx, env, tenv, t, params)

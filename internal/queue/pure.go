@@ -78,7 +78,7 @@ func (d *Driver) runPure(ctx context.Context, tx *postgres.Pipe, w *write) error
 			emitted = append(emitted, engine.TimedEvent{Time: d.cfg.Clock.Now().UTC(),
 				Event: engine.Event{Type: kind, Node: t.Node.ID, Visit: t.Visit, Iteration: t.Iteration, Data: data}})
 		}
-		params, hash, perr := engine.Prepare(st.scope, t, engine.NodeDef(t.Node), engine.UpstreamHashes(env.plan, t.Node, st.hashes))
+		params, hash, perr := engine.Prepare(st.scope, t, engine.NodeDef(t.Node), engine.UpstreamHashes(env.plan, t.Node, st.hashes), engine.TaskClock(tenv.Services, tenv.Now, t))
 		var oc engine.Outcome
 		if perr != nil {
 			oc.Err = perr

@@ -743,7 +743,7 @@ outputs:
 
 // TestDriverTakesTheClock: what the queue driver records is timed by its
 // clock, as the local driver's records are: the run's start and end, its
-// steps and its events.
+// steps and its events; and so does an expression's now().
 func TestDriverTakesTheClock(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2031, 5, 6, 7, 8, 9, 0, time.UTC)
@@ -753,15 +753,18 @@ func TestDriverTakesTheClock(t *testing.T) {
 name: timed
 nodes:
   - {id: start, type: trigger.manual}
-  - {id: a, type: set, values: {n: 1}}
-  - {id: b, type: flaky, retries: 1, retry_backoff: 0s}
+  - {id: a, type: set, values: {n: 1, at: "{{ now().Unix() }}"}}
+  - {id: b, type: flaky, retries: 1, retry_backoff: 0s, tag: "{{ now().Format('15:04') }}"}
 edges:
   - {from: start, to: a}
   - {from: a, to: b}
+outputs:
+  at: "{{ a.at }} {{ b.worker }} {{ now().Year() }}"
 `, nil)
 	require.Equal(t, at, run.StartedAt.UTC())
 	done := b.wait(t, run.ID)
 	require.Equal(t, "completed", string(done.Status), "%v", done.Error)
+	require.Equal(t, fmt.Sprintf("%d 07:08 2031", at.Unix()), done.Outputs["at"], "now() reads the driver's clock in a pure node, an action and the outputs")
 	require.Equal(t, at, done.StartedAt.UTC())
 	require.NotNil(t, done.FinishedAt)
 	require.Equal(t, at, done.FinishedAt.UTC())

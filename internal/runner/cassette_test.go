@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -285,6 +286,42 @@ nodes:
 	rr := replayOnClock(t, clk, r, res.Run.ID)
 	require.Equal(t, "completed", string(rr.Run.Status))
 	require.Equal(t, waited, rr.Engine.Steps[len(rr.Engine.Steps)-1].Output["waited_ms"], "the recorded clock")
+	require.Empty(t, rr.Diverged)
+}
+
+// TestNowIsTaped: an expression's now() reads the run's clock — the
+// test's here — and a replay reads the times the recorded steps read, an
+// hour later: the same outputs, no step diverged.
+func TestNowIsTaped(t *testing.T) {
+	t.Parallel()
+	r, clk, dir := openOnClock(t)
+	w := loadIn(t, r, dir, "stamp.yaml", `version: 1
+name: stamp
+record: true
+nodes:
+  - {id: stamp, type: template, text: "{{ now().Unix() }}"}
+  - {id: fresh, type: if, condition: "now().Unix() == int(stamp.text)"}
+  - {id: later, type: template, text: "{{ now().Format('15:04:05') }}"}
+edges:
+  - {from: stamp, to: fresh}
+  - {from: fresh, to: later, on: "true"}
+outputs:
+  at: "{{ stamp.text }} {{ later.text }}"
+  ended: "{{ now().Unix() }}"
+`)
+	clk.Advance(1000 * time.Hour) // far from the machine's clock
+	at := clk.Now()
+	res, err := r.Start(t.Context(), runner.StartRequest{Workflow: w})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.Equal(t, "completed", string(res.Run.Status))
+	want := fmt.Sprintf("%d %s", at.Unix(), at.Format("15:04:05"))
+	require.Equal(t, want, res.Engine.Outputs["at"], "the run's clock, not the machine's")
+	require.EqualValues(t, at.Unix(), res.Engine.Outputs["ended"])
+
+	clk.Advance(time.Hour)
+	rr := replayOnClock(t, clk, r, res.Run.ID)
+	require.Equal(t, want, rr.Engine.Outputs["at"], "the recorded times")
 	require.Empty(t, rr.Diverged)
 }
 
