@@ -191,7 +191,7 @@ func (s *Spec) DeclaredOutputs(params map[string]any) []string {
 	if s.Outputs == nil && s.OutputsFrom == nil {
 		return nil
 	}
-	out := append([]string(nil), s.Outputs...)
+	out := append(make([]string, 0, len(s.Outputs)), s.Outputs...) // none declared is not nil
 	if s.OutputsFrom != nil {
 		out = append(out, s.OutputsFrom(params)...)
 	}

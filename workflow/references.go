@@ -409,7 +409,16 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 		return
 	}
 	all := append(append([]string(nil), ports.list...), alwaysPorts...)
-	errf("node %q (%s) has no output %q%s (its outputs: %s)", r.Root, w.Nodes[idx].Type, first, didYouMean(first, all), strings.Join(all, ", "))
+	hint := ""
+	if loop, ok := w.Nodes[idx].Params["loop"].(string); ok && spec.Role == node.RoleLoopEnd {
+		hint = fmt.Sprintf("; what the body made is the output of its loop: read %s.%s", loop, first)
+	}
+	if vars, ok := w.Nodes[idx].Params["vars"].(map[string]any); ok && w.Nodes[idx].Type == "set" {
+		if _, ok := vars[first]; ok {
+			hint = fmt.Sprintf("; %s is a variable it sets: read vars.%s", first, first)
+		}
+	}
+	errf("node %q (%s) has no output %q%s (its outputs: %s)%s", r.Root, w.Nodes[idx].Type, first, didYouMean(first, all), strings.Join(all, ", "), hint)
 }
 
 // declaredPorts are the output ports of a node known before the run.

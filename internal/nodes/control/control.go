@@ -151,6 +151,7 @@ func init() {
 			{Name: "loop", Type: node.String, Required: true, NoTemplate: true, Description: "Id of the loop or foreach this body belongs to."},
 		},
 		Handles: []string{},
+		Outputs: []string{}, // what the body made is its loop's output
 	}, nil)
 	node.MustRegister(node.Spec{
 		Kind: ForEach, Category: node.Control, Pure: true, Role: node.RoleForEach,
@@ -209,6 +210,7 @@ func init() {
 			{Name: "message", Type: node.String, Required: true, Description: "The error message."},
 		},
 		Handles: []string{},
+		Outputs: []string{}, // it fails: error is all it has
 	}, func() node.Kind { return failKind{} })
 	node.MustRegister(node.Spec{
 		Kind: Subworkflow, Category: node.Control, Role: node.RoleSubworkflow,
