@@ -77,6 +77,35 @@ edges:
 	require.Contains(t, show.stdout, "    │ line 30\n")
 }
 
+// A command that says what went wrong on stdout, with nothing on stderr,
+// shows the last lines of its stdout under its error, its secret masked.
+func TestRunShowsStdoutOfAFailureWithoutStderr(t *testing.T) {
+	t.Parallel()
+	file := writeFlow(t, `version: 1
+name: tests
+secrets: [TOKEN]
+nodes:
+  - id: test
+    type: shell
+    command: [sh, -c, 'for i in $(seq 1 25); do echo "ok $i"; done; echo "FAIL: login as $0"; exit 1', "{{ secrets.TOKEN }}"]
+`)
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets.env")
+	require.NoError(t, os.WriteFile(secrets, []byte("TOKEN=hunter2-secret\n"), 0o600))
+	r := skein(t, "run", "--dir", dir, "--secrets-file", secrets, file)
+	require.Equal(t, 1, r.code, r.stdout+r.stderr)
+	id := runIDLine.FindStringSubmatch(r.stdout)[1]
+	require.Contains(t, r.stdout, "    command \"sh\" exited with status 1\n    │ ok 7\n")
+	require.Contains(t, r.stdout, "    │ FAIL: login as ***\n")
+	require.NotContains(t, r.stdout, "│ ok 6\n", "only the last 20 lines")
+
+	show := skein(t, "runs", "show", "--dir", dir, id)
+	require.Equal(t, 0, show.code, show.stderr)
+	require.Contains(t, show.stdout, "test failed: command \"sh\" exited with status 1\n    │ ok 7\n")
+	require.Contains(t, show.stdout, "    │ FAIL: login as ***\n")
+	require.NotContains(t, show.stdout+r.stdout, "hunter2-secret")
+}
+
 // On a terminal `skein run` draws the live view (escape sequences that
 // move the cursor and colour); NO_COLOR and TERM=dumb give the plain
 // lines instead, without one escape sequence.

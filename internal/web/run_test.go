@@ -110,6 +110,10 @@ func TestLiveRun(t *testing.T) {
 		`command \"sh\" exited with status 3`, "the output")
 	require.Contains(t, panel, "disk full on /dev/sdz", "the stderr of the error")
 	require.True(t, eval[bool](t, ctx, `!!document.querySelector('section.panel pre.stderr')`))
+	require.Equal(t, "probe output\n", eval[string](t, ctx, `document.querySelector('section.panel .err pre.stdout').textContent`),
+		"the end of the failed command's stdout, as text")
+	require.NotContains(t, eval[string](t, ctx, `document.querySelector('section.panel .err').innerText`), `"stdout"`,
+		"stdout is not repeated in the error's details")
 	require.Contains(t, panel, "node_started")
 	require.Contains(t, panel, "node_finished")
 	require.Regexp(t, `Ran on \S+ \(pid \d+\)`, panel, "where the step ran")

@@ -163,9 +163,10 @@ function Timeline({ events }) {
 
 function ErrorView({ error }) {
   const details = error.details || {};
-  const stderr = details.stderr;
+  const { stderr, stdout } = details;
   const rest = { ...details };
   delete rest.stderr;
+  delete rest.stdout;
   return (
     <div class="err" role="group" aria-label="error">
       <p>
@@ -179,6 +180,12 @@ function ErrorView({ error }) {
         <>
           <h5>stderr</h5>
           <pre class="stderr">{String(stderr)}</pre>
+        </>
+      ) : null}
+      {stdout ? (
+        <>
+          <h5>stdout</h5>
+          <pre class="stdout">{String(stdout)}</pre>
         </>
       ) : null}
       {Object.keys(rest).length ? <JsonTree value={rest} label="error details" /> : null}

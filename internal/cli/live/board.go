@@ -16,7 +16,8 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// StderrLines is how many of a failed step's last stderr lines are shown.
+// StderrLines is how many of a failed step's last lines of output are
+// shown.
 const StderrLines = 20
 
 // Minimum widths of the node and type columns; longer ids and types
@@ -371,10 +372,15 @@ func (b *board) pad(s string, w int) string {
 }
 
 // StderrTail returns the last StderrLines lines of the stderr an error's
-// details hold (a shell step's), without trailing blank lines.
+// details hold (a shell step's), without trailing blank lines; of its
+// stdout when its stderr is empty, as many tools say what went wrong there.
 func StderrTail(details map[string]any) []string {
 	s, _ := details["stderr"].(string)
 	s = strings.TrimRight(s, "\n\r\t ")
+	if s == "" {
+		s, _ = details["stdout"].(string)
+		s = strings.TrimRight(s, "\n\r\t ")
+	}
 	if s == "" {
 		return nil
 	}

@@ -7,7 +7,8 @@ import (
 	"github.com/skeinhq/skein/node"
 )
 
-// tailSize is how much of the end of stderr a failure's details carry.
+// tailSize is how much of the end of stdout and of stderr a failure's
+// details carry.
 const tailSize = 2 << 10
 
 // capture keeps the first limit bytes written to it and counts the rest,

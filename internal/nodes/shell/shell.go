@@ -87,7 +87,7 @@ func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[stri
 	if err != nil {
 		return nil, startError(cfg, err)
 	}
-	stdout := &capture{limit: cfg.maxOutput, blobs: call.Blobs}
+	stdout := &capture{limit: cfg.maxOutput, keepEnd: true, blobs: call.Blobs}
 	stderr := &capture{limit: cfg.maxOutput, keepEnd: true, blobs: call.Blobs}
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -147,7 +147,8 @@ func (s *Shell) run(ctx context.Context, call *node.Call, cfg *config) (map[stri
 	}
 	if code != 0 && !cfg.allowFailure {
 		e := node.Failf(node.CategoryExecution, "exit_code", "%s exited with status %d", cfg.label, code)
-		e.Details = map[string]any{"exit_code": code, "stderr": stderr.tail()}
+		// Both ends: many tools say what went wrong on stdout.
+		e.Details = map[string]any{"exit_code": code, "stderr": stderr.tail(), "stdout": stdout.tail()}
 		return nil, e
 	}
 

@@ -405,6 +405,7 @@ func TestRunFails(t *testing.T) {
 			check: func(t *testing.T, e *node.Error) {
 				require.Equal(t, 2, e.Details["exit_code"])
 				require.Equal(t, "boom\n", e.Details["stderr"])
+				require.Equal(t, "partial\n", e.Details["stdout"])
 			},
 		},
 		{
@@ -415,6 +416,17 @@ func TestRunFails(t *testing.T) {
 				tail := e.Details["stderr"].(string)
 				require.Len(t, tail, 2048)
 				require.True(t, strings.HasSuffix(tail, "aaaaEND\n"), "the tail should end with the last output, got %q", tail[len(tail)-20:])
+			},
+		},
+		{
+			name:     "stdout tail is the last 2 KiB",
+			params:   map[string]any{"command": []any{"sh", "-c", "head -c 5000 /dev/zero | tr '\\0' b; echo FAILED: disk full; exit 1"}},
+			category: node.CategoryExecution, code: "exit_code",
+			check: func(t *testing.T, e *node.Error) {
+				tail := e.Details["stdout"].(string)
+				require.Len(t, tail, 2048)
+				require.True(t, strings.HasSuffix(tail, "bbbbFAILED: disk full\n"), "the tail should end with the last output, got %q", tail[len(tail)-20:])
+				require.Equal(t, "", e.Details["stderr"])
 			},
 		},
 		{
