@@ -77,6 +77,32 @@ edges:
 	require.Contains(t, show.stdout, "    │ line 30\n")
 }
 
+// skein runs show answers what the run gave: its outputs, as skein run
+// printed them.
+func TestRunsShowPrintsTheOutputs(t *testing.T) {
+	t.Parallel()
+	file := writeFlow(t, `version: 1
+name: sums
+inputs:
+  n: {type: integer}
+nodes:
+  - {id: add, type: set, values: {sum: "{{ inputs.n + 1 }}", list: [1, "two"]}}
+outputs:
+  sum: "{{ add.sum }}"
+  list: "{{ add.list }}"
+`)
+	dir := t.TempDir()
+	r := skein(t, "run", "--dir", dir, file, "-i", "n=41")
+	require.Equal(t, 0, r.code, r.stdout+r.stderr)
+	id := runIDLine.FindStringSubmatch(r.stdout)[1]
+	want := "outputs: {\n  \"list\": [\n    1,\n    \"two\"\n  ],\n  \"sum\": 42\n}\n"
+	require.True(t, strings.HasSuffix(r.stdout, want), r.stdout)
+
+	show := skein(t, "runs", "show", "--dir", dir, id)
+	require.Equal(t, 0, show.code, show.stderr)
+	require.True(t, strings.HasSuffix(show.stdout, "\n\n"+want), show.stdout)
+}
+
 // A command that says what went wrong on stdout, with nothing on stderr,
 // shows the last lines of its stdout under its error, its secret masked.
 func TestRunShowsStdoutOfAFailureWithoutStderr(t *testing.T) {

@@ -158,6 +158,11 @@ interrupted; resume it with skein resume RUN_ID.`,
 			}
 			printFailedSteps(e.stdout, doc.Steps)
 			printArtifacts(e.stdout, doc.Steps)
+			if len(doc.Outputs) > 0 {
+				var b strings.Builder
+				writeJSON(&b, doc.Outputs)
+				fmt.Fprintf(e.stdout, "\noutputs: %s", b.String())
+			}
 			if doc.Error != nil {
 				fmt.Fprintf(e.stdout, "\nerror: %s\n", doc.Error.Message)
 			}
