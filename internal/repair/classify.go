@@ -42,9 +42,11 @@ type Problem struct {
 	// body of an http_status error.
 	Status int    `json:"status,omitempty"`
 	Body   string `json:"body,omitempty"`
-	// Stderr is the end of a failed command's standard error (at most
-	// MaxBody bytes): what the command said was wrong.
+	// Stderr and Stdout are the ends of a failed command's standard
+	// error and output (at most MaxBody bytes each): what the command
+	// said was wrong (many tools say it on stdout).
 	Stderr string `json:"stderr,omitempty"`
+	Stdout string `json:"stdout,omitempty"`
 	// Missing and AvailableFields are, for a template that read a key its
 	// object lacked, the path it read and that object's keys.
 	Missing         string   `json:"missing,omitempty"`
@@ -222,6 +224,9 @@ func stepProblem(w *workflow.Workflow, reg *node.Registry, s *engine.StepRecord,
 		}
 		if se, ok := e.Details["stderr"].(string); ok {
 			p.Stderr = tail(strings.TrimSpace(se), MaxBody)
+		}
+		if so, ok := e.Details["stdout"].(string); ok && e.Details["exit_code"] != nil {
+			p.Stdout = tail(strings.TrimSpace(so), MaxBody)
 		}
 		p.Missing, _ = e.Details["missing"].(string)
 		if fs, ok := e.Details["available_fields"].([]any); ok {

@@ -310,3 +310,32 @@ func TestCommandStderr(t *testing.T) {
 	again := repair.Assess(w, node.Default, failed(long))
 	require.Equal(t, repair.Signature(a.Problems), repair.Signature(again.Problems))
 }
+
+// TestCommandStdout: a command that says what went wrong on stdout, with
+// nothing on stderr, gives the repair the end of its stdout, and a new
+// stdout is a new error.
+func TestCommandStdout(t *testing.T) {
+	t.Parallel()
+	w := decodeFlow(t, chainFlow)
+	failed := func(stdout string) *engine.Result {
+		return &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{{
+			Node: "c", Type: "shell", Status: engine.StatusFailed, Visit: 1,
+			Error: &node.Error{Category: node.CategoryExecution, Code: "exit_code", Message: `command "npm" exited with status 1`,
+				Details: map[string]any{"exit_code": 1, "stderr": "", "stdout": stdout}},
+		}}}
+	}
+	long := strings.Repeat("ok test\n", 600) + "FAIL src/parse.test.js: expected 3 items"
+	a := repair.Assess(w, node.Default, failed(long))
+	require.Len(t, a.Problems, 1)
+	p := a.Problems[0]
+	require.Empty(t, p.Stderr)
+	require.LessOrEqual(t, len(p.Stdout), repair.MaxBody+len("…"), "the end of a long stdout, not all of it")
+	require.True(t, strings.HasSuffix(p.Stdout, "FAIL src/parse.test.js: expected 3 items"), p.Stdout)
+
+	msgs := repair.Prompt(repair.Case{Problems: a.Problems})
+	require.Contains(t, msgs[len(msgs)-1].Content, "the command's stdout (its end):")
+	require.Contains(t, msgs[len(msgs)-1].Content, "FAIL src/parse.test.js: expected 3 items")
+
+	b := repair.Assess(w, node.Default, failed("FAIL src/parse.test.js: expected a list"))
+	require.NotEqual(t, repair.Signature(a.Problems), repair.Signature(b.Problems), "a new stdout is a new error")
+}

@@ -182,6 +182,9 @@ func describe(p Problem) string {
 	if p.Stderr != "" {
 		fmt.Fprintf(&b, "\n   the command's stderr (its end):\n%s", indent(p.Stderr, "     | "))
 	}
+	if p.Stdout != "" {
+		fmt.Fprintf(&b, "\n   the command's stdout (its end):\n%s", indent(p.Stdout, "     | "))
+	}
 	if len(p.Params) > 0 {
 		js, err := json.Marshal(p.Params)
 		if err == nil {

@@ -47,9 +47,9 @@ func Normalize(msg string) string {
 func Signature(problems []Problem) string {
 	parts := make([]string, 0, len(problems))
 	for _, p := range problems {
-		// A command's stderr is part of how it failed: "exit status 1"
-		// is the message of every failed command.
-		parts = append(parts, strings.Join([]string{p.Node, p.Category, p.Code, Normalize(p.Message), Normalize(p.Stderr)}, "|"))
+		// A command's stderr and stdout are part of how it failed: "exit
+		// status 1" is the message of every failed command.
+		parts = append(parts, strings.Join([]string{p.Node, p.Category, p.Code, Normalize(p.Message), Normalize(p.Stderr), Normalize(p.Stdout)}, "|"))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, "\n")
