@@ -377,7 +377,10 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 	if !isNode {
 		cands := append(append([]string(nil), v.ids...), expr.ScopeRoots...)
 		hint := didYouMean(r.Root, cands)
-		if hint == "" {
+		switch {
+		case hint == "" && r.Path == nil && expr.IsBuiltin(r.Root) && !expr.IsKeyword(r.Root):
+			hint = fmt.Sprintf("; %s is a function: call it, %s(…)", r.Root, r.Root)
+		case hint == "":
 			hint = " (a reference starts with a node id or one of " + strings.Join(expr.ScopeRoots, ", ") + ")"
 		}
 		errf("there is no node %q%s", r.Root, hint)
