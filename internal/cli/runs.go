@@ -489,7 +489,7 @@ func printFailedSteps(w io.Writer, steps []runner.StepDoc) {
 			name = fmt.Sprintf("%s (visit %d)", s.Node, s.Visit)
 		}
 		fmt.Fprintf(w, "\n%s failed: %s\n", name, s.Error.Message)
-		for _, l := range live.StderrTail(s.Error.Details) {
+		for _, l := range live.FailureTail(s.Error.Details) {
 			fmt.Fprintln(w, "    │ "+l)
 		}
 	}

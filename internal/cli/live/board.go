@@ -16,9 +16,9 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
-// StderrLines is how many of a failed step's last lines of output are
+// FailureTailLines is how many of a failed step's last lines of output are
 // shown.
-const StderrLines = 20
+const FailureTailLines = 20
 
 // Minimum widths of the node and type columns; longer ids and types
 // widen them for the whole run.
@@ -283,7 +283,7 @@ func (b *board) finished(rec record.Step) []string {
 	out := []string{line}
 	if rec.Status == record.StatusFailed && rec.Error != nil {
 		out = append(out, "    "+st.red.Render(rec.Error.Message))
-		for _, l := range StderrTail(rec.Error.Details) {
+		for _, l := range FailureTail(rec.Error.Details) {
 			out = append(out, st.dim.Render("    │ "+l))
 		}
 	}
@@ -371,10 +371,10 @@ func (b *board) pad(s string, w int) string {
 	return s
 }
 
-// StderrTail returns the last StderrLines lines of the stderr an error's
+// FailureTail returns the last FailureTailLines lines of the stderr an error's
 // details hold (a shell step's), without trailing blank lines; of its
 // stdout when its stderr is empty, as many tools say what went wrong there.
-func StderrTail(details map[string]any) []string {
+func FailureTail(details map[string]any) []string {
 	s, _ := details["stderr"].(string)
 	s = strings.TrimRight(s, "\n\r\t ")
 	if s == "" {
@@ -385,8 +385,8 @@ func StderrTail(details map[string]any) []string {
 		return nil
 	}
 	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
-	if len(lines) > StderrLines {
-		lines = lines[len(lines)-StderrLines:]
+	if len(lines) > FailureTailLines {
+		lines = lines[len(lines)-FailureTailLines:]
 	}
 	return lines
 }
