@@ -289,11 +289,7 @@ func TestCommandStderr(t *testing.T) {
 	t.Parallel()
 	w := decodeFlow(t, chainFlow)
 	failed := func(stderr string) *engine.Result {
-		return &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{{
-			Node: "c", Type: "shell", Status: engine.StatusFailed, Visit: 1,
-			Error: &node.Error{Category: node.CategoryExecution, Code: "exit_status", Message: `command "jq" exited with status 1`,
-				Details: map[string]any{"exit_code": 1, "stderr": stderr}},
-		}}}
+		return commandFailed(`command "jq" exited with status 1`, map[string]any{"exit_code": 1, "stderr": stderr})
 	}
 	long := strings.Repeat("noise line\n", 400) + "jq: error: .itemz is not defined"
 	a := repair.Assess(w, node.Default, failed(long))
@@ -318,11 +314,7 @@ func TestCommandStdout(t *testing.T) {
 	t.Parallel()
 	w := decodeFlow(t, chainFlow)
 	failed := func(stdout string) *engine.Result {
-		return &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{{
-			Node: "c", Type: "shell", Status: engine.StatusFailed, Visit: 1,
-			Error: &node.Error{Category: node.CategoryExecution, Code: "exit_code", Message: `command "npm" exited with status 1`,
-				Details: map[string]any{"exit_code": 1, "stderr": "", "stdout": stdout}},
-		}}}
+		return commandFailed(`command "npm" exited with status 1`, map[string]any{"exit_code": 1, "stderr": "", "stdout": stdout})
 	}
 	long := strings.Repeat("ok test\n", 600) + "FAIL src/parse.test.js: expected 3 items"
 	a := repair.Assess(w, node.Default, failed(long))
@@ -338,4 +330,13 @@ func TestCommandStdout(t *testing.T) {
 
 	b := repair.Assess(w, node.Default, failed("FAIL src/parse.test.js: expected a list"))
 	require.NotEqual(t, repair.Signature(a.Problems), repair.Signature(b.Problems), "a new stdout is a new error")
+}
+
+// commandFailed is a run whose shell node c failed with message and
+// details.
+func commandFailed(message string, details map[string]any) *engine.Result {
+	return &engine.Result{Status: engine.RunFailed, Steps: []*engine.StepRecord{{
+		Node: "c", Type: "shell", Status: engine.StatusFailed, Visit: 1,
+		Error: &node.Error{Category: node.CategoryExecution, Code: "exit_code", Message: message, Details: details},
+	}}}
 }
