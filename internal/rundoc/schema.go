@@ -64,7 +64,7 @@ func describeError(e *jsonschema.Schema, what string) {
 	p["code"].Description = "a stable code: template, param_type, http_404, timeout, fail_node, …"
 	p["category"].Description = "the class of the error: template, validation, execution_failure, http_status, connection, timeout, cancelled, budget_exceeded, authentication, mcp_tool_error, internal"
 	p["message"].Description = "what went wrong, secrets masked; a message over 2,000 characters is cut there, ending \"… (cut; whole message in blob <file>)\", and details.message_blob refers to the whole text"
-	p["details"].Description = "what the kind adds: for http_status, status, body, headers (secrets masked), duration_ms and url; for a request that failed, duration_ms and url; for a template that read a key its object lacked, missing (the path read) and available_fields (that object's keys, sorted, at most 20); a command's stderr; message_blob ($defs/blob) when the message was cut"
+	p["details"].Description = "what the kind adds: for http_status, status, body, headers (secrets masked), duration_ms and url; for a request that failed, duration_ms and url; for a template that read a key its object lacked, missing (the path read) and available_fields (that object's keys, sorted, at most 20); a failed command's exit_code and the last 2 KiB of its stderr and stdout; message_blob ($defs/blob) when the message was cut"
 }
 
 // bigValues says where big values are.
