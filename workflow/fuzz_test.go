@@ -23,6 +23,17 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte("version: 1\nname: x\nnodes: [{id: a, type: if, condition: 'a.b'}]\n"), false)
 	f.Add([]byte(`{"version":1,"name":"x","nodes":[{"id":"a","type":"set","values":{"k":"{{ a }}"}}]}`), true)
+	// YAML slips, whose errors are placed and explained (yamlerr.go).
+	for _, src := range []string{
+		"nodes:\n  - id: a\n    type: set\n   on_error: x\n",
+		"nodes:\n  - id: a\n    values:\n      x: {{ a }} b\n",
+		"nodes:\n  - id: a\n      type: set\n",
+		"nodes:\n  - id: a\n    text: \"x\" y\n",
+		"nodes: [{id: a\n",
+		"a: @b\n- c\n",
+	} {
+		f.Add([]byte(src), false)
+	}
 	f.Fuzz(func(t *testing.T, src []byte, isJSON bool) {
 		name := "fuzz.yaml"
 		if isJSON {

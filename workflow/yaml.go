@@ -146,69 +146,6 @@ func parseWhole(src []byte) (*value, *parseError) {
 	return c.conv(doc.Content[0], 0)
 }
 
-// YAMLError is where a yaml/v3 error decoding src is and what it says, as
-// a workflow file's own are told (yamlError): for the other YAML files a
-// command reads, such as .skein.yaml.
-func YAMLError(src []byte, err error) (Pos, string) {
-	pe := yamlError(src, err)
-	return pe.pos, pe.msg
-}
-
-// yamlError turns a yaml/v3 error ("yaml: line 11: did not find expected
-// ',' or '}'") into a positioned message. The library reports a line but no
-// column, so the message points at the line's first character that is not
-// white space.
-func yamlError(src []byte, err error) *parseError {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		msg = msg[:i]
-	}
-	if name, ok := strings.CutPrefix(msg, "unknown anchor '"); ok {
-		name = strings.TrimSuffix(name, "' referenced")
-		pos := Pos{1, 1}
-		if i := bytes.Index(src, []byte("*"+name)); i >= 0 {
-			pos = posOf(src, i)
-		}
-		return &parseError{pos, fmt.Sprintf("YAML: alias *%s names no anchor defined before it", name)}
-	}
-	line := 0
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if num, after, ok := strings.Cut(rest, ": "); ok {
-			if n, err := strconv.Atoi(num); err == nil {
-				line, msg = n, after
-			}
-		}
-	}
-	if line == 0 {
-		return &parseError{Pos{1, 1}, "YAML: " + msg}
-	}
-	if parserProblems[msg] {
-		// yaml/v3 numbers the lines of parser (not scanner) errors from 0.
-		line++
-	}
-	col := firstCol(src, line)
-	if msg == "found character that cannot start any token" && col > 1 && lineHasTabIndent(src, line) {
-		return &parseError{Pos{line, 1}, "YAML: this line is indented with a tab; YAML indents with spaces only"}
-	}
-	return &parseError{Pos{line, col}, "YAML: " + msg}
-}
-
-// parserProblems are the messages of yaml/v3's parser errors, whose line
-// the library reports counted from 0 (scanner errors count from 1).
-var parserProblems = map[string]bool{
-	"did not find expected <stream-start>":   true,
-	"did not find expected <document start>": true,
-	"did not find expected node content":     true,
-	"did not find expected '-' indicator":    true,
-	"did not find expected key":              true,
-	"did not find expected ',' or ']'":       true,
-	"did not find expected ',' or '}'":       true,
-	"found duplicate %YAML directive":        true,
-	"found duplicate %TAG directive":         true,
-	"found incompatible YAML document":       true,
-	"found undefined tag handle":             true,
-}
-
 // posOf is the line and column (in characters) of byte off of src.
 func posOf(src []byte, off int) Pos {
 	starts := lineStarts(src)
@@ -574,6 +511,15 @@ func (c *yamlConv) entry(m *value, kn, vn *yaml.Node, depth int) *parseError {
 		return &parseError{kpos, `YAML: a map key is null (~, null or nothing); write the key's name, quoted if it is "null"`}
 	}
 	if !ok {
+		if kn.Kind == yaml.MappingNode && kn.Style&yaml.FlowStyle != 0 {
+			// text: {{ x }} is a map whose key is the map {x}.
+			if c.lineStart == nil {
+				c.lineStart = lineStarts(c.src)
+			}
+			if hint, ok := templateHint(string(lineText(c.src, c.lineStart, kn.Line))); ok {
+				return &parseError{Pos{kn.Line, max(kn.Column-1, 1)}, "YAML: " + hint}
+			}
+		}
 		return &parseError{kpos, "YAML: map keys must be strings"}
 	}
 	val, err := c.conv(vn, depth+1)

@@ -161,8 +161,8 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown key with a map", "secrets_file: {a: 1}\n", nil, []string{"runs", "list"}, `.skein.yaml:1: unknown key "secrets_file" (the keys are dir, model, concurrency)`},
 		{"bad concurrency", "concurrency: many\n", nil, []string{"run", "flow.yaml"}, `.skein.yaml:1: concurrency must be a whole number of at least 1, not "many"`},
 		{"not a map", "- dir\n", nil, []string{"cancel", "abc"}, ".skein.yaml:1: expected a map of dir, model, concurrency"},
-		{"not YAML", "dir: [x\n", nil, []string{"mcp"}, `.skein.yaml:2:1: YAML: did not find expected ',' or ']'`},
-		{"not YAML at its second line", "dir: store\n: [\n", nil, []string{"runs", "list"}, ".skein.yaml:2:1: YAML: did not find expected key"},
+		{"not YAML", "dir: [x\n", nil, []string{"mcp"}, `.skein.yaml:1:1: YAML: a list written [ … ] is not closed: end it with ], and put a comma between its items`},
+		{"not YAML at its second line", "dir: store\n: [\n", nil, []string{"runs", "list"}, ".skein.yaml:2:1: YAML: this line is not a key (name: value) of the map above it: make it one, or indent it as the lines it belongs with"},
 		{"bad variable", "", map[string]string{"SKEIN_CONCURRENCY": "0"}, []string{"run", "flow.yaml"}, "SKEIN_CONCURRENCY=0: must be a whole number of at least 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -358,7 +358,7 @@ func Load(path string, reg *node.Registry) (*File, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, &Error{File: path, Msg: "the file is empty; a test file has cases: [{name: ..., expect: {status: completed}}] (the format is in docs/testing.md)"}
 		}
-		return nil, yamlError(path, err)
+		return nil, yamlError(path, src, err)
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(src, &root) // it decoded above: positions only
@@ -628,13 +628,16 @@ func workflowOf(path, named string) (string, error) {
 	return "", fmt.Errorf("no workflow %s.yaml beside the test file; put the test beside its workflow or name it with workflow: FILE", base)
 }
 
-// yamlError turns a decoding error into an Error with the line it names.
-func yamlError(path string, err error) error {
+// yamlError turns a decoding error into an Error with the line it names:
+// a syntax error as a workflow file's are told (workflow.YAMLError), a
+// value of the wrong kind in the file's terms.
+func yamlError(path string, src []byte, err error) error {
 	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
+	if !errors.As(err, &te) || len(te.Errors) == 0 {
+		pos, msg := workflow.YAMLError(src, err)
+		return &Error{File: path, Line: pos.Line, Msg: msg + " (the format is in docs/testing.md)"}
 	}
+	msg := te.Errors[0]
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	line := 0
 	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {

@@ -181,6 +181,9 @@ func TestLoadErrors(t *testing.T) {
 		{"duplicate", "cases:\n  - name: a\n  - name: a\n", `:3: two cases are named "a"`},
 		{"no name", "cases:\n  - expect: {}\n", `:2: a case needs a name`},
 		{"not yaml", "cases: [\n", `(the format is in docs/testing.md)`},
+		// A syntax error names the line that holds it, as a workflow's do.
+		{"a key indented wrongly", "cases:\n  - name: a\n    inputs: {}\n   expect: {}\n", `:4: YAML: this line is indented by 3 spaces, which lines it up with no block above it (those are indented by 0, 2 or 4)`},
+		{"a template not quoted", "cases:\n  - name: a\n    inputs:\n      n: {{ 1 }} x\n", `:4: YAML: a value that starts with {{ is read by YAML as a map: quote it, n: "{{ 1 }} x"`},
 		{"infinite mock", "cases:\n  - name: a\n    mocks:\n      fetch: {output: {n: .inf}}\n", `:4: .inf is not a number a run can record (JSON has no infinity or NaN)`},
 		{"NaN input", "cases:\n  - name: a\n    inputs: {n: .NaN}\n", `:3: .NaN is not a number a run can record`},
 		// A value of the wrong kind is said in YAML's terms, not Go's.
