@@ -20,6 +20,11 @@ var (
 	// or holds, NaN or an infinity (1 / 0, 0.0 / 0): they are not data a
 	// run can record.
 	ErrNotFinite = errors.New("expression value is not a finite number")
+
+	// ErrCall is wrapped by the error Inspect returns for an expression
+	// that parses but calls a function with arguments it does not take
+	// (upper(1, 2), now("UTC")): what its evaluation would fail with.
+	ErrCall = errors.New("a function is called with arguments it does not take")
 )
 
 // Error is an expression error: a syntax error, an unknown function, a

@@ -45,6 +45,26 @@ func TestNowReadsTheScopesClock(t *testing.T) {
 	require.ErrorContains(t, err, "now")
 }
 
+// A call of now() with what is not a timezone is refused when the
+// expression is compiled (by skein validate), not when a run reaches it;
+// so is one of a guarded builtin with an argument of the wrong type.
+func TestNowArgumentsAreChecked(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]string{
+		`now("UTC")`:              `now() takes a timezone, not a value of type string: now(timezone("Europe/Paris"))`,
+		`now(1)`:                  `now() takes a timezone, not a value of type int`,
+		`now(timezone("UTC"), 1)`: `too many arguments to call now`,
+		`upper(1, 2)`:             `too many arguments to call upper`,
+	} {
+		_, err := Compile(code)
+		require.ErrorContains(t, err, want, code)
+	}
+	for _, code := range []string{`now(x)`, `now(timezone(inputs.tz))`, `upper(x)`, `join(l, s)`, `repeat("a", n)`} {
+		_, err := Compile(code)
+		require.NoError(t, err, code)
+	}
+}
+
 // Without a clock in the scope, now() is the machine's time.
 func TestNowWithoutAClock(t *testing.T) {
 	t.Parallel()

@@ -450,8 +450,10 @@ func (pt *patcher) Visit(node *ast.Node) {
 			// A check before this patch may have picked an overload for
 			// the call without the guard (join(l, s) matches join's
 			// one-list form when l and s are of unknown type); forget it,
-			// so the check after the patch picks one for every argument.
+			// so the check after the patch picks one for every argument
+			// (the call's type too: a check skips a call that has one).
 			id.SetType(nil)
+			n.SetType(nil)
 			pt.guarded = true
 		}
 	case *ast.UnaryNode:

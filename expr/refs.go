@@ -99,7 +99,9 @@ type Warning struct {
 // Inspect returns what References returns, plus warnings about the
 // expression: a division (/) by a literal 0, whose NaN or infinity is an
 // error once it is (part of) the value, and a remainder (%) by a literal 0,
-// which always fails.
+// which always fails. An expression that calls a function is compiled, so
+// a call with arguments the function does not take is an error wrapping
+// ErrCall; the references and warnings come with that one.
 func Inspect(code string) ([]Ref, []Warning, error) {
 	if r, ok := simplePath(code); ok {
 		return []Ref{r}, nil, nil
@@ -107,6 +109,20 @@ func Inspect(code string) ([]Ref, []Warning, error) {
 	a, err := analyze(code)
 	if err != nil {
 		return nil, nil, err
+	}
+	if a.calls {
+		// The type checker sees what a call's arguments are (upper(1, 2),
+		// now("UTC")): compile it now, as its first evaluation would.
+		// The program is cached, so the run does not compile it again.
+		if _, err := Compile(code); err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Err == nil {
+				c := *e
+				c.Err = ErrCall
+				return a.refs, a.warnings, &c
+			}
+			return nil, nil, err
+		}
 	}
 	return a.refs, a.warnings, nil
 }
@@ -121,6 +137,7 @@ type analysis struct {
 	// a node, and compile reads them from the environment.
 	shadowed map[int]bool
 	warnings []Warning
+	calls    bool // calls a function or a method
 }
 
 // analyze checks the length budget, parses code and walks its AST.
@@ -160,7 +177,11 @@ func parseError(code string, pos positions, err error) *Error {
 		return errorAt(code, off, ErrBudget,
 			fmt.Sprintf("expression has more than %d nodes; the limit is %d", MaxNodes, MaxNodes))
 	}
-	return errorAt(code, off, fe.Prev, fe.Message)
+	if t, ok := strings.CutPrefix(fe.Message, "cannot use "); ok && strings.Contains(t, " as argument (type *time.Location) to call now") {
+		t, _, _ = strings.Cut(t, " ")
+		return errorAt(code, off, fe.Prev, fmt.Sprintf(`now() takes a timezone, not a value of type %s: now(timezone("Europe/Paris"))`, t))
+	}
+	return errorAt(code, off, fe.Prev, strings.TrimSpace(fe.Message))
 }
 
 // walker collects the free names of an AST.
@@ -218,6 +239,7 @@ func (w *walker) walk(node ast.Node) {
 		w.walk(n.From)
 		w.walk(n.To)
 	case *ast.CallNode:
+		w.a.calls = true
 		switch callee := n.Callee.(type) {
 		case *ast.IdentifierNode:
 			if !w.ident(callee) {
@@ -241,6 +263,7 @@ func (w *walker) walk(node ast.Node) {
 			w.walk(arg)
 		}
 	case *ast.BuiltinNode:
+		w.a.calls = true
 		for _, arg := range n.Arguments {
 			w.walk(arg)
 		}

@@ -299,8 +299,11 @@ func (v *validator) refs(code string, site refSite) {
 		if errors.As(err, &xe) && xe.Offset >= 0 {
 			pos = site.at(xe.Offset)
 		}
-		v.d.errorf(pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
-		return
+		if !errors.Is(err, expr.ErrCall) {
+			v.d.errorf(pos, site.diagPath(), site.nodeID, "%s does not parse: %v", site.path, err)
+			return
+		}
+		v.d.errorf(pos, site.diagPath(), site.nodeID, "%s would fail when it is evaluated: %v", site.path, err)
 	}
 	for _, r := range refs {
 		v.ref(r, site)
