@@ -37,6 +37,13 @@ var typeAliases = map[string]string{
 	"str": "string", "text": "string", "array": "list", "object": "map", "dict": "map",
 }
 
+// notExist is the error of a file that does not exist: it says what to
+// do, and is fs.ErrNotExist (errors.Is) without saying so again.
+type notExist string
+
+func (e notExist) Error() string { return string(e) }
+func (e notExist) Unwrap() error { return fs.ErrNotExist }
+
 // ReadFile reads a workflow file, refusing files over MaxFileSize before
 // reading them whole, and what is not a file: opening a named pipe waits
 // for a writer, so a pipe left in a folder of workflows (or named as a
@@ -48,7 +55,7 @@ func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		wd, _ := os.Getwd()
-		return nil, fmt.Errorf("no such file: %s (a relative path is taken from %s); check the path, or `ls *.yaml` to see the workflow files here: %w", path, wd, fs.ErrNotExist)
+		return nil, notExist(fmt.Sprintf("no such file: %s (a relative path is taken from %s); check the path, or `ls *.yaml` to see the workflow files here", path, wd))
 	}
 	if err != nil {
 		return nil, err

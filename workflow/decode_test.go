@@ -2,6 +2,7 @@ package workflow_test
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,9 @@ func TestLoadMissingFile(t *testing.T) {
 	_, ds := workflow.Load(filepath.Join(t.TempDir(), "nope.yaml"), node.Default)
 	require.True(t, ds.HasErrors())
 	require.Contains(t, ds.Error(), "no such file")
+	require.NotContains(t, ds.Error(), "file does not exist", "said once")
+	_, err := workflow.ReadFile(filepath.Join(t.TempDir(), "nope.yaml"))
+	require.ErrorIs(t, err, fs.ErrNotExist)
 }
 
 func TestDecodeJSONAndYAMLAgree(t *testing.T) {
