@@ -236,13 +236,28 @@ func (v *validator) wayOut(i int, inCycle func(int) bool, waits []bool, st *cycl
 	if n.Disabled {
 		return false
 	}
-	if spec.Routes && (spec.RoutesWhen == nil || spec.RoutesWhen(n.Params)) {
+	if spec.Routes && (spec.RoutesWhen == nil || spec.RoutesWhen(n.Params)) && !v.childNeverRoutes(n) {
 		st.routes = append(st.routes, n.ID)
 	}
 	if v.mayWait(i) || waits[i] {
 		st.waits = append(st.waits, n.ID)
 	}
 	return false
+}
+
+// childNeverRoutes reports whether n runs a child workflow, read with its
+// parent, whose outputs hold no _route: a subworkflow's output is its
+// child's outputs (the outputs it declares, or else one per node that ends
+// a path, by id), and only a _route among them routes.
+func (v *validator) childNeverRoutes(n *Node) bool {
+	cw, ok := v.childOf[n.ID]
+	if !ok {
+		return false
+	}
+	if len(cw.Outputs) > 0 {
+		return !slices.ContainsFunc(cw.Outputs, func(o *Output) bool { return o.Name == "_route" })
+	}
+	return !slices.ContainsFunc(cw.Nodes, func(c *Node) bool { return c.ID == "_route" })
 }
 
 // inForEach reports whether node i's innermost loop is a foreach: on_error:
@@ -259,14 +274,39 @@ func (v *validator) mayWait(i int) bool {
 	if spec == nil || n.Disabled {
 		return false
 	}
-	switch {
-	case spec.Role == node.RoleWait:
-		u, ok := n.Params["until"].(string)
-		return ok && (u == "signal" || strings.Contains(u, "{{")) && n.Timeout == nil
-	case spec.Parks != nil && spec.Parks(n.Params):
+	if waitsForSignal(n, spec) {
 		return true
 	}
-	return spec.Role == node.RoleSubworkflow || spec.RunsChildren
+	if spec.Role == node.RoleSubworkflow {
+		if cw, ok := v.childOf[n.ID]; ok {
+			return v.childMayWait(cw)
+		}
+		return true
+	}
+	return spec.RunsChildren
+}
+
+// waitsForSignal reports whether n may wait for a signal with no timeout.
+func waitsForSignal(n *Node, spec *node.Spec) bool {
+	if spec.Role == node.RoleWait {
+		u, ok := n.Params["until"].(string)
+		return ok && (u == "signal" || strings.Contains(u, "{{")) && n.Timeout == nil
+	}
+	return spec.Parks != nil && spec.Parks(n.Params)
+}
+
+// childMayWait reports whether a child workflow, read with its parent,
+// holds a node that may wait for a signal or runs children of its own
+// (which may): a child of plain nodes does not keep its parent's run
+// waiting.
+func (v *validator) childMayWait(cw *Workflow) bool {
+	for _, n := range cw.Nodes {
+		spec, ok := v.reg.Lookup(n.Type)
+		if ok && !n.Disabled && (waitsForSignal(n, spec) || spec.Role == node.RoleSubworkflow || spec.RunsChildren) {
+			return true
+		}
+	}
+	return false
 }
 
 // bodiesThatWait returns, by node, whether it is a loop or foreach whose

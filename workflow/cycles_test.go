@@ -1,11 +1,14 @@
 package workflow_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/node"
 	"github.com/skeinhq/skein/workflow"
 )
 
@@ -366,4 +369,68 @@ func TestCyclesWithoutAWayOut(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A subworkflow node routes only when its child's outputs may hold a
+// _route: a cycle through a child that declares none has no way out; one
+// through a child whose outputs name _route, or whose file is not read
+// (ValidateOwn), may.
+func TestCycleThroughAChild(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+		return path
+	}
+	write("plain.yaml", "version: 1\nname: plain\nnodes:\n  - {id: out, type: set, values: {n: 1}}\noutputs:\n  n: \"{{ out.n }}\"\n")
+	write("leaves.yaml", "version: 1\nname: leaves\nnodes:\n  - {id: out, type: set, values: {n: 1}}\n")
+	write("router.yaml", "version: 1\nname: router\nnodes:\n  - {id: out, type: set, values: {n: 1}}\noutputs:\n  _route: \"{{ out.n > 0 ? 'done' : 'default' }}\"\n")
+	flow := func(child string) string {
+		return write("flow-"+child, cycleFlow(`  - {id: a, type: subworkflow, workflow: `+child+`}
+  - {id: b, type: template, text: b}
+`, `  - {from: start, to: a}
+  - {from: a, to: b}
+  - {from: b, to: a}
+`))
+	}
+	cycleDiag := func(t *testing.T, ds workflow.Diagnostics) workflow.Diagnostic {
+		t.Helper()
+		var found []workflow.Diagnostic
+		for _, d := range ds {
+			if strings.Contains(d.Message, "no way out") {
+				found = append(found, d)
+			}
+		}
+		require.Len(t, found, 1, "%s", diagLines(ds))
+		return found[0]
+	}
+	for _, child := range []string{"plain.yaml", "leaves.yaml"} {
+		_, ds := workflow.Load(flow(child), node.Default)
+		d := cycleDiag(t, ds)
+		require.Equal(t, workflow.Error, d.Severity, child+": "+d.String())
+		require.Contains(t, d.Message, "cycle a → b → a has no way out", child)
+	}
+	_, ds := workflow.Load(flow("router.yaml"), node.Default)
+	d := cycleDiag(t, ds)
+	require.Equal(t, workflow.Warning, d.Severity, d.String())
+	require.Contains(t, d.Message, `unless node "a" returns a _route no edge takes`)
+	require.NotContains(t, d.Message, "waits at")
+
+	// A child that may wait for a signal may keep the run at the node.
+	write("asks.yaml", "version: 1\nname: asks\nnodes:\n  - {id: ask, type: wait, until: signal}\noutputs:\n  n: \"{{ ask.data }}\"\n")
+	_, ds = workflow.Load(flow("asks.yaml"), node.Default)
+	d = cycleDiag(t, ds)
+	require.Equal(t, workflow.Warning, d.Severity, d.String())
+	require.Contains(t, d.Message, `unless the run waits at "a" for a signal that never comes`)
+	require.NotContains(t, d.Message, "_route")
+
+	// Without its child read, the node may route.
+	src, err := os.ReadFile(flow("plain.yaml"))
+	require.NoError(t, err)
+	w, ds := workflow.Decode(filepath.Join(dir, "flow-plain.yaml"), src)
+	require.NotNil(t, w, "%v", ds)
+	d = cycleDiag(t, workflow.ValidateOwn(w, node.Default))
+	require.Equal(t, workflow.Warning, d.Severity, d.String())
 }

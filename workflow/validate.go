@@ -153,6 +153,9 @@ type validator struct {
 	// outermost first (absolute paths); children is validate's.
 	chain    []string
 	children map[string]Diagnostics
+	// childOf holds, by node id, the valid child workflow a subworkflow
+	// node runs, when its file was read.
+	childOf map[string]*Workflow
 	// home is the loop or foreach whose body holds each node, -1 for
 	// none; nil when the workflow has no loop (loopBodies).
 	home []int
@@ -197,10 +200,10 @@ func (v *validator) run() {
 	v.edges()
 	v.loops()
 	v.loopBodies()
+	v.servers() // reads the child workflows, which cycles asks about
 	v.cycles()
 	v.reachability()
 	v.references()
-	v.servers()
 	v.ignoreIdle()
 }
 
@@ -1392,6 +1395,10 @@ func (v *validator) nodeServers(n *Node, spec *node.Spec, names, models []string
 					v.d.errorf(n.ParamPos(p.Name), "", n.ID, "child workflow %q not found (looked for %s)", f, full)
 				} else if cw := v.child(n, p.Name, "", f, full); cw != nil && spec.Role == node.RoleSubworkflow {
 					v.childInputs(n, f, cw)
+					if v.childOf == nil {
+						v.childOf = map[string]*Workflow{}
+					}
+					v.childOf[n.ID] = cw
 				}
 			}
 		}
