@@ -207,6 +207,10 @@ func (v *validator) run() {
 	v.ignoreIdle()
 }
 
+// yaml11Bools are the words older YAML read as true or false, and what
+// they meant: a workflow's YAML reads them as text.
+var yaml11Bools = map[string]string{"yes": "true", "on": "true", "y": "true", "no": "false", "off": "false", "n": "false"}
+
 func suggestName(s string) string {
 	s = strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))
 	s = strings.ToLower(s)
@@ -768,7 +772,11 @@ func (v *validator) edges() {
 			case e.On == "" && len(named) > 0:
 				msg = fmt.Sprintf("an edge from %q (%s) must name a handle with `on:` (one of %s)", src.ID, src.Type, strings.Join(named, ", "))
 			case len(named) > 0:
-				msg += fmt.Sprintf("%s (handles: %s)", didYouMean(e.On, named), strings.Join(named, ", "))
+				hint := didYouMean(e.On, named)
+				if b, ok := yaml11Bools[strings.ToLower(e.On)]; ok && slices.Contains(named, b) {
+					hint = fmt.Sprintf(`; YAML reads %s as text, not as %s: write on: "%s"`, e.On, b, b)
+				}
+				msg += fmt.Sprintf("%s (handles: %s)", hint, strings.Join(named, ", "))
 			case len(allowed) == 0:
 				msg = fmt.Sprintf("node %q (%s) takes no out-edges; remove the edge", src.ID, src.Type)
 			default:
