@@ -532,3 +532,16 @@ func groupDigits(n int) string {
 	}
 	return s
 }
+
+// YAML11Bool returns what the word s meant to older YAML, which read yes,
+// no, on, off, y and n (in any case) as true or false: "true" or "false".
+// A workflow's YAML reads them as text; errors about them say so.
+func YAML11Bool(s string) (string, bool) {
+	switch strings.ToLower(s) {
+	case "yes", "on", "y":
+		return "true", true
+	case "no", "off", "n":
+		return "false", true
+	}
+	return "", false
+}

@@ -207,10 +207,6 @@ func (v *validator) run() {
 	v.ignoreIdle()
 }
 
-// yaml11Bools are the words older YAML read as true or false, and what
-// they meant: a workflow's YAML reads them as text.
-var yaml11Bools = map[string]string{"yes": "true", "on": "true", "y": "true", "no": "false", "off": "false", "n": "false"}
-
 func suggestName(s string) string {
 	s = strings.TrimSuffix(filepath.Base(s), filepath.Ext(s))
 	s = strings.ToLower(s)
@@ -238,7 +234,13 @@ func (v *validator) inputsAndSecrets() {
 		}
 		typed := in.Default == nil || valueHasType(in.Default, in.Type)
 		if !typed {
-			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q is %s, which is not of its type %s; change the default or the type", in.Name, describePlain(in.Default), in.Type)
+			fix := "change the default or the type"
+			if s, ok := in.Default.(string); ok && in.Type == "boolean" {
+				if b, ok := node.YAML11Bool(s); ok {
+					fix = fmt.Sprintf("YAML reads %s as text: write %s", s, b)
+				}
+			}
+			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q is %s, which is not of its type %s; %s", in.Name, describePlain(in.Default), in.Type, fix)
 		}
 		for _, e := range in.Enum {
 			if !valueHasType(e, in.Type) {
@@ -613,8 +615,22 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path fun
 		return
 	}
 	if _, err := p.Coerce(val); err != nil {
-		v.d.errorf(pos, path(), n.ID, "parameter %q of %s: %v%s", p.Name, n.Type, err, enumHint(p, val))
+		v.d.errorf(pos, path(), n.ID, "parameter %q of %s: %v%s%s", p.Name, n.Type, err, enumHint(p, val), yamlBoolHint(p, val))
 	}
+}
+
+// yamlBoolHint says, for a true-or-false parameter written as a word
+// older YAML read as a bool (yes, off), that the file's YAML reads it as
+// text.
+func yamlBoolHint(p node.Param, val any) string {
+	s, ok := val.(string)
+	if !ok || p.Type != node.Bool {
+		return ""
+	}
+	if b, ok := node.YAML11Bool(s); ok {
+		return fmt.Sprintf(" (YAML reads %s as text: write %s)", s, b)
+	}
+	return ""
 }
 
 // enumHint suggests the closest allowed value of an enum parameter.
@@ -773,7 +789,7 @@ func (v *validator) edges() {
 				msg = fmt.Sprintf("an edge from %q (%s) must name a handle with `on:` (one of %s)", src.ID, src.Type, strings.Join(named, ", "))
 			case len(named) > 0:
 				hint := didYouMean(e.On, named)
-				if b, ok := yaml11Bools[strings.ToLower(e.On)]; ok && slices.Contains(named, b) {
+				if b, ok := node.YAML11Bool(e.On); ok && slices.Contains(named, b) {
 					hint = fmt.Sprintf(`; YAML reads %s as text, not as %s: write on: "%s"`, e.On, b, b)
 				}
 				msg += fmt.Sprintf("%s (handles: %s)", hint, strings.Join(named, ", "))
