@@ -100,8 +100,10 @@ var parserProblems = map[string]bool{
 // problemLine returns the first line, from line from on, whose end makes
 // src's beginning fail as all of src fails (the same error, whole): the
 // line that breaks the file. The beginnings that end before it parse, or
-// fail otherwise (cut inside a value), so a binary search finds it. It
-// parses src about log2(lines) times, only for a file that fails.
+// fail otherwise (cut inside a value), so a search finds it: down from
+// where the scanner stood when the parser gave up (scannedTo), by steps
+// that double, then a binary search. It parses src's beginning a few
+// times, only for a file that fails.
 func problemLine(src []byte, whole string, from int) int {
 	starts := lineStarts(src)
 	fails := func(k int) bool {
@@ -111,7 +113,20 @@ func problemLine(src []byte, whole string, from int) int {
 		}
 		return decodeAll(src[:end]) == whole
 	}
-	lo, hi := from, len(starts)
+	hi := len(starts)
+	if at := scannedTo(src); at < len(src) {
+		if k := posOf(src, at).Line; k >= from && k < hi && fails(k) {
+			hi = k
+		}
+	}
+	lo := from
+	for step := 1; hi-step >= from; step *= 2 {
+		if !fails(hi - step) {
+			lo = hi - step + 1
+			break
+		}
+		hi -= step
+	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		if fails(mid) {
@@ -125,6 +140,38 @@ func problemLine(src []byte, whole string, from int) int {
 		lo--
 	}
 	return lo
+}
+
+// scannedTo returns how far into src a decoder that reads one byte at a
+// time got before it failed: where its scanner stood when the parser gave
+// up, at or just after the mistake.
+func scannedTo(src []byte) int {
+	r := &byteReader{src: src}
+	dec := yaml.NewDecoder(r)
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			return r.off
+		}
+	}
+}
+
+// byteReader reads src one byte at a time.
+type byteReader struct {
+	src []byte
+	off int
+}
+
+func (r *byteReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.src) {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0] = r.src[r.off]
+	r.off++
+	return 1, nil
 }
 
 // decodeAll decodes every document of src and returns the first error's

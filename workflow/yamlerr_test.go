@@ -1,6 +1,7 @@
 package workflow_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,5 +56,26 @@ func TestYAMLMistakesSayWhereAndWhatToDo(t *testing.T) {
 			_, ds := workflow.Decode("w.yaml", []byte(tc.src))
 			require.Equal(t, tc.want, strings.TrimSpace(ds.Error()), "in:\n%s", tc.src)
 		})
+	}
+}
+
+// BenchmarkYAMLSyntaxErrorInABigFile: a mistake at the end of a file of
+// 20,000 nodes, which the library reports at the line its list starts on:
+// finding the line that holds it parses the file's beginning a few times
+// (against a plain parse, BenchmarkDecodeYAML10k).
+func BenchmarkYAMLSyntaxErrorInABigFile(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("version: 1\nname: big\nnodes:\n")
+	for i := range 20000 {
+		fmt.Fprintf(&src, "  - id: n%d\n    type: set\n    values: {x: %d}\n", i, i)
+	}
+	src.WriteString("   on_error: continue\n")
+	data := []byte(src.String())
+	want := fmt.Sprintf("w.yaml:%d:4:", 3+3*20000+1)
+	for b.Loop() {
+		_, ds := workflow.Decode("w.yaml", data)
+		if !strings.HasPrefix(ds.Error(), want) {
+			b.Fatal(ds.Error())
+		}
 	}
 }
