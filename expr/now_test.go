@@ -63,6 +63,18 @@ func TestNowArgumentsAreChecked(t *testing.T) {
 		_, err := Compile(code)
 		require.NoError(t, err, code)
 	}
+
+	// Inspect, validate's, also looks up a timezone named by a literal.
+	_, _, err := Inspect(`now(timezone("Europe/Pariss")).Hour()`)
+	require.ErrorIs(t, err, ErrCall)
+	require.ErrorContains(t, err, `timezone("Europe/Pariss"): no such timezone on this machine`)
+	var xe *Error
+	require.ErrorAs(t, err, &xe)
+	require.Equal(t, 13, xe.Offset, "at the name")
+	for _, code := range []string{`now(timezone("UTC"))`, `now(timezone("Asia/Tokyo"))`, `now(timezone(inputs.tz))`} {
+		_, _, err := Inspect(code)
+		require.NoError(t, err, code)
+	}
 }
 
 // Without a clock in the scope, now() is the machine's time.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/builtin"
@@ -124,6 +125,12 @@ func Inspect(code string) ([]Ref, []Warning, error) {
 			return nil, nil, err
 		}
 	}
+	for _, z := range a.zones {
+		if _, err := time.LoadLocation(z.Root); err != nil {
+			return a.refs, a.warnings, errorAt(code, z.Offset, ErrCall,
+				fmt.Sprintf(`timezone(%q): no such timezone on this machine; write an IANA name such as "Europe/Paris", "America/New_York" or "UTC"`, z.Root))
+		}
+	}
 	return a.refs, a.warnings, nil
 }
 
@@ -138,6 +145,9 @@ type analysis struct {
 	shadowed map[int]bool
 	warnings []Warning
 	calls    bool // calls a function or a method
+	// zones are the timezone("…") calls with a literal name: Inspect
+	// looks each up.
+	zones []Ref
 }
 
 // analyze checks the length budget, parses code and walks its AST.
@@ -264,6 +274,11 @@ func (w *walker) walk(node ast.Node) {
 		}
 	case *ast.BuiltinNode:
 		w.a.calls = true
+		if n.Name == "timezone" && len(n.Arguments) == 1 {
+			if name, ok := n.Arguments[0].(*ast.StringNode); ok {
+				w.a.zones = append(w.a.zones, Ref{Root: name.Value, Offset: w.pos.byteOffset(name.Location().From)})
+			}
+		}
 		for _, arg := range n.Arguments {
 			w.walk(arg)
 		}
