@@ -162,6 +162,13 @@ func isBinary(src []byte) bool {
 	return !utf8Valid(src)
 }
 
+// otherToolsKeys are the top-level keys other workflow tools use for what
+// a Skein workflow calls nodes and edges.
+var otherToolsKeys = map[string]string{
+	"steps": "nodes", "tasks": "nodes", "jobs": "nodes", "stages": "nodes",
+	"connections": "edges", "links": "edges", "transitions": "edges", "dependencies": "edges",
+}
+
 type decoder struct {
 	d *diags
 }
@@ -171,7 +178,11 @@ type decoder struct {
 func (dec *decoder) fields(v *value, path, nodeID, what string, known []string, fn func(key string, val *value, kpos Pos)) {
 	for _, e := range v.keys {
 		if !contains(known, e.key) {
-			dec.d.errorf(e.keyPos, joinPath(path, e.key), nodeID, "unknown key %q in %s%s", e.key, what, didYouMean(e.key, known))
+			hint := didYouMean(e.key, known)
+			if to, ok := otherToolsKeys[e.key]; ok && path == "" && contains(known, to) {
+				hint = fmt.Sprintf("; a Skein workflow lists them under `%s:` (rename `%s:` to `%s:`)", to, e.key, to)
+			}
+			dec.d.errorf(e.keyPos, joinPath(path, e.key), nodeID, "unknown key %q in %s%s", e.key, what, hint)
 			continue
 		}
 		fn(e.key, e.val, e.keyPos)

@@ -479,6 +479,43 @@ func (n *Node) keyPos(key string) Pos {
 	return n.Pos
 }
 
+// edgeKeyHint is the message for a node key other workflow tools order
+// steps with (depends, needs, next): Skein orders them by edges, and the
+// message writes the edges the key meant.
+func edgeKeyHint(n *Node, key string, val any) (string, bool) {
+	var before bool
+	switch key {
+	case "depends", "depends_on", "dependencies", "needs", "after", "requires", "run_after":
+		before = true
+	case "next", "then", "on_success", "before":
+	default:
+		return "", false
+	}
+	var names []string
+	switch x := val.(type) {
+	case string:
+		names = []string{x}
+	case []any:
+		for _, e := range x {
+			if s, ok := e.(string); ok {
+				names = append(names, s)
+			}
+		}
+	}
+	if len(names) == 0 {
+		names = []string{"other"}
+	}
+	edges := make([]string, len(names))
+	for i, m := range names {
+		if before {
+			edges[i] = fmt.Sprintf("`- {from: %s, to: %s}`", m, n.ID)
+		} else {
+			edges[i] = fmt.Sprintf("`- {from: %s, to: %s}`", n.ID, m)
+		}
+	}
+	return "a workflow orders its nodes by edges, not by a key of the node; list " + strings.Join(edges, " and ") + " under `edges:`", true
+}
+
 // params checks the parameters of w.Nodes[i]. Paths such as
 // nodes[3].command are built only for a message.
 func (v *validator) params(n *Node, spec *node.Spec, i int) {
@@ -494,6 +531,10 @@ func (v *validator) params(n *Node, spec *node.Spec, i int) {
 				known = append(known, p.Name)
 			}
 			hint := didYouMean(name, append(append([]string(nil), known...), CommonFields...))
+			if edges, ok := edgeKeyHint(n, name, val); ok {
+				v.d.errorf(n.keyPos(name), path+"."+name, n.ID, "unknown key %q for node type %s: %s", name, n.Type, edges)
+				continue
+			}
 			list := "it takes no parameters"
 			if len(known) > 0 {
 				list = "its parameters: " + strings.Join(known, ", ")
