@@ -140,6 +140,18 @@ func Decode(file string, src []byte) (*Workflow, Diagnostics) {
 		d.errorf(root.pos, "", "", "a workflow file holds a map with version, name and nodes, not %s", article(root.kind.String()))
 		return nil, d.list
 	}
+	if root.find("nodes") < 0 && root.find("steps") >= 0 && root.find("status") >= 0 {
+		// A run's document (run.json, runs show -o json) named for its
+		// workflow: every key of it would be reported unknown.
+		what := "the workflow it ran"
+		if i := root.find("workflow"); i >= 0 {
+			if name, ok := root.keys[i].val.text(); ok {
+				what = fmt.Sprintf("workflow %q, which it ran", name)
+			}
+		}
+		d.errorf(root.pos, "", "", "this is a run's document (it has status and steps), not a workflow: name the file of %s", what)
+		return nil, d.list
+	}
 	w := &Workflow{File: file, Source: src}
 	if file != "" {
 		w.dir, w.dirOf = absDir(file), file // Dir, resolved once
