@@ -3,6 +3,7 @@ package expr
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -176,6 +177,30 @@ func analyze(code string) (a *analysis, err error) {
 	return w.a, nil
 }
 
+// otherFunctions says what to write for functions other template and
+// expression languages have under another name.
+var otherFunctions = map[string]string{
+	"default":   "write x ?? fallback (?? gives its right side when its left is nil)",
+	"length":    "write len(x)",
+	"size":      "write len(x)",
+	"str":       "write string(x)",
+	"tostring":  "write string(x)",
+	"to_string": "write string(x)",
+	"tojson":    "write toJSON(x)",
+	"to_json":   "write toJSON(x)",
+	"from_json": "write fromJSON(x)",
+	"lowercase": "write lower(x)",
+	"uppercase": "write upper(x)",
+	"strip":     "write trim(x)",
+	"range":     "write a..b for the whole numbers from a to b (1..5)",
+}
+
+// pipedName matches a pipe into a bare name, as template languages write
+// filters ("x | upper", "x|length"), not an || : group 1 is the name.
+var pipedName = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[^|])\|\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:$|\|(?:[^|]|$))`)
+})
+
 // parseError converts an error of expr-lang's parser or compiler.
 func parseError(code string, pos positions, err error) *Error {
 	var fe *file.Error
@@ -186,6 +211,16 @@ func parseError(code string, pos positions, err error) *Error {
 	if fe.Message == nodeLimitMsg {
 		return errorAt(code, off, ErrBudget,
 			fmt.Sprintf("expression has more than %d nodes; the limit is %d", MaxNodes, MaxNodes))
+	}
+	if m := pipedName().FindStringSubmatchIndex(code); m != nil {
+		// inputs.name | upper, a template language's filter: a pipe here
+		// passes its left side to a call.
+		name := code[m[2]:m[3]]
+		msg := fmt.Sprintf("a pipe passes its left side to a call: write | %s()", name)
+		if alt, ok := otherFunctions[name]; ok {
+			msg = fmt.Sprintf("a pipe passes its left side to a call, and there is no function %s: %s", name, alt)
+		}
+		return errorAt(code, m[2], fe.Prev, msg)
 	}
 	if t, ok := strings.CutPrefix(fe.Message, "cannot use "); ok && strings.Contains(t, " as argument (type *time.Location) to call now") {
 		t, _, _ = strings.Cut(t, " ")
@@ -256,7 +291,11 @@ func (w *walker) walk(node ast.Node) {
 				return
 			}
 			if _, ok := parseConfig().Functions[callee.Value]; !ok {
-				w.fail(callee.Location(), fmt.Sprintf("unknown function %s", callee.Value))
+				msg := fmt.Sprintf("unknown function %s", callee.Value)
+				if alt, ok := otherFunctions[callee.Value]; ok {
+					msg += "; " + alt
+				}
+				w.fail(callee.Location(), msg)
 				return
 			}
 		case *ast.MemberNode:
