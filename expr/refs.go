@@ -212,7 +212,7 @@ func parseError(code string, pos positions, err error) *Error {
 		return errorAt(code, off, ErrBudget,
 			fmt.Sprintf("expression has more than %d nodes; the limit is %d", MaxNodes, MaxNodes))
 	}
-	if m := pipedName().FindStringSubmatchIndex(code); m != nil {
+	if m := pipedName().FindStringSubmatchIndex(code); m != nil && strings.HasPrefix(fe.Message, "unexpected token") {
 		// inputs.name | upper, a template language's filter: a pipe here
 		// passes its left side to a call.
 		name := code[m[2]:m[3]]

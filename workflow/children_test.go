@@ -12,6 +12,17 @@ import (
 	"github.com/skeinhq/skein/workflow"
 )
 
+// writerIn returns a function that writes a file of dir and returns its
+// path.
+func writerIn(t *testing.T, dir string) func(name, src string) string {
+	return func(name, src string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+		return path
+	}
+}
+
 // A child workflow is validated with the workflow that runs it: a child
 // that is not valid, one that runs a workflow of its own chain (the
 // engine refuses every recursion) and inputs the child does not take, or
@@ -20,12 +31,7 @@ import (
 func TestChildWorkflowsAreValidatedWithTheirParent(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, src string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
-		return path
-	}
+	write := writerIn(t, dir)
 	calls := func(name, child string) string {
 		return "version: 1\nname: " + name + "\nnodes:\n  - {id: start, type: trigger.manual}\n  - {id: go, type: subworkflow, workflow: " + child + "}\nedges:\n  - {from: start, to: go}\n"
 	}

@@ -378,12 +378,7 @@ func TestCyclesWithoutAWayOut(t *testing.T) {
 func TestCycleThroughAChild(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	write := func(name, src string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
-		return path
-	}
+	write := writerIn(t, dir)
 	write("plain.yaml", "version: 1\nname: plain\nnodes:\n  - {id: out, type: set, values: {n: 1}}\noutputs:\n  n: \"{{ out.n }}\"\n")
 	write("leaves.yaml", "version: 1\nname: leaves\nnodes:\n  - {id: out, type: set, values: {n: 1}}\n")
 	write("router.yaml", "version: 1\nname: router\nnodes:\n  - {id: out, type: set, values: {n: 1}}\noutputs:\n  _route: \"{{ out.n > 0 ? 'done' : 'default' }}\"\n")

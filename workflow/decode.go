@@ -218,8 +218,8 @@ func joinPath(path, key string) string {
 }
 
 func (dec *decoder) typeErr(v *value, path, nodeID, want string) {
-	if b, ok := node.YAML11Bool(v.s); ok && v.kind == vString && want == "true or false" {
-		dec.d.errorf(v.pos, path, nodeID, "%s must be %s, not %s (YAML reads %s as text: write %s)", lastKey(path), want, v.describe(), v.s, b)
+	if said, ok := textForBool(v.s); ok && v.kind == vString && want == "true or false" {
+		dec.d.errorf(v.pos, path, nodeID, "%s must be %s, not %s (%s)", lastKey(path), want, v.describe(), said)
 		return
 	}
 	dec.d.errorf(v.pos, path, nodeID, "%s must be %s, not %s", lastKey(path), want, v.describe())

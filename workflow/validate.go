@@ -235,9 +235,9 @@ func (v *validator) inputsAndSecrets() {
 		typed := in.Default == nil || valueHasType(in.Default, in.Type)
 		if !typed {
 			fix := "change the default or the type"
-			if s, ok := in.Default.(string); ok && in.Type == "boolean" {
-				if b, ok := node.YAML11Bool(s); ok {
-					fix = fmt.Sprintf("YAML reads %s as text: write %s", s, b)
+			if in.Type == "boolean" {
+				if said, ok := textForBool(in.Default); ok {
+					fix = said
 				}
 			}
 			v.d.errorf(in.Pos, "inputs."+in.Name+".default", "", "the default of input %q is %s, which is not of its type %s; %s", in.Name, describePlain(in.Default), in.Type, fix)
@@ -662,16 +662,26 @@ func (v *validator) paramValue(n *Node, p node.Param, val any, pos Pos, path fun
 
 // yamlBoolHint says, for a true-or-false parameter written as a word
 // older YAML read as a bool (yes, off), that the file's YAML reads it as
-// text.
+// text (textForBool).
 func yamlBoolHint(p node.Param, val any) string {
-	s, ok := val.(string)
-	if !ok || p.Type != node.Bool {
-		return ""
-	}
-	if b, ok := node.YAML11Bool(s); ok {
-		return fmt.Sprintf(" (YAML reads %s as text: write %s)", s, b)
+	if said, ok := textForBool(val); ok && p.Type == node.Bool {
+		return " (" + said + ")"
 	}
 	return ""
+}
+
+// textForBool says, of a string older YAML read as a bool (yes, off),
+// that a workflow's YAML reads it as text, and what to write.
+func textForBool(val any) (string, bool) {
+	s, ok := val.(string)
+	if !ok {
+		return "", false
+	}
+	b, ok := node.YAML11Bool(s)
+	if !ok {
+		return "", false
+	}
+	return fmt.Sprintf("YAML reads %s as text: write %s", s, b), true
 }
 
 // enumHint suggests the closest allowed value of an enum parameter.
