@@ -292,9 +292,10 @@ func executingRendered(ctx context.Context, e *env, f *execFlags, do func(contex
 	return resultExit(res)
 }
 
-// resultJSON is the one run document (with what --auto-repair did).
+// resultJSON is the one run document (with what --auto-repair did),
+// written as it is read (a long run's steps come from the store).
 func resultJSON(ctx context.Context, r *runner.Runner, res *runner.Result) any {
-	return r.Doc(ctx, res)
+	return r.StreamDoc(ctx, res)
 }
 
 // resultExit maps how a run ended to the exit code (DESIGN §6): the one

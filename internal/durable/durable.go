@@ -11,6 +11,7 @@
 package durable
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -67,8 +68,10 @@ type Recorder struct {
 	events    []store.Event
 	after     []func()
 	err       error // the first failed commit of this run
-	// saved holds the steps handed over as step rows: a step planned
-	// once it has a row is written as a row, not as a plan.
+	// saved holds the steps under way handed over as step rows: a step
+	// planned once it has a row is written as a row, not as a plan. A
+	// step that ended is recorded no more: it is let go of, so that a
+	// long run's set does not grow with its steps.
 	saved map[stepKey]struct{}
 }
 
@@ -218,7 +221,11 @@ func (r *Recorder) take() (store.Batch, []func(), error) {
 			plan = append(plan, s)
 			continue
 		}
-		r.saved[sk] = struct{}{}
+		if ended(s) {
+			delete(r.saved, sk)
+		} else {
+			r.saved[sk] = struct{}{}
+		}
 		steps = append(steps, s)
 	}
 	events, after := r.events, r.after
@@ -252,6 +259,16 @@ func Planned(s *store.Step) bool {
 		s.StartedAt == nil && s.FinishedAt == nil && s.DurationMS == 0 && s.Tokens == 0 && s.CostUSD == 0 &&
 		s.ProcessGroup == 0 && !s.Masked && s.WakeAt == nil && s.SkipReason == "" && s.TakenHandle == "" &&
 		s.RanOn == nil && s.Confidence == nil
+}
+
+// ended tells whether a step record is its step's last: the step ended,
+// and no attempt of it is due.
+func ended(s *store.Step) bool {
+	switch s.Status {
+	case engine.StatusSuccess, engine.StatusFailed, engine.StatusSkipped, engine.StatusCancelled:
+		return !s.Retry
+	}
+	return false
 }
 
 // Sync flushes and waits until every record of the run is committed.
@@ -314,6 +331,26 @@ func stepInto(s *store.Step, runID string, rec *engine.StepRecord) {
 	}
 	*s = *rec
 	s.RunID, s.Output, s.Directives = runID, out, nil
+}
+
+// DocSteps are the steps of an execution's result as its run's document
+// takes them, through red: res's own records (DocStep), or, when the
+// execution let go of some (engine.Result.Dropped), every step of run's
+// generation read from st by each, which the run's document calls as it is
+// written.
+func DocSteps(ctx context.Context, st store.Store, run *store.Run, res *engine.Result, red *redact.Redactor) (steps []*store.Step, each func(func(*store.Step) error) error) {
+	if res.Dropped > 0 {
+		return nil, func(yield func(*store.Step) error) error {
+			return st.EachStep(context.WithoutCancel(ctx), run.ID, max(run.Generation, 1), func(s *store.Step) error {
+				return yield(RedactStep(red, s))
+			})
+		}
+	}
+	steps = make([]*store.Step, 0, len(res.Steps))
+	for _, s := range res.Steps {
+		steps = append(steps, RedactStep(red, DocStep(run.ID, s)))
+	}
+	return steps, nil
 }
 
 // RedactStep returns s with red's secrets masked in its parameters, output

@@ -36,6 +36,13 @@ func (h *Host) End(run *store.Run, res *engine.Result, rec *Recorder, recs Tee, 
 	hold = owe()
 	done := *run
 	done.Owner, done.LeaseUntil, done.LeaseExpired = store.Owner{}, time.Time{}, true
+	if res.Dropped > 0 {
+		// The document reads the steps the engine let go of from the
+		// store: they are committed before it is written.
+		if err := rec.Sync(); err != nil {
+			return hold, false, err
+		}
+	}
 	writing := rl.Begin(func() any { return doc(&done) })
 	if err := rec.Finish(run); err != nil {
 		writing.Abandon()

@@ -113,7 +113,20 @@ type Options struct {
 	// go on, Result.Open holding those tasks' steps. Timers fire at once,
 	// as with Instant (a signal's timeout keeps its time).
 	DryRun bool
+	// KeepSteps, when above 0, bounds the finished step records the
+	// driver keeps for Result.Steps, for a run whose Recorder keeps them
+	// all (a store): once more than KeepSteps finished records are kept,
+	// it drops the finished ones but the latest visit of each node and
+	// that node's latest to succeed or fail (what checks and a repair
+	// read), so that a long loop's memory does not grow with its passes.
+	// Result.Dropped then counts the records dropped: the recorder has
+	// the whole list. 0 keeps every record.
+	KeepSteps int
 }
+
+// DefaultKeepSteps is the KeepSteps of a run the runner records:
+// ~60 MB of finished step records, a loop of 25,000 passes.
+const DefaultKeepSteps = 50_000
 
 // Host is what a run asks of the world around it: where its steps and
 // events are recorded, where its nodes' files go and what they may read,
@@ -173,15 +186,18 @@ type Signal struct {
 
 // Result is how a run ended.
 type Result struct {
-	RunID      string         `json:"execution_id"`
-	Workflow   string         `json:"workflow"`
-	Status     RunStatus      `json:"status"`
-	Outputs    map[string]any `json:"outputs"`
-	Error      *node.Error    `json:"error"`
-	Steps      []*StepRecord  `json:"steps"`
-	StartedAt  time.Time      `json:"started_at"`
-	FinishedAt time.Time      `json:"finished_at"`
-	DurationMS int64          `json:"duration_ms"`
+	RunID    string         `json:"execution_id"`
+	Workflow string         `json:"workflow"`
+	Status   RunStatus      `json:"status"`
+	Outputs  map[string]any `json:"outputs"`
+	Error    *node.Error    `json:"error"`
+	Steps    []*StepRecord  `json:"steps"`
+	// Dropped counts the finished step records Steps lacks
+	// (Options.KeepSteps): the run's recorder has them.
+	Dropped    int       `json:"-"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+	DurationMS int64     `json:"duration_ms"`
 	// Tokens and CostUSD sum the steps' usage (subworkflows included).
 	Tokens  int     `json:"tokens"`
 	CostUSD float64 `json:"cost_usd"`
@@ -258,14 +274,20 @@ func (rs *runState) leaveOpen(t *Task, hash string) {
 
 // runState is the driver's side of one run.
 type runState struct {
-	d        *Driver
-	plan     *Plan
-	opts     Options
-	sched    *Run
-	scope    expr.Scope
-	redact   *redact.Redactor
-	steps    map[[2]int]*StepRecord // (node index, visit)
-	order    []*StepRecord
+	d      *Driver
+	plan   *Plan
+	opts   Options
+	sched  *Run
+	scope  expr.Scope
+	redact *redact.Redactor
+	steps  map[[2]int]*StepRecord // (node index, visit)
+	order  []*StepRecord
+	// orders counts the steps recorded (the next one's StepOrder is
+	// orders+1); finished counts the finished records in order, and
+	// dropped those let go of (Options.KeepSteps).
+	orders   int
+	finished int
+	dropped  int
 	recErr   error
 	taskCtx  context.Context
 	cancelT  context.CancelCauseFunc
@@ -768,10 +790,12 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 	key := [2]int{su.Index, su.Visit}
 	rec, ok := rs.steps[key]
 	if !ok {
-		rec = &StepRecord{StepOrder: len(rs.order) + 1, Node: su.Node, Type: rs.plan.Nodes[su.Index].Type, Visit: su.Visit, Iteration: su.Iteration}
+		rs.orders++
+		rec = &StepRecord{StepOrder: rs.orders, Node: su.Node, Type: rs.plan.Nodes[su.Index].Type, Visit: su.Visit, Iteration: su.Iteration}
 		rs.steps[key] = rec
 		rs.order = append(rs.order, rec)
 	}
+	was := final(rec)
 	o := StepOptions{Pending: su.Status == StatusRunning && rs.waits(su.TaskID), Redactor: rs.redact, Blobs: rs.opts.Blobs, Place: Here()}
 	if w, ok := rs.wakeAt[key]; ok {
 		wake := w // on the heap only here, not at every step's record
@@ -788,6 +812,66 @@ func (rs *runState) recordStep(su StepUpdate, now time.Time, done *taskDone) {
 	}
 	ApplyStep(rec, su, now, end, o)
 	rs.record(rec)
+	if final(rec) != was {
+		if was {
+			rs.finished--
+		} else {
+			rs.finished++
+		}
+	}
+	if keep := rs.opts.KeepSteps; keep > 0 && rs.finished > keep {
+		rs.dropFinished()
+	}
+}
+
+// final tells whether a step record will not change again: its step
+// ended and no attempt of it is due.
+func final(rec *StepRecord) bool {
+	switch rec.Status {
+	case StatusSuccess, StatusFailed, StatusSkipped, StatusCancelled:
+		return !rec.Retry
+	}
+	return false
+}
+
+// dropFinished lets go of the finished step records but the latest visit
+// of each node and its latest to succeed or fail (Options.KeepSteps).
+// When what it keeps is still over half the bound, the bound doubles, so
+// that each record is looked at a bounded number of times.
+func (rs *runState) dropFinished() {
+	type latest struct{ any, ended *StepRecord }
+	last := make(map[string]latest, len(rs.plan.Nodes))
+	for _, rec := range rs.order {
+		if !final(rec) {
+			continue
+		}
+		l := last[rec.Node]
+		if l.any == nil || rec.Visit >= l.any.Visit {
+			l.any = rec
+		}
+		if (rec.Status == StatusSuccess || rec.Status == StatusFailed) && (l.ended == nil || rec.Visit >= l.ended.Visit) {
+			l.ended = rec
+		}
+		last[rec.Node] = l
+	}
+	kept := rs.order[:0]
+	rs.finished = 0
+	for _, rec := range rs.order {
+		if final(rec) {
+			if l := last[rec.Node]; rec != l.any && rec != l.ended {
+				delete(rs.steps, [2]int{rs.plan.G.Index[rec.Node], rec.Visit})
+				rs.dropped++
+				continue
+			}
+			rs.finished++
+		}
+		kept = append(kept, rec)
+	}
+	clear(rs.order[len(kept):])
+	rs.order = kept
+	if rs.finished > rs.opts.KeepSteps/2 {
+		rs.opts.KeepSteps *= 2
+	}
 }
 
 // record hands a step's record to the recorder.
@@ -1223,7 +1307,7 @@ func TemplateDetails(err error) map[string]any {
 func (rs *runState) result() *Result {
 	end := rs.d.Clock.Now()
 	res := &Result{
-		RunID: rs.opts.RunID, Workflow: rs.plan.W.Name, Steps: rs.order,
+		RunID: rs.opts.RunID, Workflow: rs.plan.W.Name, Steps: rs.order, Dropped: rs.dropped,
 		StartedAt: rs.started, FinishedAt: end, DurationMS: end.Sub(rs.started).Milliseconds(),
 		Tokens: rs.tokens, CostUSD: rs.cost,
 	}

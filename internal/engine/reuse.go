@@ -149,3 +149,32 @@ func UpstreamHashes(plan *Plan, pn *PlanNode, hashes []string) []string {
 	walk(pn.Index)
 	return out
 }
+
+// MockQuery is a node's visit a mock may answer (runner.Options.Mock, skein test).
+type MockQuery struct {
+	Node      string
+	Visit     int
+	Iteration int
+}
+
+// MockAnswer is a mock's answer for a node: its output and directives, or
+// Err to fail the attempt with.
+type MockAnswer struct {
+	Output     map[string]any
+	Directives map[string]any
+	Err        *node.Error
+}
+
+// MockReuse is the reuse hook (Host.Reuse) of a mock, falling back to
+// reuse.
+func MockReuse(mock func(MockQuery) (MockAnswer, bool), reuse func(ReuseQuery) (Reused, bool)) func(ReuseQuery) (Reused, bool) {
+	return func(q ReuseQuery) (Reused, bool) {
+		if a, ok := mock(MockQuery{Node: q.Node, Visit: q.Visit, Iteration: q.Iteration}); ok {
+			return Reused{Mocked: true, Output: a.Output, Directives: a.Directives, Err: a.Err}, true
+		}
+		if reuse != nil {
+			return reuse(q)
+		}
+		return Reused{}, false
+	}
+}

@@ -220,7 +220,8 @@ func runCase(ctx context.Context, opt Options, f *File, c *Case) CaseResult {
 		return opt.LookupEnv(name)
 	}
 	r, err := runner.Open(runner.Config{Dir: dir, LookupEnv: env, Registry: opt.Registry,
-		Judge: func(*workflow.Workflow, func(string) (string, bool), map[string]string) check.Judge { return c.Judge }})
+		Judge:     func(*workflow.Workflow, func(string) (string, bool), map[string]string) check.Judge { return c.Judge },
+		KeptSteps: -1}) // compare counts every visit
 	if err != nil {
 		out.Error = "opening a store for the run: " + err.Error()
 		return out

@@ -56,6 +56,11 @@ type Doc struct {
 	// RepairedWorkflow and Repair say what --auto-repair did.
 	RepairedWorkflow *string        `json:"repaired_workflow,omitempty"`
 	Repair           *repair.Report `json:"repair,omitempty"`
+
+	// more, when set, reads the steps after Steps as WriteJSON writes
+	// them (Records.Each), and step makes each a document's step.
+	more func(func(*record.Step) error) error
+	step func(*record.Step) Step
 }
 
 // Scrub names the paths of the document as a server's answer names them
@@ -114,6 +119,11 @@ type Records struct {
 	// directives (a queued step's), whether kept in the record or in a
 	// file or blob it refers to.
 	Output func(*record.Step) (out, artifacts map[string]any)
+	// Each, when set, reads the run's steps in their order, calling its
+	// function with each until it returns an error, instead of Steps: for a
+	// run too long to hold whole, whose document reads them as its
+	// WriteJSON writes them (ReadSteps reads them into Steps).
+	Each func(func(*record.Step) error) error
 }
 
 // Build builds the document of a run from its records, times to the
@@ -140,18 +150,40 @@ func Build(in Records) *Doc {
 		d.Owner = &Owner{Host: run.Owner.Host, PID: run.Owner.PID, LeaseUntil: run.LeaseUntil}
 	}
 	for _, s := range in.Steps {
-		step := *s
-		step.RunID = run.ID
-		var artifacts map[string]any
-		if in.Output != nil {
-			step.Output, artifacts = in.Output(s)
-		}
-		step.Directives = nil
-		step.StartedAt, step.FinishedAt, step.WakeAt = usecPtr(s.StartedAt), usecPtr(s.FinishedAt), usecPtr(s.WakeAt)
-		step.Artifacts, _ = Artifacts(artifacts)
-		d.Steps = append(d.Steps, step)
+		d.Steps = append(d.Steps, in.step(s))
+	}
+	if in.Each != nil {
+		d.more, d.step = in.Each, in.step
 	}
 	return d
+}
+
+// ReadSteps reads the steps of a document built with Records.Each into its
+// Steps, for a document held whole.
+func (d *Doc) ReadSteps() error {
+	if d.more == nil {
+		return nil
+	}
+	more := d.more
+	d.more = nil
+	return more(func(s *record.Step) error {
+		d.Steps = append(d.Steps, d.step(s))
+		return nil
+	})
+}
+
+// step is s as its run's document lists it.
+func (in Records) step(s *record.Step) Step {
+	step := *s
+	step.RunID = in.Run.ID
+	var artifacts map[string]any
+	if in.Output != nil {
+		step.Output, artifacts = in.Output(s)
+	}
+	step.Directives = nil
+	step.StartedAt, step.FinishedAt, step.WakeAt = usecPtr(s.StartedAt), usecPtr(s.FinishedAt), usecPtr(s.WakeAt)
+	step.Artifacts, _ = Artifacts(artifacts)
+	return step
 }
 
 // AddRepair adds what --auto-repair did to the document: its report, the
@@ -193,7 +225,7 @@ func (d *Doc) StepRecords() []record.Step { return d.Steps }
 // memory (run.json). Compact: indenting a run of many steps costs more
 // than the reader who wants it indented pays (jq . run.json).
 func (d *Doc) WriteJSON(w io.Writer) error {
-	if len(d.Steps) == 0 {
+	if len(d.Steps) == 0 && d.more == nil {
 		return encode(w, d)
 	}
 	head := *d
@@ -211,20 +243,35 @@ func (d *Doc) WriteJSON(w io.Writer) error {
 		return err
 	}
 	buf = bytes.Buffer{} // text keeps the head's bytes
-	for i := range d.Steps {
+	n := 0
+	write := func(s *Step) error {
 		buf.Reset()
-		if i > 0 {
+		if n > 0 {
 			buf.WriteByte(',')
 		}
-		if step, ok := appendStep(buf.AvailableBuffer(), &d.Steps[i]); ok {
+		n++
+		if step, ok := appendStep(buf.AvailableBuffer(), s); ok {
 			buf.Write(step)
 		} else {
-			if err := encode(&buf, &d.Steps[i]); err != nil {
+			if err := encode(&buf, s); err != nil {
 				return err
 			}
 			buf.Truncate(buf.Len() - 1) // the newline
 		}
-		if _, err := w.Write(buf.Bytes()); err != nil {
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	for i := range d.Steps {
+		if err := write(&d.Steps[i]); err != nil {
+			return err
+		}
+	}
+	if d.more != nil {
+		err := d.more(func(s *record.Step) error {
+			step := d.step(s)
+			return write(&step)
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -225,14 +225,18 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	opts := engine.Options{
 		RunID: run.ID, Inputs: j.inputs, Trigger: j.trigger, Payload: j.payload, Secrets: secrets, Redactor: red, Host: host,
 		Concurrency: o.Concurrency, Hard: hard, Blobs: blobs,
-		Park:    o.Park,
-		Wakes:   j.wakes,
-		Signals: signals,
-		Leave:   o.Leave, // a run that only waits is parked, any other stopped
-		Spent:   j.spent,
-		Stack:   j.stack,
+		Park:      o.Park,
+		Wakes:     j.wakes,
+		KeepSteps: max(cmp.Or(r.cfg.KeptSteps, engine.DefaultKeepSteps), 0),
+		Signals:   signals,
+		Leave:     o.Leave, // a run that only waits is parked, any other stopped
+		Spent:     j.spent,
+		Stack:     j.stack,
 		// A replay does not wait again for what the recorded run waited.
 		Instant: j.replay != nil,
+	}
+	if j.replay != nil || w.Traces(o.Trace) == workflow.TraceNodes {
+		opts.KeepSteps = 0 // a replay compares every step with the recorded run's; node files list every visit
 	}
 	if j.budget != nil {
 		opts.Budget = engine.NewBudget(w.Limits.MaxTokens, w.Limits.MaxCostUSD, j.budget, j.spent.Tokens, j.spent.CostUSD)
@@ -242,7 +246,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		opts.Reuse = j.reuse.Reuse
 	}
 	if o.Mock != nil {
-		opts.Reuse = mockReuse(o.Mock, opts.Reuse)
+		opts.Reuse = engine.MockReuse(o.Mock, opts.Reuse)
 	}
 	opts.Evidence = mcppool.EvidenceHook(w, pool)
 	res, runErr := engine.NewDriver(r.cfg.Registry, r.clock, 0).Execute(runCtx, plan, opts)
@@ -304,7 +308,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 	}
 	hold, ended, err := r.runs().End(run, res, rec, recs, flush, rl, lease, extra, func() store.Owner { return r.oweDelivery(ctx, w, run, o) },
 		func(ended *store.Run) any {
-			return r.Doc(ctx, &Result{Run: ended, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red})
+			return r.StreamDoc(ctx, &Result{Run: ended, Engine: res, Verdict: verdict, Resumed: j.resume != nil, redact: red})
 		})
 	if err != nil && runErr == nil {
 		runErr = err
@@ -320,7 +324,7 @@ func (r *Runner) runs() *durable.Host {
 	return &durable.Host{Store: r.st, Commit: r.commit, Clock: r.clock, Registry: r.cfg.Registry, Dir: r.cfg.Dir,
 		OnDemandFolders: r.cfg.OnDemandFolders, LeaseTTL: r.cfg.LeaseTTL, Blobs: r.blobs,
 		Doc: func(ctx context.Context, run *store.Run, res *engine.Result, red *redact.Redactor) any {
-			return r.Doc(ctx, &Result{Run: run, Engine: res, redact: red})
+			return r.StreamDoc(ctx, &Result{Run: run, Engine: res, redact: red})
 		}}
 }
 

@@ -4,7 +4,6 @@ import (
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/internal/store"
 	"github.com/skeinhq/skein/internal/store/postgres"
-	"github.com/skeinhq/skein/node"
 )
 
 // Conditions of the stores front ends tell apart with errors.Is, under
@@ -26,33 +25,11 @@ var (
 // branch waits for a signal.
 type Park = engine.Park
 
-// MockQuery is a node's visit a mock may answer (Options.Mock).
-type MockQuery struct {
-	Node      string
-	Visit     int
-	Iteration int
-}
-
-// MockAnswer is a mock's answer for a node: its output and directives, or
-// Err to fail the attempt with.
-type MockAnswer struct {
-	Output     map[string]any
-	Directives map[string]any
-	Err        *node.Error
-}
-
-// mockReuse is the engine's reuse hook of a mock, falling back to reuse.
-func mockReuse(mock func(MockQuery) (MockAnswer, bool), reuse func(engine.ReuseQuery) (engine.Reused, bool)) func(engine.ReuseQuery) (engine.Reused, bool) {
-	return func(q engine.ReuseQuery) (engine.Reused, bool) {
-		if a, ok := mock(MockQuery{Node: q.Node, Visit: q.Visit, Iteration: q.Iteration}); ok {
-			return engine.Reused{Mocked: true, Output: a.Output, Directives: a.Directives, Err: a.Err}, true
-		}
-		if reuse != nil {
-			return reuse(q)
-		}
-		return engine.Reused{}, false
-	}
-}
+// A mock's question and answer (Options.Mock; engine.MockReuse).
+type (
+	MockQuery  = engine.MockQuery
+	MockAnswer = engine.MockAnswer
+)
 
 // IsDatabaseURL reports whether s names a Postgres database
 // (postgres:// or postgresql://) rather than a directory.

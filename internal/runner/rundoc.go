@@ -39,19 +39,30 @@ func stepOutput(s *store.Step) (out, artifacts map[string]any) {
 // Doc returns the document of an execution's result. It is built from the
 // execution's own records the way Get builds it from the stored ones (times
 // to the microsecond, as stored), so the two are the same document; it reads
-// nothing back. Every part of it goes through the run's Redactor, as the
-// stored records did: the document every front end prints holds no secret.
-func (r *Runner) Doc(_ context.Context, res *Result) *RunDoc {
-	red := res.redact
-	var steps []*store.Step
-	if res.Engine != nil {
-		steps = make([]*store.Step, 0, len(res.Engine.Steps))
-		for _, s := range res.Engine.Steps {
-			steps = append(steps, durable.RedactStep(red, durable.DocStep(res.Run.ID, s)))
-		}
+// nothing back but the steps a long run let go of (Config.KeptSteps), from
+// the store (an error reading them becomes res.Err when it has none). Every
+// part of it goes through the run's Redactor, as the stored records did:
+// the document every front end prints holds no secret.
+func (r *Runner) Doc(ctx context.Context, res *Result) *RunDoc {
+	d := r.StreamDoc(ctx, res)
+	if err := d.ReadSteps(); err != nil && res.Err == nil {
+		res.Err = err
 	}
+	return d
+}
+
+// StreamDoc is Doc for a document that is only written (run.json, skein run
+// -o json): the steps a long run let go of are read from the store as its
+// WriteJSON writes them, and are not in its Steps.
+func (r *Runner) StreamDoc(ctx context.Context, res *Result) *RunDoc {
+	red := res.redact
 	verdict, _ := redact.Into(red, res.Verdict)
-	d := r.doc(durable.RedactRun(red, res.Run), steps, verdict)
+	run := durable.RedactRun(red, res.Run)
+	in := rundoc.Records{Run: run, Status: r.Status(run), Verdict: verdict, Output: stepOutput}
+	if res.Engine != nil {
+		in.Steps, in.Each = durable.DocSteps(ctx, r.st, res.Run, res.Engine, red)
+	}
+	d := rundoc.Build(in)
 	d.AddRepair(red, res.Repair)
 	if d.FinishedAt == nil && res.Engine != nil {
 		d.DurationMS = res.Engine.DurationMS

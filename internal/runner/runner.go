@@ -75,6 +75,12 @@ type Config struct {
 	// that keeps the big values and artifacts of queued runs; default the
 	// Postgres database's blobs table. Only with a Postgres DB.
 	Blobs string
+	// KeptSteps bounds the finished step records an execution keeps in
+	// memory (engine.Options.KeepSteps; 0: engine.DefaultKeepSteps; below
+	// 0: no bound, for skein test, which counts visits): past it, a run
+	// keeps the latest of each node in Result.Engine.Steps, and its
+	// document reads the others from the store.
+	KeptSteps int
 }
 
 // Runner executes and inspects the runs of one Skein folder. It is safe

@@ -239,6 +239,11 @@ type Store interface {
 	// any, by step order: the steps saved, and those only planned
 	// (Batch.Plan) as pending.
 	Steps(ctx context.Context, runID string) ([]*Step, error)
+	// EachStep calls fn with each saved step of the run's generation
+	// gen, by step order, as it reads them: a run too long to hold whole
+	// is read a step at a time. Planned steps with no row are not listed.
+	// It stops at fn's first error and returns it.
+	EachStep(ctx context.Context, runID string, gen int, fn func(*Step) error) error
 	// StepHistory returns every step of every generation of the run,
 	// oldest generation first, each by step order; given nodes, only
 	// theirs. Nothing recorded is ever deleted but with its run.

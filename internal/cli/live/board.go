@@ -181,8 +181,10 @@ func (b *board) event(ev record.TimedEvent) []string {
 	k := key{ev.Node, ev.Visit}
 	switch ev.Type {
 	case record.EventNodeStarted:
-		b.starts[k] = ev.Time
+		// Only a step under way: the start of one that ended already (a
+		// pure step's, recorded with its end) would be kept for good.
 		if a, ok := b.act[k]; ok {
+			b.starts[k] = ev.Time
 			a.start, a.pending, a.retry = ev.Time, false, nil
 		}
 	case record.EventRetry:

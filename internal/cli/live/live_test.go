@@ -219,6 +219,13 @@ func TestBoardKeepsNothingOfEndedSteps(t *testing.T) {
 		require.Len(t, lines, 1)
 		require.Contains(t, lines[0], "3ms", "the duration of its last attempt, from its node_started")
 	}
+	// A pure step's records come with its end, before its node_started.
+	for visit := 1001; visit <= 2000; visit++ {
+		start := clk.Now()
+		r := record.Step{StepOrder: visit, Node: "item", Type: "set", Status: record.StatusSuccess, Visit: visit, Attempts: 1, StartedAt: &start, FinishedAt: &start}
+		require.Len(t, b.step(r), 1)
+		b.event(record.TimedEvent{Time: start, Event: record.Event{Type: record.EventNodeStarted, Node: "item", Visit: visit}})
+	}
 	require.Empty(t, b.act)
 	require.Empty(t, b.order)
 	require.Empty(t, b.starts)

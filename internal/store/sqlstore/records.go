@@ -474,6 +474,40 @@ func (c *Core) Steps(ctx context.Context, runID string) ([]*store.Step, error) {
 		ORDER BY step_order, node, visit`)
 }
 
+// EachStep calls fn with each saved step of the run's generation gen, by
+// step order, as it reads them: a run too long to hold whole is read with
+// the memory of one step (the database sorts them). Planned steps with no
+// row are not listed. It stops at fn's first error and returns it.
+func (c *Core) EachStep(ctx context.Context, runID string, gen int, fn func(*store.Step) error) error {
+	op := fmt.Sprintf("reading the steps of run %s", runID)
+	rows, err := c.db.Read().Query(ctx, `SELECT run_id, generation, node, visit, `+stepCols+` FROM steps
+		WHERE run_id = $1 AND generation = $2 ORDER BY step_order, node, visit`, runID, gen)
+	if err != nil {
+		return c.db.Failed(op, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		st, err := scanStep(rows)
+		if err != nil {
+			return c.db.Failed(op, err)
+		}
+		n++
+		if err := fn(st); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return c.db.Failed(op, err)
+	}
+	if n == 0 {
+		if err := exists(ctx, c.db.Read(), runID); err != nil {
+			return c.db.Failed(op, err)
+		}
+	}
+	return nil
+}
+
 // StepHistory returns the steps of every generation of the run; given
 // nodes, only theirs (a rerun reads its pinned nodes' and its trigger's,
 // not a big run's every step).

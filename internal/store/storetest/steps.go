@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -72,6 +73,34 @@ func testSteps(t *testing.T, setup func(t *testing.T) *bundle) {
 			got = append(got, fmt.Sprintf("%d:%s#%d", st.StepOrder, st.Node, st.Visit))
 		}
 		require.Equal(t, []string{"1:y#1", "2:z#1", "3:a#1", "3:b#1", "4:a#2"}, got)
+	})
+
+	t.Run("EachStepReadsThemInTheirOrder", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		createRun(t, b.s, "r1", "w", base)
+		saved := []*store.Step{
+			{StepOrder: 4, Node: "a", Visit: 2, Status: "success", Output: map[string]any{"n": 4.0}},
+			{StepOrder: 3, Node: "b", Visit: 1, Status: "skipped"},
+			{StepOrder: 3, Node: "a", Visit: 1, Status: "success"},
+			{StepOrder: 2, Node: "z", Visit: 1, Status: "failed", Error: &node.Error{Code: "x", Category: "internal", Message: "m"}},
+			{StepOrder: 1, Node: "y", Visit: 1, Status: "success"},
+		}
+		require.NoError(t, saveSteps(b.ctx, b.s, "r1", saved))
+		whole, err := b.s.Steps(b.ctx, "r1")
+		require.NoError(t, err)
+		var each []*store.Step
+		require.NoError(t, b.s.EachStep(b.ctx, "r1", 1, func(s *store.Step) error { each = append(each, s); return nil }))
+		require.Equal(t, whole, each, "EachStep reads the steps Steps lists")
+
+		stop := errors.New("enough")
+		n := 0
+		err = b.s.EachStep(b.ctx, "r1", 1, func(*store.Step) error { n++; return stop })
+		require.ErrorIs(t, err, stop)
+		require.Equal(t, 1, n, "it stops at fn's error")
+		require.NoError(t, b.s.EachStep(b.ctx, "r1", 2, func(*store.Step) error { n++; return nil }))
+		require.Equal(t, 1, n, "a generation with no steps has none")
+		require.ErrorIs(t, b.s.EachStep(b.ctx, "nope", 1, func(*store.Step) error { return nil }), store.ErrNotFound)
 	})
 
 	t.Run("ManyRowsAndARepeatedKeyInOneBatch", func(t *testing.T) {

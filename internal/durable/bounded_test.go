@@ -1,0 +1,50 @@
+package durable
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/engine"
+	"github.com/skeinhq/skein/internal/store"
+	"github.com/skeinhq/skein/internal/store/sqlite"
+)
+
+// A recorder keeps no trace of the steps that ended: a long loop's
+// recorder holds only its steps under way, and what it wrote is every step.
+func TestARecorderLetsGoOfEndedSteps(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	require.NoError(t, st.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	c := NewCommitter(st)
+	defer c.Close()
+	rec := NewRecorder(c, "r1", nil, nil)
+	rec.Generation = 1
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	for visit := 1; visit <= 500; visit++ {
+		s := &engine.StepRecord{StepOrder: visit, Node: "body", Type: "set", Visit: visit, Status: engine.StatusPending}
+		require.NoError(t, rec.Step(s))
+		require.NoError(t, rec.Flush())
+		s.Status, s.Attempts, s.StartedAt = engine.StatusRunning, 1, &now
+		require.NoError(t, rec.Step(s))
+		require.NoError(t, rec.Flush())
+		s.Status, s.FinishedAt = engine.StatusSuccess, &now
+		require.NoError(t, rec.Step(s))
+		require.NoError(t, rec.Flush())
+	}
+	running := &engine.StepRecord{StepOrder: 501, Node: "slow", Type: "http", Visit: 1, Status: engine.StatusRunning, Attempts: 1, StartedAt: &now}
+	require.NoError(t, rec.Step(running))
+	require.NoError(t, rec.Sync())
+	rec.mu.Lock()
+	saved := len(rec.saved)
+	rec.mu.Unlock()
+	require.Equal(t, 1, saved, "only the step under way")
+	steps, err := st.Steps(t.Context(), "r1")
+	require.NoError(t, err)
+	require.Len(t, steps, 501)
+	require.Equal(t, engine.StatusSuccess, steps[499].Status)
+}
