@@ -1,7 +1,10 @@
 package durable
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,4 +50,52 @@ func TestARecorderLetsGoOfEndedSteps(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, steps, 501)
 	require.Equal(t, engine.StatusSuccess, steps[499].Status)
+}
+
+// gatedStore saves no batch until its gate opens.
+type gatedStore struct {
+	store.Store
+	gate chan struct{}
+}
+
+func (s gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
+	<-s.gate
+	return s.Store.SaveBatch(ctx, bs)
+}
+
+// A run whose records are made faster than the disk writes them waits for
+// the disk once maxPending records wait: what it holds in memory stays
+// bounded. Submit returns only once earlier records were answered.
+func TestSubmitWaitsWhenTooMuchWaitsForTheDisk(t *testing.T) {
+	t.Parallel()
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	require.NoError(t, st.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	gate := make(chan struct{})
+	c := NewCommitter(gatedStore{st, gate})
+	defer c.Close()
+	var answered atomic.Int64
+	batch := func(from int) store.Batch {
+		b := store.Batch{RunID: "r1"}
+		for i := range 1000 {
+			b.Events = append(b.Events, store.Event{Type: "variable_set", Node: fmt.Sprint("n", from+i)})
+		}
+		return b
+	}
+	n := 0
+	for ; n*1000 < maxPending; n++ {
+		c.Submit(batch(n*1000), func(error) { answered.Add(1) })
+	}
+	got := make(chan int64)
+	go func() {
+		c.Submit(batch(n*1000), func(error) { answered.Add(1) })
+		got <- answered.Load()
+	}()
+	close(gate)
+	require.Positive(t, <-got, "the submission past the bound waited for an answer")
+	c.Sync()
+	evs, err := st.Events(t.Context(), "r1", 0, 0)
+	require.NoError(t, err)
+	require.Len(t, evs, (n+1)*1000, "every record is written")
 }
