@@ -30,9 +30,11 @@ type refSite struct {
 	nodeID  string
 	nodesOK bool // node outputs are in scope
 	// roots, when set, are the only names the site's scope holds (a
-	// server's or model's settings, a delivery's URL): the others render
-	// as null there.
+	// server's or model's settings, a delivery's URL) besides the node
+	// outputs nodesOK lets it read: the others render as null there. why
+	// says why, when the names do not.
 	roots []string
+	why   string
 }
 
 // The scopes of the templates outside nodes: an MCP server's settings
@@ -43,7 +45,14 @@ var (
 	serverRoots   = []string{"inputs", "secrets"}
 	modelRoots    = []string{"secrets"}
 	deliveryRoots = []string{"inputs", "secrets", "execution", "trigger"}
+	// CheckRoots are what an expr check reads besides the nodes' outputs
+	// (package check): it is evaluated once the run ended, when its
+	// variables and messages are gone.
+	CheckRoots = []string{"inputs", "trigger", "execution"}
 )
+
+// checkWhy is why an expr check reads no more than CheckRoots.
+const checkWhy = "; a check is evaluated once the run ended, on each node's latest output, when the run's variables, messages and loops are gone: to check a variable, have a node output it (a set node's values)"
 
 // references compiles every template and expression and checks what it
 // refers to.
@@ -124,7 +133,8 @@ func (v *validator) nodeReferences(i int, n *Node, spec *node.Spec) {
 		}
 		named[c.Name] = true
 		if c.Type == "expr" && c.Expr != "" {
-			v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true})
+			v.expression(c.Expr, refSite{user: i, allowSelf: true, pos: c.Pos, nodeID: n.ID, path: fmt.Sprintf("checks[%d].expr", ci), nodesOK: true,
+				roots: CheckRoots, why: checkWhy})
 		}
 		v.checkReads(i, n, spec, c, path)
 	}
@@ -333,12 +343,15 @@ func (v *validator) ref(r expr.Ref, site refSite) {
 		msg := fmt.Sprintf(format, args...)
 		v.d.errorf(site.at(r.Offset), site.diagPath(), site.nodeID, "%s reads %s, but %s", site.path, refText(r), msg)
 	}
-	if site.roots != nil && !contains(site.roots, r.Root) {
+	if site.roots != nil && !contains(site.roots, r.Root) && (!site.nodesOK || contains(expr.ScopeRoots, r.Root)) {
 		names := site.roots[0]
 		if n := len(site.roots); n > 1 {
 			names = strings.Join(site.roots[:n-1], ", ") + " and " + site.roots[n-1]
 		}
-		errf("only %s can be read here, not %q", names, r.Root)
+		if site.nodesOK {
+			names = "node outputs, " + names
+		}
+		errf("only %s can be read here, not %q%s", names, r.Root, site.why)
 		return
 	}
 	switch r.Root {

@@ -119,6 +119,8 @@ var scenarios = []scenario{
 	{name: "confidence", warnings: true},
 	{name: "unknown_directive", warnings: true},
 	{name: "checks_failed_node", verdict: true},
+	// An expr check reads the run's inputs as a node does.
+	{name: "checks_read_inputs", verdict: true, inputs: map[string]any{"n": 4}},
 	// Cancel.
 	{name: "cancel_unworked", own: true, noWorkers: true, only: []string{"queued"}, script: []action{{node: "start", status: "success", do: "cancel"}}},
 	{name: "cancel_running", script: []action{{node: "busy", status: "running", do: "cancel"}}},

@@ -360,3 +360,32 @@ func TestIncompleteRun(t *testing.T) {
 		require.Equal(t, []string{"poll:done=pass", "later:ok=skipped"}, verdicts(v))
 	}
 }
+
+// An expr check reads the run's inputs and what its trigger fired with,
+// as the node's templates did: a check of an output against an input
+// passes when they agree and fails when they do not.
+func TestExprChecksReadTheRunsInputsAndTrigger(t *testing.T) {
+	t.Parallel()
+	w := &workflow.Workflow{Name: "demo", Nodes: []*workflow.Node{nd("order",
+		exprChk("total", "order.total == inputs.quantity * 2.5"),
+		exprChk("from", "trigger.body.customer == order.customer"),
+		exprChk("run", "execution.workflow == 'demo'"))}}
+	res := result(ok("order", 1, 1, map[string]any{"total": 10.0, "customer": "ada"}))
+	for _, tc := range []struct {
+		quantity float64
+		customer string
+		want     []string
+	}{
+		{4, "ada", []string{"pass", "pass", "pass"}},
+		{3, "bob", []string{"fail", "fail", "pass"}},
+	} {
+		v := check.Evaluate(t.Context(), check.Input{Workflow: w, Result: res,
+			Inputs:  map[string]any{"quantity": tc.quantity},
+			Trigger: map[string]any{"body": map[string]any{"customer": tc.customer}}})
+		var got []string
+		for _, c := range nodeVerdict(t, v, "order").Checks {
+			got = append(got, string(c.Verdict))
+		}
+		require.Equal(t, tc.want, got, "quantity %v, customer %s", tc.quantity, tc.customer)
+	}
+}

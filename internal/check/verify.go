@@ -14,10 +14,11 @@ import (
 
 // Verify runs the evaluation pass of a finished run and writes its
 // verdict files in its folder dir; it returns nil when the workflow has no
-// checks. events gives a node's events (durable.NodeEvents). The verdict
+// checks. inputs and trigger are the run's (Input). events gives a node's
+// events (durable.NodeEvents). The verdict
 // it returns and writes has the run's secrets masked with red: a judge may
 // quote one it read in a screenshot.
-func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir string, events func(string) []map[string]any, judge Judge, red *redact.Redactor) (*RunVerdict, error) {
+func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, inputs, trigger map[string]any, dir string, events func(string) []map[string]any, judge Judge, red *redact.Redactor) (*RunVerdict, error) {
 	if !Has(w) {
 		return nil, nil
 	}
@@ -25,7 +26,7 @@ func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, dir s
 		dir = abs
 	}
 	v := Evaluate(ctx, Input{
-		Workflow: w, Result: res,
+		Workflow: w, Result: res, Inputs: inputs, Trigger: trigger,
 		Events: events,
 		Images: func(node string) []string {
 			files, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.png"))

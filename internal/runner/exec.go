@@ -292,7 +292,7 @@ func (r *Runner) execute(ctx context.Context, j job, o Options) (*Result, error)
 		}
 	}
 	if verr == nil {
-		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run.ID, rl.Dir(), secrets, red, tape)
+		verdict, verr = r.verify(context.WithoutCancel(ctx), w, res, run, rl.Dir(), secrets, red, tape)
 		if tape != nil && check.Has(w) {
 			verr = errors.Join(verr, saveTape(tape, rl, j)) // with the judge's calls
 		}
@@ -336,7 +336,7 @@ func (r *Runner) spentBefore(ctx context.Context, run *store.Run, hist []*store.
 // verify runs the evaluation pass of a finished run and writes its verdict
 // files, masking the run's secrets with red; it returns nil when the
 // workflow has no checks.
-func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, runID, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
+func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, run *store.Run, dir string, secrets map[string]string, red *redact.Redactor, tape *cassette.Tape) (*check.RunVerdict, error) {
 	jd := r.cfg.Judge(w, r.cfg.LookupEnv, secrets)
 	if j, ok := jd.(*judge.LLM); ok && tape != nil {
 		if m, ok := j.Models.(*registry.Models); ok {
@@ -344,5 +344,6 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 			m.HTTPClient = tape.Client()
 		}
 	}
-	return check.Verify(ctx, w, res, dir, durable.NodeEvents(ctx, r.st, runID), jd, red)
+	trigger := durable.TriggerPayload(r.cfg.Registry, res.Steps, run.Trigger)
+	return check.Verify(ctx, w, res, run.Inputs, trigger, dir, durable.NodeEvents(ctx, r.st, run.ID), jd, red)
 }

@@ -209,7 +209,7 @@ func (r *Runner) Check(ctx context.Context, id string) (*check.RunVerdict, error
 	// secrets set now are masked in it (the run's may be set no longer).
 	known := secrets.Known(w, r.cfg.LookupEnv)
 	red := redact.New(known)
-	v, err := r.verify(ctx, w, durable.Result(run, steps), run.ID, run.Dir, known, red, nil)
+	v, err := r.verify(ctx, w, durable.Result(run, steps), run, run.Dir, known, red, nil)
 	if v != nil && (v.Tokens > 0 || v.CostUSD > 0) && (run.LeaseExpired || run.Owner.Token == "") {
 		// The judge's calls are the run's spending too.
 		run.Tokens += v.Tokens

@@ -163,7 +163,7 @@ func (r *Runner) endQueued(ctx context.Context, w *workflow.Workflow, run *store
 	var v *check.RunVerdict
 	if checks {
 		v, err = queue.VerifyEnded(ctx, r.st, rl, run, r.clock.Now(), func(dir string) (*check.RunVerdict, error) {
-			return r.verify(ctx, w, res, run.ID, dir, secrets, red, nil)
+			return r.verify(ctx, w, res, run, dir, secrets, red, nil)
 		})
 	}
 	if traced {

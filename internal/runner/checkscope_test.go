@@ -1,0 +1,39 @@
+package runner_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/skeinhq/skein/internal/runner"
+)
+
+// An expr check reads the run's inputs, when the run ends and when
+// `skein check` evaluates the recorded run again.
+func TestChecksReadTheRunsInputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w, err := b.r.Load(b.write(t, "double.yaml", `version: 1
+name: double
+inputs:
+  n: {type: integer}
+nodes:
+  - {id: start, type: trigger.manual}
+  - id: count
+    type: set
+    values: {n: "{{ inputs.n * 2 }}"}
+    checks:
+      - {name: doubled, type: expr, expr: "count.n == inputs.n * 2 && inputs.n == 21"}
+edges:
+  - {from: start, to: count}
+`))
+	require.NoError(t, err)
+	res, err := b.r.Start(b.ctx, runner.StartRequest{Workflow: w, Inputs: map[string]any{"n": 21}})
+	require.NoError(t, err)
+	require.NoError(t, res.Err)
+	require.NotNil(t, res.Verdict)
+	require.Equal(t, "PASSED", res.Verdict.Status, "%+v", res.Verdict.Nodes)
+	again, err := b.r.Check(b.ctx, res.Run.ID)
+	require.NoError(t, err)
+	require.Equal(t, "PASSED", again.Status, "%+v", again.Nodes)
+}
