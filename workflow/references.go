@@ -48,7 +48,7 @@ var (
 	// CheckRoots are what an expr check reads besides the nodes' outputs
 	// (package check): it is evaluated once the run ended, when its
 	// variables and messages are gone.
-	CheckRoots = []string{"inputs", "trigger", "execution"}
+	CheckRoots = []string{"inputs", "trigger", "secrets", "execution"}
 )
 
 // checkWhy is why an expr check reads no more than CheckRoots.

@@ -105,9 +105,10 @@ type RunVerdict struct {
 type Input struct {
 	Workflow *workflow.Workflow
 	Result   *engine.Result
-	// Inputs and Trigger are the run's inputs and what its trigger fired
-	// with, which expr checks read as a node's templates do.
-	Inputs, Trigger map[string]any
+	// Run is the run's scope (engine.RunScope: its inputs, trigger,
+	// secrets and execution), which expr checks read as the nodes'
+	// templates did; nil: the execution of Result only.
+	Run *expr.Scope
 	// Events returns a node's events in order (maps with at least "type"
 	// and, when known, "visit"); nil means none.
 	Events func(node string) []map[string]any
@@ -304,15 +305,20 @@ func (e *evaluator) node(ctx context.Context, n *workflow.Node, step *engine.Ste
 }
 
 // scope is what a node's expr checks read: every node's latest output,
-// the node's own output of the judged step, the run's inputs, trigger and
-// execution (workflow.CheckRoots).
+// the node's own output of the judged step, and the run's inputs,
+// trigger, secrets and execution (workflow.CheckRoots).
 func (e *evaluator) scope(id string, step *engine.StepRecord) *expr.Scope {
 	nodes := maps.Clone(e.latest)
 	if nodes == nil {
 		nodes = map[string]any{}
 	}
 	nodes[id] = scoped(step)
-	return &expr.Scope{Nodes: nodes, Execution: e.exec, Inputs: e.in.Inputs, Trigger: e.in.Trigger}
+	scope := expr.Scope{Execution: e.exec}
+	if e.in.Run != nil {
+		scope = *e.in.Run
+	}
+	scope.Nodes = nodes
+	return &scope
 }
 
 // scoped returns a step's output as the scope holds it: with success and,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/skeinhq/skein/expr"
 	"github.com/skeinhq/skein/internal/check"
 	"github.com/skeinhq/skein/internal/engine"
 	"github.com/skeinhq/skein/workflow"
@@ -379,9 +380,10 @@ func TestExprChecksReadTheRunsInputsAndTrigger(t *testing.T) {
 		{4, "ada", []string{"pass", "pass", "pass"}},
 		{3, "bob", []string{"fail", "fail", "pass"}},
 	} {
-		v := check.Evaluate(t.Context(), check.Input{Workflow: w, Result: res,
-			Inputs:  map[string]any{"quantity": tc.quantity},
-			Trigger: map[string]any{"body": map[string]any{"customer": tc.customer}}})
+		v := check.Evaluate(t.Context(), check.Input{Workflow: w, Result: res, Run: &expr.Scope{
+			Inputs:    map[string]any{"quantity": tc.quantity},
+			Trigger:   map[string]any{"body": map[string]any{"customer": tc.customer}},
+			Execution: map[string]any{"workflow": "demo"}}})
 		var got []string
 		for _, c := range nodeVerdict(t, v, "order").Checks {
 			got = append(got, string(c.Verdict))

@@ -3,6 +3,7 @@ package check
 import (
 	"context"
 	"fmt"
+	"github.com/skeinhq/skein/expr"
 	"path/filepath"
 	"time"
 
@@ -14,11 +15,11 @@ import (
 
 // Verify runs the evaluation pass of a finished run and writes its
 // verdict files in its folder dir; it returns nil when the workflow has no
-// checks. inputs and trigger are the run's (Input). events gives a node's
+// checks. run is the run's scope (Input.Run). events gives a node's
 // events (durable.NodeEvents). The verdict
 // it returns and writes has the run's secrets masked with red: a judge may
 // quote one it read in a screenshot.
-func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, inputs, trigger map[string]any, dir string, events func(string) []map[string]any, judge Judge, red *redact.Redactor) (*RunVerdict, error) {
+func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, run *expr.Scope, dir string, events func(string) []map[string]any, judge Judge, red *redact.Redactor) (*RunVerdict, error) {
 	if !Has(w) {
 		return nil, nil
 	}
@@ -26,7 +27,7 @@ func Verify(ctx context.Context, w *workflow.Workflow, res *engine.Result, input
 		dir = abs
 	}
 	v := Evaluate(ctx, Input{
-		Workflow: w, Result: res, Inputs: inputs, Trigger: trigger,
+		Workflow: w, Result: res, Run: run,
 		Events: events,
 		Images: func(node string) []string {
 			files, _ := filepath.Glob(filepath.Join(dir, node, "artifacts", "*.png"))

@@ -61,7 +61,7 @@ nodes:
 	}}
 	judge := &judgeFake{}
 
-	v, err := check.Verify(ctx, w, res, nil, nil, dir, durable.NodeEvents(ctx, st, "r1"), judge, nil)
+	v, err := check.Verify(ctx, w, res, nil, dir, durable.NodeEvents(ctx, st, "r1"), judge, nil)
 	require.NoError(t, err)
 	require.NotNil(t, v)
 	require.Len(t, judge.reqs, 1)

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -8,13 +9,20 @@ import (
 	"github.com/skeinhq/skein/internal/runner"
 )
 
-// An expr check reads the run's inputs, when the run ends and when
-// `skein check` evaluates the recorded run again.
+// An expr check reads the run's inputs, trigger and secrets, when the run
+// ends and when `skein check` evaluates the recorded run again.
 func TestChecksReadTheRunsInputs(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	dir := t.TempDir()
+	r, err := runner.Open(runner.Config{Dir: filepath.Join(dir, ".skein"), LookupEnv: func(k string) (string, bool) {
+		return "s3cret-value", k == "API_TOKEN"
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	b := &bundle{ctx: t.Context(), r: r, dir: dir}
 	w, err := b.r.Load(b.write(t, "double.yaml", `version: 1
 name: double
+secrets: [API_TOKEN]
 inputs:
   n: {type: integer}
 nodes:
@@ -23,7 +31,8 @@ nodes:
     type: set
     values: {n: "{{ inputs.n * 2 }}"}
     checks:
-      - {name: doubled, type: expr, expr: "count.n == inputs.n * 2 && inputs.n == 21"}
+      - {name: doubled, type: expr, expr: "count.n == inputs.n * 2 && inputs.n == 21 && trigger.n == 21"}
+      - {name: token, type: expr, expr: "len(secrets.API_TOKEN) == 12"}
 edges:
   - {from: start, to: count}
 `))
@@ -33,6 +42,7 @@ edges:
 	require.NoError(t, res.Err)
 	require.NotNil(t, res.Verdict)
 	require.Equal(t, "PASSED", res.Verdict.Status, "%+v", res.Verdict.Nodes)
+	require.Len(t, res.Verdict.Nodes[0].Checks, 2)
 	again, err := b.r.Check(b.ctx, res.Run.ID)
 	require.NoError(t, err)
 	require.Equal(t, "PASSED", again.Status, "%+v", again.Nodes)

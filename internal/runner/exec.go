@@ -344,6 +344,7 @@ func (r *Runner) verify(ctx context.Context, w *workflow.Workflow, res *engine.R
 			m.HTTPClient = tape.Client()
 		}
 	}
-	trigger := durable.TriggerPayload(r.cfg.Registry, res.Steps, run.Trigger)
-	return check.Verify(ctx, w, res, run.Inputs, trigger, dir, durable.NodeEvents(ctx, r.st, run.ID), jd, red)
+	// What the nodes' templates read of the run (engine.RunScope).
+	scope := engine.RunScope(run.ID, run.Workflow, run.StartedAt, run.Inputs, durable.TriggerPayload(r.cfg.Registry, res.Steps, run.Trigger), secrets)
+	return check.Verify(ctx, w, res, &scope, dir, durable.NodeEvents(ctx, r.st, run.ID), jd, red)
 }
