@@ -181,6 +181,11 @@ var otherToolsKeys = map[string]string{
 	"connections": "edges", "links": "edges", "transitions": "edges", "dependencies": "edges",
 }
 
+// ExtensionPrefix starts the top-level keys Skein ignores (x-defaults:),
+// as Compose files have them: a place to define YAML anchors the nodes
+// merge (<<: *defaults) or alias.
+const ExtensionPrefix = "x-"
+
 type decoder struct {
 	d *diags
 }
@@ -189,6 +194,9 @@ type decoder struct {
 // unknown keys with a suggestion.
 func (dec *decoder) fields(v *value, path, nodeID, what string, known []string, fn func(key string, val *value, kpos Pos)) {
 	for _, e := range v.keys {
+		if path == "" && strings.HasPrefix(e.key, ExtensionPrefix) {
+			continue // a place for anchors: Skein reads none of it
+		}
 		if !contains(known, e.key) {
 			hint := didYouMean(e.key, known)
 			if to, ok := otherToolsKeys[e.key]; ok && path == "" && contains(known, to) {

@@ -142,6 +142,51 @@ edges:
 	require.Nil(t, w.Nodes[3].Timeout)
 }
 
+// A top-level key that starts with x- is the workflow's own: Skein reads
+// none of it, so it holds the anchors the nodes merge, whatever its value;
+// another unknown key is still refused.
+func TestExtensionKeysHoldAnchors(t *testing.T) {
+	t.Parallel()
+	src := `version: 1
+name: anchors
+x-retried: &retried
+  retries: 2
+  timeout: 30s
+x-notes: [whatever, {it: holds}]
+x-: 1
+nodes:
+  - {id: start, type: trigger.manual}
+  - id: fetch
+    type: shell
+    command: [echo, hi]
+    <<: *retried
+  - id: other
+    type: shell
+    command: [echo, there]
+    <<: *retried
+    timeout: 5s
+edges:
+  - {from: start, to: fetch}
+  - {from: fetch, to: other}
+`
+	w, ds := workflow.Decode("anchors.yaml", []byte(src))
+	require.Empty(t, ds)
+	require.Empty(t, workflow.Validate(w, node.Default).Errors())
+	require.Equal(t, 2, *w.Nodes[1].Retries)
+	require.Equal(t, 30*time.Second, *w.Nodes[1].Timeout)
+	require.Equal(t, 2, *w.Nodes[2].Retries)
+	require.Equal(t, 5*time.Second, *w.Nodes[2].Timeout, "a key beside the merge overrides it")
+
+	_, ds = workflow.Decode("own.yaml", []byte(strings.Replace(src, "x-notes", "my_notes", 1)))
+	require.Len(t, ds, 1)
+	require.Equal(t, 6, ds[0].Line)
+	require.Contains(t, ds[0].Message, `unknown key "my_notes" in the workflow`)
+	// A node's keys are its own: x- there is an unknown parameter.
+	_, ds = workflow.Decode("node.yaml", []byte(strings.Replace(src, "    command: [echo, hi]\n", "    command: [echo, hi]\n    x-note: 1\n", 1)))
+	w, _ = workflow.Decode("node.yaml", []byte(strings.Replace(src, "    command: [echo, hi]\n", "    command: [echo, hi]\n    x-note: 1\n", 1)))
+	require.NotEmpty(t, append(ds, workflow.Validate(w, node.Default)...).Errors())
+}
+
 // aliasBomb is a file of about 2 MB of aliases of a "billion laughs"
 // anchor, one a line: with lines of 16 bytes, 130,000
 // aliases that would expand to 10^14 strings.

@@ -380,6 +380,9 @@ func build(reg *node.Registry) (object, error) {
 				"description": "The run's result, by name: templates or plain values. By default the outputs of the last nodes to finish.",
 			},
 		},
+		"patternProperties": object{
+			"^x-": object{"description": "An extension key Skein ignores: a place for YAML anchors (x-defaults: &defaults …, then <<: *defaults in a node)."},
+		},
 		"additionalProperties": false,
 		"$defs":                defs,
 	}, nil

@@ -126,6 +126,7 @@ func TestSchemaValidatesWorkflows(t *testing.T) {
 	}{
 		{"minimal", wf(`[{"id": "start", "type": "trigger.manual"}]`, `[]`), ""},
 		{"unknown top-level key", `{"version": 1, "name": "t", "nodes": [{"id": "a", "type": "trigger.manual"}], "stages": []}`, "additional properties 'stages' not allowed"},
+		{"an extension key holds anything", `{"version": 1, "name": "t", "x-defaults": {"retries": 2}, "x-notes": [1, "two"], "nodes": [{"id": "a", "type": "trigger.manual"}]}`, ""},
 		{"missing version", `{"name": "t", "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "missing property 'version'"},
 		{"version 2", `{"version": 2, "name": "t", "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "at '/version': value must be 1"},
 		{"upper-case workflow name", `{"version": 1, "name": "Triage", "nodes": [{"id": "a", "type": "trigger.manual"}]}`, "'Triage' does not match pattern"},
