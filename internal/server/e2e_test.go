@@ -148,6 +148,10 @@ func (s *served) stop(sig os.Signal) int {
 	_ = s.cmd.Process.Signal(sig)
 	exited := make(chan struct{})
 	go func() {
+		// The log is read to its end first: Wait closes the pipe, and
+		// lines the reader had not taken yet (the last ones a server
+		// writes as it stops) would be lost.
+		<-s.done
 		_ = s.cmd.Wait()
 		close(exited)
 	}()
