@@ -15,14 +15,21 @@ import (
 	"github.com/skeinhq/skein/internal/store/sqlite"
 )
 
-// A recorder keeps no trace of the steps that ended: a long loop's
-// recorder holds only its steps under way, and what it wrote is every step.
-func TestARecorderLetsGoOfEndedSteps(t *testing.T) {
-	t.Parallel()
+// storeWithRun is a SQLite store holding the running run r1.
+func storeWithRun(t *testing.T) store.Store {
+	t.Helper()
 	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	require.NoError(t, st.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	return st
+}
+
+// A recorder keeps no trace of the steps that ended: a long loop's
+// recorder holds only its steps under way, and what it wrote is every step.
+func TestARecorderLetsGoOfEndedSteps(t *testing.T) {
+	t.Parallel()
+	st := storeWithRun(t)
 	c := NewCommitter(st)
 	defer c.Close()
 	rec := NewRecorder(c, "r1", nil, nil)
@@ -68,10 +75,7 @@ func (s gatedStore) SaveBatch(ctx context.Context, bs []store.Batch) error {
 // bounded. Submit returns only once earlier records were answered.
 func TestSubmitWaitsWhenTooMuchWaitsForTheDisk(t *testing.T) {
 	t.Parallel()
-	st, err := sqlite.Open(filepath.Join(t.TempDir(), "skein.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = st.Close() })
-	require.NoError(t, st.CreateRun(t.Context(), &store.Run{ID: "r1", Workflow: "w", Status: "running"}))
+	st := storeWithRun(t)
 	gate := make(chan struct{})
 	c := NewCommitter(gatedStore{st, gate})
 	defer c.Close()
