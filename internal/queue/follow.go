@@ -1,8 +1,10 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -59,6 +61,13 @@ type Followed struct {
 // recorded a queued run's end names the run, once that is committed.
 const EndedChannel = "skein_run_ended"
 
+// lookSpacing is how many times the time a look at the run took the next
+// look waits at least.
+const lookSpacing = 4
+
+// eventPage is how many events a read of a run's events takes at most.
+const eventPage = 1000
+
 // WaitingHint is how long Follow follows a run whose jobs nobody takes
 // before it says that no worker runs.
 const WaitingHint = 3 * time.Second
@@ -73,29 +82,43 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 	}
 	ended, stopWake := st.Wake(ctx, EndedChannel, runID)
 	defer stopWake()
-	seen := map[[2]any]string{}
-	// retrying is, by node and visit, the attempt a retry event
-	// announced: a failed attempt before it is not the step's end.
-	retrying := map[[2]any]int{}
+	var w watch
 	var seq int64
 	cancelled := false
 	hinted := false
 	started := time.Now()
-	t := time.NewTicker(every)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	// While the database is unreachable (it restarts), following waits
 	// with backoff and goes on where it was: the workers go on too.
 	lost := backoff.NewExponentialBackOff()
 	lost.InitialInterval, lost.MaxInterval = every, 5*time.Second
 	for {
+		// The run first: every record committed before it is read with
+		// what follows. Then every new event, a page at a time, and the
+		// steps written since the last look; the whole run's once it
+		// ended.
+		began := time.Now()
 		cur, err := st.Run(context.WithoutCancel(ctx), runID)
-		var steps []*store.Step
-		var evs []store.Event
-		if err == nil {
-			steps, err = st.Steps(context.WithoutCancel(ctx), runID)
+		for err == nil {
+			var evs []store.Event
+			if evs, err = st.Events(context.WithoutCancel(ctx), runID, seq, eventPage); err == nil {
+				w.events(evs, f.Event)
+				if len(evs) > 0 {
+					seq = evs[len(evs)-1].Seq
+				}
+				if len(evs) < eventPage {
+					break
+				}
+			}
 		}
+		var changes *postgres.Changes
 		if err == nil {
-			evs, err = st.Events(context.WithoutCancel(ctx), runID, seq, 1000)
+			changes, err = st.StepsSince(context.WithoutCancel(ctx), runID, cur.Generation, w.since(cur.Generation))
+		}
+		var res *engine.Result
+		if err == nil && cur.Status.Final() {
+			res, err = f.result(ctx, cur)
 		}
 		if postgres.Transient(err) {
 			wait := time.NewTimer(lost.NextBackOff())
@@ -114,40 +137,14 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 			return nil, err
 		}
 		lost.Reset()
-		res := durable.Result(cur, steps)
-		for _, ev := range evs {
-			if ev.Type == engine.EventRetry {
-				if n, ok := attemptOf(ev.Data); ok {
-					retrying[[2]any{ev.Node, ev.Visit}] = n
-				}
-			}
-		}
-		if f.Event != nil {
-			for _, ev := range evs {
-				f.Event(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
-			}
-		}
-		if f.Step != nil {
-			for _, rec := range res.Steps {
-				key := [2]any{rec.Node, rec.Visit}
-				state := fmt.Sprintf("%s/%d", rec.Status, rec.Attempts)
-				if seen[key] != state {
-					seen[key] = state
-					r := *rec
-					// An attempt that is retried is marked so, as a local
-					// run's scheduler marks it: not the step's end.
-					r.Retry = r.Status == engine.StatusFailed && retrying[key] > r.Attempts && !cur.Status.Final()
-					f.Step(r)
-				}
-			}
-		}
-		if len(evs) > 0 {
-			seq = evs[len(evs)-1].Seq
-		}
-		if len(evs) == 1000 {
-			continue // more to read
-		}
-		if cur.Status.Final() {
+		w.steps(cur, changes, f.Step)
+		// Postgres walks a run's step rows to find those written since
+		// (tens of ms for tens of thousands): the next look waits for
+		// lookSpacing times this one's time, so that following a long run
+		// keeps the database and this process busy a fifth of the time
+		// at most. Its end is still heard at once (ended).
+		t.Reset(max(every, lookSpacing*time.Since(began)))
+		if res != nil {
 			res.StartedAt = cur.StartedAt
 			if cur.FinishedAt != nil {
 				res.FinishedAt = *cur.FinishedAt
@@ -156,14 +153,9 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 			res.Tokens, res.CostUSD = cur.Tokens, cur.CostUSD
 			return &Followed{Run: cur, Result: res, Ended: true}, nil
 		}
-		if f.ParkOnSignals && !cancelled {
-			if awaits := signalWaits(f.Workflow, f.Registry, res.Steps); awaits != nil {
-				if only, err := OnlySignals(ctx, st, runID); err == nil && only {
-					parked := *cur
-					parked.Status = engine.RunWaiting
-					res.Status, res.Awaiting = engine.RunWaiting, awaits
-					return &Followed{Run: &parked, Result: res}, nil
-				}
+		if f.ParkOnSignals && !cancelled && signalWaits(f.Workflow, f.Registry, w.unended()) != nil {
+			if parked := f.park(ctx, cur); parked != nil {
+				return parked, nil
 			}
 		}
 		if !hinted && time.Since(started) > WaitingHint && f.Note != nil {
@@ -199,11 +191,154 @@ func (f *Follow) Run(ctx context.Context) (*Followed, error) {
 		case <-f.Leave:
 			// This process stops (a server that shuts down); the run
 			// goes on with its workers.
+			res, err := f.result(ctx, cur)
+			if err != nil {
+				return nil, fmt.Errorf("left run %s to its workers: %w", runID, err)
+			}
 			return &Followed{Run: cur, Result: res}, nil
 		case <-t.C:
 		case <-ended:
 		}
 	}
+}
+
+// result is the run's result as its records say: every step of its
+// latest generation.
+func (f *Follow) result(ctx context.Context, cur *store.Run) (*engine.Result, error) {
+	steps, err := f.Store.Steps(context.WithoutCancel(ctx), f.RunID)
+	if err != nil {
+		return nil, err
+	}
+	return durable.Result(cur, steps), nil
+}
+
+// park returns the run parked, when it only waits for signals: no job of
+// it is left on the queue, and every step of it that has not ended waits
+// for one. Nil when it does not (or when that cannot be read now: the
+// next look asks again).
+func (f *Follow) park(ctx context.Context, cur *store.Run) *Followed {
+	if only, err := OnlySignals(ctx, f.Store, f.RunID); err != nil || !only {
+		return nil
+	}
+	res, err := f.result(ctx, cur)
+	if err != nil {
+		return nil
+	}
+	awaits := signalWaits(f.Workflow, f.Registry, res.Steps)
+	if awaits == nil {
+		return nil
+	}
+	parked := *cur
+	parked.Status = engine.RunWaiting
+	res.Status, res.Awaiting = engine.RunWaiting, awaits
+	return &Followed{Run: &parked, Result: res}
+}
+
+// watch is what a follower knows of the run it follows: the look it last
+// took of the steps, what it told of each, and which have not ended.
+type watch struct {
+	gen  int
+	seen string // Changes.Seen of the last look at generation gen
+	// told is, by node and visit, the status and attempts last told.
+	told map[stepKey]stepState
+	// open are the steps begun (or released to the queue) that have not
+	// ended: the run only waits for signals when each of them does.
+	open map[stepKey]*engine.StepRecord
+	// retrying is, by node and visit, the attempt a retry event
+	// announced: a failed attempt before it is not the step's end.
+	retrying map[stepKey]int
+}
+
+type stepKey struct {
+	node  string
+	visit int
+}
+
+type stepState struct {
+	status   engine.Status
+	attempts int
+}
+
+// since returns the mark of the last look at generation gen: none when
+// the run's generation is another (a new execution of it began), whose
+// steps are then all read.
+func (w *watch) since(gen int) string {
+	if gen != w.gen {
+		return ""
+	}
+	return w.seen
+}
+
+// events hands a page of the run's events to tell, noting the attempts
+// that retry events announce.
+func (w *watch) events(evs []store.Event, tell func(engine.TimedEvent)) {
+	for _, ev := range evs {
+		if ev.Type == engine.EventRetry {
+			if n, ok := attemptOf(ev.Data); ok {
+				if w.retrying == nil {
+					w.retrying = map[stepKey]int{}
+				}
+				w.retrying[stepKey{ev.Node, ev.Visit}] = n
+			}
+		}
+		if tell != nil {
+			tell(engine.TimedEvent{Time: ev.Time, Event: engine.Event{Type: ev.Type, Node: ev.Node, Visit: ev.Visit, Iteration: ev.Iteration, Data: ev.Data}})
+		}
+	}
+}
+
+// steps takes in the steps written since the last look, telling tell
+// (when set) of each whose status or attempts changed: the saved ones by
+// step order, then those newly planned that have no record yet.
+func (w *watch) steps(cur *store.Run, ch *postgres.Changes, tell func(engine.StepRecord)) {
+	if cur.Generation != w.gen || w.told == nil {
+		w.gen, w.told, w.open = cur.Generation, map[stepKey]stepState{}, map[stepKey]*engine.StepRecord{}
+	}
+	w.seen = ch.Seen
+	saved := durable.Result(cur, ch.Saved).Steps
+	planned := durable.Result(cur, ch.Planned).Steps
+	for _, rec := range saved {
+		w.take(cur, rec, tell)
+	}
+	for _, rec := range planned {
+		if _, ok := w.told[stepKey{rec.Node, rec.Visit}]; !ok {
+			w.take(cur, rec, tell)
+		}
+	}
+}
+
+// take takes in one step's record.
+func (w *watch) take(cur *store.Run, rec *engine.StepRecord, tell func(engine.StepRecord)) {
+	k := stepKey{rec.Node, rec.Visit}
+	if rec.Status.Final() || rec.Status == engine.StatusPending && rec.Attempts == 0 {
+		delete(w.open, k)
+	} else {
+		w.open[k] = rec
+	}
+	state := stepState{rec.Status, rec.Attempts}
+	if old, ok := w.told[k]; ok && old == state {
+		return
+	}
+	w.told[k] = state
+	if tell != nil {
+		r := *rec
+		// An attempt that is retried is marked so, as a local run's
+		// scheduler marks it: not the step's end.
+		r.Retry = r.Status == engine.StatusFailed && w.retrying[k] > r.Attempts && !cur.Status.Final()
+		tell(r)
+	}
+}
+
+// unended are the steps begun that have not ended, by step order.
+func (w *watch) unended() []*engine.StepRecord {
+	out := make([]*engine.StepRecord, 0, len(w.open))
+	for _, rec := range w.open {
+		out = append(out, rec)
+	}
+	slices.SortFunc(out, func(a, b *engine.StepRecord) int {
+		return cmp.Or(cmp.Compare(a.StepOrder, b.StepOrder), cmp.Compare(a.Node, b.Node), cmp.Compare(a.Visit, b.Visit))
+	})
+	return out
 }
 
 // signalWaits returns the steps that wait for a signal when every step

@@ -33,6 +33,9 @@ var dialect = sqlstore.Dialect{
 	// A duration is a float8 number of microseconds (AddMicros).
 	Duration:   func(d time.Duration) any { return float64(d.Microseconds()) },
 	FinishRuns: finishRuns,
+	// A step row names the transaction that last wrote it (migration 19):
+	// a follower reads the rows written since its last look (StepsSince).
+	StepWritten: `, written = pg_current_xact_id()`,
 }
 
 // finishRunsSQL is SQL.FinishRun for several runs: the arguments of each

@@ -1,4 +1,4 @@
--- schema version 18
+-- schema version 19
 -- The schema migrations/ build, for a new database in one step (see freshSchema).
 -- Written by `go test ./internal/store/sqlite -run TestFreshSchemaIsTheMigrated -update`; do not edit.
 

@@ -98,6 +98,10 @@ type Dialect struct {
 	// work for several runs, each row FinishRun's arguments (a different
 	// run each): WritesOf then finishes the runs of a transaction in it.
 	FinishRuns func(rows [][]any) Stmt
+	// StepWritten, when set, is an assignment that ends the SET of a step
+	// row saved again: one that marks the row with what wrote it, as the
+	// column's default marks a new row (Postgres: the transaction).
+	StepWritten string
 
 	// Time, JSON and Duration encode parameters: a time (already
 	// truncated to the microsecond), a JSON document (nil: NULL) and a

@@ -84,6 +84,12 @@ func appendString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
+// DecodePlan decodes the steps column of a step_plans row of the run's
+// generation gen into the pending steps it plans.
+func DecodePlan(runID string, gen int, data []byte) ([]*store.Step, error) {
+	return decodePlan(runID, gen, data)
+}
+
 // decodePlan decodes a steps column into the pending steps it plans.
 func decodePlan(runID string, gen int, data []byte) ([]*store.Step, error) {
 	var rows [][]any

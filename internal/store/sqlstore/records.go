@@ -546,6 +546,13 @@ func (c *Core) steps(ctx context.Context, op, runID string, gen int, q string, n
 	return orNotFound(ctx, c, op, runID, steps, err)
 }
 
+// StepSelect is the head of a query of step rows that ScanStep reads:
+// SELECT, their columns, FROM steps.
+const StepSelect = `SELECT run_id, generation, node, visit, ` + stepCols + ` FROM steps`
+
+// ScanStep reads a row of a query that StepSelect begins.
+func ScanStep(sc Row) (*store.Step, error) { return scanStep(sc) }
+
 func scanStep(sc Row) (*store.Step, error) {
 	var st store.Step
 	var params, output, stepErr []byte

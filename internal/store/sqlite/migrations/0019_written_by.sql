@@ -1,0 +1,6 @@
+-- Skein schema, version 19: nothing changes here. In Postgres, a step row
+-- and a plan row name the transaction that last wrote them, so a process
+-- following a run that workers execute reads only what changed since its
+-- last look; a SQLite database has no workers, and its runs are followed
+-- by the process that executes them. The version keeps the two stores'
+-- schema numbers alike.
