@@ -1,6 +1,6 @@
 # benchlib.sh — functions the benchmark scripts share; sourced by
-# bench-child.sh, bench-cli.sh, bench-busy.sh, bench-mem.sh, bench-queue.sh,
-# bench-slot.sh and bench-trace.sh, not run.
+# bench-child.sh, bench-cli.sh, bench-busy.sh, bench-follow.sh, bench-mem.sh,
+# bench-queue.sh, bench-slot.sh and bench-trace.sh, not run.
 
 # machine_state — prints what moves every figure on a shared machine:
 # what a first write to a page of fresh memory costs, how long a fixed
