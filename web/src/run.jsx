@@ -10,7 +10,12 @@ import { StatusPill } from "./runs.jsx";
 
 // REFETCH_MS bounds how often the run's document is read again while
 // events arrive (its steps carry outputs, durations, tokens and costs).
+// One read at a time, and the next begins at least SPACING times the
+// last one's time after it began: a run of tens of thousands of steps
+// has a document of tens of MB that takes the server a second to make,
+// and watching it keeps the server busy a fifth of the time at most.
 const REFETCH_MS = 400;
+const SPACING = 5;
 
 const SCOPES = { read: 1, run: 2, edit: 3, admin: 4 };
 export const may = (session, want) => (SCOPES[session.scope] || 0) >= SCOPES[want];
@@ -423,9 +428,13 @@ export function RunPage({ id, session }) {
     let frame = 0;
     let timer = 0;
     let lastRead = 0;
+    let spacing = REFETCH_MS;
+    let reading = false;
+    let again = false;
     const read = async () => {
       const at = live.current.last;
       lastRead = Date.now();
+      reading = true;
       try {
         const r = await api("GET", `/api/runs/${encodeURIComponent(id)}`);
         if (stop) return;
@@ -434,15 +443,27 @@ export function RunPage({ id, session }) {
         return r;
       } catch (e) {
         if (!stop) setError(e.message);
+      } finally {
+        reading = false;
+        spacing = Math.max(REFETCH_MS, SPACING * (Date.now() - lastRead));
+        if (again && !stop) {
+          again = false;
+          schedule();
+        }
       }
     };
-    // schedule reads the run again, at most every REFETCH_MS.
+    // schedule reads the run again once the read under way (if any) is
+    // answered, at most every spacing.
     const schedule = () => {
       if (timer) return;
+      if (reading) {
+        again = true;
+        return;
+      }
       timer = setTimeout(() => {
         timer = 0;
         read();
-      }, Math.max(0, REFETCH_MS - (Date.now() - lastRead)));
+      }, Math.max(0, spacing - (Date.now() - lastRead)));
     };
     refetch.current = schedule;
     const render = () => {
