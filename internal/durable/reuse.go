@@ -15,7 +15,7 @@ type Reuser struct {
 	mu      sync.Mutex
 	byHash  map[string][]*store.Step // successful steps by config hash, in step order
 	pinned  map[string][]*store.Step // pinned node → its successful steps by visit
-	used    map[*store.Step]bool
+	used    map[*store.Step]bool // pinned steps taken
 	masked  map[string]bool // node + "\x00" + hash of steps stored masked
 	Reused  int             // how many tasks were answered
 	problem error
@@ -125,18 +125,16 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 		pinned = s != nil
 	}
 	if s == nil {
-		for _, c := range r.byHash[q.Hash] {
-			if !r.used[c] && c.Node == q.Node {
-				s = c
-				break
-			}
-		}
+		s = r.takeByHash(q.Node, q.Hash)
 	}
 	if s == nil {
 		if r.masked[q.Node+"\x00"+q.Hash] {
 			return engine.Reused{Miss: "its earlier output held a secret value, stored masked, so it is not reused"}, false
 		}
 		return engine.Reused{}, false
+	}
+	if pinned {
+		r.used[s] = true // a pinned step taken is not offered again
 	}
 	// A step that was pinned stays pinned when a resume reuses it: its
 	// output is still the one the user chose, not one this run computed.
@@ -146,7 +144,6 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 		r.problem = err
 		return engine.Reused{}, false
 	}
-	r.used[s] = true
 	r.Reused++
 	clean := make(map[string]any, len(out))
 	for k, v := range out {
@@ -159,6 +156,32 @@ func (r *Reuser) Reuse(q engine.ReuseQuery) (engine.Reused, bool) {
 		re.StartedAt, re.FinishedAt = *s.StartedAt, *s.FinishedAt
 	}
 	return re, true
+}
+
+// takeByHash takes the first step of node with the config hash that
+// was not reused yet, if any: a step reused is no longer offered, and
+// its record is let go of, so a resume that goes over a long run's
+// completed steps holds fewer of them as it goes.
+func (r *Reuser) takeByHash(node, hash string) *store.Step {
+	list := r.byHash[hash]
+	for i, c := range list {
+		if c.Node != node {
+			continue
+		}
+		if i == 0 {
+			list[0] = nil // what the backing array holds stays reachable
+			list = list[1:]
+		} else {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(r.byHash, hash)
+		} else {
+			r.byHash[hash] = list
+		}
+		return c
+	}
+	return nil
 }
 
 // Pinned reports which pins have no successful step to reuse.
