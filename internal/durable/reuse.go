@@ -15,9 +15,9 @@ type Reuser struct {
 	mu      sync.Mutex
 	byHash  map[string][]*store.Step // successful steps by config hash, in step order
 	pinned  map[string][]*store.Step // pinned node → its successful steps by visit
-	used    map[*store.Step]bool // pinned steps taken
-	masked  map[string]bool // node + "\x00" + hash of steps stored masked
-	Reused  int             // how many tasks were answered
+	used    map[*store.Step]bool     // pinned steps taken
+	masked  map[string]bool          // node + "\x00" + hash of steps stored masked
+	Reused  int                      // how many tasks were answered
 	problem error
 	// Continue marks the reuse of a waiting run going on after a signal
 	// or a timer: its steps are its own, kept as they were (Reused.Kept),
