@@ -52,25 +52,6 @@ echo "# $(df -T "$BENCH_DIR" | awk 'NR==2 {print $2" on "$7}'), $(nproc) CPUs, $
 echo "# $(machine_state)"
 
 wf=$BENCH_DIR/wf
-foreach() { # foreach N
-	cat >"$wf/foreach-$1.yaml" <<YAML
-version: 1
-name: foreach
-inputs:
-  n: {type: integer, default: $1}
-nodes:
-  - {id: start, type: trigger.manual}
-  - {id: each, type: foreach, items: "{{ 1..inputs.n }}"}
-  - {id: item, type: set, values: {i: "{{ loop.item }}"}}
-  - {id: next, type: endloop, loop: each}
-  - {id: done, type: set, values: {n: "{{ len(each.items) }}"}}
-edges:
-  - {from: start, to: each}
-  - {from: each, to: item, on: body}
-  - {from: item, to: next}
-  - {from: each, to: done, on: done}
-YAML
-}
 loop() { # loop N
 	cat >"$wf/loop-$1.yaml" <<YAML
 version: 1
@@ -92,7 +73,7 @@ names=(three chain-100 chain-1000)
 chain 2 "$wf" && mv "$wf/chain-2.yaml" "$wf/three.yaml"
 chain 100 "$wf"
 chain 1000 "$wf"
-for n in $FOREACH_SIZES; do foreach "$n"; names+=("foreach-$n"); done
+for n in $FOREACH_SIZES; do foreach "$n" "$wf"; names+=("foreach-$n"); done
 for n in $LOOP_SIZES; do loop "$n"; names+=("loop-$n"); done
 
 declare -A times cpus

@@ -45,23 +45,7 @@ for b in "${bins[@]}"; do
 	psql -q "$base" -c "CREATE SCHEMA bench_follow_${b}_$$"
 	"$(binary "$b")" migrate --db "$base${sep}search_path=bench_follow_${b}_$$" >/dev/null
 done
-cat >"$BENCH_DIR/wf/foreach.yaml" <<'YAML'
-version: 1
-name: foreach
-inputs:
-  n: {type: integer, default: 100}
-nodes:
-  - {id: start, type: trigger.manual}
-  - {id: each, type: foreach, items: "{{ 1..inputs.n }}"}
-  - {id: item, type: set, values: {i: "{{ loop.item }}"}}
-  - {id: next, type: endloop, loop: each}
-  - {id: done, type: set, values: {n: "{{ len(each.items) }}"}}
-edges:
-  - {from: start, to: each}
-  - {from: each, to: item, on: body}
-  - {from: item, to: next}
-  - {from: each, to: done, on: done}
-YAML
+foreach 100 "$BENCH_DIR/wf"
 echo "# $(nproc) CPUs, $rounds rounds, $(cd "$root" && git rev-parse --short HEAD)${BASE:+ against $BASE}, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $(machine_state)"
 declare -A rec wall cpu rss
@@ -73,7 +57,7 @@ for ((r = 0; r < rounds; r++)); do
 			"$(binary "$b")" worker --db "$db" --dir "$BENCH_DIR/worker" >"$BENCH_DIR/worker.log" 2>&1 &
 			worker=$!
 			out=$(/usr/bin/time -f '%e %U %S %M' "$(binary "$b")" run --db "$db" --dir "$BENCH_DIR/runs" \
-				"$BENCH_DIR/wf/foreach.yaml" -i n="$n" -o json 2>&1 >/dev/null | tail -1)
+				"$BENCH_DIR/wf/foreach-100.yaml" -i n="$n" -o json 2>&1 >/dev/null | tail -1)
 			kill "$worker"
 			wait "$worker" 2>/dev/null || true
 			worker=

@@ -60,6 +60,28 @@ chain() {
 	} >"$2/chain-$1.yaml"
 }
 
+# foreach N DIR — writes DIR/foreach-N.yaml: a foreach over inputs.n
+# items (default N), one `set` an item, then a `set` that counts them.
+foreach() {
+	cat >"$2/foreach-$1.yaml" <<YAML
+version: 1
+name: foreach
+inputs:
+  n: {type: integer, default: $1}
+nodes:
+  - {id: start, type: trigger.manual}
+  - {id: each, type: foreach, items: "{{ 1..inputs.n }}"}
+  - {id: item, type: set, values: {i: "{{ loop.item }}"}}
+  - {id: next, type: endloop, loop: each}
+  - {id: done, type: set, values: {n: "{{ len(each.items) }}"}}
+edges:
+  - {from: start, to: each}
+  - {from: each, to: item, on: body}
+  - {from: item, to: next}
+  - {from: each, to: done, on: done}
+YAML
+}
+
 # median "T1 T2 …" — the median of whole numbers (of the middle two, their
 # mean rounded down).
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : int((a[NR/2]+a[NR/2+1])/2))}'; }
